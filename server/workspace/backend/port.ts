@@ -1,0 +1,91 @@
+import type { Readable, Writable } from "node:stream";
+
+/**
+ * The backend port: what a workspace needs from the machine it runs on. Every backend (local host,
+ * Docker container, E2B sandbox, Kubernetes Pod) implements it. Paths are POSIX paths as seen by
+ * the backend; relative paths resolve against `workdir`. Implementations must never buffer a whole
+ * file or archive in memory: data moves as streams.
+ */
+export interface WorkspaceBackend {
+  /** "local" | "docker" | "e2b" | "kubernetes". */
+  readonly kind: BackendKind;
+  /** Absolute path of the workspace root as seen by the backend (e.g. `/workspace` in a container). */
+  readonly workdir: string;
+  /**
+   * False for the local backend: its commands run on the host with Berth's privileges and cannot be
+   * confined to the workdir. The API reports this so admins know it is for trusted agents only.
+   */
+  readonly isolated: boolean;
+
+  /** Runs argv without a shell. Output is streamed through the callbacks and also collected (capped). */
+  exec(command: readonly string[], options?: ExecOptions): Promise<ExecResult>;
+
+  /** Streams a file's bytes. Rejects with AppError NOT_FOUND when the path does not exist. */
+  readFile(path: string, options?: { start?: number; end?: number }): Promise<Readable>;
+  /** Writes a file from a stream (or bytes), creating parent directories. Replaces atomically where possible. */
+  writeFile(path: string, data: Readable | Uint8Array | string, options?: { mode?: number; append?: boolean }): Promise<void>;
+  /** Null when the path does not exist. Does not follow a final symlink (lstat semantics). */
+  stat(path: string): Promise<FileStat | null>;
+  /** Entries of a directory (non-recursive). Rejects with NOT_FOUND when the directory does not exist. */
+  list(path: string): Promise<DirEntry[]>;
+  /** mkdir -p. */
+  mkdir(path: string): Promise<void>;
+  /** rm -rf; a silent no-op when the path is missing. */
+  remove(path: string): Promise<void>;
+  /** Renames within the backend, replacing the destination file if present. */
+  move(from: string, to: string): Promise<void>;
+  /** Resolves symlinks; null when the path does not exist. Used to confine file tools to the workdir. */
+  realpath(path: string): Promise<string | null>;
+
+  /** Extracts an uncompressed tar stream into `dir` (created if missing). Trusted input only: callers validate. */
+  putArchive(dir: string, tar: Readable): Promise<void>;
+  /** Streams `path` (file or directory) as an uncompressed tar whose single top entry is its basename. */
+  getArchive(path: string): Promise<Readable>;
+
+  /** Releases connections; does not delete data. Idempotent. */
+  close(): Promise<void>;
+}
+
+export type BackendKind = "local" | "docker" | "e2b" | "kubernetes";
+
+export type ExecOptions = {
+  /** Working directory; defaults to the backend's workdir. */
+  cwd?: string;
+  env?: Record<string, string>;
+  /** Milliseconds; on expiry the process (group) is killed and `timedOut` is true. */
+  timeoutMs?: number;
+  /** Aborting kills the process (group); the result has `killed: true`. */
+  signal?: AbortSignal;
+  /** Bytes written to the process' stdin, then stdin is closed. */
+  stdin?: Readable | Uint8Array | string;
+  onStdout?: (chunk: Buffer) => void;
+  onStderr?: (chunk: Buffer) => void;
+  /** Cap on the bytes of each stream kept in the result (the callbacks still see everything). Default 10 MiB. */
+  maxBufferBytes?: number;
+};
+
+export type ExecResult = {
+  /** Process exit code; -1 when it timed out, was killed or could not report one. 127 when it could not start. */
+  exitCode: number;
+  stdout: Buffer;
+  stderr: Buffer;
+  timedOut: boolean;
+  killed: boolean;
+  /** True when stdout or stderr exceeded maxBufferBytes and was cut. */
+  truncated: boolean;
+};
+
+export type FileStat = {
+  type: "file" | "directory" | "symlink" | "other";
+  size: number;
+  mtimeMs: number;
+  mode: number;
+};
+
+export type DirEntry = {
+  name: string;
+  type: FileStat["type"];
+  /** Null for directories. */
+  size: number | null;
+  mtimeMs: number | null;
+};

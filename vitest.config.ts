@@ -1,0 +1,41 @@
+import "./node20-polyfills.mjs";
+import path from "node:path";
+import { defineConfig } from "vitest/config";
+
+const alias = { "@": path.resolve(import.meta.dirname) };
+
+// Three projects: `unit` (no services), `integration` (real Postgres + Redis, started by the global
+// setup when DATABASE_URL / REDIS_URL are absent) and `docker` (a real Docker engine; fails in CI
+// when none is reachable, skips with a printed reason elsewhere).
+export default defineConfig({
+  resolve: { alias },
+  test: {
+    projects: [
+      {
+        resolve: { alias },
+        test: { name: "unit", include: ["test/unit/**/*.test.ts"], testTimeout: 30_000 },
+      },
+      {
+        resolve: { alias },
+        test: {
+          name: "integration",
+          include: ["test/integration/**/*.test.ts"],
+          globalSetup: ["test/setup/services.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        resolve: { alias },
+        test: {
+          name: "docker",
+          include: ["test/docker/**/*.test.ts"],
+          testTimeout: 180_000,
+          hookTimeout: 600_000,
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
