@@ -23,7 +23,11 @@ export interface WorkspaceBackend {
   /** Streams a file's bytes. Rejects with AppError NOT_FOUND when the path does not exist. */
   readFile(path: string, options?: { start?: number; end?: number }): Promise<Readable>;
   /** Writes a file from a stream (or bytes), creating parent directories. Replaces atomically where possible. */
-  writeFile(path: string, data: Readable | Uint8Array | string, options?: { mode?: number; append?: boolean }): Promise<void>;
+  writeFile(
+    path: string,
+    data: Readable | Uint8Array | string,
+    options?: { mode?: number; append?: boolean },
+  ): Promise<void>;
   /** Null when the path does not exist. Does not follow a final symlink (lstat semantics). */
   stat(path: string): Promise<FileStat | null>;
   /** Entries of a directory (non-recursive). Rejects with NOT_FOUND when the directory does not exist. */
