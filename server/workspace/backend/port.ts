@@ -1,4 +1,4 @@
-import type { Readable, Writable } from "node:stream";
+import type { Readable } from "node:stream";
 
 /**
  * The backend port: what a workspace needs from the machine it runs on. Every backend (local host,
@@ -20,14 +20,13 @@ export interface WorkspaceBackend {
   /** Runs argv without a shell. Output is streamed through the callbacks and also collected (capped). */
   exec(command: readonly string[], options?: ExecOptions): Promise<ExecResult>;
 
-  /** Streams a file's bytes. Rejects with AppError NOT_FOUND when the path does not exist. */
+  /**
+   * Streams a file's bytes. Rejects with AppError NOT_FOUND when the path does not exist and BAD_REQUEST
+   * when it is a directory. `start` and `end` are byte offsets, both INCLUSIVE (fs.createReadStream semantics).
+   */
   readFile(path: string, options?: { start?: number; end?: number }): Promise<Readable>;
   /** Writes a file from a stream (or bytes), creating parent directories. Replaces atomically where possible. */
-  writeFile(
-    path: string,
-    data: Readable | Uint8Array | string,
-    options?: { mode?: number; append?: boolean },
-  ): Promise<void>;
+  writeFile(path: string, data: Readable | Uint8Array | string, options?: WriteFileOptions): Promise<void>;
   /** Null when the path does not exist. Does not follow a final symlink (lstat semantics). */
   stat(path: string): Promise<FileStat | null>;
   /** Entries of a directory (non-recursive). Rejects with NOT_FOUND when the directory does not exist. */
@@ -49,6 +48,17 @@ export interface WorkspaceBackend {
   /** Releases connections; does not delete data. Idempotent. */
   close(): Promise<void>;
 }
+
+export type WriteFileOptions = {
+  mode?: number;
+  /** Append to the file (created if missing). One call's bytes must land contiguously (O_APPEND). */
+  append?: boolean;
+  /**
+   * Create only: reject with AppError CONFLICT when the path already exists, atomically (no check-then-write
+   * race). Used to pick `tool_result-<id>(n).txt` names. Not combinable with `append`.
+   */
+  exclusive?: boolean;
+};
 
 export type BackendKind = "local" | "docker" | "e2b" | "kubernetes";
 

@@ -1,0 +1,153 @@
+import { spawn } from "node:child_process";
+import { Readable } from "node:stream";
+import type { ExecOptions, ExecResult } from "@/server/workspace/backend/port";
+
+const DEFAULT_MAX_BUFFER_BYTES = 10 * 1024 * 1024;
+
+/** Collects a stream's chunks up to a cap, remembering whether anything was dropped. */
+class CappedBuffer {
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+  truncated = false;
+
+  constructor(private readonly cap: number) {}
+
+  push(chunk: Buffer): void {
+    const room = this.cap - this.size;
+    if (room <= 0) {
+      this.truncated ||= chunk.length > 0;
+      return;
+    }
+    const kept = chunk.length > room ? chunk.subarray(0, room) : chunk;
+    if (kept.length < chunk.length) this.truncated = true;
+    this.chunks.push(kept);
+    this.size += kept.length;
+  }
+
+  toBuffer(): Buffer {
+    return Buffer.concat(this.chunks, this.size);
+  }
+}
+
+/**
+ * Runs argv on the host without a shell. The child leads its own process group (`detached`) so a timeout
+ * or an abort kills everything it started, not just the direct child (a `sh -c` wrapper would otherwise
+ * leave its grandchildren holding the pipes open).
+ */
+export function execLocal(
+  command: readonly string[],
+  options: ExecOptions & { cwd: string; env: Record<string, string> },
+): Promise<ExecResult> {
+  const [file, ...args] = command;
+  const maxBufferBytes = options.maxBufferBytes ?? DEFAULT_MAX_BUFFER_BYTES;
+  const stdout = new CappedBuffer(maxBufferBytes);
+  const stderr = new CappedBuffer(maxBufferBytes);
+  if (file === undefined) {
+    return Promise.resolve(spawnFailure(stdout, stderr, "empty command"));
+  }
+  if (options.signal?.aborted) {
+    return Promise.resolve({ ...spawnFailure(stdout, stderr, "aborted"), exitCode: -1, killed: true });
+  }
+
+  return new Promise<ExecResult>((resolve) => {
+    let timedOut = false;
+    let killed = false;
+    let settled = false;
+    let child: ReturnType<typeof spawn>;
+    try {
+      child = spawn(file, args, {
+        cwd: options.cwd,
+        env: options.env as NodeJS.ProcessEnv,
+        detached: true,
+        stdio: ["pipe", "pipe", "pipe"],
+        windowsHide: true,
+      });
+    } catch (error) {
+      resolve(spawnFailure(stdout, stderr, errorText(error)));
+      return;
+    }
+
+    const killGroup = () => {
+      if (child.pid === undefined) return;
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // The group is already gone; killing the direct child is the fallback.
+        child.kill("SIGKILL");
+      }
+    };
+    const timer =
+      options.timeoutMs !== undefined && options.timeoutMs > 0
+        ? setTimeout(() => {
+            timedOut = true;
+            killGroup();
+          }, options.timeoutMs)
+        : undefined;
+    const onAbort = () => {
+      killed = true;
+      killGroup();
+    };
+    options.signal?.addEventListener("abort", onAbort, { once: true });
+
+    const finish = (result: ExecResult) => {
+      if (settled) return;
+      settled = true;
+      if (timer) clearTimeout(timer);
+      options.signal?.removeEventListener("abort", onAbort);
+      resolve(result);
+    };
+
+    child.stdout?.on("data", (chunk: Buffer) => {
+      stdout.push(chunk);
+      options.onStdout?.(chunk);
+    });
+    child.stderr?.on("data", (chunk: Buffer) => {
+      stderr.push(chunk);
+      options.onStderr?.(chunk);
+    });
+    child.on("error", (error) => {
+      // 'error' without a pid means the process never started (ENOENT, EACCES, bad cwd).
+      if (child.pid === undefined) finish(spawnFailure(stdout, stderr, errorText(error)));
+    });
+    child.on("close", (code) => {
+      finish({
+        exitCode: timedOut || killed || code === null ? -1 : code,
+        stdout: stdout.toBuffer(),
+        stderr: stderr.toBuffer(),
+        timedOut,
+        killed,
+        truncated: stdout.truncated || stderr.truncated,
+      });
+    });
+
+    writeStdin(child.stdin, options.stdin);
+  });
+}
+
+function writeStdin(stdin: NodeJS.WritableStream | null, input: ExecOptions["stdin"]): void {
+  if (!stdin) return;
+  // A child that exits without reading its stdin makes the write fail with EPIPE; that is not our error.
+  stdin.on("error", () => undefined);
+  if (input === undefined) {
+    stdin.end();
+  } else if (input instanceof Readable) {
+    input.pipe(stdin);
+  } else {
+    stdin.end(input);
+  }
+}
+
+function spawnFailure(stdout: CappedBuffer, stderr: CappedBuffer, message: string): ExecResult {
+  return {
+    exitCode: 127,
+    stdout: stdout.toBuffer(),
+    stderr: Buffer.concat([stderr.toBuffer(), Buffer.from(message)]),
+    timedOut: false,
+    killed: false,
+    truncated: false,
+  };
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,143 @@
+import { z } from "zod";
+import { resolveConfined } from "@/server/workspace/paths";
+import { FILE_TYPE_GLOBS, VCS_DIRS, globOptions } from "./grep-args";
+import { defineTool, errorResult, type BuiltinTool, type ToolContext } from "./types";
+
+export const GREP_TIMEOUT_MS = 30_000;
+export const GREP_DEFAULT_HEAD_LIMIT = 250;
+export const GREP_MAX_COLUMNS = 500;
+
+const ZGrepInput = z.object({
+  pattern: z.string().min(1).describe("The regular expression (Perl syntax) to search for in file contents"),
+  path: z
+    .string()
+    .optional()
+    .describe("File or directory to search in (absolute). Defaults to the workspace root."),
+  output_mode: z
+    .enum(["content", "files_with_matches", "count"])
+    .default("files_with_matches")
+    .describe(
+      '"content" shows matching lines, "files_with_matches" (default) file paths, "count" match counts',
+    ),
+  glob: z.string().optional().describe('Filter files by glob, e.g. "*.js" or "*.{ts,tsx}"; "!" excludes'),
+  type: z.string().optional().describe('File type to search, e.g. "js", "py", "rust", "go"'),
+  "-A": z.number().int().min(0).optional().describe("Lines to show after each match (content mode)"),
+  "-B": z.number().int().min(0).optional().describe("Lines to show before each match (content mode)"),
+  "-C": z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe("Lines to show before and after each match (content mode)"),
+  context: z.number().int().min(0).optional().describe("Alias of -C"),
+  n: z.boolean().default(true).describe("Show line numbers (content mode, default true)"),
+  i: z.boolean().optional().describe("Case-insensitive search"),
+  case_insensitive: z.boolean().optional().describe("Alias of i"),
+  multiline: z.boolean().default(false).describe("Let the pattern span lines; `.` matches newlines"),
+  head_limit: z
+    .number()
+    .int()
+    .min(0)
+    .default(GREP_DEFAULT_HEAD_LIMIT)
+    .describe(`Show only the first N lines/entries (default ${GREP_DEFAULT_HEAD_LIMIT}, 0 = unlimited)`),
+  offset: z.number().int().min(0).default(0).describe("Skip the first N lines/entries before head_limit"),
+});
+
+type GrepInput = z.infer<typeof ZGrepInput>;
+
+/**
+ * Grep (reference `_grep.py`, which runs ripgrep). Berth runs GNU grep instead, which every image with
+ * coreutils has: Perl regexes (`-P`, falling back to `-E` where grep lacks PCRE), binary files skipped,
+ * VCS folders excluded, symlinked folders not followed. Unlike ripgrep it does not read `.gitignore`.
+ */
+export function createGrepTool(context: ToolContext): BuiltinTool {
+  return defineTool({
+    name: "Grep",
+    description:
+      "Searches file contents with a regular expression under a path of the workspace. " +
+      "Output modes: files_with_matches (default), content (matching lines), count.",
+    input: ZGrepInput,
+    async run(input, options) {
+      const { backend } = context;
+      const target = await resolveConfined(backend, input.path ?? backend.workdir);
+      const info = await backend.stat(target);
+      if (!info) return errorResult(`Error: Path does not exist: ${input.path ?? backend.workdir}`);
+      if (input.type !== undefined && !FILE_TYPE_GLOBS[input.type]) {
+        return errorResult(
+          `Error: unknown file type '${input.type}'. Known: ${Object.keys(FILE_TYPE_GLOBS).join(", ")}`,
+        );
+      }
+      const isDirectory = info.type === "directory";
+      let result = await runGrep(context, buildArgv(input, target, isDirectory, "-P"), options.signal);
+      if (
+        result.exitCode === 2 &&
+        /-P|perl/i.test(result.stderr.toString("utf8")) &&
+        result.stdout.length === 0
+      ) {
+        result = await runGrep(context, buildArgv(input, target, isDirectory, "-E"), options.signal);
+      }
+      if (result.timedOut) return errorResult(`Grep timed out after ${GREP_TIMEOUT_MS}ms: ${input.pattern}`);
+      const stdout = result.stdout.toString("utf8");
+      // grep exits 2 on any error (even an unreadable file) while still printing the matches it found.
+      if (result.exitCode !== 0 && result.exitCode !== 1 && stdout.length === 0) {
+        return errorResult(`grep error (code ${result.exitCode}): ${result.stderr.toString("utf8").trim()}`);
+      }
+
+      let entries = stdout.split(input.multiline ? /\0|\n/ : "\n").filter((line) => line.length > 0);
+      if (input.output_mode === "count") entries = entries.filter((line) => !/(^|:)0$/.test(line));
+      if (input.output_mode === "files_with_matches") entries.sort();
+      if (input.output_mode === "content") entries = entries.map(cutLongLine);
+      if (entries.length === 0)
+        return { content: `No matches found for pattern: ${input.pattern}`, isError: false };
+
+      const end = input.head_limit === 0 ? entries.length : input.offset + input.head_limit;
+      const page = entries.slice(input.offset, end);
+      let content = page.join("\n");
+      const paginated = input.offset > 0 || end < entries.length;
+      if (paginated) {
+        content += `\n\n[Showing results with pagination = limit: ${input.head_limit}${input.offset ? `, offset: ${input.offset}` : ""}]`;
+      }
+      return { content, isError: false, metadata: { total: entries.length, shown: page.length } };
+    },
+  });
+}
+
+function buildArgv(input: GrepInput, target: string, isDirectory: boolean, syntax: "-P" | "-E"): string[] {
+  const argv = ["grep", "-r", syntax, "--binary-files=without-match", "--color=never", "-s"];
+  argv.push(...VCS_DIRS.map((dir) => `--exclude-dir=${dir}`));
+  if (input.multiline) argv.push("-z");
+  if (input.i || input.case_insensitive) argv.push("-i");
+  if (input.output_mode === "files_with_matches") argv.push("-l");
+  if (input.output_mode === "count") argv.push("-c");
+  if (input.output_mode === "content") {
+    // With -z a "line" is the whole file: print only the matched text, and line numbers mean nothing.
+    if (input.multiline) argv.push("-o");
+    else if (input.n) argv.push("-n");
+    const around = input["-C"] ?? input.context;
+    if (around !== undefined) argv.push("-C", String(around));
+    else {
+      if (input["-B"] !== undefined) argv.push("-B", String(input["-B"]));
+      if (input["-A"] !== undefined) argv.push("-A", String(input["-A"]));
+    }
+  }
+  argv.push(isDirectory ? "-H" : "-h");
+  for (const glob of input.type !== undefined ? (FILE_TYPE_GLOBS[input.type] ?? []) : [])
+    argv.push(`--include=${glob}`);
+  if (input.glob !== undefined) argv.push(...globOptions(input.glob));
+  const pattern = input.multiline && syntax === "-P" ? `(?s)${input.pattern}` : input.pattern;
+  argv.push("-e", pattern, "--", target);
+  return argv;
+}
+
+function runGrep(context: ToolContext, argv: string[], signal: AbortSignal | undefined) {
+  return context.backend.exec(argv, {
+    cwd: context.backend.workdir,
+    timeoutMs: GREP_TIMEOUT_MS,
+    signal,
+    maxBufferBytes: 32 * 1024 * 1024,
+  });
+}
+
+function cutLongLine(line: string): string {
+  return line.length > GREP_MAX_COLUMNS ? `${line.slice(0, GREP_MAX_COLUMNS)} [... long line omitted]` : line;
+}

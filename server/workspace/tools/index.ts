@@ -1,0 +1,42 @@
+import type { WorkspaceBackend } from "@/server/workspace/backend/port";
+import { createBashTool } from "./bash";
+import { createEditTool } from "./edit";
+import { createGlobTool } from "./glob";
+import { createGrepTool } from "./grep";
+import { createReadTool, type ReadToolOptions } from "./read";
+import { FileReadState, type BuiltinTool, type ToolContext } from "./types";
+import { createWriteTool } from "./write";
+
+export type { BuiltinTool, ToolResult, ToolDataBlock, ToolCallOptions } from "./types";
+export { FileReadState } from "./types";
+
+export type BuiltinToolsOptions = ReadToolOptions & {
+  /**
+   * Read-before-write bookkeeping shared by Read, Write and Edit. Pass one per conversation to keep it across
+   * turns; omitted, a fresh one is made for this tool list; `null` turns the rule off (scripts, tests).
+   */
+  readState?: FileReadState | null;
+};
+
+/**
+ * The six builtin tools, in the reference's order (Bash, Edit, Glob, Grep, Read, Write), bound to one
+ * backend. They use only the WorkspaceBackend port, so they behave the same on every backend.
+ */
+export function createBuiltinTools(
+  source: WorkspaceBackend | { readonly backend: WorkspaceBackend },
+  options: BuiltinToolsOptions = {},
+): BuiltinTool[] {
+  const backend = "exec" in source ? source : source.backend;
+  const context: ToolContext = {
+    backend,
+    readState: options.readState === undefined ? new FileReadState() : options.readState,
+  };
+  return [
+    createBashTool(context),
+    createEditTool(context),
+    createGlobTool(context),
+    createGrepTool(context),
+    createReadTool(context, options),
+    createWriteTool(context),
+  ];
+}
