@@ -95,3 +95,31 @@ export interface LiveMcpClient {
 export interface McpConnector {
   connect(declaration: TMcpDeclaration, scope: McpScope): Promise<LiveMcpClient>;
 }
+
+/**
+ * The structured logger the MCP and skills code writes to: the pino-compatible subset `(details, message)`,
+ * so a pino child logger can be passed straight in.
+ */
+export type EngineLogger = {
+  warn(details: Record<string, unknown>, message: string): void;
+  info?(details: Record<string, unknown>, message: string): void;
+  debug?(details: Record<string, unknown>, message: string): void;
+};
+
+/** A logger that drops everything (the default when none is configured). */
+export const silentLogger: EngineLogger = { warn: () => undefined };
+
+/**
+ * One MCP tool as handed to an LLM toolkit: `mcp__<mcp>__<tool>`, its JSON-schema input and a call function.
+ * `call` never throws: transport errors and timeouts come back as `isError` results carrying the
+ * AppError's user message, so a chat loop can show them to the model.
+ */
+export type McpToolDescriptor = {
+  name: string;
+  mcpName: string;
+  toolName: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+  annotations?: McpToolInfo["annotations"];
+  call(args: Record<string, unknown>, options?: { signal?: AbortSignal }): Promise<McpToolResult>;
+};

@@ -1,0 +1,297 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { AppError } from "@/server/shared/errors";
+import { toMcpAppError } from "@/server/workspace/mcp/mcp-errors";
+import { filterMcpTools, isMcpToolAllowed } from "@/server/workspace/mcp/tool-filter";
+import {
+  silentLogger,
+  type EngineLogger,
+  type LiveMcpClient,
+  type McpConnector,
+  type McpScope,
+  type McpToolInfo,
+  type McpToolResult,
+  type TMcpDeclaration,
+} from "@/server/workspace/mcp/types";
+
+export type LocalMcpConnectorOptions = {
+  /** Per-call timeout for declarations whose `execution_timeout` is null. Default 120 000 ms. */
+  defaultCallTimeoutMs?: number;
+  /** Bound on spawning a stdio server plus the initialize handshake. Default 30 000 ms. */
+  connectTimeoutMs?: number;
+  /** Working directory for stdio servers whose declaration has `cwd: null` (e.g. the workspace workdir). */
+  defaultCwd?: string;
+  /** Name/version Berth announces in the MCP initialize handshake. */
+  clientInfo?: { name: string; version: string };
+  logger?: EngineLogger;
+};
+
+type ResolvedOptions = Required<Omit<LocalMcpConnectorOptions, "defaultCwd">> & { defaultCwd?: string };
+
+const STDERR_TAIL_BYTES = 4096;
+
+/**
+ * Connects MCP servers from the host with the official SDK: stdio servers are spawned as child processes,
+ * HTTP servers are dialled over streamable HTTP or SSE. Used by the local backend; sandboxed backends use
+ * the gateway connector instead.
+ */
+export class LocalMcpConnector implements McpConnector {
+  private readonly options: ResolvedOptions;
+
+  constructor(options: LocalMcpConnectorOptions = {}) {
+    this.options = {
+      defaultCallTimeoutMs: options.defaultCallTimeoutMs ?? 120_000,
+      connectTimeoutMs: options.connectTimeoutMs ?? 30_000,
+      clientInfo: options.clientInfo ?? { name: "berth", version: "0.1.0" },
+      logger: options.logger ?? silentLogger,
+      ...(options.defaultCwd === undefined ? {} : { defaultCwd: options.defaultCwd }),
+    };
+  }
+
+  /** Stateful declarations open their session here; stateless ones open a short session per request. */
+  async connect(declaration: TMcpDeclaration, scope: McpScope): Promise<LiveMcpClient> {
+    const client = new LocalMcpClient(declaration, scope, this.options);
+    if (declaration.is_stateful) await client.open();
+    return client;
+  }
+}
+
+/** `/sse` or `/messages/` in the URL path selects the legacy SSE transport, as in the reference. */
+export function selectHttpTransport(url: string): "sse" | "streamable-http" {
+  const { pathname } = new URL(url);
+  return pathname.endsWith("/sse") || pathname.includes("/messages/") ? "sse" : "streamable-http";
+}
+
+type Session = { client: Client; transport: Transport; stderrTail: () => string };
+
+class LocalMcpClient implements LiveMcpClient {
+  private session: Session | null = null;
+  private closed = false;
+  private toolsCache: McpToolInfo[] | null = null;
+  /** Temporary sessions of in-flight stateless requests, closed too when this client is closed. */
+  private readonly transientSessions = new Set<Session>();
+
+  constructor(
+    readonly declaration: TMcpDeclaration,
+    readonly scope: McpScope,
+    private readonly options: ResolvedOptions,
+  ) {}
+
+  get isConnected(): boolean {
+    if (this.closed) return false;
+    return this.declaration.is_stateful ? this.session !== null : true;
+  }
+
+  async open(): Promise<void> {
+    const session = await this.openSession();
+    if (this.closed) {
+      await closeSession(session);
+      throw new AppError("UNAVAILABLE", `MCP ${this.declaration.name} was closed while connecting`);
+    }
+    session.client.onclose = () => {
+      // A crashed server or a dropped stream: report disconnected so the registry reconnects it.
+      if (this.session === session) this.session = null;
+    };
+    session.client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      this.toolsCache = null;
+      return Promise.resolve();
+    });
+    this.session = session;
+  }
+
+  async listTools(): Promise<McpToolInfo[]> {
+    if (this.toolsCache) return this.toolsCache;
+    const tools = await this.withSession("list", undefined, async (client, timeoutMs) => {
+      const all: McpToolInfo[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await client.listTools(cursor ? { cursor } : undefined, { timeout: timeoutMs });
+        for (const tool of page.tools) {
+          all.push({
+            name: tool.name,
+            description: tool.description ?? "",
+            inputSchema: tool.inputSchema,
+            annotations: tool.annotations
+              ? {
+                  readOnlyHint: tool.annotations.readOnlyHint,
+                  destructiveHint: tool.annotations.destructiveHint,
+                }
+              : undefined,
+          });
+        }
+        cursor = page.nextCursor;
+      } while (cursor);
+      return filterMcpTools(this.declaration, all);
+    });
+    if (this.declaration.is_stateful) this.toolsCache = tools;
+    return tools;
+  }
+
+  async callTool(
+    tool: string,
+    args: Record<string, unknown>,
+    options: { timeoutMs?: number; signal?: AbortSignal } = {},
+  ): Promise<McpToolResult> {
+    if (!isMcpToolAllowed(this.declaration, tool)) {
+      throw new AppError("FORBIDDEN", `Tool ${tool} is not enabled for MCP ${this.declaration.name}`, {
+        details: { mcp: this.declaration.name, tool },
+      });
+    }
+    const timeoutMs =
+      options.timeoutMs ??
+      (this.declaration.execution_timeout !== null
+        ? this.declaration.execution_timeout * 1000
+        : this.options.defaultCallTimeoutMs);
+    return this.withSession(
+      "call",
+      tool,
+      async (client) => {
+        // The SDK enforces the timeout, sends notifications/cancelled upstream and rejects the request.
+        const result = await client.callTool({ name: tool, arguments: args }, undefined, {
+          timeout: timeoutMs,
+          ...(options.signal ? { signal: options.signal } : {}),
+        });
+        return normaliseResult(result);
+      },
+      timeoutMs,
+    );
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.toolsCache = null;
+    const sessions = [...this.transientSessions];
+    this.transientSessions.clear();
+    if (this.session) sessions.push(this.session);
+    this.session = null;
+    await Promise.all(sessions.map((session) => closeSession(session)));
+  }
+
+  /** Runs `work` on the open stateful session, or on a temporary one for stateless declarations. */
+  private async withSession<T>(
+    phase: "list" | "call",
+    tool: string | undefined,
+    work: (client: Client, timeoutMs: number) => Promise<T>,
+    timeoutMs = this.requestTimeoutMs(),
+  ): Promise<T> {
+    const context = { mcp: this.declaration.name, phase, ...(tool ? { tool } : {}) };
+    if (this.closed)
+      throw new AppError("UNAVAILABLE", `MCP ${this.declaration.name} is closed`, { details: context });
+    if (this.declaration.is_stateful) {
+      const session = this.session;
+      if (!session) {
+        throw new AppError("UNAVAILABLE", `MCP ${this.declaration.name} is not connected`, {
+          details: context,
+        });
+      }
+      try {
+        return await work(session.client, timeoutMs);
+      } catch (error) {
+        throw toMcpAppError(error, context, timeoutMs);
+      }
+    }
+    let session: Session | null = null;
+    try {
+      session = await this.openSession();
+      this.transientSessions.add(session);
+      if (this.closed) throw new AppError("UNAVAILABLE", `MCP ${this.declaration.name} is closed`);
+      return await work(session.client, timeoutMs);
+    } catch (error) {
+      throw toMcpAppError(error, context, timeoutMs);
+    } finally {
+      if (session && this.transientSessions.delete(session)) await closeSession(session);
+    }
+  }
+
+  private requestTimeoutMs(): number {
+    const config = this.declaration.mcp_config;
+    return config.type === "http_mcp" ? config.timeout * 1000 : this.options.connectTimeoutMs;
+  }
+
+  private async openSession(): Promise<Session> {
+    const config = this.declaration.mcp_config;
+    let transport: Transport;
+    let stderrTail = () => "";
+    if (config.type === "stdio_mcp") {
+      const stdio = new StdioClientTransport({
+        command: config.command,
+        args: config.args,
+        ...(config.env ? { env: config.env } : {}),
+        ...(config.cwd
+          ? { cwd: config.cwd }
+          : this.options.defaultCwd
+            ? { cwd: this.options.defaultCwd }
+            : {}),
+        // Piped, not inherited: an MCP server's chatter must not land in Berth's own stderr, and a
+        // failed start should report what the server printed.
+        stderr: "pipe",
+      });
+      let tail = "";
+      stdio.stderr?.on("data", (chunk: Buffer) => {
+        tail = (tail + chunk.toString("utf8")).slice(-STDERR_TAIL_BYTES);
+      });
+      stderrTail = () => tail;
+      transport = stdio;
+    } else {
+      const url = new URL(config.url);
+      const requestInit = config.headers ? { headers: config.headers } : undefined;
+      transport =
+        selectHttpTransport(config.url) === "sse"
+          ? new SSEClientTransport(url, requestInit ? { requestInit } : undefined)
+          : new StreamableHTTPClientTransport(url, requestInit ? { requestInit } : undefined);
+    }
+    const client = new Client(this.options.clientInfo, { capabilities: {} });
+    try {
+      await client.connect(transport, { timeout: this.requestTimeoutMs() });
+    } catch (error) {
+      await closeSession({ client, transport, stderrTail });
+      const appError = toMcpAppError(error, { mcp: this.declaration.name, phase: "connect" });
+      const stderr = stderrTail().trim();
+      this.options.logger.warn(
+        { mcp: this.declaration.name, scope: this.scope, error: appError.message, stderr },
+        "MCP server failed to start",
+      );
+      throw new AppError(appError.code, appError.message, {
+        cause: error,
+        userMessage: appError.userMessage,
+        details: { ...appError.details, ...(stderr ? { stderr } : {}) },
+      });
+    }
+    return { client, transport, stderrTail };
+  }
+}
+
+/** Ends a session for good: streamable-HTTP sessions are DELETEd so the server frees them too. */
+async function closeSession(session: Session): Promise<void> {
+  try {
+    if (session.transport instanceof StreamableHTTPClientTransport && session.transport.sessionId) {
+      await session.transport.terminateSession();
+    }
+  } catch {
+    // Servers may refuse DELETE (405 is allowed by the spec); closing the stream below is what matters.
+  }
+  try {
+    await session.client.close();
+  } catch {
+    // close() is best-effort by contract: the port promises it never throws.
+  }
+}
+
+function normaliseResult(result: Record<string, unknown>): McpToolResult {
+  const content = Array.isArray(result.content)
+    ? (result.content as McpToolResult["content"])
+    : // Pre-2024-11 servers answer with `toolResult` instead of `content`.
+      [{ type: "text", text: JSON.stringify(result.toolResult ?? null) }];
+  const structured = result.structuredContent;
+  return {
+    content,
+    isError: result.isError === true,
+    ...(structured && typeof structured === "object"
+      ? { structuredContent: structured as Record<string, unknown> }
+      : {}),
+  };
+}

@@ -1,0 +1,410 @@
+import { AppError, toAppError } from "@/server/shared/errors";
+import type { WorkspaceBackend } from "@/server/workspace/backend/port";
+import { KeyedMutex } from "@/server/workspace/mcp/async-mutex";
+import { toMcpAppError } from "@/server/workspace/mcp/mcp-errors";
+import {
+  MCP_FILE_NAME,
+  readMcpFile,
+  scopeKey,
+  writeMcpFile,
+  type McpSpecs,
+} from "@/server/workspace/mcp/mcp-file";
+import { mcpToolName } from "@/server/workspace/mcp/tool-filter";
+import {
+  silentLogger,
+  ZMcpDeclaration,
+  type EngineLogger,
+  type LiveMcpClient,
+  type McpConnector,
+  type McpScope,
+  type McpToolDescriptor,
+  type TMcpDeclaration,
+} from "@/server/workspace/mcp/types";
+
+export type McpRegistryOptions = {
+  /** Turns declarations into live clients: LocalMcpConnector on the host, the gateway connector in sandboxes. */
+  connector: McpConnector;
+  /** Template for every scope that has never added or removed an MCP. */
+  defaultMcps?: readonly TMcpDeclaration[];
+  /** Cap on live stateful instances across all scopes; null/0 → max(40, 2 × stateful defaults). */
+  maxLiveStatefulMcps?: number | null;
+  /** Where `.mcp` is read and written; omit for a non-persistent workspace (no file at all). */
+  persistence?: { backend: WorkspaceBackend; path?: string };
+  logger?: EngineLogger;
+  /** Monotonic milliseconds for LRU recency; injectable so tests control the order without sleeping. */
+  now?: () => number;
+};
+
+export type McpRegistryStats = { liveStateful: number; live: number; declaredScopes: number };
+
+/**
+ * MCP declarations and live instances per (agent id, session id) scope, with the reference's rules
+ * (agentscope-spec.md §2): scopes inherit fresh copies of the defaults until they diverge; instances start
+ * lazily and failures are retried on the next list; a cap on live stateful instances evicts least recently
+ * used scopes, never the caller's. Mutations of one scope are serialised by that scope's mutex, so a slow
+ * connect in one scope never blocks another.
+ */
+export class McpRegistry {
+  private readonly connector: McpConnector;
+  private readonly defaults: readonly TMcpDeclaration[];
+  private readonly cap: number;
+  private readonly persistence: { backend: WorkspaceBackend; path: string } | null;
+  private readonly logger: EngineLogger;
+  private readonly now: () => number;
+
+  private specs: McpSpecs = new Map();
+  private instances = new Map<string, Map<string, LiveMcpClient>>();
+  private readonly lastUsed = new Map<string, number>();
+  /** Stateful connects in flight; they count against the cap so concurrent scopes cannot overshoot it. */
+  private reservedStateful = 0;
+  private readonly locks = new KeyedMutex();
+  private readonly closing = new Set<Promise<void>>();
+  private saveChain: Promise<void> = Promise.resolve();
+
+  constructor(options: McpRegistryOptions) {
+    this.connector = options.connector;
+    this.defaults = (options.defaultMcps ?? []).map((declaration) => ZMcpDeclaration.parse(declaration));
+    const statefulDefaults = this.defaults.filter((declaration) => declaration.is_stateful).length;
+    this.cap = options.maxLiveStatefulMcps || Math.max(40, 2 * statefulDefaults);
+    this.persistence = options.persistence
+      ? { backend: options.persistence.backend, path: options.persistence.path ?? MCP_FILE_NAME }
+      : null;
+    this.logger = options.logger ?? silentLogger;
+    this.now = options.now ?? (() => performance.now());
+  }
+
+  /** Loads `.mcp` (v1 or v2) into the declared layer; call once when the workspace initialises. */
+  async restore(): Promise<void> {
+    if (!this.persistence) return;
+    this.specs = await readMcpFile(this.persistence.backend, this.persistence.path, this.logger);
+  }
+
+  /** The scope's declared MCPs (copies): its own list once diverged, else the defaults. */
+  declarations(scope: McpScope): TMcpDeclaration[] {
+    return structuredClone(this.declared(scopeKey(scope)));
+  }
+
+  /** Live clients of the scope in declaration order, starting missing ones; failed starts are skipped. */
+  async list(scope: McpScope): Promise<LiveMcpClient[]> {
+    const key = scopeKey(scope);
+    return this.locks.run(key, async () => {
+      this.lastUsed.set(key, this.now());
+      const live = this.liveMap(key);
+      const declared = this.declared(key);
+      for (const [name, client] of live) {
+        // A crashed stdio server or a dropped stream: forget it so it is restarted below.
+        if (client.declaration.is_stateful && !client.isConnected) {
+          live.delete(name);
+          this.track(client.close());
+        }
+      }
+      const starts = declared
+        .filter((declaration) => !live.has(declaration.name))
+        .map((declaration) =>
+          this.start(key, scope, declaration, live).catch((error: unknown) => {
+            this.logger.warn(
+              { mcp: declaration.name, scope, error: toAppError(error).message },
+              "Failed to start MCP; skipping it until the next list",
+            );
+          }),
+        );
+      await Promise.all(starts);
+      return declared.flatMap((declaration) => live.get(declaration.name) ?? []);
+    });
+  }
+
+  /**
+   * Declares and starts an MCP in the scope and returns its live client (unlike the reference, which
+   * returned nothing: issue #2774). A name already declared in the scope is a CONFLICT; a failed start
+   * records nothing.
+   */
+  async add(input: TMcpDeclaration, scope: McpScope): Promise<LiveMcpClient> {
+    const parsed = ZMcpDeclaration.safeParse(input);
+    if (!parsed.success) {
+      throw new AppError("BAD_REQUEST", `Invalid MCP declaration: ${parsed.error.issues[0]?.message ?? ""}`, {
+        details: {
+          issues: parsed.error.issues.map((issue) => ({ path: issue.path, message: issue.message })),
+        },
+      });
+    }
+    const declaration = parsed.data;
+    const key = scopeKey(scope);
+    return this.locks.run(key, async () => {
+      const declared = this.declared(key);
+      if (declared.some((existing) => existing.name === declaration.name)) {
+        throw new AppError("CONFLICT", `MCP '${declaration.name}' already exists in this scope`, {
+          details: { name: declaration.name, ...scope },
+        });
+      }
+      // Adding is activity: without this a scope that only adds looks idle and is evicted first.
+      this.lastUsed.set(key, this.now());
+      const live = this.liveMap(key);
+      const client = await this.start(key, scope, declaration, live);
+      this.specs.set(key, { scope: { ...scope }, declarations: [...declared, declaration] });
+      await this.save();
+      return client;
+    });
+  }
+
+  /** Undeclares an MCP and closes its instance, stateless ones included (reference issue #2773). */
+  async remove(name: string, scope: McpScope): Promise<void> {
+    const key = scopeKey(scope);
+    await this.locks.run(key, async () => {
+      const declared = this.declared(key);
+      if (!declared.some((declaration) => declaration.name === name)) {
+        throw new AppError("NOT_FOUND", `MCP '${name}' is not declared in this scope`, {
+          details: { name, ...scope },
+        });
+      }
+      const live = this.instances.get(key);
+      const client = live?.get(name);
+      live?.delete(name);
+      if (client) await client.close();
+      this.specs.set(key, {
+        scope: { ...scope },
+        declarations: declared.filter((declaration) => declaration.name !== name),
+      });
+      await this.save();
+    });
+  }
+
+  /**
+   * The scope's MCP tools for an LLM toolkit, named `mcp__<mcp>__<tool>`. Each call looks the instance up
+   * when it runs, so a client evicted or crashed since listing is restarted instead of failing the call.
+   */
+  async tools(scope: McpScope): Promise<McpToolDescriptor[]> {
+    const clients = await this.list(scope);
+    const lists = await Promise.all(
+      clients.map(async (client) => {
+        try {
+          const tools = await client.listTools();
+          return tools.map((tool) => this.describe(scope, client.declaration.name, tool));
+        } catch (error) {
+          this.logger.warn(
+            { mcp: client.declaration.name, scope, error: toAppError(error).message },
+            "Listing MCP tools failed; leaving them out",
+          );
+          return [];
+        }
+      }),
+    );
+    return lists.flat();
+  }
+
+  /**
+   * Forgets every scope of `sessionId` (all agents, or only `agentId` when given): closes its instances and
+   * deletes its declarations, so it inherits the defaults again.
+   */
+  async purgeSession(sessionId: string, options: { agentId?: string } = {}): Promise<void> {
+    await this.purge(
+      (scope) => scope.sessionId === sessionId && (options.agentId ?? scope.agentId) === scope.agentId,
+    );
+  }
+
+  /** Forgets every scope of `agentId`, in every session. */
+  async purgeAgent(agentId: string): Promise<void> {
+    await this.purge((scope) => scope.agentId === agentId);
+  }
+
+  /** Closes every live instance (declarations stay; instances restart lazily) and waits for pending saves. */
+  async closeAll(): Promise<void> {
+    const all = [...this.instances.values()].flatMap((live) => [...live.values()]);
+    // A fresh map: connects still in flight see their scope's map replaced and close what they opened.
+    this.instances = new Map();
+    this.lastUsed.clear();
+    await Promise.all(all.map((client) => client.close()));
+    await Promise.all([...this.closing]);
+    await this.saveChain;
+  }
+
+  stats(): McpRegistryStats {
+    return {
+      liveStateful: this.countLiveStateful(),
+      live: this.countLive(),
+      declaredScopes: this.specs.size,
+    };
+  }
+
+  private declared(key: string): TMcpDeclaration[] {
+    const own = this.specs.get(key);
+    return own ? own.declarations : structuredClone([...this.defaults]);
+  }
+
+  private liveMap(key: string): Map<string, LiveMcpClient> {
+    let live = this.instances.get(key);
+    if (!live) {
+      live = new Map();
+      this.instances.set(key, live);
+    }
+    return live;
+  }
+
+  /** Connects one declaration into `live`, holding a cap slot while the connect is in flight. */
+  private async start(
+    key: string,
+    scope: McpScope,
+    declaration: TMcpDeclaration,
+    live: Map<string, LiveMcpClient>,
+  ): Promise<LiveMcpClient> {
+    const release = this.reserveCapacity(key, declaration);
+    let client: LiveMcpClient;
+    try {
+      client = await this.connector.connect(declaration, scope);
+    } catch (error) {
+      throw toMcpAppError(error, { mcp: declaration.name, phase: "connect" });
+    } finally {
+      release();
+    }
+    if (this.instances.get(key) !== live) {
+      // closeAll or a purge ran meanwhile: this instance belongs to nobody.
+      await client.close();
+      throw new AppError("UNAVAILABLE", `MCP '${declaration.name}' was closed while it started`);
+    }
+    live.set(declaration.name, client);
+    return client;
+  }
+
+  /**
+   * The reference's capacity loop (§2.6), run synchronously so concurrent scopes see consistent counts:
+   * stateless MCPs never count; while the cap is reached, close ONE stateful instance (first inserted) of
+   * the least recently used other scope; if only the caller's scope holds instances, exceed the cap.
+   */
+  private reserveCapacity(key: string, incoming: TMcpDeclaration): () => void {
+    if (!incoming.is_stateful) return () => undefined;
+    for (;;) {
+      if (this.countLiveStateful() + this.reservedStateful < this.cap) break;
+      const victim = this.pickVictim(key);
+      if (!victim) {
+        this.logger.warn(
+          { cap: this.cap, scope: JSON.parse(key) as unknown },
+          "All live stateful MCPs belong to the requesting scope; exceeding the cap",
+        );
+        break;
+      }
+      const [name, client] = victim.instance;
+      victim.live.delete(name);
+      this.track(client.close());
+    }
+    this.reservedStateful += 1;
+    let released = false;
+    return () => {
+      if (!released) this.reservedStateful -= 1;
+      released = true;
+    };
+  }
+
+  private pickVictim(
+    requester: string,
+  ): { live: Map<string, LiveMcpClient>; instance: [string, LiveMcpClient] } | null {
+    let best: { live: Map<string, LiveMcpClient>; instance: [string, LiveMcpClient]; used: number } | null =
+      null;
+    for (const [key, live] of this.instances) {
+      if (key === requester) continue;
+      const instance = [...live].find(([, client]) => client.declaration.is_stateful);
+      if (!instance) continue;
+      const used = this.lastUsed.get(key) ?? 0;
+      // Strictly smaller: ties keep the first scope in iteration order, as the reference does.
+      if (!best || used < best.used) best = { live, instance, used };
+    }
+    return best;
+  }
+
+  private countLiveStateful(): number {
+    let count = 0;
+    for (const live of this.instances.values()) {
+      for (const client of live.values()) if (client.declaration.is_stateful) count += 1;
+    }
+    return count;
+  }
+
+  private countLive(): number {
+    let count = 0;
+    for (const live of this.instances.values()) count += live.size;
+    return count;
+  }
+
+  /** Returns the scope's connected client named `name`, restarting it if it was evicted or crashed. */
+  private async ensureClient(scope: McpScope, name: string): Promise<LiveMcpClient> {
+    const key = scopeKey(scope);
+    const current = this.instances.get(key)?.get(name);
+    if (current?.isConnected) return current;
+    return this.locks.run(key, async () => {
+      const live = this.liveMap(key);
+      const existing = live.get(name);
+      if (existing?.isConnected) return existing;
+      if (existing) {
+        live.delete(name);
+        this.track(existing.close());
+      }
+      const declaration = this.declared(key).find((candidate) => candidate.name === name);
+      if (!declaration) {
+        throw new AppError("NOT_FOUND", `MCP '${name}' is no longer declared in this scope`, {
+          details: { name, ...scope },
+        });
+      }
+      this.lastUsed.set(key, this.now());
+      return this.start(key, scope, declaration, live);
+    });
+  }
+
+  private describe(
+    scope: McpScope,
+    mcpName: string,
+    tool: {
+      name: string;
+      description: string;
+      inputSchema: Record<string, unknown>;
+      annotations?: McpToolDescriptor["annotations"];
+    },
+  ): McpToolDescriptor {
+    return {
+      name: mcpToolName(mcpName, tool.name),
+      mcpName,
+      toolName: tool.name,
+      description: tool.description,
+      inputSchema: tool.inputSchema,
+      ...(tool.annotations ? { annotations: tool.annotations } : {}),
+      call: async (args, options = {}) => {
+        try {
+          const client = await this.ensureClient(scope, mcpName);
+          return await client.callTool(tool.name, args, options.signal ? { signal: options.signal } : {});
+        } catch (error) {
+          const appError = toAppError(error);
+          return { content: [{ type: "text", text: appError.userMessage }], isError: true };
+        }
+      },
+    };
+  }
+
+  private async purge(matches: (scope: McpScope) => boolean): Promise<void> {
+    const keys = new Set([...this.specs.keys(), ...this.instances.keys(), ...this.lastUsed.keys()]);
+    let hadDeclarations = false;
+    for (const key of keys) {
+      const [agentId, sessionId] = JSON.parse(key) as [string, string];
+      if (!matches({ agentId, sessionId })) continue;
+      await this.locks.run(key, async () => {
+        const live = this.instances.get(key);
+        this.instances.delete(key);
+        this.lastUsed.delete(key);
+        if (this.specs.delete(key)) hadDeclarations = true;
+        await Promise.all([...(live?.values() ?? [])].map((client) => client.close()));
+      });
+    }
+    if (hadDeclarations) await this.save();
+  }
+
+  private track(closing: Promise<void>): void {
+    const tracked = closing.catch(() => undefined).finally(() => this.closing.delete(tracked));
+    this.closing.add(tracked);
+  }
+
+  /** Saves are chained so writes land in order; each one writes the state as it is when it runs. */
+  private save(): Promise<void> {
+    const persistence = this.persistence;
+    if (!persistence) return Promise.resolve();
+    this.saveChain = this.saveChain.then(async () => {
+      await writeMcpFile(persistence.backend, persistence.path, this.specs, this.logger);
+    });
+    return this.saveChain;
+  }
+}
