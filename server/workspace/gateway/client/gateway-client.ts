@@ -1,0 +1,185 @@
+import { timingSafeEqual } from "node:crypto";
+import type { z } from "zod";
+import { APP_ERROR_CODES, AppError, type AppErrorCode } from "@/server/shared/errors";
+import type { McpScope, McpToolInfo, McpToolResult, TMcpDeclaration } from "@/server/workspace/mcp/types";
+import { ZMcpDeclaration } from "@/server/workspace/mcp/types";
+import {
+  gatewayPaths,
+  ZGatewayCallToolResponse,
+  ZGatewayErrorBody,
+  ZGatewayHealth,
+  ZGatewayOk,
+  ZGatewayToolList,
+  type TGatewayHealth,
+} from "../gateway-protocol";
+import type { GatewayRequest, GatewayTransport } from "./gateway-transport";
+
+export type GatewayClientOptions = {
+  /** Bound on registry calls (add, remove, list). Tool calls use their own timeout. Default 60 s. */
+  requestTimeoutMs?: number;
+};
+
+/** Headroom so the gateway reports an upstream timeout (504) before the host gives up on the socket. */
+const HOST_TIMEOUT_MARGIN_MS = 5_000;
+
+/** Typed calls to one gateway instance; every failure is an AppError. */
+export class GatewayClient {
+  private readonly requestTimeoutMs: number;
+
+  constructor(
+    private readonly transport: GatewayTransport,
+    options: GatewayClientOptions = {},
+  ) {
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 60_000;
+  }
+
+  async health(timeoutMs = 5_000): Promise<TGatewayHealth> {
+    return this.send({ method: "GET", path: gatewayPaths.health(), timeoutMs }, ZGatewayHealth);
+  }
+
+  /** True iff the gateway answers and is the instance started with `expectedNonce` (constant-time compare). */
+  async isHealthy(expectedNonce: string, timeoutMs = 5_000): Promise<boolean> {
+    try {
+      const health = await this.health(timeoutMs);
+      const actual = Buffer.from(health.instance_nonce);
+      const expected = Buffer.from(expectedNonce);
+      return actual.length === expected.length && timingSafeEqual(actual, expected);
+    } catch {
+      return false;
+    }
+  }
+
+  async listMcps(scope: McpScope): Promise<TMcpDeclaration[]> {
+    return this.send(
+      { method: "GET", path: gatewayPaths.mcps(scope), timeoutMs: this.requestTimeoutMs },
+      ZMcpDeclaration.array(),
+    );
+  }
+
+  /** Registers (and, for stateful MCPs, connects) a declaration. CONFLICT when the name is taken. */
+  async addMcp(scope: McpScope, declaration: TMcpDeclaration): Promise<void> {
+    await this.send(
+      { method: "POST", path: gatewayPaths.mcps(scope), body: declaration, timeoutMs: this.requestTimeoutMs },
+      ZGatewayOk,
+    );
+  }
+
+  async removeMcp(scope: McpScope, name: string): Promise<void> {
+    await this.send(
+      { method: "DELETE", path: gatewayPaths.mcp(name, scope), timeoutMs: this.requestTimeoutMs },
+      ZGatewayOk,
+    );
+  }
+
+  async listTools(scope: McpScope, name: string): Promise<McpToolInfo[]> {
+    return this.send(
+      { method: "GET", path: gatewayPaths.tools(name, scope), timeoutMs: this.requestTimeoutMs },
+      ZGatewayToolList,
+    );
+  }
+
+  async callTool(
+    scope: McpScope,
+    name: string,
+    tool: string,
+    args: Record<string, unknown>,
+    options: { timeoutMs: number; signal?: AbortSignal | undefined },
+  ): Promise<McpToolResult> {
+    const response = await this.send(
+      {
+        method: "POST",
+        path: gatewayPaths.tool(name, tool, scope),
+        body: { arguments: args, timeout_ms: options.timeoutMs },
+        timeoutMs: options.timeoutMs + HOST_TIMEOUT_MARGIN_MS,
+        signal: options.signal,
+      },
+      ZGatewayCallToolResponse,
+    );
+    return response.result;
+  }
+
+  private async send<S extends z.ZodType>(request: GatewayRequest, schema: S): Promise<z.infer<S>> {
+    const response = await this.transport.request(request);
+    const text = response.body.toString("utf8");
+    if (response.status >= 400) {
+      let detail = text.slice(0, 500);
+      let code = codeForStatus(response.status);
+      let details: Record<string, unknown> = {};
+      try {
+        const parsed = ZGatewayErrorBody.safeParse(JSON.parse(text));
+        if (parsed.success) {
+          detail = parsed.data.detail;
+          if (parsed.data.code && parsed.data.code in APP_ERROR_CODES)
+            code = parsed.data.code as AppErrorCode;
+          details = parsed.data.details ?? {};
+        }
+      } catch {
+        // not JSON (e.g. the 401 text body): keep the raw text
+      }
+      throw new AppError(code, response.status === 401 ? `gateway HTTP 401: ${detail}` : detail, {
+        details: { ...details, gatewayStatus: response.status },
+      });
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw new AppError("INTERNAL", `gateway answered non-JSON: ${text.slice(0, 200)}`);
+    }
+    const parsed = schema.safeParse(json);
+    if (!parsed.success) {
+      throw new AppError("INTERNAL", `gateway answered an unexpected shape: ${parsed.error.message}`);
+    }
+    return parsed.data;
+  }
+}
+
+function codeForStatus(status: number): AppErrorCode {
+  switch (status) {
+    case 400:
+      return "BAD_REQUEST";
+    case 401:
+      return "UNAUTHORIZED";
+    case 403:
+      return "FORBIDDEN";
+    case 404:
+      return "NOT_FOUND";
+    case 409:
+      return "CONFLICT";
+    case 413:
+      return "PAYLOAD_TOO_LARGE";
+    case 422:
+      return "UNPROCESSABLE";
+    case 503:
+      return "UNAVAILABLE";
+    case 504:
+      return "TIMEOUT";
+    default:
+      return "INTERNAL";
+  }
+}
+
+/**
+ * Waits until the gateway answers /health with `expectedNonce` (so a stale instance or a leftover socket
+ * never counts), polling with exponential backoff (10 ms doubling to 500 ms) up to a deadline.
+ */
+export async function waitForGatewayHealthy(
+  client: GatewayClient,
+  expectedNonce: string,
+  options: { timeoutMs: number; diagnostics?: () => Promise<string> },
+): Promise<void> {
+  const deadline = Date.now() + options.timeoutMs;
+  let delay = 10;
+  for (;;) {
+    const remaining = deadline - Date.now();
+    if (await client.isHealthy(expectedNonce, Math.max(100, Math.min(2_000, remaining)))) return;
+    if (Date.now() + delay > deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    delay = Math.min(delay * 2, 500);
+  }
+  const log = options.diagnostics ? await options.diagnostics().catch(() => "") : "";
+  throw new AppError("UNAVAILABLE", `the MCP gateway did not become healthy within ${options.timeoutMs} ms`, {
+    userMessage: "The workspace's MCP gateway failed to start",
+    details: log ? { gatewayLogTail: log } : undefined,
+  });
+}

@@ -1,0 +1,108 @@
+import http from "node:http";
+import { AppError } from "@/server/shared/errors";
+
+/** Where the host reaches a gateway: a unix socket (Docker, via the bind mount) or a TCP address. */
+export type GatewayEndpoint = { socketPath: string } | { host: string; port: number };
+
+export type GatewayRequest = {
+  method: "GET" | "POST" | "DELETE";
+  /** Path plus query string, already encoded (see gatewayPaths). */
+  path: string;
+  body?: unknown;
+  timeoutMs: number;
+  signal?: AbortSignal | undefined;
+};
+
+export type GatewayResponse = { status: number; body: Buffer };
+
+/**
+ * How requests travel to a gateway. Docker uses HTTP over the bind-mounted unix socket; E2B and
+ * Kubernetes can plug in their own (a port-forward, or an exec'd relay as in the reference).
+ */
+export interface GatewayTransport {
+  request(request: GatewayRequest): Promise<GatewayResponse>;
+}
+
+/** Answers above this size are refused: tool results are JSON, not file transfers. */
+const MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
+
+/** Plain node:http to a socket path or host:port, with the bearer token on every request. */
+export class HttpGatewayTransport implements GatewayTransport {
+  constructor(
+    private readonly endpoint: GatewayEndpoint,
+    private readonly token: string,
+  ) {}
+
+  request(request: GatewayRequest): Promise<GatewayResponse> {
+    const payload =
+      request.body === undefined ? undefined : Buffer.from(JSON.stringify(request.body), "utf8");
+    return new Promise<GatewayResponse>((resolve, reject) => {
+      if (request.signal?.aborted) {
+        reject(new AppError("TIMEOUT", "gateway request aborted before it started"));
+        return;
+      }
+      const req = http.request({
+        ...this.endpoint,
+        method: request.method,
+        path: request.path,
+        headers: {
+          authorization: `Bearer ${this.token}`,
+          ...(payload ? { "content-type": "application/json", "content-length": payload.length } : {}),
+        },
+        // A fresh connection per request: unix sockets connect in microseconds, and a pooled
+        // connection to a gateway that was restarted would fail the next request.
+        agent: false,
+      });
+      const timer = setTimeout(() => {
+        req.destroy(
+          new AppError("TIMEOUT", `gateway ${request.method} ${pathOnly(request.path)} timed out`, {
+            details: { timeoutMs: request.timeoutMs },
+          }),
+        );
+      }, request.timeoutMs);
+      const onAbort = () => req.destroy(new AppError("TIMEOUT", "gateway request aborted"));
+      request.signal?.addEventListener("abort", onAbort, { once: true });
+      const finish = () => {
+        clearTimeout(timer);
+        request.signal?.removeEventListener("abort", onAbort);
+      };
+      req.on("error", (error) => {
+        finish();
+        reject(error instanceof AppError ? error : toTransportError(error, request));
+      });
+      req.on("response", (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on("data", (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > MAX_RESPONSE_BYTES) {
+            req.destroy(new AppError("PAYLOAD_TOO_LARGE", "gateway response exceeds 64 MiB"));
+            return;
+          }
+          chunks.push(chunk);
+        });
+        res.on("end", () => {
+          finish();
+          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) });
+        });
+        res.on("error", () => undefined); // surfaced through req's error handler
+      });
+      req.end(payload);
+    });
+  }
+}
+
+function toTransportError(error: Error, request: GatewayRequest): AppError {
+  const code = (error as NodeJS.ErrnoException).code;
+  const unreachable =
+    code === "ENOENT" || code === "ECONNREFUSED" || code === "ECONNRESET" || code === "EPIPE";
+  return new AppError(
+    unreachable ? "UNAVAILABLE" : "INTERNAL",
+    `gateway ${request.method} ${pathOnly(request.path)} failed: ${error.message}`,
+    { cause: error, details: { errno: code }, userMessage: "The workspace's MCP gateway is not reachable" },
+  );
+}
+
+function pathOnly(path: string): string {
+  return path.split("?")[0] ?? path;
+}

@@ -1,0 +1,87 @@
+import { z } from "zod";
+import type { McpScope } from "@/server/workspace/mcp/types";
+
+/**
+ * The wire protocol of the in-sandbox MCP gateway, shared by the server (bundled into the sandbox) and the
+ * host client so both sides validate the same shapes. Endpoints follow the reference (agentscope-spec.md
+ * §7.3): every route but /health takes `agent_id` and `session_id` query parameters (default ""), and
+ * errors are `{"detail": "..."}` with the reference's status codes. Differences, on purpose:
+ * - EVERY route, /health included, needs `Authorization: Bearer <token>`; there is no auth-less mode.
+ * - MCP and tool names are URL-encoded path segments (the reference formatted them in raw).
+ * - A tool call may carry `timeout_ms`; the gateway's default is configurable (the reference capped 30 s).
+ * - Bodies are MCP's own shapes (Tool, CallToolResult) instead of the reference's Python dumps.
+ */
+
+export const GATEWAY_PROTOCOL_VERSION = 1;
+
+export const ZGatewayHealth = z.object({
+  status: z.literal("ok"),
+  instance_nonce: z.string(),
+  protocol: z.number().int(),
+  pid: z.number().int(),
+});
+export type TGatewayHealth = z.infer<typeof ZGatewayHealth>;
+
+export const ZGatewayToolInfo = z.object({
+  name: z.string(),
+  description: z.string().default(""),
+  inputSchema: z.record(z.string(), z.unknown()),
+  annotations: z
+    .object({ readOnlyHint: z.boolean().optional(), destructiveHint: z.boolean().optional() })
+    .loose()
+    .optional(),
+});
+export const ZGatewayToolList = z.array(ZGatewayToolInfo);
+
+export const ZGatewayCallToolBody = z.object({
+  arguments: z.record(z.string(), z.unknown()).default({}),
+  /** Milliseconds; overrides the MCP's execution_timeout and the gateway default for this call. */
+  timeout_ms: z.number().int().positive().optional(),
+});
+export type TGatewayCallToolBody = z.infer<typeof ZGatewayCallToolBody>;
+
+export const ZGatewayToolResult = z.object({
+  content: z.array(z.looseObject({ type: z.string() })),
+  isError: z.boolean(),
+  structuredContent: z.record(z.string(), z.unknown()).optional(),
+});
+export const ZGatewayCallToolResponse = z.object({ result: ZGatewayToolResult });
+
+export const ZGatewayOk = z.object({ ok: z.literal(true) });
+/** `code` is the AppError code behind the failure, so the host raises the same error a local client would. */
+export const ZGatewayErrorBody = z.object({
+  detail: z.string(),
+  code: z.string().optional(),
+  details: z.record(z.string(), z.unknown()).optional(),
+});
+export type TGatewayErrorBody = z.infer<typeof ZGatewayErrorBody>;
+
+/** Query string carrying the scope; ids go in the query, never in the path (as in the reference). */
+export function scopeQuery(scope: McpScope): string {
+  return new URLSearchParams({ agent_id: scope.agentId, session_id: scope.sessionId }).toString();
+}
+
+export const gatewayPaths = {
+  health: () => "/health",
+  mcps: (scope: McpScope) => `/mcps?${scopeQuery(scope)}`,
+  mcp: (name: string, scope: McpScope) => `/mcps/${encodeURIComponent(name)}?${scopeQuery(scope)}`,
+  tools: (name: string, scope: McpScope) => `/mcps/${encodeURIComponent(name)}/tools?${scopeQuery(scope)}`,
+  tool: (name: string, tool: string, scope: McpScope) =>
+    `/mcps/${encodeURIComponent(name)}/tools/${encodeURIComponent(tool)}?${scopeQuery(scope)}`,
+};
+
+/** Environment variables the gateway reads at start (its composition root is gateway-main.ts). */
+export const GATEWAY_ENV = {
+  /** `unix:/abs/path.sock` or `tcp:127.0.0.1:5600`. */
+  listen: "BERTH_GATEWAY_LISTEN",
+  token: "BERTH_GATEWAY_TOKEN",
+  /** Alternative to `token`: a file holding it (read, then deleted when BERTH_GATEWAY_TOKEN_FILE_DELETE=1). */
+  tokenFile: "BERTH_GATEWAY_TOKEN_FILE",
+  nonce: "BERTH_GATEWAY_NONCE",
+  defaultCallTimeoutMs: "BERTH_GATEWAY_CALL_TIMEOUT_MS",
+  /** `uid:gid` the stdio MCP servers run as when the gateway itself runs as root. */
+  mcpUser: "BERTH_GATEWAY_MCP_USER",
+  mcpHome: "BERTH_GATEWAY_MCP_HOME",
+  /** Default cwd of stdio MCP servers. */
+  workdir: "BERTH_GATEWAY_WORKDIR",
+} as const;

@@ -1,0 +1,91 @@
+import fs from "node:fs";
+import { LocalMcpConnector } from "@/server/workspace/mcp/local-connector";
+import { GATEWAY_ENV } from "../gateway-protocol";
+import { createGatewayServer } from "./gateway-server";
+import { RunAsConnector, type McpRunAs } from "./run-as";
+import { ScopeRegistry } from "./scope-registry";
+
+/**
+ * Composition root of the gateway process that runs INSIDE the sandbox (bundled into one file by
+ * bundle-gateway.ts and started with the sandbox's Node). Configuration comes from the environment so the
+ * token never appears in argv (visible to every user through `ps`).
+ */
+function readConfig(env: NodeJS.ProcessEnv) {
+  const listen = env[GATEWAY_ENV.listen] ?? "tcp:127.0.0.1:5600";
+  let token = env[GATEWAY_ENV.token] ?? "";
+  const tokenFile = env[GATEWAY_ENV.tokenFile];
+  if (!token && tokenFile) {
+    token = fs.readFileSync(tokenFile, "utf8").trim();
+    if (env.BERTH_GATEWAY_TOKEN_FILE_DELETE === "1") fs.rmSync(tokenFile, { force: true });
+  }
+  if (token.length < 16) throw new Error("the gateway needs a token of at least 16 characters");
+  const nonce = env[GATEWAY_ENV.nonce] ?? "";
+  if (!nonce) throw new Error(`${GATEWAY_ENV.nonce} is required`);
+  const timeout = Number(env[GATEWAY_ENV.defaultCallTimeoutMs] ?? "30000");
+  if (!Number.isFinite(timeout) || timeout <= 0) throw new Error("invalid default call timeout");
+  const mcpUser = env[GATEWAY_ENV.mcpUser];
+  let runAs: McpRunAs | null = null;
+  if (mcpUser && process.getuid?.() === 0) {
+    const [uid, gid] = mcpUser.split(":").map(Number);
+    if (!Number.isInteger(uid) || !Number.isInteger(gid)) throw new Error(`invalid ${GATEWAY_ENV.mcpUser}`);
+    runAs = { uid: uid!, gid: gid!, home: env[GATEWAY_ENV.mcpHome] ?? "/tmp" };
+  }
+  return { listen, token, nonce, timeout, runAs, workdir: env[GATEWAY_ENV.workdir] ?? process.cwd() };
+}
+
+function main(): void {
+  const config = readConfig(process.env);
+  // Scrub secrets so stdio MCP servers (which inherit a filtered env anyway) can never see them.
+  delete process.env[GATEWAY_ENV.token];
+  const local = new LocalMcpConnector({
+    defaultCallTimeoutMs: config.timeout,
+    defaultCwd: config.workdir,
+    clientInfo: { name: "berth-gateway", version: "1" },
+    logger: { warn: (fields, message) => console.error(`[gateway] ${message} ${JSON.stringify(fields)}`) },
+  });
+  const registry = new ScopeRegistry(config.runAs ? new RunAsConnector(local, config.runAs) : local);
+  const server = createGatewayServer({ token: config.token, instanceNonce: config.nonce, registry });
+  // Tool calls may legitimately run for minutes; the host's per-call timeout is the real bound.
+  server.requestTimeout = 0;
+  server.headersTimeout = 60_000;
+
+  const onListening = () => console.error(`[gateway] listening on ${config.listen} (pid ${process.pid})`);
+  if (config.listen.startsWith("unix:")) {
+    const socketPath = config.listen.slice("unix:".length);
+    fs.rmSync(socketPath, { force: true }); // a stale socket from a previous instance would make listen fail
+    server.listen(socketPath, () => {
+      // The host may run as another user than the gateway; the token, not the file mode, is the guard.
+      fs.chmodSync(socketPath, 0o666);
+      onListening();
+    });
+  } else if (config.listen.startsWith("tcp:")) {
+    const address = config.listen.slice("tcp:".length);
+    const colon = address.lastIndexOf(":");
+    server.listen(Number(address.slice(colon + 1)), address.slice(0, colon), onListening);
+  } else {
+    throw new Error(`unsupported listen address ${config.listen}`);
+  }
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.error(`[gateway] ${signal}: closing upstream sessions`);
+    server.close();
+    void registry.closeAll().finally(() => process.exit(0));
+  };
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+  process.on("unhandledRejection", (reason) => console.error(`[gateway] unhandled: ${errorMessage(reason)}`));
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+try {
+  main();
+} catch (error) {
+  console.error(`[gateway] failed to start: ${errorMessage(error)}`);
+  process.exit(1);
+}

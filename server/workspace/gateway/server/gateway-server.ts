@@ -1,0 +1,152 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import http from "node:http";
+import { AppError, toAppError } from "@/server/shared/errors";
+import { ZMcpDeclaration, type McpScope } from "@/server/workspace/mcp/types";
+import {
+  GATEWAY_PROTOCOL_VERSION,
+  ZGatewayCallToolBody,
+  type TGatewayErrorBody,
+  type TGatewayHealth,
+} from "../gateway-protocol";
+import type { ScopeRegistry } from "./scope-registry";
+
+export type GatewayServerOptions = {
+  token: string;
+  instanceNonce: string;
+  registry: ScopeRegistry;
+  /** Request bodies above this are refused with 413 (tool arguments travel in them). */
+  maxBodyBytes?: number;
+};
+
+/**
+ * The gateway's HTTP surface (agentscope-spec.md §7.3, with the differences listed in gateway-protocol.ts).
+ * Every route requires the bearer token; it is compared in constant time after hashing, so neither the
+ * content nor the length of the token leaks through timing.
+ */
+export function createGatewayServer(options: GatewayServerOptions): http.Server {
+  const expectedDigest = digest(`Bearer ${options.token}`);
+  const maxBodyBytes = options.maxBodyBytes ?? 32 * 1024 * 1024;
+
+  return http.createServer((req, res) => {
+    const header = req.headers.authorization ?? "";
+    if (!timingSafeEqual(digest(header), expectedDigest)) {
+      res.writeHead(401, { "content-type": "text/plain" }).end("invalid gateway token");
+      req.resume();
+      return;
+    }
+    // A host that gives up (timeout, abort) closes the connection: cancel the upstream call too.
+    const abort = new AbortController();
+    res.on("close", () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    route(req, options, maxBodyBytes, abort.signal)
+      .then((body) => sendJson(res, 200, body))
+      .catch((error: unknown) => sendJson(res, ...toHttpError(error)));
+  });
+}
+
+async function route(
+  req: http.IncomingMessage,
+  options: GatewayServerOptions,
+  maxBodyBytes: number,
+  signal: AbortSignal,
+): Promise<unknown> {
+  const url = new URL(req.url ?? "/", "http://gateway");
+  const segments = url.pathname
+    .split("/")
+    .filter(Boolean)
+    .map((segment) => {
+      try {
+        return decodeURIComponent(segment);
+      } catch {
+        throw new AppError("BAD_REQUEST", "malformed path");
+      }
+    });
+  const scope: McpScope = {
+    agentId: url.searchParams.get("agent_id") ?? "",
+    sessionId: url.searchParams.get("session_id") ?? "",
+  };
+  const method = req.method ?? "GET";
+  const { registry } = options;
+  const [root, name, toolsSegment, tool, ...rest] = segments;
+
+  if (root === "health" && segments.length === 1 && method === "GET") {
+    const health: TGatewayHealth = {
+      status: "ok",
+      instance_nonce: options.instanceNonce,
+      protocol: GATEWAY_PROTOCOL_VERSION,
+      pid: process.pid,
+    };
+    return health;
+  }
+  if (root !== "mcps" || rest.length > 0) throw new AppError("NOT_FOUND", "not found");
+
+  if (name === undefined) {
+    if (method === "GET") return registry.list(scope);
+    if (method === "POST") {
+      const parsed = ZMcpDeclaration.safeParse(await readJson(req, maxBodyBytes));
+      if (!parsed.success)
+        throw new AppError("BAD_REQUEST", `invalid MCP declaration: ${parsed.error.message}`);
+      await registry.add(scope, parsed.data);
+      return { ok: true };
+    }
+  } else if (toolsSegment === undefined) {
+    if (method === "DELETE") {
+      await registry.remove(scope, name);
+      return { ok: true };
+    }
+  } else if (toolsSegment === "tools") {
+    if (tool === undefined && method === "GET") return registry.listTools(scope, name);
+    if (tool !== undefined && method === "POST") {
+      const parsed = ZGatewayCallToolBody.safeParse(await readJson(req, maxBodyBytes));
+      if (!parsed.success) throw new AppError("BAD_REQUEST", `invalid call body: ${parsed.error.message}`);
+      const result = await registry.callTool(scope, name, tool, parsed.data.arguments, {
+        timeoutMs: parsed.data.timeout_ms,
+        signal,
+      });
+      return { result };
+    }
+  }
+  throw new AppError("NOT_FOUND", `${method} ${url.pathname} is not supported`);
+}
+
+async function readJson(req: http.IncomingMessage, maxBytes: number): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    const buffer = chunk as Buffer;
+    size += buffer.length;
+    if (size > maxBytes) throw new AppError("PAYLOAD_TOO_LARGE", `request body exceeds ${maxBytes} bytes`);
+    chunks.push(buffer);
+  }
+  if (size === 0) return {};
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString("utf8")) as unknown;
+  } catch {
+    throw new AppError("BAD_REQUEST", "request body is not JSON");
+  }
+}
+
+/** AppError codes survive the hop: the host client rebuilds the same AppError from `code`. */
+function toHttpError(error: unknown): [number, TGatewayErrorBody] {
+  const appError = toAppError(error);
+  return [
+    appError.httpStatus,
+    {
+      detail: appError.message,
+      code: appError.code,
+      ...(appError.details ? { details: appError.details } : {}),
+    },
+  ];
+}
+
+function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
+  if (res.destroyed) return;
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function digest(value: string): Buffer {
+  return createHash("sha256").update(value, "utf8").digest();
+}
