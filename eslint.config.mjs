@@ -14,6 +14,7 @@ export default tseslint.config(
       "prisma/schema-engine-wasm.mjs",
       "node20-polyfills.mjs",
       "eslint.config.mjs",
+      "next.config.mjs",
     ],
   },
   ...tseslint.configs.recommendedTypeChecked,

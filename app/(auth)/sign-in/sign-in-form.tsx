@@ -1,0 +1,63 @@
+"use client";
+
+import { type FormEvent, useState } from "react";
+
+type SignInErrorBody = { code?: string; message?: string };
+
+function describeSignInFailure(status: number, body: SignInErrorBody | null): string {
+  if (status === 401 || body?.code === "INVALID_EMAIL_OR_PASSWORD") return "Invalid email or password.";
+  if (status === 429) return "Too many attempts. Wait a minute and try again.";
+  return body?.message ?? `Sign-in failed (HTTP ${status}). Try again.`;
+}
+
+/** Posts to better-auth's email sign-in endpoint; the session cookie comes back on the response. */
+export function SignInForm({ nextPath }: { nextPath: string }) {
+  const [error, setError] = useState<string | null>(null);
+  const [pending, setPending] = useState(false);
+
+  async function onSubmit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    const form = new FormData(event.currentTarget);
+    setPending(true);
+    setError(null);
+    try {
+      const response = await fetch("/api/auth/sign-in/email", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ email: form.get("email"), password: form.get("password") }),
+      });
+      if (!response.ok) {
+        const body = (await response.json().catch(() => null)) as SignInErrorBody | null;
+        setError(describeSignInFailure(response.status, body));
+        return;
+      }
+      // A full navigation, so server components render with the new cookie.
+      window.location.assign(nextPath);
+    } catch {
+      setError("Could not reach Berth. Check your connection and try again.");
+    } finally {
+      setPending(false);
+    }
+  }
+
+  return (
+    <form className="form" onSubmit={(event) => void onSubmit(event)} aria-label="Sign in">
+      {error && (
+        <div className="alert error" role="alert">
+          {error}
+        </div>
+      )}
+      <label>
+        Email
+        <input name="email" type="email" autoComplete="username" required autoFocus />
+      </label>
+      <label>
+        Password
+        <input name="password" type="password" autoComplete="current-password" required />
+      </label>
+      <button type="submit" disabled={pending}>
+        {pending ? "Signing in…" : "Sign in"}
+      </button>
+    </form>
+  );
+}

@@ -1,0 +1,45 @@
+"use client";
+
+import { type QueryClient, QueryClientProvider } from "@tanstack/react-query";
+import { createTRPCClient, httpBatchLink, httpSubscriptionLink, splitLink } from "@trpc/client";
+import { createTRPCContext } from "@trpc/tanstack-react-query";
+import { type ReactNode, useState } from "react";
+import superjson from "superjson";
+import { makeQueryClient } from "@/app/_trpc/query-client";
+import type { AppRouter } from "@/server/api/root";
+
+export const { TRPCProvider, useTRPC, useTRPCClient } = createTRPCContext<AppRouter>();
+
+const TRPC_URL = "/api/trpc";
+
+let browserQueryClient: QueryClient | undefined;
+
+function getQueryClient(): QueryClient {
+  // On the server every render gets its own client (no cross-request cache); in the browser one client
+  // lives for the page, or React would throw it away when a component suspends.
+  if (typeof window === "undefined") return makeQueryClient();
+  return (browserQueryClient ??= makeQueryClient());
+}
+
+/** Wraps the app: the cookie session travels with every same-origin call, so no auth header here. */
+export function TRPCReactProvider({ children }: { children: ReactNode }) {
+  const queryClient = getQueryClient();
+  const [trpcClient] = useState(() =>
+    createTRPCClient<AppRouter>({
+      links: [
+        splitLink({
+          condition: (op) => op.type === "subscription",
+          true: httpSubscriptionLink({ url: TRPC_URL, transformer: superjson }),
+          false: httpBatchLink({ url: TRPC_URL, transformer: superjson }),
+        }),
+      ],
+    }),
+  );
+  return (
+    <QueryClientProvider client={queryClient}>
+      <TRPCProvider trpcClient={trpcClient} queryClient={queryClient}>
+        {children}
+      </TRPCProvider>
+    </QueryClientProvider>
+  );
+}

@@ -1,0 +1,19 @@
+import type { Metadata } from "next";
+import type { ReactNode } from "react";
+import { TRPCReactProvider } from "@/app/_trpc/client";
+import "./globals.css";
+
+export const metadata: Metadata = {
+  title: { default: "Berth", template: "%s · Berth" },
+  description: "Isolated, persistent workspaces for AI agents",
+};
+
+export default function RootLayout({ children }: { children: ReactNode }) {
+  return (
+    <html lang="en">
+      <body>
+        <TRPCReactProvider>{children}</TRPCReactProvider>
+      </body>
+    </html>
+  );
+}

@@ -1,0 +1,17 @@
+/**
+ * The API's public surface. Router names are what typed clients call (`client.tenant.overview`), so
+ * renaming one is a breaking change. Add a router: write `routers/<name>.router.ts` with the builders
+ * from trpc.ts, mount it here, and add its procedures to the cross-tenant test
+ * (test/integration/api/cross-tenant.test.ts fails until you do).
+ */
+import { tenantRouter } from "@/server/api/routers/tenant.router";
+import { createCallerFactory, createTRPCRouter } from "@/server/api/trpc";
+
+export const appRouter = createTRPCRouter({
+  tenant: tenantRouter,
+});
+
+export type AppRouter = typeof appRouter;
+
+/** In-process calls with a context from `createContextInner` (tests, server components). */
+export const createCaller = createCallerFactory(appRouter);

@@ -1,0 +1,51 @@
+import { z } from "zod";
+import { authedProcedure, createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
+import { resolveTenantScope } from "@/server/auth/resolve";
+import { ZTenantRole } from "@/server/auth/roles";
+import { getTenant, getTenantCounts, listTenantsOfUser } from "@/server/modules/tenant/tenant.data";
+import { ZTenantCountsDTO, ZTenantDTO } from "@/server/modules/tenant/tenant.types";
+
+const ZMembershipDTO = ZTenantDTO.extend({ role: ZTenantRole });
+
+const ZMeOutput = z.object({
+  principal: z.discriminatedUnion("kind", [
+    z.object({ kind: z.literal("user"), userId: z.string(), email: z.string(), name: z.string() }),
+    z.object({ kind: z.literal("api_key"), apiKeyId: z.string(), tenantId: z.string() }),
+  ]),
+  tenants: z.array(ZMembershipDTO),
+});
+
+const ZOverviewOutput = z.object({
+  tenant: ZTenantDTO,
+  role: ZTenantRole,
+  counts: ZTenantCountsDTO,
+});
+
+export const tenantRouter = createTRPCRouter({
+  /** Who I am and the tenants I can use (an API key sees only its own tenant, with its effective role). */
+  me: authedProcedure
+    .input(z.object({}).strict().optional())
+    .output(ZMeOutput)
+    .query(async ({ ctx }) => {
+      const { principal } = ctx;
+      if (principal.kind === "user") {
+        const { userId, email, name } = principal;
+        return { principal: { kind: "user", userId, email, name }, tenants: await listTenantsOfUser(userId) };
+      }
+      const scope = await resolveTenantScope(principal, principal.tenantId);
+      const tenant = await getTenant(scope);
+      return {
+        principal: { kind: "api_key", apiKeyId: principal.apiKeyId, tenantId: principal.tenantId },
+        tenants: [{ ...tenant, role: scope.role }],
+      };
+    }),
+
+  /** The dashboard overview: counts of agents, sessions and workspaces (and members, keys). */
+  overview: tenantProcedureFor("tenant:read")
+    .input(ZTenantInput)
+    .output(ZOverviewOutput)
+    .query(async ({ ctx }) => {
+      const [tenant, counts] = await Promise.all([getTenant(ctx.scope), getTenantCounts(ctx.scope)]);
+      return { tenant, role: ctx.scope.role, counts };
+    }),
+});

@@ -1,0 +1,135 @@
+/**
+ * The tRPC transport, in the order a request meets it: init (superjson, error shape) → middlewares
+ * (error mapping, logging, auth, tenant scope, roles) → the procedure builders routers use.
+ * Domain code never imports this file; routers call services and let AppErrors bubble up here.
+ */
+import { initTRPC, TRPCError } from "@trpc/server";
+import superjson from "superjson";
+import { z, ZodError } from "zod";
+import { type ApiContext } from "@/server/api/context";
+import { isServerErrorCode, toClientSafeTRPCError } from "@/server/api/error-mapping";
+import { assertCan, type TenantAction } from "@/server/auth/policy";
+import { resolveRequestPrincipal, resolveTenantScope } from "@/server/auth/resolve";
+import { isRoleAtLeast } from "@/server/auth/roles";
+import { isAppError } from "@/server/shared/errors";
+
+const t = initTRPC.context<ApiContext>().create({
+  transformer: superjson,
+  errorFormatter({ shape, error, ctx }) {
+    const zodError = error.code === "BAD_REQUEST" && error.cause instanceof ZodError ? error.cause : null;
+    const appError = isAppError(error.cause) && !isServerErrorCode(error.code) ? error.cause : null;
+    // Stack traces never leave the server, dev or not.
+    const { stack: _stack, ...data } = shape.data;
+    return {
+      ...shape,
+      data: {
+        ...data,
+        requestId: ctx?.requestId ?? null,
+        zodError: zodError ? z.flattenError(zodError) : null,
+        issues: zodError
+          ? zodError.issues.map((i) => ({ path: i.path.map(String), message: i.message }))
+          : null,
+        appError: appError ? { code: appError.code, details: appError.details ?? null } : null,
+      },
+    };
+  },
+});
+
+export const createTRPCRouter = t.router;
+export const createCallerFactory = t.createCallerFactory;
+export const mergeRouters = t.mergeRouters;
+
+/**
+ * The ONE place errors become client-visible: AppError → tRPC code, 5xx masked. Also logs each call
+ * with its request id. Wraps async-iterable results so errors thrown mid-subscription map the same way.
+ */
+const errorMappingAndLogging = t.middleware(async ({ ctx, path, type, next }) => {
+  const startedAt = performance.now();
+  const result = await next();
+  const durationMs = Math.round(performance.now() - startedAt);
+  if (result.ok) {
+    ctx.log.debug({ path, type, durationMs }, "trpc call ok");
+    return result;
+  }
+  const safe = toClientSafeTRPCError(result.error);
+  const logFields = { path, type, durationMs, code: safe.code, err: result.error.cause ?? result.error };
+  if (isServerErrorCode(safe.code)) ctx.log.error(logFields, "trpc call failed");
+  else ctx.log.info(logFields, "trpc call rejected");
+  return { ...result, error: safe };
+});
+
+const baseProcedure = t.procedure.use(errorMappingAndLogging);
+
+/** No authentication. Keep these few: health-style reads only. */
+export const publicProcedure = baseProcedure;
+
+/** A signed-in user (cookie session) or an API key (Bearer). */
+export const authedProcedure = baseProcedure.use(async ({ ctx, next }) => {
+  const principal =
+    ctx.principal === undefined
+      ? await resolveRequestPrincipal(ctx.runtime.auth, ctx.headers)
+      : ctx.principal;
+  if (!principal) throw new TRPCError({ code: "UNAUTHORIZED", message: "Sign in or send an API key" });
+  const who = principal.kind === "user" ? { userId: principal.userId } : { apiKeyId: principal.apiKeyId };
+  return next({ ctx: { principal, log: ctx.log.child(who) } });
+});
+
+/**
+ * Input every tenant procedure extends: the tenant by id or by slug (not both). API-key callers may
+ * omit it and get the key's own tenant.
+ */
+export const ZTenantInput = z.object({
+  tenantId: z.string().min(1).max(200).optional(),
+  tenantSlug: z.string().min(1).max(200).optional(),
+});
+
+// Parsed from the raw input so the tenant gate runs before, and independently of, each procedure's
+// own schema (which also extends ZTenantInput, so clients are typed).
+const ZRawTenantRef = ZTenantInput.loose();
+
+/**
+ * Resolves the tenant from the input or the API key, checks the caller against the database and
+ * mints `ctx.scope` through server/auth (not a member, unknown tenant or another tenant's key →
+ * FORBIDDEN). It reads the database on every call, so mutations always see current membership.
+ */
+export const tenantProcedure = authedProcedure.use(async ({ ctx, getRawInput, next }) => {
+  const parsed = ZRawTenantRef.safeParse((await getRawInput()) ?? {});
+  if (!parsed.success) {
+    throw new TRPCError({ code: "BAD_REQUEST", message: "Invalid tenant reference", cause: parsed.error });
+  }
+  const { tenantId, tenantSlug } = parsed.data;
+  if (tenantId !== undefined && tenantSlug !== undefined) {
+    throw new TRPCError({ code: "BAD_REQUEST", message: "Send tenantId or tenantSlug, not both" });
+  }
+  const tenantRef =
+    tenantId ?? tenantSlug ?? (ctx.principal.kind === "api_key" ? ctx.principal.tenantId : undefined);
+  if (tenantRef === undefined) {
+    throw new TRPCError({ code: "BAD_REQUEST", message: "tenantId or tenantSlug is required" });
+  }
+  const scope = await resolveTenantScope(ctx.principal, tenantRef);
+  return next({ ctx: { scope, log: ctx.log.child({ tenantId: scope.tenantId }) } });
+});
+
+/** Gates a tenant procedure on a policy action (server/auth/policy.ts); viewers never pass a mutation gate. */
+export function tenantProcedureFor(action: TenantAction) {
+  return tenantProcedure.use(({ ctx, next }) => {
+    assertCan(ctx.scope, action);
+    return next();
+  });
+}
+
+/** Tenant mutations open to members and up (not viewers): using agents and sessions. */
+export const tenantMemberProcedure = tenantProcedure.use(({ ctx, next }) => {
+  if (!isRoleAtLeast(ctx.scope.role, "member")) {
+    throw new TRPCError({ code: "FORBIDDEN", message: "Viewers cannot make changes" });
+  }
+  return next();
+});
+
+/** Tenant administration (API keys, members, audit): admins and owners. */
+export const tenantAdminProcedure = tenantProcedure.use(({ ctx, next }) => {
+  if (!isRoleAtLeast(ctx.scope.role, "admin")) {
+    throw new TRPCError({ code: "FORBIDDEN", message: "This needs the admin role" });
+  }
+  return next();
+});
