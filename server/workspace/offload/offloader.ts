@@ -1,0 +1,159 @@
+import { createHash } from "node:crypto";
+import path from "node:path";
+import type { Readable } from "node:stream";
+import { AppError, isAppError } from "@/server/shared/errors";
+import type { WorkspaceBackend } from "@/server/workspace/backend/port";
+import { KeyedMutex } from "@/server/workspace/mcp/async-mutex";
+import { assertSafeSegment } from "@/server/workspace/paths";
+import { extensionForMediaType } from "./media-types";
+import { openWorkspaceReference, toWorkspaceReference } from "./references";
+
+export const SESSIONS_DIR = "sessions";
+export const DATA_DIR = "data";
+export const CONTEXT_FILE = "context.jsonl";
+/** How many `(n)` suffixes offloadToolResult tries before giving up (a loop guard, never hit in practice). */
+const MAX_NAME_ATTEMPTS = 10_000;
+
+/** The reference's DataBlock with a base64 source; it is replaced by a `workspace:///data/...` URL. */
+export type Base64DataBlock = {
+  type: "data";
+  id?: string;
+  name?: string;
+  source: { type: "base64"; data: string; media_type: string };
+};
+export type UrlDataBlock = {
+  type: "data";
+  id?: string;
+  name?: string;
+  source: { type: "url"; url: string; media_type: string };
+};
+export type DataBlock = Base64DataBlock | UrlDataBlock;
+export type TextBlock = { type: "text"; text: string };
+
+/** A chat message as stored in context.jsonl: any JSON object; `content` may hold blocks. */
+export type OffloadMessage = { content?: unknown } & Record<string, unknown>;
+export type OffloadToolResultInput = {
+  /** The tool call id; used in the file name, so it must be a plain identifier. */
+  id: string;
+  output: string | ReadonlyArray<TextBlock | DataBlock | { type: string }>;
+};
+
+/**
+ * Offload (agentscope-spec.md §4): moves bulky context out of the model's window into the workspace and
+ * hands back `workspace:///` references that `open` streams back. Unlike the reference, appends to one
+ * session's context.jsonl are serialised (its read-modify-write lost lines under concurrency), and tool
+ * result names are claimed with exclusive creates, so two offloads never pick the same `(n)`.
+ */
+export class Offloader {
+  private readonly sessionLocks = new KeyedMutex();
+
+  constructor(private readonly backend: () => WorkspaceBackend) {}
+
+  /** Appends one JSON line per message to `sessions/<sid>/context.jsonl`; base64 data blocks are offloaded first. */
+  async offloadContext(sessionId: string, messages: readonly OffloadMessage[]): Promise<string> {
+    assertSafeSegment(sessionId, "session id");
+    const relative = path.posix.join(SESSIONS_DIR, sessionId, CONTEXT_FILE);
+    const lines: string[] = [];
+    for (const message of messages) {
+      const copy = structuredClone(message);
+      if (Array.isArray(copy.content)) {
+        copy.content = await Promise.all(
+          (copy.content as unknown[]).map((block) =>
+            isBase64DataBlock(block) ? this.offloadDataBlock(block) : block,
+          ),
+        );
+      }
+      // JSON.stringify escapes U+2028/2029 and never emits a raw newline, so one message is one line.
+      lines.push(JSON.stringify(copy));
+    }
+    if (lines.length === 0) return toWorkspaceReference(relative);
+    const payload = `${lines.join("\n")}\n`;
+    await this.sessionLocks.run(sessionId, () =>
+      this.backend().writeFile(this.absolute(relative), payload, { append: true }),
+    );
+    return toWorkspaceReference(relative);
+  }
+
+  /** Writes a tool result to `sessions/<sid>/tool_result-<id>.txt`, or `(1)`, `(2)`, ... when taken. */
+  async offloadToolResult(sessionId: string, result: OffloadToolResultInput): Promise<string> {
+    assertSafeSegment(sessionId, "session id");
+    assertSafeSegment(result.id, "tool call id");
+    const body = await this.toolResultText(result.output);
+    const dir = path.posix.join(SESSIONS_DIR, sessionId);
+    return this.sessionLocks.run(sessionId, async () => {
+      for (let attempt = 0; attempt < MAX_NAME_ATTEMPTS; attempt++) {
+        const name =
+          attempt === 0 ? `tool_result-${result.id}.txt` : `tool_result-${result.id}(${attempt}).txt`;
+        const relative = path.posix.join(dir, name);
+        try {
+          await this.backend().writeFile(this.absolute(relative), body, { exclusive: true });
+          return toWorkspaceReference(relative);
+        } catch (error) {
+          if (isAppError(error) && error.code === "CONFLICT") continue;
+          throw error;
+        }
+      }
+      throw new AppError("CONFLICT", `No free file name for tool result ${result.id}`);
+    });
+  }
+
+  /**
+   * Stores a base64 block's bytes as `data/<sha256 of the base64 text><ext>` (deduplicated: an existing
+   * file is kept) and returns the block with a `workspace:///data/...` URL source. Other blocks pass through.
+   */
+  async offloadDataBlock<Block extends DataBlock>(block: Block): Promise<DataBlock> {
+    if (block.source.type !== "base64") return block;
+    const { data, media_type } = block.source;
+    const hash = createHash("sha256").update(data, "utf8").digest("hex");
+    const relative = path.posix.join(DATA_DIR, `${hash}${extensionForMediaType(media_type)}`);
+    const backend = this.backend();
+    const target = this.absolute(relative);
+    if ((await backend.stat(target)) === null) {
+      // writeFile replaces atomically, so two writers of the same hash both leave one complete file.
+      await backend.writeFile(target, Buffer.from(data, "base64"));
+    }
+    return { ...block, source: { type: "url", url: toWorkspaceReference(relative), media_type } };
+  }
+
+  /** Streams any `workspace:///` reference back (confined to the workdir). */
+  open(reference: string): Promise<Readable> {
+    return openWorkspaceReference(this.backend(), reference);
+  }
+
+  /** Deletes `sessions/<sid>` (context and tool results). */
+  async purgeSession(sessionId: string): Promise<void> {
+    assertSafeSegment(sessionId, "session id");
+    await this.sessionLocks.run(sessionId, () =>
+      this.backend().remove(this.absolute(path.posix.join(SESSIONS_DIR, sessionId))),
+    );
+  }
+
+  private async toolResultText(output: OffloadToolResultInput["output"]): Promise<string> {
+    if (typeof output === "string") return output;
+    let text = "";
+    // As in the reference: texts concatenated without a separator, data blocks as tags, others dropped.
+    for (const block of output) {
+      if (block.type === "text" && "text" in block) text += block.text;
+      else if (isDataBlock(block)) {
+        const stored = await this.offloadDataBlock(block);
+        const url = stored.source.type === "url" ? stored.source.url : "";
+        text += `<data url='${url}' name='${stored.name ?? ""}' media_type='${stored.source.media_type}'/>`;
+      }
+    }
+    return text;
+  }
+
+  private absolute(relative: string): string {
+    return path.posix.join(this.backend().workdir, relative);
+  }
+}
+
+function isDataBlock(block: unknown): block is DataBlock {
+  if (typeof block !== "object" || block === null) return false;
+  const candidate = block as { type?: unknown; source?: { type?: unknown } };
+  return candidate.type === "data" && typeof candidate.source === "object" && candidate.source !== null;
+}
+
+function isBase64DataBlock(block: unknown): block is Base64DataBlock {
+  return isDataBlock(block) && block.source.type === "base64" && typeof block.source.data === "string";
+}

@@ -1,0 +1,29 @@
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { LocalBackend } from "@/server/workspace/backends/local/local-backend";
+
+/** A fresh, real temporary directory (realpath'd, since /tmp may be a symlink) and a LocalBackend on it. */
+export async function makeTempBackend(prefix = "berth-ws-"): Promise<{
+  root: string;
+  workdir: string;
+  backend: LocalBackend;
+  cleanup: () => Promise<void>;
+}> {
+  const root = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), prefix)));
+  const workdir = path.join(root, "workdir");
+  await fs.mkdir(workdir);
+  return {
+    root,
+    workdir,
+    backend: new LocalBackend({ workdir }),
+    cleanup: () => fs.rm(root, { recursive: true, force: true }),
+  };
+}
+
+export async function streamToString(stream: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream)
+    chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk));
+  return Buffer.concat(chunks).toString("utf8");
+}
