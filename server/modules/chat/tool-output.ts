@@ -1,0 +1,69 @@
+import { isAppError } from "@/server/shared/errors";
+import type { TTurnLimits } from "./chat.schema";
+import type { AgentToolResult, ChatLogger, OffloaderPort } from "./ports";
+
+/**
+ * What a tool call hands back to the AI SDK: the text the model will see, plus facts for the turn's
+ * events. Large results are offloaded to the workspace first (agentscope-spec.md §4) so one `cat` of a
+ * big file cannot flood the context window.
+ */
+export type ShapedToolOutput = {
+  text: string;
+  isError: boolean;
+  offload?: { reference: string; bytes: number };
+  metadata?: Record<string, unknown>;
+};
+
+export async function shapeToolOutput(input: {
+  sessionId: string;
+  toolCallId: string;
+  result: AgentToolResult;
+  limits: TTurnLimits;
+  offloader: OffloaderPort;
+  logger: ChatLogger;
+}): Promise<ShapedToolOutput> {
+  const { result, limits } = input;
+  let text = result.content;
+  for (const attachment of result.attachments ?? []) {
+    // The OpenAI-compatible wire has no binary tool results; the model learns the attachment exists.
+    text += `\n[attachment${attachment.name ? ` ${attachment.name}` : ""}: ${attachment.mediaType}, ${Math.floor((attachment.base64.length * 3) / 4)} bytes]`;
+  }
+  const shaped: ShapedToolOutput = { text, isError: result.isError };
+  if (result.metadata) shaped.metadata = result.metadata;
+  const bytes = Buffer.byteLength(text, "utf8");
+  if (bytes <= limits.toolResultOffloadBytes) return shaped;
+
+  const preview = text.slice(0, limits.toolResultPreviewChars);
+  try {
+    const reference = await input.offloader.offloadToolResult(input.sessionId, input.toolCallId, text);
+    shaped.text =
+      `${preview}\n<<<TRUNCATED>>>\n<system-reminder>The tool result (${bytes} bytes) was too large for the ` +
+      `context and was offloaded to '${reference}'. Only the first ${preview.length} characters are shown ` +
+      `above. You can refer to the file for the truncated content if needed.</system-reminder>`;
+    shaped.offload = { reference, bytes };
+  } catch (error) {
+    input.logger.warn(
+      {
+        sessionId: input.sessionId,
+        toolCallId: input.toolCallId,
+        error: isAppError(error) ? error.message : String(error),
+      },
+      "tool result offload failed; truncating instead",
+    );
+    shaped.text =
+      `${preview}\n<<<TRUNCATED>>>\n<system-reminder>The tool result (${bytes} bytes) was too large for the ` +
+      `context and could not be saved to the workspace; only the first ${preview.length} characters are ` +
+      `shown.</system-reminder>`;
+  }
+  return shaped;
+}
+
+/** The text the model sees for a tool that threw instead of returning an error result. */
+export function thrownToolErrorText(toolName: string, error: unknown): string {
+  const message = isAppError(error)
+    ? error.userMessage
+    : error instanceof Error
+      ? error.message
+      : String(error);
+  return message.startsWith("Error") ? message : `Error: ${toolName} failed: ${message}`;
+}
