@@ -30,13 +30,10 @@ export type UrlDataBlock = {
 export type DataBlock = Base64DataBlock | UrlDataBlock;
 export type TextBlock = { type: "text"; text: string };
 
-/** A chat message as stored in context.jsonl: any JSON object; `content` may hold blocks. */
-export type OffloadMessage = { content?: unknown } & Record<string, unknown>;
-export type OffloadToolResultInput = {
-  /** The tool call id; used in the file name, so it must be a plain identifier. */
-  id: string;
-  output: string | ReadonlyArray<TextBlock | DataBlock | { type: string }>;
-};
+/** A chat message as stored in context.jsonl: any JSON object (reference Msg or AI SDK ModelMessage). */
+export type OffloadMessage = object;
+/** A tool result body: a string, or reference-style blocks (text concatenated, data blocks tagged). */
+export type ToolResultOutput = string | ReadonlyArray<TextBlock | DataBlock | { type: string }>;
 
 /**
  * Offload (agentscope-spec.md §4): moves bulky context out of the model's window into the workspace and
@@ -49,21 +46,21 @@ export class Offloader {
 
   constructor(private readonly backend: () => WorkspaceBackend) {}
 
-  /** Appends one JSON line per message to `sessions/<sid>/context.jsonl`; base64 data blocks are offloaded first. */
+  /**
+   * Appends one JSON line per message to `sessions/<sid>/context.jsonl`. Inline binary content is offloaded
+   * first and replaced by its `workspace:///data/...` URL: reference DataBlocks with a base64 source and
+   * AI SDK `file`/`image` parts whose data is base64 text or bytes.
+   */
   async offloadContext(sessionId: string, messages: readonly OffloadMessage[]): Promise<string> {
     assertSafeSegment(sessionId, "session id");
     const relative = path.posix.join(SESSIONS_DIR, sessionId, CONTEXT_FILE);
     const lines: string[] = [];
     for (const message of messages) {
-      const copy = structuredClone(message);
+      const copy = structuredClone(message) as { content?: unknown };
       if (Array.isArray(copy.content)) {
-        copy.content = await Promise.all(
-          (copy.content as unknown[]).map((block) =>
-            isBase64DataBlock(block) ? this.offloadDataBlock(block) : block,
-          ),
-        );
+        copy.content = await Promise.all((copy.content as unknown[]).map((part) => this.offloadPart(part)));
       }
-      // JSON.stringify escapes U+2028/2029 and never emits a raw newline, so one message is one line.
+      // JSON.stringify never emits a raw newline, so one message is one line.
       lines.push(JSON.stringify(copy));
     }
     if (lines.length === 0) return toWorkspaceReference(relative);
@@ -75,15 +72,15 @@ export class Offloader {
   }
 
   /** Writes a tool result to `sessions/<sid>/tool_result-<id>.txt`, or `(1)`, `(2)`, ... when taken. */
-  async offloadToolResult(sessionId: string, result: OffloadToolResultInput): Promise<string> {
+  async offloadToolResult(sessionId: string, toolCallId: string, output: ToolResultOutput): Promise<string> {
     assertSafeSegment(sessionId, "session id");
-    assertSafeSegment(result.id, "tool call id");
-    const body = await this.toolResultText(result.output);
+    assertSafeSegment(toolCallId, "tool call id");
+    const body = await this.toolResultText(output);
     const dir = path.posix.join(SESSIONS_DIR, sessionId);
     return this.sessionLocks.run(sessionId, async () => {
       for (let attempt = 0; attempt < MAX_NAME_ATTEMPTS; attempt++) {
         const name =
-          attempt === 0 ? `tool_result-${result.id}.txt` : `tool_result-${result.id}(${attempt}).txt`;
+          attempt === 0 ? `tool_result-${toolCallId}.txt` : `tool_result-${toolCallId}(${attempt}).txt`;
         const relative = path.posix.join(dir, name);
         try {
           await this.backend().writeFile(this.absolute(relative), body, { exclusive: true });
@@ -93,7 +90,7 @@ export class Offloader {
           throw error;
         }
       }
-      throw new AppError("CONFLICT", `No free file name for tool result ${result.id}`);
+      throw new AppError("CONFLICT", `No free file name for tool result ${toolCallId}`);
     });
   }
 
@@ -104,15 +101,8 @@ export class Offloader {
   async offloadDataBlock<Block extends DataBlock>(block: Block): Promise<DataBlock> {
     if (block.source.type !== "base64") return block;
     const { data, media_type } = block.source;
-    const hash = createHash("sha256").update(data, "utf8").digest("hex");
-    const relative = path.posix.join(DATA_DIR, `${hash}${extensionForMediaType(media_type)}`);
-    const backend = this.backend();
-    const target = this.absolute(relative);
-    if ((await backend.stat(target)) === null) {
-      // writeFile replaces atomically, so two writers of the same hash both leave one complete file.
-      await backend.writeFile(target, Buffer.from(data, "base64"));
-    }
-    return { ...block, source: { type: "url", url: toWorkspaceReference(relative), media_type } };
+    const url = await this.storeBase64(data, media_type);
+    return { ...block, source: { type: "url", url, media_type } };
   }
 
   /** Streams any `workspace:///` reference back (confined to the workdir). */
@@ -128,7 +118,33 @@ export class Offloader {
     );
   }
 
-  private async toolResultText(output: OffloadToolResultInput["output"]): Promise<string> {
+  /** Stores base64 text's decoded bytes under its hash; returns the `workspace:///data/...` reference. */
+  private async storeBase64(base64: string, mediaType: string): Promise<string> {
+    const hash = createHash("sha256").update(base64, "utf8").digest("hex");
+    const relative = path.posix.join(DATA_DIR, `${hash}${extensionForMediaType(mediaType)}`);
+    const backend = this.backend();
+    const target = this.absolute(relative);
+    if ((await backend.stat(target)) === null) {
+      // writeFile replaces atomically, so two writers of the same hash both leave one complete file.
+      await backend.writeFile(target, Buffer.from(base64, "base64"));
+    }
+    return toWorkspaceReference(relative);
+  }
+
+  private async offloadPart(part: unknown): Promise<unknown> {
+    if (isBase64DataBlock(part)) return this.offloadDataBlock(part);
+    if (typeof part !== "object" || part === null) return part;
+    const candidate = part as { type?: unknown; data?: unknown; image?: unknown; mediaType?: unknown };
+    const field = candidate.type === "file" ? "data" : candidate.type === "image" ? "image" : null;
+    if (field === null) return part;
+    const base64 = inlineBase64(candidate[field]);
+    if (base64 === null) return part;
+    const mediaType =
+      typeof candidate.mediaType === "string" ? candidate.mediaType : "application/octet-stream";
+    return { ...candidate, [field]: await this.storeBase64(base64, mediaType) };
+  }
+
+  private async toolResultText(output: ToolResultOutput): Promise<string> {
     if (typeof output === "string") return output;
     let text = "";
     // As in the reference: texts concatenated without a separator, data blocks as tags, others dropped.
@@ -156,4 +172,12 @@ function isDataBlock(block: unknown): block is DataBlock {
 
 function isBase64DataBlock(block: unknown): block is Base64DataBlock {
   return isDataBlock(block) && block.source.type === "base64" && typeof block.source.data === "string";
+}
+
+/** AI SDK parts carry bytes, base64 text, or a URL (string or object); only inline data is offloaded. */
+function inlineBase64(value: unknown): string | null {
+  if (value instanceof Uint8Array) return Buffer.from(value).toString("base64");
+  if (typeof value !== "string" || value.length === 0) return null;
+  if (/^[a-z][a-z0-9+.-]*:/i.test(value)) return null; // http:, https:, data:, workspace: ...
+  return /^[A-Za-z0-9+/=\r\n]+$/.test(value) ? value : null;
 }

@@ -108,12 +108,10 @@ describe("offloadContext", () => {
 
 describe("offloadToolResult", () => {
   it("writes tool_result-<id>.txt and then (1), (2) suffixes, also when racing", async () => {
-    const first = await offloader.offloadToolResult("s1", { id: "call_1", output: "one" });
+    const first = await offloader.offloadToolResult("s1", "call_1", "one");
     expect(first).toBe("workspace:///sessions/s1/tool_result-call_1.txt");
     const racing = await Promise.all(
-      Array.from({ length: 5 }, (_, i) =>
-        offloader.offloadToolResult("s1", { id: "call_1", output: `r${i}` }),
-      ),
+      Array.from({ length: 5 }, (_, i) => offloader.offloadToolResult("s1", "call_1", `r${i}`)),
     );
     expect(new Set(racing).size).toBe(5);
     expect(racing.sort()).toEqual(
@@ -122,31 +120,57 @@ describe("offloadToolResult", () => {
     // Two offloaders on one workdir (e.g. two processes) still never overwrite each other.
     const other = new Offloader(() => env.backend);
     const [a, b] = await Promise.all([
-      offloader.offloadToolResult("s1", { id: "x", output: "a" }),
-      other.offloadToolResult("s1", { id: "x", output: "b" }),
+      offloader.offloadToolResult("s1", "x", "a"),
+      other.offloadToolResult("s1", "x", "b"),
     ]);
     expect(a).not.toBe(b);
   });
 
   it("concatenates text blocks, tags data blocks and drops other blocks", async () => {
-    const ref = await offloader.offloadToolResult("s1", {
-      id: "t",
-      output: [
-        { type: "text", text: "a" },
-        { type: "text", text: "b" },
-        { type: "data", name: "img", source: { type: "base64", data: png, media_type: "image/png" } },
-        { type: "thinking" },
-      ],
-    });
+    const ref = await offloader.offloadToolResult("s1", "t", [
+      { type: "text", text: "a" },
+      { type: "text", text: "b" },
+      { type: "data", name: "img", source: { type: "base64", data: png, media_type: "image/png" } },
+      { type: "thinking" },
+    ]);
     const body = await streamToString(await offloader.open(ref));
     const hash = createHash("sha256").update(png).digest("hex");
     expect(body).toBe(`ab<data url='workspace:///data/${hash}.png' name='img' media_type='image/png'/>`);
   });
 
   it("rejects tool ids with path tricks", async () => {
-    await expect(offloader.offloadToolResult("s1", { id: "../../x", output: "" })).rejects.toMatchObject({
+    await expect(offloader.offloadToolResult("s1", "../../x", "")).rejects.toMatchObject({
       code: "BAD_REQUEST",
     });
+  });
+});
+
+describe("AI SDK messages", () => {
+  it("offloads inline file and image parts, keeps URL parts", async () => {
+    await offloader.offloadContext("s1", [
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "look" },
+          { type: "file", data: png, mediaType: "application/pdf" },
+          { type: "image", image: new Uint8Array([1, 2, 3]), mediaType: "image/png" },
+          { type: "file", data: "https://example.com/x.pdf", mediaType: "application/pdf" },
+        ],
+      },
+    ]);
+    const line = JSON.parse(
+      await fs.readFile(path.join(env.workdir, "sessions/s1/context.jsonl"), "utf8"),
+    ) as {
+      content: Array<Record<string, string>>;
+    };
+    expect(line.content[1]!.data).toBe(
+      `workspace:///data/${createHash("sha256").update(png).digest("hex")}.pdf`,
+    );
+    expect(line.content[2]!.image).toMatch(/^workspace:\/\/\/data\/[0-9a-f]{64}\.png$/);
+    expect(line.content[3]!.data).toBe("https://example.com/x.pdf");
+    expect(
+      await fs.readFile(path.join(env.workdir, line.content[2]!.image!.slice("workspace:///".length))),
+    ).toEqual(Buffer.from([1, 2, 3]));
   });
 });
 
