@@ -1,0 +1,137 @@
+import { AppError } from "@/server/shared/errors";
+import type { BerthAuth } from "@/server/auth/auth";
+import { findApiKeyForGate, findMembershipForGate, findTenantIdForGate } from "@/server/auth/gate.data";
+import { isRoleAtLeast, type TenantRole } from "@/server/auth/roles";
+import { mintTenantScope, type TenantScope } from "@/server/auth/scope";
+
+/** Who is calling, before any tenant is chosen. */
+export type RequestPrincipal =
+  | { kind: "user"; userId: string; email: string; name: string; authSessionId: string }
+  | { kind: "api_key"; apiKeyId: string; tenantId: string; role: TenantRole; userId: string | null };
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+/**
+ * Authenticates a request: an `Authorization: Bearer <api key>` header wins; otherwise the
+ * better-auth session cookie. Returns null when neither is present. A Bearer header with a bad,
+ * revoked or expired key throws UNAUTHORIZED instead of silently falling back to the cookie.
+ * Verifying a key records its last use.
+ */
+export async function resolveRequestPrincipal(
+  auth: BerthAuth,
+  headers: Headers,
+): Promise<RequestPrincipal | null> {
+  const authorization = headers.get("authorization");
+  const bearer = authorization ? BEARER.exec(authorization)?.[1] : undefined;
+  if (authorization && !bearer) throw unauthorized("malformed Authorization header");
+  if (bearer) return resolveApiKeyPrincipal(auth, bearer);
+
+  const session = await auth.api.getSession({ headers });
+  if (!session) return null;
+  return {
+    kind: "user",
+    userId: session.user.id,
+    email: session.user.email,
+    name: session.user.name,
+    authSessionId: session.session.id,
+  };
+}
+
+async function resolveApiKeyPrincipal(auth: BerthAuth, key: string): Promise<RequestPrincipal> {
+  const result = await auth.api.verifyApiKey({ body: { key } });
+  if (!result.valid || !result.key)
+    throw unauthorized(`api key rejected: ${result.error?.code ?? "unknown"}`);
+  const gate = await findApiKeyForGate(result.key.id);
+  if (!gate?.usable) throw unauthorized("api key revoked");
+  return {
+    kind: "api_key",
+    apiKeyId: gate.id,
+    tenantId: gate.tenantId,
+    role: gate.role,
+    userId: gate.createdByUserId,
+  };
+}
+
+/**
+ * Checks the principal against the tenant (id or slug) in the database and mints its scope.
+ * Users need a membership; API keys must belong to the tenant, and act with the lower of the key's
+ * role and its creator's current role (a key stops working when its creator leaves the tenant).
+ * Throws AppError FORBIDDEN otherwise. It always reads the database, so calling it again before a
+ * mutation is the "re-check membership" step.
+ */
+export async function resolveTenantScope(
+  principal: RequestPrincipal,
+  tenantIdOrSlug: string,
+): Promise<TenantScope> {
+  if (principal.kind === "user") {
+    const membership = await findMembershipForGate(tenantIdOrSlug, principal.userId);
+    if (!membership) throw forbidden(`user ${principal.userId} is not a member of ${tenantIdOrSlug}`);
+    return mintTenantScope({
+      tenantId: membership.tenantId,
+      userId: principal.userId,
+      apiKeyId: null,
+      role: membership.role,
+    });
+  }
+
+  const tenantId = await findTenantIdForGate(tenantIdOrSlug);
+  const key = await findApiKeyForGate(principal.apiKeyId);
+  if (!tenantId || !key?.usable || key.tenantId !== tenantId) {
+    throw forbidden(`api key ${principal.apiKeyId} does not belong to ${tenantIdOrSlug}`);
+  }
+  let role = key.role;
+  if (key.createdByUserId) {
+    const creator = await findMembershipForGate(tenantId, key.createdByUserId);
+    if (!creator) throw forbidden(`the creator of api key ${key.id} is no longer a member`);
+    if (!isRoleAtLeast(creator.role, role)) role = creator.role;
+  }
+  return mintTenantScope({ tenantId, userId: key.createdByUserId, apiKeyId: key.id, role });
+}
+
+/** Re-reads membership (or the key) for an existing scope; for mutations. Throws FORBIDDEN when gone. */
+export async function reverifyTenantScope(scope: TenantScope): Promise<TenantScope> {
+  if (scope.apiKeyId) {
+    const key = await findApiKeyForGate(scope.apiKeyId);
+    if (!key) throw forbidden(`api key ${scope.apiKeyId} no longer exists`);
+    return resolveTenantScope(
+      {
+        kind: "api_key",
+        apiKeyId: key.id,
+        tenantId: key.tenantId,
+        role: key.role,
+        userId: key.createdByUserId,
+      },
+      scope.tenantId,
+    );
+  }
+  if (scope.userId) {
+    const membership = await findMembershipForGate(scope.tenantId, scope.userId);
+    if (!membership) throw forbidden(`user ${scope.userId} is no longer a member of ${scope.tenantId}`);
+    return mintTenantScope({
+      tenantId: scope.tenantId,
+      userId: scope.userId,
+      apiKeyId: null,
+      role: membership.role,
+    });
+  }
+  return resolveSystemTenantScope(scope.tenantId);
+}
+
+/**
+ * A scope for Berth's own background work (queue jobs, reapers) acting on a tenant. The tenant id
+ * comes from a job payload, so it is re-checked against the database rather than trusted.
+ */
+export async function resolveSystemTenantScope(tenantId: string): Promise<TenantScope> {
+  const found = await findTenantIdForGate(tenantId);
+  if (found !== tenantId)
+    throw new AppError("NOT_FOUND", `tenant ${tenantId} not found`, { userMessage: "Tenant not found." });
+  return mintTenantScope({ tenantId, userId: null, apiKeyId: null, role: "owner" });
+}
+
+function forbidden(message: string): AppError {
+  return new AppError("FORBIDDEN", message, { userMessage: "You do not have access to this tenant." });
+}
+
+function unauthorized(message: string): AppError {
+  return new AppError("UNAUTHORIZED", message, { userMessage: "Sign in or provide a valid API key." });
+}

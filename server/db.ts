@@ -1,0 +1,64 @@
+import { PrismaPg } from "@prisma/adapter-pg";
+import { type Prisma, PrismaClient } from "@/generated/prisma/client";
+
+/**
+ * The Prisma client factory and the process-wide client. Besides `*.data.ts` files this is the only
+ * module that imports Prisma. `getDb()` is a composition root: it reads DATABASE_URL on first use,
+ * so importing a data file never needs a database until a query runs.
+ */
+export type Db = PrismaClient;
+/** A client or an interactive-transaction client; data functions accept either. */
+export type DbClient = PrismaClient | Prisma.TransactionClient;
+
+export function createPrismaClient(databaseUrl: string): PrismaClient {
+  if (!databaseUrl) {
+    // adapter-pg would otherwise fall back to TCP localhost as the OS user and report a
+    // misleading "access denied" (stack-compat P11).
+    throw new Error("createPrismaClient: databaseUrl is empty");
+  }
+  return new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl }) });
+}
+
+// Kept on globalThis so Next's dev-mode module reloading does not open a new pool per reload.
+const globalForDb = globalThis as unknown as { berthDb?: PrismaClient };
+
+/** The shared client, created from DATABASE_URL on first call. */
+export function getDb(): PrismaClient {
+  globalForDb.berthDb ??= createPrismaClient(process.env.DATABASE_URL ?? "");
+  return globalForDb.berthDb;
+}
+
+/** Closes the shared client (graceful shutdown, test teardown). Safe to call when none exists. */
+export async function disconnectDb(): Promise<void> {
+  const db = globalForDb.berthDb;
+  globalForDb.berthDb = undefined;
+  await db?.$disconnect();
+}
+
+/** True for Prisma's unique-constraint violation (P2002), optionally on a given field. */
+export function isUniqueViolation(error: unknown, field?: string): boolean {
+  if (!isKnownPrismaError(error) || error.code !== "P2002") return false;
+  if (!field) return true;
+  const target = JSON.stringify(error.meta ?? {});
+  return target.includes(field);
+}
+
+/** True for "record to update/delete not found" (P2025). */
+export function isRecordNotFound(error: unknown): boolean {
+  return isKnownPrismaError(error) && error.code === "P2025";
+}
+
+function isKnownPrismaError(error: unknown): error is { code: string; meta?: unknown } {
+  return (
+    typeof error === "object" &&
+    error !== null &&
+    "code" in error &&
+    typeof error.code === "string" &&
+    /^P\d{4}$/.test(error.code)
+  );
+}
+
+/** Page-size bounds shared by every list function. */
+export function pageSize(limit: number | undefined, fallback = 50): number {
+  return Math.min(Math.max(limit ?? fallback, 1), 200);
+}

@@ -1,0 +1,63 @@
+import { z } from "zod";
+
+export const ISOLATION_POLICIES = ["PER_AGENT", "PER_SESSION", "PER_USER"] as const;
+export const ZIsolationPolicy = z.enum(ISOLATION_POLICIES);
+export type IsolationPolicy = z.infer<typeof ZIsolationPolicy>;
+
+/**
+ * The model an agent talks to. The provider API key is NOT part of it: it is passed separately
+ * (`modelApiKey`) and stored encrypted.
+ */
+export const ZAgentModelConfig = z
+  .object({
+    provider: z.string().min(1).max(50),
+    model: z.string().min(1).max(200),
+    baseUrl: z.url().optional(),
+    temperature: z.number().min(0).max(2).optional(),
+    maxOutputTokens: z.number().int().positive().optional(),
+  })
+  .catchall(z.unknown());
+export type AgentModelConfig = z.infer<typeof ZAgentModelConfig>;
+
+export const ZAgentName = z
+  .string()
+  .trim()
+  .min(1)
+  .max(64)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9 _.-]*$/, "letters, digits, spaces, dots, dashes and underscores");
+
+export const ZCreateAgentInput = z.object({
+  name: ZAgentName,
+  description: z.string().max(2000).default(""),
+  modelConfig: ZAgentModelConfig,
+  /** Plain provider key; encrypted before it reaches the database, never returned. */
+  modelApiKey: z.string().min(1).max(4096).nullish(),
+  defaultMcpConfigs: z.array(z.unknown()).default([]),
+  defaultSkills: z.array(z.unknown()).default([]),
+  isolationPolicy: ZIsolationPolicy.nullish(),
+});
+export type TCreateAgentInput = z.input<typeof ZCreateAgentInput>;
+
+/** Omitted fields stay as they are; `modelApiKey: null` removes the stored key. */
+export const ZUpdateAgentInput = ZCreateAgentInput.partial().extend({
+  description: z.string().max(2000).optional(),
+  defaultMcpConfigs: z.array(z.unknown()).optional(),
+  defaultSkills: z.array(z.unknown()).optional(),
+});
+export type TUpdateAgentInput = z.input<typeof ZUpdateAgentInput>;
+
+export const ZAgentDTO = z.object({
+  id: z.string(),
+  name: z.string(),
+  description: z.string(),
+  modelConfig: ZAgentModelConfig,
+  /** Whether a provider key is stored (the key itself never leaves the server). */
+  hasModelApiKey: z.boolean(),
+  defaultMcpConfigs: z.array(z.unknown()),
+  defaultSkills: z.array(z.unknown()),
+  isolationPolicy: ZIsolationPolicy.nullable(),
+  createdByUserId: z.string().nullable(),
+  createdAt: z.date(),
+  updatedAt: z.date(),
+});
+export type AgentDTO = z.infer<typeof ZAgentDTO>;

@@ -1,0 +1,81 @@
+import type { Prisma } from "@/generated/prisma/client";
+import { type DbClient, getDb, pageSize } from "@/server/db";
+import type { TenantRole } from "@/server/auth/roles";
+import type { TenantScope } from "@/server/auth/scope";
+import { AppError } from "@/server/shared/errors";
+import type { ApiKeyDTO } from "@/server/modules/api-key/api-key.types";
+
+// Never selects `key` (the hash) or the plugin's rate-limit bookkeeping.
+const apiKeySelect = {
+  id: true,
+  name: true,
+  start: true,
+  role: true,
+  createdByUserId: true,
+  createdAt: true,
+  lastUsedAt: true,
+  expiresAt: true,
+  revokedAt: true,
+} satisfies Prisma.ApiKeySelect;
+
+export async function listApiKeys(
+  scope: TenantScope,
+  options: { includeRevoked?: boolean; limit?: number } = {},
+  db: DbClient = getDb(),
+): Promise<ApiKeyDTO[]> {
+  return db.apiKey.findMany({
+    where: { tenantId: scope.tenantId, ...(options.includeRevoked ? {} : { revokedAt: null }) },
+    select: apiKeySelect,
+    orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+    take: pageSize(options.limit, 100),
+  });
+}
+
+export async function getApiKey(
+  scope: TenantScope,
+  apiKeyId: string,
+  db: DbClient = getDb(),
+): Promise<ApiKeyDTO> {
+  const key = await db.apiKey.findFirst({
+    where: { tenantId: scope.tenantId, id: apiKeyId },
+    select: apiKeySelect,
+  });
+  if (!key) throw notFound(apiKeyId);
+  return key;
+}
+
+/**
+ * Records Berth's own columns on a key the API-key plugin just created (the plugin knows nothing
+ * about roles or creators).
+ */
+export async function setApiKeyOwnership(
+  scope: TenantScope,
+  apiKeyId: string,
+  data: { role: TenantRole; createdByUserId: string | null },
+  db: DbClient = getDb(),
+): Promise<ApiKeyDTO> {
+  const { count } = await db.apiKey.updateMany({ where: { tenantId: scope.tenantId, id: apiKeyId }, data });
+  if (count === 0) throw notFound(apiKeyId);
+  return getApiKey(scope, apiKeyId, db);
+}
+
+/**
+ * Revokes a key: disabled for the plugin (verification fails with KEY_DISABLED) and stamped
+ * `revokedAt` for the dashboard. The row stays for the audit trail. Revoking twice is a no-op.
+ */
+export async function revokeApiKey(
+  scope: TenantScope,
+  apiKeyId: string,
+  db: DbClient = getDb(),
+): Promise<ApiKeyDTO> {
+  const { count } = await db.apiKey.updateMany({
+    where: { tenantId: scope.tenantId, id: apiKeyId, revokedAt: null },
+    data: { enabled: false, revokedAt: new Date() },
+  });
+  if (count === 0) await getApiKey(scope, apiKeyId, db); // NOT_FOUND unless it was already revoked
+  return getApiKey(scope, apiKeyId, db);
+}
+
+function notFound(apiKeyId: string): AppError {
+  return new AppError("NOT_FOUND", `api key ${apiKeyId} not found`, { userMessage: "API key not found." });
+}

@@ -1,0 +1,112 @@
+import { isAPIError } from "better-auth/api";
+import type { BerthAuth } from "@/server/auth/auth";
+import { findApiKeyForGate } from "@/server/auth/gate.data";
+import { assertCan, canGrantRole } from "@/server/auth/policy";
+import type { TenantRole } from "@/server/auth/roles";
+import type { TenantScope } from "@/server/auth/scope";
+import { AppError } from "@/server/shared/errors";
+import { revokeApiKey as revokeApiKeyRow, setApiKeyOwnership } from "@/server/modules/api-key/api-key.data";
+import {
+  type CreatedApiKey,
+  type TCreateApiKeyInput,
+  ZCreateApiKeyInput,
+} from "@/server/modules/api-key/api-key.types";
+import { appendAuditLog } from "@/server/modules/audit/audit.data";
+import type { ApiKeyDTO } from "@/server/modules/api-key/api-key.types";
+
+/**
+ * Creates a tenant API key through better-auth's API-key plugin (random key, SHA-256 hash at rest)
+ * and records its role and creator. Admins only; nobody grants a role above their own.
+ */
+export async function createApiKey(
+  auth: BerthAuth,
+  scope: TenantScope,
+  rawInput: TCreateApiKeyInput,
+): Promise<CreatedApiKey> {
+  assertCan(scope, "api-key:manage");
+  const input = ZCreateApiKeyInput.parse(rawInput);
+  if (!canGrantRole(scope.role, input.role)) {
+    throw new AppError("FORBIDDEN", `role ${scope.role} may not create a ${input.role} key`, {
+      userMessage: "You cannot create a key with more rights than your own.",
+    });
+  }
+  if (!scope.userId) {
+    throw new AppError("BAD_REQUEST", "api keys are created on behalf of a user", {
+      userMessage: "API keys must be created by a signed-in user.",
+    });
+  }
+  let created: { id: string; key: string };
+  try {
+    // Server-side call: the plugin re-checks that this user is a member allowed to create keys.
+    created = await auth.api.createApiKey({
+      body: {
+        name: input.name,
+        organizationId: scope.tenantId,
+        userId: scope.userId,
+        ...(input.expiresInSeconds ? { expiresIn: input.expiresInSeconds } : {}),
+      },
+    });
+  } catch (error) {
+    throw fromAuthError(error);
+  }
+  const apiKey = await setApiKeyOwnership(scope, created.id, {
+    role: input.role,
+    createdByUserId: scope.userId,
+  });
+  await appendAuditLog(scope, {
+    action: "api-key.create",
+    targetType: "api_key",
+    targetId: created.id,
+    outcome: "success",
+  });
+  return { apiKey, plainKey: created.key };
+}
+
+export async function revokeApiKey(scope: TenantScope, apiKeyId: string): Promise<ApiKeyDTO> {
+  assertCan(scope, "api-key:manage");
+  const key = await revokeApiKeyRow(scope, apiKeyId);
+  await appendAuditLog(scope, {
+    action: "api-key.revoke",
+    targetType: "api_key",
+    targetId: apiKeyId,
+    outcome: "success",
+  });
+  return key;
+}
+
+export type VerifiedApiKey = {
+  apiKeyId: string;
+  tenantId: string;
+  role: TenantRole;
+  createdByUserId: string | null;
+};
+
+/**
+ * Checks a plain key with the plugin (hash lookup, enabled, expiry) and records its last use.
+ * Returns null for an unknown, revoked or expired key. Request authentication goes through
+ * `resolveRequestPrincipal`, which uses the same plugin endpoint.
+ */
+export async function verifyApiKey(auth: BerthAuth, plainKey: string): Promise<VerifiedApiKey | null> {
+  const result = await auth.api.verifyApiKey({ body: { key: plainKey } });
+  if (!result.valid || !result.key) return null;
+  const gate = await findApiKeyForGate(result.key.id);
+  if (!gate?.usable) return null;
+  return {
+    apiKeyId: gate.id,
+    tenantId: gate.tenantId,
+    role: gate.role,
+    createdByUserId: gate.createdByUserId,
+  };
+}
+
+function fromAuthError(error: unknown): AppError {
+  if (isAPIError(error)) {
+    const code =
+      error.statusCode === 403 ? "FORBIDDEN" : error.statusCode === 401 ? "UNAUTHORIZED" : "BAD_REQUEST";
+    return new AppError(code, `api key plugin: ${error.message}`, {
+      cause: error,
+      userMessage: error.message,
+    });
+  }
+  return new AppError("INTERNAL", "api key plugin failed", { cause: error, userMessage: "Internal error" });
+}

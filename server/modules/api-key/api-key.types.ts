@@ -1,0 +1,32 @@
+import { z } from "zod";
+import { ZTenantRole } from "@/server/auth/roles";
+
+export const ZApiKeyDTO = z.object({
+  id: z.string(),
+  name: z.string().nullable(),
+  /** The first characters of the key (prefix included), for recognising it in lists. */
+  start: z.string().nullable(),
+  role: ZTenantRole,
+  createdByUserId: z.string().nullable(),
+  createdAt: z.date(),
+  lastUsedAt: z.date().nullable(),
+  expiresAt: z.date().nullable(),
+  revokedAt: z.date().nullable(),
+});
+export type ApiKeyDTO = z.infer<typeof ZApiKeyDTO>;
+
+export const ZCreateApiKeyInput = z.object({
+  name: z.string().trim().min(1).max(64),
+  role: ZTenantRole.exclude(["owner"]).default("member"),
+  /** Seconds until the key expires; omitted = never. */
+  expiresInSeconds: z
+    .number()
+    .int()
+    .min(24 * 3600)
+    .max(365 * 24 * 3600)
+    .optional(),
+});
+export type TCreateApiKeyInput = z.input<typeof ZCreateApiKeyInput>;
+
+/** Returned once, at creation: the only time the plain key exists outside the caller. */
+export type CreatedApiKey = { apiKey: ApiKeyDTO; plainKey: string };

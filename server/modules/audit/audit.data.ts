@@ -1,0 +1,130 @@
+import type { Prisma } from "@/generated/prisma/client";
+import { type DbClient, getDb, pageSize } from "@/server/db";
+import { actorLabel, actorOfScope, type TenantScope } from "@/server/auth/scope";
+import type { Page } from "@/server/shared/page";
+import type { TPurgeTargetType } from "@/server/modules/audit/audit.types";
+import {
+  type AuditLogDTO,
+  type PurgeReceiptDTO,
+  type TAuditEntryInput,
+  ZAuditEntryInput,
+} from "@/server/modules/audit/audit.types";
+
+const auditSelect = {
+  id: true,
+  actorType: true,
+  actorId: true,
+  action: true,
+  targetType: true,
+  targetId: true,
+  outcome: true,
+  ip: true,
+  userAgent: true,
+  details: true,
+  at: true,
+} satisfies Prisma.AuditLogSelect;
+
+function toAuditRow(scope: TenantScope, raw: TAuditEntryInput): Prisma.AuditLogCreateManyInput {
+  const entry = ZAuditEntryInput.parse(raw);
+  const actor = entry.actor ?? actorOfScope(scope);
+  return {
+    tenantId: scope.tenantId,
+    actorType: actor.type,
+    actorId: actor.id,
+    action: entry.action,
+    targetType: entry.targetType ?? null,
+    targetId: entry.targetId ?? null,
+    outcome: entry.outcome,
+    ip: entry.ip ?? null,
+    userAgent: entry.userAgent ?? null,
+    details: (entry.details ?? undefined) as Prisma.InputJsonValue | undefined,
+    ...(entry.at ? { at: entry.at } : {}),
+  };
+}
+
+/** Appends one audit entry. Pass the transaction client to record it atomically with the change. */
+export async function appendAuditLog(
+  scope: TenantScope,
+  entry: TAuditEntryInput,
+  db: DbClient = getDb(),
+): Promise<void> {
+  await db.auditLog.create({ data: toAuditRow(scope, entry), select: { id: true } });
+}
+
+/** Appends many entries of one tenant (the audit-flush job). Returns how many were written. */
+export async function appendAuditLogs(
+  scope: TenantScope,
+  entries: TAuditEntryInput[],
+  db: DbClient = getDb(),
+): Promise<number> {
+  if (entries.length === 0) return 0;
+  const { count } = await db.auditLog.createMany({ data: entries.map((e) => toAuditRow(scope, e)) });
+  return count;
+}
+
+/** Newest first; `cursor` is the `nextCursor` of the previous page. */
+export async function listAuditLogs(
+  scope: TenantScope,
+  options: { limit?: number; cursor?: string; action?: string; targetType?: string; targetId?: string } = {},
+  db: DbClient = getDb(),
+): Promise<Page<AuditLogDTO>> {
+  const take = pageSize(options.limit);
+  const rows = await db.auditLog.findMany({
+    where: {
+      tenantId: scope.tenantId,
+      ...(options.action ? { action: options.action } : {}),
+      ...(options.targetType ? { targetType: options.targetType } : {}),
+      ...(options.targetId ? { targetId: options.targetId } : {}),
+    },
+    select: auditSelect,
+    orderBy: [{ at: "desc" }, { id: "desc" }],
+    take: take + 1,
+    ...(options.cursor ? { cursor: { id: options.cursor }, skip: 1 } : {}),
+  });
+  return { items: rows.slice(0, take), nextCursor: rows.length > take ? (rows[take - 1]?.id ?? null) : null };
+}
+
+// --------------------------------------------------------------------------------- purge receipts
+
+const receiptSelect = {
+  id: true,
+  targetType: true,
+  targetId: true,
+  deleted: true,
+  actor: true,
+  at: true,
+} satisfies Prisma.PurgeReceiptSelect;
+
+export async function recordPurgeReceipt(
+  scope: TenantScope,
+  receipt: { targetType: TPurgeTargetType; targetId: string; deleted: Record<string, unknown> },
+  db: DbClient = getDb(),
+): Promise<PurgeReceiptDTO> {
+  return db.purgeReceipt.create({
+    data: {
+      tenantId: scope.tenantId,
+      targetType: receipt.targetType,
+      targetId: receipt.targetId,
+      deleted: receipt.deleted as Prisma.InputJsonValue,
+      actor: actorLabel(scope),
+    },
+    select: receiptSelect,
+  });
+}
+
+export async function listPurgeReceipts(
+  scope: TenantScope,
+  options: { targetType?: TPurgeTargetType; targetId?: string; limit?: number } = {},
+  db: DbClient = getDb(),
+): Promise<PurgeReceiptDTO[]> {
+  return db.purgeReceipt.findMany({
+    where: {
+      tenantId: scope.tenantId,
+      ...(options.targetType ? { targetType: options.targetType } : {}),
+      ...(options.targetId ? { targetId: options.targetId } : {}),
+    },
+    select: receiptSelect,
+    orderBy: [{ at: "desc" }, { id: "desc" }],
+    take: pageSize(options.limit),
+  });
+}

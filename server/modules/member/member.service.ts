@@ -1,0 +1,52 @@
+import { assertCan, canGrantRole } from "@/server/auth/policy";
+import type { TenantRole } from "@/server/auth/roles";
+import type { TenantScope } from "@/server/auth/scope";
+import { AppError } from "@/server/shared/errors";
+import { appendAuditLog } from "@/server/modules/audit/audit.data";
+import {
+  getMember,
+  removeMember as removeMemberRow,
+  updateMemberRole,
+} from "@/server/modules/member/member.data";
+import type { MemberDTO } from "@/server/modules/member/member.types";
+
+/** Admins change roles up to their own; only owners touch owners. */
+export async function changeMemberRole(
+  scope: TenantScope,
+  userId: string,
+  role: TenantRole,
+): Promise<MemberDTO> {
+  assertCan(scope, "member:manage");
+  const target = await getMember(scope, userId);
+  if (!canGrantRole(scope.role, role) || !canGrantRole(scope.role, target.role)) {
+    throw new AppError("FORBIDDEN", `role ${scope.role} may not change ${target.role} to ${role}`, {
+      userMessage: "You cannot change this member's role.",
+    });
+  }
+  const member = await updateMemberRole(scope, userId, role);
+  await appendAuditLog(scope, {
+    action: "member.role-change",
+    targetType: "user",
+    targetId: userId,
+    outcome: "success",
+    details: { from: target.role, to: role },
+  });
+  return member;
+}
+
+export async function removeMember(scope: TenantScope, userId: string): Promise<void> {
+  assertCan(scope, "member:manage");
+  const target = await getMember(scope, userId);
+  if (!canGrantRole(scope.role, target.role)) {
+    throw new AppError("FORBIDDEN", `role ${scope.role} may not remove a ${target.role}`, {
+      userMessage: "You cannot remove this member.",
+    });
+  }
+  await removeMemberRow(scope, userId);
+  await appendAuditLog(scope, {
+    action: "member.remove",
+    targetType: "user",
+    targetId: userId,
+    outcome: "success",
+  });
+}

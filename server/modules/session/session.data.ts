@@ -1,0 +1,214 @@
+import { Prisma } from "@/generated/prisma/client";
+import { type DbClient, getDb, pageSize } from "@/server/db";
+import type { TenantScope } from "@/server/auth/scope";
+import { AppError } from "@/server/shared/errors";
+import type { Page } from "@/server/shared/page";
+import {
+  type ChatMessageDTO,
+  type SessionDTO,
+  type TAppendChatMessageInput,
+  type TCreateSessionInput,
+  type TUpdateSessionInput,
+  ZAppendChatMessageInput,
+  ZCreateSessionInput,
+  ZUpdateSessionInput,
+} from "@/server/modules/session/session.types";
+
+const sessionSelect = {
+  id: true,
+  agentId: true,
+  userId: true,
+  workspaceId: true,
+  name: true,
+  status: true,
+  leaderSessionId: true,
+  lastMessageAt: true,
+  createdAt: true,
+  updatedAt: true,
+} satisfies Prisma.SessionSelect;
+
+/**
+ * Creates a session bound to `workspaceId` for good. The agent and the leader session must belong
+ * to the same tenant (checked here, since the foreign keys alone would accept another tenant's).
+ */
+export async function createSession(
+  scope: TenantScope,
+  rawInput: TCreateSessionInput,
+  db = getDb(),
+): Promise<SessionDTO> {
+  const input = ZCreateSessionInput.parse(rawInput);
+  return db.$transaction(async (tx) => {
+    const agent = await tx.agent.findFirst({
+      where: { tenantId: scope.tenantId, id: input.agentId },
+      select: { id: true },
+    });
+    if (!agent)
+      throw new AppError("NOT_FOUND", `agent ${input.agentId} not found`, {
+        userMessage: "Agent not found.",
+      });
+    if (input.leaderSessionId) await getSession(scope, input.leaderSessionId, tx);
+    const userId = input.userId === undefined ? scope.userId : input.userId;
+    if (userId) {
+      const member = await tx.membership.findFirst({
+        where: { tenantId: scope.tenantId, userId },
+        select: { id: true },
+      });
+      if (!member)
+        throw new AppError("BAD_REQUEST", `user ${userId} is not a member`, { userMessage: "Unknown user." });
+    }
+    return tx.session.create({
+      data: {
+        tenantId: scope.tenantId,
+        agentId: input.agentId,
+        userId,
+        workspaceId: input.workspaceId,
+        name: input.name,
+        leaderSessionId: input.leaderSessionId ?? null,
+      },
+      select: sessionSelect,
+    });
+  });
+}
+
+export async function getSessionOrNull(
+  scope: TenantScope,
+  sessionId: string,
+  db: DbClient = getDb(),
+): Promise<SessionDTO | null> {
+  return db.session.findFirst({ where: { tenantId: scope.tenantId, id: sessionId }, select: sessionSelect });
+}
+
+export async function getSession(
+  scope: TenantScope,
+  sessionId: string,
+  db: DbClient = getDb(),
+): Promise<SessionDTO> {
+  const session = await getSessionOrNull(scope, sessionId, db);
+  if (!session) throw notFound(sessionId);
+  return session;
+}
+
+/** Most recently active first. */
+export async function listSessions(
+  scope: TenantScope,
+  options: {
+    agentId?: string;
+    userId?: string;
+    workspaceId?: string;
+    leaderSessionId?: string;
+    limit?: number;
+    cursor?: string;
+  } = {},
+  db: DbClient = getDb(),
+): Promise<Page<SessionDTO>> {
+  const take = pageSize(options.limit);
+  const rows = await db.session.findMany({
+    where: {
+      tenantId: scope.tenantId,
+      ...(options.agentId ? { agentId: options.agentId } : {}),
+      ...(options.userId ? { userId: options.userId } : {}),
+      ...(options.workspaceId ? { workspaceId: options.workspaceId } : {}),
+      ...(options.leaderSessionId ? { leaderSessionId: options.leaderSessionId } : {}),
+    },
+    select: sessionSelect,
+    orderBy: [{ updatedAt: "desc" }, { id: "desc" }],
+    take: take + 1,
+    ...(options.cursor ? { cursor: { id: options.cursor }, skip: 1 } : {}),
+  });
+  return { items: rows.slice(0, take), nextCursor: rows.length > take ? (rows[take - 1]?.id ?? null) : null };
+}
+
+/** Renames or changes status. The workspace id cannot be changed (and a DB trigger refuses it). */
+export async function updateSession(
+  scope: TenantScope,
+  sessionId: string,
+  rawPatch: TUpdateSessionInput,
+  db: DbClient = getDb(),
+): Promise<SessionDTO> {
+  const patch = ZUpdateSessionInput.parse(rawPatch);
+  const { count } = await db.session.updateMany({
+    where: { tenantId: scope.tenantId, id: sessionId },
+    data: patch,
+  });
+  if (count === 0) throw notFound(sessionId);
+  return getSession(scope, sessionId, db);
+}
+
+/** Deletes the session and its messages. Team workers keep existing with `leaderSessionId` cleared. */
+export async function deleteSession(
+  scope: TenantScope,
+  sessionId: string,
+  db: DbClient = getDb(),
+): Promise<void> {
+  const { count } = await db.session.deleteMany({ where: { tenantId: scope.tenantId, id: sessionId } });
+  if (count === 0) throw notFound(sessionId);
+}
+
+// -------------------------------------------------------------------------------- chat messages
+
+const messageSelect = {
+  id: true,
+  sessionId: true,
+  role: true,
+  content: true,
+  toolCalls: true,
+  createdAt: true,
+} satisfies Prisma.ChatMessageSelect;
+
+/** Appends a message and stamps the session's lastMessageAt, atomically. */
+export async function appendChatMessage(
+  scope: TenantScope,
+  sessionId: string,
+  rawInput: TAppendChatMessageInput,
+  db = getDb(),
+): Promise<ChatMessageDTO> {
+  const input = ZAppendChatMessageInput.parse(rawInput);
+  return db.$transaction(async (tx) => {
+    const now = new Date();
+    const { count } = await tx.session.updateMany({
+      where: { tenantId: scope.tenantId, id: sessionId },
+      data: { lastMessageAt: now },
+    });
+    if (count === 0) throw notFound(sessionId);
+    return tx.chatMessage.create({
+      data: {
+        tenantId: scope.tenantId,
+        sessionId,
+        role: input.role,
+        content: (input.content ?? null) as Prisma.InputJsonValue,
+        toolCalls: input.toolCalls === undefined ? Prisma.DbNull : (input.toolCalls as Prisma.InputJsonValue),
+        createdAt: now,
+      },
+      select: messageSelect,
+    });
+  });
+}
+
+/** Oldest first (conversation order); `afterId` continues after a known message. */
+export async function listChatMessages(
+  scope: TenantScope,
+  sessionId: string,
+  options: { limit?: number; afterId?: string } = {},
+  db: DbClient = getDb(),
+): Promise<ChatMessageDTO[]> {
+  return db.chatMessage.findMany({
+    where: { tenantId: scope.tenantId, sessionId },
+    select: messageSelect,
+    orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+    take: pageSize(options.limit, 200),
+    ...(options.afterId ? { cursor: { id: options.afterId }, skip: 1 } : {}),
+  });
+}
+
+export async function deleteChatMessages(
+  scope: TenantScope,
+  sessionId: string,
+  db: DbClient = getDb(),
+): Promise<number> {
+  const { count } = await db.chatMessage.deleteMany({ where: { tenantId: scope.tenantId, sessionId } });
+  return count;
+}
+
+function notFound(sessionId: string): AppError {
+  return new AppError("NOT_FOUND", `session ${sessionId} not found`, { userMessage: "Session not found." });
+}

@@ -1,0 +1,53 @@
+import type { BerthAuth } from "@/server/auth/auth";
+import { AppError } from "@/server/shared/errors";
+import {
+  findTenantBySlug,
+  findUserByEmail,
+  insertTenantWithOwner,
+} from "@/server/modules/tenant/tenant.data";
+import {
+  type CreateTenantWithOwnerResult,
+  type TCreateTenantWithOwnerInput,
+  ZCreateTenantWithOwnerInput,
+} from "@/server/modules/tenant/tenant.types";
+
+/**
+ * Creates a tenant and its owner (used by `npm start`'s first-run bootstrap and by admin tooling).
+ * Idempotent: when the slug exists it returns that tenant and creates nothing; an existing user
+ * with the email becomes the owner of a new tenant without their password being touched.
+ */
+export async function createTenantWithOwner(
+  auth: BerthAuth,
+  rawInput: TCreateTenantWithOwnerInput,
+): Promise<CreateTenantWithOwnerResult> {
+  const input = ZCreateTenantWithOwnerInput.parse(rawInput);
+  const existing = await findTenantBySlug(input.slug);
+  if (existing) return { tenant: existing, owner: await requireUser(input.email), created: false };
+
+  const user = await findUserByEmail(input.email);
+  // better-auth's own hasher (scrypt), so its sign-in endpoint verifies what we store.
+  const passwordHash = user ? null : await (await auth.$context).password.hash(input.password);
+  const result = await insertTenantWithOwner({
+    tenantName: input.tenantName,
+    slug: input.slug,
+    owner: user
+      ? { userId: user.id }
+      : { email: input.email, name: input.name, passwordHash: passwordHash ?? "" },
+  });
+  if (result) return { ...result, created: true };
+  // Another bootstrap created the slug (or the email) between our check and our insert.
+  const tenant = await findTenantBySlug(input.slug);
+  if (!tenant)
+    throw new AppError("CONFLICT", `could not create tenant ${input.slug}`, { userMessage: "Please retry." });
+  return { tenant, owner: await requireUser(input.email), created: false };
+}
+
+async function requireUser(email: string): Promise<{ id: string; email: string; name: string }> {
+  const user = await findUserByEmail(email);
+  if (!user) {
+    throw new AppError("CONFLICT", `tenant exists but no user ${email}`, {
+      userMessage: "The tenant already exists with a different owner.",
+    });
+  }
+  return user;
+}

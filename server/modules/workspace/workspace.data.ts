@@ -1,0 +1,381 @@
+import { Prisma } from "@/generated/prisma/client";
+import { type DbClient, getDb, isUniqueViolation, pageSize } from "@/server/db";
+import { actorLabel, type TenantScope } from "@/server/auth/scope";
+import { AppError } from "@/server/shared/errors";
+import type { Page } from "@/server/shared/page";
+import {
+  canTransitionWorkspace,
+  EVENT_FOR_STATE,
+  type TTransitionWorkspaceInput,
+  type TUpsertWorkspaceInput,
+  type WorkspaceDTO,
+  type WorkspaceEventDTO,
+  type WorkspaceEventKind,
+  type WorkspaceLeaseDTO,
+  type WorkspaceState,
+  ZTransitionWorkspaceInput,
+  ZUpsertWorkspaceInput,
+} from "@/server/modules/workspace/workspace.types";
+
+const liveLeases = () => ({ OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }] });
+
+const workspaceSelect = () =>
+  ({
+    id: true,
+    backendKind: true,
+    isolationPolicy: true,
+    agentId: true,
+    userId: true,
+    state: true,
+    backendHandle: true,
+    lastActivityAt: true,
+    stateChangedAt: true,
+    error: true,
+    createdAt: true,
+    updatedAt: true,
+    _count: { select: { leases: { where: liveLeases() } } },
+  }) satisfies Prisma.WorkspaceSelect;
+
+type WorkspaceRow = Prisma.WorkspaceGetPayload<{ select: ReturnType<typeof workspaceSelect> }>;
+const toWorkspaceDTO = ({ _count, ...row }: WorkspaceRow): WorkspaceDTO => ({
+  ...row,
+  activeLeases: _count.leases,
+});
+
+/**
+ * Records the binding of an engine workspace to this tenant (state PENDING, event `created`), or
+ * returns the existing binding. A workspace id that belongs to another tenant is a CONFLICT and
+ * is never touched.
+ */
+export async function upsertWorkspaceBinding(
+  scope: TenantScope,
+  rawInput: TUpsertWorkspaceInput,
+  db = getDb(),
+): Promise<{ workspace: WorkspaceDTO; created: boolean }> {
+  const input = ZUpsertWorkspaceInput.parse(rawInput);
+  const existing = await getWorkspaceOrNull(scope, input.id, db);
+  if (existing) return { workspace: existing, created: false };
+  try {
+    const workspace = await db.$transaction(async (tx) => {
+      const row = await tx.workspace.create({
+        data: {
+          id: input.id,
+          tenantId: scope.tenantId,
+          backendKind: input.backendKind,
+          isolationPolicy: input.isolationPolicy,
+          agentId: input.agentId ?? null,
+          userId: input.userId ?? null,
+        },
+        select: workspaceSelect(),
+      });
+      await insertEvent(tx, scope, input.id, { kind: "created", reason: null, data: null });
+      return toWorkspaceDTO(row);
+    });
+    return { workspace, created: true };
+  } catch (error) {
+    if (!isUniqueViolation(error)) throw error;
+    const raced = await getWorkspaceOrNull(scope, input.id, db);
+    if (raced) return { workspace: raced, created: false };
+    throw new AppError("CONFLICT", `workspace id ${input.id} is bound to another tenant`, {
+      userMessage: "This workspace id is not available.",
+    });
+  }
+}
+
+export async function getWorkspaceOrNull(
+  scope: TenantScope,
+  workspaceId: string,
+  db: DbClient = getDb(),
+): Promise<WorkspaceDTO | null> {
+  const row = await db.workspace.findFirst({
+    where: { tenantId: scope.tenantId, id: workspaceId },
+    select: workspaceSelect(),
+  });
+  return row ? toWorkspaceDTO(row) : null;
+}
+
+export async function getWorkspace(
+  scope: TenantScope,
+  workspaceId: string,
+  db: DbClient = getDb(),
+): Promise<WorkspaceDTO> {
+  const workspace = await getWorkspaceOrNull(scope, workspaceId, db);
+  if (!workspace) throw notFound(workspaceId);
+  return workspace;
+}
+
+/** Most recently updated first. */
+export async function listWorkspaces(
+  scope: TenantScope,
+  options: { states?: WorkspaceState[]; agentId?: string; limit?: number; cursor?: string } = {},
+  db: DbClient = getDb(),
+): Promise<Page<WorkspaceDTO>> {
+  const take = pageSize(options.limit);
+  const rows = await db.workspace.findMany({
+    where: {
+      tenantId: scope.tenantId,
+      ...(options.states ? { state: { in: options.states } } : {}),
+      ...(options.agentId ? { agentId: options.agentId } : {}),
+    },
+    select: workspaceSelect(),
+    orderBy: [{ updatedAt: "desc" }, { id: "desc" }],
+    take: take + 1,
+    ...(options.cursor ? { cursor: { id: options.cursor }, skip: 1 } : {}),
+  });
+  return {
+    items: rows.slice(0, take).map(toWorkspaceDTO),
+    nextCursor: rows.length > take ? (rows[take - 1]?.id ?? null) : null,
+  };
+}
+
+/**
+ * Moves the workspace to `to` if the lifecycle allows it (see WORKSPACE_TRANSITIONS), and writes
+ * the matching ledger event in the same transaction. Illegal transitions, a mismatching
+ * `expectedFrom` and lost races with a concurrent transition all throw AppError CONFLICT.
+ */
+export async function transitionWorkspace(
+  scope: TenantScope,
+  workspaceId: string,
+  rawInput: TTransitionWorkspaceInput,
+  db = getDb(),
+): Promise<WorkspaceDTO> {
+  const input = ZTransitionWorkspaceInput.parse(rawInput);
+  return db.$transaction(async (tx) => {
+    const current = await tx.workspace.findFirst({
+      where: { tenantId: scope.tenantId, id: workspaceId },
+      select: { state: true },
+    });
+    if (!current) throw notFound(workspaceId);
+    if (input.expectedFrom && input.expectedFrom !== current.state) {
+      throw conflict(workspaceId, `expected ${input.expectedFrom} but is ${current.state}`);
+    }
+    if (!canTransitionWorkspace(current.state, input.to)) {
+      throw conflict(workspaceId, `illegal transition ${current.state} → ${input.to}`);
+    }
+    const now = new Date();
+    // Conditional on the state we validated against: a concurrent transition makes count 0.
+    const { count } = await tx.workspace.updateMany({
+      where: { tenantId: scope.tenantId, id: workspaceId, state: current.state },
+      data: {
+        state: input.to,
+        stateChangedAt: now,
+        error: input.to === "FAILED" ? (input.error ?? "unknown error") : null,
+        ...(input.backendHandle !== undefined
+          ? {
+              backendHandle:
+                input.backendHandle === null ? Prisma.DbNull : (input.backendHandle as Prisma.InputJsonValue),
+            }
+          : {}),
+        ...(input.to === "READY" ? { lastActivityAt: now } : {}),
+      },
+    });
+    if (count === 0) throw conflict(workspaceId, `changed concurrently (was ${current.state})`);
+    await insertEvent(tx, scope, workspaceId, {
+      kind: EVENT_FOR_STATE[input.to],
+      reason: input.reason ?? null,
+      data: {
+        from: current.state,
+        to: input.to,
+        ...(input.error ? { error: input.error } : {}),
+        ...(input.data ?? {}),
+      },
+    });
+    return getWorkspace(scope, workspaceId, tx);
+  });
+}
+
+/** Records activity (keeps the workspace from idling out) with a `bumped` ledger entry saying why. */
+export async function bumpWorkspaceActivity(
+  scope: TenantScope,
+  workspaceId: string,
+  reason: string,
+  db = getDb(),
+): Promise<void> {
+  await db.$transaction(async (tx) => {
+    const { count } = await tx.workspace.updateMany({
+      where: { tenantId: scope.tenantId, id: workspaceId, state: { not: "PURGED" } },
+      data: { lastActivityAt: new Date() },
+    });
+    if (count === 0) throw notFound(workspaceId);
+    await insertEvent(tx, scope, workspaceId, { kind: "bumped", reason, data: null });
+  });
+}
+
+// ----------------------------------------------------------------------------------------- leases
+
+const leaseSelect = {
+  id: true,
+  workspaceId: true,
+  holder: true,
+  reason: true,
+  expiresAt: true,
+  createdAt: true,
+} satisfies Prisma.WorkspaceLeaseSelect;
+
+/** Takes (or renews) `holder`'s lease on the workspace. Not allowed on a purged workspace. */
+export async function acquireWorkspaceLease(
+  scope: TenantScope,
+  workspaceId: string,
+  lease: { holder: string; reason?: string | null; expiresAt?: Date | null },
+  db = getDb(),
+): Promise<WorkspaceLeaseDTO> {
+  return db.$transaction(async (tx) => {
+    const workspace = await tx.workspace.findFirst({
+      where: { tenantId: scope.tenantId, id: workspaceId },
+      select: { state: true },
+    });
+    if (!workspace) throw notFound(workspaceId);
+    if (workspace.state === "PURGED") throw conflict(workspaceId, "is purged");
+    const row = await tx.workspaceLease.upsert({
+      where: { workspaceId_holder: { workspaceId, holder: lease.holder }, tenantId: scope.tenantId },
+      create: {
+        tenantId: scope.tenantId,
+        workspaceId,
+        holder: lease.holder,
+        reason: lease.reason ?? null,
+        expiresAt: lease.expiresAt ?? null,
+      },
+      update: { reason: lease.reason ?? null, expiresAt: lease.expiresAt ?? null },
+      select: leaseSelect,
+    });
+    await insertEvent(tx, scope, workspaceId, {
+      kind: "lease_acquired",
+      reason: lease.reason ?? null,
+      data: { holder: lease.holder },
+    });
+    return row;
+  });
+}
+
+/** Releases `holder`'s lease; false when it held none. */
+export async function releaseWorkspaceLease(
+  scope: TenantScope,
+  workspaceId: string,
+  holder: string,
+  db = getDb(),
+): Promise<boolean> {
+  return db.$transaction(async (tx) => {
+    const { count } = await tx.workspaceLease.deleteMany({
+      where: { tenantId: scope.tenantId, workspaceId, holder },
+    });
+    if (count > 0)
+      await insertEvent(tx, scope, workspaceId, { kind: "lease_released", reason: null, data: { holder } });
+    return count > 0;
+  });
+}
+
+export async function listWorkspaceLeases(
+  scope: TenantScope,
+  workspaceId: string,
+  db: DbClient = getDb(),
+): Promise<WorkspaceLeaseDTO[]> {
+  return db.workspaceLease.findMany({
+    where: { tenantId: scope.tenantId, workspaceId, ...liveLeases() },
+    select: leaseSelect,
+    orderBy: { createdAt: "asc" },
+  });
+}
+
+// ---------------------------------------------------------------------------------------- ledger
+
+const eventSelect = {
+  id: true,
+  workspaceId: true,
+  kind: true,
+  reason: true,
+  actor: true,
+  data: true,
+  at: true,
+} satisfies Prisma.WorkspaceEventSelect;
+
+/** Appends a ledger entry that is not a state change (transitions write their own). */
+export async function appendWorkspaceEvent(
+  scope: TenantScope,
+  workspaceId: string,
+  event: { kind: WorkspaceEventKind; reason?: string | null; data?: Record<string, unknown> | null },
+  db: DbClient = getDb(),
+): Promise<WorkspaceEventDTO> {
+  const workspace = await db.workspace.findFirst({
+    where: { tenantId: scope.tenantId, id: workspaceId },
+    select: { id: true },
+  });
+  if (!workspace) throw notFound(workspaceId);
+  return insertEvent(db, scope, workspaceId, {
+    kind: event.kind,
+    reason: event.reason ?? null,
+    data: event.data ?? null,
+  });
+}
+
+/** Newest first. */
+export async function listWorkspaceEvents(
+  scope: TenantScope,
+  workspaceId: string,
+  options: { limit?: number; kinds?: WorkspaceEventKind[] } = {},
+  db: DbClient = getDb(),
+): Promise<WorkspaceEventDTO[]> {
+  return db.workspaceEvent.findMany({
+    where: {
+      tenantId: scope.tenantId,
+      workspaceId,
+      ...(options.kinds ? { kind: { in: options.kinds } } : {}),
+    },
+    select: eventSelect,
+    orderBy: [{ at: "desc" }, { id: "desc" }],
+    take: pageSize(options.limit, 100),
+  });
+}
+
+async function insertEvent(
+  db: DbClient,
+  scope: TenantScope,
+  workspaceId: string,
+  event: { kind: WorkspaceEventKind; reason: string | null; data: Record<string, unknown> | null },
+): Promise<WorkspaceEventDTO> {
+  return db.workspaceEvent.create({
+    data: {
+      tenantId: scope.tenantId,
+      workspaceId,
+      kind: event.kind,
+      reason: event.reason,
+      actor: actorLabel(scope),
+      data: event.data === null ? Prisma.DbNull : (event.data as Prisma.InputJsonValue),
+    },
+    select: eventSelect,
+  });
+}
+
+// -------------------------------------------------------------------------------- system queries
+
+/**
+ * READY workspaces idle since before `idleBefore` and holding no live lease, across all tenants.
+ * For the idle reaper only: it resolves a system scope per tenant before acting on any of them.
+ */
+export async function findIdleWorkspacesForReaper(
+  options: { idleBefore: Date; limit?: number },
+  db: DbClient = getDb(),
+): Promise<{ id: string; tenantId: string; lastActivityAt: Date | null }[]> {
+  return db.workspace.findMany({
+    where: {
+      state: "READY",
+      OR: [{ lastActivityAt: null }, { lastActivityAt: { lt: options.idleBefore } }],
+      leases: { none: liveLeases() },
+    },
+    select: { id: true, tenantId: true, lastActivityAt: true },
+    orderBy: { lastActivityAt: "asc" },
+    take: pageSize(options.limit, 100),
+  });
+}
+
+function notFound(workspaceId: string): AppError {
+  return new AppError("NOT_FOUND", `workspace ${workspaceId} not found`, {
+    userMessage: "Workspace not found.",
+  });
+}
+
+function conflict(workspaceId: string, why: string): AppError {
+  return new AppError("CONFLICT", `workspace ${workspaceId}: ${why}`, {
+    userMessage: "The workspace changed state; reload and try again.",
+    details: { workspaceId },
+  });
+}

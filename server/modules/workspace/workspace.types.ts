@@ -1,0 +1,121 @@
+import { z } from "zod";
+import { ZIsolationPolicy } from "@/server/modules/agent/agent.types";
+
+export const WORKSPACE_STATES = [
+  "PENDING",
+  "PROVISIONING",
+  "READY",
+  "STOPPING",
+  "STOPPED",
+  "PURGED",
+  "FAILED",
+] as const;
+export const ZWorkspaceState = z.enum(WORKSPACE_STATES);
+export type WorkspaceState = z.infer<typeof ZWorkspaceState>;
+
+export const BACKEND_KINDS = ["local", "docker", "e2b", "kubernetes"] as const;
+export const ZBackendKind = z.enum(BACKEND_KINDS);
+
+/**
+ * The workspace lifecycle. PENDING → PROVISIONING → READY → STOPPING → STOPPED, and a stopped
+ * workspace is resumed by provisioning again or purged for good. Any non-final state may fail;
+ * a failed workspace may be retried, stopped or purged. PURGED is final.
+ */
+export const WORKSPACE_TRANSITIONS: Record<WorkspaceState, readonly WorkspaceState[]> = {
+  PENDING: ["PROVISIONING", "FAILED", "PURGED"],
+  PROVISIONING: ["READY", "FAILED", "STOPPING"],
+  READY: ["STOPPING", "FAILED"],
+  STOPPING: ["STOPPED", "FAILED"],
+  STOPPED: ["PROVISIONING", "PURGED", "FAILED"],
+  FAILED: ["PROVISIONING", "STOPPING", "PURGED"],
+  PURGED: [],
+};
+
+export function canTransitionWorkspace(from: WorkspaceState, to: WorkspaceState): boolean {
+  return WORKSPACE_TRANSITIONS[from].includes(to);
+}
+
+export const WORKSPACE_EVENT_KINDS = [
+  "created",
+  "provisioning",
+  "provisioned",
+  "bumped",
+  "stopping",
+  "stopped",
+  "purged",
+  "failed",
+  "lease_acquired",
+  "lease_released",
+] as const;
+export const ZWorkspaceEventKind = z.enum(WORKSPACE_EVENT_KINDS);
+export type WorkspaceEventKind = z.infer<typeof ZWorkspaceEventKind>;
+
+/** The ledger entry each transition writes. */
+export const EVENT_FOR_STATE: Record<Exclude<WorkspaceState, "PENDING">, WorkspaceEventKind> = {
+  PROVISIONING: "provisioning",
+  READY: "provisioned",
+  STOPPING: "stopping",
+  STOPPED: "stopped",
+  PURGED: "purged",
+  FAILED: "failed",
+};
+
+export const ZUpsertWorkspaceInput = z.object({
+  id: z.string().min(1).max(200),
+  backendKind: ZBackendKind,
+  isolationPolicy: ZIsolationPolicy,
+  agentId: z.string().nullish(),
+  userId: z.string().nullish(),
+});
+export type TUpsertWorkspaceInput = z.input<typeof ZUpsertWorkspaceInput>;
+
+export const ZTransitionWorkspaceInput = z.object({
+  to: ZWorkspaceState.exclude(["PENDING"]),
+  /** Optimistic check: fail with CONFLICT unless the workspace is currently in this state. */
+  expectedFrom: ZWorkspaceState.optional(),
+  reason: z.string().max(500).nullish(),
+  /** Stored on FAILED, cleared on any other transition. */
+  error: z.string().max(4000).nullish(),
+  /** Replaces the backend handle when given (null clears it, e.g. after a purge). */
+  backendHandle: z.record(z.string(), z.unknown()).nullish(),
+  data: z.record(z.string(), z.unknown()).nullish(),
+});
+export type TTransitionWorkspaceInput = z.input<typeof ZTransitionWorkspaceInput>;
+
+export const ZWorkspaceDTO = z.object({
+  id: z.string(),
+  backendKind: ZBackendKind,
+  isolationPolicy: ZIsolationPolicy,
+  agentId: z.string().nullable(),
+  userId: z.string().nullable(),
+  state: ZWorkspaceState,
+  backendHandle: z.unknown().nullable(),
+  lastActivityAt: z.date().nullable(),
+  stateChangedAt: z.date(),
+  error: z.string().nullable(),
+  activeLeases: z.number().int(),
+  createdAt: z.date(),
+  updatedAt: z.date(),
+});
+export type WorkspaceDTO = z.infer<typeof ZWorkspaceDTO>;
+
+export const ZWorkspaceEventDTO = z.object({
+  id: z.string(),
+  workspaceId: z.string(),
+  kind: ZWorkspaceEventKind,
+  reason: z.string().nullable(),
+  actor: z.string(),
+  data: z.unknown().nullable(),
+  at: z.date(),
+});
+export type WorkspaceEventDTO = z.infer<typeof ZWorkspaceEventDTO>;
+
+export const ZWorkspaceLeaseDTO = z.object({
+  id: z.string(),
+  workspaceId: z.string(),
+  holder: z.string(),
+  reason: z.string().nullable(),
+  expiresAt: z.date().nullable(),
+  createdAt: z.date(),
+});
+export type WorkspaceLeaseDTO = z.infer<typeof ZWorkspaceLeaseDTO>;
