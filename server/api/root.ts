@@ -4,11 +4,17 @@
  * from trpc.ts, mount it here, and add its procedures to the cross-tenant test
  * (test/integration/api/cross-tenant.test.ts fails until you do).
  */
+import { apiKeyRouter } from "@/server/api/routers/api-key.router";
+import { auditRouter } from "@/server/api/routers/audit.router";
+import { memberRouter } from "@/server/api/routers/member.router";
 import { tenantRouter } from "@/server/api/routers/tenant.router";
 import { createCallerFactory, createTRPCRouter } from "@/server/api/trpc";
 
 export const appRouter = createTRPCRouter({
   tenant: tenantRouter,
+  member: memberRouter,
+  apiKey: apiKeyRouter,
+  audit: auditRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -1,0 +1,26 @@
+import { z } from "zod";
+import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
+import { listApiKeys } from "@/server/modules/api-key/api-key.data";
+import { createApiKey, revokeApiKey } from "@/server/modules/api-key/api-key.service";
+import { ZApiKeyDTO, ZCreateApiKeyInput } from "@/server/modules/api-key/api-key.types";
+
+export const apiKeyRouter = createTRPCRouter({
+  list: tenantProcedureFor("api-key:read")
+    .input(ZTenantInput.extend({ includeRevoked: z.boolean().default(false) }))
+    .output(z.array(ZApiKeyDTO))
+    .query(({ ctx, input }) => listApiKeys(ctx.scope, { includeRevoked: input.includeRevoked })),
+
+  /** The plain key is in this response and nowhere else: only its hash is stored. */
+  create: tenantProcedureFor("api-key:manage")
+    .input(ZTenantInput.extend(ZCreateApiKeyInput.shape))
+    .output(z.object({ apiKey: ZApiKeyDTO, plainKey: z.string() }))
+    .mutation(({ ctx, input }) => {
+      const { name, role, expiresInSeconds } = input;
+      return createApiKey(ctx.runtime.auth, ctx.scope, { name, role, expiresInSeconds });
+    }),
+
+  revoke: tenantProcedureFor("api-key:manage")
+    .input(ZTenantInput.extend({ apiKeyId: z.string().min(1).max(200) }))
+    .output(ZApiKeyDTO)
+    .mutation(({ ctx, input }) => revokeApiKey(ctx.scope, input.apiKeyId)),
+});

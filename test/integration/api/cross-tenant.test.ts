@@ -1,0 +1,165 @@
+/**
+ * THE cross-tenant test: for every procedure in appRouter (read from the router, so a new procedure
+ * without a case here fails the first test), tenant A's strongest callers cannot read or change
+ * tenant B's rows, and B's data is byte-for-byte the same afterwards. Also: viewers cannot call any
+ * mutation. Callers authenticate for real (session cookie from a real sign-in, Bearer API keys).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createCaller } from "@/server/api/root";
+import { type ApiRuntime } from "@/server/api/context";
+import { disconnectDb } from "@/server/db";
+import { contextFromHeaders, createTestApiRuntime } from "./support/api-test-runtime";
+import { allProcedurePaths, callByPath, procedureType, rejectionCode } from "./support/call-by-path";
+import { createTenantFixture, type TenantFixture } from "./support/tenant-fixtures";
+
+type Input = Record<string, unknown>;
+
+type CrossTenantCase =
+  | {
+      kind: "tenant";
+      /** A valid input against tenant `t`'s own rows, without the tenant reference. */
+      input: (t: TenantFixture) => Input;
+      /** True when the input names rows (ids): then "A's tenant, B's row ids" is attacked too. */
+      targetsRows: boolean;
+    }
+  | {
+      kind: "custom";
+      /** For procedures that take no tenant: asserts A's caller sees nothing of B. */
+      check: (caller: ReturnType<typeof createCaller>, a: TenantFixture, b: TenantFixture) => Promise<void>;
+    };
+
+const CASES: Record<string, CrossTenantCase> = {
+  "tenant.me": {
+    kind: "custom",
+    async check(caller, a, b) {
+      const me = (await caller.tenant.me()) as { tenants: { id: string }[] };
+      expect(me.tenants.map((t) => t.id)).toContain(a.tenant.id);
+      expect(me.tenants.map((t) => t.id)).not.toContain(b.tenant.id);
+    },
+  },
+  "tenant.overview": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "member.list": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "member.changeRole": {
+    kind: "tenant",
+    input: (t) => ({ userId: t.viewer.id, role: "member" }),
+    targetsRows: true,
+  },
+  "member.remove": { kind: "tenant", input: (t) => ({ userId: t.viewer.id }), targetsRows: true },
+  "apiKey.list": { kind: "tenant", input: () => ({ includeRevoked: true }), targetsRows: false },
+  "apiKey.create": {
+    kind: "tenant",
+    input: () => ({ name: "cross-tenant probe", role: "viewer" }),
+    targetsRows: false,
+  },
+  "apiKey.revoke": { kind: "tenant", input: (t) => ({ apiKeyId: t.viewerKey.id }), targetsRows: true },
+  "audit.list": { kind: "tenant", input: () => ({ limit: 200 }), targetsRows: false },
+};
+
+const DENIED = ["FORBIDDEN", "NOT_FOUND"];
+
+let runtime: ApiRuntime;
+let a: TenantFixture;
+let b: TenantFixture;
+
+const callerWith = (headers: HeadersInit) => createCaller(contextFromHeaders(runtime, headers));
+const cookieCaller = (user: { cookie: string }) => callerWith({ cookie: user.cookie });
+const keyCaller = (key: { plainKey: string }) => callerWith({ authorization: `Bearer ${key.plainKey}` });
+
+/** Everything of tenant B the API can show, read as B's owner. */
+async function snapshotOfB() {
+  const bOwner = cookieCaller(b.owner);
+  const ref = { tenantId: b.tenant.id };
+  return {
+    overview: await bOwner.tenant.overview(ref),
+    members: await bOwner.member.list(ref),
+    apiKeys: await bOwner.apiKey.list({ ...ref, includeRevoked: true }),
+    audit: await bOwner.audit.list({ ...ref, limit: 200 }),
+  };
+}
+
+beforeAll(async () => {
+  runtime = createTestApiRuntime();
+  [a, b] = await Promise.all([createTenantFixture(runtime, "a"), createTenantFixture(runtime, "b")]);
+});
+
+afterAll(async () => {
+  await disconnectDb();
+});
+
+describe("cross-tenant isolation", () => {
+  it("has a case for every procedure in appRouter", () => {
+    expect(Object.keys(CASES).sort()).toEqual(allProcedurePaths());
+  });
+
+  it("denies tenant A's owner (cookie) and admin key (Bearer) every read or change of tenant B", async () => {
+    const before = await snapshotOfB();
+    const attackers = [
+      { name: "A owner (cookie)", caller: cookieCaller(a.owner), isApiKey: false },
+      { name: "A admin key", caller: keyCaller(a.adminKey), isApiKey: true },
+    ];
+    const outcomes: string[] = [];
+    for (const path of allProcedurePaths()) {
+      const testCase = CASES[path];
+      if (!testCase) continue; // reported by the first test
+      for (const { name, caller, isApiKey } of attackers) {
+        if (testCase.kind === "custom") {
+          await testCase.check(caller, a, b);
+          continue;
+        }
+        const foreign = testCase.input(b);
+        const attempts: Input[] = [
+          { ...foreign, tenantId: b.tenant.id },
+          { ...foreign, tenantSlug: b.tenant.slug },
+        ];
+        // A's own tenant, but B's row ids: the data layer's tenant filter must answer NOT_FOUND.
+        if (testCase.targetsRows) attempts.push({ ...foreign, tenantId: a.tenant.id });
+        // An API key without a tenant reference gets its own tenant; B's rows must still be out of reach.
+        if (testCase.targetsRows && isApiKey) attempts.push({ ...foreign });
+        for (const input of attempts) {
+          const code = await rejectionCode(callByPath(caller, path, input));
+          outcomes.push(`${path} by ${name} with ${JSON.stringify(Object.keys(input))}: ${code}`);
+          expect(DENIED, `${path} by ${name} with ${JSON.stringify(input)}`).toContain(code);
+        }
+      }
+    }
+    expect(outcomes.length).toBeGreaterThan(0);
+    expect(await snapshotOfB()).toEqual(before);
+  });
+
+  it("keeps B's API keys usable only in B", async () => {
+    const bKey = keyCaller(b.adminKey);
+    const overview = await bKey.tenant.overview({});
+    expect(overview.tenant.id).toBe(b.tenant.id);
+    expect(await rejectionCode(bKey.tenant.overview({ tenantId: a.tenant.id }))).toBe("FORBIDDEN");
+  });
+});
+
+describe("role gates", () => {
+  it("lets a viewer (cookie or viewer key) call no mutation at all", async () => {
+    const mutations = allProcedurePaths().filter((path) => procedureType(path) === "mutation");
+    expect(mutations.length).toBeGreaterThan(0);
+    for (const path of mutations) {
+      const testCase = CASES[path];
+      if (testCase?.kind !== "tenant") throw new Error(`mutation ${path} needs a tenant case`);
+      const input = { ...testCase.input(a), tenantId: a.tenant.id };
+      expect(await rejectionCode(callByPath(cookieCaller(a.viewer), path, input)), path).toBe("FORBIDDEN");
+      expect(await rejectionCode(callByPath(keyCaller(a.viewerKey), path, input)), path).toBe("FORBIDDEN");
+    }
+  });
+
+  it("lets a viewer read the overview but not API keys or the audit log", async () => {
+    const viewer = cookieCaller(a.viewer);
+    const ref = { tenantId: a.tenant.id };
+    expect((await viewer.tenant.overview(ref)).role).toBe("viewer");
+    expect(await rejectionCode(viewer.apiKey.list(ref))).toBe("FORBIDDEN");
+    expect(await rejectionCode(viewer.audit.list(ref))).toBe("FORBIDDEN");
+  });
+
+  it("rejects anonymous and bad-key callers as UNAUTHORIZED", async () => {
+    expect(await rejectionCode(callerWith({}).tenant.overview({ tenantId: a.tenant.id }))).toBe(
+      "UNAUTHORIZED",
+    );
+    const badKey = callerWith({ authorization: "Bearer berth_not-a-real-key" });
+    expect(await rejectionCode(badKey.tenant.overview({ tenantId: a.tenant.id }))).toBe("UNAUTHORIZED");
+  });
+});
