@@ -1,0 +1,189 @@
+import { describe, expect, it } from "vitest";
+import type { AgentTool, TurnWorkspacePort } from "@/server/modules/chat/ports";
+import { assembleToolkit, mcpContentText, mcpToolName } from "@/server/modules/chat/toolkit";
+import { AppError } from "@/server/shared/errors";
+import type {
+  LiveMcpClient,
+  McpToolInfo,
+  McpToolResult,
+  TMcpDeclaration,
+} from "@/server/workspace/mcp/types";
+import { testTool } from "./support";
+
+function fakeMcp(
+  name: string,
+  tools: McpToolInfo[] | Error,
+  call: (tool: string, args: Record<string, unknown>, signal?: AbortSignal) => McpToolResult = () => ({
+    content: [{ type: "text", text: "ok" }],
+    isError: false,
+  }),
+): LiveMcpClient & { calls: Array<{ tool: string; args: Record<string, unknown>; signal?: AbortSignal }> } {
+  const calls: Array<{ tool: string; args: Record<string, unknown>; signal?: AbortSignal }> = [];
+  const declaration = {
+    name,
+    is_stateful: false,
+    mcp_config: { type: "http_mcp", url: "http://127.0.0.1:1/mcp", headers: null, timeout: 30 },
+    enable_tools: null,
+    disable_tools: null,
+    execution_timeout: null,
+  } satisfies TMcpDeclaration;
+  return {
+    declaration,
+    scope: { agentId: "a1", sessionId: "s1" },
+    isConnected: true,
+    calls,
+    listTools: () => (tools instanceof Error ? Promise.reject(tools) : Promise.resolve(tools)),
+    callTool: (tool, args, options) => {
+      calls.push({ tool, args, ...(options?.signal ? { signal: options.signal } : {}) });
+      return Promise.resolve(call(tool, args, options?.signal));
+    },
+    close: () => Promise.resolve(),
+  };
+}
+
+function workspace(overrides: Partial<TurnWorkspacePort> = {}): TurnWorkspacePort & { skillReads: string[] } {
+  const skillReads: string[] = [];
+  return {
+    skillReads,
+    listTools: () => [testTool("Read", () => Promise.resolve({ content: "r", isError: false }))],
+    listMcps: () => Promise.resolve([]),
+    listSkills: () => Promise.resolve([]),
+    readSkill: (agentId, name) => {
+      skillReads.push(`${agentId}/${name}`);
+      return Promise.resolve(`# ${name}\nDo the thing.`);
+    },
+    getInstructions: () => "<workspace>You have access to a local workspace.</workspace>",
+    offloadToolResult: () => Promise.resolve("workspace:///x"),
+    offloadContext: () => Promise.resolve("workspace:///y"),
+    ...overrides,
+  };
+}
+
+const base = { agentId: "a1", sessionId: "s1", baseSystemPrompt: "You are Ada." };
+
+describe("assembleToolkit", () => {
+  it("builds the system prompt: base prompt, skills, then the workspace instructions", async () => {
+    const toolkit = await assembleToolkit({
+      ...base,
+      workspace: workspace({
+        listSkills: () =>
+          Promise.resolve([
+            { name: "pdf", description: "Work with PDF files" },
+            { name: "xlsx", description: "Spreadsheets" },
+          ]),
+      }),
+    });
+    const [prompt, skills, instructions] = [
+      toolkit.system.indexOf("You are Ada."),
+      toolkit.system.indexOf("<skills>"),
+      toolkit.system.indexOf("<workspace>"),
+    ];
+    expect(prompt).toBe(0);
+    expect(skills).toBeGreaterThan(prompt);
+    expect(instructions).toBeGreaterThan(skills);
+    expect(toolkit.system).toContain("- pdf: Work with PDF files");
+    expect(toolkit.tools.map((tool) => tool.name)).toEqual(["Read", "Skill"]);
+  });
+
+  it("the Skill tool reads one skill of the agent's partition on demand", async () => {
+    const ws = workspace({ listSkills: () => Promise.resolve([{ name: "pdf", description: "PDFs" }]) });
+    const toolkit = await assembleToolkit({ ...base, workspace: ws });
+    const skill = toolkit.tools.find((tool) => tool.name === "Skill")!;
+    expect(skill.inputSchema).toMatchObject({ properties: { name: { enum: ["pdf"] } } });
+    expect(await skill.execute({ name: "pdf" }, {})).toEqual({
+      content: "# pdf\nDo the thing.",
+      isError: false,
+    });
+    expect(ws.skillReads).toEqual(["a1/pdf"]);
+    expect((await skill.execute({ name: "nope" }, {})).isError).toBe(true);
+  });
+
+  it("offers no Skill tool and no skills section without skills", async () => {
+    const toolkit = await assembleToolkit({ ...base, workspace: workspace() });
+    expect(toolkit.tools.map((tool) => tool.name)).toEqual(["Read"]);
+    expect(toolkit.system).not.toContain("<skills>");
+  });
+
+  it("names MCP tools mcp__<mcp>__<tool>, calls them with the signal, and skips an MCP whose listing fails", async () => {
+    const good = fakeMcp("github", [
+      {
+        name: "search",
+        description: "Search code",
+        inputSchema: { type: "object", properties: { q: { type: "string" } } },
+      },
+    ]);
+    const broken = fakeMcp("broken", new AppError("UNAVAILABLE", "connection refused"));
+    const warnings: string[] = [];
+    let scopeAsked: unknown;
+    const toolkit = await assembleToolkit({
+      ...base,
+      workspace: workspace({
+        listMcps: (scope) => {
+          scopeAsked = scope;
+          return Promise.resolve([good, broken]);
+        },
+      }),
+      logger: { warn: (_facts, message) => warnings.push(message) },
+    });
+
+    expect(scopeAsked).toEqual({ agentId: "a1", sessionId: "s1" });
+    expect(toolkit.tools.map((tool) => tool.name)).toEqual(["Read", "mcp__github__search"]);
+    expect(toolkit.skippedMcps).toEqual([{ name: "broken", reason: "connection refused" }]);
+    expect(warnings).toHaveLength(1);
+
+    const controller = new AbortController();
+    const search = toolkit.tools[1]!;
+    expect(await search.execute({ q: "berth" }, { signal: controller.signal })).toEqual({
+      content: "ok",
+      isError: false,
+    });
+    expect(good.calls).toEqual([{ tool: "search", args: { q: "berth" }, signal: controller.signal }]);
+  });
+
+  it("appends extra tools (team tools) and keeps the first of duplicate names", async () => {
+    const extra: AgentTool[] = [
+      testTool("AgentCreate", () => Promise.resolve({ content: "", isError: false })),
+      testTool("Read", () => Promise.resolve({ content: "shadow", isError: false })),
+    ];
+    const toolkit = await assembleToolkit({ ...base, workspace: workspace(), extraTools: extra });
+    expect(toolkit.tools.map((tool) => tool.name)).toEqual(["Read", "AgentCreate"]);
+    expect(await toolkit.tools[0]!.execute({}, {})).toEqual({ content: "r", isError: false });
+  });
+
+  it("fails when the workspace cannot list its tools", async () => {
+    await expect(
+      assembleToolkit({
+        ...base,
+        workspace: workspace({
+          listTools: () => Promise.reject(new AppError("UNAVAILABLE", "not provisioned")),
+        }),
+      }),
+    ).rejects.toMatchObject({ code: "UNAVAILABLE" });
+  });
+});
+
+describe("MCP helpers", () => {
+  it("keeps tool names provider-safe", () => {
+    expect(mcpToolName("github", "search")).toBe("mcp__github__search");
+    expect(mcpToolName("fs", "read.file")).toMatch(/^mcp__fs__read_file_[0-9a-f]{8}$/);
+    const long = mcpToolName("server", "x".repeat(100));
+    expect(long).toHaveLength(64);
+    expect(long).toMatch(/^[a-zA-Z0-9_-]+$/);
+    expect(mcpToolName("server", "x".repeat(100))).toBe(long);
+    expect(mcpToolName("server", "x".repeat(101))).not.toBe(long);
+  });
+
+  it("renders MCP content blocks as text", () => {
+    expect(
+      mcpContentText({
+        isError: false,
+        content: [
+          { type: "text", text: "line one" },
+          { type: "image", data: "AAAA", mimeType: "image/png" },
+          { type: "resource", resource: { uri: "file:///a.txt", text: "inline resource" } },
+        ],
+      }),
+    ).toBe("line one\n[image: image/png]\ninline resource");
+    expect(mcpContentText({ isError: false, content: [], structuredContent: { n: 1 } })).toBe('{"n":1}');
+  });
+});
