@@ -1,0 +1,40 @@
+import { loadDatabaseConfig, type DatabaseConfig } from "./database";
+import { readProcessEnv, type RawEnv } from "./env";
+import { loadHttpConfig, type HttpConfig } from "./http";
+import { loadLoggingConfig, type LoggingConfig } from "./logging";
+import { loadRedisConfig, type RedisConfig } from "./redis";
+import { loadSecretsConfig, type SecretsConfig } from "./secrets";
+import { loadWorkersConfig, type WorkersConfig } from "./workers";
+
+/** Everything Berth reads from its environment, parsed and typed. Built at composition roots only. */
+export type BerthConfig = {
+  readonly database: DatabaseConfig;
+  readonly redis: RedisConfig;
+  readonly http: HttpConfig;
+  readonly secrets: SecretsConfig;
+  readonly logging: LoggingConfig;
+  readonly workers: WorkersConfig;
+};
+
+/**
+ * Parses the whole configuration, failing at boot with every missing or invalid variable named.
+ * Pass `env` in tests; composition roots call `getConfig()`.
+ */
+export function loadConfig(env: RawEnv = readProcessEnv()): BerthConfig {
+  return {
+    database: loadDatabaseConfig(env),
+    redis: loadRedisConfig(env),
+    http: loadHttpConfig(env),
+    secrets: loadSecretsConfig(env),
+    logging: loadLoggingConfig(env),
+    workers: loadWorkersConfig(env),
+  };
+}
+
+// On globalThis so Next's dev-mode module reloading does not re-parse (and re-log) per request.
+const globalForConfig = globalThis as unknown as { berthConfig?: BerthConfig };
+
+/** The process-wide configuration, parsed once from process.env. */
+export function getConfig(): BerthConfig {
+  return (globalForConfig.berthConfig ??= loadConfig());
+}

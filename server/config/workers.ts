@@ -1,0 +1,27 @@
+import { z } from "zod";
+import { parseEnv, readProcessEnv, type RawEnv } from "./env";
+
+const ZWorkersEnv = z.object({
+  // Jobs processed in parallel per queue and process. Most jobs wait on Docker or the database, not CPU.
+  WORKERS_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(4),
+  // /live and /ready for `npm run workers` (a separate process). 0 disables it; `npm start` runs the
+  // workers in-process and reports them through /api/health instead.
+  WORKERS_HEALTH_PORT: z.coerce.number().int().min(0).max(65_535).default(3001),
+  // How long a worker process counts as alive after its last heartbeat.
+  WORKERS_HEARTBEAT_TTL_MS: z.coerce.number().int().min(1_000).default(15_000),
+});
+
+export type WorkersConfig = {
+  readonly concurrency: number;
+  readonly healthPort: number;
+  readonly heartbeatTtlMs: number;
+};
+
+export function loadWorkersConfig(env: RawEnv = readProcessEnv()): WorkersConfig {
+  const parsed = parseEnv(ZWorkersEnv, env, "workers");
+  return {
+    concurrency: parsed.WORKERS_CONCURRENCY,
+    healthPort: parsed.WORKERS_HEALTH_PORT,
+    heartbeatTtlMs: parsed.WORKERS_HEARTBEAT_TTL_MS,
+  };
+}

@@ -1,0 +1,74 @@
+import type { Redis } from "ioredis";
+import type { Logger } from "@/server/logger";
+import { aliveWorkers } from "@/server/queue/heartbeat";
+import { pingDatabase } from "./health.data";
+import type { HealthCheckDTO, HealthReportDTO } from "./health.types";
+
+export type HealthDeps = {
+  redis: Redis;
+  redisPrefix: string;
+  /** A worker counts as alive if it beat within this window (WORKERS_HEARTBEAT_TTL_MS). */
+  heartbeatTtlMs: number;
+  /** Per-check bound, so a hung dependency yields "timeout" rather than a hung health probe. */
+  timeoutMs?: number;
+  pingDatabase?: () => Promise<void>;
+  log?: Logger;
+};
+
+class CheckTimeout extends Error {}
+
+async function timed<T>(
+  name: string,
+  run: () => Promise<T>,
+  deps: HealthDeps,
+): Promise<HealthCheckDTO & { value?: T }> {
+  const startedAt = performance.now();
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new CheckTimeout()), deps.timeoutMs ?? 2_000);
+    });
+    const value = await Promise.race([run(), timeout]);
+    return { ok: true, latencyMs: Math.round(performance.now() - startedAt), value };
+  } catch (error) {
+    const isTimeout = error instanceof CheckTimeout;
+    deps.log?.warn({ err: isTimeout ? undefined : error, check: name }, "health check failed");
+    return {
+      ok: false,
+      latencyMs: Math.round(performance.now() - startedAt),
+      error: isTimeout ? "timeout" : "unreachable",
+    };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Database, Redis and worker liveness, checked in parallel. `status` is "ok" only if all three are. */
+export async function checkHealth(deps: HealthDeps): Promise<HealthReportDTO> {
+  const [database, redis, workers] = await Promise.all([
+    timed("database", deps.pingDatabase ?? (() => pingDatabase()), deps),
+    timed("redis", () => deps.redis.ping(), deps),
+    timed("workers", () => aliveWorkers(deps.redis, deps.redisPrefix, deps.heartbeatTtlMs), deps),
+  ]);
+  const alive = workers.value?.length ?? 0;
+  const workersCheck = {
+    ok: workers.ok && alive > 0,
+    latencyMs: workers.latencyMs,
+    alive,
+    ...(workers.ok ? (alive > 0 ? {} : { error: "no live worker" }) : { error: workers.error }),
+  };
+  const ok = database.ok && redis.ok && workersCheck.ok;
+  return {
+    status: ok ? "ok" : "unavailable",
+    checkedAt: new Date().toISOString(),
+    checks: { database: strip(database), redis: strip(redis), workers: workersCheck },
+  };
+}
+
+function strip(check: HealthCheckDTO & { value?: unknown }): HealthCheckDTO {
+  return {
+    ok: check.ok,
+    latencyMs: check.latencyMs,
+    ...(check.error !== undefined && { error: check.error }),
+  };
+}

@@ -1,0 +1,36 @@
+import { z } from "zod";
+import { defineJob, type JobCatalog } from "./types";
+
+// Retention: completed jobs are kept for an hour (the jobs dashboard shows recent runs), failed ones for
+// a week. NOTE: a jobId deduplicates only while a job with that id still exists, so a job that must run
+// again later for the same domain id needs a generation in its id (or `deduplicationId` on enqueue).
+const KEEP_COMPLETED = { age: 60 * 60, count: 1_000 };
+const KEEP_FAILED = { age: 7 * 24 * 60 * 60, count: 5_000 };
+
+export const ZAuditFlushPayload = z.object({
+  // Why this flush was requested; only for logs and the jobs dashboard.
+  trigger: z.enum(["write", "schedule", "manual"]).default("write"),
+});
+
+/**
+ * The single contract between producers (API, services) and consumers (workers/): job name → queue,
+ * payload schema and default options. Add a job here, then its processor in workers/processors.ts.
+ * New payload fields must be `.optional()` until jobs enqueued by the previous release have drained.
+ */
+export const jobCatalog = {
+  "audit.flush": defineJob({
+    queue: "audit",
+    schema: ZAuditFlushPayload,
+    options: {
+      attempts: 5,
+      backoff: { type: "exponential", delay: 1_000 },
+      removeOnComplete: { age: 10 * 60, count: 100 },
+      removeOnFail: KEEP_FAILED,
+    },
+  }),
+} as const satisfies JobCatalog;
+
+export type BerthJobCatalog = typeof jobCatalog;
+
+/** Shared defaults for jobs added by other modules; spread into their `options`. */
+export const DEFAULT_JOB_RETENTION = { removeOnComplete: KEEP_COMPLETED, removeOnFail: KEEP_FAILED } as const;

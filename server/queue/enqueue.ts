@@ -1,0 +1,58 @@
+import type { Job, JobsOptions } from "bullmq";
+import { AppError } from "@/server/shared/errors";
+import type { BerthJobCatalog } from "./catalog";
+import { getQueues, type QueueSet } from "./queues";
+import type { JobCatalog, JobNameOf, JobPayload, JobPayloadInput } from "./types";
+
+export type EnqueueOptions = {
+  /** Overrides the catalog's derived id. Same id while a job with it exists → the existing job. */
+  jobId?: string;
+  /**
+   * Deduplicate while a job with this id is waiting, delayed or active (BullMQ "simple mode"); unlike
+   * `jobId` it allows the same work again once the previous run finished.
+   */
+  deduplicationId?: string;
+  delay?: number;
+  priority?: number;
+  attempts?: number;
+};
+
+export type Enqueue<C extends JobCatalog> = <N extends JobNameOf<C>>(
+  name: N,
+  payload: JobPayloadInput<C, N>,
+  options?: EnqueueOptions,
+) => Promise<Job<JobPayload<C, N>>>;
+
+/** Builds a typed `enqueue` over a catalog and its queues (tests pass their own catalog). */
+export function createEnqueue<C extends JobCatalog>(queues: QueueSet<C>): Enqueue<C> {
+  return async (name, payload, options = {}) => {
+    const spec = queues.catalog[name];
+    if (!spec) throw new AppError("BAD_REQUEST", `unknown job "${name}"`);
+    // Validate on the producer side too: a bad payload is a caller bug, reported to the caller
+    // instead of becoming a job that can only fail.
+    const parsed = spec.schema.safeParse(payload);
+    if (!parsed.success) {
+      throw new AppError("BAD_REQUEST", `invalid payload for job "${name}": ${parsed.error.message}`, {
+        details: { job: name },
+      });
+    }
+    const data = parsed.data as JobPayload<C, typeof name>;
+    const jobId = options.jobId ?? spec.jobId?.(data as never);
+    const opts: JobsOptions = {
+      ...spec.options,
+      ...(jobId !== undefined && { jobId }),
+      ...(options.deduplicationId !== undefined && { deduplication: { id: options.deduplicationId } }),
+      ...(options.delay !== undefined && { delay: options.delay }),
+      ...(options.priority !== undefined && { priority: options.priority }),
+      ...(options.attempts !== undefined && { attempts: options.attempts }),
+    };
+    return (await queues.get(spec.queue).add(name, data, opts)) as Job<JobPayload<C, typeof name>>;
+  };
+}
+
+/**
+ * Enqueues one of Berth's jobs on the process-wide queues, typed from the catalog:
+ * `await enqueue("audit.flush", { trigger: "write" }, { deduplicationId: "audit.flush" })`.
+ */
+export const enqueue: Enqueue<BerthJobCatalog> = (name, payload, options) =>
+  createEnqueue(getQueues())(name, payload, options);

@@ -1,0 +1,42 @@
+import { Redis, type RedisOptions } from "ioredis";
+import { loadRedisConfig, type RedisConfig } from "@/server/config/redis";
+
+/**
+ * - `producer`: API-side commands (enqueue, audit buffer, health). Commands issued before the first
+ *   connect are queued (a fresh process must not fail its first request), but `maxRetriesPerRequest: 2`
+ *   makes a request fail within about a second while Redis is down instead of hanging until its HTTP
+ *   timeout.
+ * - `worker`: BullMQ Workers and QueueEvents, which block on Redis; BullMQ requires
+ *   `maxRetriesPerRequest: null` so a blocking command is never cut short by ioredis.
+ */
+export type RedisRole = "producer" | "worker";
+
+export function createRedisConnection(config: RedisConfig, role: RedisRole, name = `berth-${role}`): Redis {
+  const options: RedisOptions =
+    role === "worker"
+      ? { maxRetriesPerRequest: null, connectionName: name }
+      : { maxRetriesPerRequest: 2, connectionName: name };
+  const redis = new Redis(config.url, options);
+  // Without a listener ioredis prints every reconnect error as an unhandled 'error' event.
+  redis.on("error", () => undefined);
+  return redis;
+}
+
+/** Namespaces a Berth key under the configured prefix: `redisKey("berth", "audit", "buffer")`. */
+export function redisKey(prefix: string, ...parts: string[]): string {
+  return [prefix, ...parts].join(":");
+}
+
+const globalForRedis = globalThis as unknown as { berthRedis?: Redis };
+
+/** The process-wide producer connection (created on first use from REDIS_URL; never null). */
+export function getRedis(): Redis {
+  return (globalForRedis.berthRedis ??= createRedisConnection(loadRedisConfig(), "producer"));
+}
+
+/** Closes the shared connection (graceful shutdown). Safe to call when it was never opened. */
+export async function closeSharedRedis(): Promise<void> {
+  const redis = globalForRedis.berthRedis;
+  globalForRedis.berthRedis = undefined;
+  if (redis) await redis.quit().catch(() => redis.disconnect());
+}

@@ -1,0 +1,100 @@
+import { randomBytes } from "node:crypto";
+import { rm } from "node:fs/promises";
+import path from "node:path";
+import { Redis } from "ioredis";
+import type { TestProject } from "vitest/node";
+import { dropDatabase, ensureDatabase, migrateDeploy, withDatabase } from "@/scripts/services/database";
+import { startLocalServices } from "@/scripts/services/local-services";
+
+/**
+ * Global setup of the `integration` project: real PostgreSQL and Redis for the run.
+ *
+ * - DATABASE_URL / REDIS_URL given (CI, or a developer's own services): used as servers only. The tests
+ *   get a FRESH database `berth_test_<random>` (migrated with `prisma migrate deploy`, dropped at the
+ *   end) and a fresh Redis key prefix (its keys deleted at the end), so developer data is never touched.
+ * - Not given: embedded PostgreSQL and the redis-server from PATH, in a throw-away folder.
+ *
+ * Tests read the result from process.env (DATABASE_URL, REDIS_URL, BERTH_REDIS_PREFIX), which the
+ * test workers inherit, and through `inject("services")`.
+ */
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const runId = randomBytes(4).toString("hex");
+  const repoRoot = path.resolve(import.meta.dirname, "..", "..");
+  const dataDir = path.join(repoRoot, ".data", "test-services", runId);
+  const log = (line: string) => {
+    if (process.env.BERTH_TEST_SERVICES_VERBOSE) console.log(`[test services] ${line}`);
+  };
+
+  const services = await startLocalServices({
+    dataDir,
+    databaseUrl: process.env.DATABASE_URL,
+    redisUrl: process.env.REDIS_URL,
+    databaseName: "postgres",
+    postgresPassword: randomBytes(18).toString("base64url"),
+    redisPassword: randomBytes(18).toString("base64url"),
+    persistent: false,
+    log,
+  });
+
+  const databaseUrl = withDatabase(services.databaseUrl, `berth_test_${runId}`);
+  const redisPrefix = `berth_test_${runId}`;
+  try {
+    await ensureDatabase(databaseUrl);
+    await migrateDeploy(databaseUrl);
+  } catch (error) {
+    await dropDatabase(databaseUrl).catch(() => undefined);
+    await services.stop();
+    throw error;
+  }
+
+  Object.assign(process.env, {
+    NODE_ENV: "test",
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: services.redisUrl,
+    BERTH_REDIS_PREFIX: redisPrefix,
+    // Test-only secrets, fresh per run (never the installation's .data/secrets.json).
+    BERTH_AUTH_SECRET: process.env.BERTH_AUTH_SECRET ?? randomBytes(32).toString("base64url"),
+    BERTH_ENCRYPTION_KEY: process.env.BERTH_ENCRYPTION_KEY ?? randomBytes(32).toString("base64"),
+  });
+  project.provide("services", {
+    databaseUrl,
+    redisUrl: services.redisUrl,
+    redisPrefix,
+    embedded: services.embedded,
+  });
+  log(`database ${databaseUrl.replace(/:[^:@/]*@/, ":***@")}, redis prefix ${redisPrefix}`);
+
+  return async () => {
+    await dropDatabase(databaseUrl).catch((error: unknown) =>
+      console.warn("could not drop the test database", error),
+    );
+    if (!services.embedded.redis) await deleteKeys(services.redisUrl, `${redisPrefix}:*`);
+    await services.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  };
+}
+
+async function deleteKeys(url: string, pattern: string): Promise<void> {
+  const redis = new Redis(url, { maxRetriesPerRequest: 2 });
+  try {
+    let cursor = "0";
+    do {
+      const [next, keys] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 1000);
+      if (keys.length) await redis.unlink(...keys);
+      cursor = next;
+    } while (cursor !== "0");
+  } finally {
+    redis.disconnect();
+  }
+}
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    services: {
+      databaseUrl: string;
+      redisUrl: string;
+      redisPrefix: string;
+      embedded: { postgres: boolean; redis: boolean };
+    };
+  }
+}

@@ -1,0 +1,32 @@
+import type { Redis } from "ioredis";
+import type { BerthJobCatalog } from "@/server/queue/catalog";
+import { auditFlushProcessor } from "./processors/audit.flush";
+import type { ProcessorRegistry } from "./registry";
+import { defineSchedule, type Schedule } from "./schedules";
+
+/** What Berth's processors need from the composition root (workers/runtime.ts). */
+export type ProcessorDeps = {
+  redis: Redis;
+  redisPrefix: string;
+};
+
+/** Every Berth job's processor. Add one line here when a job is added to server/queue/catalog.ts. */
+export function registerBerthProcessors(
+  registry: ProcessorRegistry<BerthJobCatalog>,
+  deps: ProcessorDeps,
+): void {
+  registry.registerProcessor("audit.flush", auditFlushProcessor(deps));
+}
+
+/** Repeating jobs. Each write also requests a flush; this tick only catches writes that raced a flush. */
+export const berthSchedules: readonly Schedule<BerthJobCatalog>[] = [
+  defineSchedule<BerthJobCatalog, "audit.flush">({
+    id: "audit.flush.tick",
+    job: "audit.flush",
+    payload: { trigger: "schedule" },
+    every: 10_000,
+  }),
+];
+
+/** Per-queue concurrency: audit flushes are cheap and must not race each other for the buffer. */
+export const berthConcurrencyByQueue = { audit: 1 } as const;

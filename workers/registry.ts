@@ -1,0 +1,137 @@
+import { UnrecoverableError, Worker, type Job } from "bullmq";
+import type { Redis } from "ioredis";
+import type { RedisConfig } from "@/server/config/redis";
+import type { Logger } from "@/server/logger";
+import { bullPrefix, queueNamesOf } from "@/server/queue/queues";
+import type { JobCatalog, JobNameOf, JobPayload, QueueNameOf } from "@/server/queue/types";
+import { createRedisConnection } from "@/server/redis";
+import { isAppError } from "@/server/shared/errors";
+
+export type ProcessorContext<P> = {
+  /** The payload, re-validated against the catalog schema at dequeue time. */
+  readonly payload: P;
+  readonly job: Job;
+  /** Bound with jobId, jobName, queue and attempt. */
+  readonly log: Logger;
+};
+
+export type JobProcessor<C extends JobCatalog, N extends JobNameOf<C>> = (
+  context: ProcessorContext<JobPayload<C, N>>,
+) => Promise<unknown>;
+
+/**
+ * Processors by job name for one catalog. Processors stay transport-thin (validate → one service call);
+ * this wrapper owns what every job needs: payload validation, logging and the AppError → retry mapping.
+ */
+export class ProcessorRegistry<C extends JobCatalog> {
+  private readonly processors = new Map<string, JobProcessor<C, JobNameOf<C>>>();
+
+  constructor(readonly catalog: C) {}
+
+  registerProcessor<N extends JobNameOf<C>>(name: N, processor: JobProcessor<C, N>): this {
+    if (!(name in this.catalog)) throw new Error(`job "${name}" is not in the catalog`);
+    if (this.processors.has(name)) throw new Error(`job "${name}" already has a processor`);
+    this.processors.set(name, processor);
+    return this;
+  }
+
+  /** Queues that have at least one registered processor (a Worker is started for each). */
+  queues(): QueueNameOf<C>[] {
+    return queueNamesOf(this.catalog).filter((queue) =>
+      [...this.processors.keys()].some((name) => this.catalog[name]?.queue === queue),
+    );
+  }
+
+  /** Runs one dequeued job: validate, log, delegate, map errors to BullMQ's retry semantics. */
+  async run(job: Job, baseLog: Logger): Promise<unknown> {
+    const spec = this.catalog[job.name];
+    const maxAttempts = job.opts.attempts ?? 1;
+    const log = baseLog.child({
+      jobId: job.id,
+      jobName: job.name,
+      queue: job.queueName,
+      attempt: job.attemptsMade + 1,
+    });
+    const processor = this.processors.get(job.name);
+    if (!spec || !processor) {
+      log.error("no processor for this job name; failing it without retries");
+      throw new UnrecoverableError(`no processor for job "${job.name}"`);
+    }
+    const parsed = spec.schema.safeParse(job.data);
+    if (!parsed.success) {
+      // Retrying cannot fix a payload: fail once, loudly. (Issues name fields, never values.)
+      log.error(
+        { issues: parsed.error.issues.map((i) => ({ path: i.path, code: i.code })) },
+        "invalid payload",
+      );
+      throw new UnrecoverableError(`BAD_REQUEST: invalid payload for "${job.name}"`);
+    }
+
+    const startedAt = performance.now();
+    log.info("job started");
+    try {
+      const result = await processor({ payload: parsed.data as JobPayload<C, JobNameOf<C>>, job, log });
+      log.info({ durationMs: Math.round(performance.now() - startedAt) }, "job completed");
+      return result;
+    } catch (error) {
+      const durationMs = Math.round(performance.now() - startedAt);
+      if (error instanceof UnrecoverableError) {
+        log.error({ err: error, durationMs }, "job failed (unrecoverable)");
+        throw error;
+      }
+      if (isAppError(error) && !error.isRetryable) {
+        log.warn({ err: error, code: error.code, durationMs }, "job failed with a non-retryable error");
+        // Keep the code in the message: it becomes job.failedReason, which the API and dashboard show.
+        throw new UnrecoverableError(`${error.code}: ${error.message}`);
+      }
+      const willRetry = job.attemptsMade + 1 < maxAttempts;
+      log[willRetry ? "warn" : "error"](
+        { err: error, durationMs, maxAttempts },
+        willRetry ? "job failed; will retry" : "job failed; no attempts left",
+      );
+      throw error;
+    }
+  }
+}
+
+export type WorkerPool = {
+  readonly workers: readonly Worker[];
+  /** Stops taking jobs, waits for the jobs in flight to finish, then closes the connections. */
+  close(): Promise<void>;
+};
+
+/** Starts one BullMQ Worker per queue that has processors. */
+export async function startWorkers<C extends JobCatalog>(params: {
+  registry: ProcessorRegistry<C>;
+  redis: RedisConfig;
+  concurrency: number;
+  log: Logger;
+  /** Per-queue concurrency overrides (e.g. the audit flush must run one at a time). */
+  concurrencyByQueue?: Partial<Record<QueueNameOf<C>, number>>;
+}): Promise<WorkerPool> {
+  const { registry, log } = params;
+  const connections: Redis[] = [];
+  const workers = registry.queues().map((queue) => {
+    const connection = createRedisConnection(params.redis, "worker", `berth-worker-${queue}`);
+    connections.push(connection);
+    const worker = new Worker(queue, (job) => registry.run(job, log), {
+      connection,
+      prefix: bullPrefix(params.redis.prefix),
+      concurrency: params.concurrencyByQueue?.[queue] ?? params.concurrency,
+    });
+    // Without a listener a Redis hiccup would be an unhandled 'error' event and kill the process.
+    worker.on("error", (error) => log.error({ err: error, queue }, "worker error"));
+    return worker;
+  });
+  await Promise.all(workers.map((worker) => worker.waitUntilReady()));
+  log.info({ queues: registry.queues() }, "workers started");
+
+  return {
+    workers,
+    async close() {
+      await Promise.all(workers.map((worker) => worker.close()));
+      await Promise.all(connections.map((c) => c.quit().catch(() => c.disconnect())));
+      log.info("workers stopped");
+    },
+  };
+}
