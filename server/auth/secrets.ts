@@ -11,6 +11,12 @@ export type SecretKey = Buffer & { readonly __brand: "SecretKey" };
 const VERSION = "v1";
 const IV_BYTES = 12;
 
+/** Wraps a configured 32-byte key (e.g. `config.secrets.encryptionKey`, BERTH_ENCRYPTION_KEY). */
+export function secretKeyFromBytes(bytes: Uint8Array): SecretKey {
+  if (bytes.length !== 32) throw new Error(`secretKeyFromBytes: need 32 bytes, got ${bytes.length}`);
+  return Buffer.from(bytes) as SecretKey;
+}
+
 /** Derives the 32-byte encryption key from a configured secret (e.g. BERTH_SECRET / the auth secret). */
 export function deriveSecretKey(secret: string): SecretKey {
   if (secret.length < 16) throw new Error("deriveSecretKey: the secret must be at least 16 characters");
