@@ -88,11 +88,7 @@ export class LocalBackend implements WorkspaceBackend {
     if (options.append) {
       // O_APPEND: the kernel positions every write at the end, so whole-buffer appends never interleave.
       const handle = await fs.open(target, "a", options.mode);
-      try {
-        await pipeline(toReadable(data), handle.createWriteStream({ autoClose: false }));
-      } finally {
-        await handle.close();
-      }
+      await pipeline(toReadable(data), handle.createWriteStream());
       return;
     }
     // Write beside the target and rename (or link, for exclusive) so readers never see half a file.

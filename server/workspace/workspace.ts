@@ -1,0 +1,298 @@
+import path from "node:path";
+import type { Readable } from "node:stream";
+import { AppError } from "@/server/shared/errors";
+import type { WorkspaceBackend } from "@/server/workspace/backend/port";
+import {
+  DEFAULT_WORKSPACE_INSTRUCTIONS,
+  renderInstructions,
+  validateInstructionsTemplate,
+} from "./instructions";
+import { LAYOUT_DIRECTORIES, WORKSPACE_LAYOUT } from "./layout";
+import { AsyncMutex } from "./mcp/async-mutex";
+import { LocalMcpConnector } from "./mcp/local-connector";
+import { McpRegistry } from "./mcp/mcp-registry";
+import {
+  silentLogger,
+  type EngineLogger,
+  type LiveMcpClient,
+  type McpConnector,
+  type McpScope,
+  type McpToolDescriptor,
+  type TMcpDeclaration,
+} from "./mcp/types";
+import { Offloader, type DataBlock, type OffloadMessage, type ToolResultOutput } from "./offload/offloader";
+import type { BackendProvider, WorkspaceSpec } from "./provider";
+import { createBuiltinTools, type BuiltinTool, type BuiltinToolsOptions } from "./tools";
+
+export type WorkspaceOptions = {
+  spec: WorkspaceSpec;
+  provider: BackendProvider;
+  /** Template for every MCP scope that never diverged (agentscope-spec.md §2.1). */
+  defaultMcps?: readonly TMcpDeclaration[];
+  /** Cap on live stateful MCP instances; null/0 → max(40, 2 × stateful defaults). */
+  maxLiveStatefulMcps?: number | null;
+  /** Host folders holding SKILL.md, seeded into `skills/.seed` on initialise. */
+  skillPaths?: readonly string[];
+  /** Custom instructions template; only {backend} and {workdir} placeholders (checked here). */
+  instructionsTemplate?: string;
+  /** Overrides the provider's MCP connector (tests, or a custom gateway). */
+  mcpConnector?: McpConnector;
+  logger?: EngineLogger;
+};
+
+type Live = { backend: WorkspaceBackend; mcp: McpRegistry };
+
+/**
+ * One agent workspace: a backend from its provider plus the layout (`.mcp`, `data/`, `skills/.seed` and
+ * partitions, `sessions/<sid>/`), the builtin tools, MCP scopes, skills and offload. Create it, `initialize()`
+ * it (idempotent; concurrent calls share one run), use it, `close()` it — or `await using`.
+ */
+export class Workspace implements AsyncDisposable {
+  readonly id: string;
+  readonly spec: WorkspaceSpec;
+  private readonly provider: BackendProvider;
+  private readonly options: WorkspaceOptions;
+  private readonly logger: EngineLogger;
+  private readonly template: string;
+  private live: Live | null = null;
+  private readonly lifecycle = new AsyncMutex();
+  private readonly offloader = new Offloader(() => this.backend);
+
+  constructor(options: WorkspaceOptions) {
+    this.spec = { ...options.spec };
+    this.id = options.spec.workspaceId;
+    this.provider = options.provider;
+    this.options = options;
+    this.logger = options.logger ?? silentLogger;
+    this.template = options.instructionsTemplate ?? DEFAULT_WORKSPACE_INSTRUCTIONS;
+    validateInstructionsTemplate(this.template);
+  }
+
+  // ── lifecycle ──────────────────────────────────────────────────────────────────────────────────────
+
+  /** Provisions the backend, lays out the folders and restores `.mcp`. No MCP server starts here. */
+  initialize(): Promise<void> {
+    if (this.live) return Promise.resolve();
+    return this.serialise(async () => {
+      if (this.live) return;
+      const backend = await this.provider.provision(this.spec);
+      try {
+        await Promise.all(
+          LAYOUT_DIRECTORIES.map((dir) => backend.mkdir(path.posix.join(backend.workdir, dir))),
+        );
+        const connector = this.options.mcpConnector ?? (await this.connectorFor(backend));
+        const mcp = this.createMcpRegistry(backend, connector);
+        await mcp.restore();
+        this.live = { backend, mcp };
+      } catch (error) {
+        // Half-provisioned: release the machine (keeping its data) so nothing leaks, then report.
+        await this.provider.teardown(backend, { purge: false }).catch((teardownError: unknown) => {
+          this.logger.warn(
+            { workspaceId: this.id, error: String(teardownError) },
+            "Teardown after failed initialise failed",
+          );
+        });
+        throw error;
+      }
+    });
+  }
+
+  /** Closes MCP instances and releases the backend; declarations and files stay. Idempotent. */
+  close(): Promise<void> {
+    return this.serialise(async () => {
+      const live = this.live;
+      if (!live) return;
+      this.live = null;
+      await live.mcp.closeAll().catch((error: unknown) => {
+        this.logger.warn({ workspaceId: this.id, error: String(error) }, "Closing MCP instances failed");
+      });
+      await this.provider.teardown(live.backend, { purge: false });
+    });
+  }
+
+  /**
+   * Wipes the workspace's managed state: MCP instances and declarations (scopes get the defaults again),
+   * `.mcp`, `skills/` (the seed too: skill paths are not re-seeded, as in the reference), `sessions/`, `data/`.
+   * The backend stays up; project files the agent made elsewhere in the workdir are kept.
+   */
+  reset(): Promise<void> {
+    return this.serialise(async () => {
+      const live = this.requireLive();
+      await live.mcp.closeAll();
+      const { backend } = live;
+      const managed = [
+        WORKSPACE_LAYOUT.mcpFile,
+        WORKSPACE_LAYOUT.skillsDir,
+        WORKSPACE_LAYOUT.sessionsDir,
+        WORKSPACE_LAYOUT.dataDir,
+      ];
+      await Promise.all(managed.map((entry) => backend.remove(path.posix.join(backend.workdir, entry))));
+      await Promise.all(
+        LAYOUT_DIRECTORIES.map((dir) => backend.mkdir(path.posix.join(backend.workdir, dir))),
+      );
+      this.live = { backend, mcp: this.createMcpRegistry(backend, await this.connectorFor(backend)) };
+    });
+  }
+
+  /** Initialised and, for the provider, still running (a sandbox may have expired underneath us). */
+  async isAlive(): Promise<boolean> {
+    const live = this.live;
+    if (!live) return false;
+    return this.provider.isAlive(live.backend).catch(() => false);
+  }
+
+  /** True when files survive close and re-provision (local dirs, bind mounts, volumes). */
+  isPersistent(): boolean {
+    return this.provider.persistent;
+  }
+
+  /** Whether `initialize` has completed and `close` has not run since (no provider call). */
+  get isInitialized(): boolean {
+    return this.live !== null;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  /** The live backend. Throws AppError UNAVAILABLE before `initialize` or after `close`. */
+  get backend(): WorkspaceBackend {
+    return this.requireLive().backend;
+  }
+
+  get workdir(): string {
+    return this.backend.workdir;
+  }
+
+  /** Sandboxed backends confine commands; the local backend does not (trusted agents only). */
+  get isolated(): boolean {
+    return this.backend.isolated;
+  }
+
+  // ── prompt and tools ───────────────────────────────────────────────────────────────────────────────
+
+  getInstructions(): string {
+    const backend = this.backend;
+    return renderInstructions(this.template, backend.kind, backend.workdir);
+  }
+
+  /** Bash, Edit, Glob, Grep, Read, Write bound to this workspace's backend. */
+  listTools(options?: BuiltinToolsOptions): BuiltinTool[] {
+    return createBuiltinTools(this.backend, options);
+  }
+
+  // ── MCP (agentscope-spec.md §2; "" is the legacy agent/session id) ─────────────────────────────────
+
+  /** Live clients of the scope, started lazily; an MCP that fails to start is left out and retried next time. */
+  listMcps(scope: McpScope): Promise<LiveMcpClient[]> {
+    return this.requireLive().mcp.list(scope);
+  }
+
+  /** The scope's MCP tools (`mcp__<mcp>__<tool>`), ready for an LLM toolkit. */
+  listMcpTools(scope: McpScope): Promise<McpToolDescriptor[]> {
+    return this.requireLive().mcp.tools(scope);
+  }
+
+  /** Declarations of the scope (its own once diverged, else copies of the defaults). */
+  getMcpDeclarations(scope: McpScope): TMcpDeclaration[] {
+    return this.requireLive().mcp.declarations(scope);
+  }
+
+  /** Declares, starts and persists an MCP; returns its live client. CONFLICT on a duplicate name. */
+  addMcp(declaration: TMcpDeclaration, scope: McpScope): Promise<LiveMcpClient> {
+    return this.requireLive().mcp.add(declaration, scope);
+  }
+
+  /** Undeclares and closes an MCP (stateless ones too). NOT_FOUND when it is not declared in the scope. */
+  removeMcp(name: string, scope: McpScope): Promise<void> {
+    return this.requireLive().mcp.remove(name, scope);
+  }
+
+  // ── offload (agentscope-spec.md §4) ───────────────────────────────────────────────────────────────
+
+  /** Appends messages to `sessions/<sid>/context.jsonl`; returns its `workspace:///` reference. */
+  offloadContext(sessionId: string, messages: readonly OffloadMessage[]): Promise<string> {
+    this.requireLive();
+    return this.offloader.offloadContext(sessionId, messages);
+  }
+
+  /** Writes `sessions/<sid>/tool_result-<id>.txt` (or `(n)`); returns its `workspace:///` reference. */
+  offloadToolResult(sessionId: string, toolCallId: string, output: ToolResultOutput): Promise<string> {
+    this.requireLive();
+    return this.offloader.offloadToolResult(sessionId, toolCallId, output);
+  }
+
+  /** Stores a base64 block under `data/<sha256><ext>` and returns it as a `workspace:///data/...` URL block. */
+  offloadDataBlock(block: DataBlock): Promise<DataBlock> {
+    this.requireLive();
+    return this.offloader.offloadDataBlock(block);
+  }
+
+  /** Streams the file behind any `workspace:///` reference (confined to the workdir). */
+  resolveReference(reference: string): Promise<Readable> {
+    this.requireLive();
+    return this.offloader.open(reference);
+  }
+
+  // ── purge (agentscope-spec.md §5, fixing #2288) ───────────────────────────────────────────────────
+
+  /**
+   * Forgets a session: its MCP scopes (of every agent, so a team's worker scopes go too, unless `agentId`
+   * narrows it) with their instances and declarations, and `sessions/<sid>/`.
+   */
+  async purgeSession(input: { sessionId: string; agentId?: string }): Promise<void> {
+    const live = this.requireLive();
+    await live.mcp.purgeSession(
+      input.sessionId,
+      input.agentId === undefined ? {} : { agentId: input.agentId },
+    );
+    if (input.sessionId !== "") await this.offloader.purgeSession(input.sessionId);
+  }
+
+  /** Forgets an agent: its MCP scopes in every session and its skill partition. */
+  async purgeAgent(input: { agentId: string }): Promise<void> {
+    const live = this.requireLive();
+    await live.mcp.purgeAgent(input.agentId);
+  }
+
+  // ── internals ──────────────────────────────────────────────────────────────────────────────────────
+
+  private requireLive(): Live {
+    if (!this.live) {
+      throw new AppError("UNAVAILABLE", `Workspace ${this.id} is not initialised`, {
+        userMessage: "The workspace is not running; try again",
+        details: { workspaceId: this.id },
+      });
+    }
+    return this.live;
+  }
+
+  /** Lifecycle changes run one at a time, so close never races a half-done initialise. */
+  private serialise(task: () => Promise<void>): Promise<void> {
+    return this.lifecycle.run(task);
+  }
+
+  private async connectorFor(backend: WorkspaceBackend): Promise<McpConnector> {
+    if (this.provider.createMcpConnector) return this.provider.createMcpConnector(backend, this.spec);
+    if (backend.isolated) {
+      // Running a sandboxed workspace's MCP servers on the host would escape the sandbox.
+      throw new AppError(
+        "INTERNAL",
+        `Provider '${this.provider.kind}' has no MCP connector for an isolated backend`,
+      );
+    }
+    return new LocalMcpConnector({ defaultCwd: backend.workdir, logger: this.logger });
+  }
+
+  private createMcpRegistry(backend: WorkspaceBackend, connector: McpConnector): McpRegistry {
+    return new McpRegistry({
+      connector,
+      defaultMcps: this.options.defaultMcps ?? [],
+      maxLiveStatefulMcps: this.options.maxLiveStatefulMcps ?? null,
+      ...(this.provider.persistent
+        ? { persistence: { backend, path: path.posix.join(backend.workdir, WORKSPACE_LAYOUT.mcpFile) } }
+        : {}),
+      logger: this.logger,
+    });
+  }
+}
