@@ -7,10 +7,14 @@ export function allProcedurePaths(): string[] {
   return Object.keys(appRouter._def.procedures).sort();
 }
 
-export function procedureType(path: string): "query" | "mutation" | "subscription" {
-  const procedure = (
-    appRouter._def.procedures as Record<string, { _def: { type: "query" | "mutation" | "subscription" } }>
-  )[path];
+type ProcedureType = "query" | "mutation" | "subscription";
+
+export function procedureType(path: string): ProcedureType {
+  const procedures = appRouter._def.procedures as unknown as Record<
+    string,
+    { _def: { type: ProcedureType } }
+  >;
+  const procedure = procedures[path];
   if (!procedure) throw new Error(`no procedure ${path}`);
   return procedure._def.type;
 }
