@@ -1,0 +1,260 @@
+import path from "node:path";
+import { PassThrough, Readable } from "node:stream";
+import type Docker from "dockerode";
+import { AppError } from "@/server/shared/errors";
+import type {
+  DirEntry,
+  ExecOptions,
+  ExecResult,
+  FileStat,
+  WorkspaceBackend,
+  WriteFileOptions,
+} from "@/server/workspace/backend/port";
+import { CONTAINER_PATHS } from "./docker-config";
+import { runExec, startExec, type ExecIdentity } from "./docker-exec";
+import { parseList, parseStat, scriptError, SCRIPTS } from "./docker-file-scripts";
+
+export type DockerBackendOptions = {
+  container: Docker.Container;
+  /** `uid:gid` every command and file operation runs as. */
+  user: string;
+  /** Environment every command starts from (PATH, HOME, LANG, configured extras). */
+  env: Record<string, string>;
+  /** Called by close(): stops the container (data stays in the bind-mounted workdir). */
+  onClose?: () => Promise<void>;
+};
+
+/** Small script outputs (stat lines, listings) are capped well above anything legitimate. */
+const SCRIPT_OUTPUT_CAP = 64 * 1024 * 1024;
+
+/**
+ * The workspace backend inside a Docker container. Commands run as the non-root workspace user through
+ * `docker exec`; file operations are shell scripts run the same way (see docker-file-scripts.ts), so
+ * permissions and symlinks resolve inside the container, and bytes always stream: no file or archive is
+ * ever held in memory whole.
+ */
+export class DockerBackend implements WorkspaceBackend {
+  readonly kind = "docker" as const;
+  readonly isolated = true;
+  readonly workdir = CONTAINER_PATHS.workdir;
+  private closed = false;
+
+  constructor(private readonly options: DockerBackendOptions) {}
+
+  get container(): Docker.Container {
+    return this.options.container;
+  }
+
+  /** True while the container runs; a killed or removed container reports false. */
+  async isAlive(): Promise<boolean> {
+    try {
+      return (await this.options.container.inspect()).State.Running;
+    } catch {
+      return false;
+    }
+  }
+
+  exec(command: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+    return this.guard(() =>
+      runExec(this.options.container, command, this.identity(options.cwd, options.env), options),
+    );
+  }
+
+  async readFile(p: string, options: { start?: number; end?: number } = {}): Promise<Readable> {
+    const target = this.resolve(p);
+    const start = options.start ?? 0;
+    if (options.end !== undefined && options.end < start) return Readable.from([]);
+    const count = options.end !== undefined ? String(options.end - start + 1) : "";
+    return this.streamScript(SCRIPTS.read, [target, start > 0 ? String(start) : "", count], target, "read");
+  }
+
+  async writeFile(
+    p: string,
+    data: Readable | Uint8Array | string,
+    options: WriteFileOptions = {},
+  ): Promise<void> {
+    if (options.append && options.exclusive) {
+      throw new AppError("BAD_REQUEST", "append and exclusive cannot be combined");
+    }
+    const target = this.resolve(p);
+    const mode = options.append ? "append" : options.exclusive ? "exclusive" : "replace";
+    const octal = options.mode !== undefined ? (options.mode & 0o7777).toString(8) : "";
+    await this.runScript(SCRIPTS.write, [target, mode, octal], target, "write", data);
+  }
+
+  async stat(p: string): Promise<FileStat | null> {
+    const target = this.resolve(p);
+    try {
+      return parseStat(await this.runScript(SCRIPTS.stat, [target], target, "stat"));
+    } catch (error) {
+      if (
+        error instanceof AppError &&
+        (error.code === "NOT_FOUND" || error.message.startsWith("Not a dir"))
+      ) {
+        return null;
+      }
+      throw error;
+    }
+  }
+
+  async list(p: string): Promise<DirEntry[]> {
+    const target = this.resolve(p);
+    const output = await this.runScript(SCRIPTS.list, [target], target, "list");
+    return parseList(output);
+  }
+
+  async mkdir(p: string): Promise<void> {
+    const target = this.resolve(p);
+    await this.runScript(SCRIPTS.mkdir, [target], target, "mkdir");
+  }
+
+  async remove(p: string): Promise<void> {
+    const target = this.resolve(p);
+    await this.runScript(SCRIPTS.remove, [target], target, "remove");
+  }
+
+  async move(from: string, to: string): Promise<void> {
+    const source = this.resolve(from);
+    await this.runScript(SCRIPTS.move, [source, this.resolve(to)], source, "move");
+  }
+
+  async realpath(p: string): Promise<string | null> {
+    const target = this.resolve(p);
+    const result = await this.guard(() =>
+      runExec(
+        this.options.container,
+        ["/bin/sh", "-c", SCRIPTS.realpath, "realpath", target],
+        this.identity(),
+        {
+          maxBufferBytes: 64 * 1024,
+        },
+      ),
+    );
+    return result.exitCode === 0 ? result.stdout.toString("utf8").replace(/\n$/, "") : null;
+  }
+
+  async putArchive(dir: string, archive: Readable): Promise<void> {
+    const target = this.resolve(dir);
+    await this.runScript(SCRIPTS.untar, [target], target, "extract", archive);
+  }
+
+  async getArchive(p: string): Promise<Readable> {
+    const target = this.resolve(p);
+    return this.streamScript(SCRIPTS.tar, [target], target, "archive");
+  }
+
+  /** Stops the container; the workdir keeps every file. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.options.onClose?.();
+  }
+
+  private resolve(p: string): string {
+    if (p.includes("\0")) throw new AppError("BAD_REQUEST", "Path contains a NUL byte");
+    return path.posix.resolve(this.workdir, p);
+  }
+
+  private identity(cwd?: string, env?: Record<string, string>): ExecIdentity {
+    return {
+      user: this.options.user,
+      env: { ...this.options.env, ...env },
+      cwd: cwd === undefined ? this.workdir : this.resolve(cwd),
+    };
+  }
+
+  /** Runs a file script to completion; resolves with its stdout, rejects with the mapped AppError. */
+  private async runScript(
+    script: string,
+    args: string[],
+    reportedPath: string,
+    action: string,
+    stdin?: Readable | Uint8Array | string,
+  ): Promise<string> {
+    const result = await this.guard(() =>
+      runExec(this.options.container, ["/bin/sh", "-c", script, action, ...args], this.identity(), {
+        stdin,
+        maxBufferBytes: SCRIPT_OUTPUT_CAP,
+      }),
+    );
+    if (result.exitCode !== 0) {
+      throw scriptError(result.exitCode, result.stderr.toString("utf8"), reportedPath, action);
+    }
+    return result.stdout.toString("utf8");
+  }
+
+  /**
+   * Streams a script's stdout with backpressure. Resolves once the first byte arrives (or the script ended
+   * cleanly with no output), so NOT_FOUND and friends reject the promise instead of surfacing mid-stream.
+   */
+  private async streamScript(
+    script: string,
+    args: string[],
+    reportedPath: string,
+    action: string,
+  ): Promise<Readable> {
+    const out = new PassThrough({ highWaterMark: 1024 * 1024 });
+    const stderr: Buffer[] = [];
+    let started = false;
+    let resolveStart: () => void = () => undefined;
+    const firstByte = new Promise<void>((resolve) => (resolveStart = resolve));
+    const handle = await this.guard(() =>
+      startExec(this.options.container, ["/bin/sh", "-c", script, action, ...args], this.identity(), {
+        sink: (type, chunk) => {
+          if (type === "stderr") {
+            if (stderr.length < 64) stderr.push(chunk);
+            return true;
+          }
+          started = true;
+          resolveStart();
+          return out.write(chunk);
+        },
+      }),
+    );
+    out.on("drain", () => handle.resume());
+    // A consumer that stops early: kill the producer instead of leaving it blocked on a full pipe.
+    out.on("close", () => {
+      if (!out.writableFinished) void handle.kill();
+    });
+    const ended = handle.finished.then(
+      (exitCode) => {
+        const error =
+          exitCode === 0
+            ? null
+            : scriptError(exitCode, Buffer.concat(stderr).toString(), reportedPath, action);
+        if (error && started) out.destroy(error);
+        else if (!error) out.end();
+        return error;
+      },
+      (error: unknown) => {
+        const appError = new AppError("UNAVAILABLE", `${action} stream failed: ${String(error)}`, {
+          cause: error,
+        });
+        out.destroy(appError);
+        return appError;
+      },
+    );
+    const first = await Promise.race([firstByte.then(() => null), ended]);
+    if (first) throw first;
+    return out;
+  }
+
+  /** Maps engine failures (container gone, engine down) to AppErrors the caller can act on. */
+  private async guard<T>(operation: () => Promise<T>): Promise<T> {
+    if (this.closed) throw new AppError("UNAVAILABLE", "The workspace container was closed");
+    try {
+      return await operation();
+    } catch (error) {
+      if (error instanceof AppError) throw error;
+      const status = (error as { statusCode?: number }).statusCode;
+      if (status === 404 || status === 409) {
+        throw new AppError("UNAVAILABLE", `The workspace container is not running: ${String(error)}`, {
+          cause: error,
+          userMessage: "The workspace container is not running",
+          details: { statusCode: status },
+        });
+      }
+      throw new AppError("UNAVAILABLE", `Docker engine error: ${String(error)}`, { cause: error });
+    }
+  }
+}

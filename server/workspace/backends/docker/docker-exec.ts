@@ -1,0 +1,191 @@
+import { randomBytes } from "node:crypto";
+import { Readable, type Duplex } from "node:stream";
+import type Docker from "dockerode";
+import { AppError } from "@/server/shared/errors";
+import type { ExecOptions, ExecResult } from "@/server/workspace/backend/port";
+import { demuxDockerStream, type FrameSink } from "./docker-demux";
+
+/** Who runs a command and from where: the workspace user for agent commands, root for Berth's own chores. */
+export type ExecIdentity = { user: string; env: Record<string, string>; cwd: string };
+
+export type ExecHandle = {
+  /** Exit code once the output ended and Docker reports the process gone (-1 when it cannot tell). */
+  finished: Promise<number>;
+  /** Resumes the output after a sink asked for backpressure. */
+  resume(): void;
+  /** SIGKILLs the command's whole process group (a second exec reads the pid the wrapper recorded). */
+  kill(): Promise<void>;
+};
+
+/**
+ * Docker exec processes start as session leaders, so the wrapper shell's pid is also its process
+ * group id: recording it lets `kill` take down the command and every child it forked, which the exec
+ * API itself cannot do. The wrapper stays the parent (no `exec`) so it can delete its pid file.
+ */
+const WRAPPER = 'echo $$ > "$0"; "$@"; rc=$?; rm -f "$0"; exit $rc';
+const KILLER = [
+  'i=0; while [ ! -s "$0" ] && [ $i -lt 100 ]; do sleep 0.02; i=$((i+1)); done',
+  'pid=$(cat "$0" 2>/dev/null)',
+  // dash's kill takes no "--"; a negative pid addresses the process group.
+  '[ -n "$pid" ] && kill -9 -"$pid" 2>/dev/null',
+  'rm -f "$0"; exit 0',
+].join("; ");
+
+export async function startExec(
+  container: Docker.Container,
+  argv: readonly string[],
+  identity: ExecIdentity,
+  io: { stdin?: Readable | Uint8Array | string | undefined; sink: FrameSink },
+): Promise<ExecHandle> {
+  if (argv.length === 0) throw new AppError("BAD_REQUEST", "exec needs a command");
+  const pidFile = `/tmp/.berth-exec-${randomBytes(8).toString("hex")}.pid`;
+  const hasStdin = io.stdin !== undefined;
+  const exec = await container.exec({
+    Cmd: ["/bin/sh", "-c", WRAPPER, pidFile, ...argv],
+    AttachStdin: hasStdin,
+    AttachStdout: true,
+    AttachStderr: true,
+    Tty: false,
+    User: identity.user,
+    WorkingDir: identity.cwd,
+    Env: Object.entries(identity.env).map(([key, value]) => `${key}=${value}`),
+  });
+  const stream = await exec.start({ hijack: true, stdin: hasStdin });
+  const demux = demuxDockerStream(stream, io.sink);
+  if (hasStdin) feedStdin(stream, io.stdin!);
+
+  const finished = demux.done.then(() => waitForExitCode(exec));
+  return {
+    finished,
+    resume: demux.resume,
+    kill: async () => {
+      await runRootChore(container, ["/bin/sh", "-c", KILLER, pidFile]).catch(() => undefined);
+      // The output ends when every process holding the pipe is gone; a daemonised grandchild in its
+      // own session could keep it open forever, so stop waiting after a grace period.
+      const grace = setTimeout(() => stream.destroy(), 5_000);
+      await finished.catch(() => undefined);
+      clearTimeout(grace);
+    },
+  };
+}
+
+/** Streams stdin into the hijacked connection, then half-closes it so the command sees EOF. */
+function feedStdin(stream: Duplex, stdin: Readable | Uint8Array | string): void {
+  const source = stdin instanceof Readable ? stdin : Readable.from([Buffer.from(stdin)]);
+  source.on("error", () => stream.end());
+  source.pipe(stream, { end: true });
+  // The command may exit without reading all of stdin: that is its right, not an error.
+  stream.on("error", () => source.unpipe(stream));
+}
+
+/** Docker can report the output closed a moment before the exec is marked finished: poll briefly. */
+async function waitForExitCode(exec: Docker.Exec): Promise<number> {
+  let delay = 5;
+  for (let attempt = 0; attempt < 12; attempt++) {
+    const info = await exec.inspect();
+    if (!info.Running) return info.ExitCode ?? -1;
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    delay = Math.min(delay * 2, 200);
+  }
+  return -1;
+}
+
+/** Runs a short internal command as root, collecting (capped) output. */
+export async function runRootChore(
+  container: Docker.Container,
+  argv: readonly string[],
+  stdin?: Readable | Uint8Array | string,
+): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  const exec = await container.exec({
+    Cmd: [...argv],
+    AttachStdin: stdin !== undefined,
+    AttachStdout: true,
+    AttachStderr: true,
+    User: "0:0",
+    WorkingDir: "/",
+  });
+  const stream = await exec.start({ hijack: true, stdin: stdin !== undefined });
+  const demux = demuxDockerStream(stream, (type, chunk) => {
+    (type === "stdout" ? out : err).push(chunk);
+    return true;
+  });
+  if (stdin !== undefined) feedStdin(stream, stdin);
+  await demux.done;
+  const exitCode = await waitForExitCode(exec);
+  return {
+    exitCode,
+    stdout: Buffer.concat(out).toString("utf8"),
+    stderr: Buffer.concat(err).toString("utf8"),
+  };
+}
+
+/** The port's exec: collected output (capped), streaming callbacks, timeout and abort killing the group. */
+export async function runExec(
+  container: Docker.Container,
+  argv: readonly string[],
+  identity: ExecIdentity,
+  options: ExecOptions,
+): Promise<ExecResult> {
+  const cap = options.maxBufferBytes ?? 10 * 1024 * 1024;
+  const kept = { stdout: [] as Buffer[], stderr: [] as Buffer[] };
+  const size = { stdout: 0, stderr: 0 };
+  let truncated = false;
+  if (options.signal?.aborted) {
+    return {
+      exitCode: -1,
+      stdout: Buffer.alloc(0),
+      stderr: Buffer.alloc(0),
+      timedOut: false,
+      killed: true,
+      truncated,
+    };
+  }
+  const handle = await startExec(container, argv, identity, {
+    stdin: options.stdin,
+    sink: (type, chunk) => {
+      (type === "stdout" ? options.onStdout : options.onStderr)?.(chunk);
+      const room = cap - size[type];
+      if (room > 0) {
+        const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
+        kept[type].push(part);
+        size[type] += part.length;
+      }
+      if (chunk.length > room) truncated = true;
+      return true;
+    },
+  });
+
+  let timedOut = false;
+  let killed = false;
+  const kill: { pending: Promise<void> | null } = { pending: null };
+  const timer =
+    options.timeoutMs !== undefined
+      ? setTimeout(() => {
+          timedOut = true;
+          kill.pending ??= handle.kill();
+        }, options.timeoutMs)
+      : null;
+  const onAbort = () => {
+    killed = true;
+    kill.pending ??= handle.kill();
+  };
+  options.signal?.addEventListener("abort", onAbort, { once: true });
+  let exitCode: number;
+  try {
+    exitCode = await handle.finished;
+  } finally {
+    if (timer) clearTimeout(timer);
+    options.signal?.removeEventListener("abort", onAbort);
+  }
+  if (kill.pending) await kill.pending;
+  return {
+    exitCode: timedOut || killed ? -1 : exitCode,
+    stdout: Buffer.concat(kept.stdout),
+    stderr: Buffer.concat(kept.stderr),
+    timedOut,
+    killed,
+    truncated,
+  };
+}

@@ -1,0 +1,119 @@
+import { AppError } from "@/server/shared/errors";
+import type { DirEntry, FileStat } from "@/server/workspace/backend/port";
+
+/**
+ * File operations run as small POSIX shell scripts INSIDE the container, as the workspace user: the
+ * container's own permissions and path resolution apply (a symlink an agent planted can never make
+ * Berth touch a host path), and data streams through the exec connection. Paths travel as arguments
+ * (`$1`, `$2`), never spliced into the script text.
+ *
+ * Exit codes with a meaning: 44 not found, 45 wrong type (is / is not a directory), 47 already exists.
+ */
+export const EXIT = { notFound: 44, wrongType: 45, exists: 47 } as const;
+
+export const SCRIPTS = {
+  /** $1 path, $2 start (or ""), $3 byte count (or ""). */
+  read: [
+    'f="$1"',
+    `[ -e "$f" ] || exit ${EXIT.notFound}`,
+    `[ -d "$f" ] && exit ${EXIT.wrongType}`,
+    'if [ -n "$2" ] && [ -n "$3" ]; then tail -c +"$(($2 + 1))" -- "$f" | head -c "$3"',
+    'elif [ -n "$2" ]; then exec tail -c +"$(($2 + 1))" -- "$f"',
+    'elif [ -n "$3" ]; then exec head -c "$3" -- "$f"',
+    'else exec cat -- "$f"; fi',
+  ].join("\n"),
+  /**
+   * $1 path, $2 mode ("append" | "exclusive" | "replace"), $3 octal file mode (or ""). Replace and exclusive
+   * write a temp file beside the target first: readers never see half a file, and exclusive links it into
+   * place, which fails atomically when the name exists.
+   */
+  write: [
+    'f="$1"; d=$(dirname -- "$f"); b=$(basename -- "$f")',
+    'mkdir -p -- "$d" || exit 1',
+    'if [ "$2" = append ]; then cat >> "$f" || exit 1; [ -z "$3" ] || chmod "$3" -- "$f"; exit 0; fi',
+    't="$d/.$b.tmp-$$"',
+    "trap 'rm -f -- \"$t\"' EXIT",
+    'cat > "$t" || exit 1',
+    '[ -z "$3" ] || chmod "$3" -- "$t" || exit 1',
+    'if [ "$2" = exclusive ]; then',
+    `  ln -- "$t" "$f" 2>/dev/null || { { [ -e "$f" ] || [ -L "$f" ]; } && exit ${EXIT.exists}; ln -- "$t" "$f"; }`,
+    "else",
+    '  mv -f -- "$t" "$f"',
+    "fi",
+  ].join("\n"),
+  /** lstat: type letter, size, mtime (seconds, fractional), octal permission bits. */
+  stat: [
+    `[ -e "$1" ] || [ -L "$1" ] || exit ${EXIT.notFound}`,
+    "exec find \"$1\" -maxdepth 0 -printf '%y\\t%s\\t%T@\\t%m'",
+  ].join("\n"),
+  /** NUL-separated records "type\tsize\tmtime\tname"; -H follows a symlinked directory given as $1. */
+  list: [
+    `[ -d "$1" ] || { [ -e "$1" ] && exit ${EXIT.wrongType}; exit ${EXIT.notFound}; }`,
+    "exec find -H \"$1\" -mindepth 1 -maxdepth 1 -printf '%y\\t%s\\t%T@\\t%P\\0'",
+  ].join("\n"),
+  mkdir: 'exec mkdir -p -- "$1"',
+  remove: 'exec rm -rf -- "$1"',
+  /** $1 from, $2 to: -T treats the destination as a name, never as a directory to move into. */
+  move: [
+    `[ -e "$1" ] || [ -L "$1" ] || exit ${EXIT.notFound}`,
+    'mkdir -p -- "$(dirname -- "$2")" || exit 1',
+    'exec mv -fT -- "$1" "$2"',
+  ].join("\n"),
+  realpath: 'exec realpath -e -- "$1"',
+  /** $1 directory to extract into (created). */
+  untar: 'mkdir -p -- "$1" && exec tar -x -f - -C "$1" --no-same-owner --no-same-permissions',
+  /** $1 path: a tar whose single top entry is its basename. */
+  tar: [
+    `[ -e "$1" ] || [ -L "$1" ] || exit ${EXIT.notFound}`,
+    'cd -- "$(dirname -- "$1")" && exec tar -c -f - -- "$(basename -- "$1")"',
+  ].join("\n"),
+} as const;
+
+/** Maps a failed script to the AppError the local backend would raise for the same errno. */
+export function scriptError(exitCode: number, stderr: string, path: string, action: string): AppError {
+  const details = { path, exitCode, stderr: stderr.slice(0, 500) };
+  if (exitCode === EXIT.notFound || /No such file or directory/i.test(stderr)) {
+    return new AppError("NOT_FOUND", `No such file or directory: ${path}`, { details });
+  }
+  if (exitCode === EXIT.exists) return new AppError("CONFLICT", `Already exists: ${path}`, { details });
+  if (exitCode === EXIT.wrongType || /Is a directory/i.test(stderr)) {
+    return new AppError("BAD_REQUEST", `Path is a directory: ${path}`, { details });
+  }
+  if (/Not a directory/i.test(stderr))
+    return new AppError("BAD_REQUEST", `Not a directory: ${path}`, { details });
+  if (/Permission denied|Operation not permitted|Read-only file system/i.test(stderr)) {
+    return new AppError("FORBIDDEN", `Permission denied: ${path}`, { details });
+  }
+  if (/File exists/i.test(stderr)) return new AppError("CONFLICT", `Already exists: ${path}`, { details });
+  return new AppError("INTERNAL", `${action} failed on ${path} (exit ${exitCode}): ${stderr.trim()}`, {
+    details,
+  });
+}
+
+const TYPE_LETTERS: Record<string, FileStat["type"]> = { f: "file", d: "directory", l: "symlink" };
+
+export function parseStat(line: string): FileStat {
+  const [type = "", size = "0", mtime = "0", mode = "0"] = line.trim().split("\t");
+  return {
+    type: TYPE_LETTERS[type] ?? "other",
+    size: Number(size),
+    mtimeMs: Math.round(Number(mtime) * 1000),
+    mode: parseInt(mode, 8),
+  };
+}
+
+export function parseList(output: string): DirEntry[] {
+  return output
+    .split("\0")
+    .filter((record) => record.length > 0)
+    .map((record) => {
+      const [type = "", size = "0", mtime = "0", ...nameParts] = record.split("\t");
+      const kind = TYPE_LETTERS[type] ?? "other";
+      return {
+        name: nameParts.join("\t"),
+        type: kind,
+        size: kind === "directory" ? null : Number(size),
+        mtimeMs: Math.round(Number(mtime) * 1000),
+      };
+    });
+}

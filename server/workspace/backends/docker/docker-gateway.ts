@@ -1,0 +1,105 @@
+import { randomBytes } from "node:crypto";
+import fs from "node:fs/promises";
+import path from "node:path";
+import type Docker from "dockerode";
+import { AppError } from "@/server/shared/errors";
+import { GatewayClient, waitForGatewayHealthy } from "@/server/workspace/gateway/client/gateway-client";
+import { GatewayConnector } from "@/server/workspace/gateway/client/gateway-connector";
+import { HttpGatewayTransport } from "@/server/workspace/gateway/client/gateway-transport";
+import { GATEWAY_ENV } from "@/server/workspace/gateway/gateway-protocol";
+import { CONTAINER_PATHS, type TDockerProviderConfig } from "./docker-config";
+import { runRootChore } from "./docker-exec";
+
+export type RunningGateway = {
+  client: GatewayClient;
+  connector: GatewayConnector;
+  /** Host path of the gateway's unix socket (inside the workspace's runtime dir). */
+  socketPath: string;
+  instanceNonce: string;
+};
+
+/** Stops an earlier gateway instance (SIGTERM so it closes its MCP servers, SIGKILL after 3 s). */
+const STOP_PREVIOUS = [
+  `p=$(cat ${CONTAINER_PATHS.gatewayPidFile} 2>/dev/null) || exit 0`,
+  '[ -n "$p" ] || exit 0',
+  'kill -TERM "$p" 2>/dev/null || exit 0',
+  'i=0; while kill -0 "$p" 2>/dev/null && [ $i -lt 150 ]; do sleep 0.02; i=$((i+1)); done',
+  'kill -KILL "$p" 2>/dev/null; exit 0',
+].join("; ");
+
+/** Records the pid, then becomes the gateway; output goes to a log the host can read on failure. */
+const LAUNCH = `echo $$ > ${CONTAINER_PATHS.gatewayPidFile}; exec node ${CONTAINER_PATHS.gatewayBundle} >> ${CONTAINER_PATHS.gatewayLog} 2>&1`;
+
+/**
+ * (Re)starts the MCP gateway inside a running workspace container, with a FRESH bearer token and instance
+ * nonce, and resolves only once it answers /health with that nonce over the bind-mounted unix socket.
+ *
+ * The gateway runs as root so agent commands (uid 1000) cannot read its token from /proc/<pid>/environ;
+ * it starts stdio MCP servers as the workspace user. The token travels in the exec's environment,
+ * never in argv (which `ps` shows to everyone).
+ */
+export async function startDockerGateway(
+  container: Docker.Container,
+  config: TDockerProviderConfig,
+  hostRuntimeDir: string,
+): Promise<RunningGateway> {
+  const token = randomBytes(32).toString("base64url");
+  const instanceNonce = randomBytes(16).toString("hex");
+  const socketPath = path.join(hostRuntimeDir, path.basename(CONTAINER_PATHS.gatewaySocket));
+  const hostLog = path.join(hostRuntimeDir, path.basename(CONTAINER_PATHS.gatewayLog));
+
+  await runRootChore(container, ["/bin/sh", "-c", STOP_PREVIOUS]);
+  // Keep the log bounded across restarts: only the current instance's output matters for diagnostics.
+  await runRootChore(container, ["/bin/sh", "-c", `: > ${CONTAINER_PATHS.gatewayLog}`]);
+  const exec = await container.exec({
+    Cmd: ["/bin/sh", "-c", LAUNCH],
+    User: "0:0",
+    WorkingDir: CONTAINER_PATHS.workdir,
+    AttachStdout: false,
+    AttachStderr: false,
+    Env: [
+      `${GATEWAY_ENV.listen}=unix:${CONTAINER_PATHS.gatewaySocket}`,
+      `${GATEWAY_ENV.token}=${token}`,
+      `${GATEWAY_ENV.nonce}=${instanceNonce}`,
+      `${GATEWAY_ENV.defaultCallTimeoutMs}=${config.gateway.callTimeoutMs}`,
+      `${GATEWAY_ENV.mcpUser}=${config.uid}:${config.gid}`,
+      `${GATEWAY_ENV.mcpHome}=${CONTAINER_PATHS.home}`,
+      `${GATEWAY_ENV.workdir}=${CONTAINER_PATHS.workdir}`,
+      "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    ],
+  });
+  await exec.start({ Detach: true });
+
+  const client = new GatewayClient(new HttpGatewayTransport({ socketPath }, token));
+  await waitForGatewayHealthy(client, instanceNonce, {
+    timeoutMs: config.gateway.startTimeoutMs,
+    diagnostics: () => tailOf(hostLog),
+  }).catch((error: unknown) => {
+    throw error instanceof AppError
+      ? new AppError(error.code, `${error.message} (container ${container.id.slice(0, 12)})`, {
+          cause: error,
+          userMessage: error.userMessage,
+          details: error.details ? { ...error.details } : undefined,
+        })
+      : error;
+  });
+  return {
+    client,
+    connector: new GatewayConnector(client, { defaultCallTimeoutMs: config.gateway.callTimeoutMs }),
+    socketPath,
+    instanceNonce,
+  };
+}
+
+async function tailOf(file: string, bytes = 4000): Promise<string> {
+  const handle = await fs.open(file, "r");
+  try {
+    const { size } = await handle.stat();
+    const start = Math.max(0, size - bytes);
+    const buffer = Buffer.alloc(size - start);
+    await handle.read(buffer, 0, buffer.length, start);
+    return buffer.toString("utf8");
+  } finally {
+    await handle.close();
+  }
+}

@@ -1,0 +1,214 @@
+import fs from "node:fs/promises";
+import path from "node:path";
+import Docker from "dockerode";
+import { AppError } from "@/server/shared/errors";
+import { loadGatewayBundle, type GatewayBundle } from "@/server/workspace/gateway/bundle-gateway";
+import type { McpConnector } from "@/server/workspace/mcp/types";
+import { DockerBackend } from "./docker-backend";
+import {
+  CONTAINER_PATHS,
+  containerName,
+  ZDockerProviderConfig,
+  ZWorkspaceId,
+  type TDockerProviderConfig,
+  type TDockerProviderConfigInput,
+} from "./docker-config";
+import { runRootChore } from "./docker-exec";
+import { startDockerGateway, type RunningGateway } from "./docker-gateway";
+import {
+  containerEnv,
+  ensureRunningContainer,
+  inspectOrNull,
+  removeContainer,
+  stopContainer,
+  type WorkspaceOwner,
+} from "./workspace-container";
+import { WorkspaceImageBuilder, type ImageBuildProgress } from "./workspace-image";
+
+/** Provisioning progress, for the workspace's event stream. */
+export type DockerProvisionEvent =
+  | ({ type: "image" } & ImageBuildProgress)
+  | { type: "container"; state: "created" | "reattached"; name: string }
+  | { type: "gateway"; state: "starting" | "ready" };
+
+export type DockerWorkspaceRequest = {
+  workspaceId: string;
+  owner: WorkspaceOwner;
+  /** Host directory bound at /workspace. Default `<dataRoot>/<workspaceId>`. */
+  hostWorkdir?: string;
+  onProgress?: (event: DockerProvisionEvent) => void;
+};
+
+/** A ready workspace container: its gateway answered a health check with this instance's nonce. */
+export type DockerWorkspaceHandle = {
+  workspaceId: string;
+  backend: DockerBackend;
+  /** Connects MCP declarations through the in-container gateway (same port as the local connector). */
+  mcpConnector: McpConnector;
+  gateway: RunningGateway;
+  hostWorkdir: string;
+  /** False when open() had to create the container; true when it found an existing one. */
+  reattached: boolean;
+  isAlive(): Promise<boolean>;
+  /** Stops the container; the data stays for a later open(). Same as `backend.close()`. */
+  close(): Promise<void>;
+};
+
+export type DockerProviderDeps = {
+  docker?: Docker;
+  /** Where the gateway bundle comes from (default: prebuilt file, else built from source). */
+  loadGatewayBundle?: () => Promise<GatewayBundle>;
+};
+
+/**
+ * Docker workspaces: one container per workspace id (`berth-ws-<id>`), reattached across process restarts
+ * by its deterministic name, with the workdir bind-mounted from the host and the MCP gateway inside.
+ */
+export class DockerWorkspaceProvider {
+  readonly kind = "docker" as const;
+  readonly config: TDockerProviderConfig;
+  readonly docker: Docker;
+  private readonly images: WorkspaceImageBuilder;
+  private readonly bundle: () => Promise<GatewayBundle>;
+  private readonly opening = new Map<string, Promise<DockerWorkspaceHandle>>();
+
+  constructor(config: TDockerProviderConfigInput, deps: DockerProviderDeps = {}) {
+    this.config = ZDockerProviderConfig.parse(config);
+    this.docker = deps.docker ?? new Docker({ socketPath: this.config.socketPath });
+    this.images = new WorkspaceImageBuilder(this.docker, this.config);
+    this.bundle = deps.loadGatewayBundle ?? (() => loadGatewayBundle());
+    const socket = path.join(this.config.runtimeRoot, "x".repeat(63), "gateway.sock");
+    if (Buffer.byteLength(socket) > 107) {
+      throw new AppError(
+        "BAD_REQUEST",
+        `runtimeRoot is too long for unix socket paths: ${this.config.runtimeRoot}`,
+      );
+    }
+  }
+
+  /** Resolves once the engine answers; rejects with UNAVAILABLE and the reason otherwise. */
+  async ping(): Promise<void> {
+    try {
+      await this.docker.ping();
+    } catch (error) {
+      throw new AppError(
+        "UNAVAILABLE",
+        `Docker engine not reachable at ${this.config.socketPath}: ${String(error)}`,
+        {
+          cause: error,
+          userMessage: "The Docker engine is not reachable",
+        },
+      );
+    }
+  }
+
+  hostWorkdirOf(workspaceId: string): string {
+    return path.join(this.config.dataRoot, ZWorkspaceId.parse(workspaceId));
+  }
+
+  private hostRuntimeDirOf(workspaceId: string): string {
+    return path.join(this.config.runtimeRoot, ZWorkspaceId.parse(workspaceId));
+  }
+
+  /**
+   * Create-or-reattach: builds the image if needed, gets the container running (replacing a dead one),
+   * (re)starts the gateway with a fresh token, and resolves once it is healthy. Concurrent calls for one
+   * id share one attempt.
+   */
+  open(request: DockerWorkspaceRequest): Promise<DockerWorkspaceHandle> {
+    const id = ZWorkspaceId.parse(request.workspaceId);
+    const pending = this.opening.get(id);
+    if (pending) return pending;
+    const attempt = this.openOnce(request).finally(() => this.opening.delete(id));
+    this.opening.set(id, attempt);
+    return attempt;
+  }
+
+  private async openOnce(request: DockerWorkspaceRequest): Promise<DockerWorkspaceHandle> {
+    const { workspaceId, onProgress } = request;
+    const hostWorkdir = path.resolve(request.hostWorkdir ?? this.hostWorkdirOf(workspaceId));
+    const hostRuntimeDir = this.hostRuntimeDirOf(workspaceId);
+    await fs.mkdir(hostWorkdir, { recursive: true });
+    await fs.mkdir(hostRuntimeDir, { recursive: true, mode: 0o755 });
+
+    const image = await this.images.ensure(await this.bundle(), (progress) =>
+      onProgress?.({ type: "image", ...progress }),
+    );
+    const { container, created } = await ensureRunningContainer(this.docker, this.config, {
+      workspaceId,
+      owner: request.owner,
+      image,
+      hostWorkdir,
+      hostRuntimeDir,
+    });
+    const name = containerName(workspaceId);
+    onProgress?.({ type: "container", state: created ? "created" : "reattached", name });
+
+    // A workdir the host just created belongs to the host user: hand the top directory to the workspace
+    // user (not recursively: existing files keep their owners).
+    const chown = await runRootChore(container, [
+      "chown",
+      `${this.config.uid}:${this.config.gid}`,
+      CONTAINER_PATHS.workdir,
+    ]);
+    if (chown.exitCode !== 0) {
+      throw new AppError("INTERNAL", `Could not prepare ${CONTAINER_PATHS.workdir}: ${chown.stderr.trim()}`);
+    }
+
+    onProgress?.({ type: "gateway", state: "starting" });
+    const gateway = await startDockerGateway(container, this.config, hostRuntimeDir);
+    onProgress?.({ type: "gateway", state: "ready" });
+
+    const backend = new DockerBackend({
+      container,
+      user: `${this.config.uid}:${this.config.gid}`,
+      env: containerEnv(this.config),
+      onClose: () => stopContainer(this.docker, name, this.config.stopTimeoutSeconds),
+    });
+    return {
+      workspaceId,
+      backend,
+      mcpConnector: gateway.connector,
+      gateway,
+      hostWorkdir,
+      reattached: !created,
+      isAlive: () => backend.isAlive(),
+      close: () => backend.close(),
+    };
+  }
+
+  /** True while the workspace's container runs (false when stopped, killed or removed). */
+  async isAlive(workspaceId: string): Promise<boolean> {
+    const info = await inspectOrNull(this.docker.getContainer(containerName(workspaceId)));
+    return info?.State.Running ?? false;
+  }
+
+  /** Stops the container and keeps container and data (the next open() reattaches). */
+  async stop(workspaceId: string): Promise<void> {
+    await stopContainer(this.docker, containerName(workspaceId), this.config.stopTimeoutSeconds);
+  }
+
+  /**
+   * Removes the container AND the workspace's data. Files are deleted from inside the container first:
+   * they belong to the workspace user, which the host process may not be allowed to delete.
+   */
+  async purge(workspaceId: string, hostWorkdir?: string): Promise<void> {
+    const name = containerName(workspaceId);
+    const container = this.docker.getContainer(name);
+    const info = await inspectOrNull(container);
+    if (info) {
+      try {
+        if (!info.State.Running) await container.start();
+        await runRootChore(container, ["find", CONTAINER_PATHS.workdir, "-mindepth", "1", "-delete"]);
+      } catch {
+        // A container that cannot run any more: the host-side removal below is all we can do.
+      }
+      await removeContainer(this.docker, name);
+    }
+    await fs.rm(path.resolve(hostWorkdir ?? this.hostWorkdirOf(workspaceId)), {
+      recursive: true,
+      force: true,
+    });
+    await fs.rm(this.hostRuntimeDirOf(workspaceId), { recursive: true, force: true });
+  }
+}

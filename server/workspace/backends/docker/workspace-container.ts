@@ -1,0 +1,171 @@
+import { createHash } from "node:crypto";
+import type Docker from "dockerode";
+import { AppError } from "@/server/shared/errors";
+import { CONTAINER_PATHS, containerName, LABELS, type TDockerProviderConfig } from "./docker-config";
+
+/** Who a workspace belongs to; written as labels so operators can find and account containers. */
+export type WorkspaceOwner = { tenantId: string; userId: string; agentId: string };
+
+export type ContainerSpec = {
+  workspaceId: string;
+  owner: WorkspaceOwner;
+  image: string;
+  hostWorkdir: string;
+  hostRuntimeDir: string;
+};
+
+/** The PATH, HOME and locale every command starts from. */
+export function containerEnv(config: TDockerProviderConfig): Record<string, string> {
+  return {
+    PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    HOME: CONTAINER_PATHS.home,
+    LANG: "C.UTF-8",
+    ...config.env,
+  };
+}
+
+/**
+ * The container's create options. Their hash is stored as a label: when the config or image changes, the
+ * old container is replaced (its data lives in the bind mount, so nothing is lost).
+ */
+export function containerCreateOptions(
+  config: TDockerProviderConfig,
+  spec: ContainerSpec,
+): Docker.ContainerCreateOptions {
+  const options: Docker.ContainerCreateOptions = {
+    name: containerName(spec.workspaceId),
+    Image: spec.image,
+    // tini reaps the orphans killed commands leave behind; without it PID 1 (sleep) would not.
+    Entrypoint: [
+      "/bin/sh",
+      "-c",
+      'if command -v tini >/dev/null; then exec tini -s -- "$@"; else exec "$@"; fi',
+      "init",
+    ],
+    Cmd: ["sleep", "infinity"],
+    // PID 1 runs as root ON PURPOSE: with no-new-privileges, an exec only keeps capabilities when the
+    // container's user is root, and Berth's own chores (chown of a fresh workdir, the gateway) need them.
+    // Agent commands are always exec'd as the workspace user, with no capabilities at all.
+    User: "0:0",
+    WorkingDir: CONTAINER_PATHS.workdir,
+    Env: Object.entries(containerEnv(config)).map(([key, value]) => `${key}=${value}`),
+    Labels: {
+      [LABELS.managed]: "true",
+      [LABELS.workspace]: spec.workspaceId,
+      [LABELS.tenant]: spec.owner.tenantId,
+      [LABELS.user]: spec.owner.userId,
+      [LABELS.agent]: spec.owner.agentId,
+    },
+    HostConfig: {
+      Binds: [
+        `${spec.hostWorkdir}:${CONTAINER_PATHS.workdir}:rw`,
+        `${spec.hostRuntimeDir}:${CONTAINER_PATHS.runtimeDir}:rw`,
+      ],
+      NetworkMode: config.networkMode,
+      NanoCpus: Math.round(config.cpus * 1e9),
+      Memory: config.memoryBytes,
+      MemorySwap: config.memoryBytes,
+      PidsLimit: config.pidsLimit,
+      SecurityOpt: ["no-new-privileges"],
+      CapDrop: ["NET_RAW", "MKNOD", "AUDIT_WRITE", "SYS_CHROOT"],
+      RestartPolicy: { Name: "no" },
+      Init: false,
+    },
+  };
+  const hash = createHash("sha256").update(JSON.stringify(options)).digest("hex").slice(0, 16);
+  options.Labels = { ...options.Labels, [LABELS.configHash]: hash };
+  return options;
+}
+
+/**
+ * Create-or-get for the workspace's container, then make sure it runs. The deterministic name makes
+ * this idempotent across process restarts (reattach) and races (a 409 on create means another process
+ * created it first: use that one). A container that cannot start (dead, removed mount) is replaced.
+ */
+export async function ensureRunningContainer(
+  docker: Docker,
+  config: TDockerProviderConfig,
+  spec: ContainerSpec,
+): Promise<{ container: Docker.Container; created: boolean }> {
+  const options = containerCreateOptions(config, spec);
+  const wantedHash = options.Labels?.[LABELS.configHash];
+  const name = options.name!;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const existing = await inspectOrNull(docker.getContainer(name));
+    if (existing && existing.Config.Labels[LABELS.configHash] !== wantedHash) {
+      await removeContainer(docker, name);
+      continue;
+    }
+    let container: Docker.Container;
+    let created = false;
+    if (existing) {
+      container = docker.getContainer(existing.Id);
+      if (existing.State.Running && !existing.State.Paused) return { container, created };
+      if (existing.State.Paused) await container.unpause();
+    } else {
+      try {
+        container = await docker.createContainer(options);
+        created = true;
+      } catch (error) {
+        if (statusOf(error) === 409) continue; // created concurrently: inspect it next round
+        throw engineError(error, "create the workspace container");
+      }
+    }
+    try {
+      await container.start();
+    } catch (error) {
+      // 304: already started by a concurrent caller. Anything else: replace the container.
+      if (statusOf(error) !== 304) {
+        await removeContainer(docker, name);
+        if (attempt === 2) throw engineError(error, "start the workspace container");
+        continue;
+      }
+    }
+    return { container, created };
+  }
+  throw new AppError("UNAVAILABLE", `Could not get workspace container ${name} running`);
+}
+
+export async function inspectOrNull(
+  container: Docker.Container,
+): Promise<Docker.ContainerInspectInfo | null> {
+  try {
+    return await container.inspect();
+  } catch (error) {
+    if (statusOf(error) === 404) return null;
+    throw engineError(error, "inspect the workspace container");
+  }
+}
+
+/** Stops without removing: the container and its data stay for a later reattach. */
+export async function stopContainer(docker: Docker, name: string, timeoutSeconds: number): Promise<void> {
+  try {
+    await docker.getContainer(name).stop({ t: timeoutSeconds });
+  } catch (error) {
+    const status = statusOf(error);
+    if (status !== 304 && status !== 404) throw engineError(error, "stop the workspace container");
+  }
+}
+
+export async function removeContainer(docker: Docker, name: string): Promise<void> {
+  try {
+    await docker.getContainer(name).remove({ force: true, v: true });
+  } catch (error) {
+    const status = statusOf(error);
+    // 404: already gone. 409: a removal is already in progress.
+    if (status !== 404 && status !== 409) throw engineError(error, "remove the workspace container");
+  }
+}
+
+export function statusOf(error: unknown): number | undefined {
+  return (error as { statusCode?: number }).statusCode;
+}
+
+export function engineError(error: unknown, action: string): AppError {
+  if (error instanceof AppError) return error;
+  return new AppError("UNAVAILABLE", `Docker could not ${action}: ${String(error)}`, {
+    cause: error,
+    userMessage: `Docker could not ${action}`,
+    details: { statusCode: statusOf(error) },
+  });
+}
