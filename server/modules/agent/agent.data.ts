@@ -1,3 +1,4 @@
+import { parseInput } from "@/server/shared/parse-input";
 import { randomUUID } from "node:crypto";
 import type { Prisma } from "@/generated/prisma/client";
 import { type DbClient, getDb, isUniqueViolation, pageSize } from "@/server/db";
@@ -50,7 +51,7 @@ export async function createAgent(
   secretKey: SecretKey,
   db: DbClient = getDb(),
 ): Promise<AgentDTO> {
-  const input = ZCreateAgentInput.parse(rawInput);
+  const input = parseInput(ZCreateAgentInput, rawInput);
   const id = randomUUID();
   try {
     const row = await db.agent.create({
@@ -136,7 +137,7 @@ export async function updateAgent(
   secretKey: SecretKey,
   db: DbClient = getDb(),
 ): Promise<AgentDTO> {
-  const patch = ZUpdateAgentInput.parse(rawPatch);
+  const patch = parseInput(ZUpdateAgentInput, rawPatch);
   const data: Prisma.AgentUpdateManyMutationInput = {
     ...(patch.name !== undefined ? { name: patch.name } : {}),
     ...(patch.description !== undefined ? { description: patch.description } : {}),

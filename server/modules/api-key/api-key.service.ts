@@ -1,3 +1,4 @@
+import { parseInput } from "@/server/shared/parse-input";
 import { isAPIError } from "better-auth/api";
 import type { BerthAuth } from "@/server/auth/auth";
 import { findApiKeyForGate } from "@/server/auth/gate.data";
@@ -24,7 +25,7 @@ export async function createApiKey(
   rawInput: TCreateApiKeyInput,
 ): Promise<CreatedApiKey> {
   assertCan(scope, "api-key:manage");
-  const input = ZCreateApiKeyInput.parse(rawInput);
+  const input = parseInput(ZCreateApiKeyInput, rawInput);
   if (!canGrantRole(scope.role, input.role)) {
     throw new AppError("FORBIDDEN", `role ${scope.role} may not create a ${input.role} key`, {
       userMessage: "You cannot create a key with more rights than your own.",

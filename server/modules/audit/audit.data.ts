@@ -1,3 +1,4 @@
+import { parseInput } from "@/server/shared/parse-input";
 import type { Prisma } from "@/generated/prisma/client";
 import { type DbClient, getDb, pageSize } from "@/server/db";
 import { actorLabel, actorOfScope, type TenantScope } from "@/server/auth/scope";
@@ -25,7 +26,7 @@ const auditSelect = {
 } satisfies Prisma.AuditLogSelect;
 
 function toAuditRow(scope: TenantScope, raw: TAuditEntryInput): Prisma.AuditLogCreateManyInput {
-  const entry = ZAuditEntryInput.parse(raw);
+  const entry = parseInput(ZAuditEntryInput, raw);
   const actor = entry.actor ?? actorOfScope(scope);
   return {
     tenantId: scope.tenantId,

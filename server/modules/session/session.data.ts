@@ -1,3 +1,4 @@
+import { parseInput } from "@/server/shared/parse-input";
 import { Prisma } from "@/generated/prisma/client";
 import { type DbClient, getDb, pageSize } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
@@ -36,7 +37,7 @@ export async function createSession(
   rawInput: TCreateSessionInput,
   db = getDb(),
 ): Promise<SessionDTO> {
-  const input = ZCreateSessionInput.parse(rawInput);
+  const input = parseInput(ZCreateSessionInput, rawInput);
   return db.$transaction(async (tx) => {
     const agent = await tx.agent.findFirst({
       where: { tenantId: scope.tenantId, id: input.agentId },
@@ -125,7 +126,7 @@ export async function updateSession(
   rawPatch: TUpdateSessionInput,
   db: DbClient = getDb(),
 ): Promise<SessionDTO> {
-  const patch = ZUpdateSessionInput.parse(rawPatch);
+  const patch = parseInput(ZUpdateSessionInput, rawPatch);
   const { count } = await db.session.updateMany({
     where: { tenantId: scope.tenantId, id: sessionId },
     data: patch,
@@ -162,7 +163,7 @@ export async function appendChatMessage(
   rawInput: TAppendChatMessageInput,
   db = getDb(),
 ): Promise<ChatMessageDTO> {
-  const input = ZAppendChatMessageInput.parse(rawInput);
+  const input = parseInput(ZAppendChatMessageInput, rawInput);
   return db.$transaction(async (tx) => {
     const now = new Date();
     const { count } = await tx.session.updateMany({

@@ -1,3 +1,4 @@
+import { parseInput } from "@/server/shared/parse-input";
 import type { BerthAuth } from "@/server/auth/auth";
 import { AppError } from "@/server/shared/errors";
 import {
@@ -20,7 +21,7 @@ export async function createTenantWithOwner(
   auth: BerthAuth,
   rawInput: TCreateTenantWithOwnerInput,
 ): Promise<CreateTenantWithOwnerResult> {
-  const input = ZCreateTenantWithOwnerInput.parse(rawInput);
+  const input = parseInput(ZCreateTenantWithOwnerInput, rawInput);
   const existing = await findTenantBySlug(input.slug);
   if (existing) return { tenant: existing, owner: await requireUser(input.email), created: false };
 

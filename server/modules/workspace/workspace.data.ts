@@ -1,3 +1,4 @@
+import { parseInput } from "@/server/shared/parse-input";
 import { Prisma } from "@/generated/prisma/client";
 import { type DbClient, getDb, isUniqueViolation, pageSize } from "@/server/db";
 import { actorLabel, type TenantScope } from "@/server/auth/scope";
@@ -52,7 +53,7 @@ export async function upsertWorkspaceBinding(
   rawInput: TUpsertWorkspaceInput,
   db = getDb(),
 ): Promise<{ workspace: WorkspaceDTO; created: boolean }> {
-  const input = ZUpsertWorkspaceInput.parse(rawInput);
+  const input = parseInput(ZUpsertWorkspaceInput, rawInput);
   const existing = await getWorkspaceOrNull(scope, input.id, db);
   if (existing) return { workspace: existing, created: false };
   try {
@@ -139,7 +140,7 @@ export async function transitionWorkspace(
   rawInput: TTransitionWorkspaceInput,
   db = getDb(),
 ): Promise<WorkspaceDTO> {
-  const input = ZTransitionWorkspaceInput.parse(rawInput);
+  const input = parseInput(ZTransitionWorkspaceInput, rawInput);
   return db.$transaction(async (tx) => {
     const current = await tx.workspace.findFirst({
       where: { tenantId: scope.tenantId, id: workspaceId },

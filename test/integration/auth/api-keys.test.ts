@@ -1,0 +1,130 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import { resolveRequestPrincipal, resolveTenantScope } from "@/server/auth/resolve";
+import { getDb } from "@/server/db";
+import { getApiKey, listApiKeys } from "@/server/modules/api-key/api-key.data";
+import { createApiKey, revokeApiKey, verifyApiKey } from "@/server/modules/api-key/api-key.service";
+import { listAuditLogs } from "@/server/modules/audit/audit.data";
+import { addTestMember, createTestTenant, expectAppError, testAuth, type TestTenant } from "../db/fixtures";
+
+const bearer = (key: string) => new Headers({ authorization: `Bearer ${key}` });
+
+describe("tenant API keys (better-auth API-key plugin) as Bearer tokens", () => {
+  let t: TestTenant;
+  beforeAll(async () => {
+    t = await createTestTenant();
+  });
+
+  it("creates a key that is stored hashed, shown once, and listed without secrets", async () => {
+    const { apiKey, plainKey } = await createApiKey(testAuth(), t.scope, { name: "ci", role: "member" });
+    expect(plainKey).toMatch(/^berth_[A-Za-z0-9]{20,}$/);
+    expect(apiKey).toMatchObject({
+      name: "ci",
+      role: "member",
+      createdByUserId: t.owner.id,
+      lastUsedAt: null,
+      revokedAt: null,
+    });
+    expect(apiKey.start && plainKey.startsWith(apiKey.start)).toBe(true);
+    expect(Object.keys(apiKey)).not.toContain("key");
+
+    const row = await getDb().apiKey.findFirstOrThrow({
+      where: { id: apiKey.id },
+      select: { key: true, tenantId: true },
+    });
+    expect(row.tenantId).toBe(t.tenantId);
+    expect(row.key).not.toBe(plainKey);
+    expect(row.key).not.toContain(plainKey.slice(6));
+    expect((await listApiKeys(t.scope)).map((k) => k.id)).toContain(apiKey.id);
+    const audit = await listAuditLogs(t.scope, { action: "api-key.create" });
+    expect(audit.items[0]).toMatchObject({
+      targetId: apiKey.id,
+      actorType: "user",
+      actorId: t.owner.id,
+      outcome: "success",
+    });
+  });
+
+  it("verifies, records last use, and authenticates requests as the key's tenant", async () => {
+    const { apiKey, plainKey } = await createApiKey(testAuth(), t.scope, { name: "client", role: "admin" });
+    const verified = await verifyApiKey(testAuth(), plainKey);
+    expect(verified).toEqual({
+      apiKeyId: apiKey.id,
+      tenantId: t.tenantId,
+      role: "admin",
+      createdByUserId: t.owner.id,
+    });
+    const firstUse = (await getApiKey(t.scope, apiKey.id)).lastUsedAt;
+    expect(firstUse).toBeInstanceOf(Date);
+
+    const principal = await resolveRequestPrincipal(testAuth(), bearer(plainKey));
+    expect(principal).toMatchObject({ kind: "api_key", apiKeyId: apiKey.id, tenantId: t.tenantId });
+    const secondUse = (await getApiKey(t.scope, apiKey.id)).lastUsedAt;
+    expect(secondUse!.getTime()).toBeGreaterThanOrEqual(firstUse!.getTime());
+
+    const scope = await resolveTenantScope(principal!, t.slug);
+    expect(scope).toMatchObject({
+      tenantId: t.tenantId,
+      apiKeyId: apiKey.id,
+      userId: t.owner.id,
+      role: "admin",
+    });
+  });
+
+  it("rejects unknown and malformed keys with UNAUTHORIZED", async () => {
+    expect(await verifyApiKey(testAuth(), "berth_not-a-real-key-at-all-000000000000")).toBeNull();
+    await expectAppError(
+      resolveRequestPrincipal(testAuth(), bearer("berth_not-a-real-key-000000000000000")),
+      "UNAUTHORIZED",
+    );
+    await expectAppError(
+      resolveRequestPrincipal(testAuth(), new Headers({ authorization: "Basic abc" })),
+      "UNAUTHORIZED",
+    );
+  });
+
+  it("a revoked key stops working at once", async () => {
+    const { apiKey, plainKey } = await createApiKey(testAuth(), t.scope, { name: "to-revoke" });
+    const principal = await resolveRequestPrincipal(testAuth(), bearer(plainKey));
+    const revoked = await revokeApiKey(t.scope, apiKey.id);
+    expect(revoked.revokedAt).toBeInstanceOf(Date);
+    expect(await verifyApiKey(testAuth(), plainKey)).toBeNull();
+    await expectAppError(resolveRequestPrincipal(testAuth(), bearer(plainKey)), "UNAUTHORIZED");
+    // A principal resolved before the revocation cannot mint a scope afterwards either.
+    await expectAppError(resolveTenantScope(principal!, t.tenantId), "FORBIDDEN");
+    expect((await listApiKeys(t.scope)).map((k) => k.id)).not.toContain(apiKey.id);
+    expect((await listApiKeys(t.scope, { includeRevoked: true })).map((k) => k.id)).toContain(apiKey.id);
+  });
+
+  it("a key only opens its own tenant", async () => {
+    const other = await createTestTenant();
+    const { plainKey } = await createApiKey(testAuth(), t.scope, { name: "scoped" });
+    const principal = await resolveRequestPrincipal(testAuth(), bearer(plainKey));
+    await expectAppError(resolveTenantScope(principal!, other.slug), "FORBIDDEN");
+    await expectAppError(resolveTenantScope(principal!, other.tenantId), "FORBIDDEN");
+  });
+
+  it("roles: members and viewers cannot create keys, admins cannot mint owner keys, and a key is capped by its creator's role", async () => {
+    const member = await addTestMember(t, "member");
+    await expectAppError(createApiKey(testAuth(), member.scope, { name: "nope" }), "FORBIDDEN");
+    const viewer = await addTestMember(t, "viewer");
+    await expectAppError(createApiKey(testAuth(), viewer.scope, { name: "nope" }), "FORBIDDEN");
+
+    const admin = await addTestMember(t, "admin");
+    // Owner keys do not exist (the schema refuses them), and an admin cannot exceed their own role.
+    await expectAppError(
+      createApiKey(testAuth(), admin.scope, { name: "owner-key", role: "owner" as never }),
+      "BAD_REQUEST",
+    );
+    const { plainKey } = await createApiKey(testAuth(), admin.scope, { name: "admin-key", role: "admin" });
+    // The creator is demoted: the key now acts as a viewer.
+    await getDb().membership.updateMany({
+      where: { tenantId: t.tenantId, userId: admin.userId },
+      data: { role: "viewer" },
+    });
+    const principal = await resolveRequestPrincipal(testAuth(), bearer(plainKey));
+    expect((await resolveTenantScope(principal!, t.tenantId)).role).toBe("viewer");
+    // The creator leaves: the key no longer opens the tenant.
+    await getDb().membership.deleteMany({ where: { tenantId: t.tenantId, userId: admin.userId } });
+    await expectAppError(resolveTenantScope(principal!, t.tenantId), "FORBIDDEN");
+  });
+});
