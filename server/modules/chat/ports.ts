@@ -1,10 +1,10 @@
 import type { ModelMessage } from "ai";
-import type { LiveMcpClient } from "@/server/workspace/mcp/types";
+import type { McpToolDescriptor } from "@/server/workspace/mcp/types";
 
 /**
  * The ports of the chat service: what the agent loop needs from the workspace engine, the MCP registry,
  * skills and the session/team services. They mirror the engine's own types structurally (a builtin tool
- * from `server/workspace/tools` IS an `AgentTool`; a `LiveMcpClient` is used as is), so the loop runs
+ * from `server/workspace/tools` IS an `AgentTool`; MCP tools are the registry's descriptors), so the loop runs
  * against the real engine, and unit tests can hand in plain objects.
  */
 
@@ -46,8 +46,11 @@ export type SkillSummary = { name: string; description: string };
 export interface TurnWorkspacePort extends OffloaderPort {
   /** Bash, Read, Write, Edit, Glob, Grep. */
   listTools(): AgentTool[] | Promise<AgentTool[]>;
-  /** Live MCP clients of the (agent, session) scope, connected on demand. */
-  listMcps(scope: { agentId: string; sessionId: string }): Promise<LiveMcpClient[]>;
+  /**
+   * The MCP tools of the (agent, session) scope, named `mcp__<mcp>__<tool>` (Workspace.listMcpTools). An MCP
+   * whose listing fails is left out by the registry.
+   */
+  listMcpTools(scope: { agentId: string; sessionId: string }): Promise<McpToolDescriptor[]>;
   listSkills(agentId: string): Promise<SkillSummary[]>;
   /** The text of `<skill>/SKILL.md` in the agent's partition. Rejects with AppError NOT_FOUND. */
   readSkill(agentId: string, name: string): Promise<string>;

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { LiveMcpClient, McpToolResult } from "@/server/workspace/mcp/types";
+import type { McpToolDescriptor, McpToolResult } from "@/server/workspace/mcp/types";
 import {
   silentLogger,
   type AgentTool,
@@ -12,8 +12,8 @@ import {
  * Assembles a turn's tools and system prompt from the session's workspace (agentscope-spec.md §9.5):
  * the builtin tools, the MCP tools of the (agent, session) scope, the skills (names and descriptions in
  * the prompt, a `Skill` tool that reads one on demand), any extra tools (team tools), and the workspace's
- * instructions appended to the system prompt. An MCP whose tool listing fails is skipped with a warning,
- * as the reference's toolkit does; any other failure fails the turn.
+ * instructions appended to the system prompt. The MCP registry already leaves out an MCP whose tool
+ * listing fails (as the reference's toolkit does); any other failure fails the turn.
  */
 export type AssembleToolkitInput = {
   agentId: string;
@@ -24,43 +24,22 @@ export type AssembleToolkitInput = {
   logger?: ChatLogger;
 };
 
-export type Toolkit = {
-  tools: AgentTool[];
-  system: string;
-  skippedMcps: Array<{ name: string; reason: string }>;
-};
+export type Toolkit = { tools: AgentTool[]; system: string };
 
 export const SKILL_TOOL_NAME = "Skill";
 
 export async function assembleToolkit(input: AssembleToolkitInput): Promise<Toolkit> {
   const logger = input.logger ?? silentLogger;
-  const [builtins, mcps, skills, instructions] = await Promise.all([
+  const [builtins, mcpTools, skills, instructions] = await Promise.all([
     input.workspace.listTools(),
-    input.workspace.listMcps({ agentId: input.agentId, sessionId: input.sessionId }),
+    input.workspace.listMcpTools({ agentId: input.agentId, sessionId: input.sessionId }),
     input.workspace.listSkills(input.agentId),
     input.workspace.getInstructions(),
   ]);
 
-  const skippedMcps: Toolkit["skippedMcps"] = [];
-  const mcpToolLists = await Promise.all(
-    mcps.map(async (client) => {
-      try {
-        return await mcpClientTools(client);
-      } catch (error) {
-        const reason = error instanceof Error ? error.message : String(error);
-        skippedMcps.push({ name: client.declaration.name, reason });
-        logger.warn(
-          { sessionId: input.sessionId, mcp: client.declaration.name, reason },
-          "skipping MCP: tools/list failed",
-        );
-        return [];
-      }
-    }),
-  );
-
   const candidates = [
     ...builtins,
-    ...mcpToolLists.flat(),
+    ...mcpTools.map(mcpDescriptorTool),
     ...(skills.length > 0 ? [createSkillTool(input.workspace, input.agentId, skills)] : []),
     ...(input.extraTools ?? []),
   ];
@@ -82,7 +61,7 @@ export async function assembleToolkit(input: AssembleToolkitInput): Promise<Tool
     .map((section) => section.trim())
     .filter((section) => section !== "")
     .join("\n");
-  return { tools, system, skippedMcps };
+  return { tools, system };
 }
 
 export function skillsPromptSection(skills: readonly SkillSummary[]): string {
@@ -130,28 +109,29 @@ export function createSkillTool(
 /** OpenAI function names: `^[a-zA-Z0-9_-]{1,64}$`. */
 const MAX_TOOL_NAME = 64;
 
-/** `mcp__<mcp>__<tool>`, made provider-safe: invalid characters become `_`, long names get a hash tail. */
-export function mcpToolName(mcpName: string, toolName: string): string {
-  const full = `mcp__${mcpName}__${toolName}`;
-  const safe = full.replace(/[^a-zA-Z0-9_-]/g, "_");
-  if (safe === full && safe.length <= MAX_TOOL_NAME) return safe;
-  const hash = createHash("sha256").update(full).digest("hex").slice(0, 8);
+/**
+ * Makes a tool name acceptable to every OpenAI-compatible provider: invalid characters become `_`, and a
+ * name that changed or is too long gets a short hash of the original, so two tools never collide.
+ */
+export function providerSafeToolName(name: string): string {
+  const safe = name.replace(/[^a-zA-Z0-9_-]/g, "_");
+  if (safe === name && safe.length <= MAX_TOOL_NAME) return safe;
+  const hash = createHash("sha256").update(name).digest("hex").slice(0, 8);
   return `${safe.slice(0, MAX_TOOL_NAME - hash.length - 1)}_${hash}`;
 }
 
-/** The tools of one live MCP client, as agent tools that call it with the turn's abort signal. */
-export async function mcpClientTools(client: LiveMcpClient): Promise<AgentTool[]> {
-  const infos = await client.listTools();
-  return infos.map((info) => ({
-    name: mcpToolName(client.declaration.name, info.name),
-    description: info.description,
-    inputSchema: { type: "object", properties: {}, ...info.inputSchema },
+/** An MCP tool of the registry (`mcp__<mcp>__<tool>`) as an agent tool called with the turn's signal. */
+export function mcpDescriptorTool(descriptor: McpToolDescriptor): AgentTool {
+  return {
+    name: providerSafeToolName(descriptor.name),
+    description: descriptor.description,
+    inputSchema: { type: "object", properties: {}, ...descriptor.inputSchema },
     async execute(input, options) {
       const args = input !== null && typeof input === "object" ? (input as Record<string, unknown>) : {};
-      const result = await client.callTool(info.name, args, options.signal ? { signal: options.signal } : {});
+      const result = await descriptor.call(args, options.signal ? { signal: options.signal } : {});
       return { content: mcpContentText(result), isError: result.isError };
     },
-  }));
+  };
 }
 
 /** MCP content blocks as text: text verbatim, embedded text resources inline, binaries described. */

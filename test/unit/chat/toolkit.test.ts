@@ -1,43 +1,30 @@
 import { describe, expect, it } from "vitest";
 import type { AgentTool, TurnWorkspacePort } from "@/server/modules/chat/ports";
-import { assembleToolkit, mcpContentText, mcpToolName } from "@/server/modules/chat/toolkit";
+import { assembleToolkit, mcpContentText, providerSafeToolName } from "@/server/modules/chat/toolkit";
 import { AppError } from "@/server/shared/errors";
-import type {
-  LiveMcpClient,
-  McpToolInfo,
-  McpToolResult,
-  TMcpDeclaration,
-} from "@/server/workspace/mcp/types";
+import type { McpToolDescriptor, McpToolResult } from "@/server/workspace/mcp/types";
 import { testTool } from "./support";
 
-function fakeMcp(
-  name: string,
-  tools: McpToolInfo[] | Error,
-  call: (tool: string, args: Record<string, unknown>, signal?: AbortSignal) => McpToolResult = () => ({
+function fakeMcpTool(
+  mcpName: string,
+  toolName: string,
+  call: (args: Record<string, unknown>, signal?: AbortSignal) => McpToolResult = () => ({
     content: [{ type: "text", text: "ok" }],
     isError: false,
   }),
-): LiveMcpClient & { calls: Array<{ tool: string; args: Record<string, unknown>; signal?: AbortSignal }> } {
-  const calls: Array<{ tool: string; args: Record<string, unknown>; signal?: AbortSignal }> = [];
-  const declaration = {
-    name,
-    is_stateful: false,
-    mcp_config: { type: "http_mcp", url: "http://127.0.0.1:1/mcp", headers: null, timeout: 30 },
-    enable_tools: null,
-    disable_tools: null,
-    execution_timeout: null,
-  } satisfies TMcpDeclaration;
+): McpToolDescriptor & { calls: Array<{ args: Record<string, unknown>; signal?: AbortSignal }> } {
+  const calls: Array<{ args: Record<string, unknown>; signal?: AbortSignal }> = [];
   return {
-    declaration,
-    scope: { agentId: "a1", sessionId: "s1" },
-    isConnected: true,
+    name: `mcp__${mcpName}__${toolName}`,
+    mcpName,
+    toolName,
+    description: `${toolName} of ${mcpName}`,
+    inputSchema: { type: "object", properties: { q: { type: "string" } } },
     calls,
-    listTools: () => (tools instanceof Error ? Promise.reject(tools) : Promise.resolve(tools)),
-    callTool: (tool, args, options) => {
-      calls.push({ tool, args, ...(options?.signal ? { signal: options.signal } : {}) });
-      return Promise.resolve(call(tool, args, options?.signal));
+    call: (args, options) => {
+      calls.push({ args, ...(options?.signal ? { signal: options.signal } : {}) });
+      return Promise.resolve(call(args, options?.signal));
     },
-    close: () => Promise.resolve(),
   };
 }
 
@@ -46,7 +33,7 @@ function workspace(overrides: Partial<TurnWorkspacePort> = {}): TurnWorkspacePor
   return {
     skillReads,
     listTools: () => [testTool("Read", () => Promise.resolve({ content: "r", isError: false }))],
-    listMcps: () => Promise.resolve([]),
+    listMcpTools: () => Promise.resolve([]),
     listSkills: () => Promise.resolve([]),
     readSkill: (agentId, name) => {
       skillReads.push(`${agentId}/${name}`);
@@ -104,40 +91,32 @@ describe("assembleToolkit", () => {
     expect(toolkit.system).not.toContain("<skills>");
   });
 
-  it("names MCP tools mcp__<mcp>__<tool>, calls them with the signal, and skips an MCP whose listing fails", async () => {
-    const good = fakeMcp("github", [
-      {
-        name: "search",
-        description: "Search code",
-        inputSchema: { type: "object", properties: { q: { type: "string" } } },
-      },
-    ]);
-    const broken = fakeMcp("broken", new AppError("UNAVAILABLE", "connection refused"));
-    const warnings: string[] = [];
+  it("exposes the scope's MCP tools under provider-safe names and calls them with the turn's signal", async () => {
+    const search = fakeMcpTool("github", "search");
+    const dotted = fakeMcpTool("fs", "read.file");
     let scopeAsked: unknown;
     const toolkit = await assembleToolkit({
       ...base,
       workspace: workspace({
-        listMcps: (scope) => {
+        listMcpTools: (scope) => {
           scopeAsked = scope;
-          return Promise.resolve([good, broken]);
+          return Promise.resolve([search, dotted]);
         },
       }),
-      logger: { warn: (_facts, message) => warnings.push(message) },
     });
 
     expect(scopeAsked).toEqual({ agentId: "a1", sessionId: "s1" });
-    expect(toolkit.tools.map((tool) => tool.name)).toEqual(["Read", "mcp__github__search"]);
-    expect(toolkit.skippedMcps).toEqual([{ name: "broken", reason: "connection refused" }]);
-    expect(warnings).toHaveLength(1);
+    const names = toolkit.tools.map((tool) => tool.name);
+    expect(names[0]).toBe("Read");
+    expect(names[1]).toBe("mcp__github__search");
+    expect(names[2]).toMatch(/^mcp__fs__read_file_[0-9a-f]{8}$/);
 
     const controller = new AbortController();
-    const search = toolkit.tools[1]!;
-    expect(await search.execute({ q: "berth" }, { signal: controller.signal })).toEqual({
+    expect(await toolkit.tools[1]!.execute({ q: "berth" }, { signal: controller.signal })).toEqual({
       content: "ok",
       isError: false,
     });
-    expect(good.calls).toEqual([{ tool: "search", args: { q: "berth" }, signal: controller.signal }]);
+    expect(search.calls).toEqual([{ args: { q: "berth" }, signal: controller.signal }]);
   });
 
   it("appends extra tools (team tools) and keeps the first of duplicate names", async () => {
@@ -164,13 +143,12 @@ describe("assembleToolkit", () => {
 
 describe("MCP helpers", () => {
   it("keeps tool names provider-safe", () => {
-    expect(mcpToolName("github", "search")).toBe("mcp__github__search");
-    expect(mcpToolName("fs", "read.file")).toMatch(/^mcp__fs__read_file_[0-9a-f]{8}$/);
-    const long = mcpToolName("server", "x".repeat(100));
+    expect(providerSafeToolName("mcp__github__search")).toBe("mcp__github__search");
+    expect(providerSafeToolName("mcp__fs__read.file")).toMatch(/^mcp__fs__read_file_[0-9a-f]{8}$/);
+    const long = providerSafeToolName(`mcp__server__${"x".repeat(100)}`);
     expect(long).toHaveLength(64);
     expect(long).toMatch(/^[a-zA-Z0-9_-]+$/);
-    expect(mcpToolName("server", "x".repeat(100))).toBe(long);
-    expect(mcpToolName("server", "x".repeat(101))).not.toBe(long);
+    expect(providerSafeToolName(`mcp__server__${"x".repeat(101)}`)).not.toBe(long);
   });
 
   it("renders MCP content blocks as text", () => {
