@@ -22,6 +22,9 @@ import {
 } from "./mcp/types";
 import { Offloader, type DataBlock, type OffloadMessage, type ToolResultOutput } from "./offload/offloader";
 import type { BackendProvider, WorkspaceSpec } from "./provider";
+import type { ArchiveFormat } from "./archive/archive-entries";
+import type { ArchiveLimits } from "./archive/extract-to-backend";
+import { SkillStore, type SkillInstallResult, type SkillListing, type Skill } from "./skills/skill-store";
 import { createBuiltinTools, type BuiltinTool, type BuiltinToolsOptions } from "./tools";
 
 export type WorkspaceOptions = {
@@ -33,6 +36,8 @@ export type WorkspaceOptions = {
   maxLiveStatefulMcps?: number | null;
   /** Host folders holding SKILL.md, seeded into `skills/.seed` on initialise. */
   skillPaths?: readonly string[];
+  /** Archive install limits (unset fields: 500 MiB expanded, 10,000 entries, 500 MiB archive). */
+  skillArchiveLimits?: Partial<ArchiveLimits>;
   /** Custom instructions template; only {backend} and {workdir} placeholders (checked here). */
   instructionsTemplate?: string;
   /** Overrides the provider's MCP connector (tests, or a custom gateway). */
@@ -40,7 +45,7 @@ export type WorkspaceOptions = {
   logger?: EngineLogger;
 };
 
-type Live = { backend: WorkspaceBackend; mcp: McpRegistry };
+type Live = { backend: WorkspaceBackend; mcp: McpRegistry; skills: SkillStore };
 
 /**
  * One agent workspace: a backend from its provider plus the layout (`.mcp`, `data/`, `skills/.seed` and
@@ -83,7 +88,9 @@ export class Workspace implements AsyncDisposable {
         const connector = this.options.mcpConnector ?? (await this.connectorFor(backend));
         const mcp = this.createMcpRegistry(backend, connector);
         await mcp.restore();
-        this.live = { backend, mcp };
+        const skills = this.createSkillStore(backend, this.options.skillPaths ?? []);
+        await skills.initialize();
+        this.live = { backend, mcp, skills };
       } catch (error) {
         // Half-provisioned: release the machine (keeping its data) so nothing leaks, then report.
         await this.provider.teardown(backend, { purge: false }).catch((teardownError: unknown) => {
@@ -130,7 +137,10 @@ export class Workspace implements AsyncDisposable {
       await Promise.all(
         LAYOUT_DIRECTORIES.map((dir) => backend.mkdir(path.posix.join(backend.workdir, dir))),
       );
-      this.live = { backend, mcp: this.createMcpRegistry(backend, await this.connectorFor(backend)) };
+      // As in the reference, skill paths are not re-seeded: the seed starts empty after a reset.
+      const skills = this.createSkillStore(backend, []);
+      await skills.initialize();
+      this.live = { backend, mcp: this.createMcpRegistry(backend, await this.connectorFor(backend)), skills };
     });
   }
 
@@ -184,12 +194,12 @@ export class Workspace implements AsyncDisposable {
   // ── MCP (agentscope-spec.md §2; "" is the legacy agent/session id) ─────────────────────────────────
 
   /** Live clients of the scope, started lazily; an MCP that fails to start is left out and retried next time. */
-  listMcps(scope: McpScope): Promise<LiveMcpClient[]> {
+  async listMcps(scope: McpScope): Promise<LiveMcpClient[]> {
     return this.requireLive().mcp.list(scope);
   }
 
   /** The scope's MCP tools (`mcp__<mcp>__<tool>`), ready for an LLM toolkit. */
-  listMcpTools(scope: McpScope): Promise<McpToolDescriptor[]> {
+  async listMcpTools(scope: McpScope): Promise<McpToolDescriptor[]> {
     return this.requireLive().mcp.tools(scope);
   }
 
@@ -199,37 +209,78 @@ export class Workspace implements AsyncDisposable {
   }
 
   /** Declares, starts and persists an MCP; returns its live client. CONFLICT on a duplicate name. */
-  addMcp(declaration: TMcpDeclaration, scope: McpScope): Promise<LiveMcpClient> {
+  async addMcp(declaration: TMcpDeclaration, scope: McpScope): Promise<LiveMcpClient> {
     return this.requireLive().mcp.add(declaration, scope);
   }
 
   /** Undeclares and closes an MCP (stateless ones too). NOT_FOUND when it is not declared in the scope. */
-  removeMcp(name: string, scope: McpScope): Promise<void> {
+  async removeMcp(name: string, scope: McpScope): Promise<void> {
     return this.requireLive().mcp.remove(name, scope);
+  }
+
+  // ── skills (agentscope-spec.md §3; agentId null/undefined → the "default" partition) ──────────────
+
+  /** The skill store itself, for operations not mirrored below. */
+  get skills(): SkillStore {
+    return this.requireLive().skills;
+  }
+
+  /** The agent's skills (its partition is equipped from the seed on first use). */
+  async listSkills(agentId?: string | null): Promise<SkillListing> {
+    return this.requireLive().skills.list(agentId);
+  }
+
+  /** One skill with its SKILL.md text. NOT_FOUND when unknown. */
+  async readSkill(name: string, agentId?: string | null): Promise<{ skill: Skill; content: string }> {
+    return this.requireLive().skills.read(name, agentId);
+  }
+
+  /** Installs a skill folder from the host. */
+  async addSkill(
+    hostPath: string,
+    agentId?: string | null,
+    options?: { dirName?: string },
+  ): Promise<SkillInstallResult> {
+    return this.requireLive().skills.installFromDirectory(hostPath, agentId, options);
+  }
+
+  /** Installs a skill from a zip/tar/tar.gz stream, never held whole in memory; hostile archives are refused. */
+  async addSkillArchive(
+    stream: Readable,
+    format: ArchiveFormat,
+    agentId?: string | null,
+    options?: { dirName?: string; limits?: Partial<ArchiveLimits> },
+  ): Promise<SkillInstallResult> {
+    return this.requireLive().skills.installArchive(stream, format, agentId, options);
+  }
+
+  /** Deletes a skill by folder or name. NOT_FOUND when unknown. */
+  async removeSkill(name: string, agentId?: string | null): Promise<void> {
+    return this.requireLive().skills.remove(name, agentId);
   }
 
   // ── offload (agentscope-spec.md §4) ───────────────────────────────────────────────────────────────
 
   /** Appends messages to `sessions/<sid>/context.jsonl`; returns its `workspace:///` reference. */
-  offloadContext(sessionId: string, messages: readonly OffloadMessage[]): Promise<string> {
+  async offloadContext(sessionId: string, messages: readonly OffloadMessage[]): Promise<string> {
     this.requireLive();
     return this.offloader.offloadContext(sessionId, messages);
   }
 
   /** Writes `sessions/<sid>/tool_result-<id>.txt` (or `(n)`); returns its `workspace:///` reference. */
-  offloadToolResult(sessionId: string, toolCallId: string, output: ToolResultOutput): Promise<string> {
+  async offloadToolResult(sessionId: string, toolCallId: string, output: ToolResultOutput): Promise<string> {
     this.requireLive();
     return this.offloader.offloadToolResult(sessionId, toolCallId, output);
   }
 
   /** Stores a base64 block under `data/<sha256><ext>` and returns it as a `workspace:///data/...` URL block. */
-  offloadDataBlock(block: DataBlock): Promise<DataBlock> {
+  async offloadDataBlock(block: DataBlock): Promise<DataBlock> {
     this.requireLive();
     return this.offloader.offloadDataBlock(block);
   }
 
   /** Streams the file behind any `workspace:///` reference (confined to the workdir). */
-  resolveReference(reference: string): Promise<Readable> {
+  async resolveReference(reference: string): Promise<Readable> {
     this.requireLive();
     return this.offloader.open(reference);
   }
@@ -253,6 +304,7 @@ export class Workspace implements AsyncDisposable {
   async purgeAgent(input: { agentId: string }): Promise<void> {
     const live = this.requireLive();
     await live.mcp.purgeAgent(input.agentId);
+    await live.skills.purgeAgent(input.agentId);
   }
 
   // ── internals ──────────────────────────────────────────────────────────────────────────────────────
@@ -282,6 +334,15 @@ export class Workspace implements AsyncDisposable {
       );
     }
     return new LocalMcpConnector({ defaultCwd: backend.workdir, logger: this.logger });
+  }
+
+  private createSkillStore(backend: WorkspaceBackend, seedPaths: readonly string[]): SkillStore {
+    return new SkillStore({
+      backend,
+      seedPaths,
+      ...(this.options.skillArchiveLimits ? { limits: this.options.skillArchiveLimits } : {}),
+      logger: this.logger,
+    });
   }
 
   private createMcpRegistry(backend: WorkspaceBackend, connector: McpConnector): McpRegistry {

@@ -1,0 +1,274 @@
+import { toAppError, type AppError } from "@/server/shared/errors";
+import type { BackendProvider, WorkspaceSpec } from "@/server/workspace/provider";
+import { Workspace, type WorkspaceOptions } from "@/server/workspace/workspace";
+import { assignWorkspaceId, DEFAULT_ISOLATION, IsolationPolicy } from "./isolation";
+import { MinHeap } from "./min-heap";
+
+/** A workspace's identity in the manager: the same id under another tenant or user is another workspace. */
+export type WorkspaceAddress = { tenantId: string; userId: string; workspaceId: string };
+
+export type GetWorkspaceInput = {
+  tenantId: string;
+  userId: string;
+  agentId: string;
+  sessionId?: string;
+  /** The session's stored workspace id; omitted, one is assigned from the isolation policy. */
+  workspaceId?: string;
+};
+
+export type EvictReason = "ttl" | "dead" | "closed" | "close_all";
+
+/** Observability hooks (the service layer records WorkspaceEvents from them). They must not throw. */
+export type WorkspaceManagerHooks = {
+  onProvision?(event: {
+    address: WorkspaceAddress;
+    workspace: Workspace;
+    durationMs: number;
+    replaced: boolean;
+  }): void;
+  onProvisionError?(event: { address: WorkspaceAddress; error: AppError; durationMs: number }): void;
+  onEvict?(event: { address: WorkspaceAddress; workspace: Workspace; reason: EvictReason }): void;
+  onCloseError?(event: { address: WorkspaceAddress; error: AppError }): void;
+};
+
+export type WorkspaceManagerOptions = {
+  provider: BackendProvider;
+  isolation?: IsolationPolicy;
+  /** Options for every Workspace the manager creates (default MCPs, skill paths, ...). */
+  workspaceOptions?: Omit<WorkspaceOptions, "spec" | "provider">;
+  /** Idle time after which a cached workspace is closed. Default 3 600 000 ms (the reference's 3600 s). */
+  ttlMs?: number;
+  /** Period of the background sweep; null = no timer (call `sweep()` yourself). Default 300 000 ms. */
+  sweepIntervalMs?: number | null;
+  /** Cache hits re-check liveness at most this often. Default 10 000 ms. */
+  livenessIntervalMs?: number;
+  /** Whether hits check liveness at all. Default: for sandboxed providers (kind !== "local"). */
+  checkLiveness?: boolean;
+  hooks?: WorkspaceManagerHooks;
+  /** Milliseconds clock (monotonic by default); injectable so tests move time without sleeping. */
+  now?: () => number;
+};
+
+type Entry = {
+  readonly key: string;
+  readonly address: WorkspaceAddress;
+  readonly workspace: Workspace;
+  lastAccess: number;
+  lastLivenessCheck: number;
+  probe: Promise<Workspace> | null;
+};
+
+const ID_MEMO_LIMIT = 50_000;
+
+/**
+ * Caches initialised workspaces by (tenant, user, workspace id).
+ * - Hit: one Map lookup plus a timestamp write, O(1); no lock.
+ * - Miss: per-key single flight. Concurrent callers share one provisioning promise; other keys never wait
+ *   for it (the reference held one global lock through initialise). A failed provision is closed and
+ *   not cached, so the next call retries.
+ * - Liveness: hits on sandboxed workspaces re-check `isAlive()` at most every `livenessIntervalMs`; a dead
+ *   one is evicted and provisioned again (reference issues #2202, #2483).
+ * - Idle TTL: a min-heap of deadlines with lazy invalidation. A hit only updates its timestamp; a sweep pops
+ *   the deadlines that passed and re-queues entries touched since, so a tick costs O((evicted + re-queued) ·
+ *   log n) instead of a scan of every entry.
+ */
+export class WorkspaceManager implements AsyncDisposable {
+  readonly isolation: IsolationPolicy;
+  private readonly provider: BackendProvider;
+  private readonly workspaceOptions: Omit<WorkspaceOptions, "spec" | "provider">;
+  private readonly ttlMs: number;
+  private readonly livenessIntervalMs: number;
+  private readonly checkLiveness: boolean;
+  private readonly hooks: WorkspaceManagerHooks;
+  private readonly now: () => number;
+  private readonly entries = new Map<string, Entry>();
+  private readonly pending = new Map<string, Promise<Workspace>>();
+  private readonly deadlines = new MinHeap<Entry>();
+  private readonly idMemo = new Map<string, string>();
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(options: WorkspaceManagerOptions) {
+    this.provider = options.provider;
+    this.isolation = options.isolation ?? DEFAULT_ISOLATION;
+    this.workspaceOptions = options.workspaceOptions ?? {};
+    this.ttlMs = options.ttlMs ?? 3_600_000;
+    this.livenessIntervalMs = options.livenessIntervalMs ?? 10_000;
+    this.checkLiveness = options.checkLiveness ?? options.provider.kind !== "local";
+    this.hooks = options.hooks ?? {};
+    this.now = options.now ?? (() => performance.now());
+    const sweepIntervalMs = options.sweepIntervalMs === undefined ? 300_000 : options.sweepIntervalMs;
+    if (sweepIntervalMs !== null) {
+      this.timer = setInterval(() => void this.sweep(), sweepIntervalMs);
+      // The sweeper must never keep a process alive on its own.
+      this.timer.unref();
+    }
+  }
+
+  /** The workspace id a request maps to under this manager's policy (memoised for PER_AGENT/PER_USER). */
+  workspaceIdFor(input: Pick<GetWorkspaceInput, "userId" | "agentId" | "sessionId">): string {
+    if (this.isolation === IsolationPolicy.PER_SESSION) return assignWorkspaceId(this.isolation, input);
+    const memoKey =
+      this.isolation === IsolationPolicy.PER_USER ? input.userId : `${input.userId}\0${input.agentId}`;
+    let id = this.idMemo.get(memoKey);
+    if (id === undefined) {
+      id = assignWorkspaceId(this.isolation, input);
+      if (this.idMemo.size >= ID_MEMO_LIMIT) this.idMemo.clear();
+      this.idMemo.set(memoKey, id);
+    }
+    return id;
+  }
+
+  /** An initialised workspace for the request: cached on a hit, provisioned once per key on a miss. */
+  getWorkspace(input: GetWorkspaceInput): Promise<Workspace> {
+    const workspaceId = input.workspaceId ?? this.workspaceIdFor(input);
+    const key = addressKey(input.tenantId, input.userId, workspaceId);
+    const entry = this.entries.get(key);
+    if (entry !== undefined) {
+      const now = this.now();
+      entry.lastAccess = now;
+      if (entry.probe !== null) return entry.probe;
+      if (!this.checkLiveness || now - entry.lastLivenessCheck < this.livenessIntervalMs) {
+        return Promise.resolve(entry.workspace);
+      }
+      return this.probe(entry, input, now);
+    }
+    const spec: WorkspaceSpec = {
+      workspaceId,
+      tenantId: input.tenantId,
+      userId: input.userId,
+      agentId: input.agentId,
+      isolation: this.isolation,
+    };
+    return this.provision(key, spec, false);
+  }
+
+  /** The cached workspace for an address, without touching its idle clock; undefined when not cached. */
+  peek(address: WorkspaceAddress): Workspace | undefined {
+    return this.entries.get(addressKey(address.tenantId, address.userId, address.workspaceId))?.workspace;
+  }
+
+  /** Number of cached (initialised) workspaces. */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** Closes and forgets one workspace (waiting for its provisioning, if any). Unknown addresses are a no-op. */
+  async close(address: WorkspaceAddress): Promise<void> {
+    const key = addressKey(address.tenantId, address.userId, address.workspaceId);
+    await this.pending.get(key)?.catch(() => undefined);
+    const entry = this.entries.get(key);
+    if (entry) await this.evict(entry, "closed");
+  }
+
+  /** Closes every cached workspace in parallel; the manager stays usable. Close errors go to `onCloseError`. */
+  async closeAll(): Promise<void> {
+    await Promise.all([...this.pending.values()].map((pending) => pending.catch(() => undefined)));
+    // Heap items of the closed entries go stale and are dropped lazily by later sweeps.
+    const all = [...this.entries.values()];
+    await Promise.all(all.map((entry) => this.evict(entry, "close_all")));
+  }
+
+  /**
+   * Closes the workspaces idle for longer than the TTL; returns how many. Pops only the heap deadlines that
+   * have passed: entries touched since are re-queued with their new deadline, stale items dropped.
+   */
+  async sweep(): Promise<number> {
+    const now = this.now();
+    const expired: Entry[] = [];
+    for (
+      let top = this.deadlines.peekKey();
+      top !== undefined && top <= now;
+      top = this.deadlines.peekKey()
+    ) {
+      const entry = this.deadlines.pop()!.value;
+      if (this.entries.get(entry.key) !== entry) continue; // closed or replaced since it was queued
+      const due = entry.lastAccess + this.ttlMs;
+      if (due > now) this.deadlines.push(due, entry);
+      else expired.push(entry);
+    }
+    await Promise.all(expired.map((entry) => this.evict(entry, "ttl")));
+    return expired.length;
+  }
+
+  /** Stops the sweeper and closes everything (`await using manager = ...`). */
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.closeAll();
+  }
+
+  private provision(key: string, spec: WorkspaceSpec, replaced: boolean): Promise<Workspace> {
+    const inFlight = this.pending.get(key);
+    if (inFlight) return inFlight;
+    const address = { tenantId: spec.tenantId, userId: spec.userId, workspaceId: spec.workspaceId };
+    const started = this.now();
+    const promise = (async () => {
+      const workspace = new Workspace({ ...this.workspaceOptions, spec, provider: this.provider });
+      try {
+        await workspace.initialize();
+      } catch (error) {
+        // initialize already released the backend; close() makes sure nothing half-open stays behind.
+        await workspace.close().catch(() => undefined);
+        const appError = toAppError(error);
+        this.emit(() =>
+          this.hooks.onProvisionError?.({ address, error: appError, durationMs: this.now() - started }),
+        );
+        throw appError;
+      }
+      const now = this.now();
+      const entry: Entry = { key, address, workspace, lastAccess: now, lastLivenessCheck: now, probe: null };
+      this.entries.set(key, entry);
+      this.deadlines.push(now + this.ttlMs, entry);
+      this.emit(() => this.hooks.onProvision?.({ address, workspace, durationMs: now - started, replaced }));
+      return workspace;
+    })();
+    this.pending.set(key, promise);
+    void promise.then(
+      () => this.pending.delete(key),
+      () => this.pending.delete(key),
+    );
+    return promise;
+  }
+
+  /** Liveness check shared by all hits that arrive while it runs; a dead workspace is replaced. */
+  private probe(entry: Entry, input: GetWorkspaceInput, now: number): Promise<Workspace> {
+    entry.lastLivenessCheck = now;
+    const probe = (async () => {
+      if (await entry.workspace.isAlive()) return entry.workspace;
+      await this.evict(entry, "dead");
+      const spec = { ...entry.workspace.spec, agentId: input.agentId };
+      return this.provision(entry.key, spec, true);
+    })();
+    entry.probe = probe;
+    void probe.then(
+      () => (entry.probe = null),
+      () => (entry.probe = null),
+    );
+    return probe;
+  }
+
+  private async evict(entry: Entry, reason: EvictReason): Promise<void> {
+    if (this.entries.get(entry.key) !== entry) return;
+    this.entries.delete(entry.key);
+    this.emit(() => this.hooks.onEvict?.({ address: entry.address, workspace: entry.workspace, reason }));
+    try {
+      await entry.workspace.close();
+    } catch (error) {
+      const appError = toAppError(error);
+      this.emit(() => this.hooks.onCloseError?.({ address: entry.address, error: appError }));
+    }
+  }
+
+  private emit(call: () => void): void {
+    try {
+      call();
+    } catch {
+      // A failing observer must not break workspace management.
+    }
+  }
+}
+
+/** NUL cannot appear in a tenant or user id from the database, so the joined key is unambiguous. */
+function addressKey(tenantId: string, userId: string, workspaceId: string): string {
+  return `${tenantId}\0${userId}\0${workspaceId}`;
+}
