@@ -464,3 +464,42 @@ describe("provider wiring", () => {
     expect(fake.requests[0]!.body).toMatchObject({ temperature: 0.3, max_tokens: 77 });
   });
 });
+
+describe("limits and transport failures", () => {
+  it("aborts a tool that exceeds toolTimeoutMs and reports the timeout to the model", async () => {
+    fake.enqueue(
+      { kind: "tool-calls", calls: [{ id: "call_hang", name: "Hang", arguments: {} }] },
+      { kind: "text", text: "It timed out." },
+    );
+    let toolSawAbort = false;
+    const hang = testTool(
+      "Hang",
+      (_input, { signal }) =>
+        new Promise((_resolve, reject) => {
+          signal?.addEventListener("abort", () => {
+            toolSawAbort = true;
+            reject(new Error("aborted"));
+          });
+        }),
+    );
+    const events: TChatTurnEvent[] = [];
+    const result = await turn({ tools: [hang], limits: { maxRetries: 0, toolTimeoutMs: 100 }, events });
+
+    expect(toolSawAbort).toBe(true);
+    expect(result.status).toBe("completed");
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: "tool-result", toolCallId: "call_hang", isError: true }),
+    );
+    expect(fake.requests[1]!.messages.at(-1)).toMatchObject({ role: "tool", tool_call_id: "call_hang" });
+  });
+
+  it("reports an unreachable endpoint as UNAVAILABLE", async () => {
+    const closed = await startFakeModel();
+    const agentModel = modelFor(closed);
+    await closed.close();
+    const events: TChatTurnEvent[] = [];
+    const result = await turn({ model: agentModel.model, events });
+    expect(result.status).toBe("failed");
+    expect(events[0]).toMatchObject({ type: "error", code: "UNAVAILABLE", retryable: true });
+  });
+});
