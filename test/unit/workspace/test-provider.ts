@@ -54,7 +54,7 @@ export class TestProvider implements BackendProvider {
         backend.mkdir = () => Promise.reject(new Error("disk full"));
       }
       // Pretend to be the requested kind so liveness checks apply; isolated stays false (it is the host).
-      return Object.assign(backend, { kind: this.kind }) as WorkspaceBackend;
+      return Object.assign(backend, { kind: this.kind });
     } finally {
       this.inFlight--;
     }
