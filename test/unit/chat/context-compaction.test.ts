@@ -113,8 +113,8 @@ describe("compactHistory with a summarising model call", () => {
     expect(fake.requests).toHaveLength(1);
     expect(fake.requests[0]!.stream).toBe(false);
     expect(String(fake.requests[0]!.messages.at(-1)?.content)).toContain("task 0");
-    expect(String(result.history[0]!.content)).toContain("The user wants three tasks done.");
-    expect(String(result.history[0]!.content)).toContain("'workspace:///sessions/s1/context.jsonl'");
+    expect(result.history[0]!.content as string).toContain("The user wants three tasks done.");
+    expect(result.history[0]!.content as string).toContain("'workspace:///sessions/s1/context.jsonl'");
   });
 
   it("falls back to the built-in summary when the summarising call fails", async () => {
@@ -137,7 +137,7 @@ describe("compactHistory with a summarising model call", () => {
       signal: undefined,
       logger: { warn: (_facts, message) => warnings.push(message) },
     });
-    expect(String(result.history[0]!.content)).toContain("Tools used: Bash x1");
+    expect(result.history[0]!.content as string).toContain("Tools used: Bash x1");
     expect(warnings).toEqual(["compaction summary call failed"]);
   });
 });
