@@ -1,0 +1,236 @@
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { assignWorkspaceId, IsolationPolicy } from "@/server/workspace/manager/isolation";
+import { createLocalWorkspaceManager } from "@/server/workspace/manager/local-workspace-manager";
+import { MinHeap } from "@/server/workspace/manager/min-heap";
+import {
+  WorkspaceManager,
+  type EvictReason,
+  type WorkspaceManagerOptions,
+} from "@/server/workspace/manager/workspace-manager";
+import { TestProvider } from "./test-provider";
+
+let basedir: string;
+let clock: number;
+const managers: WorkspaceManager[] = [];
+const now = () => clock;
+
+beforeEach(async () => {
+  basedir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-mgr-")));
+  clock = 1_000;
+});
+afterEach(async () => {
+  await Promise.all(managers.splice(0).map((manager) => manager[Symbol.asyncDispose]()));
+  await fs.rm(basedir, { recursive: true, force: true });
+});
+
+function setup(options: Partial<WorkspaceManagerOptions> & { kind?: "local" | "docker" } = {}) {
+  const provider = new TestProvider(basedir, options.kind ?? "local");
+  const evictions: Array<{ id: string; reason: EvictReason }> = [];
+  const provisions: Array<{ id: string; replaced: boolean }> = [];
+  const manager = new WorkspaceManager({
+    provider,
+    sweepIntervalMs: null,
+    now,
+    hooks: {
+      onEvict: (event) => evictions.push({ id: event.address.workspaceId, reason: event.reason }),
+      onProvision: (event) => provisions.push({ id: event.address.workspaceId, replaced: event.replaced }),
+    },
+    ...options,
+  });
+  managers.push(manager);
+  return { provider, manager, evictions, provisions };
+}
+
+const who = { tenantId: "t1", userId: "u1", agentId: "a1" };
+
+describe("getWorkspace", () => {
+  it("returns an initialised workspace whose id follows the isolation policy", async () => {
+    const { manager } = setup();
+    const workspace = await manager.getWorkspace(who);
+    expect(workspace.id).toBe(assignWorkspaceId(IsolationPolicy.PER_AGENT, who));
+    expect(workspace.isInitialized).toBe(true);
+    expect(await manager.getWorkspace(who)).toBe(workspace);
+    expect(await manager.getWorkspace({ ...who, workspaceId: workspace.id })).toBe(workspace);
+  });
+
+  it("1,000 concurrent calls for one id provision and initialise exactly once", async () => {
+    const { manager, provider } = setup();
+    const results = await Promise.all(Array.from({ length: 1000 }, () => manager.getWorkspace(who)));
+    expect(provider.provisions).toHaveLength(1);
+    expect(new Set(results).size).toBe(1);
+  });
+
+  it("200 ids provision in parallel (every provision waits at a 200-party barrier)", async () => {
+    const { manager, provider } = setup();
+    provider.holdUntil(200);
+    const workspaces = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => manager.getWorkspace({ ...who, agentId: `agent-${i}` })),
+    );
+    // Serialised provisioning would deadlock at the barrier; reaching here means all 200 were in flight.
+    expect(provider.maxConcurrent).toBe(200);
+    expect(new Set(workspaces.map((w) => w.id)).size).toBe(200);
+    expect(manager.size).toBe(200);
+  });
+
+  it("a slow provision does not block hits or misses for other ids", async () => {
+    const { manager, provider } = setup();
+    const cached = await manager.getWorkspace({ ...who, agentId: "fast" });
+    provider.holdUntil(2);
+    const slow = manager.getWorkspace({ ...who, agentId: "slow" });
+    expect(await manager.getWorkspace({ ...who, agentId: "fast" })).toBe(cached);
+    // The second held provision releases both: the slow one was waiting, not blocking.
+    const other = await manager.getWorkspace({ ...who, agentId: "other" });
+    expect((await slow).id).not.toBe(other.id);
+  });
+
+  it("a failed provision is cleaned up, not cached, and retried by the next call", async () => {
+    const { manager, provider } = setup();
+    provider.failuresLeft = 1;
+    const errors: string[] = [];
+    const failing = new WorkspaceManager({
+      provider,
+      sweepIntervalMs: null,
+      hooks: { onProvisionError: (event) => errors.push(event.error.message) },
+    });
+    managers.push(failing);
+    const attempts = await Promise.allSettled(Array.from({ length: 10 }, () => failing.getWorkspace(who)));
+    expect(attempts.every((a) => a.status === "rejected")).toBe(true);
+    expect(provider.provisions).toHaveLength(1);
+    expect(errors).toEqual(["provision failed on purpose"]);
+    expect(failing.size).toBe(0);
+
+    provider.breakNextLayout = true;
+    await expect(manager.getWorkspace(who)).rejects.toThrow("disk full");
+    expect(provider.teardowns).toEqual([
+      { workdir: path.join(basedir, "t1", "u1", manager.workspaceIdFor(who)), purge: false },
+    ]);
+    expect(manager.size).toBe(0);
+    const workspace = await manager.getWorkspace(who);
+    expect(workspace.isInitialized).toBe(true);
+  });
+
+  it("keys by tenant and user: the same workspace id elsewhere is another workspace and directory", async () => {
+    const { manager } = setup();
+    const a = await manager.getWorkspace({ ...who, workspaceId: "shared" });
+    const b = await manager.getWorkspace({ ...who, userId: "u2", workspaceId: "shared" });
+    const c = await manager.getWorkspace({ ...who, tenantId: "t2", workspaceId: "shared" });
+    expect(new Set([a, b, c]).size).toBe(3);
+    expect(new Set([a.workdir, b.workdir, c.workdir]).size).toBe(3);
+    expect(a.workdir).toBe(path.join(basedir, "t1", "u1", "shared"));
+  });
+
+  it("PER_USER shares one workspace across agents; PER_SESSION mints one per call", async () => {
+    const perUser = setup({ isolation: IsolationPolicy.PER_USER }).manager;
+    expect(await perUser.getWorkspace({ ...who, agentId: "x" })).toBe(
+      await perUser.getWorkspace({ ...who, agentId: "y" }),
+    );
+    const perSession = setup({ isolation: IsolationPolicy.PER_SESSION }).manager;
+    const one = await perSession.getWorkspace({ ...who, sessionId: "s" });
+    const two = await perSession.getWorkspace({ ...who, sessionId: "s" });
+    expect(one).not.toBe(two);
+    expect(one.id).toMatch(/^[0-9a-f]{32}$/);
+  });
+});
+
+describe("liveness", () => {
+  it("re-checks sandboxed workspaces at most every interval and re-provisions dead ones", async () => {
+    const { manager, provider, evictions, provisions } = setup({ kind: "docker", livenessIntervalMs: 5_000 });
+    const first = await manager.getWorkspace(who);
+    provider.dead.add(first.backend);
+    clock += 4_000;
+    expect(await manager.getWorkspace(who)).toBe(first); // within the interval: no check
+    clock += 2_000;
+    const results = await Promise.all(Array.from({ length: 50 }, () => manager.getWorkspace(who)));
+    const second = results[0]!;
+    expect(new Set(results).size).toBe(1);
+    expect(second).not.toBe(first);
+    expect(second.isInitialized).toBe(true);
+    expect(first.isInitialized).toBe(false);
+    expect(provider.provisions).toHaveLength(2);
+    expect(evictions).toEqual([{ id: first.id, reason: "dead" }]);
+    expect(provisions.map((p) => p.replaced)).toEqual([false, true]);
+  });
+
+  it("does not check local workspaces by default", async () => {
+    const { manager, provider } = setup();
+    const first = await manager.getWorkspace(who);
+    provider.dead.add(first.backend);
+    clock += 1_000_000;
+    expect(await manager.getWorkspace(who)).toBe(first);
+  });
+});
+
+describe("TTL, close and closeAll", () => {
+  it("evicts only idle workspaces when their TTL passes, keeping recently used ones", async () => {
+    const { manager, evictions } = setup({ ttlMs: 10_000 });
+    const idle = await manager.getWorkspace({ ...who, agentId: "idle" });
+    const busy = await manager.getWorkspace({ ...who, agentId: "busy" });
+    clock += 9_000;
+    await manager.getWorkspace({ ...who, agentId: "busy" });
+    expect(await manager.sweep()).toBe(0);
+    clock += 1_500;
+    expect(await manager.sweep()).toBe(1);
+    expect(evictions).toEqual([{ id: idle.id, reason: "ttl" }]);
+    expect(idle.isInitialized).toBe(false);
+    expect(busy.isInitialized).toBe(true);
+    clock += 9_000;
+    expect(await manager.sweep()).toBe(1);
+    expect(manager.size).toBe(0);
+    // An evicted id comes back on the next request.
+    expect((await manager.getWorkspace({ ...who, agentId: "idle" })).isInitialized).toBe(true);
+  });
+
+  it("close(address) closes and forgets one workspace; closeAll closes all and stays usable", async () => {
+    const { manager, evictions } = setup();
+    const a = await manager.getWorkspace({ ...who, agentId: "a" });
+    const b = await manager.getWorkspace({ ...who, agentId: "b" });
+    await manager.close({ tenantId: "t1", userId: "u1", workspaceId: a.id });
+    await manager.close({ tenantId: "t1", userId: "u1", workspaceId: "unknown" });
+    expect(a.isInitialized).toBe(false);
+    expect(manager.peek({ tenantId: "t1", userId: "u1", workspaceId: b.id })).toBe(b);
+    await manager.closeAll();
+    expect(b.isInitialized).toBe(false);
+    expect(evictions.map((e) => e.reason)).toEqual(["closed", "close_all"]);
+    expect((await manager.getWorkspace({ ...who, agentId: "a" })).isInitialized).toBe(true);
+  });
+
+  it("close waits for an in-flight provision", async () => {
+    const { manager, provider } = setup();
+    provider.holdUntil(2);
+    const pending = manager.getWorkspace(who);
+    let closed = false;
+    const closing = manager
+      .close({ tenantId: "t1", userId: "u1", workspaceId: manager.workspaceIdFor(who) })
+      .then(() => (closed = true));
+    await Promise.resolve();
+    expect(closed).toBe(false);
+    await manager.getWorkspace({ ...who, agentId: "releases-the-barrier" });
+    await closing;
+    expect((await pending).isInitialized).toBe(false);
+    expect(manager.size).toBe(1);
+  });
+
+  it("await using closes everything", async () => {
+    let workspace;
+    {
+      await using manager = createLocalWorkspaceManager({ basedir, sweepIntervalMs: 50 });
+      workspace = await manager.getWorkspace(who);
+      expect(workspace.workdir).toBe(path.join(basedir, "t1", "u1", manager.workspaceIdFor(who)));
+    }
+    expect(workspace.isInitialized).toBe(false);
+  });
+});
+
+describe("MinHeap", () => {
+  it("pops in key order", () => {
+    const heap = new MinHeap<number>();
+    const keys = Array.from({ length: 500 }, (_, i) => (i * 7919) % 503);
+    for (const key of keys) heap.push(key, key);
+    const out: number[] = [];
+    for (let item = heap.pop(); item; item = heap.pop()) out.push(item.key);
+    expect(out).toEqual([...keys].sort((a, b) => a - b));
+  });
+});
