@@ -3,7 +3,7 @@
  * (error mapping, logging, auth, tenant scope, roles) → the procedure builders routers use.
  * Domain code never imports this file; routers call services and let AppErrors bubble up here.
  */
-import { initTRPC, TRPCError } from "@trpc/server";
+import { getTRPCErrorFromUnknown, initTRPC, TRPCError } from "@trpc/server";
 import superjson from "superjson";
 import { z, ZodError } from "zod";
 import { type ApiContext } from "@/server/api/context";
@@ -47,16 +47,34 @@ const errorMappingAndLogging = t.middleware(async ({ ctx, path, type, next }) =>
   const startedAt = performance.now();
   const result = await next();
   const durationMs = Math.round(performance.now() - startedAt);
-  if (result.ok) {
-    ctx.log.debug({ path, type, durationMs }, "trpc call ok");
-    return result;
-  }
-  const safe = toClientSafeTRPCError(result.error);
-  const logFields = { path, type, durationMs, code: safe.code, err: result.error.cause ?? result.error };
-  if (isServerErrorCode(safe.code)) ctx.log.error(logFields, "trpc call failed");
-  else ctx.log.info(logFields, "trpc call rejected");
-  return { ...result, error: safe };
+  const reportFailure = (error: TRPCError): TRPCError => {
+    const safe = toClientSafeTRPCError(error);
+    const logFields = { path, type, durationMs, code: safe.code, err: error.cause ?? error };
+    if (isServerErrorCode(safe.code)) ctx.log.error(logFields, "trpc call failed");
+    else ctx.log.info(logFields, "trpc call rejected");
+    return safe;
+  };
+  if (!result.ok) return { ...result, error: reportFailure(result.error) };
+  ctx.log.debug({ path, type, durationMs }, "trpc call ok");
+  if (isAsyncIterable(result.data)) return { ...result, data: mapStreamErrors(result.data, reportFailure) };
+  return result;
 });
+
+function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return typeof value === "object" && value !== null && Symbol.asyncIterator in value;
+}
+
+/** A subscription that fails after it started streaming goes through the same mapping. */
+async function* mapStreamErrors(
+  stream: AsyncIterable<unknown>,
+  mapError: (error: TRPCError) => TRPCError,
+): AsyncGenerator<unknown, void, undefined> {
+  try {
+    yield* stream;
+  } catch (error) {
+    throw mapError(getTRPCErrorFromUnknown(error));
+  }
+}
 
 const baseProcedure = t.procedure.use(errorMappingAndLogging);
 
