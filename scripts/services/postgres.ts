@@ -51,8 +51,15 @@ export async function startEmbeddedPostgres(options: {
     authMethod: "scram-sha-256",
     persistent: options.persistent,
     createPostgresUser: isRoot,
-    // Only loopback: the embedded server is for this machine's Berth, not the network.
-    postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="],
+    // Only loopback: the embedded server is for this machine's Berth, not the network. A throw-away
+    // (test) cluster skips fsync: its data need not survive a crash, and the suite gets faster.
+    postgresFlags: [
+      ...["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="],
+      ...(options.persistent
+        ? []
+        : ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]),
+    ],
+    initdbFlags: options.persistent ? [] : ["--no-sync"],
     onLog: remember,
     onError: (error) => remember(error instanceof Error ? error.message : String(error)),
   });

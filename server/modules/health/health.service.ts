@@ -26,7 +26,7 @@ async function timed<T>(
   let timer: NodeJS.Timeout | undefined;
   try {
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new CheckTimeout()), deps.timeoutMs ?? 2_000);
+      timer = setTimeout(() => reject(new CheckTimeout()), deps.timeoutMs ?? 5_000);
     });
     const value = await Promise.race([run(), timeout]);
     return { ok: true, latencyMs: Math.round(performance.now() - startedAt), value };

@@ -1,0 +1,94 @@
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "@/server/config/config";
+import { loadDatabaseConfig } from "@/server/config/database";
+import { loadHttpConfig } from "@/server/config/http";
+import { loadLoggingConfig } from "@/server/config/logging";
+import { loadRedisConfig } from "@/server/config/redis";
+import { loadSecretsConfig } from "@/server/config/secrets";
+import { loadWorkersConfig } from "@/server/config/workers";
+import { AppError } from "@/server/shared/errors";
+
+const validEnv = {
+  DATABASE_URL: "postgresql://root@localhost/berth?host=/var/run/postgresql",
+  REDIS_URL: "redis://127.0.0.1:6379",
+  BERTH_AUTH_SECRET: "s".repeat(40),
+  BERTH_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString("base64"),
+};
+
+describe("config", () => {
+  it("parses a complete environment with typed defaults", () => {
+    const config = loadConfig(validEnv);
+    expect(config.database.url).toBe(validEnv.DATABASE_URL);
+    expect(config.redis).toEqual({ url: "redis://127.0.0.1:6379", prefix: "berth" });
+    expect(config.http).toEqual({ port: 3000, host: "127.0.0.1", baseUrl: "http://localhost:3000" });
+    expect(config.secrets.encryptionKey).toEqual(Buffer.alloc(32, 7));
+    expect(config.logging.level).toBe("info");
+    expect(config.workers).toEqual({ concurrency: 4, healthPort: 3001, heartbeatTtlMs: 15_000 });
+  });
+
+  it("fails at load with every missing variable named, and how to get it", () => {
+    let error: unknown;
+    try {
+      loadConfig({});
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(AppError);
+    expect((error as AppError).message).toMatch(/DATABASE_URL: required \(or run `npm start`/);
+    // The first failing concern stops the load; each concern lists all of its own problems.
+    expect(() => loadSecretsConfig({})).toThrow(/BERTH_AUTH_SECRET[\s\S]*BERTH_ENCRYPTION_KEY/);
+  });
+
+  it("treats empty strings as unset", () => {
+    expect(() => loadDatabaseConfig({ DATABASE_URL: "" })).toThrow(/DATABASE_URL: required/);
+    expect(loadHttpConfig({ PORT: "" }).port).toBe(3000);
+  });
+
+  it("coerces and bounds numbers", () => {
+    expect(loadHttpConfig({ PORT: "8080" }).port).toBe(8080);
+    expect(() => loadHttpConfig({ PORT: "http" })).toThrow(/PORT/);
+    expect(() => loadHttpConfig({ PORT: "70000" })).toThrow(/PORT/);
+    expect(loadWorkersConfig({ WORKERS_CONCURRENCY: "8" }).concurrency).toBe(8);
+    expect(() => loadWorkersConfig({ WORKERS_CONCURRENCY: "0" })).toThrow(/WORKERS_CONCURRENCY/);
+  });
+
+  it("validates URL schemes and the Redis prefix", () => {
+    expect(() => loadDatabaseConfig({ DATABASE_URL: "mysql://x" })).toThrow(/postgres/);
+    expect(() => loadRedisConfig({ REDIS_URL: "http://x" })).toThrow(/redis:\/\//);
+    expect(() => loadRedisConfig({ REDIS_URL: "redis://x", BERTH_REDIS_PREFIX: "a:b" })).toThrow(
+      /BERTH_REDIS_PREFIX/,
+    );
+  });
+
+  it("accepts a 32-byte encryption key as hex or base64 and rejects other sizes", () => {
+    const hex = Buffer.alloc(32, 1).toString("hex");
+    expect(loadSecretsConfig({ ...validEnv, BERTH_ENCRYPTION_KEY: hex }).encryptionKey).toEqual(
+      Buffer.alloc(32, 1),
+    );
+    const short = Buffer.alloc(16).toString("base64");
+    expect(() => loadSecretsConfig({ ...validEnv, BERTH_ENCRYPTION_KEY: short })).toThrow(/32 bytes/);
+    expect(() => loadSecretsConfig({ ...validEnv, BERTH_AUTH_SECRET: "short" })).toThrow(/at least 32/);
+  });
+
+  it("uses BERTH_BASE_URL without a trailing slash", () => {
+    expect(loadHttpConfig({ BERTH_BASE_URL: "https://berth.example.com/" }).baseUrl).toBe(
+      "https://berth.example.com",
+    );
+  });
+
+  it("defaults logging to warn under tests and honours LOG_LEVEL", () => {
+    expect(loadLoggingConfig({ NODE_ENV: "test" }).level).toBe("warn");
+    expect(loadLoggingConfig({ NODE_ENV: "test", LOG_LEVEL: "debug" }).level).toBe("debug");
+    expect(() => loadLoggingConfig({ LOG_LEVEL: "loud" })).toThrow(/LOG_LEVEL/);
+  });
+
+  it("never echoes a secret value in the error", () => {
+    try {
+      loadSecretsConfig({ BERTH_AUTH_SECRET: "hunter2-is-not-long-enough", BERTH_ENCRYPTION_KEY: "zz" });
+    } catch (error) {
+      expect((error as Error).message).not.toContain("hunter2");
+      return;
+    }
+    expect.unreachable("invalid secrets must throw");
+  });
+});
