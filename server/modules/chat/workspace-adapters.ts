@@ -1,14 +1,28 @@
-import type { OffloaderPort } from "./ports";
+import type { McpToolDescriptor } from "@/server/workspace/mcp/types";
+import type { FileReadState } from "@/server/workspace/tools";
+import type { AgentTool, OffloaderPort, TurnWorkspacePort } from "./ports";
 
 /**
- * Thin adapters from the workspace engine's real APIs to the chat ports, so the agent loop stays
- * independent of the engine's shapes.
+ * Thin adapters from the workspace engine's real APIs (server/workspace/workspace.ts) to the chat ports, so
+ * the agent loop stays independent of the engine's shapes. Typed structurally: the engine's `Workspace`
+ * (and its `Offloader`) satisfy these without the chat module importing the class.
  */
 
-/** The part of the engine's `Offloader` (server/workspace/offload/offloader.ts) the chat service uses. */
+/** The part of the engine's `Offloader` / `Workspace` the chat service uses for offload. */
 export type EngineOffloader = {
   offloadContext(sessionId: string, messages: readonly object[]): Promise<string>;
   offloadToolResult(sessionId: string, toolCallId: string, output: string): Promise<string>;
+};
+
+/** The part of the engine's `Workspace` a turn uses. */
+export type EngineWorkspace = EngineOffloader & {
+  getInstructions(): string;
+  listTools(options?: { readState?: FileReadState | null }): AgentTool[];
+  listMcpTools(scope: { agentId: string; sessionId: string }): Promise<McpToolDescriptor[]>;
+  listSkills(
+    agentId?: string | null,
+  ): Promise<{ skills: ReadonlyArray<{ name: string; description: string }> }>;
+  readSkill(name: string, agentId?: string | null): Promise<{ content: string }>;
 };
 
 export function offloaderPort(engine: EngineOffloader): OffloaderPort {
@@ -16,6 +30,26 @@ export function offloaderPort(engine: EngineOffloader): OffloaderPort {
     offloadToolResult: (sessionId, toolCallId, text) =>
       engine.offloadToolResult(sessionId, safeFileSegment(toolCallId), text),
     offloadContext: (sessionId, messages) => engine.offloadContext(sessionId, messages),
+  };
+}
+
+/**
+ * A turn's view of a workspace. `readState` is the session's Read-before-Write bookkeeping: keep ONE per
+ * session (across turns) so the model need not re-read a file it read in an earlier turn; omitted, each
+ * turn starts with an empty one.
+ */
+export function turnWorkspacePort(
+  workspace: EngineWorkspace,
+  options: { readState?: FileReadState } = {},
+): TurnWorkspacePort {
+  return {
+    ...offloaderPort(workspace),
+    listTools: () => workspace.listTools(options.readState ? { readState: options.readState } : {}),
+    listMcpTools: (scope) => workspace.listMcpTools(scope),
+    listSkills: async (agentId) =>
+      (await workspace.listSkills(agentId)).skills.map(({ name, description }) => ({ name, description })),
+    readSkill: async (agentId, name) => (await workspace.readSkill(name, agentId)).content,
+    getInstructions: () => workspace.getInstructions(),
   };
 }
 
