@@ -1,7 +1,9 @@
+import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import Docker from "dockerode";
 import { describe } from "vitest";
 import {
@@ -9,6 +11,8 @@ import {
   type DockerWorkspaceHandle,
 } from "@/server/workspace/backends/docker/docker-provider";
 import type { TDockerProviderConfigInput } from "@/server/workspace/backends/docker/docker-config";
+
+const execFileAsync = promisify(execFile);
 
 /**
  * Decides whether the Docker suites run: engine reachable and base image present → run. Otherwise: in
@@ -108,11 +112,16 @@ export async function copyPackageClosure(packageName: string, targetRoot: string
     };
     for (const dep of Object.keys(manifest.dependencies ?? {})) queue.push({ name: dep, from: dir });
   }
-  for (const dir of seen) {
-    await fs.cp(dir, path.join(targetRoot, path.relative(repoRoot, dir)), {
-      recursive: true,
-      dereference: true,
-    });
+  // Outer packages first: a nested node_modules comes along with its parent and is then skipped.
+  const dirs = [...seen].sort((a, b) => a.length - b.length);
+  const copied: string[] = [];
+  for (const dir of dirs) {
+    if (copied.some((parent) => dir.startsWith(`${parent}${path.sep}`))) continue;
+    const target = path.join(targetRoot, path.relative(repoRoot, dir));
+    await fs.mkdir(path.dirname(target), { recursive: true });
+    // cp(1) is an order of magnitude faster than fs.cp for thousands of small files.
+    await execFileAsync("cp", ["-RL", dir, target]);
+    copied.push(dir);
   }
   return path.join(targetRoot, "node_modules", packageName);
 }
