@@ -1,6 +1,9 @@
 import type { Redis } from "ioredis";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
+import type { WorkspaceEngine } from "@/server/engine/engine";
+import { getEngine } from "@/server/engine/engine";
 import { auditFlushProcessor } from "./processors/audit.flush";
+import { registerWorkspaceProcessors } from "./processors/workspace.processors";
 import type { ProcessorRegistry } from "./registry";
 import { defineSchedule, type Schedule } from "./schedules";
 
@@ -8,6 +11,8 @@ import { defineSchedule, type Schedule } from "./schedules";
 export type ProcessorDeps = {
   redis: Redis;
   redisPrefix: string;
+  /** The process' workspace engine (machine controller, config, queues); defaults to getEngine(). */
+  engine?: Pick<WorkspaceEngine, "machine" | "config" | "queues">;
 };
 
 /** Every Berth job's processor. Add one line here when a job is added to server/queue/catalog.ts. */
@@ -16,6 +21,7 @@ export function registerBerthProcessors(
   deps: ProcessorDeps,
 ): void {
   registry.registerProcessor("audit.flush", auditFlushProcessor(deps));
+  registerWorkspaceProcessors(registry, deps.engine ?? getEngine());
 }
 
 /** Repeating jobs. Each write also requests a flush; this tick only catches writes that raced a flush. */

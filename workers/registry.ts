@@ -68,10 +68,12 @@ export class ProcessorRegistry<C extends JobCatalog> {
     }
 
     const startedAt = performance.now();
-    log.info("job started");
+    // Scheduler ticks run every few seconds: keep them out of the info log unless they do something.
+    const quietLevel = job.repeatJobKey ? "debug" : "info";
+    log.debug("job started");
     try {
       const result = await processor({ payload: parsed.data as JobPayload<C, JobNameOf<C>>, job, log });
-      log.info({ durationMs: Math.round(performance.now() - startedAt) }, "job completed");
+      log[quietLevel]({ durationMs: Math.round(performance.now() - startedAt) }, "job completed");
       return result;
     } catch (error) {
       const durationMs = Math.round(performance.now() - startedAt);
@@ -108,6 +110,10 @@ export async function startWorkers<C extends JobCatalog>(params: {
   log: Logger;
   /** Per-queue concurrency overrides (e.g. the audit flush must run one at a time). */
   concurrencyByQueue?: Partial<Record<QueueNameOf<C>, number>>;
+  /** How often BullMQ looks for jobs whose worker died (their lock expired); BullMQ's default 30 s. */
+  stalledIntervalMs?: number;
+  /** How long a job's lock lasts without renewal (a killed worker's job is recoverable after it). */
+  lockDurationMs?: number;
 }): Promise<WorkerPool> {
   const { registry, log } = params;
   const connections: Redis[] = [];
@@ -118,6 +124,8 @@ export async function startWorkers<C extends JobCatalog>(params: {
       connection,
       prefix: bullPrefix(params.redis.prefix),
       concurrency: params.concurrencyByQueue?.[queue] ?? params.concurrency,
+      ...(params.stalledIntervalMs !== undefined && { stalledInterval: params.stalledIntervalMs }),
+      ...(params.lockDurationMs !== undefined && { lockDuration: params.lockDurationMs }),
     });
     // Without a listener a Redis hiccup would be an unhandled 'error' event and kill the process.
     worker.on("error", (error) => log.error({ err: error, queue }, "worker error"));

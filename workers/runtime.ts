@@ -8,7 +8,10 @@ import { startHeartbeat } from "@/server/queue/heartbeat";
 import { createQueues } from "@/server/queue/queues";
 import { createRedisConnection } from "@/server/redis";
 import { startHealthServer } from "./health";
+import type { WorkspaceEngine } from "@/server/engine/engine";
+import { getEngine } from "@/server/engine/engine";
 import { berthConcurrencyByQueue, berthSchedules, registerBerthProcessors } from "./processors";
+import { workspaceSchedules } from "./processors/workspace.processors";
 import { ProcessorRegistry, startWorkers } from "./registry";
 import { applySchedules, type Schedule } from "./schedules";
 
@@ -35,6 +38,8 @@ export async function startWorkerRuntime(params: {
   /** Override the processors (tests); defaults to Berth's. */
   register?: (registry: ProcessorRegistry<BerthJobCatalog>) => void;
   schedules?: readonly Schedule<BerthJobCatalog>[];
+  /** The workspace engine the workspace jobs use; defaults to the process-wide getEngine(). */
+  engine?: Pick<WorkspaceEngine, "machine" | "config" | "queues">;
 }): Promise<WorkerRuntime> {
   const workerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const log = params.log.child({ component: "workers", workerId });
@@ -43,16 +48,27 @@ export async function startWorkerRuntime(params: {
 
   const registry = new ProcessorRegistry(jobCatalog);
   if (params.register) params.register(registry);
-  else registerBerthProcessors(registry, { redis: connection, redisPrefix: params.redis.prefix });
+  else
+    registerBerthProcessors(registry, {
+      redis: connection,
+      redisPrefix: params.redis.prefix,
+      engine: params.engine ?? getEngine(),
+    });
 
   const pool = await startWorkers({
     registry,
     redis: params.redis,
     concurrency: params.workers.concurrency,
     concurrencyByQueue: berthConcurrencyByQueue,
+    stalledIntervalMs: params.workers.stalledIntervalMs,
+    lockDurationMs: params.workers.lockDurationMs,
     log,
   });
-  await applySchedules(queues, params.schedules ?? berthSchedules, log);
+  await applySchedules(
+    queues,
+    params.schedules ?? [...berthSchedules, ...workspaceSchedules((params.engine ?? getEngine()).config)],
+    log,
+  );
 
   const heartbeat = startHeartbeat({
     redis: connection,

@@ -9,12 +9,18 @@ const ZWorkersEnv = z.object({
   WORKERS_HEALTH_PORT: z.coerce.number().int().min(0).max(65_535).default(3001),
   // How long a worker process counts as alive after its last heartbeat.
   WORKERS_HEARTBEAT_TTL_MS: z.coerce.number().int().min(1_000).default(15_000),
+  // Stalled-job recovery: a job whose worker died (lock not renewed for WORKERS_LOCK_DURATION_MS) is put
+  // back in the queue by the next stalled check (every WORKERS_STALLED_INTERVAL_MS). BullMQ's defaults.
+  WORKERS_STALLED_INTERVAL_MS: z.coerce.number().int().min(100).default(30_000),
+  WORKERS_LOCK_DURATION_MS: z.coerce.number().int().min(100).default(30_000),
 });
 
 export type WorkersConfig = {
   readonly concurrency: number;
   readonly healthPort: number;
   readonly heartbeatTtlMs: number;
+  readonly stalledIntervalMs?: number;
+  readonly lockDurationMs?: number;
 };
 
 export function loadWorkersConfig(env: RawEnv = readProcessEnv()): WorkersConfig {
@@ -23,5 +29,7 @@ export function loadWorkersConfig(env: RawEnv = readProcessEnv()): WorkersConfig
     concurrency: parsed.WORKERS_CONCURRENCY,
     healthPort: parsed.WORKERS_HEALTH_PORT,
     heartbeatTtlMs: parsed.WORKERS_HEARTBEAT_TTL_MS,
+    stalledIntervalMs: parsed.WORKERS_STALLED_INTERVAL_MS,
+    lockDurationMs: parsed.WORKERS_LOCK_DURATION_MS,
   };
 }

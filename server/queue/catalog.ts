@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { workspaceJobs } from "@/server/modules/workspace/workspace.jobs";
 import { defineJob, type JobCatalog } from "./types";
 
 // Retention: completed jobs are kept for an hour (the jobs dashboard shows recent runs), failed ones for
@@ -28,6 +29,8 @@ export const jobCatalog = {
       removeOnFail: KEEP_FAILED,
     },
   }),
+  // workspace.provision | stop | purge | sweep | reconcile, session.purge, agent.purge.
+  ...workspaceJobs,
 } as const satisfies JobCatalog;
 
 export type BerthJobCatalog = typeof jobCatalog;

@@ -1,0 +1,66 @@
+import path from "node:path";
+import { z } from "zod";
+import { parseEnv, readProcessEnv, type RawEnv } from "@/server/config/env";
+
+const ZEngineEnv = z.object({
+  // Which backend every workspace of this installation runs on. `local` runs agent commands on the host
+  // with Berth's own privileges: trusted agents only (the API reports `trustedOnly: true`).
+  BERTH_WORKSPACE_BACKEND: z.enum(["local", "docker"]).default("local"),
+  // Host folder holding workspaces (local: the workdirs; docker: the bind-mounted data). Relative → cwd.
+  BERTH_WORKSPACE_BASEDIR: z.string().default(".data/workspaces"),
+  // A READY workspace with no activity and no lease for this long is stopped by `workspace.sweep`.
+  BERTH_WORKSPACE_IDLE_TTL_MS: z.coerce.number().int().min(1_000).default(3_600_000),
+  // How often `workspace.sweep` runs (a BullMQ job scheduler: one tick per interval, whatever the replicas).
+  BERTH_WORKSPACE_SWEEP_INTERVAL_MS: z.coerce.number().int().min(1_000).default(300_000),
+  // How often `workspace.reconcile` looks for orphans and vanished workspaces.
+  BERTH_WORKSPACE_RECONCILE_INTERVAL_MS: z.coerce.number().int().min(10_000).default(3_600_000),
+  // Hard cap on how long one lease may pin a workspace, renewals included: a stuck turn cannot keep a
+  // workspace (and its container) alive forever.
+  BERTH_WORKSPACE_MAX_LEASE_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .default(6 * 3_600_000),
+  // Default expiry of a lease; holders renew while they run, crashed holders simply expire.
+  BERTH_WORKSPACE_LEASE_TTL_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .default(10 * 60_000),
+  // How long an API call waits for the workers to provision a workspace before answering UNAVAILABLE.
+  BERTH_WORKSPACE_PROVISION_WAIT_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .default(10 * 60_000),
+  // Lifetime of a signed file-download link.
+  BERTH_WORKSPACE_DOWNLOAD_TOKEN_TTL_MS: z.coerce.number().int().min(1_000).default(60_000),
+});
+
+export type EngineConfig = {
+  readonly backend: "local" | "docker";
+  readonly basedir: string;
+  readonly idleTtlMs: number;
+  readonly sweepIntervalMs: number;
+  readonly reconcileIntervalMs: number;
+  readonly maxLeaseMs: number;
+  readonly leaseTtlMs: number;
+  readonly provisionWaitMs: number;
+  readonly downloadTokenTtlMs: number;
+};
+
+/** Parses the workspace-engine part of the environment (composition roots only). */
+export function loadEngineConfig(env: RawEnv = readProcessEnv(), cwd = process.cwd()): EngineConfig {
+  const parsed = parseEnv(ZEngineEnv, env, "workspace engine");
+  return {
+    backend: parsed.BERTH_WORKSPACE_BACKEND,
+    basedir: path.resolve(cwd, parsed.BERTH_WORKSPACE_BASEDIR),
+    idleTtlMs: parsed.BERTH_WORKSPACE_IDLE_TTL_MS,
+    sweepIntervalMs: parsed.BERTH_WORKSPACE_SWEEP_INTERVAL_MS,
+    reconcileIntervalMs: parsed.BERTH_WORKSPACE_RECONCILE_INTERVAL_MS,
+    maxLeaseMs: parsed.BERTH_WORKSPACE_MAX_LEASE_MS,
+    leaseTtlMs: parsed.BERTH_WORKSPACE_LEASE_TTL_MS,
+    provisionWaitMs: parsed.BERTH_WORKSPACE_PROVISION_WAIT_MS,
+    downloadTokenTtlMs: parsed.BERTH_WORKSPACE_DOWNLOAD_TOKEN_TTL_MS,
+  };
+}

@@ -1,0 +1,112 @@
+import { createHmac } from "node:crypto";
+import { getConfig } from "@/server/config/config";
+import { getLogger, type Logger } from "@/server/logger";
+import { createProvisionGate } from "@/server/modules/workspace/workspace-provisioning";
+import type { BerthJobCatalog } from "@/server/queue/catalog";
+import { getQueues, type QueueSet } from "@/server/queue/queues";
+import { AppError } from "@/server/shared/errors";
+import { WorkspaceManager } from "@/server/workspace/manager/workspace-manager";
+import type { EngineLogger } from "@/server/workspace/mcp/types";
+import type { Workspace } from "@/server/workspace/workspace";
+import { AttachingProvider } from "./attach-provider";
+import { loadEngineConfig, type EngineConfig } from "./engine-config";
+import { LocalMachineController } from "./local-machine";
+import type { MachineController } from "./machine";
+
+/**
+ * The per-process composition of the workspace engine: ONE WorkspaceManager (shared by routers, chat, team
+ * tools and worker jobs), the machine controller for the configured backend kind (used by the workers
+ * only), the queues provisioning goes through, and the secret that signs download links.
+ */
+export type WorkspaceEngine = {
+  readonly config: EngineConfig;
+  readonly machine: MachineController;
+  /** Attaches on a miss after the workers provisioned (see AttachingProvider). */
+  readonly manager: WorkspaceManager;
+  readonly queues: QueueSet<BerthJobCatalog>;
+  /** HMAC key of `workspace.files.downloadToken` links (derived from the auth secret, never stored). */
+  readonly downloadSecret: Buffer;
+  readonly log: Logger;
+  /**
+   * When this process attached a cached workspace (epoch ms). A record whose state changed after that (the
+   * workers stopped it) means the cached handle is stale and must be evicted before use.
+   */
+  attachedAt(workspace: Workspace): number | undefined;
+  close(): Promise<void>;
+};
+
+export type CreateEngineOptions = {
+  config: EngineConfig;
+  queues: QueueSet<BerthJobCatalog>;
+  /** Secret the download-link key is derived from (the auth secret in production). */
+  secret: string;
+  log: Logger;
+  /** Overrides the machine controller (tests: a controller that blocks or counts). */
+  machine?: MachineController;
+};
+
+export function createEngine(options: CreateEngineOptions): WorkspaceEngine {
+  const { config, queues, log } = options;
+  const machine = options.machine ?? createMachineController(config);
+  const engineLog = log.child({ component: "workspace-engine" });
+  const ensureProvisioned = createProvisionGate({ queues, waitMs: config.provisionWaitMs, log: engineLog });
+  const attachedAt = new WeakMap<Workspace, number>();
+  const manager = new WorkspaceManager({
+    provider: new AttachingProvider(machine.provider, ensureProvisioned),
+    ttlMs: config.idleTtlMs,
+    sweepIntervalMs: Math.min(config.sweepIntervalMs, config.idleTtlMs),
+    workspaceOptions: { logger: toEngineLogger(engineLog) },
+    hooks: {
+      onProvision: ({ workspace }) => attachedAt.set(workspace, Date.now()),
+      onProvisionError: ({ address, error }) =>
+        engineLog.warn({ ...address, err: error }, "attaching a workspace failed"),
+    },
+  });
+  return {
+    config,
+    machine,
+    manager,
+    queues,
+    downloadSecret: createHmac("sha256", options.secret).update("berth:workspace-download-token").digest(),
+    log: engineLog,
+    attachedAt: (workspace) => attachedAt.get(workspace),
+    close: () => manager[Symbol.asyncDispose](),
+  };
+}
+
+export function createMachineController(config: EngineConfig): MachineController {
+  switch (config.backend) {
+    case "local":
+      return new LocalMachineController({ basedir: config.basedir });
+    case "docker":
+      // The Docker provider (server/workspace/backends/docker) has no BackendProvider adapter yet.
+      throw new AppError("INTERNAL", "BERTH_WORKSPACE_BACKEND=docker is not wired into the engine yet", {
+        userMessage: "The Docker workspace backend is not available in this build",
+      });
+  }
+}
+
+function toEngineLogger(log: Logger): EngineLogger {
+  return {
+    warn: (details, message) => log.warn(details, message),
+    info: (details, message) => log.info(details, message),
+    debug: (details, message) => log.debug(details, message),
+  };
+}
+
+const globalForEngine = globalThis as unknown as { berthEngine?: WorkspaceEngine };
+
+/** The process-wide engine, built from the environment on first use (composition roots, routers, workers). */
+export function getEngine(): WorkspaceEngine {
+  return (globalForEngine.berthEngine ??= createEngine({
+    config: loadEngineConfig(),
+    queues: getQueues(),
+    secret: getConfig().secrets.authSecret,
+    log: getLogger(),
+  }));
+}
+
+/** Installs this process' engine (tests, custom composition roots). Call before first use. */
+export function setEngine(engine: WorkspaceEngine | undefined): void {
+  globalForEngine.berthEngine = engine;
+}

@@ -1,0 +1,34 @@
+import type { BackendKind } from "@/server/workspace/backend/port";
+import type { BackendProvider, WorkspaceSpec } from "@/server/workspace/provider";
+
+/** A backend resource (folder, container) that carries Berth's naming, found by `listResources`. */
+export type MachineResource = {
+  /** Decoded from the resource's name or labels; null when it cannot be decoded (hashed names). */
+  workspaceId: string | null;
+  tenantId: string | null;
+  /** What an operator would look for: the folder path or the container name. */
+  locator: string;
+};
+
+/**
+ * What the WORKERS do to a workspace's machine, per backend kind. The API process never calls these: it only
+ * attaches (BackendProvider.provision on an already-provisioned machine). Every method is idempotent, since
+ * a job may run again after a crash.
+ */
+export interface MachineController {
+  readonly kind: BackendKind;
+  /** Creates or restarts the machine and leaves it running; returns a handle to store (no secrets). */
+  provision(spec: WorkspaceSpec): Promise<Record<string, unknown>>;
+  /** Stops the machine, keeping its data. */
+  stop(spec: WorkspaceSpec): Promise<void>;
+  /** Deletes the machine and its data; returns what it deleted (for the purge receipt). */
+  purge(spec: WorkspaceSpec): Promise<string[]>;
+  /** Whether the machine's data/resource still exists (reconcile: records whose resources vanished). */
+  exists(spec: WorkspaceSpec): Promise<boolean>;
+  /** Every resource under Berth's paths/labels (reconcile: resources without a record). */
+  listResources(): Promise<MachineResource[]>;
+  /** Deletes one resource found by `listResources` (an orphan). */
+  reap(resource: MachineResource): Promise<void>;
+  /** The provider API processes attach with (and workers use for one-off work such as purging files). */
+  readonly provider: BackendProvider;
+}

@@ -1,0 +1,269 @@
+import type { z } from "zod";
+import { resolveSystemTenantScope } from "@/server/auth/resolve";
+import type { TenantScope } from "@/server/auth/scope";
+import type { EngineConfig } from "@/server/engine/engine-config";
+import type { MachineController } from "@/server/engine/machine";
+import type { Logger } from "@/server/logger";
+import { recordPurgeReceipt } from "@/server/modules/audit/audit.data";
+import { AppError } from "@/server/shared/errors";
+import { appendWorkspaceEvent } from "./workspace.data";
+import type {
+  ZWorkspaceProvisionPayload,
+  ZWorkspacePurgePayload,
+  ZWorkspaceReconcilePayload,
+  ZWorkspaceStopPayload,
+} from "./workspace.jobs";
+import {
+  deleteWorkspaceLeases,
+  findSweepCandidates,
+  findWorkspaceRecordForSystem,
+  listLiveRecordsForSystem,
+  stopIfIdle,
+  transitionFrom,
+  type WorkspaceRecord,
+} from "./workspace-lifecycle.data";
+import { takeInventory } from "./workspace-inventory";
+import { specOfRecord } from "./workspace-spec";
+
+/** What the workspace jobs need from the worker's composition root. */
+export type WorkspaceJobDeps = {
+  machine: MachineController;
+  config: EngineConfig;
+  /** Enqueues `workspace.stop` (the sweeper hands each idle workspace to its own retryable job). */
+  requestStop: (payload: z.input<typeof ZWorkspaceStopPayload>) => Promise<unknown>;
+};
+
+async function loadRecord(
+  tenantId: string,
+  workspaceId: string,
+): Promise<{ scope: TenantScope; record: WorkspaceRecord }> {
+  const scope = await resolveSystemTenantScope(tenantId);
+  const record = await findWorkspaceRecordForSystem(workspaceId);
+  if (!record || record.tenantId !== tenantId) {
+    throw new AppError("NOT_FOUND", `workspace ${workspaceId} not found in tenant ${tenantId}`);
+  }
+  return { scope, record };
+}
+
+/**
+ * `workspace.provision`: PENDING | STOPPED | FAILED → PROVISIONING → READY, creating or restarting the machine.
+ * Safe to run again at any point: a READY workspace whose machine exists is left alone, and a job that finds
+ * PROVISIONING is the retry of an attempt whose worker died (stalled-job recovery), so it provisions again
+ * (machine provisioning is create-or-get).
+ */
+export async function provisionWorkspace(
+  deps: Pick<WorkspaceJobDeps, "machine">,
+  payload: z.output<typeof ZWorkspaceProvisionPayload>,
+  log: Logger,
+): Promise<{ outcome: "already-ready" | "provisioned"; handle?: Record<string, unknown> }> {
+  const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId);
+  const spec = specOfRecord(record);
+  switch (record.state) {
+    case "READY":
+      if (await deps.machine.exists(spec)) return { outcome: "already-ready" };
+      await transitionFrom(scope, record.id, {
+        from: ["READY"],
+        to: "FAILED",
+        reason: "machine vanished",
+        error: "machine vanished",
+      });
+      await transitionFrom(scope, record.id, {
+        from: ["FAILED"],
+        to: "PROVISIONING",
+        reason: payload.reason,
+      });
+      break;
+    case "PURGED":
+      throw new AppError("CONFLICT", `workspace ${record.id} is purged`);
+    case "STOPPING":
+      // The stop job finishes first; BullMQ's backoff brings this job back.
+      throw new AppError("UNAVAILABLE", `workspace ${record.id} is stopping; provisioning will retry`);
+    case "PROVISIONING":
+      await appendWorkspaceEvent(scope, record.id, {
+        kind: "provisioning",
+        reason: "retrying an interrupted provision",
+        data: { attempt: 0 },
+      });
+      break;
+    case "PENDING":
+    case "STOPPED":
+    case "FAILED":
+      await transitionFrom(scope, record.id, {
+        from: [record.state],
+        to: "PROVISIONING",
+        reason: payload.reason,
+      });
+      break;
+  }
+  let handle: Record<string, unknown>;
+  try {
+    handle = await deps.machine.provision(spec);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    await transitionFrom(scope, record.id, {
+      from: ["PROVISIONING"],
+      to: "FAILED",
+      reason: "provisioning failed",
+      error: message.slice(0, 4000),
+    }).catch((transitionError: unknown) =>
+      log.warn({ err: transitionError }, "could not record the failed provision"),
+    );
+    throw error;
+  }
+  await transitionFrom(scope, record.id, {
+    from: ["PROVISIONING"],
+    to: "READY",
+    reason: "provisioned",
+    backendHandle: handle,
+  });
+  return { outcome: "provisioned", handle };
+}
+
+/** `workspace.stop`: READY | STOPPING → STOPPED; the machine stops, its data stays. */
+export async function stopWorkspace(
+  deps: Pick<WorkspaceJobDeps, "machine">,
+  payload: z.output<typeof ZWorkspaceStopPayload>,
+): Promise<{ outcome: "stopped" | "nothing-to-stop"; state: string }> {
+  const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId);
+  if (record.state === "READY") {
+    await transitionFrom(scope, record.id, { from: ["READY"], to: "STOPPING", reason: payload.reason });
+  } else if (record.state !== "STOPPING") {
+    return { outcome: "nothing-to-stop", state: record.state };
+  }
+  await deps.machine.stop(specOfRecord(record));
+  await transitionFrom(scope, record.id, { from: ["STOPPING"], to: "STOPPED", reason: payload.reason });
+  return { outcome: "stopped", state: "STOPPED" };
+}
+
+/**
+ * `workspace.purge`: stops the workspace, lists what it holds, deletes the machine and its data, deletes its
+ * lease rows, marks it PURGED (final) and writes a purge receipt saying what went and when.
+ */
+export async function purgeWorkspace(
+  deps: Pick<WorkspaceJobDeps, "machine">,
+  payload: z.output<typeof ZWorkspacePurgePayload>,
+): Promise<{ outcome: "purged" | "already-purged"; receiptId?: string }> {
+  const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId);
+  if (record.state === "PURGED") return { outcome: "already-purged" };
+  const spec = specOfRecord(record);
+  if (record.state === "READY" || record.state === "PROVISIONING") {
+    await transitionFrom(scope, record.id, { from: [record.state], to: "STOPPING", reason: payload.reason });
+  }
+  if (record.state !== "PENDING" && record.state !== "FAILED" && record.state !== "STOPPED") {
+    await deps.machine.stop(spec);
+    await transitionFrom(scope, record.id, { from: ["STOPPING"], to: "STOPPED", reason: payload.reason });
+  }
+  const inventory = (await deps.machine.exists(spec))
+    ? await (async () => {
+        const backend = await deps.machine.provider.provision(spec);
+        try {
+          return await takeInventory(backend);
+        } finally {
+          if (backend.kind === "local") await backend.close();
+        }
+      })()
+    : { skills: [], mcpDeclarations: [], offloadFiles: 0, dataFiles: 0 };
+  const resources = await deps.machine.purge(spec);
+  const leaseRows = await deleteWorkspaceLeases(scope, record.id);
+  const deleted = {
+    reason: payload.reason,
+    requestedBy: payload.actor,
+    backend: deps.machine.kind,
+    resources,
+    ...inventory,
+    databaseRows: { workspaceLeases: leaseRows },
+    deletedAt: new Date().toISOString(),
+  };
+  await transitionFrom(scope, record.id, {
+    from: ["STOPPED", "PENDING", "FAILED"],
+    to: "PURGED",
+    reason: payload.reason,
+    backendHandle: null,
+    data: { resources, skills: inventory.skills.length, mcpDeclarations: inventory.mcpDeclarations.length },
+  });
+  const receipt = await recordPurgeReceipt(scope, { targetType: "workspace", targetId: record.id, deleted });
+  return { outcome: "purged", receiptId: receipt.id };
+}
+
+/**
+ * `workspace.sweep` (a repeating job scheduler): each READY workspace idle past the TTL and holding no lease
+ * (leases older than the hard maximum do not count) goes to STOPPING under a row lock and gets its own
+ * `workspace.stop` job. Leased workspaces are skipped and reported.
+ */
+export async function sweepIdleWorkspaces(
+  deps: WorkspaceJobDeps,
+  log: Logger,
+  now = new Date(),
+): Promise<{ stopping: string[]; leased: string[]; skipped: number }> {
+  const idleBefore = new Date(now.getTime() - deps.config.idleTtlMs);
+  const leaseBornAfter = new Date(now.getTime() - deps.config.maxLeaseMs);
+  const stopping: string[] = [];
+  const leased: string[] = [];
+  let skipped = 0;
+  for (const candidate of await findSweepCandidates({ idleBefore, limit: 500 })) {
+    const scope = await resolveSystemTenantScope(candidate.tenantId);
+    const reason = `idle for more than ${Math.round(deps.config.idleTtlMs / 1000)} s`;
+    const decision = await stopIfIdle(scope, candidate.id, { idleBefore, leaseBornAfter, reason });
+    if (decision.outcome === "stopping") {
+      stopping.push(candidate.id);
+      await deps.requestStop({ tenantId: candidate.tenantId, workspaceId: candidate.id, reason });
+    } else if (decision.outcome === "leased") {
+      leased.push(candidate.id);
+    } else {
+      skipped++;
+    }
+  }
+  if (stopping.length > 0 || leased.length > 0) log.info({ stopping, leased }, "workspace sweep");
+  return { stopping, leased, skipped };
+}
+
+export type ReconcileReport = {
+  dryRun: boolean;
+  /** Backend resources under Berth's paths/labels without a live record, deleted. */
+  reapedOrphans: { locator: string; workspaceId: string | null; tenantId: string | null }[];
+  /** Records (READY/STOPPED) whose backend resources are gone, marked FAILED. */
+  markedVanished: string[];
+};
+
+/** `workspace.reconcile`: brings records and backend resources back in agreement, reporting what it did. */
+export async function reconcileWorkspaces(
+  deps: Pick<WorkspaceJobDeps, "machine">,
+  payload: z.output<typeof ZWorkspaceReconcilePayload>,
+  log: Logger,
+): Promise<ReconcileReport> {
+  const kind = deps.machine.kind === "docker" ? "docker" : "local";
+  const records = new Map((await listLiveRecordsForSystem(kind)).map((record) => [record.id, record]));
+  const report: ReconcileReport = { dryRun: payload.dryRun, reapedOrphans: [], markedVanished: [] };
+  for (const resource of await deps.machine.listResources()) {
+    const record = resource.workspaceId === null ? undefined : records.get(resource.workspaceId);
+    if (record && record.tenantId === resource.tenantId) continue;
+    // Re-check right before reaping: a record may have been created since the listing.
+    const fresh =
+      resource.workspaceId === null ? null : await findWorkspaceRecordForSystem(resource.workspaceId);
+    if (fresh && fresh.state !== "PURGED" && fresh.tenantId === resource.tenantId) continue;
+    if (!payload.dryRun) await deps.machine.reap(resource);
+    report.reapedOrphans.push({
+      locator: resource.locator,
+      workspaceId: resource.workspaceId,
+      tenantId: resource.tenantId,
+    });
+  }
+  for (const record of records.values()) {
+    if (record.state !== "READY" && record.state !== "STOPPED") continue;
+    if (await deps.machine.exists(specOfRecord(record))) continue;
+    report.markedVanished.push(record.id);
+    if (payload.dryRun) continue;
+    const scope = await resolveSystemTenantScope(record.tenantId);
+    await transitionFrom(scope, record.id, {
+      from: ["READY", "STOPPED"],
+      to: "FAILED",
+      reason: "reconcile: backend resources vanished",
+      error: "backend resources vanished",
+    }).catch((error: unknown) =>
+      log.warn({ err: error, workspaceId: record.id }, "could not mark a vanished workspace"),
+    );
+  }
+  if (report.reapedOrphans.length > 0 || report.markedVanished.length > 0)
+    log.info(report, "workspace reconcile");
+  return report;
+}

@@ -1,0 +1,293 @@
+import { Prisma, type WorkspaceState } from "@/generated/prisma/client";
+import { actorLabel, type TenantScope } from "@/server/auth/scope";
+import { type DbClient, getDb } from "@/server/db";
+import { AppError } from "@/server/shared/errors";
+import type { WorkspaceLeaseDTO } from "@/server/modules/workspace/workspace.types";
+
+/**
+ * Lifecycle queries that need row locks or cross-tenant reads (workers, the sweeper, reconcile), next to
+ * H4's workspace.data.ts. Leases live in Postgres (not Redis) because the sweeper's "idle and unleased →
+ * STOPPING" decision must be atomic with lease acquisition: both lock the workspace row (FOR UPDATE vs
+ * FOR SHARE), so a lease taken a microsecond before the sweep is always seen, and a lease can never be
+ * granted on a workspace the sweeper has just begun to stop without the caller seeing STOPPING.
+ */
+
+export type WorkspaceRecord = {
+  id: string;
+  tenantId: string;
+  state: WorkspaceState;
+  backendKind: string;
+  isolationPolicy: string;
+  agentId: string | null;
+  userId: string | null;
+  lastActivityAt: Date | null;
+  stateChangedAt: Date;
+};
+
+const recordSelect = {
+  id: true,
+  tenantId: true,
+  state: true,
+  backendKind: true,
+  isolationPolicy: true,
+  agentId: true,
+  userId: true,
+  lastActivityAt: true,
+  stateChangedAt: true,
+} satisfies Prisma.WorkspaceSelect;
+
+/** A workspace by id across tenants: for jobs, which re-check the payload's tenant against it. */
+export async function findWorkspaceRecordForSystem(
+  workspaceId: string,
+  db: DbClient = getDb(),
+): Promise<WorkspaceRecord | null> {
+  return db.workspace.findUnique({ where: { id: workspaceId }, select: recordSelect });
+}
+
+/** Every record of one backend kind that may still own backend resources (reconcile). */
+export async function listLiveRecordsForSystem(
+  backendKind: "local" | "docker",
+  db: DbClient = getDb(),
+): Promise<WorkspaceRecord[]> {
+  return db.workspace.findMany({
+    where: { backendKind, state: { not: "PURGED" } },
+    select: recordSelect,
+  });
+}
+
+/** READY workspaces idle since before `idleBefore`, leased or not (the sweeper decides per row). */
+export async function findSweepCandidates(
+  options: { idleBefore: Date; limit: number },
+  db: DbClient = getDb(),
+): Promise<{ id: string; tenantId: string }[]> {
+  return db.workspace.findMany({
+    where: {
+      state: "READY",
+      OR: [{ lastActivityAt: null }, { lastActivityAt: { lt: options.idleBefore } }],
+    },
+    select: { id: true, tenantId: true },
+    orderBy: { lastActivityAt: "asc" },
+    take: options.limit,
+  });
+}
+
+export type SweepDecision =
+  | { outcome: "stopping"; idleSinceMs: number | null; droppedLeases: string[] }
+  | { outcome: "leased"; holders: string[] }
+  | { outcome: "skipped"; why: string };
+
+/**
+ * Under the row lock: if the workspace is READY, idle past `idleBefore`, and holds no live lease younger
+ * than the hard maximum, moves it to STOPPING (event with the reason). Leases older than the maximum are
+ * dropped first, each with a `lease_released` event saying why.
+ */
+export async function stopIfIdle(
+  scope: TenantScope,
+  workspaceId: string,
+  options: { idleBefore: Date; leaseBornAfter: Date; reason: string },
+  db = getDb(),
+): Promise<SweepDecision> {
+  return db.$transaction(async (tx) => {
+    const row = await lockWorkspace(tx, scope, workspaceId, "UPDATE");
+    if (!row) return { outcome: "skipped", why: "not found" };
+    if (row.state !== "READY") return { outcome: "skipped", why: `state ${row.state}` };
+    if (row.lastActivityAt && row.lastActivityAt >= options.idleBefore) {
+      return { outcome: "skipped", why: "active again" };
+    }
+    const now = new Date();
+    const leases = await tx.workspaceLease.findMany({
+      where: { workspaceId, OR: [{ expiresAt: null }, { expiresAt: { gt: now } }] },
+      select: { holder: true, createdAt: true },
+    });
+    const overAge = leases.filter((lease) => lease.createdAt < options.leaseBornAfter);
+    const live = leases.filter((lease) => lease.createdAt >= options.leaseBornAfter);
+    if (live.length > 0) return { outcome: "leased", holders: live.map((lease) => lease.holder) };
+    for (const lease of overAge) {
+      await tx.workspaceLease.deleteMany({ where: { workspaceId, holder: lease.holder } });
+      await insertEvent(tx, scope, workspaceId, "lease_released", "lease exceeded the maximum lease age", {
+        holder: lease.holder,
+        acquiredAt: lease.createdAt.toISOString(),
+      });
+    }
+    await setState(tx, scope, workspaceId, row.state, "STOPPING", options.reason, {
+      lastActivityAt: row.lastActivityAt?.toISOString() ?? null,
+    });
+    return {
+      outcome: "stopping",
+      idleSinceMs: row.lastActivityAt ? now.getTime() - row.lastActivityAt.getTime() : null,
+      droppedLeases: overAge.map((lease) => lease.holder),
+    };
+  });
+}
+
+/**
+ * Takes (or renews) `holder`'s lease under a shared row lock, bumps the activity clock and records why.
+ * Returns the state the workspace is in, so the caller knows whether it must (re)provision.
+ */
+export async function acquireLeaseLocked(
+  scope: TenantScope,
+  workspaceId: string,
+  lease: { holder: string; reason: string; expiresAt: Date },
+  db = getDb(),
+): Promise<{ lease: WorkspaceLeaseDTO; state: WorkspaceState }> {
+  return db.$transaction(async (tx) => {
+    const row = await lockWorkspace(tx, scope, workspaceId, "SHARE");
+    if (!row) throw notFound(workspaceId);
+    if (row.state === "PURGED") {
+      throw new AppError("CONFLICT", `workspace ${workspaceId} is purged`, {
+        userMessage: "This workspace was purged.",
+      });
+    }
+    const saved = await tx.workspaceLease.upsert({
+      where: { workspaceId_holder: { workspaceId, holder: lease.holder } },
+      create: {
+        tenantId: scope.tenantId,
+        workspaceId,
+        holder: lease.holder,
+        reason: lease.reason,
+        expiresAt: lease.expiresAt,
+      },
+      update: { reason: lease.reason, expiresAt: lease.expiresAt },
+      select: { id: true, workspaceId: true, holder: true, reason: true, expiresAt: true, createdAt: true },
+    });
+    await tx.workspace.update({ where: { id: workspaceId }, data: { lastActivityAt: new Date() } });
+    await insertEvent(tx, scope, workspaceId, "lease_acquired", lease.reason, { holder: lease.holder });
+    return { lease: saved, state: row.state };
+  });
+}
+
+/** Moves to `to` when the workspace is in one of `from` (CONFLICT otherwise); writes the event. */
+export async function transitionFrom(
+  scope: TenantScope,
+  workspaceId: string,
+  change: {
+    from: readonly WorkspaceState[];
+    to: WorkspaceState;
+    reason: string;
+    error?: string;
+    backendHandle?: Record<string, unknown> | null;
+    data?: Record<string, unknown>;
+  },
+  db = getDb(),
+): Promise<WorkspaceState> {
+  return db.$transaction(async (tx) => {
+    const row = await lockWorkspace(tx, scope, workspaceId, "UPDATE");
+    if (!row) throw notFound(workspaceId);
+    if (!change.from.includes(row.state)) {
+      throw new AppError(
+        "CONFLICT",
+        `workspace ${workspaceId} is ${row.state}, not ${change.from.join("|")}`,
+        {
+          userMessage: "The workspace changed state; reload and try again.",
+          details: { workspaceId, state: row.state },
+        },
+      );
+    }
+    await setState(tx, scope, workspaceId, row.state, change.to, change.reason, change.data ?? {}, {
+      ...(change.error !== undefined ? { error: change.error } : {}),
+      ...(change.backendHandle !== undefined ? { backendHandle: change.backendHandle } : {}),
+    });
+    return row.state;
+  });
+}
+
+/** Deletes the workspace's leases (purge); returns how many rows went. */
+export async function deleteWorkspaceLeases(
+  scope: TenantScope,
+  workspaceId: string,
+  db: DbClient = getDb(),
+): Promise<number> {
+  const { count } = await db.workspaceLease.deleteMany({ where: { tenantId: scope.tenantId, workspaceId } });
+  return count;
+}
+
+type LockedRow = { state: WorkspaceState; lastActivityAt: Date | null };
+
+async function lockWorkspace(
+  tx: Prisma.TransactionClient,
+  scope: TenantScope,
+  workspaceId: string,
+  mode: "UPDATE" | "SHARE",
+): Promise<LockedRow | null> {
+  const rows =
+    mode === "UPDATE"
+      ? await tx.$queryRaw<{ state: WorkspaceState; last_activity_at: Date | null }[]>`
+          SELECT state, last_activity_at FROM workspaces
+          WHERE id = ${workspaceId} AND tenant_id = ${scope.tenantId} FOR UPDATE`
+      : await tx.$queryRaw<{ state: WorkspaceState; last_activity_at: Date | null }[]>`
+          SELECT state, last_activity_at FROM workspaces
+          WHERE id = ${workspaceId} AND tenant_id = ${scope.tenantId} FOR SHARE`;
+  const row = rows[0];
+  return row ? { state: row.state, lastActivityAt: row.last_activity_at } : null;
+}
+
+const EVENT_FOR: Record<WorkspaceState, Prisma.WorkspaceEventCreateManyInput["kind"]> = {
+  PENDING: "created",
+  PROVISIONING: "provisioning",
+  READY: "provisioned",
+  STOPPING: "stopping",
+  STOPPED: "stopped",
+  PURGED: "purged",
+  FAILED: "failed",
+};
+
+async function setState(
+  tx: Prisma.TransactionClient,
+  scope: TenantScope,
+  workspaceId: string,
+  from: WorkspaceState,
+  to: WorkspaceState,
+  reason: string,
+  data: Record<string, unknown>,
+  extra: { error?: string; backendHandle?: Record<string, unknown> | null } = {},
+): Promise<void> {
+  const now = new Date();
+  await tx.workspace.update({
+    where: { id: workspaceId },
+    data: {
+      state: to,
+      stateChangedAt: now,
+      error: to === "FAILED" ? (extra.error ?? "unknown error") : null,
+      ...(extra.backendHandle !== undefined
+        ? {
+            backendHandle:
+              extra.backendHandle === null ? Prisma.DbNull : (extra.backendHandle as Prisma.InputJsonValue),
+          }
+        : {}),
+      ...(to === "READY" ? { lastActivityAt: now } : {}),
+    },
+  });
+  await insertEvent(tx, scope, workspaceId, EVENT_FOR[to], reason, {
+    from,
+    to,
+    ...(extra.error ? { error: extra.error } : {}),
+    ...data,
+  });
+}
+
+async function insertEvent(
+  tx: Prisma.TransactionClient,
+  scope: TenantScope,
+  workspaceId: string,
+  kind: Prisma.WorkspaceEventCreateManyInput["kind"],
+  reason: string | null,
+  data: Record<string, unknown>,
+): Promise<void> {
+  await tx.workspaceEvent.create({
+    data: {
+      tenantId: scope.tenantId,
+      workspaceId,
+      kind,
+      reason,
+      actor: actorLabel(scope),
+      data: data as Prisma.InputJsonValue,
+    },
+    select: { id: true },
+  });
+}
+
+function notFound(workspaceId: string): AppError {
+  return new AppError("NOT_FOUND", `workspace ${workspaceId} not found`, {
+    userMessage: "Workspace not found.",
+  });
+}

@@ -1,0 +1,85 @@
+import type { Job } from "bullmq";
+import type { Logger } from "@/server/logger";
+import type { BerthJobCatalog } from "@/server/queue/catalog";
+import { createEnqueue } from "@/server/queue/enqueue";
+import type { QueueSet } from "@/server/queue/queues";
+import { deterministicJobId } from "@/server/queue/types";
+import { AppError } from "@/server/shared/errors";
+import type { WorkspaceSpec } from "@/server/workspace/provider";
+import { findWorkspaceRecordForSystem } from "./workspace-lifecycle.data";
+
+export type ProvisionGateDeps = {
+  queues: QueueSet<BerthJobCatalog>;
+  /** How long one call waits for the workers before answering UNAVAILABLE. */
+  waitMs: number;
+  log: Logger;
+};
+
+/**
+ * The API side of provisioning: makes sure the workers have provisioned the workspace, without ever
+ * provisioning itself. READY → nothing to do. Otherwise enqueue `workspace.provision` under the workspace's
+ * deterministic job id (any number of callers, in any number of API processes, share that one job) and wait
+ * for it on the queue's events. A provision job that failed for good is removed first so a later call can
+ * try again (its failure stays recorded on the workspace: state FAILED, error, event).
+ */
+export function createProvisionGate(deps: ProvisionGateDeps): (spec: WorkspaceSpec) => Promise<void> {
+  const enqueue = createEnqueue(deps.queues);
+  return async (spec) => {
+    // Two rounds at most: the job we waited for may have finished (and been removed) in between, in which
+    // case the record, not the job, says whether the workspace is ready.
+    for (let round = 0; ; round++) {
+      const state = await currentState(spec);
+      if (state === "READY") return;
+      try {
+        await provisionOnce(spec, state);
+        return;
+      } catch (error) {
+        if ((await currentState(spec)) === "READY") return;
+        if (round >= 1) {
+          deps.log.warn({ workspaceId: spec.workspaceId, err: error }, "workspace provisioning failed");
+          throw new AppError(
+            "UNAVAILABLE",
+            `provisioning workspace ${spec.workspaceId} failed: ${String(error)}`,
+            {
+              cause: error,
+              userMessage: "The workspace could not be started; try again shortly.",
+              details: { workspaceId: spec.workspaceId },
+            },
+          );
+        }
+      }
+    }
+  };
+
+  async function provisionOnce(spec: WorkspaceSpec, state: string): Promise<void> {
+    const queue = deps.queues.get("workspace");
+    const jobId = deterministicJobId("workspace.provision", spec.workspaceId);
+    const previous = await queue.getJob(jobId);
+    if (previous && (await previous.isFailed())) await previous.remove().catch(() => undefined);
+    const job: Job = await enqueue(
+      "workspace.provision",
+      { tenantId: spec.tenantId, workspaceId: spec.workspaceId, reason: `first use (was ${state})` },
+      { jobId },
+    );
+    await job.waitUntilFinished(await deps.queues.events("workspace"), deps.waitMs);
+  }
+}
+
+async function currentState(spec: WorkspaceSpec): Promise<string> {
+  const record = await findWorkspaceRecordForSystem(spec.workspaceId);
+  if (!record || record.tenantId !== spec.tenantId) {
+    throw new AppError(
+      "NOT_FOUND",
+      `workspace ${spec.workspaceId} has no record in tenant ${spec.tenantId}`,
+      {
+        userMessage: "Workspace not found.",
+      },
+    );
+  }
+  if (record.state === "PURGED") {
+    throw new AppError("CONFLICT", `workspace ${spec.workspaceId} is purged`, {
+      userMessage: "This workspace was purged.",
+    });
+  }
+  return record.state;
+}

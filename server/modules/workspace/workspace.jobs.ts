@@ -1,0 +1,92 @@
+import { z } from "zod";
+import { deterministicJobId, defineJob } from "@/server/queue/types";
+
+/**
+ * The workspace module's job definitions, spread into server/queue/catalog.ts. Ids are deterministic so
+ * any number of API replicas asking for the same thing at once make one job. Completed provision/stop jobs
+ * are removed at once: a BullMQ job id deduplicates only while the job exists, and the same workspace must
+ * be provisionable again after a stop (a late duplicate finds the workspace READY and does nothing).
+ */
+const WORKSPACE_QUEUE = "workspace";
+const KEEP_FAILED = { age: 24 * 60 * 60, count: 1_000 };
+const RETRIES = { attempts: 5, backoff: { type: "exponential", delay: 500 } } as const;
+
+const ZWorkspaceRef = z.object({
+  tenantId: z.string().min(1).max(200),
+  workspaceId: z.string().min(1).max(200),
+});
+
+export const ZWorkspaceProvisionPayload = ZWorkspaceRef.extend({
+  reason: z.string().max(500).default("first use"),
+});
+export const ZWorkspaceStopPayload = ZWorkspaceRef.extend({
+  reason: z.string().max(500).default("stop requested"),
+});
+export const ZWorkspacePurgePayload = ZWorkspaceRef.extend({
+  reason: z.string().max(500).default("purge requested"),
+  actor: z.string().max(200).default("system"),
+});
+export const ZWorkspaceSweepPayload = z.object({
+  trigger: z.enum(["schedule", "manual"]).default("schedule"),
+});
+export const ZWorkspaceReconcilePayload = z.object({
+  trigger: z.enum(["schedule", "manual"]).default("schedule"),
+  /** Report only; reap and mark nothing. */
+  dryRun: z.boolean().default(false),
+});
+export const ZSessionPurgePayload = z.object({
+  tenantId: z.string().min(1).max(200),
+  workspaceId: z.string().min(1).max(200),
+  agentId: z.string().min(1).max(200),
+  /** The deleted session and the team-worker sessions it led (reference bug #2288). */
+  sessionIds: z.array(z.string().min(1).max(200)).min(1).max(1_000),
+});
+export const ZAgentPurgePayload = z.object({
+  tenantId: z.string().min(1).max(200),
+  agentId: z.string().min(1).max(200),
+  /** Every workspace the agent used (collected before its sessions were deleted). */
+  workspaceIds: z.array(z.string().min(1).max(200)).max(10_000),
+});
+
+export const workspaceJobs = {
+  "workspace.provision": defineJob({
+    queue: WORKSPACE_QUEUE,
+    schema: ZWorkspaceProvisionPayload,
+    options: { ...RETRIES, removeOnComplete: true, removeOnFail: KEEP_FAILED },
+    jobId: (p) => deterministicJobId("workspace.provision", p.workspaceId),
+  }),
+  "workspace.stop": defineJob({
+    queue: WORKSPACE_QUEUE,
+    schema: ZWorkspaceStopPayload,
+    options: { ...RETRIES, removeOnComplete: true, removeOnFail: KEEP_FAILED },
+    jobId: (p) => deterministicJobId("workspace.stop", p.workspaceId),
+  }),
+  "workspace.purge": defineJob({
+    queue: WORKSPACE_QUEUE,
+    schema: ZWorkspacePurgePayload,
+    options: { ...RETRIES, removeOnComplete: { age: 24 * 60 * 60 }, removeOnFail: KEEP_FAILED },
+    jobId: (p) => deterministicJobId("workspace.purge", p.workspaceId),
+  }),
+  "workspace.sweep": defineJob({
+    queue: WORKSPACE_QUEUE,
+    schema: ZWorkspaceSweepPayload,
+    options: { attempts: 1, removeOnComplete: { age: 60 * 60, count: 100 }, removeOnFail: KEEP_FAILED },
+  }),
+  "workspace.reconcile": defineJob({
+    queue: WORKSPACE_QUEUE,
+    schema: ZWorkspaceReconcilePayload,
+    options: { attempts: 1, removeOnComplete: { age: 24 * 60 * 60, count: 100 }, removeOnFail: KEEP_FAILED },
+  }),
+  "session.purge": defineJob({
+    queue: WORKSPACE_QUEUE,
+    schema: ZSessionPurgePayload,
+    options: { ...RETRIES, removeOnComplete: { age: 60 * 60 }, removeOnFail: KEEP_FAILED },
+    jobId: (p) => deterministicJobId("session.purge", p.workspaceId, p.sessionIds[0] ?? ""),
+  }),
+  "agent.purge": defineJob({
+    queue: WORKSPACE_QUEUE,
+    schema: ZAgentPurgePayload,
+    options: { ...RETRIES, removeOnComplete: { age: 60 * 60 }, removeOnFail: KEEP_FAILED },
+    jobId: (p) => deterministicJobId("agent.purge", p.agentId),
+  }),
+} as const;

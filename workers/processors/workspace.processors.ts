@@ -1,0 +1,58 @@
+import type { WorkspaceEngine } from "@/server/engine/engine";
+import {
+  provisionWorkspace,
+  purgeWorkspace,
+  reconcileWorkspaces,
+  stopWorkspace,
+  sweepIdleWorkspaces,
+  type WorkspaceJobDeps,
+} from "@/server/modules/workspace/workspace-jobs.service";
+import { purgeAgent, purgeSessions } from "@/server/modules/workspace/workspace-scope-purge.service";
+import type { BerthJobCatalog } from "@/server/queue/catalog";
+import { createEnqueue } from "@/server/queue/enqueue";
+import type { ProcessorRegistry } from "../registry";
+import { defineSchedule, type Schedule } from "../schedules";
+
+/**
+ * Processors of the workspace jobs (transport-thin: payload in, one service call, result out). The
+ * engine's machine controller does the backend work; the registry maps AppErrors to retry or not.
+ */
+export function registerWorkspaceProcessors(
+  registry: ProcessorRegistry<BerthJobCatalog>,
+  engine: Pick<WorkspaceEngine, "machine" | "config" | "queues">,
+): void {
+  const enqueue = createEnqueue(engine.queues);
+  const deps: WorkspaceJobDeps = {
+    machine: engine.machine,
+    config: engine.config,
+    requestStop: (payload) => enqueue("workspace.stop", payload),
+  };
+  registry
+    .registerProcessor("workspace.provision", ({ payload, log }) => provisionWorkspace(deps, payload, log))
+    .registerProcessor("workspace.stop", ({ payload }) => stopWorkspace(deps, payload))
+    .registerProcessor("workspace.purge", ({ payload }) => purgeWorkspace(deps, payload))
+    .registerProcessor("workspace.sweep", ({ log }) => sweepIdleWorkspaces(deps, log))
+    .registerProcessor("workspace.reconcile", ({ payload, log }) => reconcileWorkspaces(deps, payload, log))
+    .registerProcessor("session.purge", ({ payload, log }) => purgeSessions(deps, payload, log))
+    .registerProcessor("agent.purge", ({ payload }) => purgeAgent(deps, payload));
+}
+
+/** The sweeper and the reconciler, as BullMQ job schedulers (one tick per interval across all workers). */
+export function workspaceSchedules(
+  config: Pick<WorkspaceEngine["config"], "sweepIntervalMs" | "reconcileIntervalMs">,
+): Schedule<BerthJobCatalog>[] {
+  return [
+    defineSchedule<BerthJobCatalog, "workspace.sweep">({
+      id: "workspace.sweep.tick",
+      job: "workspace.sweep",
+      payload: { trigger: "schedule" },
+      every: config.sweepIntervalMs,
+    }),
+    defineSchedule<BerthJobCatalog, "workspace.reconcile">({
+      id: "workspace.reconcile.tick",
+      job: "workspace.reconcile",
+      payload: { trigger: "schedule", dryRun: false },
+      every: config.reconcileIntervalMs,
+    }),
+  ];
+}
