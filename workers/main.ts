@@ -1,6 +1,8 @@
 import { getConfig } from "@/server/config/config";
 import { disconnectDb } from "@/server/db";
 import { getLogger } from "@/server/logger";
+import { closeSharedQueues } from "@/server/queue/queues";
+import { closeSharedRedis } from "@/server/redis";
 import { startWorkerRuntime } from "./runtime";
 
 // Composition root of the standalone worker process (`npm run workers`): config → workers → signals.
@@ -16,7 +18,7 @@ async function shutdown(signal: string): Promise<void> {
   log.info({ signal }, "shutting down");
   try {
     await runtime.stop();
-    await disconnectDb();
+    await Promise.all([closeSharedQueues(), closeSharedRedis(), disconnectDb()]);
     log.info("stopped");
     process.exit(0);
   } catch (error) {

@@ -80,7 +80,21 @@ export function getQueues(): QueueSet<BerthJobCatalog> {
     const redis = loadRedisConfig();
     const log = getLogger().child({ component: "queues" });
     const connection = createRedisConnection(redis, "producer", "berth-queues");
-    globalForQueues.berthQueues = createQueues(jobCatalog, { connection, redis, log });
+    const queues = createQueues(jobCatalog, { connection, redis, log });
+    globalForQueues.berthQueues = {
+      ...queues,
+      async close() {
+        await queues.close();
+        await connection.quit().catch(() => connection.disconnect());
+      },
+    };
   }
   return globalForQueues.berthQueues;
+}
+
+/** Closes the process-wide queues and their connection (graceful shutdown). Safe when never opened. */
+export async function closeSharedQueues(): Promise<void> {
+  const queues = globalForQueues.berthQueues;
+  globalForQueues.berthQueues = undefined;
+  await queues?.close();
 }
