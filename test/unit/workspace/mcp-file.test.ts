@@ -11,7 +11,7 @@ import {
   type McpSpecs,
 } from "@/server/workspace/mcp/mcp-file";
 import { ZMcpDeclaration, type EngineLogger } from "@/server/workspace/mcp/types";
-import { TestHostBackend } from "./support/host-backend";
+import { LocalBackend } from "@/server/workspace/backends/local/local-backend";
 
 function recordingLogger(): EngineLogger & { warnings: string[] } {
   const warnings: string[] = [];
@@ -188,7 +188,7 @@ describe(".mcp through a backend", () => {
   });
 
   it("writes atomically (no temp file left) and reads back the same specs", async () => {
-    const backend = new TestHostBackend(dir);
+    const backend = new LocalBackend({ workdir: dir });
     const specs = specsOf([["agent-1", "session-1", [browser, search]]]);
     expect(await writeMcpFile(backend, ".mcp", specs, recordingLogger())).toBe(true);
     expect(await fs.readdir(dir)).toEqual([".mcp"]);
@@ -197,7 +197,7 @@ describe(".mcp through a backend", () => {
   });
 
   it("returns no specs for a missing file and logs instead of throwing when the write fails", async () => {
-    const backend = new TestHostBackend(dir);
+    const backend = new LocalBackend({ workdir: dir });
     expect((await readMcpFile(backend, ".mcp", recordingLogger())).size).toBe(0);
     // A directory squatting on the target makes the final move fail.
     await fs.mkdir(path.join(dir, ".mcp", "occupied"), { recursive: true });

@@ -1,0 +1,377 @@
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { PassThrough, type Readable } from "node:stream";
+import { z } from "zod";
+import { AppError } from "@/server/shared/errors";
+import type { WorkspaceBackend } from "@/server/workspace/backend/port";
+import {
+  directoryEntries,
+  tarEntries,
+  zipEntries,
+  type ArchiveEntry,
+  type ArchiveFormat,
+} from "@/server/workspace/archive/archive-entries";
+import {
+  DEFAULT_ARCHIVE_LIMITS,
+  extractToBackend,
+  type ArchiveLimits,
+} from "@/server/workspace/archive/extract-to-backend";
+import { KeyedMutex } from "@/server/workspace/mcp/async-mutex";
+import { silentLogger, type EngineLogger } from "@/server/workspace/mcp/types";
+import { parseSkillMarkdown } from "@/server/workspace/skills/front-matter";
+import {
+  assertPlainName,
+  contentHash,
+  findSkillRoot,
+  partitionName,
+  sanitizeDirName,
+} from "@/server/workspace/skills/skill-names";
+
+export const SKILLS_DIR = "skills";
+export const SKILL_SEED_PARTITION = ".seed";
+const CONTENT_INDEX_FILE = ".content-index.json";
+const MAX_SKILL_MD_BYTES = 1024 * 1024;
+
+export type Skill = {
+  /** Front-matter name. */
+  name: string;
+  description: string;
+  /** Folder name inside the partition: unique there, and what `read`/`remove` accept besides the name. */
+  dir: string;
+  /** Backend path of the skill folder. */
+  path: string;
+  /** SKILL.md after the front matter. */
+  markdown: string;
+  metadata: Record<string, unknown>;
+  /** SKILL.md mtime (ms). */
+  updatedAt: number;
+};
+
+export type SkippedSkill = { dir: string; reason: string };
+export type SkillListing = { skills: Skill[]; skipped: SkippedSkill[] };
+export type SkillInstallResult = { skill: Skill; deduplicated: boolean };
+
+export type SkillStoreOptions = {
+  backend: WorkspaceBackend;
+  /** Host directories holding a SKILL.md, copied into `skills/.seed` by `initialize` (hash-deduplicated). */
+  seedPaths?: readonly string[];
+  /** Archive limits; unset fields use DEFAULT_ARCHIVE_LIMITS (500 MiB expanded, 10,000 entries, 500 MiB). */
+  limits?: Partial<ArchiveLimits>;
+  /** Host directory where zip uploads are spooled (zip needs random access). Default: os.tmpdir(). */
+  spoolDir?: string;
+  logger?: EngineLogger;
+};
+
+const ZContentIndex = z.object({
+  version: z.literal(1),
+  skills: z.record(z.string(), z.object({ hash: z.string(), name: z.string() })),
+});
+type TContentIndex = z.infer<typeof ZContentIndex>;
+
+/**
+ * The skills of a workspace (agentscope-spec.md §3): per-agent partitions `skills/<agentId>/`
+ * (`skills/default/` without an agent) equipped once from the seed template `skills/.seed`, installs from
+ * host directories and from zip/tar/tar.gz streams. Every byte goes through the WorkspaceBackend (validated
+ * entries are re-packed into a clean tar and extracted into a staging folder, then moved into place), so
+ * the same code serves the local host and sandboxes.
+ */
+export class SkillStore {
+  private readonly backend: WorkspaceBackend;
+  private readonly seedPaths: readonly string[];
+  private readonly limits: ArchiveLimits;
+  private readonly spoolDir: string | undefined;
+  private readonly logger: EngineLogger;
+  private readonly equipped = new Set<string>();
+  private readonly locks = new KeyedMutex();
+
+  constructor(options: SkillStoreOptions) {
+    this.backend = options.backend;
+    this.seedPaths = (options.seedPaths ?? []).map((seedPath) => path.resolve(seedPath));
+    this.limits = { ...DEFAULT_ARCHIVE_LIMITS, ...options.limits };
+    this.spoolDir = options.spoolDir;
+    this.logger = options.logger ?? silentLogger;
+  }
+
+  /** Creates `skills/.seed` and seeds it from the host skill paths; a bad path is logged and skipped. */
+  async initialize(): Promise<void> {
+    await this.backend.mkdir(this.partitionDir(SKILL_SEED_PARTITION));
+    for (const seedPath of this.seedPaths) {
+      if (!existsSync(path.join(seedPath, "SKILL.md"))) {
+        this.logger.warn({ seedPath }, "Skill path has no SKILL.md; not seeding it");
+        continue;
+      }
+      try {
+        await this.install(directoryEntries(seedPath), SKILL_SEED_PARTITION, {});
+      } catch (error) {
+        this.logger.warn({ seedPath, error: String(error) }, "Seeding skill failed; skipping it");
+      }
+    }
+  }
+
+  /** Backend path of an agent's partition (`skills/default` when there is no agent). */
+  partitionPath(agentId?: string | null): string {
+    return this.partitionDir(partitionName(agentId));
+  }
+
+  /** The partition's skills (sorted by folder); folders with a missing or invalid SKILL.md are reported as skipped. */
+  async list(agentId?: string | null): Promise<SkillListing> {
+    const partition = partitionName(agentId);
+    await this.equip(partition);
+    const dir = this.partitionDir(partition);
+    const entries = await this.backend.list(dir).catch(() => []);
+    const folders = entries
+      .filter((entry) => entry.type === "directory" && !entry.name.startsWith("."))
+      .map((entry) => entry.name)
+      .sort();
+    const loaded = await Promise.all(folders.map((folder) => this.loadSkill(dir, folder)));
+    const listing: SkillListing = { skills: [], skipped: [] };
+    for (const result of loaded) {
+      if ("reason" in result) listing.skipped.push(result);
+      else listing.skills.push(result);
+    }
+    return listing;
+  }
+
+  /** One skill (by folder or front-matter name) with its full SKILL.md text. */
+  async read(name: string, agentId?: string | null): Promise<{ skill: Skill; content: string }> {
+    const skill = await this.find(name, agentId);
+    const content = await this.readText(path.posix.join(skill.path, "SKILL.md"));
+    return { skill, content: content ?? "" };
+  }
+
+  /** Installs a skill folder from the host (its basename becomes the folder name unless `dirName` is given). */
+  async installFromDirectory(
+    hostPath: string,
+    agentId?: string | null,
+    options: { dirName?: string } = {},
+  ): Promise<SkillInstallResult> {
+    const root = path.resolve(hostPath);
+    if (!existsSync(path.join(root, "SKILL.md"))) {
+      throw new AppError("BAD_REQUEST", `Invalid skill at ${hostPath}: SKILL.md not found`);
+    }
+    const partition = partitionName(agentId);
+    await this.equip(partition);
+    return this.install(directoryEntries(root), partition, options);
+  }
+
+  /**
+   * Installs a skill from a zip, tar or tar.gz stream without holding it in memory. The first folder
+   * holding SKILL.md (shallowest, then archive order) is the skill; everything else is discarded.
+   * Limits → PAYLOAD_TOO_LARGE; hostile entries (absolute, `..`, links, devices, control characters) →
+   * BAD_REQUEST naming the entry. Identical content already installed is returned instead of duplicated.
+   */
+  async installArchive(
+    stream: Readable,
+    format: ArchiveFormat,
+    agentId?: string | null,
+    options: { dirName?: string; limits?: Partial<ArchiveLimits> } = {},
+  ): Promise<SkillInstallResult> {
+    const limits = { ...this.limits, ...options.limits };
+    if (options.dirName !== undefined) assertPlainName(options.dirName);
+    const partition = partitionName(agentId);
+    await this.equip(partition);
+    const entries =
+      format === "zip"
+        ? zipEntries(stream, limits, this.spoolDir)
+        : tarEntries(stream, format === "tar.gz", limits.maxArchiveBytes);
+    return this.install(entries, partition, options, limits);
+  }
+
+  /** Deletes a skill (by folder or front-matter name); unknown → NOT_FOUND. */
+  async remove(name: string, agentId?: string | null): Promise<void> {
+    const partition = partitionName(agentId);
+    const skill = await this.find(name, agentId);
+    await this.locks.run(partition, async () => {
+      await this.backend.remove(skill.path);
+      const dir = this.partitionDir(partition);
+      const index = await this.readIndex(dir);
+      if (index.skills[skill.dir]) {
+        delete index.skills[skill.dir];
+        await this.writeIndex(dir, index);
+      }
+    });
+  }
+
+  /** Deletes the agent's partition; the next skill call re-equips it from the seed. */
+  async purgeAgent(agentId: string): Promise<void> {
+    if (!agentId) return;
+    const partition = partitionName(agentId);
+    await this.locks.run(partition, async () => {
+      this.equipped.delete(partition);
+      await this.backend.remove(this.partitionDir(partition));
+    });
+  }
+
+  private partitionDir(partition: string): string {
+    return path.posix.join(this.backend.workdir, SKILLS_DIR, partition);
+  }
+
+  /**
+   * Copies the seed into a missing partition, once: copy to a temporary folder, then rename into place,
+   * so a half-copied partition is never visible. The partition's existence marks it as equipped, so a seed
+   * skill the agent deletes stays deleted.
+   */
+  private async equip(partition: string): Promise<void> {
+    if (partition === SKILL_SEED_PARTITION || this.equipped.has(partition)) return;
+    await this.locks.run(partition, async () => {
+      if (this.equipped.has(partition)) return;
+      const target = this.partitionDir(partition);
+      if (!(await this.backend.stat(target))) {
+        const seed = this.partitionDir(SKILL_SEED_PARTITION);
+        if (await this.backend.stat(seed)) {
+          const temp = path.posix.join(
+            this.backend.workdir,
+            SKILLS_DIR,
+            `.equipping-${randomBytes(6).toString("hex")}`,
+          );
+          try {
+            // Piped straight away: Node resumes (drains) an exited child's unread stdout, so a backend that
+            // returns a child's stdout could lose the archive while putArchive is still setting up.
+            const archive = (await this.backend.getArchive(seed)).pipe(new PassThrough());
+            await this.backend.putArchive(temp, archive);
+            await this.backend.move(path.posix.join(temp, SKILL_SEED_PARTITION), target);
+          } catch (error) {
+            // Another process may have equipped it first; only a still-missing partition is a failure.
+            if (!(await this.backend.stat(target))) throw error;
+          } finally {
+            await this.backend.remove(temp);
+          }
+        } else {
+          await this.backend.mkdir(target);
+        }
+      }
+      this.equipped.add(partition);
+    });
+  }
+
+  private async install(
+    entries: AsyncIterable<ArchiveEntry>,
+    partition: string,
+    options: { dirName?: string },
+    limits: ArchiveLimits = this.limits,
+  ): Promise<SkillInstallResult> {
+    const staging = path.posix.join(this.backend.workdir, `.skill-staging-${randomBytes(8).toString("hex")}`);
+    try {
+      const manifest = await extractToBackend(entries, this.backend, staging, limits);
+      const root = findSkillRoot(manifest);
+      const rootPath = root ? path.posix.join(staging, root) : staging;
+      const text = await this.readText(path.posix.join(rootPath, "SKILL.md"));
+      const parsed = text === null ? null : parseSkillMarkdown(text);
+      if (!parsed?.ok) {
+        throw new AppError("BAD_REQUEST", `Invalid SKILL.md: ${parsed?.reason ?? "larger than 1 MiB"}`, {
+          details: { entry: root ? `${root}/SKILL.md` : "SKILL.md" },
+        });
+      }
+      const hash = contentHash(manifest, root);
+      return await this.locks.run(partition, async () => {
+        const dir = this.partitionDir(partition);
+        const index = await this.readIndex(dir);
+        for (const [folder, entry] of Object.entries(index.skills)) {
+          if (entry.hash !== hash) continue;
+          const existing = await this.loadSkill(dir, folder);
+          if (!("reason" in existing)) return { skill: existing, deduplicated: true };
+        }
+        const base = options.dirName ?? sanitizeDirName(root ? path.posix.basename(root) : parsed.skill.name);
+        const folder = await this.freeFolder(dir, base);
+        await this.backend.move(rootPath, path.posix.join(dir, folder));
+        index.skills[folder] = { hash, name: parsed.skill.name };
+        await this.writeIndex(dir, index);
+        const installed = await this.loadSkill(dir, folder);
+        if ("reason" in installed)
+          throw new AppError("INTERNAL", `Installed skill unreadable: ${installed.reason}`);
+        return { skill: installed, deduplicated: false };
+      });
+    } finally {
+      await this.backend.remove(staging).catch((error: unknown) => {
+        this.logger.warn({ staging, error: String(error) }, "Could not delete a skill staging folder");
+      });
+    }
+  }
+
+  /** `base`, then `base-1`, `base-2`, ... until the folder is free (the reference's clash rule). */
+  private async freeFolder(dir: string, base: string): Promise<string> {
+    for (let suffix = 0; ; suffix += 1) {
+      const candidate = suffix === 0 ? base : `${base}-${suffix}`;
+      if (!(await this.backend.stat(path.posix.join(dir, candidate)))) return candidate;
+    }
+  }
+
+  private async find(name: string, agentId?: string | null): Promise<Skill> {
+    const { skills } = await this.list(agentId);
+    const skill =
+      skills.find((candidate) => candidate.dir === name) ??
+      skills.find((candidate) => candidate.name === name);
+    if (!skill) {
+      throw new AppError("NOT_FOUND", `Skill '${name}' not found`, {
+        details: {
+          name,
+          partition: partitionName(agentId),
+          available: skills.map((candidate) => candidate.dir),
+        },
+      });
+    }
+    return skill;
+  }
+
+  private async loadSkill(dir: string, folder: string): Promise<Skill | SkippedSkill> {
+    const skillPath = path.posix.join(dir, folder);
+    const file = path.posix.join(skillPath, "SKILL.md");
+    const stat = await this.backend.stat(file);
+    if (!stat || stat.type !== "file") return { dir: folder, reason: "SKILL.md not found" };
+    if (stat.size > MAX_SKILL_MD_BYTES) return { dir: folder, reason: "SKILL.md is larger than 1 MiB" };
+    const text = await this.readText(file);
+    if (text === null) return { dir: folder, reason: "SKILL.md could not be read" };
+    const parsed = parseSkillMarkdown(text);
+    if (!parsed.ok) return { dir: folder, reason: parsed.reason };
+    const { name, description, metadata, body } = parsed.skill;
+    return {
+      name,
+      description,
+      dir: folder,
+      path: skillPath,
+      markdown: body,
+      metadata,
+      updatedAt: stat.mtimeMs,
+    };
+  }
+
+  /** A small text file through the backend; null when missing or over the SKILL.md cap. */
+  private async readText(file: string): Promise<string | null> {
+    let stream: Readable;
+    try {
+      stream = await this.backend.readFile(file);
+    } catch {
+      return null;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > MAX_SKILL_MD_BYTES) {
+        stream.destroy();
+        return null;
+      }
+      chunks.push(chunk);
+    }
+    return Buffer.concat(chunks).toString("utf8");
+  }
+
+  private async readIndex(dir: string): Promise<TContentIndex> {
+    const text = await this.readText(path.posix.join(dir, CONTENT_INDEX_FILE));
+    if (text === null) return { version: 1, skills: {} };
+    try {
+      return ZContentIndex.parse(JSON.parse(text));
+    } catch {
+      this.logger.warn({ dir }, "Ignoring an unreadable skill content index");
+      return { version: 1, skills: {} };
+    }
+  }
+
+  private async writeIndex(dir: string, index: TContentIndex): Promise<void> {
+    const file = path.posix.join(dir, CONTENT_INDEX_FILE);
+    const temp = `${file}.tmp-${randomBytes(6).toString("hex")}`;
+    await this.backend.writeFile(temp, JSON.stringify(index, null, 2));
+    await this.backend.move(temp, file);
+  }
+}
