@@ -81,10 +81,13 @@ export class WorkspaceManager implements AsyncDisposable {
   private readonly checkLiveness: boolean;
   private readonly hooks: WorkspaceManagerHooks;
   private readonly now: () => number;
-  private readonly entries = new Map<string, Entry>();
+  /** tenant → user → workspace id → entry. Nested so a hit hashes the caller's strings, not a joined key. */
+  private readonly entries = new Map<string, Map<string, Map<string, Entry>>>();
+  private entryCount = 0;
   private readonly pending = new Map<string, Promise<Workspace>>();
   private readonly deadlines = new MinHeap<Entry>();
-  private readonly idMemo = new Map<string, string>();
+  private readonly idMemo = new Map<string, Map<string, string>>();
+  private idMemoSize = 0;
   private timer: NodeJS.Timeout | null = null;
 
   constructor(options: WorkspaceManagerOptions) {
@@ -107,13 +110,23 @@ export class WorkspaceManager implements AsyncDisposable {
   /** The workspace id a request maps to under this manager's policy (memoised for PER_AGENT/PER_USER). */
   workspaceIdFor(input: Pick<GetWorkspaceInput, "userId" | "agentId" | "sessionId">): string {
     if (this.isolation === IsolationPolicy.PER_SESSION) return assignWorkspaceId(this.isolation, input);
-    const memoKey =
-      this.isolation === IsolationPolicy.PER_USER ? input.userId : `${input.userId}\0${input.agentId}`;
-    let id = this.idMemo.get(memoKey);
+    // Nested maps keyed by the caller's own strings: no concatenated key to build and hash on every hit.
+    const agentKey = this.isolation === IsolationPolicy.PER_USER ? "" : input.agentId;
+    let byAgent = this.idMemo.get(input.userId);
+    let id = byAgent?.get(agentKey);
     if (id === undefined) {
       id = assignWorkspaceId(this.isolation, input);
-      if (this.idMemo.size >= ID_MEMO_LIMIT) this.idMemo.clear();
-      this.idMemo.set(memoKey, id);
+      if (this.idMemoSize >= ID_MEMO_LIMIT) {
+        this.idMemo.clear();
+        this.idMemoSize = 0;
+        byAgent = undefined;
+      }
+      if (!byAgent) {
+        byAgent = new Map();
+        this.idMemo.set(input.userId, byAgent);
+      }
+      byAgent.set(agentKey, id);
+      this.idMemoSize++;
     }
     return id;
   }
@@ -121,8 +134,7 @@ export class WorkspaceManager implements AsyncDisposable {
   /** An initialised workspace for the request: cached on a hit, provisioned once per key on a miss. */
   getWorkspace(input: GetWorkspaceInput): Promise<Workspace> {
     const workspaceId = input.workspaceId ?? this.workspaceIdFor(input);
-    const key = addressKey(input.tenantId, input.userId, workspaceId);
-    const entry = this.entries.get(key);
+    const entry = this.entries.get(input.tenantId)?.get(input.userId)?.get(workspaceId);
     if (entry !== undefined) {
       const now = this.now();
       entry.lastAccess = now;
@@ -139,24 +151,24 @@ export class WorkspaceManager implements AsyncDisposable {
       agentId: input.agentId,
       isolation: this.isolation,
     };
-    return this.provision(key, spec, false);
+    return this.provision(addressKey(input.tenantId, input.userId, workspaceId), spec, false);
   }
 
   /** The cached workspace for an address, without touching its idle clock; undefined when not cached. */
   peek(address: WorkspaceAddress): Workspace | undefined {
-    return this.entries.get(addressKey(address.tenantId, address.userId, address.workspaceId))?.workspace;
+    return this.lookup(address)?.workspace;
   }
 
   /** Number of cached (initialised) workspaces. */
   get size(): number {
-    return this.entries.size;
+    return this.entryCount;
   }
 
   /** Closes and forgets one workspace (waiting for its provisioning, if any). Unknown addresses are a no-op. */
   async close(address: WorkspaceAddress): Promise<void> {
     const key = addressKey(address.tenantId, address.userId, address.workspaceId);
     await this.pending.get(key)?.catch(() => undefined);
-    const entry = this.entries.get(key);
+    const entry = this.lookup(address);
     if (entry) await this.evict(entry, "closed");
   }
 
@@ -164,7 +176,9 @@ export class WorkspaceManager implements AsyncDisposable {
   async closeAll(): Promise<void> {
     await Promise.all([...this.pending.values()].map((pending) => pending.catch(() => undefined)));
     // Heap items of the closed entries go stale and are dropped lazily by later sweeps.
-    const all = [...this.entries.values()];
+    const all = [...this.entries.values()].flatMap((users) =>
+      [...users.values()].flatMap((workspaces) => [...workspaces.values()]),
+    );
     await Promise.all(all.map((entry) => this.evict(entry, "close_all")));
   }
 
@@ -181,7 +195,7 @@ export class WorkspaceManager implements AsyncDisposable {
       top = this.deadlines.peekKey()
     ) {
       const entry = this.deadlines.pop()!.value;
-      if (this.entries.get(entry.key) !== entry) continue; // closed or replaced since it was queued
+      if (this.lookup(entry.address) !== entry) continue; // closed or replaced since it was queued
       const due = entry.lastAccess + this.ttlMs;
       if (due > now) this.deadlines.push(due, entry);
       else expired.push(entry);
@@ -217,7 +231,7 @@ export class WorkspaceManager implements AsyncDisposable {
       }
       const now = this.now();
       const entry: Entry = { key, address, workspace, lastAccess: now, lastLivenessCheck: now, probe: null };
-      this.entries.set(key, entry);
+      this.store(entry);
       this.deadlines.push(now + this.ttlMs, entry);
       this.emit(() => this.hooks.onProvision?.({ address, workspace, durationMs: now - started, replaced }));
       return workspace;
@@ -248,8 +262,7 @@ export class WorkspaceManager implements AsyncDisposable {
   }
 
   private async evict(entry: Entry, reason: EvictReason): Promise<void> {
-    if (this.entries.get(entry.key) !== entry) return;
-    this.entries.delete(entry.key);
+    if (!this.remove(entry)) return;
     this.emit(() => this.hooks.onEvict?.({ address: entry.address, workspace: entry.workspace, reason }));
     try {
       await entry.workspace.close();
@@ -257,6 +270,33 @@ export class WorkspaceManager implements AsyncDisposable {
       const appError = toAppError(error);
       this.emit(() => this.hooks.onCloseError?.({ address: entry.address, error: appError }));
     }
+  }
+
+  private lookup(address: WorkspaceAddress): Entry | undefined {
+    return this.entries.get(address.tenantId)?.get(address.userId)?.get(address.workspaceId);
+  }
+
+  private store(entry: Entry): void {
+    const { tenantId, userId, workspaceId } = entry.address;
+    let users = this.entries.get(tenantId);
+    if (!users) this.entries.set(tenantId, (users = new Map<string, Map<string, Entry>>()));
+    let workspaces = users.get(userId);
+    if (!workspaces) users.set(userId, (workspaces = new Map<string, Entry>()));
+    if (!workspaces.has(workspaceId)) this.entryCount++;
+    workspaces.set(workspaceId, entry);
+  }
+
+  /** Removes exactly this entry (not a newer one under the same address); false when it is not cached. */
+  private remove(entry: Entry): boolean {
+    const { tenantId, userId, workspaceId } = entry.address;
+    const users = this.entries.get(tenantId);
+    const workspaces = users?.get(userId);
+    if (workspaces?.get(workspaceId) !== entry) return false;
+    workspaces.delete(workspaceId);
+    this.entryCount--;
+    if (workspaces.size === 0) users!.delete(userId);
+    if (users!.size === 0) this.entries.delete(tenantId);
+    return true;
   }
 
   private emit(call: () => void): void {
@@ -268,7 +308,7 @@ export class WorkspaceManager implements AsyncDisposable {
   }
 }
 
-/** NUL cannot appear in a tenant or user id from the database, so the joined key is unambiguous. */
+/** Key of the single-flight map (misses only). NUL never appears in database ids, so it is unambiguous. */
 function addressKey(tenantId: string, userId: string, workspaceId: string): string {
   return `${tenantId}\0${userId}\0${workspaceId}`;
 }
