@@ -20,10 +20,11 @@ describeDocker("Docker backend: exec and files on a real container", () => {
 
   it("creates a running, labelled, limited container with the workdir bind-mounted and a non-root user", async () => {
     const info = await ws.backend.container.inspect();
-    expect(info.Name).toBe(`/berth-ws-${ws.workspaceId}`);
+    expect(info.Name).toBe(`/${ws.containerName}`);
+    expect(ws.containerName).toMatch(new RegExp(`^berth-ws-${ws.ref.workspaceId}-[0-9a-f]{8}$`));
     expect(info.State.Running).toBe(true);
     expect(info.Config.Labels).toMatchObject({
-      "dev.berth.workspace": ws.workspaceId,
+      "dev.berth.workspace": ws.ref.workspaceId,
       "dev.berth.tenant": "tenant-test",
       "dev.berth.user": "user-test",
       "dev.berth.agent": "agent-test",

@@ -10,7 +10,10 @@ import {
   DockerWorkspaceProvider,
   type DockerWorkspaceHandle,
 } from "@/server/workspace/backends/docker/docker-provider";
-import type { TDockerProviderConfigInput } from "@/server/workspace/backends/docker/docker-config";
+import type {
+  DockerWorkspaceRef,
+  TDockerProviderConfigInput,
+} from "@/server/workspace/backends/docker/docker-config";
 
 const execFileAsync = promisify(execFile);
 
@@ -69,27 +72,45 @@ export async function createDockerTestbed(overrides: Partial<TDockerProviderConf
     stopTimeoutSeconds: 1,
     ...overrides,
   };
-  const opened = new Set<string>();
+  const opened: DockerWorkspaceRef[] = [];
   const providers: DockerWorkspaceProvider[] = [];
   const newProvider = (extra: Partial<TDockerProviderConfigInput> = {}) => {
     const provider = new DockerWorkspaceProvider({ ...config, ...extra });
     providers.push(provider);
     return provider;
   };
+  const refFor = (workspaceId = uniqueWorkspaceId()): DockerWorkspaceRef => ({
+    tenantId: TEST_OWNER.tenantId,
+    userId: TEST_OWNER.userId,
+    workspaceId,
+  });
   const open = async (
     provider: DockerWorkspaceProvider,
-    workspaceId = uniqueWorkspaceId(),
+    ref: DockerWorkspaceRef = refFor(),
   ): Promise<DockerWorkspaceHandle> => {
-    opened.add(workspaceId);
-    return provider.open({ workspaceId, owner: TEST_OWNER });
+    if (!opened.some((known) => known.workspaceId === ref.workspaceId && known.tenantId === ref.tenantId)) {
+      opened.push(ref);
+    }
+    return provider.open({ ...ref, agentId: TEST_OWNER.agentId });
   };
+  /** Marks a workspace opened some other way (e.g. through WorkspaceManager) for cleanup. */
+  const track = (ref: DockerWorkspaceRef) => opened.push(ref);
   const cleanup = async () => {
     const provider = providers[0] ?? newProvider();
-    for (const id of opened) await provider.purge(id).catch(() => undefined);
+    for (const ref of opened) await provider.purge(ref).catch(() => undefined);
     await fs.rm(dataRoot, { recursive: true, force: true });
     await fs.rm(runtimeRoot, { recursive: true, force: true });
   };
-  return { config, dataRoot, newProvider, open, cleanup, docker: new Docker({ socketPath: SOCKET_PATH }) };
+  return {
+    config,
+    dataRoot,
+    newProvider,
+    open,
+    refFor,
+    track,
+    cleanup,
+    docker: new Docker({ socketPath: SOCKET_PATH }),
+  };
 }
 
 /**

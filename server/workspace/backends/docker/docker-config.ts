@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
@@ -89,11 +90,28 @@ export const LABELS = {
   imageInputs: "dev.berth.image-inputs",
 } as const;
 
-/** Docker container names allow `[a-zA-Z0-9][a-zA-Z0-9_.-]*`; workspace ids must fit so names stay deterministic. */
-export const ZWorkspaceId = z
-  .string()
-  .regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/, "workspace ids must be 1-63 chars of [a-zA-Z0-9_.-]");
+/** A workspace's identity: the same workspace id under another tenant or user is another workspace. */
+export type DockerWorkspaceRef = { tenantId: string; userId: string; workspaceId: string };
 
-export function containerName(workspaceId: string): string {
-  return `berth-ws-${ZWorkspaceId.parse(workspaceId)}`;
+const PLAIN_ID = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,39}$/;
+
+/**
+ * The deterministic key of a workspace's container and runtime dir: the workspace id itself when it is a
+ * plain id (hashed otherwise), plus 8 hex of (tenant, user) so equal ids of different owners never share
+ * a container. Stable across restarts, which is what makes reattaching work.
+ */
+export function containerKey(ref: DockerWorkspaceRef): string {
+  const idPart = PLAIN_ID.test(ref.workspaceId)
+    ? ref.workspaceId
+    : `h${sha256Hex(ref.workspaceId).slice(0, 24)}`;
+  return `${idPart}-${sha256Hex(`${ref.tenantId}\0${ref.userId}`).slice(0, 8)}`;
+}
+
+/** `berth-ws-<workspace id>-<owner hash>`. */
+export function containerName(ref: DockerWorkspaceRef): string {
+  return `berth-ws-${containerKey(ref)}`;
+}
+
+function sha256Hex(value: string): string {
+  return createHash("sha256").update(value, "utf8").digest("hex");
 }

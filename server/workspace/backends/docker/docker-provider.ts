@@ -5,11 +5,13 @@ import { AppError } from "@/server/shared/errors";
 import { loadGatewayBundle, type GatewayBundle } from "@/server/workspace/gateway/bundle-gateway";
 import type { McpConnector } from "@/server/workspace/mcp/types";
 import { DockerBackend } from "./docker-backend";
+import { safePathSegment } from "@/server/workspace/backends/local/local-provider";
 import {
   CONTAINER_PATHS,
+  containerKey,
   containerName,
   ZDockerProviderConfig,
-  ZWorkspaceId,
+  type DockerWorkspaceRef,
   type TDockerProviderConfig,
   type TDockerProviderConfigInput,
 } from "./docker-config";
@@ -21,7 +23,6 @@ import {
   inspectOrNull,
   removeContainer,
   stopContainer,
-  type WorkspaceOwner,
 } from "./workspace-container";
 import { WorkspaceImageBuilder, type ImageBuildProgress } from "./workspace-image";
 
@@ -31,17 +32,18 @@ export type DockerProvisionEvent =
   | { type: "container"; state: "created" | "reattached"; name: string }
   | { type: "gateway"; state: "starting" | "ready" };
 
-export type DockerWorkspaceRequest = {
-  workspaceId: string;
-  owner: WorkspaceOwner;
-  /** Host directory bound at /workspace. Default `<dataRoot>/<workspaceId>`. */
+export type DockerWorkspaceRequest = DockerWorkspaceRef & {
+  /** The agent whose request created the workspace ("" when none); a label only. */
+  agentId: string;
+  /** Host directory bound at /workspace. Default `<dataRoot>/<tenant>/<user>/<workspace id>`. */
   hostWorkdir?: string;
   onProgress?: (event: DockerProvisionEvent) => void;
 };
 
 /** A ready workspace container: its gateway answered a health check with this instance's nonce. */
 export type DockerWorkspaceHandle = {
-  workspaceId: string;
+  ref: DockerWorkspaceRef;
+  containerName: string;
   backend: DockerBackend;
   /** Connects MCP declarations through the in-container gateway (same port as the local connector). */
   mcpConnector: McpConnector;
@@ -77,7 +79,7 @@ export class DockerWorkspaceProvider {
     this.docker = deps.docker ?? new Docker({ socketPath: this.config.socketPath });
     this.images = new WorkspaceImageBuilder(this.docker, this.config);
     this.bundle = deps.loadGatewayBundle ?? (() => loadGatewayBundle());
-    const socket = path.join(this.config.runtimeRoot, "x".repeat(63), "gateway.sock");
+    const socket = path.join(this.config.runtimeRoot, "x".repeat(49), "gateway.sock");
     if (Buffer.byteLength(socket) > 107) {
       throw new AppError(
         "BAD_REQUEST",
@@ -102,12 +104,18 @@ export class DockerWorkspaceProvider {
     }
   }
 
-  hostWorkdirOf(workspaceId: string): string {
-    return path.join(this.config.dataRoot, ZWorkspaceId.parse(workspaceId));
+  /** Where a workspace's files live on the host (the same layout as the local provider). */
+  hostWorkdirOf(ref: DockerWorkspaceRef): string {
+    return path.join(
+      this.config.dataRoot,
+      safePathSegment(ref.tenantId),
+      safePathSegment(ref.userId),
+      safePathSegment(ref.workspaceId),
+    );
   }
 
-  private hostRuntimeDirOf(workspaceId: string): string {
-    return path.join(this.config.runtimeRoot, ZWorkspaceId.parse(workspaceId));
+  private hostRuntimeDirOf(ref: DockerWorkspaceRef): string {
+    return path.join(this.config.runtimeRoot, containerKey(ref));
   }
 
   /**
@@ -116,7 +124,7 @@ export class DockerWorkspaceProvider {
    * id share one attempt.
    */
   open(request: DockerWorkspaceRequest): Promise<DockerWorkspaceHandle> {
-    const id = ZWorkspaceId.parse(request.workspaceId);
+    const id = containerKey(request);
     const pending = this.opening.get(id);
     if (pending) return pending;
     const attempt = this.openOnce(request).finally(() => this.opening.delete(id));
@@ -125,9 +133,14 @@ export class DockerWorkspaceProvider {
   }
 
   private async openOnce(request: DockerWorkspaceRequest): Promise<DockerWorkspaceHandle> {
-    const { workspaceId, onProgress } = request;
-    const hostWorkdir = path.resolve(request.hostWorkdir ?? this.hostWorkdirOf(workspaceId));
-    const hostRuntimeDir = this.hostRuntimeDirOf(workspaceId);
+    const { onProgress } = request;
+    const ref: DockerWorkspaceRef = {
+      tenantId: request.tenantId,
+      userId: request.userId,
+      workspaceId: request.workspaceId,
+    };
+    const hostWorkdir = path.resolve(request.hostWorkdir ?? this.hostWorkdirOf(ref));
+    const hostRuntimeDir = this.hostRuntimeDirOf(ref);
     await fs.mkdir(hostWorkdir, { recursive: true });
     await fs.mkdir(hostRuntimeDir, { recursive: true, mode: 0o755 });
 
@@ -135,13 +148,13 @@ export class DockerWorkspaceProvider {
       onProgress?.({ type: "image", ...progress }),
     );
     const { container, created } = await ensureRunningContainer(this.docker, this.config, {
-      workspaceId,
-      owner: request.owner,
+      ...ref,
+      agentId: request.agentId,
       image,
       hostWorkdir,
       hostRuntimeDir,
     });
-    const name = containerName(workspaceId);
+    const name = containerName(ref);
     onProgress?.({ type: "container", state: created ? "created" : "reattached", name });
 
     // A workdir the host just created belongs to the host user: hand the top directory to the workspace
@@ -166,7 +179,8 @@ export class DockerWorkspaceProvider {
       onClose: () => stopContainer(this.docker, name, this.config.stopTimeoutSeconds),
     });
     return {
-      workspaceId,
+      ref,
+      containerName: name,
       backend,
       mcpConnector: gateway.connector,
       gateway,
@@ -178,22 +192,22 @@ export class DockerWorkspaceProvider {
   }
 
   /** True while the workspace's container runs (false when stopped, killed or removed). */
-  async isAlive(workspaceId: string): Promise<boolean> {
-    const info = await inspectOrNull(this.docker.getContainer(containerName(workspaceId)));
+  async isAlive(ref: DockerWorkspaceRef): Promise<boolean> {
+    const info = await inspectOrNull(this.docker.getContainer(containerName(ref)));
     return info?.State.Running ?? false;
   }
 
   /** Stops the container and keeps container and data (the next open() reattaches). */
-  async stop(workspaceId: string): Promise<void> {
-    await stopContainer(this.docker, containerName(workspaceId), this.config.stopTimeoutSeconds);
+  async stop(ref: DockerWorkspaceRef): Promise<void> {
+    await stopContainer(this.docker, containerName(ref), this.config.stopTimeoutSeconds);
   }
 
   /**
    * Removes the container AND the workspace's data. Files are deleted from inside the container first:
    * they belong to the workspace user, which the host process may not be allowed to delete.
    */
-  async purge(workspaceId: string, hostWorkdir?: string): Promise<void> {
-    const name = containerName(workspaceId);
+  async purge(ref: DockerWorkspaceRef, hostWorkdir?: string): Promise<void> {
+    const name = containerName(ref);
     const container = this.docker.getContainer(name);
     const info = await inspectOrNull(container);
     if (info) {
@@ -205,10 +219,10 @@ export class DockerWorkspaceProvider {
       }
       await removeContainer(this.docker, name);
     }
-    await fs.rm(path.resolve(hostWorkdir ?? this.hostWorkdirOf(workspaceId)), {
+    await fs.rm(path.resolve(hostWorkdir ?? this.hostWorkdirOf(ref)), {
       recursive: true,
       force: true,
     });
-    await fs.rm(this.hostRuntimeDirOf(workspaceId), { recursive: true, force: true });
+    await fs.rm(this.hostRuntimeDirOf(ref), { recursive: true, force: true });
   }
 }

@@ -1,14 +1,17 @@
 import { createHash } from "node:crypto";
 import type Docker from "dockerode";
 import { AppError } from "@/server/shared/errors";
-import { CONTAINER_PATHS, containerName, LABELS, type TDockerProviderConfig } from "./docker-config";
+import {
+  CONTAINER_PATHS,
+  containerName,
+  LABELS,
+  type DockerWorkspaceRef,
+  type TDockerProviderConfig,
+} from "./docker-config";
 
-/** Who a workspace belongs to; written as labels so operators can find and account containers. */
-export type WorkspaceOwner = { tenantId: string; userId: string; agentId: string };
-
-export type ContainerSpec = {
-  workspaceId: string;
-  owner: WorkspaceOwner;
+/** The workspace plus the agent that created it; all written as labels so operators can find containers. */
+export type ContainerSpec = DockerWorkspaceRef & {
+  agentId: string;
   image: string;
   hostWorkdir: string;
   hostRuntimeDir: string;
@@ -33,7 +36,7 @@ export function containerCreateOptions(
   spec: ContainerSpec,
 ): Docker.ContainerCreateOptions {
   const options: Docker.ContainerCreateOptions = {
-    name: containerName(spec.workspaceId),
+    name: containerName(spec),
     Image: spec.image,
     // tini reaps the orphans killed commands leave behind; without it PID 1 (sleep) would not.
     Entrypoint: [
@@ -52,9 +55,9 @@ export function containerCreateOptions(
     Labels: {
       [LABELS.managed]: "true",
       [LABELS.workspace]: spec.workspaceId,
-      [LABELS.tenant]: spec.owner.tenantId,
-      [LABELS.user]: spec.owner.userId,
-      [LABELS.agent]: spec.owner.agentId,
+      [LABELS.tenant]: spec.tenantId,
+      [LABELS.user]: spec.userId,
+      [LABELS.agent]: spec.agentId,
     },
     HostConfig: {
       Binds: [
