@@ -1,12 +1,13 @@
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import type { LanguageModel } from "ai";
 import { z } from "zod";
+import { AppError } from "@/server/shared/errors";
 
 /**
- * An agent's model configuration: any OpenAI-compatible endpoint. The API key arrives decrypted from the
- * agent record and lives only inside the provider's closure; nothing here logs or returns it.
+ * The endpoint a turn talks to: any OpenAI-compatible server. The API key arrives decrypted from the agent
+ * record and lives only inside the provider's closure; nothing here logs or returns it.
  */
-export const ZAgentModelConfig = z.object({
+export const ZModelEndpoint = z.object({
   /** e.g. `https://api.openai.com/v1`; the provider appends `/chat/completions`. */
   baseUrl: z.url({ protocol: /^https?$/ }),
   /** Empty for local servers that take no key (no Authorization header is sent then). */
@@ -16,7 +17,7 @@ export const ZAgentModelConfig = z.object({
   maxOutputTokens: z.number().int().positive().optional(),
 });
 
-export type TAgentModelConfig = z.infer<typeof ZAgentModelConfig>;
+export type TModelEndpoint = z.infer<typeof ZModelEndpoint>;
 
 /** Call settings that travel with the model into every `streamText` call of a turn. */
 export type ModelCallSettings = { temperature?: number; maxOutputTokens?: number };
@@ -28,8 +29,8 @@ export type AgentModel = {
   description: { baseUrl: string; model: string };
 };
 
-export function createAgentModel(config: TAgentModelConfig): AgentModel {
-  const parsed = ZAgentModelConfig.parse(config);
+export function createAgentModel(config: TModelEndpoint): AgentModel {
+  const parsed = ZModelEndpoint.parse(config);
   const provider = createOpenAICompatible({
     name: "agent",
     baseURL: parsed.baseUrl.replace(/\/+$/, ""),
@@ -48,9 +49,48 @@ export function createAgentModel(config: TAgentModelConfig): AgentModel {
 }
 
 /** A config for logs and API responses: the key replaced by whether one is set. */
-export function redactModelConfig(
-  config: TAgentModelConfig,
-): Omit<TAgentModelConfig, "apiKey"> & { hasApiKey: boolean } {
+export function redactModelEndpoint(
+  config: TModelEndpoint,
+): Omit<TModelEndpoint, "apiKey"> & { hasApiKey: boolean } {
   const { apiKey, ...rest } = config;
   return { ...rest, hasApiKey: apiKey !== "" };
+}
+
+/** Base URLs of providers an agent may name without one. Anything else needs `baseUrl`. */
+export const KNOWN_PROVIDER_BASE_URLS: Readonly<Record<string, string>> = {
+  openai: "https://api.openai.com/v1",
+  "openai-compatible": "",
+};
+
+/**
+ * The endpoint of an agent record: its stored model config (`{ provider, model, baseUrl?, temperature?,
+ * maxOutputTokens? }`, see server/modules/agent/agent.types.ts) plus its decrypted key (null: none stored).
+ */
+export function modelEndpointForAgent(
+  modelConfig: {
+    provider: string;
+    model: string;
+    baseUrl?: string;
+    temperature?: number;
+    maxOutputTokens?: number;
+  },
+  apiKey: string | null,
+): TModelEndpoint {
+  const baseUrl = modelConfig.baseUrl ?? KNOWN_PROVIDER_BASE_URLS[modelConfig.provider];
+  if (!baseUrl) {
+    throw new AppError(
+      "UNPROCESSABLE",
+      `Agent model config for provider ${modelConfig.provider} has no baseUrl`,
+      {
+        userMessage: `The agent's model settings need a base URL for provider "${modelConfig.provider}".`,
+      },
+    );
+  }
+  return {
+    baseUrl,
+    apiKey: apiKey ?? "",
+    model: modelConfig.model,
+    ...(modelConfig.temperature === undefined ? {} : { temperature: modelConfig.temperature }),
+    ...(modelConfig.maxOutputTokens === undefined ? {} : { maxOutputTokens: modelConfig.maxOutputTokens }),
+  };
 }
