@@ -300,8 +300,18 @@ export class McpRegistry {
       null;
     for (const [key, live] of this.instances) {
       if (key === requester) continue;
-      const instance = [...live].find(([, client]) => client.declaration.is_stateful);
-      if (!instance) continue;
+      // "First inserted" in the reference, which starts MCPs one by one in declaration order; this
+      // registry starts them concurrently, so declaration order is the stable equivalent.
+      const declaredOrder = this.declared(key).map((declaration) => declaration.name);
+      const stateful = [...live].filter(([, client]) => client.declaration.is_stateful);
+      if (stateful.length === 0) continue;
+      const rank = (name: string) => {
+        const index = declaredOrder.indexOf(name);
+        return index === -1 ? declaredOrder.length : index;
+      };
+      const instance = stateful.reduce((first, candidate) =>
+        rank(candidate[0]) < rank(first[0]) ? candidate : first,
+      );
       const used = this.lastUsed.get(key) ?? 0;
       // Strictly smaller: ties keep the first scope in iteration order, as the reference does.
       if (!best || used < best.used) best = { live, instance, used };
