@@ -48,8 +48,8 @@ function startBerth(
       }
     }
   };
-  createInterface({ input: child.stdout! }).on("line", onLine);
-  createInterface({ input: child.stderr! }).on("line", onLine);
+  createInterface({ input: child.stdout }).on("line", onLine);
+  createInterface({ input: child.stderr }).on("line", onLine);
   child.once("exit", (code) => {
     for (const waiter of waiters.splice(0)) {
       waiter.reject(
