@@ -25,7 +25,7 @@ export class LocalMachineController implements MachineController {
     return { kind: "local", workdir: backend.workdir };
   }
 
-  async stop(): Promise<void> {
+  async stop(_spec?: WorkspaceSpec): Promise<void> {
     // Nothing runs between commands on the host; the record's state is what "stopped" means here.
   }
 

@@ -30,20 +30,32 @@ export type LeaseOptions = { holder: string; reason: string; ttlMs?: number };
  */
 export function createWorkspaceService(engine: WorkspaceEngine) {
   const enqueue = createEnqueue(engine.queues);
+  const bindingsInFlight = new Map<string, Promise<WorkspaceDTO>>();
 
   /** The session's workspace record, created (PENDING) on first use under the agent's isolation policy. */
   async function bindingForSession(scope: TenantScope, sessionId: string) {
     const session = await getSession(scope, sessionId);
     const existing = await getWorkspaceOrNull(scope, session.workspaceId);
     if (existing) return { session, record: existing };
-    const agent = await getAgentOrNull(scope, session.agentId);
-    const { workspace } = await upsertWorkspaceBinding(scope, {
-      id: session.workspaceId,
-      backendKind: engine.machine.kind,
-      isolationPolicy: agent?.isolationPolicy ?? "PER_AGENT",
-      agentId: session.agentId,
-      userId: session.userId ?? scope.userId,
-    });
+    // One insert per workspace per process however many requests race for it (a burst of interactive
+    // transactions would exhaust the pool); the unique id settles races between processes.
+    const key = `${scope.tenantId}\0${session.workspaceId}`;
+    let pending = bindingsInFlight.get(key);
+    if (!pending) {
+      pending = (async () => {
+        const agent = await getAgentOrNull(scope, session.agentId);
+        const { workspace } = await upsertWorkspaceBinding(scope, {
+          id: session.workspaceId,
+          backendKind: engine.machine.kind,
+          isolationPolicy: agent?.isolationPolicy ?? "PER_AGENT",
+          agentId: session.agentId,
+          userId: session.userId ?? scope.userId,
+        });
+        return workspace;
+      })().finally(() => bindingsInFlight.delete(key));
+      bindingsInFlight.set(key, pending);
+    }
+    const workspace = await pending;
     return { session, record: workspace };
   }
 

@@ -1,0 +1,130 @@
+import { randomBytes } from "node:crypto";
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import type { Redis } from "ioredis";
+import type { TenantScope } from "@/server/auth/scope";
+import { secretKeyFromBytes } from "@/server/auth/secrets";
+import type { RedisConfig } from "@/server/config/redis";
+import { createEngine, type WorkspaceEngine } from "@/server/engine/engine";
+import type { EngineConfig } from "@/server/engine/engine-config";
+import { LocalMachineController } from "@/server/engine/local-machine";
+import { createAgent } from "@/server/modules/agent/agent.data";
+import { createSession } from "@/server/modules/session/session.data";
+import { createWorkspaceService, type WorkspaceService } from "@/server/modules/workspace/workspace.service";
+import { jobCatalog, type BerthJobCatalog } from "@/server/queue/catalog";
+import { createQueues, type QueueSet } from "@/server/queue/queues";
+import { createRedisConnection } from "@/server/redis";
+import { assignWorkspaceId, IsolationPolicy } from "@/server/workspace/manager/isolation";
+import type { WorkspaceSpec } from "@/server/workspace/provider";
+import { startWorkerRuntime, type WorkerRuntime } from "@/workers/runtime";
+import { isolatedRedisConfig, testLog } from "../queue/queue-fixtures";
+
+/** Counts the machine operations the workers perform (the "exactly one provision" proofs). */
+export class CountingMachine extends LocalMachineController {
+  readonly provisioned: string[] = [];
+  readonly stopped: string[] = [];
+  override async provision(spec: WorkspaceSpec) {
+    this.provisioned.push(spec.workspaceId);
+    return super.provision(spec);
+  }
+  override async stop(spec: WorkspaceSpec) {
+    this.stopped.push(spec.workspaceId);
+    return super.stop();
+  }
+}
+
+export function testEngineConfig(basedir: string, overrides: Partial<EngineConfig> = {}): EngineConfig {
+  return {
+    backend: "local",
+    basedir,
+    idleTtlMs: 60_000,
+    sweepIntervalMs: 60_000,
+    reconcileIntervalMs: 3_600_000,
+    maxLeaseMs: 3_600_000,
+    leaseTtlMs: 60_000,
+    provisionWaitMs: 60_000,
+    downloadTokenTtlMs: 60_000,
+    ...overrides,
+  };
+}
+
+export type WorkspaceHarness = {
+  basedir: string;
+  redis: RedisConfig;
+  queues: QueueSet<BerthJobCatalog>;
+  machine: CountingMachine;
+  /** The API side: an engine (one manager) and its service, as one API process has. */
+  engine: WorkspaceEngine;
+  service: WorkspaceService;
+  /** Another API "replica" in the same test process: its own manager, the same queues. */
+  replica(): WorkspaceService;
+  workers: WorkerRuntime;
+  close(): Promise<void>;
+};
+
+/** Real Redis queues + in-process workers (H5's runtime) + API-side engines over one local basedir. */
+export async function startWorkspaceHarness(
+  overrides: Partial<EngineConfig> = {},
+): Promise<WorkspaceHarness> {
+  const basedir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-ws-")));
+  const redis = isolatedRedisConfig();
+  const connection: Redis = createRedisConnection(redis, "producer", "test-workspace");
+  const queues = createQueues(jobCatalog, { connection, redis, log: testLog });
+  const config = testEngineConfig(basedir, overrides);
+  const machine = new CountingMachine({ basedir });
+  const secret = randomBytes(32).toString("hex");
+  const engines: WorkspaceEngine[] = [];
+  const newEngine = () => {
+    const engine = createEngine({ config, queues, secret, log: testLog, machine });
+    engines.push(engine);
+    return engine;
+  };
+  const engine = newEngine();
+  const workers = await startWorkerRuntime({
+    redis,
+    workers: { concurrency: 4, healthPort: 0, heartbeatTtlMs: 15_000 },
+    log: testLog,
+    healthPort: null,
+    schedules: [],
+    engine: { machine, config, queues },
+  });
+  return {
+    basedir,
+    redis,
+    queues,
+    machine,
+    engine,
+    service: createWorkspaceService(engine),
+    replica: () => createWorkspaceService(newEngine()),
+    workers,
+    async close() {
+      await workers.stop();
+      await Promise.all(engines.map((e) => e.close()));
+      await queues.close();
+      await connection.quit();
+      await fs.rm(basedir, { recursive: true, force: true });
+    },
+  };
+}
+
+const secretKey = secretKeyFromBytes(randomBytes(32));
+
+/** An agent and a fresh session of it, bound (by the PER_AGENT rule) to a workspace nobody used yet. */
+export async function freshSession(scope: TenantScope, isolation: "PER_AGENT" | "PER_SESSION" = "PER_AGENT") {
+  const agent = await createAgent(
+    scope,
+    {
+      name: `agent-${randomBytes(4).toString("hex")}`,
+      modelConfig: { provider: "openai", model: "test" },
+      isolationPolicy: isolation,
+    },
+    secretKey,
+  );
+  const workspaceId = assignWorkspaceId(
+    isolation === "PER_AGENT" ? IsolationPolicy.PER_AGENT : IsolationPolicy.PER_SESSION,
+    { userId: scope.userId ?? "", agentId: agent.id },
+  );
+  const session = await createSession(scope, { agentId: agent.id, workspaceId });
+  return { agent, session, workspaceId };
+}

@@ -1,0 +1,165 @@
+import fs from "node:fs/promises";
+import path from "node:path";
+import { text } from "node:stream/consumers";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { getDb } from "@/server/db";
+import { createEnqueue } from "@/server/queue/enqueue";
+import { listWorkspaceEvents, getWorkspace } from "@/server/modules/workspace/workspace.data";
+import { createTestTenant, type TestTenant } from "../db/fixtures";
+import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "./harness";
+
+describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres, Redis, workers)", () => {
+  let h: WorkspaceHarness;
+  let tenant: TestTenant;
+
+  beforeAll(async () => {
+    h = await startWorkspaceHarness({ idleTtlMs: 1_000 });
+    tenant = await createTestTenant();
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  const stateOf = async (workspaceId: string) => (await getWorkspace(tenant.scope, workspaceId)).state;
+  const runJob = async <N extends "workspace.sweep" | "workspace.reconcile">(
+    name: N,
+    payload: Parameters<ReturnType<typeof createEnqueue<typeof h.queues.catalog>>>[1],
+  ) => {
+    const job = await createEnqueue(h.queues)(name, payload as never);
+    return job.waitUntilFinished(await h.queues.events("workspace"), 30_000) as Promise<
+      Record<string, unknown>
+    >;
+  };
+
+  it("provisions exactly once when 200 concurrent resolves across 4 API replicas hit one fresh workspace", async () => {
+    const { session, workspaceId } = await freshSession(tenant.scope);
+    const replicas = [h.service, h.replica(), h.replica(), h.replica()];
+    const resolved = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => replicas[i % 4]!.resolveForSession(tenant.scope, session.id)),
+    );
+    expect(new Set(resolved.map((r) => r.workspace.id))).toEqual(new Set([workspaceId]));
+    // One Workspace object per replica (each process attaches once), one machine provision overall.
+    expect(new Set(resolved.map((r) => r.workspace)).size).toBe(4);
+    expect(h.machine.provisioned.filter((id) => id === workspaceId)).toHaveLength(1);
+    const provisioning = await listWorkspaceEvents(tenant.scope, workspaceId, { kinds: ["provisioning"] });
+    expect(provisioning).toHaveLength(1);
+    expect(await stateOf(workspaceId)).toBe("READY");
+  });
+
+  it("stops on request (state, events with reasons), and a stopped workspace comes back with its files", async () => {
+    const { session, workspaceId } = await freshSession(tenant.scope);
+    const { workspace } = await h.service.resolveForSession(tenant.scope, session.id);
+    await workspace.backend.writeFile(path.posix.join(workspace.workdir, "notes.txt"), "kept across stops");
+
+    const stop = await h.service.requestStop(tenant.scope, workspaceId, { reason: "test stop" });
+    expect(stop.state).toBe("STOPPING");
+    await vi.waitFor(async () => expect(await stateOf(workspaceId)).toBe("STOPPED"), { timeout: 15_000 });
+    const kinds = (await listWorkspaceEvents(tenant.scope, workspaceId)).map((e) => `${e.kind}:${e.reason}`);
+    expect(kinds).toContain("stopping:test stop");
+    expect(kinds).toContain("stopped:test stop");
+
+    const again = await h.service.resolveForSession(tenant.scope, session.id);
+    expect(await stateOf(workspaceId)).toBe("READY");
+    expect(again.workspace).not.toBe(workspace);
+    const content = await text(
+      await again.workspace.backend.readFile(path.posix.join(again.workspace.workdir, "notes.txt")),
+    );
+    expect(content).toBe("kept across stops");
+    expect(h.machine.provisioned.filter((id) => id === workspaceId)).toHaveLength(2);
+  });
+
+  it("purges: directory gone, state PURGED with event, and a receipt listing what was deleted", async () => {
+    const { session, workspaceId } = await freshSession(tenant.scope);
+    const { workspace } = await h.service.resolveForSession(tenant.scope, session.id);
+    const skillDir = path.join(h.basedir, "skill-src", "hello");
+    await fs.mkdir(skillDir, { recursive: true });
+    await fs.writeFile(
+      path.join(skillDir, "SKILL.md"),
+      "---\nname: hello\ndescription: says hello\n---\nHello.\n",
+    );
+    await workspace.addSkill(skillDir, "agent-x");
+    await workspace.offloadToolResult(session.id, "call-1", "a long tool result");
+    const workdir = workspace.workdir;
+
+    const purge = await h.service.requestPurge(tenant.scope, workspaceId, { reason: "test purge" });
+    expect(purge.jobId).toBeTruthy();
+    await vi.waitFor(async () => expect(await stateOf(workspaceId)).toBe("PURGED"), { timeout: 15_000 });
+    await expect(fs.stat(workdir)).rejects.toThrow();
+    const receipts = await h.service.purgeReceipts(tenant.scope, {
+      targetType: "workspace",
+      targetId: workspaceId,
+    });
+    expect(receipts).toHaveLength(1);
+    const deleted = receipts[0]!.deleted as Record<string, unknown>;
+    expect(deleted.resources).toEqual([`directory:${workdir}`]);
+    expect(deleted.skills).toContain("agent-x/hello");
+    expect(deleted.offloadFiles).toBe(1);
+    expect(deleted.databaseRows).toEqual({ workspaceLeases: 0 });
+    const purged = await listWorkspaceEvents(tenant.scope, workspaceId, { kinds: ["purged"] });
+    expect(purged[0]?.reason).toBe("test purge");
+    await expect(h.service.resolveForSession(tenant.scope, session.id)).rejects.toMatchObject({
+      code: "CONFLICT",
+    });
+  });
+
+  it("sweeper stops the idle workspace, skips the leased one, and a lease past the hard maximum does not count", async () => {
+    const idle = await freshSession(tenant.scope);
+    const leased = await freshSession(tenant.scope);
+    const stale = await freshSession(tenant.scope);
+    for (const s of [idle, leased, stale]) await h.service.resolveForSession(tenant.scope, s.session.id);
+    await h.service.acquireLease(tenant.scope, leased.workspaceId, {
+      holder: "turn:live",
+      reason: "chat turn",
+    });
+    await h.service.acquireLease(tenant.scope, stale.workspaceId, {
+      holder: "turn:stuck",
+      reason: "chat turn",
+    });
+    const longAgo = new Date(Date.now() - 60_000);
+    const ids = [idle.workspaceId, leased.workspaceId, stale.workspaceId];
+    await getDb().workspace.updateMany({ where: { id: { in: ids } }, data: { lastActivityAt: longAgo } });
+    // The stuck lease was taken "two hours ago": past the harness' hard maximum of one hour.
+    await getDb().workspaceLease.updateMany({
+      where: { workspaceId: stale.workspaceId },
+      data: { createdAt: new Date(Date.now() - 2 * 3_600_000) },
+    });
+
+    const report = await runJob("workspace.sweep", { trigger: "manual" });
+    expect(report.stopping).toEqual(expect.arrayContaining([idle.workspaceId, stale.workspaceId]));
+    expect(report.leased).toEqual([leased.workspaceId]);
+    await vi.waitFor(async () => expect(await stateOf(idle.workspaceId)).toBe("STOPPED"), {
+      timeout: 15_000,
+    });
+    await vi.waitFor(async () => expect(await stateOf(stale.workspaceId)).toBe("STOPPED"), {
+      timeout: 15_000,
+    });
+    expect(await stateOf(leased.workspaceId)).toBe("READY");
+    const staleEvents = await listWorkspaceEvents(tenant.scope, stale.workspaceId);
+    expect(staleEvents.map((e) => e.reason)).toContain("lease exceeded the maximum lease age");
+    const idleStop = (await listWorkspaceEvents(tenant.scope, idle.workspaceId, { kinds: ["stopping"] }))[0];
+    expect(idleStop?.reason).toMatch(/^idle for more than/);
+    expect(idleStop?.actor).toBe("system");
+  });
+
+  it("reconcile reaps an orphan folder and marks a record whose folder vanished", async () => {
+    const orphan = path.join(h.basedir, "ghost-tenant", "ghost-user", "ghostworkspace");
+    await fs.mkdir(orphan, { recursive: true });
+    await fs.writeFile(path.join(orphan, "left-behind.txt"), "x");
+    const { session, workspaceId } = await freshSession(tenant.scope);
+    const { workspace } = await h.service.resolveForSession(tenant.scope, session.id);
+    await fs.rm(workspace.workdir, { recursive: true, force: true });
+
+    const report = await runJob("workspace.reconcile", { trigger: "manual", dryRun: false });
+    expect(report.reapedOrphans).toEqual([
+      { locator: orphan, workspaceId: "ghostworkspace", tenantId: "ghost-tenant" },
+    ]);
+    expect(report.markedVanished).toEqual([workspaceId]);
+    await expect(fs.stat(orphan)).rejects.toThrow();
+    expect(await stateOf(workspaceId)).toBe("FAILED");
+    const failed = await listWorkspaceEvents(tenant.scope, workspaceId, { kinds: ["failed"] });
+    expect(failed[0]?.reason).toBe("reconcile: backend resources vanished");
+    // And it recovers on next use (FAILED → PROVISIONING → READY).
+    await h.service.resolveForSession(tenant.scope, session.id);
+    expect(await stateOf(workspaceId)).toBe("READY");
+  });
+});
