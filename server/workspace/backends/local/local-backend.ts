@@ -84,13 +84,12 @@ export class LocalBackend implements WorkspaceBackend {
     options: WriteFileOptions = {},
   ): Promise<void> {
     const target = this.resolve(p);
-    await fs.mkdir(path.dirname(target), { recursive: true });
     if (options.append) {
       // O_APPEND: the kernel positions every write at the end, so whole-buffer appends never interleave.
-      const handle = await fs.open(target, "a", options.mode);
-      await pipeline(toReadable(data), handle.createWriteStream());
+      await this.appendFile(target, data, options.mode);
       return;
     }
+    await fs.mkdir(path.dirname(target), { recursive: true });
     // Write beside the target and rename (or link, for exclusive) so readers never see half a file.
     const temp = path.join(
       path.dirname(target),
@@ -108,6 +107,30 @@ export class LocalBackend implements WorkspaceBackend {
       }
     } finally {
       await fs.rm(temp, { force: true });
+    }
+  }
+
+  private async appendFile(
+    target: string,
+    data: Readable | Uint8Array | string,
+    mode?: number,
+  ): Promise<void> {
+    const append = async () => {
+      if (!(data instanceof Readable)) {
+        // O_APPEND writes (Node splits buffers over 512 KiB into several); offload serialises per session anyway.
+        await fs.appendFile(target, data, { mode });
+        return;
+      }
+      const handle = await fs.open(target, "a", mode);
+      await pipeline(data, handle.createWriteStream());
+    };
+    try {
+      await append();
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw fsError(error, target);
+      // Parent folder missing: create it once and retry (cheaper than a mkdir before every append).
+      await fs.mkdir(path.dirname(target), { recursive: true });
+      await append();
     }
   }
 
