@@ -1,0 +1,50 @@
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { describe, expect, it, vi } from "vitest";
+import { aliveWorkers } from "@/server/queue/heartbeat";
+import { createRedisConnection } from "@/server/redis";
+import { findFreePort } from "@/scripts/services/ports";
+import { isolatedRedisConfig } from "../queue/queue-fixtures";
+
+const repoRoot = path.resolve(import.meta.dirname, "..", "..", "..");
+
+describe("workers/main.ts (the standalone worker process)", () => {
+  it("serves /live and /ready, beats, and on SIGTERM turns unready, deregisters and exits 0", async () => {
+    const redis = isolatedRedisConfig();
+    const port = await findFreePort();
+    const child = spawn(process.execPath, ["--import", "tsx", "workers/main.ts"], {
+      cwd: repoRoot,
+      env: {
+        ...process.env,
+        BERTH_REDIS_PREFIX: redis.prefix,
+        WORKERS_HEALTH_PORT: String(port),
+        LOG_LEVEL: "warn",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    const connection = createRedisConnection(redis, "producer", "test-main-process");
+    try {
+      await vi.waitFor(
+        async () => {
+          if (child.exitCode !== null) throw new Error(`worker process exited early:\n${output}`);
+          const ready = await fetch(`http://127.0.0.1:${port}/ready`);
+          expect(ready.status).toBe(200);
+        },
+        { timeout: 60_000, interval: 200 },
+      );
+      expect((await fetch(`http://127.0.0.1:${port}/live`)).status).toBe(200);
+      expect(await aliveWorkers(connection, redis.prefix, 15_000)).toHaveLength(1);
+
+      child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+      expect(await aliveWorkers(connection, redis.prefix, 15_000)).toEqual([]);
+    } finally {
+      if (child.exitCode === null) child.kill("SIGKILL");
+      await connection.quit();
+    }
+  });
+});
