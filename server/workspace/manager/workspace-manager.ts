@@ -101,7 +101,7 @@ export class WorkspaceManager implements AsyncDisposable {
     this.now = options.now ?? (() => performance.now());
     const sweepIntervalMs = options.sweepIntervalMs === undefined ? 300_000 : options.sweepIntervalMs;
     if (sweepIntervalMs !== null) {
-      this.timer = setInterval(() => void this.sweep(), sweepIntervalMs);
+      this.timer = setInterval(() => void this.sweep().catch(() => undefined), sweepIntervalMs);
       // The sweeper must never keep a process alive on its own.
       this.timer.unref();
     }
@@ -139,6 +139,8 @@ export class WorkspaceManager implements AsyncDisposable {
       const now = this.now();
       entry.lastAccess = now;
       if (entry.probe !== null) return entry.probe;
+      // Closed behind the manager's back (someone called workspace.close()): replace it right away.
+      if (!entry.workspace.isInitialized) return this.probe(entry, input, now);
       if (!this.checkLiveness || now - entry.lastLivenessCheck < this.livenessIntervalMs) {
         return Promise.resolve(entry.workspace);
       }

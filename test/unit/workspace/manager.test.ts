@@ -154,6 +154,15 @@ describe("liveness", () => {
     expect(provisions.map((p) => p.replaced)).toEqual([false, true]);
   });
 
+  it("replaces a cached workspace that was closed directly, even without liveness checks", async () => {
+    const { manager } = setup();
+    const first = await manager.getWorkspace(who);
+    await first.close();
+    const second = await manager.getWorkspace(who);
+    expect(second).not.toBe(first);
+    expect(second.isInitialized).toBe(true);
+  });
+
   it("does not check local workspaces by default", async () => {
     const { manager, provider } = setup();
     const first = await manager.getWorkspace(who);
