@@ -40,7 +40,8 @@ export function createWriteTool(context: ToolContext): BuiltinTool {
         before = (await readCapped(await backend.readFile(target), DIFF_MAX_BYTES)).data.toString("utf8");
       }
       await backend.mkdir(path.posix.dirname(target));
-      await backend.writeFile(target, input.content);
+      // Keep an existing file's permissions (an executable script stays executable).
+      await backend.writeFile(target, input.content, existing ? { mode: existing.mode } : {});
       readState?.markRead(target);
       const lines = countLines(input.content);
       return {

@@ -325,3 +325,15 @@ describe("confinement of every file tool", () => {
     expect((await run("Grep", { pattern: "secret" })).content).toBe("No matches found for pattern: secret");
   });
 });
+
+describe("Write keeps permissions", () => {
+  it("an executable stays executable after Write and Edit", async () => {
+    const file = path.join(w, "run.sh");
+    await fs.writeFile(file, "echo one\n", { mode: 0o755 });
+    await run("Read", { file_path: file });
+    await run("Write", { file_path: file, content: "echo two\n" });
+    await run("Edit", { file_path: file, old_string: "two", new_string: "three" });
+    expect((await fs.stat(file)).mode & 0o777).toBe(0o755);
+    expect((await run("Bash", { command: "./run.sh" })).content).toBe("three\n");
+  });
+});
