@@ -2,7 +2,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type { ModelMessage } from "ai";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { runTurn } from "@/server/modules/chat/agent-loop";
 import type { TChatTurnEvent } from "@/server/modules/chat/chat.schema";
 import { createAgentModel } from "@/server/modules/chat/model-provider";
@@ -114,5 +114,39 @@ describe("a turn on a real local workspace", () => {
     expect(String(fake.requests[0]!.messages[1]!.content)).toContain(
       "'workspace:///sessions/sess2/context.jsonl'",
     );
+  });
+
+  it("cancelling the turn kills a running Bash command", async () => {
+    fake.enqueue({
+      kind: "tool-calls",
+      calls: [
+        { id: "call_sleep", name: "Bash", arguments: { command: "echo $$ > sleeper.pid; exec sleep 30" } },
+      ],
+    });
+    const agentModel = createAgentModel({ baseUrl: fake.baseUrl, apiKey: "sk-int", model: "fake" });
+    const controller = new AbortController();
+    const running = runTurn({
+      sessionId: "sess3",
+      model: agentModel.model,
+      system: "sys",
+      history: [],
+      userMessage: "sleep",
+      tools: createBuiltinTools(backend),
+      offloader: offloaderPort(new Offloader(() => backend)),
+      signal: controller.signal,
+      limits: { maxRetries: 0 },
+    });
+    const pidFile = path.join(workdir, "sleeper.pid");
+    const pid = await vi.waitFor(async () => Number((await fs.readFile(pidFile, "utf8")).trim()), {
+      timeout: 10_000,
+      interval: 20,
+    });
+    expect(() => process.kill(pid, 0)).not.toThrow();
+    controller.abort();
+    const result = await running;
+
+    expect(result.status).toBe("cancelled");
+    await vi.waitFor(() => expect(() => process.kill(pid, 0)).toThrow(), { timeout: 10_000, interval: 20 });
+    expect(fake.requests).toHaveLength(1);
   });
 });
