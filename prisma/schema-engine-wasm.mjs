@@ -23,7 +23,12 @@ const { bindMigrationAwareSqlAdapterFactory } = createRequire(require.resolve("@
 );
 
 // The Wasm engine reports Rust panics through this global (see schema-engine-wasm's panic hook).
-globalThis.PRISMA_WASM_PANIC_REGISTRY ??= { message: "", set_message(m) { this.message = `RuntimeError: ${m}`; } };
+globalThis.PRISMA_WASM_PANIC_REGISTRY ??= {
+  message: "",
+  set_message(m) {
+    this.message = `RuntimeError: ${m}`;
+  },
+};
 
 // ---------------------------------------------------------------- arguments
 const argv = process.argv.slice(2);
@@ -37,7 +42,10 @@ for (let i = 0; i < argv.length; i++) {
   else if (a === "--enabled-preview-features" || a === "--extension-types") i++;
   else if (a === "cli") cliCommand = argv[++i];
   else if (a === "--version" || a === "-V") {
-    const pkg = path.join(path.dirname(require.resolve("@prisma/schema-engine-wasm/schema_engine_bg")), "package.json");
+    const pkg = path.join(
+      path.dirname(require.resolve("@prisma/schema-engine-wasm/schema_engine_bg")),
+      "package.json",
+    );
     console.log(`schema-engine-wasm-shim ${JSON.parse(readFileSync(pkg, "utf8")).version}`);
     process.exit(0);
   }
@@ -53,11 +61,18 @@ const log = (level, message, extra = {}) =>
 // OIDs @prisma/adapter-pg can decode; the schema engine also reads catalog types
 // (name, "char", oidvector, ...) that the adapter rejects (prisma/orm#27403): send those as text.
 const SUPPORTED = new Set([
-  16, 17, 20, 21, 23, 25, 26, 114, 142, 650, 700, 701, 790, 869, 1042, 1043, 1082, 1083, 1114,
-  1184, 1266, 1560, 1562, 1700, 2950, 3802, 143, 199, 651, 791, 1000, 1001, 1002, 1005, 1007,
-  1009, 1014, 1015, 1016, 1021, 1022, 1028, 1041, 1115, 1182, 1183, 1185, 1231, 1561, 1563, 2951,
-  3807,
+  16, 17, 20, 21, 23, 25, 26, 114, 142, 650, 700, 701, 790, 869, 1042, 1043, 1082, 1083, 1114, 1184, 1266,
+  1560, 1562, 1700, 2950, 3802, 143, 199, 651, 791, 1000, 1001, 1002, 1005, 1007, 1009, 1014, 1015, 1016,
+  1021, 1022, 1028, 1041, 1115, 1182, 1183, 1185, 1231, 1561, 1563, 2951, 3807,
 ]);
+// The single-byte catalog type "char" (OID 18; pg_constraint.contype, pg_class.relkind, ...).
+// adapter-pg cannot decode it; sending it as text is not enough either, because the schema
+// describer reads some of these columns as a character (`get_char`) and panics on a text value
+// (seen with PostgreSQL 18, whose NOT NULL constraints appear in pg_constraint). Decode it as text
+// and report the column as ColumnType Character, which is what the native engine produces.
+const CHAR_OID = 18;
+const CHARACTER_COLUMN_TYPE = 6; // ColumnTypeEnum.Character in @prisma/driver-adapter-utils
+const charColumns = Symbol("charColumns");
 let patched = false;
 function patchAdapter(adapter) {
   if (patched) return;
@@ -67,11 +82,22 @@ function patchAdapter(adapter) {
   queryableProto.performIO = async function (query) {
     const result = await performIO.call(this, query);
     result?.fields?.forEach((field, i) => {
+      if (field.dataTypeID === CHAR_OID) {
+        (result.rows[charColumns] ??= []).push(i);
+        field.dataTypeID = 25;
+        return;
+      }
       if (field.dataTypeID < 16384 && !SUPPORTED.has(field.dataTypeID)) {
         const row = result.rows.find((r) => r[i] != null);
         field.dataTypeID = Array.isArray(row?.[i]) ? 1009 : 25;
       }
     });
+    return result;
+  };
+  const queryRaw = queryableProto.queryRaw;
+  queryableProto.queryRaw = async function (query) {
+    const result = await queryRaw.call(this, query);
+    for (const i of result.rows?.[charColumns] ?? []) result.columnTypes[i] = CHARACTER_COLUMN_TYPE;
     return result;
   };
   // adapter-pg splits scripts on ";" (breaks $$ bodies / string literals) and runs the pieces
@@ -115,7 +141,10 @@ function adapterFactory(url) {
     const admin = await factory.connect();
     const name = `prisma_migrate_shadow_db_${globalThis.crypto.randomUUID()}`;
     await admin.executeScript(`CREATE DATABASE ${quoteIdent(name)}`);
-    const shadow = await new PrismaPg({ ...config, database: name }, schema ? { schema } : undefined).connect();
+    const shadow = await new PrismaPg(
+      { ...config, database: name },
+      schema ? { schema } : undefined,
+    ).connect();
     patchAdapter(shadow);
     if (schema) await shadow.executeScript(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
     const dispose = shadow.dispose.bind(shadow);
@@ -207,8 +236,12 @@ function explain(message) {
 const send = (msg) => process.stdout.write(JSON.stringify(msg) + "\n");
 
 let enginePromise;
+// The request being handled (requests run one at a time), so a panic that escapes the awaited
+// promise chain can still be answered (see the uncaughtException handler below).
+let inFlightId = null;
 async function handle(req) {
   const { id, method, params } = req;
+  inFlightId = id;
   try {
     // one engine per process, like the native binary (it keeps a per-process migration cache)
     const engine = await (enginePromise ??= newEngine());
@@ -219,7 +252,13 @@ async function handle(req) {
         break;
       case "diff": {
         const { stdout, ...rest } = await engine.diff(params);
-        if (stdout) send({ id: nextOwnId++, jsonrpc: "2.0", method: "print", params: { content: stdout.replace(/\n$/, "") } });
+        if (stdout)
+          send({
+            id: nextOwnId++,
+            jsonrpc: "2.0",
+            method: "print",
+            params: { content: stdout.replace(/\n$/, "") },
+          });
         result = rest;
         break;
       }
@@ -252,23 +291,48 @@ async function handle(req) {
         break;
       }
       default:
-        if (typeof engine[method] !== "function") throw new Error(`Method ${method} is not supported by the Wasm schema engine shim`);
+        if (typeof engine[method] !== "function")
+          throw new Error(`Method ${method} is not supported by the Wasm schema engine shim`);
         result = (await engine[method](params)) ?? null;
     }
     send({ id, jsonrpc: "2.0", result });
   } catch (e) {
-    const isPanic = e?.name === "RuntimeError";
-    const message = isPanic ? globalThis.PRISMA_WASM_PANIC_REGISTRY.message || e.message : e?.message ?? String(e);
-    const data = { is_panic: isPanic, message: explain(message), backtrace: e?.stack ?? null };
-    if (e && typeof e === "object" && "code" in e && e.code) {
-      data.error_code = e.code;
-      data.meta = e.meta ?? null;
-    }
-    if (isPanic) data.error = { message: data.message };
-    const top = isPanic ? data.message : "An error happened. Check the data field for details.";
-    send({ id, jsonrpc: "2.0", error: { code: 4466, message: top, data } });
+    sendError(id, e);
+  } finally {
+    inFlightId = null;
   }
 }
+
+function sendError(id, e) {
+  const isPanic = e?.name === "RuntimeError";
+  const message = isPanic
+    ? globalThis.PRISMA_WASM_PANIC_REGISTRY.message || e.message
+    : (e?.message ?? String(e));
+  const data = { is_panic: isPanic, message: explain(message), backtrace: e?.stack ?? null };
+  if (e && typeof e === "object" && "code" in e && e.code) {
+    data.error_code = e.code;
+    data.meta = e.meta ?? null;
+  }
+  if (isPanic) data.error = { message: data.message };
+  const top = isPanic ? data.message : "An error happened. Check the data field for details.";
+  send({ id, jsonrpc: "2.0", error: { code: 4466, message: top, data } });
+}
+
+// A Rust panic inside the Wasm engine can surface from a callback the engine schedules itself,
+// outside any awaited promise. Unhandled, Node would print a stack trace and exit, and the CLI
+// would then report a confusing error (or even exit 0 from `migrate diff --exit-code`). Answer
+// the pending request with a proper panic error instead, then exit non-zero.
+function onFatal(e) {
+  if (inFlightId !== null) sendError(inFlightId, e);
+  else
+    log(
+      "ERROR",
+      `schema-engine-wasm shim: ${globalThis.PRISMA_WASM_PANIC_REGISTRY.message || (e?.stack ?? String(e))}`,
+    );
+  process.stdout.write("", () => process.exit(1));
+}
+process.on("uncaughtException", onFatal);
+process.on("unhandledRejection", onFatal);
 
 async function main() {
   if (cliCommand) return runCli(cliCommand);
