@@ -151,8 +151,8 @@ describeDocker(
         scope,
       );
       const descriptors = await workspace.listMcpTools(scope);
-      const echo = descriptors.find((descriptor) => descriptor.toolName.endsWith("echo"))!;
-      expect(echo.toolName).toBe("mcp__everything__echo");
+      const echo = descriptors.find((descriptor) => descriptor.toolName === "echo")!;
+      expect(echo.name).toBe("mcp__everything__echo");
       expect(await echo.call({ message: "via workspace" })).toMatchObject({
         content: [{ type: "text", text: "Echo: via workspace" }],
       });

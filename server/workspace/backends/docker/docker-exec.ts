@@ -24,12 +24,33 @@ export type ExecHandle = {
  */
 const WRAPPER = 'echo $$ > "$0"; "$@"; rc=$?; rm -f "$0"; exit $rc';
 const KILLER = [
-  'i=0; while [ ! -s "$0" ] && [ $i -lt 100 ]; do sleep 0.02; i=$((i+1)); done',
-  'pid=$(cat "$0" 2>/dev/null)',
+  // Fork-free until the kill: under a fork bomb every fork fails, but builtins (read, kill) still work.
+  'read -r pid < "$0" 2>/dev/null',
   // dash's kill takes no "--"; a negative pid addresses the process group.
-  '[ -n "$pid" ] && kill -9 -"$pid" 2>/dev/null',
-  'rm -f "$0"; exit 0',
+  'if [ -n "$pid" ]; then kill -9 -"$pid" 2>/dev/null; rm -f "$0"; exit 0; fi',
+  "exit 3",
 ].join("; ");
+
+/**
+ * Kills the command's process group from a second exec. The killer itself needs a free pid, which a fork
+ * bomb may hold for a while, and the wrapper may not have written its pid file yet: retry with backoff.
+ * When no killer can run at all, the container is killed; the manager's liveness check then replaces it
+ * on the next use (data stays in the bind mount).
+ */
+async function killProcessGroup(container: Docker.Container, pidFile: string): Promise<void> {
+  let delay = 20;
+  for (let attempt = 0; attempt < 10; attempt++) {
+    try {
+      const result = await runRootChore(container, ["/bin/sh", "-c", KILLER, pidFile]);
+      if (result.exitCode === 0) return;
+    } catch {
+      // exec could not start (no free pid, or the container is gone): retry, then escalate
+    }
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    delay = Math.min(delay * 2, 1_000);
+  }
+  await container.kill().catch(() => undefined);
+}
 
 export async function startExec(
   container: Docker.Container,
@@ -59,7 +80,7 @@ export async function startExec(
     finished,
     resume: demux.resume,
     kill: async () => {
-      await runRootChore(container, ["/bin/sh", "-c", KILLER, pidFile]).catch(() => undefined);
+      await killProcessGroup(container, pidFile);
       // The output ends when every process holding the pipe is gone; a daemonised grandchild in its
       // own session could keep it open forever, so stop waiting after a grace period.
       const grace = setTimeout(() => stream.destroy(), 5_000);

@@ -1,0 +1,48 @@
+import { afterAll, beforeAll, expect, it } from "vitest";
+import type { DockerWorkspaceHandle } from "@/server/workspace/backends/docker/docker-provider";
+import { createDockerTestbed, describeDocker } from "./support/docker-env";
+
+describeDocker("Docker workspace limits: runaway commands are contained", () => {
+  let testbed: Awaited<ReturnType<typeof createDockerTestbed>>;
+  let ws: DockerWorkspaceHandle;
+
+  beforeAll(async () => {
+    testbed = await createDockerTestbed({ memoryBytes: 256 * 1024 * 1024, pidsLimit: 128 });
+    ws = await testbed.open(testbed.newProvider());
+  });
+  afterAll(async () => {
+    await testbed?.cleanup();
+  });
+
+  const stillHealthy = async () => {
+    const echo = await ws.backend.exec(["echo", "alive"]);
+    expect(echo.stdout.toString()).toBe("alive\n");
+    expect(await ws.isAlive()).toBe(true);
+    expect(await ws.gateway.client.isHealthy(ws.gateway.instanceNonce)).toBe(true);
+  };
+
+  it("a fork bomb hits the pids limit, is killed on timeout, and the workspace keeps working", async () => {
+    const result = await ws.backend.exec(["sh", "-c", "bomb() { bomb | bomb & }; bomb; sleep 600"], {
+      timeoutMs: 4_000,
+    });
+    expect(result.timedOut).toBe(true);
+    // The limit was hit: forks started failing inside the container, not on the host.
+    expect(result.stderr.toString()).toMatch(/Cannot fork|Resource temporarily unavailable/);
+    const ps = await ws.backend.exec(["ps", "-e", "-o", "pid="]);
+    expect(ps.stdout.toString().trim().split("\n").length).toBeLessThan(20);
+    await stillHealthy();
+  });
+
+  it("a memory hog is OOM-killed inside the container (exit 137) without taking the workspace down", async () => {
+    // tail buffers its whole input while looking for newlines: /dev/zero has none.
+    const result = await ws.backend.exec(["sh", "-c", "head -c 2000M /dev/zero | tail"], {
+      timeoutMs: 120_000,
+    });
+    expect(result.timedOut).toBe(false);
+    expect(result.exitCode).toBe(137);
+    const info = await ws.backend.container.inspect();
+    expect(info.HostConfig.Memory).toBe(256 * 1024 * 1024);
+    expect(info.HostConfig.MemorySwap).toBe(256 * 1024 * 1024);
+    await stillHealthy();
+  });
+});
