@@ -9,7 +9,7 @@ import {
   type ToolSet,
   type UserModelMessage,
 } from "ai";
-import { type AppError } from "@/server/shared/errors";
+import { AppError } from "@/server/shared/errors";
 import {
   ZTurnLimits,
   type TChatTurnEvent,
@@ -89,6 +89,13 @@ export async function runTurn(input: RunTurnInput): Promise<TurnResult> {
       modelSettings: input.modelSettings ?? {},
       signal: input.signal,
       logger,
+    }).catch((thrown: unknown) => {
+      if (input.signal?.aborted) throw thrown;
+      throw new AppError("UNAVAILABLE", `History compaction failed: ${String(thrown)}`, {
+        cause: thrown,
+        userMessage:
+          "The conversation is too long for the model and its older part could not be saved to the workspace. Try again.",
+      });
     });
     compaction = compacted.compaction;
     if (compaction) {

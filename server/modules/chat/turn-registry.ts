@@ -105,9 +105,16 @@ export class TurnRegistry {
     }
     if (!acquired) throw conflict();
 
-    const unsubscribe = await this.lock.onCancelRequested(sessionId, () =>
-      controller.abort(abortReason("The turn was cancelled")),
-    );
+    let unsubscribe: () => void;
+    try {
+      unsubscribe = await this.lock.onCancelRequested(sessionId, () =>
+        controller.abort(abortReason("The turn was cancelled")),
+      );
+    } catch (error) {
+      this.local.delete(sessionId);
+      await this.lock.release(sessionId, ownerId);
+      throw error;
+    }
     const heartbeat = setInterval(
       () => {
         this.lock.renew(sessionId, ownerId, this.lockTtlMs).then(

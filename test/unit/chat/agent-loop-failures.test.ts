@@ -1,3 +1,4 @@
+import type { ModelMessage } from "ai";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runTurn, type RunTurnInput } from "@/server/modules/chat/agent-loop";
 import { ZChatTurnEvent, type TChatTurnEvent } from "@/server/modules/chat/chat.schema";
@@ -186,5 +187,47 @@ describe("limits and transport failures", () => {
     const result = await turn({ model: agentModel.model, events });
     expect(result.status).toBe("failed");
     expect(events[0]).toMatchObject({ type: "error", code: "UNAVAILABLE", retryable: true });
+  });
+});
+
+describe("workspace failures", () => {
+  it("fails the turn with a clear error when the history cannot be offloaded for compaction", async () => {
+    const history: ModelMessage[] = [
+      { role: "user", content: "old ".repeat(400) },
+      { role: "assistant", content: "reply ".repeat(400) },
+      { role: "user", content: "newer" },
+      { role: "assistant", content: "ok" },
+    ];
+    const events: TChatTurnEvent[] = [];
+    const result = await turn({
+      history,
+      offloader: {
+        offloadToolResult: () => Promise.reject(new Error("disk gone")),
+        offloadContext: () => Promise.reject(new Error("disk gone")),
+      },
+      limits: { maxRetries: 0, historyTokenBudget: 100, keepRecentTokens: 50 },
+      events,
+    });
+    expect(result.status).toBe("failed");
+    expect(events[0]).toMatchObject({ type: "error", code: "UNAVAILABLE" });
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  it("truncates a large tool result when the offload fails, and the turn goes on", async () => {
+    fake.enqueue(
+      { kind: "tool-calls", calls: [{ id: "c1", name: "Big", arguments: {} }] },
+      { kind: "text", text: "ok" },
+    );
+    const result = await turn({
+      tools: [testTool("Big", () => Promise.resolve({ content: "y".repeat(50_000), isError: false }))],
+      offloader: {
+        offloadToolResult: () => Promise.reject(new Error("disk gone")),
+        offloadContext: () => Promise.reject(new Error("disk gone")),
+      },
+    });
+    expect(result.status).toBe("completed");
+    const sent = String(fake.requests[1]!.messages.at(-1)!.content);
+    expect(sent).toContain("could not be saved to the workspace");
+    expect(sent.length).toBeLessThan(3000);
   });
 });
