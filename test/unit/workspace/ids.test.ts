@@ -24,7 +24,9 @@ describe("assignWorkspaceId", () => {
 
   it("mints a fresh 32-hex id per call for PER_SESSION", () => {
     const ids = new Set(
-      Array.from({ length: 100 }, () => assignWorkspaceId(IsolationPolicy.PER_SESSION, { userId: "u", agentId: "a" })),
+      Array.from({ length: 100 }, () =>
+        assignWorkspaceId(IsolationPolicy.PER_SESSION, { userId: "u", agentId: "a" }),
+      ),
     );
     expect(ids.size).toBe(100);
     for (const id of ids) expect(id).toMatch(/^[0-9a-f]{32}$/);
