@@ -36,6 +36,18 @@ export default defineConfig({
           fileParallelism: false,
         },
       },
+      {
+        // Browser end-to-end: builds and starts the app (minutes), then drives /usr/bin/chromium.
+        resolve: { alias },
+        test: {
+          name: "e2e",
+          include: ["test/e2e/**/*.test.ts"],
+          globalSetup: ["test/setup/services.ts"],
+          testTimeout: 120_000,
+          hookTimeout: 900_000,
+          fileParallelism: false,
+        },
+      },
     ],
   },
 });

@@ -1,6 +1,7 @@
 import type { Metadata } from "next";
+import { Suspense } from "react";
 import { HydrateClient, getQueryClient, trpc } from "@/app/_trpc/server";
-import { OverviewCounts } from "./_components/overview-counts";
+import { OverviewCounts, OverviewCountsSkeleton } from "./_components/overview-counts";
 
 export const metadata: Metadata = { title: "Overview" };
 export const dynamic = "force-dynamic";
@@ -13,7 +14,9 @@ export default async function OverviewPage({ params }: { params: Promise<{ tenan
     <HydrateClient>
       <h1>Overview</h1>
       <p className="lead">What this tenant is running right now.</p>
-      <OverviewCounts tenantSlug={tenantSlug} />
+      <Suspense fallback={<OverviewCountsSkeleton />}>
+        <OverviewCounts tenantSlug={tenantSlug} />
+      </Suspense>
     </HydrateClient>
   );
 }

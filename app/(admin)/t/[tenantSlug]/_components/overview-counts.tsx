@@ -1,6 +1,6 @@
 "use client";
 
-import { useQuery } from "@tanstack/react-query";
+import { useSuspenseQuery } from "@tanstack/react-query";
 import { useTRPC } from "@/app/_trpc/client";
 
 const STATS = [
@@ -12,25 +12,32 @@ const STATS = [
   { key: "apiKeys", label: "Active API keys" },
 ] as const;
 
-export function OverviewCounts({ tenantSlug }: { tenantSlug: string }) {
-  const trpc = useTRPC();
-  const overview = useQuery(trpc.tenant.overview.queryOptions({ tenantSlug }));
+type StatKey = (typeof STATS)[number]["key"];
 
-  if (overview.error) {
-    return (
-      <div className="alert error" role="alert">
-        Could not load the overview: {overview.error.message}
-      </div>
-    );
-  }
+function StatCards({ value }: { value: (key: StatKey) => string }) {
   return (
-    <div className="cards" aria-busy={overview.isPending}>
+    <div className="cards">
       {STATS.map(({ key, label }) => (
         <div className="card" key={key} data-testid={`count-${key}`}>
           <div className="stat-label">{label}</div>
-          <div className="stat-value">{overview.data ? overview.data.counts[key] : "…"}</div>
+          <div className="stat-value">{value(key)}</div>
         </div>
       ))}
     </div>
   );
+}
+
+/** Shown while the (server-prefetched) overview streams in. */
+export function OverviewCountsSkeleton() {
+  return <StatCards value={() => "…"} />;
+}
+
+/**
+ * Suspends until the overview is there: the server prefetch streams its result to the client, so the
+ * server-rendered HTML and the hydrated client agree (no hydration mismatch on the numbers).
+ */
+export function OverviewCounts({ tenantSlug }: { tenantSlug: string }) {
+  const trpc = useTRPC();
+  const { data } = useSuspenseQuery(trpc.tenant.overview.queryOptions({ tenantSlug }));
+  return <StatCards value={(key) => String(data.counts[key])} />;
 }

@@ -1,0 +1,18 @@
+import type { Metadata } from "next";
+import { ApiKeysManager } from "./api-keys-manager";
+
+export const metadata: Metadata = { title: "API keys" };
+
+export default async function ApiKeysPage({ params }: { params: Promise<{ tenantSlug: string }> }) {
+  const { tenantSlug } = await params;
+  return (
+    <>
+      <h1>API keys</h1>
+      <p className="lead">
+        Keys for typed clients (<code>createBerthClient</code>) and scripts. A key acts in this tenant with
+        its role, never more than its creator&apos;s.
+      </p>
+      <ApiKeysManager tenantSlug={tenantSlug} />
+    </>
+  );
+}
