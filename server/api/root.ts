@@ -8,6 +8,7 @@ import { apiKeyRouter } from "@/server/api/routers/api-key.router";
 import { auditRouter } from "@/server/api/routers/audit.router";
 import { memberRouter } from "@/server/api/routers/member.router";
 import { tenantRouter } from "@/server/api/routers/tenant.router";
+import { workspaceRouter } from "@/server/api/routers/workspace.router";
 import { createCallerFactory, createTRPCRouter } from "@/server/api/trpc";
 
 export const appRouter = createTRPCRouter({
@@ -15,6 +16,7 @@ export const appRouter = createTRPCRouter({
   member: memberRouter,
   apiKey: apiKeyRouter,
   audit: auditRouter,
+  workspace: workspaceRouter,
 });
 
 export type AppRouter = typeof appRouter;

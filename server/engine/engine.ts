@@ -1,7 +1,12 @@
 import { createHmac } from "node:crypto";
 import { getConfig } from "@/server/config/config";
 import { getLogger, type Logger } from "@/server/logger";
+import {
+  createWorkspaceContentService,
+  type WorkspaceContentService,
+} from "@/server/modules/workspace/workspace-content.service";
 import { createProvisionGate } from "@/server/modules/workspace/workspace-provisioning";
+import { createWorkspaceService, type WorkspaceService } from "@/server/modules/workspace/workspace.service";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
 import { getQueues, type QueueSet } from "@/server/queue/queues";
 import { AppError } from "@/server/shared/errors";
@@ -109,4 +114,24 @@ export function getEngine(): WorkspaceEngine {
 /** Installs this process' engine (tests, custom composition roots). Call before first use. */
 export function setEngine(engine: WorkspaceEngine | undefined): void {
   globalForEngine.berthEngine = engine;
+}
+
+const globalForServices = globalThis as unknown as {
+  berthWorkspaceServices?: {
+    engine: WorkspaceEngine;
+    service: WorkspaceService;
+    content: WorkspaceContentService;
+  };
+};
+
+/** The process-wide workspace service (and its content half) over `getEngine()`: what routers and chat use. */
+export function getWorkspaceServices(): { service: WorkspaceService; content: WorkspaceContentService } {
+  const engine = getEngine();
+  let services = globalForServices.berthWorkspaceServices;
+  if (!services || services.engine !== engine) {
+    const service = createWorkspaceService(engine);
+    services = { engine, service, content: createWorkspaceContentService(service) };
+    globalForServices.berthWorkspaceServices = services;
+  }
+  return services;
 }

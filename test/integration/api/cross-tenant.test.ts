@@ -7,7 +7,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCaller } from "@/server/api/root";
 import { type ApiRuntime } from "@/server/api/context";
+import { randomUUID } from "node:crypto";
 import { disconnectDb } from "@/server/db";
+import { upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
 import { contextFromHeaders, createTestApiRuntime } from "./support/api-test-runtime";
 import { allProcedurePaths, callByPath, procedureType, rejectionCode } from "./support/call-by-path";
 import { createTenantFixture, type TenantFixture } from "./support/tenant-fixtures";
@@ -53,7 +55,70 @@ const CASES: Record<string, CrossTenantCase> = {
   },
   "apiKey.revoke": { kind: "tenant", input: (t) => ({ apiKeyId: t.viewerKey.id }), targetsRows: true },
   "audit.list": { kind: "tenant", input: () => ({ limit: 200 }), targetsRows: false },
+  // workspace.* (H8): every procedure names a workspace of the tenant (a PENDING binding made in beforeAll),
+  // so none of them provisions anything; B's id under A's tenant must be NOT_FOUND.
+  "workspace.list": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "workspace.get": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
+  "workspace.stop": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
+  "workspace.purge": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
+  "workspace.status": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
+  "workspace.purgeReceipts": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "workspace.mcp.list": {
+    kind: "tenant",
+    input: (t) => ({ workspaceId: workspaceOf(t) }),
+    targetsRows: true,
+  },
+  "workspace.mcp.add": {
+    kind: "tenant",
+    input: (t) => ({
+      workspaceId: workspaceOf(t),
+      declaration: {
+        name: "probe",
+        is_stateful: false,
+        mcp_config: { type: "http_mcp", url: "http://127.0.0.1:9/mcp" },
+      },
+    }),
+    targetsRows: true,
+  },
+  "workspace.mcp.remove": {
+    kind: "tenant",
+    input: (t) => ({ workspaceId: workspaceOf(t), name: "probe" }),
+    targetsRows: true,
+  },
+  "workspace.skill.list": {
+    kind: "tenant",
+    input: (t) => ({ workspaceId: workspaceOf(t) }),
+    targetsRows: true,
+  },
+  "workspace.skill.remove": {
+    kind: "tenant",
+    input: (t) => ({ workspaceId: workspaceOf(t), name: "probe" }),
+    targetsRows: true,
+  },
+  "workspace.files.list": {
+    kind: "tenant",
+    input: (t) => ({ workspaceId: workspaceOf(t) }),
+    targetsRows: true,
+  },
+  "workspace.files.read": {
+    kind: "tenant",
+    input: (t) => ({ workspaceId: workspaceOf(t), path: "notes.txt" }),
+    targetsRows: true,
+  },
+  "workspace.files.downloadToken": {
+    kind: "tenant",
+    input: (t) => ({ workspaceId: workspaceOf(t), path: "notes.txt" }),
+    targetsRows: true,
+  },
 };
+
+/** One workspace binding per tenant (created in beforeAll), for the workspace.* cases. */
+const workspaceIds = new Map<string, string>();
+function workspaceOf(t: TenantFixture): string {
+  const id = workspaceIds.get(t.tenant.id);
+  if (!id) throw new Error(`no workspace fixture for tenant ${t.tenant.slug}`);
+  return id;
+}
 
 const DENIED = ["FORBIDDEN", "NOT_FOUND"];
 
@@ -74,12 +139,18 @@ async function snapshotOfB() {
     members: await bOwner.member.list(ref),
     apiKeys: await bOwner.apiKey.list({ ...ref, includeRevoked: true }),
     audit: await bOwner.audit.list({ ...ref, limit: 200 }),
+    workspace: await bOwner.workspace.get({ ...ref, workspaceId: workspaceOf(b) }),
   };
 }
 
 beforeAll(async () => {
   runtime = createTestApiRuntime();
   [a, b] = await Promise.all([createTenantFixture(runtime, "a"), createTenantFixture(runtime, "b")]);
+  for (const t of [a, b]) {
+    const id = `xt${randomUUID().replaceAll("-", "")}`;
+    await upsertWorkspaceBinding(t.ownerScope, { id, backendKind: "local", isolationPolicy: "PER_AGENT" });
+    workspaceIds.set(t.tenant.id, id);
+  }
 });
 
 afterAll(async () => {

@@ -1,0 +1,75 @@
+import { z } from "zod";
+import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
+import { getWorkspaceServices } from "@/server/engine/engine";
+import { ZWorkspaceState } from "@/server/modules/workspace/workspace.types";
+import { workspaceFilesRouter } from "./workspace.files.router";
+import { workspaceMcpRouter } from "./workspace.mcp.router";
+import { workspaceSkillRouter } from "./workspace.skill.router";
+
+export const ZWorkspaceTarget = ZTenantInput.extend({ workspaceId: z.string().min(1).max(200) });
+
+const services = () => getWorkspaceServices();
+
+/**
+ * `workspace.*`: lifecycle and inspection of the tenant's workspaces. Reads are open to viewers; stop and
+ * purge need `workspace:manage` (admins). Every call is tenant-scoped in the data layer.
+ */
+export const workspaceRouter = createTRPCRouter({
+  list: tenantProcedureFor("workspace:read")
+    .input(
+      ZTenantInput.extend({
+        states: z.array(ZWorkspaceState).optional(),
+        agentId: z.string().min(1).max(200).optional(),
+        limit: z.number().int().min(1).max(200).optional(),
+        cursor: z.string().min(1).max(200).optional(),
+      }),
+    )
+    .query(({ ctx, input }) => services().service.list(ctx.scope, input)),
+
+  /** State, backend, trusted-only flag, idle time, active leases and the last events with their reasons. */
+  get: tenantProcedureFor("workspace:read")
+    .input(ZWorkspaceTarget)
+    .query(({ ctx, input }) => services().service.get(ctx.scope, input.workspaceId)),
+
+  stop: tenantProcedureFor("workspace:manage")
+    .input(
+      ZWorkspaceTarget.extend({ force: z.boolean().default(false), reason: z.string().max(500).optional() }),
+    )
+    .mutation(({ ctx, input }) =>
+      services().service.requestStop(ctx.scope, input.workspaceId, {
+        force: input.force,
+        ...(input.reason ? { reason: input.reason } : {}),
+      }),
+    ),
+
+  purge: tenantProcedureFor("workspace:manage")
+    .input(
+      ZWorkspaceTarget.extend({ force: z.boolean().default(false), reason: z.string().max(500).optional() }),
+    )
+    .mutation(({ ctx, input }) =>
+      services().service.requestPurge(ctx.scope, input.workspaceId, {
+        force: input.force,
+        ...(input.reason ? { reason: input.reason } : {}),
+      }),
+    ),
+
+  /** Git status of the workdir (or of `cwd` inside it), best effort as in the reference. */
+  status: tenantProcedureFor("workspace:read")
+    .input(ZWorkspaceTarget.extend({ cwd: z.string().max(4096).optional() }))
+    .query(({ ctx, input }) => services().content.status(ctx.scope, input.workspaceId, input.cwd)),
+
+  /** What purges deleted, per tenant (workspaces, sessions, agents). */
+  purgeReceipts: tenantProcedureFor("audit:read")
+    .input(
+      ZTenantInput.extend({
+        targetType: z.enum(["workspace", "session", "agent"]).optional(),
+        targetId: z.string().min(1).max(200).optional(),
+        limit: z.number().int().min(1).max(200).optional(),
+      }),
+    )
+    .query(({ ctx, input }) => services().service.purgeReceipts(ctx.scope, input)),
+
+  mcp: workspaceMcpRouter,
+  skill: workspaceSkillRouter,
+  files: workspaceFilesRouter,
+});

@@ -1,0 +1,29 @@
+import { z } from "zod";
+import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
+import { getWorkspaceServices } from "@/server/engine/engine";
+
+const ZSkillTarget = ZTenantInput.extend({
+  workspaceId: z.string().min(1).max(200),
+  /** The agent's skill partition; omitted → the default partition. */
+  agentId: z.string().min(1).max(200).nullish(),
+});
+
+/** `workspace.skill.*`: list and remove; uploads go through POST /api/workspaces/:id/skills (multipart). */
+export const workspaceSkillRouter = createTRPCRouter({
+  list: tenantProcedureFor("workspace:read")
+    .input(ZSkillTarget)
+    .query(({ ctx, input }) =>
+      getWorkspaceServices().content.listSkills(ctx.scope, input.workspaceId, input.agentId ?? null),
+    ),
+
+  remove: tenantProcedureFor("session:use")
+    .input(ZSkillTarget.extend({ name: z.string().min(1).max(200) }))
+    .mutation(({ ctx, input }) =>
+      getWorkspaceServices().content.removeSkill(
+        ctx.scope,
+        input.workspaceId,
+        input.agentId ?? null,
+        input.name,
+      ),
+    ),
+});
