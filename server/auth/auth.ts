@@ -20,6 +20,11 @@ export type AuthConfig = {
   prisma: Db;
   /** Extra origins allowed to send cookie-authenticated requests (the base URL always is). */
   trustedOrigins?: string[];
+  /**
+   * Where better-auth's own log lines go (e.g. a pino child logger). Default: its console logger.
+   * Rejected API keys and wrong passwords are logged by better-auth at error/warn level.
+   */
+  log?: (level: "debug" | "info" | "warn" | "error", message: string, ...args: unknown[]) => void;
 };
 
 /** Prefix of every Berth API key, so leaked keys are easy to recognise and scan for. */
@@ -56,6 +61,7 @@ export function createAuth(config: AuthConfig) {
     baseURL: config.baseUrl,
     trustedOrigins: [config.baseUrl, ...(config.trustedOrigins ?? [])],
     telemetry: { enabled: false },
+    ...(config.log ? { logger: { log: config.log } } : {}),
     database: prismaAdapter(config.prisma, { provider: "postgresql" }),
     emailAndPassword: { enabled: true, minPasswordLength: 8, autoSignIn: true },
     user: { modelName: "user" },

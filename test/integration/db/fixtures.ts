@@ -23,6 +23,8 @@ export function testAuth(): BerthAuth {
     secret: "test-secret-".padEnd(40, "x"),
     baseUrl: TEST_BASE_URL,
     prisma: getDb(),
+    // Rejected keys and wrong passwords are expected here; keep better-auth from logging them as errors.
+    log: () => {},
   });
   return sharedAuth;
 }
