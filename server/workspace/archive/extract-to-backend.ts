@@ -33,6 +33,7 @@ export type ExtractionManifest = {
 
 // Fixed mtime so that extraction is reproducible and nothing in the archive can set odd timestamps.
 const EXTRACTED_MTIME = new Date(0);
+const RELAY_BATCH_BYTES = 256 * 1024;
 
 /**
  * Validates entries one by one and streams the accepted ones, re-packed as a clean tar (files and
@@ -100,8 +101,21 @@ export async function extractToBackend(
 
 /** tar-stream's pack as a byte stream that ends (rather than errors) when the pack is destroyed. */
 async function* relay(pack: tarStream.Pack): AsyncGenerator<Buffer> {
+  // tar-stream emits many small chunks (headers, 16 KiB slices); batching them to ~256 KiB cuts the
+  // number of writes into the backend's pipe, which dominates the cost of a large install.
+  const batch: Buffer[] = [];
+  let batched = 0;
   try {
-    for await (const chunk of pack as AsyncIterable<Buffer>) yield chunk;
+    for await (const chunk of pack as AsyncIterable<Buffer>) {
+      batch.push(chunk);
+      batched += chunk.length;
+      if (batched >= RELAY_BATCH_BYTES) {
+        yield batch.length === 1 ? batch[0]! : Buffer.concat(batch, batched);
+        batch.length = 0;
+        batched = 0;
+      }
+    }
+    if (batched > 0) yield batch.length === 1 ? batch[0]! : Buffer.concat(batch, batched);
   } catch {
     // Destroyed on purpose after a validation failure: end the stream so the consumer stops cleanly.
   }
