@@ -59,7 +59,6 @@ export function redactModelEndpoint(
 /** Base URLs of providers an agent may name without one. Anything else needs `baseUrl`. */
 export const KNOWN_PROVIDER_BASE_URLS: Readonly<Record<string, string>> = {
   openai: "https://api.openai.com/v1",
-  "openai-compatible": "",
 };
 
 /**
