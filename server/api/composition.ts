@@ -19,12 +19,30 @@ const globalForApi = globalThis as unknown as { berthApiComposition?: ApiComposi
 export function buildApiComposition(): ApiComposition {
   const config = getConfig();
   const logger = getLogger().child({ component: "api" });
+  const authLog = logger.child({ component: "better-auth" });
   const auth = createAuth({
     secret: config.secrets.authSecret,
     baseUrl: config.http.baseUrl,
+    trustedOrigins: loopbackAliases(config.http.baseUrl),
     prisma: getDb(),
+    // Wrong passwords and rejected keys are client mistakes that better-auth logs as errors.
+    log: (level, message, ...args) => authLog[level === "error" ? "warn" : level]({ args }, message),
   });
   return { runtime: { logger, auth }, auth };
+}
+
+/**
+ * A local install is opened as localhost or 127.0.0.1 interchangeably; trust both for cookie sign-in
+ * (better-auth rejects a POST whose Origin is not trusted). Other base URLs get nothing extra.
+ */
+export function loopbackAliases(baseUrl: string): string[] {
+  const url = new URL(baseUrl);
+  const loopbackHosts = ["localhost", "127.0.0.1"];
+  if (!loopbackHosts.includes(url.hostname)) return [];
+  const port = url.port ? `:${url.port}` : "";
+  return loopbackHosts
+    .filter((host) => host !== url.hostname)
+    .map((host) => `${url.protocol}//${host}${port}`);
 }
 
 export function getApiComposition(): ApiComposition {

@@ -154,7 +154,12 @@ describe.skipIf(!HAS_CHROMIUM)("dashboard, end to end", () => {
   });
 
   it("answers a typed Node client with an API key over the real server", async () => {
-    const auth = createAuth({ secret: process.env.BERTH_AUTH_SECRET!, baseUrl: app.url, prisma: getDb() });
+    const auth = createAuth({
+      secret: process.env.BERTH_AUTH_SECRET!,
+      baseUrl: app.url,
+      prisma: getDb(),
+      log: () => {},
+    });
     const { plainKey } = await createApiKey(auth, tenant.scope, { name: "e2e client", role: "viewer" });
     const client = createBerthClient({ url: app.url, apiKey: plainKey });
     const overview = await client.tenant.overview.query({});

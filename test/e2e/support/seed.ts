@@ -27,7 +27,12 @@ export async function seedTenantWithData(options: {
   authSecret: string;
   baseUrl: string;
 }): Promise<SeededTenant> {
-  const auth = createAuth({ secret: options.authSecret, baseUrl: options.baseUrl, prisma: getDb() });
+  const auth = createAuth({
+    secret: options.authSecret,
+    baseUrl: options.baseUrl,
+    prisma: getDb(),
+    log: () => {},
+  });
   const suffix = randomUUID().slice(0, 8);
   const email = `admin-${suffix}@example.test`;
   const password = `pw-${randomBytes(9).toString("base64url")}`;
