@@ -244,14 +244,15 @@ export async function* directoryEntries(hostDir: string): AsyncGenerator<Archive
         };
         yield* walk(full, relative);
       } else if (stat.isFile()) {
-        const body = createReadStream(full);
+        // Opened on first read, so an entry refused before its body is read never holds a descriptor.
+        const body = lazyFile(full);
         yield {
           name: relative,
           type: "file",
           size: stat.size,
           mode: stat.mode & 0o7777,
           body,
-          discard: () => body.destroy(),
+          discard: () => void body.return(undefined),
         };
       } else {
         const type: ArchiveEntryType = stat.isSymbolicLink() ? "symlink" : stat.isFIFO() ? "fifo" : "device";
@@ -261,6 +262,10 @@ export async function* directoryEntries(hostDir: string): AsyncGenerator<Archive
   }
   yield { name: `${base}/`, type: "directory", size: 0, mode: 0o755, body: null, discard: noop };
   yield* walk(root, base);
+}
+
+async function* lazyFile(file: string): AsyncGenerator<Buffer> {
+  for await (const chunk of createReadStream(file)) yield chunk as Buffer;
 }
 
 export function tooManyEntries(limit: number, seen: number): AppError {
