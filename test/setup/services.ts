@@ -68,7 +68,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await dropDatabase(databaseUrl).catch((error: unknown) =>
       console.warn("could not drop the test database", error),
     );
-    if (!services.embedded.redis) await deleteKeys(services.redisUrl, `${redisPrefix}:*`);
+    // `*`, not `:*`: tests derive per-test prefixes from the run's (`berth_test_<run>-<test>`).
+    if (!services.embedded.redis) await deleteKeys(services.redisUrl, `${redisPrefix}*`);
     await services.stop();
     await rm(dataDir, { recursive: true, force: true });
   };
