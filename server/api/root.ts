@@ -9,6 +9,10 @@ import { auditRouter } from "@/server/api/routers/audit.router";
 import { memberRouter } from "@/server/api/routers/member.router";
 import { tenantRouter } from "@/server/api/routers/tenant.router";
 import { workspaceRouter } from "@/server/api/routers/workspace.router";
+import { agentRouter } from "@/server/api/routers/agent.router";
+import { chatRouter } from "@/server/api/routers/chat.router";
+import { jobsRouter } from "@/server/api/routers/jobs.router";
+import { sessionRouter } from "@/server/api/routers/session.router";
 import { createCallerFactory, createTRPCRouter } from "@/server/api/trpc";
 
 export const appRouter = createTRPCRouter({
@@ -17,6 +21,10 @@ export const appRouter = createTRPCRouter({
   apiKey: apiKeyRouter,
   audit: auditRouter,
   workspace: workspaceRouter,
+  agent: agentRouter,
+  session: sessionRouter,
+  chat: chatRouter,
+  jobs: jobsRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -1,3 +1,4 @@
+import type { z } from "zod";
 import { parseInput } from "@/server/shared/parse-input";
 import { Prisma } from "@/generated/prisma/client";
 import { type DbClient, getDb, pageSize } from "@/server/db";
@@ -212,4 +213,56 @@ export async function deleteChatMessages(
 
 function notFound(sessionId: string): AppError {
   return new AppError("NOT_FOUND", `session ${sessionId} not found`, { userMessage: "Session not found." });
+}
+
+/**
+ * Appends a turn's messages in order (strictly increasing `createdAt`, so conversation order survives
+ * messages written in the same millisecond), optionally replacing the first `replace.count` stored messages
+ * by `replace.stub` first (history compaction), and stamps lastMessageAt; all in one transaction.
+ */
+export async function appendChatMessages(
+  scope: TenantScope,
+  sessionId: string,
+  rawInputs: TAppendChatMessageInput[],
+  replace: { count: number; stub: TAppendChatMessageInput } | null = null,
+  db = getDb(),
+): Promise<number> {
+  const inputs = rawInputs.map((raw) => parseInput(ZAppendChatMessageInput, raw));
+  return db.$transaction(async (tx) => {
+    const now = new Date();
+    const { count } = await tx.session.updateMany({
+      where: { tenantId: scope.tenantId, id: sessionId },
+      data: { lastMessageAt: now },
+    });
+    if (count === 0) throw notFound(sessionId);
+    const toRow = (input: z.output<typeof ZAppendChatMessageInput>, createdAt: Date) => ({
+      tenantId: scope.tenantId,
+      sessionId,
+      role: input.role,
+      content: (input.content ?? null) as Prisma.InputJsonValue,
+      toolCalls: input.toolCalls === undefined ? Prisma.DbNull : (input.toolCalls as Prisma.InputJsonValue),
+      createdAt,
+    });
+    if (replace && replace.count > 0) {
+      const replaced = await tx.chatMessage.findMany({
+        where: { tenantId: scope.tenantId, sessionId },
+        select: { id: true, createdAt: true },
+        orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+        take: replace.count,
+      });
+      await tx.chatMessage.deleteMany({ where: { id: { in: replaced.map((row) => row.id) } } });
+      const stubAt = replaced[0]?.createdAt ?? now;
+      await tx.chatMessage.create({ data: toRow(parseInput(ZAppendChatMessageInput, replace.stub), stubAt) });
+    }
+    const last = await tx.chatMessage.findFirst({
+      where: { tenantId: scope.tenantId, sessionId },
+      select: { createdAt: true },
+      orderBy: [{ createdAt: "desc" }],
+    });
+    const start = Math.max(now.getTime(), (last?.createdAt.getTime() ?? 0) + 1);
+    await tx.chatMessage.createMany({
+      data: inputs.map((input, index) => toRow(input, new Date(start + index))),
+    });
+    return inputs.length;
+  });
 }

@@ -1,0 +1,38 @@
+import { z } from "zod";
+import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
+import { ZAgentCreateRequest, ZAgentUpdateRequest } from "@/server/modules/agent/agent.schema";
+import { getAgentServices } from "@/server/modules/chat/chat.composition";
+
+const ZAgentTarget = ZTenantInput.extend({ agentId: z.string().min(1).max(200) });
+const agents = () => getAgentServices().agent;
+
+/** `agent.*`: reads for viewers, changes for admins (`agent:manage`). Keys go in, never come out. */
+export const agentRouter = createTRPCRouter({
+  create: tenantProcedureFor("agent:manage")
+    .input(ZTenantInput.extend(ZAgentCreateRequest.shape))
+    .mutation(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...input } }) =>
+      agents().create(ctx.scope, input),
+    ),
+
+  list: tenantProcedureFor("agent:read")
+    .input(
+      ZTenantInput.extend({
+        limit: z.number().int().min(1).max(200).optional(),
+        cursor: z.string().min(1).max(200).optional(),
+      }),
+    )
+    .query(({ ctx, input }) => agents().list(ctx.scope, input)),
+
+  get: tenantProcedureFor("agent:read")
+    .input(ZAgentTarget)
+    .query(({ ctx, input }) => agents().get(ctx.scope, input.agentId)),
+
+  update: tenantProcedureFor("agent:manage")
+    .input(ZAgentTarget.extend({ patch: ZAgentUpdateRequest }))
+    .mutation(({ ctx, input }) => agents().update(ctx.scope, input.agentId, input.patch)),
+
+  /** Sessions go with it; `agent.purge` cleans its skills and MCP scopes out of every workspace it used. */
+  delete: tenantProcedureFor("agent:manage")
+    .input(ZAgentTarget)
+    .mutation(({ ctx, input }) => agents().delete(ctx.scope, input.agentId)),
+});

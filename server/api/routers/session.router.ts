@@ -1,0 +1,35 @@
+import { z } from "zod";
+import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
+import { getAgentServices } from "@/server/modules/chat/chat.composition";
+import { ZSessionCreateRequest, ZSessionListRequest } from "@/server/modules/session/session.schema";
+
+const ZSessionTarget = ZTenantInput.extend({ sessionId: z.string().min(1).max(200) });
+const sessions = () => getAgentServices().session;
+
+/** `session.*`: members create and delete sessions (`session:use`); viewers read. */
+export const sessionRouter = createTRPCRouter({
+  /** → `{ sessionId, workspaceId }`; the workspace id is fixed here for the session's life, nothing provisioned. */
+  create: tenantProcedureFor("session:use")
+    .input(ZTenantInput.extend(ZSessionCreateRequest.shape))
+    .mutation(async ({ ctx, input }) => {
+      const { sessionId, workspaceId } = await sessions().create(ctx.scope, {
+        agentId: input.agentId,
+        ...(input.workspaceId !== undefined ? { workspaceId: input.workspaceId } : {}),
+        ...(input.name !== undefined ? { name: input.name } : {}),
+      });
+      return { sessionId, workspaceId };
+    }),
+
+  list: tenantProcedureFor("session:read")
+    .input(ZTenantInput.extend(ZSessionListRequest.shape))
+    .query(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...input } }) => sessions().list(ctx.scope, input)),
+
+  get: tenantProcedureFor("session:read")
+    .input(ZSessionTarget)
+    .query(({ ctx, input }) => sessions().get(ctx.scope, input.sessionId)),
+
+  /** Also deletes the team-worker sessions it led; their MCP scopes and offload files are purged by a job. */
+  delete: tenantProcedureFor("session:use")
+    .input(ZSessionTarget)
+    .mutation(({ ctx, input }) => sessions().delete(ctx.scope, input.sessionId)),
+});

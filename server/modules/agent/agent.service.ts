@@ -1,0 +1,149 @@
+import type { SecretKey } from "@/server/auth/secrets";
+import type { TenantScope } from "@/server/auth/scope";
+import {
+  createAgent,
+  deleteAgent,
+  getAgent,
+  listAgents,
+  updateAgent,
+} from "@/server/modules/agent/agent.data";
+import {
+  type TAgentCreateRequest,
+  type TAgentUpdateRequest,
+  ZAgentCreateRequest,
+  ZAgentUpdateRequest,
+} from "@/server/modules/agent/agent.schema";
+import type { AgentDTO, AgentModelConfig } from "@/server/modules/agent/agent.types";
+import { audited } from "@/server/modules/agent/audited";
+import { listSessions } from "@/server/modules/session/session.data";
+import { listWorkspaces } from "@/server/modules/workspace/workspace.data";
+import { parseInput } from "@/server/shared/parse-input";
+
+/** What the API returns for an agent: never the key, only whether one is stored. */
+export type AgentView = AgentDTO & { hasApiKey: boolean };
+
+export type AgentServiceDeps = {
+  secretKey: SecretKey;
+  /** The workspace service's `agent.purge` producer (jobs run in the workers). */
+  enqueueAgentPurge(
+    scope: TenantScope,
+    input: { agentId: string; workspaceIds: string[] },
+  ): Promise<{ jobId: string | null }>;
+  onAuditFailure?: (error: unknown) => void;
+};
+
+const view = (agent: AgentDTO): AgentView => ({ ...agent, hasApiKey: agent.hasModelApiKey });
+
+/** `modelConfig.apiKey` leaves the JSON config here, so a key is never stored in plain text. */
+function splitKey(modelConfig: (AgentModelConfig & { apiKey?: string }) | undefined) {
+  if (!modelConfig) return { modelConfig: undefined, apiKey: undefined };
+  const { apiKey, ...rest } = modelConfig;
+  return { modelConfig: rest, apiKey };
+}
+
+export function createAgentService(deps: AgentServiceDeps) {
+  const onAuditFailure = deps.onAuditFailure ?? (() => undefined);
+
+  /** Every workspace the agent has used: its sessions' workspaces and the bindings made for it. */
+  async function workspacesOfAgent(scope: TenantScope, agentId: string): Promise<string[]> {
+    const ids = new Set<string>();
+    let cursor: string | undefined;
+    do {
+      const page = await listSessions(scope, { agentId, limit: 200, ...(cursor ? { cursor } : {}) });
+      for (const session of page.items) ids.add(session.workspaceId);
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    do {
+      const page = await listWorkspaces(scope, { agentId, limit: 200, ...(cursor ? { cursor } : {}) });
+      for (const workspace of page.items) ids.add(workspace.id);
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    return [...ids];
+  }
+
+  return {
+    async create(scope: TenantScope, raw: TAgentCreateRequest): Promise<AgentView> {
+      const input = parseInput(ZAgentCreateRequest, raw);
+      const { modelConfig, apiKey } = splitKey(input.modelConfig);
+      return audited(
+        scope,
+        { action: "agent.create", targetType: "agent", targetId: null, details: { name: input.name } },
+        async () =>
+          view(
+            await createAgent(
+              scope,
+              {
+                ...input,
+                modelConfig: modelConfig!,
+                modelApiKey: input.modelApiKey ?? apiKey ?? null,
+              },
+              deps.secretKey,
+            ),
+          ),
+        onAuditFailure,
+        (agent) => ({ targetId: agent.id }),
+      );
+    },
+
+    async list(scope: TenantScope, options: { limit?: number; cursor?: string } = {}) {
+      const page = await listAgents(scope, options);
+      return { ...page, items: page.items.map(view) };
+    },
+
+    async get(scope: TenantScope, agentId: string): Promise<AgentView> {
+      return view(await getAgent(scope, agentId));
+    },
+
+    async update(scope: TenantScope, agentId: string, raw: TAgentUpdateRequest): Promise<AgentView> {
+      const patch = parseInput(ZAgentUpdateRequest, raw);
+      const { modelConfig, apiKey } = splitKey(patch.modelConfig);
+      const modelApiKey = patch.modelApiKey !== undefined ? patch.modelApiKey : apiKey;
+      return audited(
+        scope,
+        {
+          action: "agent.update",
+          targetType: "agent",
+          targetId: agentId,
+          // Which fields changed, never their values (the key above all).
+          details: { fields: Object.keys(patch).filter((key) => key !== "modelApiKey") },
+        },
+        async () =>
+          view(
+            await updateAgent(
+              scope,
+              agentId,
+              {
+                ...patch,
+                ...(modelConfig ? { modelConfig } : { modelConfig: undefined }),
+                ...(modelApiKey !== undefined ? { modelApiKey } : {}),
+              },
+              deps.secretKey,
+            ),
+          ),
+        onAuditFailure,
+      );
+    },
+
+    /**
+     * Deletes the agent; its sessions and their messages go with it (foreign-key cascade). The workspaces it
+     * used are collected first, then `agent.purge` removes its skill partition and MCP scopes from each.
+     */
+    async delete(scope: TenantScope, agentId: string) {
+      return audited(
+        scope,
+        { action: "agent.delete", targetType: "agent", targetId: agentId },
+        async () => {
+          await getAgent(scope, agentId);
+          const workspaceIds = await workspacesOfAgent(scope, agentId);
+          await deleteAgent(scope, agentId);
+          const { jobId } = await deps.enqueueAgentPurge(scope, { agentId, workspaceIds });
+          return { agentId, workspaceIds, purgeJobId: jobId };
+        },
+        onAuditFailure,
+        (result) => ({ details: { workspaceIds: result.workspaceIds, purgeJobId: result.purgeJobId } }),
+      );
+    },
+  };
+}
+
+export type AgentService = ReturnType<typeof createAgentService>;

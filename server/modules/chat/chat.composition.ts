@@ -1,0 +1,72 @@
+import { secretKeyFromBytes, type SecretKey } from "@/server/auth/secrets";
+import { getConfig } from "@/server/config/config";
+import { loadRedisConfig } from "@/server/config/redis";
+import { getWorkspaceServices } from "@/server/engine/engine";
+import { createAgentService, type AgentService } from "@/server/modules/agent/agent.service";
+import { createJobsService, type JobsService } from "@/server/modules/jobs/jobs.service";
+import { createSessionService, type SessionService } from "@/server/modules/session/session.service";
+import type { WorkspaceService } from "@/server/modules/workspace/workspace.service";
+import { createRedisConnection, getRedis } from "@/server/redis";
+import { createChatService, type ChatService } from "./chat.service";
+import { RedisTurnLock } from "./redis-turn-lock";
+import { TurnRegistry, type TurnLock } from "./turn-registry";
+
+/**
+ * Composition of the agent-facing services (agents, sessions, chat, jobs) over one workspace service, so
+ * routers, chat and team tools share one engine and one turn registry per process.
+ */
+export type AgentServices = {
+  agent: AgentService;
+  session: SessionService;
+  chat: ChatService;
+  jobs: JobsService;
+};
+
+export function createAgentServices(deps: {
+  workspaces: WorkspaceService;
+  secretKey: SecretKey;
+  turnLock: TurnLock;
+}): AgentServices {
+  const log = deps.workspaces.engine.log.child({ component: "chat" });
+  const onAuditFailure = (error: unknown) => log.error({ err: error }, "audit write failed");
+  const registry = new TurnRegistry({ lock: deps.turnLock });
+  const chat = createChatService({ workspaces: deps.workspaces, registry, secretKey: deps.secretKey, log });
+  return {
+    agent: createAgentService({
+      secretKey: deps.secretKey,
+      enqueueAgentPurge: (scope, input) => deps.workspaces.enqueueAgentPurge(scope, input),
+      onAuditFailure,
+    }),
+    session: createSessionService({
+      workspaces: deps.workspaces,
+      cancelTurn: (sessionId) => chat.cancelTurn(sessionId),
+      onAuditFailure,
+    }),
+    chat,
+    jobs: createJobsService(deps.workspaces.engine.queues),
+  };
+}
+
+const globalForAgentServices = globalThis as unknown as {
+  berthAgentServices?: { workspaces: WorkspaceService; services: AgentServices };
+};
+
+/** The process-wide services over `getWorkspaceServices()` (rebuilt when a test installs another engine). */
+export function getAgentServices(): AgentServices {
+  const { service: workspaces } = getWorkspaceServices();
+  const current = globalForAgentServices.berthAgentServices;
+  if (current?.workspaces === workspaces) return current.services;
+  const redisConfig = loadRedisConfig();
+  const turnLock = new RedisTurnLock({
+    redis: getRedis(),
+    subscriber: createRedisConnection(redisConfig, "worker", "berth-turn-cancel"),
+    prefix: redisConfig.prefix,
+  });
+  const services = createAgentServices({
+    workspaces,
+    secretKey: secretKeyFromBytes(getConfig().secrets.encryptionKey),
+    turnLock,
+  });
+  globalForAgentServices.berthAgentServices = { workspaces, services };
+  return services;
+}

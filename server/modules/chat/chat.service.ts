@@ -1,0 +1,231 @@
+import { randomUUID } from "node:crypto";
+import { z } from "zod";
+import type { SecretKey } from "@/server/auth/secrets";
+import type { TenantScope } from "@/server/auth/scope";
+import type { Logger } from "@/server/logger";
+import { getAgent, getAgentModelApiKey } from "@/server/modules/agent/agent.data";
+import type { AgentDTO } from "@/server/modules/agent/agent.types";
+import {
+  appendChatMessages,
+  getSession,
+  listChatMessages,
+  updateSession,
+} from "@/server/modules/session/session.data";
+import type { ChatMessageDTO } from "@/server/modules/session/session.types";
+import { AppError, isAppError } from "@/server/shared/errors";
+import { parseInput } from "@/server/shared/parse-input";
+import { FileReadState } from "@/server/workspace/tools";
+import { runTurn, type TurnResult } from "./agent-loop";
+import type { TChatTurnEvent, TTurnLimitsInput } from "./chat.schema";
+import { EventChannel } from "./event-channel";
+import { createAgentModel, modelEndpointForAgent } from "./model-provider";
+import type { ChatLogger } from "./ports";
+import { fromStoredMessages, toStoredMessage, type StoredChatMessage } from "./stored-messages";
+import { assembleToolkit } from "./toolkit";
+import type { TurnRegistry } from "./turn-registry";
+import { turnWorkspacePort, type EngineWorkspace } from "./workspace-adapters";
+
+/**
+ * The chat service: `send` runs one turn of a session end to end (turn lock → workspace under a turn lease →
+ * toolkit → model → persisted messages) and streams its events; `cancel` stops a turn wherever it runs;
+ * `history` reads the stored conversation. Composed per process in chat.composition.ts.
+ */
+export const ZChatSendRequest = z.object({
+  sessionId: z.string().min(1).max(200),
+  message: z.string().min(1).max(200_000),
+});
+export const ZChatHistoryRequest = z.object({
+  sessionId: z.string().min(1).max(200),
+  limit: z.number().int().min(1).max(200).optional(),
+  afterId: z.string().min(1).max(200).optional(),
+});
+
+export type ChatWorkspacePort = {
+  /** Runs `fn` on the session's (provisioned, attached) workspace under a lease: H8's workspace service. */
+  withSessionWorkspace<T>(
+    scope: TenantScope,
+    sessionId: string,
+    lease: { holder: string; reason: string; ttlMs?: number },
+    fn: (workspace: EngineWorkspace) => Promise<T>,
+  ): Promise<T>;
+};
+
+export type ChatServiceDeps = {
+  workspaces: ChatWorkspacePort;
+  registry: TurnRegistry;
+  secretKey: SecretKey;
+  log: Logger;
+  limits?: TTurnLimitsInput;
+  /** The turn's workspace lease; the engine caps it at its hard maximum. */
+  turnLeaseMs?: number;
+};
+
+/** Read-before-Write bookkeeping survives between a session's turns (bounded: oldest sessions dropped). */
+const MAX_READ_STATES = 1_000;
+
+export function createChatService(deps: ChatServiceDeps) {
+  const readStates = new Map<string, FileReadState>();
+  const chatLogger: ChatLogger = { warn: (facts, message) => deps.log.warn(facts, message) };
+
+  function readStateFor(sessionId: string): FileReadState {
+    let state = readStates.get(sessionId);
+    if (state) {
+      readStates.delete(sessionId);
+    } else {
+      state = new FileReadState();
+      if (readStates.size >= MAX_READ_STATES) readStates.delete(readStates.keys().next().value!);
+    }
+    readStates.set(sessionId, state);
+    return state;
+  }
+
+  async function loadHistory(scope: TenantScope, sessionId: string): Promise<StoredChatMessage[]> {
+    const rows: ChatMessageDTO[] = [];
+    let afterId: string | undefined;
+    for (;;) {
+      const page = await listChatMessages(scope, sessionId, { limit: 200, ...(afterId ? { afterId } : {}) });
+      rows.push(...page);
+      if (page.length < 200) break;
+      afterId = page.at(-1)!.id;
+    }
+    return rows.map((row) => ({ role: row.role, content: row.content }));
+  }
+
+  function systemPromptOf(agent: AgentDTO): string {
+    const description = agent.description.trim();
+    return `You are ${agent.name}, an AI agent working in a persistent workspace.${description ? `\n${description}` : ""}`;
+  }
+
+  /** The turn itself, on the workspace, under the lease; events go to `emit` (`done` held back by the caller). */
+  async function runOnWorkspace(
+    scope: TenantScope,
+    agent: AgentDTO,
+    sessionId: string,
+    message: string,
+    signal: AbortSignal,
+    emit: (event: TChatTurnEvent) => void,
+  ): Promise<TurnResult> {
+    const apiKey = await getAgentModelApiKey(scope, agent.id, deps.secretKey);
+    const agentModel = createAgentModel(modelEndpointForAgent(agent.modelConfig, apiKey));
+    const lease = {
+      holder: `turn:${randomUUID()}`,
+      reason: `chat turn of session ${sessionId}`,
+      ttlMs: deps.turnLeaseMs ?? 60 * 60_000,
+    };
+    return deps.workspaces.withSessionWorkspace(scope, sessionId, lease, async (workspace) => {
+      const port = turnWorkspacePort(workspace, { readState: readStateFor(sessionId) });
+      const toolkit = await assembleToolkit({
+        agentId: agent.id,
+        sessionId,
+        baseSystemPrompt: systemPromptOf(agent),
+        workspace: port,
+        logger: chatLogger,
+      });
+      const history = fromStoredMessages(await loadHistory(scope, sessionId));
+      return runTurn({
+        sessionId,
+        model: agentModel.model,
+        modelSettings: agentModel.settings,
+        system: toolkit.system,
+        history,
+        userMessage: message,
+        tools: toolkit.tools,
+        offloader: port,
+        signal,
+        ...(deps.limits ? { limits: deps.limits } : {}),
+        onEvent: emit,
+        logger: chatLogger,
+      });
+    });
+  }
+
+  async function persist(scope: TenantScope, sessionId: string, result: TurnResult): Promise<void> {
+    await appendChatMessages(
+      scope,
+      sessionId,
+      result.newMessages.map(toStoredMessage),
+      result.compaction
+        ? { count: result.compaction.replacedCount, stub: toStoredMessage(result.compaction.stub) }
+        : null,
+    );
+  }
+
+  return {
+    /**
+     * One turn, streamed. Rejects (on the first `next()`) with NOT_FOUND for a session of another tenant and
+     * CONFLICT while the session has a running turn in any process. Leaving the iteration early does NOT
+     * cancel the turn (use `cancel`): it finishes and is persisted. The final `done` event is sent only
+     * after the turn's messages are stored, so `history` right after `done` includes them.
+     */
+    async *send(scope: TenantScope, raw: z.input<typeof ZChatSendRequest>): AsyncGenerator<TChatTurnEvent> {
+      const input = parseInput(ZChatSendRequest, raw);
+      const session = await getSession(scope, input.sessionId);
+      const agent = await getAgent(scope, session.agentId);
+      const turn = await deps.registry.start(session.id);
+      const channel = new EventChannel<TChatTurnEvent>();
+      void (async () => {
+        let done: TChatTurnEvent | null = null;
+        try {
+          await updateSession(scope, session.id, { status: "RUNNING" });
+          const result = await runOnWorkspace(
+            scope,
+            agent,
+            session.id,
+            input.message,
+            turn.signal,
+            (event) => {
+              if (event.type === "done") done = event;
+              else channel.push(event);
+            },
+          );
+          await persist(scope, session.id, result);
+          await updateSession(scope, session.id, { status: result.status === "failed" ? "ERROR" : "IDLE" });
+          if (done) channel.push(done);
+        } catch (thrown) {
+          // Failures outside the loop (workspace provisioning, storage): reported as the turn's end.
+          const error = isAppError(thrown)
+            ? thrown
+            : new AppError("INTERNAL", `chat turn failed: ${String(thrown)}`, { cause: thrown });
+          deps.log.error({ err: thrown, sessionId: session.id }, "chat turn failed outside the agent loop");
+          await updateSession(scope, session.id, { status: "ERROR" }).catch(() => undefined);
+          channel.push({
+            type: "error",
+            code: error.code,
+            message: error.userMessage,
+            retryable: error.isRetryable,
+          });
+          channel.push({
+            type: "done",
+            status: turn.signal.aborted ? "cancelled" : "failed",
+            finishReason: null,
+            usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 },
+            steps: 0,
+          });
+        } finally {
+          await turn.end().catch((error: unknown) => deps.log.warn({ err: error }, "ending a turn failed"));
+          channel.close();
+        }
+      })();
+      yield* channel;
+    },
+
+    /** Cancels the session's running turn in whichever process runs it. */
+    async cancel(scope: TenantScope, sessionId: string): Promise<{ cancelled: boolean }> {
+      const session = await getSession(scope, sessionId);
+      return { cancelled: await deps.registry.cancel(session.id) };
+    },
+
+    async history(scope: TenantScope, raw: z.input<typeof ZChatHistoryRequest>) {
+      const input = parseInput(ZChatHistoryRequest, raw);
+      const session = await getSession(scope, input.sessionId);
+      return listChatMessages(scope, session.id, {
+        ...(input.limit ? { limit: input.limit } : {}),
+        ...(input.afterId ? { afterId: input.afterId } : {}),
+      });
+    },
+
+    cancelTurn: (sessionId: string) => deps.registry.cancel(sessionId),
+  };
+}
+
+export type ChatService = ReturnType<typeof createChatService>;

@@ -1,0 +1,19 @@
+import { z } from "zod";
+
+export const ZSessionCreateRequest = z.object({
+  agentId: z.string().min(1).max(200),
+  /**
+   * Share an existing workspace of this tenant. Honoured only when the caller may use it (see
+   * `mayShareWorkspace`); otherwise the id comes from the isolation policy, as if it were absent.
+   */
+  workspaceId: z.string().min(1).max(200).optional(),
+  name: z.string().max(200).optional(),
+});
+export type TSessionCreateRequest = z.input<typeof ZSessionCreateRequest>;
+
+export const ZSessionListRequest = z.object({
+  agentId: z.string().min(1).max(200).optional(),
+  workspaceId: z.string().min(1).max(200).optional(),
+  limit: z.number().int().min(1).max(200).optional(),
+  cursor: z.string().min(1).max(200).optional(),
+});

@@ -1,0 +1,179 @@
+import type { TenantScope } from "@/server/auth/scope";
+import { getAgent } from "@/server/modules/agent/agent.data";
+import type { IsolationPolicy } from "@/server/modules/agent/agent.types";
+import { audited } from "@/server/modules/agent/audited";
+import {
+  createSession,
+  deleteSession,
+  getSession,
+  listSessions,
+} from "@/server/modules/session/session.data";
+import {
+  type TSessionCreateRequest,
+  ZSessionCreateRequest,
+  ZSessionListRequest,
+} from "@/server/modules/session/session.schema";
+import {
+  assignSessionWorkspaceId,
+  mayShareWorkspace,
+  TENANT_DEFAULT_ISOLATION,
+} from "@/server/modules/session/session.policy";
+import type { SessionDTO } from "@/server/modules/session/session.types";
+import { getWorkspaceOrNull } from "@/server/modules/workspace/workspace.data";
+import type { WorkspaceDTO } from "@/server/modules/workspace/workspace.types";
+import { parseInput } from "@/server/shared/parse-input";
+import type { z } from "zod";
+
+/** What the session service needs from the workspace service (H8): bindings and the purge producer. */
+export type SessionWorkspacePort = {
+  bindWorkspace(
+    scope: TenantScope,
+    input: { workspaceId: string; agentId: string; userId: string | null; isolationPolicy: IsolationPolicy },
+  ): Promise<WorkspaceDTO>;
+  enqueueSessionPurge(
+    scope: TenantScope,
+    input: { workspaceId: string; agentId: string; sessionIds: string[] },
+  ): Promise<{ jobId: string | null }>;
+};
+
+export type SessionServiceDeps = {
+  workspaces: SessionWorkspacePort;
+  /** Cancels a running turn of a session being deleted (the chat service's registry). */
+  cancelTurn?: (sessionId: string) => Promise<unknown>;
+  onAuditFailure?: (error: unknown) => void;
+};
+
+export function createSessionService(deps: SessionServiceDeps) {
+  const onAuditFailure = deps.onAuditFailure ?? (() => undefined);
+
+  /**
+   * The session's workspace id, decided once: the requested one when the caller may share it, else the
+   * isolation policy's (the agent's override, else the tenant default).
+   */
+  async function chooseWorkspace(scope: TenantScope, agentId: string, requested: string | undefined) {
+    const agent = await getAgent(scope, agentId);
+    if (requested !== undefined) {
+      const record = await getWorkspaceOrNull(scope, requested);
+      if (mayShareWorkspace(record, scope)) {
+        return { workspaceId: record.id, policy: record.isolationPolicy, shared: true };
+      }
+    }
+    const policy = agent.isolationPolicy ?? TENANT_DEFAULT_ISOLATION;
+    return { workspaceId: assignSessionWorkspaceId(policy, scope, agent.id), policy, shared: false };
+  }
+
+  async function create(
+    scope: TenantScope,
+    raw: TSessionCreateRequest,
+    extra: { leaderSessionId?: string; trustedWorkspaceId?: string } = {},
+  ): Promise<{ sessionId: string; workspaceId: string; session: SessionDTO }> {
+    const input = parseInput(ZSessionCreateRequest, raw);
+    return audited(
+      scope,
+      {
+        action: "session.create",
+        targetType: "session",
+        targetId: null,
+        details: { agentId: input.agentId, requestedWorkspaceId: input.workspaceId ?? null },
+      },
+      async () => {
+        const chosen = extra.trustedWorkspaceId
+          ? { workspaceId: extra.trustedWorkspaceId, policy: null, shared: true }
+          : await chooseWorkspace(scope, input.agentId, input.workspaceId);
+        const session = await createSession(scope, {
+          agentId: input.agentId,
+          workspaceId: chosen.workspaceId,
+          name: input.name ?? "",
+          ...(extra.leaderSessionId ? { leaderSessionId: extra.leaderSessionId } : {}),
+        });
+        // A PENDING binding row only (no provisioning): it makes the workspace visible and shareable.
+        if (chosen.policy) {
+          await deps.workspaces.bindWorkspace(scope, {
+            workspaceId: chosen.workspaceId,
+            agentId: input.agentId,
+            userId: scope.userId,
+            isolationPolicy: chosen.policy,
+          });
+        }
+        return { sessionId: session.id, workspaceId: session.workspaceId, session };
+      },
+      onAuditFailure,
+      (result) => ({ targetId: result.sessionId, details: { workspaceId: result.workspaceId } }),
+    );
+  }
+
+  /** The session and every team-worker session it led, transitively (leader first). */
+  async function teamOf(scope: TenantScope, session: SessionDTO): Promise<SessionDTO[]> {
+    const team: SessionDTO[] = [session];
+    const seen = new Set([session.id]);
+    for (let index = 0; index < team.length && team.length < 1_000; index += 1) {
+      const leader = team[index]!;
+      let cursor: string | undefined;
+      do {
+        const page = await listSessions(scope, {
+          leaderSessionId: leader.id,
+          limit: 200,
+          ...(cursor ? { cursor } : {}),
+        });
+        for (const worker of page.items) {
+          if (seen.has(worker.id)) continue;
+          seen.add(worker.id);
+          team.push(worker);
+        }
+        cursor = page.nextCursor ?? undefined;
+      } while (cursor);
+    }
+    return team;
+  }
+
+  return {
+    create,
+
+    async list(scope: TenantScope, raw: z.input<typeof ZSessionListRequest>) {
+      return listSessions(scope, parseInput(ZSessionListRequest, raw));
+    },
+
+    async get(scope: TenantScope, sessionId: string): Promise<SessionDTO> {
+      return getSession(scope, sessionId);
+    },
+
+    /**
+     * Deletes the session and the team-worker sessions it led (rows and messages), then enqueues one
+     * `session.purge` per workspace involved, leader's first, so their MCP scopes and offload files go too
+     * (reference bug #2288: the workers' were left behind).
+     */
+    async delete(scope: TenantScope, sessionId: string) {
+      return audited(
+        scope,
+        { action: "session.delete", targetType: "session", targetId: sessionId },
+        async () => {
+          const session = await getSession(scope, sessionId);
+          const team = await teamOf(scope, session);
+          const cancelTurn = deps.cancelTurn;
+          if (cancelTurn) await Promise.all(team.map((member) => cancelTurn(member.id)));
+          for (const member of [...team].reverse()) {
+            await deleteSession(scope, member.id).catch((error: unknown) => {
+              if ((error as { code?: string }).code !== "NOT_FOUND") throw error;
+            });
+          }
+          const byWorkspace = new Map<string, { agentId: string; sessionIds: string[] }>();
+          for (const member of team) {
+            const group = byWorkspace.get(member.workspaceId);
+            if (group) group.sessionIds.push(member.id);
+            else byWorkspace.set(member.workspaceId, { agentId: member.agentId, sessionIds: [member.id] });
+          }
+          const jobIds: (string | null)[] = [];
+          for (const [workspaceId, group] of byWorkspace) {
+            const { jobId } = await deps.workspaces.enqueueSessionPurge(scope, { workspaceId, ...group });
+            jobIds.push(jobId);
+          }
+          return { sessionIds: team.map((member) => member.id), purgeJobIds: jobIds };
+        },
+        onAuditFailure,
+        (result) => ({ details: result }),
+      );
+    },
+  };
+}
+
+export type SessionService = ReturnType<typeof createSessionService>;
