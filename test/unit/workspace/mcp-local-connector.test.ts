@@ -11,6 +11,7 @@ import {
   filesystemMcp,
   httpMcp,
   startHttpMcpServer,
+  startSseMcpServer,
   type TestHttpMcpServer,
 } from "./support/mcp-servers";
 
@@ -170,6 +171,24 @@ describe("LocalMcpConnector over streamable HTTP (SDK McpServer on 127.0.0.1:0)"
   it("reports an unreachable server as UNAVAILABLE", async () => {
     const client = await connect(httpMcp("nowhere", "http://127.0.0.1:9/mcp", false));
     await expect(client.listTools()).rejects.toMatchObject({ code: "UNAVAILABLE" });
+  });
+
+  it("speaks legacy SSE when the URL path ends in /sse (stateful and stateless)", async () => {
+    const sse = await startSseMcpServer();
+    try {
+      const stateful = await connect(httpMcp("sse-stateful", sse.url, true));
+      expect((await stateful.listTools()).map((tool) => tool.name)).toEqual(["echo"]);
+      expect(await stateful.callTool("echo", { message: "a" })).toMatchObject({
+        content: [{ text: "SSE echo: a" }],
+      });
+      const stateless = await connect(httpMcp("sse-stateless", sse.url, false));
+      expect(await stateless.callTool("echo", { message: "b" })).toMatchObject({
+        content: [{ text: "SSE echo: b" }],
+      });
+    } finally {
+      await Promise.all(opened.splice(0).map((client) => client.close()));
+      await sse.close();
+    }
   });
 
   it("selects the transport from the URL path like the reference", () => {

@@ -3,6 +3,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { z } from "zod";
 import type { LiveMcpClient, McpConnector, McpScope, TMcpDeclaration } from "@/server/workspace/mcp/types";
@@ -123,6 +124,49 @@ export async function startHttpMcpServer(): Promise<TestHttpMcpServer> {
     },
     close: async () => {
       release();
+      await Promise.all([...transports.values()].map((transport) => transport.close()));
+      httpServer.closeAllConnections();
+      await new Promise<void>((resolve) => httpServer.close(() => resolve()));
+    },
+  };
+}
+
+/**
+ * A real legacy-SSE MCP server (the SDK's SSEServerTransport): GET /sse opens the stream, POST
+ * /messages/?sessionId=… carries requests. One `echo` tool.
+ */
+export async function startSseMcpServer(): Promise<{ url: string; close(): Promise<void> }> {
+  const transports = new Map<string, SSEServerTransport>();
+  const httpServer = http.createServer((req, res) => {
+    void (async () => {
+      const url = new URL(req.url ?? "/", "http://localhost");
+      if (req.method === "GET" && url.pathname === "/sse") {
+        const transport = new SSEServerTransport("/messages/", res);
+        transports.set(transport.sessionId, transport);
+        res.on("close", () => transports.delete(transport.sessionId));
+        const server = new McpServer({ name: "berth-test-sse", version: "1.0.0" });
+        server.registerTool("echo", { inputSchema: { message: z.string() } }, ({ message }) => ({
+          content: [{ type: "text", text: `SSE echo: ${message}` }],
+        }));
+        await server.connect(transport);
+        return;
+      }
+      const transport = transports.get(url.searchParams.get("sessionId") ?? "");
+      if (req.method === "POST" && url.pathname === "/messages/" && transport) {
+        await transport.handlePostMessage(req, res);
+        return;
+      }
+      res.writeHead(404).end();
+    })().catch(() => {
+      if (!res.headersSent) res.writeHead(500);
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => httpServer.listen(0, "127.0.0.1", resolve));
+  const { port } = httpServer.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/sse`,
+    close: async () => {
       await Promise.all([...transports.values()].map((transport) => transport.close()));
       httpServer.closeAllConnections();
       await new Promise<void>((resolve) => httpServer.close(() => resolve()));
