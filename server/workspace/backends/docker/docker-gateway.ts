@@ -18,14 +18,24 @@ export type RunningGateway = {
   instanceNonce: string;
 };
 
-/** Stops an earlier gateway instance (SIGTERM so it closes its MCP servers, SIGKILL after 3 s). */
-const STOP_PREVIOUS = [
-  `p=$(cat ${CONTAINER_PATHS.gatewayPidFile} 2>/dev/null) || exit 0`,
-  '[ -n "$p" ] || exit 0',
-  'kill -TERM "$p" 2>/dev/null || exit 0',
-  'i=0; while kill -0 "$p" 2>/dev/null && [ $i -lt 150 ]; do sleep 0.02; i=$((i+1)); done',
-  'kill -KILL "$p" 2>/dev/null; exit 0',
-].join("; ");
+/**
+ * One root chore before every launch (each exec costs a runc round trip, so they are batched):
+ * - hand a freshly created workdir to the workspace user ($1 = uid:gid; not recursive: existing files keep
+ *   their owners);
+ * - stop an earlier gateway (SIGTERM so it closes its MCP servers, SIGKILL after 3 s);
+ * - truncate the log so it only holds the current instance's output.
+ */
+const PREPARE = [
+  `chown "$1" ${CONTAINER_PATHS.workdir} || exit 1`,
+  `p=$(cat ${CONTAINER_PATHS.gatewayPidFile} 2>/dev/null)`,
+  // The pid file survives container restarts on the bind mount: only signal it if it IS a gateway.
+  'if [ -n "$p" ] && grep -q berth-gateway "/proc/$p/cmdline" 2>/dev/null && kill -TERM "$p" 2>/dev/null; then',
+  '  i=0; while kill -0 "$p" 2>/dev/null && [ $i -lt 150 ]; do sleep 0.02; i=$((i+1)); done',
+  '  kill -KILL "$p" 2>/dev/null',
+  "fi",
+  `: > ${CONTAINER_PATHS.gatewayLog}`,
+  "exit 0",
+].join("\n");
 
 /** Records the pid, then becomes the gateway; output goes to a log the host can read on failure. */
 const LAUNCH = `echo $$ > ${CONTAINER_PATHS.gatewayPidFile}; exec node ${CONTAINER_PATHS.gatewayBundle} >> ${CONTAINER_PATHS.gatewayLog} 2>&1`;
@@ -48,9 +58,16 @@ export async function startDockerGateway(
   const socketPath = path.join(hostRuntimeDir, path.basename(CONTAINER_PATHS.gatewaySocket));
   const hostLog = path.join(hostRuntimeDir, path.basename(CONTAINER_PATHS.gatewayLog));
 
-  await runRootChore(container, ["/bin/sh", "-c", STOP_PREVIOUS]);
-  // Keep the log bounded across restarts: only the current instance's output matters for diagnostics.
-  await runRootChore(container, ["/bin/sh", "-c", `: > ${CONTAINER_PATHS.gatewayLog}`]);
+  const prepared = await runRootChore(container, [
+    "/bin/sh",
+    "-c",
+    PREPARE,
+    "prepare",
+    `${config.uid}:${config.gid}`,
+  ]);
+  if (prepared.exitCode !== 0) {
+    throw new AppError("INTERNAL", `Could not prepare the workspace container: ${prepared.stderr.trim()}`);
+  }
   const exec = await container.exec({
     Cmd: ["/bin/sh", "-c", LAUNCH],
     User: "0:0",

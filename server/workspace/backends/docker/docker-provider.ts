@@ -157,17 +157,6 @@ export class DockerWorkspaceProvider {
     const name = containerName(ref);
     onProgress?.({ type: "container", state: created ? "created" : "reattached", name });
 
-    // A workdir the host just created belongs to the host user: hand the top directory to the workspace
-    // user (not recursively: existing files keep their owners).
-    const chown = await runRootChore(container, [
-      "chown",
-      `${this.config.uid}:${this.config.gid}`,
-      CONTAINER_PATHS.workdir,
-    ]);
-    if (chown.exitCode !== 0) {
-      throw new AppError("INTERNAL", `Could not prepare ${CONTAINER_PATHS.workdir}: ${chown.stderr.trim()}`);
-    }
-
     onProgress?.({ type: "gateway", state: "starting" });
     const gateway = await startDockerGateway(container, this.config, hostRuntimeDir);
     onProgress?.({ type: "gateway", state: "ready" });

@@ -1,0 +1,179 @@
+import { randomBytes } from "node:crypto";
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import Docker from "dockerode";
+import { runExec } from "@/server/workspace/backends/docker/docker-exec";
+import { DockerWorkspaceProvider } from "@/server/workspace/backends/docker/docker-provider";
+import { LocalMcpConnector } from "@/server/workspace/mcp/local-connector";
+import { ZMcpDeclaration, type LiveMcpClient } from "@/server/workspace/mcp/types";
+import { copyPackageClosure } from "@/test/docker/support/package-closure";
+import { median, result, type BenchResult } from "./lib";
+
+/**
+ * Docker workspaces on the real engine, each figure against a plain-Docker or host baseline measured in the
+ * same run:
+ * - cold create → first command (image cached, new container + gateway health) vs `create + start + exec` of
+ *   a bare container of the base image;
+ * - warm reattach → first command (new provider objects, container already there, gateway restarted with a
+ *   new token) vs one bare `docker exec`;
+ * - MCP tool-call latency through the in-container gateway (host → unix socket → gateway → stdio server)
+ *   vs the same server-everything spawned on the host over stdio.
+ * Skipped, with the reason printed, when no engine or base image is available.
+ */
+const SOCKET_PATH = process.env.DOCKER_SOCKET ?? "/var/run/docker.sock";
+const BASE_IMAGE = process.env.BERTH_BASE_IMAGE ?? "berth-base:bookworm";
+const ROUNDS = 3;
+const CALLS = 60;
+
+export async function run(): Promise<BenchResult[]> {
+  const docker = new Docker({ socketPath: SOCKET_PATH });
+  try {
+    await docker.ping();
+    await docker.getImage(BASE_IMAGE).inspect();
+  } catch (error) {
+    process.stdout.write(`  skipped: no Docker engine or ${BASE_IMAGE} (${String(error)})\n`);
+    return [];
+  }
+  const dataRoot = await fs.mkdtemp(path.join(os.tmpdir(), "berth-bench-docker-"));
+  const config = {
+    socketPath: SOCKET_PATH,
+    baseImage: BASE_IMAGE,
+    dataRoot,
+    runtimeRoot: path.join("/tmp", `berth-bench-${randomBytes(3).toString("hex")}`),
+    stopTimeoutSeconds: 1,
+  };
+  const refs: Array<{ tenantId: string; userId: string; workspaceId: string }> = [];
+  const cleanupProvider = new DockerWorkspaceProvider(config);
+  try {
+    // Warm the image cache and the gateway bundle outside the timed parts.
+    const warmup = {
+      tenantId: "bench",
+      userId: "bench",
+      workspaceId: `warm${randomBytes(4).toString("hex")}`,
+    };
+    refs.push(warmup);
+    await new DockerWorkspaceProvider(config).open({ ...warmup, agentId: "bench" });
+
+    const bareColdMs: number[] = [];
+    const coldMs: number[] = [];
+    const bareExecMs: number[] = [];
+    const reattachMs: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      bareColdMs.push(await bareContainerFirstCommand(docker));
+
+      const ref = {
+        tenantId: "bench",
+        userId: "bench",
+        workspaceId: `cold${round}${randomBytes(3).toString("hex")}`,
+      };
+      refs.push(ref);
+      let start = performance.now();
+      const handle = await new DockerWorkspaceProvider(config).open({ ...ref, agentId: "bench" });
+      await handle.backend.exec(["true"]);
+      coldMs.push(performance.now() - start);
+
+      start = performance.now();
+      await runExec(handle.backend.container, ["true"], { user: "1000:1000", env: {}, cwd: "/" }, {});
+      bareExecMs.push(performance.now() - start);
+
+      // A process restart: fresh objects, the container is still there.
+      start = performance.now();
+      const again = await new DockerWorkspaceProvider(config).open({ ...ref, agentId: "bench" });
+      await again.backend.exec(["true"]);
+      reattachMs.push(performance.now() - start);
+    }
+
+    const { gatewayMs, hostMs } = await toolCallLatency(config, refs);
+    return [
+      result({
+        name: "docker: cold create → first command",
+        value: median(coldMs),
+        unit: "ms",
+        baseline: "bare container of the base image: create + start + exec (dockerode)",
+        baselineValue: median(bareColdMs),
+        goal: "≤ 3×",
+      }),
+      result({
+        name: "docker: warm reattach → first command",
+        value: median(reattachMs),
+        unit: "ms",
+        baseline: "one bare docker exec in a running container",
+        baselineValue: median(bareExecMs),
+      }),
+      result({
+        name: "docker: MCP tool call via in-container gateway",
+        value: gatewayMs,
+        unit: "ms",
+        baseline: "same server-everything over stdio on the host (median of calls)",
+        baselineValue: hostMs,
+        goal: "≤ 3×",
+      }),
+    ];
+  } finally {
+    for (const ref of refs) await cleanupProvider.purge(ref).catch(() => undefined);
+    await fs.rm(dataRoot, { recursive: true, force: true });
+    await fs.rm(config.runtimeRoot, { recursive: true, force: true });
+  }
+}
+
+async function bareContainerFirstCommand(docker: Docker): Promise<number> {
+  const start = performance.now();
+  const container = await docker.createContainer({
+    Image: BASE_IMAGE,
+    Cmd: ["sleep", "infinity"],
+    HostConfig: { NetworkMode: "none" },
+  });
+  try {
+    await container.start();
+    await runExec(container, ["true"], { user: "1000:1000", env: {}, cwd: "/" }, {});
+    return performance.now() - start;
+  } finally {
+    await container.remove({ force: true });
+  }
+}
+
+async function toolCallLatency(
+  config: ConstructorParameters<typeof DockerWorkspaceProvider>[0],
+  refs: Array<{ tenantId: string; userId: string; workspaceId: string }>,
+): Promise<{ gatewayMs: number; hostMs: number }> {
+  const ref = { tenantId: "bench", userId: "bench", workspaceId: `mcp${randomBytes(4).toString("hex")}` };
+  refs.push(ref);
+  const handle = await new DockerWorkspaceProvider(config).open({ ...ref, agentId: "bench" });
+  const packageDir = await copyPackageClosure(
+    "@modelcontextprotocol/server-everything",
+    path.join(handle.hostWorkdir, ".fixtures"),
+  );
+  const inContainer = path.posix.join(
+    "/workspace",
+    path.relative(handle.hostWorkdir, packageDir),
+    "dist/index.js",
+  );
+  const onHost = path.resolve("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+  const declaration = (script: string) =>
+    ZMcpDeclaration.parse({
+      name: "everything",
+      is_stateful: true,
+      mcp_config: { type: "stdio_mcp", command: "node", args: [script, "stdio"] },
+    });
+  const scope = { agentId: "bench", sessionId: "bench" };
+  const gatewayClient = await handle.mcpConnector.connect(declaration(inContainer), scope);
+  const hostClient = await new LocalMcpConnector().connect(declaration(onHost), scope);
+  try {
+    return { gatewayMs: await medianCallMs(gatewayClient), hostMs: await medianCallMs(hostClient) };
+  } finally {
+    await gatewayClient.close();
+    await hostClient.close();
+  }
+}
+
+async function medianCallMs(client: LiveMcpClient): Promise<number> {
+  for (let i = 0; i < 5; i++) await client.callTool("echo", { message: "warm" });
+  const samples: number[] = [];
+  for (let i = 0; i < CALLS; i++) {
+    const start = performance.now();
+    await client.callTool("echo", { message: `call ${i}` });
+    samples.push(performance.now() - start);
+  }
+  return median(samples);
+}
