@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { connect } from "node:net";
@@ -83,6 +83,27 @@ describe("embedded services (the real binaries, in a throw-away folder)", () => 
     await server.stop();
     await expect(stat(dataDir)).rejects.toMatchObject({ code: "ENOENT" });
   });
+
+  // PostgreSQL runs as the `postgres` user when we are root (as on CI machines): a 0700 parent folder
+  // (a home directory, typically) would make its spawn fail with EACCES.
+  it.runIf(process.getuid?.() === 0)(
+    "as root, makes a parent folder the postgres user cannot traverse traversable (o+x) and says so",
+    async () => {
+      const locked = path.join(dir, "home-like");
+      await mkdir(locked, { mode: 0o700 });
+      await chmod(locked, 0o700);
+      const logs: string[] = [];
+      const server = await startEmbeddedPostgres({
+        dataDir: path.join(locked, "postgres"),
+        password: "pw-123456",
+        persistent: false,
+        log: (line) => logs.push(line),
+      });
+      await server.stop();
+      expect((await stat(locked)).mode & 0o777).toBe(0o701);
+      expect(logs.join("\n")).toContain(`made ${locked} traversable (o+x)`);
+    },
+  );
 
   it("generates local secrets once into a 0600 file and keeps them across calls", async () => {
     const first = await loadOrCreateLocalSecrets(dir);
