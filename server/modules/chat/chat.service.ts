@@ -152,12 +152,15 @@ export function createChatService(deps: ChatServiceDeps) {
 
   return {
     /**
-     * One turn, streamed. Rejects (on the first `next()`) with NOT_FOUND for a session of another tenant and
-     * CONFLICT while the session has a running turn in any process. Leaving the iteration early does NOT
+     * Starts one turn and returns its event stream. Rejects at once (before any event) with NOT_FOUND for a
+     * session of another tenant and CONFLICT while the session has a running turn in any process. Leaving the iteration early does NOT
      * cancel the turn (use `cancel`): it finishes and is persisted. The final `done` event is sent only
      * after the turn's messages are stored, so `history` right after `done` includes them.
      */
-    async *send(scope: TenantScope, raw: z.input<typeof ZChatSendRequest>): AsyncGenerator<TChatTurnEvent> {
+    async send(
+      scope: TenantScope,
+      raw: z.input<typeof ZChatSendRequest>,
+    ): Promise<AsyncIterable<TChatTurnEvent>> {
       const input = parseInput(ZChatSendRequest, raw);
       const session = await getSession(scope, input.sessionId);
       const agent = await getAgent(scope, session.agentId);
@@ -206,7 +209,7 @@ export function createChatService(deps: ChatServiceDeps) {
           channel.close();
         }
       })();
-      yield* channel;
+      return channel;
     },
 
     /** Cancels the session's running turn in whichever process runs it. */

@@ -7,7 +7,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCaller } from "@/server/api/root";
 import { type ApiRuntime } from "@/server/api/context";
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
+import { secretKeyFromBytes } from "@/server/auth/secrets";
+import { getWorkspaceServices } from "@/server/engine/engine";
+import { createAgent } from "@/server/modules/agent/agent.data";
+import { createSession } from "@/server/modules/session/session.data";
 import { disconnectDb } from "@/server/db";
 import { upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
 import { contextFromHeaders, createTestApiRuntime } from "./support/api-test-runtime";
@@ -110,7 +114,47 @@ const CASES: Record<string, CrossTenantCase> = {
     input: (t) => ({ workspaceId: workspaceOf(t), path: "notes.txt" }),
     targetsRows: true,
   },
+  // agent.*, session.*, chat.*, jobs.* (H9): rows made per tenant in beforeAll (an agent, a session of it,
+  // a waiting session.purge job); B's ids under A's tenant must be NOT_FOUND, and nothing of B may change.
+  "agent.create": {
+    kind: "tenant",
+    input: () => ({ name: `probe-${randomUUID().slice(0, 8)}`, modelConfig: { model: "m" } }),
+    targetsRows: false,
+  },
+  "agent.list": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "agent.get": { kind: "tenant", input: (t) => ({ agentId: rowsOf(t).agentId }), targetsRows: true },
+  "agent.update": {
+    kind: "tenant",
+    input: (t) => ({ agentId: rowsOf(t).agentId, patch: { description: "probe" } }),
+    targetsRows: true,
+  },
+  "agent.delete": { kind: "tenant", input: (t) => ({ agentId: rowsOf(t).agentId }), targetsRows: true },
+  "session.create": {
+    kind: "tenant",
+    input: (t) => ({ agentId: rowsOf(t).agentId, workspaceId: workspaceOf(t) }),
+    targetsRows: true,
+  },
+  "session.list": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "session.get": { kind: "tenant", input: (t) => ({ sessionId: rowsOf(t).sessionId }), targetsRows: true },
+  "session.delete": { kind: "tenant", input: (t) => ({ sessionId: rowsOf(t).sessionId }), targetsRows: true },
+  "chat.send": {
+    kind: "tenant",
+    input: (t) => ({ sessionId: rowsOf(t).sessionId, message: "hello" }),
+    targetsRows: true,
+  },
+  "chat.cancel": { kind: "tenant", input: (t) => ({ sessionId: rowsOf(t).sessionId }), targetsRows: true },
+  "chat.history": { kind: "tenant", input: (t) => ({ sessionId: rowsOf(t).sessionId }), targetsRows: true },
+  "jobs.list": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "jobs.retry": { kind: "tenant", input: (t) => ({ jobId: rowsOf(t).jobId }), targetsRows: true },
 };
+
+/** Per tenant: an agent, a session of it and a (waiting) job, for the agent/session/chat/jobs cases. */
+const tenantRows = new Map<string, { agentId: string; sessionId: string; jobId: string }>();
+function rowsOf(t: TenantFixture) {
+  const rows = tenantRows.get(t.tenant.id);
+  if (!rows) throw new Error(`no agent/session fixture for tenant ${t.tenant.slug}`);
+  return rows;
+}
 
 /** One workspace binding per tenant (created in beforeAll), for the workspace.* cases. */
 const workspaceIds = new Map<string, string>();
@@ -140,6 +184,10 @@ async function snapshotOfB() {
     apiKeys: await bOwner.apiKey.list({ ...ref, includeRevoked: true }),
     audit: await bOwner.audit.list({ ...ref, limit: 200 }),
     workspace: await bOwner.workspace.get({ ...ref, workspaceId: workspaceOf(b) }),
+    agent: await bOwner.agent.get({ ...ref, agentId: rowsOf(b).agentId }),
+    sessions: await bOwner.session.list(ref),
+    history: await bOwner.chat.history({ ...ref, sessionId: rowsOf(b).sessionId }),
+    jobs: await bOwner.jobs.list(ref),
   };
 }
 
@@ -150,6 +198,18 @@ beforeAll(async () => {
     const id = `xt${randomUUID().replaceAll("-", "")}`;
     await upsertWorkspaceBinding(t.ownerScope, { id, backendKind: "local", isolationPolicy: "PER_AGENT" });
     workspaceIds.set(t.tenant.id, id);
+    const agent = await createAgent(
+      t.ownerScope,
+      { name: `xt-agent-${randomUUID().slice(0, 8)}`, modelConfig: { provider: "openai", model: "m" } },
+      secretKeyFromBytes(randomBytes(32)),
+    );
+    const session = await createSession(t.ownerScope, { agentId: agent.id, workspaceId: id });
+    const { jobId } = await getWorkspaceServices().service.enqueueSessionPurge(t.ownerScope, {
+      workspaceId: id,
+      agentId: agent.id,
+      sessionIds: [session.id],
+    });
+    tenantRows.set(t.tenant.id, { agentId: agent.id, sessionId: session.id, jobId: jobId ?? "" });
   }
 });
 
