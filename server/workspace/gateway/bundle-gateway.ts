@@ -47,13 +47,17 @@ export async function bundleGateway(): Promise<GatewayBundle> {
 let cached: Promise<GatewayBundle> | null = null;
 
 /**
- * The bundle for this process: a prebuilt file when one exists (production images ship `dist/`), else
- * built from source once and memoised.
+ * The bundle for this process, built once and memoised: from the TypeScript sources when they are present
+ * (Berth runs its sources through tsx, so that is the normal case, and a stale prebuilt file can never
+ * shadow an edited gateway), else from the prebuilt file written by `npm run build:gateway`.
  */
 export function loadGatewayBundle(prebuiltPath: string = DEFAULT_PREBUILT_GATEWAY): Promise<GatewayBundle> {
-  cached ??= fs.readFile(prebuiltPath, "utf8").then(
-    (code) => ({ code, sha256: sha256(code) }),
+  cached ??= fs.access(entryPoint).then(
     () => bundleGateway(),
+    async () => {
+      const code = await fs.readFile(prebuiltPath, "utf8");
+      return { code, sha256: sha256(code) };
+    },
   );
   const pending = cached;
   pending.catch(() => {
