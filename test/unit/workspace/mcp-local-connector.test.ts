@@ -29,7 +29,7 @@ afterEach(async () => {
   await Promise.all(opened.splice(0).map((client) => client.close()));
 });
 
-describe("LocalMcpConnector over stdio (server-everything from npm)", () => {
+describe("LocalMcpConnector over stdio (server-everything from npm)", { timeout: 120_000 }, () => {
   it("lists tools with JSON schemas and calls one", async () => {
     const client = await connect(everythingMcp("everything"));
     expect(client.isConnected).toBe(true);
@@ -110,7 +110,7 @@ describe("LocalMcpConnector over stdio (server-everything from npm)", () => {
   });
 });
 
-describe("LocalMcpConnector over stdio (server-filesystem from npm)", () => {
+describe("LocalMcpConnector over stdio (server-filesystem from npm)", { timeout: 120_000 }, () => {
   it("reads a file through the filesystem server", async () => {
     const root = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-fs-mcp-")));
     await fs.writeFile(path.join(root, "hello.txt"), "hello from berth");
@@ -126,75 +126,83 @@ describe("LocalMcpConnector over stdio (server-filesystem from npm)", () => {
   });
 });
 
-describe("LocalMcpConnector over streamable HTTP (SDK McpServer on 127.0.0.1:0)", () => {
-  let server: TestHttpMcpServer;
-  beforeAll(async () => {
-    server = await startHttpMcpServer();
-  });
-  afterAll(async () => {
-    await server.close();
-  });
+describe(
+  "LocalMcpConnector over streamable HTTP (SDK McpServer on 127.0.0.1:0)",
+  { timeout: 120_000 },
+  () => {
+    let server: TestHttpMcpServer;
+    beforeAll(async () => {
+      server = await startHttpMcpServer();
+    });
+    afterAll(async () => {
+      await server.close();
+    });
 
-  it("keeps one session for a stateful declaration and terminates it on close", async () => {
-    const before = { opened: server.sessionsOpened, closed: server.sessionsClosed };
-    const client = await connect(httpMcp("http-stateful", server.url, true));
-    expect((await client.listTools()).map((tool) => tool.name).sort()).toEqual(["echo", "wait"]);
-    expect(await client.callTool("echo", { message: "a" })).toMatchObject({ content: [{ text: "Echo: a" }] });
-    expect(await client.callTool("echo", { message: "b" })).toMatchObject({ content: [{ text: "Echo: b" }] });
-    expect(server.sessionsOpened - before.opened).toBe(1);
-    await client.close();
-    expect(server.sessionsClosed - before.closed).toBe(1);
-  });
-
-  it("opens and terminates a temporary session per request for a stateless declaration", async () => {
-    const before = { opened: server.sessionsOpened, closed: server.sessionsClosed };
-    const client = await connect(httpMcp("http-stateless", server.url, false));
-    expect(server.sessionsOpened - before.opened).toBe(0);
-    await client.listTools();
-    await client.callTool("echo", { message: "x" });
-    expect(server.sessionsOpened - before.opened).toBe(2);
-    expect(server.sessionsClosed - before.closed).toBe(2);
-  });
-
-  it("closing a stateless client ends its in-flight temporary session", async () => {
-    const before = { opened: server.sessionsOpened, closed: server.sessionsClosed };
-    const client = await connect(httpMcp("http-stateless-closing", server.url, false));
-    const call = client.callTool("wait", {}).catch((e: unknown) => e);
-    await server.waitStarted();
-    await client.close();
-    expect(await call).toBeInstanceOf(AppError);
-    expect(server.sessionsOpened - before.opened).toBe(1);
-    expect(server.sessionsClosed - before.closed).toBe(1);
-    server.releaseWaits();
-  });
-
-  it("reports an unreachable server as UNAVAILABLE", async () => {
-    const client = await connect(httpMcp("nowhere", "http://127.0.0.1:9/mcp", false));
-    await expect(client.listTools()).rejects.toMatchObject({ code: "UNAVAILABLE" });
-  });
-
-  it("speaks legacy SSE when the URL path ends in /sse (stateful and stateless)", async () => {
-    const sse = await startSseMcpServer();
-    try {
-      const stateful = await connect(httpMcp("sse-stateful", sse.url, true));
-      expect((await stateful.listTools()).map((tool) => tool.name)).toEqual(["echo"]);
-      expect(await stateful.callTool("echo", { message: "a" })).toMatchObject({
-        content: [{ text: "SSE echo: a" }],
+    it("keeps one session for a stateful declaration and terminates it on close", async () => {
+      const before = { opened: server.sessionsOpened, closed: server.sessionsClosed };
+      const client = await connect(httpMcp("http-stateful", server.url, true));
+      expect((await client.listTools()).map((tool) => tool.name).sort()).toEqual(["echo", "wait"]);
+      expect(await client.callTool("echo", { message: "a" })).toMatchObject({
+        content: [{ text: "Echo: a" }],
       });
-      const stateless = await connect(httpMcp("sse-stateless", sse.url, false));
-      expect(await stateless.callTool("echo", { message: "b" })).toMatchObject({
-        content: [{ text: "SSE echo: b" }],
+      expect(await client.callTool("echo", { message: "b" })).toMatchObject({
+        content: [{ text: "Echo: b" }],
       });
-    } finally {
-      await Promise.all(opened.splice(0).map((client) => client.close()));
-      await sse.close();
-    }
-  });
+      expect(server.sessionsOpened - before.opened).toBe(1);
+      await client.close();
+      expect(server.sessionsClosed - before.closed).toBe(1);
+    });
 
-  it("selects the transport from the URL path like the reference", () => {
-    expect(selectHttpTransport("http://h/sse")).toBe("sse");
-    expect(selectHttpTransport("http://h/a/messages/?x=1")).toBe("sse");
-    expect(selectHttpTransport("http://h/mcp")).toBe("streamable-http");
-    expect(selectHttpTransport("http://h/sse/more")).toBe("streamable-http");
-  });
-});
+    it("opens and terminates a temporary session per request for a stateless declaration", async () => {
+      const before = { opened: server.sessionsOpened, closed: server.sessionsClosed };
+      const client = await connect(httpMcp("http-stateless", server.url, false));
+      expect(server.sessionsOpened - before.opened).toBe(0);
+      await client.listTools();
+      await client.callTool("echo", { message: "x" });
+      expect(server.sessionsOpened - before.opened).toBe(2);
+      expect(server.sessionsClosed - before.closed).toBe(2);
+    });
+
+    it("closing a stateless client ends its in-flight temporary session", async () => {
+      const before = { opened: server.sessionsOpened, closed: server.sessionsClosed };
+      const client = await connect(httpMcp("http-stateless-closing", server.url, false));
+      const call = client.callTool("wait", {}).catch((e: unknown) => e);
+      await server.waitStarted();
+      await client.close();
+      expect(await call).toBeInstanceOf(AppError);
+      expect(server.sessionsOpened - before.opened).toBe(1);
+      expect(server.sessionsClosed - before.closed).toBe(1);
+      server.releaseWaits();
+    });
+
+    it("reports an unreachable server as UNAVAILABLE", async () => {
+      const client = await connect(httpMcp("nowhere", "http://127.0.0.1:9/mcp", false));
+      await expect(client.listTools()).rejects.toMatchObject({ code: "UNAVAILABLE" });
+    });
+
+    it("speaks legacy SSE when the URL path ends in /sse (stateful and stateless)", async () => {
+      const sse = await startSseMcpServer();
+      try {
+        const stateful = await connect(httpMcp("sse-stateful", sse.url, true));
+        expect((await stateful.listTools()).map((tool) => tool.name)).toEqual(["echo"]);
+        expect(await stateful.callTool("echo", { message: "a" })).toMatchObject({
+          content: [{ text: "SSE echo: a" }],
+        });
+        const stateless = await connect(httpMcp("sse-stateless", sse.url, false));
+        expect(await stateless.callTool("echo", { message: "b" })).toMatchObject({
+          content: [{ text: "SSE echo: b" }],
+        });
+      } finally {
+        await Promise.all(opened.splice(0).map((client) => client.close()));
+        await sse.close();
+      }
+    });
+
+    it("selects the transport from the URL path like the reference", () => {
+      expect(selectHttpTransport("http://h/sse")).toBe("sse");
+      expect(selectHttpTransport("http://h/a/messages/?x=1")).toBe("sse");
+      expect(selectHttpTransport("http://h/mcp")).toBe("streamable-http");
+      expect(selectHttpTransport("http://h/sse/more")).toBe("streamable-http");
+    });
+  },
+);

@@ -49,7 +49,7 @@ afterEach(async () => {
   await fs.rm(workdir, { recursive: true, force: true });
 });
 
-describe("McpRegistry declarations", () => {
+describe("McpRegistry declarations", { timeout: 120_000 }, () => {
   it("seeds fresh copies of the defaults until a scope diverges; .mcp holds only diverged scopes", async () => {
     const connector = recording();
     const { registry } = makeRegistry({ connector, defaultMcps: [everythingMcp("base")] });
@@ -152,7 +152,7 @@ describe("McpRegistry declarations", () => {
   });
 });
 
-describe("McpRegistry capacity (LRU over scopes, never the caller)", () => {
+describe("McpRegistry capacity (LRU over scopes, never the caller)", { timeout: 120_000 }, () => {
   it("cap=2 with two stateful defaults: A connects 2, B evicts both of A's, A reconnects: 6 connects", async () => {
     const connector = recording();
     const { registry } = makeRegistry({
@@ -221,7 +221,7 @@ describe("McpRegistry capacity (LRU over scopes, never the caller)", () => {
   });
 });
 
-describe("McpRegistry tools, filtering, timeouts and purge", () => {
+describe("McpRegistry tools, filtering, timeouts and purge", { timeout: 120_000 }, () => {
   let server: TestHttpMcpServer;
   beforeAll(async () => {
     server = await startHttpMcpServer();
