@@ -36,8 +36,14 @@ export default tseslint.config(
         "error",
         {
           patterns: [
-            { group: ["@trpc/*", "next", "next/*", "bullmq", "ioredis", "@prisma/*", "@/generated/*"], message: "server/workspace is a library: no web, database or queue code." },
-            { group: ["@/server/api/*", "@/server/modules/*", "@/server/queue/*", "@/server/env*"], message: "server/workspace depends on nothing above it." },
+            {
+              group: ["@trpc/*", "next", "next/*", "bullmq", "ioredis", "@prisma/*", "@/generated/*"],
+              message: "server/workspace is a library: no web, database or queue code.",
+            },
+            {
+              group: ["@/server/api/*", "@/server/modules/*", "@/server/queue/*", "@/server/env*"],
+              message: "server/workspace depends on nothing above it.",
+            },
           ],
         },
       ],
@@ -52,8 +58,14 @@ export default tseslint.config(
         "error",
         {
           patterns: [
-            { group: ["@trpc/server", "@trpc/server/*"], message: "Domain code throws AppError; the transport maps it." },
-            { group: ["@/generated/prisma/client", "@prisma/client", "@/server/db"], message: "Only *.data.ts files may import Prisma." },
+            {
+              group: ["@trpc/server", "@trpc/server/*"],
+              message: "Domain code throws AppError; the transport maps it.",
+            },
+            {
+              group: ["@/generated/prisma/client", "@prisma/client", "@/server/db"],
+              message: "Only *.data.ts files may import Prisma.",
+            },
           ],
         },
       ],

@@ -1,7 +1,8 @@
 // ES2024 built-ins that Node 20 lacks but Vitest 5's reporter and the better-auth CLI call
 // (Object.groupBy, Map.groupBy, Promise.withResolvers). Delete once the project is on Node >= 22.
 const def = (o, n, v) => {
-  if (typeof o[n] !== "function") Object.defineProperty(o, n, { value: v, writable: true, configurable: true });
+  if (typeof o[n] !== "function")
+    Object.defineProperty(o, n, { value: v, writable: true, configurable: true });
 };
 def(Object, "groupBy", (items, fn) => {
   const out = Object.create(null);

@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import type { Stats } from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
-import { Readable, type Writable } from "node:stream";
+import { PassThrough, Readable, type Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { AppError } from "@/server/shared/errors";
 import type {
@@ -215,7 +215,9 @@ export class LocalBackend implements WorkspaceBackend {
     child.stderr.on("data", (chunk: Buffer) => {
       if (stderr.length < 4096) stderr += chunk.toString();
     });
-    const out = child.stdout;
+    // Hand out our own PassThrough, not the child's stdout: if tar exits before the caller starts
+    // reading, Node discards a child pipe's unread data, and the archive would come out truncated.
+    const out = child.stdout.pipe(new PassThrough());
     child.on("close", (code) => {
       if (code !== 0) out.destroy(new AppError("INTERNAL", `tar creation failed (${code}): ${stderr}`));
     });
