@@ -1,0 +1,112 @@
+import { randomUUID } from "node:crypto";
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { secretKeyFromBytes } from "@/server/auth/secrets";
+import { getConfig } from "@/server/config/config";
+import { disconnectDb, getDb } from "@/server/db";
+import { getAgentModelApiKey } from "@/server/modules/agent/agent.data";
+import { rejectionCode } from "../api/support/call-by-path";
+import { startAgentApiHarness, type AgentApiHarness } from "./support";
+
+/** agent.* through the API: the key goes in encrypted and never comes out; delete cascades and purges. */
+let h: AgentApiHarness;
+const KEY = `sk-${randomUUID()}`;
+
+beforeAll(async () => {
+  h = await startAgentApiHarness("agent");
+});
+
+afterAll(async () => {
+  await h.close();
+  await disconnectDb();
+});
+
+describe("agent CRUD", () => {
+  it("stores the model API key encrypted and never returns it", async () => {
+    const created = await h.owner.agent.create({
+      ...h.ref,
+      name: `keyed-${randomUUID().slice(0, 8)}`,
+      modelConfig: { baseUrl: "http://127.0.0.1:9/v1", model: "m1", apiKey: KEY },
+    });
+    expect(created.hasApiKey).toBe(true);
+    expect(created.modelConfig).toEqual({
+      provider: "openai-compatible",
+      baseUrl: "http://127.0.0.1:9/v1",
+      model: "m1",
+    });
+    const reads = [
+      created,
+      await h.owner.agent.get({ ...h.ref, agentId: created.id }),
+      await h.owner.agent.list(h.ref),
+      await h.viewer.agent.get({ ...h.ref, agentId: created.id }),
+    ];
+    for (const read of reads) expect(JSON.stringify(read)).not.toContain(KEY);
+
+    const [row] = await getDb().$queryRaw<{ model_config: unknown; model_api_key_encrypted: string }[]>`
+      SELECT model_config, model_api_key_encrypted FROM agents WHERE id = ${created.id}`;
+    expect(JSON.stringify(row)).not.toContain(KEY);
+    const secretKey = secretKeyFromBytes(getConfig().secrets.encryptionKey);
+    expect(await getAgentModelApiKey(h.tenant.ownerScope, created.id, secretKey)).toBe(KEY);
+
+    const renamed = await h.owner.agent.update({
+      ...h.ref,
+      agentId: created.id,
+      patch: { description: "changed", modelApiKey: null },
+    });
+    expect(renamed).toMatchObject({ description: "changed", hasApiKey: false });
+    expect(await getAgentModelApiKey(h.tenant.ownerScope, created.id, secretKey)).toBeNull();
+  });
+
+  it("lets viewers read but not change agents, and reports name clashes as CONFLICT", async () => {
+    const name = `unique-${randomUUID().slice(0, 8)}`;
+    await h.owner.agent.create({ ...h.ref, name, modelConfig: { model: "m" } });
+    expect(await rejectionCode(h.owner.agent.create({ ...h.ref, name, modelConfig: { model: "m" } }))).toBe(
+      "CONFLICT",
+    );
+    expect(
+      await rejectionCode(
+        h.viewer.agent.create({ ...h.ref, name: `${name}-v`, modelConfig: { model: "m" } }),
+      ),
+    ).toBe("FORBIDDEN");
+    expect((await h.viewer.agent.list(h.ref)).items.length).toBeGreaterThan(0);
+  });
+
+  it("delete removes the agent's sessions and purges its skill partition from the workspaces it used", async () => {
+    const agent = await h.owner.agent.create({
+      ...h.ref,
+      name: `doomed-${randomUUID().slice(0, 8)}`,
+      modelConfig: { model: "m", baseUrl: "http://127.0.0.1:9/v1" },
+    });
+    const { sessionId, workspaceId } = await h.owner.session.create({ ...h.ref, agentId: agent.id });
+    const { workspace } = await h.workspace.service.resolveForSession(h.tenant.ownerScope, sessionId);
+    const source = await fs.mkdtemp(path.join(os.tmpdir(), "berth-skill-"));
+    await fs.mkdir(path.join(source, "greet"));
+    await fs.writeFile(
+      path.join(source, "greet", "SKILL.md"),
+      "---\nname: greet\ndescription: Greets\n---\nSay hi.\n",
+    );
+    await workspace.addSkill(path.join(source, "greet"), agent.id);
+    expect((await workspace.listSkills(agent.id)).skills.map((skill) => skill.name)).toEqual(["greet"]);
+
+    const result = await h.owner.agent.delete({ ...h.ref, agentId: agent.id });
+    expect(result.workspaceIds).toEqual([workspaceId]);
+    expect(await rejectionCode(h.owner.agent.get({ ...h.ref, agentId: agent.id }))).toBe("NOT_FOUND");
+    expect(await rejectionCode(h.owner.session.get({ ...h.ref, sessionId }))).toBe("NOT_FOUND");
+
+    await vi.waitFor(
+      async () => {
+        const receipts = await h.owner.workspace.purgeReceipts({
+          ...h.ref,
+          targetType: "agent",
+          targetId: agent.id,
+        });
+        expect(receipts).toHaveLength(1);
+      },
+      { timeout: 60_000, interval: 100 },
+    );
+    expect((await workspace.listSkills(agent.id)).skills).toEqual([]);
+    await fs.rm(source, { recursive: true, force: true });
+  });
+});

@@ -1,0 +1,155 @@
+import { randomUUID } from "node:crypto";
+import fs from "node:fs/promises";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { disconnectDb } from "@/server/db";
+import { createSession } from "@/server/modules/session/session.data";
+import { upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
+import { assignWorkspaceId, IsolationPolicy } from "@/server/workspace/manager/isolation";
+import { rejectionCode } from "../api/support/call-by-path";
+import { startAgentApiHarness, type AgentApiHarness } from "../agent/support";
+
+/** session.create's workspace rules and session.delete's purge (through the real job and workers). */
+let h: AgentApiHarness;
+
+beforeAll(async () => {
+  h = await startAgentApiHarness("sess");
+});
+
+afterAll(async () => {
+  await h.close();
+  await disconnectDb();
+});
+
+const newAgent = async (isolationPolicy?: "PER_AGENT" | "PER_SESSION" | "PER_USER") =>
+  h.owner.agent.create({
+    ...h.ref,
+    name: `agent-${randomUUID().slice(0, 8)}`,
+    modelConfig: { baseUrl: "http://127.0.0.1:9/v1", model: "m" },
+    ...(isolationPolicy ? { isolationPolicy } : {}),
+  });
+
+describe("session.create", () => {
+  it("binds sessions of an agent without a policy to the PER_AGENT id (tenant default), provisioning nothing", async () => {
+    const agent = await newAgent();
+    const first = await h.owner.session.create({ ...h.ref, agentId: agent.id, name: "one" });
+    const second = await h.owner.session.create({ ...h.ref, agentId: agent.id });
+    const expected = assignWorkspaceId(IsolationPolicy.PER_AGENT, {
+      userId: h.tenant.owner.id,
+      agentId: agent.id,
+    });
+    expect(first.workspaceId).toBe(expected);
+    expect(second.workspaceId).toBe(expected);
+    expect(first.sessionId).not.toBe(second.sessionId);
+    const stored = await h.owner.session.get({ ...h.ref, sessionId: first.sessionId });
+    expect(stored).toMatchObject({ workspaceId: expected, name: "one", agentId: agent.id });
+    expect((await h.owner.workspace.get({ ...h.ref, workspaceId: expected })).state).toBe("PENDING");
+    expect(h.workspace.machine.provisioned).not.toContain(expected);
+  });
+
+  it("follows the agent's own policy: PER_SESSION mints a fresh id per session, PER_USER one per user", async () => {
+    const perSession = await newAgent("PER_SESSION");
+    const a = await h.owner.session.create({ ...h.ref, agentId: perSession.id });
+    const b = await h.owner.session.create({ ...h.ref, agentId: perSession.id });
+    expect(a.workspaceId).toMatch(/^[0-9a-f]{32}$/);
+    expect(a.workspaceId).not.toBe(b.workspaceId);
+
+    const perUser = [await newAgent("PER_USER"), await newAgent("PER_USER")];
+    const ids = await Promise.all(
+      perUser.map(
+        async (agent) => (await h.owner.session.create({ ...h.ref, agentId: agent.id })).workspaceId,
+      ),
+    );
+    expect(ids[0]).toBe(
+      assignWorkspaceId(IsolationPolicy.PER_USER, { userId: h.tenant.owner.id, agentId: "" }),
+    );
+    expect(ids[1]).toBe(ids[0]);
+  });
+
+  it("honours an explicit workspace id only for the caller's own existing, shareable workspace", async () => {
+    const [leader, helper] = [await newAgent(), await newAgent()];
+    const own = await h.owner.session.create({ ...h.ref, agentId: leader.id });
+    const helperDefault = assignWorkspaceId(IsolationPolicy.PER_AGENT, {
+      userId: h.tenant.owner.id,
+      agentId: helper.id,
+    });
+
+    const shared = await h.owner.session.create({
+      ...h.ref,
+      agentId: helper.id,
+      workspaceId: own.workspaceId,
+    });
+    expect(shared.workspaceId).toBe(own.workspaceId);
+
+    const unknown = await h.owner.session.create({ ...h.ref, agentId: helper.id, workspaceId: "no-such-ws" });
+    expect(unknown.workspaceId).toBe(helperDefault);
+
+    const othersId = `other-${randomUUID().slice(0, 8)}`;
+    await upsertWorkspaceBinding(h.tenant.ownerScope, {
+      id: othersId,
+      backendKind: "local",
+      isolationPolicy: "PER_AGENT",
+      userId: h.tenant.viewer.id,
+    });
+    const notShared = await h.owner.session.create({ ...h.ref, agentId: helper.id, workspaceId: othersId });
+    expect(notShared.workspaceId).toBe(helperDefault);
+
+    const perSession = await newAgent("PER_SESSION");
+    const privateOne = await h.owner.session.create({ ...h.ref, agentId: perSession.id });
+    const intruder = await h.owner.session.create({
+      ...h.ref,
+      agentId: helper.id,
+      workspaceId: privateOne.workspaceId,
+    });
+    expect(intruder.workspaceId).toBe(helperDefault);
+  });
+
+  it("rejects viewers and unknown agents", async () => {
+    const agent = await newAgent();
+    expect(await rejectionCode(h.viewer.session.create({ ...h.ref, agentId: agent.id }))).toBe("FORBIDDEN");
+    expect(await rejectionCode(h.owner.session.create({ ...h.ref, agentId: "nope" }))).toBe("NOT_FOUND");
+  });
+});
+
+describe("session.delete", () => {
+  it("deletes the session and its team workers, and purges their offload files from the workspace", async () => {
+    const [leaderAgent, workerAgent] = [await newAgent(), await newAgent()];
+    const scope = h.tenant.ownerScope;
+    const { sessionId, workspaceId } = await h.owner.session.create({ ...h.ref, agentId: leaderAgent.id });
+    const worker = await createSession(scope, {
+      agentId: workerAgent.id,
+      workspaceId,
+      leaderSessionId: sessionId,
+    });
+    const bystander = await h.owner.session.create({ ...h.ref, agentId: leaderAgent.id });
+    const { workspace } = await h.workspace.service.resolveForSession(scope, sessionId);
+    for (const id of [sessionId, worker.id, bystander.sessionId]) {
+      await workspace.offloadToolResult(id, "call_1", `output of ${id}`);
+    }
+    const dirOf = (id: string) => path.join(workspace.workdir, "sessions", id);
+    const exists = (dir: string) =>
+      fs.stat(dir).then(
+        () => true,
+        () => false,
+      );
+    expect(await exists(dirOf(worker.id))).toBe(true);
+
+    const deleted = await h.owner.session.delete({ ...h.ref, sessionId });
+    expect(deleted.sessionIds).toEqual([sessionId, worker.id]);
+    expect(await rejectionCode(h.owner.session.get({ ...h.ref, sessionId }))).toBe("NOT_FOUND");
+    expect(await rejectionCode(h.owner.session.get({ ...h.ref, sessionId: worker.id }))).toBe("NOT_FOUND");
+
+    await vi.waitFor(
+      async () => {
+        expect(await exists(dirOf(sessionId))).toBe(false);
+        expect(await exists(dirOf(worker.id))).toBe(false);
+      },
+      { timeout: 60_000, interval: 100 },
+    );
+    expect(await exists(dirOf(bystander.sessionId))).toBe(true);
+    const receipts = await h.owner.workspace.purgeReceipts({ ...h.ref, targetType: "session" });
+    expect(receipts.map((receipt) => receipt.targetId)).toEqual(
+      expect.arrayContaining([sessionId, worker.id]),
+    );
+  });
+});
