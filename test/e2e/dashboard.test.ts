@@ -1,10 +1,13 @@
 /**
- * End to end, as a user meets Berth: `next build`, `next start` against the test Postgres/Redis,
- * then a real Chromium signs in and reads the dashboard; a typed Node client calls the same server
- * with an API key. Needs /usr/bin/chromium: a missing browser FAILS under CI=1 and skips (with the
+ * End to end, as a user meets Berth: `npm start`'s entry (scripts/start.ts, which builds Next when
+ * the sources changed) against the test Postgres/Redis, then a real Chromium signs in and reads the
+ * dashboard; a typed Node client calls the same server with an API key. Needs /usr/bin/chromium: a missing browser FAILS under CI=1 and skips (with the
  * reason printed) elsewhere.
  */
 import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAuth } from "@/server/auth/auth";
@@ -12,7 +15,7 @@ import { createBerthClient } from "@/server/client/create-berth-client";
 import { disconnectDb, getDb } from "@/server/db";
 import { createApiKey } from "@/server/modules/api-key/api-key.service";
 import { findFreePort } from "@/scripts/services/ports";
-import { buildNextApp, type RunningNextApp, startNextApp } from "./support/next-server";
+import { type RunningBerth, startBerth } from "./support/berth-server";
 import { type SeededTenant, seedTenantWithData } from "./support/seed";
 
 const CHROMIUM_PATH = "/usr/bin/chromium";
@@ -42,19 +45,22 @@ if (!HAS_CHROMIUM) {
 }
 
 describe.skipIf(!HAS_CHROMIUM)("dashboard, end to end", () => {
-  let app: RunningNextApp;
+  let app: RunningBerth;
   let browser: Browser;
   let tenant: SeededTenant;
+  let dataDir: string | undefined;
 
   beforeAll(async () => {
     const port = await findFreePort();
-    const baseUrl = `http://127.0.0.1:${port}`;
-    const authSecret = process.env.BERTH_AUTH_SECRET!;
-    // The cookie origin check compares against BERTH_BASE_URL, so it must be the URL the browser uses.
-    const env = { ...process.env, BERTH_BASE_URL: baseUrl, PORT: String(port), LOG_LEVEL: "warn" };
-    tenant = await seedTenantWithData({ authSecret, baseUrl });
-    if (process.env.BERTH_E2E_REUSE_BUILD !== "1" || !existsSync(".next/BUILD_ID")) await buildNextApp(env);
-    app = await startNextApp(port, env);
+    // The seed and the server share the test database (DATABASE_URL from the global setup) and the
+    // auth secret; the base URL must be the one the browser uses (better-auth checks the Origin).
+    dataDir = await mkdtemp(path.join(tmpdir(), "berth-e2e-"));
+    const env = { ...process.env, BERTH_DATA_DIR: dataDir, LOG_LEVEL: "warn" };
+    tenant = await seedTenantWithData({
+      authSecret: process.env.BERTH_AUTH_SECRET!,
+      baseUrl: `http://127.0.0.1:${port}`,
+    });
+    app = await startBerth(port, env);
     browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
   });
 
@@ -62,6 +68,7 @@ describe.skipIf(!HAS_CHROMIUM)("dashboard, end to end", () => {
     await browser?.close();
     await app?.stop();
     await disconnectDb();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
   /** A fresh browser context; uncaught page errors (hydration mismatches included) fail the test. */
