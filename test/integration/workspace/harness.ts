@@ -12,6 +12,10 @@ import { LocalMachineController } from "@/server/engine/local-machine";
 import { createAgent } from "@/server/modules/agent/agent.data";
 import { createSession } from "@/server/modules/session/session.data";
 import { createWorkspaceService, type WorkspaceService } from "@/server/modules/workspace/workspace.service";
+import {
+  createWorkspaceContentService,
+  type WorkspaceContentService,
+} from "@/server/modules/workspace/workspace-content.service";
 import { jobCatalog, type BerthJobCatalog } from "@/server/queue/catalog";
 import { createQueues, type QueueSet } from "@/server/queue/queues";
 import { createRedisConnection } from "@/server/redis";
@@ -57,6 +61,7 @@ export type WorkspaceHarness = {
   /** The API side: an engine (one manager) and its service, as one API process has. */
   engine: WorkspaceEngine;
   service: WorkspaceService;
+  content(): WorkspaceContentService;
   /** Another API "replica" in the same test process: its own manager, the same queues. */
   replica(): WorkspaceService;
   workers: WorkerRuntime;
@@ -81,6 +86,7 @@ export async function startWorkspaceHarness(
     return engine;
   };
   const engine = newEngine();
+  const service = createWorkspaceService(engine);
   const workers = await startWorkerRuntime({
     redis,
     workers: { concurrency: 4, healthPort: 0, heartbeatTtlMs: 15_000 },
@@ -95,7 +101,8 @@ export async function startWorkspaceHarness(
     queues,
     machine,
     engine,
-    service: createWorkspaceService(engine),
+    service,
+    content: () => createWorkspaceContentService(service),
     replica: () => createWorkspaceService(newEngine()),
     workers,
     async close() {

@@ -1,0 +1,39 @@
+import { getApiComposition } from "@/server/api/composition";
+import { assertCan, type TenantAction } from "@/server/auth/policy";
+import { resolveRequestPrincipal, resolveTenantScope } from "@/server/auth/resolve";
+import type { TenantScope } from "@/server/auth/scope";
+import { AppError, toAppError } from "@/server/shared/errors";
+
+/**
+ * Auth for plain route handlers (uploads, downloads), the same gate as tRPC's tenant procedures: cookie or
+ * Bearer key → principal; `?tenantId=` / `?tenantSlug=` (or the key's own tenant) → scope; then the role gate.
+ */
+export async function routeTenantScope(request: Request, action: TenantAction): Promise<TenantScope> {
+  const principal = await resolveRequestPrincipal(getApiComposition().auth, request.headers);
+  if (!principal)
+    throw new AppError("UNAUTHORIZED", "no credentials", { userMessage: "Sign in or send an API key" });
+  const url = new URL(request.url);
+  const tenantRef =
+    url.searchParams.get("tenantId") ??
+    url.searchParams.get("tenantSlug") ??
+    (principal.kind === "api_key" ? principal.tenantId : null);
+  if (!tenantRef)
+    throw new AppError("BAD_REQUEST", "tenant missing", {
+      userMessage: "tenantId or tenantSlug is required",
+    });
+  const scope = await resolveTenantScope(principal, tenantRef);
+  assertCan(scope, action);
+  return scope;
+}
+
+/** One error shape for route handlers: `{ error: { code, message } }` with the AppError's status; 5xx masked. */
+export function routeErrorResponse(error: unknown): Response {
+  const appError = toAppError(error);
+  const status = appError.httpStatus;
+  const message = status >= 500 ? "Internal error" : appError.userMessage;
+  if (status >= 500) getApiComposition().runtime.logger.error({ err: error }, "route handler failed");
+  return Response.json(
+    { error: { code: appError.code, message } },
+    { status, headers: { "cache-control": "no-store" } },
+  );
+}
