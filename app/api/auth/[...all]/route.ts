@@ -1,10 +1,14 @@
 import { toNextJsHandler } from "better-auth/next-js";
 import { getApiComposition } from "@/server/api/composition";
+import { isPublicAuthEndpoint } from "@/server/auth/public-endpoints";
 
 export const dynamic = "force-dynamic";
 
 // Built on first request, not at import: `next build` evaluates route modules without a database.
 function handle(req: Request): Promise<Response> {
+  if (!isPublicAuthEndpoint(new URL(req.url).pathname)) {
+    return Promise.resolve(Response.json({ error: "NOT_FOUND" }, { status: 404 }));
+  }
   return getApiComposition().auth.handler(req);
 }
 
