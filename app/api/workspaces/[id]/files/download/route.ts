@@ -36,10 +36,12 @@ export async function GET(request: Request, context: { params: Promise<{ id: str
       if (url.searchParams.get("download") === "true") {
         headers.set("content-disposition", `attachment; filename*=UTF-8''${encodeURIComponent(file.name)}`);
       }
-      return new Response(Readable.toWeb(file.stream) as ReadableStream<Uint8Array>, {
-        status: 200,
-        headers,
-      });
+      return Promise.resolve(
+        new Response(Readable.toWeb(file.stream) as ReadableStream<Uint8Array>, {
+          status: 200,
+          headers,
+        }),
+      );
     });
   } catch (error) {
     return routeErrorResponse(error);
