@@ -30,18 +30,25 @@ export function createAgentServices(deps: {
   const log = deps.workspaces.engine.log.child({ component: "chat" });
   const onAuditFailure = (error: unknown) => log.error({ err: error }, "audit write failed");
   const registry = new TurnRegistry({ lock: deps.turnLock });
-  const chat = createChatService({ workspaces: deps.workspaces, registry, secretKey: deps.secretKey, log });
+  const chat = createChatService({
+    workspaces: deps.workspaces,
+    registry,
+    secretKey: deps.secretKey,
+    log,
+    createSession: (scope, request, extra) => session.create(scope, request, extra),
+  });
+  const session = createSessionService({
+    workspaces: deps.workspaces,
+    cancelTurn: (sessionId) => chat.cancelTurn(sessionId),
+    onAuditFailure,
+  });
   return {
     agent: createAgentService({
       secretKey: deps.secretKey,
       enqueueAgentPurge: (scope, input) => deps.workspaces.enqueueAgentPurge(scope, input),
       onAuditFailure,
     }),
-    session: createSessionService({
-      workspaces: deps.workspaces,
-      cancelTurn: (sessionId) => chat.cancelTurn(sessionId),
-      onAuditFailure,
-    }),
+    session,
     chat,
     jobs: createJobsService(deps.workspaces.engine.queues),
   };

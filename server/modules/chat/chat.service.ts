@@ -11,12 +11,13 @@ import {
   listChatMessages,
   updateSession,
 } from "@/server/modules/session/session.data";
-import type { ChatMessageDTO } from "@/server/modules/session/session.types";
+import type { ChatMessageDTO, SessionDTO } from "@/server/modules/session/session.types";
 import { AppError, isAppError } from "@/server/shared/errors";
 import { parseInput } from "@/server/shared/parse-input";
 import { FileReadState } from "@/server/workspace/tools";
 import { runTurn, type TurnResult } from "./agent-loop";
 import type { TChatTurnEvent, TTurnLimitsInput } from "./chat.schema";
+import { teamToolsFor, type TeamDeps } from "./chat-team";
 import { EventChannel } from "./event-channel";
 import { createAgentModel, modelEndpointForAgent } from "./model-provider";
 import type { ChatLogger } from "./ports";
@@ -56,6 +57,8 @@ export type ChatServiceDeps = {
   secretKey: SecretKey;
   log: Logger;
   limits?: TTurnLimitsInput;
+  /** Session creation for team tools (AgentCreate / AgentInvite); without it no team tools are offered. */
+  createSession?: TeamDeps["createSession"];
   /** The turn's workspace lease; the engine caps it at its hard maximum. */
   turnLeaseMs?: number;
 };
@@ -100,11 +103,12 @@ export function createChatService(deps: ChatServiceDeps) {
   async function runOnWorkspace(
     scope: TenantScope,
     agent: AgentDTO,
-    sessionId: string,
+    session: SessionDTO,
     message: string,
     signal: AbortSignal,
     emit: (event: TChatTurnEvent) => void,
   ): Promise<TurnResult> {
+    const sessionId = session.id;
     const apiKey = await getAgentModelApiKey(scope, agent.id, deps.secretKey);
     const agentModel = createAgentModel(modelEndpointForAgent(agent.modelConfig, apiKey));
     const lease = {
@@ -119,6 +123,7 @@ export function createChatService(deps: ChatServiceDeps) {
         sessionId,
         baseSystemPrompt: systemPromptOf(agent),
         workspace: port,
+        extraTools: await teamTools(scope, session),
         logger: chatLogger,
       });
       const history = fromStoredMessages(await loadHistory(scope, sessionId));
@@ -150,7 +155,22 @@ export function createChatService(deps: ChatServiceDeps) {
     );
   }
 
-  return {
+  async function teamTools(scope: TenantScope, session: SessionDTO) {
+    const createSession = deps.createSession;
+    if (!createSession) return [];
+    return teamToolsFor(
+      {
+        secretKey: deps.secretKey,
+        createSession,
+        send: (memberScope, input) => service.send(memberScope, input),
+        cancel: (sessionId) => deps.registry.cancel(sessionId),
+      },
+      scope,
+      session,
+    );
+  }
+
+  const service = {
     /**
      * Starts one turn and returns its event stream. Rejects at once (before any event) with NOT_FOUND for a
      * session of another tenant and CONFLICT while the session has a running turn in any process. Leaving the iteration early does NOT
@@ -173,7 +193,7 @@ export function createChatService(deps: ChatServiceDeps) {
           const result = await runOnWorkspace(
             scope,
             agent,
-            session.id,
+            session,
             input.message,
             turn.signal,
             (event) => {
@@ -229,6 +249,7 @@ export function createChatService(deps: ChatServiceDeps) {
 
     cancelTurn: (sessionId: string) => deps.registry.cancel(sessionId),
   };
+  return service;
 }
 
 export type ChatService = ReturnType<typeof createChatService>;

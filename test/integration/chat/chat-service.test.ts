@@ -137,6 +137,47 @@ describe("chat.send", () => {
     expect((await drained).at(-1)).toMatchObject({ type: "done", status: "cancelled" });
   });
 
+  it("AgentCreate runs a worker session that shares the leader's workspace and belongs to its team", async () => {
+    const sessionId = await newSession();
+    fake.enqueue(
+      {
+        kind: "tool-calls",
+        calls: [
+          {
+            id: "c_team",
+            name: "AgentCreate",
+            arguments: { name: "helper", description: "Writes files", prompt: "write team.txt" },
+          },
+        ],
+      },
+      {
+        kind: "tool-calls",
+        calls: [{ id: "c_w", name: "Bash", arguments: { command: "echo TEAM > team.txt && echo ok" } }],
+      },
+      { kind: "text", text: "helper finished" },
+      { kind: "text", text: "All done" },
+    );
+    const before = fake.requests.length;
+    const events = await collect(await h.owner.chat.send({ ...h.ref, sessionId, message: "use a helper" }));
+    expect(events.at(-1)).toMatchObject({ type: "done", status: "completed" });
+    const teamResult = events.find(
+      (event) => event.type === "tool-result" && event.toolName === "AgentCreate",
+    );
+    expect(teamResult).toMatchObject({ isError: false });
+    expect((teamResult as { output: string }).output).toContain("helper finished");
+    const workerSessionId = (teamResult as { metadata: { memberSessionId: string } }).metadata
+      .memberSessionId;
+
+    const leader = await h.owner.session.get({ ...h.ref, sessionId });
+    const worker = await h.owner.session.get({ ...h.ref, sessionId: workerSessionId });
+    expect(worker).toMatchObject({ leaderSessionId: sessionId, workspaceId: leader.workspaceId });
+    const { workspace } = await h.workspace.service.resolveForSession(h.tenant.ownerScope, sessionId);
+    expect(await fs.readFile(path.join(workspace.workdir, "team.txt"), "utf8")).toBe("TEAM\n");
+    const toolsOf = (index: number) => fake.requests[index]!.tools.map((tool) => tool.function.name);
+    expect(toolsOf(before)).toContain("AgentCreate");
+    expect(toolsOf(before + 1)).not.toContain("AgentCreate"); // members do not lead teams
+  });
+
   it("viewers cannot send", async () => {
     const sessionId = await newSession();
     expect(await rejectionCode(h.viewer.chat.send({ ...h.ref, sessionId, message: "hi" }))).toBe("FORBIDDEN");

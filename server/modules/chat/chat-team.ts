@@ -1,0 +1,110 @@
+import { randomUUID } from "node:crypto";
+import type { SecretKey } from "@/server/auth/secrets";
+import type { TenantScope } from "@/server/auth/scope";
+import { createAgent, getAgent, getAgentModelApiKey, listAgents } from "@/server/modules/agent/agent.data";
+import type { SessionDTO } from "@/server/modules/session/session.types";
+import type { TChatTurnEvent } from "./chat.schema";
+import type { AgentTool, TeamPort } from "./ports";
+import { createTeamTools } from "./team-tools";
+
+/**
+ * The session service's team operations behind the chat `TeamPort` (agentscope-spec.md §9.6). A worker made
+ * by `AgentCreate` is a new agent record (the leader's model settings and key, its own skill partition and
+ * MCP scope) with a session bound to the leader's workspace id; an invited agent gets a session under its
+ * own isolation rules. Both sessions carry `leaderSessionId`, so deleting the leader purges them too.
+ */
+export type TeamDeps = {
+  secretKey: SecretKey;
+  createSession(
+    scope: TenantScope,
+    request: { agentId: string; name?: string },
+    extra: { leaderSessionId?: string; trustedWorkspaceId?: string },
+  ): Promise<{ sessionId: string; workspaceId: string }>;
+  /** Starts a turn of a member session and returns its events (the chat service's `send`). */
+  send(
+    scope: TenantScope,
+    input: { sessionId: string; message: string },
+  ): Promise<AsyncIterable<TChatTurnEvent>>;
+  cancel(sessionId: string): Promise<unknown>;
+};
+
+const INVITABLE_LIMIT = 50;
+
+function workerAgentName(name: string): string {
+  const safe = name
+    .replace(/[^A-Za-z0-9 _.-]/g, "-")
+    .replace(/^[^A-Za-z0-9]+/, "")
+    .slice(0, 40);
+  return `${safe || "worker"}.${randomUUID().slice(0, 8)}`;
+}
+
+export function teamPortFor(deps: TeamDeps, scope: TenantScope, leader: SessionDTO): TeamPort {
+  return {
+    async createWorkerSession({ leaderSessionId, workspaceId, name, description }) {
+      const leaderAgent = await getAgent(scope, leader.agentId);
+      const apiKey = await getAgentModelApiKey(scope, leaderAgent.id, deps.secretKey);
+      const worker = await createAgent(
+        scope,
+        {
+          name: workerAgentName(name),
+          description,
+          modelConfig: leaderAgent.modelConfig,
+          modelApiKey: apiKey,
+          isolationPolicy: leaderAgent.isolationPolicy,
+        },
+        deps.secretKey,
+      );
+      const { sessionId } = await deps.createSession(
+        scope,
+        { agentId: worker.id, name },
+        { leaderSessionId, trustedWorkspaceId: workspaceId },
+      );
+      return { sessionId, agentId: worker.id };
+    },
+
+    async inviteAgent({ leaderSessionId, agentId }) {
+      return deps.createSession(
+        scope,
+        { agentId, name: `invited by ${leaderSessionId}` },
+        { leaderSessionId },
+      );
+    },
+
+    async runSubTurn({ sessionId, prompt, signal }) {
+      const events = await deps.send(scope, { sessionId, message: prompt });
+      const onAbort = () => void deps.cancel(sessionId).catch(() => undefined);
+      signal?.addEventListener("abort", onAbort, { once: true });
+      let text = "";
+      let failure: string | null = null;
+      try {
+        for await (const event of events) {
+          if (event.type === "text-delta") text += event.text;
+          else if (event.type === "error") failure = event.message;
+        }
+      } finally {
+        signal?.removeEventListener("abort", onAbort);
+      }
+      signal?.throwIfAborted();
+      return { text: failure && text === "" ? `(the member's turn failed: ${failure})` : text };
+    },
+  };
+}
+
+/** Team tools for a leader session (members get none, so teams do not nest). */
+export async function teamToolsFor(
+  deps: TeamDeps,
+  scope: TenantScope,
+  session: SessionDTO,
+): Promise<AgentTool[]> {
+  if (session.leaderSessionId !== null) return [];
+  const page = await listAgents(scope, { limit: INVITABLE_LIMIT });
+  const invitableAgents = page.items
+    .filter((agent) => agent.id !== session.agentId)
+    .map((agent) => ({ id: agent.id, name: agent.name, description: agent.description }));
+  return createTeamTools({
+    team: teamPortFor(deps, scope, session),
+    leaderSessionId: session.id,
+    leaderWorkspaceId: session.workspaceId,
+    invitableAgents,
+  });
+}
