@@ -54,16 +54,19 @@ let cached: Promise<GatewayBundle> | null = null;
 export function loadGatewayBundle(prebuiltPath: string = DEFAULT_PREBUILT_GATEWAY): Promise<GatewayBundle> {
   cached ??= fs.access(entryPoint).then(
     () => bundleGateway(),
-    async () => {
-      const code = await fs.readFile(prebuiltPath, "utf8");
-      return { code, sha256: sha256(code) };
-    },
+    () => readGatewayBundle(prebuiltPath),
   );
   const pending = cached;
   pending.catch(() => {
     if (cached === pending) cached = null; // let a later call retry a failed build
   });
   return pending;
+}
+
+/** A prebuilt bundle file, as written by `npm run build:gateway`. */
+export async function readGatewayBundle(file: string): Promise<GatewayBundle> {
+  const code = await fs.readFile(file, "utf8");
+  return { code, sha256: sha256(code) };
 }
 
 /** Writes the bundle to `outFile` (the build step behind `npm run build:gateway`). */

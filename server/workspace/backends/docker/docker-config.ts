@@ -62,6 +62,11 @@ export const ZDockerProviderConfig = z.object({
       startTimeoutMs: z.number().int().positive().default(30_000),
     })
     .prefault({}),
+  /**
+   * A prebuilt gateway bundle (`npm run build:gateway`). Unset: bundled from the TypeScript sources on first
+   * use. Set it where the sources are not next to the running code (e.g. inside a Next.js server bundle).
+   */
+  gatewayBundlePath: z.string().optional(),
   /** Bound on stopping a container (SIGTERM, then SIGKILL). */
   stopTimeoutSeconds: z.number().int().min(0).default(5),
 });

@@ -2,7 +2,11 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import Docker from "dockerode";
 import { AppError } from "@/server/shared/errors";
-import { loadGatewayBundle, type GatewayBundle } from "@/server/workspace/gateway/bundle-gateway";
+import {
+  loadGatewayBundle,
+  readGatewayBundle,
+  type GatewayBundle,
+} from "@/server/workspace/gateway/bundle-gateway";
 import type { McpConnector } from "@/server/workspace/mcp/types";
 import { DockerBackend } from "./docker-backend";
 import { safePathSegment } from "@/server/workspace/backends/local/local-provider";
@@ -78,7 +82,9 @@ export class DockerWorkspaceProvider {
     this.config = ZDockerProviderConfig.parse(config);
     this.docker = deps.docker ?? new Docker({ socketPath: this.config.socketPath });
     this.images = new WorkspaceImageBuilder(this.docker, this.config);
-    this.bundle = deps.loadGatewayBundle ?? (() => loadGatewayBundle());
+    const prebuilt = this.config.gatewayBundlePath;
+    this.bundle =
+      deps.loadGatewayBundle ?? (prebuilt ? () => readGatewayBundle(prebuilt) : () => loadGatewayBundle());
     const socket = path.join(this.config.runtimeRoot, "x".repeat(49), "gateway.sock");
     if (Buffer.byteLength(socket) > 107) {
       throw new AppError(
