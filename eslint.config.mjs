@@ -72,6 +72,26 @@ export default tseslint.config(
     },
   },
   {
+    // A TenantScope is proof that an auth gate checked membership: only server/auth may mint one.
+    files: ["app/**/*.{ts,tsx}", "server/**/*.ts", "workers/**/*.ts", "scripts/**/*.ts"],
+    ignores: ["server/auth/**"],
+    rules: {
+      // The typescript-eslint variant, so it does not replace the per-folder `no-restricted-imports` zones.
+      "@typescript-eslint/no-restricted-imports": [
+        "error",
+        {
+          paths: [
+            {
+              name: "@/server/auth/scope",
+              importNames: ["mintTenantScope"],
+              message: "Only auth gates (server/auth) mint a TenantScope; use resolveTenantScope.",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ["test/**/*.ts", "bench/**/*.ts", "scripts/**/*.ts"],
     rules: {
       "@typescript-eslint/no-unsafe-assignment": "off",
