@@ -7,6 +7,9 @@ import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { getConfig } from "@/server/config/config";
 import { disconnectDb, getDb } from "@/server/db";
 import { getAgentModelApiKey } from "@/server/modules/agent/agent.data";
+import { flushAuditBuffer } from "@/server/modules/audit/audit-buffer.service";
+import { getQueues } from "@/server/queue/queues";
+import { getRedis } from "@/server/redis";
 import { rejectionCode } from "../api/support/call-by-path";
 import { startAgentApiHarness, type AgentApiHarness } from "./support";
 
@@ -108,5 +111,29 @@ describe("agent CRUD", () => {
     );
     expect((await workspace.listSkills(agent.id)).skills).toEqual([]);
     await fs.rm(source, { recursive: true, force: true });
+  });
+
+  it("audits every agent mutation with its outcome, without the key", async () => {
+    const name = `audited-${randomUUID().slice(0, 8)}`;
+    const agent = await h.owner.agent.create({
+      ...h.ref,
+      name,
+      modelConfig: { model: "m" },
+      modelApiKey: KEY,
+    });
+    await h.owner.agent.update({ ...h.ref, agentId: agent.id, patch: { modelApiKey: `${KEY}-2` } });
+    await rejectionCode(h.owner.agent.update({ ...h.ref, agentId: "missing", patch: { description: "x" } }));
+    await h.owner.agent.delete({ ...h.ref, agentId: agent.id });
+    // The buffer is normally drained by the audit.flush job of the process-wide workers.
+    await flushAuditBuffer({ redis: getRedis(), redisPrefix: getQueues().redisPrefix });
+    const { items } = await h.owner.audit.list({ ...h.ref, limit: 200 });
+    const ofAgent = items
+      .filter((entry) => entry.targetId === agent.id)
+      .map((e) => `${e.action}:${e.outcome}`);
+    expect(ofAgent.sort()).toEqual(["agent.create:success", "agent.delete:success", "agent.update:success"]);
+    expect(
+      items.some((e) => e.action === "agent.update" && e.outcome === "failure" && e.targetId === "missing"),
+    ).toBe(true);
+    expect(JSON.stringify(items)).not.toContain(KEY);
   });
 });
