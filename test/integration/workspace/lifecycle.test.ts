@@ -162,4 +162,26 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
     await h.service.resolveForSession(tenant.scope, session.id);
     expect(await stateOf(workspaceId)).toBe("READY");
   });
+
+  it("session.purge (through the job) deletes the session's offload files and writes a receipt", async () => {
+    const { agent, session, workspaceId } = await freshSession(tenant.scope);
+    const { workspace } = await h.service.resolveForSession(tenant.scope, session.id);
+    await workspace.offloadToolResult(session.id, "call-9", "big output");
+    const sessionDir = path.join(workspace.workdir, "sessions", session.id);
+    expect((await fs.readdir(sessionDir)).length).toBe(1);
+
+    const { jobId } = await h.service.enqueueSessionPurge(tenant.scope, {
+      workspaceId,
+      agentId: agent.id,
+      sessionIds: [session.id],
+    });
+    const job = await h.queues.get("workspace").getJob(jobId!);
+    await job!.waitUntilFinished(await h.queues.events("workspace"), 30_000);
+    await expect(fs.stat(sessionDir)).rejects.toThrow();
+    const receipts = await h.service.purgeReceipts(tenant.scope, {
+      targetType: "session",
+      targetId: session.id,
+    });
+    expect(receipts[0]?.deleted).toMatchObject({ workspaceId, offloadFiles: 1 });
+  });
 });
