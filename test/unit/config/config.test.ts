@@ -23,7 +23,7 @@ describe("config", () => {
     expect(config.http).toEqual({ port: 3000, host: "127.0.0.1", baseUrl: "http://localhost:3000" });
     expect(config.secrets.encryptionKey).toEqual(Buffer.alloc(32, 7));
     expect(config.logging.level).toBe("info");
-    expect(config.workers).toEqual({ concurrency: 4, healthPort: 3001, heartbeatTtlMs: 15_000 });
+    expect(config.workers).toMatchObject({ concurrency: 4, healthPort: 3001, heartbeatTtlMs: 15_000 });
   });
 
   it("fails at load with every missing variable named, and how to get it", () => {
