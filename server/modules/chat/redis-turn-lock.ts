@@ -65,12 +65,23 @@ export class RedisTurnLock implements TurnLock {
   async onCancelRequested(sessionId: string, listener: () => void): Promise<() => void> {
     const channel = this.cancelChannel(sessionId);
     let set = this.listeners.get(channel);
+    const first = !set;
     if (!set) {
       set = new Set();
       this.listeners.set(channel, set);
-      await this.options.subscriber.subscribe(channel);
     }
+    // Registered before the SUBSCRIBE round trip: a message published right after Redis confirms the
+    // subscription can be dispatched before this function resumes.
     set.add(listener);
+    if (first) {
+      try {
+        await this.options.subscriber.subscribe(channel);
+      } catch (error) {
+        set.delete(listener);
+        if (set.size === 0) this.listeners.delete(channel);
+        throw error;
+      }
+    }
     return () => {
       const current = this.listeners.get(channel);
       current?.delete(listener);
