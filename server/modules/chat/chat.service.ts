@@ -190,17 +190,10 @@ export function createChatService(deps: ChatServiceDeps) {
         let done: TChatTurnEvent | null = null;
         try {
           await updateSession(scope, session.id, { status: "RUNNING" });
-          const result = await runOnWorkspace(
-            scope,
-            agent,
-            session,
-            input.message,
-            turn.signal,
-            (event) => {
-              if (event.type === "done") done = event;
-              else channel.push(event);
-            },
-          );
+          const result = await runOnWorkspace(scope, agent, session, input.message, turn.signal, (event) => {
+            if (event.type === "done") done = event;
+            else channel.push(event);
+          });
           await persist(scope, session.id, result);
           await updateSession(scope, session.id, { status: result.status === "failed" ? "ERROR" : "IDLE" });
           if (done) channel.push(done);
