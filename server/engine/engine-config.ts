@@ -1,6 +1,7 @@
 import path from "node:path";
 import { z } from "zod";
 import { parseEnv, readProcessEnv, type RawEnv } from "@/server/config/env";
+import type { TDockerProviderConfigInput } from "@/server/workspace/backends/docker/docker-config";
 
 const ZEngineEnv = z.object({
   // Which backend every workspace of this installation runs on. `local` runs agent commands on the host
@@ -35,6 +36,17 @@ const ZEngineEnv = z.object({
     .default(10 * 60_000),
   // Lifetime of a signed file-download link.
   BERTH_WORKSPACE_DOWNLOAD_TOKEN_TTL_MS: z.coerce.number().int().min(1_000).default(60_000),
+  // Docker backend only (see server/workspace/backends/docker/README.md). Unset → the provider's defaults.
+  DOCKER_SOCKET: z.string().optional(),
+  BERTH_DOCKER_BASE_IMAGE: z.string().optional(),
+  // Workspace containers' network: "none" (default) cuts all egress.
+  BERTH_DOCKER_NETWORK_MODE: z.string().optional(),
+  // Host dir of the per-workspace gateway sockets; shared by API and workers (they attach through it).
+  BERTH_DOCKER_RUNTIME_ROOT: z.string().optional(),
+  BERTH_DOCKER_GATEWAY_BUNDLE: z.string().optional(),
+  BERTH_DOCKER_CPUS: z.coerce.number().positive().optional(),
+  BERTH_DOCKER_MEMORY_BYTES: z.coerce.number().int().positive().optional(),
+  BERTH_DOCKER_PIDS_LIMIT: z.coerce.number().int().positive().optional(),
 });
 
 export type EngineConfig = {
@@ -47,6 +59,8 @@ export type EngineConfig = {
   readonly leaseTtlMs: number;
   readonly provisionWaitMs: number;
   readonly downloadTokenTtlMs: number;
+  /** Docker provider settings; `dataRoot` is always `basedir`. Validated by the provider's own schema. */
+  readonly docker?: Omit<TDockerProviderConfigInput, "dataRoot">;
 };
 
 /** Parses the workspace-engine part of the environment (composition roots only). */
@@ -62,5 +76,25 @@ export function loadEngineConfig(env: RawEnv = readProcessEnv(), cwd = process.c
     leaseTtlMs: parsed.BERTH_WORKSPACE_LEASE_TTL_MS,
     provisionWaitMs: parsed.BERTH_WORKSPACE_PROVISION_WAIT_MS,
     downloadTokenTtlMs: parsed.BERTH_WORKSPACE_DOWNLOAD_TOKEN_TTL_MS,
+    docker: withoutUndefined({
+      socketPath: parsed.DOCKER_SOCKET,
+      baseImage: parsed.BERTH_DOCKER_BASE_IMAGE,
+      networkMode: parsed.BERTH_DOCKER_NETWORK_MODE,
+      runtimeRoot: parsed.BERTH_DOCKER_RUNTIME_ROOT && path.resolve(cwd, parsed.BERTH_DOCKER_RUNTIME_ROOT),
+      gatewayBundlePath:
+        parsed.BERTH_DOCKER_GATEWAY_BUNDLE && path.resolve(cwd, parsed.BERTH_DOCKER_GATEWAY_BUNDLE),
+      cpus: parsed.BERTH_DOCKER_CPUS,
+      memoryBytes: parsed.BERTH_DOCKER_MEMORY_BYTES,
+      pidsLimit: parsed.BERTH_DOCKER_PIDS_LIMIT,
+    }),
+  };
+}
+
+/** exactOptionalPropertyTypes-safe: unset env vars leave the provider's defaults in place. */
+function withoutUndefined<T extends Record<string, unknown>>(
+  value: T,
+): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(value).filter(([, entry]) => entry !== undefined)) as {
+    [K in keyof T]?: Exclude<T[K], undefined>;
   };
 }

@@ -9,12 +9,12 @@ import { createProvisionGate } from "@/server/modules/workspace/workspace-provis
 import { createWorkspaceService, type WorkspaceService } from "@/server/modules/workspace/workspace.service";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
 import { getQueues, type QueueSet } from "@/server/queue/queues";
-import { AppError } from "@/server/shared/errors";
 import { WorkspaceManager } from "@/server/workspace/manager/workspace-manager";
 import type { EngineLogger } from "@/server/workspace/mcp/types";
 import type { Workspace } from "@/server/workspace/workspace";
 import { AttachingProvider } from "./attach-provider";
 import { loadEngineConfig, type EngineConfig } from "./engine-config";
+import { DockerMachineController } from "./docker-machine";
 import { LocalMachineController } from "./local-machine";
 import type { MachineController } from "./machine";
 
@@ -84,10 +84,7 @@ export function createMachineController(config: EngineConfig): MachineController
     case "local":
       return new LocalMachineController({ basedir: config.basedir });
     case "docker":
-      // The Docker provider (server/workspace/backends/docker) has no BackendProvider adapter yet.
-      throw new AppError("INTERNAL", "BERTH_WORKSPACE_BACKEND=docker is not wired into the engine yet", {
-        userMessage: "The Docker workspace backend is not available in this build",
-      });
+      return new DockerMachineController({ ...(config.docker ?? {}), dataRoot: config.basedir });
   }
 }
 

@@ -7,6 +7,8 @@ import type { DockerProvisionEvent, DockerWorkspaceHandle, DockerWorkspaceProvid
 export type DockerBackendProviderOptions = {
   /** Provisioning progress (image build lines, container created/reattached, gateway ready) per workspace. */
   onProgress?: (spec: WorkspaceSpec, event: DockerProvisionEvent) => void;
+  /** Passed to every open(): reuse a healthy gateway another process started (see DockerWorkspaceRequest). */
+  reuseToken?: boolean;
 };
 
 /**
@@ -31,6 +33,7 @@ export class DockerBackendProvider implements BackendProvider {
       userId: spec.userId,
       workspaceId: spec.workspaceId,
       agentId: spec.agentId,
+      reuseToken: this.options.reuseToken ?? false,
       onProgress: (event) => this.options.onProgress?.(spec, event),
     });
     this.handles.set(handle.backend, handle);

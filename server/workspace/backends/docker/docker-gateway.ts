@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import path from "node:path";
 import type Docker from "dockerode";
+import { z } from "zod";
 import { AppError } from "@/server/shared/errors";
 import { GatewayClient, waitForGatewayHealthy } from "@/server/workspace/gateway/client/gateway-client";
 import { GatewayConnector } from "@/server/workspace/gateway/client/gateway-connector";
@@ -52,10 +53,15 @@ export async function startDockerGateway(
   container: Docker.Container,
   config: TDockerProviderConfig,
   hostRuntimeDir: string,
+  options: { reuseToken?: boolean } = {},
 ): Promise<RunningGateway> {
+  const socketPath = path.join(hostRuntimeDir, path.basename(CONTAINER_PATHS.gatewaySocket));
+  if (options.reuseToken) {
+    const running = await attachRunningGateway(config, hostRuntimeDir, socketPath);
+    if (running) return running;
+  }
   const token = randomBytes(32).toString("base64url");
   const instanceNonce = randomBytes(16).toString("hex");
-  const socketPath = path.join(hostRuntimeDir, path.basename(CONTAINER_PATHS.gatewaySocket));
   const hostLog = path.join(hostRuntimeDir, path.basename(CONTAINER_PATHS.gatewayLog));
 
   const prepared = await runRootChore(container, [
@@ -86,6 +92,8 @@ export async function startDockerGateway(
     ],
   });
   await exec.start({ Detach: true });
+  // Written before the health wait so a concurrent attacher never sees a healthy gateway without its token.
+  await writeCredentials(hostRuntimeDir, { token, instanceNonce });
 
   const client = new GatewayClient(new HttpGatewayTransport({ socketPath }, token));
   await waitForGatewayHealthy(client, instanceNonce, {
@@ -100,12 +108,62 @@ export async function startDockerGateway(
         })
       : error;
   });
+  return runningGateway(client, config, socketPath, instanceNonce);
+}
+
+function runningGateway(
+  client: GatewayClient,
+  config: TDockerProviderConfig,
+  socketPath: string,
+  instanceNonce: string,
+): RunningGateway {
   return {
     client,
     connector: new GatewayConnector(client, { defaultCallTimeoutMs: config.gateway.callTimeoutMs }),
     socketPath,
     instanceNonce,
   };
+}
+
+const ZGatewayCredentials = z.object({ token: z.string().min(1), instanceNonce: z.string().min(1) });
+
+/**
+ * Where the running gateway's token lives so OTHER host processes (API replicas attaching after a worker
+ * provisioned) can use it instead of restarting the gateway under everyone else: a 0600 file NEXT TO the
+ * runtime dir, never inside it (the runtime dir is mounted into the container; this file is not).
+ */
+export function gatewayCredentialsPath(hostRuntimeDir: string): string {
+  return `${hostRuntimeDir}.gateway.json`;
+}
+
+async function writeCredentials(hostRuntimeDir: string, credentials: z.infer<typeof ZGatewayCredentials>) {
+  const file = gatewayCredentialsPath(hostRuntimeDir);
+  const temporary = `${file}.${randomBytes(4).toString("hex")}`;
+  await fs.writeFile(temporary, JSON.stringify(credentials), { mode: 0o600, flag: "wx" });
+  await fs.rename(temporary, file);
+}
+
+/** The gateway already running with the credentials on file, or null when there is none (or it is dead). */
+async function attachRunningGateway(
+  config: TDockerProviderConfig,
+  hostRuntimeDir: string,
+  socketPath: string,
+): Promise<RunningGateway | null> {
+  const raw = await fs.readFile(gatewayCredentialsPath(hostRuntimeDir), "utf8").catch(() => null);
+  const parsed = raw === null ? null : ZGatewayCredentials.safeParse(safeJson(raw));
+  if (!parsed?.success) return null;
+  const { token, instanceNonce } = parsed.data;
+  const client = new GatewayClient(new HttpGatewayTransport({ socketPath }, token));
+  if (!(await client.isHealthy(instanceNonce, 2_000))) return null;
+  return runningGateway(client, config, socketPath, instanceNonce);
+}
+
+function safeJson(raw: string): unknown {
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch {
+    return null;
+  }
 }
 
 async function tailOf(file: string, bytes = 4000): Promise<string> {

@@ -20,7 +20,7 @@ import {
   type TDockerProviderConfigInput,
 } from "./docker-config";
 import { runRootChore } from "./docker-exec";
-import { startDockerGateway, type RunningGateway } from "./docker-gateway";
+import { gatewayCredentialsPath, startDockerGateway, type RunningGateway } from "./docker-gateway";
 import {
   containerEnv,
   ensureRunningContainer,
@@ -42,6 +42,11 @@ export type DockerWorkspaceRequest = DockerWorkspaceRef & {
   /** Host directory bound at /workspace. Default `<dataRoot>/<tenant>/<user>/<workspace id>`. */
   hostWorkdir?: string;
   onProgress?: (event: DockerProvisionEvent) => void;
+  /**
+   * Reuse a healthy gateway started by another process (credentials on file) instead of restarting it with
+   * a new token, which would cut off every other process attached to it. Default false: always rotate.
+   */
+  reuseToken?: boolean;
 };
 
 /** A ready workspace container: its gateway answered a health check with this instance's nonce. */
@@ -164,7 +169,9 @@ export class DockerWorkspaceProvider {
     onProgress?.({ type: "container", state: created ? "created" : "reattached", name });
 
     onProgress?.({ type: "gateway", state: "starting" });
-    const gateway = await startDockerGateway(container, this.config, hostRuntimeDir);
+    const gateway = await startDockerGateway(container, this.config, hostRuntimeDir, {
+      reuseToken: request.reuseToken ?? false,
+    });
     onProgress?.({ type: "gateway", state: "ready" });
 
     const backend = new DockerBackend({
@@ -219,5 +226,6 @@ export class DockerWorkspaceProvider {
       force: true,
     });
     await fs.rm(this.hostRuntimeDirOf(ref), { recursive: true, force: true });
+    await fs.rm(gatewayCredentialsPath(this.hostRuntimeDirOf(ref)), { force: true });
   }
 }

@@ -1,0 +1,106 @@
+import fs from "node:fs/promises";
+import { DockerBackendProvider } from "@/server/workspace/backends/docker/docker-backend-provider";
+import { DockerWorkspaceProvider } from "@/server/workspace/backends/docker/docker-provider";
+import {
+  containerName,
+  LABELS,
+  type DockerWorkspaceRef,
+  type TDockerProviderConfigInput,
+} from "@/server/workspace/backends/docker/docker-config";
+import type { WorkspaceSpec } from "@/server/workspace/provider";
+import type { MachineController, MachineResource } from "./machine";
+
+/**
+ * One container per workspace (server/workspace/backends/docker). The workers provision, stop and purge;
+ * every process (workers and API alike) attaches through `provider`, which REUSES the running gateway and
+ * its token (a 0600 file next to the runtime dir) instead of restarting it: a restart with a fresh token
+ * would cut off every other process already attached to the same container.
+ */
+export class DockerMachineController implements MachineController {
+  readonly kind = "docker" as const;
+  readonly provider: DockerBackendProvider;
+  readonly workspaces: DockerWorkspaceProvider;
+
+  constructor(config: TDockerProviderConfigInput) {
+    this.workspaces = new DockerWorkspaceProvider(config);
+    this.provider = new DockerBackendProvider(this.workspaces, { reuseToken: true });
+  }
+
+  async provision(spec: WorkspaceSpec): Promise<Record<string, unknown>> {
+    // create-or-get + start + gateway healthy. The handle is dropped, NOT closed: closing stops the container.
+    const handle = await this.workspaces.open({ ...refOf(spec), agentId: spec.agentId, reuseToken: true });
+    return { kind: "docker", container: handle.containerName, workdir: handle.hostWorkdir };
+  }
+
+  async stop(spec: WorkspaceSpec): Promise<void> {
+    await this.workspaces.stop(refOf(spec));
+  }
+
+  async purge(spec: WorkspaceSpec): Promise<string[]> {
+    const ref = refOf(spec);
+    const hadContainer = (await this.containerOf(ref)) !== null;
+    const workdir = this.workspaces.hostWorkdirOf(ref);
+    const hadData = await pathExists(workdir);
+    await this.workspaces.purge(ref);
+    return [
+      ...(hadContainer ? [`container:${containerName(ref)}`] : []),
+      ...(hadData ? [`directory:${workdir}`] : []),
+    ];
+  }
+
+  /** The data is the workspace; a missing container is recreated from it by the next provision. */
+  async exists(spec: WorkspaceSpec): Promise<boolean> {
+    const ref = refOf(spec);
+    return (await pathExists(this.workspaces.hostWorkdirOf(ref))) || (await this.containerOf(ref)) !== null;
+  }
+
+  /** Containers carrying Berth's managed label (data folders without a container are not listed). */
+  async listResources(): Promise<MachineResource[]> {
+    const containers = await this.workspaces.docker.listContainers({
+      all: true,
+      filters: { label: [`${LABELS.managed}=true`] },
+    });
+    return containers.map((container) => ({
+      workspaceId: container.Labels[LABELS.workspace] ?? null,
+      tenantId: container.Labels[LABELS.tenant] ?? null,
+      locator: (container.Names[0] ?? container.Id).replace(/^\//, ""),
+    }));
+  }
+
+  /** Purges an orphan container and its data; the owner comes from the container's own labels. */
+  async reap(resource: MachineResource): Promise<void> {
+    const info = await this.workspaces.docker
+      .getContainer(resource.locator)
+      .inspect()
+      .catch(() => null);
+    if (!info) return;
+    const labels = info.Config.Labels;
+    const ref = {
+      tenantId: labels[LABELS.tenant],
+      userId: labels[LABELS.user],
+      workspaceId: labels[LABELS.workspace],
+    };
+    if (labels[LABELS.managed] !== "true" || !ref.tenantId || !ref.userId || !ref.workspaceId) {
+      throw new Error(`refusing to reap ${resource.locator}: not a Berth workspace container`);
+    }
+    await this.workspaces.purge({ tenantId: ref.tenantId, userId: ref.userId, workspaceId: ref.workspaceId });
+  }
+
+  private containerOf(ref: DockerWorkspaceRef) {
+    return this.workspaces.docker
+      .getContainer(containerName(ref))
+      .inspect()
+      .catch(() => null);
+  }
+}
+
+function refOf(spec: WorkspaceSpec): DockerWorkspaceRef {
+  return { tenantId: spec.tenantId, userId: spec.userId, workspaceId: spec.workspaceId };
+}
+
+async function pathExists(target: string): Promise<boolean> {
+  return fs.stat(target).then(
+    () => true,
+    () => false,
+  );
+}

@@ -1,0 +1,125 @@
+import fs from "node:fs/promises";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { AttachingProvider } from "@/server/engine/attach-provider";
+import { DockerMachineController } from "@/server/engine/docker-machine";
+import { createMachineController } from "@/server/engine/engine";
+import { loadEngineConfig } from "@/server/engine/engine-config";
+import { gatewayCredentialsPath } from "@/server/workspace/backends/docker/docker-gateway";
+import { containerKey, containerName } from "@/server/workspace/backends/docker/docker-config";
+import { WorkspaceManager } from "@/server/workspace/manager/workspace-manager";
+import type { WorkspaceSpec } from "@/server/workspace/provider";
+import {
+  BASE_IMAGE,
+  createDockerTestbed,
+  describeDocker,
+  SOCKET_PATH,
+  TEST_OWNER,
+  uniqueWorkspaceId,
+} from "./support/docker-env";
+
+/**
+ * BERTH_WORKSPACE_BACKEND=docker through the engine: a WORKER machine controller provisions, an API-side
+ * manager (another controller, as in another process) attaches without restarting the gateway, then the
+ * worker stops, re-provisions (files kept) and purges. Two controllers built from the same env stand in for
+ * the two processes; nothing is shared between them but the Docker engine and the host dirs.
+ */
+describeDocker("engine with the Docker backend: worker provisions, API attaches", () => {
+  let testbed: Awaited<ReturnType<typeof createDockerTestbed>>;
+  const spec: WorkspaceSpec = {
+    tenantId: TEST_OWNER.tenantId,
+    userId: TEST_OWNER.userId,
+    agentId: TEST_OWNER.agentId,
+    workspaceId: uniqueWorkspaceId("eng"),
+    isolation: "per_agent",
+  };
+  const managers: WorkspaceManager[] = [];
+
+  /** A machine controller exactly as a process with this environment would build it. */
+  const controllerFromEnv = () => {
+    const config = loadEngineConfig({
+      BERTH_WORKSPACE_BACKEND: "docker",
+      BERTH_WORKSPACE_BASEDIR: testbed.dataRoot,
+      DOCKER_SOCKET: SOCKET_PATH,
+      BERTH_DOCKER_BASE_IMAGE: BASE_IMAGE,
+      BERTH_DOCKER_RUNTIME_ROOT: testbed.config.runtimeRoot,
+      BERTH_DOCKER_MEMORY_BYTES: String(512 * 1024 * 1024),
+    });
+    const machine = createMachineController(config);
+    if (!(machine instanceof DockerMachineController)) throw new Error("expected the Docker controller");
+    return machine;
+  };
+  /** The API process' manager: attach-only (the provisioning gate is the workers' queue, not needed here). */
+  const apiManager = (machine: DockerMachineController) => {
+    const manager = new WorkspaceManager({
+      provider: new AttachingProvider(machine.provider, null),
+      sweepIntervalMs: null,
+      livenessIntervalMs: 0,
+    });
+    managers.push(manager);
+    return manager;
+  };
+  const credentialsFile = () => gatewayCredentialsPath(`${testbed.config.runtimeRoot}/${containerKey(spec)}`);
+  const readNonce = async () =>
+    (JSON.parse(await fs.readFile(credentialsFile(), "utf8")) as { instanceNonce: string }).instanceNonce;
+
+  beforeAll(async () => {
+    testbed = await createDockerTestbed();
+    testbed.track(spec);
+  });
+  afterAll(async () => {
+    for (const manager of managers) await manager.closeAll().catch(() => undefined);
+    await testbed?.cleanup();
+  });
+
+  it("provision, attach without a token rotation, stop, re-provision keeping files, purge", async () => {
+    const worker = controllerFromEnv();
+    const handle = await worker.provision(spec);
+    expect(handle).toMatchObject({ kind: "docker", container: containerName(spec) });
+    expect(await worker.exists(spec)).toBe(true);
+    // The token is host-only: 0600, outside the runtime dir the container mounts.
+    expect((await fs.stat(credentialsFile())).mode & 0o777).toBe(0o600);
+    const provisionedNonce = await readNonce();
+
+    // API side: attaches to the SAME gateway instance (no restart, same nonce) and runs commands.
+    const api = controllerFromEnv();
+    const workspace = await apiManager(api).getWorkspace(spec);
+    const apiGateway = api.provider.handleOf(workspace.backend)!.gateway;
+    expect(apiGateway.instanceNonce).toBe(provisionedNonce);
+    const run = await workspace.backend.exec(["sh", "-c", "echo kept > note.txt && id -u"]);
+    expect(run.stdout.toString().trim()).toBe("1000");
+
+    // A second attacher (another API replica) or a retried provision job must not cut the first one off.
+    await apiManager(controllerFromEnv()).getWorkspace(spec);
+    await worker.provision(spec);
+    expect(await readNonce()).toBe(provisionedNonce);
+    expect(await apiGateway.client.listMcps({ agentId: spec.agentId, sessionId: "s1" })).toEqual([]);
+
+    // Reconcile sees the container by its labels.
+    expect(await worker.listResources()).toContainEqual({
+      workspaceId: spec.workspaceId,
+      tenantId: spec.tenantId,
+      locator: containerName(spec),
+    });
+
+    // Stop keeps the data; the container is no longer running.
+    await worker.stop(spec);
+    expect(await worker.provider.workspaces.isAlive(spec)).toBe(false);
+    expect(await worker.exists(spec)).toBe(true);
+
+    // Re-provision (a fresh gateway: the old one died with the container); a new API process sees the file.
+    await worker.provision(spec);
+    expect(await readNonce()).not.toBe(provisionedNonce);
+    const again = await apiManager(controllerFromEnv()).getWorkspace(spec);
+    const cat = await again.backend.exec(["cat", "note.txt"]);
+    expect(cat.stdout.toString()).toBe("kept\n");
+
+    // Purge deletes container, data and the token file.
+    const deleted = await worker.purge(spec);
+    expect(deleted).toEqual([
+      `container:${containerName(spec)}`,
+      `directory:${worker.workspaces.hostWorkdirOf(spec)}`,
+    ]);
+    expect(await worker.exists(spec)).toBe(false);
+    await expect(fs.stat(credentialsFile())).rejects.toMatchObject({ code: "ENOENT" });
+  });
+});
