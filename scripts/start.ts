@@ -128,7 +128,8 @@ function installShutdown(parts: {
       const { closeSharedRedis } = await import("@/server/redis");
       const { closeSharedQueues } = await import("@/server/queue/queues");
       const { disconnectDb } = await import("@/server/db");
-      await Promise.all([closeSharedQueues(), closeSharedRedis(), disconnectDb()]);
+      const { closeAgentServices } = await import("@/server/modules/chat/chat.composition");
+      await Promise.all([closeAgentServices(), closeSharedQueues(), closeSharedRedis(), disconnectDb()]);
       // Long-lived requests (SSE subscriptions) would hold close() open forever.
       parts.server.closeAllConnections();
       await closed;

@@ -1,3 +1,4 @@
+import type { Redis } from "ioredis";
 import { secretKeyFromBytes, type SecretKey } from "@/server/auth/secrets";
 import { getConfig } from "@/server/config/config";
 import { loadRedisConfig } from "@/server/config/redis";
@@ -55,7 +56,7 @@ export function createAgentServices(deps: {
 }
 
 const globalForAgentServices = globalThis as unknown as {
-  berthAgentServices?: { workspaces: WorkspaceService; services: AgentServices };
+  berthAgentServices?: { workspaces: WorkspaceService; services: AgentServices; subscriber: Redis };
 };
 
 /** The process-wide services over `getWorkspaceServices()` (rebuilt when a test installs another engine). */
@@ -64,9 +65,10 @@ export function getAgentServices(): AgentServices {
   const current = globalForAgentServices.berthAgentServices;
   if (current?.workspaces === workspaces) return current.services;
   const redisConfig = loadRedisConfig();
+  const subscriber = createRedisConnection(redisConfig, "worker", "berth-turn-cancel");
   const turnLock = new RedisTurnLock({
     redis: getRedis(),
-    subscriber: createRedisConnection(redisConfig, "worker", "berth-turn-cancel"),
+    subscriber,
     prefix: redisConfig.prefix,
   });
   const services = createAgentServices({
@@ -74,6 +76,13 @@ export function getAgentServices(): AgentServices {
     secretKey: secretKeyFromBytes(getConfig().secrets.encryptionKey),
     turnLock,
   });
-  globalForAgentServices.berthAgentServices = { workspaces, services };
+  globalForAgentServices.berthAgentServices = { workspaces, services, subscriber };
   return services;
+}
+
+/** Closes the cancel-channel subscriber of the process-wide services (graceful shutdown). */
+export async function closeAgentServices(): Promise<void> {
+  const current = globalForAgentServices.berthAgentServices;
+  globalForAgentServices.berthAgentServices = undefined;
+  if (current) await current.subscriber.quit().catch(() => current.subscriber.disconnect());
 }
