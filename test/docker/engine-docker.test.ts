@@ -89,7 +89,11 @@ describeDocker("engine with the Docker backend: worker provisions, API attaches"
     expect(run.stdout.toString().trim()).toBe("1000");
 
     // A second attacher (another API replica) or a retried provision job must not cut the first one off.
-    await apiManager(controllerFromEnv()).getWorkspace(spec);
+    // Evicting it from that replica's cache only detaches: stopping is the workers' job.
+    const replica = apiManager(controllerFromEnv());
+    await replica.getWorkspace(spec);
+    await replica.closeAll();
+    expect(await worker.workspaces.isAlive(spec)).toBe(true);
     await worker.provision(spec);
     expect(await readNonce()).toBe(provisionedNonce);
     expect(await apiGateway.client.listMcps({ agentId: spec.agentId, sessionId: "s1" })).toEqual([]);
