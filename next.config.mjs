@@ -23,6 +23,9 @@ const nextConfig = {
     "pino",
     "thread-stream",
     "@modelcontextprotocol/sdk",
+    // The Docker backend bundles the in-sandbox MCP gateway with esbuild at run time; esbuild ships a
+    // native binary that must be resolved from node_modules, not bundled.
+    "esbuild",
   ],
 };
 

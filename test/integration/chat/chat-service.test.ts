@@ -165,7 +165,7 @@ describe("chat.send", () => {
     );
     expect(teamResult).toMatchObject({ isError: false });
     expect((teamResult as { output: string }).output).toContain("helper finished");
-    const workerSessionId = (teamResult as { metadata: { memberSessionId: string } }).metadata
+    const workerSessionId = (teamResult as unknown as { metadata: { memberSessionId: string } }).metadata
       .memberSessionId;
 
     const leader = await h.owner.session.get({ ...h.ref, sessionId });
