@@ -1,5 +1,6 @@
 import { PrismaPg } from "@prisma/adapter-pg";
 import { type Prisma, PrismaClient } from "@/generated/prisma/client";
+import { loadDatabaseConfig } from "@/server/config/database";
 
 /**
  * The Prisma client factory and the process-wide client. Besides `*.data.ts` files this is the only
@@ -22,9 +23,9 @@ export function createPrismaClient(databaseUrl: string): PrismaClient {
 // Kept on globalThis so Next's dev-mode module reloading does not open a new pool per reload.
 const globalForDb = globalThis as unknown as { berthDb?: PrismaClient };
 
-/** The shared client, created from DATABASE_URL on first call. */
+/** The shared client, created from the validated DATABASE_URL on first call (a clear error when unset). */
 export function getDb(): PrismaClient {
-  globalForDb.berthDb ??= createPrismaClient(process.env.DATABASE_URL ?? "");
+  globalForDb.berthDb ??= createPrismaClient(loadDatabaseConfig().url);
   return globalForDb.berthDb;
 }
 
