@@ -8,7 +8,8 @@ import {
   type TDockerProviderConfigInput,
 } from "@/server/workspace/backends/docker/docker-config";
 import type { WorkspaceSpec } from "@/server/workspace/provider";
-import type { MachineController, MachineResource } from "./machine";
+import type { DockerProvisionEvent } from "@/server/workspace/backends/docker/docker-provider";
+import type { MachineController, MachineResource, ProvisionProgress } from "./machine";
 
 /**
  * One container per workspace (server/workspace/backends/docker). The workers provision, stop and purge;
@@ -26,9 +27,18 @@ export class DockerMachineController implements MachineController {
     this.provider = new DockerBackendProvider(this.workspaces, { reuseToken: true });
   }
 
-  async provision(spec: WorkspaceSpec): Promise<Record<string, unknown>> {
+  async provision(
+    spec: WorkspaceSpec,
+    options: { onProgress?: (progress: ProvisionProgress) => void } = {},
+  ): Promise<Record<string, unknown>> {
     // create-or-get + start + gateway healthy. The handle is dropped, NOT closed: closing stops the container.
-    const handle = await this.workspaces.open({ ...refOf(spec), agentId: spec.agentId, reuseToken: true });
+    const { onProgress } = options;
+    const handle = await this.workspaces.open({
+      ...refOf(spec),
+      agentId: spec.agentId,
+      reuseToken: true,
+      onProgress: onProgress && ((event) => onProgress(progressOf(event))),
+    });
     return { kind: "docker", container: handle.containerName, workdir: handle.hostWorkdir };
   }
 
@@ -103,4 +113,15 @@ async function pathExists(target: string): Promise<boolean> {
     () => true,
     () => false,
   );
+}
+
+function progressOf(event: DockerProvisionEvent): ProvisionProgress {
+  switch (event.type) {
+    case "image":
+      return { step: `image.${event.phase}`, detail: event.message ?? event.tag };
+    case "container":
+      return { step: `container.${event.state}`, detail: event.name };
+    case "gateway":
+      return { step: `gateway.${event.state}` };
+  }
 }

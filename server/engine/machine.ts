@@ -10,6 +10,9 @@ export type MachineResource = {
   locator: string;
 };
 
+/** One step of a machine's provisioning (image build lines, container created, gateway ready, ...). */
+export type ProvisionProgress = { step: string; detail?: string | undefined };
+
 /**
  * What the WORKERS do to a workspace's machine, per backend kind. The API process never calls these: it only
  * attaches (BackendProvider.provision on an already-provisioned machine). Every method is idempotent, since
@@ -18,7 +21,10 @@ export type MachineResource = {
 export interface MachineController {
   readonly kind: BackendKind;
   /** Creates or restarts the machine and leaves it running; returns a handle to store (no secrets). */
-  provision(spec: WorkspaceSpec): Promise<Record<string, unknown>>;
+  provision(
+    spec: WorkspaceSpec,
+    options?: { onProgress?: (progress: ProvisionProgress) => void },
+  ): Promise<Record<string, unknown>>;
   /** Stops the machine, keeping its data. */
   stop(spec: WorkspaceSpec): Promise<void>;
   /** Deletes the machine and its data; returns what it deleted (for the purge receipt). */

@@ -2,7 +2,7 @@ import type { z } from "zod";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
 import type { TenantScope } from "@/server/auth/scope";
 import type { EngineConfig } from "@/server/engine/engine-config";
-import type { MachineController } from "@/server/engine/machine";
+import type { MachineController, ProvisionProgress } from "@/server/engine/machine";
 import type { Logger } from "@/server/logger";
 import { recordPurgeReceipt } from "@/server/modules/audit/audit.data";
 import { AppError } from "@/server/shared/errors";
@@ -95,10 +95,26 @@ export async function provisionWorkspace(
       });
       break;
   }
+  // Each provisioning step (image build output, container created or reattached, gateway ready) becomes a
+  // WorkspaceEvent, in order, so an admin can watch a slow first build and see where a failure happened.
+  let progressEvents = Promise.resolve();
+  const onProgress = (progress: ProvisionProgress) => {
+    progressEvents = progressEvents
+      .then(async () => {
+        await appendWorkspaceEvent(scope, record.id, {
+          kind: "provisioning",
+          reason: progress.detail ? `${progress.step}: ${progress.detail.slice(0, 500)}` : progress.step,
+          data: { step: progress.step },
+        });
+      })
+      .catch((error: unknown) => log.warn({ err: error }, "could not record a provisioning step"));
+  };
   let handle: Record<string, unknown>;
   try {
-    handle = await deps.machine.provision(spec);
+    handle = await deps.machine.provision(spec, { onProgress });
+    await progressEvents;
   } catch (error) {
+    await progressEvents;
     const message = error instanceof Error ? error.message : String(error);
     await transitionFrom(scope, record.id, {
       from: ["PROVISIONING"],

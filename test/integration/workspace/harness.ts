@@ -9,6 +9,7 @@ import type { RedisConfig } from "@/server/config/redis";
 import { createEngine, type WorkspaceEngine } from "@/server/engine/engine";
 import type { EngineConfig } from "@/server/engine/engine-config";
 import { LocalMachineController } from "@/server/engine/local-machine";
+import type { ProvisionProgress } from "@/server/engine/machine";
 import { createAgent } from "@/server/modules/agent/agent.data";
 import { createSession } from "@/server/modules/session/session.data";
 import { createWorkspaceService, type WorkspaceService } from "@/server/modules/workspace/workspace.service";
@@ -28,8 +29,14 @@ import { isolatedRedisConfig, testLog } from "../queue/queue-fixtures";
 export class CountingMachine extends LocalMachineController {
   readonly provisioned: string[] = [];
   readonly stopped: string[] = [];
-  override async provision(spec: WorkspaceSpec) {
+  /** Provisioning steps to report (as a Docker build would) before the machine is ready. */
+  progressSteps: ProvisionProgress[] = [];
+  override async provision(
+    spec: WorkspaceSpec,
+    options: { onProgress?: (progress: ProvisionProgress) => void } = {},
+  ) {
     this.provisioned.push(spec.workspaceId);
+    for (const step of this.progressSteps) options.onProgress?.(step);
     return super.provision(spec);
   }
   override async stop(spec: WorkspaceSpec) {

@@ -46,6 +46,31 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
     expect(await stateOf(workspaceId)).toBe("READY");
   });
 
+  it("records each provisioning step the machine reports as a workspace event, in order", async () => {
+    const { session, workspaceId } = await freshSession(tenant.scope);
+    h.machine.progressSteps = [
+      { step: "image.building", detail: "Step 1/3 : FROM berth-base" },
+      { step: "container.created", detail: "berth-ws-x" },
+      { step: "gateway.ready" },
+    ];
+    try {
+      await h.service.resolveForSession(tenant.scope, session.id);
+    } finally {
+      h.machine.progressSteps = [];
+    }
+    // Newest first; reversed, the steps must come out in the order the machine reported them.
+    const steps = (await listWorkspaceEvents(tenant.scope, workspaceId, { kinds: ["provisioning"] }))
+      .map((event) => event.reason)
+      .filter((reason) => reason !== null && /^(image|container|gateway)\./.test(reason))
+      .reverse();
+    expect(steps).toEqual([
+      "image.building: Step 1/3 : FROM berth-base",
+      "container.created: berth-ws-x",
+      "gateway.ready",
+    ]);
+    expect(await stateOf(workspaceId)).toBe("READY");
+  });
+
   it("stops on request (state, events with reasons), and a stopped workspace comes back with its files", async () => {
     const { session, workspaceId } = await freshSession(tenant.scope);
     const { workspace } = await h.service.resolveForSession(tenant.scope, session.id);
