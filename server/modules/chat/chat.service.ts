@@ -5,6 +5,8 @@ import type { TenantScope } from "@/server/auth/scope";
 import type { Logger } from "@/server/logger";
 import { getAgent, getAgentModelApiKey } from "@/server/modules/agent/agent.data";
 import type { AgentDTO } from "@/server/modules/agent/agent.types";
+import { audited } from "@/server/modules/agent/audited";
+import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
 import {
   appendChatMessages,
   getSession,
@@ -186,6 +188,16 @@ export function createChatService(deps: ChatServiceDeps) {
       const agent = await getAgent(scope, session.agentId);
       const turn = await deps.registry.start(session.id);
       const channel = new EventChannel<TChatTurnEvent>();
+      // A turn is a mutation (messages, workspace files): audited once it ends, with its outcome. Never
+      // the message text, which may hold secrets.
+      const auditTurn = (outcome: "success" | "failure", details: Record<string, unknown>) =>
+        recordAudit(scope, {
+          action: "chat.send",
+          targetType: "session",
+          targetId: session.id,
+          outcome,
+          details: { agentId: agent.id, ...details },
+        }).catch((error: unknown) => deps.log.warn({ err: error }, "could not audit a chat turn"));
       void (async () => {
         let done: TChatTurnEvent | null = null;
         try {
@@ -196,6 +208,11 @@ export function createChatService(deps: ChatServiceDeps) {
           });
           await persist(scope, session.id, result);
           await updateSession(scope, session.id, { status: result.status === "failed" ? "ERROR" : "IDLE" });
+          await auditTurn(result.status === "failed" ? "failure" : "success", {
+            status: result.status,
+            steps: result.steps,
+            ...(result.error ? { code: result.error.code } : {}),
+          });
           if (done) channel.push(done);
         } catch (thrown) {
           // Failures outside the loop (workspace provisioning, storage): reported as the turn's end.
@@ -204,6 +221,7 @@ export function createChatService(deps: ChatServiceDeps) {
             : new AppError("INTERNAL", `chat turn failed: ${String(thrown)}`, { cause: thrown });
           deps.log.error({ err: thrown, sessionId: session.id }, "chat turn failed outside the agent loop");
           await updateSession(scope, session.id, { status: "ERROR" }).catch(() => undefined);
+          await auditTurn("failure", { status: "failed", code: error.code });
           channel.push({
             type: "error",
             code: error.code,
@@ -227,8 +245,16 @@ export function createChatService(deps: ChatServiceDeps) {
 
     /** Cancels the session's running turn in whichever process runs it. */
     async cancel(scope: TenantScope, sessionId: string): Promise<{ cancelled: boolean }> {
-      const session = await getSession(scope, sessionId);
-      return { cancelled: await deps.registry.cancel(session.id) };
+      return audited(
+        scope,
+        { action: "chat.cancel", targetType: "session", targetId: sessionId },
+        async () => {
+          const session = await getSession(scope, sessionId);
+          return { cancelled: await deps.registry.cancel(session.id) };
+        },
+        (error) => deps.log.warn({ err: error }, "could not audit a chat cancel"),
+        (result) => ({ details: { cancelled: result.cancelled } }),
+      );
     },
 
     async history(scope: TenantScope, raw: z.input<typeof ZChatHistoryRequest>) {

@@ -6,8 +6,11 @@ import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { getConfig } from "@/server/config/config";
 import { loadRedisConfig } from "@/server/config/redis";
 import { disconnectDb } from "@/server/db";
+import { flushAuditBuffer } from "@/server/modules/audit/audit-buffer.service";
 import { createAgentServices } from "@/server/modules/chat/chat.composition";
 import { RedisTurnLock } from "@/server/modules/chat/redis-turn-lock";
+import { getQueues } from "@/server/queue/queues";
+import { getRedis } from "@/server/redis";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
 import { rejectionCode } from "../api/support/call-by-path";
 import { collect, startAgentApiHarness, type AgentApiHarness } from "../agent/support";
@@ -135,6 +138,22 @@ describe("chat.send", () => {
     await fake.waitForRequests(requestsBefore + 1);
     expect(await h.owner.chat.cancel({ ...h.ref, sessionId })).toEqual({ cancelled: true });
     expect((await drained).at(-1)).toMatchObject({ type: "done", status: "cancelled" });
+
+    // Turns and cancels are audited with their outcome (the buffer is normally drained by audit.flush).
+    await flushAuditBuffer({ redis: getRedis(), redisPrefix: getQueues().redisPrefix });
+    const { items } = await h.owner.audit.list({ ...h.ref, limit: 200 });
+    const ofSession = items.filter(
+      (entry) => entry.targetId === sessionId && entry.action.startsWith("chat."),
+    );
+    expect(ofSession.map((entry) => `${entry.action}:${entry.outcome}`).sort()).toEqual([
+      "chat.cancel:success",
+      "chat.cancel:success",
+      "chat.send:success",
+    ]);
+    expect(ofSession.find((entry) => entry.action === "chat.send")?.details).toMatchObject({
+      status: "cancelled",
+    });
+    expect(JSON.stringify(ofSession)).not.toContain("wait");
   });
 
   it("AgentCreate runs a worker session that shares the leader's workspace and belongs to its team", async () => {
