@@ -1,9 +1,18 @@
 import type { ModelMessage } from "ai";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { runTurn, streamTurn, type RunTurnInput } from "@/server/modules/chat/agent-loop";
-import { ZChatTurnEvent, type TChatTurnEvent } from "@/server/modules/chat/chat.schema";
+import { streamTurn } from "@/server/modules/chat/agent-loop";
+import type { TChatTurnEvent } from "@/server/modules/chat/chat.schema";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
-import { RecordingOffloader, deferred, eventTypes, modelFor, phases, testTool } from "./support";
+import {
+  RecordingOffloader,
+  deferred,
+  eventTypes,
+  modelFor,
+  phases,
+  runTestTurn,
+  testTool,
+  type TurnOverrides,
+} from "./support";
 
 let fake: FakeModelServer;
 let offloader: RecordingOffloader;
@@ -18,22 +27,7 @@ afterEach(async () => {
   await fake.close();
 });
 
-function turn(overrides: Partial<RunTurnInput> & { events?: TChatTurnEvent[] }) {
-  const { events = [], ...rest } = overrides;
-  const agentModel = modelFor(fake);
-  return runTurn({
-    sessionId: "s1",
-    model: agentModel.model,
-    system: "You are a test agent.",
-    history: [],
-    userMessage: "hello",
-    tools: [],
-    offloader,
-    limits: { maxRetries: 0 },
-    onEvent: (event) => events.push(ZChatTurnEvent.parse(event)),
-    ...rest,
-  });
-}
+const turn = (overrides: TurnOverrides) => runTestTurn(fake, offloader, overrides);
 
 describe("runTurn against the fake model", () => {
   it("streams text deltas in order and ends with done", async () => {

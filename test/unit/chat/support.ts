@@ -1,7 +1,8 @@
 import type { ModelMessage } from "ai";
 import { createAgentModel } from "@/server/modules/chat/model-provider";
 import type { AgentTool, OffloaderPort } from "@/server/modules/chat/ports";
-import type { TChatTurnEvent } from "@/server/modules/chat/chat.schema";
+import { runTurn, type RunTurnInput } from "@/server/modules/chat/agent-loop";
+import { ZChatTurnEvent, type TChatTurnEvent } from "@/server/modules/chat/chat.schema";
 import type { FakeModelServer } from "@/test/fixtures/fake-model/server";
 
 /** An offloader that keeps what it was given, so tests can assert the full content went to the workspace. */
@@ -50,4 +51,23 @@ export function deferred<T = void>() {
   let resolve!: (value: T) => void;
   const promise = new Promise<T>((r) => (resolve = r));
   return { promise, resolve };
+}
+
+export type TurnOverrides = Partial<RunTurnInput> & { events?: TChatTurnEvent[] };
+
+/** One turn against the fake model with test defaults; events are schema-checked as they arrive. */
+export function runTestTurn(fake: FakeModelServer, offloader: RecordingOffloader, overrides: TurnOverrides) {
+  const { events = [], ...rest } = overrides;
+  return runTurn({
+    sessionId: "s1",
+    model: modelFor(fake).model,
+    system: "You are a test agent.",
+    history: [],
+    userMessage: "hello",
+    tools: [],
+    offloader,
+    limits: { maxRetries: 0 },
+    onEvent: (event) => events.push(ZChatTurnEvent.parse(event)),
+    ...rest,
+  });
 }
