@@ -1,15 +1,24 @@
 import { z } from "zod";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
-import { ZAgentCreateRequest, ZAgentUpdateRequest } from "@/server/modules/agent/agent.schema";
+import {
+  ZAgentCreateRequest,
+  ZAgentUpdateRequest,
+  ZAgentView,
+  ZAgentViewPage,
+} from "@/server/modules/agent/agent.schema";
 import { getAgentServices } from "@/server/modules/chat/chat.composition";
 
 const ZAgentTarget = ZTenantInput.extend({ agentId: z.string().min(1).max(200) });
 const agents = () => getAgentServices().agent;
 
-/** `agent.*`: reads for viewers, changes for admins (`agent:manage`). Keys go in, never come out. */
+/**
+ * `agent.*`: reads for viewers, changes for admins (`agent:manage`). Keys go in, never come out: the output
+ * schemas (ZAgentView) strip any field they do not name, so a key or its ciphertext cannot leak by accident.
+ */
 export const agentRouter = createTRPCRouter({
   create: tenantProcedureFor("agent:manage")
     .input(ZTenantInput.extend(ZAgentCreateRequest.shape))
+    .output(ZAgentView)
     .mutation(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...input } }) =>
       agents().create(ctx.scope, input),
     ),
@@ -21,14 +30,17 @@ export const agentRouter = createTRPCRouter({
         cursor: z.string().min(1).max(200).optional(),
       }),
     )
+    .output(ZAgentViewPage)
     .query(({ ctx, input }) => agents().list(ctx.scope, input)),
 
   get: tenantProcedureFor("agent:read")
     .input(ZAgentTarget)
+    .output(ZAgentView)
     .query(({ ctx, input }) => agents().get(ctx.scope, input.agentId)),
 
   update: tenantProcedureFor("agent:manage")
     .input(ZAgentTarget.extend({ patch: ZAgentUpdateRequest }))
+    .output(ZAgentView)
     .mutation(({ ctx, input }) => agents().update(ctx.scope, input.agentId, input.patch)),
 
   /** Sessions go with it; `agent.purge` cleans its skills and MCP scopes out of every workspace it used. */

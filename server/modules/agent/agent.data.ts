@@ -1,7 +1,8 @@
 import { parseInput } from "@/server/shared/parse-input";
 import { randomUUID } from "node:crypto";
+import { isDeepStrictEqual } from "node:util";
 import type { Prisma } from "@/generated/prisma/client";
-import { type DbClient, getDb, isUniqueViolation, pageSize } from "@/server/db";
+import { type Db, type DbClient, getDb, isUniqueViolation, pageSize } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import { decryptSecret, encryptSecret, type SecretKey } from "@/server/auth/secrets";
 import { AppError } from "@/server/shared/errors";
@@ -13,6 +14,7 @@ import {
   ZCreateAgentInput,
   ZUpdateAgentInput,
 } from "@/server/modules/agent/agent.types";
+import { mergeModelConfig } from "@/server/modules/agent/model-config-patch";
 import type { Page } from "@/server/shared/page";
 
 // The ciphertext column is never selected into a DTO; only `modelApiKeyEncrypted: { not: null }`
@@ -130,41 +132,92 @@ export async function listAgents(
   return { items, nextCursor: rows.length > take ? (rows[take - 1]?.id ?? null) : null };
 }
 
+/**
+ * Applies a partial change in one transaction with the row locked, so concurrent patches merge onto each
+ * other instead of losing one. Fields absent from the patch keep their stored values; `modelConfig` is merged
+ * key by key (see mergeModelConfig); the key is kept unless a new one (or null, to clear it) is given.
+ * Returns the agent and the names of the fields that changed (`modelConfig.<key>`, `modelApiKey`), never values.
+ */
+export async function patchAgent(
+  scope: TenantScope,
+  agentId: string,
+  rawPatch: TUpdateAgentInput,
+  secretKey: SecretKey,
+  db: Db = getDb(),
+): Promise<{ agent: AgentDTO; changedFields: string[] }> {
+  const patch = parseInput(ZUpdateAgentInput, rawPatch);
+  try {
+    return await db.$transaction(async (tx) => {
+      const locked = await tx.$queryRaw<{ id: string }[]>`
+        SELECT id FROM agents WHERE tenant_id = ${scope.tenantId} AND id = ${agentId} FOR UPDATE`;
+      if (locked.length === 0) throw notFound(agentId);
+      const current = await tx.agent.findFirstOrThrow({
+        where: { tenantId: scope.tenantId, id: agentId },
+        select: { ...agentSelect, modelApiKeyEncrypted: true },
+      });
+      const data: Prisma.AgentUpdateManyMutationInput = {};
+      const changedFields: string[] = [];
+      if (patch.name !== undefined && patch.name !== current.name) {
+        data.name = patch.name;
+        changedFields.push("name");
+      }
+      if (patch.description !== undefined && patch.description !== current.description) {
+        data.description = patch.description;
+        changedFields.push("description");
+      }
+      if (patch.isolationPolicy !== undefined && patch.isolationPolicy !== current.isolationPolicy) {
+        data.isolationPolicy = patch.isolationPolicy;
+        changedFields.push("isolationPolicy");
+      }
+      for (const field of ["defaultMcpConfigs", "defaultSkills"] as const) {
+        const value = patch[field];
+        if (value === undefined || isDeepStrictEqual(value, current[field])) continue;
+        data[field] = value as Prisma.InputJsonValue;
+        changedFields.push(field);
+      }
+      if (patch.modelConfig !== undefined) {
+        const { merged, changed } = mergeModelConfig(
+          ZAgentModelConfig.parse(current.modelConfig),
+          patch.modelConfig,
+        );
+        if (changed.length > 0) {
+          data.modelConfig = merged as Prisma.InputJsonValue;
+          changedFields.push(...changed.map((key) => `modelConfig.${key}`));
+        }
+      }
+      if (patch.modelApiKey === null && current.modelApiKeyEncrypted !== null) {
+        data.modelApiKeyEncrypted = null;
+        changedFields.push("modelApiKey");
+      } else if (typeof patch.modelApiKey === "string") {
+        // A new ciphertext either way (fresh IV): a rotation to the same key is still recorded as a change.
+        data.modelApiKeyEncrypted = encryptSecret(
+          secretKey,
+          patch.modelApiKey,
+          secretContext(scope.tenantId, agentId),
+        );
+        changedFields.push("modelApiKey");
+      }
+      if (changedFields.length === 0) {
+        const { modelApiKeyEncrypted, ...rest } = current;
+        return { agent: toAgentDTO(rest, modelApiKeyEncrypted !== null), changedFields };
+      }
+      await tx.agent.updateMany({ where: { tenantId: scope.tenantId, id: agentId }, data });
+      return { agent: await getAgent(scope, agentId, tx), changedFields };
+    });
+  } catch (error) {
+    throw mapNameConflict(error, patch.name ?? "");
+  }
+}
+
+/** `patchAgent` without the list of changed fields. */
 export async function updateAgent(
   scope: TenantScope,
   agentId: string,
   rawPatch: TUpdateAgentInput,
   secretKey: SecretKey,
-  db: DbClient = getDb(),
+  db: Db = getDb(),
 ): Promise<AgentDTO> {
-  const patch = parseInput(ZUpdateAgentInput, rawPatch);
-  const data: Prisma.AgentUpdateManyMutationInput = {
-    ...(patch.name !== undefined ? { name: patch.name } : {}),
-    ...(patch.description !== undefined ? { description: patch.description } : {}),
-    ...(patch.modelConfig !== undefined ? { modelConfig: patch.modelConfig as Prisma.InputJsonValue } : {}),
-    ...(patch.defaultMcpConfigs !== undefined
-      ? { defaultMcpConfigs: patch.defaultMcpConfigs as Prisma.InputJsonValue }
-      : {}),
-    ...(patch.defaultSkills !== undefined
-      ? { defaultSkills: patch.defaultSkills as Prisma.InputJsonValue }
-      : {}),
-    ...(patch.isolationPolicy !== undefined ? { isolationPolicy: patch.isolationPolicy } : {}),
-    ...(patch.modelApiKey !== undefined
-      ? {
-          modelApiKeyEncrypted:
-            patch.modelApiKey === null
-              ? null
-              : encryptSecret(secretKey, patch.modelApiKey, secretContext(scope.tenantId, agentId)),
-        }
-      : {}),
-  };
-  try {
-    const { count } = await db.agent.updateMany({ where: { tenantId: scope.tenantId, id: agentId }, data });
-    if (count === 0) throw notFound(agentId);
-  } catch (error) {
-    throw mapNameConflict(error, patch.name ?? "");
-  }
-  return getAgent(scope, agentId, db);
+  return (await patchAgent(scope, agentId, rawPatch, secretKey, db)).agent;
 }
 
 /** Deletes the agent row (its sessions and messages cascade). Workspaces are purged by the service first. */

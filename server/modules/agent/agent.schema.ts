@@ -1,5 +1,11 @@
 import { z } from "zod";
-import { ZAgentModelConfig, ZAgentName, ZIsolationPolicy } from "@/server/modules/agent/agent.types";
+import {
+  ZAgentDTO,
+  ZAgentModelConfig,
+  ZAgentModelConfigPatch,
+  ZAgentName,
+  ZIsolationPolicy,
+} from "@/server/modules/agent/agent.types";
 
 /**
  * The public (API) shape of an agent's model settings: any OpenAI-compatible endpoint. `apiKey` is accepted
@@ -24,6 +30,45 @@ export const ZAgentCreateRequest = z.object({
 });
 export type TAgentCreateRequest = z.input<typeof ZAgentCreateRequest>;
 
-/** Omitted fields stay; `modelApiKey: null` removes the stored key. */
-export const ZAgentUpdateRequest = ZAgentCreateRequest.partial();
+const API_KEY_PATCH_HELP =
+  "Provider API key, write-only: a string replaces the stored key, null removes it, absent keeps it. " +
+  "Responses never contain it, only `hasApiKey`.";
+
+/** `string` replaces the key, `null` clears it, `undefined` (absent) keeps it. */
+const ZApiKeyPatch = z.string().min(1).max(4096).nullable().optional().describe(API_KEY_PATCH_HELP);
+
+/** The API shape of a model-settings change: the stored settings' patch, plus the key for convenience. */
+export const ZAgentModelConfigPatchRequest = ZAgentModelConfigPatch.extend({ apiKey: ZApiKeyPatch }).describe(
+  "Merged into the stored model settings: absent fields keep their values; null removes an optional one " +
+    "(baseUrl, temperature, maxOutputTokens, extra settings); provider and model can be changed, not removed. " +
+    "`apiKey`: same as the top-level `modelApiKey`.",
+);
+
+/**
+ * A partial update: omitted fields stay as they are. The key may be given as `modelApiKey` or
+ * `modelConfig.apiKey` (not two different values).
+ */
+export const ZAgentUpdateRequest = z
+  .object({
+    name: ZAgentName.optional(),
+    description: z.string().max(2000).optional(),
+    modelConfig: ZAgentModelConfigPatchRequest.optional(),
+    modelApiKey: ZApiKeyPatch,
+    defaultMcpConfigs: z.array(z.unknown()).max(100).optional(),
+    defaultSkills: z.array(z.unknown()).max(100).optional(),
+    isolationPolicy: ZIsolationPolicy.nullish().describe("Null: back to the tenant's default (PER_AGENT)."),
+  })
+  .refine(
+    (patch) =>
+      patch.modelApiKey === undefined ||
+      patch.modelConfig?.apiKey === undefined ||
+      patch.modelApiKey === patch.modelConfig.apiKey,
+    { path: ["modelApiKey"], message: "give the API key once: modelApiKey or modelConfig.apiKey" },
+  )
+  .describe("Partial update of an agent: omitted fields keep their stored values.");
 export type TAgentUpdateRequest = z.input<typeof ZAgentUpdateRequest>;
+
+/** What the API returns for an agent: never the key (nor its ciphertext), only whether one is stored. */
+export const ZAgentView = ZAgentDTO.extend({ hasApiKey: z.boolean() });
+export type AgentView = z.infer<typeof ZAgentView>;
+export const ZAgentViewPage = z.object({ items: z.array(ZAgentView), nextCursor: z.string().nullable() });

@@ -5,22 +5,22 @@ import {
   deleteAgent,
   getAgent,
   listAgents,
-  updateAgent,
+  patchAgent,
 } from "@/server/modules/agent/agent.data";
 import {
+  type AgentView,
   type TAgentCreateRequest,
   type TAgentUpdateRequest,
   ZAgentCreateRequest,
   ZAgentUpdateRequest,
 } from "@/server/modules/agent/agent.schema";
-import type { AgentDTO, AgentModelConfig } from "@/server/modules/agent/agent.types";
+import type { AgentDTO } from "@/server/modules/agent/agent.types";
 import { audited } from "@/server/modules/agent/audited";
 import { listSessions } from "@/server/modules/session/session.data";
 import { listWorkspaces } from "@/server/modules/workspace/workspace.data";
 import { parseInput } from "@/server/shared/parse-input";
 
-/** What the API returns for an agent: never the key, only whether one is stored. */
-export type AgentView = AgentDTO & { hasApiKey: boolean };
+export type { AgentView };
 
 export type AgentServiceDeps = {
   secretKey: SecretKey;
@@ -35,11 +35,16 @@ export type AgentServiceDeps = {
 const view = (agent: AgentDTO): AgentView => ({ ...agent, hasApiKey: agent.hasModelApiKey });
 
 /** `modelConfig.apiKey` leaves the JSON config here, so a key is never stored in plain text. */
-function splitKey(modelConfig: (AgentModelConfig & { apiKey?: string }) | undefined) {
+function splitKey<C extends { apiKey?: string | null }>(
+  modelConfig: C | undefined,
+): { modelConfig: WithoutKey<C> | undefined; apiKey: C["apiKey"] | undefined } {
   if (!modelConfig) return { modelConfig: undefined, apiKey: undefined };
   const { apiKey, ...rest } = modelConfig;
-  return { modelConfig: rest, apiKey };
+  return { modelConfig: rest as unknown as WithoutKey<C>, apiKey };
 }
+
+/** `Omit<C, "apiKey">` that keeps the named keys of a type with an index signature (Omit would drop them). */
+type WithoutKey<C> = { [K in keyof C as K extends "apiKey" ? never : K]: C[K] };
 
 export function createAgentService(deps: AgentServiceDeps) {
   const onAuditFailure = deps.onAuditFailure ?? (() => undefined);
@@ -94,34 +99,37 @@ export function createAgentService(deps: AgentServiceDeps) {
       return view(await getAgent(scope, agentId));
     },
 
+    /**
+     * A partial update (see ZAgentUpdateRequest): omitted fields, model settings and the key stay as stored.
+     * The audit entry names the fields asked for and the fields that actually changed, never their values.
+     */
     async update(scope: TenantScope, agentId: string, raw: TAgentUpdateRequest): Promise<AgentView> {
       const patch = parseInput(ZAgentUpdateRequest, raw);
       const { modelConfig, apiKey } = splitKey(patch.modelConfig);
       const modelApiKey = patch.modelApiKey !== undefined ? patch.modelApiKey : apiKey;
-      return audited(
+      const requested = [
+        ...Object.keys(patch).filter((key) => key !== "modelConfig" && key !== "modelApiKey"),
+        ...Object.keys(modelConfig ?? {}).map((key) => `modelConfig.${key}`),
+        ...(modelApiKey !== undefined ? ["modelApiKey"] : []),
+      ];
+      const { agent } = await audited(
         scope,
-        {
-          action: "agent.update",
-          targetType: "agent",
-          targetId: agentId,
-          // Which fields changed, never their values (the key above all).
-          details: { fields: Object.keys(patch).filter((key) => key !== "modelApiKey") },
-        },
-        async () =>
-          view(
-            await updateAgent(
-              scope,
-              agentId,
-              {
-                ...patch,
-                ...(modelConfig ? { modelConfig } : { modelConfig: undefined }),
-                ...(modelApiKey !== undefined ? { modelApiKey } : {}),
-              },
-              deps.secretKey,
-            ),
+        { action: "agent.update", targetType: "agent", targetId: agentId, details: { requested } },
+        () =>
+          patchAgent(
+            scope,
+            agentId,
+            {
+              ...patch,
+              modelConfig,
+              ...(modelApiKey !== undefined ? { modelApiKey } : {}),
+            },
+            deps.secretKey,
           ),
         onAuditFailure,
+        (result) => ({ details: { fields: result.changedFields } }),
       );
+      return view(agent);
     },
 
     /**

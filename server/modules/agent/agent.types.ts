@@ -38,11 +38,34 @@ export const ZCreateAgentInput = z.object({
 });
 export type TCreateAgentInput = z.input<typeof ZCreateAgentInput>;
 
-/** Omitted fields stay as they are; `modelApiKey: null` removes the stored key. */
-export const ZUpdateAgentInput = ZCreateAgentInput.partial().extend({
+/**
+ * A change to the stored model settings, merged key by key: an absent field keeps its stored value, null
+ * removes an optional one (baseUrl, temperature, maxOutputTokens or any extra setting). Provider and model
+ * can be changed but not removed. The provider key is never part of it (see `modelApiKey`).
+ */
+export const ZAgentModelConfigPatch = z
+  .object({
+    provider: z.string().min(1).max(50).optional(),
+    model: z.string().min(1).max(200).optional(),
+    baseUrl: z.url().nullish(),
+    temperature: z.number().min(0).max(2).nullish(),
+    maxOutputTokens: z.number().int().positive().nullish(),
+  })
+  .catchall(z.unknown());
+export type AgentModelConfigPatch = z.infer<typeof ZAgentModelConfigPatch>;
+
+/**
+ * Omitted fields stay as they are; `modelConfig` is merged into the stored settings (see
+ * ZAgentModelConfigPatch); `modelApiKey`: a string replaces the stored key, null removes it, absent keeps it.
+ */
+export const ZUpdateAgentInput = z.object({
+  name: ZAgentName.optional(),
   description: z.string().max(2000).optional(),
+  modelConfig: ZAgentModelConfigPatch.optional(),
+  modelApiKey: z.string().min(1).max(4096).nullish(),
   defaultMcpConfigs: z.array(z.unknown()).optional(),
   defaultSkills: z.array(z.unknown()).optional(),
+  isolationPolicy: ZIsolationPolicy.nullish(),
 });
 export type TUpdateAgentInput = z.input<typeof ZUpdateAgentInput>;
 

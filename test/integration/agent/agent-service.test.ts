@@ -8,6 +8,7 @@ import { getConfig } from "@/server/config/config";
 import { disconnectDb, getDb } from "@/server/db";
 import { getAgentModelApiKey } from "@/server/modules/agent/agent.data";
 import { flushAuditBuffer } from "@/server/modules/audit/audit-buffer.service";
+import { getAgentServices } from "@/server/modules/chat/chat.composition";
 import { getQueues } from "@/server/queue/queues";
 import { getRedis } from "@/server/redis";
 import { rejectionCode } from "../api/support/call-by-path";
@@ -135,5 +136,116 @@ describe("agent CRUD", () => {
       items.some((e) => e.action === "agent.update" && e.outcome === "failure" && e.targetId === "missing"),
     ).toBe(true);
     expect(JSON.stringify(items)).not.toContain(KEY);
+  });
+});
+
+describe("agent.update is a partial patch", () => {
+  const secretKey = () => secretKeyFromBytes(getConfig().secrets.encryptionKey);
+  const keyOf = (agentId: string) => getAgentModelApiKey(h.tenant.ownerScope, agentId, secretKey());
+  const newKeyedAgent = () =>
+    h.owner.agent.create({
+      ...h.ref,
+      name: `patched-${randomUUID().slice(0, 8)}`,
+      description: "before",
+      modelConfig: {
+        baseUrl: "http://127.0.0.1:9/v1",
+        model: "m1",
+        temperature: 0.3,
+        reasoningEffort: "low",
+        apiKey: KEY,
+      },
+    });
+
+  it("changing only the model keeps baseUrl, the other settings and the key (which still decrypts)", async () => {
+    const agent = await newKeyedAgent();
+    const updated = await h.owner.agent.update({
+      ...h.ref,
+      agentId: agent.id,
+      patch: { modelConfig: { model: "m2" } },
+    });
+    const expectedConfig = {
+      provider: "openai-compatible",
+      baseUrl: "http://127.0.0.1:9/v1",
+      model: "m2",
+      temperature: 0.3,
+      reasoningEffort: "low",
+    };
+    expect(updated).toMatchObject({ description: "before", hasApiKey: true, modelConfig: expectedConfig });
+    expect(updated.modelConfig).toEqual(expectedConfig);
+    expect((await h.owner.agent.get({ ...h.ref, agentId: agent.id })).modelConfig).toEqual(expectedConfig);
+    expect(await keyOf(agent.id)).toBe(KEY);
+    expect(JSON.stringify(updated)).not.toContain(KEY);
+    expect(JSON.stringify(updated)).not.toMatch(/v1\.[A-Za-z0-9_-]+\./);
+
+    // null removes an optional setting; everything else stays.
+    const withoutBase = await h.owner.agent.update({
+      ...h.ref,
+      agentId: agent.id,
+      patch: { modelConfig: { baseUrl: null, reasoningEffort: null } },
+    });
+    expect(withoutBase.modelConfig).toEqual({ provider: "openai-compatible", model: "m2", temperature: 0.3 });
+    expect(await keyOf(agent.id)).toBe(KEY);
+
+    await flushAuditBuffer({ redis: getRedis(), redisPrefix: getQueues().redisPrefix });
+    const { items } = await h.owner.audit.list({ ...h.ref, action: "agent.update", limit: 200 });
+    const details = items
+      .filter((entry) => entry.targetId === agent.id)
+      .map((entry) => entry.details as { fields: string[] });
+    expect(details.map((d) => d.fields).sort()).toEqual([
+      ["modelConfig.baseUrl", "modelConfig.reasoningEffort"],
+      ["modelConfig.model"],
+    ]);
+  });
+
+  it("replaces the key when a new one is given and clears it on null, leaving the settings alone", async () => {
+    const agent = await newKeyedAgent();
+    const rotated = await h.owner.agent.update({
+      ...h.ref,
+      agentId: agent.id,
+      patch: { modelConfig: { apiKey: `${KEY}-new` } },
+    });
+    expect(rotated.hasApiKey).toBe(true);
+    expect(rotated.modelConfig).toEqual(agent.modelConfig);
+    expect(await keyOf(agent.id)).toBe(`${KEY}-new`);
+
+    const cleared = await h.owner.agent.update({ ...h.ref, agentId: agent.id, patch: { modelApiKey: null } });
+    expect(cleared).toMatchObject({ hasApiKey: false, hasModelApiKey: false, description: "before" });
+    expect(cleared.modelConfig).toEqual(agent.modelConfig);
+    expect(await keyOf(agent.id)).toBeNull();
+
+    await flushAuditBuffer({ redis: getRedis(), redisPrefix: getQueues().redisPrefix });
+    const { items } = await h.owner.audit.list({ ...h.ref, action: "agent.update", limit: 200 });
+    const ofAgent = items.filter((entry) => entry.targetId === agent.id);
+    expect(ofAgent.map((entry) => (entry.details as { fields: string[] }).fields)).toEqual([
+      ["modelApiKey"],
+      ["modelApiKey"],
+    ]);
+    expect(JSON.stringify(ofAgent)).not.toContain(KEY);
+  });
+
+  it("rejects invalid patches with BAD_REQUEST and changes nothing", async () => {
+    const agent = await newKeyedAgent();
+    const before = await h.owner.agent.get({ ...h.ref, agentId: agent.id });
+    const invalid = [
+      { modelConfig: { baseUrl: "not a url" } },
+      { modelConfig: { model: null } },
+      { modelConfig: { model: "m2", temperature: 7 } },
+      { modelApiKey: "" },
+      { modelApiKey: `${KEY}-a`, modelConfig: { apiKey: `${KEY}-b` } },
+      { name: "no/slashes", description: "after" },
+    ];
+    for (const patch of invalid) {
+      expect(
+        await rejectionCode(
+          h.owner.agent.update({ ...h.ref, agentId: agent.id, patch: patch as { description?: string } }),
+        ),
+      ).toBe("BAD_REQUEST");
+      // The service checks too, with the one AppError type (callers other than tRPC).
+      await expect(
+        getAgentServices().agent.update(h.tenant.ownerScope, agent.id, patch as { description?: string }),
+      ).rejects.toMatchObject({ name: "AppError", code: "BAD_REQUEST" });
+    }
+    expect(await h.owner.agent.get({ ...h.ref, agentId: agent.id })).toEqual(before);
+    expect(await keyOf(agent.id)).toBe(KEY);
   });
 });
