@@ -26,6 +26,10 @@ const nextConfig = {
     // The Docker backend bundles the in-sandbox MCP gateway with esbuild at run time; esbuild ships a
     // native binary that must be resolved from node_modules, not bundled.
     "esbuild",
+    // The Read tool's PDF support: unpdf loads its bundled pdf.js with a dynamic import and probes
+    // `import.meta.resolve`, which is meant for Node's own resolver, not a bundler's.
+    "unpdf",
+    "pdf-lib",
   ],
 };
 

@@ -2,13 +2,23 @@ import path from "node:path";
 import { z } from "zod";
 import { resolveConfined } from "@/server/workspace/paths";
 import { forEachLine } from "./line-reader";
-import { readCapped } from "./text";
-import { defineTool, errorResult, type BuiltinTool, type ToolContext } from "./types";
+import {
+  openPdf,
+  PDF_MAX_PAGES_PER_READ,
+  PDF_MAX_PAGES_WITHOUT_RANGE,
+  PdfReadError,
+  selectPages,
+  trimPdf,
+} from "./pdf";
+import { readCapped, truncateOutput } from "./text";
+import { defineTool, errorResult, type BuiltinTool, type ToolContext, type ToolResult } from "./types";
 
 export const READ_DEFAULT_LIMIT = 2000;
 export const READ_MAX_LINE_CHARS = 2000;
-/** Images and PDFs are returned whole as base64, so they are capped. */
+/** Images and PDFs are buffered whole (attached as base64, or parsed), so they are capped. */
 export const READ_MAX_BINARY_BYTES = 20 * 1024 * 1024;
+/** Extracted PDF text gets the same ceiling as a full text read (2000 lines of 2000 characters). */
+export const READ_MAX_PDF_TEXT_CHARS = READ_DEFAULT_LIMIT * READ_MAX_LINE_CHARS;
 
 const IMAGE_MEDIA_TYPES: Record<string, string> = {
   ".png": "image/png",
@@ -24,19 +34,28 @@ const IMAGE_MEDIA_TYPES: Record<string, string> = {
 
 const ZReadInput = z.object({
   file_path: z.string().describe("The absolute path to the file to read"),
-  offset: z.number().int().min(1).optional().describe("The line number to start reading from (1-based)"),
+  offset: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe("The line number to start reading from (1-based). Only applies to plain text files"),
   limit: z
     .number()
     .int()
     .min(1)
     .max(READ_DEFAULT_LIMIT)
     .optional()
-    .describe(`The number of lines to read (max ${READ_DEFAULT_LIMIT})`),
+    .describe(`The number of lines to read (max ${READ_DEFAULT_LIMIT}). Only applies to plain text files`),
+  // Checked by selectPages, not a regex here, so a bad range gets the reference's error text.
   pages: z
     .string()
-    .regex(/^\d+(-\d+)?$/)
+    .max(100)
     .optional()
-    .describe('Page range for PDF files, e.g. "3" or "1-5"'),
+    .describe(
+      `Page range for PDF files (e.g. "1-5", "3", "10-20"), max ${PDF_MAX_PAGES_PER_READ} pages per request; ` +
+        `required for PDFs over ${PDF_MAX_PAGES_WITHOUT_RANGE} pages. Only applies to PDF files.`,
+    ),
 });
 
 export type ReadToolOptions = {
@@ -51,7 +70,13 @@ export function createReadTool(context: ToolContext, options: ReadToolOptions = 
     name: "Read",
     description:
       "Reads a file from the workspace. file_path must be absolute. Returns lines numbered like `cat -n`, " +
-      `at most ${READ_DEFAULT_LIMIT} lines from \`offset\`; lines longer than ${READ_MAX_LINE_CHARS} characters are cut.`,
+      `at most ${READ_DEFAULT_LIMIT} lines from \`offset\`; lines longer than ${READ_MAX_LINE_CHARS} characters are cut. ` +
+      `This tool can read PDF files (.pdf). ${
+        accepted.has("application/pdf")
+          ? "When reading a PDF file the pages are presented to you as a document."
+          : "Text is extracted per page."
+      } For large PDFs (more than ${PDF_MAX_PAGES_WITHOUT_RANGE} pages), you MUST provide the pages parameter ` +
+      `to read specific pages (max ${PDF_MAX_PAGES_PER_READ} pages per request).`,
     input: ZReadInput,
     async run(input) {
       const { backend } = context;
@@ -67,18 +92,14 @@ export function createReadTool(context: ToolContext, options: ReadToolOptions = 
         );
       }
       const extension = path.posix.extname(target).toLowerCase();
-      const imageType = IMAGE_MEDIA_TYPES[extension];
-      if (imageType !== undefined || extension === ".pdf") {
+      if (extension === ".pdf") {
         context.readState?.markRead(target);
-        return readBinary(
-          context,
-          target,
-          input.file_path,
-          imageType ?? "application/pdf",
-          accepted,
-          info.size,
-          input.pages,
-        );
+        return readPdf(context, target, input.file_path, accepted, info.size, input.pages);
+      }
+      const imageType = IMAGE_MEDIA_TYPES[extension];
+      if (imageType !== undefined) {
+        context.readState?.markRead(target);
+        return readImage(context, target, input.file_path, imageType, accepted, info.size);
       }
 
       const offset = input.offset ?? 1;
@@ -120,31 +141,26 @@ export function createReadTool(context: ToolContext, options: ReadToolOptions = 
   });
 }
 
-async function readBinary(
+/** `size` is unknown when the file grew past the cap after its stat. */
+function tooLarge(shownPath: string, size: number | null) {
+  const actual = size === null ? `larger than ${READ_MAX_BINARY_BYTES} bytes` : `${size} bytes`;
+  return errorResult(`Error: ${shownPath} is ${actual}; at most ${READ_MAX_BINARY_BYTES} bytes can be read.`);
+}
+
+async function readImage(
   context: ToolContext,
   target: string,
   shownPath: string,
   mediaType: string,
   accepted: ReadonlySet<string>,
   size: number,
-  pages: string | undefined,
 ) {
-  if (mediaType === "application/pdf" && pages !== undefined) {
-    // Page selection needs a PDF parser; Berth ships none yet, so say so instead of guessing.
-    return errorResult(
-      `Error: reading selected PDF pages is not supported; read the whole PDF without 'pages'.`,
-    );
-  }
   if (!accepted.has(mediaType)) {
     return errorResult(
       `Error: ${shownPath} is a ${mediaType} file and the current model does not accept ${mediaType} input.`,
     );
   }
-  if (size > READ_MAX_BINARY_BYTES) {
-    return errorResult(
-      `Error: ${shownPath} is ${size} bytes; at most ${READ_MAX_BINARY_BYTES} bytes can be attached.`,
-    );
-  }
+  if (size > READ_MAX_BINARY_BYTES) return tooLarge(shownPath, size);
   const { data } = await readCapped(await context.backend.readFile(target), READ_MAX_BINARY_BYTES);
   return {
     content: `Read ${mediaType} file ${shownPath} (${data.length} bytes), attached.`,
@@ -159,4 +175,71 @@ async function readBinary(
       },
     ],
   };
+}
+
+/**
+ * PDFs (reference `_read_pdf`): the selected pages go to the model as a trimmed PDF when it accepts
+ * application/pdf, else as extracted text, one "--- Page i/N ---" section per page.
+ */
+async function readPdf(
+  context: ToolContext,
+  target: string,
+  shownPath: string,
+  accepted: ReadonlySet<string>,
+  size: number,
+  pages: string | undefined,
+): Promise<ToolResult> {
+  if (size > READ_MAX_BINARY_BYTES) return tooLarge(shownPath, size);
+  // The stat above may be stale; readCapped still refuses to buffer past the cap.
+  const { data, truncated } = await readCapped(await context.backend.readFile(target), READ_MAX_BINARY_BYTES);
+  if (truncated) return tooLarge(shownPath, null);
+  let pdf;
+  try {
+    pdf = await openPdf(data);
+  } catch (error) {
+    return pdfError(shownPath, error);
+  }
+  try {
+    const span = selectPages(pages, pdf.totalPages);
+    if ("error" in span) return errorResult(span.error);
+    const metadata = {
+      file_path: shownPath,
+      mediaType: "application/pdf",
+      pages: `${span.first}-${span.last}`,
+      totalPages: pdf.totalPages,
+    };
+    if (!accepted.has("application/pdf")) {
+      return {
+        content: truncateOutput(await pdf.extractText(span), READ_MAX_PDF_TEXT_CHARS),
+        isError: false,
+        metadata,
+      };
+    }
+    const bytes = Buffer.from(await trimPdf(data, span, pdf.totalPages));
+    const count = span.last - span.first + 1;
+    return {
+      content:
+        `Read PDF ${shownPath}: page(s) ${span.first}-${span.last} of ${pdf.totalPages} ` +
+        `(${count} page(s), ${bytes.length} bytes), attached.`,
+      isError: false,
+      metadata: { ...metadata, size: bytes.length },
+      attachments: [
+        {
+          type: "data" as const,
+          mediaType: "application/pdf",
+          base64: bytes.toString("base64"),
+          name: path.posix.basename(target),
+        },
+      ],
+    };
+  } catch (error) {
+    return pdfError(shownPath, error);
+  } finally {
+    await pdf.close();
+  }
+}
+
+function pdfError(shownPath: string, error: unknown): ToolResult {
+  if (error instanceof PdfReadError) return errorResult(`Error reading PDF ${shownPath}: ${error.message}`);
+  throw error;
 }
