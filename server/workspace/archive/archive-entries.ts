@@ -12,7 +12,7 @@ import { AppError } from "@/server/shared/errors";
 /** The archive formats a skill can be uploaded as. */
 export type ArchiveFormat = "zip" | "tar" | "tar.gz";
 
-/** Entry kinds as the archive declares them; only files and directories are ever accepted. */
+/** Entry kinds as the archive declares them; only files, directories and contained links are accepted. */
 export type ArchiveEntryType = "file" | "directory" | "symlink" | "hardlink" | "device" | "fifo" | "other";
 
 /**
@@ -27,6 +27,11 @@ export type ArchiveEntry = {
   mode: number;
   /** The file's bytes (files only). */
   body: AsyncIterable<Buffer> | null;
+  /**
+   * Symlinks: the link's target as stored. Hard links: the archive path of the entry it links to.
+   * Null for every other kind.
+   */
+  linkTarget: string | null;
   /** Skips the body without reading it (directories, or entries the consumer drops). */
   discard: () => void;
 };
@@ -89,6 +94,7 @@ export async function* tarEntries(
         size: header.size ?? 0,
         mode: header.mode ?? 0o644,
         body: type === "file" ? (entry as AsyncIterable<Buffer>) : null,
+        linkTarget: type === "symlink" || type === "hardlink" ? (header.linkname ?? "") : null,
         discard: () => entry.resume(),
       };
       if (type !== "file") entry.resume();
@@ -158,12 +164,15 @@ export async function* zipEntries(
       const unixMode = (entry.externalFileAttributes >>> 16) & 0o177777;
       const type = zipType(entry.fileName, unixMode);
       const body = type === "file" ? await zip.openReadStreamPromise(entry) : null;
+      // A zip stores a symlink's target as the entry's content.
+      const linkTarget = type === "symlink" ? await readZipLinkTarget(zip, entry) : null;
       yield {
         name: entry.fileName,
         type,
         size: entry.uncompressedSize,
         mode: unixMode & 0o7777 || 0o644,
         body: body as AsyncIterable<Buffer> | null,
+        linkTarget,
         discard: () => body?.destroy(),
       };
     }
@@ -173,6 +182,23 @@ export async function* zipEntries(
     zip?.close();
     await fs.rm(spoolDir, { recursive: true, force: true });
   }
+}
+
+const MAX_LINK_TARGET_BYTES = 4096;
+
+async function readZipLinkTarget(zip: yauzl.ZipFile, entry: yauzl.Entry): Promise<string> {
+  if (entry.uncompressedSize > MAX_LINK_TARGET_BYTES) {
+    throw new AppError(
+      "BAD_REQUEST",
+      `Symbolic link ${JSON.stringify(entry.fileName)} has an over-long target`,
+      {
+        details: { entry: entry.fileName, reason: "link target too long" },
+      },
+    );
+  }
+  const chunks: Buffer[] = [];
+  for await (const chunk of await zip.openReadStreamPromise(entry)) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
 }
 
 function zipType(fileName: string, unixMode: number): ArchiveEntryType {
@@ -240,6 +266,7 @@ export async function* directoryEntries(hostDir: string): AsyncGenerator<Archive
           size: 0,
           mode: stat.mode & 0o7777,
           body: null,
+          linkTarget: null,
           discard: noop,
         };
         yield* walk(full, relative);
@@ -252,15 +279,33 @@ export async function* directoryEntries(hostDir: string): AsyncGenerator<Archive
           size: stat.size,
           mode: stat.mode & 0o7777,
           body,
+          linkTarget: null,
           discard: () => void body.return(undefined),
         };
       } else {
         const type: ArchiveEntryType = stat.isSymbolicLink() ? "symlink" : stat.isFIFO() ? "fifo" : "device";
-        yield { name: relative, type, size: 0, mode: stat.mode & 0o7777, body: null, discard: noop };
+        const linkTarget = type === "symlink" ? await fs.readlink(full) : null;
+        yield {
+          name: relative,
+          type,
+          size: 0,
+          mode: stat.mode & 0o7777,
+          body: null,
+          linkTarget,
+          discard: noop,
+        };
       }
     }
   }
-  yield { name: `${base}/`, type: "directory", size: 0, mode: 0o755, body: null, discard: noop };
+  yield {
+    name: `${base}/`,
+    type: "directory",
+    size: 0,
+    mode: 0o755,
+    body: null,
+    linkTarget: null,
+    discard: noop,
+  };
   yield* walk(root, base);
 }
 

@@ -1,3 +1,4 @@
+import path from "node:path";
 import { AppError } from "@/server/shared/errors";
 import type { ArchiveEntry } from "@/server/workspace/archive/archive-entries";
 
@@ -37,25 +38,30 @@ function rejectName(raw: string, reason: string): never {
   throw hostile(raw, reason);
 }
 
+/** An accepted entry: the directories to create first (missing parents, in order) and the normalised name. */
+export type AcceptedEntry = {
+  parents: string[];
+  name: string;
+  /** Symlinks: the target as it will be written. Hard links: the normalised archive path they link to. */
+  linkTarget?: string;
+};
+
+type Kind = "file" | "directory" | "symlink";
+
 /**
  * Tracks what an archive has declared so far and refuses entries that would not extract to exactly what
- * was validated: links of any kind (a link, even one pointing inside, lets a later entry write through it),
- * devices and fifos, duplicates, and a file where a directory is (or the reverse).
+ * was validated: devices and fifos, duplicates, a file where a directory is (or the reverse), any entry
+ * whose path goes through a symbolic link (that is how a link lets a later entry write elsewhere), absolute
+ * or escaping link targets, and hard links to anything but an earlier file of the same archive.
+ * Symlinks are checked once more against the final skill folder by `assertLinksInside`.
  */
 export class EntryTree {
-  private readonly kinds = new Map<string, "file" | "directory">();
+  private readonly kinds = new Map<string, Kind>();
 
-  /**
-   * Validates one entry. Returns the directories to create first (missing parents, in order) and the
-   * normalised name, or null when the entry is the root or a directory already present.
-   */
-  accept(entry: ArchiveEntry): { parents: string[]; name: string } | null {
+  /** Validates one entry. Returns null when the entry is the root or a directory already present. */
+  accept(entry: ArchiveEntry): AcceptedEntry | null {
     const name = normaliseEntryName(entry.name);
     switch (entry.type) {
-      case "symlink":
-        throw hostile(entry.name, "symbolic links are not allowed");
-      case "hardlink":
-        throw hostile(entry.name, "hard links are not allowed");
       case "device":
         throw hostile(entry.name, "device files are not allowed");
       case "fifo":
@@ -64,10 +70,12 @@ export class EntryTree {
         throw hostile(entry.name, "special files are not allowed");
       case "file":
       case "directory":
+      case "symlink":
+      case "hardlink":
         break;
     }
     if (name === null) {
-      if (entry.type === "file") throw hostile(entry.name, "file without a name");
+      if (entry.type !== "directory") throw hostile(entry.name, "entry without a name");
       return null;
     }
     const parents: string[] = [];
@@ -76,6 +84,7 @@ export class EntryTree {
       const parent = segments.slice(0, depth).join("/");
       const kind = this.kinds.get(parent);
       if (kind === "file") throw hostile(entry.name, "a parent path is a file");
+      if (kind === "symlink") throw hostile(entry.name, "a parent path is a symbolic link");
       if (!kind) {
         this.kinds.set(parent, "directory");
         parents.push(parent);
@@ -83,15 +92,95 @@ export class EntryTree {
     }
     const existing = this.kinds.get(name);
     if (entry.type === "directory") {
-      if (existing === "file") throw hostile(entry.name, "directory replaces a file");
+      if (existing === "file" || existing === "symlink") {
+        throw hostile(entry.name, "directory replaces a file");
+      }
       // Its parents were registered with it, so there is nothing new to create.
       if (existing === "directory") return null;
       this.kinds.set(name, "directory");
       return { parents, name };
     }
-    if (existing)
-      throw hostile(entry.name, existing === "file" ? "duplicate entry" : "file replaces a directory");
+    if (existing) {
+      throw hostile(entry.name, existing === "directory" ? "file replaces a directory" : "duplicate entry");
+    }
+    if (entry.type === "symlink") {
+      const linkTarget = symlinkTarget(entry.name, name, entry.linkTarget ?? "");
+      this.kinds.set(name, "symlink");
+      return { parents, name, linkTarget };
+    }
+    if (entry.type === "hardlink") {
+      const linkTarget = normaliseLinkName(entry.name, entry.linkTarget ?? "");
+      if (this.kinds.get(linkTarget) !== "file") {
+        throw hostile(entry.name, "hard link target is not an earlier file of the archive");
+      }
+      this.kinds.set(name, "file");
+      return { parents, name, linkTarget };
+    }
     this.kinds.set(name, "file");
     return { parents, name };
+  }
+}
+
+const MAX_LINK_TARGET_CHARS = 1024;
+
+/** A symlink's target, checked lexically: relative, no control characters, not leaving the archive root. */
+function symlinkTarget(raw: string, name: string, target: string): string {
+  if (target === "") throw hostile(raw, "symbolic link without a target");
+  if (target.length > MAX_LINK_TARGET_CHARS) throw hostile(raw, "link target too long");
+  if (CONTROL_CHARACTERS.test(target)) throw hostile(raw, "control character in link target");
+  if (target.includes("\\")) throw hostile(raw, "backslash in link target");
+  if (target.startsWith("/") || /^[A-Za-z]:/.test(target)) {
+    throw hostile(raw, "symbolic link to an absolute path");
+  }
+  const resolved = path.posix.normalize(path.posix.join(path.posix.dirname(name), target));
+  if (resolved === ".." || resolved.startsWith("../")) {
+    throw hostile(raw, "symbolic link points outside the archive");
+  }
+  return target;
+}
+
+function normaliseLinkName(raw: string, target: string): string {
+  try {
+    const name = normaliseEntryName(target);
+    if (name !== null) return name;
+  } catch {
+    // Reported below with the link's own name, which is what the caller can find in the archive.
+  }
+  throw hostile(raw, "hard link target is not an earlier file of the archive");
+}
+
+export type ExtractedSymlink = { path: string; target: string };
+
+/**
+ * Symlinks must resolve inside the skill folder that is kept (`root`, "" for the archive root), since
+ * everything else of the archive is discarded and the folder is moved next to other skills. The target is
+ * resolved component by component and may not pass through another symlink: lexical `..` after a link is
+ * where lexical and kernel resolution differ (`a -> .` then `a/../..`). Links outside `root` are ignored.
+ */
+export function assertLinksInside(links: readonly ExtractedSymlink[], root: string): void {
+  const prefix = root ? `${root}/` : "";
+  const linkPaths = new Set(links.map((link) => link.path));
+  const rootDepth = root ? root.split("/").length : 0;
+  for (const link of links) {
+    if (!link.path.startsWith(prefix)) continue;
+    const stack = path.posix
+      .dirname(link.path)
+      .split("/")
+      .filter((segment) => segment && segment !== ".");
+    const components = link.target.split("/").filter((segment) => segment && segment !== ".");
+    components.forEach((component, index) => {
+      // The walk starts inside root (the link lives there), so it leaves root exactly when `..` pops it.
+      if (component === "..") {
+        if (stack.length <= rootDepth) {
+          throw hostile(link.path, "symbolic link points outside the skill folder");
+        }
+        stack.pop();
+      } else {
+        stack.push(component);
+      }
+      if (index < components.length - 1 && linkPaths.has(stack.join("/"))) {
+        throw hostile(link.path, "symbolic link target passes through another link");
+      }
+    });
   }
 }

@@ -1,10 +1,11 @@
 import { createHash } from "node:crypto";
-import { Readable } from "node:stream";
-import tarStream from "tar-stream";
-import { AppError, toAppError } from "@/server/shared/errors";
+import { AppError } from "@/server/shared/errors";
 import type { WorkspaceBackend } from "@/server/workspace/backend/port";
 import { tooManyEntries, type ArchiveEntry } from "@/server/workspace/archive/archive-entries";
-import { EntryTree } from "@/server/workspace/archive/entry-validator";
+import { EntryTree, type ExtractedSymlink } from "@/server/workspace/archive/entry-validator";
+import type { ExtractionSink } from "@/server/workspace/archive/sinks/extraction-sink";
+import { createHostDirectorySink } from "@/server/workspace/archive/sinks/host-directory-sink";
+import { createTarRepackSink } from "@/server/workspace/archive/sinks/tar-repack-sink";
 
 export type ArchiveLimits = {
   /** Total bytes of file content after decompression, counted on the bytes actually produced. */
@@ -23,24 +24,21 @@ export const DEFAULT_ARCHIVE_LIMITS: ArchiveLimits = {
 
 export type ExtractedFile = { path: string; size: number; sha256: string; executable: boolean };
 
-/** What was extracted, in archive order: enough to find the skill root and hash its content. */
+/** What was extracted, in archive order: enough to find the skill root, check its links and hash it. */
 export type ExtractionManifest = {
+  /** Regular files; a hard link appears as a file with its target's content. */
   files: ExtractedFile[];
   directories: string[];
+  symlinks: ExtractedSymlink[];
   expandedBytes: number;
   entries: number;
 };
 
-// Fixed mtime so that extraction is reproducible and nothing in the archive can set odd timestamps.
-const EXTRACTED_MTIME = new Date(0);
-const RELAY_BATCH_BYTES = 256 * 1024;
-
 /**
- * Validates entries one by one and streams the accepted ones, re-packed as a clean tar (files and
- * directories only, sanitised names and modes), into `backend.putArchive(targetDir)`. Works the same on
- * every backend because the backend only ever sees the clean tar. On the first violation the tar stream is
- * ended early so the backend stops, and the error is thrown; the caller deletes `targetDir` (a staging
- * directory), so nothing half-validated survives.
+ * Validates entries one by one and writes the accepted ones under `targetDir` on the backend: straight to
+ * disk when the backend's files are this host's files, else re-packed as a clean tar into
+ * `backend.putArchive`. On the first violation the sink is stopped and the error thrown; the caller deletes
+ * `targetDir` (a staging directory), so nothing half-validated survives.
  */
 export async function extractToBackend(
   source: AsyncIterable<ArchiveEntry>,
@@ -48,102 +46,78 @@ export async function extractToBackend(
   targetDir: string,
   limits: ArchiveLimits,
 ): Promise<ExtractionManifest> {
-  const pack = tarStream.pack();
-  const abort = new AbortController();
-  const putting = backend.putArchive(targetDir, Readable.from(relay(pack), { objectMode: false }));
-  const backendFailure = putting.then(
-    () => null,
-    (error: unknown) => {
-      abort.abort(error);
-      pack.destroy();
-      return toAppError(error);
-    },
-  );
-  // One promise for the whole extraction: racing every drain against it adds no listener per chunk.
-  const abortedByBackend = new Promise<never>((_resolve, reject) => {
-    abort.signal.addEventListener("abort", () => reject(toAppError(abort.signal.reason)), { once: true });
-  });
-  abortedByBackend.catch(() => undefined);
+  const hostDir = backend.hostPath?.(targetDir);
+  const sink = hostDir ? await createHostDirectorySink(hostDir) : createTarRepackSink(backend, targetDir);
+  return extractToSink(source, sink, limits);
+}
+
+export async function extractToSink(
+  source: AsyncIterable<ArchiveEntry>,
+  sink: ExtractionSink,
+  limits: ArchiveLimits,
+): Promise<ExtractionManifest> {
   const tree = new EntryTree();
-  const manifest: ExtractionManifest = { files: [], directories: [], expandedBytes: 0, entries: 0 };
+  const manifest: ExtractionManifest = {
+    files: [],
+    directories: [],
+    symlinks: [],
+    expandedBytes: 0,
+    entries: 0,
+  };
+  const fileByPath = new Map<string, ExtractedFile>();
   const budget = { limit: limits.maxExpandedBytes, used: 0 };
   try {
     for await (const entry of source) {
       manifest.entries += 1;
       if (manifest.entries > limits.maxEntries) throw tooManyEntries(limits.maxEntries, manifest.entries);
-      if (abort.signal.aborted) break;
       const accepted = tree.accept(entry);
       if (!accepted) {
         entry.discard();
         continue;
       }
-      for (const parent of accepted.parents) addDirectory(pack, manifest, parent);
-      if (entry.type === "directory") {
-        addDirectory(pack, manifest, accepted.name);
-        continue;
+      for (const parent of accepted.parents) {
+        await sink.directory(parent);
+        manifest.directories.push(parent);
       }
-      if (budget.used + entry.size > budget.limit) throw tooLarge(budget.limit, accepted.name);
-      manifest.files.push(await addFile(pack, accepted.name, entry, budget, abortedByBackend));
+      const { name, linkTarget } = accepted;
+      if (entry.type === "directory") {
+        await sink.directory(name);
+        manifest.directories.push(name);
+      } else if (entry.type === "symlink") {
+        await sink.symlink(name, linkTarget!);
+        manifest.symlinks.push({ path: name, target: linkTarget! });
+      } else if (entry.type === "hardlink") {
+        await sink.hardlink(name, linkTarget!);
+        const file = { ...fileByPath.get(linkTarget!)!, path: name };
+        manifest.files.push(file);
+        fileByPath.set(name, file);
+      } else {
+        // A regular file: EntryTree refused every other kind.
+        if (budget.used + entry.size > budget.limit) throw tooLarge(budget.limit, name);
+        const file = await writeFile(sink, name, entry, budget);
+        manifest.files.push(file);
+        fileByPath.set(name, file);
+      }
     }
     manifest.expandedBytes = budget.used;
-    pack.finalize();
-    const failure = await backendFailure;
-    if (failure) throw failure;
+    await sink.finish();
     return manifest;
   } catch (error) {
-    // Ends the tar stream where it is: the backend's extractor sees EOF and exits, so the caller can
-    // safely delete the staging directory once this settles.
-    pack.destroy();
-    await backendFailure;
+    await sink.abort();
     throw error;
   }
 }
 
-/** tar-stream's pack as a byte stream that ends (rather than errors) when the pack is destroyed. */
-async function* relay(pack: tarStream.Pack): AsyncGenerator<Buffer> {
-  // tar-stream emits many small chunks (headers, 16 KiB slices); batching them to ~256 KiB cuts the
-  // number of writes into the backend's pipe, which dominates the cost of a large install.
-  const batch: Buffer[] = [];
-  let batched = 0;
-  try {
-    for await (const chunk of pack as AsyncIterable<Buffer>) {
-      batch.push(chunk);
-      batched += chunk.length;
-      if (batched >= RELAY_BATCH_BYTES) {
-        yield batch.length === 1 ? batch[0]! : Buffer.concat(batch, batched);
-        batch.length = 0;
-        batched = 0;
-      }
-    }
-    if (batched > 0) yield batch.length === 1 ? batch[0]! : Buffer.concat(batch, batched);
-  } catch {
-    // Destroyed on purpose after a validation failure: end the stream so the consumer stops cleanly.
-  }
-}
-
-function addDirectory(pack: tarStream.Pack, manifest: ExtractionManifest, name: string): void {
-  pack.entry({ name: `${name}/`, type: "directory", mode: 0o755, mtime: EXTRACTED_MTIME });
-  manifest.directories.push(name);
-}
-
-async function addFile(
-  pack: tarStream.Pack,
+async function writeFile(
+  sink: ExtractionSink,
   name: string,
   entry: ArchiveEntry,
   budget: { limit: number; used: number },
-  abortedByBackend: Promise<never>,
 ): Promise<ExtractedFile> {
   const body = entry.body;
   if (!body) throw new AppError("INTERNAL", `Archive file entry without a body: ${name}`);
   const executable = (entry.mode & 0o111) !== 0;
-  let sink!: ReturnType<tarStream.Pack["entry"]>;
-  const written = new Promise<void>((resolve, reject) => {
-    sink = pack.entry(
-      { name, type: "file", size: entry.size, mode: executable ? 0o755 : 0o644, mtime: EXTRACTED_MTIME },
-      (error) => (error ? reject(error) : resolve()),
-    );
-  });
-  written.catch(() => undefined);
+  const file = await sink.file(name, entry.size, executable);
   const hash = createHash("sha256");
   let size = 0;
   for await (const chunk of body) {
@@ -153,20 +127,12 @@ async function addFile(
     if (budget.used > budget.limit) throw tooLarge(budget.limit, name);
     if (size > entry.size) throw sizeMismatch(name);
     hash.update(chunk);
-    if (!sink.write(chunk)) await drained(sink, abortedByBackend);
+    const backpressure = file.write(chunk);
+    if (backpressure) await backpressure;
   }
   if (size !== entry.size) throw sizeMismatch(name);
-  // streamx types require an argument; undefined means "no final chunk".
-  sink.end(undefined);
-  await Promise.race([written, abortedByBackend]);
+  await file.end();
   return { path: name, size, sha256: hash.digest("hex"), executable };
-}
-
-function drained(sink: NodeJS.EventEmitter, abortedByBackend: Promise<never>): Promise<void> {
-  return Promise.race([
-    new Promise<void>((resolve) => sink.once("drain", () => resolve())),
-    abortedByBackend,
-  ]);
 }
 
 function tooLarge(limit: number, entry: string): AppError {

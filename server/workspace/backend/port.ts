@@ -40,6 +40,13 @@ export interface WorkspaceBackend {
   /** Resolves symlinks; null when the path does not exist. Used to confine file tools to the workdir. */
   realpath(path: string): Promise<string | null>;
 
+  /**
+   * The host filesystem path of a backend path, for a backend whose files are this host's files (the local
+   * backend). Lets bulk writers such as archive installs write directly instead of through a tar round
+   * trip. Absent on sandboxed backends, whose files must go through the backend.
+   */
+  hostPath?(path: string): string;
+
   /** Extracts an uncompressed tar stream into `dir` (created if missing). Trusted input only: callers validate. */
   putArchive(dir: string, tar: Readable): Promise<void>;
   /** Streams `path` (file or directory) as an uncompressed tar whose single top entry is its basename. */

@@ -47,13 +47,19 @@ export function findSkillRoot(manifest: ExtractionManifest): string {
   return best.root;
 }
 
-/** SHA-256 over the skill folder's files (relative path, content hash, executable bit), order-independent. */
+/**
+ * SHA-256 over the skill folder's files (relative path, content hash, executable bit) and symlinks
+ * (relative path, target), order-independent.
+ */
 export function contentHash(manifest: ExtractionManifest, root: string): string {
   const prefix = root ? `${root}/` : "";
-  const lines = manifest.files
+  const files = manifest.files
     .filter((file) => file.path.startsWith(prefix))
-    .map((file) => `${file.path.slice(prefix.length)}\0${file.sha256}\0${file.executable ? 1 : 0}\n`)
-    .sort();
+    .map((file) => `${file.path.slice(prefix.length)}\0${file.sha256}\0${file.executable ? 1 : 0}\n`);
+  const links = manifest.symlinks
+    .filter((link) => link.path.startsWith(prefix))
+    .map((link) => `${link.path.slice(prefix.length)}\0->\0${link.target}\n`);
+  const lines = [...files, ...links].sort();
   const hash = createHash("sha256");
   for (const line of lines) hash.update(line);
   return hash.digest("hex");

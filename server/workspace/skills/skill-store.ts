@@ -17,6 +17,7 @@ import {
   extractToBackend,
   type ArchiveLimits,
 } from "@/server/workspace/archive/extract-to-backend";
+import { assertLinksInside } from "@/server/workspace/archive/entry-validator";
 import { KeyedMutex } from "@/server/workspace/mcp/async-mutex";
 import { silentLogger, type EngineLogger } from "@/server/workspace/mcp/types";
 import { parseSkillMarkdown } from "@/server/workspace/skills/front-matter";
@@ -72,9 +73,9 @@ type TContentIndex = z.infer<typeof ZContentIndex>;
 /**
  * The skills of a workspace (agentscope-spec.md §3): per-agent partitions `skills/<agentId>/`
  * (`skills/default/` without an agent) equipped once from the seed template `skills/.seed`, installs from
- * host directories and from zip/tar/tar.gz streams. Every byte goes through the WorkspaceBackend (validated
- * entries are re-packed into a clean tar and extracted into a staging folder, then moved into place), so
- * the same code serves the local host and sandboxes.
+ * host directories and from zip/tar/tar.gz streams. Validated entries are extracted into a staging folder
+ * through the WorkspaceBackend (re-packed as a clean tar, or written directly when the backend's files are
+ * this host's), then moved into place, so the same code serves the local host and sandboxes.
  */
 export class SkillStore {
   private readonly backend: WorkspaceBackend;
@@ -158,8 +159,8 @@ export class SkillStore {
   /**
    * Installs a skill from a zip, tar or tar.gz stream without holding it in memory. The first folder
    * holding SKILL.md (shallowest, then archive order) is the skill; everything else is discarded.
-   * Limits → PAYLOAD_TOO_LARGE; hostile entries (absolute, `..`, links, devices, control characters) →
-   * BAD_REQUEST naming the entry. Identical content already installed is returned instead of duplicated.
+   * Limits → PAYLOAD_TOO_LARGE; hostile entries (absolute, `..`, links leaving the skill folder, devices,
+   * control characters) → BAD_REQUEST naming the entry. Identical content already installed is returned instead of duplicated.
    */
   async installArchive(
     stream: Readable,
@@ -255,6 +256,7 @@ export class SkillStore {
     try {
       const manifest = await extractToBackend(entries, this.backend, staging, limits);
       const root = findSkillRoot(manifest);
+      assertLinksInside(manifest.symlinks, root);
       const rootPath = root ? path.posix.join(staging, root) : staging;
       const text = await this.readText(path.posix.join(rootPath, "SKILL.md"));
       const parsed = text === null ? null : parseSkillMarkdown(text);

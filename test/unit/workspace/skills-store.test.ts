@@ -176,7 +176,7 @@ describe("SkillStore list, read, install from a directory, remove", () => {
     expect(await fs.readdir(workdir)).toEqual(["skills"]);
   });
 
-  it("refuses a host directory holding a symlink, and one without SKILL.md", async () => {
+  it("refuses a host directory holding a symlink to an absolute path, and one without SKILL.md", async () => {
     const store = makeStore([]);
     await store.initialize();
     const linked = path.join(base, "linked");
@@ -184,7 +184,7 @@ describe("SkillStore list, read, install from a directory, remove", () => {
     await fs.symlink("/etc/passwd", path.join(linked, "passwd"));
     await expect(store.installFromDirectory(linked, "a")).rejects.toMatchObject({
       code: "BAD_REQUEST",
-      details: { entry: "linked/passwd", reason: "symbolic links are not allowed" },
+      details: { entry: "linked/passwd", reason: "symbolic link to an absolute path" },
     });
     await expect(store.installFromDirectory(base, "a")).rejects.toMatchObject({ code: "BAD_REQUEST" });
     expect((await store.list("a")).skills).toEqual([]);

@@ -186,6 +186,10 @@ export class LocalBackend implements WorkspaceBackend {
     return fs.realpath(this.resolve(p)).catch(nullOnMissing);
   }
 
+  hostPath(p: string): string {
+    return this.resolve(p);
+  }
+
   async putArchive(dir: string, tar: Readable): Promise<void> {
     const target = this.resolve(dir);
     await fs.mkdir(target, { recursive: true });

@@ -2,6 +2,7 @@ import { Readable } from "node:stream";
 import { gzipSync } from "node:zlib";
 import tarStream from "tar-stream";
 import yazl from "yazl";
+import { LocalBackend } from "@/server/workspace/backends/local/local-backend";
 
 export type TarFixtureEntry = {
   name: string;
@@ -169,4 +170,14 @@ export function manyEntriesZip(count: number): Buffer {
   end.writeUInt32LE(directory.length, 12);
   end.writeUInt32LE(offset, 16);
   return Buffer.concat([...locals, directory, zip64End, locator, end]);
+}
+
+/**
+ * A LocalBackend that writes archives directly on the host ("direct host writes", its fast path) or, with
+ * its `hostPath` hidden, through the tar re-pack every sandboxed backend uses.
+ */
+export function backendFor(sink: "direct host writes" | "tar re-pack", workdir: string): LocalBackend {
+  const backend = new LocalBackend({ workdir });
+  if (sink === "tar re-pack") Object.defineProperty(backend, "hostPath", { value: undefined });
+  return backend;
 }
