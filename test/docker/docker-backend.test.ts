@@ -3,6 +3,7 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import tar from "tar-stream";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
+import { SkillStore } from "@/server/workspace/skills/skill-store";
 import type { DockerWorkspaceHandle } from "@/server/workspace/backends/docker/docker-provider";
 import { createDockerTestbed, describeDocker } from "./support/docker-env";
 
@@ -201,6 +202,35 @@ describeDocker("Docker backend: exec and files on a real container", () => {
     await pipeline(await ws.backend.getArchive("unpacked/skill"), extract);
     expect(names.sort()).toEqual(["skill/", "skill/SKILL.md", "skill/run.sh"]);
     await expect(ws.backend.getArchive("nope")).rejects.toMatchObject({ code: "NOT_FOUND" });
+  });
+
+  it("installs a skill archive through the tar re-pack: links inside kept, owned by the workspace user", async () => {
+    const pack = tar.pack();
+    pack.entry({ name: "linked/SKILL.md" }, "---\nname: linked\ndescription: links\n---\n");
+    pack.entry({ name: "linked/docs/guide.md" }, "the guide");
+    pack.entry({ name: "linked/latest.md", type: "symlink", linkname: "docs/guide.md" });
+    pack.entry({ name: "linked/copy.md", type: "link", linkname: "linked/docs/guide.md" });
+    pack.finalize();
+    const store = new SkillStore({ backend: ws.backend });
+    await store.initialize();
+    const { skill } = await store.installArchive(Readable.from(pack), "tar", "agent-links");
+    expect(skill.path).toBe("/workspace/skills/agent-links/linked");
+    const check = await ws.backend.exec([
+      "sh",
+      "-c",
+      "cd skills/agent-links/linked && readlink latest.md && cat latest.md copy.md && stat -c %u docs/guide.md",
+    ]);
+    expect(check.stdout.toString()).toBe("docs/guide.md\nthe guidethe guide1000\n");
+
+    const escaping = tar.pack();
+    escaping.entry({ name: "bad/SKILL.md" }, "---\nname: bad\ndescription: escapes\n---\n");
+    escaping.entry({ name: "bad/etc", type: "symlink", linkname: "../../../../etc" });
+    escaping.finalize();
+    await expect(store.installArchive(Readable.from(escaping), "tar", "agent-links")).rejects.toMatchObject({
+      code: "BAD_REQUEST",
+      details: { reason: "symbolic link points outside the archive" },
+    });
+    expect((await store.list("agent-links")).skills.map((s) => s.dir)).toEqual(["linked"]);
   });
 
   it("files written in the container are on the host under the bind-mounted workdir", async () => {
