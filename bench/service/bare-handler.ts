@@ -1,0 +1,228 @@
+import { createHash, randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { type AddressInfo } from "node:net";
+import { type Queue } from "bullmq";
+import { type Redis } from "ioredis";
+import { type PrismaClient } from "@/generated/prisma/client";
+import { type ServedHandler } from "@/test/integration/api/support/serve-fetch-handler";
+import { type Inflight } from "./inflight";
+
+/**
+ * The baseline of the HTTP figures: a bare `node:http` handler that issues the SAME storage statements as
+ * Berth's `session.create` and `workspace.get` (listed from the SQL the real procedures send; the bench
+ * re-checks the count per request) through the same Prisma client, but without tRPC, zod, superjson,
+ * better-auth, the middlewares or the service layers. Berth's ratio to it is therefore its framework cost.
+ */
+export type BareDeps = {
+  db: PrismaClient;
+  /** Same connection role as Berth's producer: the audit RPUSH. */
+  redis: Redis;
+  /** The audit queue, for the same deduplicated `audit.flush` add Berth's audit buffer issues. */
+  auditQueue: Queue;
+  auditBufferKey: string;
+  /** The session's workspace id the isolation policy assigns to the caller (a pure function of ids). */
+  workspaceIdFor: (agentId: string) => string;
+};
+
+type Caller = { tenantId: string; userId: string | null; apiKeyId: string };
+
+const gateKeySelect = {
+  id: true,
+  tenantId: true,
+  role: true,
+  createdByUserId: true,
+  enabled: true,
+  revokedAt: true,
+  expiresAt: true,
+} as const;
+const agentSelect = {
+  id: true,
+  name: true,
+  description: true,
+  modelConfig: true,
+  defaultMcpConfigs: true,
+  defaultSkills: true,
+  isolationPolicy: true,
+  createdByUserId: true,
+  createdAt: true,
+  updatedAt: true,
+  modelApiKeyEncrypted: true,
+} as const;
+const leaseSelect = {
+  id: true,
+  workspaceId: true,
+  holder: true,
+  reason: true,
+  expiresAt: true,
+  createdAt: true,
+} as const;
+const eventSelect = {
+  id: true,
+  workspaceId: true,
+  kind: true,
+  reason: true,
+  actor: true,
+  data: true,
+  at: true,
+} as const;
+const liveLeases = () => ({ OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }] });
+const workspaceSelect = () =>
+  ({
+    id: true,
+    backendKind: true,
+    isolationPolicy: true,
+    agentId: true,
+    userId: true,
+    state: true,
+    backendHandle: true,
+    lastActivityAt: true,
+    stateChangedAt: true,
+    error: true,
+    createdAt: true,
+    updatedAt: true,
+    _count: { select: { leases: { where: liveLeases() } } },
+  }) as const;
+
+export function createBareHandler(deps: BareDeps) {
+  const { db } = deps;
+
+  /** better-auth's verify (lookup by hash, two updates) then Berth's gate reads, as statements. */
+  async function authenticate(req: IncomingMessage): Promise<Caller | null> {
+    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "")?.[1];
+    if (!bearer) return null;
+    const key = await db.apiKey.findFirst({
+      where: { key: createHash("sha256").update(bearer).digest("base64url") },
+    });
+    if (!key || key.enabled === false) return null;
+    const now = new Date();
+    await db.apiKey.update({ where: { id: key.id }, data: { lastUsedAt: now, updatedAt: now } });
+    await db.apiKey.update({ where: { id: key.id }, data: { updatedAt: new Date() } });
+    const gate = await db.apiKey.findFirst({ where: { id: key.id }, select: gateKeySelect });
+    if (!gate || gate.revokedAt) return null;
+    const tenantRef = gate.tenantId;
+    const tenant = await db.tenant.findFirst({
+      where: { OR: [{ id: tenantRef }, { slug: tenantRef }] },
+      select: { id: true },
+    });
+    const again = await db.apiKey.findFirst({ where: { id: key.id }, select: gateKeySelect });
+    if (!tenant || again?.tenantId !== tenant.id) return null;
+    if (again.createdByUserId) {
+      const creator = await db.membership.findFirst({
+        where: {
+          userId: again.createdByUserId,
+          tenant: { OR: [{ id: tenant.id }, { slug: tenant.id }] },
+        },
+        select: { tenantId: true, role: true, tenant: { select: { slug: true } } },
+      });
+      if (!creator) return null;
+    }
+    return { tenantId: tenant.id, userId: again.createdByUserId, apiKeyId: again.id };
+  }
+
+  async function createSession(caller: Caller, agentId: string) {
+    const { tenantId, userId } = caller;
+    const agent = await db.agent.findFirst({ where: { tenantId, id: agentId }, select: agentSelect });
+    if (!agent) return null;
+    const workspaceId = deps.workspaceIdFor(agent.id);
+    const session = await db.$transaction(async (tx) => {
+      await tx.agent.findFirst({ where: { tenantId, id: agentId }, select: { id: true } });
+      if (userId) await tx.membership.findFirst({ where: { tenantId, userId }, select: { id: true } });
+      return tx.session.create({
+        data: { tenantId, agentId, userId, workspaceId, name: "", leaderSessionId: null },
+        select: { id: true, workspaceId: true },
+      });
+    });
+    await db.workspace.findFirst({ where: { tenantId, id: workspaceId }, select: workspaceSelect() });
+    const audit = {
+      id: randomUUID(),
+      tenantId,
+      action: "session.create",
+      targetType: "session",
+      targetId: session.id,
+      outcome: "success",
+      actorType: "api_key",
+      actorId: caller.apiKeyId,
+      details: { agentId, workspaceId },
+      at: new Date().toISOString(),
+    };
+    await deps.redis.rpush(deps.auditBufferKey, JSON.stringify(audit));
+    await deps.auditQueue.add(
+      "audit.flush",
+      { trigger: "write" },
+      { attempts: 5, deduplication: { id: "audit.flush" } },
+    );
+    return { sessionId: session.id, workspaceId: session.workspaceId };
+  }
+
+  async function getWorkspace(caller: Caller, workspaceId: string) {
+    const { tenantId } = caller;
+    const record = await db.workspace.findFirst({
+      where: { tenantId, id: workspaceId },
+      select: workspaceSelect(),
+    });
+    if (!record) return null;
+    const [leases, events] = await Promise.all([
+      db.workspaceLease.findMany({
+        where: { tenantId, workspaceId, ...liveLeases() },
+        select: leaseSelect,
+        orderBy: { createdAt: "asc" },
+      }),
+      db.workspaceEvent.findMany({
+        where: { tenantId, workspaceId },
+        select: eventSelect,
+        orderBy: [{ at: "desc" }, { id: "desc" }],
+        take: 50,
+      }),
+    ]);
+    return { ...record, leases, events };
+  }
+
+  return async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://bare");
+    const caller = await authenticate(req);
+    if (!caller) return send(res, 401, { error: "unauthorized" });
+    if (req.method === "POST" && url.pathname === "/session.create") {
+      const body = JSON.parse(await readBody(req)) as { agentId: string };
+      const created = await createSession(caller, body.agentId);
+      return created ? send(res, 200, created) : send(res, 404, { error: "agent not found" });
+    }
+    if (req.method === "GET" && url.pathname === "/workspace.get") {
+      const workspace = await getWorkspace(caller, url.searchParams.get("workspaceId") ?? "");
+      return workspace ? send(res, 200, workspace) : send(res, 404, { error: "workspace not found" });
+    }
+    send(res, 404, { error: "no such route" });
+  };
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  const json = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(json) });
+  res.end(json);
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** Serves the bare handler on an ephemeral loopback port. */
+export async function serveBare(deps: BareDeps, inflight: Inflight): Promise<ServedHandler> {
+  const handle = createBareHandler(deps);
+  const server = createServer((req, res) => {
+    inflight.track(handle(req, res)).catch((error: unknown) => {
+      if (!res.headersSent) res.writeHead(500);
+      res.end(String(error));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.closeAllConnections();
+        server.close((error) => (error ? reject(error) : resolve()));
+      }),
+  };
+}
