@@ -28,6 +28,7 @@ const agentSelect = {
   defaultSkills: true,
   isolationPolicy: true,
   createdByUserId: true,
+  createdByLeaderSessionId: true,
   createdAt: true,
   updatedAt: true,
 } satisfies Prisma.AgentSelect;
@@ -70,6 +71,7 @@ export async function createAgent(
         defaultSkills: input.defaultSkills as Prisma.InputJsonValue,
         isolationPolicy: input.isolationPolicy ?? null,
         createdByUserId: scope.userId,
+        createdByLeaderSessionId: input.createdByLeaderSessionId ?? null,
       },
       select: agentSelect,
     });
@@ -228,6 +230,21 @@ export async function deleteAgent(
 ): Promise<void> {
   const { count } = await db.agent.deleteMany({ where: { tenantId: scope.tenantId, id: agentId } });
   if (count === 0) throw notFound(agentId);
+}
+
+/** The team workers that these (leader) sessions created with `AgentCreate`; invited agents are not among them. */
+export async function listWorkerAgentIds(
+  scope: TenantScope,
+  leaderSessionIds: string[],
+  db: DbClient = getDb(),
+): Promise<string[]> {
+  if (leaderSessionIds.length === 0) return [];
+  const rows = await db.agent.findMany({
+    where: { tenantId: scope.tenantId, createdByLeaderSessionId: { in: leaderSessionIds } },
+    select: { id: true },
+    orderBy: { id: "asc" },
+  });
+  return rows.map((row) => row.id);
 }
 
 /**

@@ -1,12 +1,7 @@
 import type { SecretKey } from "@/server/auth/secrets";
 import type { TenantScope } from "@/server/auth/scope";
-import {
-  createAgent,
-  deleteAgent,
-  getAgent,
-  listAgents,
-  patchAgent,
-} from "@/server/modules/agent/agent.data";
+import { createAgent, getAgent, listAgents, patchAgent } from "@/server/modules/agent/agent.data";
+import { type AgentRemoval, removeAgent } from "@/server/modules/agent/agent-removal";
 import {
   type AgentView,
   type TAgentCreateRequest,
@@ -16,8 +11,6 @@ import {
 } from "@/server/modules/agent/agent.schema";
 import type { AgentDTO } from "@/server/modules/agent/agent.types";
 import { audited } from "@/server/modules/agent/audited";
-import { listSessions } from "@/server/modules/session/session.data";
-import { listWorkspaces } from "@/server/modules/workspace/workspace.data";
 import { parseInput } from "@/server/shared/parse-input";
 
 export type { AgentView };
@@ -48,23 +41,6 @@ type WithoutKey<C> = { [K in keyof C as K extends "apiKey" ? never : K]: C[K] };
 
 export function createAgentService(deps: AgentServiceDeps) {
   const onAuditFailure = deps.onAuditFailure ?? (() => undefined);
-
-  /** Every workspace the agent has used: its sessions' workspaces and the bindings made for it. */
-  async function workspacesOfAgent(scope: TenantScope, agentId: string): Promise<string[]> {
-    const ids = new Set<string>();
-    let cursor: string | undefined;
-    do {
-      const page = await listSessions(scope, { agentId, limit: 200, ...(cursor ? { cursor } : {}) });
-      for (const session of page.items) ids.add(session.workspaceId);
-      cursor = page.nextCursor ?? undefined;
-    } while (cursor);
-    do {
-      const page = await listWorkspaces(scope, { agentId, limit: 200, ...(cursor ? { cursor } : {}) });
-      for (const workspace of page.items) ids.add(workspace.id);
-      cursor = page.nextCursor ?? undefined;
-    } while (cursor);
-    return [...ids];
-  }
 
   return {
     async create(scope: TenantScope, raw: TAgentCreateRequest): Promise<AgentView> {
@@ -133,23 +109,15 @@ export function createAgentService(deps: AgentServiceDeps) {
     },
 
     /**
-     * Deletes the agent; its sessions and their messages go with it (foreign-key cascade). The workspaces it
-     * used are collected first, then `agent.purge` removes its skill partition and MCP scopes from each.
+     * Deletes the agent; its sessions and their messages go with it (foreign-key cascade), and so do the team
+     * workers those sessions created. `agent.purge` then removes their skill partitions and MCP scopes from
+     * every workspace they used (see removeAgent).
      */
-    async delete(scope: TenantScope, agentId: string) {
-      return audited(
-        scope,
-        { action: "agent.delete", targetType: "agent", targetId: agentId },
-        async () => {
-          await getAgent(scope, agentId);
-          const workspaceIds = await workspacesOfAgent(scope, agentId);
-          await deleteAgent(scope, agentId);
-          const { jobId } = await deps.enqueueAgentPurge(scope, { agentId, workspaceIds });
-          return { agentId, workspaceIds, purgeJobId: jobId };
-        },
+    async delete(scope: TenantScope, agentId: string): Promise<AgentRemoval> {
+      return removeAgent(scope, agentId, {
+        enqueueAgentPurge: (...args) => deps.enqueueAgentPurge(...args),
         onAuditFailure,
-        (result) => ({ details: { workspaceIds: result.workspaceIds, purgeJobId: result.purgeJobId } }),
-      );
+      });
     },
   };
 }

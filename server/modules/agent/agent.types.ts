@@ -35,6 +35,8 @@ export const ZCreateAgentInput = z.object({
   defaultMcpConfigs: z.array(z.unknown()).default([]),
   defaultSkills: z.array(z.unknown()).default([]),
   isolationPolicy: ZIsolationPolicy.nullish(),
+  /** Team workers only (set by the team tools, never by the API): the leader session that created it. */
+  createdByLeaderSessionId: z.string().min(1).max(200).nullish(),
 });
 export type TCreateAgentInput = z.input<typeof ZCreateAgentInput>;
 
@@ -80,6 +82,8 @@ export const ZAgentDTO = z.object({
   defaultSkills: z.array(z.unknown()),
   isolationPolicy: ZIsolationPolicy.nullable(),
   createdByUserId: z.string().nullable(),
+  /** Set for a team worker made by `AgentCreate`; it is deleted with that leader session. */
+  createdByLeaderSessionId: z.string().nullable(),
   createdAt: z.date(),
   updatedAt: z.date(),
 });

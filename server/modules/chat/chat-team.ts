@@ -11,7 +11,8 @@ import { createTeamTools } from "./team-tools";
  * The session service's team operations behind the chat `TeamPort` (agentscope-spec.md §9.6). A worker made
  * by `AgentCreate` is a new agent record (the leader's model settings and key, its own skill partition and
  * MCP scope) with a session bound to the leader's workspace id; an invited agent gets a session under its
- * own isolation rules. Both sessions carry `leaderSessionId`, so deleting the leader purges them too.
+ * own isolation rules. Both sessions carry `leaderSessionId`, so deleting the leader purges them too; the
+ * worker agent records `createdByLeaderSessionId`, so it is deleted with the leader, the invited agent is not.
  */
 export type TeamDeps = {
   secretKey: SecretKey;
@@ -51,6 +52,8 @@ export function teamPortFor(deps: TeamDeps, scope: TenantScope, leader: SessionD
           modelConfig: leaderAgent.modelConfig,
           modelApiKey: apiKey,
           isolationPolicy: leaderAgent.isolationPolicy,
+          // The link that lets session.delete remove this worker with its leader (invited agents have none).
+          createdByLeaderSessionId: leaderSessionId,
         },
         deps.secretKey,
       );
@@ -99,7 +102,8 @@ export async function teamToolsFor(
   if (session.leaderSessionId !== null) return [];
   const page = await listAgents(scope, { limit: INVITABLE_LIMIT });
   const invitableAgents = page.items
-    .filter((agent) => agent.id !== session.agentId)
+    // Another team's workers are not offered: they are deleted with their own leader session.
+    .filter((agent) => agent.id !== session.agentId && agent.createdByLeaderSessionId === null)
     .map((agent) => ({ id: agent.id, name: agent.name, description: agent.description }));
   return createTeamTools({
     team: teamPortFor(deps, scope, session),

@@ -1,6 +1,7 @@
 import type { TenantScope } from "@/server/auth/scope";
 import { getAgent } from "@/server/modules/agent/agent.data";
 import type { IsolationPolicy } from "@/server/modules/agent/agent.types";
+import { removeWorkerAgentsOf } from "@/server/modules/agent/agent-removal";
 import { audited } from "@/server/modules/agent/audited";
 import {
   createSession,
@@ -33,6 +34,11 @@ export type SessionWorkspacePort = {
   enqueueSessionPurge(
     scope: TenantScope,
     input: { workspaceId: string; agentId: string; sessionIds: string[] },
+  ): Promise<{ jobId: string | null }>;
+  /** For the team workers deleted with their leader session (see removeAgent). */
+  enqueueAgentPurge(
+    scope: TenantScope,
+    input: { agentId: string; workspaceIds: string[] },
   ): Promise<{ jobId: string | null }>;
 };
 
@@ -140,7 +146,8 @@ export function createSessionService(deps: SessionServiceDeps) {
     /**
      * Deletes the session and the team-worker sessions it led (rows and messages), then enqueues one
      * `session.purge` per workspace involved, leader's first, so their MCP scopes and offload files go too
-     * (reference bug #2288: the workers' were left behind).
+     * (reference bug #2288: the workers' were left behind). The worker agents the team created with
+     * `AgentCreate` are deleted first, like `agent.delete` (audited, `agent.purge`); invited agents stay.
      */
     async delete(scope: TenantScope, sessionId: string) {
       return audited(
@@ -151,7 +158,15 @@ export function createSessionService(deps: SessionServiceDeps) {
           const team = await teamOf(scope, session);
           const cancelTurn = deps.cancelTurn;
           if (cancelTurn) await Promise.all(team.map((member) => cancelTurn(member.id)));
+          // Before the sessions: the worker agents' footprint (their workspaces) is read from their sessions.
+          const workerAgentIds = await removeWorkerAgentsOf(
+            scope,
+            team.map((member) => member.id),
+            { enqueueAgentPurge: (...args) => deps.workspaces.enqueueAgentPurge(...args), onAuditFailure },
+            { cause: "leader-session-deleted", leaderSessionId: sessionId },
+          );
           for (const member of [...team].reverse()) {
+            // A worker agent's sessions are already gone with it (cascade).
             await deleteSession(scope, member.id).catch((error: unknown) => {
               if ((error as { code?: string }).code !== "NOT_FOUND") throw error;
             });
@@ -167,7 +182,7 @@ export function createSessionService(deps: SessionServiceDeps) {
             const { jobId } = await deps.workspaces.enqueueSessionPurge(scope, { workspaceId, ...group });
             jobIds.push(jobId);
           }
-          return { sessionIds: team.map((member) => member.id), purgeJobIds: jobIds };
+          return { sessionIds: team.map((member) => member.id), purgeJobIds: jobIds, workerAgentIds };
         },
         onAuditFailure,
         (result) => ({ details: result }),
