@@ -7,6 +7,7 @@ import {
   ZAgentViewPage,
 } from "@/server/modules/agent/agent.schema";
 import { getAgentServices } from "@/server/modules/chat/chat.composition";
+import { ZPageInput } from "@/server/shared/page";
 
 const ZAgentTarget = ZTenantInput.extend({ agentId: z.string().min(1).max(200) });
 const agents = () => getAgentServices().agent;
@@ -24,12 +25,7 @@ export const agentRouter = createTRPCRouter({
     ),
 
   list: tenantProcedureFor("agent:read")
-    .input(
-      ZTenantInput.extend({
-        limit: z.number().int().min(1).max(200).optional(),
-        cursor: z.string().min(1).max(200).optional(),
-      }),
-    )
+    .input(ZTenantInput.extend(ZPageInput.shape))
     .output(ZAgentViewPage)
     .query(({ ctx, input }) => agents().list(ctx.scope, input)),
 

@@ -15,7 +15,7 @@ import {
   ZUpdateAgentInput,
 } from "@/server/modules/agent/agent.types";
 import { mergeModelConfig } from "@/server/modules/agent/model-config-patch";
-import type { Page } from "@/server/shared/page";
+import { type Page, pageArgs, paginate } from "@/server/shared/page";
 
 // The ciphertext column is never selected into a DTO; only `modelApiKeyEncrypted: { not: null }`
 // style checks and getAgentModelApiKey read it.
@@ -125,13 +125,11 @@ export async function listAgents(
     where: { tenantId: scope.tenantId },
     select: { ...agentSelect, modelApiKeyEncrypted: true },
     orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-    take: take + 1,
-    ...(options.cursor ? { cursor: { id: options.cursor }, skip: 1 } : {}),
+    ...pageArgs(take, options.cursor),
   });
-  const items = rows
-    .slice(0, take)
-    .map(({ modelApiKeyEncrypted, ...rest }) => toAgentDTO(rest, modelApiKeyEncrypted !== null));
-  return { items, nextCursor: rows.length > take ? (rows[take - 1]?.id ?? null) : null };
+  return paginate(rows, take, ({ modelApiKeyEncrypted, ...rest }) =>
+    toAgentDTO(rest, modelApiKeyEncrypted !== null),
+  );
 }
 
 /**

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ZPageOf } from "@/server/shared/page";
 import {
   ZAgentDTO,
   ZAgentModelConfig,
@@ -71,4 +72,4 @@ export type TAgentUpdateRequest = z.input<typeof ZAgentUpdateRequest>;
 /** What the API returns for an agent: never the key (nor its ciphertext), only whether one is stored. */
 export const ZAgentView = ZAgentDTO.extend({ hasApiKey: z.boolean() });
 export type AgentView = z.infer<typeof ZAgentView>;
-export const ZAgentViewPage = z.object({ items: z.array(ZAgentView), nextCursor: z.string().nullable() });
+export const ZAgentViewPage = ZPageOf(ZAgentView);

@@ -2,7 +2,7 @@ import { parseInput } from "@/server/shared/parse-input";
 import type { Prisma } from "@/generated/prisma/client";
 import { type DbClient, getDb, pageSize } from "@/server/db";
 import { actorLabel, actorOfScope, type TenantScope } from "@/server/auth/scope";
-import type { Page } from "@/server/shared/page";
+import { type Page, pageArgs, paginate } from "@/server/shared/page";
 import type { TPurgeTargetType } from "@/server/modules/audit/audit.types";
 import {
   type AuditLogDTO,
@@ -79,10 +79,9 @@ export async function listAuditLogs(
     },
     select: auditSelect,
     orderBy: [{ at: "desc" }, { id: "desc" }],
-    take: take + 1,
-    ...(options.cursor ? { cursor: { id: options.cursor }, skip: 1 } : {}),
+    ...pageArgs(take, options.cursor),
   });
-  return { items: rows.slice(0, take), nextCursor: rows.length > take ? (rows[take - 1]?.id ?? null) : null };
+  return paginate(rows, take);
 }
 
 // --------------------------------------------------------------------------------- purge receipts

@@ -4,7 +4,7 @@ import { Prisma } from "@/generated/prisma/client";
 import { type DbClient, getDb, pageSize } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import { AppError } from "@/server/shared/errors";
-import type { Page } from "@/server/shared/page";
+import { type Page, pageArgs, paginate } from "@/server/shared/page";
 import {
   type ChatMessageDTO,
   type SessionDTO,
@@ -114,10 +114,9 @@ export async function listSessions(
     },
     select: sessionSelect,
     orderBy: [{ updatedAt: "desc" }, { id: "desc" }],
-    take: take + 1,
-    ...(options.cursor ? { cursor: { id: options.cursor }, skip: 1 } : {}),
+    ...pageArgs(take, options.cursor),
   });
-  return { items: rows.slice(0, take), nextCursor: rows.length > take ? (rows[take - 1]?.id ?? null) : null };
+  return paginate(rows, take);
 }
 
 /** Renames or changes status. The workspace id cannot be changed (and a DB trigger refuses it). */

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ZPageInput } from "@/server/shared/page";
 
 export const ZSessionCreateRequest = z.object({
   agentId: z.string().min(1).max(200),
@@ -11,9 +12,7 @@ export const ZSessionCreateRequest = z.object({
 });
 export type TSessionCreateRequest = z.input<typeof ZSessionCreateRequest>;
 
-export const ZSessionListRequest = z.object({
+export const ZSessionListRequest = ZPageInput.extend({
   agentId: z.string().min(1).max(200).optional(),
   workspaceId: z.string().min(1).max(200).optional(),
-  limit: z.number().int().min(1).max(200).optional(),
-  cursor: z.string().min(1).max(200).optional(),
 });

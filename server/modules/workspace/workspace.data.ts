@@ -3,7 +3,7 @@ import { Prisma } from "@/generated/prisma/client";
 import { type DbClient, getDb, isUniqueViolation, pageSize } from "@/server/db";
 import { actorLabel, type TenantScope } from "@/server/auth/scope";
 import { AppError } from "@/server/shared/errors";
-import type { Page } from "@/server/shared/page";
+import { type Page, pageArgs, paginate } from "@/server/shared/page";
 import {
   canTransitionWorkspace,
   EVENT_FOR_STATE,
@@ -120,13 +120,9 @@ export async function listWorkspaces(
     },
     select: workspaceSelect(),
     orderBy: [{ updatedAt: "desc" }, { id: "desc" }],
-    take: take + 1,
-    ...(options.cursor ? { cursor: { id: options.cursor }, skip: 1 } : {}),
+    ...pageArgs(take, options.cursor),
   });
-  return {
-    items: rows.slice(0, take).map(toWorkspaceDTO),
-    nextCursor: rows.length > take ? (rows[take - 1]?.id ?? null) : null,
-  };
+  return paginate(rows, take, toWorkspaceDTO);
 }
 
 /**
