@@ -7,9 +7,9 @@ import type { WorkspaceLeaseDTO } from "@/server/modules/workspace/workspace.typ
 /**
  * Lifecycle queries that need row locks or cross-tenant reads (workers, the sweeper, reconcile), next to
  * H4's workspace.data.ts. Leases live in Postgres (not Redis) because the sweeper's "idle and unleased →
- * STOPPING" decision must be atomic with lease acquisition: both lock the workspace row (FOR UPDATE vs
- * FOR SHARE), so a lease taken a microsecond before the sweep is always seen, and a lease can never be
- * granted on a workspace the sweeper has just begun to stop without the caller seeing STOPPING.
+ * STOPPING" decision must be atomic with lease acquisition: both lock the workspace row (FOR UPDATE), so a
+ * lease taken a microsecond before the sweep is always seen, and a lease can never be granted on a
+ * workspace the sweeper has just begun to stop without the caller seeing STOPPING.
  */
 
 export type WorkspaceRecord = {
@@ -88,7 +88,7 @@ export async function stopIfIdle(
   db = getDb(),
 ): Promise<SweepDecision> {
   return db.$transaction(async (tx) => {
-    const row = await lockWorkspace(tx, scope, workspaceId, "UPDATE");
+    const row = await lockWorkspace(tx, scope, workspaceId);
     if (!row) return { outcome: "skipped", why: "not found" };
     if (row.state !== "READY") return { outcome: "skipped", why: `state ${row.state}` };
     if (row.lastActivityAt && row.lastActivityAt >= options.idleBefore) {
@@ -121,8 +121,10 @@ export async function stopIfIdle(
 }
 
 /**
- * Takes (or renews) `holder`'s lease under a shared row lock, bumps the activity clock and records why.
+ * Takes (or renews) `holder`'s lease under the row lock, bumps the activity clock and records why.
  * Returns the state the workspace is in, so the caller knows whether it must (re)provision.
+ * FOR UPDATE, not FOR SHARE: the activity bump writes the row, and concurrent holders of a shared lock
+ * that all upgrade to write deadlock (Postgres aborts all but one: concurrent chat turns failed).
  */
 export async function acquireLeaseLocked(
   scope: TenantScope,
@@ -131,7 +133,7 @@ export async function acquireLeaseLocked(
   db = getDb(),
 ): Promise<{ lease: WorkspaceLeaseDTO; state: WorkspaceState }> {
   return db.$transaction(async (tx) => {
-    const row = await lockWorkspace(tx, scope, workspaceId, "SHARE");
+    const row = await lockWorkspace(tx, scope, workspaceId);
     if (!row) throw notFound(workspaceId);
     if (row.state === "PURGED") {
       throw new AppError("CONFLICT", `workspace ${workspaceId} is purged`, {
@@ -171,7 +173,7 @@ export async function transitionFrom(
   db = getDb(),
 ): Promise<WorkspaceState> {
   return db.$transaction(async (tx) => {
-    const row = await lockWorkspace(tx, scope, workspaceId, "UPDATE");
+    const row = await lockWorkspace(tx, scope, workspaceId);
     if (!row) throw notFound(workspaceId);
     if (!change.from.includes(row.state)) {
       throw new AppError(
@@ -207,16 +209,10 @@ async function lockWorkspace(
   tx: Prisma.TransactionClient,
   scope: TenantScope,
   workspaceId: string,
-  mode: "UPDATE" | "SHARE",
 ): Promise<LockedRow | null> {
-  const rows =
-    mode === "UPDATE"
-      ? await tx.$queryRaw<{ state: WorkspaceState; last_activity_at: Date | null }[]>`
-          SELECT state, last_activity_at FROM workspaces
-          WHERE id = ${workspaceId} AND tenant_id = ${scope.tenantId} FOR UPDATE`
-      : await tx.$queryRaw<{ state: WorkspaceState; last_activity_at: Date | null }[]>`
-          SELECT state, last_activity_at FROM workspaces
-          WHERE id = ${workspaceId} AND tenant_id = ${scope.tenantId} FOR SHARE`;
+  const rows = await tx.$queryRaw<{ state: WorkspaceState; last_activity_at: Date | null }[]>`
+    SELECT state, last_activity_at FROM workspaces
+    WHERE id = ${workspaceId} AND tenant_id = ${scope.tenantId} FOR UPDATE`;
   const row = rows[0];
   return row ? { state: row.state, lastActivityAt: row.last_activity_at } : null;
 }
