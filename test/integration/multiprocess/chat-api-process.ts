@@ -1,0 +1,79 @@
+/**
+ * A web replica for the multi-process chat test: the process-wide composition a Next.js server builds
+ * (getApiComposition → runtime, the app router whose `chat` procedures use getAgentServices() over
+ * getEngine()), called in-process through the tRPC caller. Prints "ready", waits for a "go" line on stdin,
+ * then runs one real `chat.send` turn for each session of MP_SESSION_IDS (comma-separated) at once, drains
+ * every event stream to its end and prints one JSON line: a summary per session.
+ */
+import { createInterface } from "node:readline";
+import { getApiComposition } from "@/server/api/composition";
+import { createContextInner } from "@/server/api/context";
+import { createCaller } from "@/server/api/root";
+import type { RequestPrincipal } from "@/server/auth/resolve";
+import { disconnectDb } from "@/server/db";
+import { getEngine } from "@/server/engine/engine";
+import { closeAgentServices } from "@/server/modules/chat/chat.composition";
+import type { TChatTurnEvent } from "@/server/modules/chat/chat.schema";
+import { getQueues } from "@/server/queue/queues";
+
+export type TurnSummary = {
+  sessionId: string;
+  /** The `done` event's status, or null when the stream ended without one (or the call threw). */
+  status: string | null;
+  /** The event types in order (a completed tool turn: tool-call, tool-result, text-delta…, done). */
+  types: string[];
+  toolResults: { toolName: string; isError: boolean; output: string }[];
+  errors: string[];
+};
+
+const tenantId = process.env.MP_TENANT_ID!;
+const sessionIds = process.env.MP_SESSION_IDS!.split(",");
+// The signed-in owner, as the auth middleware would have resolved it from the request's cookie; the tenant
+// gate still reads the membership from the database on every call.
+const principal: RequestPrincipal = {
+  kind: "user",
+  userId: process.env.MP_USER_ID!,
+  email: process.env.MP_USER_EMAIL!,
+  name: "owner",
+  authSessionId: "multiprocess-test",
+};
+const { runtime } = getApiComposition();
+
+async function runTurn(sessionId: string): Promise<TurnSummary> {
+  // One context per call, as each HTTP request gets its own.
+  const caller = createCaller(createContextInner({ runtime, principal }));
+  const summary: TurnSummary = { sessionId, status: null, types: [], toolResults: [], errors: [] };
+  try {
+    const events: AsyncIterable<TChatTurnEvent> = await caller.chat.send({
+      tenantId,
+      sessionId,
+      message: `turn for ${sessionId}`,
+    });
+    for await (const event of events) {
+      summary.types.push(event.type);
+      if (event.type === "done") summary.status = event.status;
+      if (event.type === "error") summary.errors.push(`${event.code}: ${event.message}`);
+      if (event.type === "tool-result") {
+        const { toolName, isError, output } = event;
+        summary.toolResults.push({ toolName, isError, output });
+      }
+    }
+  } catch (error) {
+    summary.errors.push(`send threw: ${String(error)}`);
+  }
+  return summary;
+}
+
+process.stdout.write("ready\n");
+const lines = createInterface({ input: process.stdin });
+for await (const line of lines) {
+  if (line.trim() !== "go") continue;
+  const summaries = await Promise.all(sessionIds.map(runTurn));
+  process.stdout.write(`${JSON.stringify(summaries)}\n`);
+  break;
+}
+await closeAgentServices();
+await getEngine().close();
+await getQueues().close();
+await disconnectDb();
+process.exit(0);
