@@ -86,37 +86,28 @@ const workspaceSelect = () =>
 export function createBareHandler(deps: BareDeps) {
   const { db } = deps;
 
-  /** better-auth's verify (lookup by hash, two updates) then Berth's gate reads, as statements. */
+  /** Berth's key check (lookup by hash, last use at most once a minute) then its one-statement tenant gate. */
   async function authenticate(req: IncomingMessage): Promise<Caller | null> {
     const bearer = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "")?.[1];
     if (!bearer) return null;
-    const key = await db.apiKey.findFirst({
+    const key = await db.apiKey.findUnique({
       where: { key: createHash("sha256").update(bearer).digest("base64url") },
+      select: { ...gateKeySelect, configId: true, lastUsedAt: true },
     });
-    if (!key || key.enabled === false) return null;
+    if (!key || key.enabled === false || key.revokedAt) return null;
     const now = new Date();
-    await db.apiKey.update({ where: { id: key.id }, data: { lastUsedAt: now, updatedAt: now } });
-    await db.apiKey.update({ where: { id: key.id }, data: { updatedAt: new Date() } });
-    const gate = await db.apiKey.findFirst({ where: { id: key.id }, select: gateKeySelect });
-    if (!gate || gate.revokedAt) return null;
-    const tenantRef = gate.tenantId;
-    const tenant = await db.tenant.findFirst({
-      where: { OR: [{ id: tenantRef }, { slug: tenantRef }] },
-      select: { id: true },
-    });
-    const again = await db.apiKey.findFirst({ where: { id: key.id }, select: gateKeySelect });
-    if (!tenant || again?.tenantId !== tenant.id) return null;
-    if (again.createdByUserId) {
-      const creator = await db.membership.findFirst({
-        where: {
-          userId: again.createdByUserId,
-          tenant: { OR: [{ id: tenant.id }, { slug: tenant.id }] },
-        },
-        select: { tenantId: true, role: true, tenant: { select: { slug: true } } },
-      });
-      if (!creator) return null;
+    if (!key.lastUsedAt || now.getTime() - key.lastUsedAt.getTime() >= 60_000) {
+      await db.apiKey.updateMany({ where: { id: key.id }, data: { lastUsedAt: now } });
     }
-    return { tenantId: tenant.id, userId: again.createdByUserId, apiKeyId: again.id };
+    const rows = await db.$queryRaw<{ tenant_id: string; creator_role: string | null; ok: boolean }[]>`
+      SELECT k.tenant_id, m.role::text AS creator_role, (t.id = ${key.tenantId} OR t.slug = ${key.tenantId}) AS ok
+        FROM api_keys k
+        JOIN tenants t ON t.id = k.tenant_id
+        LEFT JOIN memberships m ON m.tenant_id = k.tenant_id AND m.user_id = k.created_by_user_id
+       WHERE k.id = ${key.id}`;
+    const gate = rows[0];
+    if (!gate?.ok || (key.createdByUserId && !gate.creator_role)) return null;
+    return { tenantId: gate.tenant_id, userId: key.createdByUserId, apiKeyId: key.id };
   }
 
   async function createSession(caller: Caller, agentId: string) {

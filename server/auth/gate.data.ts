@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { type DbClient, getDb } from "@/server/db";
 import type { TenantRole } from "@/server/auth/roles";
 
@@ -34,27 +35,8 @@ export async function findApiKeyForGate(
   apiKeyId: string,
   db: DbClient = getDb(),
 ): Promise<GateApiKey | null> {
-  const row = await db.apiKey.findFirst({
-    where: { id: apiKeyId },
-    select: {
-      id: true,
-      tenantId: true,
-      role: true,
-      createdByUserId: true,
-      enabled: true,
-      revokedAt: true,
-      expiresAt: true,
-    },
-  });
-  if (!row) return null;
-  const expired = row.expiresAt !== null && row.expiresAt.getTime() <= Date.now();
-  return {
-    id: row.id,
-    tenantId: row.tenantId,
-    role: row.role,
-    createdByUserId: row.createdByUserId,
-    usable: row.enabled !== false && row.revokedAt === null && !expired,
-  };
+  const row = await db.apiKey.findFirst({ where: { id: apiKeyId }, select: gateKeySelect });
+  return row ? toGateApiKey(row) : null;
 }
 
 /** The tenant id for an id or slug, or null. */
@@ -67,4 +49,115 @@ export async function findTenantIdForGate(
     select: { id: true },
   });
   return row?.id ?? null;
+}
+
+const gateKeySelect = {
+  id: true,
+  tenantId: true,
+  role: true,
+  createdByUserId: true,
+  enabled: true,
+  revokedAt: true,
+  expiresAt: true,
+} as const;
+
+function toGateApiKey(row: {
+  id: string;
+  tenantId: string;
+  role: TenantRole;
+  createdByUserId: string | null;
+  enabled: boolean | null;
+  revokedAt: Date | null;
+  expiresAt: Date | null;
+}): GateApiKey {
+  const expired = row.expiresAt !== null && row.expiresAt.getTime() <= Date.now();
+  return {
+    id: row.id,
+    tenantId: row.tenantId,
+    role: row.role,
+    createdByUserId: row.createdByUserId,
+    usable: row.enabled !== false && row.revokedAt === null && !expired,
+  };
+}
+
+/** An API key by the hash stored for it (better-auth's api-key plugin's `key` column), with its last use. */
+export async function findApiKeyByHashForGate(
+  keyHash: string,
+  db: DbClient = getDb(),
+): Promise<(GateApiKey & { lastUsedAt: Date | null }) | null> {
+  const row = await db.apiKey.findUnique({
+    where: { key: keyHash },
+    select: { ...gateKeySelect, configId: true, lastUsedAt: true },
+  });
+  if (!row || row.configId !== "default") return null;
+  return { ...toGateApiKey(row), lastUsedAt: row.lastUsedAt };
+}
+
+/**
+ * What opening a tenant with an API key needs, read in ONE statement: the key, whether the tenant named
+ * by id or slug is the key's own, and the creator's current role there (null when the creator left).
+ */
+export type GateApiKeyTenant = GateApiKey & { tenantMatches: boolean; creatorRole: TenantRole | null };
+
+const ZRole = z.enum(["owner", "admin", "member", "viewer"]);
+const ZKeyTenantRow = z.object({
+  id: z.string(),
+  tenant_id: z.string(),
+  role: ZRole,
+  created_by_user_id: z.string().nullable(),
+  enabled: z.boolean().nullable(),
+  revoked_at: z.date().nullable(),
+  expires_at: z.date().nullable(),
+  tenant_matches: z.boolean(),
+  creator_role: ZRole.nullable(),
+});
+
+export async function findApiKeyTenantForGate(
+  apiKeyId: string,
+  tenantIdOrSlug: string,
+  db: DbClient = getDb(),
+): Promise<GateApiKeyTenant | null> {
+  const rows = await db.$queryRaw<unknown[]>`
+    SELECT k.id, k.tenant_id, k.role::text AS role, k.created_by_user_id, k.enabled, k.revoked_at,
+           k.expires_at, (t.id = ${tenantIdOrSlug} OR t.slug = ${tenantIdOrSlug}) AS tenant_matches,
+           m.role::text AS creator_role
+      FROM api_keys k
+      JOIN tenants t ON t.id = k.tenant_id
+      LEFT JOIN memberships m ON m.tenant_id = k.tenant_id AND m.user_id = k.created_by_user_id
+     WHERE k.id = ${apiKeyId}`;
+  if (rows.length === 0) return null;
+  const row = ZKeyTenantRow.parse(rows[0]);
+  return {
+    ...toGateApiKey({
+      id: row.id,
+      tenantId: row.tenant_id,
+      role: row.role,
+      createdByUserId: row.created_by_user_id,
+      enabled: row.enabled,
+      revokedAt: row.revoked_at,
+      expiresAt: row.expires_at,
+    }),
+    tenantMatches: row.tenant_matches,
+    creatorRole: row.creator_role,
+  };
+}
+
+/**
+ * Records a key's use at `at` unless a concurrent request already recorded one within `granularityMs`:
+ * the condition makes racing requests write once, and the caller skips the statement entirely when the
+ * row it just read is recent enough.
+ */
+export async function touchApiKeyForGate(
+  apiKeyId: string,
+  at: Date,
+  granularityMs: number,
+  db: DbClient = getDb(),
+): Promise<void> {
+  await db.apiKey.updateMany({
+    where: {
+      id: apiKeyId,
+      OR: [{ lastUsedAt: null }, { lastUsedAt: { lt: new Date(at.getTime() - granularityMs) } }],
+    },
+    data: { lastUsedAt: at },
+  });
 }

@@ -1,7 +1,7 @@
 import { parseInput } from "@/server/shared/parse-input";
 import { isAPIError } from "better-auth/api";
 import type { BerthAuth } from "@/server/auth/auth";
-import { findApiKeyForGate } from "@/server/auth/gate.data";
+import { authenticateApiKey } from "@/server/auth/resolve";
 import { assertCan, canGrantRole } from "@/server/auth/policy";
 import type { TenantRole } from "@/server/auth/roles";
 import type { TenantScope } from "@/server/auth/scope";
@@ -83,15 +83,12 @@ export type VerifiedApiKey = {
 };
 
 /**
- * Checks a plain key with the plugin (hash lookup, enabled, expiry) and records its last use.
- * Returns null for an unknown, revoked or expired key. Request authentication goes through
- * `resolveRequestPrincipal`, which uses the same plugin endpoint.
+ * Checks a plain key exactly as request authentication does (hash lookup, enabled, not revoked, not
+ * expired) and records its last use. Returns null for an unknown, revoked or expired key.
  */
-export async function verifyApiKey(auth: BerthAuth, plainKey: string): Promise<VerifiedApiKey | null> {
-  const result = await auth.api.verifyApiKey({ body: { key: plainKey } });
-  if (!result.valid || !result.key) return null;
-  const gate = await findApiKeyForGate(result.key.id);
-  if (!gate?.usable) return null;
+export async function verifyApiKey(plainKey: string): Promise<VerifiedApiKey | null> {
+  const gate = await authenticateApiKey(plainKey);
+  if (!gate) return null;
   return {
     apiKeyId: gate.id,
     tenantId: gate.tenantId,

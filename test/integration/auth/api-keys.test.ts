@@ -46,7 +46,7 @@ describe("tenant API keys (better-auth API-key plugin) as Bearer tokens", () => 
 
   it("verifies, records last use, and authenticates requests as the key's tenant", async () => {
     const { apiKey, plainKey } = await createApiKey(testAuth(), t.scope, { name: "client", role: "admin" });
-    const verified = await verifyApiKey(testAuth(), plainKey);
+    const verified = await verifyApiKey(plainKey);
     expect(verified).toEqual({
       apiKeyId: apiKey.id,
       tenantId: t.tenantId,
@@ -71,7 +71,7 @@ describe("tenant API keys (better-auth API-key plugin) as Bearer tokens", () => 
   });
 
   it("rejects unknown and malformed keys with UNAUTHORIZED", async () => {
-    expect(await verifyApiKey(testAuth(), "berth_not-a-real-key-at-all-000000000000")).toBeNull();
+    expect(await verifyApiKey("berth_not-a-real-key-at-all-000000000000")).toBeNull();
     await expectAppError(
       resolveRequestPrincipal(testAuth(), bearer("berth_not-a-real-key-000000000000000")),
       "UNAUTHORIZED",
@@ -87,12 +87,38 @@ describe("tenant API keys (better-auth API-key plugin) as Bearer tokens", () => 
     const principal = await resolveRequestPrincipal(testAuth(), bearer(plainKey));
     const revoked = await revokeApiKey(t.scope, apiKey.id);
     expect(revoked.revokedAt).toBeInstanceOf(Date);
-    expect(await verifyApiKey(testAuth(), plainKey)).toBeNull();
+    expect(await verifyApiKey(plainKey)).toBeNull();
     await expectAppError(resolveRequestPrincipal(testAuth(), bearer(plainKey)), "UNAUTHORIZED");
     // A principal resolved before the revocation cannot mint a scope afterwards either.
     await expectAppError(resolveTenantScope(principal!, t.tenantId), "FORBIDDEN");
     expect((await listApiKeys(t.scope)).map((k) => k.id)).not.toContain(apiKey.id);
     expect((await listApiKeys(t.scope, { includeRevoked: true })).map((k) => k.id)).toContain(apiKey.id);
+  });
+
+  it("an expired or disabled key is refused but kept (the plugin would delete an expired one)", async () => {
+    const { apiKey, plainKey } = await createApiKey(testAuth(), t.scope, { name: "expiring" });
+    await getDb().apiKey.update({
+      where: { id: apiKey.id },
+      data: { expiresAt: new Date(Date.now() - 1000) },
+    });
+    await expectAppError(resolveRequestPrincipal(testAuth(), bearer(plainKey)), "UNAUTHORIZED");
+    expect(await verifyApiKey(plainKey)).toBeNull();
+    await getDb().apiKey.update({ where: { id: apiKey.id }, data: { expiresAt: null, enabled: false } });
+    await expectAppError(resolveRequestPrincipal(testAuth(), bearer(plainKey)), "UNAUTHORIZED");
+    expect(await getDb().apiKey.count({ where: { id: apiKey.id } })).toBe(1);
+  });
+
+  it("records last use at most once a minute, so requests do not each write the key row", async () => {
+    const { apiKey, plainKey } = await createApiKey(testAuth(), t.scope, { name: "busy" });
+    await resolveRequestPrincipal(testAuth(), bearer(plainKey));
+    const first = (await getApiKey(t.scope, apiKey.id)).lastUsedAt!;
+    await Promise.all(Array.from({ length: 5 }, () => resolveRequestPrincipal(testAuth(), bearer(plainKey))));
+    expect((await getApiKey(t.scope, apiKey.id)).lastUsedAt).toEqual(first);
+
+    const stale = new Date(Date.now() - 2 * 60_000);
+    await getDb().apiKey.update({ where: { id: apiKey.id }, data: { lastUsedAt: stale } });
+    await resolveRequestPrincipal(testAuth(), bearer(plainKey));
+    expect((await getApiKey(t.scope, apiKey.id)).lastUsedAt!.getTime()).toBeGreaterThan(stale.getTime());
   });
 
   it("a key only opens its own tenant", async () => {
