@@ -3,9 +3,10 @@ import type { Redis } from "ioredis";
 import { enqueue } from "@/server/queue/enqueue";
 import { getQueues } from "@/server/queue/queues";
 import { getRedis, redisKey } from "@/server/redis";
-import { AppError } from "@/server/shared/errors";
-import { insertBufferedAuditEntries } from "./audit-buffer.data";
+import { AppError, isAppError } from "@/server/shared/errors";
+import { resolveSystemTenantScope } from "@/server/auth/resolve";
 import { actorOfScope, type TenantScope } from "@/server/auth/scope";
+import { appendAuditLogs } from "./audit.data";
 import { ZBufferedAuditEntry, type TBufferedAuditEntry } from "./audit-buffer.schema";
 import { ZAuditEntryInput, type TAuditEntryInput } from "./audit.types";
 
@@ -83,7 +84,7 @@ return 0`;
 export type FlushDeps = {
   redis: Redis;
   redisPrefix: string;
-  /** Inserts entries, skipping ids that already exist; returns the rows inserted. Default: the AuditLog table. */
+  /** Inserts entries, skipping ids that already exist; returns the rows inserted. Default: writeBufferedAuditEntries. */
   writeEntries?: (entries: TBufferedAuditEntry[]) => Promise<number>;
   onInvalidEntry?: (raw: string, reason: string) => void;
   batchSize?: number;
@@ -107,11 +108,42 @@ export async function flushAuditBuffer(deps: FlushDeps): Promise<{ written: numb
       if (parsed.success) entries.push(parsed.data);
       else deps.onInvalidEntry?.(line.slice(0, 200), parsed.error.message);
     }
-    if (entries.length > 0) written += await (deps.writeEntries ?? insertBufferedAuditEntries)(entries);
+    if (entries.length > 0) written += await (deps.writeEntries ?? writeBufferedAuditEntries)(entries);
     await deps.redis.eval(ACK_SCRIPT, 1, keys[1]!, raw[0]!);
     batches += 1;
   }
   return { written, batches };
+}
+
+/**
+ * Writes claimed entries through `appendAuditLogs`, one call per tenant, each entry with the id it was given
+ * when buffered (so a retry inserts nothing twice). Entries of a tenant that no longer exists are dropped:
+ * its audit rows were cascaded away, and writing them would fail the batch forever. Returns rows inserted.
+ */
+export async function writeBufferedAuditEntries(entries: TBufferedAuditEntry[]): Promise<number> {
+  const byTenant = new Map<string, TBufferedAuditEntry[]>();
+  for (const entry of entries) {
+    const group = byTenant.get(entry.tenantId);
+    if (group) group.push(entry);
+    else byTenant.set(entry.tenantId, [entry]);
+  }
+  let written = 0;
+  for (const [tenantId, group] of byTenant) {
+    const scope = await resolveSystemTenantScope(tenantId).catch((error: unknown) => {
+      if (isAppError(error) && error.code === "NOT_FOUND") return null;
+      throw error;
+    });
+    if (!scope) continue;
+    written += await appendAuditLogs(
+      scope,
+      group.map(({ tenantId: _tenant, actorType, actorId, ...entry }) => ({
+        ...entry,
+        // The actor was fixed when the action happened, not the flush's system scope.
+        actor: { type: actorType, id: actorId },
+      })),
+    );
+  }
+  return written;
 }
 
 function safeJson(line: string): unknown {

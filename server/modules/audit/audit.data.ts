@@ -7,8 +7,8 @@ import type { TPurgeTargetType } from "@/server/modules/audit/audit.types";
 import {
   type AuditLogDTO,
   type PurgeReceiptDTO,
-  type TAuditEntryInput,
-  ZAuditEntryInput,
+  type TAuditRowInput,
+  ZAuditRowInput,
 } from "@/server/modules/audit/audit.types";
 
 const auditSelect = {
@@ -25,10 +25,11 @@ const auditSelect = {
   at: true,
 } satisfies Prisma.AuditLogSelect;
 
-function toAuditRow(scope: TenantScope, raw: TAuditEntryInput): Prisma.AuditLogCreateManyInput {
-  const entry = parseInput(ZAuditEntryInput, raw);
+function toAuditRow(scope: TenantScope, raw: TAuditRowInput): Prisma.AuditLogCreateManyInput {
+  const entry = parseInput(ZAuditRowInput, raw);
   const actor = entry.actor ?? actorOfScope(scope);
   return {
+    ...(entry.id ? { id: entry.id } : {}),
     tenantId: scope.tenantId,
     actorType: actor.type,
     actorId: actor.id,
@@ -46,20 +47,25 @@ function toAuditRow(scope: TenantScope, raw: TAuditEntryInput): Prisma.AuditLogC
 /** Appends one audit entry. Pass the transaction client to record it atomically with the change. */
 export async function appendAuditLog(
   scope: TenantScope,
-  entry: TAuditEntryInput,
+  entry: TAuditRowInput,
   db: DbClient = getDb(),
 ): Promise<void> {
   await db.auditLog.create({ data: toAuditRow(scope, entry), select: { id: true } });
 }
 
-/** Appends many entries of one tenant (the audit-flush job). Returns how many were written. */
+/**
+ * Appends many entries of one tenant (the audit buffer's flush). Entries whose caller-supplied id is already
+ * in the table are skipped, so a flush retried after a partial write never duplicates a row. Returns how
+ * many rows were inserted. Throws BAD_REQUEST (writing nothing) when any entry is invalid.
+ */
 export async function appendAuditLogs(
   scope: TenantScope,
-  entries: TAuditEntryInput[],
+  entries: TAuditRowInput[],
   db: DbClient = getDb(),
 ): Promise<number> {
   if (entries.length === 0) return 0;
-  const { count } = await db.auditLog.createMany({ data: entries.map((e) => toAuditRow(scope, e)) });
+  const data = entries.map((entry) => toAuditRow(scope, entry));
+  const { count } = await db.auditLog.createMany({ data, skipDuplicates: true });
   return count;
 }
 

@@ -20,6 +20,13 @@ export const ZAuditEntryInput = z.object({
 });
 export type TAuditEntryInput = z.input<typeof ZAuditEntryInput>;
 
+/**
+ * An entry as written to the table: optionally with its id fixed by the caller (the audit buffer mints it
+ * when the action happens), so writing the same entry twice (a retried flush) inserts it once.
+ */
+export const ZAuditRowInput = ZAuditEntryInput.extend({ id: z.uuid().optional() });
+export type TAuditRowInput = z.input<typeof ZAuditRowInput>;
+
 export const ZAuditLogDTO = z.object({
   id: z.string(),
   actorType: z.enum(AUDIT_ACTOR_TYPES),

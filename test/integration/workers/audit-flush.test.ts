@@ -4,11 +4,12 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { mintTenantScope } from "@/server/auth/scope";
 import type { RedisConfig } from "@/server/config/redis";
 import { getDb } from "@/server/db";
-import { insertBufferedAuditEntries } from "@/server/modules/audit/audit-buffer.data";
+import { appendAuditLogs } from "@/server/modules/audit/audit.data";
 import {
   flushAuditBuffer,
   pendingAuditEntries,
   recordAudit,
+  writeBufferedAuditEntries,
   type AuditBufferDeps,
 } from "@/server/modules/audit/audit-buffer.service";
 import { jobCatalog, type BerthJobCatalog } from "@/server/queue/catalog";
@@ -102,7 +103,7 @@ describe("audit.flush end to end (real Redis, Postgres and workers)", () => {
       redis: connection,
       redisPrefix: redis.prefix,
       writeEntries: async (entries) => {
-        await insertBufferedAuditEntries(entries);
+        await writeBufferedAuditEntries(entries);
         throw new Error("worker killed after the insert, before the acknowledgement");
       },
     });
@@ -116,6 +117,53 @@ describe("audit.flush end to end (real Redis, Postgres and workers)", () => {
     });
     expect(rows.map((r) => r.action).sort()).toEqual(["retry.test.1", "retry.test.2", "retry.test.3"]);
     expect(await pendingAuditEntries(connection, redis.prefix)).toBe(0);
+  });
+
+  it("a flush that crashed after writing part of a batch is retried: the rest is written, nothing twice", async () => {
+    const deps = { ...apiDeps(), requestFlush: () => Promise.resolve() };
+    const ids: string[] = [];
+    for (const n of [1, 2, 3]) {
+      ids.push(
+        (await recordAudit(tenant.scope, { action: `partial.test.${n}`, outcome: "success" }, deps)).id,
+      );
+    }
+    const crashMidway = flushAuditBuffer({
+      redis: connection,
+      redisPrefix: redis.prefix,
+      writeEntries: async (entries) => {
+        await writeBufferedAuditEntries(entries.slice(0, 1));
+        throw new Error("worker killed after the first insert");
+      },
+    });
+    await expect(crashMidway).rejects.toThrow(/worker killed/);
+
+    const retry = await flushAuditBuffer({ redis: connection, redisPrefix: redis.prefix });
+    expect(retry.written).toBe(2);
+    const rows = await getDb().auditLog.findMany({
+      where: { tenantId: tenant.tenantId, action: { startsWith: "partial.test." } },
+      orderBy: { action: "asc" },
+    });
+    expect(rows.map((row) => row.id)).toEqual(ids);
+    expect(rows.every((row) => row.actorType === "user" && row.actorId === tenant.owner.id)).toBe(true);
+    expect(await pendingAuditEntries(connection, redis.prefix)).toBe(0);
+  });
+
+  it("appendAuditLogs keeps caller-supplied ids, skips ones already written, and rejects an invalid batch whole", async () => {
+    const [a, b] = [crypto.randomUUID(), crypto.randomUUID()];
+    const entry = (id: string) => ({ id, action: "direct.append", outcome: "success" as const });
+    expect(await appendAuditLogs(tenant.scope, [entry(a)])).toBe(1);
+    expect(await appendAuditLogs(tenant.scope, [entry(a), entry(b)])).toBe(1);
+    expect(
+      (await getDb().auditLog.findMany({ where: { action: "direct.append" }, select: { id: true } }))
+        .map((row) => row.id)
+        .sort(),
+    ).toEqual([a, b].sort());
+
+    const c = crypto.randomUUID();
+    await expect(appendAuditLogs(tenant.scope, [entry(c), entry("not-a-uuid")])).rejects.toMatchObject({
+      code: "BAD_REQUEST",
+    });
+    expect(await getDb().auditLog.count({ where: { id: c } })).toBe(0);
   });
 
   it("drops entries of a deleted tenant instead of blocking the buffer", async () => {
