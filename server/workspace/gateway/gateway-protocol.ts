@@ -12,7 +12,13 @@ import type { McpScope } from "@/server/workspace/mcp/types";
  * - Bodies are MCP's own shapes (Tool, CallToolResult) instead of the reference's Python dumps.
  */
 
-export const GATEWAY_PROTOCOL_VERSION = 1;
+/**
+ * 2: adds the `/files/*` endpoints (workspace file operations, see ZGatewayFileOp). A host must not call them
+ * on a gateway that reports an older protocol: an old gateway answers them 404, which reads like a missing file.
+ */
+export const GATEWAY_PROTOCOL_VERSION = 2;
+/** The first protocol with the file endpoints. */
+export const GATEWAY_FILES_PROTOCOL = 2;
 
 export const ZGatewayHealth = z.object({
   status: z.literal("ok"),
@@ -70,6 +76,63 @@ export const gatewayPaths = {
     `/mcps/${encodeURIComponent(name)}/tools/${encodeURIComponent(tool)}?${scopeQuery(scope)}`,
 };
 
+/**
+ * File endpoints (protocol ≥ 2). Paths are absolute paths inside the sandbox, passed as query parameters;
+ * operations run as the workspace user and raise the errors the backend port documents (the error body's
+ * `code` is the AppError code). `read` answers with the raw bytes (200) and `write` takes them as the
+ * request body, sent only after `Expect: 100-continue` was answered, so a refused write consumes nothing.
+ */
+export const ZGatewayFileOp = z.enum([
+  "read",
+  "write",
+  "stat",
+  "list",
+  "mkdir",
+  "remove",
+  "move",
+  "realpath",
+]);
+export type TGatewayFileOp = z.infer<typeof ZGatewayFileOp>;
+export const FILE_OP_METHODS: Record<TGatewayFileOp, "GET" | "POST" | "PUT"> = {
+  read: "GET",
+  write: "PUT",
+  stat: "GET",
+  list: "GET",
+  mkdir: "POST",
+  remove: "POST",
+  move: "POST",
+  realpath: "GET",
+};
+export const ZGatewayWriteMode = z.enum(["replace", "append", "exclusive"]);
+
+const ZFileType = z.enum(["file", "directory", "symlink", "other"]);
+export const ZGatewayFileStat = z.object({
+  type: ZFileType,
+  size: z.number(),
+  mtimeMs: z.number(),
+  mode: z.number().int(),
+});
+export const ZGatewayStatResponse = z.object({ stat: ZGatewayFileStat.nullable() });
+export const ZGatewayListResponse = z.object({
+  entries: z.array(
+    z.object({
+      name: z.string(),
+      type: ZFileType,
+      size: z.number().nullable(),
+      mtimeMs: z.number().nullable(),
+    }),
+  ),
+});
+export const ZGatewayRealpathResponse = z.object({ path: z.string().nullable() });
+/** Set in an error body's `details` when the file service itself (not the file) is unavailable. */
+export const FILE_SERVICE_DOWN = "fileServiceDown";
+
+export function fileOpPath(op: TGatewayFileOp, params: Record<string, string | number | undefined>): string {
+  const query = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) if (value !== undefined) query.set(key, String(value));
+  return `/files/${op}?${query.toString()}`;
+}
+
 /** Environment variables the gateway reads at start (its composition root is gateway-main.ts). */
 export const GATEWAY_ENV = {
   /** `unix:/abs/path.sock` or `tcp:127.0.0.1:5600`. */
@@ -84,4 +147,6 @@ export const GATEWAY_ENV = {
   mcpHome: "BERTH_GATEWAY_MCP_HOME",
   /** Default cwd of stdio MCP servers. */
   workdir: "BERTH_GATEWAY_WORKDIR",
+  /** "files" in the unprivileged child that serves the file endpoints (see file-worker.ts). */
+  role: "BERTH_GATEWAY_ROLE",
 } as const;

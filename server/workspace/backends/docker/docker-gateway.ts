@@ -6,8 +6,9 @@ import { z } from "zod";
 import { AppError } from "@/server/shared/errors";
 import { GatewayClient, waitForGatewayHealthy } from "@/server/workspace/gateway/client/gateway-client";
 import { GatewayConnector } from "@/server/workspace/gateway/client/gateway-connector";
+import { GatewayFileClient } from "@/server/workspace/gateway/client/gateway-files";
 import { HttpGatewayTransport } from "@/server/workspace/gateway/client/gateway-transport";
-import { GATEWAY_ENV } from "@/server/workspace/gateway/gateway-protocol";
+import { GATEWAY_ENV, GATEWAY_FILES_PROTOCOL } from "@/server/workspace/gateway/gateway-protocol";
 import { CONTAINER_PATHS, type TDockerProviderConfig } from "./docker-config";
 import { runRootChore } from "./docker-exec";
 
@@ -17,6 +18,10 @@ export type RunningGateway = {
   /** Host path of the gateway's unix socket (inside the workspace's runtime dir). */
   socketPath: string;
   instanceNonce: string;
+  /** The protocol the gateway reported in its health answer. */
+  protocol: number;
+  /** Its file endpoints, or null when it is older than protocol 2 (file operations then stay on exec). */
+  files: GatewayFileClient | null;
 };
 
 /**
@@ -96,7 +101,7 @@ export async function startDockerGateway(
   await writeCredentials(hostRuntimeDir, { token, instanceNonce });
 
   const client = new GatewayClient(new HttpGatewayTransport({ socketPath }, token));
-  await waitForGatewayHealthy(client, instanceNonce, {
+  const health = await waitForGatewayHealthy(client, instanceNonce, {
     timeoutMs: config.gateway.startTimeoutMs,
     diagnostics: () => tailOf(hostLog),
   }).catch((error: unknown) => {
@@ -108,20 +113,22 @@ export async function startDockerGateway(
         })
       : error;
   });
-  return runningGateway(client, config, socketPath, instanceNonce);
+  return runningGateway(client, config, { socketPath, token, instanceNonce, protocol: health.protocol });
 }
 
 function runningGateway(
   client: GatewayClient,
   config: TDockerProviderConfig,
-  socketPath: string,
-  instanceNonce: string,
+  gateway: { socketPath: string; token: string; instanceNonce: string; protocol: number },
 ): RunningGateway {
+  const { socketPath, token, instanceNonce, protocol } = gateway;
   return {
     client,
     connector: new GatewayConnector(client, { defaultCallTimeoutMs: config.gateway.callTimeoutMs }),
     socketPath,
     instanceNonce,
+    protocol,
+    files: protocol >= GATEWAY_FILES_PROTOCOL ? new GatewayFileClient({ socketPath }, token) : null,
   };
 }
 
@@ -154,8 +161,9 @@ async function attachRunningGateway(
   if (!parsed?.success) return null;
   const { token, instanceNonce } = parsed.data;
   const client = new GatewayClient(new HttpGatewayTransport({ socketPath }, token));
-  if (!(await client.isHealthy(instanceNonce, 2_000))) return null;
-  return runningGateway(client, config, socketPath, instanceNonce);
+  const health = await client.healthOf(instanceNonce, 2_000);
+  if (!health) return null;
+  return runningGateway(client, config, { socketPath, token, instanceNonce, protocol: health.protocol });
 }
 
 function safeJson(raw: string): unknown {

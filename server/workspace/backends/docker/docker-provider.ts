@@ -178,6 +178,7 @@ export class DockerWorkspaceProvider {
       container,
       user: `${this.config.uid}:${this.config.gid}`,
       env: containerEnv(this.config),
+      files: gateway.files,
       onClose: () => stopContainer(this.docker, name, this.config.stopTimeoutSeconds),
     });
     return {

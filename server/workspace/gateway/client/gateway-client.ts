@@ -39,13 +39,18 @@ export class GatewayClient {
 
   /** True iff the gateway answers and is the instance started with `expectedNonce` (constant-time compare). */
   async isHealthy(expectedNonce: string, timeoutMs = 5_000): Promise<boolean> {
+    return (await this.healthOf(expectedNonce, timeoutMs)) !== null;
+  }
+
+  /** The health answer when the gateway answers and is the instance started with `expectedNonce`, else null. */
+  async healthOf(expectedNonce: string, timeoutMs = 5_000): Promise<TGatewayHealth | null> {
     try {
       const health = await this.health(timeoutMs);
       const actual = Buffer.from(health.instance_nonce);
       const expected = Buffer.from(expectedNonce);
-      return actual.length === expected.length && timingSafeEqual(actual, expected);
+      return actual.length === expected.length && timingSafeEqual(actual, expected) ? health : null;
     } catch {
-      return false;
+      return null;
     }
   }
 
@@ -101,25 +106,7 @@ export class GatewayClient {
   private async send<S extends z.ZodType>(request: GatewayRequest, schema: S): Promise<z.infer<S>> {
     const response = await this.transport.request(request);
     const text = response.body.toString("utf8");
-    if (response.status >= 400) {
-      let detail = text.slice(0, 500);
-      let code = codeForStatus(response.status);
-      let details: Record<string, unknown> = {};
-      try {
-        const parsed = ZGatewayErrorBody.safeParse(JSON.parse(text));
-        if (parsed.success) {
-          detail = parsed.data.detail;
-          if (parsed.data.code && parsed.data.code in APP_ERROR_CODES)
-            code = parsed.data.code as AppErrorCode;
-          details = parsed.data.details ?? {};
-        }
-      } catch {
-        // not JSON (e.g. the 401 text body): keep the raw text
-      }
-      throw new AppError(code, response.status === 401 ? `gateway HTTP 401: ${detail}` : detail, {
-        details: { ...details, gatewayStatus: response.status },
-      });
-    }
+    if (response.status >= 400) throw gatewayError(response.status, text);
     let json: unknown;
     try {
       json = JSON.parse(text);
@@ -132,6 +119,26 @@ export class GatewayClient {
     }
     return parsed.data;
   }
+}
+
+/** The AppError a gateway error answer stands for: its `code` when it sent one, else one for the status. */
+export function gatewayError(status: number, text: string): AppError {
+  let detail = text.slice(0, 500);
+  let code = codeForStatus(status);
+  let details: Record<string, unknown> = {};
+  try {
+    const parsed = ZGatewayErrorBody.safeParse(JSON.parse(text));
+    if (parsed.success) {
+      detail = parsed.data.detail;
+      if (parsed.data.code && parsed.data.code in APP_ERROR_CODES) code = parsed.data.code as AppErrorCode;
+      details = parsed.data.details ?? {};
+    }
+  } catch {
+    // not JSON (e.g. the 401 text body): keep the raw text
+  }
+  return new AppError(code, status === 401 ? `gateway HTTP 401: ${detail}` : detail, {
+    details: { ...details, gatewayStatus: status },
+  });
 }
 
 function codeForStatus(status: number): AppErrorCode {
@@ -161,18 +168,20 @@ function codeForStatus(status: number): AppErrorCode {
 
 /**
  * Waits until the gateway answers /health with `expectedNonce` (so a stale instance or a leftover socket
- * never counts), polling with exponential backoff (10 ms doubling to 500 ms) up to a deadline.
+ * never counts), polling with exponential backoff (10 ms doubling to 500 ms) up to a deadline. Resolves with
+ * that health answer (its `protocol` says which endpoints the gateway serves).
  */
 export async function waitForGatewayHealthy(
   client: GatewayClient,
   expectedNonce: string,
   options: { timeoutMs: number; diagnostics?: () => Promise<string> },
-): Promise<void> {
+): Promise<TGatewayHealth> {
   const deadline = Date.now() + options.timeoutMs;
   let delay = 10;
   for (;;) {
     const remaining = deadline - Date.now();
-    if (await client.isHealthy(expectedNonce, Math.max(100, Math.min(2_000, remaining)))) return;
+    const health = await client.healthOf(expectedNonce, Math.max(100, Math.min(2_000, remaining)));
+    if (health) return health;
     if (Date.now() + delay > deadline) break;
     await new Promise((resolve) => setTimeout(resolve, delay));
     delay = Math.min(delay * 2, 500);

@@ -1,4 +1,5 @@
 import http from "node:http";
+import type { Readable } from "node:stream";
 import { AppError } from "@/server/shared/errors";
 
 /** Where the host reaches a gateway: a unix socket (Docker, via the bind mount) or a TCP address. */
@@ -22,6 +23,21 @@ export type GatewayResponse = { status: number; body: Buffer };
 export interface GatewayTransport {
   request(request: GatewayRequest): Promise<GatewayResponse>;
 }
+
+/** A request whose body and answer are streams (file transfers). */
+export type GatewayStreamRequest = {
+  method: "GET" | "POST" | "PUT";
+  path: string;
+  /**
+   * Sent only once the gateway answered `100 Continue`: a request it refuses (bad token, file service down,
+   * unwritable path) consumes none of it, so the caller can still send it elsewhere.
+   */
+  body?: Readable;
+  /** Bound on getting the answer's headers, or the 100-continue when there is a body (uploads are unbounded). */
+  timeoutMs: number;
+};
+
+export type GatewayStreamResponse = { status: number; body: http.IncomingMessage };
 
 /** Answers above this size are refused: tool results are JSON, not file transfers. */
 const MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
@@ -92,7 +108,83 @@ export class HttpGatewayTransport implements GatewayTransport {
   }
 }
 
-function toTransportError(error: Error, request: GatewayRequest): AppError {
+/**
+ * One streamed exchange over the same endpoint and token as HttpGatewayTransport. Resolves with the answer
+ * as a stream (the caller reads it with backpressure). Rejections are AppErrors whose details say whether
+ * any byte of the body left (`bodyStarted`): only when none did can the request safely be sent elsewhere.
+ */
+export function openGatewayStream(
+  endpoint: GatewayEndpoint,
+  token: string,
+  request: GatewayStreamRequest,
+): Promise<GatewayStreamResponse> {
+  const { body } = request;
+  return new Promise<GatewayStreamResponse>((resolve, reject) => {
+    const req = http.request({
+      ...endpoint,
+      method: request.method,
+      path: request.path,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body
+          ? {
+              expect: "100-continue",
+              "content-type": "application/octet-stream",
+              "transfer-encoding": "chunked",
+            }
+          : {}),
+      },
+      agent: false,
+    });
+    let bodyStarted = false;
+    let answered = false;
+    const timer = setTimeout(() => {
+      req.destroy(
+        new AppError("TIMEOUT", `gateway ${request.method} ${pathOnly(request.path)} timed out`, {
+          details: { timeoutMs: request.timeoutMs },
+        }),
+      );
+    }, request.timeoutMs);
+    req.on("continue", () => {
+      if (!body || bodyStarted) return;
+      clearTimeout(timer);
+      bodyStarted = true;
+      // A failing source aborts the upload; the gateway then discards its temporary file.
+      body.once("error", (error) => req.destroy(error));
+      body.pipe(req);
+    });
+    req.on("response", (res) => {
+      clearTimeout(timer);
+      answered = true;
+      if (body) {
+        // An answer before the body was all sent (a refusal, or a write failing midway): stop sending.
+        res.once("end", () => {
+          if (!req.writableFinished) {
+            body.unpipe(req);
+            req.destroy();
+          }
+        });
+      }
+      resolve({ status: res.statusCode ?? 0, body: res });
+    });
+    req.on("error", (error) => {
+      clearTimeout(timer);
+      if (answered) return; // surfaced through the answer stream
+      const appError = error instanceof AppError ? error : toTransportError(error, request);
+      reject(
+        new AppError(appError.code, appError.message, {
+          cause: appError.cause ?? error,
+          userMessage: appError.userMessage,
+          details: { ...appError.details, bodyStarted },
+        }),
+      );
+    });
+    if (body) req.flushHeaders();
+    else req.end();
+  });
+}
+
+function toTransportError(error: Error, request: { method: string; path: string }): AppError {
   const code = (error as NodeJS.ErrnoException).code;
   const unreachable =
     code === "ENOENT" || code === "ECONNREFUSED" || code === "ECONNRESET" || code === "EPIPE";

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import { LocalMcpConnector } from "@/server/workspace/mcp/local-connector";
 import { GATEWAY_ENV } from "../gateway-protocol";
+import { inProcessFileService, runFileWorker, WorkerFileService, type FileService } from "./file-worker";
 import { createGatewayServer } from "./gateway-server";
 import { RunAsConnector, type McpRunAs } from "./run-as";
 import { ScopeRegistry } from "./scope-registry";
@@ -44,7 +45,15 @@ function main(): void {
     logger: { warn: (fields, message) => console.error(`[gateway] ${message} ${JSON.stringify(fields)}`) },
   });
   const registry = new ScopeRegistry(config.runAs ? new RunAsConnector(local, config.runAs) : local);
-  const server = createGatewayServer({ token: config.token, instanceNonce: config.nonce, registry });
+  let files: FileService = inProcessFileService;
+  if (config.runAs) {
+    // As root, file operations run in a child with the workspace user's uid (see file-worker.ts), never here.
+    const entry = process.argv[1] ?? "";
+    const worker = new WorkerFileService({ ...config.runAs, workdir: config.workdir, entry });
+    worker.warmUp();
+    files = worker;
+  }
+  const server = createGatewayServer({ token: config.token, instanceNonce: config.nonce, registry, files });
   // Tool calls may legitimately run for minutes; the host's per-call timeout is the real bound.
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;
@@ -72,6 +81,7 @@ function main(): void {
     stopping = true;
     console.error(`[gateway] ${signal}: closing upstream sessions`);
     server.close();
+    files.close();
     void registry.closeAll().finally(() => process.exit(0));
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
@@ -84,7 +94,8 @@ function errorMessage(error: unknown): string {
 }
 
 try {
-  main();
+  if (process.env[GATEWAY_ENV.role] === "files") runFileWorker();
+  else main();
 } catch (error) {
   console.error(`[gateway] failed to start: ${errorMessage(error)}`);
   process.exit(1);

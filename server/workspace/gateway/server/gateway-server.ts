@@ -1,19 +1,18 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import http from "node:http";
-import { AppError, toAppError } from "@/server/shared/errors";
+import { AppError } from "@/server/shared/errors";
 import { ZMcpDeclaration, type McpScope } from "@/server/workspace/mcp/types";
-import {
-  GATEWAY_PROTOCOL_VERSION,
-  ZGatewayCallToolBody,
-  type TGatewayErrorBody,
-  type TGatewayHealth,
-} from "../gateway-protocol";
+import { GATEWAY_PROTOCOL_VERSION, ZGatewayCallToolBody, type TGatewayHealth } from "../gateway-protocol";
+import type { FileService } from "./file-worker";
+import { expectsContinue, sendError, sendJson } from "./http-util";
 import type { ScopeRegistry } from "./scope-registry";
 
 export type GatewayServerOptions = {
   token: string;
   instanceNonce: string;
   registry: ScopeRegistry;
+  /** Serves `/files/*` (protocol ≥ 2); without it those routes answer 404. */
+  files?: FileService;
   /** Request bodies above this are refused with 413 (tool arguments travel in them). */
   maxBodyBytes?: number;
 };
@@ -27,13 +26,19 @@ export function createGatewayServer(options: GatewayServerOptions): http.Server 
   const expectedDigest = digest(`Bearer ${options.token}`);
   const maxBodyBytes = options.maxBodyBytes ?? 32 * 1024 * 1024;
 
-  return http.createServer((req, res) => {
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     const header = req.headers.authorization ?? "";
     if (!timingSafeEqual(digest(header), expectedDigest)) {
+      // Before any body byte: a client waiting for 100-continue never sends it.
       res.writeHead(401, { "content-type": "text/plain" }).end("invalid gateway token");
       req.resume();
       return;
     }
+    if ((req.url ?? "").startsWith("/files/") && options.files) {
+      options.files.handle(req, res);
+      return;
+    }
+    if (expectsContinue(req)) res.writeContinue();
     // A host that gives up (timeout, abort) closes the connection: cancel the upstream call too.
     const abort = new AbortController();
     res.on("close", () => {
@@ -41,8 +46,12 @@ export function createGatewayServer(options: GatewayServerOptions): http.Server 
     });
     route(req, options, maxBodyBytes, abort.signal)
       .then((body) => sendJson(res, 200, body))
-      .catch((error: unknown) => sendJson(res, ...toHttpError(error)));
-  });
+      .catch((error: unknown) => sendError(res, error));
+  };
+  const server = http.createServer(handler);
+  // Writes ask before sending their body; the token check and the file service decide whether it comes.
+  server.on("checkContinue", handler);
+  return server;
 }
 
 async function route(
@@ -125,26 +134,6 @@ async function readJson(req: http.IncomingMessage, maxBytes: number): Promise<un
   } catch {
     throw new AppError("BAD_REQUEST", "request body is not JSON");
   }
-}
-
-/** AppError codes survive the hop: the host client rebuilds the same AppError from `code`. */
-function toHttpError(error: unknown): [number, TGatewayErrorBody] {
-  const appError = toAppError(error);
-  return [
-    appError.httpStatus,
-    {
-      detail: appError.message,
-      code: appError.code,
-      ...(appError.details ? { details: appError.details } : {}),
-    },
-  ];
-}
-
-function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
-  if (res.destroyed) return;
-  const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
-  res.end(text);
 }
 
 function digest(value: string): Buffer {
