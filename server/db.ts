@@ -1,6 +1,6 @@
 import { PrismaPg } from "@prisma/adapter-pg";
 import { type Prisma, PrismaClient } from "@/generated/prisma/client";
-import { loadDatabaseConfig } from "@/server/config/database";
+import { type DatabaseConfig, loadDatabaseConfig } from "@/server/config/database";
 
 /**
  * The Prisma client factory and the process-wide client. Besides `*.data.ts` files this is the only
@@ -11,13 +11,21 @@ export type Db = PrismaClient;
 /** A client or an interactive-transaction client; data functions accept either. */
 export type DbClient = PrismaClient | Prisma.TransactionClient;
 
-export function createPrismaClient(databaseUrl: string): PrismaClient {
-  if (!databaseUrl) {
+export function createPrismaClient(
+  config: Pick<DatabaseConfig, "url"> & Partial<Omit<DatabaseConfig, "url">>,
+): PrismaClient {
+  if (!config.url) {
     // adapter-pg would otherwise fall back to TCP localhost as the OS user and report a
     // misleading "access denied" (stack-compat P11).
     throw new Error("createPrismaClient: databaseUrl is empty");
   }
-  return new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl }) });
+  return new PrismaClient({
+    adapter: new PrismaPg({
+      connectionString: config.url,
+      ...(config.poolMax ? { max: config.poolMax } : {}),
+    }),
+    ...(config.txMaxWaitMs ? { transactionOptions: { maxWait: config.txMaxWaitMs } } : {}),
+  });
 }
 
 // Kept on globalThis so Next's dev-mode module reloading does not open a new pool per reload.
@@ -25,7 +33,7 @@ const globalForDb = globalThis as unknown as { berthDb?: PrismaClient };
 
 /** The shared client, created from the validated DATABASE_URL on first call (a clear error when unset). */
 export function getDb(): PrismaClient {
-  globalForDb.berthDb ??= createPrismaClient(loadDatabaseConfig().url);
+  globalForDb.berthDb ??= createPrismaClient(loadDatabaseConfig());
   return globalForDb.berthDb;
 }
 

@@ -121,10 +121,12 @@ export async function stopIfIdle(
 }
 
 /**
- * Takes (or renews) `holder`'s lease under the row lock, bumps the activity clock and records why.
+ * Takes (or renews) `holder`'s lease under a SHARED row lock, records why, then bumps the activity clock.
  * Returns the state the workspace is in, so the caller knows whether it must (re)provision.
- * FOR UPDATE, not FOR SHARE: the activity bump writes the row, and concurrent holders of a shared lock
- * that all upgrade to write deadlock (Postgres aborts all but one: concurrent chat turns failed).
+ * The shared lock conflicts only with the sweeper's and transitions' FOR UPDATE (so a lease is never
+ * granted on a workspace being stopped without the caller seeing STOPPING), while any number of turns on
+ * one workspace take leases in parallel. The activity bump is a separate statement after the commit:
+ * writing the row inside the transaction would upgrade the shared lock, and concurrent upgrades deadlock.
  */
 export async function acquireLeaseLocked(
   scope: TenantScope,
@@ -132,8 +134,8 @@ export async function acquireLeaseLocked(
   lease: { holder: string; reason: string; expiresAt: Date },
   db = getDb(),
 ): Promise<{ lease: WorkspaceLeaseDTO; state: WorkspaceState }> {
-  return db.$transaction(async (tx) => {
-    const row = await lockWorkspace(tx, scope, workspaceId);
+  const acquired = await db.$transaction(async (tx) => {
+    const row = await lockWorkspace(tx, scope, workspaceId, "share");
     if (!row) throw notFound(workspaceId);
     if (row.state === "PURGED") {
       throw new AppError("CONFLICT", `workspace ${workspaceId} is purged`, {
@@ -152,9 +154,34 @@ export async function acquireLeaseLocked(
       update: { reason: lease.reason, expiresAt: lease.expiresAt },
       select: { id: true, workspaceId: true, holder: true, reason: true, expiresAt: true, createdAt: true },
     });
-    await tx.workspace.update({ where: { id: workspaceId }, data: { lastActivityAt: new Date() } });
     await insertEvent(tx, scope, workspaceId, "lease_acquired", lease.reason, { holder: lease.holder });
     return { lease: saved, state: row.state };
+  });
+  await touchWorkspaceActivity(scope, workspaceId, new Date(), db);
+  return acquired;
+}
+
+// Activity is an idle clock for the sweeper: a bump within this window adds nothing, and skipping it
+// spares the row lock when many turns on one workspace start or end together.
+const ACTIVITY_GRANULARITY_MS = 1000;
+
+/** Moves the workspace's activity clock to `at` unless it is already within a second of it. */
+export async function touchWorkspaceActivity(
+  scope: TenantScope,
+  workspaceId: string,
+  at: Date,
+  db: DbClient = getDb(),
+): Promise<void> {
+  await db.workspace.updateMany({
+    where: {
+      id: workspaceId,
+      tenantId: scope.tenantId,
+      OR: [
+        { lastActivityAt: null },
+        { lastActivityAt: { lt: new Date(at.getTime() - ACTIVITY_GRANULARITY_MS) } },
+      ],
+    },
+    data: { lastActivityAt: at },
   });
 }
 
@@ -209,10 +236,16 @@ async function lockWorkspace(
   tx: Prisma.TransactionClient,
   scope: TenantScope,
   workspaceId: string,
+  mode: "update" | "share" = "update",
 ): Promise<LockedRow | null> {
-  const rows = await tx.$queryRaw<{ state: WorkspaceState; last_activity_at: Date | null }[]>`
-    SELECT state, last_activity_at FROM workspaces
-    WHERE id = ${workspaceId} AND tenant_id = ${scope.tenantId} FOR UPDATE`;
+  const rows =
+    mode === "update"
+      ? await tx.$queryRaw<{ state: WorkspaceState; last_activity_at: Date | null }[]>`
+          SELECT state, last_activity_at FROM workspaces
+          WHERE id = ${workspaceId} AND tenant_id = ${scope.tenantId} FOR UPDATE`
+      : await tx.$queryRaw<{ state: WorkspaceState; last_activity_at: Date | null }[]>`
+          SELECT state, last_activity_at FROM workspaces
+          WHERE id = ${workspaceId} AND tenant_id = ${scope.tenantId} FOR SHARE`;
   const row = rows[0];
   return row ? { state: row.state, lastActivityAt: row.last_activity_at } : null;
 }

@@ -7,7 +7,6 @@ import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
 import { getSession } from "@/server/modules/session/session.data";
 import { createEnqueue } from "@/server/queue/enqueue";
 import { AppError } from "@/server/shared/errors";
-import { KeyedMutex } from "@/server/workspace/mcp/async-mutex";
 import type { Workspace } from "@/server/workspace/workspace";
 import {
   getWorkspaceOrNull,
@@ -18,7 +17,7 @@ import {
   upsertWorkspaceBinding,
 } from "./workspace.data";
 import type { WorkspaceDTO, WorkspaceState } from "./workspace.types";
-import { acquireLeaseLocked, transitionFrom } from "./workspace-lifecycle.data";
+import { acquireLeaseLocked, touchWorkspaceActivity, transitionFrom } from "./workspace-lifecycle.data";
 import { addressOfRecord } from "./workspace-spec";
 
 export type LeaseOptions = { holder: string; reason: string; ttlMs?: number };
@@ -32,11 +31,6 @@ export type LeaseOptions = { holder: string; reason: string; ttlMs?: number };
 export function createWorkspaceService(engine: WorkspaceEngine) {
   const enqueue = createEnqueue(engine.queues);
   const bindingsInFlight = new Map<string, Promise<WorkspaceDTO>>();
-  // Lease writes of one workspace run one at a time per process: they lock its row, and a burst of them
-  // (many turns starting at once) would otherwise hold every pooled connection while waiting for that lock,
-  // so other transactions time out waiting for a connection. Waiting here costs no connection.
-  const leaseWrites = new KeyedMutex();
-  const leaseKey = (scope: TenantScope, workspaceId: string) => `${scope.tenantId}\0${workspaceId}`;
 
   /** The session's workspace record, created (PENDING) on first use under the agent's isolation policy. */
   async function bindingForSession(scope: TenantScope, sessionId: string) {
@@ -98,19 +92,18 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
 
   async function acquireLease(scope: TenantScope, workspaceId: string, lease: LeaseOptions) {
     const ttlMs = Math.min(lease.ttlMs ?? engine.config.leaseTtlMs, engine.config.maxLeaseMs);
-    return leaseWrites.run(leaseKey(scope, workspaceId), () =>
-      acquireLeaseLocked(scope, workspaceId, {
-        holder: lease.holder,
-        reason: lease.reason,
-        expiresAt: new Date(Date.now() + ttlMs),
-      }),
-    );
+    return acquireLeaseLocked(scope, workspaceId, {
+      holder: lease.holder,
+      reason: lease.reason,
+      expiresAt: new Date(Date.now() + ttlMs),
+    });
   }
 
   async function releaseLease(scope: TenantScope, workspaceId: string, holder: string): Promise<boolean> {
-    return leaseWrites.run(leaseKey(scope, workspaceId), () =>
-      releaseWorkspaceLease(scope, workspaceId, holder),
-    );
+    const released = await releaseWorkspaceLease(scope, workspaceId, holder);
+    // The end of a turn is activity too: the idle clock starts now, not when the turn began.
+    if (released) await touchWorkspaceActivity(scope, workspaceId, new Date());
+    return released;
   }
 
   /** Runs `fn` on the workspace while holding a lease (the sweeper never stops a leased workspace). */
