@@ -1,10 +1,9 @@
 import { createHash, randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { type AddressInfo } from "node:net";
 import { type Queue } from "bullmq";
 import { type Redis } from "ioredis";
 import { type PrismaClient } from "@/generated/prisma/client";
-import { type ServedHandler } from "@/test/integration/api/support/serve-fetch-handler";
+import { listenOnLoopback, type ServedHandler } from "@/test/integration/api/support/serve-fetch-handler";
 import { type Inflight } from "./inflight";
 
 /**
@@ -206,14 +205,5 @@ export async function serveBare(deps: BareDeps, inflight: Inflight): Promise<Ser
       res.end(String(error));
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
-        server.closeAllConnections();
-        server.close((error) => (error ? reject(error) : resolve()));
-      }),
-  };
+  return listenOnLoopback(server);
 }

@@ -2,7 +2,6 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { Redis } from "ioredis";
 import { getApiComposition } from "@/server/api/composition";
 import { handleTrpcRequest } from "@/server/api/http-handler";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
@@ -16,6 +15,7 @@ import { closeAgentServices } from "@/server/modules/chat/chat.composition";
 import { closeSharedQueues } from "@/server/queue/queues";
 import { closeSharedRedis } from "@/server/redis";
 import { dropDatabase, ensureDatabase, migrateDeploy, withDatabase } from "@/scripts/services/database";
+import { deleteRedisKeys } from "@/scripts/services/redis";
 import { createTestTenant } from "@/test/integration/db/fixtures";
 import { serveFetchHandler, type ServedHandler } from "@/test/integration/api/support/serve-fetch-handler";
 import { Inflight } from "./inflight";
@@ -94,7 +94,7 @@ export async function startStack(): Promise<BenchStack> {
       await closeSharedQueues();
       await closeSharedRedis();
       await disconnectDb();
-      await deleteKeys(redisUrl, `${redisPrefix}*`);
+      await deleteRedisKeys(redisUrl, `${redisPrefix}*`);
     });
 
     const { auth } = getApiComposition();
@@ -122,19 +122,5 @@ export async function startStack(): Promise<BenchStack> {
   } catch (error) {
     await close();
     throw error;
-  }
-}
-
-async function deleteKeys(url: string, pattern: string): Promise<void> {
-  const redis = new Redis(url, { maxRetriesPerRequest: 2 });
-  try {
-    let cursor = "0";
-    do {
-      const [next, keys] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 1000);
-      if (keys.length) await redis.unlink(...keys);
-      cursor = next;
-    } while (cursor !== "0");
-  } finally {
-    redis.disconnect();
   }
 }

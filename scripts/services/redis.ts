@@ -131,3 +131,18 @@ export async function startEmbeddedRedis(options: {
     },
   };
 }
+
+/** Deletes every key matching `pattern` (SCAN + UNLINK): cleans a throwaway prefix after tests or benches. */
+export async function deleteRedisKeys(url: string, pattern: string): Promise<void> {
+  const redis = new Redis(url, { maxRetriesPerRequest: 2 });
+  try {
+    let cursor = "0";
+    do {
+      const [next, keys] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 1000);
+      if (keys.length) await redis.unlink(...keys);
+      cursor = next;
+    } while (cursor !== "0");
+  } finally {
+    redis.disconnect();
+  }
+}

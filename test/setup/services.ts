@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { rm } from "node:fs/promises";
 import path from "node:path";
-import { Redis } from "ioredis";
 import type { TestProject } from "vitest/node";
 import { dropDatabase, ensureDatabase, migrateDeploy, withDatabase } from "@/scripts/services/database";
+import { deleteRedisKeys } from "@/scripts/services/redis";
 import { startLocalServices } from "@/scripts/services/local-services";
 
 /**
@@ -69,24 +69,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
       console.warn("could not drop the test database", error),
     );
     // `*`, not `:*`: tests derive per-test prefixes from the run's (`berth_test_<run>-<test>`).
-    if (!services.embedded.redis) await deleteKeys(services.redisUrl, `${redisPrefix}*`);
+    if (!services.embedded.redis) await deleteRedisKeys(services.redisUrl, `${redisPrefix}*`);
     await services.stop();
     await rm(dataDir, { recursive: true, force: true });
   };
-}
-
-async function deleteKeys(url: string, pattern: string): Promise<void> {
-  const redis = new Redis(url, { maxRetriesPerRequest: 2 });
-  try {
-    let cursor = "0";
-    do {
-      const [next, keys] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 1000);
-      if (keys.length) await redis.unlink(...keys);
-      cursor = next;
-    } while (cursor !== "0");
-  } finally {
-    redis.disconnect();
-  }
 }
 
 declare module "vitest" {

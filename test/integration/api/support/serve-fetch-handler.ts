@@ -41,6 +41,11 @@ export async function serveFetchHandler(
       }
     })();
   });
+  return listenOnLoopback(server);
+}
+
+/** Listens on an ephemeral loopback port; `close` also drops keep-alive connections. */
+export async function listenOnLoopback(server: Server): Promise<ServedHandler> {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   return {
