@@ -3,6 +3,8 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import Docker from "dockerode";
+import type { WorkspaceBackend } from "@/server/workspace/backend/port";
+import { DockerBackend } from "@/server/workspace/backends/docker/docker-backend";
 import { runExec } from "@/server/workspace/backends/docker/docker-exec";
 import { DockerWorkspaceProvider } from "@/server/workspace/backends/docker/docker-provider";
 import { LocalMcpConnector } from "@/server/workspace/mcp/local-connector";
@@ -18,13 +20,16 @@ import { median, result, type BenchResult } from "./lib";
  * - warm reattach → first command (new provider objects, container already there, gateway restarted with a
  *   new token) vs one bare `docker exec`;
  * - MCP tool-call latency through the in-container gateway (host → unix socket → gateway → stdio server)
- *   vs the same server-everything spawned on the host over stdio.
+ *   vs the same server-everything spawned on the host over stdio;
+ * - a file round trip (stat + 1 KiB read + 1 KiB write) through the gateway's file endpoints vs the same
+ *   three operations as `docker exec` scripts (the fallback path) on the same container.
  * Skipped, with the reason printed, when no engine or base image is available.
  */
 const SOCKET_PATH = process.env.DOCKER_SOCKET ?? "/var/run/docker.sock";
 const BASE_IMAGE = process.env.BERTH_BASE_IMAGE ?? "berth-base:bookworm";
 const ROUNDS = 3;
 const CALLS = 60;
+const FILE_TRIPS = { gateway: 60, exec: 15 };
 
 export async function run(): Promise<BenchResult[]> {
   const docker = new Docker({ socketPath: SOCKET_PATH });
@@ -85,6 +90,7 @@ export async function run(): Promise<BenchResult[]> {
     }
 
     const { gatewayMs, hostMs } = await toolCallLatency(config, refs);
+    const files = await fileRoundTrip(config, refs);
     return [
       result({
         name: "docker: cold create → first command",
@@ -108,6 +114,14 @@ export async function run(): Promise<BenchResult[]> {
         baseline: "same server-everything over stdio on the host (median of calls)",
         baselineValue: hostMs,
         goal: "≤ 3×",
+      }),
+      result({
+        name: "docker: file round trip (stat + 1 KiB read + 1 KiB write) via gateway",
+        value: files.gatewayMs,
+        unit: "ms",
+        baseline: "same three operations as docker exec scripts (exec fallback path), same container",
+        baselineValue: files.execMs,
+        goal: "≤ 0.1×",
       }),
     ];
   } finally {
@@ -165,6 +179,41 @@ async function toolCallLatency(
     await gatewayClient.close();
     await hostClient.close();
   }
+}
+
+async function fileRoundTrip(
+  config: ConstructorParameters<typeof DockerWorkspaceProvider>[0],
+  refs: Array<{ tenantId: string; userId: string; workspaceId: string }>,
+): Promise<{ gatewayMs: number; execMs: number }> {
+  const ref = { tenantId: "bench", userId: "bench", workspaceId: `files${randomBytes(4).toString("hex")}` };
+  refs.push(ref);
+  const handle = await new DockerWorkspaceProvider(config).open({ ...ref, agentId: "bench" });
+  if (!handle.gateway.files) throw new Error("the gateway does not serve file endpoints");
+  // The same container without the gateway's file client: every operation is a docker exec script.
+  const execOnly = new DockerBackend({
+    container: handle.backend.container,
+    user: "1000:1000",
+    env: { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", HOME: "/home/berth" },
+  });
+  const payload = randomBytes(1024);
+  await handle.backend.writeFile("bench/file.bin", payload);
+  const trip = async (backend: WorkspaceBackend) => {
+    const start = performance.now();
+    await backend.stat("bench/file.bin");
+    for await (const chunk of await backend.readFile("bench/file.bin")) void chunk;
+    await backend.writeFile("bench/out.bin", payload);
+    return performance.now() - start;
+  };
+  const samples = async (backend: WorkspaceBackend, count: number) => {
+    for (let i = 0; i < 3; i++) await trip(backend);
+    const times: number[] = [];
+    for (let i = 0; i < count; i++) times.push(await trip(backend));
+    return median(times);
+  };
+  return {
+    gatewayMs: await samples(handle.backend, FILE_TRIPS.gateway),
+    execMs: await samples(execOnly, FILE_TRIPS.exec),
+  };
 }
 
 async function medianCallMs(client: LiveMcpClient): Promise<number> {
