@@ -128,6 +128,17 @@ describeDocker("Docker file operations through the gateway's file worker, exec a
     expect(await workerPid()).not.toBe(pid);
   });
 
+  it("an API process attaching to the running gateway (token reused) gets the file endpoints too", async () => {
+    const attached = await testbed.newProvider().open({ ...ws.ref, agentId: "agent-test", reuseToken: true });
+    expect(attached.gateway.instanceNonce).toBe(ws.gateway.instanceNonce);
+    expect(attached.gateway.files).not.toBeNull();
+    const execs = await execsDuring(attached, async () => {
+      await attached.backend.writeFile("attached.txt", "attached");
+      expect(await text(await attached.backend.readFile("attached.txt"))).toBe("attached");
+    });
+    expect(execs).toEqual([]);
+  });
+
   it("falls back to exec when the token was rotated by another process, and when the gateway is down", async () => {
     // Another process opens the same workspace without reusing the token: the gateway restarts.
     const other = await testbed.open(testbed.newProvider(), ws.ref);

@@ -1,10 +1,15 @@
 import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
-import type http from "node:http";
+import { createServer, type Server } from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ZDockerProviderConfig } from "@/server/workspace/backends/docker/docker-config";
+import {
+  gatewayCredentialsPath,
+  startDockerGateway,
+} from "@/server/workspace/backends/docker/docker-gateway";
 import { canFallBack, GatewayFileClient } from "@/server/workspace/gateway/client/gateway-files";
 import { inProcessFileService } from "@/server/workspace/gateway/server/file-worker";
 import { createGatewayServer } from "@/server/workspace/gateway/server/gateway-server";
@@ -16,7 +21,7 @@ const TOKEN = "file-endpoint-test-token-0123456789";
 describe("gateway file endpoints (in-process file service, real unix socket)", () => {
   let dir: string;
   let root: string;
-  let server: http.Server;
+  let server: Server;
   let files: GatewayFileClient;
 
   beforeAll(async () => {
@@ -149,3 +154,32 @@ async function text(stream: Readable): Promise<string> {
   for await (const part of stream) parts.push(part as Buffer);
   return Buffer.concat(parts).toString("utf8");
 }
+
+describe("a gateway older than the file endpoints", () => {
+  it("is attached without a file client, so the Docker backend keeps using exec", async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "berth-gw-old-"));
+    const runtimeDir = path.join(dir, "rt");
+    await fs.mkdir(runtimeDir);
+    const socketPath = path.join(runtimeDir, "gateway.sock");
+    // What a protocol-1 gateway answers: health only (its /files/* would be a 404 that reads "not found").
+    const old = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ status: "ok", instance_nonce: "old-nonce", protocol: 1, pid: 1 }));
+    });
+    await new Promise<void>((resolve) => old.listen(socketPath, resolve));
+    try {
+      await fs.writeFile(
+        gatewayCredentialsPath(runtimeDir),
+        JSON.stringify({ token: "old-token-old-token", instanceNonce: "old-nonce" }),
+      );
+      const config = ZDockerProviderConfig.parse({ dataRoot: dir });
+      const container = {} as never; // attaching to a healthy gateway never touches the container
+      const gateway = await startDockerGateway(container, config, runtimeDir, { reuseToken: true });
+      expect(gateway.protocol).toBe(1);
+      expect(gateway.files).toBeNull();
+    } finally {
+      await new Promise((resolve) => old.close(resolve));
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+});
