@@ -1,10 +1,18 @@
 import type { Metadata } from "next";
-import { NotBuiltYet } from "@/app/_ui/not-built-yet";
+import { JobsTable } from "./jobs-table";
 
 export const metadata: Metadata = { title: "Jobs" };
 
-export default function JobsPage() {
+export default async function JobsPage({ params }: { params: Promise<{ tenantSlug: string }> }) {
+  const { tenantSlug } = await params;
   return (
-    <NotBuiltYet title="Jobs" description="Background jobs: provisioning, teardown, sweeps and retries." />
+    <>
+      <h1>Jobs</h1>
+      <p className="lead">
+        This tenant&apos;s background jobs (provisioning, stops, purges) and why failed ones failed. Admins
+        only; a failed job can be retried.
+      </p>
+      <JobsTable tenantSlug={tenantSlug} />
+    </>
   );
 }

@@ -1,13 +1,18 @@
 import type { Metadata } from "next";
-import { NotBuiltYet } from "@/app/_ui/not-built-yet";
+import { WorkspacesTable } from "./workspaces-table";
 
 export const metadata: Metadata = { title: "Workspaces" };
 
-export default function WorkspacesPage() {
+export default async function WorkspacesPage({ params }: { params: Promise<{ tenantSlug: string }> }) {
+  const { tenantSlug } = await params;
   return (
-    <NotBuiltYet
-      title="Workspaces"
-      description="Workspace lifecycle, backends, leases and the events that explain why each one is alive or stopped."
-    />
+    <>
+      <h1>Workspaces</h1>
+      <p className="lead">
+        Where agents work: each workspace&apos;s state, backend, leases and idle time. Open one for the events
+        that explain why it is alive or stopped.
+      </p>
+      <WorkspacesTable tenantSlug={tenantSlug} />
+    </>
   );
 }

@@ -1,0 +1,53 @@
+import type { WorkspaceState } from "@/server/modules/workspace/workspace.types";
+
+/** Badge colour per lifecycle state: live is green, on its way is amber, broken is red, gone is grey. */
+const STATE_TONE: Record<WorkspaceState, string> = {
+  PENDING: "warn",
+  PROVISIONING: "warn",
+  READY: "ok",
+  STOPPING: "warn",
+  STOPPED: "revoked",
+  PURGED: "revoked",
+  FAILED: "error",
+};
+
+/** States a worker is about to move on from: pages poll while a workspace is in one of them. */
+export const TRANSITIONAL_STATES: readonly WorkspaceState[] = ["PENDING", "PROVISIONING", "STOPPING"];
+
+export function WorkspaceStateBadge({ state }: { state: WorkspaceState }) {
+  return (
+    <span className={`badge ${STATE_TONE[state]}`} data-testid="workspace-state">
+      {state.toLowerCase()}
+    </span>
+  );
+}
+
+export function BackendLabel({ kind, trustedOnly }: { kind: string; trustedOnly: boolean }) {
+  return (
+    <>
+      {kind}
+      {trustedOnly && (
+        <span
+          className="badge warn"
+          style={{ marginLeft: 6 }}
+          title="Runs agent commands on the host with Berth's privileges: for trusted agents only."
+        >
+          trusted only
+        </span>
+      )}
+    </>
+  );
+}
+
+export const formatDate = (value: Date | null) => (value ? value.toLocaleString() : "—");
+
+/** "3 min", "2 h 5 min", "4 d 1 h": enough to judge idleness at a glance. */
+export function formatDuration(ms: number | null): string {
+  if (ms === null) return "—";
+  const minutes = Math.floor(ms / 60_000);
+  if (minutes < 1) return `${Math.floor(ms / 1000)} s`;
+  if (minutes < 60) return `${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 24) return `${hours} h ${minutes % 60} min`;
+  return `${Math.floor(hours / 24)} d ${hours % 24} h`;
+}

@@ -1,0 +1,213 @@
+/**
+ * End to end for the Workspaces and Jobs pages: the real server (scripts/start.ts, workers in-process) with
+ * a workspace provisioned by its own `workspace.provision` job, holding a lease, and a provision job that
+ * failed (its workspace did not exist yet). Chromium reads the list and the detail, stops and purges the
+ * workspace, and retries the failed job. Needs /usr/bin/chromium: a missing browser FAILS under CI=1 and
+ * skips (with the reason printed) elsewhere.
+ */
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { disconnectDb } from "@/server/db";
+import {
+  acquireWorkspaceLease,
+  getWorkspace,
+  upsertWorkspaceBinding,
+} from "@/server/modules/workspace/workspace.data";
+import { enqueue } from "@/server/queue/enqueue";
+import { closeSharedQueues, getQueues } from "@/server/queue/queues";
+import { findFreePort } from "@/scripts/services/ports";
+import { type RunningBerth, startBerth } from "./support/berth-server";
+import { type SeededTenant, seedTenantWithData } from "./support/seed";
+
+const CHROMIUM_PATH = "/usr/bin/chromium";
+// stack-compat P13: no sandbox (root in a container), no GPU, and nothing that phones home.
+const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+];
+const IS_CI = process.env.CI === "1" || process.env.CI === "true";
+const HAS_CHROMIUM = existsSync(CHROMIUM_PATH);
+
+if (!HAS_CHROMIUM) {
+  if (IS_CI) {
+    describe("e2e prerequisites", () => {
+      it("has Chromium at /usr/bin/chromium", () => {
+        expect.fail(`${CHROMIUM_PATH} is missing; CI must install it (apt-get install -y chromium)`);
+      });
+    });
+  } else {
+    console.warn(`[e2e] SKIPPED: ${CHROMIUM_PATH} not found. Install it with: apt-get install -y chromium`);
+  }
+}
+
+const LEASE = { holder: "e2e:turn-1", reason: "e2e: a chat turn is running" };
+
+describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
+  let app: RunningBerth;
+  let browser: Browser;
+  let tenant: SeededTenant;
+  let dataDir: string | undefined;
+  let liveId: string;
+  let lateId: string;
+
+  /** Runs a provision job in the server's workers and resolves (or rejects) when it has finished. */
+  async function provision(workspaceId: string, reason: string) {
+    const events = await getQueues().events("workspace");
+    const job = await enqueue("workspace.provision", {
+      tenantId: tenant.scope.tenantId,
+      workspaceId,
+      reason,
+    });
+    await job.waitUntilFinished(events, 60_000);
+  }
+
+  beforeAll(async () => {
+    const port = await findFreePort();
+    dataDir = await mkdtemp(path.join(tmpdir(), "berth-e2e-"));
+    const env = { ...process.env, BERTH_DATA_DIR: dataDir, LOG_LEVEL: "warn" };
+    tenant = await seedTenantWithData({
+      authSecret: process.env.BERTH_AUTH_SECRET!,
+      baseUrl: `http://127.0.0.1:${port}`,
+    });
+    app = await startBerth(port, env);
+    browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
+
+    const suffix = tenant.slug.slice("e2e-".length);
+    liveId = `ws-live-${suffix}`;
+    lateId = `ws-late-${suffix}`;
+    // A workspace provisioned for real by the workers (local backend, in dataDir), then leased as a turn would.
+    await upsertWorkspaceBinding(tenant.scope, {
+      id: liveId,
+      backendKind: "local",
+      isolationPolicy: "PER_AGENT",
+    });
+    await provision(liveId, "e2e: first use");
+    expect((await getWorkspace(tenant.scope, liveId)).state).toBe("READY");
+    await acquireWorkspaceLease(tenant.scope, liveId, LEASE);
+    // A provision job for a workspace with no record yet: not retryable, so it fails at once.
+    await expect(provision(lateId, "e2e: too early")).rejects.toThrow(/not found/);
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await app?.stop();
+    await closeSharedQueues();
+    await disconnectDb();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  /** A signed-in page at `pathname`; uncaught page errors (hydration mismatches included) fail the test. */
+  async function signedInPage(pathname: string): Promise<{ page: Page; pageErrors: string[] }> {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const pageErrors: string[] = [];
+    page.on("pageerror", (error) => pageErrors.push(error.message));
+    await page.goto(`${app.url}/sign-in`);
+    await page.getByLabel("Email").fill(tenant.email);
+    await page.getByLabel("Password").fill(tenant.password);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForURL(new RegExp(`/t/${tenant.slug}$`));
+    await page.goto(`${app.url}/t/${tenant.slug}${pathname}`);
+    return { page, pageErrors };
+  }
+
+  const rowOf = (page: Page, testId: string, text: string) =>
+    page.getByTestId(testId).filter({ hasText: text });
+  const stateIn = (page: Page, scope: ReturnType<Page["getByTestId"]>, state: string) =>
+    scope.getByTestId("workspace-state").filter({ hasText: new RegExp(`^${state}$`) });
+
+  it("lists every workspace of the tenant with its state, backend and leases", async () => {
+    const { page, pageErrors } = await signedInPage("/workspaces");
+    const live = rowOf(page, "workspace-row", liveId);
+    await stateIn(page, live, "ready").waitFor();
+    expect(await live.textContent()).toContain("trusted only");
+    // The seeded workspace was bound but never used.
+    const seeded = rowOf(page, "workspace-row", `ws-e2e-`);
+    await stateIn(page, seeded, "pending").waitFor();
+    expect(await page.getByTestId("workspace-row").count()).toBe(2);
+    expect(await live.locator("td").nth(5).textContent()).toBe("1");
+    expect(await page.getByRole("link", { name: "Workspaces" }).getAttribute("aria-current")).toBe("page");
+    expect(pageErrors).toEqual([]);
+    await page.context().close();
+  });
+
+  it("shows the lease and the reasoned events, refuses a stop while leased, then force-stops and purges", async () => {
+    const { page, pageErrors } = await signedInPage("/workspaces");
+    await page.getByRole("link", { name: liveId }).click();
+    await page.waitForURL(new RegExp(`/workspaces/${liveId}$`));
+    const summary = page.getByTestId("workspace-summary");
+    await stateIn(page, summary, "ready").waitFor();
+
+    const lease = page.getByTestId("lease-row");
+    expect(await lease.count()).toBe(1);
+    expect(await lease.textContent()).toContain(LEASE.holder);
+    expect(await lease.textContent()).toContain(LEASE.reason);
+    await rowOf(page, "event-row", "e2e: first use").filter({ hasText: "PENDING → PROVISIONING" }).waitFor();
+    await rowOf(page, "event-row", "lease_acquired").filter({ hasText: LEASE.reason }).waitFor();
+    expect(await page.getByTestId("state-reason").textContent()).toContain("provisioned");
+
+    // Leased: the API refuses a plain stop, and the page says why instead of breaking.
+    await page.getByRole("button", { name: "Stop…" }).click();
+    const stopForm = page.getByRole("form", { name: "Confirm stop" });
+    await stopForm.getByLabel("Reason").fill("e2e: admin stop");
+    await stopForm.getByRole("button", { name: "Confirm stop" }).click();
+    await page.getByTestId("action-error").filter({ hasText: "in use" }).waitFor();
+    await stopForm.getByLabel(/Force/).check();
+    await stopForm.getByRole("button", { name: "Confirm stop" }).click();
+    await stateIn(page, summary, "stopped").waitFor();
+    expect(await page.getByTestId("state-reason").textContent()).toContain("e2e: admin stop");
+    await rowOf(page, "event-row", "e2e: admin stop").filter({ hasText: "STOPPING → STOPPED" }).waitFor();
+    expect((await getWorkspace(tenant.scope, liveId)).state).toBe("STOPPED");
+
+    // Purge asks for the id to be typed before it can be confirmed.
+    await page.getByRole("button", { name: "Purge…" }).click();
+    const purgeForm = page.getByRole("form", { name: "Confirm purge" });
+    const purgeButton = purgeForm.getByRole("button", { name: "Purge for good" });
+    expect(await purgeButton.isDisabled()).toBe(true);
+    await purgeForm.getByLabel("Workspace id").fill(liveId);
+    await purgeForm.getByLabel(/Force/).check();
+    await purgeButton.click();
+    await stateIn(page, summary, "purged").waitFor();
+    await page.getByTestId("purge-receipt").waitFor();
+    expect(await page.getByTestId("lease-row").count()).toBe(0);
+    expect(await page.getByRole("button", { name: "Purge…" }).isDisabled()).toBe(true);
+    expect(pageErrors).toEqual([]);
+    await page.context().close();
+  });
+
+  it("lists the failed job with its reason and retries it until it succeeds", async () => {
+    const { page, pageErrors } = await signedInPage("/jobs");
+    const failed = rowOf(page, "job-row", lateId);
+    await failed
+      .getByTestId("job-state")
+      .filter({ hasText: /^failed$/ })
+      .waitFor();
+    expect(await failed.textContent()).toContain("workspace.provision");
+    expect(await failed.textContent()).toMatch(/not found/);
+
+    // Now that the record exists, the same job can succeed: Retry puts it back in the queue.
+    await upsertWorkspaceBinding(tenant.scope, {
+      id: lateId,
+      backendKind: "local",
+      isolationPolicy: "PER_AGENT",
+    });
+    await failed.getByRole("button", { name: "Retry" }).click();
+    // A completed provision job is removed at once, so its row leaves the list when the retry succeeds.
+    await failed.waitFor({ state: "detached" });
+    expect((await getWorkspace(tenant.scope, lateId)).state).toBe("READY");
+
+    await page.getByRole("link", { name: "Workspaces" }).click();
+    await stateIn(page, rowOf(page, "workspace-row", lateId), "ready").waitFor();
+    expect(pageErrors).toEqual([]);
+    await page.context().close();
+  });
+});
