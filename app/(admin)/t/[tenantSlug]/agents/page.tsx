@@ -1,13 +1,18 @@
 import type { Metadata } from "next";
-import { NotBuiltYet } from "@/app/_ui/not-built-yet";
+import { AgentsManager } from "./agents-manager";
 
 export const metadata: Metadata = { title: "Agents" };
 
-export default function AgentsPage() {
+export default async function AgentsPage({ params }: { params: Promise<{ tenantSlug: string }> }) {
+  const { tenantSlug } = await params;
   return (
-    <NotBuiltYet
-      title="Agents"
-      description="Agent definitions: model, tools, skills, MCP servers and isolation policy."
-    />
+    <>
+      <h1>Agents</h1>
+      <p className="lead">
+        Agent definitions: the model each one talks to and how its workspaces are isolated. Provider keys are
+        write-only: this page can set, replace or clear a key, never show one.
+      </p>
+      <AgentsManager tenantSlug={tenantSlug} />
+    </>
   );
 }

@@ -1,0 +1,124 @@
+import type { IsolationPolicy } from "@/server/modules/agent/agent.types";
+
+// Type-only import above: the client bundle takes no server module, the compiler keeps this list honest.
+const ISOLATION_POLICIES = [
+  "PER_AGENT",
+  "PER_SESSION",
+  "PER_USER",
+] as const satisfies readonly IsolationPolicy[];
+
+/** The select's options; "" stands for "no override" (the tenant default, PER_AGENT). */
+export const ISOLATION_OPTIONS: { value: "" | IsolationPolicy; label: string }[] = [
+  { value: "", label: "Tenant default (per agent)" },
+  ...ISOLATION_POLICIES.map((policy) => ({ value: policy, label: isolationLabel(policy) })),
+];
+
+export function isolationLabel(policy: IsolationPolicy | null): string {
+  switch (policy) {
+    case null:
+      return "default (per agent)";
+    case "PER_AGENT":
+      return "one workspace per agent";
+    case "PER_SESSION":
+      return "one workspace per session";
+    case "PER_USER":
+      return "one workspace per user";
+  }
+}
+
+export function parseIsolation(value: FormDataEntryValue | null): IsolationPolicy | null {
+  return ISOLATION_POLICIES.find((policy) => policy === value) ?? null;
+}
+
+/** A trimmed form text field ("" when absent). */
+export function formText(form: FormData, name: string): string {
+  const value = form.get(name);
+  return typeof value === "string" ? value.trim() : "";
+}
+
+export function agentDeleteConfirmText(name: string): string {
+  return (
+    `Delete agent "${name}"?\n\nEvery session of this agent is deleted with it, chat history included, ` +
+    "and its skills and MCP scopes are purged from every workspace it used. This cannot be undone."
+  );
+}
+
+export function KeyBadge({ hasApiKey }: { hasApiKey: boolean }) {
+  return hasApiKey ? (
+    <span className="badge" data-testid="key-state">
+      key set
+    </span>
+  ) : (
+    <span className="badge revoked" data-testid="key-state">
+      no key
+    </span>
+  );
+}
+
+// Field names as the form shows them; server issue paths are those of the tRPC input.
+const FIELD_LABELS: Record<string, string> = {
+  name: "Name",
+  description: "Description",
+  "modelConfig.provider": "Provider",
+  "modelConfig.model": "Model",
+  "modelConfig.baseUrl": "Base URL",
+  "modelConfig.apiKey": "API key",
+  modelApiKey: "API key",
+  isolationPolicy: "Isolation",
+};
+
+type Issue = { path: string; message: string };
+
+/** The structural part of a tRPC client error this page reads (see the error formatter in server/api/trpc.ts). */
+export type ServerError = {
+  message: string;
+  data?: {
+    issues?: { path: string[]; message: string }[] | null;
+    appError?: { details: unknown } | null;
+  } | null;
+};
+
+/** Input validation issues from the router (zod) or the service (AppError BAD_REQUEST details). */
+function issuesOf(error: ServerError): Issue[] {
+  const fromInput = error.data?.issues;
+  if (fromInput?.length)
+    return fromInput.map((issue) => ({ path: issue.path.join("."), message: issue.message }));
+  const details = error.data?.appError?.details;
+  if (details && typeof details === "object" && "issues" in details && Array.isArray(details.issues)) {
+    return (details.issues as unknown[]).flatMap((issue) =>
+      issue && typeof issue === "object" && "message" in issue && typeof issue.message === "string"
+        ? [
+            {
+              path: "path" in issue && typeof issue.path === "string" ? issue.path : "",
+              message: issue.message,
+            },
+          ]
+        : [],
+    );
+  }
+  return [];
+}
+
+/** A failed mutation, next to its form: one line per invalid field when the server said which. */
+export function ServerErrors({ error }: { error: ServerError | null }) {
+  if (!error) return null;
+  const issues = issuesOf(error);
+  return (
+    <div className="alert error" role="alert" style={{ marginTop: 12 }}>
+      {issues.length === 0 ? (
+        error.message
+      ) : (
+        <ul className="issues">
+          {issues.map((issue, index) => {
+            const path = issue.path.replace(/^patch\./, "");
+            return (
+              <li key={index}>
+                <strong>{FIELD_LABELS[path] ?? (path || "Input")}</strong>: {issue.message}
+              </li>
+            );
+          })}
+        </ul>
+      )}
+    </div>
+  );
+}
