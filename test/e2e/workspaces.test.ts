@@ -9,9 +9,12 @@ import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { disconnectDb } from "@/server/db";
+import { createAuth } from "@/server/auth/auth";
+import { disconnectDb, getDb } from "@/server/db";
+import { addMember } from "@/server/modules/member/member.data";
+import { createTenantWithOwner } from "@/server/modules/tenant/tenant.service";
 import {
   acquireWorkspaceLease,
   getWorkspace,
@@ -105,17 +108,31 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
+  // One signed-in context per user: the sign-in endpoint is rate limited, so each user signs in once.
+  const contexts = new Map<string, BrowserContext>();
+
   /** A signed-in page at `pathname`; uncaught page errors (hydration mismatches included) fail the test. */
-  async function signedInPage(pathname: string): Promise<{ page: Page; pageErrors: string[] }> {
-    const context = await browser.newContext();
+  async function signedInPage(
+    pathname: string,
+    user: { email: string; password: string } = tenant,
+  ): Promise<{ page: Page; pageErrors: string[] }> {
+    let context = contexts.get(user.email);
+    const signedIn = !!context;
+    context ??= await browser.newContext();
+    contexts.set(user.email, context);
     const page = await context.newPage();
     const pageErrors: string[] = [];
     page.on("pageerror", (error) => pageErrors.push(error.message));
-    await page.goto(`${app.url}/sign-in`);
-    await page.getByLabel("Email").fill(tenant.email);
-    await page.getByLabel("Password").fill(tenant.password);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await page.waitForURL(new RegExp(`/t/${tenant.slug}$`));
+    if (!signedIn) {
+      await page.goto(`${app.url}/sign-in`);
+      await page.getByLabel("Email").fill(user.email);
+      await page.getByLabel("Password").fill(user.password);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      // Either a tenant page or the form's alert: a refused sign-in fails with its message, not a timeout.
+      const alert = page.getByRole("form", { name: "Sign in" }).getByRole("alert");
+      await Promise.race([page.waitForURL(/\/t\/[^/]+$/), alert.waitFor()]);
+      if (!/\/t\/[^/]+$/.test(page.url())) throw new Error(`sign-in failed: ${await alert.textContent()}`);
+    }
     await page.goto(`${app.url}/t/${tenant.slug}${pathname}`);
     return { page, pageErrors };
   }
@@ -137,7 +154,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     expect(await live.locator("td").nth(5).textContent()).toBe("1");
     expect(await page.getByRole("link", { name: "Workspaces" }).getAttribute("aria-current")).toBe("page");
     expect(pageErrors).toEqual([]);
-    await page.context().close();
+    await page.close();
   });
 
   it("shows the lease and the reasoned events, refuses a stop while leased, then force-stops and purges", async () => {
@@ -181,7 +198,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     expect(await page.getByTestId("lease-row").count()).toBe(0);
     expect(await page.getByRole("button", { name: "Purge…" }).isDisabled()).toBe(true);
     expect(pageErrors).toEqual([]);
-    await page.context().close();
+    await page.close();
   });
 
   it("lists the failed job with its reason and retries it until it succeeds", async () => {
@@ -208,6 +225,40 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     await page.getByRole("link", { name: "Workspaces" }).click();
     await stateIn(page, rowOf(page, "workspace-row", lateId), "ready").waitFor();
     expect(pageErrors).toEqual([]);
-    await page.context().close();
+    await page.close();
+  });
+
+  it("shows a viewer the workspaces but no usable Stop/Purge, and says why the jobs page is closed", async () => {
+    const auth = createAuth({
+      secret: process.env.BERTH_AUTH_SECRET!,
+      baseUrl: app.url,
+      prisma: getDb(),
+      log: () => {},
+    });
+    const suffix = tenant.slug.slice("e2e-".length);
+    const viewer = { email: `viewer-${suffix}@example.test`, password: `pw-viewer-${suffix}` };
+    const { owner } = await createTenantWithOwner(auth, {
+      tenantName: `Viewer home ${suffix}`,
+      slug: `e2e-viewer-${suffix}`,
+      name: "E2E Viewer",
+      ...viewer,
+    });
+    await addMember(tenant.scope, { userId: owner.id, role: "viewer" });
+
+    const { page, pageErrors } = await signedInPage(`/workspaces/ws-e2e-${suffix}`, viewer);
+    await stateIn(page, page.getByTestId("workspace-summary"), "pending").waitFor();
+    await page.getByTestId("actions-role-note").filter({ hasText: "you are viewer" }).waitFor();
+    expect(await page.getByRole("button", { name: "Stop…" }).isDisabled()).toBe(true);
+    expect(await page.getByRole("button", { name: "Purge…" }).isDisabled()).toBe(true);
+    await page.getByText("Purge receipts are visible to admins only.").waitFor();
+
+    await page.getByRole("link", { name: "Jobs" }).click();
+    await page
+      .getByRole("alert")
+      .filter({ hasText: /admin role/ })
+      .waitFor();
+    expect(await page.getByTestId("job-row").count()).toBe(0);
+    expect(pageErrors).toEqual([]);
+    await page.close();
   });
 });
