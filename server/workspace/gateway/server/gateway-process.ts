@@ -1,14 +1,14 @@
 import fs from "node:fs";
 import { LocalMcpConnector } from "@/server/workspace/mcp/local-connector";
 import { GATEWAY_ENV } from "../gateway-protocol";
-import { inProcessFileService, runFileWorker, WorkerFileService, type FileService } from "./file-worker";
+import { inProcessFileService, WorkerFileService, type FileService } from "./file-worker";
 import { createGatewayServer } from "./gateway-server";
 import { RunAsConnector, type McpRunAs } from "./run-as";
 import { ScopeRegistry } from "./scope-registry";
 
 /**
  * Composition root of the gateway process that runs INSIDE the sandbox (bundled into one file by
- * bundle-gateway.ts and started with the sandbox's Node). Configuration comes from the environment so the
+ * bundle-gateway.ts and started with the sandbox's Node; gateway-main.ts picks this role). Configuration comes from the environment so the
  * token never appears in argv (visible to every user through `ps`).
  */
 function readConfig(env: NodeJS.ProcessEnv) {
@@ -34,7 +34,7 @@ function readConfig(env: NodeJS.ProcessEnv) {
   return { listen, token, nonce, timeout, runAs, workdir: env[GATEWAY_ENV.workdir] ?? process.cwd() };
 }
 
-function main(): void {
+export function runGateway(): void {
   const config = readConfig(process.env);
   // Scrub secrets so stdio MCP servers (which inherit a filtered env anyway) can never see them.
   delete process.env[GATEWAY_ENV.token];
@@ -91,12 +91,4 @@ function main(): void {
 
 function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
-}
-
-try {
-  if (process.env[GATEWAY_ENV.role] === "files") runFileWorker();
-  else main();
-} catch (error) {
-  console.error(`[gateway] failed to start: ${errorMessage(error)}`);
-  process.exit(1);
 }
