@@ -22,7 +22,8 @@ export const DEFAULT_ARCHIVE_LIMITS: ArchiveLimits = {
   maxArchiveBytes: 500 * 1024 * 1024,
 };
 
-export type ExtractedFile = { path: string; size: number; sha256: string; executable: boolean };
+/** `sha256` is null when the extraction was asked not to hash (see `extractToBackend`). */
+export type ExtractedFile = { path: string; size: number; sha256: string | null; executable: boolean };
 
 /** What was extracted, in archive order: enough to find the skill root, check its links and hash it. */
 export type ExtractionManifest = {
@@ -47,14 +48,17 @@ export async function extractToBackend(
   limits: ArchiveLimits,
 ): Promise<ExtractionManifest> {
   const hostDir = backend.hostPath?.(targetDir);
-  const sink = hostDir ? await createHostDirectorySink(hostDir) : createTarRepackSink(backend, targetDir);
-  return extractToSink(source, sink, limits);
+  // Hashing every byte is as costly as the rest of a direct install, and its files are cheap to read back
+  // when a hash is needed; a re-packed archive's files are not, so those are hashed on the way.
+  if (hostDir) return extractToSink(source, await createHostDirectorySink(hostDir), limits, false);
+  return extractToSink(source, createTarRepackSink(backend, targetDir), limits, true);
 }
 
 export async function extractToSink(
   source: AsyncIterable<ArchiveEntry>,
   sink: ExtractionSink,
   limits: ArchiveLimits,
+  hashContent: boolean,
 ): Promise<ExtractionManifest> {
   const tree = new EntryTree();
   const manifest: ExtractionManifest = {
@@ -94,7 +98,7 @@ export async function extractToSink(
       } else {
         // A regular file: EntryTree refused every other kind.
         if (budget.used + entry.size > budget.limit) throw tooLarge(budget.limit, name);
-        const file = await writeFile(sink, name, entry, budget);
+        const file = await writeFile(sink, name, entry, budget, hashContent);
         manifest.files.push(file);
         fileByPath.set(name, file);
       }
@@ -113,12 +117,13 @@ async function writeFile(
   name: string,
   entry: ArchiveEntry,
   budget: { limit: number; used: number },
+  hashContent: boolean,
 ): Promise<ExtractedFile> {
   const body = entry.body;
   if (!body) throw new AppError("INTERNAL", `Archive file entry without a body: ${name}`);
   const executable = (entry.mode & 0o111) !== 0;
   const file = await sink.file(name, entry.size, executable);
-  const hash = createHash("sha256");
+  const hash = hashContent ? createHash("sha256") : null;
   let size = 0;
   for await (const chunk of body) {
     size += chunk.length;
@@ -126,13 +131,13 @@ async function writeFile(
     // Counted on the bytes actually inflated, not on what the header claims (a lying zip bomb).
     if (budget.used > budget.limit) throw tooLarge(budget.limit, name);
     if (size > entry.size) throw sizeMismatch(name);
-    hash.update(chunk);
+    hash?.update(chunk);
     const backpressure = file.write(chunk);
     if (backpressure) await backpressure;
   }
   if (size !== entry.size) throw sizeMismatch(name);
   await file.end();
-  return { path: name, size, sha256: hash.digest("hex"), executable };
+  return { path: name, size, sha256: hash?.digest("hex") ?? null, executable };
 }
 
 function tooLarge(limit: number, entry: string): AppError {

@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import path from "node:path";
 import { AppError } from "@/server/shared/errors";
 import type { ExtractionManifest } from "@/server/workspace/archive/extract-to-backend";
@@ -45,22 +44,4 @@ export function findSkillRoot(manifest: ExtractionManifest): string {
   }
   if (!best) throw new AppError("BAD_REQUEST", "The skill archive contains no SKILL.md");
   return best.root;
-}
-
-/**
- * SHA-256 over the skill folder's files (relative path, content hash, executable bit) and symlinks
- * (relative path, target), order-independent.
- */
-export function contentHash(manifest: ExtractionManifest, root: string): string {
-  const prefix = root ? `${root}/` : "";
-  const files = manifest.files
-    .filter((file) => file.path.startsWith(prefix))
-    .map((file) => `${file.path.slice(prefix.length)}\0${file.sha256}\0${file.executable ? 1 : 0}\n`);
-  const links = manifest.symlinks
-    .filter((link) => link.path.startsWith(prefix))
-    .map((link) => `${link.path.slice(prefix.length)}\0->\0${link.target}\n`);
-  const lines = [...files, ...links].sort();
-  const hash = createHash("sha256");
-  for (const line of lines) hash.update(line);
-  return hash.digest("hex");
 }

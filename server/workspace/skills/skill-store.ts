@@ -20,10 +20,10 @@ import {
 import { assertLinksInside } from "@/server/workspace/archive/entry-validator";
 import { KeyedMutex } from "@/server/workspace/mcp/async-mutex";
 import { silentLogger, type EngineLogger } from "@/server/workspace/mcp/types";
+import { findDuplicate } from "@/server/workspace/skills/skill-dedup";
 import { parseSkillMarkdown } from "@/server/workspace/skills/front-matter";
 import {
   assertPlainName,
-  contentHash,
   findSkillRoot,
   partitionName,
   sanitizeDirName,
@@ -66,7 +66,11 @@ export type SkillStoreOptions = {
 
 const ZContentIndex = z.object({
   version: z.literal(1),
-  skills: z.record(z.string(), z.object({ hash: z.string(), name: z.string() })),
+  // `shape` and an optional content `hash` (see skill-dedup.ts); entries from before shapes have a hash only.
+  skills: z.record(
+    z.string(),
+    z.object({ name: z.string(), hash: z.string().optional(), shape: z.string().optional() }),
+  ),
 });
 type TContentIndex = z.infer<typeof ZContentIndex>;
 
@@ -265,19 +269,26 @@ export class SkillStore {
           details: { entry: root ? `${root}/SKILL.md` : "SKILL.md" },
         });
       }
-      const hash = contentHash(manifest, root);
       return await this.locks.run(partition, async () => {
         const dir = this.partitionDir(partition);
         const index = await this.readIndex(dir);
-        for (const [folder, entry] of Object.entries(index.skills)) {
-          if (entry.hash !== hash) continue;
-          const existing = await this.loadSkill(dir, folder);
+        const {
+          folder: duplicate,
+          shape,
+          hash,
+        } = await findDuplicate(this.backend, dir, index.skills, {
+          manifest,
+          root,
+          rootPath,
+        });
+        if (duplicate !== null) {
+          const existing = await this.loadSkill(dir, duplicate);
           if (!("reason" in existing)) return { skill: existing, deduplicated: true };
         }
         const base = options.dirName ?? sanitizeDirName(root ? path.posix.basename(root) : parsed.skill.name);
         const folder = await this.freeFolder(dir, base);
         await this.backend.move(rootPath, path.posix.join(dir, folder));
-        index.skills[folder] = { hash, name: parsed.skill.name };
+        index.skills[folder] = { name: parsed.skill.name, shape, ...(hash ? { hash } : {}) };
         await this.writeIndex(dir, index);
         const installed = await this.loadSkill(dir, folder);
         if ("reason" in installed)
