@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import path from "node:path";
 import type { Readable } from "node:stream";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { runRootChore } from "@/server/workspace/backends/docker/docker-exec";
 import type { DockerWorkspaceHandle } from "@/server/workspace/backends/docker/docker-provider";
 import { createDockerTestbed, describeDocker } from "./support/docker-env";
@@ -143,12 +143,16 @@ describeDocker("Docker file operations through the gateway's file worker, exec a
     // Another process opens the same workspace without reusing the token: the gateway restarts.
     const other = await testbed.open(testbed.newProvider(), ws.ref);
     expect(other.gateway.instanceNonce).not.toBe(ws.gateway.instanceNonce);
+    const askedGateway = vi.spyOn(ws.gateway.files!, "readFile");
     const rotated = await execsDuring(ws, async () => {
       await ws.backend.writeFile("fallback/rotated.txt", "via exec");
       expect(await text(await ws.backend.readFile("fallback/rotated.txt"))).toBe("via exec");
       await expect(ws.backend.readFile("fallback/missing")).rejects.toMatchObject({ code: "NOT_FOUND" });
     });
     expect(rotated.length).toBeGreaterThanOrEqual(3);
+    // The first refusal (the write's) was enough: later operations go straight to exec.
+    expect(askedGateway).not.toHaveBeenCalled();
+    askedGateway.mockRestore();
     // The process holding the current token still goes through the gateway.
     expect(await execsDuring(other, async () => void (await other.backend.stat("fallback")))).toEqual([]);
 

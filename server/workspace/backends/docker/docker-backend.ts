@@ -47,6 +47,8 @@ export class DockerBackend implements WorkspaceBackend {
   readonly isolated = true;
   readonly workdir = CONTAINER_PATHS.workdir;
   private closed = false;
+  /** Set once the gateway refused our token (rotated by another process): file operations use exec. */
+  private gatewayTokenRevoked = false;
 
   constructor(private readonly options: DockerBackendOptions) {}
 
@@ -295,12 +297,15 @@ export class DockerBackend implements WorkspaceBackend {
     exec: () => Promise<T>,
   ): Promise<T> {
     if (this.closed) throw new AppError("UNAVAILABLE", "The workspace container was closed");
-    const files = this.options.files;
+    const files = this.gatewayTokenRevoked ? null : this.options.files;
     if (files) {
       try {
         return await gateway(files);
       } catch (error) {
         if (!canFallBack(error)) throw error;
+        // Another process restarted the gateway with a new token: ours will not work again, so stop
+        // paying a refused request per operation (the workspace re-attaches with the new token later).
+        if (error instanceof AppError && error.code === "UNAUTHORIZED") this.gatewayTokenRevoked = true;
       }
     }
     return exec();
