@@ -6,12 +6,11 @@
  * through the chat data layer. Needs /usr/bin/chromium: a missing browser FAILS under CI=1 and skips (with
  * the reason printed) elsewhere.
  */
-import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAuth } from "@/server/auth/auth";
 import { secretKeyFromBytes, type SecretKey } from "@/server/auth/secrets";
@@ -23,33 +22,10 @@ import { createApiKey } from "@/server/modules/api-key/api-key.service";
 import { appendChatMessages, getSessionOrNull } from "@/server/modules/session/session.data";
 import { findFreePort } from "@/scripts/services/ports";
 import { type RunningBerth, startBerth } from "./support/berth-server";
+import { HAS_CHROMIUM, launchChromium, requireChromium } from "./support/chromium";
 import { type SeededTenant, seedTenantWithData } from "./support/seed";
 
-const CHROMIUM_PATH = "/usr/bin/chromium";
-// stack-compat P13: no sandbox (root in a container), no GPU, and nothing that phones home.
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-];
-const IS_CI = process.env.CI === "1" || process.env.CI === "true";
-const HAS_CHROMIUM = existsSync(CHROMIUM_PATH);
-
-if (!HAS_CHROMIUM) {
-  if (IS_CI) {
-    describe("e2e prerequisites", () => {
-      it("has Chromium at /usr/bin/chromium", () => {
-        expect.fail(`${CHROMIUM_PATH} is missing; CI must install it (apt-get install -y chromium)`);
-      });
-    });
-  } else {
-    console.warn(`[e2e] SKIPPED: ${CHROMIUM_PATH} not found. Install it with: apt-get install -y chromium`);
-  }
-}
+requireChromium();
 
 const AGENT_NAME = "e2e-writer";
 // Distinctive, so finding it anywhere in the page HTML means it leaked.
@@ -81,7 +57,7 @@ describe.skipIf(!HAS_CHROMIUM)("agents and sessions pages, end to end", () => {
     const { plainKey } = await createApiKey(auth, tenant.scope, { name: "e2e sessions", role: "admin" });
     client = createBerthClient({ url: baseUrl, apiKey: plainKey });
     app = await startBerth(port, env);
-    browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
+    browser = await launchChromium();
   });
 
   afterAll(async () => {

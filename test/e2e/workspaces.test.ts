@@ -5,11 +5,10 @@
  * workspace, and retries the failed job. Needs /usr/bin/chromium: a missing browser FAILS under CI=1 and
  * skips (with the reason printed) elsewhere.
  */
-import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAuth } from "@/server/auth/auth";
 import { disconnectDb, getDb } from "@/server/db";
@@ -24,33 +23,10 @@ import { enqueue } from "@/server/queue/enqueue";
 import { closeSharedQueues, getQueues } from "@/server/queue/queues";
 import { findFreePort } from "@/scripts/services/ports";
 import { type RunningBerth, startBerth } from "./support/berth-server";
+import { HAS_CHROMIUM, launchChromium, requireChromium } from "./support/chromium";
 import { type SeededTenant, seedTenantWithData } from "./support/seed";
 
-const CHROMIUM_PATH = "/usr/bin/chromium";
-// stack-compat P13: no sandbox (root in a container), no GPU, and nothing that phones home.
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-];
-const IS_CI = process.env.CI === "1" || process.env.CI === "true";
-const HAS_CHROMIUM = existsSync(CHROMIUM_PATH);
-
-if (!HAS_CHROMIUM) {
-  if (IS_CI) {
-    describe("e2e prerequisites", () => {
-      it("has Chromium at /usr/bin/chromium", () => {
-        expect.fail(`${CHROMIUM_PATH} is missing; CI must install it (apt-get install -y chromium)`);
-      });
-    });
-  } else {
-    console.warn(`[e2e] SKIPPED: ${CHROMIUM_PATH} not found. Install it with: apt-get install -y chromium`);
-  }
-}
+requireChromium();
 
 const LEASE = { holder: "e2e:turn-1", reason: "e2e: a chat turn is running" };
 
@@ -82,7 +58,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
       baseUrl: `http://127.0.0.1:${port}`,
     });
     app = await startBerth(port, env);
-    browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
+    browser = await launchChromium();
 
     const suffix = tenant.slug.slice("e2e-".length);
     liveId = `ws-live-${suffix}`;
