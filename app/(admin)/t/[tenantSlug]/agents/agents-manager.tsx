@@ -13,6 +13,7 @@ import {
   parseIsolation,
   ServerErrors,
 } from "./agent-ui";
+import { LoadMore } from "../_components/load-more";
 
 const PAGE_SIZE = 50;
 const DEFAULT_PROVIDER = "openai-compatible";
@@ -185,17 +186,7 @@ export function AgentsManager({ tenantSlug }: { tenantSlug: string }) {
             </tbody>
           </table>
         )}
-        {agents.hasNextPage && (
-          <button
-            type="button"
-            className="secondary"
-            style={{ marginTop: 12 }}
-            disabled={agents.isFetchingNextPage}
-            onClick={() => void agents.fetchNextPage()}
-          >
-            {agents.isFetchingNextPage ? "Loading…" : "Load more"}
-          </button>
-        )}
+        <LoadMore query={agents} />
         <ServerErrors error={remove.error} />
       </section>
     </>

@@ -2,6 +2,7 @@
 
 import { useInfiniteQuery } from "@tanstack/react-query";
 import { useTRPC } from "@/app/_trpc/client";
+import { LoadMore } from "../_components/load-more";
 
 const PAGE_SIZE = 50;
 
@@ -57,17 +58,7 @@ export function AuditTable({ tenantSlug }: { tenantSlug: string }) {
           ))}
         </tbody>
       </table>
-      {audit.hasNextPage && (
-        <button
-          type="button"
-          className="secondary"
-          style={{ marginTop: 12 }}
-          disabled={audit.isFetchingNextPage}
-          onClick={() => void audit.fetchNextPage()}
-        >
-          {audit.isFetchingNextPage ? "Loading…" : "Load more"}
-        </button>
-      )}
+      <LoadMore query={audit} />
     </div>
   );
 }

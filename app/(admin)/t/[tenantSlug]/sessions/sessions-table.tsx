@@ -5,6 +5,7 @@ import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useTRPC } from "@/app/_trpc/client";
 import { formatDate, sessionDeleteConfirmText, WorkspaceLink } from "./session-ui";
+import { LoadMore } from "../_components/load-more";
 
 const PAGE_SIZE = 50;
 // The filter and the agent names come from one page of agents: the list's maximum page.
@@ -125,17 +126,7 @@ export function SessionsTable({ tenantSlug, agentId }: { tenantSlug: string; age
           </tbody>
         </table>
       )}
-      {sessions.hasNextPage && (
-        <button
-          type="button"
-          className="secondary"
-          style={{ marginTop: 12 }}
-          disabled={sessions.isFetchingNextPage}
-          onClick={() => void sessions.fetchNextPage()}
-        >
-          {sessions.isFetchingNextPage ? "Loading…" : "Load more"}
-        </button>
-      )}
+      <LoadMore query={sessions} />
       {remove.error && (
         <div className="alert error" role="alert" style={{ marginTop: 12 }}>
           {remove.error.message}

@@ -10,6 +10,7 @@ import {
   TRANSITIONAL_STATES,
   WorkspaceStateBadge,
 } from "./workspace-format";
+import { LoadMore } from "../_components/load-more";
 
 const PAGE_SIZE = 50;
 const POLL_MS = 2_000;
@@ -85,17 +86,7 @@ export function WorkspacesTable({ tenantSlug }: { tenantSlug: string }) {
           ))}
         </tbody>
       </table>
-      {workspaces.hasNextPage && (
-        <button
-          type="button"
-          className="secondary"
-          style={{ marginTop: 12 }}
-          disabled={workspaces.isFetchingNextPage}
-          onClick={() => void workspaces.fetchNextPage()}
-        >
-          {workspaces.isFetchingNextPage ? "Loading…" : "Load more"}
-        </button>
-      )}
+      <LoadMore query={workspaces} />
     </div>
   );
 }
