@@ -240,7 +240,7 @@ function toReadable(data: Readable | Uint8Array | string): Readable {
     : Readable.from([typeof data === "string" ? Buffer.from(data) : data]);
 }
 
-function toFileStat(info: Stats): FileStat {
+export function toFileStat(info: Stats): FileStat {
   const type = info.isFile()
     ? "file"
     : info.isDirectory()

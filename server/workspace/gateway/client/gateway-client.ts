@@ -107,18 +107,23 @@ export class GatewayClient {
     const response = await this.transport.request(request);
     const text = response.body.toString("utf8");
     if (response.status >= 400) throw gatewayError(response.status, text);
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      throw new AppError("INTERNAL", `gateway answered non-JSON: ${text.slice(0, 200)}`);
-    }
-    const parsed = schema.safeParse(json);
-    if (!parsed.success) {
-      throw new AppError("INTERNAL", `gateway answered an unexpected shape: ${parsed.error.message}`);
-    }
-    return parsed.data;
+    return parseGatewayJson(text, schema);
   }
+}
+
+/** A gateway answer's JSON body checked against `schema`; INTERNAL when it is not what the protocol says. */
+export function parseGatewayJson<S extends z.ZodType>(text: string, schema: S): z.infer<S> {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new AppError("INTERNAL", `gateway answered non-JSON: ${text.slice(0, 200)}`);
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) {
+    throw new AppError("INTERNAL", `gateway answered an unexpected shape: ${parsed.error.message}`);
+  }
+  return parsed.data;
 }
 
 /** The AppError a gateway error answer stands for: its `code` when it sent one, else one for the status. */

@@ -13,7 +13,7 @@ import {
   ZGatewayStatResponse,
   type TGatewayFileOp,
 } from "../gateway-protocol";
-import { gatewayError } from "./gateway-client";
+import { gatewayError, parseGatewayJson } from "./gateway-client";
 import { openGatewayStream, type GatewayEndpoint } from "./gateway-transport";
 
 export type GatewayFileClientOptions = {
@@ -122,18 +122,7 @@ export class GatewayFileClient {
 
   private async json<S extends z.ZodType>(answer: http.IncomingMessage, schema: S): Promise<z.infer<S>> {
     if (answer.statusCode !== 200) throw await errorOf(answer);
-    const text = await readCapped(answer);
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      throw new AppError("INTERNAL", `gateway answered non-JSON: ${text.slice(0, 200)}`);
-    }
-    const parsed = schema.safeParse(json);
-    if (!parsed.success) {
-      throw new AppError("INTERNAL", `gateway answered an unexpected shape: ${parsed.error.message}`);
-    }
-    return parsed.data;
+    return parseGatewayJson(await readCapped(answer), schema);
   }
 }
 

@@ -7,7 +7,7 @@ import { pipeline } from "node:stream/promises";
 import { z } from "zod";
 import { AppError } from "@/server/shared/errors";
 import type { DirEntry, FileStat } from "@/server/workspace/backend/port";
-import { fsError } from "@/server/workspace/backends/local/local-backend";
+import { fsError, toFileStat as toLocalFileStat } from "@/server/workspace/backends/local/local-backend";
 import { ZGatewayFileOp, ZGatewayWriteMode, type TGatewayFileOp } from "../gateway-protocol";
 import { expectsContinue, sendError, sendJson } from "./http-util";
 
@@ -217,15 +217,9 @@ async function move(source: string, target: string): Promise<void> {
 }
 
 function toFileStat(info: Stats): FileStat {
-  const type = info.isFile()
-    ? "file"
-    : info.isDirectory()
-      ? "directory"
-      : info.isSymbolicLink()
-        ? "symlink"
-        : "other";
   // Whole milliseconds, like the exec path (find's %T@), so both paths report the same mtime.
-  return { type, size: info.size, mtimeMs: Math.round(info.mtimeMs), mode: info.mode & 0o7777 };
+  const stat = toLocalFileStat(info);
+  return { ...stat, mtimeMs: Math.round(stat.mtimeMs) };
 }
 
 function parseQuery<S extends z.ZodType>(schema: S, query: URLSearchParams, name: string): z.infer<S> {
