@@ -6,24 +6,21 @@
  * through the chat data layer. Needs /usr/bin/chromium: a missing browser FAILS under CI=1 and skips (with
  * the reason printed) elsewhere.
  */
-import { mkdtemp, rm } from "node:fs/promises";
 import { randomBytes } from "node:crypto";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAuth } from "@/server/auth/auth";
 import { secretKeyFromBytes, type SecretKey } from "@/server/auth/secrets";
 import { createBerthClient, type BerthClient } from "@/server/client/create-berth-client";
 import { loadSecretsConfig } from "@/server/config/secrets";
-import { disconnectDb, getDb } from "@/server/db";
+import { getDb } from "@/server/db";
 import { getAgentByName, getAgentModelApiKey, getAgentOrNull } from "@/server/modules/agent/agent.data";
 import { createApiKey } from "@/server/modules/api-key/api-key.service";
 import { appendChatMessages, getSessionOrNull } from "@/server/modules/session/session.data";
-import { findFreePort } from "@/scripts/services/ports";
-import { type RunningBerth, startBerth } from "./support/berth-server";
-import { HAS_CHROMIUM, launchChromium, requireChromium } from "./support/chromium";
-import { type SeededTenant, seedTenantWithData } from "./support/seed";
+import type { RunningBerth } from "./support/berth-server";
+import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
+import { type E2eApp, startE2eApp, submitSignIn, watchedPage } from "./support/e2e-app";
+import type { SeededTenant } from "./support/seed";
 
 requireChromium();
 
@@ -37,48 +34,35 @@ describe.skipIf(!HAS_CHROMIUM)("agents and sessions pages, end to end", () => {
   let browser: Browser;
   let tenant: SeededTenant;
   let client: BerthClient;
-  let dataDir: string | undefined;
+  let e2e: E2eApp;
   // The key the server encrypts with (the global setup's BERTH_ENCRYPTION_KEY, passed on to the app).
   let secretKey: SecretKey;
 
   beforeAll(async () => {
-    const port = await findFreePort();
-    dataDir = await mkdtemp(path.join(tmpdir(), "berth-e2e-"));
-    const env = { ...process.env, BERTH_DATA_DIR: dataDir, LOG_LEVEL: "warn" };
-    const baseUrl = `http://127.0.0.1:${port}`;
-    tenant = await seedTenantWithData({ authSecret: process.env.BERTH_AUTH_SECRET!, baseUrl });
+    e2e = await startE2eApp();
+    ({ app, browser, tenant } = e2e);
     secretKey = secretKeyFromBytes(loadSecretsConfig(process.env).encryptionKey);
     const auth = createAuth({
       secret: process.env.BERTH_AUTH_SECRET!,
-      baseUrl,
+      baseUrl: e2e.baseUrl,
       prisma: getDb(),
       log: () => {},
     });
     const { plainKey } = await createApiKey(auth, tenant.scope, { name: "e2e sessions", role: "admin" });
-    client = createBerthClient({ url: baseUrl, apiKey: plainKey });
-    app = await startBerth(port, env);
-    browser = await launchChromium();
+    client = createBerthClient({ url: e2e.baseUrl, apiKey: plainKey });
   });
 
   afterAll(async () => {
-    await browser?.close();
-    await app?.stop();
-    await disconnectDb();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    await e2e?.close();
   });
 
   /** A signed-in page; uncaught page errors (hydration mismatches included) fail the test. */
   async function signedInPage(): Promise<{ page: Page; pageErrors: string[] }> {
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    const pageErrors: string[] = [];
-    page.on("pageerror", (error) => pageErrors.push(error.message));
-    await page.goto(`${app.url}/sign-in`);
-    await page.getByLabel("Email").fill(tenant.email);
-    await page.getByLabel("Password").fill(tenant.password);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await page.waitForURL(new RegExp(`/t/${tenant.slug}$`));
-    return { page, pageErrors };
+    const watched = await watchedPage(await browser.newContext());
+    await watched.page.goto(`${app.url}/sign-in`);
+    await submitSignIn(watched.page, tenant.email, tenant.password);
+    await watched.page.waitForURL(new RegExp(`/t/${tenant.slug}$`));
+    return watched;
   }
 
   /** Accepts the next confirm() and returns its text. */

@@ -4,68 +4,42 @@
  * dashboard; a typed Node client calls the same server with an API key. Needs /usr/bin/chromium: a missing browser FAILS under CI=1 and skips (with the
  * reason printed) elsewhere.
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAuth } from "@/server/auth/auth";
 import { createBerthClient } from "@/server/client/create-berth-client";
-import { disconnectDb, getDb } from "@/server/db";
+import { getDb } from "@/server/db";
 import { createApiKey } from "@/server/modules/api-key/api-key.service";
-import { findFreePort } from "@/scripts/services/ports";
-import { type RunningBerth, startBerth } from "./support/berth-server";
-import { HAS_CHROMIUM, launchChromium, requireChromium } from "./support/chromium";
-import { type SeededTenant, seedTenantWithData } from "./support/seed";
+import type { RunningBerth } from "./support/berth-server";
+import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
+import { type E2eApp, startE2eApp, submitSignIn, watchedPage } from "./support/e2e-app";
+import type { SeededTenant } from "./support/seed";
 
 requireChromium();
 
 describe.skipIf(!HAS_CHROMIUM)("dashboard, end to end", () => {
+  let e2e: E2eApp;
   let app: RunningBerth;
   let browser: Browser;
   let tenant: SeededTenant;
-  let dataDir: string | undefined;
 
   beforeAll(async () => {
-    const port = await findFreePort();
-    // The seed and the server share the test database (DATABASE_URL from the global setup) and the
-    // auth secret; the base URL must be the one the browser uses (better-auth checks the Origin).
-    dataDir = await mkdtemp(path.join(tmpdir(), "berth-e2e-"));
-    const env = { ...process.env, BERTH_DATA_DIR: dataDir, LOG_LEVEL: "warn" };
-    tenant = await seedTenantWithData({
-      authSecret: process.env.BERTH_AUTH_SECRET!,
-      baseUrl: `http://127.0.0.1:${port}`,
-    });
-    app = await startBerth(port, env);
-    browser = await launchChromium();
+    e2e = await startE2eApp();
+    ({ app, browser, tenant } = e2e);
   });
 
   afterAll(async () => {
-    await browser?.close();
-    await app?.stop();
-    await disconnectDb();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    await e2e?.close();
   });
 
-  /** A fresh browser context; uncaught page errors (hydration mismatches included) fail the test. */
   async function newPage(): Promise<{ page: Page; pageErrors: string[] }> {
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    const pageErrors: string[] = [];
-    page.on("pageerror", (error) => pageErrors.push(error.message));
-    return { page, pageErrors };
-  }
-
-  async function signIn(page: Page, email: string, password: string) {
-    await page.getByLabel("Email").fill(email);
-    await page.getByLabel("Password").fill(password);
-    await page.getByRole("button", { name: "Sign in" }).click();
+    return watchedPage(await browser.newContext());
   }
 
   it("shows a clear message for a wrong password and stays on the sign-in page", async () => {
     const { page, pageErrors } = await newPage();
     await page.goto(`${app.url}/sign-in`);
-    await signIn(page, tenant.email, "definitely-not-the-password");
+    await submitSignIn(page, tenant.email, "definitely-not-the-password");
     // Scoped to the form: Next also renders an (empty) role="alert" route announcer.
     const alert = page.getByRole("form", { name: "Sign in" }).getByRole("alert");
     await alert.waitFor();
@@ -79,7 +53,7 @@ describe.skipIf(!HAS_CHROMIUM)("dashboard, end to end", () => {
     const { page, pageErrors } = await newPage();
     await page.goto(app.url);
     await page.waitForURL(/\/sign-in/);
-    await signIn(page, tenant.email, tenant.password);
+    await submitSignIn(page, tenant.email, tenant.password);
     await page.waitForURL(new RegExp(`/t/${tenant.slug}$`));
 
     const counts = await tenant.counts();
@@ -106,7 +80,7 @@ describe.skipIf(!HAS_CHROMIUM)("dashboard, end to end", () => {
     const { page, pageErrors } = await newPage();
     await page.goto(`${app.url}/t/${tenant.slug}/api-keys`);
     await page.waitForURL(/\/sign-in/);
-    await signIn(page, tenant.email, tenant.password);
+    await submitSignIn(page, tenant.email, tenant.password);
     await page.waitForURL(new RegExp(`/t/${tenant.slug}$`));
     await page.getByRole("link", { name: "API keys" }).click();
     await page.waitForURL(new RegExp(`/t/${tenant.slug}/api-keys$`));

@@ -5,13 +5,10 @@
  * workspace, and retries the failed job. Needs /usr/bin/chromium: a missing browser FAILS under CI=1 and
  * skips (with the reason printed) elsewhere.
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAuth } from "@/server/auth/auth";
-import { disconnectDb, getDb } from "@/server/db";
+import { getDb } from "@/server/db";
 import { addMember } from "@/server/modules/member/member.data";
 import { createTenantWithOwner } from "@/server/modules/tenant/tenant.service";
 import {
@@ -21,10 +18,10 @@ import {
 } from "@/server/modules/workspace/workspace.data";
 import { enqueue } from "@/server/queue/enqueue";
 import { closeSharedQueues, getQueues } from "@/server/queue/queues";
-import { findFreePort } from "@/scripts/services/ports";
-import { type RunningBerth, startBerth } from "./support/berth-server";
-import { HAS_CHROMIUM, launchChromium, requireChromium } from "./support/chromium";
-import { type SeededTenant, seedTenantWithData } from "./support/seed";
+import type { RunningBerth } from "./support/berth-server";
+import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
+import { type E2eApp, startE2eApp, submitSignIn, watchedPage } from "./support/e2e-app";
+import type { SeededTenant } from "./support/seed";
 
 requireChromium();
 
@@ -34,7 +31,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
   let app: RunningBerth;
   let browser: Browser;
   let tenant: SeededTenant;
-  let dataDir: string | undefined;
+  let e2e: E2eApp;
   let liveId: string;
   let lateId: string;
 
@@ -50,20 +47,13 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
   }
 
   beforeAll(async () => {
-    const port = await findFreePort();
-    dataDir = await mkdtemp(path.join(tmpdir(), "berth-e2e-"));
-    const env = { ...process.env, BERTH_DATA_DIR: dataDir, LOG_LEVEL: "warn" };
-    tenant = await seedTenantWithData({
-      authSecret: process.env.BERTH_AUTH_SECRET!,
-      baseUrl: `http://127.0.0.1:${port}`,
-    });
-    app = await startBerth(port, env);
-    browser = await launchChromium();
+    e2e = await startE2eApp();
+    ({ app, browser, tenant } = e2e);
 
     const suffix = tenant.slug.slice("e2e-".length);
     liveId = `ws-live-${suffix}`;
     lateId = `ws-late-${suffix}`;
-    // A workspace provisioned for real by the workers (local backend, in dataDir), then leased as a turn would.
+    // A workspace provisioned for real by the workers (local backend, in the app's data dir), then leased as a turn would.
     await upsertWorkspaceBinding(tenant.scope, {
       id: liveId,
       backendKind: "local",
@@ -77,11 +67,8 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
   });
 
   afterAll(async () => {
-    await browser?.close();
-    await app?.stop();
     await closeSharedQueues();
-    await disconnectDb();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    await e2e?.close();
   });
 
   // One signed-in context per user: the sign-in endpoint is rate limited, so each user signs in once.
@@ -96,14 +83,10 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     const signedIn = !!context;
     context ??= await browser.newContext();
     contexts.set(user.email, context);
-    const page = await context.newPage();
-    const pageErrors: string[] = [];
-    page.on("pageerror", (error) => pageErrors.push(error.message));
+    const { page, pageErrors } = await watchedPage(context);
     if (!signedIn) {
       await page.goto(`${app.url}/sign-in`);
-      await page.getByLabel("Email").fill(user.email);
-      await page.getByLabel("Password").fill(user.password);
-      await page.getByRole("button", { name: "Sign in" }).click();
+      await submitSignIn(page, user.email, user.password);
       // Either a tenant page or the form's alert: a refused sign-in fails with its message, not a timeout.
       const alert = page.getByRole("form", { name: "Sign in" }).getByRole("alert");
       await Promise.race([page.waitForURL(/\/t\/[^/]+$/), alert.waitFor()]);
