@@ -42,14 +42,42 @@ export type GatewayStreamResponse = { status: number; body: http.IncomingMessage
 /** Answers above this size are refused: tool results are JSON, not file transfers. */
 const MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 
-/** Plain node:http to a socket path or host:port, with the bearer token on every request. */
+/**
+ * Plain node:http to a socket path or host:port, with the bearer token on every request. Connections are
+ * kept alive between requests: setting one up is half of a small request's round trip (a tool call is
+ * ~0.2 ms faster). Idle connections close themselves shortly before the gateway's keep-alive timeout (Node
+ * honours the server's `Keep-Alive: timeout` hint), and they do not keep the host process alive.
+ */
 export class HttpGatewayTransport implements GatewayTransport {
+  private readonly agent = new http.Agent({ keepAlive: true, maxFreeSockets: 4 });
+
   constructor(
     private readonly endpoint: GatewayEndpoint,
     private readonly token: string,
   ) {}
 
   request(request: GatewayRequest): Promise<GatewayResponse> {
+    return this.send(request, this.agent);
+  }
+
+  /**
+   * A reused connection can turn out to be dead when its request is written (the gateway was restarted,
+   * or closed it as idle at that moment). A GET is then sent once more on a fresh connection; other
+   * methods are not, since the gateway may have acted on them: they fail UNAVAILABLE, as a request to a
+   * gateway that went away mid-call does.
+   */
+  private async send(request: GatewayRequest, agent: http.Agent | false): Promise<GatewayResponse> {
+    try {
+      return await this.exchange(request, agent);
+    } catch (error) {
+      if (agent && request.method === "GET" && isDeadReusedConnection(error)) {
+        return this.exchange(request, false);
+      }
+      throw error;
+    }
+  }
+
+  private exchange(request: GatewayRequest, agent: http.Agent | false): Promise<GatewayResponse> {
     const payload =
       request.body === undefined ? undefined : Buffer.from(JSON.stringify(request.body), "utf8");
     return new Promise<GatewayResponse>((resolve, reject) => {
@@ -65,9 +93,7 @@ export class HttpGatewayTransport implements GatewayTransport {
           authorization: `Bearer ${this.token}`,
           ...(payload ? { "content-type": "application/json", "content-length": payload.length } : {}),
         },
-        // A fresh connection per request: unix sockets connect in microseconds, and a pooled
-        // connection to a gateway that was restarted would fail the next request.
-        agent: false,
+        agent,
       });
       const timer = setTimeout(() => {
         req.destroy(
@@ -84,7 +110,7 @@ export class HttpGatewayTransport implements GatewayTransport {
       };
       req.on("error", (error) => {
         finish();
-        reject(error instanceof AppError ? error : toTransportError(error, request));
+        reject(error instanceof AppError ? error : toTransportError(error, request, req.reusedSocket));
       });
       req.on("response", (res) => {
         const chunks: Buffer[] = [];
@@ -134,6 +160,9 @@ export function openGatewayStream(
             }
           : {}),
       },
+      // Transfers get a connection of their own: one cut off midway is destroyed anyway, a refused upload
+      // must not leave a half-used connection behind, and a file round trip is ~10 ms, not the ~0.2 ms a
+      // kept-alive connection saves.
       agent: false,
     });
     let bodyStarted = false;
@@ -184,15 +213,29 @@ export function openGatewayStream(
   });
 }
 
-function toTransportError(error: Error, request: { method: string; path: string }): AppError {
+function toTransportError(
+  error: Error,
+  request: { method: string; path: string },
+  reusedConnection = false,
+): AppError {
   const code = (error as NodeJS.ErrnoException).code;
   const unreachable =
     code === "ENOENT" || code === "ECONNREFUSED" || code === "ECONNRESET" || code === "EPIPE";
   return new AppError(
     unreachable ? "UNAVAILABLE" : "INTERNAL",
     `gateway ${request.method} ${pathOnly(request.path)} failed: ${error.message}`,
-    { cause: error, details: { errno: code }, userMessage: "The workspace's MCP gateway is not reachable" },
+    {
+      cause: error,
+      details: { errno: code, ...(reusedConnection ? { reusedConnection } : {}) },
+      userMessage: "The workspace's MCP gateway is not reachable",
+    },
   );
+}
+
+function isDeadReusedConnection(error: unknown): boolean {
+  if (!(error instanceof AppError) || error.details?.reusedConnection !== true) return false;
+  const errno = error.details.errno;
+  return errno === "ECONNRESET" || errno === "EPIPE";
 }
 
 function pathOnly(path: string): string {
