@@ -104,13 +104,17 @@ export class Workspace implements AsyncDisposable {
     });
   }
 
-  /** Closes MCP instances and releases the backend; declarations and files stay. Idempotent. */
+  /**
+   * Lets go of MCP instances (local ones close; a sandbox's gateway keeps its servers for the other
+   * processes attached to it, and they go with the sandbox) and releases the backend; declarations and
+   * files stay. Idempotent.
+   */
   close(): Promise<void> {
     return this.serialise(async () => {
       const live = this.live;
       if (!live) return;
       this.live = null;
-      await live.mcp.closeAll().catch((error: unknown) => {
+      await live.mcp.releaseAll().catch((error: unknown) => {
         this.logger.warn({ workspaceId: this.id, error: String(error) }, "Closing MCP instances failed");
       });
       await this.provider.teardown(live.backend, { purge: false });

@@ -22,9 +22,10 @@ describeDocker("Docker workspace limits: runaway commands are contained", () => 
   };
 
   it("a fork bomb hits the pids limit, is killed on timeout, and the workspace keeps working", async () => {
-    // `exec sleep`: the shell must outlive the bomb without forking, or it loses the race for a free pid
-    // (under load the bomb fills the pids limit first), exits on its own and leaves the bomb running.
-    const result = await ws.backend.exec(["sh", "-c", "bomb() { bomb | bomb & }; bomb; exec sleep 600"], {
+    // The shell forks once (`bomb &`, while pids are plentiful) and then execs: a shell that forks again
+    // races the bomb for a free pid and, under load, loses: dash exits on a failed fork, the command ends
+    // early, and the bomb is left holding the pids limit.
+    const result = await ws.backend.exec(["sh", "-c", "bomb() { bomb | bomb & }; bomb & exec sleep 600"], {
       timeoutMs: 4_000,
     });
     expect(result.timedOut).toBe(true);

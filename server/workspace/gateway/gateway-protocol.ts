@@ -61,6 +61,11 @@ export const ZGatewayErrorBody = z.object({
   details: z.record(z.string(), z.unknown()).optional(),
 });
 export type TGatewayErrorBody = z.infer<typeof ZGatewayErrorBody>;
+/**
+ * `details.reason` of the NOT_FOUND a gateway answers for an MCP name it has no registration for (as
+ * opposed to an unknown tool): the host may register the declaration again and repeat the request.
+ */
+export const MCP_NOT_REGISTERED = "mcp_not_registered";
 
 /** Query string carrying the scope; ids go in the query, never in the path (as in the reference). */
 export function scopeQuery(scope: McpScope): string {

@@ -207,12 +207,24 @@ export class McpRegistry {
   }
 
   /** Closes every live instance (declarations stay; instances restart lazily) and waits for pending saves. */
-  async closeAll(): Promise<void> {
+  closeAll(): Promise<void> {
+    return this.dropAll((client) => client.close());
+  }
+
+  /**
+   * Lets go of every live instance for this process: servers shared with other processes (a sandbox's
+   * gateway) keep running, local ones are closed. What closing a workspace does; a reset closes them all.
+   */
+  releaseAll(): Promise<void> {
+    return this.dropAll((client) => (client.release ? client.release() : client.close()));
+  }
+
+  private async dropAll(drop: (client: LiveMcpClient) => Promise<void>): Promise<void> {
     const all = [...this.instances.values()].flatMap((live) => [...live.values()]);
     // A fresh map: connects still in flight see their scope's map replaced and close what they opened.
     this.instances = new Map();
     this.lastUsed.clear();
-    await Promise.all(all.map((client) => client.close()));
+    await Promise.all(all.map(drop));
     await Promise.all([...this.closing]);
     await this.saveChain;
   }

@@ -86,6 +86,11 @@ export interface LiveMcpClient {
   ): Promise<McpToolResult>;
   /** Closes the session (stateful) or unregisters it (gateway); idempotent, never throws. */
   close(): Promise<void>;
+  /**
+   * Lets go of this process's handle and leaves the server running for the other processes that share it
+   * (a sandbox's gateway serves every host process attached to it). Absent: the same as `close`.
+   */
+  release?(): Promise<void>;
 }
 
 /**

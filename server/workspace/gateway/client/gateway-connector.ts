@@ -1,4 +1,5 @@
-import { isAppError } from "@/server/shared/errors";
+import { isDeepStrictEqual } from "node:util";
+import { AppError, isAppError } from "@/server/shared/errors";
 import type {
   LiveMcpClient,
   McpConnector,
@@ -7,6 +8,7 @@ import type {
   McpToolResult,
   TMcpDeclaration,
 } from "@/server/workspace/mcp/types";
+import { MCP_NOT_REGISTERED } from "../gateway-protocol";
 import type { GatewayClient } from "./gateway-client";
 
 export type GatewayConnectorOptions = {
@@ -17,6 +19,11 @@ export type GatewayConnectorOptions = {
 /**
  * Connects MCP declarations through the in-sandbox gateway: the MCP servers run inside the sandbox,
  * the host only holds a handle. The clients it returns implement the same port as local clients.
+ *
+ * A gateway's servers belong to the sandbox, not to one host process: every API replica and worker
+ * attached to the workspace reaches the same server for a (scope, name). So connecting adopts a server
+ * already registered with the same declaration (another process's, or this process's before a restart),
+ * and a stateful session keeps its state from one replica's turn to the next.
  */
 export class GatewayConnector implements McpConnector {
   private readonly defaultCallTimeoutMs: number;
@@ -29,17 +36,48 @@ export class GatewayConnector implements McpConnector {
   }
 
   async connect(declaration: TMcpDeclaration, scope: McpScope): Promise<LiveMcpClient> {
-    try {
-      await this.gateway.addMcp(scope, declaration);
-    } catch (error) {
-      if (!isAppError(error) || error.code !== "CONFLICT") throw error;
-      // The gateway still holds a registration the host lost track of (e.g. an earlier close failed):
-      // replace it, so the caller gets a fresh session with the declaration it asked for.
-      await this.gateway.removeMcp(scope, declaration.name).catch(() => undefined);
-      await this.gateway.addMcp(scope, declaration);
-    }
+    await registerWithGateway(this.gateway, scope, declaration);
     return new GatewayMcpClient(this.gateway, declaration, scope, this.defaultCallTimeoutMs);
   }
+}
+
+/** Register, replace and adopt race with other processes doing the same: a few rounds settle them. */
+const REGISTER_ATTEMPTS = 3;
+
+/**
+ * Makes the gateway hold `declaration` under its name in `scope`: registers it, or adopts the registration
+ * already there when it is the same declaration, or replaces a different one (a registration the host lost
+ * track of, or an edited declaration).
+ */
+async function registerWithGateway(
+  gateway: GatewayClient,
+  scope: McpScope,
+  declaration: TMcpDeclaration,
+): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await gateway.addMcp(scope, declaration);
+      return;
+    } catch (error) {
+      if (!isAppError(error) || error.code !== "CONFLICT" || attempt === REGISTER_ATTEMPTS) throw error;
+    }
+    const registered = (await gateway.listMcps(scope)).find((entry) => entry.name === declaration.name);
+    if (registered && sameDeclaration(registered, declaration)) return;
+    if (registered) {
+      await gateway.removeMcp(scope, declaration.name).catch((error: unknown) => {
+        if (!isNotRegistered(error)) throw error; // removed concurrently: fine, add again
+      });
+    }
+  }
+}
+
+/** Equal as the gateway sees them: compared as JSON, so an explicit `undefined` and an absent key match. */
+function sameDeclaration(a: TMcpDeclaration, b: TMcpDeclaration): boolean {
+  return isDeepStrictEqual(JSON.parse(JSON.stringify(a)), JSON.parse(JSON.stringify(b)));
+}
+
+function isNotRegistered(error: unknown): boolean {
+  return isAppError(error) && error.code === "NOT_FOUND" && error.details?.reason === MCP_NOT_REGISTERED;
 }
 
 /** A live MCP client whose server runs inside the sandbox, reached through the gateway. */
@@ -58,7 +96,7 @@ export class GatewayMcpClient implements LiveMcpClient {
   }
 
   listTools(): Promise<McpToolInfo[]> {
-    return this.gateway.listTools(this.scope, this.declaration.name);
+    return this.registered(() => this.gateway.listTools(this.scope, this.declaration.name));
   }
 
   callTool(
@@ -69,10 +107,12 @@ export class GatewayMcpClient implements LiveMcpClient {
     const declared = this.declaration.execution_timeout;
     const timeoutMs =
       options.timeoutMs ?? (declared !== null ? declared * 1000 : null) ?? this.defaultCallTimeoutMs;
-    return this.gateway.callTool(this.scope, this.declaration.name, tool, args, {
-      timeoutMs,
-      signal: options.signal,
-    });
+    return this.registered(() =>
+      this.gateway.callTool(this.scope, this.declaration.name, tool, args, {
+        timeoutMs,
+        signal: options.signal,
+      }),
+    );
   }
 
   /** Unregisters from the gateway: stateful sessions are closed there, stateless entries dropped. */
@@ -80,5 +120,31 @@ export class GatewayMcpClient implements LiveMcpClient {
     if (!this.connected) return;
     this.connected = false;
     await this.gateway.removeMcp(this.scope, this.declaration.name).catch(() => undefined);
+  }
+
+  /** Forgets this handle; the server stays registered for the other processes attached to the sandbox. */
+  release(): Promise<void> {
+    this.connected = false;
+    return Promise.resolve();
+  }
+
+  /**
+   * Runs a request against this MCP's registration. When another process closed it meanwhile (its LRU
+   * evicted it, its workspace was reset), the gateway answers "not registered" before doing anything, so
+   * the declaration is registered again and the request sent once more.
+   */
+  private async registered<T>(request: () => Promise<T>): Promise<T> {
+    if (!this.connected) {
+      throw new AppError("UNAVAILABLE", `MCP ${this.declaration.name} is closed`, {
+        details: { mcp: this.declaration.name },
+      });
+    }
+    try {
+      return await request();
+    } catch (error) {
+      if (!isNotRegistered(error)) throw error;
+      await registerWithGateway(this.gateway, this.scope, this.declaration);
+      return request();
+    }
   }
 }

@@ -1,4 +1,5 @@
 import { AppError, toAppError } from "@/server/shared/errors";
+import { MCP_NOT_REGISTERED } from "../gateway-protocol";
 import type {
   LiveMcpClient,
   McpConnector,
@@ -85,7 +86,11 @@ export class ScopeRegistry {
 
   private require(scope: McpScope, name: string): LiveMcpClient {
     const client = this.find(scope, name);
-    if (!client) throw new AppError("NOT_FOUND", `'${name}' not found for ${describe(scope)}`);
+    if (!client) {
+      throw new AppError("NOT_FOUND", `'${name}' not found for ${describe(scope)}`, {
+        details: { reason: MCP_NOT_REGISTERED, mcp: name },
+      });
+    }
     return client;
   }
 
