@@ -115,7 +115,7 @@ export async function readMcpFile(
     return new Map();
   }
   try {
-    return parseMcpFile(await readText(await backend.readFile(path)), logger);
+    return parseMcpFile(await readMcpText(await backend.readFile(path)), logger);
   } catch (error) {
     logger.warn({ path, error: String(error) }, "Ignoring .mcp: read failed");
     return new Map();
@@ -203,7 +203,8 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-async function readText(stream: Readable): Promise<string> {
+/** A `.mcp` file's text, refusing files larger than any `.mcp` Berth writes. */
+export async function readMcpText(stream: Readable): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of stream) {

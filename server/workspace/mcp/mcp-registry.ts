@@ -2,13 +2,9 @@ import { AppError, toAppError } from "@/server/shared/errors";
 import type { WorkspaceBackend } from "@/server/workspace/backend/port";
 import { KeyedMutex } from "@/server/workspace/mcp/async-mutex";
 import { toMcpAppError } from "@/server/workspace/mcp/mcp-errors";
-import {
-  MCP_FILE_NAME,
-  readMcpFile,
-  scopeKey,
-  writeMcpFile,
-  type McpSpecs,
-} from "@/server/workspace/mcp/mcp-file";
+import { MCP_FILE_NAME, scopeKey, type McpSpecs } from "@/server/workspace/mcp/mcp-file";
+import { McpFileSync } from "@/server/workspace/mcp/mcp-file-sync";
+import { countLive, pickEvictionVictim, type LiveInstances } from "@/server/workspace/mcp/mcp-capacity";
 import { mcpToolName } from "@/server/workspace/mcp/tool-filter";
 import {
   silentLogger,
@@ -48,12 +44,12 @@ export class McpRegistry {
   private readonly connector: McpConnector;
   private readonly defaults: readonly TMcpDeclaration[];
   private readonly cap: number;
-  private readonly persistence: { backend: WorkspaceBackend; path: string } | null;
+  private readonly file: McpFileSync | null;
   private readonly logger: EngineLogger;
   private readonly now: () => number;
 
   private specs: McpSpecs = new Map();
-  private instances = new Map<string, Map<string, LiveMcpClient>>();
+  private instances: LiveInstances = new Map();
   private readonly lastUsed = new Map<string, number>();
   /** Stateful connects in flight; they count against the cap so concurrent scopes cannot overshoot it. */
   private reservedStateful = 0;
@@ -66,17 +62,44 @@ export class McpRegistry {
     this.defaults = (options.defaultMcps ?? []).map((declaration) => ZMcpDeclaration.parse(declaration));
     const statefulDefaults = this.defaults.filter((declaration) => declaration.is_stateful).length;
     this.cap = options.maxLiveStatefulMcps || Math.max(40, 2 * statefulDefaults);
-    this.persistence = options.persistence
-      ? { backend: options.persistence.backend, path: options.persistence.path ?? MCP_FILE_NAME }
-      : null;
     this.logger = options.logger ?? silentLogger;
+    this.file = options.persistence
+      ? new McpFileSync(options.persistence.backend, options.persistence.path ?? MCP_FILE_NAME, this.logger)
+      : null;
     this.now = options.now ?? (() => performance.now());
   }
 
   /** Loads `.mcp` (v1 or v2) into the declared layer; call once when the workspace initialises. */
   async restore(): Promise<void> {
-    if (!this.persistence) return;
-    this.specs = await readMcpFile(this.persistence.backend, this.persistence.path, this.logger);
+    if (!this.file) return;
+    this.specs = await this.file.load();
+  }
+
+  /**
+   * Takes in declarations another process attached to the workspace wrote to `.mcp` since this one last
+   * read or wrote it (an admin added an MCP through another API replica, a worker purged a session). Live
+   * instances whose declaration changed or went away are let go (a gateway's server is the other
+   * process's business; a local one closes). Runs before every list and mutation: one stat when unchanged.
+   */
+  private async follow(): Promise<void> {
+    const fresh = await this.file?.changes();
+    if (!fresh) return;
+    const before = this.specs;
+    this.specs = fresh;
+    for (const key of new Set([...before.keys(), ...fresh.keys()])) {
+      const live = this.instances.get(key);
+      if (!live) continue;
+      const had = new Set(this.declared(key, before).map((declaration) => declaration.name));
+      const wanted = new Map(this.declared(key).map((declaration) => [declaration.name, declaration]));
+      for (const [name, client] of live) {
+        // Not declared before either: `add` is starting it right now and declares it once connected.
+        if (!had.has(name)) continue;
+        const declaration = wanted.get(name);
+        if (declaration && JSON.stringify(declaration) === JSON.stringify(client.declaration)) continue;
+        live.delete(name);
+        this.track(client.release ? client.release() : client.close());
+      }
+    }
   }
 
   /** The scope's declared MCPs (copies): its own list once diverged, else the defaults. */
@@ -88,6 +111,7 @@ export class McpRegistry {
   async list(scope: McpScope): Promise<LiveMcpClient[]> {
     const key = scopeKey(scope);
     return this.locks.run(key, async () => {
+      await this.follow();
       this.lastUsed.set(key, this.now());
       const live = this.liveMap(key);
       const declared = this.declared(key);
@@ -130,6 +154,7 @@ export class McpRegistry {
     const declaration = parsed.data;
     const key = scopeKey(scope);
     return this.locks.run(key, async () => {
+      await this.follow();
       const declared = this.declared(key);
       if (declared.some((existing) => existing.name === declaration.name)) {
         throw new AppError("CONFLICT", `MCP '${declaration.name}' already exists in this scope`, {
@@ -140,7 +165,10 @@ export class McpRegistry {
       this.lastUsed.set(key, this.now());
       const live = this.liveMap(key);
       const client = await this.start(key, scope, declaration, live);
-      this.specs.set(key, { scope: { ...scope }, declarations: [...declared, declaration] });
+      // The connect may have taken a while: write on top of the file as it is now, not as it was.
+      await this.follow();
+      const others = this.declared(key).filter((existing) => existing.name !== declaration.name);
+      this.specs.set(key, { scope: { ...scope }, declarations: [...others, declaration] });
       await this.save();
       return client;
     });
@@ -150,6 +178,7 @@ export class McpRegistry {
   async remove(name: string, scope: McpScope): Promise<void> {
     const key = scopeKey(scope);
     await this.locks.run(key, async () => {
+      await this.follow();
       const declared = this.declared(key);
       if (!declared.some((declaration) => declaration.name === name)) {
         throw new AppError("NOT_FOUND", `MCP '${name}' is not declared in this scope`, {
@@ -231,14 +260,14 @@ export class McpRegistry {
 
   stats(): McpRegistryStats {
     return {
-      liveStateful: this.countLiveStateful(),
-      live: this.countLive(),
+      liveStateful: countLive(this.instances, { statefulOnly: true }),
+      live: countLive(this.instances),
       declaredScopes: this.specs.size,
     };
   }
 
-  private declared(key: string): TMcpDeclaration[] {
-    const own = this.specs.get(key);
+  private declared(key: string, specs: McpSpecs = this.specs): TMcpDeclaration[] {
+    const own = specs.get(key);
     return own ? own.declarations : structuredClone([...this.defaults]);
   }
 
@@ -284,8 +313,11 @@ export class McpRegistry {
   private reserveCapacity(key: string, incoming: TMcpDeclaration): () => void {
     if (!incoming.is_stateful) return () => undefined;
     for (;;) {
-      if (this.countLiveStateful() + this.reservedStateful < this.cap) break;
-      const victim = this.pickVictim(key);
+      if (countLive(this.instances, { statefulOnly: true }) + this.reservedStateful < this.cap) break;
+      const victim = pickEvictionVictim(this.instances, key, {
+        lastUsed: this.lastUsed,
+        declaredNames: (other) => this.declared(other).map((declaration) => declaration.name),
+      });
       if (!victim) {
         this.logger.warn(
           { cap: this.cap, scope: JSON.parse(key) as unknown },
@@ -303,46 +335,6 @@ export class McpRegistry {
       if (!released) this.reservedStateful -= 1;
       released = true;
     };
-  }
-
-  private pickVictim(
-    requester: string,
-  ): { live: Map<string, LiveMcpClient>; instance: [string, LiveMcpClient] } | null {
-    let best: { live: Map<string, LiveMcpClient>; instance: [string, LiveMcpClient]; used: number } | null =
-      null;
-    for (const [key, live] of this.instances) {
-      if (key === requester) continue;
-      // "First inserted" in the reference, which starts MCPs one by one in declaration order; this
-      // registry starts them concurrently, so declaration order is the stable equivalent.
-      const declaredOrder = this.declared(key).map((declaration) => declaration.name);
-      const stateful = [...live].filter(([, client]) => client.declaration.is_stateful);
-      if (stateful.length === 0) continue;
-      const rank = (name: string) => {
-        const index = declaredOrder.indexOf(name);
-        return index === -1 ? declaredOrder.length : index;
-      };
-      const instance = stateful.reduce((first, candidate) =>
-        rank(candidate[0]) < rank(first[0]) ? candidate : first,
-      );
-      const used = this.lastUsed.get(key) ?? 0;
-      // Strictly smaller: ties keep the first scope in iteration order, as the reference does.
-      if (!best || used < best.used) best = { live, instance, used };
-    }
-    return best;
-  }
-
-  private countLiveStateful(): number {
-    let count = 0;
-    for (const live of this.instances.values()) {
-      for (const client of live.values()) if (client.declaration.is_stateful) count += 1;
-    }
-    return count;
-  }
-
-  private countLive(): number {
-    let count = 0;
-    for (const live of this.instances.values()) count += live.size;
-    return count;
   }
 
   /** Returns the scope's connected client named `name`, restarting it if it was evicted or crashed. */
@@ -399,6 +391,7 @@ export class McpRegistry {
   }
 
   private async purge(matches: (scope: McpScope) => boolean): Promise<void> {
+    await this.follow();
     const keys = new Set([...this.specs.keys(), ...this.instances.keys(), ...this.lastUsed.keys()]);
     let hadDeclarations = false;
     for (const key of keys) {
@@ -422,11 +415,9 @@ export class McpRegistry {
 
   /** Saves are chained so writes land in order; each one writes the state as it is when it runs. */
   private save(): Promise<void> {
-    const persistence = this.persistence;
-    if (!persistence) return Promise.resolve();
-    this.saveChain = this.saveChain.then(async () => {
-      await writeMcpFile(persistence.backend, persistence.path, this.specs, this.logger);
-    });
+    const file = this.file;
+    if (!file) return Promise.resolve();
+    this.saveChain = this.saveChain.then(() => file.write(this.specs));
     return this.saveChain;
   }
 }
