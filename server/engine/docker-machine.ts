@@ -42,6 +42,10 @@ export class DockerMachineController implements MachineController {
     return { kind: "docker", container: handle.containerName, workdir: handle.hostWorkdir };
   }
 
+  pruneImages(options: { dryRun: boolean }): Promise<string[]> {
+    return this.workspaces.pruneImages(options);
+  }
+
   async stop(spec: WorkspaceSpec): Promise<void> {
     await this.workspaces.stop(refOf(spec));
   }

@@ -35,6 +35,11 @@ export interface MachineController {
   listResources(): Promise<MachineResource[]>;
   /** Deletes one resource found by `listResources` (an orphan). */
   reap(resource: MachineResource): Promise<void>;
+  /**
+   * Removes machine images nothing needs any more (Docker: workspace images of an earlier Berth or config
+   * that no container uses); returns what it removed, or would remove on a dry run. Absent: nothing to do.
+   */
+  pruneImages?(options: { dryRun: boolean }): Promise<string[]>;
   /** The provider API processes attach with (and workers use for one-off work such as purging files). */
   readonly provider: BackendProvider;
 }

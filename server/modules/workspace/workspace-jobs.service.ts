@@ -239,6 +239,8 @@ export type ReconcileReport = {
   reapedOrphans: { locator: string; workspaceId: string | null; tenantId: string | null }[];
   /** Records (READY/STOPPED) whose backend resources are gone, marked FAILED. */
   markedVanished: string[];
+  /** Machine images nothing needs any more (an earlier Berth's or config's), removed. */
+  prunedImages: string[];
 };
 
 /** `workspace.reconcile`: brings records and backend resources back in agreement, reporting what it did. */
@@ -249,7 +251,12 @@ export async function reconcileWorkspaces(
 ): Promise<ReconcileReport> {
   const kind = deps.machine.kind === "docker" ? "docker" : "local";
   const records = new Map((await listLiveRecordsForSystem(kind)).map((record) => [record.id, record]));
-  const report: ReconcileReport = { dryRun: payload.dryRun, reapedOrphans: [], markedVanished: [] };
+  const report: ReconcileReport = {
+    dryRun: payload.dryRun,
+    reapedOrphans: [],
+    markedVanished: [],
+    prunedImages: [],
+  };
   for (const resource of await deps.machine.listResources()) {
     const record = resource.workspaceId === null ? undefined : records.get(resource.workspaceId);
     if (record && record.tenantId === resource.tenantId) continue;
@@ -279,7 +286,14 @@ export async function reconcileWorkspaces(
       log.warn({ err: error, workspaceId: record.id }, "could not mark a vanished workspace"),
     );
   }
-  if (report.reapedOrphans.length > 0 || report.markedVanished.length > 0)
+  // After the orphans went: their containers no longer hold their images.
+  report.prunedImages =
+    (await deps.machine.pruneImages?.({ dryRun: payload.dryRun }).catch((error: unknown) => {
+      // Disk hygiene only: it must not fail the reconcile of records and resources above.
+      log.warn({ err: error }, "could not prune workspace images");
+      return [];
+    })) ?? [];
+  if (report.reapedOrphans.length + report.markedVanished.length + report.prunedImages.length > 0)
     log.info(report, "workspace reconcile");
   return report;
 }

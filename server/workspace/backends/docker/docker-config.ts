@@ -69,6 +69,15 @@ export const ZDockerProviderConfig = z.object({
   gatewayBundlePath: z.string().optional(),
   /** Bound on stopping a container (SIGTERM, then SIGKILL). */
   stopTimeoutSeconds: z.number().int().min(0).default(5),
+  /**
+   * Workspace images no container uses and new workspaces no longer get (Berth or its config changed) are
+   * removed by `workspace.reconcile` once they are this old: younger ones may be about to get a container.
+   */
+  imageGcMinAgeMs: z
+    .number()
+    .int()
+    .min(0)
+    .default(60 * 60_000),
 });
 
 export type TDockerProviderConfig = z.infer<typeof ZDockerProviderConfig>;

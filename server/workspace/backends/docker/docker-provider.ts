@@ -29,6 +29,7 @@ import {
   stopContainer,
 } from "./workspace-container";
 import { WorkspaceImageBuilder, type ImageBuildProgress } from "./workspace-image";
+import { pruneWorkspaceImages } from "./workspace-image-gc";
 
 /** Provisioning progress, for the workspace's event stream. */
 export type DockerProvisionEvent =
@@ -198,6 +199,20 @@ export class DockerWorkspaceProvider {
   async isAlive(ref: DockerWorkspaceRef): Promise<boolean> {
     const info = await inspectOrNull(this.docker.getContainer(containerName(ref)));
     return info?.State.Running ?? false;
+  }
+
+  /**
+   * Removes workspace images of this repository that no container uses and new workspaces no longer get,
+   * once older than `imageGcMinAgeMs` (see pruneWorkspaceImages). Returns the tags removed.
+   */
+  async pruneImages(options: { dryRun?: boolean; minAgeMs?: number } = {}): Promise<string[]> {
+    const current = await this.images.currentTag(await this.bundle());
+    return pruneWorkspaceImages(this.docker, {
+      repository: this.config.imageRepository,
+      keepTags: [current, ...this.images.building()],
+      minAgeMs: options.minAgeMs ?? this.config.imageGcMinAgeMs,
+      dryRun: options.dryRun ?? false,
+    });
   }
 
   /** Stops the container and keeps container and data (the next open() reattaches). */

@@ -27,13 +27,7 @@ export class WorkspaceImageBuilder {
   ) {}
 
   async ensure(bundle: GatewayBundle, onProgress?: (progress: ImageBuildProgress) => void): Promise<string> {
-    const baseId = await this.baseImageId();
-    const dockerfile = renderDockerfile(this.config);
-    const inputs = createHash("sha256")
-      .update(JSON.stringify({ TEMPLATE_VERSION, baseId, dockerfile, gateway: bundle.sha256 }))
-      .digest("hex")
-      .slice(0, 16);
-    const tag = `${this.config.imageRepository}:${inputs}`;
+    const { tag, inputs, dockerfile } = await this.inputsOf(bundle);
     const existing = this.inFlight.get(tag);
     if (existing) return existing;
     const build = this.buildIfMissing(tag, inputs, dockerfile, bundle, onProgress);
@@ -43,6 +37,26 @@ export class WorkspaceImageBuilder {
     } finally {
       this.inFlight.delete(tag);
     }
+  }
+
+  /** The tag new workspaces get with this bundle and config (built or not). */
+  async currentTag(bundle: GatewayBundle): Promise<string> {
+    return (await this.inputsOf(bundle)).tag;
+  }
+
+  /** Tags being built right now: never pruned, even before they exist. */
+  building(): string[] {
+    return [...this.inFlight.keys()];
+  }
+
+  private async inputsOf(bundle: GatewayBundle) {
+    const baseId = await this.baseImageId();
+    const dockerfile = renderDockerfile(this.config);
+    const inputs = createHash("sha256")
+      .update(JSON.stringify({ TEMPLATE_VERSION, baseId, dockerfile, gateway: bundle.sha256 }))
+      .digest("hex")
+      .slice(0, 16);
+    return { tag: `${this.config.imageRepository}:${inputs}`, inputs, dockerfile };
   }
 
   private async baseImageId(): Promise<string> {
