@@ -5,6 +5,9 @@
  * workspace, and retries the failed job. Needs /usr/bin/chromium: a missing browser FAILS under CI=1 and
  * skips (with the reason printed) elsewhere.
  */
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAuth } from "@/server/auth/auth";
@@ -185,6 +188,47 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     await stateIn(page, rowOf(page, "workspace-row", lateId), "ready").waitFor();
     expect(pageErrors).toEqual([]);
     await page.close();
+  });
+
+  it("uploads a skill folder, walks the workdir to it, previews and downloads a file, and removes the skill", async () => {
+    // A skill folder on disk, chosen with the folder picker as an admin would.
+    const folder = await fs.mkdtemp(path.join(os.tmpdir(), "berth-e2e-skill-"));
+    const skillDir = path.join(folder, "greeter");
+    await fs.mkdir(skillDir);
+    const skillMd = "---\nname: greeter\ndescription: Greets from the e2e test\n---\n# Greeter\nSay hello.\n";
+    await fs.writeFile(path.join(skillDir, "SKILL.md"), skillMd);
+    await fs.writeFile(path.join(skillDir, "notes.txt"), "notes\n");
+
+    const { page, pageErrors } = await signedInPage(`/workspaces/${lateId}`);
+    await stateIn(page, page.getByTestId("workspace-summary"), "ready").waitFor();
+    const uploadForm = page.getByRole("form", { name: "Upload a skill" });
+    await uploadForm.getByLabel(/Skill folder/).setInputFiles(skillDir);
+    await uploadForm.getByRole("button", { name: "Upload" }).click();
+    await page.getByTestId("skills-message").filter({ hasText: "Installed greeter" }).waitFor();
+    const skill = rowOf(page, "skill-row", "greeter");
+    await skill.filter({ hasText: "Greets from the e2e test" }).waitFor();
+
+    // The same files, as the agent sees them in the workdir.
+    for (const folderName of ["skills/", "default/", "greeter/"]) {
+      await page.getByTestId("file-row").getByRole("button", { name: folderName, exact: true }).click();
+    }
+    await page.getByTestId("files-path").filter({ hasText: "/skills/default/greeter" }).waitFor();
+    expect(await page.getByTestId("file-row").count()).toBe(2);
+    await page.getByTestId("file-row").getByRole("button", { name: "SKILL.md", exact: true }).click();
+    await page.getByTestId("file-content").filter({ hasText: "Say hello." }).waitFor();
+    const [download] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByTestId("file-preview").getByRole("button", { name: "Download" }).click(),
+    ]);
+    expect(download.suggestedFilename()).toBe("SKILL.md");
+    expect(await fs.readFile(await download.path(), "utf8")).toBe(skillMd);
+
+    await skill.getByRole("button", { name: "Remove" }).click();
+    await page.getByTestId("skills-message").filter({ hasText: "Removed greeter" }).waitFor();
+    await skill.waitFor({ state: "detached" });
+    expect(pageErrors).toEqual([]);
+    await page.close();
+    await fs.rm(folder, { recursive: true, force: true });
   });
 
   it("shows a viewer the workspaces but no usable Stop/Purge, and says why the jobs page is closed", async () => {

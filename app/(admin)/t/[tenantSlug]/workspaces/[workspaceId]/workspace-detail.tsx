@@ -13,6 +13,8 @@ import {
 } from "../workspace-format";
 import { PurgeReceipts } from "./purge-receipts";
 import { WorkspaceActions } from "./workspace-actions";
+import { WorkspaceFiles } from "./workspace-files";
+import { WorkspaceSkills } from "./workspace-skills";
 
 const POLL_MS = 1_000;
 
@@ -118,6 +120,20 @@ export function WorkspaceDetail({ tenantSlug, workspaceId }: { tenantSlug: strin
         activeLeases={data.activeLeases}
         onPurgeRequested={() => setPurgeRequested(true)}
       />
+
+      {data.state === "READY" ? (
+        <>
+          <WorkspaceFiles tenantSlug={tenantSlug} workspaceId={workspaceId} />
+          <WorkspaceSkills tenantSlug={tenantSlug} workspaceId={workspaceId} agentId={data.agentId} />
+        </>
+      ) : (
+        <section className="panel" aria-labelledby="contents-heading">
+          <h2 id="contents-heading">Files and skills</h2>
+          <p className="muted" data-testid="contents-note">
+            Shown while the workspace is ready: opening them now would start it again.
+          </p>
+        </section>
+      )}
 
       <section className="panel" aria-labelledby="leases-heading">
         <h2 id="leases-heading">Active leases ({data.leases.length})</h2>
