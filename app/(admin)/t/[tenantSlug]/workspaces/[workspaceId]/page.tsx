@@ -18,7 +18,8 @@ export default async function WorkspacePage({
       </p>
       <h1 className="mono">{workspaceId}</h1>
       <p className="lead">
-        Its state and why it is in it: the leases that keep it alive and the ledger of what happened to it.
+        Its state and why it is in it, its files and skills, the leases that keep it alive and the ledger of
+        what happened to it.
       </p>
       <WorkspaceDetail tenantSlug={tenantSlug} workspaceId={workspaceId} />
     </>
