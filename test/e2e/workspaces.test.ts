@@ -2,7 +2,8 @@
  * End to end for the Workspaces and Jobs pages: the real server (scripts/start.ts, workers in-process) with
  * a workspace provisioned by its own `workspace.provision` job, holding a lease, and a provision job that
  * failed (its workspace did not exist yet). Chromium reads the list and the detail, stops and purges the
- * workspace, and retries the failed job. Needs /usr/bin/chromium: a missing browser FAILS under CI=1 and
+ * workspace, retries the failed job, and on the retried (ready) workspace uploads a skill folder, browses
+ * and downloads its files, and adds and removes a real MCP server from npm. Needs /usr/bin/chromium: a missing browser FAILS under CI=1 and
  * skips (with the reason printed) elsewhere.
  */
 import fs from "node:fs/promises";
@@ -29,6 +30,7 @@ import type { SeededTenant } from "./support/seed";
 requireChromium();
 
 const LEASE = { holder: "e2e:turn-1", reason: "e2e: a chat turn is running" };
+const EVERYTHING_ENTRY = path.resolve("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
 
 describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
   let app: RunningBerth;
@@ -190,7 +192,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     await page.close();
   });
 
-  it("uploads a skill folder, walks the workdir to it, previews and downloads a file, and removes the skill", async () => {
+  it("uploads a skill folder, walks the workdir to it, downloads a file, and adds and removes an MCP server", async () => {
     // A skill folder on disk, chosen with the folder picker as an admin would.
     const folder = await fs.mkdtemp(path.join(os.tmpdir(), "berth-e2e-skill-"));
     const skillDir = path.join(folder, "greeter");
@@ -226,6 +228,19 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     await skill.getByRole("button", { name: "Remove" }).click();
     await page.getByTestId("skills-message").filter({ hasText: "Removed greeter" }).waitFor();
     await skill.waitFor({ state: "detached" });
+
+    // An MCP server from npm, started by the workspace (local backend: on the host) when the scope lists.
+    const addForm = page.getByRole("form", { name: "Add an MCP server" });
+    await addForm.getByLabel("Name", { exact: true }).fill("everything");
+    await addForm.getByLabel("Command", { exact: true }).fill(process.execPath);
+    await addForm.getByLabel(/Arguments/).fill(`${EVERYTHING_ENTRY}\nstdio`);
+    await addForm.getByRole("button", { name: "Add" }).click();
+    await page.getByTestId("mcps-message").filter({ hasText: "Added everything" }).waitFor();
+    const mcp = rowOf(page, "mcp-row", "everything");
+    await mcp.getByTestId("mcp-tools").filter({ hasText: "echo" }).waitFor();
+    await mcp.getByRole("button", { name: "Remove" }).click();
+    await page.getByTestId("mcps-message").filter({ hasText: "Removed everything" }).waitFor();
+    await mcp.waitFor({ state: "detached" });
     expect(pageErrors).toEqual([]);
     await page.close();
     await fs.rm(folder, { recursive: true, force: true });

@@ -14,6 +14,7 @@ import {
 import { PurgeReceipts } from "./purge-receipts";
 import { WorkspaceActions } from "./workspace-actions";
 import { WorkspaceFiles } from "./workspace-files";
+import { WorkspaceMcps } from "./workspace-mcps";
 import { WorkspaceSkills } from "./workspace-skills";
 
 const POLL_MS = 1_000;
@@ -125,10 +126,11 @@ export function WorkspaceDetail({ tenantSlug, workspaceId }: { tenantSlug: strin
         <>
           <WorkspaceFiles tenantSlug={tenantSlug} workspaceId={workspaceId} />
           <WorkspaceSkills tenantSlug={tenantSlug} workspaceId={workspaceId} agentId={data.agentId} />
+          <WorkspaceMcps tenantSlug={tenantSlug} workspaceId={workspaceId} agentId={data.agentId} />
         </>
       ) : (
         <section className="panel" aria-labelledby="contents-heading">
-          <h2 id="contents-heading">Files and skills</h2>
+          <h2 id="contents-heading">Files, skills and MCP servers</h2>
           <p className="muted" data-testid="contents-note">
             Shown while the workspace is ready: opening them now would start it again.
           </p>
