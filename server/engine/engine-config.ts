@@ -47,6 +47,8 @@ const ZEngineEnv = z.object({
   BERTH_DOCKER_CPUS: z.coerce.number().positive().optional(),
   BERTH_DOCKER_MEMORY_BYTES: z.coerce.number().int().positive().optional(),
   BERTH_DOCKER_PIDS_LIMIT: z.coerce.number().int().positive().optional(),
+  // Unused workspace images of an earlier Berth or config are pruned by reconcile once this old.
+  BERTH_DOCKER_IMAGE_GC_MIN_AGE_MS: z.coerce.number().int().min(0).optional(),
 });
 
 export type EngineConfig = {
@@ -86,6 +88,7 @@ export function loadEngineConfig(env: RawEnv = readProcessEnv(), cwd = process.c
       cpus: parsed.BERTH_DOCKER_CPUS,
       memoryBytes: parsed.BERTH_DOCKER_MEMORY_BYTES,
       pidsLimit: parsed.BERTH_DOCKER_PIDS_LIMIT,
+      imageGcMinAgeMs: parsed.BERTH_DOCKER_IMAGE_GC_MIN_AGE_MS,
     }),
   };
 }
