@@ -207,9 +207,17 @@ export class Workspace implements AsyncDisposable {
     return this.requireLive().mcp.tools(scope);
   }
 
-  /** Declarations of the scope (its own once diverged, else copies of the defaults). */
+  /**
+   * Declarations of the scope (its own once diverged, else copies of the defaults) as this process last
+   * saw them; `readMcpDeclarations` first takes in what other processes changed in `.mcp`.
+   */
   getMcpDeclarations(scope: McpScope): TMcpDeclaration[] {
     return this.requireLive().mcp.declarations(scope);
+  }
+
+  /** Declarations of the scope as the workspace has them now (other API replicas' and workers' changes). */
+  readMcpDeclarations(scope: McpScope): Promise<TMcpDeclaration[]> {
+    return this.requireLive().mcp.currentDeclarations(scope);
   }
 
   /** Declares, starts and persists an MCP; returns its live client. CONFLICT on a duplicate name. */

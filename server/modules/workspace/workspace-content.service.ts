@@ -39,7 +39,7 @@ export function createWorkspaceContentService(service: WorkspaceService) {
       mcpScope: { agentId: string; sessionId: string },
     ) {
       return use(scope, workspaceId, "workspace.mcp.list", async (ws) => {
-        const declarations = ws.getMcpDeclarations(mcpScope);
+        const declarations = await ws.readMcpDeclarations(mcpScope);
         const tools = await ws.listMcpTools(mcpScope).then(
           (list) => ({ ok: true as const, list }),
           (error: unknown) => ({

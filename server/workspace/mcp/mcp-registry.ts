@@ -102,9 +102,18 @@ export class McpRegistry {
     }
   }
 
-  /** The scope's declared MCPs (copies): its own list once diverged, else the defaults. */
+  /**
+   * The scope's declared MCPs (copies): its own list once diverged, else the defaults; as this process
+   * last saw them (`currentDeclarations` takes in other processes' changes first).
+   */
   declarations(scope: McpScope): TMcpDeclaration[] {
     return structuredClone(this.declared(scopeKey(scope)));
+  }
+
+  /** The scope's declared MCPs as the workspace has them now, other processes' changes included. */
+  async currentDeclarations(scope: McpScope): Promise<TMcpDeclaration[]> {
+    await this.locks.run(scopeKey(scope), () => this.follow());
+    return this.declarations(scope);
   }
 
   /** Live clients of the scope in declaration order, starting missing ones; failed starts are skipped. */
