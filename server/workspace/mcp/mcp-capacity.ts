@@ -1,6 +1,7 @@
-import type { LiveMcpClient } from "@/server/workspace/mcp/types";
+import type { McpSpecs } from "@/server/workspace/mcp/mcp-file";
+import type { LiveMcpClient, TMcpDeclaration } from "@/server/workspace/mcp/types";
 
-/** Live clients per scope key, then per MCP name. */
+/** Live clients per scope key, then per MCP name. What the registry's bookkeeping decides about them. */
 export type LiveInstances = Map<string, Map<string, LiveMcpClient>>;
 
 export type EvictionVictim = { live: Map<string, LiveMcpClient>; instance: [string, LiveMcpClient] };
@@ -49,4 +50,32 @@ export function pickEvictionVictim(
     if (!best || used < best.used) best = { live, instance, used };
   }
   return best;
+}
+
+/**
+ * Live instances a change of the declarations (another process rewrote `.mcp`) leaves without their
+ * declaration, or with a different one. An instance whose name was not declared before either is being
+ * started by `add` right now (it declares it once connected) and is left alone.
+ */
+export function outdatedInstances(
+  instances: LiveInstances,
+  declaredIn: (key: string, specs: McpSpecs) => TMcpDeclaration[],
+  change: { before: McpSpecs; after: McpSpecs },
+): Array<{ live: Map<string, LiveMcpClient>; name: string; client: LiveMcpClient }> {
+  const outdated: Array<{ live: Map<string, LiveMcpClient>; name: string; client: LiveMcpClient }> = [];
+  for (const key of new Set([...change.before.keys(), ...change.after.keys()])) {
+    const live = instances.get(key);
+    if (!live) continue;
+    const had = new Set(declaredIn(key, change.before).map((declaration) => declaration.name));
+    const wanted = new Map(
+      declaredIn(key, change.after).map((declaration) => [declaration.name, declaration]),
+    );
+    for (const [name, client] of live) {
+      if (!had.has(name)) continue;
+      const declaration = wanted.get(name);
+      if (declaration && JSON.stringify(declaration) === JSON.stringify(client.declaration)) continue;
+      outdated.push({ live, name, client });
+    }
+  }
+  return outdated;
 }

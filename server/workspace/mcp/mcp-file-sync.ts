@@ -1,3 +1,6 @@
+import { randomBytes } from "node:crypto";
+import { setTimeout as delay } from "node:timers/promises";
+import { AppError, isAppError } from "@/server/shared/errors";
 import type { FileStat, WorkspaceBackend } from "@/server/workspace/backend/port";
 import {
   parseMcpFile,
@@ -15,6 +18,11 @@ import type { EngineLogger } from "@/server/workspace/mcp/types";
  */
 const SETTLE_MS = 2_000;
 
+/** A lock older than this was left by a process that died holding it: it is taken over. */
+const LOCK_STALE_MS = 10_000;
+/** How long a change waits for another process's change to finish before giving up. */
+const LOCK_WAIT_MS = 15_000;
+
 type Seen = { size: number; mtimeMs: number; serialized: string };
 
 /**
@@ -23,8 +31,8 @@ type Seen = { size: number; mtimeMs: number; serialized: string };
  * what they wrote, so a process never mistakes its own write for someone else's. Checking costs one stat
  * while the file is unchanged.
  *
- * Not a cross-process lock: two processes changing declarations at the same moment can still lose one
- * change (the later write wins); the registry narrows that window by following right before it writes.
+ * Changes take `withLock` (a lock file created exclusively beside `.mcp`), so two processes changing
+ * declarations at the same moment both land: each follows the file and writes inside the lock.
  */
 export class McpFileSync {
   private seen: Seen | null = null;
@@ -78,6 +86,68 @@ export class McpFileSync {
     const serialized = serializeMcpFile(specs);
     this.seen = { size: stat.size, mtimeMs: stat.mtimeMs, serialized };
     return seen?.serialized === serialized ? null : specs;
+  }
+
+  /**
+   * Runs `change` (follow the file, change the declarations, write them) while holding `<path>.lock`,
+   * which every process attached to the workspace honours. Held only for the read-change-write, never
+   * across a connect. Waiting polls with a short backoff: another process's change takes milliseconds.
+   */
+  async withLock<T>(change: () => Promise<T>): Promise<T> {
+    const lockPath = `${this.path}.lock`;
+    const token = randomBytes(8).toString("hex");
+    const held = await this.acquire(lockPath, token);
+    try {
+      return await change();
+    } finally {
+      if (held) await this.release(lockPath, token);
+    }
+  }
+
+  /**
+   * True once the lock is ours. False when it cannot be taken at all (an unwritable workdir, a backend
+   * failing): the change then goes ahead unlocked, as writes of `.mcp` do (logged, never fatal).
+   */
+  private async acquire(lockPath: string, token: string): Promise<boolean> {
+    const deadline = this.now() + LOCK_WAIT_MS;
+    let wait = 2;
+    for (;;) {
+      try {
+        await this.backend.writeFile(lockPath, token, { exclusive: true });
+        return true;
+      } catch (error) {
+        if (!isAppError(error) || error.code !== "CONFLICT") {
+          this.logger.warn(
+            { path: lockPath, error: String(error) },
+            "Could not lock .mcp; changing it unlocked",
+          );
+          return false;
+        }
+      }
+      const held = await this.backend.stat(lockPath).catch(() => null);
+      if (held && this.now() - held.mtimeMs > LOCK_STALE_MS) {
+        this.logger.warn({ path: lockPath }, "Taking over a stale .mcp lock");
+        await this.backend.remove(lockPath).catch(() => undefined);
+        continue;
+      }
+      if (this.now() > deadline) {
+        throw new AppError("UNAVAILABLE", `${this.path} stayed locked by another process`, {
+          userMessage: "Another change to this workspace's MCP servers is still running; try again.",
+        });
+      }
+      await delay(wait);
+      wait = Math.min(wait * 2, 100);
+    }
+  }
+
+  /** Removes the lock only while it is still ours (a holder taken over as stale must not remove the next one's). */
+  private async release(lockPath: string, token: string): Promise<void> {
+    try {
+      const held = await readMcpText(await this.backend.readFile(lockPath));
+      if (held === token) await this.backend.remove(lockPath);
+    } catch {
+      // Already gone: nothing to release.
+    }
   }
 
   /** Writes the declarations (atomically; failures logged, see writeMcpFile) and remembers them. */

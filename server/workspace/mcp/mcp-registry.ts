@@ -4,7 +4,12 @@ import { KeyedMutex } from "@/server/workspace/mcp/async-mutex";
 import { toMcpAppError } from "@/server/workspace/mcp/mcp-errors";
 import { MCP_FILE_NAME, scopeKey, type McpSpecs } from "@/server/workspace/mcp/mcp-file";
 import { McpFileSync } from "@/server/workspace/mcp/mcp-file-sync";
-import { countLive, pickEvictionVictim, type LiveInstances } from "@/server/workspace/mcp/mcp-capacity";
+import {
+  countLive,
+  outdatedInstances,
+  pickEvictionVictim,
+  type LiveInstances,
+} from "@/server/workspace/mcp/mcp-capacity";
 import { mcpToolName } from "@/server/workspace/mcp/tool-filter";
 import {
   silentLogger,
@@ -55,7 +60,6 @@ export class McpRegistry {
   private reservedStateful = 0;
   private readonly locks = new KeyedMutex();
   private readonly closing = new Set<Promise<void>>();
-  private saveChain: Promise<void> = Promise.resolve();
 
   constructor(options: McpRegistryOptions) {
     this.connector = options.connector;
@@ -86,19 +90,13 @@ export class McpRegistry {
     if (!fresh) return;
     const before = this.specs;
     this.specs = fresh;
-    for (const key of new Set([...before.keys(), ...fresh.keys()])) {
-      const live = this.instances.get(key);
-      if (!live) continue;
-      const had = new Set(this.declared(key, before).map((declaration) => declaration.name));
-      const wanted = new Map(this.declared(key).map((declaration) => [declaration.name, declaration]));
-      for (const [name, client] of live) {
-        // Not declared before either: `add` is starting it right now and declares it once connected.
-        if (!had.has(name)) continue;
-        const declaration = wanted.get(name);
-        if (declaration && JSON.stringify(declaration) === JSON.stringify(client.declaration)) continue;
-        live.delete(name);
-        this.track(client.release ? client.release() : client.close());
-      }
+    const outdated = outdatedInstances(this.instances, (key, specs) => this.declared(key, specs), {
+      before,
+      after: fresh,
+    });
+    for (const { live, name, client } of outdated) {
+      live.delete(name);
+      this.track(client.release ? client.release() : client.close());
     }
   }
 
@@ -175,10 +173,11 @@ export class McpRegistry {
       const live = this.liveMap(key);
       const client = await this.start(key, scope, declaration, live);
       // The connect may have taken a while: write on top of the file as it is now, not as it was.
-      await this.follow();
-      const others = this.declared(key).filter((existing) => existing.name !== declaration.name);
-      this.specs.set(key, { scope: { ...scope }, declarations: [...others, declaration] });
-      await this.save();
+      await this.change(() => {
+        const others = this.declared(key).filter((existing) => existing.name !== declaration.name);
+        this.specs.set(key, { scope: { ...scope }, declarations: [...others, declaration] });
+        return true;
+      });
       return client;
     });
   }
@@ -187,22 +186,23 @@ export class McpRegistry {
   async remove(name: string, scope: McpScope): Promise<void> {
     const key = scopeKey(scope);
     await this.locks.run(key, async () => {
-      await this.follow();
-      const declared = this.declared(key);
-      if (!declared.some((declaration) => declaration.name === name)) {
-        throw new AppError("NOT_FOUND", `MCP '${name}' is not declared in this scope`, {
-          details: { name, ...scope },
+      await this.change(() => {
+        const declared = this.declared(key);
+        if (!declared.some((declaration) => declaration.name === name)) {
+          throw new AppError("NOT_FOUND", `MCP '${name}' is not declared in this scope`, {
+            details: { name, ...scope },
+          });
+        }
+        this.specs.set(key, {
+          scope: { ...scope },
+          declarations: declared.filter((declaration) => declaration.name !== name),
         });
-      }
+        return true;
+      });
       const live = this.instances.get(key);
       const client = live?.get(name);
       live?.delete(name);
       if (client) await client.close();
-      this.specs.set(key, {
-        scope: { ...scope },
-        declarations: declared.filter((declaration) => declaration.name !== name),
-      });
-      await this.save();
     });
   }
 
@@ -244,7 +244,7 @@ export class McpRegistry {
     await this.purge((scope) => scope.agentId === agentId);
   }
 
-  /** Closes every live instance (declarations stay; instances restart lazily) and waits for pending saves. */
+  /** Closes every live instance (declarations stay; instances restart lazily) and waits for pending closes. */
   closeAll(): Promise<void> {
     return this.dropAll((client) => client.close());
   }
@@ -264,7 +264,6 @@ export class McpRegistry {
     this.lastUsed.clear();
     await Promise.all(all.map(drop));
     await Promise.all([...this.closing]);
-    await this.saveChain;
   }
 
   stats(): McpRegistryStats {
@@ -399,22 +398,23 @@ export class McpRegistry {
     };
   }
 
+  /** Forgets the matching scopes (a start in flight there sees its map replaced and closes what it opened). */
   private async purge(matches: (scope: McpScope) => boolean): Promise<void> {
-    await this.follow();
-    const keys = new Set([...this.specs.keys(), ...this.instances.keys(), ...this.lastUsed.keys()]);
-    let hadDeclarations = false;
-    for (const key of keys) {
-      const [agentId, sessionId] = JSON.parse(key) as [string, string];
-      if (!matches({ agentId, sessionId })) continue;
-      await this.locks.run(key, async () => {
-        const live = this.instances.get(key);
+    const dropped: LiveMcpClient[] = [];
+    await this.change(() => {
+      let hadDeclarations = false;
+      const keys = new Set([...this.specs.keys(), ...this.instances.keys(), ...this.lastUsed.keys()]);
+      for (const key of keys) {
+        const [agentId, sessionId] = JSON.parse(key) as [string, string];
+        if (!matches({ agentId, sessionId })) continue;
+        dropped.push(...(this.instances.get(key)?.values() ?? []));
         this.instances.delete(key);
         this.lastUsed.delete(key);
         if (this.specs.delete(key)) hadDeclarations = true;
-        await Promise.all([...(live?.values() ?? [])].map((client) => client.close()));
-      });
-    }
-    if (hadDeclarations) await this.save();
+      }
+      return hadDeclarations;
+    });
+    await Promise.all(dropped.map((client) => client.close()));
   }
 
   private track(closing: Promise<void>): void {
@@ -422,11 +422,20 @@ export class McpRegistry {
     this.closing.add(tracked);
   }
 
-  /** Saves are chained so writes land in order; each one writes the state as it is when it runs. */
-  private save(): Promise<void> {
+  /**
+   * One change of the declarations. With a `.mcp`, under its cross-process lock: take in what other
+   * processes wrote, apply `mutate` (true when it changed something) and write the result before letting
+   * go, so concurrent changes from several processes all land. Without one, just `mutate`.
+   */
+  private async change(mutate: () => boolean): Promise<void> {
     const file = this.file;
-    if (!file) return Promise.resolve();
-    this.saveChain = this.saveChain.then(() => file.write(this.specs));
-    return this.saveChain;
+    if (!file) {
+      mutate();
+      return;
+    }
+    await file.withLock(async () => {
+      await this.follow();
+      if (mutate()) await file.write(this.specs);
+    });
   }
 }

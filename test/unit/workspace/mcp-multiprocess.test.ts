@@ -95,6 +95,22 @@ describe("MCP declarations across processes sharing one workspace", () => {
     expect(await names(one, { agentId: "agent", sessionId: "s2" })).toEqual(["third"]);
   });
 
+  it("concurrent changes from several processes all land in .mcp (no lost update)", async () => {
+    const processes = await Promise.all([processAttached(), processAttached(), processAttached()]);
+    const names = Array.from({ length: 24 }, (_, index) => `mcp${index}`);
+    await Promise.all(
+      names.map((name, index) =>
+        processes[index % processes.length]!.add(httpMcp(name, upstream.url, false), {
+          agentId: "agent",
+          sessionId: `s${index % 4}`,
+        }),
+      ),
+    );
+    const onDisk = await readMcpFile(new LocalBackend({ workdir }), ".mcp", silentLogger);
+    const declared = [...onDisk.values()].flatMap(({ declarations }) => declarations.map((d) => d.name));
+    expect(declared.sort()).toEqual([...names].sort());
+  });
+
   it("a reset in another process (.mcp deleted) gives every scope the defaults again", async () => {
     const defaults = [httpMcp("default", upstream.url, false)];
     const one = await processAttached(defaults);
