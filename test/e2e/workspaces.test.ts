@@ -270,6 +270,17 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     expect(await page.getByRole("button", { name: "Purge…" }).isDisabled()).toBe(true);
     await page.getByText("Purge receipts are visible to admins only.").waitFor();
 
+    // A ready workspace: the viewer sees its files and skills but cannot change them.
+    await page.goto(`${app.url}/t/${tenant.slug}/workspaces/${lateId}`);
+    await page.getByTestId("file-row").first().waitFor();
+    await page.getByText("Changing skills needs the member role; you are viewer.").waitFor();
+    await page.getByText("Changing MCP servers needs the member role; you are viewer.").waitFor();
+    const upload = page.getByRole("form", { name: "Upload a skill" });
+    expect(await upload.getByLabel(/Skill folder/).isDisabled()).toBe(true);
+    expect(await upload.getByRole("button", { name: "Upload" }).isDisabled()).toBe(true);
+    const addMcp = page.getByRole("form", { name: "Add an MCP server" });
+    expect(await addMcp.getByRole("button", { name: "Add" }).isDisabled()).toBe(true);
+
     await page.getByRole("link", { name: "Jobs" }).click();
     await page
       .getByRole("alert")
