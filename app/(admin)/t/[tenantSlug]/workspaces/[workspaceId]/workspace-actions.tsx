@@ -1,9 +1,9 @@
 "use client";
 
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { useTRPC } from "@/app/_trpc/client";
-import { roleCan } from "@/server/auth/policy";
+import { useTenantRole } from "../../_components/tenant-role";
 import type { WorkspaceState } from "@/server/modules/workspace/workspace.types";
 
 type Confirming = "stop" | "purge" | null;
@@ -35,9 +35,8 @@ export function WorkspaceActions({
   const [result, setResult] = useState<string | null>(null);
 
   // The layout checked membership; the role decides whether the buttons can work at all.
-  const me = useQuery(trpc.tenant.me.queryOptions());
-  const role = me.data?.tenants.find((tenant) => tenant.slug === tenantSlug)?.role;
-  const canManage = role ? roleCan(role, "workspace:manage") : true;
+  const { role, can } = useTenantRole(tenantSlug);
+  const canManage = can("workspace:manage", true);
 
   const refresh = () =>
     Promise.all([

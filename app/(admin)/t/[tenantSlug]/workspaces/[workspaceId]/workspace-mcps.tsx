@@ -3,7 +3,8 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { useTRPC } from "@/app/_trpc/client";
-import { roleCan } from "@/server/auth/policy";
+import { Notice, type NoticeMessage } from "../../_components/notice";
+import { useTenantRole } from "../../_components/tenant-role";
 
 type Transport = "stdio_mcp" | "http_mcp" | "sse_mcp";
 
@@ -61,11 +62,10 @@ export function WorkspaceMcps({
     url: "",
     stateful: true,
   });
-  const [message, setMessage] = useState<{ kind: "error" | "success"; text: string } | null>(null);
+  const [message, setMessage] = useState<NoticeMessage | null>(null);
 
-  const me = useQuery(trpc.tenant.me.queryOptions());
-  const role = me.data?.tenants.find((tenant) => tenant.slug === tenantSlug)?.role;
-  const canChange = role ? roleCan(role, "session:use") : false;
+  const { role, can } = useTenantRole(tenantSlug);
+  const canChange = can("session:use", false);
 
   const target = { tenantSlug, workspaceId, ...scope };
   const mcps = useQuery(trpc.workspace.mcp.list.queryOptions(target));
@@ -254,16 +254,7 @@ export function WorkspaceMcps({
       {!canChange && role && (
         <p className="muted">Changing MCP servers needs the member role; you are {role}.</p>
       )}
-      {message && (
-        <div
-          className={`alert ${message.kind}`}
-          role={message.kind === "error" ? "alert" : "status"}
-          style={{ marginTop: 12 }}
-          data-testid="mcps-message"
-        >
-          {message.text}
-        </div>
-      )}
+      <Notice message={message} testId="mcps-message" />
     </section>
   );
 }

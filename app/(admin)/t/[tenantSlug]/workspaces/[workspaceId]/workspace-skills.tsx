@@ -3,7 +3,8 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { useTRPC } from "@/app/_trpc/client";
-import { roleCan } from "@/server/auth/policy";
+import { Notice, type NoticeMessage } from "../../_components/notice";
+import { useTenantRole } from "../../_components/tenant-role";
 import { formatDate } from "../workspace-format";
 
 type UploadResult = { name: string; deduplicated?: boolean };
@@ -51,11 +52,10 @@ export function WorkspaceSkills({
   const [partition, setPartition] = useState<string | null>(agentId);
   const [files, setFiles] = useState<File[]>([]);
   const [uploading, setUploading] = useState(false);
-  const [message, setMessage] = useState<{ kind: "error" | "success"; text: string } | null>(null);
+  const [message, setMessage] = useState<NoticeMessage | null>(null);
 
-  const me = useQuery(trpc.tenant.me.queryOptions());
-  const role = me.data?.tenants.find((tenant) => tenant.slug === tenantSlug)?.role;
-  const canChange = role ? roleCan(role, "session:use") : false;
+  const { role, can } = useTenantRole(tenantSlug);
+  const canChange = can("session:use", false);
 
   const target = { tenantSlug, workspaceId, agentId: partition };
   const skills = useQuery(trpc.workspace.skill.list.queryOptions(target));
@@ -165,16 +165,7 @@ export function WorkspaceSkills({
         </button>
       </form>
       {!canChange && role && <p className="muted">Changing skills needs the member role; you are {role}.</p>}
-      {message && (
-        <div
-          className={`alert ${message.kind}`}
-          role={message.kind === "error" ? "alert" : "status"}
-          style={{ marginTop: 12 }}
-          data-testid="skills-message"
-        >
-          {message.text}
-        </div>
-      )}
+      <Notice message={message} testId="skills-message" />
     </section>
   );
 }
