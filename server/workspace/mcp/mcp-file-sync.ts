@@ -64,8 +64,9 @@ export class McpFileSync {
       return null;
     }
     if (!stat || stat.type !== "file") {
-      if (this.seen?.serialized === serializeMcpFile(new Map())) return null;
-      this.seen = { size: -1, mtimeMs: -1, serialized: serializeMcpFile(new Map()) };
+      const none = serializeMcpFile(new Map());
+      if (this.seen?.serialized === none) return null;
+      this.seen = { size: -1, mtimeMs: -1, serialized: none };
       return new Map();
     }
     const seen = this.seen;

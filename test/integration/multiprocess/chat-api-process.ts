@@ -9,12 +9,12 @@ import { createInterface } from "node:readline";
 import { getApiComposition } from "@/server/api/composition";
 import { createContextInner } from "@/server/api/context";
 import { createCaller } from "@/server/api/root";
-import type { RequestPrincipal } from "@/server/auth/resolve";
 import { disconnectDb } from "@/server/db";
 import { getEngine } from "@/server/engine/engine";
 import { closeAgentServices } from "@/server/modules/chat/chat.composition";
 import type { TChatTurnEvent } from "@/server/modules/chat/chat.schema";
 import { getQueues } from "@/server/queue/queues";
+import { ownerPrincipalFromEnv } from "./processes";
 
 export type TurnSummary = {
   sessionId: string;
@@ -28,15 +28,7 @@ export type TurnSummary = {
 
 const tenantId = process.env.MP_TENANT_ID!;
 const sessionIds = process.env.MP_SESSION_IDS!.split(",");
-// The signed-in owner, as the auth middleware would have resolved it from the request's cookie; the tenant
-// gate still reads the membership from the database on every call.
-const principal: RequestPrincipal = {
-  kind: "user",
-  userId: process.env.MP_USER_ID!,
-  email: process.env.MP_USER_EMAIL!,
-  name: "owner",
-  authSessionId: "multiprocess-test",
-};
+const principal = ownerPrincipalFromEnv();
 const { runtime } = getApiComposition();
 
 async function runTurn(sessionId: string): Promise<TurnSummary> {

@@ -26,7 +26,7 @@ import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model
 import { createTestTenant } from "../db/fixtures";
 import { testEngineConfig } from "../workspace/harness";
 import type { TurnSummary } from "./chat-api-process";
-import { startChild, type Child } from "./processes";
+import { makeControlDir, readProvisionLog, startChild, stopChildren, type Child } from "./processes";
 
 const SESSIONS = 200;
 const API_KEY = "sk-multiprocess-chat";
@@ -59,12 +59,7 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
   let engine: WorkspaceEngine | undefined;
 
   afterEach(async (context) => {
-    if (context.task.result?.state === "fail") {
-      for (const child of children)
-        console.error(`--- child ${child.process.pid} stderr:\n${child.stderr().slice(-3000)}`);
-    }
-    for (const child of children) child.process.kill("SIGKILL");
-    await Promise.all(children.map((child) => child.exited));
+    await stopChildren(children, context.task.result?.state === "fail");
     children = [];
     await fake?.close();
     await engine?.close();
@@ -74,9 +69,7 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
 
   it("200 concurrent turns of one fresh agent from two API processes, two workers → exactly one provision", async () => {
     basedir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-mp-chat-")));
-    const controlDir = path.join(basedir, "control");
-    await fs.mkdir(controlDir);
-    await fs.writeFile(path.join(controlDir, "provisions.log"), "");
+    const controlDir = await makeControlDir(basedir);
     const workspacesDir = path.join(basedir, "workspaces");
     const env = {
       BERTH_REDIS_PREFIX: `${process.env.BERTH_REDIS_PREFIX}-mpchat-${randomBytes(3).toString("hex")}`,
@@ -156,9 +149,7 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
     expect(fake.requests).toHaveLength(2 * SESSIONS);
 
     // One provision (logged by whichever worker ran it), one workspace record, one folder on disk.
-    const provisions = (await fs.readFile(path.join(controlDir, "provisions.log"), "utf8"))
-      .split("\n")
-      .filter(Boolean);
+    const provisions = await readProvisionLog(controlDir);
     expect(provisions.filter((l) => l.startsWith("start")).map((l) => l.split(" ")[2])).toEqual([
       workspaceId,
     ]);

@@ -17,7 +17,7 @@ import {
   type TestHttpMcpServer,
 } from "@/test/unit/workspace/support/mcp-servers";
 import { createTestTenant } from "../db/fixtures";
-import { startChild, type Child } from "./processes";
+import { makeControlDir, readProvisionLog, startChild, stopChildren, type Child } from "./processes";
 import type { ReplicaAnswer } from "./replica-process";
 
 type McpListing = Array<{ name: string; tools: Array<{ name: string }> }>;
@@ -28,12 +28,7 @@ describe("MCP declarations across API replicas", { timeout: 120_000 }, () => {
   let basedir: string | undefined;
 
   afterEach(async (context) => {
-    if (context.task.result?.state === "fail") {
-      for (const child of children)
-        console.error(`--- child ${child.process.pid} stderr:\n${child.stderr().slice(-3000)}`);
-    }
-    for (const child of children) child.process.kill("SIGKILL");
-    await Promise.all(children.map((child) => child.exited));
+    await stopChildren(children, context.task.result?.state === "fail");
     children = [];
     await upstream?.close();
     await closeSharedQueues();
@@ -42,9 +37,7 @@ describe("MCP declarations across API replicas", { timeout: 120_000 }, () => {
 
   it("an MCP added through one replica is offered by the other; a removal through that one is seen by the first", async () => {
     basedir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-mp-mcp-")));
-    const controlDir = path.join(basedir, "control");
-    await fs.mkdir(controlDir);
-    await fs.writeFile(path.join(controlDir, "provisions.log"), "");
+    const controlDir = await makeControlDir(basedir);
     upstream = await startHttpMcpServer();
     const tenant = await createTestTenant();
     const workspaceId = `mp-mcp-${randomBytes(4).toString("hex")}`;
@@ -91,7 +84,7 @@ describe("MCP declarations across API replicas", { timeout: 120_000 }, () => {
 
     await call(second, "workspace.mcp.remove", { ...target, name: "search" });
     expect(await list(first)).toEqual([]);
-    const provisions = (await fs.readFile(path.join(controlDir, "provisions.log"), "utf8")).split("\n");
+    const provisions = await readProvisionLog(controlDir);
     expect(provisions.filter((line) => line.startsWith("done"))).toHaveLength(1);
   });
 });

@@ -1,6 +1,8 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import fs from "node:fs/promises";
 import path from "node:path";
 import { createInterface } from "node:readline";
+import type { RequestPrincipal } from "@/server/auth/resolve";
 
 export type Child = {
   process: ChildProcessWithoutNullStreams;
@@ -41,5 +43,42 @@ export function startChild(script: string, env: Record<string, string>): Child {
         );
       });
     },
+  };
+}
+
+/** Ends every child (SIGKILL) and waits for it; after a failed test, prints each one's stderr tail first. */
+export async function stopChildren(children: readonly Child[], failed: boolean): Promise<void> {
+  if (failed) {
+    for (const child of children)
+      console.error(`--- child ${child.process.pid} stderr:\n${child.stderr().slice(-3000)}`);
+  }
+  for (const child of children) child.process.kill("SIGKILL");
+  await Promise.all(children.map((child) => child.exited));
+}
+
+/** The MP_CONTROL_DIR of worker-process.ts under `basedir`, with its (empty) provisions.log. */
+export async function makeControlDir(basedir: string): Promise<string> {
+  const controlDir = path.join(basedir, "control");
+  await fs.mkdir(controlDir);
+  await fs.writeFile(path.join(controlDir, "provisions.log"), "");
+  return controlDir;
+}
+
+/** The lines worker-process.ts logged: `start|done <pid> <workspaceId>`. */
+export async function readProvisionLog(controlDir: string): Promise<string[]> {
+  return (await fs.readFile(path.join(controlDir, "provisions.log"), "utf8")).split("\n").filter(Boolean);
+}
+
+/**
+ * The tenant owner a web-replica child acts as (MP_USER_ID, MP_USER_EMAIL), as the auth middleware would
+ * have resolved it from the request's cookie; the tenant gate still reads the membership from the database.
+ */
+export function ownerPrincipalFromEnv(): RequestPrincipal {
+  return {
+    kind: "user",
+    userId: process.env.MP_USER_ID!,
+    email: process.env.MP_USER_EMAIL!,
+    name: "owner",
+    authSessionId: "multiprocess-test",
   };
 }

@@ -13,7 +13,7 @@ import { LocalMachineController } from "@/server/engine/local-machine";
 import { getWorkspace, listWorkspaceEvents } from "@/server/modules/workspace/workspace.data";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
 import { freshSession } from "../workspace/harness";
-import { startChild, type Child } from "./processes";
+import { makeControlDir, readProvisionLog, startChild, stopChildren, type Child } from "./processes";
 
 describe("multi-process provisioning", { timeout: 120_000 }, () => {
   let tenant: TestTenant;
@@ -23,20 +23,13 @@ describe("multi-process provisioning", { timeout: 120_000 }, () => {
     tenant = await createTestTenant();
   });
   afterEach(async (context) => {
-    if (context.task.result?.state === "fail") {
-      for (const child of children)
-        console.error(`--- child ${child.process.pid} stderr:\n${child.stderr().slice(-3000)}`);
-    }
-    for (const child of children) child.process.kill("SIGKILL");
-    await Promise.all(children.map((child) => child.exited));
+    await stopChildren(children, context.task.result?.state === "fail");
     children = [];
   });
 
   async function setup() {
     const basedir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-mp-")));
-    const controlDir = path.join(basedir, "control");
-    await fs.mkdir(controlDir);
-    await fs.writeFile(path.join(controlDir, "provisions.log"), "");
+    const controlDir = await makeControlDir(basedir);
     const env = {
       BERTH_REDIS_PREFIX: `${process.env.BERTH_REDIS_PREFIX}-mp-${randomBytes(3).toString("hex")}`,
       BERTH_WORKSPACE_BASEDIR: path.join(basedir, "workspaces"),
@@ -48,8 +41,7 @@ describe("multi-process provisioning", { timeout: 120_000 }, () => {
       WORKERS_CONCURRENCY: "4",
       LOG_LEVEL: "silent",
     };
-    const provisions = async () =>
-      (await fs.readFile(path.join(controlDir, "provisions.log"), "utf8")).split("\n").filter(Boolean);
+    const provisions = async () => await readProvisionLog(controlDir);
     return { basedir, controlDir, env, provisions };
   }
 

@@ -9,23 +9,17 @@ import { createInterface } from "node:readline";
 import { getApiComposition } from "@/server/api/composition";
 import { createContextInner } from "@/server/api/context";
 import { createCaller } from "@/server/api/root";
-import type { RequestPrincipal } from "@/server/auth/resolve";
 import { disconnectDb } from "@/server/db";
 import { getEngine } from "@/server/engine/engine";
 import { getQueues } from "@/server/queue/queues";
+import { ownerPrincipalFromEnv } from "./processes";
 
 export type ReplicaRequest = { id: number; path: string; input: unknown };
 export type ReplicaAnswer =
   | { id: number; ok: true; result: unknown }
   | { id: number; ok: false; error: { code: string; message: string } };
 
-const principal: RequestPrincipal = {
-  kind: "user",
-  userId: process.env.MP_USER_ID!,
-  email: process.env.MP_USER_EMAIL!,
-  name: "owner",
-  authSessionId: "multiprocess-test",
-};
+const principal = ownerPrincipalFromEnv();
 const { runtime } = getApiComposition();
 
 async function call(request: ReplicaRequest): Promise<ReplicaAnswer> {
