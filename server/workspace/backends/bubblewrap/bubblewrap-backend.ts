@@ -65,7 +65,10 @@ export class BubblewrapBackend implements WorkspaceBackend {
 
   exec(command: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
     const ceiling = this.options.config.commandTimeoutMs;
-    const timeoutMs = Math.min(options.timeoutMs && options.timeoutMs > 0 ? options.timeoutMs : ceiling, ceiling);
+    const timeoutMs = Math.min(
+      options.timeoutMs && options.timeoutMs > 0 ? options.timeoutMs : ceiling,
+      ceiling,
+    );
     return this.runSandboxed(command, { ...options, timeoutMs });
   }
 
@@ -176,7 +179,10 @@ export class BubblewrapBackend implements WorkspaceBackend {
       timeoutMs: this.options.config.commandTimeoutMs,
     });
     if (result.exitCode !== 0) {
-      throw new AppError("INTERNAL", `tar extraction failed (${result.exitCode}): ${result.stderr.toString()}`);
+      throw new AppError(
+        "INTERNAL",
+        `tar extraction failed (${result.exitCode}): ${result.stderr.toString()}`,
+      );
     }
   }
 
@@ -203,7 +209,11 @@ export class BubblewrapBackend implements WorkspaceBackend {
   async close(): Promise<void> {
     const gateway = this.gateway;
     this.gateway = null;
-    if (gateway) await gateway.then((running) => running.stop(), () => undefined);
+    if (gateway)
+      await gateway.then(
+        (running) => running.stop(),
+        () => undefined,
+      );
   }
 
   /** mkdir -p on the host; returns the first directory it created (undefined when all existed). */

@@ -65,7 +65,13 @@ export class BubblewrapBackendProvider implements BackendProvider {
       const info = await fs.stat(real);
       if (info.uid !== identity.uid) await fs.chown(real, identity.uid, identity.gid);
     }
-    return new BubblewrapBackend({ config: this.config, hostWorkdir: real, key, identity, registry: this.registry });
+    return new BubblewrapBackend({
+      config: this.config,
+      hostWorkdir: real,
+      key,
+      identity,
+      registry: this.registry,
+    });
   }
 
   async isAlive(backend: WorkspaceBackend): Promise<boolean> {
@@ -76,7 +82,9 @@ export class BubblewrapBackendProvider implements BackendProvider {
 
   createMcpConnector(backend: WorkspaceBackend): Promise<McpConnector> {
     if (!(backend instanceof BubblewrapBackend)) {
-      return Promise.reject(new AppError("INTERNAL", "This backend was not provisioned by the sandbox provider"));
+      return Promise.reject(
+        new AppError("INTERNAL", "This backend was not provisioned by the sandbox provider"),
+      );
     }
     return backend.mcpGateway().then((running) => running.connector);
   }
@@ -95,4 +103,3 @@ export class BubblewrapBackendProvider implements BackendProvider {
     return this.registry.killAll(sandboxKey(spec));
   }
 }
-

@@ -29,7 +29,11 @@ export const ZSandboxConfig = z
     /** RLIMIT_NPROC of the workspace uid: every process and thread of the workspace counts (fork bombs). */
     pidsLimit: z.number().int().min(16).default(256),
     /** Wall-clock ceiling of one command, whatever timeout the caller asked for. */
-    commandTimeoutMs: z.number().int().min(1_000).default(30 * 60_000),
+    commandTimeoutMs: z
+      .number()
+      .int()
+      .min(1_000)
+      .default(30 * 60_000),
     /** Share the host's network (default: a private network namespace with only a loopback). */
     network: z.boolean().default(false),
     /** Host paths visible read-only at the same path (tool installations, e.g. a node_modules). */

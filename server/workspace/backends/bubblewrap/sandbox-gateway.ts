@@ -85,7 +85,9 @@ export async function startSandboxGateway(backend: BubblewrapBackend): Promise<S
     await fs.rm(runtimeDir, { recursive: true, force: true });
   };
 
-  const client = new GatewayClient(new HttpGatewayTransport({ socketPath: path.join(runtimeDir, "gateway.sock") }, token));
+  const client = new GatewayClient(
+    new HttpGatewayTransport({ socketPath: path.join(runtimeDir, "gateway.sock") }, token),
+  );
   const died = exited.then(() => {
     throw new AppError("UNAVAILABLE", "The workspace's MCP gateway exited while starting", {
       details: { gatewayLogTail: log },

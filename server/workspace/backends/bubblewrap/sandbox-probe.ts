@@ -8,8 +8,7 @@ import { traversableTree } from "./sandbox-dirs";
 import { SandboxRegistry } from "./sandbox-registry";
 
 export type SandboxProbe =
-  | { ok: true; uid: number; dropped: boolean }
-  | { ok: false; reason: string; hint: string };
+  { ok: true; uid: number; dropped: boolean } | { ok: false; reason: string; hint: string };
 
 export const SANDBOX_INSTALL_HINT =
   "Install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; it also needs util-linux's prlimit and " +
@@ -31,7 +30,8 @@ export async function probeSandbox(
       () => false,
       () => true,
     );
-    if (missing) return { ok: false, reason: `${binary} is missing or not executable`, hint: SANDBOX_INSTALL_HINT };
+    if (missing)
+      return { ok: false, reason: `${binary} is missing or not executable`, hint: SANDBOX_INSTALL_HINT };
   }
   const key = sandboxKey({ tenantId: "probe", userId: "probe", workspaceId: randomBytes(8).toString("hex") });
   const identity = sandboxIdentity(config, key);
@@ -49,7 +49,9 @@ export async function probeSandbox(
       identity,
       registry: new SandboxRegistry(config.runtimeRoot),
     });
-    const result = await backend.exec(["/bin/sh", "-c", "id -u && touch /workspace/ok"], { timeoutMs: 20_000 });
+    const result = await backend.exec(["/bin/sh", "-c", "id -u && touch /workspace/ok"], {
+      timeoutMs: 20_000,
+    });
     const written = await fs.stat(path.join(dir, "ok")).catch(() => null);
     const uid = Number(result.stdout.toString().trim());
     if (result.exitCode !== 0 || !written) {
@@ -61,7 +63,11 @@ export async function probeSandbox(
       return { ok: false, reason: `a test sandbox failed (exit ${result.exitCode}): ${stderr}`, hint };
     }
     if (uid === 0 || (identity.dropped && uid !== identity.uid)) {
-      return { ok: false, reason: `a test sandbox ran as uid ${uid}, not the workspace uid`, hint: SANDBOX_INSTALL_HINT };
+      return {
+        ok: false,
+        reason: `a test sandbox ran as uid ${uid}, not the workspace uid`,
+        hint: SANDBOX_INSTALL_HINT,
+      };
     }
     return { ok: true, uid, dropped: identity.dropped };
   } finally {
