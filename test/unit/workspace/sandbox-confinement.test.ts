@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import type { BubblewrapBackend } from "@/server/workspace/backends/bubblewrap/bubblewrap-backend";
 import type { BubblewrapBackendProvider } from "@/server/workspace/backends/bubblewrap/bubblewrap-provider";
 import { resolveConfined } from "@/server/workspace/paths";
-import { describeSandbox, hostProcessesOfUid, sandboxTestbed, specOf } from "./support/sandbox-env";
+import { describeSandbox, hostProcessesOfUid, pollUntil, sandboxTestbed, specOf } from "./support/sandbox-env";
 
 const sh = (backend: BubblewrapBackend, script: string, timeoutMs = 20_000) =>
   backend.exec(["/bin/sh", "-c", script], { timeoutMs });
@@ -154,7 +154,9 @@ describeSandbox("bubblewrap sandbox: limits", () => {
     expect(result.stderr.toString()).toMatch(/fork|Resource temporarily unavailable/i);
     expect(await testbed.provider.registry.live(backend.options.key)).toEqual([]);
     if (backend.options.identity.dropped) {
-      expect(await hostProcessesOfUid(backend.options.identity.uid)).toEqual([]);
+      // The kernel tears the pid namespace down right after its init exits.
+      const uid = backend.options.identity.uid;
+      expect(await pollUntil(() => hostProcessesOfUid(uid), (pids) => pids.length === 0)).toEqual([]);
     }
     const again = await sh(backend, "echo alive");
     expect(again.stdout.toString()).toBe("alive\n");
