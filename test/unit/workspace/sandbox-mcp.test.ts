@@ -86,8 +86,9 @@ describeSandbox("bubblewrap sandbox: stdio MCP servers", () => {
       const running = backend.exec(["/bin/sh", "-c", `sleep 600 & exec sleep 601 # ${marker}`], {
         timeoutMs: 600_000,
       });
+      const uid = backend.options.identity.uid;
       const everything = await pollUntil(
-        () => hostProcessesMatching("server-everything/dist/index.js"),
+        () => hostProcessesMatching("server-everything/dist/index.js", uid),
         (pids) => pids.length > 0,
       );
       expect(everything.length).toBeGreaterThan(0);
@@ -102,8 +103,12 @@ describeSandbox("bubblewrap sandbox: stdio MCP servers", () => {
       const result = await running;
       expect(result.exitCode).toBe(-1);
       expect(await hostProcessesMatching(marker)).toEqual([]);
-      const survivors = await Promise.all(everything.map((pid) => fs.stat(`/proc/${pid}`).catch(() => null)));
-      expect(survivors.filter(Boolean)).toEqual([]);
+      // The kernel tears the pid namespaces down right after their init was killed.
+      const survivors = await pollUntil(
+        () => hostProcessesMatching("server-everything/dist/index.js", uid),
+        (pids) => pids.length === 0,
+      );
+      expect(survivors).toEqual([]);
       expect(await provider.registry.live(backend.options.key)).toEqual([]);
       if (action === "purge") await expect(fs.stat(backend.hostWorkdir)).rejects.toThrow(/ENOENT/);
       await backend.close();

@@ -2,6 +2,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { describe } from "vitest";
+import { BubblewrapBackend } from "@/server/workspace/backends/bubblewrap/bubblewrap-backend";
 import { BubblewrapBackendProvider } from "@/server/workspace/backends/bubblewrap/bubblewrap-provider";
 import type { TSandboxConfigInput } from "@/server/workspace/backends/bubblewrap/sandbox-config";
 import { probeSandbox } from "@/server/workspace/backends/bubblewrap/sandbox-probe";
@@ -44,15 +45,23 @@ export async function sandboxTestbed(sandbox: TSandboxConfigInput = {}) {
   };
 }
 
-/** Host pids whose command line contains `needle` (what `ps | grep` would find). */
-export async function hostProcessesMatching(needle: string): Promise<number[]> {
+/** Host pids whose command line contains `needle` (what `ps | grep` would find), of `uid` when given. */
+export async function hostProcessesMatching(needle: string, uid?: number): Promise<number[]> {
   const found: number[] = [];
   for (const name of await fs.readdir("/proc")) {
     if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
     const cmdline = await fs.readFile(`/proc/${name}/cmdline`, "utf8").catch(() => "");
-    if (cmdline.replaceAll("\0", " ").includes(needle)) found.push(Number(name));
+    if (!cmdline.replaceAll("\0", " ").includes(needle)) continue;
+    if (uid !== undefined && (await uidOf(Number(name))) !== uid) continue;
+    found.push(Number(name));
   }
   return found;
+}
+
+async function uidOf(pid: number): Promise<number | null> {
+  const status = await fs.readFile(`/proc/${pid}/status`, "utf8").catch(() => "");
+  const match = /^Uid:\s+(\d+)/m.exec(status);
+  return match ? Number(match[1]) : null;
 }
 
 /** Host pids owned by `uid` (real uid), zombies included. */
@@ -76,4 +85,9 @@ export async function pollUntil<T>(read: () => Promise<T>, done: (value: T) => b
     value = await read();
   }
   return value;
+}
+
+/** Where a workspace's files are on the host (sandboxed backends show them at /workspace). */
+export function hostWorkdirOf(workspace: { backend: unknown; workdir: string }): string {
+  return workspace.backend instanceof BubblewrapBackend ? workspace.backend.hostWorkdir : workspace.workdir;
 }
