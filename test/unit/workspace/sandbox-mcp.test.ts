@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { LocalMachineController } from "@/server/engine/local-machine";
 import type { BubblewrapBackend } from "@/server/workspace/backends/bubblewrap/bubblewrap-backend";
 import type { BubblewrapBackendProvider } from "@/server/workspace/backends/bubblewrap/bubblewrap-provider";
-import { everythingMcp, filesystemMcp } from "./support/mcp-servers";
+import { everythingMcp, filesystemMcp, httpMcp, startHttpMcpServer } from "./support/mcp-servers";
 import {
   describeSandbox,
   hostProcessesMatching,
@@ -73,6 +73,20 @@ describeSandbox("bubblewrap sandbox: stdio MCP servers", () => {
     }
   });
 
+  it("dials HTTP MCP servers from the host: the sandbox's lack of network does not cut them off", async () => {
+    const upstream = await startHttpMcpServer();
+    const backend = await provider.provision(specOf("ws-mcp-http"));
+    try {
+      const connector = await provider.createMcpConnector(backend);
+      const client = await connector.connect(httpMcp("remote", upstream.url, true), SCOPE);
+      expect(textOf(await client.callTool("echo", { message: "hi" }))).toBe("Echo: hi");
+      await client.close();
+    } finally {
+      await backend.close();
+      await upstream.close();
+    }
+  });
+
   for (const action of ["stop", "purge"] as const) {
     it(`workspace ${action} ends its MCP servers and running commands, from any process`, async () => {
       const spec = specOf(`ws-mcp-${action}`);
@@ -80,7 +94,7 @@ describeSandbox("bubblewrap sandbox: stdio MCP servers", () => {
       // "Another process" attached to the workspace: its own provider instance and gateway.
       const other = new LocalMachineController({ basedir, sandbox: TEST_SANDBOX });
       const backend = (await other.provider.provision(spec)) as BubblewrapBackend;
-      const connector = await other.provider.createMcpConnector!(backend, spec);
+      const connector = await (other.provider as BubblewrapBackendProvider).createMcpConnector(backend);
       const client = await connector.connect(everythingMcp("everything"), SCOPE);
       await client.listTools();
       const running = backend.exec(["/bin/sh", "-c", `sleep 600 & exec sleep 601 # ${marker}`], {

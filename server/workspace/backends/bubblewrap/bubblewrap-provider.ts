@@ -9,6 +9,7 @@ import type { BackendProvider, WorkspaceSpec } from "@/server/workspace/provider
 import { BubblewrapBackend } from "./bubblewrap-backend";
 import { sandboxIdentity, sandboxKey } from "./sandbox-args";
 import { traversableTree } from "./sandbox-dirs";
+import { SandboxMcpConnector } from "./sandbox-mcp-connector";
 import { ZSandboxConfig, type TSandboxConfig, type TSandboxConfigInput } from "./sandbox-config";
 import { SandboxRegistry } from "./sandbox-registry";
 
@@ -86,7 +87,7 @@ export class BubblewrapBackendProvider implements BackendProvider {
         new AppError("INTERNAL", "This backend was not provisioned by the sandbox provider"),
       );
     }
-    return backend.mcpGateway().then((running) => running.connector);
+    return Promise.resolve(new SandboxMcpConnector(backend));
   }
 
   /** This process' sandboxes of the backend end with close (its gateway, and with it its MCP servers). */
