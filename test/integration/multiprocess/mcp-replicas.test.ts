@@ -37,6 +37,8 @@ describe("MCP declarations across API replicas", { timeout: 120_000 }, () => {
 
   it("an MCP added through one replica is offered by the other; a removal through that one is seen by the first", async () => {
     basedir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-mp-mcp-")));
+    // The sandboxed backend's workspace uids must be able to pass through to their folders.
+    await fs.chmod(basedir, 0o711);
     const controlDir = await makeControlDir(basedir);
     upstream = await startHttpMcpServer();
     const tenant = await createTestTenant();

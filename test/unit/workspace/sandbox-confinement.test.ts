@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { BubblewrapBackend } from "@/server/workspace/backends/bubblewrap/bubblewrap-backend";
-import type { BubblewrapBackendProvider } from "@/server/workspace/backends/bubblewrap/bubblewrap-provider";
+import { BubblewrapBackendProvider } from "@/server/workspace/backends/bubblewrap/bubblewrap-provider";
 import { resolveConfined } from "@/server/workspace/paths";
 import { describeSandbox, hostProcessesOfUid, pollUntil, sandboxTestbed, specOf } from "./support/sandbox-env";
 
@@ -172,5 +172,20 @@ describeSandbox("bubblewrap sandbox: limits", () => {
     const result = await sh(backend, "(sleep 600 &) ; echo started");
     expect(result.stdout.toString()).toBe("started\n");
     expect(await testbed.provider.registry.live(backend.options.key)).toEqual([]);
+  });
+});
+
+describeSandbox("bubblewrap sandbox: host folders", () => {
+  it("refuses to provision under a parent the workspace uid cannot pass, saying what to change", async () => {
+    const closed = await fs.mkdtemp(path.join(os.tmpdir(), "berth-closed-"));
+    await fs.chmod(closed, 0o700);
+    try {
+      const provider = new BubblewrapBackendProvider({ basedir: path.join(closed, "workspaces") });
+      await expect(provider.provision(specOf("ws-closed"))).rejects.toThrow(
+        new RegExp(`${closed} is not traversable by other users.*chmod o\\+x`),
+      );
+    } finally {
+      await fs.rm(closed, { recursive: true, force: true });
+    }
   });
 });

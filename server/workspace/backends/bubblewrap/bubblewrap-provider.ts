@@ -8,7 +8,7 @@ import { isInside } from "@/server/workspace/paths";
 import type { BackendProvider, WorkspaceSpec } from "@/server/workspace/provider";
 import { BubblewrapBackend } from "./bubblewrap-backend";
 import { sandboxIdentity, sandboxKey } from "./sandbox-args";
-import { traversableTree } from "./sandbox-dirs";
+import { assertTraversable, traversableTree } from "./sandbox-dirs";
 import { SandboxMcpConnector } from "./sandbox-mcp-connector";
 import { ZSandboxConfig, type TSandboxConfig, type TSandboxConfigInput } from "./sandbox-config";
 import { SandboxRegistry } from "./sandbox-registry";
@@ -55,6 +55,7 @@ export class BubblewrapBackendProvider implements BackendProvider {
     // traverse-only (0711): bwrap, running as the workspace uid, must reach the folder to mount it, and
     // nobody can list the tenants, users or workspaces.
     await traversableTree(this.basedir, path.dirname(workdir));
+    await assertTraversable(this.basedir);
     await fs.mkdir(workdir, { recursive: true, mode: 0o700 });
     const real = await fs.realpath(workdir);
     if (!isInside(await fs.realpath(this.basedir), real)) {
