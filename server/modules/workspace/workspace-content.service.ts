@@ -107,6 +107,7 @@ export function createWorkspaceContentService(service: WorkspaceService) {
         const listing = await ws.listSkills(agentId);
         return listing.skills.map((skill) => ({
           name: skill.name,
+          declaredName: skill.declaredName,
           description: skill.description,
           dir: skill.dir,
           updatedAt: skill.updatedAt,
@@ -114,10 +115,16 @@ export function createWorkspaceContentService(service: WorkspaceService) {
       });
     },
 
-    async removeSkill(scope: TenantScope, workspaceId: string, agentId: string | null, name: string) {
-      return service.audited(scope, "workspace.skill.remove", workspaceId, { name, agentId }, () =>
+    /** By folder (`dir`, stable) or by a name only one skill answers to (else CONFLICT with the candidates). */
+    async removeSkill(
+      scope: TenantScope,
+      workspaceId: string,
+      agentId: string | null,
+      target: { dir: string } | { name: string },
+    ) {
+      return service.audited(scope, "workspace.skill.remove", workspaceId, { ...target, agentId }, () =>
         use(scope, workspaceId, "workspace.skill.remove", async (ws) => {
-          await ws.removeSkill(name, agentId);
+          await ws.removeSkill("dir" in target ? { dir: target.dir } : target.name, agentId);
           return { removed: true as const };
         }),
       );

@@ -45,3 +45,44 @@ export function findSkillRoot(manifest: ExtractionManifest): string {
   if (!best) throw new AppError("BAD_REQUEST", "The skill archive contains no SKILL.md");
   return best.root;
 }
+
+/** Whether `label` is `name` itself or `name (n)`: the forms an agent-facing name may take. */
+export function isLabelFor(label: string, name: string): boolean {
+  if (label === name) return true;
+  return label.startsWith(`${name} (`) && /^ \([1-9]\d*\)$/.test(label.slice(name.length));
+}
+
+/** `name`, else `name (1)`, `name (2)`, ... : the first not in `taken` (the reference's clash rule). */
+export function freeLabel(name: string, taken: ReadonlySet<string>): string {
+  if (!taken.has(name)) return name;
+  for (let suffix = 1; ; suffix += 1) {
+    const candidate = `${name} (${suffix})`;
+    if (!taken.has(candidate)) return candidate;
+  }
+}
+
+/**
+ * Agent-facing names, unique within a partition (agentscope-spec.md §3.2): a skill keeps the label stored
+ * for it at install time while that label still fits its front-matter name and no earlier folder holds
+ * it; every other skill gets its name or the first free `name (n)`, in the given (folder) order. So two
+ * skills both called `helper` read as `helper` and `helper (1)` everywhere the agent or the API sees them.
+ */
+export function assignSkillLabels(
+  skills: readonly { dir: string; declaredName: string; storedLabel?: string | undefined }[],
+): Map<string, string> {
+  const labels = new Map<string, string>();
+  const taken = new Set<string>();
+  for (const skill of skills) {
+    const stored = skill.storedLabel;
+    if (stored === undefined || taken.has(stored) || !isLabelFor(stored, skill.declaredName)) continue;
+    labels.set(skill.dir, stored);
+    taken.add(stored);
+  }
+  for (const skill of skills) {
+    if (labels.has(skill.dir)) continue;
+    const label = freeLabel(skill.declaredName, taken);
+    labels.set(skill.dir, label);
+    taken.add(label);
+  }
+  return labels;
+}

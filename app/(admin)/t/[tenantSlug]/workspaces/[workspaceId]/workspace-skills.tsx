@@ -63,10 +63,7 @@ export function WorkspaceSkills({
     queryClient.invalidateQueries({ queryKey: trpc.workspace.skill.list.queryKey(target) });
   const remove = useMutation(
     trpc.workspace.skill.remove.mutationOptions({
-      onSuccess: (_result, input) => {
-        setMessage({ kind: "success", text: `Removed ${input.name}.` });
-        void refresh();
-      },
+      onSuccess: () => void refresh(),
       onError: (error) => setMessage({ kind: "error", text: error.message }),
     }),
   );
@@ -128,7 +125,7 @@ export function WorkspaceSkills({
             </thead>
             <tbody>
               {skills.data.map((skill) => (
-                <tr key={skill.name} data-testid="skill-row">
+                <tr key={skill.dir} data-testid="skill-row">
                   <td className="mono">{skill.name}</td>
                   <td>{skill.description}</td>
                   <td>{skill.updatedAt ? formatDate(new Date(skill.updatedAt)) : "—"}</td>
@@ -137,7 +134,15 @@ export function WorkspaceSkills({
                       type="button"
                       className="danger"
                       disabled={!canChange || remove.isPending}
-                      onClick={() => remove.mutate({ ...target, name: skill.name })}
+                      // By folder: two skills may share a front-matter name, a folder is unique.
+                      onClick={() =>
+                        remove.mutate(
+                          { ...target, dir: skill.dir },
+                          {
+                            onSuccess: () => setMessage({ kind: "success", text: `Removed ${skill.name}.` }),
+                          },
+                        )
+                      }
                     >
                       Remove
                     </button>
