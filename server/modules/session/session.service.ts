@@ -164,7 +164,11 @@ export function createSessionService(deps: SessionServiceDeps) {
           const workerAgentIds = await removeWorkerAgentsOf(
             scope,
             team.map((member) => member.id),
-            { enqueueAgentPurge: (...args) => deps.workspaces.enqueueAgentPurge(...args), onAuditFailure },
+            {
+              enqueueSessionPurge: (...args) => deps.workspaces.enqueueSessionPurge(...args),
+              enqueueAgentPurge: (...args) => deps.workspaces.enqueueAgentPurge(...args),
+              onAuditFailure,
+            },
             { cause: "leader-session-deleted", leaderSessionId: sessionId },
           );
           for (const member of [...team].reverse()) {
