@@ -32,7 +32,20 @@ export function sanitizeDirName(name: string): string {
   return cleaned || "skill";
 }
 
-/** The shallowest SKILL.md wins; among equals, the first in archive order. "" means the archive root. */
+/**
+ * How many folder levels below the top of an upload the skill folder may sit. The reference looks at the
+ * top and its immediate children only (depth 1). Berth goes to depth 3, so a zipped folder that holds the
+ * skill folder (`outer/inner/SKILL.md`, also what the dashboard's folder upload of such a folder sends) and
+ * a repository tarball (`repo-main/skills/pdf/SKILL.md`) install the skill instead of being refused.
+ * Anything deeper is not taken as the skill (a stray SKILL.md in a vendored tree, say): no root → 400.
+ */
+export const MAX_SKILL_ROOT_DEPTH = 3;
+
+/**
+ * The skill root of an extracted upload: the FIRST folder holding SKILL.md, breadth first (the top, then
+ * depth 1, then depth 2; among equals, archive order). "" means the top itself. Everything outside the
+ * root is discarded by the caller.
+ */
 export function findSkillRoot(manifest: ExtractionManifest): string {
   let best: { root: string; depth: number } | null = null;
   for (const file of manifest.files) {
@@ -40,9 +53,16 @@ export function findSkillRoot(manifest: ExtractionManifest): string {
     const root = path.posix.dirname(file.path);
     const normalised = root === "." ? "" : root;
     const depth = normalised === "" ? 0 : normalised.split("/").length;
+    if (depth > MAX_SKILL_ROOT_DEPTH) continue;
     if (!best || depth < best.depth) best = { root: normalised, depth };
   }
-  if (!best) throw new AppError("BAD_REQUEST", "The skill archive contains no SKILL.md");
+  if (!best) {
+    throw new AppError(
+      "BAD_REQUEST",
+      `The skill archive contains no SKILL.md at most ${MAX_SKILL_ROOT_DEPTH} folders below its top`,
+      { details: { maxDepth: MAX_SKILL_ROOT_DEPTH } },
+    );
+  }
   return best.root;
 }
 

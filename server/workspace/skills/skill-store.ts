@@ -166,7 +166,8 @@ export class SkillStore {
 
   /**
    * Installs a skill from a zip, tar or tar.gz stream without holding it in memory. The first folder
-   * holding SKILL.md (shallowest, then archive order) is the skill; everything else is discarded.
+   * holding SKILL.md (shallowest, then archive order; at most MAX_SKILL_ROOT_DEPTH folders below the top)
+   * is the skill; everything else is discarded.
    * Limits → PAYLOAD_TOO_LARGE; hostile entries (absolute, `..`, links leaving the skill folder, devices,
    * control characters) → BAD_REQUEST naming the entry. Identical content already installed is returned instead of duplicated.
    */
