@@ -12,7 +12,9 @@ export class SandboxMcpConnector implements McpConnector {
   private readonly remote: LocalMcpConnector;
 
   constructor(private readonly backend: BubblewrapBackend) {
-    this.remote = new LocalMcpConnector({ defaultCallTimeoutMs: backend.options.config.gateway.callTimeoutMs });
+    this.remote = new LocalMcpConnector({
+      defaultCallTimeoutMs: backend.options.config.gateway.callTimeoutMs,
+    });
   }
 
   async connect(declaration: TMcpDeclaration, scope: McpScope): Promise<LiveMcpClient> {
