@@ -44,12 +44,31 @@ export async function disconnectDb(): Promise<void> {
   await db?.$disconnect();
 }
 
+/**
+ * Runs `fn` in a transaction: a new one on a client, the caller's own on a transaction client (so a data
+ * function can be atomic alone and still join a larger transaction).
+ */
+export function inTransaction<T>(db: DbClient, fn: (tx: Prisma.TransactionClient) => Promise<T>): Promise<T> {
+  return "$transaction" in db ? db.$transaction(fn) : fn(db);
+}
+
 /** True for Prisma's unique-constraint violation (P2002), optionally on a given field. */
 export function isUniqueViolation(error: unknown, field?: string): boolean {
   if (!isKnownPrismaError(error) || error.code !== "P2002") return false;
   if (!field) return true;
   const target = JSON.stringify(error.meta ?? {});
   return target.includes(field);
+}
+
+// Request errors that are about the moment, not the data: pool timeout, transaction API, write conflict.
+const TRANSIENT_REQUEST_ERRORS = new Set(["P2024", "P2028", "P2034"]);
+
+/**
+ * True when the database refused the data itself (a Prisma request error P2xxx: invalid value, too long,
+ * constraint), so retrying the same write can never succeed; false for connection and transient errors.
+ */
+export function isRejectedData(error: unknown): boolean {
+  return isKnownPrismaError(error) && /^P2/.test(error.code) && !TRANSIENT_REQUEST_ERRORS.has(error.code);
 }
 
 /** True for "record to update/delete not found" (P2025). */

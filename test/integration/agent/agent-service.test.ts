@@ -151,7 +151,7 @@ describe("agent.update is a partial patch", () => {
         baseUrl: "http://127.0.0.1:9/v1",
         model: "m1",
         temperature: 0.3,
-        reasoningEffort: "low",
+        maxOutputTokens: 512,
         apiKey: KEY,
       },
     });
@@ -168,7 +168,7 @@ describe("agent.update is a partial patch", () => {
       baseUrl: "http://127.0.0.1:9/v1",
       model: "m2",
       temperature: 0.3,
-      reasoningEffort: "low",
+      maxOutputTokens: 512,
     };
     expect(updated).toMatchObject({ description: "before", hasApiKey: true, modelConfig: expectedConfig });
     expect(updated.modelConfig).toEqual(expectedConfig);
@@ -181,7 +181,7 @@ describe("agent.update is a partial patch", () => {
     const withoutBase = await h.owner.agent.update({
       ...h.ref,
       agentId: agent.id,
-      patch: { modelConfig: { baseUrl: null, reasoningEffort: null } },
+      patch: { modelConfig: { baseUrl: null, maxOutputTokens: null } },
     });
     expect(withoutBase.modelConfig).toEqual({ provider: "openai-compatible", model: "m2", temperature: 0.3 });
     expect(await keyOf(agent.id)).toBe(KEY);
@@ -192,7 +192,7 @@ describe("agent.update is a partial patch", () => {
       .filter((entry) => entry.targetId === agent.id)
       .map((entry) => entry.details as { fields: string[] });
     expect(details.map((d) => d.fields).sort()).toEqual([
-      ["modelConfig.baseUrl", "modelConfig.reasoningEffort"],
+      ["modelConfig.baseUrl", "modelConfig.maxOutputTokens"],
       ["modelConfig.model"],
     ]);
   });
@@ -230,6 +230,9 @@ describe("agent.update is a partial patch", () => {
       { modelConfig: { baseUrl: "not a url" } },
       { modelConfig: { model: null } },
       { modelConfig: { model: "m2", temperature: 7 } },
+      // Known keys only, each bounded: arbitrary extra settings once let a 20 MB config in.
+      { modelConfig: { reasoningEffort: "low" } },
+      { modelConfig: { model: "m".repeat(201) } },
       { modelApiKey: "" },
       { modelApiKey: `${KEY}-a`, modelConfig: { apiKey: `${KEY}-b` } },
       { name: "no/slashes", description: "after" },

@@ -35,6 +35,7 @@ describe("session.create", () => {
     const first = await h.owner.session.create({ ...h.ref, agentId: agent.id, name: "one" });
     const second = await h.owner.session.create({ ...h.ref, agentId: agent.id });
     const expected = assignWorkspaceId(IsolationPolicy.PER_AGENT, {
+      tenantId: h.tenant.tenant.id,
       userId: h.tenant.owner.id,
       agentId: agent.id,
     });
@@ -61,7 +62,11 @@ describe("session.create", () => {
       ),
     );
     expect(ids[0]).toBe(
-      assignWorkspaceId(IsolationPolicy.PER_USER, { userId: h.tenant.owner.id, agentId: "" }),
+      assignWorkspaceId(IsolationPolicy.PER_USER, {
+        tenantId: h.tenant.tenant.id,
+        userId: h.tenant.owner.id,
+        agentId: "",
+      }),
     );
     expect(ids[1]).toBe(ids[0]);
   });
@@ -70,6 +75,7 @@ describe("session.create", () => {
     const [leader, helper] = [await newAgent(), await newAgent()];
     const own = await h.owner.session.create({ ...h.ref, agentId: leader.id });
     const helperDefault = assignWorkspaceId(IsolationPolicy.PER_AGENT, {
+      tenantId: h.tenant.tenant.id,
       userId: h.tenant.owner.id,
       agentId: helper.id,
     });

@@ -1,4 +1,4 @@
-import { routeErrorResponse, routeTenantScope } from "@/server/api/route-auth";
+import { assertRouteInput, routeErrorResponse, routeTenantScope } from "@/server/api/route-auth";
 import { getWorkspaceServices } from "@/server/engine/engine";
 import { AppError } from "@/server/shared/errors";
 import { InstallGate, multipartToTar, SKILL_UPLOAD_LIMITS } from "@/server/modules/workspace/skill-upload";
@@ -20,6 +20,7 @@ export async function POST(
 ): Promise<Response> {
   try {
     const { id } = await context.params;
+    assertRouteInput(request, { id });
     const scope = await routeTenantScope(request, "session:use");
     if (!request.body)
       throw new AppError("UNPROCESSABLE", "no body", { userMessage: "Expected a multipart body." });
