@@ -64,11 +64,25 @@ export function isUniqueViolation(error: unknown, field?: string): boolean {
 const TRANSIENT_REQUEST_ERRORS = new Set(["P2024", "P2028", "P2034"]);
 
 /**
- * True when the database refused the data itself (a Prisma request error P2xxx: invalid value, too long,
- * constraint), so retrying the same write can never succeed; false for connection and transient errors.
+ * True when the database refused the data itself, so retrying the same write can never succeed: a Prisma
+ * request error (P2xxx) that is not about the moment, and, when Postgres' SQLSTATE is known, one of class
+ * 22 (data exception: invalid text, NUL, bad JSON) or 23 (integrity constraint). False for connection and
+ * transient errors.
  */
 export function isRejectedData(error: unknown): boolean {
-  return isKnownPrismaError(error) && /^P2/.test(error.code) && !TRANSIENT_REQUEST_ERRORS.has(error.code);
+  if (!isKnownPrismaError(error) || !/^P2/.test(error.code) || TRANSIENT_REQUEST_ERRORS.has(error.code)) {
+    return false;
+  }
+  const sqlState = sqlStateOf(error);
+  return sqlState === null || /^2[23]/.test(sqlState);
+}
+
+function sqlStateOf(error: { meta?: unknown; message?: unknown }): string | null {
+  const meta = error.meta as { driverAdapterError?: { cause?: { originalCode?: unknown } } } | undefined;
+  const fromMeta = meta?.driverAdapterError?.cause?.originalCode;
+  if (typeof fromMeta === "string") return fromMeta;
+  const fromMessage = typeof error.message === "string" ? /Code: `([0-9A-Z]{5})`/.exec(error.message) : null;
+  return fromMessage?.[1] ?? null;
 }
 
 /** True for "record to update/delete not found" (P2025). */

@@ -1,7 +1,12 @@
 import { TRPCError } from "@trpc/server";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { type ApiRuntime, createContextInner } from "@/server/api/context";
-import { limitRequestBody, TRPC_REQUEST_LIMITS, type TrpcRequestLimits } from "@/server/api/request-limits";
+import {
+  closeConnectionIfRefused,
+  limitRequestBody,
+  TRPC_REQUEST_LIMITS,
+  type TrpcRequestLimits,
+} from "@/server/api/request-limits";
 import { appRouter } from "@/server/api/root";
 
 export const TRPC_ENDPOINT = "/api/trpc";
@@ -10,15 +15,15 @@ export const TRPC_ENDPOINT = "/api/trpc";
  * Serves the tRPC API for one Fetch `Request` (the Next route handler and the HTTP tests both use
  * this). The request id is set on the response by the context.
  */
-export function handleTrpcRequest(
+export async function handleTrpcRequest(
   req: Request,
   runtime: ApiRuntime,
   limits: TrpcRequestLimits = TRPC_REQUEST_LIMITS,
 ): Promise<Response> {
   const bounded = limitRequestBody(req, limits.maxBodyBytes, () => payloadTooLarge(limits.maxBodyBytes));
-  return fetchRequestHandler({
+  const response = await fetchRequestHandler({
     endpoint: TRPC_ENDPOINT,
-    req: bounded,
+    req: bounded.request,
     router: appRouter,
     maxBatchSize: limits.maxBatchSize,
     createContext: ({ resHeaders }) => createContextInner({ runtime, headers: req.headers, resHeaders }),
@@ -33,6 +38,7 @@ export function handleTrpcRequest(
       }
     },
   });
+  return closeConnectionIfRefused(response, bounded.refused());
 }
 
 function payloadTooLarge(maxBodyBytes: number): TRPCError {
