@@ -137,7 +137,12 @@ function readableIssue(issue: Issue): string {
     case "invalid_format":
       // A regex's message is the schema's own explanation ("letters, digits, …"); keep it.
       return issue.format === "regex" ? issue.message : `must be a valid ${issue.format}`;
-    default:
+    case "custom":
+    case "invalid_element":
+    case "invalid_key":
+    case "invalid_union":
+    case "not_multiple_of":
+      // The schema's own message (refinements) or zod's, which is readable for these.
       return issue.message;
   }
 }

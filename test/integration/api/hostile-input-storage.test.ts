@@ -5,7 +5,7 @@
  * as a typed, masked error event, never the database's text.
  */
 import { randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { loadRedisConfig } from "@/server/config/redis";
 import { getDb } from "@/server/db";
