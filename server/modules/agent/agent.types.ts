@@ -5,6 +5,27 @@ export const ZIsolationPolicy = z.enum(ISOLATION_POLICIES);
 export type IsolationPolicy = z.infer<typeof ZIsolationPolicy>;
 
 /**
+ * Media types a model may be declared to accept as input: what the Read tool can hand over (images,
+ * PDFs) and OpenAI-style chat APIs take as image or file parts. Nothing else is accepted, so a typo is a
+ * 400 rather than a silently ignored setting.
+ */
+export const MODEL_INPUT_MEDIA_TYPES = [
+  "image/png",
+  "image/jpeg",
+  "image/gif",
+  "image/webp",
+  "application/pdf",
+] as const;
+export const ZModelInputMediaTypes = z
+  .array(z.enum(MODEL_INPUT_MEDIA_TYPES))
+  .max(MODEL_INPUT_MEDIA_TYPES.length)
+  .refine((types) => new Set(types).size === types.length, "each media type once")
+  .describe(
+    "Media types the model accepts as input (vision: image/png, image/jpeg, image/gif, image/webp; " +
+      "documents: application/pdf). The Read tool attaches such files for the model; absent: none.",
+  );
+
+/**
  * The model an agent talks to. The provider API key is NOT part of it: it is passed separately
  * (`modelApiKey`) and stored encrypted. Known keys only, each bounded: what the API accepts is strict
  * (unknown keys are a 400, see agent.schema.ts); rows stored before that may hold extra keys, which this
@@ -16,6 +37,7 @@ const MODEL_CONFIG_FIELDS = {
   baseUrl: z.url().max(2048).optional(),
   temperature: z.number().min(0).max(2).optional(),
   maxOutputTokens: z.number().int().positive().max(10_000_000).optional(),
+  acceptedMediaTypes: ZModelInputMediaTypes.optional(),
 };
 export const ZAgentModelConfig = z.object(MODEL_CONFIG_FIELDS);
 export type AgentModelConfig = z.infer<typeof ZAgentModelConfig>;
@@ -43,7 +65,7 @@ export type TCreateAgentInput = z.input<typeof ZCreateAgentInput>;
 
 /**
  * A change to the stored model settings, merged key by key: an absent field keeps its stored value, null
- * removes an optional one (baseUrl, temperature, maxOutputTokens). Provider and model can be changed but not
+ * removes an optional one (baseUrl, temperature, maxOutputTokens, acceptedMediaTypes). Provider and model can be changed but not
  * removed. Unknown keys are refused. The provider key is never part of it (see `modelApiKey`).
  */
 export const ZAgentModelConfigPatch = z.strictObject({
@@ -52,6 +74,7 @@ export const ZAgentModelConfigPatch = z.strictObject({
   baseUrl: z.url().max(2048).nullish(),
   temperature: MODEL_CONFIG_FIELDS.temperature.unwrap().nullish(),
   maxOutputTokens: MODEL_CONFIG_FIELDS.maxOutputTokens.unwrap().nullish(),
+  acceptedMediaTypes: ZModelInputMediaTypes.nullish(),
 });
 export type AgentModelConfigPatch = z.infer<typeof ZAgentModelConfigPatch>;
 
