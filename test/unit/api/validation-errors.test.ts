@@ -43,3 +43,23 @@ describe("unstorable strings", () => {
     expect(sanitizeStrings({ ["k\u0000"]: ["a\uD800b", "😀"] })).toEqual({ ["k\uFFFD"]: ["a\uFFFDb", "😀"] });
   });
 });
+
+describe("host paths in what clients see", () => {
+  it("tool error texts name a filesystem error by its kind and redact registered host dirs", async () => {
+    const { errorText } = await import("@/server/workspace/tools/types");
+    const { registerHostPath } = await import("@/server/shared/host-paths");
+    registerHostPath("/srv/berth-host-dir");
+    const enoent = Object.assign(
+      new Error("ENOENT: no such file or directory, open '/srv/berth-host-dir/t/u/w/x'"),
+      {
+        code: "ENOENT",
+        syscall: "open",
+        path: "/srv/berth-host-dir/t/u/w/x",
+      },
+    );
+    expect(errorText(enoent)).toBe("Error: no such file or directory (ENOENT)");
+    expect(errorText(new Error("spawn failed in /srv/berth-host-dir/t"))).toBe(
+      "Error: spawn failed in <host>/t",
+    );
+  });
+});
