@@ -105,12 +105,9 @@ describe("agent CRUD", () => {
       await workspace.offloadContext(id, [{ role: "user", content: `context of ${id}` }]);
       await workspace.offloadToolResult(id, "call_1", `output of ${id}`);
     }
-    const sessionDir = (id: string) => path.join(workspace.workdir, "sessions", id);
-    const exists = (dir: string) =>
-      fs.stat(dir).then(
-        () => true,
-        () => false,
-      );
+    // Through the backend: the workdir is the sandbox's path, not necessarily a host path.
+    const sessionDir = (id: string) => path.posix.join(workspace.workdir, "sessions", id);
+    const exists = async (dir: string) => (await workspace.backend.stat(dir)) !== null;
     expect(await exists(sessionDir(sessionId))).toBe(true);
 
     const result = await h.owner.agent.delete({ ...h.ref, agentId: agent.id });
@@ -137,7 +134,7 @@ describe("agent CRUD", () => {
       },
       { timeout: 60_000, interval: 100 },
     );
-    expect(await exists(path.join(sessionDir(bystander.sessionId), "context.jsonl"))).toBe(true);
+    expect(await exists(path.posix.join(sessionDir(bystander.sessionId), "context.jsonl"))).toBe(true);
     const sessionReceipts = await h.owner.workspace.purgeReceipts({ ...h.ref, targetType: "session" });
     expect(sessionReceipts.map((receipt) => receipt.targetId)).toEqual(
       expect.arrayContaining([sessionId, second.sessionId]),

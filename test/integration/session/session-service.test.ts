@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import fs from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { TRPCError } from "@trpc/server";
@@ -148,12 +147,9 @@ describe("session.delete", () => {
     for (const id of [sessionId, worker.id, bystander.sessionId]) {
       await workspace.offloadToolResult(id, "call_1", `output of ${id}`);
     }
-    const dirOf = (id: string) => path.join(workspace.workdir, "sessions", id);
-    const exists = (dir: string) =>
-      fs.stat(dir).then(
-        () => true,
-        () => false,
-      );
+    // Through the backend: the workdir is the sandbox's path, not necessarily a host path.
+    const dirOf = (id: string) => path.posix.join(workspace.workdir, "sessions", id);
+    const exists = async (dir: string) => (await workspace.backend.stat(dir)) !== null;
     expect(await exists(dirOf(worker.id))).toBe(true);
 
     const deleted = await h.owner.session.delete({ ...h.ref, sessionId });
