@@ -1,5 +1,12 @@
+import { TRPCError } from "@trpc/server";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { type ApiRuntime, createContextInner } from "@/server/api/context";
+import {
+  closeConnectionIfRefused,
+  limitRequestBody,
+  TRPC_REQUEST_LIMITS,
+  type TrpcRequestLimits,
+} from "@/server/api/request-limits";
 import { appRouter } from "@/server/api/root";
 
 export const TRPC_ENDPOINT = "/api/trpc";
@@ -8,11 +15,17 @@ export const TRPC_ENDPOINT = "/api/trpc";
  * Serves the tRPC API for one Fetch `Request` (the Next route handler and the HTTP tests both use
  * this). The request id is set on the response by the context.
  */
-export function handleTrpcRequest(req: Request, runtime: ApiRuntime): Promise<Response> {
-  return fetchRequestHandler({
+export async function handleTrpcRequest(
+  req: Request,
+  runtime: ApiRuntime,
+  limits: TrpcRequestLimits = TRPC_REQUEST_LIMITS,
+): Promise<Response> {
+  const bounded = limitRequestBody(req, limits.maxBodyBytes, () => payloadTooLarge(limits.maxBodyBytes));
+  const response = await fetchRequestHandler({
     endpoint: TRPC_ENDPOINT,
-    req,
+    req: bounded.request,
     router: appRouter,
+    maxBatchSize: limits.maxBatchSize,
     createContext: ({ resHeaders }) => createContextInner({ runtime, headers: req.headers, resHeaders }),
     onError({ error, path, ctx }) {
       // Procedure errors are logged by the tRPC middleware with their request id; this catches what
@@ -24,5 +37,13 @@ export function handleTrpcRequest(req: Request, runtime: ApiRuntime): Promise<Re
         );
       }
     },
+  });
+  return closeConnectionIfRefused(response, bounded.refused());
+}
+
+function payloadTooLarge(maxBodyBytes: number): TRPCError {
+  return new TRPCError({
+    code: "PAYLOAD_TOO_LARGE",
+    message: `The request body is larger than ${maxBodyBytes} bytes.`,
   });
 }

@@ -12,6 +12,7 @@ import {
 } from "@trpc/client";
 import { EventSource } from "eventsource";
 import superjson from "superjson";
+import { TRPC_REQUEST_LIMITS } from "@/server/api/request-limits";
 import type { AppRouter } from "@/server/api/root";
 
 export const TRPC_ENDPOINT_PATH = "/api/trpc";
@@ -49,7 +50,13 @@ export function createBerthClient(options: BerthClientOptions): BerthClient {
             fetch: (input, init) => fetch(input, { ...init, headers: { ...init.headers, ...headers } }),
           },
         }),
-        false: httpBatchLink({ url: endpoint, transformer: superjson, headers }),
+        // The server refuses batches over its limit; the link splits larger ones.
+        false: httpBatchLink({
+          url: endpoint,
+          transformer: superjson,
+          headers,
+          maxItems: TRPC_REQUEST_LIMITS.maxBatchSize,
+        }),
       }),
     ],
   });
