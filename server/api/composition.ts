@@ -20,15 +20,17 @@ export function buildApiComposition(): ApiComposition {
   const config = getConfig();
   const logger = getLogger().child({ component: "api" });
   const authLog = logger.child({ component: "better-auth" });
+  const trustedOrigins = loopbackAliases(config.http.baseUrl);
   const auth = createAuth({
     secret: config.secrets.authSecret,
     baseUrl: config.http.baseUrl,
-    trustedOrigins: loopbackAliases(config.http.baseUrl),
+    trustedOrigins,
     prisma: getDb(),
     // Wrong passwords and rejected keys are client mistakes that better-auth logs as errors.
     log: (level, message, ...args) => authLog[level === "error" ? "warn" : level]({ args }, message),
   });
-  return { runtime: { logger, auth }, auth };
+  const origins = { allowedOrigins: [new URL(config.http.baseUrl).origin, ...trustedOrigins] };
+  return { runtime: { logger, auth, origins }, auth };
 }
 
 /**

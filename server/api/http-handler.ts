@@ -1,19 +1,36 @@
+import { TRPCError } from "@trpc/server";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { type ApiRuntime, createContextInner } from "@/server/api/context";
+import { toClientSafeTRPCError } from "@/server/api/error-mapping";
+import { assertSameOriginRequest } from "@/server/api/request-origin";
 import { appRouter } from "@/server/api/root";
 
 export const TRPC_ENDPOINT = "/api/trpc";
 
 /**
  * Serves the tRPC API for one Fetch `Request` (the Next route handler and the HTTP tests both use
- * this). The request id is set on the response by the context.
+ * this). The request id is set on the response by the context. Cross-site cookie-authenticated POSTs are
+ * refused here, before the context exists (see server/api/request-origin.ts).
  */
 export function handleTrpcRequest(req: Request, runtime: ApiRuntime): Promise<Response> {
   return fetchRequestHandler({
     endpoint: TRPC_ENDPOINT,
     req,
     router: appRouter,
-    createContext: ({ resHeaders }) => createContextInner({ runtime, headers: req.headers, resHeaders }),
+    createContext: ({ resHeaders, info }) => {
+      // Before any procedure: a cross-site cookie POST gets a typed 403 (FORBIDDEN, appError.details.reason).
+      try {
+        assertSameOriginRequest(req, runtime.origins);
+      } catch (error) {
+        throw toClientSafeTRPCError(new TRPCError({ code: "INTERNAL_SERVER_ERROR", cause: error }));
+      }
+      return createContextInner({
+        runtime,
+        headers: req.headers,
+        resHeaders,
+        streamingResponse: info.accept === "application/jsonl",
+      });
+    },
     onError({ error, path, ctx }) {
       // Procedure errors are logged by the tRPC middleware with their request id; this catches what
       // fails before a procedure runs (malformed batches, unknown paths, a context that did not build).
