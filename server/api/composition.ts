@@ -4,9 +4,12 @@
  */
 import { type ApiRuntime } from "@/server/api/context";
 import { type BerthAuth, createAuth } from "@/server/auth/auth";
+import { createSignInGuard, type SignInGuard } from "@/server/auth/sign-in-guard";
 import { getConfig } from "@/server/config/config";
 import { getDb } from "@/server/db";
 import { getLogger } from "@/server/logger";
+import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
+import { getRedis } from "@/server/redis";
 
 export type ApiComposition = {
   runtime: ApiRuntime;
@@ -14,7 +17,10 @@ export type ApiComposition = {
 };
 
 // On globalThis so Next's dev-mode module reloading reuses one auth instance and one DB pool.
-const globalForApi = globalThis as unknown as { berthApiComposition?: ApiComposition };
+const globalForApi = globalThis as unknown as {
+  berthApiComposition?: ApiComposition;
+  berthSignInGuard?: SignInGuard;
+};
 
 export function buildApiComposition(): ApiComposition {
   const config = getConfig();
@@ -49,4 +55,14 @@ export function loopbackAliases(baseUrl: string): string[] {
 
 export function getApiComposition(): ApiComposition {
   return (globalForApi.berthApiComposition ??= buildApiComposition());
+}
+
+/** The sign-in throttle of this process (Redis-backed, so every replica counts the same failures). */
+export function getSignInGuard(): SignInGuard {
+  return (globalForApi.berthSignInGuard ??= createSignInGuard({
+    redis: getRedis(),
+    redisPrefix: getConfig().redis.prefix,
+    recordAudit: (scope, entry) => recordAudit(scope, entry),
+    log: getApiComposition().runtime.logger.child({ component: "sign-in-guard" }),
+  }));
 }
