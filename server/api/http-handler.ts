@@ -4,6 +4,7 @@ import { type ApiRuntime, createContextInner } from "@/server/api/context";
 import { toClientSafeTRPCError } from "@/server/api/error-mapping";
 import { assertSameOriginRequest } from "@/server/api/request-origin";
 import { appRouter } from "@/server/api/root";
+import { requestMetaOf, runWithRequestMeta } from "@/server/shared/request-meta";
 
 export const TRPC_ENDPOINT = "/api/trpc";
 
@@ -13,6 +14,11 @@ export const TRPC_ENDPOINT = "/api/trpc";
  * refused here, before the context exists (see server/api/request-origin.ts).
  */
 export function handleTrpcRequest(req: Request, runtime: ApiRuntime): Promise<Response> {
+  // The client's address and user agent reach the audit log through the request's async context.
+  return runWithRequestMeta(requestMetaOf(req.headers), () => serve(req, runtime));
+}
+
+function serve(req: Request, runtime: ApiRuntime): Promise<Response> {
   return fetchRequestHandler({
     endpoint: TRPC_ENDPOINT,
     req,

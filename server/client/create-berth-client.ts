@@ -68,5 +68,7 @@ export function berthLinks(options: { url: string; headers?: HTTPHeaders }): TRP
 
 export function createBerthClient(options: BerthClientOptions): BerthClient {
   const headers = { ...options.headers, authorization: `Bearer ${options.apiKey}` };
-  return createTRPCClient<AppRouter>({ links: berthLinks({ url: resolveTrpcEndpoint(options.url), headers }) });
+  return createTRPCClient<AppRouter>({
+    links: berthLinks({ url: resolveTrpcEndpoint(options.url), headers }),
+  });
 }

@@ -7,7 +7,10 @@ export const accountRouter = createTRPCRouter({
   /** Ends every other session of the user; the caller's session continues under a new cookie. */
   changePassword: authedProcedure.input(ZChangePasswordInput).mutation(async ({ ctx, input }) => {
     if (ctx.principal.kind !== "user") {
-      throw new TRPCError({ code: "BAD_REQUEST", message: "API keys have no password; sign in to change it" });
+      throw new TRPCError({
+        code: "BAD_REQUEST",
+        message: "API keys have no password; sign in to change it",
+      });
     }
     const { setCookies } = await changePassword(
       ctx.runtime.auth,

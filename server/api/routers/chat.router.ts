@@ -19,7 +19,8 @@ export const chatRouter = createTRPCRouter({
       if (ctx.streamingResponse === false) {
         throw new TRPCError({
           code: "BAD_REQUEST",
-          message: "chat.send streams its events: call it through httpBatchStreamLink (trpc-accept: application/jsonl)",
+          message:
+            "chat.send streams its events: call it through httpBatchStreamLink (trpc-accept: application/jsonl)",
         });
       }
       return chat().send(

@@ -53,6 +53,19 @@ const CASES: Record<string, CrossTenantCase> = {
     },
   },
   "tenant.overview": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "tenant.policy": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "tenant.setPolicy": { kind: "tenant", input: () => ({ stdioMcpMinRole: "member" }), targetsRows: false },
+  "account.changePassword": {
+    kind: "custom",
+    // Not tenant-scoped: it only ever acts on the caller's own account (a wrong current password changes nothing).
+    async check(caller) {
+      expect(
+        await rejectionCode(
+          caller.account.changePassword({ currentPassword: "not-the-password", newPassword: "whatever-123" }),
+        ),
+      ).toBe("BAD_REQUEST");
+    },
+  },
   "member.list": { kind: "tenant", input: () => ({}), targetsRows: false },
   "member.changeRole": {
     kind: "tenant",
@@ -189,6 +202,7 @@ async function snapshotOfB() {
   const ref = { tenantId: b.tenant.id };
   return {
     overview: await bOwner.tenant.overview(ref),
+    policy: await bOwner.tenant.policy(ref),
     members: await bOwner.member.list(ref),
     apiKeys: await bOwner.apiKey.list({ ...ref, includeRevoked: true }),
     audit: await bOwner.audit.list({ ...ref, limit: 200 }),
@@ -280,6 +294,7 @@ describe("role gates", () => {
     expect(mutations.length).toBeGreaterThan(0);
     for (const path of mutations) {
       const testCase = CASES[path];
+      if (path === "account.changePassword") continue; // the caller's own account: viewers may change theirs
       if (testCase?.kind !== "tenant") throw new Error(`mutation ${path} needs a tenant case`);
       const input = { ...testCase.input(a), tenantId: a.tenant.id };
       expect(await rejectionCode(callByPath(cookieCaller(a.viewer), path, input)), path).toBe("FORBIDDEN");
