@@ -11,7 +11,6 @@ import { resolveRequestPrincipal } from "@/server/auth/resolve";
 import { createBerthClient } from "@/server/client/create-berth-client";
 import { getConfig } from "@/server/config/config";
 import { disconnectDb } from "@/server/db";
-import { listAuditLogs } from "@/server/modules/audit/audit.data";
 import { flushAuditBuffer } from "@/server/modules/audit/audit-buffer.service";
 import { closeSharedQueues } from "@/server/queue/queues";
 import { closeSharedRedis, getRedis } from "@/server/redis";
