@@ -1,7 +1,15 @@
+import { Readable } from "node:stream";
+import type { ReadableStream as NodeWebReadableStream } from "node:stream/web";
 import { routeErrorResponse, routeTenantScope } from "@/server/api/route-auth";
 import { getWorkspaceServices } from "@/server/engine/engine";
 import { AppError } from "@/server/shared/errors";
-import { InstallGate, multipartToTar, SKILL_UPLOAD_LIMITS } from "@/server/modules/workspace/skill-upload";
+import type { SkillArchiveUpload } from "@/server/modules/workspace/workspace-content.service";
+import {
+  InstallGate,
+  multipartToTar,
+  SKILL_UPLOAD_LIMITS,
+  skillUploadBodyOf,
+} from "@/server/modules/workspace/skill-upload";
 import { requestMetaOf, runWithRequestMeta } from "@/server/shared/request-meta";
 
 export const dynamic = "force-dynamic";
@@ -10,44 +18,47 @@ export const runtime = "nodejs";
 const installs = new InstallGate(SKILL_UPLOAD_LIMITS.maxConcurrentInstalls);
 
 /**
- * POST /api/workspaces/:id/skills?tenantId=&agentId= — multipart: a `manifest` field
- * (`{"entries":[{"path","size"}]}`, in part order) then the `files` parts. The parts are streamed as a tar
- * straight into the engine's archive install (never buffered whole), under the reference's limits.
- * 201 `{ name, dir, deduplicated }`; 422 for a bad manifest or parts; 413 over a limit (at once, from
- * Content-Length, when the body is declared larger than any skill may be). Refusals that answer before the
- * body is read leave the rest of it to the HTTP server, which drains or closes the connection
- * (scripts/start.ts), so the next request on a keep-alive connection still works.
+ * POST /api/workspaces/:id/skills?tenantId=&agentId=[&format=] — two body formats, both streamed straight
+ * into the engine's archive install (never buffered whole):
+ * - multipart (the dashboard's folder upload): a `manifest` field (`{"entries":[{"path","size"}]}`, in part
+ *   order) then the `files` parts, re-packed as a tar on the fly, under the reference's upload limits;
+ * - an archive as the raw body (`application/zip`, `application/x-tar`, `application/gzip` for tar.gz, or
+ *   `application/octet-stream` with `format=zip|tar|tar.gz`), under the engine's archive limits.
+ * Either way the skill is the first folder holding SKILL.md (see findSkillRoot).
+ * 201 `{ name, dir, deduplicated }`; 422 for a bad body format, manifest or parts; 400 for a hostile or
+ * invalid archive; 413 over a limit. A refusal that answers before the body is read leaves the rest to
+ * `npm start`'s HTTP server, which drains it or closes the connection (scripts/services/incoming-request.ts).
  */
 export function POST(request: Request, context: { params: Promise<{ id: string }> }): Promise<Response> {
+  // The caller's address and user agent reach the upload's audit row through the async context.
   return runWithRequestMeta(requestMetaOf(request.headers), () => upload(request, context));
 }
 
-const MAX_ARCHIVE_BYTES = SKILL_UPLOAD_LIMITS.maxTotalBytes + SKILL_UPLOAD_LIMITS.maxFileCount * 1024 + 1024;
-// Multipart framing around the archive: part headers and boundaries, at most a few KiB per file.
-const MAX_BODY_BYTES = MAX_ARCHIVE_BYTES + SKILL_UPLOAD_LIMITS.maxFileCount * 4096 + 1024 * 1024;
-
 async function upload(request: Request, context: { params: Promise<{ id: string }> }): Promise<Response> {
   try {
-    const declared = Number(request.headers.get("content-length") ?? Number.NaN);
-    if (Number.isFinite(declared) && declared > MAX_BODY_BYTES) {
-      throw new AppError("PAYLOAD_TOO_LARGE", `upload of ${declared} bytes`, {
-        userMessage: `The upload is larger than ${SKILL_UPLOAD_LIMITS.maxTotalBytes} bytes.`,
-      });
-    }
     const { id } = await context.params;
     const scope = await routeTenantScope(request, "session:use");
+    const url = new URL(request.url);
+    const body = skillUploadBodyOf(request.headers.get("content-type"), url.searchParams.get("format"));
     if (!request.body)
-      throw new AppError("UNPROCESSABLE", "no body", { userMessage: "Expected a multipart body." });
-    const agentId = new URL(request.url).searchParams.get("agentId");
-    const { manifest, tar } = multipartToTar(request.body, request.headers.get("content-type") ?? "");
-    await manifest;
-    const result = await installs.run(() =>
-      getWorkspaceServices().content.installSkillArchive(scope, id, {
+      throw new AppError("UNPROCESSABLE", "no body", { userMessage: "Expected a request body." });
+    const agentId = url.searchParams.get("agentId");
+    let install: SkillArchiveUpload;
+    if (body.kind === "folder") {
+      const { manifest, tar } = multipartToTar(request.body, body.contentType);
+      await manifest;
+      install = {
         agentId,
         stream: tar,
         format: "tar",
-        maxArchiveBytes: MAX_ARCHIVE_BYTES,
-      }),
+        maxArchiveBytes: SKILL_UPLOAD_LIMITS.maxTotalBytes + SKILL_UPLOAD_LIMITS.maxFileCount * 1024 + 1024,
+      };
+    } else {
+      const stream = Readable.fromWeb(request.body as NodeWebReadableStream<Uint8Array>);
+      install = { agentId, stream, format: body.format };
+    }
+    const result = await installs.run(() =>
+      getWorkspaceServices().content.installSkillArchive(scope, id, install),
     );
     return Response.json(result, { status: 201 });
   } catch (error) {
