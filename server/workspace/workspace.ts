@@ -359,7 +359,11 @@ export class Workspace implements AsyncDisposable {
   }
 
   private async connectorFor(backend: WorkspaceBackend): Promise<McpConnector> {
-    if (this.provider.createMcpConnector) return this.provider.createMcpConnector(backend, this.spec);
+    if (this.provider.createMcpConnector) {
+      return this.provider.createMcpConnector(backend, this.spec, {
+        network: this.options.mcpNetwork ?? DEFAULT_MCP_NETWORK_POLICY,
+      });
+    }
     if (backend.isolated) {
       // Running a sandboxed workspace's MCP servers on the host would escape the sandbox.
       throw new AppError(
