@@ -84,6 +84,7 @@ const CASES: Record<string, CrossTenantCase> = {
   // workspace.* (H8): every procedure names a workspace of the tenant (a PENDING binding made in beforeAll),
   // so none of them provisions anything; B's id under A's tenant must be NOT_FOUND.
   "workspace.list": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "workspace.backend": { kind: "tenant", input: () => ({}), targetsRows: false },
   "workspace.get": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
   "workspace.stop": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
   "workspace.purge": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
@@ -364,7 +365,8 @@ describe("cross-member isolation inside a tenant", () => {
   it("enumerates every workspace.* procedure that names a workspace", () => {
     const keyed = allProcedurePaths().filter(
       (path) =>
-        path.startsWith("workspace.") && !["workspace.list", "workspace.purgeReceipts"].includes(path),
+        path.startsWith("workspace.") &&
+        !["workspace.list", "workspace.purgeReceipts", "workspace.backend"].includes(path),
     );
     expect(workspaceKeyedPaths()).toEqual(keyed);
   });
