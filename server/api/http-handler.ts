@@ -3,6 +3,12 @@ import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { type ApiRuntime, createContextInner } from "@/server/api/context";
 import { toClientSafeTRPCError } from "@/server/api/error-mapping";
 import { assertSameOriginRequest } from "@/server/api/request-origin";
+import {
+  closeConnectionIfRefused,
+  limitRequestBody,
+  TRPC_REQUEST_LIMITS,
+  type TrpcRequestLimits,
+} from "@/server/api/request-limits";
 import { appRouter } from "@/server/api/root";
 import { requestMetaOf, runWithRequestMeta } from "@/server/shared/request-meta";
 
@@ -13,16 +19,22 @@ export const TRPC_ENDPOINT = "/api/trpc";
  * this). The request id is set on the response by the context. Cross-site cookie-authenticated POSTs are
  * refused here, before the context exists (see server/api/request-origin.ts).
  */
-export function handleTrpcRequest(req: Request, runtime: ApiRuntime): Promise<Response> {
+export function handleTrpcRequest(
+  req: Request,
+  runtime: ApiRuntime,
+  limits: TrpcRequestLimits = TRPC_REQUEST_LIMITS,
+): Promise<Response> {
   // The client's address and user agent reach the audit log through the request's async context.
-  return runWithRequestMeta(requestMetaOf(req.headers), () => serve(req, runtime));
+  return runWithRequestMeta(requestMetaOf(req.headers), () => serve(req, runtime, limits));
 }
 
-function serve(req: Request, runtime: ApiRuntime): Promise<Response> {
-  return fetchRequestHandler({
+async function serve(req: Request, runtime: ApiRuntime, limits: TrpcRequestLimits): Promise<Response> {
+  const bounded = limitRequestBody(req, limits.maxBodyBytes, () => payloadTooLarge(limits.maxBodyBytes));
+  const response = await fetchRequestHandler({
     endpoint: TRPC_ENDPOINT,
-    req,
+    req: bounded.request,
     router: appRouter,
+    maxBatchSize: limits.maxBatchSize,
     createContext: ({ resHeaders, info }) => {
       // Before any procedure: a cross-site cookie POST gets a typed 403 (FORBIDDEN, appError.details.reason).
       try {
@@ -47,5 +59,13 @@ function serve(req: Request, runtime: ApiRuntime): Promise<Response> {
         );
       }
     },
+  });
+  return closeConnectionIfRefused(response, bounded.refused());
+}
+
+function payloadTooLarge(maxBodyBytes: number): TRPCError {
+  return new TRPCError({
+    code: "PAYLOAD_TOO_LARGE",
+    message: `The request body is larger than ${maxBodyBytes} bytes.`,
   });
 }

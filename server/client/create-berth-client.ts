@@ -16,7 +16,7 @@
  * - One turn per request: aborting `signal` (or the connection dropping) cancels the turn; `chat.cancel`
  *   cancels it from any client or process (the stream then ends with `done` status `cancelled`).
  * - It must never be batched with other calls or sent over the non-streaming link (the server answers 400
- *   before starting a turn): `chatStreamLinks` below routes it.
+ *   before starting a turn): `berthLinks` below routes it.
  */
 import {
   createTRPCClient,
@@ -28,6 +28,7 @@ import {
   type TRPCLink,
 } from "@trpc/client";
 import superjson from "superjson";
+import { TRPC_REQUEST_LIMITS } from "@/server/api/request-limits";
 import type { AppRouter } from "@/server/api/root";
 
 export const TRPC_ENDPOINT_PATH = "/api/trpc";
@@ -61,7 +62,8 @@ export function berthLinks(options: { url: string; headers?: HTTPHeaders }): TRP
     splitLink({
       condition: (op) => STREAMED_PROCEDURES.has(op.path),
       true: httpBatchStreamLink({ ...common, maxItems: 1 }),
-      false: httpBatchLink(common),
+      // The server refuses batches over its limit; the link splits larger ones.
+      false: httpBatchLink({ ...common, maxItems: TRPC_REQUEST_LIMITS.maxBatchSize }),
     }),
   ];
 }

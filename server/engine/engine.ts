@@ -1,4 +1,5 @@
 import { createHmac } from "node:crypto";
+import { registerHostPath } from "@/server/shared/host-paths";
 import { getConfig } from "@/server/config/config";
 import { getLogger, type Logger } from "@/server/logger";
 import {
@@ -52,6 +53,9 @@ export type CreateEngineOptions = {
 
 export function createEngine(options: CreateEngineOptions): WorkspaceEngine {
   const { config, queues, log } = options;
+  // Where workspaces and the install live on the host: never shown to a client (see host-paths.ts).
+  registerHostPath(config.basedir);
+  registerHostPath(process.cwd());
   const machine = options.machine ?? createMachineController(config);
   const engineLog = log.child({ component: "workspace-engine" });
   const ensureProvisioned = createProvisionGate({ queues, waitMs: config.provisionWaitMs, log: engineLog });

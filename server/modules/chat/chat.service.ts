@@ -14,7 +14,8 @@ import {
   updateSession,
 } from "@/server/modules/session/session.data";
 import type { ChatMessageDTO, SessionDTO } from "@/server/modules/session/session.types";
-import { AppError, isAppError } from "@/server/shared/errors";
+import { AppError, clientFacingMessage, isAppError } from "@/server/shared/errors";
+import { redactHostPaths } from "@/server/shared/host-paths";
 import { parseInput } from "@/server/shared/parse-input";
 import { FileReadState } from "@/server/workspace/tools";
 import { runTurn, type TurnResult } from "./agent-loop";
@@ -226,17 +227,21 @@ export function createChatService(deps: ChatServiceDeps) {
           });
           if (done) channel.push(done);
         } catch (thrown) {
-          // Failures outside the loop (workspace provisioning, storage): reported as the turn's end.
+          // Failures outside the loop (workspace provisioning, storage): reported as the turn's end, typed
+          // and masked (a storage failure's text quotes the database; it stays in the log).
           const error = isAppError(thrown)
             ? thrown
-            : new AppError("INTERNAL", `chat turn failed: ${String(thrown)}`, { cause: thrown });
+            : new AppError("INTERNAL", `chat turn failed: ${String(thrown)}`, {
+                cause: thrown,
+                userMessage: "Internal error",
+              });
           deps.log.error({ err: thrown, sessionId: session.id }, "chat turn failed outside the agent loop");
           await updateSession(scope, session.id, { status: "ERROR" }).catch(() => undefined);
           await auditTurn("failure", { status: "failed", code: error.code });
           channel.push({
             type: "error",
             code: error.code,
-            message: error.userMessage,
+            message: redactHostPaths(clientFacingMessage(error)),
             retryable: error.isRetryable,
           });
           channel.push({

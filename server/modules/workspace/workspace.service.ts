@@ -183,7 +183,23 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
       return withLease(scope, record.id, lease, fn);
     },
 
-    /** Records a workspace binding (PENDING) without provisioning: what session.create may call. */
+    /** The binding row (PENDING, this engine's backend) session.create writes with a new session. */
+    bindingFor(input: {
+      workspaceId: string;
+      agentId: string;
+      userId: string | null;
+      isolationPolicy: "PER_AGENT" | "PER_SESSION" | "PER_USER";
+    }) {
+      return {
+        id: input.workspaceId,
+        backendKind: engine.machine.kind,
+        isolationPolicy: input.isolationPolicy,
+        agentId: input.agentId,
+        userId: input.userId,
+      };
+    },
+
+    /** Records a workspace binding (PENDING) without provisioning. */
     async bindWorkspace(
       scope: TenantScope,
       input: {

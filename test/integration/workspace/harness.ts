@@ -138,7 +138,7 @@ export async function freshSession(scope: TenantScope, isolation: "PER_AGENT" | 
   );
   const workspaceId = assignWorkspaceId(
     isolation === "PER_AGENT" ? IsolationPolicy.PER_AGENT : IsolationPolicy.PER_SESSION,
-    { userId: scope.userId ?? "", agentId: agent.id },
+    { tenantId: scope.tenantId, userId: scope.userId ?? "", agentId: agent.id },
   );
   const session = await createSession(scope, { agentId: agent.id, workspaceId });
   return { agent, session, workspaceId };

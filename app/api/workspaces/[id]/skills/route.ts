@@ -1,6 +1,6 @@
 import { Readable } from "node:stream";
 import type { ReadableStream as NodeWebReadableStream } from "node:stream/web";
-import { routeErrorResponse, routeTenantScope } from "@/server/api/route-auth";
+import { assertRouteInput, routeErrorResponse, routeTenantScope } from "@/server/api/route-auth";
 import { getWorkspaceServices } from "@/server/engine/engine";
 import { AppError } from "@/server/shared/errors";
 import type { SkillArchiveUpload } from "@/server/modules/workspace/workspace-content.service";
@@ -37,6 +37,7 @@ export function POST(request: Request, context: { params: Promise<{ id: string }
 async function upload(request: Request, context: { params: Promise<{ id: string }> }): Promise<Response> {
   try {
     const { id } = await context.params;
+    assertRouteInput(request, { id });
     const scope = await routeTenantScope(request, "session:use");
     const url = new URL(request.url);
     const body = skillUploadBodyOf(request.headers.get("content-type"), url.searchParams.get("format"));
