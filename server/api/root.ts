@@ -4,6 +4,7 @@
  * from trpc.ts, mount it here, and add its procedures to the cross-tenant test
  * (test/integration/api/cross-tenant.test.ts fails until you do).
  */
+import { accountRouter } from "@/server/api/routers/account.router";
 import { apiKeyRouter } from "@/server/api/routers/api-key.router";
 import { auditRouter } from "@/server/api/routers/audit.router";
 import { memberRouter } from "@/server/api/routers/member.router";
@@ -17,6 +18,7 @@ import { createCallerFactory, createTRPCRouter } from "@/server/api/trpc";
 
 export const appRouter = createTRPCRouter({
   tenant: tenantRouter,
+  account: accountRouter,
   member: memberRouter,
   apiKey: apiKeyRouter,
   audit: auditRouter,

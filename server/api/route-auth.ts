@@ -1,4 +1,5 @@
 import { getApiComposition } from "@/server/api/composition";
+import { assertSameOriginRequest } from "@/server/api/request-origin";
 import { assertCan, type TenantAction } from "@/server/auth/policy";
 import { resolveRequestPrincipal, resolveTenantScope } from "@/server/auth/resolve";
 import type { TenantScope } from "@/server/auth/scope";
@@ -9,8 +10,10 @@ import { assertNoUnsafeStrings } from "@/server/shared/unsafe-strings";
 /**
  * Auth for plain route handlers (uploads, downloads), the same gate as tRPC's tenant procedures: cookie or
  * Bearer key → principal; `?tenantId=` / `?tenantSlug=` (or the key's own tenant) → scope; then the role gate.
+ * A cross-site cookie-authenticated POST is refused first (403, server/api/request-origin.ts).
  */
 export async function routeTenantScope(request: Request, action: TenantAction): Promise<TenantScope> {
+  assertSameOriginRequest(request, getApiComposition().runtime.origins);
   const principal = await resolveRequestPrincipal(getApiComposition().auth, request.headers);
   if (!principal)
     throw new AppError("UNAUTHORIZED", "no credentials", { userMessage: "Sign in or send an API key" });

@@ -59,7 +59,7 @@ export const mergeRouters = t.mergeRouters;
 
 /**
  * The ONE place errors become client-visible: AppError → tRPC code, 5xx masked. Also logs each call
- * with its request id. Wraps async-iterable results so errors thrown mid-subscription map the same way.
+ * with its request id. Wraps async-iterable results so errors thrown mid-stream (chat.send) map the same way.
  */
 const errorMappingAndLogging = t.middleware(async ({ ctx, path, type, next }) => {
   const startedAt = performance.now();
@@ -82,7 +82,7 @@ function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
   return typeof value === "object" && value !== null && Symbol.asyncIterator in value;
 }
 
-/** A subscription that fails after it started streaming goes through the same mapping. */
+/** A stream that fails after it started goes through the same mapping. */
 async function* mapStreamErrors(
   stream: AsyncIterable<unknown>,
   mapError: (error: TRPCError) => TRPCError,

@@ -55,6 +55,18 @@ const ZEngineEnv = z.object({
     .default(10 * 60_000),
   // Lifetime of a signed file-download link.
   BERTH_WORKSPACE_DOWNLOAD_TOKEN_TTL_MS: z.coerce.number().int().min(1_000).default(60_000),
+  // http_mcp/SSE hosts Berth may dial although they are loopback, link-local or private: comma-separated host
+  // names, IP addresses or CIDR subnets (e.g. `127.0.0.1,mcp.internal,10.1.0.0/16`). Empty → public only.
+  BERTH_MCP_ALLOWED_HOSTS: z
+    .string()
+    .default("")
+    .transform((value) =>
+      value
+        .split(",")
+        .map((entry) => entry.trim())
+        .filter((entry) => entry.length > 0),
+    )
+    .pipe(z.array(z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6(), z.hostname()]))),
   // Docker backend only (see server/workspace/backends/docker/README.md). Unset → the provider's defaults.
   DOCKER_SOCKET: z.string().optional(),
   BERTH_DOCKER_BASE_IMAGE: z.string().optional(),
@@ -80,6 +92,8 @@ export type EngineConfig = {
   readonly leaseTtlMs: number;
   readonly provisionWaitMs: number;
   readonly downloadTokenTtlMs: number;
+  /** BERTH_MCP_ALLOWED_HOSTS (server/workspace/mcp/mcp-network-policy.ts); unset → public addresses only. */
+  readonly mcpAllowedHosts?: readonly string[];
   /** The `local` backend's sandbox; validated by its own schema (sandbox-config.ts). */
   readonly sandbox?: TSandboxConfigInput;
   /** Docker provider settings; `dataRoot` is always `basedir`. Validated by the provider's own schema. */
@@ -117,6 +131,7 @@ export function loadEngineConfig(
     leaseTtlMs: parsed.BERTH_WORKSPACE_LEASE_TTL_MS,
     provisionWaitMs: parsed.BERTH_WORKSPACE_PROVISION_WAIT_MS,
     downloadTokenTtlMs: parsed.BERTH_WORKSPACE_DOWNLOAD_TOKEN_TTL_MS,
+    mcpAllowedHosts: parsed.BERTH_MCP_ALLOWED_HOSTS,
     sandbox: withoutUndefined({
       bwrapPath: parsed.BERTH_SANDBOX_BWRAP,
       network: parsed.BERTH_SANDBOX_NETWORK,

@@ -1,12 +1,8 @@
 import type { Metadata } from "next";
+import { safeNextPath } from "@/server/shared/safe-redirect";
 import { SignInForm } from "./sign-in-form";
 
 export const metadata: Metadata = { title: "Sign in" };
-
-// Only same-site paths: `?next=https://evil.example` must not turn sign-in into an open redirect.
-function safeNextPath(value: string | string[] | undefined): string {
-  return typeof value === "string" && value.startsWith("/") && !value.startsWith("//") ? value : "/";
-}
 
 export default async function SignInPage({
   searchParams,
@@ -20,6 +16,7 @@ export default async function SignInPage({
         <div className="brand">Berth</div>
         <h1>Sign in</h1>
         <p className="lead">Use the email and password of your Berth account.</p>
+        {/* Only same-origin paths: `?next=/\evil.example` must not turn sign-in into an open redirect. */}
         <SignInForm nextPath={safeNextPath(next)} />
       </div>
     </main>

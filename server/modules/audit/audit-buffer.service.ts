@@ -4,6 +4,7 @@ import { enqueue } from "@/server/queue/enqueue";
 import { getQueues } from "@/server/queue/queues";
 import { getRedis, redisKey } from "@/server/redis";
 import { AppError, isAppError } from "@/server/shared/errors";
+import { currentRequestMeta } from "@/server/shared/request-meta";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
 import { actorOfScope, type TenantScope } from "@/server/auth/scope";
 import { sanitizeStrings } from "@/server/shared/unsafe-strings";
@@ -65,8 +66,11 @@ export async function recordAudit(
   if (!parsed.success) throw new AppError("BAD_REQUEST", `invalid audit entry: ${parsed.error.message}`);
   const { actor: explicitActor, at, ...rest } = parsed.data;
   const actor = explicitActor ?? actorOfScope(scope);
+  const request = currentRequestMeta(); // the HTTP caller's address and user agent, when there is one
   const buffered: z.input<typeof ZBufferedAuditEntry> = {
     ...rest,
+    ip: rest.ip ?? request?.ip ?? null,
+    userAgent: rest.userAgent ?? request?.userAgent ?? null,
     id: crypto.randomUUID(),
     tenantId: scope.tenantId,
     actorType: actor.type,

@@ -5,6 +5,7 @@ import { isAppError } from "@/server/shared/errors";
 import { sanitizeStrings } from "@/server/shared/unsafe-strings";
 import { actorLabel, actorOfScope, type TenantScope } from "@/server/auth/scope";
 import { type Page, pageArgs, paginate } from "@/server/shared/page";
+import { currentRequestMeta } from "@/server/shared/request-meta";
 import type { TPurgeTargetType } from "@/server/modules/audit/audit.types";
 import {
   type AuditLogDTO,
@@ -48,8 +49,8 @@ function toAuditRow(scope: TenantScope, raw: TAuditRowInput): Prisma.AuditLogCre
     targetType: entry.targetType ?? null,
     targetId: entry.targetId ?? null,
     outcome: entry.outcome,
-    ip: entry.ip ?? null,
-    userAgent: entry.userAgent ?? null,
+    ip: entry.ip ?? currentRequestMeta()?.ip ?? null,
+    userAgent: entry.userAgent ?? currentRequestMeta()?.userAgent ?? null,
     details: (entry.details ?? undefined) as Prisma.InputJsonValue | undefined,
     ...(entry.at ? { at: entry.at } : {}),
   };

@@ -106,15 +106,26 @@ export async function getWorkspace(
 /** Most recently updated first. */
 export async function listWorkspaces(
   scope: TenantScope,
-  options: { states?: WorkspaceState[]; agentId?: string; limit?: number; cursor?: string } = {},
+  options: {
+    states?: WorkspaceState[];
+    agentId?: string;
+    limit?: number;
+    cursor?: string;
+    /** Only these workspaces and those derived for this workspace user (a member's view: workspace-access.ts). */
+    onlyAccessible?: { workspaceIds: string[]; workspaceUser: string } | null;
+  } = {},
   db: DbClient = getDb(),
 ): Promise<Page<WorkspaceDTO>> {
   const take = pageSize(options.limit);
+  const accessible = options.onlyAccessible;
   const rows = await db.workspace.findMany({
     where: {
       tenantId: scope.tenantId,
       ...(options.states ? { state: { in: options.states } } : {}),
       ...(options.agentId ? { agentId: options.agentId } : {}),
+      ...(accessible
+        ? { OR: [{ id: { in: accessible.workspaceIds } }, { userId: accessible.workspaceUser }] }
+        : {}),
     },
     select: workspaceSelect(),
     orderBy: [{ updatedAt: "desc" }, { id: "desc" }],

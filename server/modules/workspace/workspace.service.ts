@@ -17,6 +17,7 @@ import {
   upsertWorkspaceBinding,
 } from "./workspace.data";
 import type { WorkspaceDTO, WorkspaceState } from "./workspace.types";
+import { assertMayActOnWorkspace, workspaceListLimit } from "./workspace-access";
 import { acquireLeaseLocked, touchWorkspaceActivity, transitionFrom } from "./workspace-lifecycle.data";
 import { addressOfRecord } from "./workspace-spec";
 
@@ -222,12 +223,16 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
       scope: TenantScope,
       options: { states?: WorkspaceState[]; agentId?: string; limit?: number; cursor?: string },
     ) {
-      const page = await listWorkspaces(scope, options);
+      const page = await listWorkspaces(scope, {
+        ...options,
+        onlyAccessible: await workspaceListLimit(scope),
+      });
       return { ...page, items: page.items.map((record) => describe(record)) };
     },
 
     async get(scope: TenantScope, workspaceId: string) {
       const record = await requireRecord(scope, workspaceId);
+      await assertMayActOnWorkspace(scope, record);
       const [leases, events] = await Promise.all([
         listWorkspaceLeases(scope, workspaceId),
         listWorkspaceEvents(scope, workspaceId, { limit: 50 }),
@@ -323,13 +328,17 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
       return { ...engine.machine.isolation };
     },
 
-    /** The record + an attached workspace, under a short call lease (routers' workspace calls). */
+    /**
+     * The record + an attached workspace, under a short call lease (routers' workspace calls and routes).
+     * A member reaches only their own sessions' workspaces (workspace-access.ts), checked before the lease.
+     */
     async withWorkspace<T>(
       scope: TenantScope,
       workspaceId: string,
       reason: string,
       fn: (workspace: Workspace, record: WorkspaceDTO) => Promise<T>,
     ) {
+      await assertMayActOnWorkspace(scope, await requireRecord(scope, workspaceId));
       return withLease(scope, workspaceId, callLease(reason), fn);
     },
   };

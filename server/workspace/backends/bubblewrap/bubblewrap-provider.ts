@@ -1,3 +1,4 @@
+import { DEFAULT_MCP_NETWORK_POLICY, type McpNetworkPolicy } from "@/server/workspace/mcp/mcp-network-policy";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { AppError } from "@/server/shared/errors";
@@ -82,13 +83,17 @@ export class BubblewrapBackendProvider implements BackendProvider {
     return info?.isDirectory() ?? false;
   }
 
-  createMcpConnector(backend: WorkspaceBackend): Promise<McpConnector> {
+  createMcpConnector(
+    backend: WorkspaceBackend,
+    _spec?: unknown,
+    options?: { network: McpNetworkPolicy },
+  ): Promise<McpConnector> {
     if (!(backend instanceof BubblewrapBackend)) {
       return Promise.reject(
         new AppError("INTERNAL", "This backend was not provisioned by the sandbox provider"),
       );
     }
-    return Promise.resolve(new SandboxMcpConnector(backend));
+    return Promise.resolve(new SandboxMcpConnector(backend, options?.network ?? DEFAULT_MCP_NETWORK_POLICY));
   }
 
   /** This process' sandboxes of the backend end with close (its gateway, and with it its MCP servers). */
