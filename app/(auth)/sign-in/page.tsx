@@ -1,4 +1,5 @@
 import type { Metadata } from "next";
+import { AuthCard } from "@/app/_components/auth-card";
 import { SignInForm } from "./sign-in-form";
 
 export const metadata: Metadata = { title: "Sign in" };
@@ -15,13 +16,8 @@ export default async function SignInPage({
 }) {
   const { next } = await searchParams;
   return (
-    <main className="auth-page">
-      <div className="auth-card">
-        <div className="brand">Berth</div>
-        <h1>Sign in</h1>
-        <p className="lead">Use the email and password of your Berth account.</p>
-        <SignInForm nextPath={safeNextPath(next)} />
-      </div>
-    </main>
+    <AuthCard title="Sign in" description="Use the email and password of your Berth account.">
+      <SignInForm nextPath={safeNextPath(next)} />
+    </AuthCard>
   );
 }
