@@ -5,7 +5,10 @@ import { Button } from "@/app/_components/ui/button";
 /** "Nothing here", with a way back. Used inside the tenant shell and at the root. */
 export function NotFoundView({ backHref, backLabel }: { backHref: string; backLabel: string }) {
   return (
-    <div className="flex flex-col items-center justify-center gap-3 py-24 text-center" data-testid="not-found">
+    <div
+      className="flex flex-col items-center justify-center gap-3 py-24 text-center"
+      data-testid="not-found"
+    >
       <div className="bg-muted flex size-12 items-center justify-center rounded-full">
         <FileQuestion className="text-muted-foreground size-6" />
       </div>

@@ -7,7 +7,15 @@ import { Button } from "./button";
 import { cn } from "./cn";
 
 /** Copies `value` to the clipboard; the icon turns into a tick for a moment. */
-export function CopyButton({ value, label = "Copy", className }: { value: string; label?: string; className?: string }) {
+export function CopyButton({
+  value,
+  label = "Copy",
+  className,
+}: {
+  value: string;
+  label?: string;
+  className?: string;
+}) {
   const [copied, setCopied] = useState(false);
   return (
     <Button

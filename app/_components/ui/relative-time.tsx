@@ -30,7 +30,13 @@ export function formatRelative(date: Date, now: number): string {
  * A time as "5 minutes ago", the exact time (ISO, UTC) on hover and in the `<time>` element. The relative
  * text is computed after mount, so server and browser render the same first HTML (no hydration mismatch).
  */
-export function RelativeTime({ value, fallback = "—" }: { value: Date | string | null | undefined; fallback?: string }) {
+export function RelativeTime({
+  value,
+  fallback = "—",
+}: {
+  value: Date | string | null | undefined;
+  fallback?: string;
+}) {
   const [now, setNow] = useState<number | null>(null);
   useEffect(() => {
     setNow(Date.now());
@@ -39,7 +45,10 @@ export function RelativeTime({ value, fallback = "—" }: { value: Date | string
   }, []);
   if (value == null) return <span className="text-muted-foreground">{fallback}</span>;
   const date = typeof value === "string" ? new Date(value) : value;
-  const exact = date.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+  const exact = date
+    .toISOString()
+    .replace("T", " ")
+    .replace(/\.\d+Z$/, " UTC");
   return (
     <Tooltip content={exact}>
       <time dateTime={date.toISOString()} title={exact} className="whitespace-nowrap tabular-nums">

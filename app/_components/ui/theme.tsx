@@ -13,7 +13,11 @@ const STORAGE_KEY = "berth-theme";
  */
 export const THEME_BOOT_SCRIPT = `(function(){try{var c=localStorage.getItem("${STORAGE_KEY}");var d=c==="dark"||((!c||c==="system")&&matchMedia("(prefers-color-scheme: dark)").matches);document.documentElement.classList.toggle("dark",d)}catch(e){}})();`;
 
-const ThemeContext = createContext<{ choice: ThemeChoice; theme: "light" | "dark"; setChoice(c: ThemeChoice): void }>({
+const ThemeContext = createContext<{
+  choice: ThemeChoice;
+  theme: "light" | "dark";
+  setChoice: (choice: ThemeChoice) => void;
+}>({
   choice: "system",
   theme: "light",
   setChoice: () => {},

@@ -40,9 +40,21 @@ export default async function OverviewPage({ params }: { params: Promise<{ tenan
       </Suspense>
       <div className="mt-8 grid gap-3 md:grid-cols-3">
         {[
-          { title: "Create an agent", text: "A model endpoint, a system prompt, tools and defaults.", href: "agents" },
-          { title: "Start a session", text: "Chat with an agent; its workspace is provisioned on demand.", href: "sessions" },
-          { title: "Invite your team", text: "Send an invitation link with the role they get.", href: "members" },
+          {
+            title: "Create an agent",
+            text: "A model endpoint, a system prompt, tools and defaults.",
+            href: "agents",
+          },
+          {
+            title: "Start a session",
+            text: "Chat with an agent; its workspace is provisioned on demand.",
+            href: "sessions",
+          },
+          {
+            title: "Invite your team",
+            text: "Send an invitation link with the role they get.",
+            href: "members",
+          },
         ].map((step) => (
           <Link
             key={step.title}

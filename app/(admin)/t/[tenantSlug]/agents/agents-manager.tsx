@@ -101,7 +101,10 @@ export function AgentsManager({ tenantSlug }: { tenantSlug: string }) {
       accessorFn: (agent) => agent.name,
       cell: ({ row: { original: agent } }) => (
         <div className="min-w-40">
-          <Link className="font-medium hover:underline" href={`${base}/agents/${encodeURIComponent(agent.id)}`}>
+          <Link
+            className="font-medium hover:underline"
+            href={`${base}/agents/${encodeURIComponent(agent.id)}`}
+          >
             {agent.name}
           </Link>
           {agent.description && (
@@ -211,15 +214,29 @@ export function AgentsManager({ tenantSlug }: { tenantSlug: string }) {
             </div>
           </CardHeader>
           <CardContent>
-            <form ref={formRef} onSubmit={onCreate} aria-label="Create agent" className="grid gap-4 sm:grid-cols-2">
+            <form
+              ref={formRef}
+              onSubmit={onCreate}
+              aria-label="Create agent"
+              className="grid gap-4 sm:grid-cols-2"
+            >
               <Field label="Name">
                 <Input name="name" required maxLength={64} placeholder="researcher" />
               </Field>
               <Field label="Model">
                 <Input name="model" required maxLength={200} placeholder="gpt-4o-mini" />
               </Field>
-              <Field label="Description" hint="What it is for: shown to people and to team leaders." className="sm:col-span-2">
-                <Textarea name="description" maxLength={2000} placeholder="Researches a topic and writes notes" rows={2} />
+              <Field
+                label="Description"
+                hint="What it is for: shown to people and to team leaders."
+                className="sm:col-span-2"
+              >
+                <Textarea
+                  name="description"
+                  maxLength={2000}
+                  placeholder="Researches a topic and writes notes"
+                  rows={2}
+                />
               </Field>
               <Field label="Provider">
                 <Input name="provider" maxLength={50} defaultValue={DEFAULT_PROVIDER} />

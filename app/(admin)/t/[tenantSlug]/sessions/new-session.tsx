@@ -20,6 +20,7 @@ import { Input } from "@/app/_components/ui/input";
 import { Select } from "@/app/_components/ui/select";
 import { useTRPC } from "@/app/_trpc/client";
 import { useTenantRole } from "../_components/tenant-role";
+import { formText } from "../agents/agent-ui";
 
 // The agent picker lists one page of agents: the list's maximum page.
 const AGENT_LOOKUP_LIMIT = 200;
@@ -59,8 +60,8 @@ export function NewSessionButton({
   function onSubmit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     const form = new FormData(event.currentTarget);
-    const chosen = agentId ?? String(form.get("agentId") ?? "");
-    const name = String(form.get("name") ?? "").trim();
+    const chosen = agentId ?? formText(form, "agentId");
+    const name = formText(form, "name");
     create.mutate({ tenantSlug, agentId: chosen, ...(name ? { name } : {}) });
   }
 
@@ -75,8 +76,8 @@ export function NewSessionButton({
         <DialogHeader>
           <DialogTitle>New session</DialogTitle>
           <DialogDescription>
-            A conversation with an agent. Its workspace follows the agent&apos;s isolation policy and is provisioned
-            on the first message.
+            A conversation with an agent. Its workspace follows the agent&apos;s isolation policy and is
+            provisioned on the first message.
           </DialogDescription>
         </DialogHeader>
         <form className="grid gap-4" onSubmit={onSubmit} aria-label="New session">

@@ -59,7 +59,10 @@ export function SessionsTable({ tenantSlug, agentId }: { tenantSlug: string; age
       header: "Session",
       accessorFn: (session) => session.name,
       cell: ({ row: { original: session } }) => (
-        <Link className="font-medium hover:underline" href={`${base}/sessions/${encodeURIComponent(session.id)}`}>
+        <Link
+          className="font-medium hover:underline"
+          href={`${base}/sessions/${encodeURIComponent(session.id)}`}
+        >
           {session.name || <span className="text-muted-foreground italic">unnamed</span>}
         </Link>
       ),
@@ -70,7 +73,9 @@ export function SessionsTable({ tenantSlug, agentId }: { tenantSlug: string; age
       accessorFn: (session) => agentNames.get(session.agentId) ?? session.agentId,
       cell: ({ row: { original: session } }) => (
         <Link className="hover:underline" href={`${base}/agents/${encodeURIComponent(session.agentId)}`}>
-          {agentNames.get(session.agentId) ?? <span className="font-mono text-xs">{session.agentId.slice(0, 8)}</span>}
+          {agentNames.get(session.agentId) ?? (
+            <span className="font-mono text-xs">{session.agentId.slice(0, 8)}</span>
+          )}
         </Link>
       ),
     },
@@ -146,7 +151,9 @@ export function SessionsTable({ tenantSlug, agentId }: { tenantSlug: string; age
                 onChange={(event) => {
                   const next = event.target.value;
                   // In the URL, so a filtered list can be linked to (the agent page does) and survives a reload.
-                  router.replace(next ? `${base}/sessions?agent=${encodeURIComponent(next)}` : `${base}/sessions`);
+                  router.replace(
+                    next ? `${base}/sessions?agent=${encodeURIComponent(next)}` : `${base}/sessions`,
+                  );
                 }}
                 className="[&_select]:h-8"
               >

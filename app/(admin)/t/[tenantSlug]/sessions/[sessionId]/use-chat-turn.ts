@@ -1,0 +1,167 @@
+"use client";
+
+import { useCallback, useRef, useState } from "react";
+import { useTRPCClient } from "@/app/_trpc/client";
+import type { TChatTurnEvent, TTurnUsage } from "@/server/modules/chat/chat.schema";
+
+/** One tool call of the live turn, its result attached when it arrives. */
+export type LiveToolCall = {
+  kind: "tool";
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+  result?: Extract<TChatTurnEvent, { type: "tool-result" }>;
+};
+
+/** What the live turn shows, in arrival order: text runs, tool calls, offloads. */
+export type LiveItem =
+  | { kind: "text"; text: string }
+  | LiveToolCall
+  | { kind: "offload"; event: Extract<TChatTurnEvent, { type: "offload" }> };
+
+export type TurnError = { code: string; message: string; retryable: boolean };
+
+export type LiveTurn = {
+  userMessage: string;
+  items: LiveItem[];
+  phase: "streaming" | "done";
+  error: TurnError | null;
+  /** Set by `done`. */
+  status: "completed" | "cancelled" | "failed" | null;
+  usage: TTurnUsage | null;
+  steps: number | null;
+};
+
+/** Folds one event into the turn (pure, so the order of events is all that matters). */
+export function applyTurnEvent(turn: LiveTurn, event: TChatTurnEvent): LiveTurn {
+  switch (event.type) {
+    case "text-delta": {
+      const last = turn.items.at(-1);
+      const items =
+        last?.kind === "text"
+          ? [...turn.items.slice(0, -1), { kind: "text" as const, text: last.text + event.text }]
+          : [...turn.items, { kind: "text" as const, text: event.text }];
+      return { ...turn, items };
+    }
+    case "tool-call":
+      return {
+        ...turn,
+        items: [
+          ...turn.items,
+          { kind: "tool", toolCallId: event.toolCallId, toolName: event.toolName, input: event.input },
+        ],
+      };
+    case "tool-result":
+      return {
+        ...turn,
+        items: turn.items.map((item) =>
+          item.kind === "tool" && item.toolCallId === event.toolCallId ? { ...item, result: event } : item,
+        ),
+      };
+    case "offload":
+      // A tool result's offload is shown on its tool call (the result carries `offloadedTo`).
+      return event.kind === "tool-result"
+        ? turn
+        : { ...turn, items: [...turn.items, { kind: "offload", event }] };
+    case "error":
+      return { ...turn, error: { code: event.code, message: event.message, retryable: event.retryable } };
+    case "done":
+      return { ...turn, phase: "done", status: event.status, usage: event.usage, steps: event.steps };
+  }
+}
+
+/**
+ * The chat transport, in one place: `send` starts a turn through `chat.send` and folds its events into
+ * `turn`; `cancel` asks the server to stop it (`chat.cancel`, which works from any process). Today
+ * `chat.send` is a tRPC subscription (SSE); when it becomes a streamed POST mutation only `startStream`
+ * changes.
+ */
+export function useChatTurn({
+  tenantSlug,
+  sessionId,
+  onSettled,
+}: {
+  tenantSlug: string;
+  sessionId: string;
+  /** After `done` (the turn's messages are stored by then) or a transport failure. */
+  onSettled: (turn: LiveTurn) => void;
+}) {
+  const client = useTRPCClient();
+  const [turn, setTurn] = useState<LiveTurn | null>(null);
+  const [cancelling, setCancelling] = useState(false);
+  const stopRef = useRef<(() => void) | null>(null);
+  const turnRef = useRef<LiveTurn | null>(null);
+
+  const update = useCallback((next: LiveTurn) => {
+    turnRef.current = next;
+    setTurn(next);
+  }, []);
+
+  const settle = useCallback(
+    (final: LiveTurn) => {
+      stopRef.current?.();
+      stopRef.current = null;
+      setCancelling(false);
+      update(final);
+      onSettled(final);
+    },
+    [onSettled, update],
+  );
+
+  const send = useCallback(
+    (message: string) => {
+      const start: LiveTurn = {
+        userMessage: message,
+        items: [],
+        phase: "streaming",
+        error: null,
+        status: null,
+        usage: null,
+        steps: null,
+      };
+      update(start);
+      const subscription = client.chat.send.subscribe(
+        { tenantSlug, sessionId, message },
+        {
+          onData: (event) => {
+            const next = applyTurnEvent(turnRef.current ?? start, event);
+            if (next.phase === "done") settle(next);
+            else update(next);
+          },
+          onError: (error) => {
+            // Rejected before the turn started (a running turn, no access) or the connection broke.
+            settle({
+              ...(turnRef.current ?? start),
+              phase: "done",
+              status: "failed",
+              error: { code: error.data?.code ?? "ERROR", message: error.message, retryable: false },
+            });
+          },
+          onComplete: () => {
+            const current = turnRef.current;
+            if (current && current.phase !== "done") settle({ ...current, phase: "done" });
+          },
+        },
+      );
+      stopRef.current = () => subscription.unsubscribe();
+    },
+    [client, sessionId, settle, tenantSlug, update],
+  );
+
+  const cancel = useCallback(async () => {
+    setCancelling(true);
+    try {
+      await client.chat.cancel.mutate({ tenantSlug, sessionId });
+    } catch {
+      setCancelling(false);
+    }
+  }, [client, sessionId, tenantSlug]);
+
+  /** Forgets a finished turn (once the history shows it). */
+  const reset = useCallback(() => {
+    turnRef.current = null;
+    setTurn(null);
+  }, []);
+
+  return { turn, send, cancel, reset, cancelling, streaming: turn?.phase === "streaming" };
+}
