@@ -89,9 +89,9 @@ describe.skipIf(!HAS_CHROMIUM)("agents and sessions pages, end to end", () => {
 
   it("creates an agent with a key, edits its model and replaces then clears the key, never showing it", async () => {
     const { page, pageErrors } = await signedInPage();
-    await page.getByRole("link", { name: "Agents" }).click();
+    await page.getByRole("navigation", { name: "Tenant" }).getByRole("link", { name: "Agents" }).click();
     await page.waitForURL(new RegExp(`/t/${tenant.slug}/agents$`));
-    expect(await page.getByRole("link", { name: "Agents" }).getAttribute("aria-current")).toBe("page");
+    expect(await page.getByRole("navigation", { name: "Tenant" }).getByRole("link", { name: "Agents" }).getAttribute("aria-current")).toBe("page");
     // The seeded agents are listed.
     await page.getByTestId("agent-row").filter({ hasText: "researcher" }).waitFor();
 
@@ -189,7 +189,7 @@ describe.skipIf(!HAS_CHROMIUM)("agents and sessions pages, end to end", () => {
     ]);
 
     const { page, pageErrors } = await signedInPage();
-    await page.getByRole("link", { name: "Sessions" }).click();
+    await page.getByRole("navigation", { name: "Tenant" }).getByRole("link", { name: "Sessions" }).click();
     await page.waitForURL(new RegExp(`/t/${tenant.slug}/sessions$`));
     const row = page.getByTestId("session-row").filter({ hasText: "e2e-chat" });
     await row.waitFor();

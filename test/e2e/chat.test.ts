@@ -66,7 +66,7 @@ describe.skipIf(!HAS_CHROMIUM)("sessions and chat, end to end", () => {
     await page.getByTestId("count-agents").locator(".stat-value").filter({ hasText: "2" }).waitFor();
     await shot(page, "overview");
 
-    await page.getByRole("link", { name: "Agents" }).click();
+    await page.getByRole("navigation", { name: "Tenant" }).getByRole("link", { name: "Agents" }).click();
     await page.waitForURL(/\/agents$/);
     const form = page.getByRole("form", { name: "Create agent" });
     await form.getByLabel("Name").fill(AGENT_NAME);
@@ -88,7 +88,7 @@ describe.skipIf(!HAS_CHROMIUM)("sessions and chat, end to end", () => {
   });
 
   it("creates a session from the Sessions page and lands in its chat", async () => {
-    await page.getByRole("link", { name: "Sessions" }).click();
+    await page.getByRole("navigation", { name: "Tenant" }).getByRole("link", { name: "Sessions" }).click();
     await page.waitForURL(/\/sessions$/);
     await page.getByRole("button", { name: "New session" }).first().click();
     const dialog = page.getByRole("form", { name: "New session" });

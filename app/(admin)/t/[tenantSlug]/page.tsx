@@ -1,8 +1,7 @@
-import { ArrowRight, Bot, MessagesSquare } from "lucide-react";
+import { ArrowRight } from "lucide-react";
 import type { Metadata } from "next";
 import Link from "next/link";
 import { Suspense } from "react";
-import { Button } from "@/app/_components/ui/button";
 import { PageHeader } from "@/app/_components/ui/page-header";
 import { HydrateClient, getQueryClient, trpc } from "@/app/_trpc/server";
 import { OverviewCounts, OverviewCountsSkeleton } from "./_components/overview-counts";
@@ -17,24 +16,7 @@ export default async function OverviewPage({ params }: { params: Promise<{ tenan
   void getQueryClient().prefetchQuery(trpc.tenant.overview.queryOptions({ tenantSlug }));
   return (
     <HydrateClient>
-      <PageHeader
-        title="Overview"
-        description="What this tenant is running right now."
-        actions={
-          <>
-            <Button asChild variant="outline" size="sm">
-              <Link href={`${base}/agents`}>
-                <Bot /> Agents
-              </Link>
-            </Button>
-            <Button asChild size="sm">
-              <Link href={`${base}/sessions`}>
-                <MessagesSquare /> Sessions
-              </Link>
-            </Button>
-          </>
-        }
-      />
+      <PageHeader title="Overview" description="What this tenant is running right now." />
       <Suspense fallback={<OverviewCountsSkeleton tenantSlug={tenantSlug} />}>
         <OverviewCounts tenantSlug={tenantSlug} />
       </Suspense>

@@ -32,6 +32,7 @@ import {
 } from "../agent-ui";
 import { useTenantRole } from "../../_components/tenant-role";
 import { NewSessionButton } from "../../sessions/new-session";
+import { TestConnection } from "./test-connection";
 
 /** "" → null (removes the setting); anything else as a number (the server validates the range). */
 const optionalNumber = (text: string): number | null => (text === "" ? null : Number(text));
@@ -284,6 +285,22 @@ export function AgentEditor({ tenantSlug, agentId }: { tenantSlug: string; agent
               <ServerErrors error={setKey.error} />
             </CardContent>
           </Card>
+
+          {canManage && (
+            <Card aria-labelledby="connection-heading">
+              <CardHeader>
+                <div>
+                  <CardTitle id="connection-heading">Connection</CardTitle>
+                  <CardDescription>
+                    Sends one tiny request to the model with the saved URL, model and key.
+                  </CardDescription>
+                </div>
+              </CardHeader>
+              <CardContent>
+                <TestConnection tenantSlug={tenantSlug} agentId={agentId} />
+              </CardContent>
+            </Card>
+          )}
 
           {canManage && (
             <Card aria-labelledby="delete-heading" className="border-destructive/30">
