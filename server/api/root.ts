@@ -6,6 +6,7 @@
  */
 import { apiKeyRouter } from "@/server/api/routers/api-key.router";
 import { auditRouter } from "@/server/api/routers/audit.router";
+import { inviteRouter } from "@/server/api/routers/invite.router";
 import { memberRouter } from "@/server/api/routers/member.router";
 import { tenantRouter } from "@/server/api/routers/tenant.router";
 import { workspaceRouter } from "@/server/api/routers/workspace.router";
@@ -18,6 +19,7 @@ import { createCallerFactory, createTRPCRouter } from "@/server/api/trpc";
 export const appRouter = createTRPCRouter({
   tenant: tenantRouter,
   member: memberRouter,
+  invite: inviteRouter,
   apiKey: apiKeyRouter,
   audit: auditRouter,
   workspace: workspaceRouter,
