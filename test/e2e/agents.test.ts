@@ -91,7 +91,12 @@ describe.skipIf(!HAS_CHROMIUM)("agents and sessions pages, end to end", () => {
     const { page, pageErrors } = await signedInPage();
     await page.getByRole("navigation", { name: "Tenant" }).getByRole("link", { name: "Agents" }).click();
     await page.waitForURL(new RegExp(`/t/${tenant.slug}/agents$`));
-    expect(await page.getByRole("navigation", { name: "Tenant" }).getByRole("link", { name: "Agents" }).getAttribute("aria-current")).toBe("page");
+    expect(
+      await page
+        .getByRole("navigation", { name: "Tenant" })
+        .getByRole("link", { name: "Agents" })
+        .getAttribute("aria-current"),
+    ).toBe("page");
     // The seeded agents are listed.
     await page.getByTestId("agent-row").filter({ hasText: "researcher" }).waitFor();
 

@@ -71,7 +71,12 @@ describe.skipIf(!HAS_CHROMIUM)("dashboard, end to end", () => {
     await page.waitForURL(new RegExp(`/t/${tenant.slug}/agents$`));
     await page.getByRole("link", { name: "researcher" }).waitFor();
     await page.getByRole("link", { name: "coder" }).waitFor();
-    expect(await page.getByRole("navigation", { name: "Tenant" }).getByRole("link", { name: "Agents" }).getAttribute("aria-current")).toBe("page");
+    expect(
+      await page
+        .getByRole("navigation", { name: "Tenant" })
+        .getByRole("link", { name: "Agents" })
+        .getAttribute("aria-current"),
+    ).toBe("page");
     expect(pageErrors).toEqual([]);
     await page.context().close();
   });

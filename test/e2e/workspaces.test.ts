@@ -116,7 +116,12 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     await stateIn(page, seeded, "pending").waitFor();
     expect(await page.getByTestId("workspace-row").count()).toBe(2);
     expect(await live.locator("td").nth(5).textContent()).toBe("1");
-    expect(await page.getByRole("navigation", { name: "Tenant" }).getByRole("link", { name: "Workspaces" }).getAttribute("aria-current")).toBe("page");
+    expect(
+      await page
+        .getByRole("navigation", { name: "Tenant" })
+        .getByRole("link", { name: "Workspaces" })
+        .getAttribute("aria-current"),
+    ).toBe("page");
     expect(pageErrors).toEqual([]);
     await page.close();
   });
