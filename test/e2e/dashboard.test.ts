@@ -102,7 +102,10 @@ describe.skipIf(!HAS_CHROMIUM)("dashboard, end to end", () => {
 
     const row = page.getByTestId("api-key-row").filter({ hasText: "from-the-browser" });
     await row.getByRole("button", { name: "Revoke" }).click();
+    await page.getByTestId("confirm-dialog").getByRole("button", { name: "Revoke key" }).click();
     await row.getByText("revoked").waitFor();
+    // The secret leaves the page with the key, without a reload.
+    expect(await page.content()).not.toContain(plainKey);
     const error = await client.tenant.overview.query({}).then(
       () => null,
       (e: unknown) => e as { data?: { code?: string } },

@@ -49,6 +49,13 @@ export function InviteDialog({ tenantSlug, myRole }: { tenantSlug: string; myRol
     }),
   );
 
+  // Closing forgets the link: it is shown once.
+  function close() {
+    setOpen(false);
+    setLink(null);
+    create.reset();
+  }
+
   function onSubmit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     const form = new FormData(event.currentTarget);
@@ -62,16 +69,7 @@ export function InviteDialog({ tenantSlug, myRole }: { tenantSlug: string; myRol
   }
 
   return (
-    <Dialog
-      open={open}
-      onOpenChange={(next) => {
-        setOpen(next);
-        if (!next) {
-          setLink(null);
-          create.reset();
-        }
-      }}
-    >
+    <Dialog open={open} onOpenChange={(next) => (next ? setOpen(true) : close())}>
       <DialogTrigger asChild>
         <Button size="sm">
           <UserPlus /> Invite people
@@ -95,7 +93,7 @@ export function InviteDialog({ tenantSlug, myRole }: { tenantSlug: string; myRol
               <CopyButton value={link} label="Copy invitation link" />
             </div>
             <DialogFooter>
-              <Button variant="outline" onClick={() => setOpen(false)}>
+              <Button variant="outline" onClick={() => close()}>
                 Done
               </Button>
             </DialogFooter>

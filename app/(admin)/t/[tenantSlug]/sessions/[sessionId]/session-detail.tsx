@@ -100,9 +100,16 @@ export function SessionDetail({ tenantSlug, sessionId }: { tenantSlug: string; s
   const [draft, setDraft] = useState("");
   const endRef = useRef<HTMLDivElement>(null);
 
+  const refreshSession = useCallback(
+    () =>
+      void queryClient.invalidateQueries({ queryKey: trpc.session.get.queryKey({ tenantSlug, sessionId }) }),
+    [queryClient, trpc, tenantSlug, sessionId],
+  );
   const { turn, send, cancel, reset, cancelling, streaming } = useChatTurn({
     tenantSlug,
     sessionId,
+    // The status badge says "running" while the turn runs.
+    onStarted: refreshSession,
     onSettled: useCallback(
       (final: LiveTurn) => {
         // The turn's messages are stored before `done`: show them from the history, keep the summary.

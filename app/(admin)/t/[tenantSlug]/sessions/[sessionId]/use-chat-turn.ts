@@ -80,11 +80,14 @@ export function useChatTurn({
   tenantSlug,
   sessionId,
   onSettled,
+  onStarted,
 }: {
   tenantSlug: string;
   sessionId: string;
   /** After `done` (the turn's messages are stored by then) or a transport failure. */
   onSettled: (turn: LiveTurn) => void;
+  /** When the first event arrives (the turn is running on the server by then). */
+  onStarted?: () => void;
 }) {
   const client = useTRPCClient();
   const [turn, setTurn] = useState<LiveTurn | null>(null);
@@ -97,13 +100,17 @@ export function useChatTurn({
     setTurn(next);
   }, []);
 
+  // Exactly once per turn: unsubscribing can itself report completion, which must not settle it again
+  // with the turn as it was before `done`.
   const settle = useCallback(
     (final: LiveTurn) => {
-      stopRef.current?.();
-      stopRef.current = null;
-      setCancelling(false);
+      if (turnRef.current?.phase === "done") return;
       update(final);
+      setCancelling(false);
       onSettled(final);
+      const stop = stopRef.current;
+      stopRef.current = null;
+      stop?.();
     },
     [onSettled, update],
   );
@@ -124,6 +131,7 @@ export function useChatTurn({
         { tenantSlug, sessionId, message },
         {
           onData: (event) => {
+            if (turnRef.current?.items.length === 0 && turnRef.current.phase === "streaming") onStarted?.();
             const next = applyTurnEvent(turnRef.current ?? start, event);
             if (next.phase === "done") settle(next);
             else update(next);
@@ -145,7 +153,7 @@ export function useChatTurn({
       );
       stopRef.current = () => subscription.unsubscribe();
     },
-    [client, sessionId, settle, tenantSlug, update],
+    [client, onStarted, sessionId, settle, tenantSlug, update],
   );
 
   const cancel = useCallback(async () => {
