@@ -3,6 +3,7 @@ import Link from "next/link";
 import { notFound, redirect } from "next/navigation";
 import type { ReactNode } from "react";
 import { Brand } from "@/app/_components/brand";
+import { Alert } from "@/app/_components/ui/alert";
 import { Badge } from "@/app/_components/ui/badge";
 import { ThemeToggle } from "@/app/_components/ui/theme";
 import { getServerCaller } from "@/app/_trpc/server";
@@ -32,6 +33,8 @@ export default async function TenantLayout({
   const tenant = me.tenants.find((t) => t.slug === tenantSlug);
   // Same answer for "does not exist" and "not yours": no probing for other tenants' slugs.
   if (!tenant) notFound();
+  // host-unconfined: agent commands run on this machine with Berth's privileges. Say so on every page.
+  const backend = await caller.workspace.backend({ tenantSlug }).catch(() => null);
   const who = me.principal.kind === "user" ? me.principal.email : "API key";
   const base = `/t/${encodeURIComponent(tenant.slug)}`;
 
@@ -88,7 +91,16 @@ export default async function TenantLayout({
             <SignOutButton />
           </div>
         </header>
-        <main className="mx-auto w-full max-w-6xl min-w-0 px-4 py-6 sm:px-6 md:px-8 md:py-8">{children}</main>
+        <main className="mx-auto w-full max-w-6xl min-w-0 px-4 py-6 sm:px-6 md:px-8 md:py-8">
+          {backend && !backend.isolated && (
+            <Alert className="mb-6" data-testid="unconfined-backend-banner">
+              Workspaces run unconfined ({backend.backend}): every agent command and MCP server runs on the
+              host with Berth&apos;s privileges. Only trusted agents belong here; unset
+              BERTH_WORKSPACE_BACKEND to confine them with bubblewrap.
+            </Alert>
+          )}
+          {children}
+        </main>
       </div>
     </div>
   );
