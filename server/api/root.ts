@@ -7,6 +7,7 @@
 import { accountRouter } from "@/server/api/routers/account.router";
 import { apiKeyRouter } from "@/server/api/routers/api-key.router";
 import { auditRouter } from "@/server/api/routers/audit.router";
+import { inviteRouter } from "@/server/api/routers/invite.router";
 import { memberRouter } from "@/server/api/routers/member.router";
 import { tenantRouter } from "@/server/api/routers/tenant.router";
 import { workspaceRouter } from "@/server/api/routers/workspace.router";
@@ -20,6 +21,7 @@ export const appRouter = createTRPCRouter({
   tenant: tenantRouter,
   account: accountRouter,
   member: memberRouter,
+  invite: inviteRouter,
   apiKey: apiKeyRouter,
   audit: auditRouter,
   workspace: workspaceRouter,

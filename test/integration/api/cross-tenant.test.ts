@@ -19,6 +19,7 @@ import { createSession } from "@/server/modules/session/session.data";
 import { disconnectDb } from "@/server/db";
 import { upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
 import { contextFromHeaders, createTestApiRuntime } from "./support/api-test-runtime";
+import { createInvite } from "@/server/modules/member/invite.service";
 import { allProcedurePaths, callByPath, procedureType, rejectionCode } from "./support/call-by-path";
 import {
   createTenantFixture,
@@ -79,6 +80,9 @@ const CASES: Record<string, CrossTenantCase> = {
     input: () => ({ name: "cross-tenant probe", role: "viewer" }),
     targetsRows: false,
   },
+  "invite.create": { kind: "tenant", input: () => ({ role: "viewer" }), targetsRows: false },
+  "invite.list": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "invite.revoke": { kind: "tenant", input: (t) => ({ inviteId: rowsOf(t).inviteId }), targetsRows: true },
   "apiKey.revoke": { kind: "tenant", input: (t) => ({ apiKeyId: t.viewerKey.id }), targetsRows: true },
   "audit.list": { kind: "tenant", input: () => ({ limit: 200 }), targetsRows: false },
   // workspace.* (H8): every procedure names a workspace of the tenant (a PENDING binding made in beforeAll),
@@ -152,6 +156,11 @@ const CASES: Record<string, CrossTenantCase> = {
     targetsRows: true,
   },
   "agent.delete": { kind: "tenant", input: (t) => ({ agentId: rowsOf(t).agentId }), targetsRows: true },
+  "agent.testConnection": {
+    kind: "tenant",
+    input: (t) => ({ agentId: rowsOf(t).agentId }),
+    targetsRows: true,
+  },
   "session.create": {
     kind: "tenant",
     input: (t) => ({ agentId: rowsOf(t).agentId, workspaceId: workspaceOf(t) }),
@@ -172,7 +181,7 @@ const CASES: Record<string, CrossTenantCase> = {
 };
 
 /** Per tenant: an agent, a session of it and a (waiting) job, for the agent/session/chat/jobs cases. */
-const tenantRows = new Map<string, { agentId: string; sessionId: string; jobId: string }>();
+const tenantRows = new Map<string, { agentId: string; sessionId: string; jobId: string; inviteId: string }>();
 function rowsOf(t: TenantFixture) {
   const rows = tenantRows.get(t.tenant.id);
   if (!rows) throw new Error(`no agent/session fixture for tenant ${t.tenant.slug}`);
@@ -212,6 +221,7 @@ async function snapshotOfB() {
     sessions: await bOwner.session.list(ref),
     history: await bOwner.chat.history({ ...ref, sessionId: rowsOf(b).sessionId }),
     jobs: await bOwner.jobs.list(ref),
+    invites: await bOwner.invite.list(ref),
   };
 }
 
@@ -233,7 +243,13 @@ beforeAll(async () => {
       agentId: agent.id,
       sessionIds: [session.id],
     });
-    tenantRows.set(t.tenant.id, { agentId: agent.id, sessionId: session.id, jobId: jobId ?? "" });
+    const { invite } = await createInvite(t.ownerScope, { role: "viewer" });
+    tenantRows.set(t.tenant.id, {
+      agentId: agent.id,
+      sessionId: session.id,
+      jobId: jobId ?? "",
+      inviteId: invite.id,
+    });
   }
 });
 
