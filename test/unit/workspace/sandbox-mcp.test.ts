@@ -77,7 +77,10 @@ describeSandbox("bubblewrap sandbox: stdio MCP servers", () => {
     const upstream = await startHttpMcpServer();
     const backend = await provider.provision(specOf("ws-mcp-http"));
     try {
-      const connector = await provider.createMcpConnector(backend);
+      // The test server listens on loopback, which the MCP network policy refuses unless allowlisted.
+      const connector = await provider.createMcpConnector(backend, undefined, {
+        network: { allowedHosts: ["127.0.0.1"] },
+      });
       const client = await connector.connect(httpMcp("remote", upstream.url, true), SCOPE);
       expect(textOf(await client.callTool("echo", { message: "hi" }))).toBe("Echo: hi");
       await client.close();
