@@ -28,11 +28,11 @@ export function assignSessionWorkspaceId(
 /**
  * Whether a caller may bind a new session to an existing workspace (the tenant filter already held: the
  * record was read through the caller's scope). Every isolation policy keys workspaces on a user, so another
- * user's workspace is never shared; PER_SESSION workspaces belong to the one session that minted them; a
- * purged workspace is gone.
+ * user's workspace is never shared; PER_SESSION workspaces belong to the one session that minted them. A
+ * purged workspace may be shared: its next use provisions a fresh generation of it.
  */
 export function mayShareWorkspace(record: WorkspaceDTO | null, scope: TenantScope): record is WorkspaceDTO {
-  if (!record || record.state === "PURGED") return false;
+  if (!record) return false;
   if (record.isolationPolicy === "PER_SESSION") return false;
   return record.userId === null || record.userId === workspaceUserOf(scope);
 }

@@ -69,25 +69,36 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
     return record;
   }
 
-  /** Attaches through the manager; a cached handle older than the record's last state change is evicted. */
+  /**
+   * Attaches through the manager (a PURGED record is provisioned again as its next generation by the
+   * workers). A cached handle is evicted when it is stale: attached to an earlier generation (a purge came
+   * and went), or older than the record's last state change while the record is not READY.
+   */
   async function attach(scope: TenantScope, record: WorkspaceDTO): Promise<Workspace> {
-    if (record.state === "PURGED") {
-      throw new AppError("CONFLICT", `workspace ${record.id} is purged`, {
-        userMessage: "This workspace was purged.",
-      });
-    }
     const address = addressOfRecord({ ...record, tenantId: scope.tenantId });
     const cached = engine.manager.peek(address);
-    if (cached && record.state !== "READY") {
-      const attachedAt = engine.attachedAt(cached) ?? 0;
-      if (record.stateChangedAt.getTime() >= attachedAt) await engine.manager.close(address);
+    if (cached) {
+      const cachedGeneration = engine.generationOf(cached);
+      const stale =
+        record.state !== "READY"
+          ? record.stateChangedAt.getTime() >= (engine.attachedAt(cached) ?? 0)
+          : cachedGeneration !== undefined && cachedGeneration !== record.generation;
+      if (stale) await engine.manager.close(address);
     }
-    return engine.manager.getWorkspace({
+    const workspace = await engine.manager.getWorkspace({
       tenantId: address.tenantId,
       userId: address.userId,
       agentId: record.agentId ?? "",
       workspaceId: record.id,
     });
+    if (engine.generationOf(workspace) === undefined) {
+      // READY before the attach: nothing was provisioned in between. Otherwise the workers just made it
+      // READY, possibly as a new generation: ask the record which one this handle belongs to.
+      const generation =
+        record.state === "READY" ? record.generation : (await requireRecord(scope, record.id)).generation;
+      engine.tagGeneration(workspace, generation);
+    }
+    return workspace;
   }
 
   async function acquireLease(scope: TenantScope, workspaceId: string, lease: LeaseOptions) {
@@ -248,7 +259,10 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
       });
     },
 
-    /** Asks the workers to purge a workspace for good (files, skills, MCP declarations, offload, rows). */
+    /**
+     * Asks the workers to purge the workspace's current generation (files, skills, MCP declarations,
+     * offload, rows). The sessions bound to it stay usable: their next use provisions the next generation.
+     */
     async requestPurge(
       scope: TenantScope,
       workspaceId: string,
@@ -256,7 +270,9 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
     ) {
       return audited(scope, "workspace.purge", workspaceId, { force: options.force ?? false }, async () => {
         const record = await requireRecord(scope, workspaceId);
-        if (record.state === "PURGED") return { state: record.state, jobId: null };
+        if (record.state === "PURGED" || record.state === "PURGING") {
+          return { state: record.state, jobId: null, generation: record.generation };
+        }
         if (record.activeLeases > 0 && !options.force) {
           throw new AppError(
             "CONFLICT",
@@ -270,13 +286,14 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
           tenantId: scope.tenantId,
           workspaceId,
           reason: options.reason ?? "purge requested",
+          generation: record.generation,
           actor: scope.apiKeyId
             ? `api_key:${scope.apiKeyId}`
             : scope.userId
               ? `user:${scope.userId}`
               : "system",
         });
-        return { state: record.state, jobId: job.id ?? null };
+        return { state: record.state, jobId: job.id ?? null, generation: record.generation };
       });
     },
 

@@ -7,12 +7,18 @@ const STATE_TONE: Record<WorkspaceState, string> = {
   READY: "ok",
   STOPPING: "warn",
   STOPPED: "revoked",
+  PURGING: "warn",
   PURGED: "revoked",
   FAILED: "error",
 };
 
 /** States a worker is about to move on from: pages poll while a workspace is in one of them. */
-export const TRANSITIONAL_STATES: readonly WorkspaceState[] = ["PENDING", "PROVISIONING", "STOPPING"];
+export const TRANSITIONAL_STATES: readonly WorkspaceState[] = [
+  "PENDING",
+  "PROVISIONING",
+  "STOPPING",
+  "PURGING",
+];
 
 export function WorkspaceStateBadge({ state }: { state: WorkspaceState }) {
   return (
