@@ -36,6 +36,9 @@ const ZEngineEnv = z.object({
     .default(10 * 60_000),
   // Lifetime of a signed file-download link.
   BERTH_WORKSPACE_DOWNLOAD_TOKEN_TTL_MS: z.coerce.number().int().min(1_000).default(60_000),
+  // Cap on live stateful MCP servers per workspace (in each process attached to it); the least recently
+  // used scope's oldest one is closed beyond it. Unset or 0 → max(40, 2 × stateful default MCPs).
+  BERTH_MAX_LIVE_STATEFUL_MCPS: z.coerce.number().int().min(0).max(10_000).default(0),
   // Docker backend only (see server/workspace/backends/docker/README.md). Unset → the provider's defaults.
   DOCKER_SOCKET: z.string().optional(),
   BERTH_DOCKER_BASE_IMAGE: z.string().optional(),
@@ -61,6 +64,8 @@ export type EngineConfig = {
   readonly leaseTtlMs: number;
   readonly provisionWaitMs: number;
   readonly downloadTokenTtlMs: number;
+  /** The McpRegistry cap of every workspace (null: the reference's default, max(40, 2 × stateful defaults)). */
+  readonly maxLiveStatefulMcps?: number | null;
   /** Docker provider settings; `dataRoot` is always `basedir`. Validated by the provider's own schema. */
   readonly docker?: Omit<TDockerProviderConfigInput, "dataRoot">;
 };
@@ -78,6 +83,7 @@ export function loadEngineConfig(env: RawEnv = readProcessEnv(), cwd = process.c
     leaseTtlMs: parsed.BERTH_WORKSPACE_LEASE_TTL_MS,
     provisionWaitMs: parsed.BERTH_WORKSPACE_PROVISION_WAIT_MS,
     downloadTokenTtlMs: parsed.BERTH_WORKSPACE_DOWNLOAD_TOKEN_TTL_MS,
+    maxLiveStatefulMcps: parsed.BERTH_MAX_LIVE_STATEFUL_MCPS || null,
     docker: withoutUndefined({
       socketPath: parsed.DOCKER_SOCKET,
       baseImage: parsed.BERTH_DOCKER_BASE_IMAGE,

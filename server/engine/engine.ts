@@ -67,7 +67,10 @@ export function createEngine(options: CreateEngineOptions): WorkspaceEngine {
     provider: new AttachingProvider(machine.provider, ensureProvisioned),
     ttlMs: config.idleTtlMs,
     sweepIntervalMs: Math.min(config.sweepIntervalMs, config.idleTtlMs),
-    workspaceOptions: { logger: toEngineLogger(engineLog) },
+    workspaceOptions: {
+      logger: toEngineLogger(engineLog),
+      maxLiveStatefulMcps: config.maxLiveStatefulMcps ?? null,
+    },
     hooks: {
       onProvision: ({ workspace }) => attachedAt.set(workspace, Date.now()),
       onProvisionError: ({ address, error }) =>

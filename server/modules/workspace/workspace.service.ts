@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { TenantScope } from "@/server/auth/scope";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import { getAgentOrNull } from "@/server/modules/agent/agent.data";
+import { ZAgentDefaultMcps, ZAgentDefaultSkills } from "@/server/modules/agent/agent.types";
 import { listPurgeReceipts } from "@/server/modules/audit/audit.data";
 import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
 import { getSession } from "@/server/modules/session/session.data";
@@ -101,6 +102,27 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
     return workspace;
   }
 
+  /**
+   * Applies the agent's stored defaults (default MCPs, default skills) to its scopes of the attached
+   * workspace, so they take effect from the agent's next use on. Stored values that no longer parse (an
+   * agent saved before validation) are skipped with a warning rather than failing every turn.
+   */
+  async function applyAgentDefaults(scope: TenantScope, workspace: Workspace, agentId: string | null) {
+    if (!agentId) return;
+    const agent = await getAgentOrNull(scope, agentId);
+    if (!agent) return;
+    const mcps = ZAgentDefaultMcps.safeParse(agent.defaultMcpConfigs);
+    const skills = ZAgentDefaultSkills.safeParse(agent.defaultSkills);
+    if (!mcps.success || !skills.success) {
+      engine.log.warn({ agentId, workspaceId: workspace.id }, "ignoring the agent's invalid stored defaults");
+    }
+    await workspace.setAgentDefaults(agentId, {
+      // No defaults of its own: the installation's default MCPs apply.
+      mcps: mcps.success && mcps.data.length > 0 ? mcps.data : null,
+      skills: skills.success ? skills.data : [],
+    });
+  }
+
   async function acquireLease(scope: TenantScope, workspaceId: string, lease: LeaseOptions) {
     const ttlMs = Math.min(lease.ttlMs ?? engine.config.leaseTtlMs, engine.config.maxLeaseMs);
     return acquireLeaseLocked(scope, workspaceId, {
@@ -121,13 +143,15 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
   async function withLease<T>(
     scope: TenantScope,
     workspaceId: string,
-    lease: LeaseOptions,
+    lease: LeaseOptions & { agentId?: string | null },
     fn: (workspace: Workspace, record: WorkspaceDTO) => Promise<T>,
   ): Promise<T> {
     await acquireLease(scope, workspaceId, lease);
     try {
       const record = await requireRecord(scope, workspaceId);
-      return await fn(await attach(scope, record), record);
+      const workspace = await attach(scope, record);
+      await applyAgentDefaults(scope, workspace, lease.agentId ?? null);
+      return await fn(workspace, record);
     } finally {
       await releaseLease(scope, workspaceId, lease.holder).catch((error: unknown) =>
         engine.log.warn({ err: error, workspaceId, holder: lease.holder }, "releasing a lease failed"),
@@ -179,7 +203,9 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
      */
     async resolveForSession(scope: TenantScope, sessionId: string) {
       const { session, record } = await bindingForSession(scope, sessionId);
-      return { session, record, workspace: await attach(scope, record) };
+      const workspace = await attach(scope, record);
+      await applyAgentDefaults(scope, workspace, session.agentId);
+      return { session, record, workspace };
     },
 
     /** Runs `fn` on the session's workspace under a lease (chat turns: holder `turn:<id>`, tool calls, ...). */
@@ -189,8 +215,8 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
       lease: LeaseOptions,
       fn: (workspace: Workspace, record: WorkspaceDTO) => Promise<T>,
     ): Promise<T> {
-      const { record } = await bindingForSession(scope, sessionId);
-      return withLease(scope, record.id, lease, fn);
+      const { session, record } = await bindingForSession(scope, sessionId);
+      return withLease(scope, record.id, { ...lease, agentId: session.agentId }, fn);
     },
 
     /** Records a workspace binding (PENDING) without provisioning: what session.create may call. */
@@ -325,8 +351,9 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
       workspaceId: string,
       reason: string,
       fn: (workspace: Workspace, record: WorkspaceDTO) => Promise<T>,
+      options: { agentId?: string | null } = {},
     ) {
-      return withLease(scope, workspaceId, callLease(reason), fn);
+      return withLease(scope, workspaceId, { ...callLease(reason), agentId: options.agentId ?? null }, fn);
     },
   };
 
