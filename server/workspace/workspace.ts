@@ -10,7 +10,7 @@ import {
 import { LAYOUT_DIRECTORIES, WORKSPACE_LAYOUT } from "./layout";
 import { AsyncMutex } from "./mcp/async-mutex";
 import { LocalMcpConnector } from "./mcp/local-connector";
-import { McpRegistry } from "./mcp/mcp-registry";
+import { McpRegistry, type McpRegistryStats } from "./mcp/mcp-registry";
 import type { McpStatus } from "./mcp/mcp-status";
 import { seedAgentSkills, type SeedSkill } from "./skills/agent-seed";
 import {
@@ -215,6 +215,11 @@ export class Workspace implements AsyncDisposable {
    */
   async listSessionMcpTools(scope: McpScope): Promise<McpToolDescriptor[]> {
     return this.requireLive().mcp.sessionTools(scope);
+  }
+
+  /** Live instance counts and the cap on live stateful ones (BERTH_MAX_LIVE_STATEFUL_MCPS). */
+  mcpStats(): McpRegistryStats {
+    return this.requireLive().mcp.stats();
   }
 
   /** Each declared MCP of the scope with its state (running, failed with the error, stopped) and tools. */

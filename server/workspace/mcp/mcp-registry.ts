@@ -42,7 +42,13 @@ export type McpRegistryOptions = {
   now?: () => number;
 };
 
-export type McpRegistryStats = { liveStateful: number; live: number; declaredScopes: number };
+export type McpRegistryStats = {
+  liveStateful: number;
+  live: number;
+  declaredScopes: number;
+  /** The cap on live stateful instances in force. */
+  cap: number;
+};
 
 /**
  * MCP declarations and live instances per (agent id, session id) scope, with the reference's rules
@@ -365,6 +371,7 @@ export class McpRegistry {
       liveStateful: countLive(this.instances, { statefulOnly: true }),
       live: countLive(this.instances),
       declaredScopes: this.specs.size,
+      cap: this.cap,
     };
   }
 
