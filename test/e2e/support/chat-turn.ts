@@ -13,9 +13,9 @@ export function sendChatTurn(
     const events: TChatTurnEvent[] = [];
     const subscription = client.chat.send.subscribe(input, {
       onData: (event) => {
-        events.push(event as TChatTurnEvent);
+        events.push(event);
         // The server ends the stream after `done`; stop listening there rather than wait for a reconnect.
-        if ((event as TChatTurnEvent).type === "done") {
+        if (event.type === "done") {
           subscription.unsubscribe();
           resolve(events);
         }
