@@ -113,7 +113,10 @@ describe.skipIf(!HAS_CHROMIUM)("workspace generations and the agent's MCP scope,
     expect(explanation).toContain("generation 2, fresh and empty");
     await purgeForm.getByLabel("Workspace id").fill(firstSession.workspaceId);
     await purgeForm.getByRole("button", { name: "Purge generation 1" }).click();
-    await page.getByTestId("action-result").filter({ hasText: "next use starts generation 2" }).waitFor();
+    // The outcome, or the refusal with its reason (so a failure says why instead of timing out).
+    const outcome = page.getByTestId("action-result").or(page.getByTestId("action-error"));
+    await outcome.waitFor();
+    expect(await outcome.textContent()).toContain("next use starts generation 2");
     await stateIs("purged");
     await page.getByTestId("purged-note").filter({ hasText: "generation 2" }).waitFor();
     await page.getByTestId("purge-receipt").waitFor();
@@ -141,8 +144,10 @@ describe.skipIf(!HAS_CHROMIUM)("workspace generations and the agent's MCP scope,
     await page.goto(`${app.url}/t/${tenant.slug}/workspaces/${firstSession.workspaceId}`);
     await stateIs("ready");
     const scope = page.getByRole("group", { name: "MCP scope" });
-    await scope.getByLabel("Agent").selectOption({ label: AGENT_NAME });
-    await scope.getByLabel("Session").selectOption({ label: "All sessions of the agent (agent scope)" });
+    await scope.getByLabel("Agent", { exact: true }).selectOption({ label: AGENT_NAME });
+    await scope
+      .getByLabel("Session", { exact: true })
+      .selectOption({ label: "All sessions of the agent (agent scope)" });
     await page
       .getByTestId("mcp-scope-note")
       .filter({ hasText: `every session of ${AGENT_NAME}` })
@@ -190,8 +195,8 @@ describe.skipIf(!HAS_CHROMIUM)("workspace generations and the agent's MCP scope,
     // The session's own scope, chosen by its name, declares nothing: the MCP is the agent's.
     await page.reload();
     await stateIs("ready");
-    await scope.getByLabel("Agent").selectOption({ label: AGENT_NAME });
-    await scope.getByLabel("Session").selectOption(second.sessionId);
+    await scope.getByLabel("Agent", { exact: true }).selectOption({ label: AGENT_NAME });
+    await scope.getByLabel("Session", { exact: true }).selectOption(second.sessionId);
     await page.getByText("No MCP servers in this scope.").waitFor();
     expect(pageErrors).toEqual([]);
   });

@@ -135,11 +135,18 @@ export async function acquireLeaseLocked(
   workspaceId: string,
   lease: { holder: string; reason: string; expiresAt: Date },
   db = getDb(),
+  options: { refuseStates?: readonly WorkspaceState[] } = {},
 ): Promise<{ lease: WorkspaceLeaseDTO; state: WorkspaceState }> {
   const acquired = await db.$transaction(async (tx) => {
-    // A PURGED workspace is leased too: the holder's use provisions its next generation.
+    // A PURGED workspace is leased too (a use provisions its next generation), unless the caller works on
+    // the current generation's data only (`refuseStates`).
     const row = await lockWorkspace(tx, scope, workspaceId, "share");
     if (!row) throw notFound(workspaceId);
+    if (options.refuseStates?.includes(row.state)) {
+      throw new AppError("CONFLICT", `workspace ${workspaceId} is ${row.state}`, {
+        userMessage: "The workspace changed state; reload and try again.",
+      });
+    }
     const saved = await tx.workspaceLease.upsert({
       where: { workspaceId_holder: { workspaceId, holder: lease.holder } },
       create: {
