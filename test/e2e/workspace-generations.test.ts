@@ -106,6 +106,11 @@ describe.skipIf(!HAS_CHROMIUM)("workspace generations and the agent's MCP scope,
     await page.goto(`${app.url}/t/${tenant.slug}/workspaces/${firstSession.workspaceId}`);
     await stateIs("ready");
     expect(await page.getByTestId("workspace-generation").textContent()).toBe("1");
+    // The panels' own calls hold short leases while they load; purge once the page is idle, unforced.
+    await page.getByText("No MCP servers in this scope.").waitFor();
+    await page.getByText("No skills in this partition.").waitFor();
+    await page.getByTestId("file-row").filter({ hasText: "old.txt" }).waitFor();
+    await page.getByText("No leases: nothing is using this workspace", { exact: false }).waitFor();
     await page.getByRole("button", { name: "Purge…" }).click();
     const purgeForm = page.getByRole("form", { name: "Confirm purge" });
     const explanation = await purgeForm.getByTestId("purge-explanation").textContent();

@@ -123,6 +123,7 @@ export function WorkspaceMcps({
         <label>
           Agent
           <select
+            aria-label="Agent"
             value={scope.agentId}
             onChange={(event) => setScope({ agentId: event.target.value, sessionId: "" })}
           >
@@ -137,6 +138,7 @@ export function WorkspaceMcps({
         <label>
           Session
           <select
+            aria-label="Session"
             value={scope.sessionId}
             onChange={(event) => setScope({ ...scope, sessionId: event.target.value })}
           >
