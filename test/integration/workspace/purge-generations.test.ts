@@ -5,6 +5,7 @@ import { getWorkspace, listWorkspaceEvents } from "@/server/modules/workspace/wo
 import { deterministicJobId } from "@/server/queue/types";
 import type { Workspace } from "@/server/workspace/workspace";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
+import { everythingMcp } from "@/test/unit/workspace/support/mcp-servers";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "./harness";
 
 /**
@@ -43,16 +44,8 @@ describe("purging a workspace leaves its binding usable (issue 9 D)", () => {
       const { agent, session, workspaceId } = await freshSession(tenant.scope, isolation);
       const first = await h.service.resolveForSession(tenant.scope, session.id);
       await first.workspace.backend.writeFile(markerPath(first.workspace), "generation 1 data");
-      await first.workspace
-        .addMcp(
-          {
-            name: "old",
-            is_stateful: false,
-            mcp_config: { type: "http_mcp", url: "http://127.0.0.1:9/mcp" },
-          } as never,
-          { agentId: agent.id, sessionId: session.id },
-        )
-        .catch(() => undefined);
+      // A real MCP server from npm, declared (and running) in generation 1.
+      await first.workspace.addMcp(everythingMcp("old"), { agentId: agent.id, sessionId: session.id });
       const before = await entries(first.workspace);
       expect(before).toContain("old-generation.txt");
 
