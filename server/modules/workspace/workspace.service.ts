@@ -32,6 +32,8 @@ export type LeaseOptions = { holder: string; reason: string; ttlMs?: number };
 export function createWorkspaceService(engine: WorkspaceEngine) {
   const enqueue = createEnqueue(engine.queues);
   const bindingsInFlight = new Map<string, Promise<WorkspaceDTO>>();
+  const agentReads = new Map<string, ReturnType<typeof getAgentOrNull>>();
+  const generationReads = new WeakMap<Workspace, Promise<number>>();
 
   /** The session's workspace record, created (PENDING) on first use under the agent's isolation policy. */
   async function bindingForSession(scope: TenantScope, sessionId: string) {
@@ -94,10 +96,18 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
     });
     if (engine.generationOf(workspace) === undefined) {
       // READY before the attach: nothing was provisioned in between. Otherwise the workers just made it
-      // READY, possibly as a new generation: ask the record which one this handle belongs to.
-      const generation =
-        record.state === "READY" ? record.generation : (await requireRecord(scope, record.id)).generation;
-      engine.tagGeneration(workspace, generation);
+      // READY, possibly as a new generation: ask the record which one this handle belongs to (once per
+      // handle, however many calls attached to it at the same time).
+      if (record.state === "READY") engine.tagGeneration(workspace, record.generation);
+      else {
+        let reading = generationReads.get(workspace);
+        if (!reading) {
+          reading = requireRecord(scope, record.id).then((fresh) => fresh.generation);
+          generationReads.set(workspace, reading);
+        }
+        const generation = await reading;
+        if (engine.generationOf(workspace) === undefined) engine.tagGeneration(workspace, generation);
+      }
     }
     return workspace;
   }
@@ -109,7 +119,14 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
    */
   async function applyAgentDefaults(scope: TenantScope, workspace: Workspace, agentId: string | null) {
     if (!agentId) return;
-    const agent = await getAgentOrNull(scope, agentId);
+    // One read per agent at a time in this process, however many calls use its workspaces at once.
+    const key = `${scope.tenantId}\0${agentId}`;
+    let loading = agentReads.get(key);
+    if (!loading) {
+      loading = getAgentOrNull(scope, agentId).finally(() => agentReads.delete(key));
+      agentReads.set(key, loading);
+    }
+    const agent = await loading;
     if (!agent) return;
     const mcps = ZAgentDefaultMcps.safeParse(agent.defaultMcpConfigs);
     const skills = ZAgentDefaultSkills.safeParse(agent.defaultSkills);
