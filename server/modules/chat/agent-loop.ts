@@ -23,6 +23,7 @@ import { toModelAppError } from "./model-errors";
 import type { ModelCallSettings } from "./model-provider";
 import { silentLogger, type AgentTool, type ChatLogger, type OffloaderPort } from "./ports";
 import { StepRecorder } from "./step-recorder";
+import { ToolAttachmentRelay } from "./tool-attachments";
 import { shapeToolOutput, thrownToolErrorText, type ShapedToolOutput } from "./tool-output";
 
 /**
@@ -108,6 +109,7 @@ export async function runTurn(input: RunTurnInput): Promise<TurnResult> {
       });
     }
 
+    const attachments = new ToolAttachmentRelay();
     const result = streamText({
       model: input.model,
       ...input.modelSettings,
@@ -118,7 +120,12 @@ export async function runTurn(input: RunTurnInput): Promise<TurnResult> {
         limits,
         offloader: input.offloader,
         logger,
+        attachments,
       }),
+      prepareStep: ({ messages }) => {
+        const promoted = attachments.promote(messages);
+        return promoted ? { messages: promoted } : undefined;
+      },
       stopWhen: stepCountIs(limits.maxSteps),
       maxRetries: limits.maxRetries,
       timeout: { toolMs: limits.toolTimeoutMs },
@@ -244,6 +251,8 @@ type ToolSetContext = {
   limits: TTurnLimits;
   offloader: OffloaderPort;
   logger: ChatLogger;
+  /** Where tool results' attachments wait for the next model call (omitted: they are dropped). */
+  attachments?: ToolAttachmentRelay;
 };
 
 /** Turns port tools into AI SDK tools. The SDK hands each execute the turn's abort signal. */
@@ -262,6 +271,8 @@ export function buildToolSet(tools: readonly AgentTool[], context: ToolSetContex
           if (signal?.aborted) throw error;
           result = { content: thrownToolErrorText(agentTool.name, error), isError: true };
         }
+        if (!result.isError)
+          context.attachments?.hold(options.toolCallId, agentTool.name, result.attachments);
         return shapeToolOutput({ ...context, toolCallId: options.toolCallId, result });
       },
       toModelOutput: ({ output }: { output: ShapedToolOutput }) =>
