@@ -109,7 +109,10 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
         (pids) => pids.length > 0,
       );
       expect(servers.length).toBeGreaterThan(0);
-      await pollUntil(() => hostProcessesMatching(marker), (pids) => pids.length > 0);
+      await pollUntil(
+        () => hostProcessesMatching(marker),
+        (pids) => pids.length > 0,
+      );
 
       if (action === "stop") await h.service.requestStop(tenant.scope, workspaceId, { reason: "test" });
       else await h.service.requestPurge(tenant.scope, workspaceId, { reason: "test" });
