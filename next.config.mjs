@@ -6,6 +6,22 @@ process.env.NEXT_TELEMETRY_DISABLED ??= "1";
 const nextConfig = {
   reactStrictMode: true,
   poweredByHeader: false,
+  // On every response (pages get their nonce-based CSP from proxy.ts): no framing by other sites (the API-keys
+  // page must never render inside someone else's frame), no MIME sniffing, no full URLs leaked as Referer.
+  async headers() {
+    const everywhere = [
+      { key: "X-Frame-Options", value: "DENY" },
+      { key: "X-Content-Type-Options", value: "nosniff" },
+      { key: "Referrer-Policy", value: "strict-origin-when-cross-origin" },
+    ];
+    // API answers and static files are never documents that run scripts.
+    const noContent = { key: "Content-Security-Policy", value: "default-src 'none'; frame-ancestors 'none'" };
+    return [
+      { source: "/:path*", headers: everywhere },
+      { source: "/api/:path*", headers: [noContent] },
+      { source: "/_next/static/:path*", headers: [noContent] },
+    ];
+  },
   typedRoutes: false,
   // Type checking is `npm run check`'s job (tsc over the whole repo); repeating it in every build only
   // slows `npm start` and the e2e suite down.

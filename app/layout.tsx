@@ -1,18 +1,35 @@
-import type { Metadata } from "next";
+import type { Metadata, Viewport } from "next";
 import type { ReactNode } from "react";
 import { TRPCReactProvider } from "@/app/_trpc/client";
+import { THEME_BOOT_SCRIPT, ThemeProvider } from "@/app/_components/ui/theme";
+import { Toaster } from "@/app/_components/ui/toaster";
+import { TooltipProvider } from "@/app/_components/ui/tooltip";
 import "./globals.css";
+
+// Rendered per request: every page carries the CSP nonce proxy.ts minted for it (static HTML could not).
+export const dynamic = "force-dynamic";
 
 export const metadata: Metadata = {
   title: { default: "Berth", template: "%s · Berth" },
   description: "Isolated, persistent workspaces for AI agents",
 };
 
+export const viewport: Viewport = { width: "device-width", initialScale: 1 };
+
 export default function RootLayout({ children }: { children: ReactNode }) {
   return (
-    <html lang="en">
+    // The boot script sets the `dark` class before React hydrates, hence the warning suppression on <html>.
+    <html lang="en" suppressHydrationWarning>
+      <head>
+        <script dangerouslySetInnerHTML={{ __html: THEME_BOOT_SCRIPT }} />
+      </head>
       <body>
-        <TRPCReactProvider>{children}</TRPCReactProvider>
+        <ThemeProvider>
+          <TooltipProvider delayDuration={300}>
+            <TRPCReactProvider>{children}</TRPCReactProvider>
+            <Toaster />
+          </TooltipProvider>
+        </ThemeProvider>
       </body>
     </html>
   );

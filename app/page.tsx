@@ -1,5 +1,6 @@
 import { TRPCError } from "@trpc/server";
 import { redirect } from "next/navigation";
+import { AuthCard } from "@/app/_components/auth-card";
 import { getServerCaller } from "@/app/_trpc/server";
 
 export const dynamic = "force-dynamic";
@@ -15,12 +16,9 @@ export default async function HomePage() {
   const first = me.tenants[0];
   if (first) redirect(`/t/${encodeURIComponent(first.slug)}`);
   return (
-    <main className="auth-page">
-      <div className="auth-card">
-        <div className="brand">Berth</div>
-        <h1>No tenant yet</h1>
-        <p className="lead">Your account is not a member of any tenant. Ask a tenant admin to add you.</p>
-      </div>
-    </main>
+    <AuthCard
+      title="No tenant yet"
+      description="Your account is not a member of any tenant. Ask a tenant admin for an invitation link."
+    />
   );
 }

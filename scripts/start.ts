@@ -12,6 +12,8 @@ import { startLocalServices, type LocalServices } from "./services/local-service
 import { migrateDeploy } from "./services/database";
 import { buildState, nextBuild } from "./services/next-build";
 import { RedisServerNotFoundError } from "./services/redis";
+import { prepareIncomingRequest } from "./services/incoming-request";
+import { parseTrustedProxies } from "@/server/api/client-address";
 import { checkWorkspaceBackend, WorkspaceBackendUnavailableError } from "./services/workspace-backend";
 
 const repoRoot = path.resolve(import.meta.dirname, "..");
@@ -86,7 +88,12 @@ async function main(): Promise<void> {
   const app = next({ dev: false, dir: repoRoot, hostname: config.http.host, port: config.http.port });
   const handle = app.getRequestHandler();
   await app.prepare();
-  const server = createServer((req, res) => void handle(req, res));
+  // Client address from trusted proxies only; unread upload bodies drained or the connection closed.
+  const trustedProxies = parseTrustedProxies(config.http.trustedProxies);
+  const server = createServer((req, res) => {
+    prepareIncomingRequest(req, res, trustedProxies);
+    void handle(req, res);
+  });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.http.port, config.http.host, () => resolve());

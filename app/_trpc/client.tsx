@@ -1,12 +1,12 @@
 "use client";
 
 import { type QueryClient, QueryClientProvider } from "@tanstack/react-query";
-import { createTRPCClient, httpBatchLink, httpSubscriptionLink, splitLink } from "@trpc/client";
+import { createTRPCClient } from "@trpc/client";
 import { createTRPCContext } from "@trpc/tanstack-react-query";
 import { type ReactNode, useState } from "react";
-import superjson from "superjson";
 import { makeQueryClient } from "@/app/_trpc/query-client";
 import type { AppRouter } from "@/server/api/root";
+import { berthLinks } from "@/server/client/create-berth-client";
 
 export const { TRPCProvider, useTRPC, useTRPCClient } = createTRPCContext<AppRouter>();
 
@@ -26,13 +26,8 @@ export function TRPCReactProvider({ children }: { children: ReactNode }) {
   const queryClient = getQueryClient();
   const [trpcClient] = useState(() =>
     createTRPCClient<AppRouter>({
-      links: [
-        splitLink({
-          condition: (op) => op.type === "subscription",
-          true: httpSubscriptionLink({ url: TRPC_URL, transformer: superjson }),
-          false: httpBatchLink({ url: TRPC_URL, transformer: superjson }),
-        }),
-      ],
+      // chat.send streams over its own POST (see server/client/create-berth-client.ts for the contract).
+      links: berthLinks({ url: TRPC_URL }),
     }),
   );
   return (

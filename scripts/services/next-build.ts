@@ -8,6 +8,7 @@ import path from "node:path";
 const SOURCE_DIRS = ["app", "server", "generated", "public", "lib", "components"];
 const SOURCE_FILES = [
   "next.config.mjs",
+  "proxy.ts",
   "package.json",
   "package-lock.json",
   "tsconfig.json",

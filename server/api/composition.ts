@@ -4,9 +4,12 @@
  */
 import { type ApiRuntime } from "@/server/api/context";
 import { type BerthAuth, createAuth } from "@/server/auth/auth";
+import { createSignInGuard, type SignInGuard } from "@/server/auth/sign-in-guard";
 import { getConfig } from "@/server/config/config";
 import { getDb } from "@/server/db";
 import { getLogger } from "@/server/logger";
+import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
+import { getRedis } from "@/server/redis";
 
 export type ApiComposition = {
   runtime: ApiRuntime;
@@ -14,21 +17,26 @@ export type ApiComposition = {
 };
 
 // On globalThis so Next's dev-mode module reloading reuses one auth instance and one DB pool.
-const globalForApi = globalThis as unknown as { berthApiComposition?: ApiComposition };
+const globalForApi = globalThis as unknown as {
+  berthApiComposition?: ApiComposition;
+  berthSignInGuard?: SignInGuard;
+};
 
 export function buildApiComposition(): ApiComposition {
   const config = getConfig();
   const logger = getLogger().child({ component: "api" });
   const authLog = logger.child({ component: "better-auth" });
+  const trustedOrigins = loopbackAliases(config.http.baseUrl);
   const auth = createAuth({
     secret: config.secrets.authSecret,
     baseUrl: config.http.baseUrl,
-    trustedOrigins: loopbackAliases(config.http.baseUrl),
+    trustedOrigins,
     prisma: getDb(),
     // Wrong passwords and rejected keys are client mistakes that better-auth logs as errors.
     log: (level, message, ...args) => authLog[level === "error" ? "warn" : level]({ args }, message),
   });
-  return { runtime: { logger, auth }, auth };
+  const origins = { allowedOrigins: [new URL(config.http.baseUrl).origin, ...trustedOrigins] };
+  return { runtime: { logger, auth, origins }, auth };
 }
 
 /**
@@ -47,4 +55,14 @@ export function loopbackAliases(baseUrl: string): string[] {
 
 export function getApiComposition(): ApiComposition {
   return (globalForApi.berthApiComposition ??= buildApiComposition());
+}
+
+/** The sign-in throttle of this process (Redis-backed, so every replica counts the same failures). */
+export function getSignInGuard(): SignInGuard {
+  return (globalForApi.berthSignInGuard ??= createSignInGuard({
+    redis: getRedis(),
+    redisPrefix: getConfig().redis.prefix,
+    recordAudit: (scope, entry) => recordAudit(scope, entry),
+    log: getApiComposition().runtime.logger.child({ component: "sign-in-guard" }),
+  }));
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { type OriginPolicy } from "@/server/api/request-origin";
 import { type BerthAuth } from "@/server/auth/auth";
 import { type RequestPrincipal } from "@/server/auth/resolve";
 import { type Logger } from "@/server/logger";
@@ -18,6 +19,8 @@ export function resolveRequestId(headers: Headers): string {
 export type ApiRuntime = {
   logger: Logger;
   auth: BerthAuth;
+  /** Origins whose cookie-authenticated POSTs are accepted (CSRF check, server/api/request-origin.ts). */
+  origins: OriginPolicy;
 };
 
 export type ApiContext = {
@@ -32,6 +35,12 @@ export type ApiContext = {
    * authed middleware, so public procedures cost no auth lookup); `null` means anonymous.
    */
   principal: RequestPrincipal | null | undefined;
+  /**
+   * Whether the HTTP response can stream (`trpc-accept: application/jsonl`, what httpBatchStreamLink sends);
+   * null for in-process callers. A streamed mutation (chat.send) checks it BEFORE it starts work, so a
+   * client on the non-streaming link gets a clear 400 instead of a turn it cannot read.
+   */
+  streamingResponse: boolean | null;
 };
 
 export type CreateContextInnerOptions = {
@@ -40,6 +49,7 @@ export type CreateContextInnerOptions = {
   resHeaders?: Headers | null;
   /** Pre-resolved caller for tests; omit to resolve from `headers` (cookie or Bearer API key). */
   principal?: RequestPrincipal | null;
+  streamingResponse?: boolean | null;
 };
 
 /** Builds a context without an HTTP request: what tests and server-side callers use. */
@@ -55,5 +65,6 @@ export function createContextInner(options: CreateContextInnerOptions): ApiConte
     runtime: options.runtime,
     log: options.runtime.logger.child({ requestId }),
     principal: options.principal,
+    streamingResponse: options.streamingResponse ?? null,
   };
 }

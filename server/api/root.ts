@@ -4,8 +4,10 @@
  * from trpc.ts, mount it here, and add its procedures to the cross-tenant test
  * (test/integration/api/cross-tenant.test.ts fails until you do).
  */
+import { accountRouter } from "@/server/api/routers/account.router";
 import { apiKeyRouter } from "@/server/api/routers/api-key.router";
 import { auditRouter } from "@/server/api/routers/audit.router";
+import { inviteRouter } from "@/server/api/routers/invite.router";
 import { memberRouter } from "@/server/api/routers/member.router";
 import { tenantRouter } from "@/server/api/routers/tenant.router";
 import { workspaceRouter } from "@/server/api/routers/workspace.router";
@@ -17,7 +19,9 @@ import { createCallerFactory, createTRPCRouter } from "@/server/api/trpc";
 
 export const appRouter = createTRPCRouter({
   tenant: tenantRouter,
+  account: accountRouter,
   member: memberRouter,
+  invite: inviteRouter,
   apiKey: apiKeyRouter,
   audit: auditRouter,
   workspace: workspaceRouter,

@@ -1,14 +1,19 @@
 import { getApiComposition } from "@/server/api/composition";
+import { assertSameOriginRequest } from "@/server/api/request-origin";
 import { assertCan, type TenantAction } from "@/server/auth/policy";
 import { resolveRequestPrincipal, resolveTenantScope } from "@/server/auth/resolve";
 import type { TenantScope } from "@/server/auth/scope";
-import { AppError, toAppError } from "@/server/shared/errors";
+import { toRouteError } from "@/server/api/error-mapping";
+import { AppError } from "@/server/shared/errors";
+import { assertNoUnsafeStrings } from "@/server/shared/unsafe-strings";
 
 /**
  * Auth for plain route handlers (uploads, downloads), the same gate as tRPC's tenant procedures: cookie or
  * Bearer key → principal; `?tenantId=` / `?tenantSlug=` (or the key's own tenant) → scope; then the role gate.
+ * A cross-site cookie-authenticated POST is refused first (403, server/api/request-origin.ts).
  */
 export async function routeTenantScope(request: Request, action: TenantAction): Promise<TenantScope> {
+  assertSameOriginRequest(request, getApiComposition().runtime.origins);
   const principal = await resolveRequestPrincipal(getApiComposition().auth, request.headers);
   if (!principal)
     throw new AppError("UNAUTHORIZED", "no credentials", { userMessage: "Sign in or send an API key" });
@@ -26,14 +31,28 @@ export async function routeTenantScope(request: Request, action: TenantAction): 
   return scope;
 }
 
-/** One error shape for route handlers: `{ error: { code, message } }` with the AppError's status; 5xx masked. */
+/** One error shape for route handlers: `{ error: { code, message, details? } }` with the AppError's status; 5xx masked. */
 export function routeErrorResponse(error: unknown): Response {
-  const appError = toAppError(error);
-  const status = appError.httpStatus;
-  const message = status >= 500 ? "Internal error" : appError.userMessage;
+  const { status, body } = toRouteError(error);
   if (status >= 500) getApiComposition().runtime.logger.error({ err: error }, "route handler failed");
-  return Response.json(
-    { error: { code: appError.code, message } },
-    { status, headers: { "cache-control": "no-store" } },
-  );
+  return Response.json(body, { status, headers: { "cache-control": "no-store" } });
 }
+
+/**
+ * Route handlers' boundary check, the counterpart of the tRPC input middleware: every query parameter and
+ * path parameter must be a storable string (no NUL, no unpaired surrogate) of at most 4096 characters.
+ */
+export function assertRouteInput(request: Request, params: Record<string, string>): void {
+  const url = new URL(request.url);
+  const values: Record<string, string> = { ...params };
+  for (const [name, value] of url.searchParams) values[name] = value;
+  for (const [name, value] of Object.entries(values)) {
+    if (value.length > MAX_ROUTE_PARAM_LENGTH)
+      throw new AppError("BAD_REQUEST", `${name} is ${value.length} characters`, {
+        userMessage: `${name}: must be at most ${MAX_ROUTE_PARAM_LENGTH} characters`,
+      });
+  }
+  assertNoUnsafeStrings(values);
+}
+
+const MAX_ROUTE_PARAM_LENGTH = 4096;

@@ -7,33 +7,51 @@ import { getTRPCErrorFromUnknown, initTRPC, TRPCError } from "@trpc/server";
 import superjson from "superjson";
 import { z, ZodError } from "zod";
 import { type ApiContext } from "@/server/api/context";
-import { isServerErrorCode, toClientSafeTRPCError } from "@/server/api/error-mapping";
+import {
+  describeValidationError,
+  isServerErrorCode,
+  toClientSafeTRPCError,
+} from "@/server/api/error-mapping";
 import { assertCan, type TenantAction } from "@/server/auth/policy";
 import { resolveRequestPrincipal, resolveTenantScope } from "@/server/auth/resolve";
 import { isRoleAtLeast } from "@/server/auth/roles";
 import { isAppError } from "@/server/shared/errors";
+import { redactHostPaths, redactHostPathsDeep } from "@/server/shared/host-paths";
+import { assertNoUnsafeStrings } from "@/server/shared/unsafe-strings";
 
 const t = initTRPC.context<ApiContext>().create({
   transformer: superjson,
   errorFormatter({ shape, error, ctx }) {
-    const zodError = error.code === "BAD_REQUEST" && error.cause instanceof ZodError ? error.cause : null;
+    const zodError = validationErrorOf(error);
+    const validation = zodError ? describeValidationError(zodError) : null;
     const appError = isAppError(error.cause) && !isServerErrorCode(error.code) ? error.cause : null;
     // Stack traces never leave the server, dev or not.
     const { stack: _stack, ...data } = shape.data;
     return {
       ...shape,
+      // One readable line ("name: must be at most 64 characters; …"), never a JSON dump of issues.
+      message: redactHostPaths(validation ? validation.message : shape.message),
       data: {
         ...data,
         requestId: ctx?.requestId ?? null,
-        zodError: zodError ? z.flattenError(zodError) : null,
-        issues: zodError
-          ? zodError.issues.map((i) => ({ path: i.path.map(String), message: i.message }))
+        /** Messages per field path ("modelConfig.temperature"), for forms. */
+        fieldErrors: validation ? validation.fieldErrors : null,
+        issues: validation ? validation.issues : null,
+        appError: appError
+          ? { code: appError.code, details: redactHostPathsDeep(appError.details ?? null) }
           : null,
-        appError: appError ? { code: appError.code, details: appError.details ?? null } : null,
       },
     };
   },
 });
+
+/** The zod error behind a 400: tRPC's own input validation, or a domain `parseInput` (AppError). */
+function validationErrorOf(error: TRPCError): ZodError | null {
+  if (error.code !== "BAD_REQUEST") return null;
+  if (error.cause instanceof ZodError) return error.cause;
+  if (isAppError(error.cause) && error.cause.cause instanceof ZodError) return error.cause.cause;
+  return null;
+}
 
 export const createTRPCRouter = t.router;
 export const createCallerFactory = t.createCallerFactory;
@@ -41,7 +59,7 @@ export const mergeRouters = t.mergeRouters;
 
 /**
  * The ONE place errors become client-visible: AppError → tRPC code, 5xx masked. Also logs each call
- * with its request id. Wraps async-iterable results so errors thrown mid-subscription map the same way.
+ * with its request id. Wraps async-iterable results so errors thrown mid-stream (chat.send) map the same way.
  */
 const errorMappingAndLogging = t.middleware(async ({ ctx, path, type, next }) => {
   const startedAt = performance.now();
@@ -64,7 +82,7 @@ function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
   return typeof value === "object" && value !== null && Symbol.asyncIterator in value;
 }
 
-/** A subscription that fails after it started streaming goes through the same mapping. */
+/** A stream that fails after it started goes through the same mapping. */
 async function* mapStreamErrors(
   stream: AsyncIterable<unknown>,
   mapError: (error: TRPCError) => TRPCError,
@@ -76,7 +94,16 @@ async function* mapStreamErrors(
   }
 }
 
-const baseProcedure = t.procedure.use(errorMappingAndLogging);
+/**
+ * Rejects, before any procedure or auth runs, input holding a string Postgres cannot store (a NUL byte, an
+ * unpaired surrogate) or nesting absurdly deep: a 400 naming the field instead of a 500 from the database.
+ */
+const rejectUnstorableStrings = t.middleware(async ({ getRawInput, next }) => {
+  assertNoUnsafeStrings(await getRawInput());
+  return next();
+});
+
+const baseProcedure = t.procedure.use(errorMappingAndLogging).use(rejectUnstorableStrings);
 
 /** No authentication. Keep these few: health-style reads only. */
 export const publicProcedure = baseProcedure;

@@ -161,3 +161,15 @@ export async function touchApiKeyForGate(
     data: { lastUsedAt: at },
   });
 }
+
+/** The user with this email (case-insensitive) and the tenants they belong to, for auditing a sign-in. */
+export async function findUserTenantsByEmailForGate(
+  email: string,
+  db: DbClient = getDb(),
+): Promise<{ userId: string; tenantIds: string[] } | null> {
+  const user = await db.user.findFirst({
+    where: { email: { equals: email, mode: "insensitive" } },
+    select: { id: true, memberships: { select: { tenantId: true } } },
+  });
+  return user ? { userId: user.id, tenantIds: user.memberships.map((m) => m.tenantId) } : null;
+}

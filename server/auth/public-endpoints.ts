@@ -1,13 +1,14 @@
 /**
  * The better-auth endpoints Berth exposes over HTTP. better-auth mounts many more (sign-up, organization
  * and API-key management, ...); those would bypass our tenancy rules, audit log and "last owner" guard,
- * and sign-up would let anyone mint users. Tenants, members and keys are managed through tRPC only.
+ * and sign-up would let anyone mint users. Tenants, members and keys are managed through tRPC only, and so
+ * is changing a password (`account.changePassword`, which always ends the user's other sessions; the raw
+ * endpoint would let a caller keep them).
  */
 const PUBLIC_AUTH_ENDPOINTS = new Set([
   "/sign-in/email",
   "/sign-out",
   "/get-session",
-  "/change-password",
   "/list-sessions",
   "/revoke-session",
   "/revoke-other-sessions",

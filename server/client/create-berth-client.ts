@@ -1,20 +1,40 @@
 /**
  * The typed Node client for Berth's API: `createBerthClient({ url, apiKey })` returns a tRPC proxy
- * whose procedures and types are exactly the server's `AppRouter` (queries and mutations over one
- * batched HTTP link, subscriptions over SSE).
+ * whose procedures and types are exactly the server's `AppRouter`. Queries and mutations go over one
+ * batched HTTP link; `chat.send` goes over a streaming link of its own (POST, JSON lines).
+ *
+ * chat.send contract (also what the dashboard's chat UI uses, through app/_trpc/client.tsx):
+ * ```ts
+ * const controller = new AbortController();
+ * const events = await client.chat.send.mutate({ sessionId, message }, { signal: controller.signal });
+ * for await (const event of events) { ... } // text-delta, tool-call, tool-result, offload, error, done
+ * ```
+ * - `mutate` resolves once the turn has started (NOT_FOUND, FORBIDDEN, CONFLICT while another turn of the
+ *   session runs, BAD_REQUEST reject it before any event); the iterable then yields the turn's events in
+ *   order and ends after `done`, which is sent only once the turn's messages are stored (so `chat.history`
+ *   right after it includes them). A failure during the turn is an `error` event followed by `done`.
+ * - One turn per request: aborting `signal` (or the connection dropping) cancels the turn; `chat.cancel`
+ *   cancels it from any client or process (the stream then ends with `done` status `cancelled`).
+ * - It must never be batched with other calls or sent over the non-streaming link (the server answers 400
+ *   before starting a turn): `berthLinks` below routes it.
  */
 import {
   createTRPCClient,
   httpBatchLink,
-  httpSubscriptionLink,
+  httpBatchStreamLink,
   splitLink,
+  type HTTPHeaders,
   type TRPCClient,
+  type TRPCLink,
 } from "@trpc/client";
-import { EventSource } from "eventsource";
 import superjson from "superjson";
+import { TRPC_REQUEST_LIMITS } from "@/server/api/request-limits";
 import type { AppRouter } from "@/server/api/root";
 
 export const TRPC_ENDPOINT_PATH = "/api/trpc";
+
+/** The procedures whose results stream (a mutation returning an async iterable). */
+export const STREAMED_PROCEDURES: ReadonlySet<string> = new Set(["chat.send"]);
 
 export type BerthClientOptions = {
   /** Berth's base URL (`http://localhost:3000`) or the tRPC endpoint itself (`…/api/trpc`). */
@@ -32,25 +52,25 @@ export function resolveTrpcEndpoint(url: string): string {
   return trimmed.endsWith(TRPC_ENDPOINT_PATH) ? trimmed : `${trimmed}${TRPC_ENDPOINT_PATH}`;
 }
 
+/**
+ * The links of every Berth client (Node and the dashboard): streamed procedures over httpBatchStreamLink,
+ * one call per request (a turn is never batched with other calls), everything else over httpBatchLink.
+ */
+export function berthLinks(options: { url: string; headers?: HTTPHeaders }): TRPCLink<AppRouter>[] {
+  const common = { url: options.url, transformer: superjson, headers: options.headers ?? {} };
+  return [
+    splitLink({
+      condition: (op) => STREAMED_PROCEDURES.has(op.path),
+      true: httpBatchStreamLink({ ...common, maxItems: 1 }),
+      // The server refuses batches over its limit; the link splits larger ones.
+      false: httpBatchLink({ ...common, maxItems: TRPC_REQUEST_LIMITS.maxBatchSize }),
+    }),
+  ];
+}
+
 export function createBerthClient(options: BerthClientOptions): BerthClient {
-  const endpoint = resolveTrpcEndpoint(options.url);
   const headers = { ...options.headers, authorization: `Bearer ${options.apiKey}` };
   return createTRPCClient<AppRouter>({
-    links: [
-      splitLink({
-        condition: (op) => op.type === "subscription",
-        // Node 20 has no global EventSource; the `eventsource` package lets us add the auth header
-        // through its fetch hook (browsers' EventSource cannot send headers at all).
-        true: httpSubscriptionLink({
-          url: endpoint,
-          transformer: superjson,
-          EventSource,
-          eventSourceOptions: {
-            fetch: (input, init) => fetch(input, { ...init, headers: { ...init.headers, ...headers } }),
-          },
-        }),
-        false: httpBatchLink({ url: endpoint, transformer: superjson, headers }),
-      }),
-    ],
+    links: berthLinks({ url: resolveTrpcEndpoint(options.url), headers }),
   });
 }

@@ -7,12 +7,34 @@ const ZHttpEnv = z.object({
   HOST: z.string().default("127.0.0.1"),
   // The URL users and cookies see (behind a proxy it differs from HOST:PORT).
   BERTH_BASE_URL: z.url().optional(),
+  // Reverse proxies whose X-Forwarded-For is believed (IPs or CIDRs, comma-separated). Default: none, so the
+  // socket's peer is the client address used by the sign-in throttle and the audit log.
+  BERTH_TRUSTED_PROXIES: z
+    .string()
+    .default("")
+    .transform((value) =>
+      value
+        .split(",")
+        .map((entry) => entry.trim())
+        .filter((entry) => entry.length > 0),
+    )
+    .pipe(z.array(z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()]))),
 });
 
-export type HttpConfig = { readonly port: number; readonly host: string; readonly baseUrl: string };
+export type HttpConfig = {
+  readonly port: number;
+  readonly host: string;
+  readonly baseUrl: string;
+  readonly trustedProxies: readonly string[];
+};
 
 export function loadHttpConfig(env: RawEnv = readProcessEnv()): HttpConfig {
   const parsed = parseEnv(ZHttpEnv, env, "http");
   const baseUrl = parsed.BERTH_BASE_URL ?? `http://localhost:${parsed.PORT}`;
-  return { port: parsed.PORT, host: parsed.HOST, baseUrl: baseUrl.replace(/\/+$/, "") };
+  return {
+    port: parsed.PORT,
+    host: parsed.HOST,
+    baseUrl: baseUrl.replace(/\/+$/, ""),
+    trustedProxies: parsed.BERTH_TRUSTED_PROXIES,
+  };
 }

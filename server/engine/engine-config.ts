@@ -58,6 +58,18 @@ const ZEngineEnv = z.object({
   // Cap on live stateful MCP servers per workspace (in each process attached to it); the least recently
   // used scope's oldest one is closed beyond it. Unset or 0 → max(40, 2 × stateful default MCPs).
   BERTH_MAX_LIVE_STATEFUL_MCPS: z.coerce.number().int().min(0).max(10_000).default(0),
+  // http_mcp/SSE hosts Berth may dial although they are loopback, link-local or private: comma-separated host
+  // names, IP addresses or CIDR subnets (e.g. `127.0.0.1,mcp.internal,10.1.0.0/16`). Empty → public only.
+  BERTH_MCP_ALLOWED_HOSTS: z
+    .string()
+    .default("")
+    .transform((value) =>
+      value
+        .split(",")
+        .map((entry) => entry.trim())
+        .filter((entry) => entry.length > 0),
+    )
+    .pipe(z.array(z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6(), z.hostname()]))),
   // Docker backend only (see server/workspace/backends/docker/README.md). Unset → the provider's defaults.
   DOCKER_SOCKET: z.string().optional(),
   BERTH_DOCKER_BASE_IMAGE: z.string().optional(),
@@ -85,6 +97,8 @@ export type EngineConfig = {
   readonly downloadTokenTtlMs: number;
   /** The McpRegistry cap of every workspace (null: the reference's default, max(40, 2 × stateful defaults)). */
   readonly maxLiveStatefulMcps?: number | null;
+  /** BERTH_MCP_ALLOWED_HOSTS (server/workspace/mcp/mcp-network-policy.ts); unset → public addresses only. */
+  readonly mcpAllowedHosts?: readonly string[];
   /** The `local` backend's sandbox; validated by its own schema (sandbox-config.ts). */
   readonly sandbox?: TSandboxConfigInput;
   /** Docker provider settings; `dataRoot` is always `basedir`. Validated by the provider's own schema. */
@@ -123,6 +137,7 @@ export function loadEngineConfig(
     provisionWaitMs: parsed.BERTH_WORKSPACE_PROVISION_WAIT_MS,
     downloadTokenTtlMs: parsed.BERTH_WORKSPACE_DOWNLOAD_TOKEN_TTL_MS,
     maxLiveStatefulMcps: parsed.BERTH_MAX_LIVE_STATEFUL_MCPS || null,
+    mcpAllowedHosts: parsed.BERTH_MCP_ALLOWED_HOSTS,
     sandbox: withoutUndefined({
       bwrapPath: parsed.BERTH_SANDBOX_BWRAP,
       network: parsed.BERTH_SANDBOX_NETWORK,

@@ -1,4 +1,5 @@
 import { createHmac } from "node:crypto";
+import { registerHostPath } from "@/server/shared/host-paths";
 import { getConfig } from "@/server/config/config";
 import { getLogger, type Logger } from "@/server/logger";
 import {
@@ -58,6 +59,9 @@ export type CreateEngineOptions = {
 
 export function createEngine(options: CreateEngineOptions): WorkspaceEngine {
   const { config, queues, log } = options;
+  // Where workspaces and the install live on the host: never shown to a client (see host-paths.ts).
+  registerHostPath(config.basedir);
+  registerHostPath(process.cwd());
   const machine = options.machine ?? createMachineController(config);
   const engineLog = log.child({ component: "workspace-engine" });
   const ensureProvisioned = createProvisionGate({ queues, waitMs: config.provisionWaitMs, log: engineLog });
@@ -70,6 +74,7 @@ export function createEngine(options: CreateEngineOptions): WorkspaceEngine {
     workspaceOptions: {
       logger: toEngineLogger(engineLog),
       maxLiveStatefulMcps: config.maxLiveStatefulMcps ?? null,
+      mcpNetwork: { allowedHosts: config.mcpAllowedHosts ?? [] },
     },
     hooks: {
       onProvision: ({ workspace }) => attachedAt.set(workspace, Date.now()),

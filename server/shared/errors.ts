@@ -56,3 +56,11 @@ export function toAppError(value: unknown): AppError {
   const message = value instanceof Error ? value.message : String(value);
   return new AppError("INTERNAL", message, { cause: value, userMessage: "Internal error" });
 }
+
+/**
+ * What a client may be shown for an error outside a transport's mapping (chat stream events, tool
+ * results): the user message of a 4xx, a fixed text for a 5xx (whose message may quote the database).
+ */
+export function clientFacingMessage(error: AppError): string {
+  return error.httpStatus >= 500 ? "Internal error" : error.userMessage;
+}

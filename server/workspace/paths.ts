@@ -16,7 +16,15 @@ import type { WorkspaceBackend } from "@/server/workspace/backend/port";
  * local backend, Bash can reach the host anyway, which is why it is trusted-only.
  */
 
-/** Rejects NUL bytes and returns the lexically normalised absolute path, without touching the filesystem. */
+/** Linux's bounds (NAME_MAX, PATH_MAX): past them every filesystem call fails with ENAMETOOLONG. */
+export const MAX_PATH_SEGMENT_BYTES = 255;
+export const MAX_PATH_BYTES = 4096;
+
+/**
+ * Rejects NUL bytes and over-long paths (a clear 400 rather than ENAMETOOLONG from deep inside a backend)
+ * and returns the lexically normalised absolute path, without touching the filesystem. Messages never
+ * name the workdir: on the local backend it is a host path.
+ */
 export function resolveLexically(workdir: string, userPath: string): string {
   if (userPath.includes("\0")) {
     throw new AppError("BAD_REQUEST", "Path contains a NUL byte", {
@@ -24,13 +32,34 @@ export function resolveLexically(workdir: string, userPath: string): string {
     });
   }
   const resolved = path.posix.resolve(workdir, userPath);
+  assertPathLength(resolved, workdir);
   if (!isInside(workdir, resolved)) {
     throw new AppError("FORBIDDEN", `Path escapes the workspace: ${userPath}`, {
-      userMessage: `Error: path ${userPath} is outside the workspace ${workdir}`,
+      userMessage: `Error: path ${userPath} is outside the workspace`,
       details: { path: userPath },
     });
   }
   return resolved;
+}
+
+function assertPathLength(resolved: string, workdir: string): void {
+  const longSegment = resolved
+    .split("/")
+    .find((segment) => Buffer.byteLength(segment) > MAX_PATH_SEGMENT_BYTES);
+  if (longSegment !== undefined) {
+    throw new AppError("BAD_REQUEST", `path segment of ${Buffer.byteLength(longSegment)} bytes`, {
+      userMessage: `Error: a file or folder name in the path is longer than ${MAX_PATH_SEGMENT_BYTES} bytes`,
+      details: { maxSegmentBytes: MAX_PATH_SEGMENT_BYTES },
+    });
+  }
+  if (Buffer.byteLength(resolved) > MAX_PATH_BYTES) {
+    // The budget a caller has is what is left after the workdir (a relative path is what they see).
+    const allowed = MAX_PATH_BYTES - Buffer.byteLength(workdir) - 1;
+    throw new AppError("BAD_REQUEST", `path of ${Buffer.byteLength(resolved)} bytes`, {
+      userMessage: `Error: the path is too long (at most ${allowed} bytes inside the workspace)`,
+      details: { maxPathBytes: allowed },
+    });
+  }
 }
 
 /** True when `candidate` equals `root` or lies below it (both absolute, normalised). */

@@ -1,3 +1,4 @@
+import type { McpNetworkPolicy } from "./mcp/mcp-network-policy";
 import type { BackendKind, WorkspaceBackend } from "@/server/workspace/backend/port";
 import type { IsolationPolicy } from "@/server/workspace/manager/isolation";
 import type { McpConnector } from "@/server/workspace/mcp/types";
@@ -35,5 +36,10 @@ export interface BackendProvider {
    * in-sandbox gateway. Omitted: MCP servers run on the host (LocalMcpConnector), which only the local
    * backend should do.
    */
-  createMcpConnector?(backend: WorkspaceBackend, spec: WorkspaceSpec): Promise<McpConnector>;
+  createMcpConnector?(
+    backend: WorkspaceBackend,
+    spec: WorkspaceSpec,
+    /** Where HTTP/SSE servers dialled from the HOST may point (mcp-network-policy.ts). */
+    options?: { network: McpNetworkPolicy },
+  ): Promise<McpConnector>;
 }

@@ -14,6 +14,11 @@ import { McpRegistry, type McpRegistryStats } from "./mcp/mcp-registry";
 import type { McpStatus } from "./mcp/mcp-status";
 import { seedAgentSkills, type SeedSkill } from "./skills/agent-seed";
 import {
+  createMcpAddressGuard,
+  DEFAULT_MCP_NETWORK_POLICY,
+  type McpNetworkPolicy,
+} from "./mcp/mcp-network-policy";
+import {
   silentLogger,
   type EngineLogger,
   type LiveMcpClient,
@@ -50,6 +55,11 @@ export type WorkspaceOptions = {
   instructionsTemplate?: string;
   /** Overrides the provider's MCP connector (tests, or a custom gateway). */
   mcpConnector?: McpConnector;
+  /**
+   * Where `http_mcp` declarations may point (mcp/mcp-network-policy.ts): checked when one is added, and on
+   * every connection Berth's host makes. Unset → no non-public address is allowed.
+   */
+  mcpNetwork?: McpNetworkPolicy;
   logger?: EngineLogger;
 };
 
@@ -67,6 +77,7 @@ export class Workspace implements AsyncDisposable {
   private readonly options: WorkspaceOptions;
   private readonly logger: EngineLogger;
   private readonly template: string;
+  private readonly mcpAddressGuard: ReturnType<typeof createMcpAddressGuard>;
   private live: Live | null = null;
   private readonly lifecycle = new AsyncMutex();
   private readonly offloader = new Offloader(() => this.backend);
@@ -78,6 +89,7 @@ export class Workspace implements AsyncDisposable {
     this.options = options;
     this.logger = options.logger ?? silentLogger;
     this.template = options.instructionsTemplate ?? DEFAULT_WORKSPACE_INSTRUCTIONS;
+    this.mcpAddressGuard = createMcpAddressGuard(options.mcpNetwork ?? DEFAULT_MCP_NETWORK_POLICY);
     validateInstructionsTemplate(this.template);
   }
 
@@ -264,7 +276,11 @@ export class Workspace implements AsyncDisposable {
 
   /** Declares, starts and persists an MCP; returns its live client. CONFLICT on a duplicate name. */
   async addMcp(declaration: TMcpDeclaration, scope: McpScope): Promise<LiveMcpClient> {
-    return this.requireLive().mcp.add(declaration, scope);
+    const live = this.requireLive();
+    if (declaration.mcp_config.type === "http_mcp") {
+      await this.mcpAddressGuard.assertUrlAllowed(declaration.mcp_config.url);
+    }
+    return live.mcp.add(declaration, scope);
   }
 
   /** Undeclares and closes an MCP (stateless ones too). NOT_FOUND when it is not declared in the scope. */
@@ -379,7 +395,11 @@ export class Workspace implements AsyncDisposable {
   }
 
   private async connectorFor(backend: WorkspaceBackend): Promise<McpConnector> {
-    if (this.provider.createMcpConnector) return this.provider.createMcpConnector(backend, this.spec);
+    if (this.provider.createMcpConnector) {
+      return this.provider.createMcpConnector(backend, this.spec, {
+        network: this.options.mcpNetwork ?? DEFAULT_MCP_NETWORK_POLICY,
+      });
+    }
     if (backend.isolated) {
       // Running a sandboxed workspace's MCP servers on the host would escape the sandbox.
       throw new AppError(
@@ -387,7 +407,11 @@ export class Workspace implements AsyncDisposable {
         `Provider '${this.provider.kind}' has no MCP connector for an isolated backend`,
       );
     }
-    return new LocalMcpConnector({ defaultCwd: backend.workdir, logger: this.logger });
+    return new LocalMcpConnector({
+      defaultCwd: backend.workdir,
+      logger: this.logger,
+      network: this.options.mcpNetwork ?? DEFAULT_MCP_NETWORK_POLICY,
+    });
   }
 
   private createSkillStore(backend: WorkspaceBackend, seedPaths: readonly string[]): SkillStore {

@@ -65,14 +65,14 @@ describe.skipIf(!HAS_CHROMIUM)("agents and sessions pages, end to end", () => {
     return watched;
   }
 
-  /** Accepts the next confirm() and returns its text. */
-  function acceptNextDialog(page: Page): Promise<string> {
-    return new Promise((resolve, reject) => {
-      page.once("dialog", (dialog) => {
-        const message = dialog.message();
-        dialog.accept().then(() => resolve(message), reject);
-      });
-    });
+  /** Confirms the open confirmation dialog with `button` and returns what it said. */
+  async function confirmInDialog(page: Page, button: string): Promise<string> {
+    const dialog = page.getByTestId("confirm-dialog");
+    await dialog.waitFor();
+    const text = (await dialog.textContent()) ?? "";
+    await dialog.getByRole("button", { name: button }).click();
+    await dialog.waitFor({ state: "detached" });
+    return text;
   }
 
   async function expectNoKeyInPage(page: Page) {
@@ -89,9 +89,14 @@ describe.skipIf(!HAS_CHROMIUM)("agents and sessions pages, end to end", () => {
 
   it("creates an agent with a key, edits its model and replaces then clears the key, never showing it", async () => {
     const { page, pageErrors } = await signedInPage();
-    await page.getByRole("link", { name: "Agents" }).click();
+    await page.getByRole("navigation", { name: "Tenant" }).getByRole("link", { name: "Agents" }).click();
     await page.waitForURL(new RegExp(`/t/${tenant.slug}/agents$`));
-    expect(await page.getByRole("link", { name: "Agents" }).getAttribute("aria-current")).toBe("page");
+    expect(
+      await page
+        .getByRole("navigation", { name: "Tenant" })
+        .getByRole("link", { name: "Agents" })
+        .getAttribute("aria-current"),
+    ).toBe("page");
     // The seeded agents are listed.
     await page.getByTestId("agent-row").filter({ hasText: "researcher" }).waitFor();
 
@@ -126,7 +131,7 @@ describe.skipIf(!HAS_CHROMIUM)("agents and sessions pages, end to end", () => {
     const edit = page.getByRole("form", { name: "Edit agent" });
     await edit.getByLabel("Model").fill("model-b");
     await edit.getByRole("button", { name: "Save changes" }).click();
-    await page.getByRole("status").filter({ hasText: "Saved." }).waitFor();
+    await page.locator("[data-sonner-toast]").filter({ hasText: "Saved." }).waitFor();
     await expectNoKeyInPage(page);
     const edited = await writerAgent();
     expect(edited.modelConfig).toMatchObject({ provider: "openai-compatible", model: "model-b" });
@@ -144,14 +149,13 @@ describe.skipIf(!HAS_CHROMIUM)("agents and sessions pages, end to end", () => {
     const replace = page.getByRole("form", { name: "Replace API key" });
     await replace.getByLabel("New key").fill(SECOND_KEY);
     await replace.getByRole("button", { name: "Replace key" }).click();
-    await page.getByRole("status").filter({ hasText: "Key replaced." }).waitFor();
+    await page.locator("[data-sonner-toast]").filter({ hasText: "Key replaced." }).waitFor();
     expect(await getAgentModelApiKey(tenant.scope, created.id, secretKey)).toBe(SECOND_KEY);
     await expectNoKeyInPage(page);
 
-    const confirmed = acceptNextDialog(page);
     await page.getByRole("button", { name: "Clear key" }).click();
-    expect(await confirmed).toContain(AGENT_NAME);
-    await page.getByRole("status").filter({ hasText: "Key cleared." }).waitFor();
+    expect(await confirmInDialog(page, "Clear key")).toContain(AGENT_NAME);
+    await page.locator("[data-sonner-toast]").filter({ hasText: "Key cleared." }).waitFor();
     expect(await page.getByTestId("key-state").textContent()).toBe("no key");
     expect(await getAgentModelApiKey(tenant.scope, created.id, secretKey)).toBeNull();
     expect((await writerAgent()).modelConfig.model).toBe("model-b");
@@ -190,7 +194,7 @@ describe.skipIf(!HAS_CHROMIUM)("agents and sessions pages, end to end", () => {
     ]);
 
     const { page, pageErrors } = await signedInPage();
-    await page.getByRole("link", { name: "Sessions" }).click();
+    await page.getByRole("navigation", { name: "Tenant" }).getByRole("link", { name: "Sessions" }).click();
     await page.waitForURL(new RegExp(`/t/${tenant.slug}/sessions$`));
     const row = page.getByTestId("session-row").filter({ hasText: "e2e-chat" });
     await row.waitFor();
@@ -223,9 +227,8 @@ describe.skipIf(!HAS_CHROMIUM)("agents and sessions pages, end to end", () => {
     expect(await messages.nth(3).textContent()).toContain("There are 2 markdown files.");
     expect(await page.getByTestId("workspace-link").getAttribute("href")).toBe(workspacePath);
 
-    const confirmed = acceptNextDialog(page);
     await page.getByRole("button", { name: "Delete session" }).click();
-    expect(await confirmed).toContain("chat history");
+    expect(await confirmInDialog(page, "Delete session")).toContain("chat history");
     await page.waitForURL(new RegExp(`/t/${tenant.slug}/sessions$`));
     await page.getByTestId("session-row").first().waitFor();
     await vi.waitFor(async () => expect(await page.getByTestId("session-row").count()).toBe(3));
@@ -243,9 +246,8 @@ describe.skipIf(!HAS_CHROMIUM)("agents and sessions pages, end to end", () => {
     await page.goto(`${app.url}/t/${tenant.slug}/agents`);
     const row = page.getByTestId("agent-row").filter({ hasText: AGENT_NAME });
     await row.waitFor();
-    const confirmed = acceptNextDialog(page);
     await row.getByRole("button", { name: "Delete" }).click();
-    expect(await confirmed).toContain("Every session of this agent is deleted");
+    expect(await confirmInDialog(page, "Delete agent")).toContain("Every session of this agent is deleted");
     await vi.waitFor(async () => expect(await row.count()).toBe(0));
     expect(await page.getByTestId("agent-row").count()).toBe(2); // the seeded ones stay
     expect(await getAgentOrNull(tenant.scope, agent.id)).toBeNull();

@@ -67,11 +67,16 @@ describe.skipIf(!HAS_CHROMIUM)("dashboard, end to end", () => {
     expect(await page.getByTestId("tenant-name").textContent()).toBe(tenant.name);
 
     // The navigation leads to the sections, which list what the overview counted.
-    await page.getByRole("link", { name: "Agents" }).click();
+    await page.getByRole("navigation", { name: "Tenant" }).getByRole("link", { name: "Agents" }).click();
     await page.waitForURL(new RegExp(`/t/${tenant.slug}/agents$`));
     await page.getByRole("link", { name: "researcher" }).waitFor();
     await page.getByRole("link", { name: "coder" }).waitFor();
-    expect(await page.getByRole("link", { name: "Agents" }).getAttribute("aria-current")).toBe("page");
+    expect(
+      await page
+        .getByRole("navigation", { name: "Tenant" })
+        .getByRole("link", { name: "Agents" })
+        .getAttribute("aria-current"),
+    ).toBe("page");
     expect(pageErrors).toEqual([]);
     await page.context().close();
   });
@@ -82,7 +87,7 @@ describe.skipIf(!HAS_CHROMIUM)("dashboard, end to end", () => {
     await page.waitForURL(/\/sign-in/);
     await submitSignIn(page, tenant.email, tenant.password);
     await page.waitForURL(new RegExp(`/t/${tenant.slug}$`));
-    await page.getByRole("link", { name: "API keys" }).click();
+    await page.getByRole("navigation", { name: "Tenant" }).getByRole("link", { name: "API keys" }).click();
     await page.waitForURL(new RegExp(`/t/${tenant.slug}/api-keys$`));
 
     const form = page.getByRole("form", { name: "Create API key" });
@@ -97,7 +102,10 @@ describe.skipIf(!HAS_CHROMIUM)("dashboard, end to end", () => {
 
     const row = page.getByTestId("api-key-row").filter({ hasText: "from-the-browser" });
     await row.getByRole("button", { name: "Revoke" }).click();
+    await page.getByTestId("confirm-dialog").getByRole("button", { name: "Revoke key" }).click();
     await row.getByText("revoked").waitFor();
+    // The secret leaves the page with the key, without a reload.
+    expect(await page.content()).not.toContain(plainKey);
     const error = await client.tenant.overview.query({}).then(
       () => null,
       (e: unknown) => e as { data?: { code?: string } },

@@ -116,7 +116,12 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     await stateIn(page, seeded, "pending").waitFor();
     expect(await page.getByTestId("workspace-row").count()).toBe(2);
     expect(await live.locator("td").nth(5).textContent()).toBe("1");
-    expect(await page.getByRole("link", { name: "Workspaces" }).getAttribute("aria-current")).toBe("page");
+    expect(
+      await page
+        .getByRole("navigation", { name: "Tenant" })
+        .getByRole("link", { name: "Workspaces" })
+        .getAttribute("aria-current"),
+    ).toBe("page");
     expect(pageErrors).toEqual([]);
     await page.close();
   });
@@ -186,7 +191,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     await failed.waitFor({ state: "detached" });
     expect((await getWorkspace(tenant.scope, lateId)).state).toBe("READY");
 
-    await page.getByRole("link", { name: "Workspaces" }).click();
+    await page.getByRole("navigation", { name: "Tenant" }).getByRole("link", { name: "Workspaces" }).click();
     await stateIn(page, rowOf(page, "workspace-row", lateId), "ready").waitFor();
     expect(pageErrors).toEqual([]);
     await page.close();
@@ -281,7 +286,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     const addMcp = page.getByRole("form", { name: "Add an MCP server" });
     expect(await addMcp.getByRole("button", { name: "Add" }).isDisabled()).toBe(true);
 
-    await page.getByRole("link", { name: "Jobs" }).click();
+    await page.getByRole("navigation", { name: "Tenant" }).getByRole("link", { name: "Jobs" }).click();
     await page
       .getByRole("alert")
       .filter({ hasText: /admin role/ })

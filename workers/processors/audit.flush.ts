@@ -11,14 +11,20 @@ export type AuditFlushDeps = {
   writeEntries?: (entries: TBufferedAuditEntry[]) => Promise<number>;
 };
 
-/** `audit.flush`: drain the Redis audit buffer into the AuditLog table. */
+/**
+ * `audit.flush`: drain the Redis audit buffer into the AuditLog table. Entries that can never be stored
+ * are dead-lettered (counted in /api/health) instead of failing every later flush.
+ */
 export function auditFlushProcessor(deps: AuditFlushDeps): JobProcessor<BerthJobCatalog, "audit.flush"> {
   return async ({ payload, log }) => {
     const result = await flushAuditBuffer({
       ...deps,
-      onInvalidEntry: (raw, reason) => log.error({ raw, reason }, "dropped an unreadable audit entry"),
+      onDeadLetter: ({ raw, reason }) =>
+        log.error({ raw, reason }, "set aside an audit entry it cannot store"),
     });
-    if (result.written > 0) log.info({ ...result, trigger: payload.trigger }, "audit entries flushed");
+    if (result.written > 0 || result.deadLettered > 0) {
+      log.info({ ...result, trigger: payload.trigger }, "audit entries flushed");
+    }
     return result;
   };
 }

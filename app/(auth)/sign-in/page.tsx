@@ -1,12 +1,9 @@
 import type { Metadata } from "next";
+import { AuthCard } from "@/app/_components/auth-card";
+import { safeNextPath } from "@/server/shared/safe-redirect";
 import { SignInForm } from "./sign-in-form";
 
 export const metadata: Metadata = { title: "Sign in" };
-
-// Only same-site paths: `?next=https://evil.example` must not turn sign-in into an open redirect.
-function safeNextPath(value: string | string[] | undefined): string {
-  return typeof value === "string" && value.startsWith("/") && !value.startsWith("//") ? value : "/";
-}
 
 export default async function SignInPage({
   searchParams,
@@ -15,13 +12,9 @@ export default async function SignInPage({
 }) {
   const { next } = await searchParams;
   return (
-    <main className="auth-page">
-      <div className="auth-card">
-        <div className="brand">Berth</div>
-        <h1>Sign in</h1>
-        <p className="lead">Use the email and password of your Berth account.</p>
-        <SignInForm nextPath={safeNextPath(next)} />
-      </div>
-    </main>
+    <AuthCard title="Sign in" description="Use the email and password of your Berth account.">
+      {/* Only same-origin paths: `?next=/\evil.example` must not turn sign-in into an open redirect. */}
+      <SignInForm nextPath={safeNextPath(next)} />
+    </AuthCard>
   );
 }

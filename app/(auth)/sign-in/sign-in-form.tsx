@@ -1,6 +1,10 @@
 "use client";
 
 import { type FormEvent, useState } from "react";
+import { Alert } from "@/app/_components/ui/alert";
+import { Button } from "@/app/_components/ui/button";
+import { Field } from "@/app/_components/ui/field";
+import { Input } from "@/app/_components/ui/input";
 
 type SignInErrorBody = { code?: string; message?: string };
 
@@ -41,23 +45,17 @@ export function SignInForm({ nextPath }: { nextPath: string }) {
   }
 
   return (
-    <form className="form" onSubmit={(event) => void onSubmit(event)} aria-label="Sign in">
-      {error && (
-        <div className="alert error" role="alert">
-          {error}
-        </div>
-      )}
-      <label>
-        Email
-        <input name="email" type="email" autoComplete="username" required autoFocus />
-      </label>
-      <label>
-        Password
-        <input name="password" type="password" autoComplete="current-password" required />
-      </label>
-      <button type="submit" disabled={pending}>
+    <form className="grid gap-4" onSubmit={(event) => void onSubmit(event)} aria-label="Sign in">
+      {error && <Alert>{error}</Alert>}
+      <Field label="Email">
+        <Input name="email" type="email" autoComplete="username" required autoFocus />
+      </Field>
+      <Field label="Password">
+        <Input name="password" type="password" autoComplete="current-password" required />
+      </Field>
+      <Button type="submit" disabled={pending} className="mt-2 w-full">
         {pending ? "Signing in…" : "Sign in"}
-      </button>
+      </Button>
     </form>
   );
 }

@@ -7,6 +7,7 @@ import {
   ZAgentViewPage,
 } from "@/server/modules/agent/agent.schema";
 import { getAgentServices } from "@/server/modules/chat/chat.composition";
+import { ZModelCheckResult } from "@/server/modules/chat/model-check";
 import { ZPageInput } from "@/server/shared/page";
 
 const ZAgentTarget = ZTenantInput.extend({ agentId: z.string().min(1).max(200) });
@@ -38,6 +39,12 @@ export const agentRouter = createTRPCRouter({
     .input(ZAgentTarget.extend({ patch: ZAgentUpdateRequest }))
     .output(ZAgentView)
     .mutation(({ ctx, input }) => agents().update(ctx.scope, input.agentId, input.patch)),
+
+  /** One tiny completion with the stored endpoint, model and key: `{ ok }`, or why not in words. */
+  testConnection: tenantProcedureFor("agent:manage")
+    .input(ZAgentTarget)
+    .output(ZModelCheckResult)
+    .mutation(({ ctx, input }) => getAgentServices().checkModel(ctx.scope, input.agentId)),
 
   /** Sessions go with it; `agent.purge` cleans its skills and MCP scopes out of every workspace it used. */
   delete: tenantProcedureFor("agent:manage")

@@ -15,8 +15,8 @@ export const apiKeyRouter = createTRPCRouter({
     .input(ZTenantInput.extend(ZCreateApiKeyInput.shape))
     .output(z.object({ apiKey: ZApiKeyDTO, plainKey: z.string() }))
     .mutation(({ ctx, input }) => {
-      const { name, role, expiresInSeconds } = input;
-      return createApiKey(ctx.runtime.auth, ctx.scope, { name, role, expiresInSeconds });
+      const { name, role, expiresInSeconds, detached } = input;
+      return createApiKey(ctx.runtime.auth, ctx.scope, { name, role, expiresInSeconds, detached });
     }),
 
   revoke: tenantProcedureFor("api-key:manage")

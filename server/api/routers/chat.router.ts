@@ -1,16 +1,34 @@
+import { TRPCError } from "@trpc/server";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
 import { ZChatHistoryRequest, ZChatSendRequest } from "@/server/modules/chat/chat.service";
 import { getAgentServices } from "@/server/modules/chat/chat.composition";
 
 const chat = () => getAgentServices().chat;
 
-/** `chat.*`: a turn streams as a subscription (text deltas, tool calls/results, offloads, errors, done). */
+/**
+ * `chat.*`. `send` is a MUTATION (POST only: a cross-site link or a GET can never start a turn) whose result
+ * is the turn's event stream (text deltas, tool calls/results, offloads, errors, then `done`), streamed as
+ * JSON lines: call it through `httpBatchStreamLink` (createBerthClient and the dashboard route it there).
+ * One turn per request: aborting the request (the client's `signal`, a closed tab) cancels the turn, and
+ * `chat.cancel` cancels it from anywhere.
+ */
 export const chatRouter = createTRPCRouter({
   send: tenantProcedureFor("session:use")
     .input(ZTenantInput.extend(ZChatSendRequest.shape))
-    .subscription(({ ctx, input }) =>
-      chat().send(ctx.scope, { sessionId: input.sessionId, message: input.message }),
-    ),
+    .mutation(({ ctx, input, signal }) => {
+      if (ctx.streamingResponse === false) {
+        throw new TRPCError({
+          code: "BAD_REQUEST",
+          message:
+            "chat.send streams its events: call it through httpBatchStreamLink (trpc-accept: application/jsonl)",
+        });
+      }
+      return chat().send(
+        ctx.scope,
+        { sessionId: input.sessionId, message: input.message },
+        signal ? { signal } : {},
+      );
+    }),
 
   cancel: tenantProcedureFor("session:use")
     .input(ZTenantInput.extend({ sessionId: ZChatSendRequest.shape.sessionId }))

@@ -4,6 +4,12 @@ import { resolveTenantScope } from "@/server/auth/resolve";
 import { ZTenantRole } from "@/server/auth/roles";
 import { getTenant, getTenantCounts, listTenantsOfUser } from "@/server/modules/tenant/tenant.data";
 import { ZTenantCountsDTO, ZTenantDTO } from "@/server/modules/tenant/tenant.types";
+import {
+  changeTenantPolicy,
+  readTenantPolicy,
+  ZTenantPolicyDTO,
+  ZTenantPolicyPatch,
+} from "@/server/modules/tenant/tenant-policy";
 
 const ZMembershipDTO = ZTenantDTO.extend({ role: ZTenantRole });
 
@@ -48,4 +54,18 @@ export const tenantRouter = createTRPCRouter({
       const [tenant, counts] = await Promise.all([getTenant(ctx.scope), getTenantCounts(ctx.scope)]);
       return { tenant, role: ctx.scope.role, counts };
     }),
+
+  /** The tenant's security policy (who may declare stdio MCP servers). */
+  policy: tenantProcedureFor("tenant:read")
+    .input(ZTenantInput)
+    .output(ZTenantPolicyDTO)
+    .query(({ ctx }) => readTenantPolicy(ctx.scope)),
+
+  /** Owners only. */
+  setPolicy: tenantProcedureFor("tenant:manage")
+    .input(ZTenantInput.extend(ZTenantPolicyPatch.shape))
+    .output(ZTenantPolicyDTO)
+    .mutation(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...patch } }) =>
+      changeTenantPolicy(ctx.scope, patch),
+    ),
 });

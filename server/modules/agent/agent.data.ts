@@ -63,7 +63,7 @@ export async function createAgent(
         tenantId: scope.tenantId,
         name: input.name,
         description: input.description,
-        modelConfig: input.modelConfig as Prisma.InputJsonValue,
+        modelConfig: input.modelConfig,
         modelApiKeyEncrypted: input.modelApiKey
           ? encryptSecret(secretKey, input.modelApiKey, secretContext(scope.tenantId, id))
           : null,
@@ -181,7 +181,7 @@ export async function patchAgent(
           patch.modelConfig,
         );
         if (changed.length > 0) {
-          data.modelConfig = merged as Prisma.InputJsonValue;
+          data.modelConfig = merged;
           changedFields.push(...changed.map((key) => `modelConfig.${key}`));
         }
       }

@@ -29,18 +29,19 @@ export const ZModelInputMediaTypes = z
 
 /**
  * The model an agent talks to. The provider API key is NOT part of it: it is passed separately
- * (`modelApiKey`) and stored encrypted.
+ * (`modelApiKey`) and stored encrypted. Known keys only, each bounded: what the API accepts is strict
+ * (unknown keys are a 400, see agent.schema.ts); rows stored before that may hold extra keys, which this
+ * read shape drops instead of failing on.
  */
-export const ZAgentModelConfig = z
-  .object({
-    provider: z.string().min(1).max(50),
-    model: z.string().min(1).max(200),
-    baseUrl: z.url().optional(),
-    temperature: z.number().min(0).max(2).optional(),
-    maxOutputTokens: z.number().int().positive().optional(),
-    acceptedMediaTypes: ZModelInputMediaTypes.optional(),
-  })
-  .catchall(z.unknown());
+const MODEL_CONFIG_FIELDS = {
+  provider: z.string().min(1).max(50),
+  model: z.string().min(1).max(200),
+  baseUrl: z.url().max(2048).optional(),
+  temperature: z.number().min(0).max(2).optional(),
+  maxOutputTokens: z.number().int().positive().max(10_000_000).optional(),
+  acceptedMediaTypes: ZModelInputMediaTypes.optional(),
+};
+export const ZAgentModelConfig = z.object(MODEL_CONFIG_FIELDS);
 export type AgentModelConfig = z.infer<typeof ZAgentModelConfig>;
 
 /** Names must be unique within a list: they are what scopes and partitions key on. */
@@ -88,19 +89,17 @@ export type TCreateAgentInput = z.input<typeof ZCreateAgentInput>;
 
 /**
  * A change to the stored model settings, merged key by key: an absent field keeps its stored value, null
- * removes an optional one (baseUrl, temperature, maxOutputTokens or any extra setting). Provider and model
- * can be changed but not removed. The provider key is never part of it (see `modelApiKey`).
+ * removes an optional one (baseUrl, temperature, maxOutputTokens, acceptedMediaTypes). Provider and model can be changed but not
+ * removed. Unknown keys are refused. The provider key is never part of it (see `modelApiKey`).
  */
-export const ZAgentModelConfigPatch = z
-  .object({
-    provider: z.string().min(1).max(50).optional(),
-    model: z.string().min(1).max(200).optional(),
-    baseUrl: z.url().nullish(),
-    temperature: z.number().min(0).max(2).nullish(),
-    maxOutputTokens: z.number().int().positive().nullish(),
-    acceptedMediaTypes: ZModelInputMediaTypes.nullish(),
-  })
-  .catchall(z.unknown());
+export const ZAgentModelConfigPatch = z.strictObject({
+  provider: MODEL_CONFIG_FIELDS.provider.optional(),
+  model: MODEL_CONFIG_FIELDS.model.optional(),
+  baseUrl: z.url().max(2048).nullish(),
+  temperature: MODEL_CONFIG_FIELDS.temperature.unwrap().nullish(),
+  maxOutputTokens: MODEL_CONFIG_FIELDS.maxOutputTokens.unwrap().nullish(),
+  acceptedMediaTypes: ZModelInputMediaTypes.nullish(),
+});
 export type AgentModelConfigPatch = z.infer<typeof ZAgentModelConfigPatch>;
 
 /**

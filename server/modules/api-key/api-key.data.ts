@@ -12,6 +12,7 @@ const apiKeySelect = {
   start: true,
   role: true,
   createdByUserId: true,
+  mintedByApiKeyId: true,
   createdAt: true,
   lastUsedAt: true,
   expiresAt: true,
@@ -51,7 +52,7 @@ export async function getApiKey(
 export async function setApiKeyOwnership(
   scope: TenantScope,
   apiKeyId: string,
-  data: { role: TenantRole; createdByUserId: string | null },
+  data: { role: TenantRole; createdByUserId: string | null; mintedByApiKeyId?: string | null },
   db: DbClient = getDb(),
 ): Promise<ApiKeyDTO> {
   const { count } = await db.apiKey.updateMany({ where: { tenantId: scope.tenantId, id: apiKeyId }, data });
@@ -60,20 +61,29 @@ export async function setApiKeyOwnership(
 }
 
 /**
- * Revokes a key: disabled for the plugin (verification fails with KEY_DISABLED) and stamped
- * `revokedAt` for the dashboard. The row stays for the audit trail. Revoking twice is a no-op.
+ * Revokes a key and, in the same statement, every key it minted (transitively, `mintedByApiKeyId`): a key
+ * minted by a key never outlives it unless it was minted `detached`. Revoked keys are disabled for the
+ * plugin (verification fails with KEY_DISABLED) and stamped `revokedAt` for the dashboard; rows stay for the
+ * audit trail. Revoking twice is a no-op. Returns the key and the ids of the minted keys revoked with it.
  */
 export async function revokeApiKey(
   scope: TenantScope,
   apiKeyId: string,
   db: DbClient = getDb(),
-): Promise<ApiKeyDTO> {
-  const { count } = await db.apiKey.updateMany({
-    where: { tenantId: scope.tenantId, id: apiKeyId, revokedAt: null },
-    data: { enabled: false, revokedAt: new Date() },
-  });
-  if (count === 0) await getApiKey(scope, apiKeyId, db); // NOT_FOUND unless it was already revoked
-  return getApiKey(scope, apiKeyId, db);
+): Promise<ApiKeyDTO & { alsoRevoked: string[] }> {
+  await getApiKey(scope, apiKeyId, db); // NOT_FOUND for another tenant's or an unknown key
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    WITH RECURSIVE lineage AS (
+      SELECT id FROM api_keys WHERE tenant_id = ${scope.tenantId} AND id = ${apiKeyId}
+      UNION
+      SELECT k.id FROM api_keys k JOIN lineage l ON k.minted_by_api_key_id = l.id
+       WHERE k.tenant_id = ${scope.tenantId}
+    )
+    UPDATE api_keys SET enabled = false, revoked_at = now(), updated_at = now()
+     WHERE id IN (SELECT id FROM lineage) AND revoked_at IS NULL
+    RETURNING id`;
+  const alsoRevoked = rows.map((row) => row.id).filter((id) => id !== apiKeyId);
+  return { ...(await getApiKey(scope, apiKeyId, db)), alsoRevoked };
 }
 
 function notFound(apiKeyId: string): AppError {

@@ -50,27 +50,34 @@ export async function createApiKey(
   } catch (error) {
     throw fromAuthError(error);
   }
+  const mintedByApiKeyId = scope.apiKeyId && !input.detached ? scope.apiKeyId : null;
   const apiKey = await setApiKeyOwnership(scope, created.id, {
     role: input.role,
     createdByUserId: scope.userId,
+    mintedByApiKeyId,
   });
   await appendAuditLog(scope, {
     action: "api-key.create",
     targetType: "api_key",
     targetId: created.id,
     outcome: "success",
+    details: {
+      role: input.role,
+      ...(scope.apiKeyId ? { mintedByApiKeyId, detached: mintedByApiKeyId === null } : {}),
+    },
   });
   return { apiKey, plainKey: created.key };
 }
 
 export async function revokeApiKey(scope: TenantScope, apiKeyId: string): Promise<ApiKeyDTO> {
   assertCan(scope, "api-key:manage");
-  const key = await revokeApiKeyRow(scope, apiKeyId);
+  const { alsoRevoked, ...key } = await revokeApiKeyRow(scope, apiKeyId);
   await appendAuditLog(scope, {
     action: "api-key.revoke",
     targetType: "api_key",
     targetId: apiKeyId,
     outcome: "success",
+    ...(alsoRevoked.length > 0 ? { details: { alsoRevoked } } : {}),
   });
   return key;
 }

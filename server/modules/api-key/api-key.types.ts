@@ -8,6 +8,8 @@ export const ZApiKeyDTO = z.object({
   start: z.string().nullable(),
   role: ZTenantRole,
   createdByUserId: z.string().nullable(),
+  /** The key that minted this one; revoking that key revokes this one too. Null: minted by a user, or detached. */
+  mintedByApiKeyId: z.string().nullable(),
   createdAt: z.date(),
   lastUsedAt: z.date().nullable(),
   expiresAt: z.date().nullable(),
@@ -25,6 +27,12 @@ export const ZCreateApiKeyInput = z.object({
     .min(24 * 3600)
     .max(365 * 24 * 3600)
     .optional(),
+  /**
+   * Only for a call made WITH an API key: the new key is then tied to the calling key and revoked with it,
+   * unless this is true (an explicit choice, audited; the caller still needs api-key:manage and cannot grant
+   * more than its own role). Ignored for signed-in users, whose keys are never tied to another key.
+   */
+  detached: z.boolean().default(false),
 });
 export type TCreateApiKeyInput = z.input<typeof ZCreateApiKeyInput>;
 

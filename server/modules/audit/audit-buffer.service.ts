@@ -4,9 +4,11 @@ import { enqueue } from "@/server/queue/enqueue";
 import { getQueues } from "@/server/queue/queues";
 import { getRedis, redisKey } from "@/server/redis";
 import { AppError, isAppError } from "@/server/shared/errors";
+import { currentRequestMeta } from "@/server/shared/request-meta";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
 import { actorOfScope, type TenantScope } from "@/server/auth/scope";
-import { appendAuditLogs } from "./audit.data";
+import { sanitizeStrings } from "@/server/shared/unsafe-strings";
+import { appendAuditLogs, isRejectedAuditWrite } from "./audit.data";
 import { ZBufferedAuditEntry, type TBufferedAuditEntry } from "./audit-buffer.schema";
 import { ZAuditEntryInput, type TAuditEntryInput } from "./audit.types";
 
@@ -38,6 +40,16 @@ function bufferKey(prefix: string): string {
 function inflightKey(prefix: string): string {
   return redisKey(prefix, "audit", "inflight");
 }
+/** Entries the flush could not store (kept for an operator, newest last) and how many ever were. */
+function deadLetterKey(prefix: string): string {
+  return redisKey(prefix, "audit", "dead");
+}
+function deadLetterCountKey(prefix: string): string {
+  return redisKey(prefix, "audit", "dead", "count");
+}
+
+/** The newest dead letters kept; older ones are trimmed (the count still says how many there were). */
+const MAX_DEAD_LETTERS = 10_000;
 
 /**
  * Buffers one audit entry for the next flush (same input as `appendAuditLog`, which writes
@@ -48,12 +60,17 @@ export async function recordAudit(
   entry: TAuditEntryInput,
   deps: AuditBufferDeps = defaultAuditBufferDeps(),
 ): Promise<{ id: string }> {
-  const parsed = ZAuditEntryInput.safeParse(entry);
+  // A caller's string (a NUL in a session id, a lone surrogate in a user agent) is audited as far as it can
+  // be stored, with those characters replaced, rather than poisoning the buffer for everyone.
+  const parsed = ZAuditEntryInput.safeParse(sanitizeStrings(entry));
   if (!parsed.success) throw new AppError("BAD_REQUEST", `invalid audit entry: ${parsed.error.message}`);
   const { actor: explicitActor, at, ...rest } = parsed.data;
   const actor = explicitActor ?? actorOfScope(scope);
+  const request = currentRequestMeta(); // the HTTP caller's address and user agent, when there is one
   const buffered: z.input<typeof ZBufferedAuditEntry> = {
     ...rest,
+    ip: rest.ip ?? request?.ip ?? null,
+    userAgent: rest.userAgent ?? request?.userAgent ?? null,
     id: crypto.randomUUID(),
     tenantId: scope.tenantId,
     actorType: actor.type,
@@ -86,33 +103,109 @@ export type FlushDeps = {
   redisPrefix: string;
   /** Inserts entries, skipping ids that already exist; returns the rows inserted. Default: writeBufferedAuditEntries. */
   writeEntries?: (entries: TBufferedAuditEntry[]) => Promise<number>;
-  onInvalidEntry?: (raw: string, reason: string) => void;
+  /** Called for each entry set aside (unreadable, or refused by the database), after it was dead-lettered. */
+  onDeadLetter?: (entry: { raw: string; reason: string }) => void;
   batchSize?: number;
   /** Bound on the batches per flush, so one job never runs unboundedly under a write storm. */
   maxBatches?: number;
 };
 
-/** Drains the buffer into the database. Safe to run concurrently and to retry after a crash. */
-export async function flushAuditBuffer(deps: FlushDeps): Promise<{ written: number; batches: number }> {
+export type FlushResult = { written: number; batches: number; deadLettered: number };
+
+/**
+ * Drains the buffer into the database. Safe to run concurrently and to retry after a crash. An entry that
+ * can never be stored (unreadable, or refused by the database for its content) is moved to the dead-letter
+ * list instead of failing the batch, so one bad entry never blocks the audit log of every tenant; an outage
+ * (connection, timeout) still fails the flush, and the claimed batch is retried whole.
+ */
+export async function flushAuditBuffer(deps: FlushDeps): Promise<FlushResult> {
   const keys = [bufferKey(deps.redisPrefix), inflightKey(deps.redisPrefix)];
   const batchSize = deps.batchSize ?? 500;
+  const write = deps.writeEntries ?? writeBufferedAuditEntries;
   let written = 0;
   let batches = 0;
+  let deadLettered = 0;
+  const setAside = async (raw: string, reason: string) => {
+    await deadLetter(deps, raw, reason);
+    deadLettered += 1;
+    deps.onDeadLetter?.({ raw: raw.slice(0, 200), reason });
+  };
   while (batches < (deps.maxBatches ?? 20)) {
     const raw = (await deps.redis.eval(CLAIM_SCRIPT, 2, ...keys, batchSize)) as string[];
     if (raw.length === 0) break;
-    const entries: TBufferedAuditEntry[] = [];
+    const entries: { raw: string; entry: TBufferedAuditEntry }[] = [];
     for (const line of raw) {
-      const parsed = ZBufferedAuditEntry.safeParse(safeJson(line));
-      // A corrupt entry can never be written; dropping it (logged) keeps it from blocking the buffer.
-      if (parsed.success) entries.push(parsed.data);
-      else deps.onInvalidEntry?.(line.slice(0, 200), parsed.error.message);
+      // Sanitised again here: entries buffered before record-time sanitising may still hold a NUL.
+      const parsed = ZBufferedAuditEntry.safeParse(sanitizeStrings(safeJson(line)));
+      if (parsed.success) entries.push({ raw: line, entry: parsed.data });
+      else await setAside(line, `unreadable: ${parsed.error.message.slice(0, 300)}`);
     }
-    if (entries.length > 0) written += await (deps.writeEntries ?? writeBufferedAuditEntries)(entries);
+    written += await writeOrSetAside(entries, write, setAside);
     await deps.redis.eval(ACK_SCRIPT, 1, keys[1]!, raw[0]!);
     batches += 1;
   }
-  return { written, batches };
+  return { written, batches, deadLettered };
+}
+
+/**
+ * Writes the entries; when the database refuses the batch for its content, halves it until the entries it
+ * refuses are found (one bad entry among n costs about 2·log2(n) writes) and sets exactly those aside.
+ */
+async function writeOrSetAside(
+  entries: { raw: string; entry: TBufferedAuditEntry }[],
+  write: (entries: TBufferedAuditEntry[]) => Promise<number>,
+  setAside: (raw: string, reason: string) => Promise<void>,
+): Promise<number> {
+  if (entries.length === 0) return 0;
+  try {
+    return await write(entries.map(({ entry }) => entry));
+  } catch (error) {
+    if (!isRejectedAuditWrite(error)) throw error;
+    if (entries.length === 1) {
+      await setAside(entries[0]!.raw, `refused by the database: ${describeRejection(error)}`);
+      return 0;
+    }
+    const middle = Math.ceil(entries.length / 2);
+    return (
+      (await writeOrSetAside(entries.slice(0, middle), write, setAside)) +
+      (await writeOrSetAside(entries.slice(middle), write, setAside))
+    );
+  }
+}
+
+function describeRejection(error: unknown): string {
+  const code = (error as { code?: unknown }).code;
+  const message = error instanceof Error ? error.message.split("\n").filter(Boolean).at(-1) : String(error);
+  return `${typeof code === "string" ? `${code} ` : ""}${(message ?? "").slice(0, 300)}`;
+}
+
+async function deadLetter(deps: { redis: Redis; redisPrefix: string }, raw: string, reason: string) {
+  const record = JSON.stringify({ at: new Date().toISOString(), reason, entry: raw });
+  await deps.redis
+    .multi()
+    .rpush(deadLetterKey(deps.redisPrefix), record)
+    .ltrim(deadLetterKey(deps.redisPrefix), -MAX_DEAD_LETTERS, -1)
+    .incr(deadLetterCountKey(deps.redisPrefix))
+    .exec();
+}
+
+/** How many audit entries were ever set aside, and the newest ones (raw, with why), for operators. */
+export async function auditDeadLetters(
+  redis: Redis,
+  redisPrefix: string,
+  options: { limit?: number } = {},
+): Promise<{ total: number; kept: number; newest: { at: string; reason: string; entry: string }[] }> {
+  const limit = Math.min(Math.max(options.limit ?? 20, 0), 200);
+  const [total, kept, newest] = await Promise.all([
+    redis.get(deadLetterCountKey(redisPrefix)),
+    redis.llen(deadLetterKey(redisPrefix)),
+    limit === 0 ? Promise.resolve([]) : redis.lrange(deadLetterKey(redisPrefix), -limit, -1),
+  ]);
+  return {
+    total: Number(total ?? 0),
+    kept,
+    newest: newest.map((line) => JSON.parse(line) as { at: string; reason: string; entry: string }),
+  };
 }
 
 /**

@@ -1,8 +1,11 @@
 import { parseInput } from "@/server/shared/parse-input";
 import type { Prisma } from "@/generated/prisma/client";
-import { type DbClient, getDb, pageSize } from "@/server/db";
+import { type DbClient, getDb, isRejectedData, pageSize } from "@/server/db";
+import { isAppError } from "@/server/shared/errors";
+import { sanitizeStrings } from "@/server/shared/unsafe-strings";
 import { actorLabel, actorOfScope, type TenantScope } from "@/server/auth/scope";
 import { type Page, pageArgs, paginate } from "@/server/shared/page";
+import { currentRequestMeta } from "@/server/shared/request-meta";
 import type { TPurgeTargetType } from "@/server/modules/audit/audit.types";
 import {
   type AuditLogDTO,
@@ -25,8 +28,17 @@ const auditSelect = {
   at: true,
 } satisfies Prisma.AuditLogSelect;
 
+/**
+ * True when an audit write failed on the entries themselves (invalid, or refused by the database), so the
+ * same write can never succeed and the entries must be set aside; false for outages, which a retry fixes.
+ */
+export function isRejectedAuditWrite(error: unknown): boolean {
+  return isRejectedData(error) || (isAppError(error) && error.code === "BAD_REQUEST");
+}
+
 function toAuditRow(scope: TenantScope, raw: TAuditRowInput): Prisma.AuditLogCreateManyInput {
-  const entry = parseInput(ZAuditRowInput, raw);
+  // What a caller sent (a target id, a user agent) must never make its audit row unstorable.
+  const entry = parseInput(ZAuditRowInput, sanitizeStrings(raw));
   const actor = entry.actor ?? actorOfScope(scope);
   return {
     ...(entry.id ? { id: entry.id } : {}),
@@ -37,8 +49,8 @@ function toAuditRow(scope: TenantScope, raw: TAuditRowInput): Prisma.AuditLogCre
     targetType: entry.targetType ?? null,
     targetId: entry.targetId ?? null,
     outcome: entry.outcome,
-    ip: entry.ip ?? null,
-    userAgent: entry.userAgent ?? null,
+    ip: entry.ip ?? currentRequestMeta()?.ip ?? null,
+    userAgent: entry.userAgent ?? currentRequestMeta()?.userAgent ?? null,
     details: (entry.details ?? undefined) as Prisma.InputJsonValue | undefined,
     ...(entry.at ? { at: entry.at } : {}),
   };

@@ -211,7 +211,7 @@ export async function runTurn(input: RunTurnInput): Promise<TurnResult> {
 }
 
 /**
- * The same turn as an async iterable of events (what a tRPC subscription yields), plus its result.
+ * The same turn as an async iterable of events (what chat.send streams), plus its result.
  * Breaking out of the iteration does NOT cancel the turn; cancel through `signal`.
  */
 export function streamTurn(input: Omit<RunTurnInput, "onEvent">): {

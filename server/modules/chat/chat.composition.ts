@@ -8,7 +8,9 @@ import { createJobsService, type JobsService } from "@/server/modules/jobs/jobs.
 import { createSessionService, type SessionService } from "@/server/modules/session/session.service";
 import type { WorkspaceService } from "@/server/modules/workspace/workspace.service";
 import { createRedisConnection, getRedis } from "@/server/redis";
+import type { TenantScope } from "@/server/auth/scope";
 import { createChatService, type ChatService } from "./chat.service";
+import { checkAgentModel, type TModelCheckResult } from "./model-check";
 import { RedisTurnLock } from "./redis-turn-lock";
 import { TurnRegistry, type TurnLock } from "./turn-registry";
 
@@ -21,6 +23,8 @@ export type AgentServices = {
   session: SessionService;
   chat: ChatService;
   jobs: JobsService;
+  /** `agent.testConnection`: checks an agent's model endpoint and key (model-check.ts). */
+  checkModel: (scope: TenantScope, agentId: string) => Promise<TModelCheckResult>;
 };
 
 export function createAgentServices(deps: {
@@ -53,6 +57,7 @@ export function createAgentServices(deps: {
     session,
     chat,
     jobs: createJobsService(deps.workspaces.engine.queues),
+    checkModel: (scope, agentId) => checkAgentModel(scope, agentId, { secretKey: deps.secretKey }),
   };
 }
 

@@ -3,7 +3,7 @@ import { APP_ERROR_CODES, type AppErrorCode } from "@/server/shared/errors";
 
 /**
  * The events of one chat turn, in the order the client sees them. `chat.send` streams exactly these
- * (validate them with `ZChatTurnEvent` as the subscription's output). A turn always ends with one `done`.
+ * (validate them with `ZChatTurnEvent` as chat.send's streamed output). A turn always ends with one `done`.
  */
 const ZAppErrorCode = z.enum(Object.keys(APP_ERROR_CODES) as [AppErrorCode, ...AppErrorCode[]]);
 

@@ -14,7 +14,8 @@ import {
   updateSession,
 } from "@/server/modules/session/session.data";
 import type { ChatMessageDTO, SessionDTO } from "@/server/modules/session/session.types";
-import { AppError, isAppError } from "@/server/shared/errors";
+import { AppError, clientFacingMessage, isAppError } from "@/server/shared/errors";
+import { redactHostPaths } from "@/server/shared/host-paths";
 import { parseInput } from "@/server/shared/parse-input";
 import { FileReadState } from "@/server/workspace/tools";
 import { runTurn, type TurnResult } from "./agent-loop";
@@ -178,18 +179,26 @@ export function createChatService(deps: ChatServiceDeps) {
   const service = {
     /**
      * Starts one turn and returns its event stream. Rejects at once (before any event) with NOT_FOUND for a
-     * session of another tenant and CONFLICT while the session has a running turn in any process. Leaving the iteration early does NOT
-     * cancel the turn (use `cancel`): it finishes and is persisted. The final `done` event is sent only
-     * after the turn's messages are stored, so `history` right after `done` includes them.
+     * session of another tenant and CONFLICT while the session has a running turn in any process. Leaving the
+     * iteration early does NOT cancel the turn (use `cancel`, or pass `signal`): it finishes and is persisted.
+     * `options.signal` (the HTTP request's, over the API) cancels the turn when it aborts before the turn
+     * ends: one turn per request, so a client that aborts or disconnects does not leave a turn running. The
+     * final `done` event is sent only after the turn's messages are stored, so `history` right after `done`
+     * includes them.
      */
     async send(
       scope: TenantScope,
       raw: z.input<typeof ZChatSendRequest>,
+      options: { signal?: AbortSignal } = {},
     ): Promise<AsyncIterable<TChatTurnEvent>> {
       const input = parseInput(ZChatSendRequest, raw);
       const session = await getSession(scope, input.sessionId);
       const agent = await getAgent(scope, session.agentId);
+      options.signal?.throwIfAborted();
       const turn = await deps.registry.start(session.id);
+      const cancelOnAbort = () => void deps.registry.cancel(session.id).catch(() => false);
+      options.signal?.addEventListener("abort", cancelOnAbort, { once: true });
+      if (options.signal?.aborted) cancelOnAbort(); // aborted while the turn was being claimed
       const channel = new EventChannel<TChatTurnEvent>();
       // A turn is a mutation (messages, workspace files): audited once it ends, with its outcome. Never
       // the message text, which may hold secrets.
@@ -218,17 +227,21 @@ export function createChatService(deps: ChatServiceDeps) {
           });
           if (done) channel.push(done);
         } catch (thrown) {
-          // Failures outside the loop (workspace provisioning, storage): reported as the turn's end.
+          // Failures outside the loop (workspace provisioning, storage): reported as the turn's end, typed
+          // and masked (a storage failure's text quotes the database; it stays in the log).
           const error = isAppError(thrown)
             ? thrown
-            : new AppError("INTERNAL", `chat turn failed: ${String(thrown)}`, { cause: thrown });
+            : new AppError("INTERNAL", `chat turn failed: ${String(thrown)}`, {
+                cause: thrown,
+                userMessage: "Internal error",
+              });
           deps.log.error({ err: thrown, sessionId: session.id }, "chat turn failed outside the agent loop");
           await updateSession(scope, session.id, { status: "ERROR" }).catch(() => undefined);
           await auditTurn("failure", { status: "failed", code: error.code });
           channel.push({
             type: "error",
             code: error.code,
-            message: error.userMessage,
+            message: redactHostPaths(clientFacingMessage(error)),
             retryable: error.isRetryable,
           });
           channel.push({
@@ -239,6 +252,7 @@ export function createChatService(deps: ChatServiceDeps) {
             steps: 0,
           });
         } finally {
+          options.signal?.removeEventListener("abort", cancelOnAbort);
           await turn.end().catch((error: unknown) => deps.log.warn({ err: error }, "ending a turn failed"));
           channel.close();
         }

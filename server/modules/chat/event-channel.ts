@@ -1,5 +1,5 @@
 /**
- * A single-consumer async queue: the turn pushes events as they happen, the subscription drains them in
+ * A single-consumer async queue: the turn pushes events as they happen, chat.send's stream drains them in
  * order. `close()` ends the iteration after what is buffered; `fail(error)` ends it with that error.
  */
 export class EventChannel<T> {

@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "@/server/logger";
+import { auditDeadLetters, pendingAuditEntries } from "@/server/modules/audit/audit-buffer.service";
 import { aliveWorkers } from "@/server/queue/heartbeat";
 import { pingDatabase } from "./health.data";
 import type { HealthCheckDTO, HealthReportDTO } from "./health.types";
@@ -43,12 +44,17 @@ async function timed<T>(
   }
 }
 
-/** Database, Redis and worker liveness, checked in parallel. `status` is "ok" only if all three are. */
+/**
+ * Database, Redis and worker liveness, checked in parallel. `status` is "ok" only if all three are. The
+ * audit backlog (entries waiting for a flush, entries set aside because they cannot be stored) is reported
+ * beside them: dead letters need an operator's look but do not make the service unavailable.
+ */
 export async function checkHealth(deps: HealthDeps): Promise<HealthReportDTO> {
-  const [database, redis, workers] = await Promise.all([
+  const [database, redis, workers, audit] = await Promise.all([
     timed("database", deps.pingDatabase ?? (() => pingDatabase()), deps),
     timed("redis", () => deps.redis.ping(), deps),
     timed("workers", () => aliveWorkers(deps.redis, deps.redisPrefix, deps.heartbeatTtlMs), deps),
+    timed("audit", () => auditBacklog(deps), deps),
   ]);
   const alive = workers.value?.length ?? 0;
   const workersCheck = {
@@ -61,8 +67,25 @@ export async function checkHealth(deps: HealthDeps): Promise<HealthReportDTO> {
   return {
     status: ok ? "ok" : "unavailable",
     checkedAt: new Date().toISOString(),
-    checks: { database: strip(database), redis: strip(redis), workers: workersCheck },
+    checks: {
+      database: strip(database),
+      redis: strip(redis),
+      workers: workersCheck,
+      audit: {
+        ...strip(audit),
+        pending: audit.value?.pending ?? null,
+        deadLettered: audit.value?.deadLettered ?? null,
+      },
+    },
   };
+}
+
+async function auditBacklog(deps: HealthDeps): Promise<{ pending: number; deadLettered: number }> {
+  const [pending, dead] = await Promise.all([
+    pendingAuditEntries(deps.redis, deps.redisPrefix),
+    auditDeadLetters(deps.redis, deps.redisPrefix, { limit: 0 }),
+  ]);
+  return { pending, deadLettered: dead.total };
 }
 
 function strip(check: HealthCheckDTO & { value?: unknown }): HealthCheckDTO {

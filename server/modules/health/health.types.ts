@@ -12,5 +12,10 @@ export type HealthReportDTO = {
     readonly database: HealthCheckDTO;
     readonly redis: HealthCheckDTO;
     readonly workers: HealthCheckDTO & { readonly alive: number };
+    /** Audit entries waiting for a flush, and how many were ever set aside as unstorable (null: unknown). */
+    readonly audit: HealthCheckDTO & {
+      readonly pending: number | null;
+      readonly deadLettered: number | null;
+    };
   };
 };

@@ -1,7 +1,9 @@
 import type { z } from "zod";
 import { parseInput } from "@/server/shared/parse-input";
 import { Prisma } from "@/generated/prisma/client";
-import { type DbClient, getDb, pageSize } from "@/server/db";
+import { type DbClient, getDb, inTransaction, pageSize } from "@/server/db";
+import { upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
+import type { TUpsertWorkspaceInput } from "@/server/modules/workspace/workspace.types";
 import type { TenantScope } from "@/server/auth/scope";
 import { AppError } from "@/server/shared/errors";
 import { type Page, pageArgs, paginate } from "@/server/shared/page";
@@ -33,13 +35,19 @@ const sessionSelect = {
  * Creates a session bound to `workspaceId` for good. The agent and the leader session must belong
  * to the same tenant (checked here, since the foreign keys alone would accept another tenant's).
  */
+/**
+ * Creates a session. With `binding`, its workspace binding row is written in the same transaction, so a
+ * binding that fails (an id another tenant holds) leaves no session behind, and no session exists without
+ * its binding.
+ */
 export async function createSession(
   scope: TenantScope,
   rawInput: TCreateSessionInput,
-  db = getDb(),
+  db: DbClient = getDb(),
+  options: { binding?: TUpsertWorkspaceInput } = {},
 ): Promise<SessionDTO> {
   const input = parseInput(ZCreateSessionInput, rawInput);
-  return db.$transaction(async (tx) => {
+  return inTransaction(db, async (tx) => {
     const agent = await tx.agent.findFirst({
       where: { tenantId: scope.tenantId, id: input.agentId },
       select: { id: true },
@@ -58,6 +66,7 @@ export async function createSession(
       if (!member)
         throw new AppError("BAD_REQUEST", `user ${userId} is not a member`, { userMessage: "Unknown user." });
     }
+    if (options.binding) await upsertWorkspaceBinding(scope, options.binding, tx);
     return tx.session.create({
       data: {
         tenantId: scope.tenantId,

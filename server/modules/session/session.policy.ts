@@ -2,7 +2,11 @@ import type { TenantScope } from "@/server/auth/scope";
 import { AppError } from "@/server/shared/errors";
 import type { IsolationPolicy as StoredIsolationPolicy } from "@/server/modules/agent/agent.types";
 import type { WorkspaceDTO } from "@/server/modules/workspace/workspace.types";
-import { assignWorkspaceId, IsolationPolicy } from "@/server/workspace/manager/isolation";
+import {
+  assignWorkspaceId,
+  IsolationPolicy,
+  legacyPerUserWorkspaceId,
+} from "@/server/workspace/manager/isolation";
 
 /** The tenant default when an agent names no policy (agentscope-spec.md §8.1: PER_AGENT). */
 export const TENANT_DEFAULT_ISOLATION: StoredIsolationPolicy = "PER_AGENT";
@@ -23,7 +27,16 @@ export function assignSessionWorkspaceId(
   scope: TenantScope,
   agentId: string,
 ): string {
-  return assignWorkspaceId(ENGINE_POLICY[policy], { userId: workspaceUserOf(scope), agentId });
+  return assignWorkspaceId(ENGINE_POLICY[policy], {
+    tenantId: scope.tenantId,
+    userId: workspaceUserOf(scope),
+    agentId,
+  });
+}
+
+/** The id a PER_USER binding had before tenants were part of it (reused when the tenant holds it). */
+export function legacySessionWorkspaceId(policy: StoredIsolationPolicy, scope: TenantScope): string | null {
+  return policy === "PER_USER" ? legacyPerUserWorkspaceId(workspaceUserOf(scope)) : null;
 }
 
 /** Why an explicitly requested workspace cannot take a new session (null: it can). */

@@ -16,22 +16,27 @@ import {
 } from "@/server/modules/session/session.schema";
 import {
   assignSessionWorkspaceId,
+  legacySessionWorkspaceId,
+  mayShareWorkspace,
   TENANT_DEFAULT_ISOLATION,
   workspaceRefusal,
   workspaceRefusalError,
 } from "@/server/modules/session/session.policy";
 import type { SessionDTO } from "@/server/modules/session/session.types";
 import { getWorkspaceOrNull } from "@/server/modules/workspace/workspace.data";
-import type { WorkspaceDTO } from "@/server/modules/workspace/workspace.types";
+import type { TUpsertWorkspaceInput } from "@/server/modules/workspace/workspace.types";
 import { parseInput } from "@/server/shared/parse-input";
 import type { z } from "zod";
 
 /** What the session service needs from the workspace service (H8): bindings and the purge producer. */
 export type SessionWorkspacePort = {
-  bindWorkspace(
-    scope: TenantScope,
-    input: { workspaceId: string; agentId: string; userId: string | null; isolationPolicy: IsolationPolicy },
-  ): Promise<WorkspaceDTO>;
+  /** The binding row a new session's workspace gets (written by session.data in the session's transaction). */
+  bindingFor(input: {
+    workspaceId: string;
+    agentId: string;
+    userId: string | null;
+    isolationPolicy: IsolationPolicy;
+  }): TUpsertWorkspaceInput;
   enqueueSessionPurge(
     scope: TenantScope,
     input: { workspaceId: string; agentId: string; sessionIds: string[] },
@@ -67,6 +72,11 @@ export function createSessionService(deps: SessionServiceDeps) {
       return { workspaceId: record.id, policy: record.isolationPolicy, shared: true };
     }
     const policy = agent.isolationPolicy ?? TENANT_DEFAULT_ISOLATION;
+    // A PER_USER workspace bound before the tenant was part of the id keeps serving its user in this tenant.
+    const legacyId = legacySessionWorkspaceId(policy, scope);
+    if (legacyId !== null && mayShareWorkspace(await getWorkspaceOrNull(scope, legacyId), scope)) {
+      return { workspaceId: legacyId, policy, shared: false };
+    }
     return { workspaceId: assignSessionWorkspaceId(policy, scope, agent.id), policy, shared: false };
   }
 
@@ -88,21 +98,27 @@ export function createSessionService(deps: SessionServiceDeps) {
         const chosen = extra.trustedWorkspaceId
           ? { workspaceId: extra.trustedWorkspaceId, policy: null, shared: true }
           : await chooseWorkspace(scope, input.agentId, input.workspaceId);
-        const session = await createSession(scope, {
-          agentId: input.agentId,
-          workspaceId: chosen.workspaceId,
-          name: input.name ?? "",
-          ...(extra.leaderSessionId ? { leaderSessionId: extra.leaderSessionId } : {}),
-        });
-        // A PENDING binding row only (no provisioning): it makes the workspace visible and shareable.
-        if (chosen.policy) {
-          await deps.workspaces.bindWorkspace(scope, {
-            workspaceId: chosen.workspaceId,
+        // The session and its (PENDING, not provisioned) binding row land together or not at all: the
+        // binding makes the workspace visible and shareable.
+        const binding = chosen.policy
+          ? deps.workspaces.bindingFor({
+              workspaceId: chosen.workspaceId,
+              agentId: input.agentId,
+              userId: scope.userId,
+              isolationPolicy: chosen.policy,
+            })
+          : undefined;
+        const session = await createSession(
+          scope,
+          {
             agentId: input.agentId,
-            userId: scope.userId,
-            isolationPolicy: chosen.policy,
-          });
-        }
+            workspaceId: chosen.workspaceId,
+            name: input.name ?? "",
+            ...(extra.leaderSessionId ? { leaderSessionId: extra.leaderSessionId } : {}),
+          },
+          undefined,
+          binding ? { binding } : {},
+        );
         return { sessionId: session.id, workspaceId: session.workspaceId, session };
       },
       onAuditFailure,

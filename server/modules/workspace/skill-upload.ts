@@ -1,4 +1,5 @@
 import { Readable, Transform } from "node:stream";
+import { assertNoUnsafeStrings } from "@/server/shared/unsafe-strings";
 import type { ReadableStream as NodeWebReadableStream } from "node:stream/web";
 import busboy from "busboy";
 import { pack as createTarPack } from "tar-stream";
@@ -28,6 +29,8 @@ const invalid = (message: string) => new AppError("UNPROCESSABLE", message, { us
  * then installs the first folder holding one, see findSkillRoot: `outer/inner/SKILL.md` installs `inner`).
  */
 export function validateManifest(raw: unknown, limits = SKILL_UPLOAD_LIMITS): SkillManifest {
+  // A NUL or unpaired surrogate in a path is refused as bad input (400), like every other boundary.
+  assertNoUnsafeStrings(raw, "manifest");
   const parsed = ZManifest.safeParse(raw);
   if (!parsed.success)
     throw invalid("The manifest must be {entries: [{path, size}]} with at least one entry.");
@@ -40,6 +43,8 @@ export function validateManifest(raw: unknown, limits = SKILL_UPLOAD_LIMITS): Sk
       throw invalid(`${entry.path} is larger than ${limits.maxFileBytes} bytes.`);
     total += entry.size;
     const segments = entry.path.split("/");
+    if (segments.some((segment) => Buffer.byteLength(segment) > 255))
+      throw invalid(`A name in ${entry.path.slice(0, 100)}… is longer than 255 bytes.`);
     if (
       entry.path.startsWith("/") ||
       segments.length < 2 ||

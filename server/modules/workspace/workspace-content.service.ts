@@ -6,6 +6,7 @@ import type { ArchiveFormat } from "@/server/workspace/archive/archive-entries";
 import { ZMcpDeclaration } from "@/server/workspace/mcp/types";
 import { isInside, resolveConfined } from "@/server/workspace/paths";
 import type { Workspace } from "@/server/workspace/workspace";
+import { assertMayDeclareStdioMcp } from "@/server/modules/tenant/tenant-policy";
 import { signDownloadToken } from "./download-token";
 import { readGitStatus } from "./git-status";
 import type { WorkspaceService } from "./workspace.service";
@@ -85,6 +86,8 @@ export function createWorkspaceContentService(service: WorkspaceService) {
           userMessage: "Invalid MCP declaration.",
         });
       }
+      // A stdio MCP is a command: the tenant's policy is checked before the workspace is even attached.
+      if (parsed.data.mcp_config.type === "stdio_mcp") await assertMayDeclareStdioMcp(scope);
       return service.audited(
         scope,
         "workspace.mcp.add",

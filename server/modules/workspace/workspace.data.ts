@@ -1,6 +1,6 @@
 import { parseInput } from "@/server/shared/parse-input";
 import { Prisma } from "@/generated/prisma/client";
-import { type DbClient, getDb, isUniqueViolation, pageSize } from "@/server/db";
+import { type DbClient, getDb, inTransaction, pageSize } from "@/server/db";
 import { actorLabel, type TenantScope } from "@/server/auth/scope";
 import { AppError } from "@/server/shared/errors";
 import { type Page, pageArgs, paginate } from "@/server/shared/page";
@@ -52,15 +52,17 @@ const toWorkspaceDTO = ({ _count, ...row }: WorkspaceRow): WorkspaceDTO => ({
 export async function upsertWorkspaceBinding(
   scope: TenantScope,
   rawInput: TUpsertWorkspaceInput,
-  db = getDb(),
+  db: DbClient = getDb(),
 ): Promise<{ workspace: WorkspaceDTO; created: boolean }> {
   const input = parseInput(ZUpsertWorkspaceInput, rawInput);
   const existing = await getWorkspaceOrNull(scope, input.id, db);
   if (existing) return { workspace: existing, created: false };
-  try {
-    const workspace = await db.$transaction(async (tx) => {
-      const row = await tx.workspace.create({
-        data: {
+  // Joins the caller's transaction when given one (session.create binds in the session's transaction).
+  // ON CONFLICT DO NOTHING instead of catching a unique violation: a failed statement would abort it.
+  return inTransaction(db, async (tx) => {
+    const { count } = await tx.workspace.createMany({
+      data: [
+        {
           id: input.id,
           tenantId: scope.tenantId,
           backendKind: input.backendKind,
@@ -68,20 +70,16 @@ export async function upsertWorkspaceBinding(
           agentId: input.agentId ?? null,
           userId: input.userId ?? null,
         },
-        select: workspaceSelect(),
-      });
-      await insertEvent(tx, scope, input.id, { kind: "created", reason: null, data: null });
-      return toWorkspaceDTO(row);
+      ],
+      skipDuplicates: true,
     });
-    return { workspace, created: true };
-  } catch (error) {
-    if (!isUniqueViolation(error)) throw error;
-    const raced = await getWorkspaceOrNull(scope, input.id, db);
-    if (raced) return { workspace: raced, created: false };
+    if (count === 1) await insertEvent(tx, scope, input.id, { kind: "created", reason: null, data: null });
+    const row = await getWorkspaceOrNull(scope, input.id, tx);
+    if (row) return { workspace: row, created: count === 1 };
     throw new AppError("CONFLICT", `workspace id ${input.id} is bound to another tenant`, {
       userMessage: "This workspace id is not available.",
     });
-  }
+  });
 }
 
 export async function getWorkspaceOrNull(
@@ -109,15 +107,26 @@ export async function getWorkspace(
 /** Most recently updated first. */
 export async function listWorkspaces(
   scope: TenantScope,
-  options: { states?: WorkspaceState[]; agentId?: string; limit?: number; cursor?: string } = {},
+  options: {
+    states?: WorkspaceState[];
+    agentId?: string;
+    limit?: number;
+    cursor?: string;
+    /** Only these workspaces and those derived for this workspace user (a member's view: workspace-access.ts). */
+    onlyAccessible?: { workspaceIds: string[]; workspaceUser: string } | null;
+  } = {},
   db: DbClient = getDb(),
 ): Promise<Page<WorkspaceDTO>> {
   const take = pageSize(options.limit);
+  const accessible = options.onlyAccessible;
   const rows = await db.workspace.findMany({
     where: {
       tenantId: scope.tenantId,
       ...(options.states ? { state: { in: options.states } } : {}),
       ...(options.agentId ? { agentId: options.agentId } : {}),
+      ...(accessible
+        ? { OR: [{ id: { in: accessible.workspaceIds } }, { userId: accessible.workspaceUser }] }
+        : {}),
     },
     select: workspaceSelect(),
     orderBy: [{ updatedAt: "desc" }, { id: "desc" }],

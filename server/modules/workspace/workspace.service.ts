@@ -18,6 +18,7 @@ import {
   upsertWorkspaceBinding,
 } from "./workspace.data";
 import type { WorkspaceDTO, WorkspaceState } from "./workspace.types";
+import { assertMayActOnWorkspace, workspaceListLimit } from "./workspace-access";
 import { acquireLeaseLocked, touchWorkspaceActivity, transitionFrom } from "./workspace-lifecycle.data";
 import { addressOfRecord } from "./workspace-spec";
 
@@ -236,7 +237,23 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
       return withLease(scope, record.id, { ...lease, agentId: session.agentId }, fn);
     },
 
-    /** Records a workspace binding (PENDING) without provisioning: what session.create may call. */
+    /** The binding row (PENDING, this engine's backend) session.create writes with a new session. */
+    bindingFor(input: {
+      workspaceId: string;
+      agentId: string;
+      userId: string | null;
+      isolationPolicy: "PER_AGENT" | "PER_SESSION" | "PER_USER";
+    }) {
+      return {
+        id: input.workspaceId,
+        backendKind: engine.machine.kind,
+        isolationPolicy: input.isolationPolicy,
+        agentId: input.agentId,
+        userId: input.userId,
+      };
+    },
+
+    /** Records a workspace binding (PENDING) without provisioning. */
     async bindWorkspace(
       scope: TenantScope,
       input: {
@@ -260,12 +277,16 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
       scope: TenantScope,
       options: { states?: WorkspaceState[]; agentId?: string; limit?: number; cursor?: string },
     ) {
-      const page = await listWorkspaces(scope, options);
+      const page = await listWorkspaces(scope, {
+        ...options,
+        onlyAccessible: await workspaceListLimit(scope),
+      });
       return { ...page, items: page.items.map((record) => describe(record)) };
     },
 
     async get(scope: TenantScope, workspaceId: string) {
       const record = await requireRecord(scope, workspaceId);
+      await assertMayActOnWorkspace(scope, record);
       const [leases, events] = await Promise.all([
         listWorkspaceLeases(scope, workspaceId),
         listWorkspaceEvents(scope, workspaceId, { limit: 50 }),
@@ -367,7 +388,10 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
       return { ...engine.machine.isolation };
     },
 
-    /** The record + an attached workspace, under a short call lease (routers' workspace calls). */
+    /**
+     * The record + an attached workspace, under a short call lease (routers' workspace calls and routes).
+     * A member reaches only their own sessions' workspaces (workspace-access.ts), checked before the lease.
+     */
     async withWorkspace<T>(
       scope: TenantScope,
       workspaceId: string,
@@ -375,6 +399,7 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
       fn: (workspace: Workspace, record: WorkspaceDTO) => Promise<T>,
       options: { agentId?: string | null } = {},
     ) {
+      await assertMayActOnWorkspace(scope, await requireRecord(scope, workspaceId));
       return withLease(scope, workspaceId, { ...callLease(reason), agentId: options.agentId ?? null }, fn);
     },
   };

@@ -22,20 +22,29 @@ function blake2b64Hex(input: string): string {
 }
 
 /**
- * The workspace id for a request, byte-for-byte the reference's: 16 hex chars of an 8-byte blake2b of
- * `"{userId}::{agentId}"` (PER_AGENT) or `"user::{userId}"` (PER_USER). PER_SESSION mints a random 32-hex id
- * (the reference's uuid4().hex), so it is the one impure case. `sessionId` never enters the hash.
+ * The workspace id for a request: 16 hex chars of an 8-byte blake2b. PER_AGENT hashes `"{userId}::{agentId}"`,
+ * byte-for-byte the reference's (agent ids are unique across tenants, so the tenant is already implied).
+ * PER_USER hashes `"user::{tenantId}::{userId}"`: the reference's `"user::{userId}"` gave the same user the
+ * same id in every tenant, and ids are global, so their second tenant got a conflict.
+ * `legacyPerUserWorkspaceId` is that old id, for bindings made before (see session.service).
+ * PER_SESSION mints a random 32-hex id (the reference's uuid4().hex), so it is the one impure case.
+ * `sessionId` never enters the hash.
  */
 export function assignWorkspaceId(
   policy: IsolationPolicy,
-  ids: { userId: string; agentId: string; sessionId?: string },
+  ids: { tenantId: string; userId: string; agentId: string; sessionId?: string },
 ): string {
   switch (policy) {
     case IsolationPolicy.PER_AGENT:
       return blake2b64Hex(`${ids.userId}::${ids.agentId}`);
     case IsolationPolicy.PER_USER:
-      return blake2b64Hex(`user::${ids.userId}`);
+      return blake2b64Hex(`user::${ids.tenantId}::${ids.userId}`);
     case IsolationPolicy.PER_SESSION:
       return randomBytes(16).toString("hex");
   }
+}
+
+/** The PER_USER id before the tenant was part of it; only ever looked up inside the caller's tenant. */
+export function legacyPerUserWorkspaceId(userId: string): string {
+  return blake2b64Hex(`user::${userId}`);
 }

@@ -108,10 +108,11 @@ export class WorkspaceManager implements AsyncDisposable {
   }
 
   /** The workspace id a request maps to under this manager's policy (memoised for PER_AGENT/PER_USER). */
-  workspaceIdFor(input: Pick<GetWorkspaceInput, "userId" | "agentId" | "sessionId">): string {
+  workspaceIdFor(input: Pick<GetWorkspaceInput, "tenantId" | "userId" | "agentId" | "sessionId">): string {
     if (this.isolation === IsolationPolicy.PER_SESSION) return assignWorkspaceId(this.isolation, input);
     // Nested maps keyed by the caller's own strings: no concatenated key to build and hash on every hit.
-    const agentKey = this.isolation === IsolationPolicy.PER_USER ? "" : input.agentId;
+    // PER_USER ids depend on the tenant, PER_AGENT ids on the agent (one policy per manager).
+    const agentKey = this.isolation === IsolationPolicy.PER_USER ? input.tenantId : input.agentId;
     let byAgent = this.idMemo.get(input.userId);
     let id = byAgent?.get(agentKey);
     if (id === undefined) {

@@ -2,10 +2,11 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { FetchLike, Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { AppError } from "@/server/shared/errors";
 import { toMcpAppError } from "@/server/workspace/mcp/mcp-errors";
+import { createMcpAddressGuard, type McpNetworkPolicy } from "@/server/workspace/mcp/mcp-network-policy";
 import { filterMcpTools, isMcpToolAllowed } from "@/server/workspace/mcp/tool-filter";
 import {
   silentLogger,
@@ -28,9 +29,18 @@ export type LocalMcpConnectorOptions = {
   /** Name/version Berth announces in the MCP initialize handshake. */
   clientInfo?: { name: string; version: string };
   logger?: EngineLogger;
+  /**
+   * Where HTTP/SSE servers may be dialled from this process (mcp-network-policy.ts); checked in every
+   * connection's DNS lookup. Unset → anywhere: only for connectors whose network is already a sandbox's
+   * (the in-container gateway). The host-side Workspace always sets it.
+   */
+  network?: McpNetworkPolicy;
 };
 
-type ResolvedOptions = Required<Omit<LocalMcpConnectorOptions, "defaultCwd">> & { defaultCwd?: string };
+type ResolvedOptions = Required<Omit<LocalMcpConnectorOptions, "defaultCwd" | "network">> & {
+  defaultCwd?: string;
+  guardedFetch?: FetchLike;
+};
 
 const STDERR_TAIL_BYTES = 4096;
 
@@ -49,6 +59,7 @@ export class LocalMcpConnector implements McpConnector {
       clientInfo: options.clientInfo ?? { name: "berth", version: "0.1.0" },
       logger: options.logger ?? silentLogger,
       ...(options.defaultCwd === undefined ? {} : { defaultCwd: options.defaultCwd }),
+      ...(options.network ? { guardedFetch: createMcpAddressGuard(options.network).fetch } : {}),
     };
   }
 
@@ -238,11 +249,14 @@ class LocalMcpClient implements LiveMcpClient {
       transport = stdio;
     } else {
       const url = new URL(config.url);
-      const requestInit = config.headers ? { headers: config.headers } : undefined;
+      const transportOptions = {
+        ...(config.headers ? { requestInit: { headers: config.headers } } : {}),
+        ...(this.options.guardedFetch ? { fetch: this.options.guardedFetch } : {}),
+      };
       transport =
         selectHttpTransport(config.url) === "sse"
-          ? new SSEClientTransport(url, requestInit ? { requestInit } : undefined)
-          : new StreamableHTTPClientTransport(url, requestInit ? { requestInit } : undefined);
+          ? new SSEClientTransport(url, transportOptions)
+          : new StreamableHTTPClientTransport(url, transportOptions);
     }
     const client = new Client(this.options.clientInfo, { capabilities: {} });
     try {

@@ -2,7 +2,6 @@ import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { PassThrough, type Readable } from "node:stream";
-import { z } from "zod";
 import { AppError } from "@/server/shared/errors";
 import type { WorkspaceBackend } from "@/server/workspace/backend/port";
 import {
@@ -22,6 +21,12 @@ import { KeyedMutex } from "@/server/workspace/mcp/async-mutex";
 import { silentLogger, type EngineLogger } from "@/server/workspace/mcp/types";
 import { findDuplicate } from "@/server/workspace/skills/skill-dedup";
 import { parseSkillMarkdown } from "@/server/workspace/skills/front-matter";
+import {
+  resolveSkillRef,
+  ZContentIndex,
+  type SkillRef,
+  type TContentIndex,
+} from "@/server/workspace/skills/skill-lookup";
 import {
   assertPlainName,
   assignSkillLabels,
@@ -59,8 +64,7 @@ export type Skill = {
 export type SkippedSkill = { dir: string; reason: string };
 export type SkillListing = { skills: Skill[]; skipped: SkippedSkill[] };
 export type SkillInstallResult = { skill: Skill; deduplicated: boolean };
-/** A skill by its folder (stable, unambiguous) or by name (agent-facing, or front-matter when unique). */
-export type SkillRef = string | { dir: string };
+export type { SkillRef };
 
 export type SkillStoreOptions = {
   backend: WorkspaceBackend;
@@ -72,22 +76,6 @@ export type SkillStoreOptions = {
   spoolDir?: string;
   logger?: EngineLogger;
 };
-
-const ZContentIndex = z.object({
-  version: z.literal(1),
-  // `shape` and an optional content `hash` (see skill-dedup.ts); entries from before shapes have a hash only.
-  skills: z.record(
-    z.string(),
-    z.object({
-      name: z.string(),
-      hash: z.string().optional(),
-      shape: z.string().optional(),
-      /** The agent-facing name given at install time (kept while it still fits the front-matter name). */
-      label: z.string().optional(),
-    }),
-  ),
-});
-type TContentIndex = z.infer<typeof ZContentIndex>;
 
 /**
  * The skills of a workspace (agentscope-spec.md §3): per-agent partitions `skills/<agentId>/`
@@ -326,42 +314,10 @@ export class SkillStore {
     }
   }
 
-  /**
-   * Resolves a reference: `{ dir }` by folder; a name by agent-facing name, then by front-matter name, then
-   * (for callers that pass a folder as the name) by folder. With `strict`, an agent-facing name that is
-   * also another skill's front-matter name (`helper` when two skills declare `helper`) is ambiguous: CONFLICT.
-   */
-  private async find(
-    ref: SkillRef,
-    agentId?: string | null,
-    options: { strict?: boolean } = {},
-  ): Promise<Skill> {
+  /** Resolves a reference in the partition (see resolveSkillRef). */
+  private async find(ref: SkillRef, agentId?: string | null, options: { strict?: boolean } = {}) {
     const { skills } = await this.list(agentId);
-    const partition = partitionName(agentId);
-    const candidatesOf = (list: Skill[]) => list.map(({ dir, name }) => ({ dir, name }));
-    if (typeof ref !== "string") {
-      const skill = skills.find((candidate) => candidate.dir === ref.dir);
-      if (skill) return skill;
-      throw new AppError("NOT_FOUND", `Skill folder '${ref.dir}' not found`, {
-        details: { dir: ref.dir, partition, available: candidatesOf(skills) },
-      });
-    }
-    const declared = skills.filter((candidate) => candidate.declaredName === ref);
-    const labelled = skills.find((candidate) => candidate.name === ref);
-    if (labelled && !(options.strict && declared.length > 1)) return labelled;
-    if (declared.length > 1) {
-      throw new AppError("CONFLICT", `Skill name '${ref}' is ambiguous in partition ${partition}`, {
-        userMessage: `${declared.length} skills are named '${ref}'; name one by its folder (dir): ${declared.map((skill) => skill.dir).join(", ")}.`,
-        details: { name: ref, partition, candidates: candidatesOf(declared) },
-      });
-    }
-    const skill = declared[0] ?? skills.find((candidate) => candidate.dir === ref);
-    if (!skill) {
-      throw new AppError("NOT_FOUND", `Skill '${ref}' not found`, {
-        details: { name: ref, partition, available: candidatesOf(skills) },
-      });
-    }
-    return skill;
+    return resolveSkillRef(skills, ref, partitionName(agentId), options.strict ?? false);
   }
 
   /** The partition's skills (sorted by folder) with their agent-facing names; bad folders as skipped. */

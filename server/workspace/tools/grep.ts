@@ -64,7 +64,7 @@ export function createGrepTool(context: ToolContext): BuiltinTool {
       const { backend } = context;
       const target = await resolveConfined(backend, toolPathOf(backend, input.path ?? backend.workdir));
       const info = await backend.stat(target);
-      if (!info) return errorResult(`Error: Path does not exist: ${input.path ?? backend.workdir}`);
+      if (!info) return errorResult(`Error: Path does not exist: ${input.path ?? "."}`);
       if (input.type !== undefined && !FILE_TYPE_GLOBS[input.type]) {
         return errorResult(
           `Error: unknown file type '${input.type}'. Known: ${Object.keys(FILE_TYPE_GLOBS).join(", ")}`,

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { redactHostPaths } from "@/server/shared/host-paths";
 import { isAppError } from "@/server/shared/errors";
 import type { WorkspaceBackend } from "@/server/workspace/backend/port";
 
@@ -49,11 +50,37 @@ export function errorResult(content: string, metadata?: Record<string, unknown>)
   return metadata ? { content, isError: true, metadata } : { content, isError: true };
 }
 
-/** The text an agent should see for a thrown error: AppError's user message, else the plain message. */
+/**
+ * The text an agent (and the user watching the chat) sees for a thrown error: AppError's user message, a
+ * filesystem error by its kind (its message quotes the host path), else the plain message. Registered host
+ * directories are redacted whatever the source.
+ */
 export function errorText(error: unknown): string {
   if (isAppError(error))
-    return error.userMessage.startsWith("Error") ? error.userMessage : `Error: ${error.userMessage}`;
-  return `Error: ${error instanceof Error ? error.message : String(error)}`;
+    return redactHostPaths(
+      error.userMessage.startsWith("Error") ? error.userMessage : `Error: ${error.userMessage}`,
+    );
+  const systemCode = systemErrorCode(error);
+  if (systemCode)
+    return `Error: ${SYSTEM_ERROR_TEXT[systemCode] ?? "the file operation failed"} (${systemCode})`;
+  return redactHostPaths(`Error: ${error instanceof Error ? error.message : String(error)}`);
+}
+
+const SYSTEM_ERROR_TEXT: Record<string, string> = {
+  ENOENT: "no such file or directory",
+  EACCES: "permission denied",
+  EPERM: "operation not permitted",
+  EISDIR: "is a directory",
+  ENOTDIR: "not a directory",
+  ENAMETOOLONG: "the path or a name in it is too long",
+  EEXIST: "already exists",
+  ENOSPC: "no space left on the device",
+  ELOOP: "too many levels of symbolic links",
+};
+
+function systemErrorCode(error: unknown): string | null {
+  if (!(error instanceof Error) || !("code" in error) || !("syscall" in error)) return null;
+  return typeof error.code === "string" && /^E[A-Z]+$/.test(error.code) ? error.code : null;
 }
 
 /** Builds a tool from a zod schema: JSON-schema export, input validation, and thrown errors as results. */

@@ -50,7 +50,8 @@ export async function startE2eApp(): Promise<E2eApp> {
 export async function watchedPage(context: BrowserContext): Promise<{ page: Page; pageErrors: string[] }> {
   const page = await context.newPage();
   const pageErrors: string[] = [];
-  page.on("pageerror", (error) => pageErrors.push(error.message));
+  // With the page's address: a hydration error names no component in a production build.
+  page.on("pageerror", (error) => pageErrors.push(`${page.url()}: ${error.message}`));
   return { page, pageErrors };
 }
 

@@ -105,12 +105,9 @@ describe("agent CRUD", () => {
       await workspace.offloadContext(id, [{ role: "user", content: `context of ${id}` }]);
       await workspace.offloadToolResult(id, "call_1", `output of ${id}`);
     }
-    const sessionDir = (id: string) => path.join(workspace.workdir, "sessions", id);
-    const exists = (dir: string) =>
-      fs.stat(dir).then(
-        () => true,
-        () => false,
-      );
+    // Through the backend: the workdir is the sandbox's path, not necessarily a host path.
+    const sessionDir = (id: string) => path.posix.join(workspace.workdir, "sessions", id);
+    const exists = async (dir: string) => (await workspace.backend.stat(dir)) !== null;
     expect(await exists(sessionDir(sessionId))).toBe(true);
 
     const result = await h.owner.agent.delete({ ...h.ref, agentId: agent.id });
@@ -137,7 +134,7 @@ describe("agent CRUD", () => {
       },
       { timeout: 60_000, interval: 100 },
     );
-    expect(await exists(path.join(sessionDir(bystander.sessionId), "context.jsonl"))).toBe(true);
+    expect(await exists(path.posix.join(sessionDir(bystander.sessionId), "context.jsonl"))).toBe(true);
     const sessionReceipts = await h.owner.workspace.purgeReceipts({ ...h.ref, targetType: "session" });
     expect(sessionReceipts.map((receipt) => receipt.targetId)).toEqual(
       expect.arrayContaining([sessionId, second.sessionId]),
@@ -183,7 +180,7 @@ describe("agent.update is a partial patch", () => {
         baseUrl: "http://127.0.0.1:9/v1",
         model: "m1",
         temperature: 0.3,
-        reasoningEffort: "low",
+        maxOutputTokens: 512,
         apiKey: KEY,
       },
     });
@@ -200,7 +197,7 @@ describe("agent.update is a partial patch", () => {
       baseUrl: "http://127.0.0.1:9/v1",
       model: "m2",
       temperature: 0.3,
-      reasoningEffort: "low",
+      maxOutputTokens: 512,
     };
     expect(updated).toMatchObject({ description: "before", hasApiKey: true, modelConfig: expectedConfig });
     expect(updated.modelConfig).toEqual(expectedConfig);
@@ -213,7 +210,7 @@ describe("agent.update is a partial patch", () => {
     const withoutBase = await h.owner.agent.update({
       ...h.ref,
       agentId: agent.id,
-      patch: { modelConfig: { baseUrl: null, reasoningEffort: null } },
+      patch: { modelConfig: { baseUrl: null, maxOutputTokens: null } },
     });
     expect(withoutBase.modelConfig).toEqual({ provider: "openai-compatible", model: "m2", temperature: 0.3 });
     expect(await keyOf(agent.id)).toBe(KEY);
@@ -224,7 +221,7 @@ describe("agent.update is a partial patch", () => {
       .filter((entry) => entry.targetId === agent.id)
       .map((entry) => entry.details as { fields: string[] });
     expect(details.map((d) => d.fields).sort()).toEqual([
-      ["modelConfig.baseUrl", "modelConfig.reasoningEffort"],
+      ["modelConfig.baseUrl", "modelConfig.maxOutputTokens"],
       ["modelConfig.model"],
     ]);
   });
@@ -262,6 +259,9 @@ describe("agent.update is a partial patch", () => {
       { modelConfig: { baseUrl: "not a url" } },
       { modelConfig: { model: null } },
       { modelConfig: { model: "m2", temperature: 7 } },
+      // Known keys only, each bounded: arbitrary extra settings once let a 20 MB config in.
+      { modelConfig: { reasoningEffort: "low" } },
+      { modelConfig: { model: "m".repeat(201) } },
       { modelApiKey: "" },
       { modelApiKey: `${KEY}-a`, modelConfig: { apiKey: `${KEY}-b` } },
       { name: "no/slashes", description: "after" },

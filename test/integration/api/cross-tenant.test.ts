@@ -5,18 +5,28 @@
  * mutation. Callers authenticate for real (session cookie from a real sign-in, Bearer API keys).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { POST as uploadSkill } from "@/app/api/workspaces/[id]/skills/route";
 import { createCaller } from "@/server/api/root";
 import { type ApiRuntime } from "@/server/api/context";
 import { randomBytes, randomUUID } from "node:crypto";
+import { resolveTenantScope } from "@/server/auth/resolve";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
+import { createApiKey } from "@/server/modules/api-key/api-key.service";
+import { addMember } from "@/server/modules/member/member.data";
 import { getWorkspaceServices } from "@/server/engine/engine";
 import { createAgent } from "@/server/modules/agent/agent.data";
 import { createSession } from "@/server/modules/session/session.data";
 import { disconnectDb } from "@/server/db";
 import { upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
 import { contextFromHeaders, createTestApiRuntime } from "./support/api-test-runtime";
+import { createInvite } from "@/server/modules/member/invite.service";
 import { allProcedurePaths, callByPath, procedureType, rejectionCode } from "./support/call-by-path";
-import { createTenantFixture, type TenantFixture } from "./support/tenant-fixtures";
+import {
+  createTenantFixture,
+  FIXTURE_PASSWORD,
+  signInCookie,
+  type TenantFixture,
+} from "./support/tenant-fixtures";
 
 type Input = Record<string, unknown>;
 
@@ -44,6 +54,19 @@ const CASES: Record<string, CrossTenantCase> = {
     },
   },
   "tenant.overview": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "tenant.policy": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "tenant.setPolicy": { kind: "tenant", input: () => ({ stdioMcpMinRole: "member" }), targetsRows: false },
+  "account.changePassword": {
+    kind: "custom",
+    // Not tenant-scoped: it only ever acts on the caller's own account (a wrong current password changes nothing).
+    async check(caller) {
+      expect(
+        await rejectionCode(
+          caller.account.changePassword({ currentPassword: "not-the-password", newPassword: "whatever-123" }),
+        ),
+      ).toBe("BAD_REQUEST");
+    },
+  },
   "member.list": { kind: "tenant", input: () => ({}), targetsRows: false },
   "member.changeRole": {
     kind: "tenant",
@@ -57,11 +80,15 @@ const CASES: Record<string, CrossTenantCase> = {
     input: () => ({ name: "cross-tenant probe", role: "viewer" }),
     targetsRows: false,
   },
+  "invite.create": { kind: "tenant", input: () => ({ role: "viewer" }), targetsRows: false },
+  "invite.list": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "invite.revoke": { kind: "tenant", input: (t) => ({ inviteId: rowsOf(t).inviteId }), targetsRows: true },
   "apiKey.revoke": { kind: "tenant", input: (t) => ({ apiKeyId: t.viewerKey.id }), targetsRows: true },
   "audit.list": { kind: "tenant", input: () => ({ limit: 200 }), targetsRows: false },
   // workspace.* (H8): every procedure names a workspace of the tenant (a PENDING binding made in beforeAll),
   // so none of them provisions anything; B's id under A's tenant must be NOT_FOUND.
   "workspace.list": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "workspace.backend": { kind: "tenant", input: () => ({}), targetsRows: false },
   "workspace.get": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
   "workspace.stop": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
   "workspace.purge": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
@@ -129,6 +156,11 @@ const CASES: Record<string, CrossTenantCase> = {
     targetsRows: true,
   },
   "agent.delete": { kind: "tenant", input: (t) => ({ agentId: rowsOf(t).agentId }), targetsRows: true },
+  "agent.testConnection": {
+    kind: "tenant",
+    input: (t) => ({ agentId: rowsOf(t).agentId }),
+    targetsRows: true,
+  },
   "session.create": {
     kind: "tenant",
     input: (t) => ({ agentId: rowsOf(t).agentId, workspaceId: workspaceOf(t) }),
@@ -149,7 +181,7 @@ const CASES: Record<string, CrossTenantCase> = {
 };
 
 /** Per tenant: an agent, a session of it and a (waiting) job, for the agent/session/chat/jobs cases. */
-const tenantRows = new Map<string, { agentId: string; sessionId: string; jobId: string }>();
+const tenantRows = new Map<string, { agentId: string; sessionId: string; jobId: string; inviteId: string }>();
 function rowsOf(t: TenantFixture) {
   const rows = tenantRows.get(t.tenant.id);
   if (!rows) throw new Error(`no agent/session fixture for tenant ${t.tenant.slug}`);
@@ -180,6 +212,7 @@ async function snapshotOfB() {
   const ref = { tenantId: b.tenant.id };
   return {
     overview: await bOwner.tenant.overview(ref),
+    policy: await bOwner.tenant.policy(ref),
     members: await bOwner.member.list(ref),
     apiKeys: await bOwner.apiKey.list({ ...ref, includeRevoked: true }),
     audit: await bOwner.audit.list({ ...ref, limit: 200 }),
@@ -188,6 +221,7 @@ async function snapshotOfB() {
     sessions: await bOwner.session.list(ref),
     history: await bOwner.chat.history({ ...ref, sessionId: rowsOf(b).sessionId }),
     jobs: await bOwner.jobs.list(ref),
+    invites: await bOwner.invite.list(ref),
   };
 }
 
@@ -209,7 +243,13 @@ beforeAll(async () => {
       agentId: agent.id,
       sessionIds: [session.id],
     });
-    tenantRows.set(t.tenant.id, { agentId: agent.id, sessionId: session.id, jobId: jobId ?? "" });
+    const { invite } = await createInvite(t.ownerScope, { role: "viewer" });
+    tenantRows.set(t.tenant.id, {
+      agentId: agent.id,
+      sessionId: session.id,
+      jobId: jobId ?? "",
+      inviteId: invite.id,
+    });
   }
 });
 
@@ -271,6 +311,7 @@ describe("role gates", () => {
     expect(mutations.length).toBeGreaterThan(0);
     for (const path of mutations) {
       const testCase = CASES[path];
+      if (path === "account.changePassword") continue; // the caller's own account: viewers may change theirs
       if (testCase?.kind !== "tenant") throw new Error(`mutation ${path} needs a tenant case`);
       const input = { ...testCase.input(a), tenantId: a.tenant.id };
       expect(await rejectionCode(callByPath(cookieCaller(a.viewer), path, input)), path).toBe("FORBIDDEN");
@@ -292,5 +333,115 @@ describe("role gates", () => {
     );
     const badKey = callerWith({ authorization: "Bearer berth_not-a-real-key" });
     expect(await rejectionCode(badKey.tenant.overview({ tenantId: a.tenant.id }))).toBe("UNAUTHORIZED");
+  });
+});
+
+/**
+ * Cross-member: inside ONE tenant a member acts only on the workspaces of their own sessions (admins on all,
+ * viewers read all). Enumerates every workspace-keyed procedure (from CASES, so a new one is covered) and the
+ * skill upload route, as the member's cookie against the owner's workspace, and as a member-role API key the
+ * owner created (it acts for the owner's sessions only) against the member's workspace: each must answer
+ * NOT_FOUND (or FORBIDDEN where the role gate already refuses) and the workspace stay unchanged.
+ */
+describe("cross-member isolation inside a tenant", () => {
+  let member: { id: string; cookie: string };
+  let ownersMemberKey: string;
+  let memberWorkspaceId: string;
+
+  const workspaceKeyedPaths = () =>
+    Object.entries(CASES)
+      .filter(([, c]) => c.kind === "tenant" && "workspaceId" in c.input(a))
+      .map(([path]) => path)
+      .filter((path) => path !== "session.create") // binding rules: session.policy mayShareWorkspace
+      .sort();
+
+  beforeAll(async () => {
+    const email = `member-a-${randomUUID().slice(0, 8)}@example.test`;
+    const { user } = await runtime.auth.api.signUpEmail({
+      body: { email, password: FIXTURE_PASSWORD, name: "Member A" },
+    });
+    await addMember(a.ownerScope, { userId: user.id, role: "member" });
+    const scope = await resolveTenantScope(
+      { kind: "user", userId: user.id, email, name: "Member A", authSessionId: "fixture" },
+      a.tenant.id,
+    );
+    ownersMemberKey = (
+      await createApiKey(runtime.auth, a.ownerScope, { name: "member-role key", role: "member" })
+    ).plainKey;
+    member = { id: user.id, cookie: await signInCookie(runtime.auth, email, FIXTURE_PASSWORD) };
+    memberWorkspaceId = `xm${randomUUID().replaceAll("-", "")}`;
+    await upsertWorkspaceBinding(a.ownerScope, {
+      id: memberWorkspaceId,
+      backendKind: "local",
+      isolationPolicy: "PER_AGENT",
+    });
+    await createSession(scope, { agentId: rowsOf(a).agentId, workspaceId: memberWorkspaceId });
+  });
+
+  it("enumerates every workspace.* procedure that names a workspace", () => {
+    const keyed = allProcedurePaths().filter(
+      (path) =>
+        path.startsWith("workspace.") &&
+        !["workspace.list", "workspace.purgeReceipts", "workspace.backend"].includes(path),
+    );
+    expect(workspaceKeyedPaths()).toEqual(keyed);
+  });
+
+  it("denies a member's cookie, and a member-role key, every procedure on another user's workspace", async () => {
+    const attacks = [
+      { name: "member cookie", caller: cookieCaller(member), target: () => workspaceOf(a) },
+      {
+        name: "owner's member-role key",
+        caller: callerWith({ authorization: `Bearer ${ownersMemberKey}` }),
+        target: () => memberWorkspaceId,
+      },
+    ];
+    const outcomes: string[] = [];
+    for (const { name, caller, target } of attacks) {
+      const ownerView = () =>
+        cookieCaller(a.owner).workspace.get({ tenantId: a.tenant.id, workspaceId: target() });
+      const before = await ownerView();
+      for (const path of workspaceKeyedPaths()) {
+        const testCase = CASES[path];
+        if (testCase?.kind !== "tenant") continue;
+        const input = { ...testCase.input(a), workspaceId: target(), tenantId: a.tenant.id };
+        const code = await rejectionCode(callByPath(caller, path, input));
+        outcomes.push(`${path} by ${name}: ${code}`);
+        expect(DENIED, `${path} by ${name}`).toContain(code);
+      }
+      expect({ ...(await ownerView()), idleMs: null }).toEqual({ ...before, idleMs: null });
+    }
+    expect(outcomes.length).toBe(workspaceKeyedPaths().length * 2);
+  });
+
+  it("denies the member the skill upload route on another member's workspace (404, nothing read)", async () => {
+    const form = new FormData();
+    form.append("manifest", JSON.stringify({ entries: [{ path: "x/SKILL.md", size: 3 }] }));
+    form.append("files", new Blob(["abc"]), "SKILL.md");
+    const response = await uploadSkill(
+      new Request(`http://localhost:3000/api/workspaces/${workspaceOf(a)}/skills`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ownersMemberKey}` },
+        body: form,
+      }),
+      { params: Promise.resolve({ id: memberWorkspaceId }) },
+    );
+    expect(response.status).toBe(404);
+  });
+
+  it("lists and opens only the member's own workspaces; admins and viewers see every one", async () => {
+    const ref = { tenantId: a.tenant.id };
+    const mine = await cookieCaller(member).workspace.list(ref);
+    expect(mine.items.map((w) => w.id)).toEqual([memberWorkspaceId]);
+    expect((await cookieCaller(member).workspace.get({ ...ref, workspaceId: memberWorkspaceId })).id).toBe(
+      memberWorkspaceId,
+    );
+    for (const caller of [cookieCaller(a.owner), keyCaller(a.adminKey), cookieCaller(a.viewer)]) {
+      const ids = (await caller.workspace.list(ref)).items.map((w) => w.id);
+      expect(ids).toEqual(expect.arrayContaining([memberWorkspaceId, workspaceOf(a)]));
+      expect((await caller.workspace.get({ ...ref, workspaceId: memberWorkspaceId })).id).toBe(
+        memberWorkspaceId,
+      );
+    }
   });
 });

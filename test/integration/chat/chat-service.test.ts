@@ -72,7 +72,9 @@ describe("chat.send", () => {
     expect(fake.requests[0]!.authorization).toBe("Bearer sk-chat-secret");
 
     const { workspace } = await h.workspace.service.resolveForSession(h.tenant.ownerScope, sessionId);
-    expect(await fs.readFile(path.join(hostWorkdirOf(workspace), "notes", "hello.txt"), "utf8")).toBe("HELLO\n");
+    expect(await fs.readFile(path.join(hostWorkdirOf(workspace), "notes", "hello.txt"), "utf8")).toBe(
+      "HELLO\n",
+    );
 
     const history = await h.owner.chat.history({ ...h.ref, sessionId });
     expect(history.map((message) => message.role)).toEqual(["user", "assistant", "tool", "assistant"]);

@@ -69,6 +69,8 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
 
   it("200 concurrent turns of one fresh agent from two API processes, two workers → exactly one provision", async () => {
     basedir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-mp-chat-")));
+    // The sandboxed backend's workspace uids must be able to pass through to their folders.
+    await fs.chmod(basedir, 0o711);
     const controlDir = await makeControlDir(basedir);
     const workspacesDir = path.join(basedir, "workspaces");
     const env = {

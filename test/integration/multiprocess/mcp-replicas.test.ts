@@ -37,6 +37,8 @@ describe("MCP declarations across API replicas", { timeout: 120_000 }, () => {
 
   it("an MCP added through one replica is offered by the other; a removal through that one is seen by the first", async () => {
     basedir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-mp-mcp-")));
+    // The sandboxed backend's workspace uids must be able to pass through to their folders.
+    await fs.chmod(basedir, 0o711);
     const controlDir = await makeControlDir(basedir);
     upstream = await startHttpMcpServer();
     const tenant = await createTestTenant();
@@ -50,6 +52,8 @@ describe("MCP declarations across API replicas", { timeout: 120_000 }, () => {
     const env = {
       BERTH_REDIS_PREFIX: `${process.env.BERTH_REDIS_PREFIX}-mpmcp-${randomBytes(3).toString("hex")}`,
       BERTH_WORKSPACE_BASEDIR: path.join(basedir, "workspaces"),
+      // The upstream MCP server listens on loopback, which Berth refuses unless the operator allows it.
+      BERTH_MCP_ALLOWED_HOSTS: "127.0.0.1",
       MP_CONTROL_DIR: controlDir,
       MP_USER_ID: tenant.owner.id,
       MP_USER_EMAIL: tenant.owner.email,

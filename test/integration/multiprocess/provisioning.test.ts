@@ -29,6 +29,8 @@ describe("multi-process provisioning", { timeout: 120_000 }, () => {
 
   async function setup() {
     const basedir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-mp-")));
+    // The sandboxed backend's workspace uids must be able to pass through to their folders.
+    await fs.chmod(basedir, 0o711);
     const controlDir = await makeControlDir(basedir);
     const env = {
       BERTH_REDIS_PREFIX: `${process.env.BERTH_REDIS_PREFIX}-mp-${randomBytes(3).toString("hex")}`,

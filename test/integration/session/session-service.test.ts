@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import fs from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { TRPCError } from "@trpc/server";
@@ -37,6 +36,7 @@ describe("session.create", () => {
     const first = await h.owner.session.create({ ...h.ref, agentId: agent.id, name: "one" });
     const second = await h.owner.session.create({ ...h.ref, agentId: agent.id });
     const expected = assignWorkspaceId(IsolationPolicy.PER_AGENT, {
+      tenantId: h.tenant.tenant.id,
       userId: h.tenant.owner.id,
       agentId: agent.id,
     });
@@ -63,7 +63,11 @@ describe("session.create", () => {
       ),
     );
     expect(ids[0]).toBe(
-      assignWorkspaceId(IsolationPolicy.PER_USER, { userId: h.tenant.owner.id, agentId: "" }),
+      assignWorkspaceId(IsolationPolicy.PER_USER, {
+        tenantId: h.tenant.tenant.id,
+        userId: h.tenant.owner.id,
+        agentId: "",
+      }),
     );
     expect(ids[1]).toBe(ids[0]);
   });
@@ -146,12 +150,9 @@ describe("session.delete", () => {
     for (const id of [sessionId, worker.id, bystander.sessionId]) {
       await workspace.offloadToolResult(id, "call_1", `output of ${id}`);
     }
-    const dirOf = (id: string) => path.join(workspace.workdir, "sessions", id);
-    const exists = (dir: string) =>
-      fs.stat(dir).then(
-        () => true,
-        () => false,
-      );
+    // Through the backend: the workdir is the sandbox's path, not necessarily a host path.
+    const dirOf = (id: string) => path.posix.join(workspace.workdir, "sessions", id);
+    const exists = async (dir: string) => (await workspace.backend.stat(dir)) !== null;
     expect(await exists(dirOf(worker.id))).toBe(true);
 
     const deleted = await h.owner.session.delete({ ...h.ref, sessionId });

@@ -5,7 +5,9 @@ import { mintTenantScope } from "@/server/auth/scope";
 import type { RedisConfig } from "@/server/config/redis";
 import { getDb } from "@/server/db";
 import { appendAuditLogs } from "@/server/modules/audit/audit.data";
+import type { TBufferedAuditEntry } from "@/server/modules/audit/audit-buffer.schema";
 import {
+  auditDeadLetters,
   flushAuditBuffer,
   pendingAuditEntries,
   recordAudit,
@@ -181,6 +183,58 @@ describe("audit.flush end to end (real Redis, Postgres and workers)", () => {
     expect(result.written).toBe(1);
     expect(await pendingAuditEntries(connection, redis.prefix)).toBe(0);
     expect(await getDb().auditLog.count({ where: { action: "orphan.entry" } })).toBe(0);
+  });
+
+  it("sets aside exactly the entries the database refuses (halving the batch), writes the rest, and counts them", async () => {
+    const deps = { ...apiDeps(), requestFlush: () => Promise.resolve() };
+    for (let n = 0; n < 9; n += 1) {
+      await recordAudit(
+        tenant.scope,
+        { action: n === 6 ? "refused.entry" : `kept.${n}`, outcome: "success" },
+        deps,
+      );
+    }
+    // The real table, with one entry's content made unstorable (a NUL in jsonb: Postgres refuses it, 22P05).
+    const writeEntries = async (entries: TBufferedAuditEntry[]) => {
+      const { count } = await getDb().auditLog.createMany({
+        data: entries.map((entry) => ({
+          id: entry.id,
+          tenantId: entry.tenantId,
+          actorType: entry.actorType,
+          actorId: entry.actorId,
+          action: entry.action,
+          outcome: entry.outcome,
+          at: entry.at,
+          details: entry.action === "refused.entry" ? { poison: "\u0000" } : { ok: true },
+        })),
+        skipDuplicates: true,
+      });
+      return count;
+    };
+    const before = (await auditDeadLetters(connection, redis.prefix)).total;
+    const result = await flushAuditBuffer({ redis: connection, redisPrefix: redis.prefix, writeEntries });
+    expect(result).toMatchObject({ written: 8, deadLettered: 1 });
+    expect(await pendingAuditEntries(connection, redis.prefix)).toBe(0);
+    expect(
+      await getDb().auditLog.count({ where: { tenantId: tenant.tenantId, action: { startsWith: "kept." } } }),
+    ).toBe(8);
+    const dead = await auditDeadLetters(connection, redis.prefix);
+    expect(dead.total).toBe(before + 1);
+    expect(dead.newest.at(-1)?.reason).toMatch(/^refused by the database: P20\d\d .*22P05/);
+    expect(JSON.parse(dead.newest.at(-1)!.entry)).toMatchObject({ action: "refused.entry" });
+
+    // An outage is not a refusal: the batch stays claimed for the retry, nothing is set aside.
+    await recordAudit(tenant.scope, { action: "outage.entry", outcome: "success" }, deps);
+    await expect(
+      flushAuditBuffer({
+        redis: connection,
+        redisPrefix: redis.prefix,
+        writeEntries: () => Promise.reject(new Error("connection refused")),
+      }),
+    ).rejects.toThrow(/connection refused/);
+    expect(await pendingAuditEntries(connection, redis.prefix)).toBe(1);
+    expect((await auditDeadLetters(connection, redis.prefix)).total).toBe(before + 1);
+    expect((await flushAuditBuffer({ redis: connection, redisPrefix: redis.prefix })).written).toBe(1);
   });
 
   it("rejects an invalid entry at record time (BAD_REQUEST), buffering nothing", async () => {

@@ -147,6 +147,7 @@ export async function freshSession(
     secretKey,
   );
   const workspaceId = assignWorkspaceId(ENGINE_ISOLATION[isolation], {
+    tenantId: scope.tenantId,
     userId: options.userId ?? scope.userId ?? "",
     agentId: agent.id,
   });

@@ -15,6 +15,8 @@ describe("isPublicAuthEndpoint", () => {
       "/api/auth/organization/update-member-role",
       "/api/auth/api-key/create",
       "/api/auth/api-key/list",
+      // account.changePassword (tRPC) always ends the other sessions; the raw endpoint could keep them.
+      "/api/auth/change-password",
       "/api/auth/sign-in/email/../../organization/create",
       "/api/authx/sign-in/email",
       "/sign-in/email",

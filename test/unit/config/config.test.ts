@@ -20,7 +20,12 @@ describe("config", () => {
     const config = loadConfig(validEnv);
     expect(config.database.url).toBe(validEnv.DATABASE_URL);
     expect(config.redis).toEqual({ url: "redis://127.0.0.1:6379", prefix: "berth" });
-    expect(config.http).toEqual({ port: 3000, host: "127.0.0.1", baseUrl: "http://localhost:3000" });
+    expect(config.http).toEqual({
+      port: 3000,
+      host: "127.0.0.1",
+      baseUrl: "http://localhost:3000",
+      trustedProxies: [],
+    });
     expect(config.secrets.encryptionKey).toEqual(Buffer.alloc(32, 7));
     expect(config.logging.level).toBe("info");
     expect(config.workers).toMatchObject({ concurrency: 4, healthPort: 3001, heartbeatTtlMs: 15_000 });
@@ -68,6 +73,14 @@ describe("config", () => {
     const short = Buffer.alloc(16).toString("base64");
     expect(() => loadSecretsConfig({ ...validEnv, BERTH_ENCRYPTION_KEY: short })).toThrow(/32 bytes/);
     expect(() => loadSecretsConfig({ ...validEnv, BERTH_AUTH_SECRET: "short" })).toThrow(/at least 32/);
+  });
+
+  it("trusts no proxy by default and validates BERTH_TRUSTED_PROXIES as addresses or CIDRs", () => {
+    expect(loadHttpConfig({}).trustedProxies).toEqual([]);
+    expect(loadHttpConfig({ BERTH_TRUSTED_PROXIES: " 10.0.0.5, 172.16.0.0/12,::1 " }).trustedProxies).toEqual(
+      ["10.0.0.5", "172.16.0.0/12", "::1"],
+    );
+    expect(() => loadHttpConfig({ BERTH_TRUSTED_PROXIES: "everyone" })).toThrow(/BERTH_TRUSTED_PROXIES/);
   });
 
   it("uses BERTH_BASE_URL without a trailing slash", () => {

@@ -4,9 +4,15 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { BubblewrapBackend } from "@/server/workspace/backends/bubblewrap/bubblewrap-backend";
-import type { BubblewrapBackendProvider } from "@/server/workspace/backends/bubblewrap/bubblewrap-provider";
+import { BubblewrapBackendProvider } from "@/server/workspace/backends/bubblewrap/bubblewrap-provider";
 import { resolveConfined } from "@/server/workspace/paths";
-import { describeSandbox, hostProcessesOfUid, pollUntil, sandboxTestbed, specOf } from "./support/sandbox-env";
+import {
+  describeSandbox,
+  hostProcessesOfUid,
+  pollUntil,
+  sandboxTestbed,
+  specOf,
+} from "./support/sandbox-env";
 
 const sh = (backend: BubblewrapBackend, script: string, timeoutMs = 20_000) =>
   backend.exec(["/bin/sh", "-c", script], { timeoutMs });
@@ -47,7 +53,10 @@ describeSandbox("bubblewrap sandbox: confinement of commands", () => {
   it("cannot read another workspace, by its host path or by looking around", async () => {
     const hostPath = path.join(theirs.hostWorkdir, "private.txt");
     await expect(fs.readFile(hostPath, "utf8")).resolves.toBe("tenant b's secret"); // it is there
-    const result = await sh(mine, `cat '${hostPath}'; ls '${testbed.basedir}'; find / -name private.txt 2>/dev/null`);
+    const result = await sh(
+      mine,
+      `cat '${hostPath}'; ls '${testbed.basedir}'; find / -name private.txt 2>/dev/null`,
+    );
     expect(result.stdout.toString()).not.toContain("secret");
     expect(result.stdout.toString()).not.toContain("private.txt");
     expect(result.stderr.toString()).toMatch(/No such file/);
@@ -56,7 +65,10 @@ describeSandbox("bubblewrap sandbox: confinement of commands", () => {
   it("cannot read Berth's secrets.json or the repository", async () => {
     const secrets = path.join(dataDir, "secrets.json");
     const repoFile = path.resolve("package.json");
-    const result = await sh(mine, `cat '${secrets}'; cat '${repoFile}'; cat /proc/1/environ | tr '\\0' '\\n'`);
+    const result = await sh(
+      mine,
+      `cat '${secrets}'; cat '${repoFile}'; cat /proc/1/environ | tr '\\0' '\\n'`,
+    );
     expect(result.stdout.toString()).not.toContain("s3cr3t");
     expect(result.stdout.toString()).not.toContain('"name"');
     expect(result.stdout.toString()).not.toMatch(/DATABASE_URL|REDIS_URL|BERTH_AUTH_SECRET/);
@@ -128,7 +140,10 @@ describeSandbox("bubblewrap sandbox: confinement of commands", () => {
 
   it("resolves links in the sandbox's view and never lets a file tool read through one to the host", async () => {
     const secrets = path.join(dataDir, "secrets.json");
-    await sh(mine, `ln -s /workspace/notes/from-agent.txt inner; ln -s '${secrets}' outer; ln -s /etc/passwd etc`);
+    await sh(
+      mine,
+      `ln -s /workspace/notes/from-agent.txt inner; ln -s '${secrets}' outer; ln -s /etc/passwd etc`,
+    );
     expect(await resolveConfined(mine, "inner")).toBe("/workspace/notes/from-agent.txt");
     await expect(resolveConfined(mine, "outer")).rejects.toMatchObject({ code: "FORBIDDEN" });
     await expect(resolveConfined(mine, "etc")).rejects.toMatchObject({ code: "FORBIDDEN" });
@@ -156,7 +171,12 @@ describeSandbox("bubblewrap sandbox: limits", () => {
     if (backend.options.identity.dropped) {
       // The kernel tears the pid namespace down right after its init exits.
       const uid = backend.options.identity.uid;
-      expect(await pollUntil(() => hostProcessesOfUid(uid), (pids) => pids.length === 0)).toEqual([]);
+      expect(
+        await pollUntil(
+          () => hostProcessesOfUid(uid),
+          (pids) => pids.length === 0,
+        ),
+      ).toEqual([]);
     }
     const again = await sh(backend, "echo alive");
     expect(again.stdout.toString()).toBe("alive\n");
@@ -172,5 +192,20 @@ describeSandbox("bubblewrap sandbox: limits", () => {
     const result = await sh(backend, "(sleep 600 &) ; echo started");
     expect(result.stdout.toString()).toBe("started\n");
     expect(await testbed.provider.registry.live(backend.options.key)).toEqual([]);
+  });
+});
+
+describeSandbox("bubblewrap sandbox: host folders", () => {
+  it("refuses to provision under a parent the workspace uid cannot pass, saying what to change", async () => {
+    const closed = await fs.mkdtemp(path.join(os.tmpdir(), "berth-closed-"));
+    await fs.chmod(closed, 0o700);
+    try {
+      const provider = new BubblewrapBackendProvider({ basedir: path.join(closed, "workspaces") });
+      await expect(provider.provision(specOf("ws-closed"))).rejects.toThrow(
+        new RegExp(`${closed} is not traversable by other users.*chmod o\\+x`),
+      );
+    } finally {
+      await fs.rm(closed, { recursive: true, force: true });
+    }
   });
 });

@@ -45,7 +45,7 @@ describeSandbox("bubblewrap sandbox: stdio MCP servers", () => {
 
   it("runs confined: the workspace at /workspace, no secrets, no repository, the workspace uid", async () => {
     const spec = specOf("ws-mcp-confined");
-    const backend = (await provider.provision(spec)) as BubblewrapBackend;
+    const backend = await provider.provision(spec);
     await backend.writeFile("/workspace/hello.txt", "hello from the workspace");
     const connector = await provider.createMcpConnector(backend);
     const client = await connector.connect(filesystemMcp("fs", "/"), SCOPE);

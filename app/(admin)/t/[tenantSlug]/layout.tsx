@@ -1,9 +1,14 @@
 import { TRPCError } from "@trpc/server";
+import Link from "next/link";
 import { notFound, redirect } from "next/navigation";
 import type { ReactNode } from "react";
+import { Brand } from "@/app/_components/brand";
+import { Alert } from "@/app/_components/ui/alert";
+import { Badge } from "@/app/_components/ui/badge";
+import { ThemeToggle } from "@/app/_components/ui/theme";
 import { getServerCaller } from "@/app/_trpc/server";
 import { SignOutButton } from "./_components/sign-out-button";
-import { TenantNav } from "./_components/tenant-nav";
+import { MobileNav, TenantNav } from "./_components/tenant-nav";
 
 export const dynamic = "force-dynamic";
 
@@ -31,32 +36,72 @@ export default async function TenantLayout({
   // host-unconfined: agent commands run on this machine with Berth's privileges. Say so on every page.
   const backend = await caller.workspace.backend({ tenantSlug }).catch(() => null);
   const who = me.principal.kind === "user" ? me.principal.email : "API key";
+  const base = `/t/${encodeURIComponent(tenant.slug)}`;
+
+  const account = (
+    <div className="flex items-center gap-2">
+      <Link
+        href={`${base}/profile`}
+        className="hover:bg-accent flex min-w-0 flex-1 items-center gap-2 rounded-md p-1.5"
+        data-testid="account-link"
+      >
+        <span className="bg-muted flex size-7 shrink-0 items-center justify-center rounded-full text-xs font-semibold uppercase">
+          {who.slice(0, 1)}
+        </span>
+        <span className="min-w-0">
+          <span className="block truncate text-xs font-medium">{who}</span>
+          <span className="text-muted-foreground block text-[11px]" data-testid="tenant-role">
+            {tenant.role}
+          </span>
+        </span>
+      </Link>
+      <ThemeToggle />
+      <SignOutButton />
+    </div>
+  );
 
   return (
-    <div className="shell">
-      <aside className="sidebar">
-        <div className="brand">Berth</div>
-        <div className="tenant-name" data-testid="tenant-name">
-          {tenant.name}
+    <div className="min-h-screen md:grid md:grid-cols-[15rem_1fr]">
+      <aside className="bg-sidebar sticky top-0 hidden h-screen flex-col gap-5 border-r px-3 py-4 md:flex">
+        <div className="px-1.5">
+          <Link href={base}>
+            <Brand />
+          </Link>
+          <div className="mt-3 flex items-center gap-2 rounded-md border px-2 py-1.5">
+            <span className="bg-foreground text-background flex size-5 items-center justify-center rounded text-[10px] font-bold uppercase">
+              {tenant.name.slice(0, 1)}
+            </span>
+            <span className="truncate text-xs font-medium" data-testid="tenant-name">
+              {tenant.name}
+            </span>
+          </div>
         </div>
         <TenantNav tenantSlug={tenant.slug} />
-        <div className="sidebar-footer">
-          <span>
-            {who} · {tenant.role}
-          </span>
-          <SignOutButton />
-        </div>
+        <div className="mt-auto border-t pt-3">{account}</div>
       </aside>
-      <main className="main">
-        {backend && !backend.isolated && (
-          <div className="alert error" role="alert" data-testid="unconfined-backend-banner">
-            Workspaces run unconfined ({backend.backend}): every agent command and MCP server runs on the host
-            with Berth&apos;s privileges. Only trusted agents belong here; unset BERTH_WORKSPACE_BACKEND to
-            confine them with bubblewrap.
+      <div className="flex min-w-0 flex-col">
+        <header className="bg-background/80 sticky top-0 z-30 flex h-14 items-center gap-2 border-b px-3 backdrop-blur md:hidden">
+          <MobileNav tenantSlug={tenant.slug} tenantName={tenant.name} />
+          <Brand />
+          <Badge tone="outline" className="ml-1 truncate">
+            {tenant.name}
+          </Badge>
+          <div className="ml-auto flex items-center">
+            <ThemeToggle />
+            <SignOutButton />
           </div>
-        )}
-        {children}
-      </main>
+        </header>
+        <main className="mx-auto w-full max-w-6xl min-w-0 px-4 py-6 sm:px-6 md:px-8 md:py-8">
+          {backend && !backend.isolated && (
+            <Alert className="mb-6" data-testid="unconfined-backend-banner">
+              Workspaces run unconfined ({backend.backend}): every agent command and MCP server runs on the
+              host with Berth&apos;s privileges. Only trusted agents belong here; unset
+              BERTH_WORKSPACE_BACKEND to confine them with bubblewrap.
+            </Alert>
+          )}
+          {children}
+        </main>
+      </div>
     </div>
   );
 }

@@ -1,5 +1,8 @@
+import { ArrowRight } from "lucide-react";
 import type { Metadata } from "next";
+import Link from "next/link";
 import { Suspense } from "react";
+import { PageHeader } from "@/app/_components/ui/page-header";
 import { HydrateClient, getQueryClient, trpc } from "@/app/_trpc/server";
 import { OverviewCounts, OverviewCountsSkeleton } from "./_components/overview-counts";
 
@@ -8,15 +11,46 @@ export const dynamic = "force-dynamic";
 
 export default async function OverviewPage({ params }: { params: Promise<{ tenantSlug: string }> }) {
   const { tenantSlug } = await params;
+  const base = `/t/${encodeURIComponent(tenantSlug)}`;
   // Started on the server and streamed to the client's cache, so the counts render without a second fetch.
   void getQueryClient().prefetchQuery(trpc.tenant.overview.queryOptions({ tenantSlug }));
   return (
     <HydrateClient>
-      <h1>Overview</h1>
-      <p className="lead">What this tenant is running right now.</p>
-      <Suspense fallback={<OverviewCountsSkeleton />}>
+      <PageHeader title="Overview" description="What this tenant is running right now." />
+      <Suspense fallback={<OverviewCountsSkeleton tenantSlug={tenantSlug} />}>
         <OverviewCounts tenantSlug={tenantSlug} />
       </Suspense>
+      <div className="mt-8 grid gap-3 md:grid-cols-3">
+        {[
+          {
+            title: "Create an agent",
+            text: "A model endpoint, a system prompt, tools and defaults.",
+            href: "agents",
+          },
+          {
+            title: "Start a session",
+            text: "Chat with an agent; its workspace is provisioned on demand.",
+            href: "sessions",
+          },
+          {
+            title: "Invite your team",
+            text: "Send an invitation link with the role they get.",
+            href: "members",
+          },
+        ].map((step) => (
+          <Link
+            key={step.title}
+            href={`${base}/${step.href}`}
+            className="bg-card hover:bg-accent/40 group flex items-start justify-between gap-3 rounded-xl border p-4 transition-colors"
+          >
+            <span>
+              <span className="block text-sm font-medium">{step.title}</span>
+              <span className="text-muted-foreground mt-1 block text-xs">{step.text}</span>
+            </span>
+            <ArrowRight className="text-muted-foreground mt-0.5 size-4 transition-transform group-hover:translate-x-0.5" />
+          </Link>
+        ))}
+      </div>
     </HydrateClient>
   );
 }

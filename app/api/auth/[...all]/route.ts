@@ -1,5 +1,5 @@
 import { toNextJsHandler } from "better-auth/next-js";
-import { getApiComposition } from "@/server/api/composition";
+import { getApiComposition, getSignInGuard } from "@/server/api/composition";
 import { isPublicAuthEndpoint } from "@/server/auth/public-endpoints";
 
 export const dynamic = "force-dynamic";
@@ -9,7 +9,8 @@ function handle(req: Request): Promise<Response> {
   if (!isPublicAuthEndpoint(new URL(req.url).pathname)) {
     return Promise.resolve(Response.json({ error: "NOT_FOUND" }, { status: 404 }));
   }
-  return getApiComposition().auth.handler(req);
+  // Sign-in attempts go through the per-address and per-account throttle (server/auth/sign-in-guard.ts).
+  return getSignInGuard().handle(req, (request) => getApiComposition().auth.handler(request));
 }
 
 const { GET, POST, PATCH, PUT, DELETE } = toNextJsHandler(handle);

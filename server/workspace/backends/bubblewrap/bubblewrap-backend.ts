@@ -30,7 +30,11 @@ export type BubblewrapBackendOptions = {
 };
 
 /** What a long-lived sandbox (the MCP gateway) needs beyond a command's. */
-export type SandboxSpawnExtras = { mounts: Array<SandboxMount & { hostPath: string }>; tmpfs: string[] };
+export type SandboxSpawnExtras = {
+  /** Host paths mounted at `target` (opened by Berth, passed to bwrap by fd). */
+  mounts: Array<Omit<SandboxMount, "hostFd"> & { hostPath: string }>;
+  tmpfs: string[];
+};
 
 /**
  * The default `local` backend: host folders, but every command runs in a bubblewrap sandbox as the
@@ -92,7 +96,7 @@ export class BubblewrapBackend implements WorkspaceBackend {
         cwd,
         workdirFd: 3,
         tmpfs: extras.tmpfs,
-        mounts: extras.mounts.map((mount, index) => ({ ...mount, hostFd: 4 + index })),
+        mounts: extras.mounts.map(({ target, readOnly }, index) => ({ target, readOnly, hostFd: 4 + index })),
       },
       command,
     );

@@ -1,3 +1,4 @@
+import { DEFAULT_MCP_NETWORK_POLICY, type McpNetworkPolicy } from "@/server/workspace/mcp/mcp-network-policy";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { AppError } from "@/server/shared/errors";
@@ -8,7 +9,7 @@ import { isInside } from "@/server/workspace/paths";
 import type { BackendProvider, WorkspaceSpec } from "@/server/workspace/provider";
 import { BubblewrapBackend } from "./bubblewrap-backend";
 import { sandboxIdentity, sandboxKey } from "./sandbox-args";
-import { traversableTree } from "./sandbox-dirs";
+import { assertTraversable, traversableTree } from "./sandbox-dirs";
 import { SandboxMcpConnector } from "./sandbox-mcp-connector";
 import { ZSandboxConfig, type TSandboxConfig, type TSandboxConfigInput } from "./sandbox-config";
 import { SandboxRegistry } from "./sandbox-registry";
@@ -55,6 +56,7 @@ export class BubblewrapBackendProvider implements BackendProvider {
     // traverse-only (0711): bwrap, running as the workspace uid, must reach the folder to mount it, and
     // nobody can list the tenants, users or workspaces.
     await traversableTree(this.basedir, path.dirname(workdir));
+    await assertTraversable(this.basedir);
     await fs.mkdir(workdir, { recursive: true, mode: 0o700 });
     const real = await fs.realpath(workdir);
     if (!isInside(await fs.realpath(this.basedir), real)) {
@@ -81,13 +83,17 @@ export class BubblewrapBackendProvider implements BackendProvider {
     return info?.isDirectory() ?? false;
   }
 
-  createMcpConnector(backend: WorkspaceBackend): Promise<McpConnector> {
+  createMcpConnector(
+    backend: WorkspaceBackend,
+    _spec?: unknown,
+    options?: { network: McpNetworkPolicy },
+  ): Promise<McpConnector> {
     if (!(backend instanceof BubblewrapBackend)) {
       return Promise.reject(
         new AppError("INTERNAL", "This backend was not provisioned by the sandbox provider"),
       );
     }
-    return Promise.resolve(new SandboxMcpConnector(backend));
+    return Promise.resolve(new SandboxMcpConnector(backend, options?.network ?? DEFAULT_MCP_NETWORK_POLICY));
   }
 
   /** This process' sandboxes of the backend end with close (its gateway, and with it its MCP servers). */

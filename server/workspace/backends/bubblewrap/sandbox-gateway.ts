@@ -69,8 +69,8 @@ export async function startSandboxGateway(backend: BubblewrapBackend): Promise<S
       {
         tmpfs: ["/run", "/opt"],
         mounts: [
-          { hostPath: runtimeDir, hostFd: 0, target: SANDBOX_RUNTIME_DIR },
-          { hostPath: bundlePath, hostFd: 0, target: SANDBOX_GATEWAY_BUNDLE, readOnly: true },
+          { hostPath: runtimeDir, target: SANDBOX_RUNTIME_DIR },
+          { hostPath: bundlePath, target: SANDBOX_GATEWAY_BUNDLE, readOnly: true },
         ],
       },
     )

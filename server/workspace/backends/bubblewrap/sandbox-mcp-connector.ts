@@ -1,4 +1,5 @@
 import { LocalMcpConnector } from "@/server/workspace/mcp/local-connector";
+import type { McpNetworkPolicy } from "@/server/workspace/mcp/mcp-network-policy";
 import type { LiveMcpClient, McpConnector, McpScope, TMcpDeclaration } from "@/server/workspace/mcp/types";
 import type { BubblewrapBackend } from "./bubblewrap-backend";
 
@@ -11,8 +12,15 @@ import type { BubblewrapBackend } from "./bubblewrap-backend";
 export class SandboxMcpConnector implements McpConnector {
   private readonly remote: LocalMcpConnector;
 
-  constructor(private readonly backend: BubblewrapBackend) {
-    this.remote = new LocalMcpConnector({ defaultCallTimeoutMs: backend.options.config.gateway.callTimeoutMs });
+  constructor(
+    private readonly backend: BubblewrapBackend,
+    network: McpNetworkPolicy,
+  ) {
+    // Dialled from the host: every connection is checked against the operator's MCP network policy.
+    this.remote = new LocalMcpConnector({
+      defaultCallTimeoutMs: backend.options.config.gateway.callTimeoutMs,
+      network,
+    });
   }
 
   async connect(declaration: TMcpDeclaration, scope: McpScope): Promise<LiveMcpClient> {

@@ -17,6 +17,7 @@ export function createTestApiRuntime(): ApiRuntime {
       // Rejected keys are the point of several tests; better-auth would log each one as an error.
       log: () => {},
     }),
+    origins: { allowedOrigins: [TEST_BASE_URL] },
   };
 }
 

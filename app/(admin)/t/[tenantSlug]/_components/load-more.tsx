@@ -1,5 +1,7 @@
 "use client";
 
+import { Button } from "@/app/_components/ui/button";
+
 /** The pages of an infinite query that has more: its "Load more" button, for every cursor-paged list. */
 export function LoadMore({
   query,
@@ -8,14 +10,15 @@ export function LoadMore({
 }) {
   if (!query.hasNextPage) return null;
   return (
-    <button
-      type="button"
-      className="secondary"
-      style={{ marginTop: 12 }}
-      disabled={query.isFetchingNextPage}
-      onClick={() => void query.fetchNextPage()}
-    >
-      {query.isFetchingNextPage ? "Loading…" : "Load more"}
-    </button>
+    <div className="flex justify-center border-t p-3">
+      <Button
+        variant="outline"
+        size="sm"
+        disabled={query.isFetchingNextPage}
+        onClick={() => void query.fetchNextPage()}
+      >
+        {query.isFetchingNextPage ? "Loading…" : "Load more"}
+      </Button>
+    </div>
   );
 }

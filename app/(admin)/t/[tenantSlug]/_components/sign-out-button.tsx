@@ -1,6 +1,8 @@
 "use client";
 
+import { LogOut } from "lucide-react";
 import { useState } from "react";
+import { Button } from "@/app/_components/ui/button";
 
 export function SignOutButton() {
   const [pending, setPending] = useState(false);
@@ -15,8 +17,15 @@ export function SignOutButton() {
     window.location.assign("/sign-in");
   }
   return (
-    <button type="button" className="link" disabled={pending} onClick={() => void signOut()}>
-      Sign out
-    </button>
+    <Button
+      variant="ghost"
+      size="icon-sm"
+      aria-label="Sign out"
+      title="Sign out"
+      disabled={pending}
+      onClick={() => void signOut()}
+    >
+      <LogOut />
+    </Button>
   );
 }

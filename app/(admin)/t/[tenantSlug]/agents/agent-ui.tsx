@@ -1,3 +1,5 @@
+import { Alert } from "@/app/_components/ui/alert";
+import { Badge } from "@/app/_components/ui/badge";
 import type { IsolationPolicy } from "@/server/modules/agent/agent.types";
 
 // Type-only import above: the client bundle takes no server module, the compiler keeps this list honest.
@@ -44,16 +46,18 @@ export function agentDeleteConfirmText(name: string): string {
 }
 
 export function KeyBadge({ hasApiKey }: { hasApiKey: boolean }) {
-  return hasApiKey ? (
-    <span className="badge" data-testid="key-state">
-      key set
-    </span>
-  ) : (
-    <span className="badge revoked" data-testid="key-state">
-      no key
-    </span>
+  return (
+    <Badge tone={hasApiKey ? "success" : "warning"} data-testid="key-state">
+      {hasApiKey ? "key set" : "no key"}
+    </Badge>
   );
 }
+
+/** What each isolation choice means, for the form's hint. */
+export const ISOLATION_HELP =
+  "Per agent: every session of the agent shares one workspace (files persist across chats). " +
+  "Per session: each session gets a fresh workspace of its own. " +
+  "Per user: each person gets their own workspace for this agent, shared by their sessions.";
 
 // Field names as the form shows them; server issue paths are those of the tRPC input.
 const FIELD_LABELS: Record<string, string> = {
@@ -104,7 +108,7 @@ export function ServerErrors({ error }: { error: ServerError | null }) {
   if (!error) return null;
   const issues = issuesOf(error);
   return (
-    <div className="alert error" role="alert" style={{ marginTop: 12 }}>
+    <Alert className="mt-3">
       {issues.length === 0 ? (
         error.message
       ) : (
@@ -119,6 +123,6 @@ export function ServerErrors({ error }: { error: ServerError | null }) {
           })}
         </ul>
       )}
-    </div>
+    </Alert>
   );
 }

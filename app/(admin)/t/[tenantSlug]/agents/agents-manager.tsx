@@ -1,12 +1,26 @@
 "use client";
 
 import { useInfiniteQuery, useMutation, useQueryClient } from "@tanstack/react-query";
+import { Bot, Trash2 } from "lucide-react";
 import Link from "next/link";
-import { type FormEvent, useRef, useState } from "react";
+import { type FormEvent, useRef } from "react";
+import { toast } from "sonner";
+import { Button } from "@/app/_components/ui/button";
+import { Card, CardContent, CardDescription, CardHeader, CardTitle } from "@/app/_components/ui/card";
+import { ConfirmDialog } from "@/app/_components/ui/confirm-dialog";
+import { type ColumnDef, DataTable } from "@/app/_components/ui/data-table";
+import { EmptyState } from "@/app/_components/ui/empty-state";
+import { Field } from "@/app/_components/ui/field";
+import { Input } from "@/app/_components/ui/input";
+import { RelativeTime } from "@/app/_components/ui/relative-time";
+import { Select } from "@/app/_components/ui/select";
+import { Textarea } from "@/app/_components/ui/textarea";
 import { useTRPC } from "@/app/_trpc/client";
+import type { AgentView } from "@/server/modules/agent/agent.schema";
 import {
   agentDeleteConfirmText,
   formText,
+  ISOLATION_HELP,
   ISOLATION_OPTIONS,
   isolationLabel,
   KeyBadge,
@@ -14,6 +28,8 @@ import {
   ServerErrors,
 } from "./agent-ui";
 import { LoadMore } from "../_components/load-more";
+import { NewSessionButton } from "../sessions/new-session";
+import { useTenantRole } from "../_components/tenant-role";
 
 const PAGE_SIZE = 50;
 const DEFAULT_PROVIDER = "openai-compatible";
@@ -21,6 +37,9 @@ const DEFAULT_PROVIDER = "openai-compatible";
 export function AgentsManager({ tenantSlug }: { tenantSlug: string }) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
+  const { can } = useTenantRole(tenantSlug);
+  const canManage = can("agent:manage", false);
+  const base = `/t/${encodeURIComponent(tenantSlug)}`;
   const agents = useInfiniteQuery(
     trpc.agent.list.infiniteQueryOptions(
       { tenantSlug, limit: PAGE_SIZE },
@@ -28,7 +47,6 @@ export function AgentsManager({ tenantSlug }: { tenantSlug: string }) {
     ),
   );
   const formRef = useRef<HTMLFormElement>(null);
-  const [created, setCreated] = useState<string | null>(null);
 
   // Every agent query (list pages, details) and the overview's counts change with a create or delete;
   // a deleted agent's sessions go too.
@@ -43,17 +61,23 @@ export function AgentsManager({ tenantSlug }: { tenantSlug: string }) {
       onSuccess: async (agent) => {
         // Cleared only on success, so a rejected form keeps what was typed (the key field included).
         formRef.current?.reset();
-        setCreated(agent.name);
+        toast.success(`Agent ${agent.name} created.`);
         await refresh();
       },
     }),
   );
-  const remove = useMutation(trpc.agent.delete.mutationOptions({ onSuccess: refresh }));
+  const remove = useMutation(
+    trpc.agent.delete.mutationOptions({
+      onSuccess: async () => {
+        toast.success("Agent deleted.");
+        await refresh();
+      },
+    }),
+  );
 
   function onCreate(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     const form = new FormData(event.currentTarget);
-    setCreated(null);
     const baseUrl = formText(form, "baseUrl");
     const apiKey = formText(form, "apiKey");
     create.mutate({
@@ -70,125 +94,178 @@ export function AgentsManager({ tenantSlug }: { tenantSlug: string }) {
     });
   }
 
-  function onDelete(agent: { id: string; name: string }) {
-    if (!window.confirm(agentDeleteConfirmText(agent.name))) return;
-    remove.mutate({ tenantSlug, agentId: agent.id });
-  }
+  const columns: ColumnDef<AgentView, unknown>[] = [
+    {
+      id: "name",
+      header: "Name",
+      accessorFn: (agent) => agent.name,
+      cell: ({ row: { original: agent } }) => (
+        <div className="min-w-40">
+          <Link
+            className="font-medium hover:underline"
+            href={`${base}/agents/${encodeURIComponent(agent.id)}`}
+          >
+            {agent.name}
+          </Link>
+          {agent.description && (
+            <div className="text-muted-foreground line-clamp-1 max-w-xs text-xs">{agent.description}</div>
+          )}
+        </div>
+      ),
+    },
+    {
+      id: "model",
+      header: "Model",
+      accessorFn: (agent) => agent.modelConfig.model,
+      cell: ({ row: { original: agent } }) => (
+        <div>
+          <span className="font-mono text-xs" data-testid="agent-model">
+            {agent.modelConfig.model}
+          </span>
+          <div className="text-muted-foreground text-xs">{agent.modelConfig.provider}</div>
+        </div>
+      ),
+    },
+    {
+      id: "isolation",
+      header: "Isolation",
+      accessorFn: (agent) => isolationLabel(agent.isolationPolicy),
+      cell: ({ getValue }) => <span className="text-muted-foreground text-xs">{String(getValue())}</span>,
+    },
+    {
+      id: "key",
+      header: "Key",
+      accessorFn: (agent) => (agent.hasApiKey ? "key set" : "no key"),
+      cell: ({ row: { original: agent } }) => <KeyBadge hasApiKey={agent.hasApiKey} />,
+    },
+    {
+      id: "created",
+      header: "Created",
+      accessorFn: (agent) => agent.createdAt.getTime(),
+      cell: ({ row: { original: agent } }) => <RelativeTime value={agent.createdAt} />,
+    },
+    {
+      id: "actions",
+      header: () => <span className="sr-only">Actions</span>,
+      enableSorting: false,
+      cell: ({ row: { original: agent } }) => (
+        <div className="flex justify-end gap-1">
+          <NewSessionButton tenantSlug={tenantSlug} agentId={agent.id} variant="ghost" />
+          {canManage && (
+            <ConfirmDialog
+              title={`Delete agent ${agent.name}?`}
+              description={agentDeleteConfirmText(agent.name)}
+              confirmLabel="Delete agent"
+              onConfirm={() => remove.mutateAsync({ tenantSlug, agentId: agent.id }).catch(() => {})}
+              trigger={
+                <Button variant="ghost" size="sm" aria-label="Delete" disabled={remove.isPending}>
+                  <Trash2 className="text-destructive" />
+                </Button>
+              }
+            />
+          )}
+        </div>
+      ),
+    },
+  ];
 
   const items = agents.data?.pages.flatMap((page) => page.items) ?? [];
   return (
-    <>
-      <section className="panel" aria-labelledby="new-agent-heading">
-        <h2 id="new-agent-heading">New agent</h2>
-        <form ref={formRef} className="form-row" onSubmit={onCreate} aria-label="Create agent">
-          <label>
-            Name
-            <input name="name" required maxLength={64} placeholder="researcher" />
-          </label>
-          <label>
-            Description
-            <input name="description" maxLength={2000} placeholder="What it is for" />
-          </label>
-          <label>
-            Provider
-            <input name="provider" maxLength={50} defaultValue={DEFAULT_PROVIDER} />
-          </label>
-          <label>
-            Model
-            <input name="model" required maxLength={200} placeholder="gpt-4o-mini" />
-          </label>
-          <label>
-            Base URL
-            <input name="baseUrl" placeholder="https://api.example.com/v1" />
-          </label>
-          <label>
-            API key
-            <input name="apiKey" type="password" autoComplete="new-password" maxLength={4096} />
-          </label>
-          <label>
-            Isolation
-            <select name="isolationPolicy" defaultValue="">
-              {ISOLATION_OPTIONS.map((option) => (
-                <option key={option.value} value={option.value}>
-                  {option.label}
-                </option>
-              ))}
-            </select>
-          </label>
-          <button type="submit" disabled={create.isPending}>
-            {create.isPending ? "Creating…" : "Create agent"}
-          </button>
-        </form>
-        <ServerErrors error={create.error} />
-        {created && (
-          <div className="alert success" role="status" style={{ marginTop: 12 }}>
-            Agent <strong>{created}</strong> created.
-          </div>
-        )}
-      </section>
-
-      <section className="panel" aria-labelledby="agents-heading">
-        <h2 id="agents-heading">Agents</h2>
+    <div className="flex flex-col gap-6">
+      <Card aria-labelledby="agents-heading">
+        <CardHeader>
+          <CardTitle id="agents-heading">Agents</CardTitle>
+        </CardHeader>
         {agents.error ? (
-          <div className="alert error" role="alert">
-            {agents.error.message}
-          </div>
-        ) : !agents.data ? (
-          <p className="muted">Loading…</p>
-        ) : items.length === 0 ? (
-          <p className="muted">No agents yet. Create one above.</p>
+          <CardContent>
+            <ServerErrors error={agents.error} />
+          </CardContent>
         ) : (
-          <table className="data">
-            <thead>
-              <tr>
-                <th>Name</th>
-                <th>Model</th>
-                <th>Isolation</th>
-                <th>Key</th>
-                <th>Created</th>
-                <th />
-              </tr>
-            </thead>
-            <tbody>
-              {items.map((agent) => (
-                <tr key={agent.id} data-testid="agent-row">
-                  <td>
-                    <Link
-                      href={`/t/${encodeURIComponent(tenantSlug)}/agents/${encodeURIComponent(agent.id)}`}
-                    >
-                      {agent.name}
-                    </Link>
-                    {agent.description && <div className="muted">{agent.description}</div>}
-                  </td>
-                  <td>
-                    <span className="mono" data-testid="agent-model">
-                      {agent.modelConfig.model}
-                    </span>
-                    <div className="muted">{agent.modelConfig.provider}</div>
-                  </td>
-                  <td>{isolationLabel(agent.isolationPolicy)}</td>
-                  <td>
-                    <KeyBadge hasApiKey={agent.hasApiKey} />
-                  </td>
-                  <td>{agent.createdAt.toLocaleString()}</td>
-                  <td>
-                    <button
-                      type="button"
-                      className="danger"
-                      disabled={remove.isPending}
-                      onClick={() => onDelete(agent)}
-                    >
-                      Delete
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <DataTable
+            label="Agents"
+            columns={columns}
+            data={items}
+            loading={!agents.data}
+            rowTestId="agent-row"
+            filterPlaceholder="Filter agents…"
+            empty={
+              <EmptyState
+                icon={Bot}
+                title="No agents yet"
+                description="An agent is a model endpoint with a prompt, tools and workspace defaults."
+              />
+            }
+          />
         )}
         <LoadMore query={agents} />
-        <ServerErrors error={remove.error} />
-      </section>
-    </>
+        {remove.error && (
+          <CardContent>
+            <ServerErrors error={remove.error} />
+          </CardContent>
+        )}
+      </Card>
+
+      {canManage && (
+        <Card aria-labelledby="new-agent-heading">
+          <CardHeader>
+            <div>
+              <CardTitle id="new-agent-heading">New agent</CardTitle>
+              <CardDescription>Any OpenAI-compatible endpoint. The key is stored encrypted.</CardDescription>
+            </div>
+          </CardHeader>
+          <CardContent>
+            <form
+              ref={formRef}
+              onSubmit={onCreate}
+              aria-label="Create agent"
+              className="grid gap-4 sm:grid-cols-2"
+            >
+              <Field label="Name">
+                <Input name="name" required maxLength={64} placeholder="researcher" />
+              </Field>
+              <Field label="Model">
+                <Input name="model" required maxLength={200} placeholder="gpt-4o-mini" />
+              </Field>
+              <Field
+                label="Description"
+                hint="What it is for: shown to people and to team leaders."
+                className="sm:col-span-2"
+              >
+                <Textarea
+                  name="description"
+                  maxLength={2000}
+                  placeholder="Researches a topic and writes notes"
+                  rows={2}
+                />
+              </Field>
+              <Field label="Provider">
+                <Input name="provider" maxLength={50} defaultValue={DEFAULT_PROVIDER} />
+              </Field>
+              <Field label="Base URL">
+                <Input name="baseUrl" placeholder="https://api.example.com/v1" />
+              </Field>
+              <Field label="API key" hint="Write-only: never shown again.">
+                <Input name="apiKey" type="password" autoComplete="new-password" maxLength={4096} />
+              </Field>
+              <Field label="Isolation" hint={ISOLATION_HELP}>
+                <Select name="isolationPolicy" defaultValue="">
+                  {ISOLATION_OPTIONS.map((option) => (
+                    <option key={option.value} value={option.value}>
+                      {option.label}
+                    </option>
+                  ))}
+                </Select>
+              </Field>
+              <div className="flex items-center gap-3 sm:col-span-2">
+                <Button type="submit" disabled={create.isPending}>
+                  {create.isPending ? "Creating…" : "Create agent"}
+                </Button>
+              </div>
+            </form>
+            <ServerErrors error={create.error} />
+          </CardContent>
+        </Card>
+      )}
+    </div>
   );
 }

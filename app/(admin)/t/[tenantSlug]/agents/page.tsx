@@ -1,4 +1,5 @@
 import type { Metadata } from "next";
+import { PageHeader } from "@/app/_components/ui/page-header";
 import { AgentsManager } from "./agents-manager";
 
 export const metadata: Metadata = { title: "Agents" };
@@ -7,11 +8,10 @@ export default async function AgentsPage({ params }: { params: Promise<{ tenantS
   const { tenantSlug } = await params;
   return (
     <>
-      <h1>Agents</h1>
-      <p className="lead">
-        Agent definitions: the model each one talks to and how its workspaces are isolated. Provider keys are
-        write-only: this page can set, replace or clear a key, never show one.
-      </p>
+      <PageHeader
+        title="Agents"
+        description="The model each agent talks to and how its workspaces are isolated. Provider keys are write-only."
+      />
       <AgentsManager tenantSlug={tenantSlug} />
     </>
   );

@@ -1,20 +1,37 @@
 "use client";
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { KeyRound } from "lucide-react";
 import { type FormEvent, useState } from "react";
+import { toast } from "sonner";
+import { Alert } from "@/app/_components/ui/alert";
+import { StateBadge } from "@/app/_components/ui/badge";
+import { Button } from "@/app/_components/ui/button";
+import { Card, CardContent, CardDescription, CardHeader, CardTitle } from "@/app/_components/ui/card";
+import { ConfirmDialog } from "@/app/_components/ui/confirm-dialog";
+import { CopyButton } from "@/app/_components/ui/copy-button";
+import { type ColumnDef, DataTable } from "@/app/_components/ui/data-table";
+import { EmptyState } from "@/app/_components/ui/empty-state";
+import { Field } from "@/app/_components/ui/field";
+import { formString } from "@/app/_components/ui/form-data";
+import { Input } from "@/app/_components/ui/input";
+import { RelativeTime } from "@/app/_components/ui/relative-time";
+import { Select } from "@/app/_components/ui/select";
 import { useTRPC } from "@/app/_trpc/client";
+import type { AppRouter } from "@/server/api/root";
+import type { inferRouterOutputs } from "@trpc/server";
+
+type ApiKeyRow = inferRouterOutputs<AppRouter>["apiKey"]["list"][number];
 
 const GRANTABLE_ROLES = ["viewer", "member", "admin"] as const;
 type GrantableRole = (typeof GRANTABLE_ROLES)[number];
-
-const formatDate = (value: Date | null) => (value ? value.toLocaleString() : "—");
 
 export function ApiKeysManager({ tenantSlug }: { tenantSlug: string }) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const listOptions = trpc.apiKey.list.queryOptions({ tenantSlug, includeRevoked: true });
   const keys = useQuery(listOptions);
-  const [createdKey, setCreatedKey] = useState<{ name: string; plainKey: string } | null>(null);
+  const [createdKey, setCreatedKey] = useState<{ id: string; name: string; plainKey: string } | null>(null);
 
   // Only this list changes when a key is created or revoked (and the overview's key count).
   const refresh = () =>
@@ -25,129 +42,161 @@ export function ApiKeysManager({ tenantSlug }: { tenantSlug: string }) {
   const create = useMutation(
     trpc.apiKey.create.mutationOptions({
       onSuccess: async (result) => {
-        setCreatedKey({ name: result.apiKey.name ?? "", plainKey: result.plainKey });
+        setCreatedKey({ id: result.apiKey.id, name: result.apiKey.name ?? "", plainKey: result.plainKey });
         await refresh();
       },
     }),
   );
-  const revoke = useMutation(trpc.apiKey.revoke.mutationOptions({ onSuccess: refresh }));
+  const revoke = useMutation(
+    trpc.apiKey.revoke.mutationOptions({
+      onSuccess: async (_result, input) => {
+        // A revoked key's secret leaves the page with it.
+        setCreatedKey((shown) => (shown?.id === input.apiKeyId ? null : shown));
+        toast.success("Key revoked.");
+        await refresh();
+      },
+      onError: (error) => toast.error(error.message),
+    }),
+  );
 
   function onCreate(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     const form = new FormData(event.currentTarget);
     setCreatedKey(null);
-    const name = form.get("name");
     create.mutate({
       tenantSlug,
-      name: typeof name === "string" ? name : "",
-      role: form.get("role") as GrantableRole,
+      name: formString(form, "name"),
+      role: GRANTABLE_ROLES.find((role) => role === form.get("role")) ?? ("viewer" satisfies GrantableRole),
     });
     event.currentTarget.reset();
   }
 
-  return (
-    <>
-      <section className="panel" aria-labelledby="new-key-heading">
-        <h2 id="new-key-heading">New key</h2>
-        <form className="form-row" onSubmit={onCreate} aria-label="Create API key">
-          <label>
-            Name
-            <input name="name" required maxLength={64} placeholder="ci-pipeline" />
-          </label>
-          <label>
-            Role
-            <select name="role" defaultValue="member">
-              {GRANTABLE_ROLES.map((role) => (
-                <option key={role} value={role}>
-                  {role}
-                </option>
-              ))}
-            </select>
-          </label>
-          <button type="submit" disabled={create.isPending}>
-            {create.isPending ? "Creating…" : "Create key"}
-          </button>
-        </form>
-        {create.error && (
-          <div className="alert error" role="alert" style={{ marginTop: 12 }}>
-            {create.error.message}
+  const columns: ColumnDef<ApiKeyRow, unknown>[] = [
+    {
+      id: "name",
+      header: "Name",
+      accessorFn: (key) => key.name ?? "",
+      cell: ({ getValue }) => <span className="font-medium">{String(getValue())}</span>,
+    },
+    {
+      id: "key",
+      header: "Key",
+      accessorFn: (key) => key.start ?? "",
+      cell: ({ row: { original: key } }) => (
+        <code className="text-muted-foreground text-xs">{key.start ? `${key.start}…` : "—"}</code>
+      ),
+    },
+    { id: "role", header: "Role", accessorFn: (key) => key.role },
+    {
+      id: "created",
+      header: "Created",
+      accessorFn: (key) => key.createdAt.getTime(),
+      cell: ({ row: { original: key } }) => <RelativeTime value={key.createdAt} />,
+    },
+    {
+      id: "lastUsed",
+      header: "Last used",
+      accessorFn: (key) => key.lastUsedAt?.getTime() ?? 0,
+      cell: ({ row: { original: key } }) => <RelativeTime value={key.lastUsedAt} fallback="never" />,
+    },
+    {
+      id: "status",
+      header: "Status",
+      accessorFn: (key) => (key.revokedAt ? "revoked" : "active"),
+      cell: ({ getValue }) => <StateBadge state={String(getValue())} />,
+    },
+    {
+      id: "actions",
+      header: () => <span className="sr-only">Actions</span>,
+      enableSorting: false,
+      cell: ({ row: { original: key } }) =>
+        key.revokedAt ? null : (
+          <div className="flex justify-end">
+            <ConfirmDialog
+              title={`Revoke key ${key.name ?? ""}?`}
+              description="Every client using this key is refused from now on. This cannot be undone."
+              confirmLabel="Revoke key"
+              onConfirm={() => revoke.mutateAsync({ tenantSlug, apiKeyId: key.id }).catch(() => {})}
+              trigger={
+                <Button variant="ghost" size="sm" className="text-destructive" disabled={revoke.isPending}>
+                  Revoke
+                </Button>
+              }
+            />
           </div>
-        )}
-        {createdKey && (
-          <div className="alert success" role="status" style={{ marginTop: 12 }} data-testid="created-key">
-            Key <strong>{createdKey.name}</strong> created. Copy it now: it is shown only once.
-            <div
-              className="mono"
-              style={{ marginTop: 6, wordBreak: "break-all" }}
-              data-testid="created-key-value"
-            >
-              {createdKey.plainKey}
-            </div>
-          </div>
-        )}
-      </section>
+        ),
+    },
+  ];
 
-      <section className="panel" aria-labelledby="keys-heading">
-        <h2 id="keys-heading">Keys</h2>
+  return (
+    <div className="flex flex-col gap-6">
+      <Card aria-labelledby="new-key-heading">
+        <CardHeader>
+          <div>
+            <CardTitle id="new-key-heading">New key</CardTitle>
+            <CardDescription>The secret is shown once, right after it is created.</CardDescription>
+          </div>
+        </CardHeader>
+        <CardContent>
+          <form className="flex flex-wrap items-end gap-3" onSubmit={onCreate} aria-label="Create API key">
+            <Field label="Name" className="w-64">
+              <Input name="name" required maxLength={64} placeholder="ci-pipeline" />
+            </Field>
+            <Field label="Role" className="w-40">
+              <Select name="role" defaultValue="member">
+                {GRANTABLE_ROLES.map((role) => (
+                  <option key={role} value={role}>
+                    {role}
+                  </option>
+                ))}
+              </Select>
+            </Field>
+            <Button type="submit" disabled={create.isPending}>
+              {create.isPending ? "Creating…" : "Create key"}
+            </Button>
+          </form>
+          {create.error && <Alert className="mt-3">{create.error.message}</Alert>}
+          {createdKey && (
+            <Alert tone="success" className="mt-3" data-testid="created-key">
+              <p>
+                Key <strong>{createdKey.name}</strong> created. Copy it now: it is shown only once.
+              </p>
+              <div className="bg-background text-foreground mt-2 flex items-center gap-1 rounded-md border p-1 pl-3">
+                <code className="min-w-0 flex-1 text-xs break-all" data-testid="created-key-value">
+                  {createdKey.plainKey}
+                </code>
+                <CopyButton value={createdKey.plainKey} label="Copy API key" />
+              </div>
+            </Alert>
+          )}
+        </CardContent>
+      </Card>
+
+      <Card aria-labelledby="keys-heading">
+        <CardHeader>
+          <CardTitle id="keys-heading">Keys</CardTitle>
+        </CardHeader>
         {keys.error ? (
-          <div className="alert error" role="alert">
-            {keys.error.message}
+          <div className="p-5">
+            <Alert>{keys.error.message}</Alert>
           </div>
-        ) : !keys.data ? (
-          <p className="muted">Loading…</p>
-        ) : keys.data.length === 0 ? (
-          <p className="muted">No keys yet.</p>
         ) : (
-          <table className="data">
-            <thead>
-              <tr>
-                <th>Name</th>
-                <th>Key</th>
-                <th>Role</th>
-                <th>Created</th>
-                <th>Last used</th>
-                <th>Status</th>
-                <th />
-              </tr>
-            </thead>
-            <tbody>
-              {keys.data.map((key) => (
-                <tr key={key.id} data-testid="api-key-row">
-                  <td>{key.name}</td>
-                  <td className="mono">{key.start ? `${key.start}…` : "—"}</td>
-                  <td>{key.role}</td>
-                  <td>{formatDate(key.createdAt)}</td>
-                  <td>{formatDate(key.lastUsedAt)}</td>
-                  <td>
-                    {key.revokedAt ? (
-                      <span className="badge revoked">revoked</span>
-                    ) : (
-                      <span className="badge">active</span>
-                    )}
-                  </td>
-                  <td>
-                    {!key.revokedAt && (
-                      <button
-                        type="button"
-                        className="danger"
-                        disabled={revoke.isPending}
-                        onClick={() => revoke.mutate({ tenantSlug, apiKeyId: key.id })}
-                      >
-                        Revoke
-                      </button>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <DataTable
+            label="API keys"
+            columns={columns}
+            data={keys.data ?? []}
+            loading={!keys.data}
+            rowTestId="api-key-row"
+            empty={
+              <EmptyState
+                icon={KeyRound}
+                title="No keys yet"
+                description="Create one for a script or a typed client."
+              />
+            }
+          />
         )}
-        {revoke.error && (
-          <div className="alert error" role="alert" style={{ marginTop: 12 }}>
-            {revoke.error.message}
-          </div>
-        )}
-      </section>
-    </>
+      </Card>
+    </div>
   );
 }

@@ -1,4 +1,5 @@
 import type { Metadata } from "next";
+import { PageHeader } from "@/app/_components/ui/page-header";
 import { ApiKeysManager } from "./api-keys-manager";
 
 export const metadata: Metadata = { title: "API keys" };
@@ -7,11 +8,15 @@ export default async function ApiKeysPage({ params }: { params: Promise<{ tenant
   const { tenantSlug } = await params;
   return (
     <>
-      <h1>API keys</h1>
-      <p className="lead">
-        Keys for typed clients (<code>createBerthClient</code>) and scripts. A key acts in this tenant with
-        its role, never more than its creator&apos;s.
-      </p>
+      <PageHeader
+        title="API keys"
+        description={
+          <>
+            Keys for typed clients (<code>createBerthClient</code>) and scripts. A key acts in this tenant
+            with its role, never more than its creator&apos;s.
+          </>
+        }
+      />
       <ApiKeysManager tenantSlug={tenantSlug} />
     </>
   );

@@ -1,16 +1,17 @@
 import type { Metadata } from "next";
+import { PageHeader } from "@/app/_components/ui/page-header";
 import { AuditTable } from "./audit-table";
 
 export const metadata: Metadata = { title: "Audit" };
 
-export default async function AuditPage({ params }: { params: Promise<{ tenantSlug: string }> }) {
+export default async function Page({ params }: { params: Promise<{ tenantSlug: string }> }) {
   const { tenantSlug } = await params;
   return (
     <>
-      <h1>Audit log</h1>
-      <p className="lead">
-        Every change made in this tenant: who, what, when and whether it worked. Admins only.
-      </p>
+      <PageHeader
+        title="Audit log"
+        description="Every change made in this tenant: who, what, when and whether it worked. Admins only."
+      />
       <AuditTable tenantSlug={tenantSlug} />
     </>
   );

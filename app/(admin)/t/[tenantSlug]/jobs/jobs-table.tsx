@@ -1,24 +1,29 @@
 "use client";
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { type ChangeEvent, useState } from "react";
+import type { inferRouterOutputs } from "@trpc/server";
+import { Activity, RefreshCw, RotateCcw } from "lucide-react";
+import Link from "next/link";
+import { useState } from "react";
+import { toast } from "sonner";
+import { Alert } from "@/app/_components/ui/alert";
+import { StateBadge } from "@/app/_components/ui/badge";
+import { Button } from "@/app/_components/ui/button";
+import { Card } from "@/app/_components/ui/card";
+import { type ColumnDef, DataTable } from "@/app/_components/ui/data-table";
+import { EmptyState } from "@/app/_components/ui/empty-state";
+import { RelativeTime } from "@/app/_components/ui/relative-time";
+import { Select } from "@/app/_components/ui/select";
 import { useTRPC } from "@/app/_trpc/client";
+import type { AppRouter } from "@/server/api/root";
+
+type JobRow = inferRouterOutputs<AppRouter>["jobs"]["list"][number];
 
 const JOB_STATES = ["active", "waiting", "delayed", "completed", "failed"] as const;
 type JobState = (typeof JOB_STATES)[number];
-
-const STATE_TONE: Record<string, string> = {
-  active: "warn",
-  waiting: "warn",
-  delayed: "warn",
-  completed: "ok",
-  failed: "error",
-};
 const UNFINISHED = new Set(["active", "waiting", "delayed", "waiting-children", "prioritized"]);
 const POLL_MS = 1_000;
 const LIMIT = 100;
-
-const formatDate = (value: Date | null) => (value ? value.toLocaleString() : "—");
 
 /** The workspace a job is about, when its payload names one (most of them do). */
 function workspaceOf(data: unknown): string | null {
@@ -29,113 +34,164 @@ function workspaceOf(data: unknown): string | null {
 export function JobsTable({ tenantSlug }: { tenantSlug: string }) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
+  const base = `/t/${encodeURIComponent(tenantSlug)}`;
   const [state, setState] = useState<JobState | "">("");
-  const listOptions = trpc.jobs.list.queryOptions(
-    { tenantSlug, limit: LIMIT, ...(state ? { states: [state] } : {}) },
-    {
-      // Jobs run in workers: poll while any listed job has not finished, so a retry is seen to land.
-      refetchInterval: (query) =>
-        query.state.data?.some((job) => UNFINISHED.has(job.state)) ? POLL_MS : false,
-    },
+  const jobs = useQuery(
+    trpc.jobs.list.queryOptions(
+      { tenantSlug, limit: LIMIT, ...(state ? { states: [state] } : {}) },
+      {
+        // Jobs run in workers: poll while any listed job has not finished, so a retry is seen to land.
+        refetchInterval: (query) =>
+          query.state.data?.some((job) => UNFINISHED.has(job.state)) ? POLL_MS : false,
+      },
+    ),
   );
-  const jobs = useQuery(listOptions);
   const retry = useMutation(
     trpc.jobs.retry.mutationOptions({
-      onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.jobs.list.pathKey() }),
+      onSuccess: async () => {
+        toast.success("Job queued again.");
+        await queryClient.invalidateQueries({ queryKey: trpc.jobs.list.pathKey() });
+      },
     }),
   );
 
-  return (
-    <div className="panel">
-      <div className="form-row" style={{ marginBottom: 12 }}>
-        <label>
-          State
-          <select
-            value={state}
-            onChange={(event: ChangeEvent<HTMLSelectElement>) =>
-              setState(event.target.value as JobState | "")
-            }
+  const columns: ColumnDef<JobRow, unknown>[] = [
+    {
+      id: "job",
+      header: "Job",
+      accessorFn: (job) => job.name,
+      cell: ({ row: { original: job } }) => {
+        const workspaceId = workspaceOf(job.data);
+        return (
+          <div>
+            <code className="text-xs font-medium">{job.name}</code>
+            <div className="text-muted-foreground text-xs">
+              {workspaceId ? (
+                <Link
+                  className="font-mono hover:underline"
+                  href={`${base}/workspaces/${encodeURIComponent(workspaceId)}`}
+                >
+                  {workspaceId}
+                </Link>
+              ) : (
+                <span className="font-mono">{job.id}</span>
+              )}
+            </div>
+          </div>
+        );
+      },
+    },
+    {
+      id: "state",
+      header: "State",
+      accessorFn: (job) => job.state,
+      cell: ({ row: { original: job } }) => <StateBadge state={job.state} data-testid="job-state" />,
+    },
+    { id: "attempts", header: "Attempts", accessorFn: (job) => job.attemptsMade },
+    {
+      id: "failure",
+      header: "Failure",
+      accessorFn: (job) => job.failedReason ?? "",
+      cell: ({ row: { original: job } }) =>
+        job.failedReason ? (
+          <span
+            className="text-destructive line-clamp-3 max-w-sm text-xs break-words"
+            title={job.failedReason}
           >
-            <option value="">all</option>
-            {JOB_STATES.map((value) => (
-              <option key={value} value={value}>
-                {value}
-              </option>
-            ))}
-          </select>
-        </label>
-        <button
-          type="button"
-          className="secondary"
-          disabled={jobs.isFetching}
-          onClick={() => void jobs.refetch()}
-        >
-          Refresh
-        </button>
-      </div>
+            {job.failedReason}
+          </span>
+        ) : (
+          <span className="text-muted-foreground">—</span>
+        ),
+    },
+    {
+      id: "created",
+      header: "Created",
+      accessorFn: (job) => job.createdAt?.getTime() ?? 0,
+      cell: ({ row: { original: job } }) => <RelativeTime value={job.createdAt} />,
+    },
+    {
+      id: "finished",
+      header: "Finished",
+      accessorFn: (job) => job.finishedAt?.getTime() ?? 0,
+      cell: ({ row: { original: job } }) => <RelativeTime value={job.finishedAt} />,
+    },
+    {
+      id: "actions",
+      header: () => <span className="sr-only">Actions</span>,
+      enableSorting: false,
+      cell: ({ row: { original: job } }) =>
+        job.state === "failed" ? (
+          <div className="flex justify-end">
+            <Button
+              variant="outline"
+              size="sm"
+              disabled={retry.isPending}
+              onClick={() => retry.mutate({ tenantSlug, jobId: job.id })}
+            >
+              <RotateCcw /> Retry
+            </Button>
+          </div>
+        ) : null,
+    },
+  ];
+
+  return (
+    <Card>
       {retry.error && (
-        <div className="alert error" role="alert" style={{ marginBottom: 12 }}>
-          {retry.error.message}
+        <div className="px-5 pt-4">
+          <Alert>{retry.error.message}</Alert>
         </div>
       )}
       {jobs.error ? (
-        <div className="alert error" role="alert">
-          {jobs.error.message}
+        <div className="p-5">
+          <Alert>{jobs.error.message}</Alert>
         </div>
-      ) : !jobs.data ? (
-        <p className="muted">Loading…</p>
-      ) : jobs.data.length === 0 ? (
-        <p className="muted">
-          No jobs{state ? ` in state ${state}` : ""}. Completed jobs are kept for a while only.
-        </p>
       ) : (
-        <table className="data">
-          <thead>
-            <tr>
-              <th>Job</th>
-              <th>State</th>
-              <th>Attempts</th>
-              <th>Failure</th>
-              <th>Created</th>
-              <th>Finished</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {jobs.data.map((job) => (
-              <tr key={`${job.queue}:${job.id}`} data-testid="job-row" data-job-id={job.id}>
-                <td>
-                  <div className="mono">{job.name}</div>
-                  <div className="muted mono" style={{ fontSize: 12 }}>
-                    {workspaceOf(job.data) ?? job.id}
-                  </div>
-                </td>
-                <td>
-                  <span className={`badge ${STATE_TONE[job.state] ?? ""}`} data-testid="job-state">
-                    {job.state}
-                  </span>
-                </td>
-                <td>{job.attemptsMade}</td>
-                <td style={{ maxWidth: 360, wordBreak: "break-word" }}>{job.failedReason ?? "—"}</td>
-                <td>{formatDate(job.createdAt)}</td>
-                <td>{formatDate(job.finishedAt)}</td>
-                <td>
-                  {job.state === "failed" && (
-                    <button
-                      type="button"
-                      className="secondary"
-                      disabled={retry.isPending}
-                      onClick={() => retry.mutate({ tenantSlug, jobId: job.id })}
-                    >
-                      Retry
-                    </button>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <DataTable
+          label="Jobs"
+          columns={columns}
+          data={jobs.data ?? []}
+          loading={!jobs.data}
+          rowTestId="job-row"
+          toolbar={
+            <>
+              <div className="w-40">
+                <Select
+                  aria-label="State"
+                  value={state}
+                  onChange={(event) =>
+                    setState(JOB_STATES.find((value) => value === event.target.value) ?? "")
+                  }
+                  className="[&_select]:h-8"
+                >
+                  <option value="">All states</option>
+                  {JOB_STATES.map((value) => (
+                    <option key={value} value={value}>
+                      {value}
+                    </option>
+                  ))}
+                </Select>
+              </div>
+              <Button
+                variant="outline"
+                size="sm"
+                disabled={jobs.isFetching}
+                onClick={() => void jobs.refetch()}
+              >
+                <RefreshCw className={jobs.isFetching ? "animate-spin" : undefined} /> Refresh
+              </Button>
+            </>
+          }
+          empty={
+            <EmptyState
+              icon={Activity}
+              title={state ? `No ${state} jobs` : "No jobs"}
+              description="Completed jobs are kept for a while only."
+            />
+          }
+        />
       )}
-    </div>
+    </Card>
   );
 }

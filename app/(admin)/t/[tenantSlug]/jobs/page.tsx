@@ -1,17 +1,17 @@
 import type { Metadata } from "next";
+import { PageHeader } from "@/app/_components/ui/page-header";
 import { JobsTable } from "./jobs-table";
 
 export const metadata: Metadata = { title: "Jobs" };
 
-export default async function JobsPage({ params }: { params: Promise<{ tenantSlug: string }> }) {
+export default async function Page({ params }: { params: Promise<{ tenantSlug: string }> }) {
   const { tenantSlug } = await params;
   return (
     <>
-      <h1>Jobs</h1>
-      <p className="lead">
-        This tenant&apos;s background jobs (provisioning, stops, purges) and why failed ones failed. Admins
-        only; a failed job can be retried.
-      </p>
+      <PageHeader
+        title="Jobs"
+        description="This tenant’s background jobs (provisioning, stops, purges) and why failed ones failed. Admins only; a failed job can be retried."
+      />
       <JobsTable tenantSlug={tenantSlug} />
     </>
   );

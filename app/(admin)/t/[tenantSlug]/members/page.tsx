@@ -1,5 +1,6 @@
 import type { Metadata } from "next";
-import { MembersTable } from "./members-table";
+import { PageHeader } from "@/app/_components/ui/page-header";
+import { MembersHeaderActions, MembersTable } from "./members-table";
 
 export const metadata: Metadata = { title: "Members" };
 
@@ -7,8 +8,11 @@ export default async function MembersPage({ params }: { params: Promise<{ tenant
   const { tenantSlug } = await params;
   return (
     <>
-      <h1>Members</h1>
-      <p className="lead">People who can sign in to this tenant, and their roles.</p>
+      <PageHeader
+        title="Members"
+        description="People who can sign in to this tenant, and their roles."
+        actions={<MembersHeaderActions tenantSlug={tenantSlug} />}
+      />
       <MembersTable tenantSlug={tenantSlug} />
     </>
   );

@@ -1,4 +1,6 @@
 import type { Metadata } from "next";
+import { PageHeader } from "@/app/_components/ui/page-header";
+import { NewSessionButton } from "./new-session";
 import { SessionsTable } from "./sessions-table";
 
 export const metadata: Metadata = { title: "Sessions" };
@@ -12,13 +14,15 @@ export default async function SessionsPage({
 }) {
   const { tenantSlug } = await params;
   const { agent } = await searchParams;
+  const agentId = typeof agent === "string" && agent ? agent : null;
   return (
     <>
-      <h1>Sessions</h1>
-      <p className="lead">
-        Agent conversations and the workspace each one is bound to (fixed when the session is created).
-      </p>
-      <SessionsTable tenantSlug={tenantSlug} agentId={typeof agent === "string" && agent ? agent : null} />
+      <PageHeader
+        title="Sessions"
+        description="Agent conversations and the workspace each one is bound to (fixed when the session is created)."
+        actions={<NewSessionButton tenantSlug={tenantSlug} {...(agentId ? { agentId } : {})} />}
+      />
+      <SessionsTable tenantSlug={tenantSlug} agentId={agentId} />
     </>
   );
 }

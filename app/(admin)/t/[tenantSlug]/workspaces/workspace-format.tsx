@@ -1,15 +1,17 @@
+import { Badge, type BadgeTone } from "@/app/_components/ui/badge";
+import { Tooltip } from "@/app/_components/ui/tooltip";
 import type { WorkspaceState } from "@/server/modules/workspace/workspace.types";
 
-/** Badge colour per lifecycle state: live is green, on its way is amber, broken is red, gone is grey. */
-const STATE_TONE: Record<WorkspaceState, string> = {
-  PENDING: "warn",
-  PROVISIONING: "warn",
-  READY: "ok",
-  STOPPING: "warn",
-  STOPPED: "revoked",
-  PURGING: "warn",
-  PURGED: "revoked",
-  FAILED: "error",
+/** Badge colour per lifecycle state: live is green, on its way is blue/amber, broken is red, gone is grey. */
+const STATE_TONE: Record<WorkspaceState, BadgeTone> = {
+  PENDING: "info",
+  PROVISIONING: "info",
+  READY: "success",
+  STOPPING: "warning",
+  STOPPED: "neutral",
+  PURGING: "warning",
+  PURGED: "outline",
+  FAILED: "danger",
 };
 
 /** States a worker is about to move on from: pages poll while a workspace is in one of them. */
@@ -22,26 +24,24 @@ export const TRANSITIONAL_STATES: readonly WorkspaceState[] = [
 
 export function WorkspaceStateBadge({ state }: { state: WorkspaceState }) {
   return (
-    <span className={`badge ${STATE_TONE[state]}`} data-testid="workspace-state">
+    <Badge tone={STATE_TONE[state]} dot data-testid="workspace-state">
       {state.toLowerCase()}
-    </span>
+    </Badge>
   );
 }
 
 export function BackendLabel({ kind, trustedOnly }: { kind: string; trustedOnly: boolean }) {
   return (
-    <>
-      {kind}
+    <span className="inline-flex items-center gap-1.5">
+      <code className="text-xs">{kind}</code>
       {trustedOnly && (
-        <span
-          className="badge warn"
-          style={{ marginLeft: 6 }}
-          title="Runs agent commands on the host with Berth's privileges: for trusted agents only."
-        >
-          trusted only
-        </span>
+        <Tooltip content="Runs agent commands on the host with Berth's privileges: for trusted agents only.">
+          <span>
+            <Badge tone="warning">trusted only</Badge>
+          </span>
+        </Tooltip>
       )}
-    </>
+    </span>
   );
 }
 

@@ -1,6 +1,6 @@
 import { Readable } from "node:stream";
 import type { ReadableStream as NodeWebReadableStream } from "node:stream/web";
-import { routeErrorResponse, routeTenantScope } from "@/server/api/route-auth";
+import { assertRouteInput, routeErrorResponse, routeTenantScope } from "@/server/api/route-auth";
 import { getWorkspaceServices } from "@/server/engine/engine";
 import { AppError } from "@/server/shared/errors";
 import type { SkillArchiveUpload } from "@/server/modules/workspace/workspace-content.service";
@@ -10,6 +10,7 @@ import {
   SKILL_UPLOAD_LIMITS,
   skillUploadBodyOf,
 } from "@/server/modules/workspace/skill-upload";
+import { requestMetaOf, runWithRequestMeta } from "@/server/shared/request-meta";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
@@ -25,14 +26,18 @@ const installs = new InstallGate(SKILL_UPLOAD_LIMITS.maxConcurrentInstalls);
  *   `application/octet-stream` with `format=zip|tar|tar.gz`), under the engine's archive limits.
  * Either way the skill is the first folder holding SKILL.md (see findSkillRoot).
  * 201 `{ name, dir, deduplicated }`; 422 for a bad body format, manifest or parts; 400 for a hostile or
- * invalid archive; 413 over a limit.
+ * invalid archive; 413 over a limit. A refusal that answers before the body is read leaves the rest to
+ * `npm start`'s HTTP server, which drains it or closes the connection (scripts/services/incoming-request.ts).
  */
-export async function POST(
-  request: Request,
-  context: { params: Promise<{ id: string }> },
-): Promise<Response> {
+export function POST(request: Request, context: { params: Promise<{ id: string }> }): Promise<Response> {
+  // The caller's address and user agent reach the upload's audit row through the async context.
+  return runWithRequestMeta(requestMetaOf(request.headers), () => upload(request, context));
+}
+
+async function upload(request: Request, context: { params: Promise<{ id: string }> }): Promise<Response> {
   try {
     const { id } = await context.params;
+    assertRouteInput(request, { id });
     const scope = await routeTenantScope(request, "session:use");
     const url = new URL(request.url);
     const body = skillUploadBodyOf(request.headers.get("content-type"), url.searchParams.get("format"));

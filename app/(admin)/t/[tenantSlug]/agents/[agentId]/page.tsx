@@ -1,5 +1,4 @@
 import type { Metadata } from "next";
-import Link from "next/link";
 import { AgentEditor } from "./agent-editor";
 
 export const metadata: Metadata = { title: "Agent" };
@@ -10,12 +9,5 @@ export default async function AgentPage({
   params: Promise<{ tenantSlug: string; agentId: string }>;
 }) {
   const { tenantSlug, agentId } = await params;
-  return (
-    <>
-      <p className="muted">
-        <Link href={`/t/${encodeURIComponent(tenantSlug)}/agents`}>← Agents</Link>
-      </p>
-      <AgentEditor tenantSlug={tenantSlug} agentId={agentId} />
-    </>
-  );
+  return <AgentEditor tenantSlug={tenantSlug} agentId={agentId} />;
 }

@@ -1,66 +1,58 @@
+"use client";
+
+import { Bot, User } from "lucide-react";
+import type { ReactNode } from "react";
+import { CodeBlock } from "@/app/_components/ui/code-block";
+import { cn } from "@/app/_components/ui/cn";
+import { RelativeTime } from "@/app/_components/ui/relative-time";
+import { type ChatContext, StoredToolResult, ToolCallCard } from "./tool-views";
+
 /**
- * One stored chat message, read-only. `content` is an AI SDK model message's content as stored (a string,
- * or parts: text, reasoning, tool-call, tool-result, files); anything unexpected is shown as JSON rather
- * than dropped, so the page never hides what the history holds.
+ * One stored chat message. `content` is an AI SDK model message's content as stored (a string, or parts:
+ * text, reasoning, tool-call, tool-result, files); anything unexpected is shown as JSON rather than
+ * dropped, so the page never hides what the history holds.
  */
 type Part = Record<string, unknown> & { type?: unknown };
 
-const json = (value: unknown): string => JSON.stringify(value, null, 2) ?? "";
 /** A part's field as text: strings as they are, anything else as JSON (a malformed part still shows). */
 const asText = (value: unknown): string =>
-  typeof value === "string" ? value : value == null ? "" : json(value);
+  typeof value === "string" ? value : value == null ? "" : (JSON.stringify(value, null, 2) ?? "");
 
-function Code({ value }: { value: unknown }) {
-  return <pre className="code">{typeof value === "string" ? value : json(value)}</pre>;
+export function MessageText({ text }: { text: string }) {
+  return <p className="leading-relaxed break-words whitespace-pre-wrap">{text}</p>;
 }
 
-/** A tool result's `output`: `{ type: "text" | "json" | "error-text" | "error-json" | "content", value }`. */
-function ToolOutput({ output }: { output: unknown }) {
-  if (output && typeof output === "object" && "type" in output && "value" in output) {
-    const type = String(output.type);
-    return (
-      <div className={type.startsWith("error") ? "tool-output error" : "tool-output"}>
-        {type.startsWith("error") && <span className="badge revoked">error</span>}
-        <Code value={output.value} />
-      </div>
-    );
-  }
-  return <Code value={output} />;
-}
-
-function PartView({ part }: { part: Part }) {
+function PartView({ part, ctx }: { part: Part; ctx: ChatContext }) {
   switch (part.type) {
     case "text":
-      return <p className="message-text">{asText(part.text)}</p>;
+      return <MessageText text={asText(part.text)} />;
     case "reasoning":
       return (
-        <details className="message-reasoning">
-          <summary>Reasoning</summary>
-          <p className="message-text">{asText(part.text)}</p>
+        <details className="text-muted-foreground text-xs">
+          <summary className="cursor-pointer">Reasoning</summary>
+          <MessageText text={asText(part.text)} />
         </details>
       );
     case "tool-call":
       return (
-        <div className="tool-call" data-testid="tool-call">
-          <div>
-            Tool call <code>{asText(part.toolName)}</code>{" "}
-            <span className="muted mono">{asText(part.toolCallId)}</span>
-          </div>
-          <Code value={part.input} />
-        </div>
+        <ToolCallCard
+          ctx={ctx}
+          toolName={asText(part.toolName)}
+          toolCallId={asText(part.toolCallId)}
+          input={part.input}
+        />
       );
     case "tool-result":
       return (
-        <div className="tool-call" data-testid="tool-result">
-          <div>
-            Result of <code>{asText(part.toolName)}</code>{" "}
-            <span className="muted mono">{asText(part.toolCallId)}</span>
-          </div>
-          <ToolOutput output={part.output} />
-        </div>
+        <StoredToolResult
+          ctx={ctx}
+          toolName={asText(part.toolName)}
+          toolCallId={asText(part.toolCallId)}
+          output={part.output}
+        />
       );
     default:
-      return <Code value={part} />;
+      return <CodeBlock value={part} />;
   }
 }
 
@@ -72,33 +64,69 @@ export type HistoryMessage = {
   createdAt: Date;
 };
 
-export function MessageView({ message }: { message: HistoryMessage }) {
+/** The frame of a chat row: who speaks (avatar, name, time), then what they said. */
+export function ChatRow({
+  role,
+  meta,
+  children,
+  testId = "chat-message",
+}: {
+  role: string;
+  meta?: ReactNode;
+  children: ReactNode;
+  testId?: string;
+}) {
+  const isUser = role === "user";
+  const isTool = role === "tool";
+  return (
+    <li className={cn("flex gap-3", isTool && "pl-10")} data-testid={testId} data-role={role}>
+      {!isTool && (
+        <div
+          className={cn(
+            "mt-0.5 flex size-7 shrink-0 items-center justify-center rounded-full border",
+            isUser ? "bg-muted" : "bg-foreground text-background",
+          )}
+          aria-hidden
+        >
+          {isUser ? <User className="size-3.5" /> : <Bot className="size-3.5" />}
+        </div>
+      )}
+      <div className="min-w-0 flex-1">
+        {!isTool && (
+          <div className="mb-1 flex items-baseline gap-2 text-xs">
+            <span className="font-medium capitalize">{isUser ? "You" : role}</span>
+            <span className="text-muted-foreground">{meta}</span>
+          </div>
+        )}
+        <div className="flex flex-col gap-2">{children}</div>
+      </div>
+    </li>
+  );
+}
+
+export function MessageView({ message, ctx }: { message: HistoryMessage; ctx: ChatContext }) {
   const { content } = message;
   return (
-    <li className={`message role-${message.role}`} data-testid="chat-message">
-      <div className="message-meta">
-        <strong>{message.role}</strong>
-        <span className="muted">{message.createdAt.toLocaleString()}</span>
-      </div>
+    <ChatRow role={message.role} meta={<RelativeTime value={message.createdAt} />}>
       {typeof content === "string" ? (
-        <p className="message-text">{content}</p>
+        <MessageText text={content} />
       ) : Array.isArray(content) ? (
         content.map((part: unknown, index) =>
           part && typeof part === "object" ? (
-            <PartView key={index} part={part as Part} />
+            <PartView key={index} part={part as Part} ctx={ctx} />
           ) : (
-            <Code key={index} value={part} />
+            <CodeBlock key={index} value={part} />
           ),
         )
       ) : (
-        <Code value={content} />
+        <CodeBlock value={content} />
       )}
       {message.toolCalls != null && (
-        <details>
-          <summary>Tool calls (stored separately)</summary>
-          <Code value={message.toolCalls} />
+        <details className="text-xs">
+          <summary className="text-muted-foreground cursor-pointer">Tool calls (stored separately)</summary>
+          <CodeBlock value={message.toolCalls} />
         </details>
       )}
-    </li>
+    </ChatRow>
   );
 }

@@ -1,24 +1,40 @@
 "use client";
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { ArrowUp, MessagesSquare, Square, Trash2 } from "lucide-react";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
-import { useState } from "react";
+import { type FormEvent, type KeyboardEvent, useCallback, useEffect, useRef, useState } from "react";
+import { toast } from "sonner";
+import { Alert } from "@/app/_components/ui/alert";
+import { StateBadge } from "@/app/_components/ui/badge";
+import { Button } from "@/app/_components/ui/button";
+import { ConfirmDialog } from "@/app/_components/ui/confirm-dialog";
+import { CopyableId } from "@/app/_components/ui/copy-button";
+import { EmptyState } from "@/app/_components/ui/empty-state";
+import { PageHeader } from "@/app/_components/ui/page-header";
+import { RelativeTime } from "@/app/_components/ui/relative-time";
+import { Skeleton } from "@/app/_components/ui/skeleton";
+import { Textarea } from "@/app/_components/ui/textarea";
 import { useTRPC } from "@/app/_trpc/client";
-import { formatDate, sessionDeleteConfirmText, WorkspaceLink } from "../session-ui";
+import { useTenantRole } from "../../_components/tenant-role";
+import { sessionDeleteConfirmText, WorkspaceLink } from "../session-ui";
 import { MessageView } from "./message-view";
+import type { ChatContext } from "./tool-views";
+import { LiveTurnView, TurnErrorView, TurnSummary } from "./turn-view";
+import { type LiveTurn, useChatTurn } from "./use-chat-turn";
 
-// chat.history's largest page; the next page starts after the last message shown.
-const HISTORY_PAGE = 200;
+// A page of chat.history; the next page starts after the last message shown.
+const HISTORY_PAGE = 100;
 
 function HistoryPage({
-  tenantSlug,
+  ctx,
   sessionId,
   afterId,
   isLast,
   onMore,
 }: {
-  tenantSlug: string;
+  ctx: ChatContext;
   sessionId: string;
   afterId: string | undefined;
   isLast: boolean;
@@ -27,7 +43,7 @@ function HistoryPage({
   const trpc = useTRPC();
   const page = useQuery(
     trpc.chat.history.queryOptions({
-      tenantSlug,
+      tenantSlug: ctx.tenantSlug,
       sessionId,
       limit: HISTORY_PAGE,
       ...(afterId ? { afterId } : {}),
@@ -35,26 +51,30 @@ function HistoryPage({
   );
   if (page.error) {
     return (
-      <li className="alert error" role="alert">
-        {page.error.message}
+      <li>
+        <Alert>{page.error.message}</Alert>
       </li>
     );
   }
-  if (!page.data) return <li className="muted">Loading…</li>;
-  if (page.data.length === 0 && afterId === undefined) {
-    return <li className="muted">No messages yet.</li>;
+  if (!page.data) {
+    return (
+      <li className="grid gap-2">
+        <Skeleton className="h-5 w-2/3" />
+        <Skeleton className="h-5 w-1/2" />
+      </li>
+    );
   }
   const last = page.data.at(-1);
   return (
     <>
       {page.data.map((message) => (
-        <MessageView key={message.id} message={message} />
+        <MessageView key={message.id} message={message} ctx={ctx} />
       ))}
       {isLast && last && page.data.length === HISTORY_PAGE && (
-        <li>
-          <button type="button" className="secondary" onClick={() => onMore(last.id)}>
-            Load more
-          </button>
+        <li className="flex justify-center">
+          <Button variant="outline" size="sm" onClick={() => onMore(last.id)}>
+            Load more messages
+          </Button>
         </li>
       )}
     </>
@@ -65,6 +85,7 @@ export function SessionDetail({ tenantSlug, sessionId }: { tenantSlug: string; s
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const router = useRouter();
+  const { can } = useTenantRole(tenantSlug);
   const base = `/t/${encodeURIComponent(tenantSlug)}`;
   const session = useQuery(trpc.session.get.queryOptions({ tenantSlug, sessionId }));
   const agentId = session.data?.agentId;
@@ -72,11 +93,47 @@ export function SessionDetail({ tenantSlug, sessionId }: { tenantSlug: string; s
     ...trpc.agent.get.queryOptions({ tenantSlug, agentId: agentId ?? "" }),
     enabled: agentId !== undefined,
   });
+  const firstPage = useQuery(trpc.chat.history.queryOptions({ tenantSlug, sessionId, limit: HISTORY_PAGE }));
   // Each page starts after the previous page's last message (undefined: from the beginning).
   const [pageStarts, setPageStarts] = useState<(string | undefined)[]>([undefined]);
+  const [lastTurn, setLastTurn] = useState<LiveTurn | null>(null);
+  const [draft, setDraft] = useState("");
+  const endRef = useRef<HTMLDivElement>(null);
+
+  const refreshSession = useCallback(
+    () =>
+      void queryClient.invalidateQueries({ queryKey: trpc.session.get.queryKey({ tenantSlug, sessionId }) }),
+    [queryClient, trpc, tenantSlug, sessionId],
+  );
+  const { turn, send, cancel, reset, cancelling, streaming } = useChatTurn({
+    tenantSlug,
+    sessionId,
+    // The status badge says "running" while the turn runs.
+    onStarted: refreshSession,
+    onSettled: useCallback(
+      (final: LiveTurn) => {
+        // The turn's messages are stored before `done`: show them from the history, keep the summary.
+        void Promise.all([
+          queryClient.invalidateQueries({ queryKey: trpc.chat.history.pathKey() }),
+          queryClient.invalidateQueries({ queryKey: trpc.session.pathKey() }),
+        ]).then(() => {
+          setLastTurn(final);
+          reset();
+        });
+      },
+      // `reset` is stable (a useCallback without dependencies), declared after this callback.
+      [queryClient, trpc],
+    ),
+  });
+
+  useEffect(() => {
+    endRef.current?.scrollIntoView({ block: "end", behavior: "smooth" });
+  }, [turn, lastTurn]);
+
   const remove = useMutation(
     trpc.session.delete.mutationOptions({
       onSuccess: async () => {
+        toast.success("Session deleted.");
         await Promise.all([
           queryClient.invalidateQueries({ queryKey: trpc.session.pathKey() }),
           queryClient.invalidateQueries({ queryKey: trpc.tenant.overview.queryKey({ tenantSlug }) }),
@@ -86,86 +143,143 @@ export function SessionDetail({ tenantSlug, sessionId }: { tenantSlug: string; s
     }),
   );
 
-  if (session.error) {
-    return (
-      <div className="alert error" role="alert">
-        {session.error.message}
-      </div>
-    );
-  }
-  if (!session.data) return <p className="muted">Loading…</p>;
+  if (session.error) return <Alert>{session.error.message}</Alert>;
+  if (!session.data) return <Skeleton className="h-40 w-full" />;
   const current = session.data;
+  const ctx: ChatContext = { tenantSlug, workspaceId: current.workspaceId };
+  const canUse = can("session:use", false);
+  const historyEmpty = firstPage.data?.length === 0;
+
+  function submit(event?: FormEvent) {
+    event?.preventDefault();
+    const message = draft.trim();
+    if (!message || streaming) return;
+    setLastTurn(null);
+    setDraft("");
+    send(message);
+  }
+  function onKeyDown(event: KeyboardEvent<HTMLTextAreaElement>) {
+    // Enter sends, Shift+Enter is a new line (IME composition excepted).
+    if (event.key === "Enter" && !event.shiftKey && !event.nativeEvent.isComposing) submit(event);
+  }
 
   return (
-    <>
-      <h1>{current.name || "Unnamed session"}</h1>
-      <section className="panel" aria-label="Session">
-        <table className="data">
-          <tbody>
-            <tr>
-              <th>Agent</th>
-              <td>
-                <Link href={`${base}/agents/${encodeURIComponent(current.agentId)}`}>
-                  {agent.data?.name ?? current.agentId}
-                </Link>
-              </td>
-            </tr>
-            <tr>
-              <th>Workspace</th>
-              <td>
-                <WorkspaceLink tenantSlug={tenantSlug} workspaceId={current.workspaceId} />
-              </td>
-            </tr>
-            <tr>
-              <th>Status</th>
-              <td>
-                <span className="badge">{current.status.toLowerCase()}</span>
-              </td>
-            </tr>
-            <tr>
-              <th>Created</th>
-              <td>{formatDate(current.createdAt)}</td>
-            </tr>
-            <tr>
-              <th>Last message</th>
-              <td>{formatDate(current.lastMessageAt)}</td>
-            </tr>
-          </tbody>
-        </table>
-        <button
-          type="button"
-          className="danger"
-          style={{ marginTop: 12 }}
-          disabled={remove.isPending}
-          onClick={() => {
-            if (window.confirm(sessionDeleteConfirmText(current))) remove.mutate({ tenantSlug, sessionId });
-          }}
-        >
-          Delete session
-        </button>
-        {remove.error && (
-          <div className="alert error" role="alert" style={{ marginTop: 12 }}>
-            {remove.error.message}
-          </div>
-        )}
-      </section>
-
-      <section className="panel" aria-labelledby="history-heading">
-        <h2 id="history-heading">History</h2>
-        <p className="muted">Read-only: the conversation as stored, tool calls and their results included.</p>
-        <ol className="messages">
-          {pageStarts.map((afterId, index) => (
-            <HistoryPage
-              key={afterId ?? "start"}
-              tenantSlug={tenantSlug}
-              sessionId={sessionId}
-              afterId={afterId}
-              isLast={index === pageStarts.length - 1}
-              onMore={(lastId) => setPageStarts((starts) => [...starts, lastId])}
+    <div className="flex flex-col">
+      <PageHeader
+        breadcrumb={
+          <Link href={`${base}/sessions`} className="hover:text-foreground">
+            ← Sessions
+          </Link>
+        }
+        title={current.name || "Unnamed session"}
+        description={
+          <span className="flex flex-wrap items-center gap-x-4 gap-y-1" aria-label="Session">
+            <span>
+              Agent{" "}
+              <Link
+                className="text-foreground font-medium hover:underline"
+                href={`${base}/agents/${encodeURIComponent(current.agentId)}`}
+              >
+                {agent.data?.name ?? "…"}
+              </Link>
+            </span>
+            <span className="inline-flex items-center gap-1">
+              Workspace <WorkspaceLink tenantSlug={tenantSlug} workspaceId={current.workspaceId} />
+            </span>
+            <StateBadge state={current.status} data-testid="session-status" />
+            <span>
+              Created <RelativeTime value={current.createdAt} />
+            </span>
+            <CopyableId value={current.id} />
+          </span>
+        }
+        actions={
+          canUse && (
+            <ConfirmDialog
+              title={`Delete session ${current.name || "unnamed"}?`}
+              description={sessionDeleteConfirmText(current)}
+              confirmLabel="Delete session"
+              onConfirm={() => remove.mutateAsync({ tenantSlug, sessionId }).catch(() => {})}
+              trigger={
+                <Button variant="outline" size="sm" disabled={remove.isPending}>
+                  <Trash2 className="text-destructive" /> Delete session
+                </Button>
+              }
             />
-          ))}
+          )
+        }
+      />
+      {remove.error && <Alert className="mb-4">{remove.error.message}</Alert>}
+
+      <section aria-label="Chat" className="bg-card flex flex-col rounded-xl border shadow-xs">
+        <ol className="flex min-h-64 flex-col gap-5 p-4 sm:p-6" data-testid="chat-log">
+          {historyEmpty && !turn && !lastTurn ? (
+            <li>
+              <EmptyState
+                icon={MessagesSquare}
+                title="No messages yet"
+                description={
+                  canUse ? "Send the first message below." : "Nothing has been said in this session."
+                }
+              />
+            </li>
+          ) : (
+            pageStarts.map((afterId, index) => (
+              <HistoryPage
+                key={afterId ?? "start"}
+                ctx={ctx}
+                sessionId={sessionId}
+                afterId={afterId}
+                isLast={index === pageStarts.length - 1}
+                onMore={(lastId) => setPageStarts((starts) => [...starts, lastId])}
+              />
+            ))
+          )}
+          {turn && <LiveTurnView turn={turn} ctx={ctx} />}
+          {!turn && lastTurn && (
+            <li className="flex flex-col gap-2 pl-10" data-testid="last-turn">
+              {lastTurn.error && <TurnErrorView error={lastTurn.error} />}
+              <TurnSummary turn={lastTurn} />
+            </li>
+          )}
         </ol>
+        <div ref={endRef} />
+        <div className="bg-card sticky bottom-0 rounded-b-xl border-t p-3 sm:p-4">
+          {canUse ? (
+            <form onSubmit={submit} aria-label="Send a message" className="flex items-end gap-2">
+              <Textarea
+                aria-label="Message"
+                placeholder={`Message ${agent.data?.name ?? "the agent"}…  (Enter to send, Shift+Enter for a new line)`}
+                value={draft}
+                onChange={(event) => setDraft(event.target.value)}
+                onKeyDown={onKeyDown}
+                rows={1}
+                className="max-h-48 min-h-10 resize-none"
+                disabled={streaming}
+              />
+              {streaming ? (
+                <Button
+                  variant="outline"
+                  onClick={() => void cancel()}
+                  disabled={cancelling}
+                  aria-label="Cancel turn"
+                  className="h-10"
+                >
+                  <Square className="fill-current" /> {cancelling ? "Cancelling…" : "Cancel"}
+                </Button>
+              ) : (
+                <Button type="submit" aria-label="Send" className="h-10" disabled={!draft.trim()}>
+                  <ArrowUp /> Send
+                </Button>
+              )}
+            </form>
+          ) : (
+            <p className="text-muted-foreground text-sm" data-testid="chat-read-only">
+              Your role can read this session but not send messages.
+            </p>
+          )}
+        </div>
       </section>
-    </>
+    </div>
   );
 }

@@ -1,5 +1,5 @@
 import { Readable } from "node:stream";
-import { routeErrorResponse } from "@/server/api/route-auth";
+import { assertRouteInput, routeErrorResponse } from "@/server/api/route-auth";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
 import { getWorkspaceServices } from "@/server/engine/engine";
 import { verifyDownloadToken } from "@/server/modules/workspace/download-token";
@@ -16,6 +16,7 @@ export const runtime = "nodejs";
 export async function GET(request: Request, context: { params: Promise<{ id: string }> }): Promise<Response> {
   try {
     const { id } = await context.params;
+    assertRouteInput(request, { id });
     const url = new URL(request.url);
     const path = url.searchParams.get("path");
     const token = url.searchParams.get("token");

@@ -1,0 +1,169 @@
+import { randomUUID } from "node:crypto";
+import type { Prisma } from "@/generated/prisma/client";
+import type { TenantRole } from "@/server/auth/roles";
+import type { TenantScope } from "@/server/auth/scope";
+import { type DbClient, getDb, isUniqueViolation } from "@/server/db";
+import type { InviteDTO, InvitePreview } from "@/server/modules/member/invite.types";
+
+const inviteSelect = {
+  id: true,
+  role: true,
+  note: true,
+  createdAt: true,
+  expiresAt: true,
+  createdById: true,
+  acceptedAt: true,
+  acceptedById: true,
+  revokedAt: true,
+} satisfies Prisma.InviteLinkSelect;
+type InviteRow = Prisma.InviteLinkGetPayload<{ select: typeof inviteSelect }>;
+
+function stateOf(row: InviteRow, now: Date): InviteDTO["state"] {
+  if (row.acceptedAt) return "accepted";
+  if (row.revokedAt) return "revoked";
+  return row.expiresAt <= now ? "expired" : "pending";
+}
+
+async function toDTOs(rows: InviteRow[], db: DbClient): Promise<InviteDTO[]> {
+  const userIds = [...new Set(rows.flatMap((row) => [row.createdById, row.acceptedById ?? []].flat()))];
+  const users = await db.user.findMany({ where: { id: { in: userIds } }, select: { id: true, email: true } });
+  const emails = new Map(users.map((user) => [user.id, user.email]));
+  const now = new Date();
+  return rows.map((row) => ({
+    id: row.id,
+    role: row.role,
+    note: row.note,
+    createdAt: row.createdAt,
+    expiresAt: row.expiresAt,
+    createdByEmail: emails.get(row.createdById) ?? null,
+    acceptedAt: row.acceptedAt,
+    acceptedByEmail: row.acceptedById ? (emails.get(row.acceptedById) ?? null) : null,
+    revokedAt: row.revokedAt,
+    state: stateOf(row, now),
+  }));
+}
+
+export async function insertInvite(
+  scope: TenantScope,
+  input: { tokenHash: string; role: TenantRole; note: string; createdById: string; expiresAt: Date },
+  db: DbClient = getDb(),
+): Promise<InviteDTO> {
+  const row = await db.inviteLink.create({
+    data: { tenantId: scope.tenantId, ...input },
+    select: inviteSelect,
+  });
+  const [dto] = await toDTOs([row], db);
+  return dto!;
+}
+
+/** The tenant's invitations, newest first (the last 100: pending ones and recent history). */
+export async function listInvites(scope: TenantScope, db: DbClient = getDb()): Promise<InviteDTO[]> {
+  const rows = await db.inviteLink.findMany({
+    where: { tenantId: scope.tenantId },
+    select: inviteSelect,
+    orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+    take: 100,
+  });
+  return toDTOs(rows, db);
+}
+
+/** Revokes a pending invitation; false when there is none with that id (or it is no longer pending). */
+export async function revokeInvite(scope: TenantScope, id: string, db: DbClient = getDb()): Promise<boolean> {
+  const { count } = await db.inviteLink.updateMany({
+    where: { id, tenantId: scope.tenantId, acceptedAt: null, revokedAt: null },
+    data: { revokedAt: new Date() },
+  });
+  return count === 1;
+}
+
+/** A pending, unexpired invitation by its token's hash, with its tenant's name. Not tenant-scoped: the token is the credential. */
+export async function findPendingInvite(
+  tokenHash: string,
+  db: DbClient = getDb(),
+): Promise<(InvitePreview & { id: string; tenantId: string }) | null> {
+  const row = await db.inviteLink.findFirst({
+    where: { tokenHash, acceptedAt: null, revokedAt: null, expiresAt: { gt: new Date() } },
+    select: {
+      id: true,
+      tenantId: true,
+      role: true,
+      expiresAt: true,
+      tenant: { select: { name: true, slug: true } },
+    },
+  });
+  return row
+    ? {
+        id: row.id,
+        tenantId: row.tenantId,
+        role: row.role,
+        expiresAt: row.expiresAt,
+        tenantName: row.tenant.name,
+      }
+    : null;
+}
+
+export type AcceptOutcome =
+  { kind: "accepted"; userId: string; tenantSlug: string } | { kind: "gone" } | { kind: "email-taken" };
+
+/**
+ * In one transaction: claims the invitation (only if still pending: two people racing for one link, one
+ * wins), creates the user with a better-auth credential (`passwordHash` from its hasher, so sign-in accepts
+ * it) and the membership with the invited role.
+ */
+export async function acceptInviteAsNewUser(
+  input: {
+    inviteId: string;
+    tenantId: string;
+    role: TenantRole;
+    name: string;
+    email: string;
+    passwordHash: string;
+  },
+  db = getDb(),
+): Promise<AcceptOutcome> {
+  const userId = randomUUID();
+  return db
+    .$transaction(async (tx) => {
+      const taken = await tx.user.findFirst({ where: { email: input.email }, select: { id: true } });
+      if (taken) return { kind: "email-taken" } as const;
+      const claimed = await tx.inviteLink.updateMany({
+        where: { id: input.inviteId, acceptedAt: null, revokedAt: null, expiresAt: { gt: new Date() } },
+        data: { acceptedAt: new Date(), acceptedById: userId },
+      });
+      if (claimed.count !== 1) return { kind: "gone" } as const;
+      await tx.user.create({
+        data: {
+          id: userId,
+          email: input.email,
+          name: input.name,
+          emailVerified: false,
+          authAccounts: {
+            create: { providerId: "credential", accountId: userId, password: input.passwordHash },
+          },
+        },
+      });
+      const membership = await tx.membership.create({
+        data: { tenantId: input.tenantId, userId, role: input.role },
+        select: { tenant: { select: { slug: true } } },
+      });
+      // In the same transaction: the new member is the actor (no scope can be minted here).
+      await tx.auditLog.create({
+        data: {
+          tenantId: input.tenantId,
+          actorType: "user",
+          actorId: userId,
+          action: "member.invite-accept",
+          targetType: "invitation",
+          targetId: input.inviteId,
+          outcome: "success",
+          details: { role: input.role },
+        },
+        select: { id: true },
+      });
+      return { kind: "accepted", userId, tenantSlug: membership.tenant.slug } as const;
+    })
+    .catch((error: unknown) => {
+      if (isUniqueViolation(error)) return { kind: "email-taken" } as const;
+      throw error;
+    });
+}

@@ -1,0 +1,41 @@
+import type { TenantScope } from "@/server/auth/scope";
+import { workspaceUserOf } from "@/server/modules/session/session.policy";
+import { AppError } from "@/server/shared/errors";
+import { listWorkspaceIdsOfUserSessions, userHasSessionOnWorkspace } from "./workspace-access.data";
+import type { WorkspaceDTO } from "./workspace.types";
+
+/**
+ * Who may act on which workspace inside a tenant (the tenant filter has already held):
+ * - admins and owners: every workspace of the tenant;
+ * - viewers: read every workspace (their role is the tenant's read-only one; they change nothing);
+ * - members: only the workspaces of their own sessions (a session they opened, or one opened by an API key
+ *   they created, since a key acts as its creator) and the PER_USER workspaces derived for them. Another
+ *   member's workspace answers NOT_FOUND, as another tenant's does: its existence is not disclosed.
+ */
+export function isLimitedToOwnWorkspaces(scope: TenantScope): boolean {
+  return scope.role === "member";
+}
+
+export async function mayActOnWorkspace(scope: TenantScope, record: WorkspaceDTO): Promise<boolean> {
+  if (!isLimitedToOwnWorkspaces(scope)) return true;
+  if (record.userId !== null && record.userId === workspaceUserOf(scope)) return true;
+  return scope.userId !== null && userHasSessionOnWorkspace(scope, record.id, scope.userId);
+}
+
+export async function assertMayActOnWorkspace(scope: TenantScope, record: WorkspaceDTO): Promise<void> {
+  if (await mayActOnWorkspace(scope, record)) return;
+  throw new AppError("NOT_FOUND", `workspace ${record.id} is not one of the caller's sessions'`, {
+    userMessage: "Workspace not found.",
+  });
+}
+
+/** For listings: null (no limit) or what a member may see, as a filter the data layer applies. */
+export async function workspaceListLimit(
+  scope: TenantScope,
+): Promise<{ workspaceIds: string[]; workspaceUser: string } | null> {
+  if (!isLimitedToOwnWorkspaces(scope)) return null;
+  return {
+    workspaceIds: scope.userId ? await listWorkspaceIdsOfUserSessions(scope, scope.userId) : [],
+    workspaceUser: workspaceUserOf(scope),
+  };
+}

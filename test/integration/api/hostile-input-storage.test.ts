@@ -1,0 +1,135 @@
+/**
+ * Hostile strings that get past the boundary (a service called directly, an entry buffered by an older
+ * release) must not break storage for anyone: the audit buffer sanitises, and sets aside what it cannot
+ * store, through the real `audit.flush` job on real Redis and Postgres; chat.send reports a storage failure
+ * as a typed, masked error event, never the database's text.
+ */
+import { randomUUID } from "node:crypto";
+import type { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { loadRedisConfig } from "@/server/config/redis";
+import { getDb } from "@/server/db";
+import { auditDeadLetters, recordAudit } from "@/server/modules/audit/audit-buffer.service";
+import { getAgentServices } from "@/server/modules/chat/chat.composition";
+import { checkHealth } from "@/server/modules/health/health.service";
+import { createRedisConnection, redisKey } from "@/server/redis";
+import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
+import { startWorkerRuntime, type WorkerRuntime } from "@/workers/runtime";
+import { collect, startAgentApiHarness, type AgentApiHarness } from "../agent/support";
+import { testLog } from "../queue/queue-fixtures";
+import { createTenantFixture, type TenantFixture } from "./support/tenant-fixtures";
+
+let h: AgentApiHarness;
+let other: TenantFixture;
+let fake: FakeModelServer;
+let redis: Redis;
+let workers: WorkerRuntime;
+const redisConfig = loadRedisConfig();
+
+/** The process-wide workers, as `npm start` runs them next to the API (the audit buffer's queue). */
+const startWorkers = () =>
+  startWorkerRuntime({
+    redis: redisConfig,
+    workers: { concurrency: 2, healthPort: 0, heartbeatTtlMs: 15_000 },
+    log: testLog,
+    healthPort: null,
+    schedules: [],
+  });
+
+beforeAll(async () => {
+  h = await startAgentApiHarness("his");
+  other = await createTenantFixture(h.runtime, "hio");
+  fake = await startFakeModel({ apiKey: "sk-hostile" });
+  redis = createRedisConnection(redisConfig, "producer", "test-hostile-storage");
+  workers = await startWorkers();
+});
+
+afterAll(async () => {
+  await workers.stop();
+  await redis.quit();
+  await fake.close();
+  await h.close();
+});
+
+const auditRows = (tenantId: string, action: string) =>
+  getDb().auditLog.findMany({ where: { tenantId, action }, orderBy: { at: "asc" } });
+
+describe("the audit buffer under hostile strings", () => {
+  it("an audited call with a NUL, an entry buffered before the fix and a corrupt one block no tenant's audit", async () => {
+    const scope = h.tenant.ownerScope;
+    // What an older release buffered for `chat.cancel({ sessionId: "x\0y" })`: the batch every flush
+    // retried forever, across restarts, while no audit row landed for any tenant.
+    const legacy = JSON.stringify({
+      id: randomUUID(),
+      tenantId: scope.tenantId,
+      actorType: "user",
+      actorId: h.tenant.owner.id,
+      action: "legacy.cancel",
+      targetType: "session",
+      targetId: "x\u0000y",
+      outcome: "failure",
+      details: { "k\u0000": "\uD800" },
+      at: new Date().toISOString(),
+    });
+    await redis.rpush(redisKey(redisConfig.prefix, "audit", "buffer"), legacy, "{not json");
+    const deadBefore = (await auditDeadLetters(redis, redisConfig.prefix)).total;
+
+    // The service itself (no HTTP boundary in front, which answers 400): the failed cancel is audited
+    // with the target id it was given.
+    await expect(getAgentServices().chat.cancel(scope, "x\u0000y")).rejects.toThrow();
+    await recordAudit(other.ownerScope, { action: "other.tenant", outcome: "success" });
+
+    await vi.waitFor(
+      async () => {
+        expect(await auditRows(other.tenant.id, "other.tenant")).toHaveLength(1);
+        expect(await auditRows(scope.tenantId, "chat.cancel")).toHaveLength(1);
+        expect(await auditRows(scope.tenantId, "legacy.cancel")).toHaveLength(1);
+      },
+      { timeout: 20_000, interval: 100 },
+    );
+    const [cancel] = await auditRows(scope.tenantId, "chat.cancel");
+    expect(cancel).toMatchObject({ targetId: "x\uFFFDy", outcome: "failure" });
+    const [old] = await auditRows(scope.tenantId, "legacy.cancel");
+    expect(old).toMatchObject({ targetId: "x\uFFFDy", details: { "k\uFFFD": "\uFFFD" } });
+
+    // The corrupt line is set aside, counted, and visible to an operator in the health report.
+    const dead = await auditDeadLetters(redis, redisConfig.prefix);
+    expect(dead.total).toBe(deadBefore + 1);
+    expect(dead.newest.at(-1)).toMatchObject({
+      entry: "{not json",
+      reason: expect.stringMatching(/^unreadable/),
+    });
+    const health = await checkHealth({ redis, redisPrefix: redisConfig.prefix, heartbeatTtlMs: 15_000 });
+    expect(health.checks.audit).toMatchObject({ ok: true, pending: 0, deadLettered: deadBefore + 1 });
+
+    // After a restart of the workers the buffer still flows.
+    await workers.stop();
+    workers = await startWorkers();
+    await recordAudit(scope, { action: "after.restart", outcome: "success" });
+    await vi.waitFor(async () => expect(await auditRows(scope.tenantId, "after.restart")).toHaveLength(1), {
+      timeout: 20_000,
+      interval: 100,
+    });
+  });
+});
+
+describe("chat.send when storage refuses the turn", () => {
+  it("emits a typed, masked error event, never the database's error text", async () => {
+    const agent = await h.owner.agent.create({
+      ...h.ref,
+      name: `hostile-chat-${randomUUID().slice(0, 8)}`,
+      modelConfig: { baseUrl: fake.baseUrl, model: "fake-model", apiKey: "sk-hostile" },
+    });
+    const { sessionId } = await h.owner.session.create({ ...h.ref, agentId: agent.id });
+    fake.enqueue({ kind: "text", text: "ok" });
+    // Past the HTTP boundary (which answers 400): the message reaches storage, which refuses the NUL.
+    const events = await collect(
+      await getAgentServices().chat.send(h.tenant.ownerScope, { sessionId, message: "hi\u0000there" }),
+    );
+    const error = events.find((event) => event.type === "error");
+    expect(error).toEqual({ type: "error", code: "INTERNAL", message: "Internal error", retryable: true });
+    expect(events.at(-1)).toMatchObject({ type: "done", status: "failed" });
+    expect(JSON.stringify(events)).not.toMatch(/prisma|invalid input|P20\d\d|22P05|invocation/i);
+    expect((await h.owner.session.get({ ...h.ref, sessionId })).status).toBe("ERROR");
+  });
+});
