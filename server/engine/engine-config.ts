@@ -55,6 +55,9 @@ const ZEngineEnv = z.object({
     .default(10 * 60_000),
   // Lifetime of a signed file-download link.
   BERTH_WORKSPACE_DOWNLOAD_TOKEN_TTL_MS: z.coerce.number().int().min(1_000).default(60_000),
+  // Cap on live stateful MCP servers per workspace (in each process attached to it); the least recently
+  // used scope's oldest one is closed beyond it. Unset or 0 → max(40, 2 × stateful default MCPs).
+  BERTH_MAX_LIVE_STATEFUL_MCPS: z.coerce.number().int().min(0).max(10_000).default(0),
   // http_mcp/SSE hosts Berth may dial although they are loopback, link-local or private: comma-separated host
   // names, IP addresses or CIDR subnets (e.g. `127.0.0.1,mcp.internal,10.1.0.0/16`). Empty → public only.
   BERTH_MCP_ALLOWED_HOSTS: z
@@ -92,6 +95,8 @@ export type EngineConfig = {
   readonly leaseTtlMs: number;
   readonly provisionWaitMs: number;
   readonly downloadTokenTtlMs: number;
+  /** The McpRegistry cap of every workspace (null: the reference's default, max(40, 2 × stateful defaults)). */
+  readonly maxLiveStatefulMcps?: number | null;
   /** BERTH_MCP_ALLOWED_HOSTS (server/workspace/mcp/mcp-network-policy.ts); unset → public addresses only. */
   readonly mcpAllowedHosts?: readonly string[];
   /** The `local` backend's sandbox; validated by its own schema (sandbox-config.ts). */
@@ -131,6 +136,7 @@ export function loadEngineConfig(
     leaseTtlMs: parsed.BERTH_WORKSPACE_LEASE_TTL_MS,
     provisionWaitMs: parsed.BERTH_WORKSPACE_PROVISION_WAIT_MS,
     downloadTokenTtlMs: parsed.BERTH_WORKSPACE_DOWNLOAD_TOKEN_TTL_MS,
+    maxLiveStatefulMcps: parsed.BERTH_MAX_LIVE_STATEFUL_MCPS || null,
     mcpAllowedHosts: parsed.BERTH_MCP_ALLOWED_HOSTS,
     sandbox: withoutUndefined({
       bwrapPath: parsed.BERTH_SANDBOX_BWRAP,

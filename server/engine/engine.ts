@@ -38,6 +38,12 @@ export type WorkspaceEngine = {
    * workers stopped it) means the cached handle is stale and must be evicted before use.
    */
   attachedAt(workspace: Workspace): number | undefined;
+  /**
+   * Which generation of its id a cached workspace was attached to (a purge ends a generation; the next
+   * use provisions a fresh one, and a handle of the old one must never serve it).
+   */
+  generationOf(workspace: Workspace): number | undefined;
+  tagGeneration(workspace: Workspace, generation: number): void;
   close(): Promise<void>;
 };
 
@@ -60,12 +66,14 @@ export function createEngine(options: CreateEngineOptions): WorkspaceEngine {
   const engineLog = log.child({ component: "workspace-engine" });
   const ensureProvisioned = createProvisionGate({ queues, waitMs: config.provisionWaitMs, log: engineLog });
   const attachedAt = new WeakMap<Workspace, number>();
+  const generations = new WeakMap<Workspace, number>();
   const manager = new WorkspaceManager({
     provider: new AttachingProvider(machine.provider, ensureProvisioned),
     ttlMs: config.idleTtlMs,
     sweepIntervalMs: Math.min(config.sweepIntervalMs, config.idleTtlMs),
     workspaceOptions: {
       logger: toEngineLogger(engineLog),
+      maxLiveStatefulMcps: config.maxLiveStatefulMcps ?? null,
       mcpNetwork: { allowedHosts: config.mcpAllowedHosts ?? [] },
     },
     hooks: {
@@ -82,6 +90,8 @@ export function createEngine(options: CreateEngineOptions): WorkspaceEngine {
     downloadSecret: createHmac("sha256", options.secret).update("berth:workspace-download-token").digest(),
     log: engineLog,
     attachedAt: (workspace) => attachedAt.get(workspace),
+    generationOf: (workspace) => generations.get(workspace),
+    tagGeneration: (workspace, generation) => void generations.set(workspace, generation),
     close: () => manager[Symbol.asyncDispose](),
   };
 }

@@ -10,7 +10,9 @@ import {
 import { LAYOUT_DIRECTORIES, WORKSPACE_LAYOUT } from "./layout";
 import { AsyncMutex } from "./mcp/async-mutex";
 import { LocalMcpConnector } from "./mcp/local-connector";
-import { McpRegistry } from "./mcp/mcp-registry";
+import { McpRegistry, type McpRegistryStats } from "./mcp/mcp-registry";
+import type { McpStatus } from "./mcp/mcp-status";
+import { seedAgentSkills, type SeedSkill } from "./skills/agent-seed";
 import {
   createMcpAddressGuard,
   DEFAULT_MCP_NETWORK_POLICY,
@@ -223,6 +225,40 @@ export class Workspace implements AsyncDisposable {
   /** The scope's MCP tools (`mcp__<mcp>__<tool>`), ready for an LLM toolkit. */
   async listMcpTools(scope: McpScope): Promise<McpToolDescriptor[]> {
     return this.requireLive().mcp.tools(scope);
+  }
+
+  /**
+   * The MCP tools of a session's turn: its own scope's plus the agent's shared scope (agentId, ""), so an
+   * MCP added for the agent reaches all its sessions; the session's own declaration wins a name clash.
+   */
+  async listSessionMcpTools(scope: McpScope): Promise<McpToolDescriptor[]> {
+    return this.requireLive().mcp.sessionTools(scope);
+  }
+
+  /** Live instance counts and the cap on live stateful ones (BERTH_MAX_LIVE_STATEFUL_MCPS). */
+  mcpStats(): McpRegistryStats {
+    return this.requireLive().mcp.stats();
+  }
+
+  /** Each declared MCP of the scope with its state (running, failed with the error, stopped) and tools. */
+  async mcpStatus(scope: McpScope): Promise<Array<McpStatus & { tools: McpToolDescriptor[] }>> {
+    return this.requireLive().mcp.status(scope);
+  }
+
+  /**
+   * An agent's own defaults (its stored configuration), applied to its scopes in this workspace: `mcps`
+   * replace the workspace's default MCPs for every scope of the agent that never diverged (null: the
+   * workspace's defaults apply), and `skills`
+   * are seeded once into its skill partition (a seeded skill the agent removes stays removed).
+   */
+  async setAgentDefaults(
+    agentId: string,
+    defaults: { mcps: readonly TMcpDeclaration[] | null; skills: readonly SeedSkill[] },
+  ): Promise<void> {
+    const live = this.requireLive();
+    live.mcp.setAgentDefaults(agentId, defaults.mcps);
+    if (defaults.skills.length > 0)
+      await seedAgentSkills(live.skills, live.backend, agentId, defaults.skills);
   }
 
   /**

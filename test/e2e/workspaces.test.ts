@@ -157,7 +157,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     // Purge asks for the id to be typed before it can be confirmed.
     await page.getByRole("button", { name: "Purge…" }).click();
     const purgeForm = page.getByRole("form", { name: "Confirm purge" });
-    const purgeButton = purgeForm.getByRole("button", { name: "Purge for good" });
+    const purgeButton = purgeForm.getByRole("button", { name: "Purge generation 1" });
     expect(await purgeButton.isDisabled()).toBe(true);
     await purgeForm.getByLabel("Workspace id").fill(liveId);
     await purgeForm.getByLabel(/Force/).check();

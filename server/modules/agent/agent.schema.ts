@@ -1,6 +1,8 @@
 import { z } from "zod";
 import { ZPageOf } from "@/server/shared/page";
 import {
+  ZAgentDefaultMcps,
+  ZAgentDefaultSkills,
   ZAgentDTO,
   ZAgentModelConfig,
   ZAgentModelConfigPatch,
@@ -25,8 +27,8 @@ export const ZAgentCreateRequest = z.object({
   modelConfig: ZAgentModelConfigInput,
   /** Same as `modelConfig.apiKey`. */
   modelApiKey: z.string().min(1).max(4096).nullish(),
-  defaultMcpConfigs: z.array(z.unknown()).max(100).optional(),
-  defaultSkills: z.array(z.unknown()).max(100).optional(),
+  defaultMcpConfigs: ZAgentDefaultMcps.optional(),
+  defaultSkills: ZAgentDefaultSkills.optional(),
   /** Null/absent: the tenant's default (PER_AGENT). */
   isolationPolicy: ZIsolationPolicy.nullish(),
 });
@@ -56,8 +58,8 @@ export const ZAgentUpdateRequest = z
     description: z.string().max(2000).optional(),
     modelConfig: ZAgentModelConfigPatchRequest.optional(),
     modelApiKey: ZApiKeyPatch,
-    defaultMcpConfigs: z.array(z.unknown()).max(100).optional(),
-    defaultSkills: z.array(z.unknown()).max(100).optional(),
+    defaultMcpConfigs: ZAgentDefaultMcps.optional(),
+    defaultSkills: ZAgentDefaultSkills.optional(),
     isolationPolicy: ZIsolationPolicy.nullish().describe("Null: back to the tenant's default (PER_AGENT)."),
   })
   .refine(

@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { ZMcpDeclaration } from "@/server/workspace/mcp/types";
+import { ZSeedSkill } from "@/server/workspace/skills/agent-seed";
 
 export const ISOLATION_POLICIES = ["PER_AGENT", "PER_SESSION", "PER_USER"] as const;
 export const ZIsolationPolicy = z.enum(ISOLATION_POLICIES);
@@ -42,6 +44,28 @@ const MODEL_CONFIG_FIELDS = {
 export const ZAgentModelConfig = z.object(MODEL_CONFIG_FIELDS);
 export type AgentModelConfig = z.infer<typeof ZAgentModelConfig>;
 
+/** Names must be unique within a list: they are what scopes and partitions key on. */
+function uniqueNames<T extends { name: string }>(items: T[], ctx: z.RefinementCtx): void {
+  const seen = new Set<string>();
+  items.forEach((item, index) => {
+    if (seen.has(item.name))
+      ctx.addIssue({ code: "custom", path: [index, "name"], message: `duplicate name '${item.name}'` });
+    seen.add(item.name);
+  });
+}
+
+/**
+ * The agent's default MCPs (the reference's `default_mcps`, in the `.mcp` v2 declaration shape): every MCP
+ * scope of the agent that never added or removed an MCP starts with them, in each of its workspaces.
+ */
+export const ZAgentDefaultMcps = z.array(ZMcpDeclaration).max(100).superRefine(uniqueNames);
+
+/**
+ * The agent's default skills (the reference's seed `skill_paths`, inline: see ZSeedSkill), seeded once into
+ * the agent's skill partition of each workspace it uses.
+ */
+export const ZAgentDefaultSkills = z.array(ZSeedSkill).max(100).superRefine(uniqueNames);
+
 export const ZAgentName = z
   .string()
   .trim()
@@ -55,8 +79,8 @@ export const ZCreateAgentInput = z.object({
   modelConfig: ZAgentModelConfig,
   /** Plain provider key; encrypted before it reaches the database, never returned. */
   modelApiKey: z.string().min(1).max(4096).nullish(),
-  defaultMcpConfigs: z.array(z.unknown()).default([]),
-  defaultSkills: z.array(z.unknown()).default([]),
+  defaultMcpConfigs: ZAgentDefaultMcps.default([]),
+  defaultSkills: ZAgentDefaultSkills.default([]),
   isolationPolicy: ZIsolationPolicy.nullish(),
   /** Team workers only (set by the team tools, never by the API): the leader session that created it. */
   createdByLeaderSessionId: z.string().min(1).max(200).nullish(),
@@ -87,8 +111,8 @@ export const ZUpdateAgentInput = z.object({
   description: z.string().max(2000).optional(),
   modelConfig: ZAgentModelConfigPatch.optional(),
   modelApiKey: z.string().min(1).max(4096).nullish(),
-  defaultMcpConfigs: z.array(z.unknown()).optional(),
-  defaultSkills: z.array(z.unknown()).optional(),
+  defaultMcpConfigs: ZAgentDefaultMcps.optional(),
+  defaultSkills: ZAgentDefaultSkills.optional(),
   isolationPolicy: ZIsolationPolicy.nullish(),
 });
 export type TUpdateAgentInput = z.input<typeof ZUpdateAgentInput>;

@@ -22,6 +22,8 @@ export type EngineWorkspace = EngineOffloader & {
     acceptedMediaTypes?: readonly string[];
   }): AgentTool[];
   listMcpTools(scope: { agentId: string; sessionId: string }): Promise<McpToolDescriptor[]>;
+  /** The session's MCP tools plus those of the agent's shared scope (agentId, ""). */
+  listSessionMcpTools(scope: { agentId: string; sessionId: string }): Promise<McpToolDescriptor[]>;
   listSkills(
     agentId?: string | null,
   ): Promise<{ skills: ReadonlyArray<{ name: string; description: string }> }>;
@@ -53,7 +55,9 @@ export function turnWorkspacePort(
         ...(options.readState ? { readState: options.readState } : {}),
         ...(options.acceptedMediaTypes ? { acceptedMediaTypes: options.acceptedMediaTypes } : {}),
       }),
-    listMcpTools: (scope) => workspace.listMcpTools(scope),
+    // A turn sees the agent's shared MCPs as well as its session's own: what an admin adds for the agent
+    // applies to all its sessions.
+    listMcpTools: (scope) => workspace.listSessionMcpTools(scope),
     listSkills: async (agentId) =>
       (await workspace.listSkills(agentId)).skills.map(({ name, description }) => ({ name, description })),
     readSkill: async (agentId, name) => (await workspace.readSkill(name, agentId)).content,

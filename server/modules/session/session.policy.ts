@@ -40,17 +40,16 @@ export function legacySessionWorkspaceId(policy: StoredIsolationPolicy, scope: T
 }
 
 /** Why an explicitly requested workspace cannot take a new session (null: it can). */
-export type WorkspaceRefusal = "not_found" | "other_user" | "per_session" | "purged";
+export type WorkspaceRefusal = "not_found" | "other_user" | "per_session";
 
 /**
  * Whether a caller may bind a new session to an existing workspace (the tenant filter already held: the
  * record was read through the caller's scope). Every isolation policy keys workspaces on a user, so another
- * user's workspace is never shared; PER_SESSION workspaces belong to the one session that minted them; a
- * purged workspace is gone.
+ * user's workspace is never shared; PER_SESSION workspaces belong to the one session that minted them. A
+ * purged workspace may be shared: its next use provisions a fresh generation of it.
  */
 export function workspaceRefusal(record: WorkspaceDTO | null, scope: TenantScope): WorkspaceRefusal | null {
   if (!record) return "not_found";
-  if (record.state === "PURGED") return "purged";
   if (record.isolationPolicy === "PER_SESSION") return "per_session";
   if (record.userId !== null && record.userId !== workspaceUserOf(scope)) return "other_user";
   return null;
@@ -64,7 +63,6 @@ const REFUSALS: Record<WorkspaceRefusal, { code: "NOT_FOUND" | "FORBIDDEN" | "CO
   not_found: { code: "NOT_FOUND", text: "does not exist" },
   other_user: { code: "FORBIDDEN", text: "belongs to another user" },
   per_session: { code: "CONFLICT", text: "is private to the session it was made for (PER_SESSION)" },
-  purged: { code: "CONFLICT", text: "was purged" },
 };
 
 /**

@@ -26,12 +26,17 @@ export type SkillArchiveUpload = {
  * the workspace service (each call resolves the workspace under a short lease). Mutations are audited.
  */
 export function createWorkspaceContentService(service: WorkspaceService) {
+  // `agentId`: the agent whose scope or partition the call works on; its stored defaults apply first.
   const use = <T>(
     scope: TenantScope,
     workspaceId: string,
     reason: string,
     fn: (ws: Workspace) => Promise<T>,
-  ) => service.withWorkspace(scope, workspaceId, reason, (workspace) => fn(workspace));
+    agentId: string | null = null,
+  ) =>
+    service.withWorkspace(scope, workspaceId, reason, (workspace) => fn(workspace), {
+      agentId: agentId || null,
+    });
 
   return {
     async status(scope: TenantScope, workspaceId: string, cwd?: string) {
@@ -47,28 +52,26 @@ export function createWorkspaceContentService(service: WorkspaceService) {
       workspaceId: string,
       mcpScope: { agentId: string; sessionId: string },
     ) {
-      return use(scope, workspaceId, "workspace.mcp.list", async (ws) => {
-        const declarations = await ws.readMcpDeclarations(mcpScope);
-        const tools = await ws.listMcpTools(mcpScope).then(
-          (list) => ({ ok: true as const, list }),
-          (error: unknown) => ({
-            ok: false as const,
-            error: error instanceof AppError ? error.userMessage : String(error),
-          }),
-        );
-        return declarations.map((declaration) => ({
-          name: declaration.name,
-          isStateful: declaration.is_stateful,
-          type: declaration.mcp_config.type,
-          isHealthy: tools.ok,
-          error: tools.ok ? null : tools.error,
-          tools: tools.ok
-            ? tools.list
-                .filter((tool) => tool.name.startsWith(`mcp__${declaration.name}__`))
-                .map((tool) => ({ name: tool.name, description: tool.description ?? "" }))
-            : [],
-        }));
-      });
+      return use(
+        scope,
+        workspaceId,
+        "workspace.mcp.list",
+        async (ws) => {
+          // Starts what is not running yet (as a turn would), then says per MCP how that went.
+          const statuses = await ws.mcpStatus(mcpScope);
+          return statuses.map((status) => ({
+            name: status.declaration.name,
+            isStateful: status.declaration.is_stateful,
+            type: status.declaration.mcp_config.type,
+            state: status.state,
+            isHealthy: status.state === "running",
+            error: status.error,
+            failedAt: status.failedAt === null ? null : new Date(status.failedAt),
+            tools: status.tools.map((tool) => ({ name: tool.name, description: tool.description ?? "" })),
+          }));
+        },
+        mcpScope.agentId,
+      );
     },
 
     async addMcp(
@@ -91,10 +94,16 @@ export function createWorkspaceContentService(service: WorkspaceService) {
         workspaceId,
         { name: parsed.data.name, ...mcpScope },
         () =>
-          use(scope, workspaceId, "workspace.mcp.add", async (ws) => {
-            await ws.addMcp(parsed.data, mcpScope);
-            return { name: parsed.data.name };
-          }),
+          use(
+            scope,
+            workspaceId,
+            "workspace.mcp.add",
+            async (ws) => {
+              await ws.addMcp(parsed.data, mcpScope);
+              return { name: parsed.data.name };
+            },
+            mcpScope.agentId,
+          ),
       );
     },
 
@@ -105,25 +114,37 @@ export function createWorkspaceContentService(service: WorkspaceService) {
       name: string,
     ) {
       return service.audited(scope, "workspace.mcp.remove", workspaceId, { name, ...mcpScope }, () =>
-        use(scope, workspaceId, "workspace.mcp.remove", async (ws) => {
-          await ws.removeMcp(name, mcpScope);
-          return { removed: true as const };
-        }),
+        use(
+          scope,
+          workspaceId,
+          "workspace.mcp.remove",
+          async (ws) => {
+            await ws.removeMcp(name, mcpScope);
+            return { removed: true as const };
+          },
+          mcpScope.agentId,
+        ),
       );
     },
 
     // ── skills (per-agent partitions; no agent → the default partition) ─────────────────────────────────
     async listSkills(scope: TenantScope, workspaceId: string, agentId: string | null) {
-      return use(scope, workspaceId, "workspace.skill.list", async (ws) => {
-        const listing = await ws.listSkills(agentId);
-        return listing.skills.map((skill) => ({
-          name: skill.name,
-          declaredName: skill.declaredName,
-          description: skill.description,
-          dir: skill.dir,
-          updatedAt: skill.updatedAt,
-        }));
-      });
+      return use(
+        scope,
+        workspaceId,
+        "workspace.skill.list",
+        async (ws) => {
+          const listing = await ws.listSkills(agentId);
+          return listing.skills.map((skill) => ({
+            name: skill.name,
+            declaredName: skill.declaredName,
+            description: skill.description,
+            dir: skill.dir,
+            updatedAt: skill.updatedAt,
+          }));
+        },
+        agentId,
+      );
     },
 
     /** By folder (`dir`, stable) or by a name only one skill answers to (else CONFLICT with the candidates). */

@@ -46,7 +46,8 @@ async function loadRecord(
 }
 
 /**
- * `workspace.provision`: PENDING | STOPPED | FAILED → PROVISIONING → READY, creating or restarting the machine.
+ * `workspace.provision`: PENDING | STOPPED | FAILED → PROVISIONING → READY, creating or restarting the machine;
+ * PURGED → PROVISIONING starts the id's next generation (a fresh, empty machine).
  * Safe to run again at any point: a READY workspace whose machine exists is left alone, and a job that finds
  * PROVISIONING is the retry of an attempt whose worker died (stalled-job recovery), so it provisions again
  * (machine provisioning is create-or-get).
@@ -73,8 +74,19 @@ export async function provisionWorkspace(
         reason: payload.reason,
       });
       break;
-    case "PURGED":
-      throw new AppError("CONFLICT", `workspace ${record.id} is purged`);
+    case "PURGED": {
+      // The purge deleted the last generation's machine and data: this use starts the next one, empty.
+      const next = record.generation + 1;
+      await transitionFrom(scope, record.id, {
+        from: ["PURGED"],
+        to: "PROVISIONING",
+        reason: `${payload.reason}: generation ${next} after a purge`,
+      });
+      break;
+    }
+    case "PURGING":
+      // Provisioning now could bring back what the purge is deleting: wait for it (BullMQ's backoff).
+      throw new AppError("UNAVAILABLE", `workspace ${record.id} is being purged; provisioning will retry`);
     case "STOPPING":
       // The stop job finishes first; BullMQ's backoff brings this job back.
       throw new AppError("UNAVAILABLE", `workspace ${record.id} is stopping; provisioning will retry`);
@@ -152,23 +164,31 @@ export async function stopWorkspace(
 }
 
 /**
- * `workspace.purge`: stops the workspace, lists what it holds, deletes the machine and its data, deletes its
- * lease rows, marks it PURGED (final) and writes a purge receipt saying what went and when.
+ * `workspace.purge`: claims the workspace (→ PURGING, so no use provisions it while its data goes), stops
+ * it, lists what it holds, deletes the machine and its data and its lease rows, ends the generation
+ * (→ PURGED) and writes a purge receipt saying what went and when. The id stays usable: its next use
+ * provisions generation + 1. A payload naming an older generation than the record's was done already.
  */
 export async function purgeWorkspace(
   deps: Pick<WorkspaceJobDeps, "machine">,
   payload: z.output<typeof ZWorkspacePurgePayload>,
-): Promise<{ outcome: "purged" | "already-purged"; receiptId?: string }> {
+): Promise<{ outcome: "purged" | "already-purged"; receiptId?: string; generation?: number }> {
   const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId);
+  const requested = payload.generation ?? record.generation;
+  if (record.generation > requested) return { outcome: "already-purged" };
   if (record.state === "PURGED") return { outcome: "already-purged" };
   const spec = specOfRecord(record);
-  if (record.state === "READY" || record.state === "PROVISIONING") {
-    await transitionFrom(scope, record.id, { from: [record.state], to: "STOPPING", reason: payload.reason });
+  // A PURGING record is the retry of a purge whose worker died: carry on where it stopped.
+  if (record.state !== "PURGING") {
+    await transitionFrom(scope, record.id, {
+      from: [record.state],
+      to: "PURGING",
+      reason: payload.reason,
+      data: { requestedBy: payload.actor },
+    });
   }
-  if (record.state !== "PENDING" && record.state !== "FAILED" && record.state !== "STOPPED") {
-    await deps.machine.stop(spec);
-    await transitionFrom(scope, record.id, { from: ["STOPPING"], to: "STOPPED", reason: payload.reason });
-  }
+  // What was running (or may be, after an interrupted purge) stops before its data goes.
+  if (["READY", "PROVISIONING", "STOPPING", "PURGING"].includes(record.state)) await deps.machine.stop(spec);
   const inventory = (await deps.machine.exists(spec))
     ? await (async () => {
         const backend = await deps.machine.provider.provision(spec);
@@ -185,20 +205,26 @@ export async function purgeWorkspace(
     reason: payload.reason,
     requestedBy: payload.actor,
     backend: deps.machine.kind,
+    generation: record.generation,
     resources,
     ...inventory,
     databaseRows: { workspaceLeases: leaseRows },
     deletedAt: new Date().toISOString(),
   };
   await transitionFrom(scope, record.id, {
-    from: ["STOPPED", "PENDING", "FAILED"],
+    from: ["PURGING"],
     to: "PURGED",
     reason: payload.reason,
     backendHandle: null,
-    data: { resources, skills: inventory.skills.length, mcpDeclarations: inventory.mcpDeclarations.length },
+    data: {
+      resources,
+      skills: inventory.skills.length,
+      mcpDeclarations: inventory.mcpDeclarations.length,
+      nextUse: `provisions generation ${record.generation + 1}`,
+    },
   });
   const receipt = await recordPurgeReceipt(scope, { targetType: "workspace", targetId: record.id, deleted });
-  return { outcome: "purged", receiptId: receipt.id };
+  return { outcome: "purged", receiptId: receipt.id, generation: record.generation };
 }
 
 /**

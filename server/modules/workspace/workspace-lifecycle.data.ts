@@ -16,6 +16,7 @@ export type WorkspaceRecord = {
   id: string;
   tenantId: string;
   state: WorkspaceState;
+  generation: number;
   backendKind: string;
   isolationPolicy: string;
   agentId: string | null;
@@ -28,6 +29,7 @@ const recordSelect = {
   id: true,
   tenantId: true,
   state: true,
+  generation: true,
   backendKind: true,
   isolationPolicy: true,
   agentId: true,
@@ -109,7 +111,7 @@ export async function stopIfIdle(
         acquiredAt: lease.createdAt.toISOString(),
       });
     }
-    await setState(tx, scope, workspaceId, row.state, "STOPPING", options.reason, {
+    await setState(tx, scope, workspaceId, row, "STOPPING", options.reason, {
       lastActivityAt: row.lastActivityAt?.toISOString() ?? null,
     });
     return {
@@ -133,13 +135,16 @@ export async function acquireLeaseLocked(
   workspaceId: string,
   lease: { holder: string; reason: string; expiresAt: Date },
   db = getDb(),
+  options: { refuseStates?: readonly WorkspaceState[] } = {},
 ): Promise<{ lease: WorkspaceLeaseDTO; state: WorkspaceState }> {
   const acquired = await db.$transaction(async (tx) => {
+    // A PURGED workspace is leased too (a use provisions its next generation), unless the caller works on
+    // the current generation's data only (`refuseStates`).
     const row = await lockWorkspace(tx, scope, workspaceId, "share");
     if (!row) throw notFound(workspaceId);
-    if (row.state === "PURGED") {
-      throw new AppError("CONFLICT", `workspace ${workspaceId} is purged`, {
-        userMessage: "This workspace was purged.",
+    if (options.refuseStates?.includes(row.state)) {
+      throw new AppError("CONFLICT", `workspace ${workspaceId} is ${row.state}`, {
+        userMessage: "The workspace changed state; reload and try again.",
       });
     }
     const saved = await tx.workspaceLease.upsert({
@@ -185,7 +190,11 @@ export async function touchWorkspaceActivity(
   });
 }
 
-/** Moves to `to` when the workspace is in one of `from` (CONFLICT otherwise); writes the event. */
+/**
+ * Moves to `to` when the workspace is in one of `from` (CONFLICT otherwise); writes the event. PURGED →
+ * PROVISIONING starts the next generation (the counter goes up in the same statement, and the event says
+ * which generation is now being provisioned). Returns the state it left and the generation it is now in.
+ */
 export async function transitionFrom(
   scope: TenantScope,
   workspaceId: string,
@@ -199,6 +208,15 @@ export async function transitionFrom(
   },
   db = getDb(),
 ): Promise<WorkspaceState> {
+  return (await transitionWithGeneration(scope, workspaceId, change, db)).from;
+}
+
+export async function transitionWithGeneration(
+  scope: TenantScope,
+  workspaceId: string,
+  change: Parameters<typeof transitionFrom>[2],
+  db = getDb(),
+): Promise<{ from: WorkspaceState; generation: number }> {
   return db.$transaction(async (tx) => {
     const row = await lockWorkspace(tx, scope, workspaceId);
     if (!row) throw notFound(workspaceId);
@@ -212,11 +230,20 @@ export async function transitionFrom(
         },
       );
     }
-    await setState(tx, scope, workspaceId, row.state, change.to, change.reason, change.data ?? {}, {
-      ...(change.error !== undefined ? { error: change.error } : {}),
-      ...(change.backendHandle !== undefined ? { backendHandle: change.backendHandle } : {}),
-    });
-    return row.state;
+    const generation = await setState(
+      tx,
+      scope,
+      workspaceId,
+      row,
+      change.to,
+      change.reason,
+      change.data ?? {},
+      {
+        ...(change.error !== undefined ? { error: change.error } : {}),
+        ...(change.backendHandle !== undefined ? { backendHandle: change.backendHandle } : {}),
+      },
+    );
+    return { from: row.state, generation };
   });
 }
 
@@ -230,7 +257,9 @@ export async function deleteWorkspaceLeases(
   return count;
 }
 
-type LockedRow = { state: WorkspaceState; lastActivityAt: Date | null };
+type LockedRow = { state: WorkspaceState; generation: number; lastActivityAt: Date | null };
+
+type RawLockedRow = { state: WorkspaceState; generation: number; last_activity_at: Date | null };
 
 async function lockWorkspace(
   tx: Prisma.TransactionClient,
@@ -240,14 +269,14 @@ async function lockWorkspace(
 ): Promise<LockedRow | null> {
   const rows =
     mode === "update"
-      ? await tx.$queryRaw<{ state: WorkspaceState; last_activity_at: Date | null }[]>`
-          SELECT state, last_activity_at FROM workspaces
+      ? await tx.$queryRaw<RawLockedRow[]>`
+          SELECT state, generation, last_activity_at FROM workspaces
           WHERE id = ${workspaceId} AND tenant_id = ${scope.tenantId} FOR UPDATE`
-      : await tx.$queryRaw<{ state: WorkspaceState; last_activity_at: Date | null }[]>`
-          SELECT state, last_activity_at FROM workspaces
+      : await tx.$queryRaw<RawLockedRow[]>`
+          SELECT state, generation, last_activity_at FROM workspaces
           WHERE id = ${workspaceId} AND tenant_id = ${scope.tenantId} FOR SHARE`;
   const row = rows[0];
-  return row ? { state: row.state, lastActivityAt: row.last_activity_at } : null;
+  return row ? { state: row.state, generation: row.generation, lastActivityAt: row.last_activity_at } : null;
 }
 
 const EVENT_FOR: Record<WorkspaceState, Prisma.WorkspaceEventCreateManyInput["kind"]> = {
@@ -256,6 +285,7 @@ const EVENT_FOR: Record<WorkspaceState, Prisma.WorkspaceEventCreateManyInput["ki
   READY: "provisioned",
   STOPPING: "stopping",
   STOPPED: "stopped",
+  PURGING: "purging",
   PURGED: "purged",
   FAILED: "failed",
 };
@@ -264,17 +294,21 @@ async function setState(
   tx: Prisma.TransactionClient,
   scope: TenantScope,
   workspaceId: string,
-  from: WorkspaceState,
+  current: Pick<LockedRow, "state" | "generation">,
   to: WorkspaceState,
   reason: string,
   data: Record<string, unknown>,
   extra: { error?: string; backendHandle?: Record<string, unknown> | null } = {},
-): Promise<void> {
+): Promise<number> {
   const now = new Date();
+  const from = current.state;
+  const nextGeneration = from === "PURGED" && to === "PROVISIONING";
+  const generation = nextGeneration ? current.generation + 1 : current.generation;
   await tx.workspace.update({
     where: { id: workspaceId },
     data: {
       state: to,
+      generation,
       stateChangedAt: now,
       error: to === "FAILED" ? (extra.error ?? "unknown error") : null,
       ...(extra.backendHandle !== undefined
@@ -289,9 +323,12 @@ async function setState(
   await insertEvent(tx, scope, workspaceId, EVENT_FOR[to], reason, {
     from,
     to,
+    generation,
+    ...(nextGeneration ? { previousGeneration: current.generation } : {}),
     ...(extra.error ? { error: extra.error } : {}),
     ...data,
   });
+  return generation;
 }
 
 async function insertEvent(

@@ -17,7 +17,7 @@ export type ProvisionGateDeps = {
 
 /**
  * The API side of provisioning: makes sure the workers have provisioned the workspace, without ever
- * provisioning itself. READY → nothing to do. Otherwise enqueue `workspace.provision` under the workspace's
+ * provisioning itself. READY → nothing to do (a PURGED record gets its next generation this way). Otherwise enqueue `workspace.provision` under the workspace's
  * deterministic job id (any number of callers, in any number of API processes, share that one job) and wait
  * for it on the queue's events. A provision job that failed for good is removed first so a later call can
  * try again (its failure stays recorded on the workspace: state FAILED, error, event).
@@ -76,10 +76,6 @@ async function currentState(spec: WorkspaceSpec): Promise<string> {
       },
     );
   }
-  if (record.state === "PURGED") {
-    throw new AppError("CONFLICT", `workspace ${spec.workspaceId} is purged`, {
-      userMessage: "This workspace was purged.",
-    });
-  }
+  // PURGED is provisioned like any other state that is not READY: the job starts the next generation.
   return record.state;
 }

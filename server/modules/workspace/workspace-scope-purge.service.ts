@@ -28,11 +28,14 @@ async function withAttachedWorkspace<T>(
   holder: string,
   fn: (workspace: Workspace) => Promise<T>,
 ): Promise<T> {
-  await acquireLeaseLocked(scope, record.id, {
-    holder,
-    reason: holder.split(":")[0] ?? holder,
-    expiresAt: new Date(Date.now() + 10 * 60_000),
-  });
+  // Never on a workspace whose generation is being (or was) purged: attaching would recreate its folder.
+  await acquireLeaseLocked(
+    scope,
+    record.id,
+    { holder, reason: holder.split(":")[0] ?? holder, expiresAt: new Date(Date.now() + 10 * 60_000) },
+    undefined,
+    { refuseStates: ["PURGING", "PURGED"] },
+  );
   const workspace = new Workspace({
     spec: specOfRecord(record),
     provider: new AttachingProvider(machine.provider, null),
@@ -61,6 +64,7 @@ export async function purgeSessions(
     !record ||
     record.tenantId !== payload.tenantId ||
     record.state === "PURGED" ||
+    record.state === "PURGING" ||
     record.state === "PENDING"
   ) {
     // Nothing was ever written for a workspace never provisioned, and a purged one has nothing left.
@@ -108,6 +112,7 @@ export async function purgeAgent(
       !record ||
       record.tenantId !== payload.tenantId ||
       record.state === "PURGED" ||
+      record.state === "PURGING" ||
       record.state === "PENDING"
     ) {
       continue;

@@ -28,6 +28,7 @@ const workspaceSelect = () =>
     agentId: true,
     userId: true,
     state: true,
+    generation: true,
     backendHandle: true,
     lastActivityAt: true,
     stateChangedAt: true,
@@ -149,7 +150,7 @@ export async function transitionWorkspace(
   return db.$transaction(async (tx) => {
     const current = await tx.workspace.findFirst({
       where: { tenantId: scope.tenantId, id: workspaceId },
-      select: { state: true },
+      select: { state: true, generation: true },
     });
     if (!current) throw notFound(workspaceId);
     if (input.expectedFrom && input.expectedFrom !== current.state) {
@@ -159,11 +160,15 @@ export async function transitionWorkspace(
       throw conflict(workspaceId, `illegal transition ${current.state} → ${input.to}`);
     }
     const now = new Date();
+    // PURGED → PROVISIONING starts the next generation of the id (see WORKSPACE_TRANSITIONS).
+    const nextGeneration = current.state === "PURGED" && input.to === "PROVISIONING";
+    const generation = nextGeneration ? current.generation + 1 : current.generation;
     // Conditional on the state we validated against: a concurrent transition makes count 0.
     const { count } = await tx.workspace.updateMany({
       where: { tenantId: scope.tenantId, id: workspaceId, state: current.state },
       data: {
         state: input.to,
+        generation,
         stateChangedAt: now,
         error: input.to === "FAILED" ? (input.error ?? "unknown error") : null,
         ...(input.backendHandle !== undefined
@@ -182,6 +187,8 @@ export async function transitionWorkspace(
       data: {
         from: current.state,
         to: input.to,
+        generation,
+        ...(nextGeneration ? { previousGeneration: current.generation } : {}),
         ...(input.error ? { error: input.error } : {}),
         ...(input.data ?? {}),
       },
@@ -218,7 +225,7 @@ const leaseSelect = {
   createdAt: true,
 } satisfies Prisma.WorkspaceLeaseSelect;
 
-/** Takes (or renews) `holder`'s lease on the workspace. Not allowed on a purged workspace. */
+/** Takes (or renews) `holder`'s lease on the workspace (a purged one too: its next use starts a generation). */
 export async function acquireWorkspaceLease(
   scope: TenantScope,
   workspaceId: string,
@@ -231,7 +238,6 @@ export async function acquireWorkspaceLease(
       select: { state: true },
     });
     if (!workspace) throw notFound(workspaceId);
-    if (workspace.state === "PURGED") throw conflict(workspaceId, "is purged");
     const row = await tx.workspaceLease.upsert({
       where: { workspaceId_holder: { workspaceId, holder: lease.holder }, tenantId: scope.tenantId },
       create: {

@@ -25,6 +25,8 @@ export const ZWorkspaceStopPayload = ZWorkspaceRef.extend({
 export const ZWorkspacePurgePayload = ZWorkspaceRef.extend({
   reason: z.string().max(500).default("purge requested"),
   actor: z.string().max(200).default("system"),
+  /** The generation to purge (absent: the current one); a later generation is never purged by it. */
+  generation: z.number().int().positive().optional(),
 });
 export const ZWorkspaceSweepPayload = z.object({
   trigger: z.enum(["schedule", "manual"]).default("schedule"),
@@ -65,7 +67,8 @@ export const workspaceJobs = {
     queue: WORKSPACE_QUEUE,
     schema: ZWorkspacePurgePayload,
     options: { ...RETRIES, removeOnComplete: { age: 24 * 60 * 60 }, removeOnFail: KEEP_FAILED },
-    jobId: (p) => deterministicJobId("workspace.purge", p.workspaceId),
+    // Per generation: the completed job of generation n is kept (and would deduplicate) for a day.
+    jobId: (p) => deterministicJobId("workspace.purge", p.workspaceId, String(p.generation ?? 0)),
   }),
   "workspace.sweep": defineJob({
     queue: WORKSPACE_QUEUE,

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { TenantScope } from "@/server/auth/scope";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import { getAgentOrNull } from "@/server/modules/agent/agent.data";
+import { ZAgentDefaultMcps, ZAgentDefaultSkills } from "@/server/modules/agent/agent.types";
 import { listPurgeReceipts } from "@/server/modules/audit/audit.data";
 import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
 import { getSession } from "@/server/modules/session/session.data";
@@ -32,6 +33,8 @@ export type LeaseOptions = { holder: string; reason: string; ttlMs?: number };
 export function createWorkspaceService(engine: WorkspaceEngine) {
   const enqueue = createEnqueue(engine.queues);
   const bindingsInFlight = new Map<string, Promise<WorkspaceDTO>>();
+  const agentReads = new Map<string, ReturnType<typeof getAgentOrNull>>();
+  const generationReads = new WeakMap<Workspace, Promise<number>>();
 
   /** The session's workspace record, created (PENDING) on first use under the agent's isolation policy. */
   async function bindingForSession(scope: TenantScope, sessionId: string) {
@@ -70,24 +73,71 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
     return record;
   }
 
-  /** Attaches through the manager; a cached handle older than the record's last state change is evicted. */
+  /**
+   * Attaches through the manager (a PURGED record is provisioned again as its next generation by the
+   * workers). A cached handle is evicted when it is stale: attached to an earlier generation (a purge came
+   * and went), or older than the record's last state change while the record is not READY.
+   */
   async function attach(scope: TenantScope, record: WorkspaceDTO): Promise<Workspace> {
-    if (record.state === "PURGED") {
-      throw new AppError("CONFLICT", `workspace ${record.id} is purged`, {
-        userMessage: "This workspace was purged.",
-      });
-    }
     const address = addressOfRecord({ ...record, tenantId: scope.tenantId });
     const cached = engine.manager.peek(address);
-    if (cached && record.state !== "READY") {
-      const attachedAt = engine.attachedAt(cached) ?? 0;
-      if (record.stateChangedAt.getTime() >= attachedAt) await engine.manager.close(address);
+    if (cached) {
+      const cachedGeneration = engine.generationOf(cached);
+      const stale =
+        record.state !== "READY"
+          ? record.stateChangedAt.getTime() >= (engine.attachedAt(cached) ?? 0)
+          : cachedGeneration !== undefined && cachedGeneration !== record.generation;
+      if (stale) await engine.manager.close(address);
     }
-    return engine.manager.getWorkspace({
+    const workspace = await engine.manager.getWorkspace({
       tenantId: address.tenantId,
       userId: address.userId,
       agentId: record.agentId ?? "",
       workspaceId: record.id,
+    });
+    if (engine.generationOf(workspace) === undefined) {
+      // READY before the attach: nothing was provisioned in between. Otherwise the workers just made it
+      // READY, possibly as a new generation: ask the record which one this handle belongs to (once per
+      // handle, however many calls attached to it at the same time).
+      if (record.state === "READY") engine.tagGeneration(workspace, record.generation);
+      else {
+        let reading = generationReads.get(workspace);
+        if (!reading) {
+          reading = requireRecord(scope, record.id).then((fresh) => fresh.generation);
+          generationReads.set(workspace, reading);
+        }
+        const generation = await reading;
+        if (engine.generationOf(workspace) === undefined) engine.tagGeneration(workspace, generation);
+      }
+    }
+    return workspace;
+  }
+
+  /**
+   * Applies the agent's stored defaults (default MCPs, default skills) to its scopes of the attached
+   * workspace, so they take effect from the agent's next use on. Stored values that no longer parse (an
+   * agent saved before validation) are skipped with a warning rather than failing every turn.
+   */
+  async function applyAgentDefaults(scope: TenantScope, workspace: Workspace, agentId: string | null) {
+    if (!agentId) return;
+    // One read per agent at a time in this process, however many calls use its workspaces at once.
+    const key = `${scope.tenantId}\0${agentId}`;
+    let loading = agentReads.get(key);
+    if (!loading) {
+      loading = getAgentOrNull(scope, agentId).finally(() => agentReads.delete(key));
+      agentReads.set(key, loading);
+    }
+    const agent = await loading;
+    if (!agent) return;
+    const mcps = ZAgentDefaultMcps.safeParse(agent.defaultMcpConfigs);
+    const skills = ZAgentDefaultSkills.safeParse(agent.defaultSkills);
+    if (!mcps.success || !skills.success) {
+      engine.log.warn({ agentId, workspaceId: workspace.id }, "ignoring the agent's invalid stored defaults");
+    }
+    await workspace.setAgentDefaults(agentId, {
+      // No defaults of its own: the installation's default MCPs apply.
+      mcps: mcps.success && mcps.data.length > 0 ? mcps.data : null,
+      skills: skills.success ? skills.data : [],
     });
   }
 
@@ -111,13 +161,15 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
   async function withLease<T>(
     scope: TenantScope,
     workspaceId: string,
-    lease: LeaseOptions,
+    lease: LeaseOptions & { agentId?: string | null },
     fn: (workspace: Workspace, record: WorkspaceDTO) => Promise<T>,
   ): Promise<T> {
     await acquireLease(scope, workspaceId, lease);
     try {
       const record = await requireRecord(scope, workspaceId);
-      return await fn(await attach(scope, record), record);
+      const workspace = await attach(scope, record);
+      await applyAgentDefaults(scope, workspace, lease.agentId ?? null);
+      return await fn(workspace, record);
     } finally {
       await releaseLease(scope, workspaceId, lease.holder).catch((error: unknown) =>
         engine.log.warn({ err: error, workspaceId, holder: lease.holder }, "releasing a lease failed"),
@@ -169,7 +221,9 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
      */
     async resolveForSession(scope: TenantScope, sessionId: string) {
       const { session, record } = await bindingForSession(scope, sessionId);
-      return { session, record, workspace: await attach(scope, record) };
+      const workspace = await attach(scope, record);
+      await applyAgentDefaults(scope, workspace, session.agentId);
+      return { session, record, workspace };
     },
 
     /** Runs `fn` on the session's workspace under a lease (chat turns: holder `turn:<id>`, tool calls, ...). */
@@ -179,8 +233,8 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
       lease: LeaseOptions,
       fn: (workspace: Workspace, record: WorkspaceDTO) => Promise<T>,
     ): Promise<T> {
-      const { record } = await bindingForSession(scope, sessionId);
-      return withLease(scope, record.id, lease, fn);
+      const { session, record } = await bindingForSession(scope, sessionId);
+      return withLease(scope, record.id, { ...lease, agentId: session.agentId }, fn);
     },
 
     /** The binding row (PENDING, this engine's backend) session.create writes with a new session. */
@@ -269,7 +323,10 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
       });
     },
 
-    /** Asks the workers to purge a workspace for good (files, skills, MCP declarations, offload, rows). */
+    /**
+     * Asks the workers to purge the workspace's current generation (files, skills, MCP declarations,
+     * offload, rows). The sessions bound to it stay usable: their next use provisions the next generation.
+     */
     async requestPurge(
       scope: TenantScope,
       workspaceId: string,
@@ -277,7 +334,9 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
     ) {
       return audited(scope, "workspace.purge", workspaceId, { force: options.force ?? false }, async () => {
         const record = await requireRecord(scope, workspaceId);
-        if (record.state === "PURGED") return { state: record.state, jobId: null };
+        if (record.state === "PURGED" || record.state === "PURGING") {
+          return { state: record.state, jobId: null, generation: record.generation };
+        }
         if (record.activeLeases > 0 && !options.force) {
           throw new AppError(
             "CONFLICT",
@@ -291,13 +350,14 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
           tenantId: scope.tenantId,
           workspaceId,
           reason: options.reason ?? "purge requested",
+          generation: record.generation,
           actor: scope.apiKeyId
             ? `api_key:${scope.apiKeyId}`
             : scope.userId
               ? `user:${scope.userId}`
               : "system",
         });
-        return { state: record.state, jobId: job.id ?? null };
+        return { state: record.state, jobId: job.id ?? null, generation: record.generation };
       });
     },
 
@@ -337,9 +397,10 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
       workspaceId: string,
       reason: string,
       fn: (workspace: Workspace, record: WorkspaceDTO) => Promise<T>,
+      options: { agentId?: string | null } = {},
     ) {
       await assertMayActOnWorkspace(scope, await requireRecord(scope, workspaceId));
-      return withLease(scope, workspaceId, callLease(reason), fn);
+      return withLease(scope, workspaceId, { ...callLease(reason), agentId: options.agentId ?? null }, fn);
     },
   };
 

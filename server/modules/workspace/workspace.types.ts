@@ -7,6 +7,7 @@ export const WORKSPACE_STATES = [
   "READY",
   "STOPPING",
   "STOPPED",
+  "PURGING",
   "PURGED",
   "FAILED",
 ] as const;
@@ -18,18 +19,27 @@ export const ZBackendKind = z.enum(BACKEND_KINDS);
 
 /**
  * The workspace lifecycle. PENDING → PROVISIONING → READY → STOPPING → STOPPED, and a stopped
- * workspace is resumed by provisioning again or purged for good. Any non-final state may fail;
- * a failed workspace may be retried, stopped or purged. PURGED is final.
+ * workspace is resumed by provisioning again. Any non-final state may fail; a failed workspace may be
+ * retried, stopped or purged. A purge claims the workspace first (→ PURGING, which nothing provisions,
+ * stops or sweeps), deletes the machine and data, then ends the generation (→ PURGED). PURGED is not
+ * final: the next use provisions the same id again as generation + 1, fresh and empty
+ * (PURGED → PROVISIONING, the only transition that bumps `generation`).
  */
 export const WORKSPACE_TRANSITIONS: Record<WorkspaceState, readonly WorkspaceState[]> = {
-  PENDING: ["PROVISIONING", "FAILED", "PURGED"],
-  PROVISIONING: ["READY", "FAILED", "STOPPING"],
-  READY: ["STOPPING", "FAILED"],
-  STOPPING: ["STOPPED", "FAILED"],
-  STOPPED: ["PROVISIONING", "PURGED", "FAILED"],
-  FAILED: ["PROVISIONING", "STOPPING", "PURGED"],
-  PURGED: [],
+  PENDING: ["PROVISIONING", "FAILED", "PURGING"],
+  PROVISIONING: ["READY", "FAILED", "STOPPING", "PURGING"],
+  READY: ["STOPPING", "FAILED", "PURGING"],
+  STOPPING: ["STOPPED", "FAILED", "PURGING"],
+  STOPPED: ["PROVISIONING", "PURGING", "FAILED"],
+  FAILED: ["PROVISIONING", "STOPPING", "PURGING"],
+  PURGING: ["PURGED"],
+  PURGED: ["PROVISIONING"],
 };
+
+/** States a purge may claim the workspace from (everything but a purge already running or done). */
+export const PURGEABLE_STATES = WORKSPACE_STATES.filter((state) =>
+  WORKSPACE_TRANSITIONS[state].includes("PURGING"),
+);
 
 export function canTransitionWorkspace(from: WorkspaceState, to: WorkspaceState): boolean {
   return WORKSPACE_TRANSITIONS[from].includes(to);
@@ -42,6 +52,7 @@ export const WORKSPACE_EVENT_KINDS = [
   "bumped",
   "stopping",
   "stopped",
+  "purging",
   "purged",
   "failed",
   "lease_acquired",
@@ -56,6 +67,7 @@ export const EVENT_FOR_STATE: Record<Exclude<WorkspaceState, "PENDING">, Workspa
   READY: "provisioned",
   STOPPING: "stopping",
   STOPPED: "stopped",
+  PURGING: "purging",
   PURGED: "purged",
   FAILED: "failed",
 };
@@ -89,6 +101,8 @@ export const ZWorkspaceDTO = z.object({
   agentId: z.string().nullable(),
   userId: z.string().nullable(),
   state: ZWorkspaceState,
+  /** 1 for a new id; each purge ends one and the next use starts the next (fresh, empty). */
+  generation: z.number().int().positive(),
   backendHandle: z.unknown().nullable(),
   lastActivityAt: z.date().nullable(),
   stateChangedAt: z.date(),

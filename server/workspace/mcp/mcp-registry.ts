@@ -10,6 +10,12 @@ import {
   pickEvictionVictim,
   type LiveInstances,
 } from "@/server/workspace/mcp/mcp-capacity";
+import {
+  agentScopeOf,
+  McpFailureLog,
+  type McpState,
+  type McpStatus,
+} from "@/server/workspace/mcp/mcp-status";
 import { mcpToolName } from "@/server/workspace/mcp/tool-filter";
 import {
   silentLogger,
@@ -36,7 +42,13 @@ export type McpRegistryOptions = {
   now?: () => number;
 };
 
-export type McpRegistryStats = { liveStateful: number; live: number; declaredScopes: number };
+export type McpRegistryStats = {
+  liveStateful: number;
+  live: number;
+  declaredScopes: number;
+  /** The cap on live stateful instances in force. */
+  cap: number;
+};
 
 /**
  * MCP declarations and live instances per (agent id, session id) scope, with the reference's rules
@@ -60,6 +72,9 @@ export class McpRegistry {
   private reservedStateful = 0;
   private readonly locks = new KeyedMutex();
   private readonly closing = new Set<Promise<void>>();
+  /** The agent's own default MCPs (Agent.defaultMcpConfigs): its scopes' template instead of `defaults`. */
+  private readonly agentDefaults = new Map<string, readonly TMcpDeclaration[]>();
+  private readonly failures = new McpFailureLog();
 
   constructor(options: McpRegistryOptions) {
     this.connector = options.connector;
@@ -71,6 +86,32 @@ export class McpRegistry {
       ? new McpFileSync(options.persistence.backend, options.persistence.path ?? MCP_FILE_NAME, this.logger)
       : null;
     this.now = options.now ?? (() => performance.now());
+  }
+
+  /**
+   * Sets the default MCPs of one agent's scopes (its configured `defaultMcpConfigs`), replacing the
+   * workspace-wide defaults for them; scopes that diverged keep their own list. An agent's defaults can
+   * change between turns: a changed or removed default's running instance is let go.
+   */
+  setAgentDefaults(agentId: string, declarations: readonly TMcpDeclaration[] | null): void {
+    const parsed = declarations?.map((declaration) => ZMcpDeclaration.parse(declaration)) ?? null;
+    const before = this.agentDefaults.get(agentId) ?? null;
+    if (JSON.stringify(before) === JSON.stringify(parsed)) return;
+    const keys = [...this.instances.keys()].filter((key) => (JSON.parse(key) as [string])[0] === agentId);
+    const had = new Map(keys.map((key) => [key, this.declared(key)]));
+    if (parsed) this.agentDefaults.set(agentId, parsed);
+    else this.agentDefaults.delete(agentId);
+    for (const key of keys) {
+      const wanted = new Map(this.declared(key).map((declaration) => [declaration.name, declaration]));
+      const live = this.instances.get(key);
+      for (const old of had.get(key) ?? []) {
+        const client = live?.get(old.name);
+        const next = wanted.get(old.name);
+        if (!client || (next && JSON.stringify(next) === JSON.stringify(client.declaration))) continue;
+        live?.delete(old.name);
+        this.track(client.release ? client.release() : client.close());
+      }
+    }
   }
 
   /** Loads `.mcp` (v1 or v2) into the declared layer; call once when the workspace initialises. */
@@ -114,8 +155,14 @@ export class McpRegistry {
     return this.declarations(scope);
   }
 
-  /** Live clients of the scope in declaration order, starting missing ones; failed starts are skipped. */
-  async list(scope: McpScope): Promise<LiveMcpClient[]> {
+  /**
+   * Live clients of the scope in declaration order, starting missing ones; failed starts are skipped (and
+   * recorded for `status`). `only` narrows which declarations are started and returned.
+   */
+  async list(
+    scope: McpScope,
+    options: { only?: (declaration: TMcpDeclaration) => boolean } = {},
+  ): Promise<LiveMcpClient[]> {
     const key = scopeKey(scope);
     return this.locks.run(key, async () => {
       await this.follow();
@@ -131,17 +178,62 @@ export class McpRegistry {
       }
       const starts = declared
         .filter((declaration) => !live.has(declaration.name))
+        .filter((declaration) => options.only?.(declaration) ?? true)
         .map((declaration) =>
-          this.start(key, scope, declaration, live).catch((error: unknown) => {
-            this.logger.warn(
-              { mcp: declaration.name, scope, error: toAppError(error).message },
-              "Failed to start MCP; skipping it until the next list",
-            );
-          }),
+          this.start(key, scope, declaration, live).then(
+            () => this.failures.clear(key, declaration.name),
+            (error: unknown) => {
+              const message = toAppError(error).message;
+              this.failures.record(key, declaration.name, message);
+              this.logger.warn(
+                { mcp: declaration.name, scope, error: message },
+                "Failed to start MCP; skipping it until the next list",
+              );
+            },
+          ),
         );
       await Promise.all(starts);
-      return declared.flatMap((declaration) => live.get(declaration.name) ?? []);
+      return declared
+        .filter((declaration) => options.only?.(declaration) ?? true)
+        .flatMap((declaration) => live.get(declaration.name) ?? []);
     });
+  }
+
+  /**
+   * Each declared MCP of the scope with what it is doing (see McpStatus), after starting the missing ones
+   * as `list` does. Tool listing failures count as failures too (the toolkit leaves such an MCP out).
+   */
+  async status(scope: McpScope): Promise<Array<McpStatus & { tools: McpToolDescriptor[] }>> {
+    const key = scopeKey(scope);
+    const tools = await this.tools(scope);
+    return this.declared(key).map((declaration) => {
+      const client = this.instances.get(key)?.get(declaration.name);
+      const failure = this.failures.get(key, declaration.name);
+      const state: McpState = failure ? "failed" : client?.isConnected ? "running" : "stopped";
+      return {
+        declaration: structuredClone(declaration),
+        state,
+        error: failure?.error ?? null,
+        failedAt: failure?.at ?? null,
+        tools: state === "running" ? tools.filter((tool) => tool.mcpName === declaration.name) : [],
+      };
+    });
+  }
+
+  /**
+   * The MCP tools a turn of a session gets: its own scope's, then those of the agent's shared scope
+   * (agentId, "") that the session does not declare under the same name, so what an admin adds for the
+   * agent reaches every session of it. A session's own declaration wins a name clash; the shared scope's
+   * instances are shared by the sessions (the legacy "" session is just its own scope).
+   */
+  async sessionTools(scope: McpScope): Promise<McpToolDescriptor[]> {
+    const own = await this.tools(scope);
+    if (scope.sessionId === "") return own;
+    const ownNames = new Set(this.declared(scopeKey(scope)).map((declaration) => declaration.name));
+    const shared = await this.tools(agentScopeOf(scope), {
+      only: (declaration) => !ownNames.has(declaration.name),
+    });
+    return [...own, ...shared];
   }
 
   /**
@@ -172,6 +264,7 @@ export class McpRegistry {
       this.lastUsed.set(key, this.now());
       const live = this.liveMap(key);
       const client = await this.start(key, scope, declaration, live);
+      this.failures.clear(key, declaration.name);
       // The connect may have taken a while: write on top of the file as it is now, not as it was.
       await this.change(() => {
         const others = this.declared(key).filter((existing) => existing.name !== declaration.name);
@@ -210,16 +303,23 @@ export class McpRegistry {
    * The scope's MCP tools for an LLM toolkit, named `mcp__<mcp>__<tool>`. Each call looks the instance up
    * when it runs, so a client evicted or crashed since listing is restarted instead of failing the call.
    */
-  async tools(scope: McpScope): Promise<McpToolDescriptor[]> {
-    const clients = await this.list(scope);
+  async tools(
+    scope: McpScope,
+    options: { only?: (declaration: TMcpDeclaration) => boolean } = {},
+  ): Promise<McpToolDescriptor[]> {
+    const key = scopeKey(scope);
+    const clients = await this.list(scope, options);
     const lists = await Promise.all(
       clients.map(async (client) => {
         try {
           const tools = await client.listTools();
+          this.failures.clear(key, client.declaration.name);
           return tools.map((tool) => this.describe(scope, client.declaration.name, tool));
         } catch (error) {
+          const message = toAppError(error).message;
+          this.failures.record(key, client.declaration.name, `listing tools failed: ${message}`);
           this.logger.warn(
-            { mcp: client.declaration.name, scope, error: toAppError(error).message },
+            { mcp: client.declaration.name, scope, error: message },
             "Listing MCP tools failed; leaving them out",
           );
           return [];
@@ -271,12 +371,15 @@ export class McpRegistry {
       liveStateful: countLive(this.instances, { statefulOnly: true }),
       live: countLive(this.instances),
       declaredScopes: this.specs.size,
+      cap: this.cap,
     };
   }
 
   private declared(key: string, specs: McpSpecs = this.specs): TMcpDeclaration[] {
     const own = specs.get(key);
-    return own ? own.declarations : structuredClone([...this.defaults]);
+    if (own) return own.declarations;
+    const agentId = (JSON.parse(key) as [string, string])[0];
+    return structuredClone([...(this.agentDefaults.get(agentId) ?? this.defaults)]);
   }
 
   private liveMap(key: string): Map<string, LiveMcpClient> {
@@ -410,6 +513,7 @@ export class McpRegistry {
         dropped.push(...(this.instances.get(key)?.values() ?? []));
         this.instances.delete(key);
         this.lastUsed.delete(key);
+        this.failures.clear(key);
         if (this.specs.delete(key)) hadDeclarations = true;
       }
       return hadDeclarations;

@@ -39,6 +39,17 @@ export async function startAgentApiHarness(label: string): Promise<AgentApiHarne
   };
 }
 
+/**
+ * Runs one chat turn through the tRPC caller and returns its events: the one place tests depend on how
+ * `chat.send` is transported.
+ */
+export async function sendChat(
+  caller: ReturnType<typeof createCaller>,
+  input: { tenantId: string; sessionId: string; message: string },
+) {
+  return collect(await caller.chat.send(input));
+}
+
 /** Drains a subscription's events. */
 export async function collect<T>(stream: AsyncIterable<T>): Promise<T[]> {
   const events: T[] = [];

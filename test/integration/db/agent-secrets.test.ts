@@ -27,8 +27,10 @@ describe("agent model API keys are encrypted at rest and never returned", () => 
         description: "writes code",
         modelConfig: { provider: "openai-compatible", model: "gpt-x", baseUrl: "http://127.0.0.1:9/v1" },
         modelApiKey: providerKey,
-        defaultMcpConfigs: [{ name: "fs", command: "mcp-fs" }],
-        defaultSkills: ["git"],
+        defaultMcpConfigs: [
+          { name: "fs", is_stateful: true, mcp_config: { type: "stdio_mcp", command: "mcp-fs" } },
+        ],
+        defaultSkills: [{ kind: "inline", name: "git", description: "uses git", instructions: "Commit." }],
         isolationPolicy: "PER_SESSION",
       },
       key,
@@ -66,8 +68,8 @@ describe("agent model API keys are encrypted at rest and never returned", () => 
     expect(dtos[0]).toMatchObject({
       name: "coder",
       modelConfig: { provider: "openai-compatible", model: "gpt-x" },
-      defaultMcpConfigs: [{ name: "fs", command: "mcp-fs" }],
-      defaultSkills: ["git"],
+      defaultMcpConfigs: [{ name: "fs", is_stateful: true, mcp_config: { command: "mcp-fs", args: [] } }],
+      defaultSkills: [{ kind: "inline", name: "git", files: [] }],
       isolationPolicy: "PER_SESSION",
       createdByUserId: t.owner.id,
     });

@@ -45,7 +45,8 @@ describe("workspace bindings and their state machine", () => {
       READY: ["PROVISIONING", "READY"],
       STOPPING: ["PROVISIONING", "READY", "STOPPING"],
       STOPPED: ["PROVISIONING", "READY", "STOPPING", "STOPPED"],
-      PURGED: ["PURGED"],
+      PURGING: ["PURGING"],
+      PURGED: ["PURGING", "PURGED"],
       FAILED: ["FAILED"],
     };
     for (const to of path[state])
@@ -84,12 +85,15 @@ describe("workspace bindings and their state machine", () => {
     await transitionWorkspace(t.scope, id, { to: "PROVISIONING", reason: "resume" });
     await transitionWorkspace(t.scope, id, { to: "FAILED", error: "image pull failed" });
     expect((await getWorkspace(t.scope, id)).error).toBe("image pull failed");
+    await transitionWorkspace(t.scope, id, { to: "PURGING", reason: "agent deleted" });
     const purged = await transitionWorkspace(t.scope, id, {
       to: "PURGED",
       backendHandle: null,
       reason: "agent deleted",
     });
-    expect(purged).toMatchObject({ state: "PURGED", backendHandle: null, error: null });
+    expect(purged).toMatchObject({ state: "PURGED", backendHandle: null, error: null, generation: 1 });
+    const next = await transitionWorkspace(t.scope, id, { to: "PROVISIONING", reason: "next use" });
+    expect(next).toMatchObject({ state: "PROVISIONING", generation: 2 });
 
     const events = await listWorkspaceEvents(t.scope, id);
     expect(events.map((e) => e.kind).reverse()).toEqual([
@@ -100,8 +104,11 @@ describe("workspace bindings and their state machine", () => {
       "stopped",
       "provisioning",
       "failed",
+      "purging",
       "purged",
+      "provisioning",
     ]);
+    expect(events[0]).toMatchObject({ data: { from: "PURGED", generation: 2, previousGeneration: 1 } });
     const stopping = events.find((e) => e.kind === "stopping");
     expect(stopping).toMatchObject({
       reason: "idle 1h",
@@ -184,9 +191,10 @@ describe("workspace bindings and their state machine", () => {
     expect(kinds.filter(([k]) => k === "lease_released")).toHaveLength(1);
   });
 
-  it("refuses leases on purged workspaces and filters lists by state", async () => {
+  it("leases a purged workspace (its next use provisions it again) and filters lists by state", async () => {
     const id = await workspaceIn("PURGED");
-    await expectAppError(acquireWorkspaceLease(t.scope, id, { holder: "late" }), "CONFLICT");
+    await acquireWorkspaceLease(t.scope, id, { holder: "late" });
+    expect(await releaseWorkspaceLease(t.scope, id, "late")).toBe(true);
     await expectAppError(bumpWorkspaceActivity(t.scope, id, "late"), "NOT_FOUND");
     const purged = await listWorkspaces(t.scope, { states: ["PURGED"], limit: 200 });
     expect(purged.items.every((w) => w.state === "PURGED")).toBe(true);

@@ -118,11 +118,14 @@ describe("session.create", () => {
       userId: h.tenant.owner.id,
     });
     await getDb().workspace.update({ where: { id: purgedId }, data: { state: "PURGED" } });
-    expect(await refusal(purgedId)).toMatchObject({ code: "CONFLICT", reason: "purged" });
 
     // Nothing was created for the refused requests.
     const { items } = await h.owner.session.list({ ...h.ref, agentId: helper.id });
     expect(items.map((session) => session.workspaceId)).toEqual([own.workspaceId]);
+
+    // A purged workspace is not gone: a purge ends a generation, and the next use starts the next one.
+    const onPurged = await h.owner.session.create({ ...h.ref, agentId: helper.id, workspaceId: purgedId });
+    expect(onPurged.workspaceId).toBe(purgedId);
   });
 
   it("rejects viewers and unknown agents", async () => {

@@ -125,8 +125,18 @@ export async function startWorkspaceHarness(
 
 const secretKey = secretKeyFromBytes(randomBytes(32));
 
+const ENGINE_ISOLATION = {
+  PER_AGENT: IsolationPolicy.PER_AGENT,
+  PER_SESSION: IsolationPolicy.PER_SESSION,
+  PER_USER: IsolationPolicy.PER_USER,
+} as const;
+
 /** An agent and a fresh session of it, bound (by the PER_AGENT rule) to a workspace nobody used yet. */
-export async function freshSession(scope: TenantScope, isolation: "PER_AGENT" | "PER_SESSION" = "PER_AGENT") {
+export async function freshSession(
+  scope: TenantScope,
+  isolation: "PER_AGENT" | "PER_SESSION" | "PER_USER" = "PER_AGENT",
+  options: { userId?: string } = {},
+) {
   const agent = await createAgent(
     scope,
     {
@@ -136,10 +146,11 @@ export async function freshSession(scope: TenantScope, isolation: "PER_AGENT" | 
     },
     secretKey,
   );
-  const workspaceId = assignWorkspaceId(
-    isolation === "PER_AGENT" ? IsolationPolicy.PER_AGENT : IsolationPolicy.PER_SESSION,
-    { tenantId: scope.tenantId, userId: scope.userId ?? "", agentId: agent.id },
-  );
+  const workspaceId = assignWorkspaceId(ENGINE_ISOLATION[isolation], {
+    tenantId: scope.tenantId,
+    userId: options.userId ?? scope.userId ?? "",
+    agentId: agent.id,
+  });
   const session = await createSession(scope, { agentId: agent.id, workspaceId });
   return { agent, session, workspaceId };
 }

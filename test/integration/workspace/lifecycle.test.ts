@@ -123,9 +123,9 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
     expect(deleted.databaseRows).toEqual({ workspaceLeases: 0 });
     const purged = await listWorkspaceEvents(tenant.scope, workspaceId, { kinds: ["purged"] });
     expect(purged[0]?.reason).toBe("test purge");
-    await expect(h.service.resolveForSession(tenant.scope, session.id)).rejects.toMatchObject({
-      code: "CONFLICT",
-    });
+    // The binding stays usable (purge-generations.test.ts): the next use is a fresh generation.
+    await h.service.resolveForSession(tenant.scope, session.id);
+    expect(await getWorkspace(tenant.scope, workspaceId)).toMatchObject({ state: "READY", generation: 2 });
   });
 
   it("sweeper stops the idle workspace, skips the leased one, and a lease past the hard maximum does not count", async () => {

@@ -70,13 +70,22 @@ describe("tenant role policy", () => {
 });
 
 describe("workspace transition table", () => {
-  it("PURGED is final and nothing returns to PENDING", () => {
-    for (const to of WORKSPACE_STATES) expect(canTransitionWorkspace("PURGED", to)).toBe(false);
+  it("PURGED only leads to the next generation's PROVISIONING and nothing returns to PENDING", () => {
+    for (const to of WORKSPACE_STATES)
+      expect(canTransitionWorkspace("PURGED", to)).toBe(to === "PROVISIONING");
     for (const from of WORKSPACE_STATES) expect(canTransitionWorkspace(from, "PENDING")).toBe(false);
   });
 
+  it("a purge always goes through PURGING, which only ends in PURGED", () => {
+    for (const from of WORKSPACE_STATES)
+      if (from !== "PURGING") expect(canTransitionWorkspace(from, "PURGED")).toBe(false);
+    for (const to of WORKSPACE_STATES) expect(canTransitionWorkspace("PURGING", to)).toBe(to === "PURGED");
+    for (const from of ["PENDING", "PROVISIONING", "READY", "STOPPING", "STOPPED", "FAILED"] as const)
+      expect(canTransitionWorkspace(from, "PURGING")).toBe(true);
+  });
+
   it("follows the main path and allows resume and retry", () => {
-    const path = ["PENDING", "PROVISIONING", "READY", "STOPPING", "STOPPED", "PURGED"] as const;
+    const path = ["PENDING", "PROVISIONING", "READY", "STOPPING", "STOPPED", "PURGING", "PURGED"] as const;
     for (let i = 0; i + 1 < path.length; i++)
       expect(canTransitionWorkspace(path[i]!, path[i + 1]!)).toBe(true);
     expect(canTransitionWorkspace("STOPPED", "PROVISIONING")).toBe(true);

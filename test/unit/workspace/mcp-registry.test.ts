@@ -296,7 +296,7 @@ describe("McpRegistry tools, filtering, timeouts and purge", { timeout: 120_000 
     await registry.purgeAgent("agent-a");
     expect(registry.declarations(A).map((d) => d.name)).toEqual(["base"]);
     expect(registry.declarations(C).map((d) => d.name)).toEqual(["base"]);
-    expect(registry.stats()).toEqual({ liveStateful: 0, live: 0, declaredScopes: 0 });
+    expect(registry.stats()).toEqual({ liveStateful: 0, live: 0, declaredScopes: 0, cap: 40 });
     expect(JSON.parse(await readMcpFile())).toEqual({ version: 2, mcps: {} });
   });
 

@@ -9,12 +9,18 @@ const STATE_TONE: Record<WorkspaceState, BadgeTone> = {
   READY: "success",
   STOPPING: "warning",
   STOPPED: "neutral",
+  PURGING: "warning",
   PURGED: "outline",
   FAILED: "danger",
 };
 
 /** States a worker is about to move on from: pages poll while a workspace is in one of them. */
-export const TRANSITIONAL_STATES: readonly WorkspaceState[] = ["PENDING", "PROVISIONING", "STOPPING"];
+export const TRANSITIONAL_STATES: readonly WorkspaceState[] = [
+  "PENDING",
+  "PROVISIONING",
+  "STOPPING",
+  "PURGING",
+];
 
 export function WorkspaceStateBadge({ state }: { state: WorkspaceState }) {
   return (

@@ -19,12 +19,14 @@ export function WorkspaceActions({
   tenantSlug,
   workspaceId,
   state,
+  generation,
   activeLeases,
   onPurgeRequested,
 }: {
   tenantSlug: string;
   workspaceId: string;
   state: WorkspaceState;
+  generation: number;
   activeLeases: number;
   onPurgeRequested: () => void;
 }) {
@@ -61,7 +63,11 @@ export function WorkspaceActions({
       onSuccess: async (outcome) => {
         setConfirming(null);
         setTypedId("");
-        setResult(outcome.jobId ? "Purge requested: a worker is deleting the workspace." : "Already purged.");
+        setResult(
+          outcome.jobId
+            ? `Purge requested: a worker is deleting generation ${outcome.generation}; the next use starts generation ${outcome.generation + 1}.`
+            : "Already purged (or being purged).",
+        );
         if (outcome.jobId) onPurgeRequested();
         await refresh();
       },
@@ -115,7 +121,7 @@ export function WorkspaceActions({
         <button
           type="button"
           className="danger"
-          disabled={!canManage || state === "PURGED" || pending}
+          disabled={!canManage || state === "PURGED" || state === "PURGING" || pending}
           onClick={() => open("purge")}
         >
           Purge…
@@ -152,9 +158,11 @@ export function WorkspaceActions({
           aria-label="Confirm purge"
           onSubmit={(event) => submit(event, "purge")}
         >
-          <p style={{ margin: 0, flexBasis: "100%" }}>
-            Purging deletes the workspace&apos;s files, skills, MCP declarations and offloaded data for good.
-            Type <span className="mono">{workspaceId}</span> to confirm.
+          <p style={{ margin: 0, flexBasis: "100%" }} data-testid="purge-explanation">
+            Purging deletes this generation of the workspace (generation {generation}): its files, skills, MCP
+            declarations and offloaded data, for good. Its sessions keep working: their next use starts
+            generation {generation + 1}, fresh and empty. Type <span className="mono">{workspaceId}</span> to
+            confirm.
           </p>
           <label>
             Workspace id
@@ -173,7 +181,7 @@ export function WorkspaceActions({
             <input type="checkbox" name="force" /> Force, even with {activeLeases} active lease(s)
           </label>
           <button type="submit" className="danger" disabled={pending || typedId !== workspaceId}>
-            {purge.isPending ? "Purging…" : "Purge for good"}
+            {purge.isPending ? "Purging…" : `Purge generation ${generation}`}
           </button>
           <button type="button" className="link" onClick={() => setConfirming(null)}>
             Cancel

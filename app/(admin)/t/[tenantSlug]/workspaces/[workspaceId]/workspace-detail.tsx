@@ -25,6 +25,7 @@ const TRANSITION_KINDS: readonly WorkspaceEventKind[] = [
   "provisioned",
   "stopping",
   "stopped",
+  "purging",
   "purged",
   "failed",
 ];
@@ -82,7 +83,16 @@ export function WorkspaceDetail({ tenantSlug, workspaceId }: { tenantSlug: strin
                   </div>
                 )}
                 {data.error && <div className="alert error">{data.error}</div>}
+                {data.state === "PURGED" && (
+                  <div className="muted" data-testid="purged-note">
+                    Its sessions still work: their next use starts generation {data.generation + 1}, empty.
+                  </div>
+                )}
               </td>
+            </tr>
+            <tr>
+              <th scope="row">Generation</th>
+              <td data-testid="workspace-generation">{data.generation}</td>
             </tr>
             <tr>
               <th scope="row">Backend</th>
@@ -118,6 +128,7 @@ export function WorkspaceDetail({ tenantSlug, workspaceId }: { tenantSlug: strin
         tenantSlug={tenantSlug}
         workspaceId={workspaceId}
         state={data.state}
+        generation={data.generation}
         activeLeases={data.activeLeases}
         onPurgeRequested={() => setPurgeRequested(true)}
       />

@@ -5,6 +5,7 @@ import { useState, type FormEvent } from "react";
 import { useTRPC } from "@/app/_trpc/client";
 import { Notice, type NoticeMessage } from "../../_components/notice";
 import { useTenantRole } from "../../_components/tenant-role";
+import { formatDate } from "../workspace-format";
 
 type Transport = "stdio_mcp" | "http_mcp" | "sse_mcp";
 
@@ -36,10 +37,17 @@ function declarationOf(form: {
   };
 }
 
+// The agent names and the workspace's sessions come from one page each: the lists' maximum page.
+const LOOKUP_LIMIT = 200;
+
+const STATE_TONE = { running: "ok", failed: "error", stopped: "revoked" } as const;
+
 /**
- * The MCP servers of one scope of the workspace, (agent, session) as the agent loop sees them (the empty
- * pair is the shared scope): each with its tools, or the reason it could not start; add and remove need
- * members and up. Listing starts the scope's servers, as a chat turn would.
+ * The MCP servers of one scope of the workspace, (agent, session) as the agent loop sees them: each with
+ * its state (running, failed with the last error, stopped) and tools; add and remove need members and up.
+ * The scope is chosen by agent name and by session (from the workspace's sessions); "all sessions" is the
+ * agent's shared scope, whose MCPs every session of the agent gets in its chats. Listing starts the
+ * scope's servers, as a chat turn would.
  */
 export function WorkspaceMcps({
   tenantSlug,
@@ -53,7 +61,18 @@ export function WorkspaceMcps({
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const [scope, setScope] = useState({ agentId: agentId ?? "", sessionId: "" });
-  const [draftScope, setDraftScope] = useState(scope);
+  const agents = useQuery(trpc.agent.list.queryOptions({ tenantSlug, limit: LOOKUP_LIMIT }));
+  const sessions = useQuery(trpc.session.list.queryOptions({ tenantSlug, workspaceId, limit: LOOKUP_LIMIT }));
+  const agentNames = new Map(agents.data?.items.map((agent) => [agent.id, agent.name]));
+  // The workspace's own agent, then every agent with a session here (a PER_USER workspace has several).
+  const agentIds = [
+    ...new Set([
+      ...(agentId ? [agentId] : []),
+      ...(sessions.data?.items.map((session) => session.agentId) ?? []),
+    ]),
+  ];
+  const agentSessions = sessions.data?.items.filter((session) => session.agentId === scope.agentId) ?? [];
+  const agentLabel = (id: string) => agentNames.get(id) ?? id;
   const [form, setForm] = useState({
     name: "",
     transport: "stdio_mcp" as Transport,
@@ -100,33 +119,45 @@ export function WorkspaceMcps({
   return (
     <section className="panel" aria-labelledby="mcps-heading">
       <h2 id="mcps-heading">MCP servers</h2>
-      <form
-        className="form-row"
-        aria-label="MCP scope"
-        onSubmit={(event) => {
-          event.preventDefault();
-          setScope(draftScope);
-        }}
-      >
+      <div className="form-row" role="group" aria-label="MCP scope">
         <label>
-          Agent id
-          <input
-            value={draftScope.agentId}
-            onChange={(event) => setDraftScope({ ...draftScope, agentId: event.target.value })}
-          />
+          Agent
+          <select
+            aria-label="Agent"
+            value={scope.agentId}
+            onChange={(event) => setScope({ agentId: event.target.value, sessionId: "" })}
+          >
+            {agentIds.map((id) => (
+              <option key={id} value={id}>
+                {agentLabel(id)}
+              </option>
+            ))}
+            <option value="">No agent (legacy shared scope)</option>
+          </select>
         </label>
         <label>
-          Session id
-          <input
-            value={draftScope.sessionId}
-            placeholder="(shared)"
-            onChange={(event) => setDraftScope({ ...draftScope, sessionId: event.target.value })}
-          />
+          Session
+          <select
+            aria-label="Session"
+            value={scope.sessionId}
+            onChange={(event) => setScope({ ...scope, sessionId: event.target.value })}
+          >
+            <option value="">All sessions of the agent (agent scope)</option>
+            {agentSessions.map((session) => (
+              <option key={session.id} value={session.id}>
+                {session.name || "Unnamed session"} · {formatDate(session.createdAt)}
+              </option>
+            ))}
+          </select>
         </label>
-        <button type="submit" className="secondary">
-          Show scope
-        </button>
-      </form>
+      </div>
+      <p className="muted" data-testid="mcp-scope-note">
+        {scope.sessionId === ""
+          ? scope.agentId
+            ? `MCP servers here apply to every session of ${agentLabel(scope.agentId)}, in its chats.`
+            : "The legacy shared scope, used by calls that name no agent."
+          : "MCP servers of this session only; it also gets its agent's."}
+      </p>
 
       {mcps.error && (
         <div className="alert error" role="alert">
@@ -143,6 +174,7 @@ export function WorkspaceMcps({
               <tr>
                 <th>Name</th>
                 <th>Transport</th>
+                <th>State</th>
                 <th>Tools</th>
                 <th />
               </tr>
@@ -156,10 +188,18 @@ export function WorkspaceMcps({
                   </td>
                   <td className="mono">{mcp.type}</td>
                   <td>
-                    {mcp.error ? (
-                      <span className="alert error">{mcp.error}</span>
-                    ) : mcp.tools.length === 0 ? (
-                      <span className="muted">none listed (it may have failed to start)</span>
+                    <span className={`badge ${STATE_TONE[mcp.state]}`} data-testid="mcp-state">
+                      {mcp.state}
+                    </span>
+                    {mcp.error && (
+                      <div className="alert error" data-testid="mcp-error">
+                        {mcp.error}
+                      </div>
+                    )}
+                  </td>
+                  <td>
+                    {mcp.tools.length === 0 ? (
+                      <span className="muted">none</span>
                     ) : (
                       <span className="mono" data-testid="mcp-tools">
                         {mcp.tools.map((tool) => tool.name.split("__").at(-1)).join(", ")}
