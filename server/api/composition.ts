@@ -7,14 +7,15 @@ import { type BerthAuth, createAuth } from "@/server/auth/auth";
 import { getConfig } from "@/server/config/config";
 import { getDb } from "@/server/db";
 import { getLogger } from "@/server/logger";
+import { processSlot } from "@/server/shared/process-registry";
 
 export type ApiComposition = {
   runtime: ApiRuntime;
   auth: BerthAuth;
 };
 
-// On globalThis so Next's dev-mode module reloading reuses one auth instance and one DB pool.
-const globalForApi = globalThis as unknown as { berthApiComposition?: ApiComposition };
+// Once per process, whichever copy of this module asks (Next's bundle, the start script, dev reloads).
+const apiSlot = processSlot<ApiComposition>("api");
 
 export function buildApiComposition(): ApiComposition {
   const config = getConfig();
@@ -46,5 +47,5 @@ export function loopbackAliases(baseUrl: string): string[] {
 }
 
 export function getApiComposition(): ApiComposition {
-  return (globalForApi.berthApiComposition ??= buildApiComposition());
+  return apiSlot.get(buildApiComposition);
 }

@@ -3,7 +3,7 @@ import type { ReadableStream as NodeWebReadableStream } from "node:stream/web";
 import busboy from "busboy";
 import { pack as createTarPack } from "tar-stream";
 import { z } from "zod";
-import { AppError } from "@/server/shared/errors";
+import { AppError, isAppError } from "@/server/shared/errors";
 
 /** The reference's upload limits (agentscope-spec.md §3.8). */
 export const SKILL_UPLOAD_LIMITS = {
@@ -104,7 +104,7 @@ export function multipartToTar(
       manifest = validateManifest(JSON.parse(value));
       resolveManifest(manifest);
     } catch (error) {
-      fail(error instanceof AppError ? error : invalid("The manifest is not valid JSON."));
+      fail(isAppError(error) ? error : invalid("The manifest is not valid JSON."));
     }
   });
   parser.on("file", (_name, part) => {

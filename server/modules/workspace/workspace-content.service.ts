@@ -1,7 +1,7 @@
 import path from "node:path";
 import type { Readable } from "node:stream";
 import type { TenantScope } from "@/server/auth/scope";
-import { AppError } from "@/server/shared/errors";
+import { AppError, isAppError } from "@/server/shared/errors";
 import type { ArchiveFormat } from "@/server/workspace/archive/archive-entries";
 import { ZMcpDeclaration } from "@/server/workspace/mcp/types";
 import { isInside, resolveConfined } from "@/server/workspace/paths";
@@ -44,7 +44,7 @@ export function createWorkspaceContentService(service: WorkspaceService) {
           (list) => ({ ok: true as const, list }),
           (error: unknown) => ({
             ok: false as const,
-            error: error instanceof AppError ? error.userMessage : String(error),
+            error: isAppError(error) ? error.userMessage : String(error),
           }),
         );
         return declarations.map((declaration) => ({

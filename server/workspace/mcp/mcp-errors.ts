@@ -1,5 +1,5 @@
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
-import { AppError, type AppErrorCode } from "@/server/shared/errors";
+import { AppError, isAppError, type AppErrorCode } from "@/server/shared/errors";
 
 /** Where an MCP failure happened, attached to the AppError's details for logs and API clients. */
 export type McpErrorContext = { mcp: string; tool?: string; phase: "connect" | "list" | "call" };
@@ -10,7 +10,7 @@ export type McpErrorContext = { mcp: string; tool?: string; phase: "connect" | "
  * because a retry may succeed.
  */
 export function toMcpAppError(error: unknown, context: McpErrorContext, timeoutMs?: number): AppError {
-  if (error instanceof AppError) return error;
+  if (isAppError(error)) return error;
   const where = context.tool ? `${context.mcp}.${context.tool}` : context.mcp;
   const cause = error instanceof Error ? error.message : String(error);
   const details: Record<string, unknown> = { ...context };

@@ -3,7 +3,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import type Docker from "dockerode";
 import { z } from "zod";
-import { AppError } from "@/server/shared/errors";
+import { AppError, isAppError } from "@/server/shared/errors";
 import { GatewayClient, waitForGatewayHealthy } from "@/server/workspace/gateway/client/gateway-client";
 import { GatewayConnector } from "@/server/workspace/gateway/client/gateway-connector";
 import { GatewayFileClient } from "@/server/workspace/gateway/client/gateway-files";
@@ -105,7 +105,7 @@ export async function startDockerGateway(
     timeoutMs: config.gateway.startTimeoutMs,
     diagnostics: () => tailOf(hostLog),
   }).catch((error: unknown) => {
-    throw error instanceof AppError
+    throw isAppError(error)
       ? new AppError(error.code, `${error.message} (container ${container.id.slice(0, 12)})`, {
           cause: error,
           userMessage: error.userMessage,
