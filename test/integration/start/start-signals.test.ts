@@ -34,12 +34,16 @@ const signals: { name: string; send: (npmPid: number) => void }[] = [
 describe("npm start stops cleanly on a signal (embedded PostgreSQL and Redis)", () => {
   let dataDir: string | undefined;
   let berth: StartedBerth | undefined;
+  let started: number[] = [];
 
   afterEach(async () => {
     if (berth && berth.child.exitCode === null) {
       process.kill(-berth.child.pid!, "SIGKILL");
       await berth.exited;
     }
+    // The embedded services run in their own process groups: a failed test must not leave them running.
+    for (const pid of started.filter(isAlive)) process.kill(pid, "SIGKILL");
+    started = [];
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
     berth = dataDir = undefined;
   });
@@ -68,7 +72,7 @@ describe("npm start stops cleanly on a signal (embedded PostgreSQL and Redis)", 
       );
       expect(await isListening(postgresPort)).toBe(true);
       expect(await isListening(redisPort)).toBe(true);
-      const started = await descendantPids(berth.child.pid!);
+      started = await descendantPids(berth.child.pid!);
       expect(started.length).toBeGreaterThan(2); // node, postgres (+ its workers), redis-server, ...
 
       send(berth.child.pid!);
