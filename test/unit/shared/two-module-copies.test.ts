@@ -16,9 +16,11 @@ import {
 type ErrorsModule = typeof import("@/server/shared/errors");
 type RegistryModule = typeof import("@/server/shared/process-registry");
 
-const secondErrorsCopy = () => import("@/server/shared/errors?second-copy") as Promise<ErrorsModule>;
-const secondRegistryCopy = () =>
-  import("@/server/shared/process-registry?second-copy") as Promise<RegistryModule>;
+// Specifiers in variables: the type checker does not resolve them, the module loader loads a second copy.
+const ERRORS_COPY = "@/server/shared/errors?second-copy";
+const REGISTRY_COPY = "@/server/shared/process-registry?second-copy";
+const secondErrorsCopy = () => import(/* @vite-ignore */ ERRORS_COPY) as Promise<ErrorsModule>;
+const secondRegistryCopy = () => import(/* @vite-ignore */ REGISTRY_COPY) as Promise<RegistryModule>;
 
 describe("AppError thrown by another copy of errors.ts", () => {
   it("really is another class (the situation under npm start)", async () => {

@@ -96,7 +96,10 @@ export async function startDockerGateway(
       "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     ],
   });
-  await exec.start({ Detach: true });
+  // Detached, the answer carries nothing, but docker-modem hands it back as an open stream: left unread,
+  // its connection to the daemon stayed open (and kept the process alive) for minutes per gateway launch.
+  const launched: { destroy?: () => void } | undefined = await exec.start({ Detach: true });
+  launched?.destroy?.();
   // Written before the health wait so a concurrent attacher never sees a healthy gateway without its token.
   await writeCredentials(hostRuntimeDir, { token, instanceNonce });
 
