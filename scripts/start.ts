@@ -44,8 +44,8 @@ async function main(): Promise<void> {
   });
 
   // From here on a signal must stop the embedded services: they are in their own process groups.
-  let berth: BerthProcess | undefined;
-  installShutdown(services, () => berth);
+  const running: { berth?: BerthProcess } = {};
+  installShutdown(services, () => running.berth);
 
   // The rest of the process (config, Next route handlers, workers) reads these.
   process.env.DATABASE_URL = services.databaseUrl;
@@ -60,7 +60,7 @@ async function main(): Promise<void> {
 
   // Imported after the environment is complete: its modules build the process' instances from it.
   const { startBerthProcess } = await import("./berth-process");
-  berth = await startBerthProcess({
+  const berth = await startBerthProcess({
     repoRoot,
     adminEmail: startEnv.BERTH_ADMIN_EMAIL,
     ensureBuild: async () => {
@@ -75,6 +75,7 @@ async function main(): Promise<void> {
       await nextBuild(repoRoot, process.env);
     },
   });
+  running.berth = berth;
   const { url, bootstrap } = berth;
   say(`Berth is running at ${url} (health: ${url}/api/health)`);
   if (bootstrap.created) {
@@ -107,7 +108,7 @@ function installShutdown(services: LocalServices, current: () => BerthProcess | 
     const berth = current();
     const fail = (message: string, error?: unknown) => {
       if (berth) berth.log.error({ err: error }, message);
-      else say(`${message}${error ? `: ${String(error)}` : ""}`);
+      else say(`${message}${error instanceof Error ? `: ${error.message}` : ""}`);
     };
     const deadline = setTimeout(() => {
       fail(`unclean shutdown: not stopped within ${SHUTDOWN_DEADLINE_MS / 1000} s`);

@@ -6,6 +6,8 @@
 import { TRPCError } from "@trpc/server";
 import { afterEach, describe, expect, it } from "vitest";
 import { toClientSafeTRPCError } from "@/server/api/error-mapping";
+import type * as ErrorsCopy from "@/server/shared/errors";
+import type * as RegistryCopy from "@/server/shared/process-registry";
 import { AppError, isAppError, toAppError } from "@/server/shared/errors";
 import {
   processSlot,
@@ -13,8 +15,8 @@ import {
   sealProcessRegistry,
 } from "@/server/shared/process-registry";
 
-type ErrorsModule = typeof import("@/server/shared/errors");
-type RegistryModule = typeof import("@/server/shared/process-registry");
+type ErrorsModule = typeof ErrorsCopy;
+type RegistryModule = typeof RegistryCopy;
 
 // Specifiers in variables: the type checker does not resolve them, the module loader loads a second copy.
 const ERRORS_COPY = "@/server/shared/errors?second-copy";
@@ -63,7 +65,7 @@ describe("AppError thrown by another copy of errors.ts", () => {
 
 describe("process registry across copies", () => {
   const key = `test-slot-${Math.random()}`;
-  afterEach(async () => {
+  afterEach(() => {
     processSlot(key).set(undefined);
     // Unseal for the other tests of this file (the registry is per process).
     (globalThis as Record<symbol, { sealedBy?: string }>)[Symbol.for("berth.process-registry")]!.sealedBy =

@@ -65,8 +65,8 @@ export function startBerthProcess(options: {
       }
     }
   };
-  createInterface({ input: child.stdout! }).on("line", onLine);
-  createInterface({ input: child.stderr! }).on("line", onLine);
+  createInterface({ input: child.stdout }).on("line", onLine);
+  createInterface({ input: child.stderr }).on("line", onLine);
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   const exitedEarly = (re: RegExp) =>
     exited.then((code) => {
