@@ -5,12 +5,14 @@
  */
 import path from "node:path";
 import { z } from "zod";
+import { isAppError } from "@/server/shared/errors";
 import { loadOrCreateLocalSecrets } from "./services/secrets";
 import { startLocalServices, type LocalServices } from "./services/local-services";
 import { migrateDeploy } from "./services/database";
 import { buildState, nextBuild } from "./services/next-build";
 import { RedisServerNotFoundError } from "./services/redis";
 import type { BerthProcess } from "./berth-process";
+import { checkWorkspaceBackend, WorkspaceBackendUnavailableError } from "./services/workspace-backend";
 
 const repoRoot = path.resolve(import.meta.dirname, "..");
 
@@ -29,6 +31,8 @@ async function main(): Promise<void> {
   const startEnv = ZStartEnv.parse(
     Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== "")),
   );
+  // Before anything starts: the default backend must be able to confine agent commands.
+  await checkWorkspaceBackend(say);
   const dataDir = path.resolve(startEnv.BERTH_DATA_DIR);
   const secrets = await loadOrCreateLocalSecrets(dataDir);
 
@@ -136,7 +140,14 @@ function installShutdown(services: LocalServices, current: () => BerthProcess | 
 
 main().catch((error: unknown) => {
   say(`failed to start: ${error instanceof Error ? error.message : String(error)}`);
-  if (error instanceof Error && error.stack && !(error instanceof RedisServerNotFoundError)) {
+  if (
+    error instanceof Error &&
+    error.stack &&
+    !(error instanceof RedisServerNotFoundError) &&
+    !(error instanceof WorkspaceBackendUnavailableError) &&
+    // Configuration refusals (AppErrors) explain themselves; a stack trace would bury the message.
+    !isAppError(error)
+  ) {
     process.stderr.write(`${error.stack}\n`);
   }
   process.exit(1);

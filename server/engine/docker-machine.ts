@@ -9,7 +9,7 @@ import {
 } from "@/server/workspace/backends/docker/docker-config";
 import type { WorkspaceSpec } from "@/server/workspace/provider";
 import type { DockerProvisionEvent } from "@/server/workspace/backends/docker/docker-provider";
-import type { MachineController, MachineResource, ProvisionProgress } from "./machine";
+import type { BackendIsolation, MachineController, MachineResource, ProvisionProgress } from "./machine";
 
 /**
  * One container per workspace (server/workspace/backends/docker). The workers provision, stop and purge;
@@ -19,6 +19,7 @@ import type { MachineController, MachineResource, ProvisionProgress } from "./ma
  */
 export class DockerMachineController implements MachineController {
   readonly kind = "docker" as const;
+  readonly isolation: BackendIsolation = { backend: "docker", isolated: true, sandbox: null };
   readonly provider: DockerBackendProvider;
   readonly workspaces: DockerWorkspaceProvider;
 

@@ -1,12 +1,31 @@
 import path from "node:path";
 import { z } from "zod";
-import { parseEnv, readProcessEnv, type RawEnv } from "@/server/config/env";
+import { parseEnv, readProcessEnv, zFlag, type RawEnv } from "@/server/config/env";
+import { AppError } from "@/server/shared/errors";
+import type { TSandboxConfigInput } from "@/server/workspace/backends/bubblewrap/sandbox-config";
 import type { TDockerProviderConfigInput } from "@/server/workspace/backends/docker/docker-config";
 
 const ZEngineEnv = z.object({
-  // Which backend every workspace of this installation runs on. `local` runs agent commands on the host
-  // with Berth's own privileges: trusted agents only (the API reports `trustedOnly: true`).
-  BERTH_WORKSPACE_BACKEND: z.enum(["local", "docker"]).default("local"),
+  // Which backend every workspace of this installation runs on. `local` (default): host folders, every
+  // command and stdio MCP server confined by bubblewrap. `host-unconfined`: agent commands run on the
+  // host with Berth's own privileges, trusted agents only (the API reports isolated: false).
+  BERTH_WORKSPACE_BACKEND: z.enum(["local", "host-unconfined", "docker"]).default("local"),
+  // host-unconfined as root hands the machine to every agent: refused unless this says so as well.
+  BERTH_HOST_UNCONFINED_ALLOW_ROOT: zFlag().default(false),
+  // The `local` sandbox (server/workspace/backends/bubblewrap/README.md). Unset → the sandbox defaults.
+  BERTH_SANDBOX_BWRAP: z.string().optional(),
+  BERTH_SANDBOX_NETWORK: zFlag().optional(),
+  BERTH_SANDBOX_PIDS_LIMIT: z.coerce.number().int().min(16).optional(),
+  BERTH_SANDBOX_COMMAND_TIMEOUT_MS: z.coerce.number().int().min(1_000).optional(),
+  BERTH_SANDBOX_UID_BASE: z.coerce.number().int().min(1_000).optional(),
+  BERTH_SANDBOX_UID_COUNT: z.coerce.number().int().min(1).optional(),
+  // Host paths visible read-only in every sandbox at the same path, separated by ":" (tool installs).
+  BERTH_SANDBOX_READONLY_PATHS: z
+    .string()
+    .transform((value) => value.split(":").filter(Boolean))
+    .pipe(z.array(z.string().refine((p) => path.isAbsolute(p), "must be absolute paths")))
+    .optional(),
+  BERTH_SANDBOX_RUNTIME_ROOT: z.string().optional(),
   // Host folder holding workspaces (local: the workdirs; docker: the bind-mounted data). Relative → cwd.
   BERTH_WORKSPACE_BASEDIR: z.string().default(".data/workspaces"),
   // A READY workspace with no activity and no lease for this long is stopped by `workspace.sweep`.
@@ -52,7 +71,7 @@ const ZEngineEnv = z.object({
 });
 
 export type EngineConfig = {
-  readonly backend: "local" | "docker";
+  readonly backend: "local" | "host-unconfined" | "docker";
   readonly basedir: string;
   readonly idleTtlMs: number;
   readonly sweepIntervalMs: number;
@@ -61,13 +80,33 @@ export type EngineConfig = {
   readonly leaseTtlMs: number;
   readonly provisionWaitMs: number;
   readonly downloadTokenTtlMs: number;
+  /** The `local` backend's sandbox; validated by its own schema (sandbox-config.ts). */
+  readonly sandbox?: TSandboxConfigInput;
   /** Docker provider settings; `dataRoot` is always `basedir`. Validated by the provider's own schema. */
   readonly docker?: Omit<TDockerProviderConfigInput, "dataRoot">;
 };
 
 /** Parses the workspace-engine part of the environment (composition roots only). */
-export function loadEngineConfig(env: RawEnv = readProcessEnv(), cwd = process.cwd()): EngineConfig {
+export function loadEngineConfig(
+  env: RawEnv = readProcessEnv(),
+  cwd = process.cwd(),
+  uid = process.getuid?.() ?? -1,
+): EngineConfig {
   const parsed = parseEnv(ZEngineEnv, env, "workspace engine");
+  if (
+    parsed.BERTH_WORKSPACE_BACKEND === "host-unconfined" &&
+    uid === 0 &&
+    !parsed.BERTH_HOST_UNCONFINED_ALLOW_ROOT
+  ) {
+    throw new AppError(
+      "INTERNAL",
+      "BERTH_WORKSPACE_BACKEND=host-unconfined refuses to run as root: every agent command would run as " +
+        "root on this machine. Run Berth as an unprivileged user, use the default confined backend " +
+        "(unset BERTH_WORKSPACE_BACKEND), or, if you really mean it, also set " +
+        "BERTH_HOST_UNCONFINED_ALLOW_ROOT=1.",
+      { userMessage: "Server misconfigured", details: { variables: ["BERTH_HOST_UNCONFINED_ALLOW_ROOT"] } },
+    );
+  }
   return {
     backend: parsed.BERTH_WORKSPACE_BACKEND,
     basedir: path.resolve(cwd, parsed.BERTH_WORKSPACE_BASEDIR),
@@ -78,6 +117,16 @@ export function loadEngineConfig(env: RawEnv = readProcessEnv(), cwd = process.c
     leaseTtlMs: parsed.BERTH_WORKSPACE_LEASE_TTL_MS,
     provisionWaitMs: parsed.BERTH_WORKSPACE_PROVISION_WAIT_MS,
     downloadTokenTtlMs: parsed.BERTH_WORKSPACE_DOWNLOAD_TOKEN_TTL_MS,
+    sandbox: withoutUndefined({
+      bwrapPath: parsed.BERTH_SANDBOX_BWRAP,
+      network: parsed.BERTH_SANDBOX_NETWORK,
+      pidsLimit: parsed.BERTH_SANDBOX_PIDS_LIMIT,
+      commandTimeoutMs: parsed.BERTH_SANDBOX_COMMAND_TIMEOUT_MS,
+      uidBase: parsed.BERTH_SANDBOX_UID_BASE,
+      uidCount: parsed.BERTH_SANDBOX_UID_COUNT,
+      readOnlyPaths: parsed.BERTH_SANDBOX_READONLY_PATHS,
+      runtimeRoot: parsed.BERTH_SANDBOX_RUNTIME_ROOT && path.resolve(cwd, parsed.BERTH_SANDBOX_RUNTIME_ROOT),
+    }),
     docker: withoutUndefined({
       socketPath: parsed.DOCKER_SOCKET,
       baseImage: parsed.BERTH_DOCKER_BASE_IMAGE,

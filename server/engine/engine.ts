@@ -83,7 +83,13 @@ export function createEngine(options: CreateEngineOptions): WorkspaceEngine {
 export function createMachineController(config: EngineConfig): MachineController {
   switch (config.backend) {
     case "local":
-      return new LocalMachineController({ basedir: config.basedir });
+      return new LocalMachineController({
+        basedir: config.basedir,
+        confinement: "sandbox",
+        ...(config.sandbox ? { sandbox: config.sandbox } : {}),
+      });
+    case "host-unconfined":
+      return new LocalMachineController({ basedir: config.basedir, confinement: "host-unconfined" });
     case "docker":
       return new DockerMachineController({ ...(config.docker ?? {}), dataRoot: config.basedir });
   }

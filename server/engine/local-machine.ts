@@ -2,31 +2,60 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { LocalBackendProvider, safePathSegment } from "@/server/workspace/backends/local/local-provider";
 import type { WorkspaceSpec } from "@/server/workspace/provider";
-import type { MachineController, MachineResource } from "./machine";
+import { BubblewrapBackendProvider } from "@/server/workspace/backends/bubblewrap/bubblewrap-provider";
+import type { TSandboxConfigInput } from "@/server/workspace/backends/bubblewrap/sandbox-config";
+import type { BackendIsolation, MachineController, MachineResource } from "./machine";
+
+export type LocalMachineOptions = {
+  basedir: string;
+  /**
+   * `sandbox` (the default): every command and stdio MCP server runs under bubblewrap as the workspace's
+   * own unprivileged uid (server/workspace/backends/bubblewrap). `host-unconfined`: on the host with
+   * Berth's privileges, an explicit operator opt-in for trusted agents only.
+   */
+  confinement?: "sandbox" | "host-unconfined";
+  sandbox?: TSandboxConfigInput;
+  env?: Record<string, string>;
+};
 
 /**
- * Host folders `<basedir>/<tenant>/<user>/<workspaceId>` (LocalBackendProvider's layout). Stopping has
- * nothing to stop on the host (no process outlives its command), so it only releases; data always stays.
+ * Host folders `<basedir>/<tenant>/<user>/<workspaceId>` (the same layout whichever confinement runs
+ * them, so switching keeps the data). Stopping ends every sandbox of the workspace, whichever process
+ * started it (MCP gateways and their servers, commands still running); data always stays.
  */
 export class LocalMachineController implements MachineController {
   readonly kind = "local" as const;
-  readonly provider: LocalBackendProvider;
+  readonly provider: LocalBackendProvider | BubblewrapBackendProvider;
+  readonly isolation: BackendIsolation;
+  private readonly sandboxed: BubblewrapBackendProvider | null;
 
-  constructor(private readonly options: { basedir: string; env?: Record<string, string> }) {
-    this.provider = new LocalBackendProvider({
-      basedir: options.basedir,
-      ...(options.env ? { env: options.env } : {}),
-    });
+  constructor(private readonly options: LocalMachineOptions) {
+    if ((options.confinement ?? "sandbox") === "sandbox") {
+      this.sandboxed = new BubblewrapBackendProvider({
+        basedir: options.basedir,
+        ...(options.sandbox ? { sandbox: options.sandbox } : {}),
+      });
+      this.provider = this.sandboxed;
+      this.isolation = { backend: "local", isolated: true, sandbox: "bubblewrap" };
+    } else {
+      this.sandboxed = null;
+      this.provider = new LocalBackendProvider({
+        basedir: options.basedir,
+        ...(options.env ? { env: options.env } : {}),
+      });
+      this.isolation = { backend: "host-unconfined", isolated: false, sandbox: null };
+    }
   }
 
   async provision(spec: WorkspaceSpec): Promise<Record<string, unknown>> {
     const backend = await this.provider.provision(spec);
     await backend.close();
-    return { kind: "local", workdir: backend.workdir };
+    return { kind: "local", workdir: this.provider.workdirFor(spec), isolated: this.isolation.isolated };
   }
 
-  async stop(_spec?: WorkspaceSpec): Promise<void> {
-    // Nothing runs between commands on the host; the record's state is what "stopped" means here.
+  async stop(spec?: WorkspaceSpec): Promise<void> {
+    // Unconfined commands are the host's own processes: nothing to find them by (trusted agents only).
+    if (spec && this.sandboxed) await this.sandboxed.stopAll(spec);
   }
 
   async purge(spec: WorkspaceSpec): Promise<string[]> {
@@ -35,6 +64,7 @@ export class LocalMachineController implements MachineController {
       () => true,
       () => false,
     );
+    await this.stop(spec);
     await fs.rm(workdir, { recursive: true, force: true });
     return existed ? [`directory:${workdir}`] : [];
   }

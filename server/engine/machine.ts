@@ -10,6 +10,17 @@ export type MachineResource = {
   locator: string;
 };
 
+/**
+ * What the installation's backend confines, for the API and the dashboard: `isolated` is false when agent
+ * commands run on the host with Berth's privileges (`host-unconfined`, trusted agents only).
+ */
+export type BackendIsolation = {
+  backend: "local" | "host-unconfined" | "docker";
+  isolated: boolean;
+  /** The sandbox technology, when there is one besides the backend itself ("bubblewrap"). */
+  sandbox: string | null;
+};
+
 /** One step of a machine's provisioning (image build lines, container created, gateway ready, ...). */
 export type ProvisionProgress = { step: string; detail?: string | undefined };
 
@@ -20,6 +31,7 @@ export type ProvisionProgress = { step: string; detail?: string | undefined };
  */
 export interface MachineController {
   readonly kind: BackendKind;
+  readonly isolation: BackendIsolation;
   /** Creates or restarts the machine and leaves it running; returns a handle to store (no secrets). */
   provision(
     spec: WorkspaceSpec,

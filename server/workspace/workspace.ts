@@ -24,7 +24,13 @@ import { Offloader, type DataBlock, type OffloadMessage, type ToolResultOutput }
 import type { BackendProvider, WorkspaceSpec } from "./provider";
 import type { ArchiveFormat } from "./archive/archive-entries";
 import type { ArchiveLimits } from "./archive/extract-to-backend";
-import { SkillStore, type SkillInstallResult, type SkillListing, type Skill } from "./skills/skill-store";
+import {
+  SkillStore,
+  type SkillInstallResult,
+  type SkillListing,
+  type Skill,
+  type SkillRef,
+} from "./skills/skill-store";
 import { createBuiltinTools, type BuiltinTool, type BuiltinToolsOptions } from "./tools";
 
 export type WorkspaceOptions = {
@@ -243,8 +249,8 @@ export class Workspace implements AsyncDisposable {
   }
 
   /** One skill with its SKILL.md text. NOT_FOUND when unknown. */
-  async readSkill(name: string, agentId?: string | null): Promise<{ skill: Skill; content: string }> {
-    return this.requireLive().skills.read(name, agentId);
+  async readSkill(ref: SkillRef, agentId?: string | null): Promise<{ skill: Skill; content: string }> {
+    return this.requireLive().skills.read(ref, agentId);
   }
 
   /** Installs a skill folder from the host. */
@@ -266,9 +272,9 @@ export class Workspace implements AsyncDisposable {
     return this.requireLive().skills.installArchive(stream, format, agentId, options);
   }
 
-  /** Deletes a skill by folder or name. NOT_FOUND when unknown. */
-  async removeSkill(name: string, agentId?: string | null): Promise<void> {
-    return this.requireLive().skills.remove(name, agentId);
+  /** Deletes a skill by folder, or by a name only one skill answers to (else CONFLICT). NOT_FOUND when unknown. */
+  async removeSkill(ref: SkillRef, agentId?: string | null): Promise<void> {
+    return this.requireLive().skills.remove(ref, agentId);
   }
 
   // ── offload (agentscope-spec.md §4) ───────────────────────────────────────────────────────────────

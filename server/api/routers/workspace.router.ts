@@ -26,6 +26,11 @@ export const workspaceRouter = createTRPCRouter({
     )
     .query(({ ctx, input }) => services().service.list(ctx.scope, input)),
 
+  /** The installation's workspace backend: `{ backend, isolated, sandbox }` (host-unconfined → isolated false). */
+  backend: tenantProcedureFor("workspace:read")
+    .input(ZTenantInput)
+    .query(() => services().service.backendInfo()),
+
   /** State, backend, trusted-only flag, idle time, active leases and the last events with their reasons. */
   get: tenantProcedureFor("workspace:read")
     .input(ZWorkspaceTarget)

@@ -16,14 +16,26 @@ export const workspaceSkillRouter = createTRPCRouter({
       getWorkspaceServices().content.listSkills(ctx.scope, input.workspaceId, input.agentId ?? null),
     ),
 
+  /**
+   * By `dir` (the folder: stable and unambiguous, preferred) or by `name`; a name several skills share is a
+   * CONFLICT whose details list the candidates.
+   */
   remove: tenantProcedureFor("session:use")
-    .input(ZSkillTarget.extend({ name: z.string().min(1).max(200) }))
+    .input(
+      ZSkillTarget.extend({
+        name: z.string().min(1).max(200).optional(),
+        dir: z.string().min(1).max(200).optional(),
+      }).refine((input) => (input.name === undefined) !== (input.dir === undefined), {
+        message: "give exactly one of name or dir",
+        path: ["dir"],
+      }),
+    )
     .mutation(({ ctx, input }) =>
       getWorkspaceServices().content.removeSkill(
         ctx.scope,
         input.workspaceId,
         input.agentId ?? null,
-        input.name,
+        input.dir !== undefined ? { dir: input.dir } : { name: input.name! },
       ),
     ),
 });

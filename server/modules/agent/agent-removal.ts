@@ -5,8 +5,15 @@ import { listSessions } from "@/server/modules/session/session.data";
 import { listWorkspaces } from "@/server/modules/workspace/workspace.data";
 import { isAppError } from "@/server/shared/errors";
 
-/** What removing an agent needs: the workspace service's `agent.purge` producer (the job runs in the workers). */
+/**
+ * What removing an agent needs: the workspace service's `session.purge` and `agent.purge` producers (the
+ * jobs run in the workers, so they reach every backend, Docker included).
+ */
 export type AgentRemovalDeps = {
+  enqueueSessionPurge(
+    scope: TenantScope,
+    input: { workspaceId: string; agentId: string; sessionIds: string[] },
+  ): Promise<{ jobId: string | null }>;
   enqueueAgentPurge(
     scope: TenantScope,
     input: { agentId: string; workspaceIds: string[] },
@@ -18,20 +25,32 @@ export type AgentRemoval = {
   agentId: string;
   workspaceIds: string[];
   purgeJobId: string | null;
+  /** The `session.purge` jobs for its sessions' offload files and MCP scopes, one per workspace (and batch). */
+  sessionPurgeJobIds: (string | null)[];
   /** Team workers its sessions had created (`AgentCreate`), removed with it. */
   workerAgentIds: string[];
 };
 
-/** Every workspace the agent has used (its sessions' workspaces and its bindings) and its session ids. */
+/** The most sessions one `session.purge` job takes (its payload's cap). */
+const SESSION_PURGE_BATCH = 1_000;
+
+/**
+ * Every workspace the agent has used (its sessions' workspaces and its bindings), its session ids, and
+ * those ids grouped by workspace (for the offload purge).
+ */
 async function footprintOf(scope: TenantScope, agentId: string) {
   const workspaceIds = new Set<string>();
   const sessionIds: string[] = [];
+  const sessionsByWorkspace = new Map<string, string[]>();
   let cursor: string | undefined;
   do {
     const page = await listSessions(scope, { agentId, limit: 200, ...(cursor ? { cursor } : {}) });
     for (const session of page.items) {
       workspaceIds.add(session.workspaceId);
       sessionIds.push(session.id);
+      const group = sessionsByWorkspace.get(session.workspaceId);
+      if (group) group.push(session.id);
+      else sessionsByWorkspace.set(session.workspaceId, [session.id]);
     }
     cursor = page.nextCursor ?? undefined;
   } while (cursor);
@@ -40,7 +59,7 @@ async function footprintOf(scope: TenantScope, agentId: string) {
     for (const workspace of page.items) workspaceIds.add(workspace.id);
     cursor = page.nextCursor ?? undefined;
   } while (cursor);
-  return { workspaceIds: [...workspaceIds], sessionIds };
+  return { workspaceIds: [...workspaceIds], sessionIds, sessionsByWorkspace };
 }
 
 /** A worker already gone (a concurrent delete) is what we wanted anyway. */
@@ -51,8 +70,10 @@ function unlessNotFound(error: unknown): null {
 
 /**
  * Deletes an agent, audited as `agent.delete` (with `cause` in the details when it is not a direct request):
- * its sessions and messages go with it (foreign-key cascade), then `agent.purge` removes its skill partition
- * and MCP scopes from every workspace it used (collected first). The team workers its sessions created are
+ * its sessions and messages go with it (foreign-key cascade), then, as the reference's `delete_agent` does
+ * (`delete_session` for each session, then `purge_agent`), `session.purge` removes its sessions' offload
+ * files (`sessions/<sid>/`: context.jsonl, tool results) and MCP scopes from their workspaces, and
+ * `agent.purge` its skill partition and MCP scopes from every workspace it used (all collected first). The team workers its sessions created are
  * removed the same way first, since their leader sessions are about to disappear; invited agents are not.
  */
 export async function removeAgent(
@@ -68,7 +89,7 @@ export async function removeAgent(
     { action: "agent.delete", targetType: "agent", targetId: agentId, details: cause },
     async () => {
       await getAgent(scope, agentId);
-      const { workspaceIds, sessionIds } = await footprintOf(scope, agentId);
+      const { workspaceIds, sessionIds, sessionsByWorkspace } = await footprintOf(scope, agentId);
       const workerAgentIds = (await listWorkerAgentIds(scope, sessionIds)).filter((id) => !seen.has(id));
       for (const workerId of workerAgentIds) {
         await removeAgent(
@@ -80,14 +101,27 @@ export async function removeAgent(
         ).catch(unlessNotFound);
       }
       await deleteAgent(scope, agentId);
+      const sessionPurgeJobIds: (string | null)[] = [];
+      for (const [workspaceId, ids] of sessionsByWorkspace) {
+        for (let start = 0; start < ids.length; start += SESSION_PURGE_BATCH) {
+          const batch = ids.slice(start, start + SESSION_PURGE_BATCH);
+          const { jobId } = await deps.enqueueSessionPurge(scope, {
+            workspaceId,
+            agentId,
+            sessionIds: batch,
+          });
+          sessionPurgeJobIds.push(jobId);
+        }
+      }
       const { jobId } = await deps.enqueueAgentPurge(scope, { agentId, workspaceIds });
-      return { agentId, workspaceIds, purgeJobId: jobId, workerAgentIds };
+      return { agentId, workspaceIds, purgeJobId: jobId, sessionPurgeJobIds, workerAgentIds };
     },
     deps.onAuditFailure,
     (result) => ({
       details: {
         workspaceIds: result.workspaceIds,
         purgeJobId: result.purgeJobId,
+        sessionPurgeJobIds: result.sessionPurgeJobIds,
         ...(result.workerAgentIds.length > 0 ? { workerAgentIds: result.workerAgentIds } : {}),
       },
     }),

@@ -17,7 +17,11 @@ export type { AgentView };
 
 export type AgentServiceDeps = {
   secretKey: SecretKey;
-  /** The workspace service's `agent.purge` producer (jobs run in the workers). */
+  /** The workspace service's `session.purge` and `agent.purge` producers (jobs run in the workers). */
+  enqueueSessionPurge(
+    scope: TenantScope,
+    input: { workspaceId: string; agentId: string; sessionIds: string[] },
+  ): Promise<{ jobId: string | null }>;
   enqueueAgentPurge(
     scope: TenantScope,
     input: { agentId: string; workspaceIds: string[] },
@@ -110,11 +114,12 @@ export function createAgentService(deps: AgentServiceDeps) {
 
     /**
      * Deletes the agent; its sessions and their messages go with it (foreign-key cascade), and so do the team
-     * workers those sessions created. `agent.purge` then removes their skill partitions and MCP scopes from
-     * every workspace they used (see removeAgent).
+     * workers those sessions created. `session.purge` then removes the sessions' offload files and
+     * `agent.purge` their skill partitions and MCP scopes from every workspace they used (see removeAgent).
      */
     async delete(scope: TenantScope, agentId: string): Promise<AgentRemoval> {
       return removeAgent(scope, agentId, {
+        enqueueSessionPurge: (...args) => deps.enqueueSessionPurge(...args),
         enqueueAgentPurge: (...args) => deps.enqueueAgentPurge(...args),
         onAuditFailure,
       });

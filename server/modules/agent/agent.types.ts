@@ -5,6 +5,27 @@ export const ZIsolationPolicy = z.enum(ISOLATION_POLICIES);
 export type IsolationPolicy = z.infer<typeof ZIsolationPolicy>;
 
 /**
+ * Media types a model may be declared to accept as input: what the Read tool can hand over (images,
+ * PDFs) and OpenAI-style chat APIs take as image or file parts. Nothing else is accepted, so a typo is a
+ * 400 rather than a silently ignored setting.
+ */
+export const MODEL_INPUT_MEDIA_TYPES = [
+  "image/png",
+  "image/jpeg",
+  "image/gif",
+  "image/webp",
+  "application/pdf",
+] as const;
+export const ZModelInputMediaTypes = z
+  .array(z.enum(MODEL_INPUT_MEDIA_TYPES))
+  .max(MODEL_INPUT_MEDIA_TYPES.length)
+  .refine((types) => new Set(types).size === types.length, "each media type once")
+  .describe(
+    "Media types the model accepts as input (vision: image/png, image/jpeg, image/gif, image/webp; " +
+      "documents: application/pdf). The Read tool attaches such files for the model; absent: none.",
+  );
+
+/**
  * The model an agent talks to. The provider API key is NOT part of it: it is passed separately
  * (`modelApiKey`) and stored encrypted.
  */
@@ -15,6 +36,7 @@ export const ZAgentModelConfig = z
     baseUrl: z.url().optional(),
     temperature: z.number().min(0).max(2).optional(),
     maxOutputTokens: z.number().int().positive().optional(),
+    acceptedMediaTypes: ZModelInputMediaTypes.optional(),
   })
   .catchall(z.unknown());
 export type AgentModelConfig = z.infer<typeof ZAgentModelConfig>;
@@ -52,6 +74,7 @@ export const ZAgentModelConfigPatch = z
     baseUrl: z.url().nullish(),
     temperature: z.number().min(0).max(2).nullish(),
     maxOutputTokens: z.number().int().positive().nullish(),
+    acceptedMediaTypes: ZModelInputMediaTypes.nullish(),
   })
   .catchall(z.unknown());
 export type AgentModelConfigPatch = z.infer<typeof ZAgentModelConfigPatch>;

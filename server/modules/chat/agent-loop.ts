@@ -23,6 +23,7 @@ import { toModelAppError } from "./model-errors";
 import type { ModelCallSettings } from "./model-provider";
 import { silentLogger, type AgentTool, type ChatLogger, type OffloaderPort } from "./ports";
 import { StepRecorder } from "./step-recorder";
+import { ToolAttachmentRelay } from "./tool-attachments";
 import { shapeToolOutput, thrownToolErrorText, type ShapedToolOutput } from "./tool-output";
 
 /**
@@ -108,6 +109,7 @@ export async function runTurn(input: RunTurnInput): Promise<TurnResult> {
       });
     }
 
+    const attachments = new ToolAttachmentRelay();
     const result = streamText({
       model: input.model,
       ...input.modelSettings,
@@ -118,7 +120,12 @@ export async function runTurn(input: RunTurnInput): Promise<TurnResult> {
         limits,
         offloader: input.offloader,
         logger,
+        attachments,
       }),
+      prepareStep: ({ messages }) => {
+        const promoted = attachments.promote(messages);
+        return promoted ? { messages: promoted } : undefined;
+      },
       stopWhen: stepCountIs(limits.maxSteps),
       maxRetries: limits.maxRetries,
       abortSignal: input.signal,
@@ -243,6 +250,8 @@ type ToolSetContext = {
   limits: TTurnLimits;
   offloader: OffloaderPort;
   logger: ChatLogger;
+  /** Where tool results' attachments wait for the next model call (omitted: they are dropped). */
+  attachments?: ToolAttachmentRelay;
 };
 
 /**
@@ -280,6 +289,8 @@ export function buildToolSet(tools: readonly AgentTool[], context: ToolSetContex
             : thrownToolErrorText(agentTool.name, error);
           result = { content, isError: true };
         }
+        if (!result.isError)
+          context.attachments?.hold(options.toolCallId, agentTool.name, result.attachments);
         return shapeToolOutput({ ...context, toolCallId: options.toolCallId, result });
       },
       toModelOutput: ({ output }: { output: ShapedToolOutput }) =>

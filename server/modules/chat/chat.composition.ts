@@ -47,6 +47,7 @@ export function createAgentServices(deps: {
   return {
     agent: createAgentService({
       secretKey: deps.secretKey,
+      enqueueSessionPurge: (scope, input) => deps.workspaces.enqueueSessionPurge(scope, input),
       enqueueAgentPurge: (scope, input) => deps.workspaces.enqueueAgentPurge(scope, input),
       onAuditFailure,
     }),

@@ -119,7 +119,10 @@ export function createChatService(deps: ChatServiceDeps) {
       ttlMs: deps.turnLeaseMs ?? 60 * 60_000,
     };
     return deps.workspaces.withSessionWorkspace(scope, sessionId, lease, async (workspace) => {
-      const port = turnWorkspacePort(workspace, { readState: readStateFor(sessionId) });
+      const port = turnWorkspacePort(workspace, {
+        readState: readStateFor(sessionId),
+        acceptedMediaTypes: agent.modelConfig.acceptedMediaTypes ?? [],
+      });
       const toolkit = await assembleToolkit({
         agentId: agent.id,
         sessionId,

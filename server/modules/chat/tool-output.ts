@@ -25,8 +25,8 @@ export async function shapeToolOutput(input: {
   const { result, limits } = input;
   let text = result.content;
   for (const attachment of result.attachments ?? []) {
-    // The OpenAI-compatible wire has no binary tool results; the model learns the attachment exists.
-    text += `\n[attachment${attachment.name ? ` ${attachment.name}` : ""}: ${attachment.mediaType}, ${Math.floor((attachment.base64.length * 3) / 4)} bytes]`;
+    // The bytes themselves follow in a user message (ToolAttachmentRelay); the text says where.
+    text += `\n[attachment${attachment.name ? ` ${attachment.name}` : ""}: ${attachment.mediaType}, ${Math.floor((attachment.base64.length * 3) / 4)} bytes, shown to you right after this result]`;
   }
   const shaped: ShapedToolOutput = { text, isError: result.isError };
   if (result.metadata) shaped.metadata = result.metadata;

@@ -17,7 +17,10 @@ export type EngineOffloader = {
 /** The part of the engine's `Workspace` a turn uses. */
 export type EngineWorkspace = EngineOffloader & {
   getInstructions(): string;
-  listTools(options?: { readState?: FileReadState | null }): AgentTool[];
+  listTools(options?: {
+    readState?: FileReadState | null;
+    acceptedMediaTypes?: readonly string[];
+  }): AgentTool[];
   listMcpTools(scope: { agentId: string; sessionId: string }): Promise<McpToolDescriptor[]>;
   listSkills(
     agentId?: string | null,
@@ -36,15 +39,20 @@ export function offloaderPort(engine: EngineOffloader): OffloaderPort {
 /**
  * A turn's view of a workspace. `readState` is the session's Read-before-Write bookkeeping: keep ONE per
  * session (across turns) so the model need not re-read a file it read in an earlier turn; omitted, each
- * turn starts with an empty one.
+ * turn starts with an empty one. `acceptedMediaTypes` (the agent's model config) lets Read attach images
+ * and PDFs of those types; omitted, it refuses images and extracts PDF text.
  */
 export function turnWorkspacePort(
   workspace: EngineWorkspace,
-  options: { readState?: FileReadState } = {},
+  options: { readState?: FileReadState; acceptedMediaTypes?: readonly string[] } = {},
 ): TurnWorkspacePort {
   return {
     ...offloaderPort(workspace),
-    listTools: () => workspace.listTools(options.readState ? { readState: options.readState } : {}),
+    listTools: () =>
+      workspace.listTools({
+        ...(options.readState ? { readState: options.readState } : {}),
+        ...(options.acceptedMediaTypes ? { acceptedMediaTypes: options.acceptedMediaTypes } : {}),
+      }),
     listMcpTools: (scope) => workspace.listMcpTools(scope),
     listSkills: async (agentId) =>
       (await workspace.listSkills(agentId)).skills.map(({ name, description }) => ({ name, description })),

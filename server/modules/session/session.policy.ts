@@ -1,4 +1,5 @@
 import type { TenantScope } from "@/server/auth/scope";
+import { AppError } from "@/server/shared/errors";
 import type { IsolationPolicy as StoredIsolationPolicy } from "@/server/modules/agent/agent.types";
 import type { WorkspaceDTO } from "@/server/modules/workspace/workspace.types";
 import { assignWorkspaceId, IsolationPolicy } from "@/server/workspace/manager/isolation";
@@ -25,14 +26,43 @@ export function assignSessionWorkspaceId(
   return assignWorkspaceId(ENGINE_POLICY[policy], { userId: workspaceUserOf(scope), agentId });
 }
 
+/** Why an explicitly requested workspace cannot take a new session (null: it can). */
+export type WorkspaceRefusal = "not_found" | "other_user" | "per_session" | "purged";
+
 /**
  * Whether a caller may bind a new session to an existing workspace (the tenant filter already held: the
  * record was read through the caller's scope). Every isolation policy keys workspaces on a user, so another
  * user's workspace is never shared; PER_SESSION workspaces belong to the one session that minted them; a
  * purged workspace is gone.
  */
+export function workspaceRefusal(record: WorkspaceDTO | null, scope: TenantScope): WorkspaceRefusal | null {
+  if (!record) return "not_found";
+  if (record.state === "PURGED") return "purged";
+  if (record.isolationPolicy === "PER_SESSION") return "per_session";
+  if (record.userId !== null && record.userId !== workspaceUserOf(scope)) return "other_user";
+  return null;
+}
+
 export function mayShareWorkspace(record: WorkspaceDTO | null, scope: TenantScope): record is WorkspaceDTO {
-  if (!record || record.state === "PURGED") return false;
-  if (record.isolationPolicy === "PER_SESSION") return false;
-  return record.userId === null || record.userId === workspaceUserOf(scope);
+  return workspaceRefusal(record, scope) === null;
+}
+
+const REFUSALS: Record<WorkspaceRefusal, { code: "NOT_FOUND" | "FORBIDDEN" | "CONFLICT"; text: string }> = {
+  not_found: { code: "NOT_FOUND", text: "does not exist" },
+  other_user: { code: "FORBIDDEN", text: "belongs to another user" },
+  per_session: { code: "CONFLICT", text: "is private to the session it was made for (PER_SESSION)" },
+  purged: { code: "CONFLICT", text: "was purged" },
+};
+
+/**
+ * The typed error for an explicit `workspaceId` that cannot be used: the caller asked for that workspace,
+ * so quietly binding the session somewhere else would be wrong. Another tenant's workspace reads as
+ * not_found (the tenant filter hides it).
+ */
+export function workspaceRefusalError(workspaceId: string, reason: WorkspaceRefusal): AppError {
+  const { code, text } = REFUSALS[reason];
+  return new AppError(code, `requested workspace ${workspaceId} ${text}`, {
+    userMessage: `Workspace ${workspaceId} ${text}; omit workspaceId to use the agent's own workspace.`,
+    details: { workspaceId, reason },
+  });
 }

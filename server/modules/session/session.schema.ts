@@ -4,8 +4,9 @@ import { ZPageInput } from "@/server/shared/page";
 export const ZSessionCreateRequest = z.object({
   agentId: z.string().min(1).max(200),
   /**
-   * Share an existing workspace of this tenant. Honoured only when the caller may use it (see
-   * `mayShareWorkspace`); otherwise the id comes from the isolation policy, as if it were absent.
+   * Share an existing workspace of this tenant. It must be usable by the caller (see `workspaceRefusal`):
+   * a missing, purged, PER_SESSION or another user's workspace is a typed 404/409/403 naming the reason,
+   * never silently replaced. Absent: the isolation policy chooses.
    */
   workspaceId: z.string().min(1).max(200).optional(),
   name: z.string().max(200).optional(),

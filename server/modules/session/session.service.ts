@@ -16,8 +16,9 @@ import {
 } from "@/server/modules/session/session.schema";
 import {
   assignSessionWorkspaceId,
-  mayShareWorkspace,
   TENANT_DEFAULT_ISOLATION,
+  workspaceRefusal,
+  workspaceRefusalError,
 } from "@/server/modules/session/session.policy";
 import type { SessionDTO } from "@/server/modules/session/session.types";
 import { getWorkspaceOrNull } from "@/server/modules/workspace/workspace.data";
@@ -53,16 +54,17 @@ export function createSessionService(deps: SessionServiceDeps) {
   const onAuditFailure = deps.onAuditFailure ?? (() => undefined);
 
   /**
-   * The session's workspace id, decided once: the requested one when the caller may share it, else the
-   * isolation policy's (the agent's override, else the tenant default).
+   * The session's workspace id, decided once: the requested one, which must be usable by the caller (an
+   * existing, not purged, shareable workspace of theirs; anything else is a typed error saying why, never a
+   * silent substitute), else the isolation policy's (the agent's override, else the tenant default).
    */
   async function chooseWorkspace(scope: TenantScope, agentId: string, requested: string | undefined) {
     const agent = await getAgent(scope, agentId);
     if (requested !== undefined) {
       const record = await getWorkspaceOrNull(scope, requested);
-      if (mayShareWorkspace(record, scope)) {
-        return { workspaceId: record.id, policy: record.isolationPolicy, shared: true };
-      }
+      const refusal = workspaceRefusal(record, scope);
+      if (refusal !== null || !record) throw workspaceRefusalError(requested, refusal ?? "not_found");
+      return { workspaceId: record.id, policy: record.isolationPolicy, shared: true };
     }
     const policy = agent.isolationPolicy ?? TENANT_DEFAULT_ISOLATION;
     return { workspaceId: assignSessionWorkspaceId(policy, scope, agent.id), policy, shared: false };
@@ -162,7 +164,11 @@ export function createSessionService(deps: SessionServiceDeps) {
           const workerAgentIds = await removeWorkerAgentsOf(
             scope,
             team.map((member) => member.id),
-            { enqueueAgentPurge: (...args) => deps.workspaces.enqueueAgentPurge(...args), onAuditFailure },
+            {
+              enqueueSessionPurge: (...args) => deps.workspaces.enqueueSessionPurge(...args),
+              enqueueAgentPurge: (...args) => deps.workspaces.enqueueAgentPurge(...args),
+              onAuditFailure,
+            },
             { cause: "leader-session-deleted", leaderSessionId: sessionId },
           );
           for (const member of [...team].reverse()) {

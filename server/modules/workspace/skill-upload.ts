@@ -4,6 +4,8 @@ import busboy from "busboy";
 import { pack as createTarPack } from "tar-stream";
 import { z } from "zod";
 import { AppError, isAppError } from "@/server/shared/errors";
+import type { ArchiveFormat } from "@/server/workspace/archive/archive-entries";
+import { MAX_SKILL_ROOT_DEPTH } from "@/server/workspace/skills/skill-names";
 
 /** The reference's upload limits (agentscope-spec.md §3.8). */
 export const SKILL_UPLOAD_LIMITS = {
@@ -20,7 +22,11 @@ export type SkillManifest = z.infer<typeof ZManifest>;
 
 const invalid = (message: string) => new AppError("UNPROCESSABLE", message, { userMessage: message });
 
-/** `validate_manifest`: entry count, sizes, path shape (≥ 2 segments, no ""/"."/"..", not absolute), one root, root/SKILL.md. */
+/**
+ * `validate_manifest`: entry count, sizes, path shape (≥ 2 segments, no ""/"."/"..", not absolute), one
+ * root, and a SKILL.md in the root or in a folder at most MAX_SKILL_ROOT_DEPTH - 1 below it (the engine
+ * then installs the first folder holding one, see findSkillRoot: `outer/inner/SKILL.md` installs `inner`).
+ */
 export function validateManifest(raw: unknown, limits = SKILL_UPLOAD_LIMITS): SkillManifest {
   const parsed = ZManifest.safeParse(raw);
   if (!parsed.success)
@@ -47,8 +53,11 @@ export function validateManifest(raw: unknown, limits = SKILL_UPLOAD_LIMITS): Sk
     throw invalid(`The skill is larger than ${limits.maxTotalBytes} bytes in total.`);
   if (roots.size !== 1) throw invalid("All files must be under one root folder.");
   const [root] = [...roots];
-  if (!entries.some((entry) => entry.path === `${root}/SKILL.md`))
-    throw invalid(`${root}/SKILL.md is missing.`);
+  const holdsSkill = entries.some((entry) => {
+    const segments = entry.path.split("/");
+    return segments.at(-1) === "SKILL.md" && segments.length - 1 <= MAX_SKILL_ROOT_DEPTH;
+  });
+  if (!holdsSkill) throw invalid(`No SKILL.md in ${root} or in its sub-folders.`);
   return { entries };
 }
 
@@ -164,6 +173,57 @@ export function multipartToTar(
   // upload rejected before any install started (bad manifest) from becoming an unhandled 'error' event.
   nodeTar.on("error", () => undefined);
   return { manifest: manifestPromise, tar: nodeTar };
+}
+
+/** Archive media types the upload takes as a raw body (the reference's zip, tar and tar.gz). */
+const ARCHIVE_MEDIA_TYPES: Readonly<Record<string, ArchiveFormat>> = {
+  "application/zip": "zip",
+  "application/x-zip-compressed": "zip",
+  "application/x-tar": "tar",
+  "application/gzip": "tar.gz",
+  "application/x-gzip": "tar.gz",
+  "application/x-compressed-tar": "tar.gz",
+};
+const ZArchiveFormat = z.enum(["zip", "tar", "tar.gz"]);
+
+/** What a skill upload body is: the dashboard's folder upload, or an archive stream in one format. */
+export type SkillUploadBody =
+  { kind: "folder"; contentType: string } | { kind: "archive"; format: ArchiveFormat };
+
+/**
+ * Tells the two body formats apart from the request's Content-Type: `multipart/form-data` is the folder
+ * upload (manifest + files); an archive is sent as the raw body, typed by its media type
+ * (`application/zip`, `application/x-tar`, `application/gzip`, ...) or as `application/octet-stream`
+ * with `?format=zip|tar|tar.gz`. An explicit `format` must agree with a typed body. Anything else is
+ * UNPROCESSABLE before a byte of the body is read.
+ */
+export function skillUploadBodyOf(
+  contentTypeHeader: string | null,
+  formatParam: string | null,
+): SkillUploadBody {
+  const contentType = contentTypeHeader ?? "";
+  const mediaType = contentType.split(";")[0]!.trim().toLowerCase();
+  let format: ArchiveFormat | null = null;
+  if (formatParam !== null) {
+    const parsed = ZArchiveFormat.safeParse(formatParam);
+    if (!parsed.success) throw invalid(`Unknown archive format '${formatParam}': use zip, tar or tar.gz.`);
+    format = parsed.data;
+  }
+  if (mediaType === "multipart/form-data") {
+    if (format !== null) throw invalid("A folder upload (multipart/form-data) takes no format.");
+    return { kind: "folder", contentType };
+  }
+  const typed = ARCHIVE_MEDIA_TYPES[mediaType];
+  if (typed !== undefined) {
+    if (format !== null && format !== typed)
+      throw invalid(`The body is ${mediaType} (${typed}) but format=${format} was given.`);
+    return { kind: "archive", format: typed };
+  }
+  if (mediaType === "application/octet-stream" && format !== null) return { kind: "archive", format };
+  throw invalid(
+    "Send a skill as multipart/form-data (a folder: manifest, then files) or as an archive body: " +
+      "application/zip, application/x-tar or application/gzip (tar.gz), or application/octet-stream with ?format=.",
+  );
 }
 
 /** At most N skill installs at once per process (the reference's semaphore). */

@@ -12,6 +12,14 @@ import type { WorkspaceService } from "./workspace.service";
 
 const MAX_READ_BYTES = 1024 * 1024;
 
+/** An uploaded skill archive on its way to the engine; `maxArchiveBytes` lowers the engine's limit. */
+export type SkillArchiveUpload = {
+  agentId: string | null;
+  stream: Readable;
+  format: ArchiveFormat;
+  maxArchiveBytes?: number;
+};
+
 /**
  * What the `workspace.mcp | skill | files | status` procedures and the upload/download routes do, on top of
  * the workspace service (each call resolves the workspace under a short lease). Mutations are audited.
@@ -107,6 +115,7 @@ export function createWorkspaceContentService(service: WorkspaceService) {
         const listing = await ws.listSkills(agentId);
         return listing.skills.map((skill) => ({
           name: skill.name,
+          declaredName: skill.declaredName,
           description: skill.description,
           dir: skill.dir,
           updatedAt: skill.updatedAt,
@@ -114,21 +123,26 @@ export function createWorkspaceContentService(service: WorkspaceService) {
       });
     },
 
-    async removeSkill(scope: TenantScope, workspaceId: string, agentId: string | null, name: string) {
-      return service.audited(scope, "workspace.skill.remove", workspaceId, { name, agentId }, () =>
+    /** By folder (`dir`, stable) or by a name only one skill answers to (else CONFLICT with the candidates). */
+    async removeSkill(
+      scope: TenantScope,
+      workspaceId: string,
+      agentId: string | null,
+      target: { dir: string } | { name: string },
+    ) {
+      return service.audited(scope, "workspace.skill.remove", workspaceId, { ...target, agentId }, () =>
         use(scope, workspaceId, "workspace.skill.remove", async (ws) => {
-          await ws.removeSkill(name, agentId);
+          await ws.removeSkill("dir" in target ? { dir: target.dir } : target.name, agentId);
           return { removed: true as const };
         }),
       );
     },
 
-    /** Streams an uploaded archive straight into the engine's install (never buffered whole). */
-    async installSkillArchive(
-      scope: TenantScope,
-      workspaceId: string,
-      input: { agentId: string | null; stream: Readable; format: ArchiveFormat; maxArchiveBytes: number },
-    ) {
+    /**
+     * Streams an uploaded archive straight into the engine's install (never buffered whole), under the
+     * engine's archive limits; `maxArchiveBytes` lowers the compressed-size one (the folder upload's tar).
+     */
+    async installSkillArchive(scope: TenantScope, workspaceId: string, input: SkillArchiveUpload) {
       return service.audited(
         scope,
         "workspace.skill.upload",
@@ -136,9 +150,14 @@ export function createWorkspaceContentService(service: WorkspaceService) {
         { agentId: input.agentId, format: input.format },
         () =>
           use(scope, workspaceId, "workspace.skill.upload", async (ws) => {
-            const result = await ws.addSkillArchive(input.stream, input.format, input.agentId, {
-              limits: { maxArchiveBytes: input.maxArchiveBytes },
-            });
+            const result = await ws.addSkillArchive(
+              input.stream,
+              input.format,
+              input.agentId,
+              input.maxArchiveBytes === undefined
+                ? {}
+                : { limits: { maxArchiveBytes: input.maxArchiveBytes } },
+            );
             return { name: result.skill.name, dir: result.skill.dir, deduplicated: result.deduplicated };
           }),
       );

@@ -302,6 +302,11 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
       return listPurgeReceipts(scope, options);
     },
 
+    /** How this installation confines workspaces (the dashboard warns when it does not). */
+    backendInfo() {
+      return { ...engine.machine.isolation };
+    },
+
     /** The record + an attached workspace, under a short call lease (routers' workspace calls). */
     async withWorkspace<T>(
       scope: TenantScope,
@@ -313,12 +318,26 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
     },
   };
 
+  /**
+   * What confines the record's workspace: the installation's backend when the record is of its kind; a
+   * record left from another backend is not claimed to be isolated.
+   */
+  function isolationOf(record: WorkspaceDTO) {
+    const isolation = record.backendKind === engine.machine.kind ? engine.machine.isolation : null;
+    const isolated = isolation?.isolated ?? false;
+    return {
+      backend: isolation?.backend ?? record.backendKind,
+      isolated,
+      // host-unconfined runs agent commands on the host with Berth's privileges.
+      trustedOnly: !isolated,
+    };
+  }
+
   function describe(record: WorkspaceDTO) {
     const { backendHandle: _handle, ...rest } = record;
     return {
       ...rest,
-      // The local backend runs agent commands on the host with Berth's privileges.
-      trustedOnly: record.backendKind === "local",
+      ...isolationOf(record),
       idleMs: record.lastActivityAt ? Math.max(0, Date.now() - record.lastActivityAt.getTime()) : null,
     };
   }

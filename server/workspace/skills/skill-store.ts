@@ -24,7 +24,9 @@ import { findDuplicate } from "@/server/workspace/skills/skill-dedup";
 import { parseSkillMarkdown } from "@/server/workspace/skills/front-matter";
 import {
   assertPlainName,
+  assignSkillLabels,
   findSkillRoot,
+  freeLabel,
   partitionName,
   sanitizeDirName,
 } from "@/server/workspace/skills/skill-names";
@@ -35,10 +37,15 @@ const CONTENT_INDEX_FILE = ".content-index.json";
 const MAX_SKILL_MD_BYTES = 1024 * 1024;
 
 export type Skill = {
-  /** Front-matter name. */
+  /**
+   * The agent-facing name, unique in the partition: the front-matter name, or `name (1)`, `name (2)`, ...
+   * when another skill there has the same one (see assignSkillLabels).
+   */
   name: string;
+  /** The front-matter name as written in SKILL.md (several skills may share it). */
+  declaredName: string;
   description: string;
-  /** Folder name inside the partition: unique there, and what `read`/`remove` accept besides the name. */
+  /** Folder name inside the partition: unique and stable there, the safest way to name a skill to remove. */
   dir: string;
   /** Backend path of the skill folder. */
   path: string;
@@ -52,6 +59,8 @@ export type Skill = {
 export type SkippedSkill = { dir: string; reason: string };
 export type SkillListing = { skills: Skill[]; skipped: SkippedSkill[] };
 export type SkillInstallResult = { skill: Skill; deduplicated: boolean };
+/** A skill by its folder (stable, unambiguous) or by name (agent-facing, or front-matter when unique). */
+export type SkillRef = string | { dir: string };
 
 export type SkillStoreOptions = {
   backend: WorkspaceBackend;
@@ -69,7 +78,13 @@ const ZContentIndex = z.object({
   // `shape` and an optional content `hash` (see skill-dedup.ts); entries from before shapes have a hash only.
   skills: z.record(
     z.string(),
-    z.object({ name: z.string(), hash: z.string().optional(), shape: z.string().optional() }),
+    z.object({
+      name: z.string(),
+      hash: z.string().optional(),
+      shape: z.string().optional(),
+      /** The agent-facing name given at install time (kept while it still fits the front-matter name). */
+      label: z.string().optional(),
+    }),
   ),
 });
 type TContentIndex = z.infer<typeof ZContentIndex>;
@@ -124,23 +139,12 @@ export class SkillStore {
     const partition = partitionName(agentId);
     await this.equip(partition);
     const dir = this.partitionDir(partition);
-    const entries = await this.backend.list(dir).catch(() => []);
-    const folders = entries
-      .filter((entry) => entry.type === "directory" && !entry.name.startsWith("."))
-      .map((entry) => entry.name)
-      .sort();
-    const loaded = await Promise.all(folders.map((folder) => this.loadSkill(dir, folder)));
-    const listing: SkillListing = { skills: [], skipped: [] };
-    for (const result of loaded) {
-      if ("reason" in result) listing.skipped.push(result);
-      else listing.skills.push(result);
-    }
-    return listing;
+    return this.listIn(dir, await this.readIndex(dir));
   }
 
-  /** One skill (by folder or front-matter name) with its full SKILL.md text. */
-  async read(name: string, agentId?: string | null): Promise<{ skill: Skill; content: string }> {
-    const skill = await this.find(name, agentId);
+  /** One skill (agent-facing name, folder, or a front-matter name only one skill has) with its SKILL.md. */
+  async read(ref: SkillRef, agentId?: string | null): Promise<{ skill: Skill; content: string }> {
+    const skill = await this.find(ref, agentId);
     const content = await this.readText(path.posix.join(skill.path, "SKILL.md"));
     return { skill, content: content ?? "" };
   }
@@ -162,7 +166,8 @@ export class SkillStore {
 
   /**
    * Installs a skill from a zip, tar or tar.gz stream without holding it in memory. The first folder
-   * holding SKILL.md (shallowest, then archive order) is the skill; everything else is discarded.
+   * holding SKILL.md (shallowest, then archive order; at most MAX_SKILL_ROOT_DEPTH folders below the top)
+   * is the skill; everything else is discarded.
    * Limits → PAYLOAD_TOO_LARGE; hostile entries (absolute, `..`, links leaving the skill folder, devices,
    * control characters) → BAD_REQUEST naming the entry. Identical content already installed is returned instead of duplicated.
    */
@@ -183,10 +188,14 @@ export class SkillStore {
     return this.install(entries, partition, options, limits);
   }
 
-  /** Deletes a skill (by folder or front-matter name); unknown → NOT_FOUND. */
-  async remove(name: string, agentId?: string | null): Promise<void> {
+  /**
+   * Deletes a skill. `{ dir }` names exactly one folder. A name must be unambiguous: a suffixed agent-facing
+   * name (`helper (1)`), or a front-matter name only one skill has; a name several skills share is a CONFLICT
+   * listing them (dir and agent-facing name), never a guess. Unknown → NOT_FOUND.
+   */
+  async remove(ref: SkillRef, agentId?: string | null): Promise<void> {
     const partition = partitionName(agentId);
-    const skill = await this.find(name, agentId);
+    const skill = await this.find(ref, agentId, { strict: true });
     await this.locks.run(partition, async () => {
       await this.backend.remove(skill.path);
       const dir = this.partitionDir(partition);
@@ -281,18 +290,25 @@ export class SkillStore {
           root,
           rootPath,
         });
-        if (duplicate !== null) {
-          const existing = await this.loadSkill(dir, duplicate);
-          if (!("reason" in existing)) return { skill: existing, deduplicated: true };
-        }
+        const current = await this.listIn(dir, index);
+        const existing = current.skills.find((skill) => skill.dir === duplicate);
+        if (existing) return { skill: existing, deduplicated: true };
         const base = options.dirName ?? sanitizeDirName(root ? path.posix.basename(root) : parsed.skill.name);
         const folder = await this.freeFolder(dir, base);
         await this.backend.move(rootPath, path.posix.join(dir, folder));
-        index.skills[folder] = { name: parsed.skill.name, shape, ...(hash ? { hash } : {}) };
+        // The labels the agent sees now are written down (hand-added folders included), so a new skill
+        // never takes over an older one's name, whatever its folder sorts as.
+        for (const skill of current.skills) {
+          index.skills[skill.dir] = {
+            ...(index.skills[skill.dir] ?? { name: skill.declaredName }),
+            label: skill.name,
+          };
+        }
+        const label = freeLabel(parsed.skill.name, new Set(current.skills.map((skill) => skill.name)));
+        index.skills[folder] = { name: parsed.skill.name, shape, ...(hash ? { hash } : {}), label };
         await this.writeIndex(dir, index);
-        const installed = await this.loadSkill(dir, folder);
-        if ("reason" in installed)
-          throw new AppError("INTERNAL", `Installed skill unreadable: ${installed.reason}`);
+        const installed = (await this.listIn(dir, index)).skills.find((skill) => skill.dir === folder);
+        if (!installed) throw new AppError("INTERNAL", `Installed skill ${folder} is unreadable`);
         return { skill: installed, deduplicated: false };
       });
     } finally {
@@ -310,21 +326,66 @@ export class SkillStore {
     }
   }
 
-  private async find(name: string, agentId?: string | null): Promise<Skill> {
+  /**
+   * Resolves a reference: `{ dir }` by folder; a name by agent-facing name, then by front-matter name, then
+   * (for callers that pass a folder as the name) by folder. With `strict`, an agent-facing name that is
+   * also another skill's front-matter name (`helper` when two skills declare `helper`) is ambiguous: CONFLICT.
+   */
+  private async find(
+    ref: SkillRef,
+    agentId?: string | null,
+    options: { strict?: boolean } = {},
+  ): Promise<Skill> {
     const { skills } = await this.list(agentId);
-    const skill =
-      skills.find((candidate) => candidate.dir === name) ??
-      skills.find((candidate) => candidate.name === name);
+    const partition = partitionName(agentId);
+    const candidatesOf = (list: Skill[]) => list.map(({ dir, name }) => ({ dir, name }));
+    if (typeof ref !== "string") {
+      const skill = skills.find((candidate) => candidate.dir === ref.dir);
+      if (skill) return skill;
+      throw new AppError("NOT_FOUND", `Skill folder '${ref.dir}' not found`, {
+        details: { dir: ref.dir, partition, available: candidatesOf(skills) },
+      });
+    }
+    const declared = skills.filter((candidate) => candidate.declaredName === ref);
+    const labelled = skills.find((candidate) => candidate.name === ref);
+    if (labelled && !(options.strict && declared.length > 1)) return labelled;
+    if (declared.length > 1) {
+      throw new AppError("CONFLICT", `Skill name '${ref}' is ambiguous in partition ${partition}`, {
+        userMessage: `${declared.length} skills are named '${ref}'; name one by its folder (dir): ${declared.map((skill) => skill.dir).join(", ")}.`,
+        details: { name: ref, partition, candidates: candidatesOf(declared) },
+      });
+    }
+    const skill = declared[0] ?? skills.find((candidate) => candidate.dir === ref);
     if (!skill) {
-      throw new AppError("NOT_FOUND", `Skill '${name}' not found`, {
-        details: {
-          name,
-          partition: partitionName(agentId),
-          available: skills.map((candidate) => candidate.dir),
-        },
+      throw new AppError("NOT_FOUND", `Skill '${ref}' not found`, {
+        details: { name: ref, partition, available: candidatesOf(skills) },
       });
     }
     return skill;
+  }
+
+  /** The partition's skills (sorted by folder) with their agent-facing names; bad folders as skipped. */
+  private async listIn(dir: string, index: TContentIndex): Promise<SkillListing> {
+    const entries = await this.backend.list(dir).catch(() => []);
+    const folders = entries
+      .filter((entry) => entry.type === "directory" && !entry.name.startsWith("."))
+      .map((entry) => entry.name)
+      .sort();
+    const loaded = await Promise.all(folders.map((folder) => this.loadSkill(dir, folder)));
+    const listing: SkillListing = { skills: [], skipped: [] };
+    for (const result of loaded) {
+      if ("reason" in result) listing.skipped.push(result);
+      else listing.skills.push(result);
+    }
+    const labels = assignSkillLabels(
+      listing.skills.map((skill) => ({
+        dir: skill.dir,
+        declaredName: skill.declaredName,
+        storedLabel: index.skills[skill.dir]?.label,
+      })),
+    );
+    for (const skill of listing.skills) skill.name = labels.get(skill.dir) ?? skill.declaredName;
+    return listing;
   }
 
   private async loadSkill(dir: string, folder: string): Promise<Skill | SkippedSkill> {
@@ -340,6 +401,7 @@ export class SkillStore {
     const { name, description, metadata, body } = parsed.skill;
     return {
       name,
+      declaredName: name,
       description,
       dir: folder,
       path: skillPath,

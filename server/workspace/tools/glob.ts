@@ -2,6 +2,7 @@ import path from "node:path";
 import { z } from "zod";
 import { resolveConfined } from "@/server/workspace/paths";
 import { globToRegExp, hasRecursiveSegment, splitLiteralPrefix, splitPattern } from "./glob-pattern";
+import { toolPathOf } from "./tool-paths";
 import { defineTool, errorResult, type BuiltinTool, type ToolContext } from "./types";
 
 export const GLOB_TIMEOUT_MS = 30_000;
@@ -19,7 +20,9 @@ const ZGlobInput = z.object({
   path: z
     .string()
     .optional()
-    .describe("The directory to search in (absolute). Defaults to the workspace root."),
+    .describe(
+      "The directory to search in (absolute, or a workspace:///… reference). Defaults to the workspace root.",
+    ),
 });
 
 /**
@@ -36,7 +39,7 @@ export function createGlobTool(context: ToolContext): BuiltinTool {
     input: ZGlobInput,
     async run(input, options) {
       const { backend } = context;
-      let searchRoot = input.path ?? backend.workdir;
+      let searchRoot = toolPathOf(backend, input.path ?? backend.workdir);
       let pattern = input.pattern;
       if (path.posix.isAbsolute(pattern)) {
         // An absolute pattern carries its own start directory; it is confined like any path.

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { resolveConfined } from "@/server/workspace/paths";
+import { toolPathOf } from "./tool-paths";
 import { FILE_TYPE_GLOBS, VCS_DIRS, globOptions } from "./grep-args";
 import { defineTool, errorResult, type BuiltinTool, type ToolContext } from "./types";
 
@@ -12,7 +13,9 @@ const ZGrepInput = z.object({
   path: z
     .string()
     .optional()
-    .describe("File or directory to search in (absolute). Defaults to the workspace root."),
+    .describe(
+      "File or directory to search in (absolute, or a workspace:///… reference). Defaults to the workspace root.",
+    ),
   output_mode: z
     .enum(["content", "files_with_matches", "count"])
     .default("files_with_matches")
@@ -59,7 +62,7 @@ export function createGrepTool(context: ToolContext): BuiltinTool {
     input: ZGrepInput,
     async run(input, options) {
       const { backend } = context;
-      const target = await resolveConfined(backend, input.path ?? backend.workdir);
+      const target = await resolveConfined(backend, toolPathOf(backend, input.path ?? backend.workdir));
       const info = await backend.stat(target);
       if (!info) return errorResult(`Error: Path does not exist: ${input.path ?? backend.workdir}`);
       if (input.type !== undefined && !FILE_TYPE_GLOBS[input.type]) {

@@ -11,6 +11,7 @@ import {
   trimPdf,
 } from "./pdf";
 import { readCapped, truncateOutput } from "./text";
+import { toolPathOf } from "./tool-paths";
 import { defineTool, errorResult, type BuiltinTool, type ToolContext, type ToolResult } from "./types";
 
 export const READ_DEFAULT_LIMIT = 2000;
@@ -33,7 +34,9 @@ const IMAGE_MEDIA_TYPES: Record<string, string> = {
 };
 
 const ZReadInput = z.object({
-  file_path: z.string().describe("The absolute path to the file to read"),
+  file_path: z
+    .string()
+    .describe("The absolute path to the file to read, or a workspace:///… reference the workspace gave you"),
   offset: z
     .number()
     .int()
@@ -69,7 +72,8 @@ export function createReadTool(context: ToolContext, options: ReadToolOptions = 
   return defineTool({
     name: "Read",
     description:
-      "Reads a file from the workspace. file_path must be absolute. Returns lines numbered like `cat -n`, " +
+      "Reads a file from the workspace. file_path must be absolute (a workspace:///… reference to an offloaded " +
+      "file is accepted too). Returns lines numbered like `cat -n`, " +
       `at most ${READ_DEFAULT_LIMIT} lines from \`offset\`; lines longer than ${READ_MAX_LINE_CHARS} characters are cut. ` +
       `This tool can read PDF files (.pdf). ${
         accepted.has("application/pdf")
@@ -80,10 +84,11 @@ export function createReadTool(context: ToolContext, options: ReadToolOptions = 
     input: ZReadInput,
     async run(input) {
       const { backend } = context;
-      if (!path.posix.isAbsolute(input.file_path)) {
+      const filePath = toolPathOf(backend, input.file_path);
+      if (!path.posix.isAbsolute(filePath)) {
         return errorResult(`Error: file_path must be an absolute path, got: ${input.file_path}`);
       }
-      const target = await resolveConfined(backend, input.file_path);
+      const target = await resolveConfined(backend, filePath);
       const info = await backend.stat(target);
       if (!info) return errorResult(`Error: File does not exist: ${input.file_path}`);
       if (info.type === "directory") {

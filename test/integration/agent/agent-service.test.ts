@@ -77,7 +77,7 @@ describe("agent CRUD", () => {
     expect((await h.viewer.agent.list(h.ref)).items.length).toBeGreaterThan(0);
   });
 
-  it("delete removes the agent's sessions and purges its skill partition from the workspaces it used", async () => {
+  it("delete removes the agent's sessions and purges its skill partition and its sessions' offload files", async () => {
     const agent = await h.owner.agent.create({
       ...h.ref,
       name: `doomed-${randomUUID().slice(0, 8)}`,
@@ -93,6 +93,25 @@ describe("agent CRUD", () => {
     );
     await workspace.addSkill(path.join(source, "greet"), agent.id);
     expect((await workspace.listSkills(agent.id)).skills.map((skill) => skill.name)).toEqual(["greet"]);
+    // Offload files of two of its sessions, and of another agent's session in the same workspace.
+    const second = await h.owner.session.create({ ...h.ref, agentId: agent.id, workspaceId });
+    const bystanderAgent = await h.owner.agent.create({
+      ...h.ref,
+      name: `bystander-${randomUUID().slice(0, 8)}`,
+      modelConfig: { model: "m", baseUrl: "http://127.0.0.1:9/v1" },
+    });
+    const bystander = await h.owner.session.create({ ...h.ref, agentId: bystanderAgent.id, workspaceId });
+    for (const id of [sessionId, second.sessionId, bystander.sessionId]) {
+      await workspace.offloadContext(id, [{ role: "user", content: `context of ${id}` }]);
+      await workspace.offloadToolResult(id, "call_1", `output of ${id}`);
+    }
+    const sessionDir = (id: string) => path.join(workspace.workdir, "sessions", id);
+    const exists = (dir: string) =>
+      fs.stat(dir).then(
+        () => true,
+        () => false,
+      );
+    expect(await exists(sessionDir(sessionId))).toBe(true);
 
     const result = await h.owner.agent.delete({ ...h.ref, agentId: agent.id });
     expect(result.workspaceIds).toEqual([workspaceId]);
@@ -111,6 +130,19 @@ describe("agent CRUD", () => {
       { timeout: 60_000, interval: 100 },
     );
     expect((await workspace.listSkills(agent.id)).skills).toEqual([]);
+    await vi.waitFor(
+      async () => {
+        expect(await exists(sessionDir(sessionId))).toBe(false);
+        expect(await exists(sessionDir(second.sessionId))).toBe(false);
+      },
+      { timeout: 60_000, interval: 100 },
+    );
+    expect(await exists(path.join(sessionDir(bystander.sessionId), "context.jsonl"))).toBe(true);
+    const sessionReceipts = await h.owner.workspace.purgeReceipts({ ...h.ref, targetType: "session" });
+    expect(sessionReceipts.map((receipt) => receipt.targetId)).toEqual(
+      expect.arrayContaining([sessionId, second.sessionId]),
+    );
+    expect(sessionReceipts.map((receipt) => receipt.targetId)).not.toContain(bystander.sessionId);
     await fs.rm(source, { recursive: true, force: true });
   });
 

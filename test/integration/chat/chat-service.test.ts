@@ -14,6 +14,7 @@ import { getRedis } from "@/server/redis";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
 import { rejectionCode } from "../api/support/call-by-path";
 import { collect, startAgentApiHarness, type AgentApiHarness } from "../agent/support";
+import { hostWorkdirOf } from "../../unit/workspace/support/sandbox-env";
 
 /**
  * chat.send end to end through the tRPC caller: real Postgres, Redis (turn lock, queues), in-process
@@ -71,7 +72,7 @@ describe("chat.send", () => {
     expect(fake.requests[0]!.authorization).toBe("Bearer sk-chat-secret");
 
     const { workspace } = await h.workspace.service.resolveForSession(h.tenant.ownerScope, sessionId);
-    expect(await fs.readFile(path.join(workspace.workdir, "notes", "hello.txt"), "utf8")).toBe("HELLO\n");
+    expect(await fs.readFile(path.join(hostWorkdirOf(workspace), "notes", "hello.txt"), "utf8")).toBe("HELLO\n");
 
     const history = await h.owner.chat.history({ ...h.ref, sessionId });
     expect(history.map((message) => message.role)).toEqual(["user", "assistant", "tool", "assistant"]);
@@ -191,7 +192,7 @@ describe("chat.send", () => {
     const worker = await h.owner.session.get({ ...h.ref, sessionId: workerSessionId });
     expect(worker).toMatchObject({ leaderSessionId: sessionId, workspaceId: leader.workspaceId });
     const { workspace } = await h.workspace.service.resolveForSession(h.tenant.ownerScope, sessionId);
-    expect(await fs.readFile(path.join(workspace.workdir, "team.txt"), "utf8")).toBe("TEAM\n");
+    expect(await fs.readFile(path.join(hostWorkdirOf(workspace), "team.txt"), "utf8")).toBe("TEAM\n");
     const toolsOf = (index: number) => fake.requests[index]!.tools.map((tool) => tool.function.name);
     expect(toolsOf(before)).toContain("AgentCreate");
     expect(toolsOf(before + 1)).not.toContain("AgentCreate"); // members do not lead teams

@@ -86,6 +86,34 @@ describe("a turn on a real local workspace", () => {
     );
   });
 
+  it("the model can Read the workspace:/// reference an offloaded tool result points it to", async () => {
+    const reference = "workspace:///sessions/sess3/tool_result-call_big.txt";
+    fake.enqueue(
+      { kind: "tool-calls", calls: [{ id: "call_big", name: "Bash", arguments: { command: "seq 1 5000" } }] },
+      {
+        kind: "tool-calls",
+        calls: [{ id: "call_ref", name: "Read", arguments: { file_path: reference, offset: 4999 } }],
+      },
+      { kind: "text", text: "The last line is 5000." },
+    );
+    const agentModel = createAgentModel({ baseUrl: fake.baseUrl, apiKey: "sk-int", model: "fake" });
+    const result = await runTurn({
+      sessionId: "sess3",
+      model: agentModel.model,
+      system: "sys",
+      history: [],
+      userMessage: "count, then read the end",
+      tools: createBuiltinTools(backend),
+      offloader: offloaderPort(new Offloader(() => backend)),
+      limits: { maxRetries: 0 },
+    });
+    expect(result.status).toBe("completed");
+    expect(String(fake.requests[1]!.messages.at(-1)!.content)).toContain(`'${reference}'`);
+    const readBack = fake.requests[2]!.messages.at(-1)!;
+    expect(readBack).toMatchObject({ role: "tool", tool_call_id: "call_ref" });
+    expect(String(readBack.content)).toBe("  4999\t4999\n  5000\t5000");
+  });
+
   it("compaction appends the old messages to the session's context.jsonl", async () => {
     const history: ModelMessage[] = [];
     for (let index = 0; index < 6; index++) {

@@ -85,6 +85,7 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
     const secretKey = secretKeyFromBytes(getConfig().secrets.encryptionKey);
     const agent = await createAgentService({
       secretKey,
+      enqueueSessionPurge: () => Promise.reject(new AppError("INTERNAL", "not used here")),
       enqueueAgentPurge: () => Promise.reject(new AppError("INTERNAL", "not used here")),
     }).create(tenant.scope, {
       name: `mp-chat-${randomBytes(3).toString("hex")}`,

@@ -16,7 +16,8 @@ export type Child = {
 export function startChild(script: string, env: Record<string, string>): Child {
   // `--import tsx` (not the tsx CLI, which forks a second process): the child's pid is the worker's pid.
   const child = spawn(process.execPath, ["--import", "tsx", path.join(import.meta.dirname, script)], {
-    env: { ...process.env, ...env },
+    // The sandboxed backend shows stdio MCP servers the npm packages the tests run them from.
+    env: { BERTH_SANDBOX_READONLY_PATHS: path.resolve("node_modules"), ...process.env, ...env },
     cwd: path.resolve(import.meta.dirname, "../../.."),
   });
   let stderr = "";

@@ -52,7 +52,10 @@ const runtime = await startWorkerRuntime({
   healthPort: null,
   schedules: [],
   engine: {
-    machine: new ObservedMachine({ basedir: engineConfig.basedir }),
+    machine: new ObservedMachine({
+      basedir: engineConfig.basedir,
+      ...(engineConfig.sandbox ? { sandbox: engineConfig.sandbox } : {}),
+    }),
     config: engineConfig,
     queues: getQueues(),
   },

@@ -2,7 +2,9 @@ import { randomUUID } from "node:crypto";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { disconnectDb } from "@/server/db";
+import { TRPCError } from "@trpc/server";
+import { disconnectDb, getDb } from "@/server/db";
+import type { AppError } from "@/server/shared/errors";
 import { createSession } from "@/server/modules/session/session.data";
 import { upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
 import { assignWorkspaceId, IsolationPolicy } from "@/server/workspace/manager/isolation";
@@ -66,14 +68,9 @@ describe("session.create", () => {
     expect(ids[1]).toBe(ids[0]);
   });
 
-  it("honours an explicit workspace id only for the caller's own existing, shareable workspace", async () => {
+  it("honours an explicit workspace id of the caller's own, and refuses any other with a typed reason (never a substitute)", async () => {
     const [leader, helper] = [await newAgent(), await newAgent()];
     const own = await h.owner.session.create({ ...h.ref, agentId: leader.id });
-    const helperDefault = assignWorkspaceId(IsolationPolicy.PER_AGENT, {
-      userId: h.tenant.owner.id,
-      agentId: helper.id,
-    });
-
     const shared = await h.owner.session.create({
       ...h.ref,
       agentId: helper.id,
@@ -81,8 +78,20 @@ describe("session.create", () => {
     });
     expect(shared.workspaceId).toBe(own.workspaceId);
 
-    const unknown = await h.owner.session.create({ ...h.ref, agentId: helper.id, workspaceId: "no-such-ws" });
-    expect(unknown.workspaceId).toBe(helperDefault);
+    const refusal = async (workspaceId: string) => {
+      const error = await h.owner.session
+        .create({ ...h.ref, agentId: helper.id, workspaceId })
+        .then(() => expect.fail(`session.create with ${workspaceId} should be refused`))
+        .catch((thrown: unknown) => thrown as TRPCError);
+      expect(error).toBeInstanceOf(TRPCError);
+      const cause = error.cause as AppError;
+      return { code: error.code, message: error.message, reason: cause.details?.reason };
+    };
+    expect(await refusal("no-such-ws")).toEqual({
+      code: "NOT_FOUND",
+      message: expect.stringContaining("does not exist") as unknown,
+      reason: "not_found",
+    });
 
     const othersId = `other-${randomUUID().slice(0, 8)}`;
     await upsertWorkspaceBinding(h.tenant.ownerScope, {
@@ -91,17 +100,25 @@ describe("session.create", () => {
       isolationPolicy: "PER_AGENT",
       userId: h.tenant.viewer.id,
     });
-    const notShared = await h.owner.session.create({ ...h.ref, agentId: helper.id, workspaceId: othersId });
-    expect(notShared.workspaceId).toBe(helperDefault);
+    expect(await refusal(othersId)).toMatchObject({ code: "FORBIDDEN", reason: "other_user" });
 
     const perSession = await newAgent("PER_SESSION");
     const privateOne = await h.owner.session.create({ ...h.ref, agentId: perSession.id });
-    const intruder = await h.owner.session.create({
-      ...h.ref,
-      agentId: helper.id,
-      workspaceId: privateOne.workspaceId,
+    expect(await refusal(privateOne.workspaceId)).toMatchObject({ code: "CONFLICT", reason: "per_session" });
+
+    const purgedId = `purged-${randomUUID().slice(0, 8)}`;
+    await upsertWorkspaceBinding(h.tenant.ownerScope, {
+      id: purgedId,
+      backendKind: "local",
+      isolationPolicy: "PER_AGENT",
+      userId: h.tenant.owner.id,
     });
-    expect(intruder.workspaceId).toBe(helperDefault);
+    await getDb().workspace.update({ where: { id: purgedId }, data: { state: "PURGED" } });
+    expect(await refusal(purgedId)).toMatchObject({ code: "CONFLICT", reason: "purged" });
+
+    // Nothing was created for the refused requests.
+    const { items } = await h.owner.session.list({ ...h.ref, agentId: helper.id });
+    expect(items.map((session) => session.workspaceId)).toEqual([own.workspaceId]);
   });
 
   it("rejects viewers and unknown agents", async () => {

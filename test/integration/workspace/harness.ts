@@ -23,6 +23,7 @@ import { createRedisConnection } from "@/server/redis";
 import { assignWorkspaceId, IsolationPolicy } from "@/server/workspace/manager/isolation";
 import type { WorkspaceSpec } from "@/server/workspace/provider";
 import { startWorkerRuntime, type WorkerRuntime } from "@/workers/runtime";
+import { TEST_SANDBOX } from "../../unit/workspace/support/sandbox-env";
 import { isolatedRedisConfig, testLog } from "../queue/queue-fixtures";
 
 /** Counts the machine operations the workers perform (the "exactly one provision" proofs). */
@@ -41,7 +42,7 @@ export class CountingMachine extends LocalMachineController {
   }
   override async stop(spec: WorkspaceSpec) {
     this.stopped.push(spec.workspaceId);
-    return super.stop();
+    return super.stop(spec);
   }
 }
 
@@ -84,7 +85,7 @@ export async function startWorkspaceHarness(
   const connection: Redis = createRedisConnection(redis, "producer", "test-workspace");
   const queues = createQueues(jobCatalog, { connection, redis, log: testLog });
   const config = testEngineConfig(basedir, overrides);
-  const machine = new CountingMachine({ basedir });
+  const machine = new CountingMachine({ basedir, sandbox: TEST_SANDBOX });
   const secret = randomBytes(32).toString("hex");
   const engines: WorkspaceEngine[] = [];
   const newEngine = () => {

@@ -7,6 +7,9 @@ import { createEnqueue } from "@/server/queue/enqueue";
 import { listWorkspaceEvents, getWorkspace } from "@/server/modules/workspace/workspace.data";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "./harness";
+import type { BubblewrapBackend } from "@/server/workspace/backends/bubblewrap/bubblewrap-backend";
+import { everythingMcp } from "../../unit/workspace/support/mcp-servers";
+import { hostProcessesMatching, hostWorkdirOf, pollUntil } from "../../unit/workspace/support/sandbox-env";
 
 describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres, Redis, workers)", () => {
   let h: WorkspaceHarness;
@@ -93,6 +96,38 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
     expect(h.machine.provisioned.filter((id) => id === workspaceId)).toHaveLength(2);
   });
 
+  for (const action of ["stop", "purge"] as const) {
+    it(`a ${action} through the workers ends the stdio MCP servers and commands the API process started`, async () => {
+      const { session, workspaceId } = await freshSession(tenant.scope);
+      const { workspace } = await h.service.resolveForSession(tenant.scope, session.id);
+      const uid = (workspace.backend as BubblewrapBackend).options.identity.uid;
+      await workspace.addMcp(everythingMcp("everything"), { agentId: session.agentId, sessionId: "" });
+      const marker = `berth-lifecycle-${action}-${workspaceId}`;
+      const running = workspace.backend.exec(["/bin/sh", "-c", `exec sleep 600 # ${marker}`]);
+      const servers = await pollUntil(
+        () => hostProcessesMatching("server-everything/dist/index.js", uid),
+        (pids) => pids.length > 0,
+      );
+      expect(servers.length).toBeGreaterThan(0);
+      await pollUntil(() => hostProcessesMatching(marker), (pids) => pids.length > 0);
+
+      if (action === "stop") await h.service.requestStop(tenant.scope, workspaceId, { reason: "test" });
+      else await h.service.requestPurge(tenant.scope, workspaceId, { reason: "test" });
+      const done = action === "stop" ? "STOPPED" : "PURGED";
+      await vi.waitFor(async () => expect(await stateOf(workspaceId)).toBe(done), { timeout: 45_000 });
+
+      expect((await running).exitCode).toBe(-1);
+      const left = await pollUntil(
+        async () => [
+          ...(await hostProcessesMatching("server-everything/dist/index.js", uid)),
+          ...(await hostProcessesMatching(marker)),
+        ],
+        (pids) => pids.length === 0,
+      );
+      expect(left).toEqual([]);
+    });
+  }
+
   it("purges: directory gone, state PURGED with event, and a receipt listing what was deleted", async () => {
     const { session, workspaceId } = await freshSession(tenant.scope);
     const { workspace } = await h.service.resolveForSession(tenant.scope, session.id);
@@ -104,7 +139,7 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
     );
     await workspace.addSkill(skillDir, "agent-x");
     await workspace.offloadToolResult(session.id, "call-1", "a long tool result");
-    const workdir = workspace.workdir;
+    const workdir = hostWorkdirOf(workspace);
 
     const purge = await h.service.requestPurge(tenant.scope, workspaceId, { reason: "test purge" });
     expect(purge.jobId).toBeTruthy();
@@ -174,7 +209,7 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
     await fs.writeFile(path.join(orphan, "left-behind.txt"), "x");
     const { session, workspaceId } = await freshSession(tenant.scope);
     const { workspace } = await h.service.resolveForSession(tenant.scope, session.id);
-    await fs.rm(workspace.workdir, { recursive: true, force: true });
+    await fs.rm(hostWorkdirOf(workspace), { recursive: true, force: true });
 
     const report = await runJob("workspace.reconcile", { trigger: "manual", dryRun: false });
     expect(report.reapedOrphans).toEqual([
@@ -195,7 +230,7 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
     const { agent, session, workspaceId } = await freshSession(tenant.scope);
     const { workspace } = await h.service.resolveForSession(tenant.scope, session.id);
     await workspace.offloadToolResult(session.id, "call-9", "big output");
-    const sessionDir = path.join(workspace.workdir, "sessions", session.id);
+    const sessionDir = path.join(hostWorkdirOf(workspace), "sessions", session.id);
     expect((await fs.readdir(sessionDir)).length).toBe(1);
 
     const { jobId } = await h.service.enqueueSessionPurge(tenant.scope, {

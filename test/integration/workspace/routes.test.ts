@@ -1,10 +1,15 @@
 import path from "node:path";
+import { TRPCError } from "@trpc/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GET as download } from "@/app/api/workspaces/[id]/files/download/route";
 import { POST as uploadSkill } from "@/app/api/workspaces/[id]/skills/route";
 import { getApiComposition } from "@/server/api/composition";
+import { createCaller } from "@/server/api/root";
 import { setEngine } from "@/server/engine/engine";
 import { createApiKey } from "@/server/modules/api-key/api-key.service";
+import type { AppError } from "@/server/shared/errors";
+import { tarOf, VALID_SKILL_MD, zipOf } from "@/test/unit/workspace/support/archives";
+import { contextFromHeaders } from "../api/support/api-test-runtime";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "./harness";
 
@@ -101,6 +106,162 @@ describe("workspace route handlers: skill upload (multipart → engine) and sign
       otherKey,
     );
     expect(foreign.status).toBe(404);
+  });
+
+  it("folder upload: a skill folder nested in the chosen folder installs as the first folder holding SKILL.md", async () => {
+    const skillMd = VALID_SKILL_MD("nested-folder");
+    const form = skillForm(
+      {
+        entries: [
+          { path: "outer/README.md", size: 7 },
+          { path: "outer/inner/SKILL.md", size: skillMd.length },
+        ],
+      },
+      [
+        ["README.md", "wrapper"],
+        ["SKILL.md", skillMd],
+      ],
+    );
+    const response = await uploadSkill(
+      new Request(`${BASE}/api/workspaces/${workspaceId}/skills?agentId=nested`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}` },
+        body: form,
+      }),
+      params(workspaceId),
+    );
+    expect(response.status).toBe(201);
+    expect(await response.json()).toMatchObject({ name: "nested-folder", dir: "inner" });
+    const files = await h.content().listFiles(tenant.scope, workspaceId, "skills/nested/inner");
+    expect(files.entries.map((entry) => entry.name)).toEqual(["SKILL.md"]);
+  });
+
+  describe("archive bodies (zip, tar, tar.gz), streamed into the engine", () => {
+    const post = (body: BodyInit | ReadableStream<Uint8Array>, contentType: string, query = "") =>
+      uploadSkill(
+        new Request(`${BASE}/api/workspaces/${workspaceId}/skills?agentId=archives${query}`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": contentType },
+          body,
+          ...({ duplex: "half" } as object),
+        }),
+        params(workspaceId),
+      );
+    const installedDirs = async () =>
+      (await h.content().listSkills(tenant.scope, workspaceId, "archives")).map((skill) => skill.dir).sort();
+
+    it("installs a zip, a tar.gz and an octet-stream tar (format=tar); a nested folder installs as itself", async () => {
+      const zip = await zipOf([
+        { name: "zipped/SKILL.md", content: VALID_SKILL_MD("zipped") },
+        { name: "zipped/run.sh", content: "echo zipped\n", mode: 0o100755 },
+      ]);
+      const zipResponse = await post(new Uint8Array(zip), "application/zip");
+      expect(zipResponse.status).toBe(201);
+      expect(await zipResponse.json()).toMatchObject({ name: "zipped", dir: "zipped", deduplicated: false });
+
+      const tarGz = await tarOf(
+        [
+          { name: "wrapper/notes.md", content: "not part of the skill" },
+          { name: "wrapper/gzipped/SKILL.md", content: VALID_SKILL_MD("gzipped") },
+        ],
+        true,
+      );
+      const gzResponse = await post(new Uint8Array(tarGz), "application/gzip");
+      expect(gzResponse.status).toBe(201);
+      expect(await gzResponse.json()).toMatchObject({ name: "gzipped", dir: "gzipped" });
+
+      const tar = await tarOf([{ name: "plain/SKILL.md", content: VALID_SKILL_MD("plain") }]);
+      const tarResponse = await post(new Uint8Array(tar), "application/octet-stream", "&format=tar");
+      expect(tarResponse.status).toBe(201);
+      expect(await installedDirs()).toEqual(["gzipped", "plain", "zipped"]);
+    });
+
+    it("refuses unknown or contradicting body formats (422) and hostile or rootless archives (400)", async () => {
+      const tar = await tarOf([{ name: "x/SKILL.md", content: VALID_SKILL_MD("x") }]);
+      expect((await post(new Uint8Array(tar), "text/plain")).status).toBe(422);
+      expect((await post(new Uint8Array(tar), "application/octet-stream")).status).toBe(422);
+      expect((await post(new Uint8Array(tar), "application/octet-stream", "&format=rar")).status).toBe(422);
+      expect((await post(new Uint8Array(tar), "application/zip", "&format=tar")).status).toBe(422);
+
+      const traversal = await tarOf([
+        { name: "evil/SKILL.md", content: VALID_SKILL_MD("evil") },
+        { name: "../escaped.txt", content: "pwned" },
+      ]);
+      const hostile = await post(new Uint8Array(traversal), "application/x-tar");
+      expect(hostile.status).toBe(400);
+      const linked = await tarOf([
+        { name: "linked/SKILL.md", content: VALID_SKILL_MD("linked") },
+        { name: "linked/passwd", type: "symlink", linkname: "/etc/passwd" },
+      ]);
+      expect((await post(new Uint8Array(linked), "application/x-tar")).status).toBe(400);
+      const tooDeep = await tarOf([{ name: "a/b/c/d/SKILL.md", content: VALID_SKILL_MD("deep") }]);
+      expect((await post(new Uint8Array(tooDeep), "application/x-tar")).status).toBe(400);
+      expect((await post(new Uint8Array(Buffer.from("not a zip")), "application/zip")).status).toBe(400);
+      expect(await installedDirs()).not.toEqual(expect.arrayContaining(["evil", "linked", "deep"]));
+      const root = await h.content().listFiles(tenant.scope, workspaceId, ".");
+      expect(root.entries.map((entry) => entry.name)).not.toContain("escaped.txt");
+    });
+
+    it("answers a hostile entry while the body is still streaming: the archive is never buffered whole", async () => {
+      const head = await tarOf([{ name: "../first-entry-escapes", content: "x" }]);
+      // One valid entry's blocks (header + data), repeated for ever after the hostile first entry.
+      const filler = (await tarOf([{ name: "pad/filler.txt", content: "y" }])).subarray(0, 1024);
+      let pulled = 0;
+      const endless = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new Uint8Array(head.subarray(0, 1024)));
+        },
+        pull(controller) {
+          pulled += filler.length;
+          controller.enqueue(new Uint8Array(filler));
+        },
+      });
+      const response = await post(endless, "application/x-tar");
+      expect(response.status).toBe(400);
+      expect(pulled).toBeLessThan(64 * 1024 * 1024);
+      await endless.cancel().catch(() => undefined);
+    });
+
+    it("two skills that declare one name: listed as name and name (1); remove by name is a 409 naming both, by dir works", async () => {
+      for (const [folder, description] of [
+        ["twin-a", "first twin"],
+        ["twin-b", "second twin"],
+      ] as const) {
+        const tar = await tarOf([
+          { name: `${folder}/SKILL.md`, content: VALID_SKILL_MD("twin", description) },
+        ]);
+        const response = await post(new Uint8Array(tar), "application/x-tar");
+        expect(response.status).toBe(201);
+      }
+      const caller = createCaller(
+        contextFromHeaders(getApiComposition().runtime, { authorization: `Bearer ${key}` }),
+      );
+      const target = { tenantId: tenant.tenantId, workspaceId, agentId: "archives" };
+      const listed = (await caller.workspace.skill.list(target)).filter(
+        (skill) => skill.declaredName === "twin",
+      );
+      expect(listed.map(({ name, dir }) => ({ name, dir }))).toEqual([
+        { name: "twin", dir: "twin-a" },
+        { name: "twin (1)", dir: "twin-b" },
+      ]);
+      const conflict = await caller.workspace.skill
+        .remove({ ...target, name: "twin" })
+        .catch((error: unknown) => error as TRPCError);
+      expect(conflict).toBeInstanceOf(TRPCError);
+      expect((conflict as TRPCError).code).toBe("CONFLICT");
+      expect((conflict as TRPCError).message).toContain("twin-a");
+      expect(((conflict as TRPCError).cause as AppError).details).toMatchObject({
+        candidates: [
+          { dir: "twin-a", name: "twin" },
+          { dir: "twin-b", name: "twin (1)" },
+        ],
+      });
+      await caller.workspace.skill.remove({ ...target, dir: "twin-b" });
+      const after = (await caller.workspace.skill.list(target)).filter(
+        (skill) => skill.declaredName === "twin",
+      );
+      expect(after.map((skill) => skill.dir)).toEqual(["twin-a"]);
+    });
   });
 
   it("streams a file for a valid token and refuses a token for another path, workspace or a forged one", async () => {

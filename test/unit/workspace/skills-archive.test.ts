@@ -279,6 +279,22 @@ describe.each(SINKS)("skill archives through %s", (sink) => {
       expect(await fs.readdir(workdir)).toEqual(["skills"]);
     });
 
+    it("a skill folder nested in a wrapper installs as itself; one deeper than 3 folders is no skill root", async () => {
+      const nested = await tarOf([
+        { name: "outer/README.md", content: "wrapper" },
+        { name: "outer/inner/SKILL.md", content: VALID_SKILL_MD("inner") },
+        { name: "outer/inner/run.sh", content: "echo hi" },
+      ]);
+      const { skill } = await install(nested, "tar");
+      expect(skill).toMatchObject({ name: "inner", dir: "inner" });
+      const installed = path.join(workdir, "skills", "agent-1", "inner");
+      expect((await fs.readdir(installed)).sort()).toEqual(["SKILL.md", "run.sh"]);
+
+      const tooDeep = await tarOf([{ name: "a/b/c/d/SKILL.md", content: VALID_SKILL_MD("deep") }]);
+      const error = await rejection(install(tooDeep, "tar"));
+      expect(error).toMatchObject({ code: "BAD_REQUEST", details: { maxDepth: 3 } });
+    });
+
     it("name clashes get -1, -2; identical content is deduplicated, across formats too", async () => {
       const dirs: string[] = [];
       for (const description of ["one", "two", "three"]) {

@@ -190,6 +190,72 @@ describe("SkillStore list, read, install from a directory, remove", () => {
     expect((await store.list("a")).skills).toEqual([]);
   });
 
+  it("two skills with the same front-matter name stay distinguishable: `name (1)`, read by it, removed by dir", async () => {
+    const store = makeStore([]);
+    await store.initialize();
+    const makeSkill = async (folder: string, body: string) => {
+      const dir = path.join(base, folder);
+      await fs.mkdir(dir, { recursive: true });
+      await fs.writeFile(
+        path.join(dir, "SKILL.md"),
+        `---\nname: helper\ndescription: ${body}\n---\n${body}\n`,
+      );
+      return dir;
+    };
+    // The second folder sorts first: the name stays with the skill installed first.
+    const first = await store.installFromDirectory(await makeSkill("zeta", "first"), "a");
+    const second = await store.installFromDirectory(await makeSkill("alpha", "second"), "a");
+    expect(first.skill).toMatchObject({ dir: "zeta", name: "helper", declaredName: "helper" });
+    expect(second.skill).toMatchObject({ dir: "alpha", name: "helper (1)", declaredName: "helper" });
+    const listed = (await store.list("a")).skills.map(({ dir, name }) => ({ dir, name }));
+    expect(listed).toEqual([
+      { dir: "alpha", name: "helper (1)" },
+      { dir: "zeta", name: "helper" },
+    ]);
+    expect((await store.read("helper (1)", "a")).content).toContain("second");
+    expect((await store.read("helper", "a")).content).toContain("first");
+
+    // A name two skills declare is not a removal target: CONFLICT naming both; nothing is deleted.
+    const ambiguous = await store.remove("helper", "a").catch((error: unknown) => error);
+    expect(ambiguous).toMatchObject({
+      code: "CONFLICT",
+      details: {
+        candidates: [
+          { dir: "alpha", name: "helper (1)" },
+          { dir: "zeta", name: "helper" },
+        ],
+      },
+    });
+    expect((await store.list("a")).skills).toHaveLength(2);
+    await store.remove({ dir: "alpha" }, "a");
+    expect((await store.list("a")).skills.map(({ dir, name }) => ({ dir, name }))).toEqual([
+      { dir: "zeta", name: "helper" },
+    ]);
+    // Unambiguous again: the name is enough.
+    await store.remove("helper", "a");
+    expect((await store.list("a")).skills).toEqual([]);
+    await expect(store.remove({ dir: "alpha" }, "a")).rejects.toMatchObject({ code: "NOT_FOUND" });
+  });
+
+  it("a suffixed name removes exactly that skill; hand-added folders get suffixes too", async () => {
+    const store = makeStore([]);
+    await store.initialize();
+    const partition = store.partitionPath("a");
+    for (const [folder, body] of [
+      ["one", "first"],
+      ["two", "second"],
+    ]) {
+      await fs.mkdir(path.join(partition, folder!), { recursive: true });
+      await fs.writeFile(
+        path.join(partition, folder!, "SKILL.md"),
+        `---\nname: helper\ndescription: ${body}\n---\n`,
+      );
+    }
+    expect((await store.list("a")).skills.map((skill) => skill.name)).toEqual(["helper", "helper (1)"]);
+    await store.remove("helper (1)", "a");
+    expect((await store.list("a")).skills.map((skill) => skill.dir)).toEqual(["one"]);
+  });
+
   it("read and remove of an unknown skill are typed NOT_FOUND errors", async () => {
     const store = makeStore([]);
     await store.initialize();

@@ -2,6 +2,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createBuiltinTools, FileReadState, type BuiltinTool } from "@/server/workspace/tools";
+import { Offloader } from "@/server/workspace/offload/offloader";
 import { MAX_OUTPUT_CHARS, TRUNCATION_NOTICE } from "@/server/workspace/tools/text";
 import { makeTempBackend } from "./helpers";
 
@@ -113,6 +114,44 @@ describe("Read", () => {
     const [, , , , read] = createBuiltinTools(env.backend, { acceptedMediaTypes: ["image/png"] });
     const result = await read!.execute({ file_path: `${w}/p.png` });
     expect(result.attachments?.[0]).toMatchObject({ mediaType: "image/png", base64: "iVBORw==" });
+  });
+});
+
+describe("offload references (workspace:///…)", () => {
+  it("Read, Grep and Glob accept the reference the offloader handed out, mapped under the workdir", async () => {
+    const offloader = new Offloader(() => env.backend);
+    const reference = await offloader.offloadToolResult("sess1", "call_1", "line one\nneedle two\n");
+    expect(reference).toBe("workspace:///sessions/sess1/tool_result-call_1.txt");
+    const read = await run("Read", { file_path: reference });
+    expect(read).toMatchObject({ isError: false, content: "     1\tline one\n     2\tneedle two" });
+    const grep = await run("Grep", { pattern: "needle", path: reference, output_mode: "content" });
+    expect(grep).toMatchObject({ isError: false, content: "2:needle two" });
+    const glob = await run("Glob", { pattern: "*.txt", path: "workspace:///sessions/sess1" });
+    expect(glob.content).toBe(`${w}/sessions/sess1/tool_result-call_1.txt`);
+    // Percent-encoded segments decode like a URL path.
+    await fs.writeFile(path.join(w, "a b.txt"), "spaced\n");
+    expect((await run("Read", { file_path: "workspace:///a%20b.txt" })).content).toBe("     1\tspaced");
+  });
+
+  it("a reference is confined like a path: .., symlinks out, other authorities and bad escapes are refused", async () => {
+    await fs.writeFile(path.join(env.root, "secret.txt"), "top secret\n");
+    await fs.symlink(env.root, path.join(w, "outside-dir"));
+    for (const reference of [
+      "workspace:///../secret.txt",
+      "workspace:///%2e%2e/secret.txt",
+      "workspace:///outside-dir/secret.txt",
+      "workspace://host/secret.txt",
+      "workspace:///%zz",
+    ]) {
+      for (const result of [
+        await run("Read", { file_path: reference }),
+        await run("Grep", { pattern: "secret", path: reference }),
+        await run("Glob", { pattern: "*", path: reference }),
+      ]) {
+        expect(result.isError, `${reference}: ${result.content}`).toBe(true);
+        expect(result.content).not.toContain("top secret");
+      }
+    }
   });
 });
 

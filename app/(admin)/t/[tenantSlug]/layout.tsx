@@ -28,6 +28,8 @@ export default async function TenantLayout({
   const tenant = me.tenants.find((t) => t.slug === tenantSlug);
   // Same answer for "does not exist" and "not yours": no probing for other tenants' slugs.
   if (!tenant) notFound();
+  // host-unconfined: agent commands run on this machine with Berth's privileges. Say so on every page.
+  const backend = await caller.workspace.backend({ tenantSlug }).catch(() => null);
   const who = me.principal.kind === "user" ? me.principal.email : "API key";
 
   return (
@@ -45,7 +47,16 @@ export default async function TenantLayout({
           <SignOutButton />
         </div>
       </aside>
-      <main className="main">{children}</main>
+      <main className="main">
+        {backend && !backend.isolated && (
+          <div className="alert error" role="alert" data-testid="unconfined-backend-banner">
+            Workspaces run unconfined ({backend.backend}): every agent command and MCP server runs on the host
+            with Berth&apos;s privileges. Only trusted agents belong here; unset BERTH_WORKSPACE_BACKEND to
+            confine them with bubblewrap.
+          </div>
+        )}
+        {children}
+      </main>
     </div>
   );
 }

@@ -4,6 +4,17 @@ import type { ExecOptions, ExecResult } from "@/server/workspace/backend/port";
 
 const DEFAULT_MAX_BUFFER_BYTES = 10 * 1024 * 1024;
 
+/** What a sandboxing caller adds to a plain host spawn (the bubblewrap backend). */
+export type SpawnExtras = {
+  /** Run the child as this uid/gid (Node drops supplementary groups). Needs root. */
+  uid?: number;
+  gid?: number;
+  /** Open file descriptors handed to the child as fds 3, 4, ... (closed by the caller afterwards). */
+  extraFds?: number[];
+  onSpawn?: (pid: number) => void;
+  onExit?: (pid: number) => void;
+};
+
 /** Collects a stream's chunks up to a cap, remembering whether anything was dropped. */
 class CappedBuffer {
   private readonly chunks: Buffer[] = [];
@@ -36,7 +47,7 @@ class CappedBuffer {
  */
 export function execLocal(
   command: readonly string[],
-  options: ExecOptions & { cwd: string; env: Record<string, string> },
+  options: ExecOptions & { cwd: string; env: Record<string, string>; spawn?: SpawnExtras },
 ): Promise<ExecResult> {
   const [file, ...args] = command;
   const maxBufferBytes = options.maxBufferBytes ?? DEFAULT_MAX_BUFFER_BYTES;
@@ -59,9 +70,12 @@ export function execLocal(
         cwd: options.cwd,
         env: options.env as NodeJS.ProcessEnv,
         detached: true,
-        stdio: ["pipe", "pipe", "pipe"],
+        stdio: ["pipe", "pipe", "pipe", ...(options.spawn?.extraFds ?? [])],
         windowsHide: true,
+        ...(options.spawn?.uid !== undefined ? { uid: options.spawn.uid } : {}),
+        ...(options.spawn?.gid !== undefined ? { gid: options.spawn.gid } : {}),
       });
+      if (child.pid !== undefined) options.spawn?.onSpawn?.(child.pid);
     } catch (error) {
       resolve(spawnFailure(stdout, stderr, errorText(error)));
       return;
@@ -110,6 +124,7 @@ export function execLocal(
       if (child.pid === undefined) finish(spawnFailure(stdout, stderr, errorText(error)));
     });
     child.on("close", (code) => {
+      if (child.pid !== undefined) options.spawn?.onExit?.(child.pid);
       finish({
         exitCode: timedOut || killed || code === null ? -1 : code,
         stdout: stdout.toBuffer(),

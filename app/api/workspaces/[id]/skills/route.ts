@@ -1,7 +1,15 @@
+import { Readable } from "node:stream";
+import type { ReadableStream as NodeWebReadableStream } from "node:stream/web";
 import { routeErrorResponse, routeTenantScope } from "@/server/api/route-auth";
 import { getWorkspaceServices } from "@/server/engine/engine";
 import { AppError } from "@/server/shared/errors";
-import { InstallGate, multipartToTar, SKILL_UPLOAD_LIMITS } from "@/server/modules/workspace/skill-upload";
+import type { SkillArchiveUpload } from "@/server/modules/workspace/workspace-content.service";
+import {
+  InstallGate,
+  multipartToTar,
+  SKILL_UPLOAD_LIMITS,
+  skillUploadBodyOf,
+} from "@/server/modules/workspace/skill-upload";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
@@ -9,10 +17,15 @@ export const runtime = "nodejs";
 const installs = new InstallGate(SKILL_UPLOAD_LIMITS.maxConcurrentInstalls);
 
 /**
- * POST /api/workspaces/:id/skills?tenantId=&agentId= — multipart: a `manifest` field
- * (`{"entries":[{"path","size"}]}`, in part order) then the `files` parts. The parts are streamed as a tar
- * straight into the engine's archive install (never buffered whole), under the reference's limits.
- * 201 `{ name, dir, deduplicated }`; 422 for a bad manifest or parts; 413 over a limit.
+ * POST /api/workspaces/:id/skills?tenantId=&agentId=[&format=] — two body formats, both streamed straight
+ * into the engine's archive install (never buffered whole):
+ * - multipart (the dashboard's folder upload): a `manifest` field (`{"entries":[{"path","size"}]}`, in part
+ *   order) then the `files` parts, re-packed as a tar on the fly, under the reference's upload limits;
+ * - an archive as the raw body (`application/zip`, `application/x-tar`, `application/gzip` for tar.gz, or
+ *   `application/octet-stream` with `format=zip|tar|tar.gz`), under the engine's archive limits.
+ * Either way the skill is the first folder holding SKILL.md (see findSkillRoot).
+ * 201 `{ name, dir, deduplicated }`; 422 for a bad body format, manifest or parts; 400 for a hostile or
+ * invalid archive; 413 over a limit.
  */
 export async function POST(
   request: Request,
@@ -21,18 +34,27 @@ export async function POST(
   try {
     const { id } = await context.params;
     const scope = await routeTenantScope(request, "session:use");
+    const url = new URL(request.url);
+    const body = skillUploadBodyOf(request.headers.get("content-type"), url.searchParams.get("format"));
     if (!request.body)
-      throw new AppError("UNPROCESSABLE", "no body", { userMessage: "Expected a multipart body." });
-    const agentId = new URL(request.url).searchParams.get("agentId");
-    const { manifest, tar } = multipartToTar(request.body, request.headers.get("content-type") ?? "");
-    await manifest;
-    const result = await installs.run(() =>
-      getWorkspaceServices().content.installSkillArchive(scope, id, {
+      throw new AppError("UNPROCESSABLE", "no body", { userMessage: "Expected a request body." });
+    const agentId = url.searchParams.get("agentId");
+    let install: SkillArchiveUpload;
+    if (body.kind === "folder") {
+      const { manifest, tar } = multipartToTar(request.body, body.contentType);
+      await manifest;
+      install = {
         agentId,
         stream: tar,
         format: "tar",
         maxArchiveBytes: SKILL_UPLOAD_LIMITS.maxTotalBytes + SKILL_UPLOAD_LIMITS.maxFileCount * 1024 + 1024,
-      }),
+      };
+    } else {
+      const stream = Readable.fromWeb(request.body as NodeWebReadableStream<Uint8Array>);
+      install = { agentId, stream, format: body.format };
+    }
+    const result = await installs.run(() =>
+      getWorkspaceServices().content.installSkillArchive(scope, id, install),
     );
     return Response.json(result, { status: 201 });
   } catch (error) {

@@ -14,19 +14,38 @@ type UploadResult = { name: string; deduplicated?: boolean };
  * listing every file's path and size, then the files in that order. The server streams them into the
  * workspace and enforces the limits; the browser only describes what it sends.
  */
-async function uploadSkillFolder(
-  target: { tenantSlug: string; workspaceId: string; agentId: string | null },
-  files: File[],
-): Promise<UploadResult> {
+type UploadTarget = { tenantSlug: string; workspaceId: string; agentId: string | null };
+
+async function uploadSkillFolder(target: UploadTarget, files: File[]): Promise<UploadResult> {
   const entries = files.map((file) => ({ path: file.webkitRelativePath || file.name, size: file.size }));
   const body = new FormData();
   body.append("manifest", JSON.stringify({ entries }));
   for (const file of files) body.append("files", file, file.webkitRelativePath || file.name);
+  return postSkill(target, { body });
+}
+
+/** The archive's media type from its name: what the upload route takes as a raw archive body. */
+function archiveMediaType(name: string): string | null {
+  const lower = name.toLowerCase();
+  if (lower.endsWith(".zip")) return "application/zip";
+  if (lower.endsWith(".tar")) return "application/x-tar";
+  if (lower.endsWith(".tar.gz") || lower.endsWith(".tgz")) return "application/gzip";
+  return null;
+}
+
+/** A zip, tar or tar.gz sent as it is (the server streams it into the workspace and checks it). */
+async function uploadSkillArchive(target: UploadTarget, file: File): Promise<UploadResult> {
+  const mediaType = archiveMediaType(file.name);
+  if (!mediaType) throw new Error("Choose a .zip, .tar, .tar.gz or .tgz file.");
+  return postSkill(target, { body: file, headers: { "content-type": mediaType } });
+}
+
+async function postSkill(target: UploadTarget, init: RequestInit): Promise<UploadResult> {
   const query = new URLSearchParams({ tenantSlug: target.tenantSlug });
   if (target.agentId) query.set("agentId", target.agentId);
   const response = await fetch(
     `/api/workspaces/${encodeURIComponent(target.workspaceId)}/skills?${query.toString()}`,
-    { method: "POST", body },
+    { method: "POST", ...init },
   );
   const answer = (await response.json().catch(() => null)) as
     (UploadResult & { error?: { message?: string } }) | null;
@@ -51,6 +70,7 @@ export function WorkspaceSkills({
   const queryClient = useQueryClient();
   const [partition, setPartition] = useState<string | null>(agentId);
   const [files, setFiles] = useState<File[]>([]);
+  const [archive, setArchive] = useState<File | null>(null);
   const [uploading, setUploading] = useState(false);
   const [message, setMessage] = useState<NoticeMessage | null>(null);
 
@@ -63,20 +83,17 @@ export function WorkspaceSkills({
     queryClient.invalidateQueries({ queryKey: trpc.workspace.skill.list.queryKey(target) });
   const remove = useMutation(
     trpc.workspace.skill.remove.mutationOptions({
-      onSuccess: (_result, input) => {
-        setMessage({ kind: "success", text: `Removed ${input.name}.` });
-        void refresh();
-      },
+      onSuccess: () => void refresh(),
       onError: (error) => setMessage({ kind: "error", text: error.message }),
     }),
   );
 
-  const upload = async (event: FormEvent) => {
+  const upload = async (event: FormEvent, send: () => Promise<UploadResult>) => {
     event.preventDefault();
     setMessage(null);
     setUploading(true);
     try {
-      const result = await uploadSkillFolder(target, files);
+      const result = await send();
       setMessage({
         kind: "success",
         text: result.deduplicated
@@ -84,6 +101,7 @@ export function WorkspaceSkills({
           : `Installed ${result.name}.`,
       });
       setFiles([]);
+      setArchive(null);
       (event.target as HTMLFormElement).reset();
       await refresh();
     } catch (error) {
@@ -128,7 +146,7 @@ export function WorkspaceSkills({
             </thead>
             <tbody>
               {skills.data.map((skill) => (
-                <tr key={skill.name} data-testid="skill-row">
+                <tr key={skill.dir} data-testid="skill-row">
                   <td className="mono">{skill.name}</td>
                   <td>{skill.description}</td>
                   <td>{skill.updatedAt ? formatDate(new Date(skill.updatedAt)) : "—"}</td>
@@ -137,7 +155,15 @@ export function WorkspaceSkills({
                       type="button"
                       className="danger"
                       disabled={!canChange || remove.isPending}
-                      onClick={() => remove.mutate({ ...target, name: skill.name })}
+                      // By folder: two skills may share a front-matter name, a folder is unique.
+                      onClick={() =>
+                        remove.mutate(
+                          { ...target, dir: skill.dir },
+                          {
+                            onSuccess: () => setMessage({ kind: "success", text: `Removed ${skill.name}.` }),
+                          },
+                        )
+                      }
                     >
                       Remove
                     </button>
@@ -148,7 +174,11 @@ export function WorkspaceSkills({
           </table>
         ))}
 
-      <form className="form-row" aria-label="Upload a skill" onSubmit={(event) => void upload(event)}>
+      <form
+        className="form-row"
+        aria-label="Upload a skill"
+        onSubmit={(event) => void upload(event, () => uploadSkillFolder(target, files))}
+      >
         <label>
           Skill folder (with SKILL.md)
           <input
@@ -162,6 +192,24 @@ export function WorkspaceSkills({
         </label>
         <button type="submit" disabled={!canChange || uploading || files.length === 0}>
           {uploading ? "Uploading…" : "Upload"}
+        </button>
+      </form>
+      <form
+        className="form-row"
+        aria-label="Skill archive"
+        onSubmit={(event) => void upload(event, () => uploadSkillArchive(target, archive!))}
+      >
+        <label>
+          Or a skill archive (.zip, .tar, .tar.gz)
+          <input
+            type="file"
+            accept=".zip,.tar,.tar.gz,.tgz"
+            disabled={!canChange || uploading}
+            onChange={(event) => setArchive(event.target.files?.[0] ?? null)}
+          />
+        </label>
+        <button type="submit" disabled={!canChange || uploading || archive === null}>
+          {uploading ? "Sending…" : "Send archive"}
         </button>
       </form>
       {!canChange && role && <p className="muted">Changing skills needs the member role; you are {role}.</p>}

@@ -1,0 +1,32 @@
+import { loadEngineConfig } from "@/server/engine/engine-config";
+import { probeSandbox } from "@/server/workspace/backends/bubblewrap/sandbox-probe";
+
+/** Why `npm start` refuses to boot on the configured workspace backend. */
+export class WorkspaceBackendUnavailableError extends Error {}
+
+/**
+ * The boot check of `npm start`: the default `local` backend confines every agent command with
+ * bubblewrap, so it runs one tiny sandbox first and refuses to start when that fails (saying what to
+ * install, or how to opt in to the unconfined mode). Config errors (host-unconfined as root without the
+ * second variable) surface as thrown AppErrors.
+ */
+export async function checkWorkspaceBackend(say: (line: string) => void): Promise<void> {
+  const config = loadEngineConfig();
+  if (config.backend === "host-unconfined") {
+    say(
+      "WARNING: BERTH_WORKSPACE_BACKEND=host-unconfined: agent commands and MCP servers run on this host " +
+        "with Berth's privileges. Trusted agents only.",
+    );
+    return;
+  }
+  if (config.backend !== "local") return;
+  const probe = await probeSandbox(config.sandbox ?? {}, { basedir: config.basedir });
+  if (!probe.ok) {
+    throw new WorkspaceBackendUnavailableError(
+      `the confined workspace backend (bubblewrap) does not work here: ${probe.reason}.\n${probe.hint}`,
+    );
+  }
+  say(
+    `workspaces: confined by bubblewrap (commands run as ${probe.dropped ? "a per-workspace uid" : `uid ${probe.uid} in a user namespace`})`,
+  );
+}

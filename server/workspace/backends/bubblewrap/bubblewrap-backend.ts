@@ -1,0 +1,241 @@
+import fs from "node:fs";
+import fsp from "node:fs/promises";
+import path from "node:path";
+import type { Readable } from "node:stream";
+import { AppError } from "@/server/shared/errors";
+import type {
+  DirEntry,
+  ExecOptions,
+  ExecResult,
+  FileStat,
+  WorkspaceBackend,
+  WriteFileOptions,
+} from "@/server/workspace/backend/port";
+import { DEFAULT_LOCAL_PATH, fsError, LocalBackend } from "@/server/workspace/backends/local/local-backend";
+import { execLocal } from "@/server/workspace/backends/local/local-exec";
+import { isInside } from "@/server/workspace/paths";
+import { sandboxArgv, type SandboxIdentity, type SandboxMount } from "./sandbox-args";
+import { SANDBOX_WORKDIR, type TSandboxConfig } from "./sandbox-config";
+import { startSandboxGateway, type SandboxGateway } from "./sandbox-gateway";
+import type { SandboxRegistry } from "./sandbox-registry";
+import { SandboxView } from "./sandbox-view";
+
+export type BubblewrapBackendOptions = {
+  config: TSandboxConfig;
+  /** The workspace's host folder (a realpath). */
+  hostWorkdir: string;
+  key: string;
+  identity: SandboxIdentity;
+  registry: SandboxRegistry;
+};
+
+/** What a long-lived sandbox (the MCP gateway) needs beyond a command's. */
+export type SandboxSpawnExtras = { mounts: Array<SandboxMount & { hostPath: string }>; tmpfs: string[] };
+
+/**
+ * The default `local` backend: host folders, but every command runs in a bubblewrap sandbox as the
+ * workspace's unprivileged uid (see README.md). Paths are the sandbox's: the workdir is `/workspace`.
+ * File operations run in Berth's process on the host folder, through the sandbox's view of paths (so a
+ * symlink cannot point them anywhere the agent's shell could not go) and hand what they create to the
+ * workspace uid, so the agent can edit what the tools wrote and the tools can edit what the agent wrote.
+ */
+export class BubblewrapBackend implements WorkspaceBackend {
+  readonly kind = "local" as const;
+  readonly isolated = true;
+  readonly workdir = SANDBOX_WORKDIR;
+  readonly view: SandboxView;
+  private readonly files: LocalBackend;
+  private readonly env: Record<string, string>;
+  private gateway: Promise<SandboxGateway> | null = null;
+
+  constructor(readonly options: BubblewrapBackendOptions) {
+    this.view = new SandboxView(options.hostWorkdir);
+    this.files = new LocalBackend({ workdir: options.hostWorkdir });
+    this.env = {
+      PATH: DEFAULT_LOCAL_PATH,
+      HOME: SANDBOX_WORKDIR,
+      LANG: "C.UTF-8",
+      ...options.config.env,
+    };
+  }
+
+  get hostWorkdir(): string {
+    return this.options.hostWorkdir;
+  }
+
+  exec(command: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+    const ceiling = this.options.config.commandTimeoutMs;
+    const timeoutMs = Math.min(
+      options.timeoutMs && options.timeoutMs > 0 ? options.timeoutMs : ceiling,
+      ceiling,
+    );
+    return this.runSandboxed(command, { ...options, timeoutMs });
+  }
+
+  /** One sandbox around `command`; also what the gateway is started with (`extras`). */
+  runSandboxed(
+    command: readonly string[],
+    options: ExecOptions,
+    extras: SandboxSpawnExtras = { mounts: [], tmpfs: [] },
+  ): Promise<ExecResult> {
+    const cwd = path.posix.resolve(SANDBOX_WORKDIR, options.cwd ?? SANDBOX_WORKDIR);
+    const { config, key, identity, registry } = this.options;
+    // Opened by Berth, mounted by fd: bwrap runs unprivileged and needs no access to the host path.
+    const fds = [this.options.hostWorkdir, ...extras.mounts.map((mount) => mount.hostPath)].map((p) =>
+      fs.openSync(p, fs.constants.O_RDONLY),
+    );
+    const argv = sandboxArgv(
+      config,
+      {
+        key,
+        identity,
+        cwd,
+        workdirFd: 3,
+        tmpfs: extras.tmpfs,
+        mounts: extras.mounts.map((mount, index) => ({ ...mount, hostFd: 4 + index })),
+      },
+      command,
+    );
+    const result = execLocal(argv, {
+      ...options,
+      cwd: "/",
+      env: { ...this.env, ...options.env },
+      spawn: {
+        ...(identity.dropped ? { uid: identity.uid, gid: identity.gid } : {}),
+        extraFds: fds,
+        onSpawn: (pid) => registry.record(key, pid),
+        onExit: (pid) => registry.forget(key, pid),
+      },
+    });
+    for (const fd of fds) fs.closeSync(fd);
+    return result;
+  }
+
+  async readFile(p: string, options: { start?: number; end?: number } = {}): Promise<Readable> {
+    const target = this.view.toHost(p);
+    const handle = await fsp.open(target, "r").catch((error: unknown) => {
+      throw fsError(error, p);
+    });
+    // The path was checked before the open; what was opened is checked after it (a symlink swapped in
+    // between by the agent's shell must not make Berth read a host file).
+    const opened = await fsp.realpath(`/proc/self/fd/${handle.fd}`).catch(() => "");
+    if (!isInside(this.options.hostWorkdir, opened)) {
+      await handle.close();
+      throw new AppError("FORBIDDEN", `Path escapes the workspace: ${p}`, { details: { path: p } });
+    }
+    if ((await handle.stat()).isDirectory()) {
+      await handle.close();
+      throw new AppError("BAD_REQUEST", `Path is a directory: ${p}`, { details: { path: p } });
+    }
+    return handle.createReadStream({ start: options.start, end: options.end, autoClose: true });
+  }
+
+  async writeFile(p: string, data: Readable | Uint8Array | string, options: WriteFileOptions = {}) {
+    const target = this.view.toHost(p);
+    const createdDir = await this.mkdirHost(path.dirname(target));
+    await this.files.writeFile(target, data, options);
+    await this.handOver(target);
+    if (createdDir) await this.handOverTree(createdDir, path.dirname(target));
+  }
+
+  async stat(p: string): Promise<FileStat | null> {
+    if (!this.view.isInWorkspace(p)) return null;
+    return this.files.stat(this.view.toHost(p));
+  }
+
+  list(p: string): Promise<DirEntry[]> {
+    return this.files.list(this.view.toHost(p));
+  }
+
+  async mkdir(p: string): Promise<void> {
+    const target = this.view.toHost(p);
+    const created = await this.mkdirHost(target);
+    if (created) await this.handOverTree(created, target);
+  }
+
+  remove(p: string): Promise<void> {
+    return this.files.remove(this.view.toHost(p));
+  }
+
+  async move(from: string, to: string): Promise<void> {
+    const target = this.view.toHost(to);
+    const created = await this.mkdirHost(path.dirname(target));
+    await this.files.move(this.view.toHost(from), target);
+    if (created) await this.handOverTree(created, path.dirname(target));
+  }
+
+  realpath(p: string): Promise<string | null> {
+    return this.view.realpath(p);
+  }
+
+  /** Extracted INSIDE the sandbox, as the workspace user: links resolve in its view, files are its own. */
+  async putArchive(dir: string, tar: Readable): Promise<void> {
+    const target = path.posix.resolve(SANDBOX_WORKDIR, dir);
+    await this.mkdir(target);
+    const result = await this.runSandboxed(["tar", "-x", "-f", "-", "-C", target, "--no-same-owner"], {
+      cwd: target,
+      stdin: tar,
+      maxBufferBytes: 64 * 1024,
+      timeoutMs: this.options.config.commandTimeoutMs,
+    });
+    if (result.exitCode !== 0) {
+      throw new AppError(
+        "INTERNAL",
+        `tar extraction failed (${result.exitCode}): ${result.stderr.toString()}`,
+      );
+    }
+  }
+
+  getArchive(p: string): Promise<Readable> {
+    return this.files.getArchive(this.view.toHost(p));
+  }
+
+  /**
+   * This process' MCP gateway of the workspace, started on first use (and again after it died). Its
+   * stdio MCP servers live in its sandbox.
+   */
+  mcpGateway(): Promise<SandboxGateway> {
+    if (this.gateway) return this.gateway;
+    const starting = startSandboxGateway(this);
+    this.gateway = starting;
+    const forget = () => {
+      if (this.gateway === starting) this.gateway = null;
+    };
+    starting.then((running) => void running.exited.then(forget), forget);
+    return starting;
+  }
+
+  /** Ends this process' gateway and with it its MCP servers (commands end with their own sandbox). */
+  async close(): Promise<void> {
+    const gateway = this.gateway;
+    this.gateway = null;
+    if (gateway)
+      await gateway.then(
+        (running) => running.stop(),
+        () => undefined,
+      );
+  }
+
+  /** mkdir -p on the host; returns the first directory it created (undefined when all existed). */
+  private async mkdirHost(target: string): Promise<string | undefined> {
+    return fsp.mkdir(target, { recursive: true }).catch((error: unknown) => {
+      throw fsError(error, target);
+    });
+  }
+
+  private async handOver(hostPath: string): Promise<void> {
+    const { uid, gid, dropped } = this.options.identity;
+    if (!dropped) return; // Berth's uid is the sandbox's: nothing to hand over
+    await fsp.lchown(hostPath, uid, gid).catch(() => undefined);
+  }
+
+  /** Hands over `from` and every directory between it and `to` (what one mkdir -p created). */
+  private async handOverTree(from: string, to: string): Promise<void> {
+    let current = to;
+    for (;;) {
+      await this.handOver(current);
+      if (current === from || !isInside(from, current)) return;
+      current = path.dirname(current);
+    }
+  }
+}

@@ -1,0 +1,128 @@
+import { createHash } from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import type { TSandboxConfig } from "./sandbox-config";
+import { SANDBOX_WORKDIR } from "./sandbox-config";
+
+/** Who a workspace's sandboxes run as. `dropped` is false when Berth is not root and cannot change uid. */
+export type SandboxIdentity = { uid: number; gid: number; dropped: boolean };
+
+/** Stable key of a workspace: names its process registry and marks its bwrap processes. */
+export function sandboxKey(owner: { tenantId: string; userId: string; workspaceId: string }): string {
+  return createHash("sha256")
+    .update(`${owner.tenantId}\0${owner.userId}\0${owner.workspaceId}`)
+    .digest("hex")
+    .slice(0, 24);
+}
+
+/**
+ * Root drops to a per-workspace uid from the configured range. Any other user cannot change uid: its
+ * sandboxes keep its uid on the host (inside a user namespace, with only the mounts below visible).
+ */
+export function sandboxIdentity(config: TSandboxConfig, key: string, hostUid = process.getuid?.() ?? 0) {
+  if (hostUid !== 0) {
+    const gid = process.getgid?.() ?? hostUid;
+    return { uid: hostUid, gid, dropped: false } satisfies SandboxIdentity;
+  }
+  const uid = config.uidBase + (Number.parseInt(key.slice(0, 12), 16) % config.uidCount);
+  return { uid, gid: uid, dropped: true } satisfies SandboxIdentity;
+}
+
+/** The marker put in every sandbox's argv, so a stop can tell our processes from a reused pid. */
+export const SANDBOX_MARKER_ENV = "BERTH_SANDBOX";
+
+export type SandboxMount = { hostFd: number; target: string; readOnly?: boolean };
+
+export type SandboxProfile = {
+  key: string;
+  identity: SandboxIdentity;
+  /** Inside the sandbox. */
+  cwd: string;
+  /** fd (as numbered in the child) of the workspace directory, opened by the caller. */
+  workdirFd: number;
+  /** Further fd-based mounts (the gateway's runtime dir and code). */
+  mounts?: SandboxMount[];
+  /** Mount an empty tmpfs here first (where `mounts` go, e.g. /run). */
+  tmpfs?: string[];
+};
+
+/** Top-level host entries that hold the system; symlinks (merged /usr) are recreated as symlinks. */
+const SYSTEM_ENTRIES = ["usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc"];
+
+/**
+ * The argv of one sandbox: `prlimit … bwrap … -- <command>`. The system is read-only, the workspace is
+ * the only writable host path (at /workspace), /tmp is private, /proc shows only the sandbox's pid
+ * namespace, and the network is a private namespace unless the operator allowed the host's.
+ */
+export function sandboxArgv(config: TSandboxConfig, profile: SandboxProfile, command: readonly string[]) {
+  const { uid, gid } = profile.identity;
+  const args: string[] = [
+    config.prlimitPath,
+    `--nproc=${config.pidsLimit}`,
+    "--core=0",
+    "--",
+    config.bwrapPath,
+    "--unshare-user",
+    "--uid",
+    String(uid),
+    "--gid",
+    String(gid),
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    ...(config.network ? [] : ["--unshare-net"]),
+    "--die-with-parent",
+    "--new-session",
+    "--hostname",
+    "berth",
+    "--setenv",
+    SANDBOX_MARKER_ENV,
+    profile.key,
+    ...systemMounts(),
+    ...config.readOnlyPaths.flatMap((p) => ["--ro-bind-try", p, p]),
+    ...nodeMount(),
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+    "--tmpfs",
+    "/tmp",
+    ...(profile.tmpfs ?? []).flatMap((dir) => ["--tmpfs", dir]),
+    "--bind-fd",
+    String(profile.workdirFd),
+    SANDBOX_WORKDIR,
+    ...(profile.mounts ?? []).flatMap((mount) => [
+      mount.readOnly ? "--ro-bind-fd" : "--bind-fd",
+      String(mount.hostFd),
+      mount.target,
+    ]),
+    "--chdir",
+    profile.cwd,
+    "--",
+    ...command,
+  ];
+  return args;
+}
+
+let cachedSystemMounts: string[] | null = null;
+
+function systemMounts(): string[] {
+  cachedSystemMounts ??= SYSTEM_ENTRIES.flatMap((name) => {
+    const host = `/${name}`;
+    const info = fs.lstatSync(host, { throwIfNoEntry: false });
+    if (!info) return [];
+    if (info.isSymbolicLink()) return ["--symlink", fs.readlinkSync(host), host];
+    return info.isDirectory() ? ["--ro-bind", host, host] : [];
+  });
+  return cachedSystemMounts;
+}
+
+/** Berth's own Node (the gateway runs on it) when it lives outside the system folders (nvm, /opt). */
+function nodeMount(): string[] {
+  const real = fs.realpathSync(process.execPath);
+  const top = real.split("/")[1] ?? "";
+  if (SYSTEM_ENTRIES.includes(top)) return [];
+  const prefix = path.dirname(path.dirname(real));
+  return ["--ro-bind", prefix, prefix];
+}

@@ -1,0 +1,131 @@
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { LocalMachineController } from "@/server/engine/local-machine";
+import type { BubblewrapBackend } from "@/server/workspace/backends/bubblewrap/bubblewrap-backend";
+import type { BubblewrapBackendProvider } from "@/server/workspace/backends/bubblewrap/bubblewrap-provider";
+import { everythingMcp, filesystemMcp, httpMcp, startHttpMcpServer } from "./support/mcp-servers";
+import {
+  describeSandbox,
+  hostProcessesMatching,
+  pollUntil,
+  specOf,
+  TEST_SANDBOX,
+} from "./support/sandbox-env";
+
+const SCOPE = { agentId: "agent-a", sessionId: "" };
+
+function textOf(result: { content: Array<{ type: string; text?: unknown }> }): string {
+  return result.content.map((part) => (typeof part.text === "string" ? part.text : "")).join("");
+}
+
+/**
+ * stdio MCP servers of the default backend run in the workspace's sandbox (through the in-sandbox
+ * gateway), and a workspace stop or purge ends them, whichever process started them (issue 9 A, E).
+ */
+describeSandbox("bubblewrap sandbox: stdio MCP servers", () => {
+  let basedir: string;
+  let dataDir: string;
+  let machine: LocalMachineController;
+  let provider: BubblewrapBackendProvider;
+
+  beforeAll(async () => {
+    basedir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-sandbox-mcp-")));
+    dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "berth-data-"));
+    await fs.writeFile(path.join(dataDir, "secrets.json"), '{"authSecret":"s3cr3t"}', { mode: 0o600 });
+    machine = new LocalMachineController({ basedir, sandbox: TEST_SANDBOX });
+    provider = machine.provider as BubblewrapBackendProvider;
+  });
+
+  afterAll(async () => {
+    await fs.rm(basedir, { recursive: true, force: true });
+    await fs.rm(dataDir, { recursive: true, force: true });
+  });
+
+  it("runs confined: the workspace at /workspace, no secrets, no repository, the workspace uid", async () => {
+    const spec = specOf("ws-mcp-confined");
+    const backend = (await provider.provision(spec)) as BubblewrapBackend;
+    await backend.writeFile("/workspace/hello.txt", "hello from the workspace");
+    const connector = await provider.createMcpConnector(backend);
+    const client = await connector.connect(filesystemMcp("fs", "/"), SCOPE);
+    try {
+      const read = (p: string) => client.callTool("read_text_file", { path: p });
+      expect(textOf(await read("/workspace/hello.txt"))).toBe("hello from the workspace");
+      const secrets = await read(path.join(dataDir, "secrets.json"));
+      expect(secrets.isError).toBe(true);
+      expect(textOf(secrets)).not.toContain("s3cr3t");
+      const repo = await read(path.resolve("package.json"));
+      expect(repo.isError).toBe(true);
+      const other = await read(path.join(basedir, "tenant-a"));
+      expect(other.isError).toBe(true);
+
+      // The server process itself, seen from the host: the workspace uid, never root.
+      const [pid] = await hostProcessesMatching("server-filesystem/dist/index.js /");
+      expect(pid).toBeDefined();
+      const status = await fs.readFile(`/proc/${pid}/status`, "utf8");
+      const uid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]);
+      expect(uid).not.toBe(0);
+      expect(uid).toBe(backend.options.identity.uid);
+    } finally {
+      await client.close();
+      await backend.close();
+    }
+  });
+
+  it("dials HTTP MCP servers from the host: the sandbox's lack of network does not cut them off", async () => {
+    const upstream = await startHttpMcpServer();
+    const backend = await provider.provision(specOf("ws-mcp-http"));
+    try {
+      const connector = await provider.createMcpConnector(backend);
+      const client = await connector.connect(httpMcp("remote", upstream.url, true), SCOPE);
+      expect(textOf(await client.callTool("echo", { message: "hi" }))).toBe("Echo: hi");
+      await client.close();
+    } finally {
+      await backend.close();
+      await upstream.close();
+    }
+  });
+
+  for (const action of ["stop", "purge"] as const) {
+    it(`workspace ${action} ends its MCP servers and running commands, from any process`, async () => {
+      const spec = specOf(`ws-mcp-${action}`);
+      const marker = `berth-${action}-${Date.now()}`;
+      // "Another process" attached to the workspace: its own provider instance and gateway.
+      const other = new LocalMachineController({ basedir, sandbox: TEST_SANDBOX });
+      const backend = (await other.provider.provision(spec)) as BubblewrapBackend;
+      const connector = await (other.provider as BubblewrapBackendProvider).createMcpConnector(backend);
+      const client = await connector.connect(everythingMcp("everything"), SCOPE);
+      await client.listTools();
+      const running = backend.exec(["/bin/sh", "-c", `sleep 600 & exec sleep 601 # ${marker}`], {
+        timeoutMs: 600_000,
+      });
+      const uid = backend.options.identity.uid;
+      const everything = await pollUntil(
+        () => hostProcessesMatching("server-everything/dist/index.js", uid),
+        (pids) => pids.length > 0,
+      );
+      expect(everything.length).toBeGreaterThan(0);
+      await pollUntil(
+        () => hostProcessesMatching(marker),
+        (pids) => pids.length > 0,
+      );
+
+      if (action === "stop") await machine.stop(spec);
+      else await machine.purge(spec);
+
+      const result = await running;
+      expect(result.exitCode).toBe(-1);
+      expect(await hostProcessesMatching(marker)).toEqual([]);
+      // The kernel tears the pid namespaces down right after their init was killed.
+      const survivors = await pollUntil(
+        () => hostProcessesMatching("server-everything/dist/index.js", uid),
+        (pids) => pids.length === 0,
+      );
+      expect(survivors).toEqual([]);
+      expect(await provider.registry.live(backend.options.key)).toEqual([]);
+      if (action === "purge") await expect(fs.stat(backend.hostWorkdir)).rejects.toThrow(/ENOENT/);
+      await backend.close();
+    });
+  }
+});
