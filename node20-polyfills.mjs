@@ -1,5 +1,5 @@
-// ES2024 built-ins that Node 20 lacks but Vitest 5's reporter and the better-auth CLI call
-// (Object.groupBy, Map.groupBy, Promise.withResolvers). Delete once the project is on Node >= 22.
+// ES2024 built-ins that Node 20 lacks (Object.groupBy, Map.groupBy, Promise.withResolvers), for any test
+// dependency that assumes them. Delete once the project is on Node >= 22.
 const def = (o, n, v) => {
   if (typeof o[n] !== "function")
     Object.defineProperty(o, n, { value: v, writable: true, configurable: true });

@@ -3,17 +3,15 @@
  * services (embedded when DATABASE_URL / REDIS_URL are unset) → secrets → migrations → first tenant and
  * admin → `next build` when needed → dashboard + API on PORT → workers in-process → graceful shutdown.
  */
-import { createServer, type Server } from "node:http";
 import path from "node:path";
 import { z } from "zod";
-import { AppError } from "@/server/shared/errors";
+import { isAppError } from "@/server/shared/errors";
 import { loadOrCreateLocalSecrets } from "./services/secrets";
 import { startLocalServices, type LocalServices } from "./services/local-services";
 import { migrateDeploy } from "./services/database";
 import { buildState, nextBuild } from "./services/next-build";
 import { RedisServerNotFoundError } from "./services/redis";
-import { prepareIncomingRequest } from "./services/incoming-request";
-import { parseTrustedProxies } from "@/server/api/client-address";
+import type { BerthProcess } from "./berth-process";
 import { checkWorkspaceBackend, WorkspaceBackendUnavailableError } from "./services/workspace-backend";
 
 const repoRoot = path.resolve(import.meta.dirname, "..");
@@ -49,6 +47,10 @@ async function main(): Promise<void> {
     log: say,
   });
 
+  // From here on a signal must stop the embedded services: they are in their own process groups.
+  const running: { berth?: BerthProcess } = {};
+  installShutdown(services, () => running.berth);
+
   // The rest of the process (config, Next route handlers, workers) reads these.
   process.env.DATABASE_URL = services.databaseUrl;
   process.env.REDIS_URL = services.redisUrl;
@@ -60,54 +62,25 @@ async function main(): Promise<void> {
   say("applying database migrations");
   await migrateDeploy(services.databaseUrl);
 
-  // Imported after the environment is complete: these modules build singletons from it.
-  const { getConfig } = await import("@/server/config/config");
-  const { getLogger } = await import("@/server/logger");
-  const config = getConfig();
-  const log = getLogger().child({ process: "start" });
-
-  const { getApiComposition } = await import("@/server/api/composition");
-  const { bootstrapFirstTenant } = await import("@/server/modules/bootstrap/bootstrap.service");
-  const bootstrap = await bootstrapFirstTenant(getApiComposition().auth, {
-    email: startEnv.BERTH_ADMIN_EMAIL,
-  });
-
-  if (!startEnv.BERTH_SKIP_BUILD) {
-    const state = await buildState(repoRoot);
-    if (state !== "fresh") {
+  // Imported after the environment is complete: its modules build the process' instances from it.
+  const { startBerthProcess } = await import("./berth-process");
+  const berth = await startBerthProcess({
+    repoRoot,
+    adminEmail: startEnv.BERTH_ADMIN_EMAIL,
+    ensureBuild: async () => {
+      if (startEnv.BERTH_SKIP_BUILD) return;
+      const state = await buildState(repoRoot);
+      if (state === "fresh") return;
       say(
         state === "missing"
           ? "building the dashboard (first start)"
           : "sources changed: rebuilding the dashboard",
       );
       await nextBuild(repoRoot, process.env);
-    }
-  }
-
-  const { default: next } = await import("next");
-  const app = next({ dev: false, dir: repoRoot, hostname: config.http.host, port: config.http.port });
-  const handle = app.getRequestHandler();
-  await app.prepare();
-  // Client address from trusted proxies only; unread upload bodies drained or the connection closed.
-  const trustedProxies = parseTrustedProxies(config.http.trustedProxies);
-  const server = createServer((req, res) => {
-    prepareIncomingRequest(req, res, trustedProxies);
-    void handle(req, res);
+    },
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(config.http.port, config.http.host, () => resolve());
-  });
-
-  const { startWorkerRuntime } = await import("@/workers/runtime");
-  const workers = await startWorkerRuntime({
-    redis: config.redis,
-    workers: config.workers,
-    log,
-    healthPort: null, // /api/health reports the workers of this process through their heartbeat
-  });
-
-  const url = config.http.baseUrl;
+  running.berth = berth;
+  const { url, bootstrap } = berth;
   say(`Berth is running at ${url} (health: ${url}/api/health)`);
   if (bootstrap.created) {
     say("");
@@ -118,43 +91,51 @@ async function main(): Promise<void> {
     say("This password is shown only once and stored only as a hash. Change it after signing in.");
     say("");
   }
-  installShutdown({ server, workers, services, log });
 }
 
-function installShutdown(parts: {
-  server: Server;
-  workers: { stop(): Promise<void> };
-  services: LocalServices;
-  log: { info(msg: string): void; error(obj: object, msg: string): void };
-}): void {
+/** Jobs in flight get this long to finish before the process gives up on a clean stop. */
+const SHUTDOWN_DEADLINE_MS = 20_000;
+
+/**
+ * SIGINT or SIGTERM, to this process or its whole group (Ctrl-C; a process manager), stop it once: a
+ * second delivery of the same stop (npm forwards the signal the terminal also sent to the group) is
+ * ignored rather than left to Node's default, which would kill the process mid-shutdown. The embedded
+ * services run in their own process groups, so they are still up until Berth has closed its connections.
+ */
+function installShutdown(services: LocalServices, current: () => BerthProcess | undefined): void {
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     say(`${signal}: shutting down (jobs in flight finish first)`);
+    // Still starting: nothing to close but the services.
+    const berth = current();
+    const fail = (message: string, error?: unknown) => {
+      if (berth) berth.log.error({ err: error }, message);
+      else say(`${message}${error instanceof Error ? `: ${error.message}` : ""}`);
+    };
+    const deadline = setTimeout(() => {
+      fail(`unclean shutdown: not stopped within ${SHUTDOWN_DEADLINE_MS / 1000} s`);
+      void services.stop().finally(() => process.exit(1));
+    }, SHUTDOWN_DEADLINE_MS);
     try {
-      const closed = new Promise<void>((resolve) => parts.server.close(() => resolve()));
-      parts.server.closeIdleConnections();
-      await parts.workers.stop();
-      const { closeSharedRedis } = await import("@/server/redis");
-      const { closeSharedQueues } = await import("@/server/queue/queues");
-      const { disconnectDb } = await import("@/server/db");
-      const { closeAgentServices } = await import("@/server/modules/chat/chat.composition");
-      await Promise.all([closeAgentServices(), closeSharedQueues(), closeSharedRedis(), disconnectDb()]);
-      // Long-lived requests (SSE subscriptions) would hold close() open forever.
-      parts.server.closeAllConnections();
-      await closed;
-      await parts.services.stop();
+      if (!berth) {
+        await services.stop();
+        say("stopped before Berth was running");
+        process.exit(1);
+      }
+      await berth.close();
+      await services.stop();
+      clearTimeout(deadline);
       say("stopped");
       process.exit(0);
     } catch (error) {
-      parts.log.error({ err: error }, "unclean shutdown");
-      await parts.services.stop().catch(() => undefined);
+      fail("unclean shutdown", error);
+      await services.stop().catch(() => undefined);
       process.exit(1);
     }
   };
-  process.once("SIGINT", () => void stop("SIGINT"));
-  process.once("SIGTERM", () => void stop("SIGTERM"));
+  for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => void stop(signal));
 }
 
 main().catch((error: unknown) => {
@@ -165,7 +146,7 @@ main().catch((error: unknown) => {
     !(error instanceof RedisServerNotFoundError) &&
     !(error instanceof WorkspaceBackendUnavailableError) &&
     // Configuration refusals (AppErrors) explain themselves; a stack trace would bury the message.
-    !(error instanceof AppError)
+    !isAppError(error)
   ) {
     process.stderr.write(`${error.stack}\n`);
   }

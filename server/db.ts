@@ -1,6 +1,7 @@
 import { PrismaPg } from "@prisma/adapter-pg";
 import { type Prisma, PrismaClient } from "@/generated/prisma/client";
 import { type DatabaseConfig, loadDatabaseConfig } from "@/server/config/database";
+import { processSlot } from "@/server/shared/process-registry";
 
 /**
  * The Prisma client factory and the process-wide client. Besides `*.data.ts` files this is the only
@@ -28,20 +29,17 @@ export function createPrismaClient(
   });
 }
 
-// Kept on globalThis so Next's dev-mode module reloading does not open a new pool per reload.
-const globalForDb = globalThis as unknown as { berthDb?: PrismaClient };
+// One pool per process, whichever copy of this module asks (Next's bundle and dev reloads included).
+const dbSlot = processSlot<PrismaClient>("db");
 
 /** The shared client, created from the validated DATABASE_URL on first call (a clear error when unset). */
 export function getDb(): PrismaClient {
-  globalForDb.berthDb ??= createPrismaClient(loadDatabaseConfig());
-  return globalForDb.berthDb;
+  return dbSlot.get(() => createPrismaClient(loadDatabaseConfig()));
 }
 
 /** Closes the shared client (graceful shutdown, test teardown). Safe to call when none exists. */
 export async function disconnectDb(): Promise<void> {
-  const db = globalForDb.berthDb;
-  globalForDb.berthDb = undefined;
-  await db?.$disconnect();
+  await dbSlot.take()?.$disconnect();
 }
 
 /**

@@ -1,5 +1,6 @@
 import { pino, type Logger } from "pino";
 import { loadLoggingConfig, type LoggingConfig } from "@/server/config/logging";
+import { processSlot } from "@/server/shared/process-registry";
 
 export type { Logger } from "pino";
 
@@ -59,9 +60,9 @@ export function withContext(log: Logger, context: LogContext): Logger {
   return log.child(context);
 }
 
-const globalForLogger = globalThis as unknown as { berthLogger?: Logger };
+const loggerSlot = processSlot<Logger>("logger");
 
 /** The process-wide root logger (level from LOG_LEVEL). Composition roots pass children down. */
 export function getLogger(): Logger {
-  return (globalForLogger.berthLogger ??= createLogger(loadLoggingConfig()));
+  return loggerSlot.get(() => createLogger(loadLoggingConfig()));
 }

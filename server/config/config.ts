@@ -1,3 +1,4 @@
+import { processSlot } from "@/server/shared/process-registry";
 import { loadDatabaseConfig, type DatabaseConfig } from "./database";
 import { readProcessEnv, type RawEnv } from "./env";
 import { loadHttpConfig, type HttpConfig } from "./http";
@@ -31,10 +32,10 @@ export function loadConfig(env: RawEnv = readProcessEnv()): BerthConfig {
   };
 }
 
-// On globalThis so Next's dev-mode module reloading does not re-parse (and re-log) per request.
-const globalForConfig = globalThis as unknown as { berthConfig?: BerthConfig };
+// Once per process, whichever copy of this module asks (Next's bundle and dev reloads included).
+const configSlot = processSlot<BerthConfig>("config");
 
 /** The process-wide configuration, parsed once from process.env. */
 export function getConfig(): BerthConfig {
-  return (globalForConfig.berthConfig ??= loadConfig());
+  return configSlot.get(() => loadConfig());
 }

@@ -10,6 +10,7 @@ import { createProvisionGate } from "@/server/modules/workspace/workspace-provis
 import { createWorkspaceService, type WorkspaceService } from "@/server/modules/workspace/workspace.service";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
 import { getQueues, type QueueSet } from "@/server/queue/queues";
+import { processSlot } from "@/server/shared/process-registry";
 import { WorkspaceManager } from "@/server/workspace/manager/workspace-manager";
 import type { EngineLogger } from "@/server/workspace/mcp/types";
 import type { Workspace } from "@/server/workspace/workspace";
@@ -119,39 +120,50 @@ function toEngineLogger(log: Logger): EngineLogger {
   };
 }
 
-const globalForEngine = globalThis as unknown as { berthEngine?: WorkspaceEngine };
+// One engine per process (one WorkspaceManager, one set of MCP children), whichever copy of this module asks.
+const engineSlot = processSlot<WorkspaceEngine>("engine");
 
 /** The process-wide engine, built from the environment on first use (composition roots, routers, workers). */
 export function getEngine(): WorkspaceEngine {
-  return (globalForEngine.berthEngine ??= createEngine({
-    config: loadEngineConfig(),
-    queues: getQueues(),
-    secret: getConfig().secrets.authSecret,
-    log: getLogger(),
-  }));
+  return engineSlot.get(() =>
+    createEngine({
+      config: loadEngineConfig(),
+      queues: getQueues(),
+      secret: getConfig().secrets.authSecret,
+      log: getLogger(),
+    }),
+  );
 }
 
 /** Installs this process' engine (tests, custom composition roots). Call before first use. */
 export function setEngine(engine: WorkspaceEngine | undefined): void {
-  globalForEngine.berthEngine = engine;
+  engineSlot.set(engine);
 }
 
-const globalForServices = globalThis as unknown as {
-  berthWorkspaceServices?: {
-    engine: WorkspaceEngine;
-    service: WorkspaceService;
-    content: WorkspaceContentService;
-  };
+/**
+ * Closes the process-wide engine, if one was built: every cached workspace (MCP children, gateway
+ * connections) and the manager's sweeper. Graceful shutdown of every composition root.
+ */
+export async function closeEngine(): Promise<void> {
+  workspaceServicesSlot.set(undefined);
+  await engineSlot.take()?.close();
+}
+
+type WorkspaceServices = {
+  engine: WorkspaceEngine;
+  service: WorkspaceService;
+  content: WorkspaceContentService;
 };
+const workspaceServicesSlot = processSlot<WorkspaceServices>("workspace-services");
 
 /** The process-wide workspace service (and its content half) over `getEngine()`: what routers and chat use. */
 export function getWorkspaceServices(): { service: WorkspaceService; content: WorkspaceContentService } {
   const engine = getEngine();
-  let services = globalForServices.berthWorkspaceServices;
-  if (!services || services.engine !== engine) {
-    const service = createWorkspaceService(engine);
-    services = { engine, service, content: createWorkspaceContentService(service) };
-    globalForServices.berthWorkspaceServices = services;
-  }
-  return services;
+  return workspaceServicesSlot.get(
+    () => {
+      const service = createWorkspaceService(engine);
+      return { engine, service, content: createWorkspaceContentService(service) };
+    },
+    (held) => held.engine === engine,
+  );
 }

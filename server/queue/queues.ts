@@ -3,6 +3,7 @@ import type { Redis } from "ioredis";
 import { loadRedisConfig, type RedisConfig } from "@/server/config/redis";
 import { getLogger, type Logger } from "@/server/logger";
 import { createRedisConnection } from "@/server/redis";
+import { processSlot } from "@/server/shared/process-registry";
 import { jobCatalog, type BerthJobCatalog } from "./catalog";
 import type { JobCatalog, QueueNameOf } from "./types";
 
@@ -69,32 +70,29 @@ export function createQueues<C extends JobCatalog>(
   };
 }
 
-const globalForQueues = globalThis as unknown as { berthQueues?: QueueSet<BerthJobCatalog> };
+const queuesSlot = processSlot<QueueSet<BerthJobCatalog>>("queues");
 
 /**
  * The process-wide queues of Berth's catalog, created once on first use. A missing or invalid
  * REDIS_URL throws here (config validation), never a silently absent queue.
  */
 export function getQueues(): QueueSet<BerthJobCatalog> {
-  if (!globalForQueues.berthQueues) {
+  return queuesSlot.get(() => {
     const redis = loadRedisConfig();
     const log = getLogger().child({ component: "queues" });
     const connection = createRedisConnection(redis, "producer", "berth-queues");
     const queues = createQueues(jobCatalog, { connection, redis, log });
-    globalForQueues.berthQueues = {
+    return {
       ...queues,
       async close() {
         await queues.close();
         await connection.quit().catch(() => connection.disconnect());
       },
     };
-  }
-  return globalForQueues.berthQueues;
+  });
 }
 
 /** Closes the process-wide queues and their connection (graceful shutdown). Safe when never opened. */
 export async function closeSharedQueues(): Promise<void> {
-  const queues = globalForQueues.berthQueues;
-  globalForQueues.berthQueues = undefined;
-  await queues?.close();
+  await queuesSlot.take()?.close();
 }

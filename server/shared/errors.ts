@@ -19,7 +19,21 @@ export const APP_ERROR_CODES = {
 
 export type AppErrorCode = keyof typeof APP_ERROR_CODES;
 
+/**
+ * Marks every AppError, whichever copy of this module created it. A process can hold two copies (under
+ * `npm start` the tsx-loaded composition and Next's bundle each have one), and a class is only `instanceof`
+ * its own copy; `Symbol.for` gives both copies the same key.
+ */
+const APP_ERROR_BRAND: unique symbol = Symbol.for("berth.AppError");
+
 export class AppError extends Error {
+  /** `isAppError(error)` holds for AppErrors of any copy of this module (see APP_ERROR_BRAND). */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    // Only for AppError itself: a subclass keeps ordinary prototype-chain semantics.
+    return this === AppError ? isAppError(value) : Function.prototype[Symbol.hasInstance].call(this, value);
+  }
+
+  readonly [APP_ERROR_BRAND] = true;
   override readonly name = "AppError";
   readonly code: AppErrorCode;
   readonly userMessage: string;
@@ -46,13 +60,20 @@ export class AppError extends Error {
   }
 }
 
+/** True for an AppError from any copy of this module: the brand, and a code this copy knows. */
 export function isAppError(value: unknown): value is AppError {
-  return value instanceof AppError;
+  if (typeof value !== "object" || value === null) return false;
+  const candidate = value as { [APP_ERROR_BRAND]?: unknown; code?: unknown };
+  return (
+    candidate[APP_ERROR_BRAND] === true &&
+    typeof candidate.code === "string" &&
+    Object.hasOwn(APP_ERROR_CODES, candidate.code)
+  );
 }
 
 /** Wraps anything thrown into an AppError, keeping AppErrors as they are. */
 export function toAppError(value: unknown): AppError {
-  if (value instanceof AppError) return value;
+  if (isAppError(value)) return value;
   const message = value instanceof Error ? value.message : String(value);
   return new AppError("INTERNAL", message, { cause: value, userMessage: "Internal error" });
 }

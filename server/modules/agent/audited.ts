@@ -1,6 +1,6 @@
 import type { TenantScope } from "@/server/auth/scope";
 import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
-import { AppError } from "@/server/shared/errors";
+import { AppError, isAppError } from "@/server/shared/errors";
 
 export type AuditTarget = {
   action: string;
@@ -35,7 +35,7 @@ export async function audited<T>(
   try {
     result = await fn();
   } catch (error) {
-    await write("failure", target.targetId, { code: error instanceof AppError ? error.code : "INTERNAL" });
+    await write("failure", target.targetId, { code: isAppError(error) ? error.code : "INTERNAL" });
     throw error;
   }
   const after = resultDetails(result);

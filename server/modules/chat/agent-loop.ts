@@ -113,7 +113,7 @@ export async function runTurn(input: RunTurnInput): Promise<TurnResult> {
     const result = streamText({
       model: input.model,
       ...input.modelSettings,
-      instructions: input.system,
+      system: input.system,
       messages: [...compacted.history, userMessage],
       tools: buildToolSet(input.tools, {
         sessionId: input.sessionId,
@@ -128,7 +128,6 @@ export async function runTurn(input: RunTurnInput): Promise<TurnResult> {
       },
       stopWhen: stepCountIs(limits.maxSteps),
       maxRetries: limits.maxRetries,
-      timeout: { toolMs: limits.toolTimeoutMs },
       abortSignal: input.signal,
       onStepFinish: (step) => recorder.stepFinished(step.response.messages),
       // The default handler prints the whole error (request body included) to the console; errors are
@@ -255,7 +254,11 @@ type ToolSetContext = {
   attachments?: ToolAttachmentRelay;
 };
 
-/** Turns port tools into AI SDK tools. The SDK hands each execute the turn's abort signal. */
+/**
+ * Turns port tools into AI SDK tools. The SDK hands each execute the turn's abort signal; each call also
+ * gets its own `toolTimeoutMs` deadline: the tool's signal aborts, and a tool that ignores it is given up
+ * on, so the model hears of the timeout either way.
+ */
 export function buildToolSet(tools: readonly AgentTool[], context: ToolSetContext): ToolSet {
   const set: ToolSet = {};
   for (const agentTool of tools) {
@@ -263,13 +266,28 @@ export function buildToolSet(tools: readonly AgentTool[], context: ToolSetContex
       description: agentTool.description,
       inputSchema: jsonSchema<unknown>(agentTool.inputSchema),
       execute: async (toolInput: unknown, options): Promise<ShapedToolOutput> => {
-        const signal = options.abortSignal;
+        const turnSignal = options.abortSignal;
+        const deadline = AbortSignal.timeout(context.limits.toolTimeoutMs);
+        const signal = turnSignal ? AbortSignal.any([turnSignal, deadline]) : deadline;
+        const timedOut = new Promise<never>((_, reject) =>
+          signal.addEventListener(
+            "abort",
+            () => reject(new Error("tool call aborted", { cause: signal.reason })),
+            {
+              once: true,
+            },
+          ),
+        );
+        timedOut.catch(() => undefined);
         let result;
         try {
-          result = await agentTool.execute(toolInput, signal ? { signal } : {});
+          result = await Promise.race([agentTool.execute(toolInput, { signal }), timedOut]);
         } catch (error) {
-          if (signal?.aborted) throw error;
-          result = { content: thrownToolErrorText(agentTool.name, error), isError: true };
+          if (turnSignal?.aborted) throw error;
+          const content = deadline.aborted
+            ? `Error: ${agentTool.name} timed out after ${context.limits.toolTimeoutMs} ms`
+            : thrownToolErrorText(agentTool.name, error);
+          result = { content, isError: true };
         }
         if (!result.isError)
           context.attachments?.hold(options.toolCallId, agentTool.name, result.attachments);

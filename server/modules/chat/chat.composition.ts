@@ -9,6 +9,7 @@ import { createSessionService, type SessionService } from "@/server/modules/sess
 import type { WorkspaceService } from "@/server/modules/workspace/workspace.service";
 import { createRedisConnection, getRedis } from "@/server/redis";
 import type { TenantScope } from "@/server/auth/scope";
+import { processSlot } from "@/server/shared/process-registry";
 import { createChatService, type ChatService } from "./chat.service";
 import { checkAgentModel, type TModelCheckResult } from "./model-check";
 import { RedisTurnLock } from "./redis-turn-lock";
@@ -61,34 +62,34 @@ export function createAgentServices(deps: {
   };
 }
 
-const globalForAgentServices = globalThis as unknown as {
-  berthAgentServices?: { workspaces: WorkspaceService; services: AgentServices; subscriber: Redis };
-};
+// Once per process (one turn registry, one cancel subscriber), whichever copy of this module asks.
+const agentServicesSlot = processSlot<{
+  workspaces: WorkspaceService;
+  services: AgentServices;
+  subscriber: Redis;
+}>("agent-services");
 
 /** The process-wide services over `getWorkspaceServices()` (rebuilt when a test installs another engine). */
 export function getAgentServices(): AgentServices {
   const { service: workspaces } = getWorkspaceServices();
-  const current = globalForAgentServices.berthAgentServices;
-  if (current?.workspaces === workspaces) return current.services;
-  const redisConfig = loadRedisConfig();
-  const subscriber = createRedisConnection(redisConfig, "worker", "berth-turn-cancel");
-  const turnLock = new RedisTurnLock({
-    redis: getRedis(),
-    subscriber,
-    prefix: redisConfig.prefix,
-  });
-  const services = createAgentServices({
-    workspaces,
-    secretKey: secretKeyFromBytes(getConfig().secrets.encryptionKey),
-    turnLock,
-  });
-  globalForAgentServices.berthAgentServices = { workspaces, services, subscriber };
-  return services;
+  return agentServicesSlot.get(
+    () => {
+      const redisConfig = loadRedisConfig();
+      const subscriber = createRedisConnection(redisConfig, "worker", "berth-turn-cancel");
+      const turnLock = new RedisTurnLock({ redis: getRedis(), subscriber, prefix: redisConfig.prefix });
+      const services = createAgentServices({
+        workspaces,
+        secretKey: secretKeyFromBytes(getConfig().secrets.encryptionKey),
+        turnLock,
+      });
+      return { workspaces, services, subscriber };
+    },
+    (held) => held.workspaces === workspaces,
+  ).services;
 }
 
 /** Closes the cancel-channel subscriber of the process-wide services (graceful shutdown). */
 export async function closeAgentServices(): Promise<void> {
-  const current = globalForAgentServices.berthAgentServices;
-  globalForAgentServices.berthAgentServices = undefined;
+  const current = agentServicesSlot.take();
   if (current) await current.subscriber.quit().catch(() => current.subscriber.disconnect());
 }

@@ -124,7 +124,7 @@ async function summarizeWithModel(
       ...input.modelSettings,
       maxRetries: input.limits.maxRetries,
       abortSignal: input.signal,
-      instructions:
+      system:
         "Summarise the conversation transcript below for the assistant that continues it. Keep the user's " +
         "goals, decisions, facts, file paths and open tasks. Be concise; use bullet points.",
       prompt: transcript.slice(0, 200_000),

@@ -2,7 +2,7 @@ import type { AssistantModelMessage, ModelMessage, ToolModelMessage } from "ai";
 
 /**
  * Collects the messages a turn appends, for persistence. Finished steps come verbatim from the AI SDK
- * (`step.response.messages`). The step that was running when the turn was cancelled or failed is rebuilt
+ * (the new tail of `step.response.messages`). The step that was running when the turn was cancelled or failed is rebuilt
  * from what streamed so far, so nothing the user saw is lost: its text, its tool calls, and for every tool
  * call a result (the real one if it finished, else a placeholder, because providers reject a tool call
  * without a result in the next request).
@@ -17,8 +17,9 @@ export class StepRecorder {
     this.resetPartial();
   }
 
+  /** `messages`: the turn's response messages so far (AI SDK 6 hands every step the cumulative list). */
   stepFinished(messages: readonly ModelMessage[]): void {
-    this.finished.push(...messages);
+    this.finished.push(...messages.slice(this.finished.length));
     this.resetPartial();
   }
 

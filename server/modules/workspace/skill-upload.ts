@@ -4,7 +4,7 @@ import type { ReadableStream as NodeWebReadableStream } from "node:stream/web";
 import busboy from "busboy";
 import { pack as createTarPack } from "tar-stream";
 import { z } from "zod";
-import { AppError } from "@/server/shared/errors";
+import { AppError, isAppError } from "@/server/shared/errors";
 import type { ArchiveFormat } from "@/server/workspace/archive/archive-entries";
 import { MAX_SKILL_ROOT_DEPTH } from "@/server/workspace/skills/skill-names";
 
@@ -118,7 +118,7 @@ export function multipartToTar(
       manifest = validateManifest(JSON.parse(value));
       resolveManifest(manifest);
     } catch (error) {
-      fail(error instanceof AppError ? error : invalid("The manifest is not valid JSON."));
+      fail(isAppError(error) ? error : invalid("The manifest is not valid JSON."));
     }
   });
   parser.on("file", (_name, part) => {

@@ -7,7 +7,7 @@ import { listPurgeReceipts } from "@/server/modules/audit/audit.data";
 import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
 import { getSession } from "@/server/modules/session/session.data";
 import { createEnqueue } from "@/server/queue/enqueue";
-import { AppError } from "@/server/shared/errors";
+import { AppError, isAppError } from "@/server/shared/errors";
 import type { Workspace } from "@/server/workspace/workspace";
 import {
   getWorkspaceOrNull,
@@ -202,7 +202,7 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
       await write("success", {});
       return result;
     } catch (error) {
-      await write("failure", { code: error instanceof AppError ? error.code : "INTERNAL" });
+      await write("failure", { code: isAppError(error) ? error.code : "INTERNAL" });
       throw error;
     }
   }

@@ -7,7 +7,7 @@ import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import tarStream from "tar-stream";
 import yauzl from "yauzl";
-import { AppError } from "@/server/shared/errors";
+import { AppError, isAppError } from "@/server/shared/errors";
 
 /** The archive formats a skill can be uploaded as. */
 export type ArchiveFormat = "zip" | "tar" | "tar.gz";
@@ -321,7 +321,7 @@ export function tooManyEntries(limit: number, seen: number): AppError {
 
 /** AppErrors pass through; yauzl's path checks become BAD_REQUEST; anything else means a corrupt archive. */
 function corruptOr(error: unknown, format: string): AppError {
-  if (error instanceof AppError) return error;
+  if (isAppError(error)) return error;
   const message = error instanceof Error ? error.message : String(error);
   const unsafePath = /^(invalid relative path|absolute path|invalid characters in fileName): (.*)$/s.exec(
     message,

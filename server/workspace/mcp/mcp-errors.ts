@@ -1,5 +1,5 @@
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
-import { AppError, type AppErrorCode } from "@/server/shared/errors";
+import { AppError, isAppError, type AppErrorCode } from "@/server/shared/errors";
 
 /** Where an MCP failure happened, attached to the AppError's details for logs and API clients. */
 export type McpErrorContext = { mcp: string; tool?: string; phase: "connect" | "list" | "call" };
@@ -10,13 +10,23 @@ export type McpErrorContext = { mcp: string; tool?: string; phase: "connect" | "
  * because a retry may succeed.
  */
 export function toMcpAppError(error: unknown, context: McpErrorContext, timeoutMs?: number): AppError {
-  if (error instanceof AppError) return error;
+  if (isAppError(error)) return error;
   const where = context.tool ? `${context.mcp}.${context.tool}` : context.mcp;
   const cause = error instanceof Error ? error.message : String(error);
   const details: Record<string, unknown> = { ...context };
   if (isTimeout(error)) {
     if (timeoutMs !== undefined) details.timeoutMs = timeoutMs;
     return new AppError("TIMEOUT", `MCP ${context.phase} ${where} timed out`, { cause: error, details });
+  }
+  const spawnFailure = context.phase === "connect" ? spawnFailureReason(error) : undefined;
+  if (spawnFailure) {
+    // The declaration names a command that cannot run: the caller's mistake, and a retry cannot fix it.
+    details.reason = spawnFailure;
+    return new AppError("UNPROCESSABLE", `MCP ${context.phase} ${where} failed: ${cause}`, {
+      cause: error,
+      userMessage: `The MCP server '${context.mcp}' could not be started: ${SPAWN_FAILURES[spawnFailure]}.`,
+      details,
+    });
   }
   if (isAbort(error)) {
     details.aborted = true;
@@ -45,4 +55,20 @@ function isTimeout(error: unknown): boolean {
 
 function isAbort(error: unknown): boolean {
   return error instanceof Error && error.name === "AbortError";
+}
+
+/** errno codes of a command that could not be executed at all, with what to tell the caller. */
+const SPAWN_FAILURES = {
+  ENOENT: "its command was not found",
+  EACCES: "its command is not executable",
+  ENOTDIR: "its command's path is not valid",
+  ENOEXEC: "its command is not an executable format",
+} as const;
+
+/** The errno code when `error` is a failed spawn (child_process 'error' with syscall `spawn …`). */
+function spawnFailureReason(error: unknown): keyof typeof SPAWN_FAILURES | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const { code, syscall } = error as NodeJS.ErrnoException;
+  if (!syscall?.startsWith("spawn") || !code || !Object.hasOwn(SPAWN_FAILURES, code)) return undefined;
+  return code as keyof typeof SPAWN_FAILURES;
 }

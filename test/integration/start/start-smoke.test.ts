@@ -1,79 +1,15 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { createInterface } from "node:readline";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findFreePort } from "@/scripts/services/ports";
-
-const repoRoot = path.resolve(import.meta.dirname, "..", "..", "..");
+import { FRESH_MACHINE_UNSET, startBerthProcess, type StartedBerth } from "./support/start-process";
 
 /** `npm start` as a new user runs it: no DATABASE_URL/REDIS_URL/secrets, a fresh data folder. */
-function startBerth(
-  dataDir: string,
-  port: number,
-  extraEnv: Record<string, string> = {},
-): { child: ChildProcess; lines: string[]; waitFor(re: RegExp): Promise<string> } {
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    PORT: String(port),
-    BERTH_DATA_DIR: dataDir,
-    LOG_LEVEL: "warn",
-    ...extraEnv,
-  };
-  for (const key of [
-    "DATABASE_URL",
-    "REDIS_URL",
-    "BERTH_REDIS_PREFIX",
-    "BERTH_AUTH_SECRET",
-    "BERTH_ENCRYPTION_KEY",
-    "NODE_ENV",
-  ]) {
-    delete env[key];
-  }
-  // One process (no tsx wrapper), so signals reach scripts/start.ts directly, as with `npm start`.
-  const child = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
-    cwd: repoRoot,
-    env,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const lines: string[] = [];
-  const waiters: { re: RegExp; resolve: (line: string) => void; reject: (e: Error) => void }[] = [];
-  const onLine = (line: string) => {
-    lines.push(line);
-    for (const waiter of [...waiters]) {
-      if (waiter.re.test(line)) {
-        waiters.splice(waiters.indexOf(waiter), 1);
-        waiter.resolve(line);
-      }
-    }
-  };
-  createInterface({ input: child.stdout }).on("line", onLine);
-  createInterface({ input: child.stderr }).on("line", onLine);
-  child.once("exit", (code) => {
-    for (const waiter of waiters.splice(0)) {
-      waiter.reject(
-        new Error(`npm start exited (${code}) before printing ${waiter.re}:\n${lines.slice(-30).join("\n")}`),
-      );
-    }
-  });
-  return {
-    child,
-    lines,
-    waitFor: (re) =>
-      new Promise((resolve, reject) => {
-        const seen = lines.find((line) => re.test(line));
-        if (seen) resolve(seen);
-        else waiters.push({ re, resolve, reject });
-      }),
-  };
-}
-
-function stop(child: ChildProcess): Promise<number | null> {
-  if (child.exitCode !== null) return Promise.resolve(child.exitCode);
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  child.kill("SIGTERM");
-  return exited;
+function startBerth(dataDir: string, port: number, extraEnv: Record<string, string> = {}): StartedBerth {
+  const env: NodeJS.ProcessEnv = { ...process.env, BERTH_DATA_DIR: dataDir, LOG_LEVEL: "warn", ...extraEnv };
+  for (const key of FRESH_MACHINE_UNSET) delete env[key];
+  return startBerthProcess({ via: "node", port, env });
 }
 
 describe("npm start on a fresh data folder (embedded PostgreSQL and Redis)", () => {
@@ -92,7 +28,7 @@ describe("npm start on a fresh data folder (embedded PostgreSQL and Redis)", () 
   }, 900_000);
 
   afterAll(async () => {
-    if (berth) await stop(berth.child);
+    if (berth) await berth.stop();
     await rm(dataDir, { recursive: true, force: true });
   });
 
@@ -138,7 +74,7 @@ describe("npm start on a fresh data folder (embedded PostgreSQL and Redis)", () 
   });
 
   it("stops cleanly on SIGTERM, and a second start reuses the data without printing credentials again", async () => {
-    expect(await stop(berth.child)).toBe(0);
+    expect(await berth.stop()).toBe(0);
     expect(berth.lines.join("\n")).toContain("stopped");
 
     // The first start just built .next; skip the staleness check so files edited meanwhile by a

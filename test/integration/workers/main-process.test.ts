@@ -48,3 +48,39 @@ describe("workers/main.ts (the standalone worker process)", () => {
     }
   });
 });
+
+describe("npm run workers stops cleanly on a signal", () => {
+  it.each([
+    { name: "SIGINT to the npm process alone", send: (pid: number) => process.kill(pid, "SIGINT") },
+    { name: "SIGTERM to the process group", send: (pid: number) => process.kill(-pid, "SIGTERM") },
+  ])("$name: logs stopped and exits 0", async ({ send }) => {
+    const redis = isolatedRedisConfig();
+    const child = spawn("npm", ["run", "workers", "--silent"], {
+      cwd: repoRoot,
+      env: { ...process.env, BERTH_REDIS_PREFIX: redis.prefix, WORKERS_HEALTH_PORT: "0", LOG_LEVEL: "info" },
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true, // its own group, as under a terminal or a process manager
+    });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const connection = createRedisConnection(redis, "producer", "test-main-process-signals");
+    try {
+      await vi.waitFor(
+        async () => {
+          if (child.exitCode !== null) throw new Error(`worker process exited early:\n${output}`);
+          expect(await aliveWorkers(connection, redis.prefix, 15_000)).toHaveLength(1);
+        },
+        { timeout: 60_000, interval: 200 },
+      );
+      send(child.pid!);
+      await vi.waitFor(() => expect(child.exitCode).not.toBeNull(), { timeout: 30_000, interval: 100 });
+      expect(child.exitCode, output).toBe(0);
+      expect(output).toMatch(/"msg":"stopped"/);
+      expect(output).not.toMatch(/unclean shutdown/);
+    } finally {
+      if (child.exitCode === null) process.kill(-child.pid!, "SIGKILL");
+      await connection.quit();
+    }
+  });
+});

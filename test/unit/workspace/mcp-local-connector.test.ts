@@ -101,6 +101,20 @@ describe("LocalMcpConnector over stdio (server-everything from npm)", { timeout:
     expect((error as AppError).details?.stderr).toContain("boom");
   });
 
+  it("reports a command that cannot be spawned as UNPROCESSABLE, without the host path in the user message", async () => {
+    const declaration = ZMcpDeclaration.parse({
+      name: "ghost",
+      is_stateful: true,
+      mcp_config: { type: "stdio_mcp", command: "/nonexistent/berth-mcp-server" },
+    });
+    const error = await connector.connect(declaration, scope).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AppError);
+    expect(error).toMatchObject({ code: "UNPROCESSABLE", details: { reason: "ENOENT" } });
+    expect((error as AppError).userMessage).toBe(
+      "The MCP server 'ghost' could not be started: its command was not found.",
+    );
+  });
+
   it("close() is idempotent and makes later calls fail with UNAVAILABLE", async () => {
     const client = await connect(everythingMcp("closing"));
     await client.close();

@@ -1,7 +1,7 @@
 import path from "node:path";
 import { PassThrough, Readable } from "node:stream";
 import type Docker from "dockerode";
-import { AppError } from "@/server/shared/errors";
+import { AppError, isAppError } from "@/server/shared/errors";
 import type {
   DirEntry,
   ExecOptions,
@@ -115,7 +115,7 @@ export class DockerBackend implements WorkspaceBackend {
       return parseStat(await this.runScript(SCRIPTS.stat, [target], target, "stat"));
     } catch (error) {
       if (
-        error instanceof AppError &&
+        isAppError(error) &&
         (error.code === "NOT_FOUND" || error.message.startsWith("Not a dir"))
       ) {
         return null;
@@ -305,7 +305,7 @@ export class DockerBackend implements WorkspaceBackend {
         if (!canFallBack(error)) throw error;
         // Another process restarted the gateway with a new token: ours will not work again, so stop
         // paying a refused request per operation (the workspace re-attaches with the new token later).
-        if (error instanceof AppError && error.code === "UNAUTHORIZED") this.gatewayTokenRevoked = true;
+        if (isAppError(error) && error.code === "UNAUTHORIZED") this.gatewayTokenRevoked = true;
       }
     }
     return exec();
@@ -317,7 +317,7 @@ export class DockerBackend implements WorkspaceBackend {
     try {
       return await operation();
     } catch (error) {
-      if (error instanceof AppError) throw error;
+      if (isAppError(error)) throw error;
       const status = (error as { statusCode?: number }).statusCode;
       if (status === 404 || status === 409) {
         throw new AppError("UNAVAILABLE", `The workspace container is not running: ${String(error)}`, {

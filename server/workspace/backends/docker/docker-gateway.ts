@@ -3,7 +3,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import type Docker from "dockerode";
 import { z } from "zod";
-import { AppError } from "@/server/shared/errors";
+import { AppError, isAppError } from "@/server/shared/errors";
 import { GatewayClient, waitForGatewayHealthy } from "@/server/workspace/gateway/client/gateway-client";
 import { GatewayConnector } from "@/server/workspace/gateway/client/gateway-connector";
 import { GatewayFileClient } from "@/server/workspace/gateway/client/gateway-files";
@@ -96,7 +96,10 @@ export async function startDockerGateway(
       "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     ],
   });
-  await exec.start({ Detach: true });
+  // Detached, the answer carries nothing, but docker-modem hands it back as an open stream: left unread,
+  // its connection to the daemon stayed open (and kept the process alive) for minutes per gateway launch.
+  const launched: { destroy?: () => void } | undefined = await exec.start({ Detach: true });
+  launched?.destroy?.();
   // Written before the health wait so a concurrent attacher never sees a healthy gateway without its token.
   await writeCredentials(hostRuntimeDir, { token, instanceNonce });
 
@@ -105,7 +108,7 @@ export async function startDockerGateway(
     timeoutMs: config.gateway.startTimeoutMs,
     diagnostics: () => tailOf(hostLog),
   }).catch((error: unknown) => {
-    throw error instanceof AppError
+    throw isAppError(error)
       ? new AppError(error.code, `${error.message} (container ${container.id.slice(0, 12)})`, {
           cause: error,
           userMessage: error.userMessage,

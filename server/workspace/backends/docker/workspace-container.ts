@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type Docker from "dockerode";
-import { AppError } from "@/server/shared/errors";
+import { AppError, isAppError } from "@/server/shared/errors";
 import {
   CONTAINER_PATHS,
   containerName,
@@ -165,7 +165,7 @@ export function statusOf(error: unknown): number | undefined {
 }
 
 export function engineError(error: unknown, action: string): AppError {
-  if (error instanceof AppError) return error;
+  if (isAppError(error)) return error;
   return new AppError("UNAVAILABLE", `Docker could not ${action}: ${String(error)}`, {
     cause: error,
     userMessage: `Docker could not ${action}`,

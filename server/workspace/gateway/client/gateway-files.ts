@@ -1,7 +1,7 @@
 import type http from "node:http";
 import { PassThrough, Readable } from "node:stream";
 import type { z } from "zod";
-import { AppError } from "@/server/shared/errors";
+import { AppError, isAppError } from "@/server/shared/errors";
 import type { DirEntry, FileStat, WriteFileOptions } from "@/server/workspace/backend/port";
 import {
   FILE_OP_METHODS,
@@ -111,7 +111,7 @@ export class GatewayFileClient {
       return answer;
     } catch (error) {
       const appError =
-        error instanceof AppError ? error : new AppError("UNAVAILABLE", String(error), { cause: error });
+        isAppError(error) ? error : new AppError("UNAVAILABLE", String(error), { cause: error });
       const errno = appError.details?.errno;
       // Only a connection that never opened is certain to have done nothing.
       const unreached =
@@ -128,7 +128,7 @@ export class GatewayFileClient {
 
 /** True when the gateway refused before doing anything, so the operation may run another way (exec). */
 export function canFallBack(error: unknown): boolean {
-  return error instanceof AppError && error.details?.[FALLBACK] === true;
+  return isAppError(error) && error.details?.[FALLBACK] === true;
 }
 
 function withFallback(error: AppError): AppError {

@@ -1,6 +1,6 @@
 import http from "node:http";
 import type { Readable } from "node:stream";
-import { AppError } from "@/server/shared/errors";
+import { AppError, isAppError } from "@/server/shared/errors";
 
 /** Where the host reaches a gateway: a unix socket (Docker, via the bind mount) or a TCP address. */
 export type GatewayEndpoint = { socketPath: string } | { host: string; port: number };
@@ -110,7 +110,7 @@ export class HttpGatewayTransport implements GatewayTransport {
       };
       req.on("error", (error) => {
         finish();
-        reject(error instanceof AppError ? error : toTransportError(error, request, req.reusedSocket));
+        reject(isAppError(error) ? error : toTransportError(error, request, req.reusedSocket));
       });
       req.on("response", (res) => {
         const chunks: Buffer[] = [];
@@ -199,7 +199,7 @@ export function openGatewayStream(
     req.on("error", (error) => {
       clearTimeout(timer);
       if (answered) return; // surfaced through the answer stream
-      const appError = error instanceof AppError ? error : toTransportError(error, request);
+      const appError = isAppError(error) ? error : toTransportError(error, request);
       reject(
         new AppError(appError.code, appError.message, {
           cause: appError.cause ?? error,
@@ -233,7 +233,7 @@ function toTransportError(
 }
 
 function isDeadReusedConnection(error: unknown): boolean {
-  if (!(error instanceof AppError) || error.details?.reusedConnection !== true) return false;
+  if (!isAppError(error) || error.details?.reusedConnection !== true) return false;
   const errno = error.details.errno;
   return errno === "ECONNRESET" || errno === "EPIPE";
 }

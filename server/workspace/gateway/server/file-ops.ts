@@ -5,7 +5,7 @@ import type http from "node:http";
 import path from "node:path";
 import { pipeline } from "node:stream/promises";
 import { z } from "zod";
-import { AppError } from "@/server/shared/errors";
+import { AppError, isAppError } from "@/server/shared/errors";
 import type { DirEntry, FileStat } from "@/server/workspace/backend/port";
 import { fsError, toFileStat as toLocalFileStat } from "@/server/workspace/backends/local/local-backend";
 import { ZGatewayFileOp, ZGatewayWriteMode, type TGatewayFileOp } from "../gateway-protocol";
@@ -236,6 +236,6 @@ function isMissing(error: unknown): boolean {
 
 function rethrowFor(p: string) {
   return (error: unknown): never => {
-    throw error instanceof AppError ? error : fsError(error, p);
+    throw isAppError(error) ? error : fsError(error, p);
   };
 }

@@ -1,0 +1,91 @@
+/**
+ * The server half of `npm start`, imported by scripts/start.ts once the environment is complete. It builds
+ * every process-wide instance up front (config, logger, database, Redis, queues, engine, services, auth)
+ * and then seals the process registry, so the copy of the server modules inside Next's production bundle
+ * finds and uses these instances and never builds its own (see server/shared/process-registry.ts).
+ * Everything shutdown needs is imported here, statically: at Ctrl-C tsx's esbuild service receives the
+ * terminal's SIGINT too and dies, so nothing may be loaded through tsx once a signal arrived.
+ */
+import { createServer, type Server } from "node:http";
+import next from "next";
+import { parseTrustedProxies } from "@/server/api/client-address";
+import { getApiComposition, getSignInGuard } from "@/server/api/composition";
+import { getConfig } from "@/server/config/config";
+import { disconnectDb, getDb } from "@/server/db";
+import { closeEngine, getEngine, getWorkspaceServices } from "@/server/engine/engine";
+import { getLogger, type Logger } from "@/server/logger";
+import { bootstrapFirstTenant, type BootstrapResult } from "@/server/modules/bootstrap/bootstrap.service";
+import { closeAgentServices, getAgentServices } from "@/server/modules/chat/chat.composition";
+import { closeSharedQueues, getQueues } from "@/server/queue/queues";
+import { closeSharedRedis, getRedis } from "@/server/redis";
+import { sealProcessRegistry } from "@/server/shared/process-registry";
+import { startWorkerRuntime, type WorkerRuntime } from "@/workers/runtime";
+import { prepareIncomingRequest } from "./services/incoming-request";
+
+export type BerthProcess = {
+  readonly url: string;
+  readonly log: Logger;
+  readonly bootstrap: BootstrapResult;
+  /**
+   * Graceful: stop accepting requests → let jobs in flight finish → close every cached workspace (MCP
+   * children, gateway connections) → close queues, Redis and the database pool → drop open connections.
+   */
+  close(): Promise<void>;
+};
+
+export async function startBerthProcess(options: {
+  repoRoot: string;
+  adminEmail: string;
+  /** Runs `next build` when needed, before Next loads the build. */
+  ensureBuild: () => Promise<void>;
+}): Promise<BerthProcess> {
+  const config = getConfig();
+  const log = getLogger().child({ process: "start" });
+  // Built here, before Next serves a request: Next's copy of these modules must find them in the registry.
+  getDb();
+  getRedis();
+  getQueues();
+  getEngine();
+  getWorkspaceServices();
+  getAgentServices();
+  const api = getApiComposition();
+  getSignInGuard();
+  sealProcessRegistry("scripts/start.ts");
+
+  const bootstrap = await bootstrapFirstTenant(api.auth, { email: options.adminEmail });
+  await options.ensureBuild();
+
+  const app = next({ dev: false, dir: options.repoRoot, hostname: config.http.host, port: config.http.port });
+  const handle = app.getRequestHandler();
+  await app.prepare();
+  // Client address from trusted proxies only; unread upload bodies drained or the connection closed.
+  const trustedProxies = parseTrustedProxies(config.http.trustedProxies);
+  const server = createServer((req, res) => {
+    prepareIncomingRequest(req, res, trustedProxies);
+    void handle(req, res);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(config.http.port, config.http.host, () => resolve());
+  });
+
+  const workers = await startWorkerRuntime({
+    redis: config.redis,
+    workers: config.workers,
+    log,
+    healthPort: null, // /api/health reports the workers of this process through their heartbeat
+  });
+  return { url: config.http.baseUrl, log, bootstrap, close: () => closeBerthProcess(server, workers) };
+}
+
+async function closeBerthProcess(server: Server, workers: WorkerRuntime): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  await workers.stop();
+  await closeAgentServices();
+  await closeEngine();
+  await Promise.all([closeSharedQueues(), closeSharedRedis(), disconnectDb()]);
+  // Long-lived requests (SSE subscriptions) would hold close() open forever.
+  server.closeAllConnections();
+  await closed;
+}

@@ -1,0 +1,54 @@
+/**
+ * `npm run check:engines` (part of `npm run check`): fails when an installed package declares `engines.node`
+ * that excludes the running Node, the condition npm only warns about (EBADENGINE) and that would otherwise
+ * surface later as a crash on a missing built-in. Reads the lockfile's record of every installed package.
+ */
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import semver from "semver";
+
+/**
+ * Packages whose declared range excludes Node 20 but that Berth never loads, each with the reason. Keep
+ * this list short: an entry is a known EBADENGINE warning on install.
+ */
+export const UNUSED_ON_NODE_20: Readonly<Record<string, string>> = {
+  // prisma → @prisma/dev → @prisma/streams-local: only `prisma dev` (local Prisma Postgres) loads it;
+  // Berth runs `prisma migrate deploy` and `prisma generate`, never `prisma dev`. Every release needs Node 22.
+  "node_modules/@prisma/streams-local": "used only by `prisma dev`, which Berth never runs",
+};
+
+export type EngineMismatch = { path: string; version: string; node: string };
+
+/** Installed packages (from package-lock.json) whose `engines.node` excludes `nodeVersion`. */
+export async function findEngineMismatches(
+  repoRoot: string,
+  nodeVersion = process.version,
+): Promise<EngineMismatch[]> {
+  const lock = JSON.parse(await readFile(path.join(repoRoot, "package-lock.json"), "utf8")) as {
+    packages: Record<string, { version?: string; engines?: unknown }>;
+  };
+  const mismatches: EngineMismatch[] = [];
+  for (const [where, info] of Object.entries(lock.packages)) {
+    if (where === "" || Object.hasOwn(UNUSED_ON_NODE_20, where)) continue;
+    const engines = info.engines;
+    const node =
+      engines && typeof engines === "object" && !Array.isArray(engines)
+        ? (engines as { node?: unknown }).node
+        : undefined;
+    if (typeof node !== "string") continue;
+    if (!semver.satisfies(nodeVersion, node, { includePrerelease: true })) {
+      mismatches.push({ path: where, version: info.version ?? "?", node });
+    }
+  }
+  return mismatches;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const repoRoot = path.resolve(import.meta.dirname, "..");
+  const mismatches = await findEngineMismatches(repoRoot);
+  for (const m of mismatches) {
+    process.stderr.write(`${m.path}@${m.version} needs Node ${m.node}; this is ${process.version}\n`);
+  }
+  if (mismatches.length > 0) process.exit(1);
+  process.stdout.write(`every installed package supports Node ${process.version}\n`);
+}
