@@ -15,6 +15,7 @@ export default tseslint.config(
       "node20-polyfills.mjs",
       "eslint.config.mjs",
       "next.config.mjs",
+      "postcss.config.mjs",
     ],
   },
   ...tseslint.configs.recommendedTypeChecked,

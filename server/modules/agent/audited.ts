@@ -1,6 +1,6 @@
 import type { TenantScope } from "@/server/auth/scope";
 import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
-import { AppError, isAppError } from "@/server/shared/errors";
+import { isAppError } from "@/server/shared/errors";
 
 export type AuditTarget = {
   action: string;

@@ -1,7 +1,7 @@
 import path from "node:path";
 import type { Readable } from "node:stream";
 import type { TenantScope } from "@/server/auth/scope";
-import { AppError, isAppError } from "@/server/shared/errors";
+import { AppError } from "@/server/shared/errors";
 import type { ArchiveFormat } from "@/server/workspace/archive/archive-entries";
 import { ZMcpDeclaration } from "@/server/workspace/mcp/types";
 import { isInside, resolveConfined } from "@/server/workspace/paths";

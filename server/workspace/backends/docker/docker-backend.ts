@@ -114,10 +114,7 @@ export class DockerBackend implements WorkspaceBackend {
     try {
       return parseStat(await this.runScript(SCRIPTS.stat, [target], target, "stat"));
     } catch (error) {
-      if (
-        isAppError(error) &&
-        (error.code === "NOT_FOUND" || error.message.startsWith("Not a dir"))
-      ) {
+      if (isAppError(error) && (error.code === "NOT_FOUND" || error.message.startsWith("Not a dir"))) {
         return null;
       }
       throw error;

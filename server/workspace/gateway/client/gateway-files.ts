@@ -110,8 +110,9 @@ export class GatewayFileClient {
       });
       return answer;
     } catch (error) {
-      const appError =
-        isAppError(error) ? error : new AppError("UNAVAILABLE", String(error), { cause: error });
+      const appError = isAppError(error)
+        ? error
+        : new AppError("UNAVAILABLE", String(error), { cause: error });
       const errno = appError.details?.errno;
       // Only a connection that never opened is certain to have done nothing.
       const unreached =

@@ -137,7 +137,7 @@ export function useChatTurn({
           phase: "done",
           status: "failed",
           error: {
-            code: error instanceof TRPCClientError ? String(error.data?.code ?? "ERROR") : "ERROR",
+            code: errorCodeOf(error),
             message: error instanceof Error ? error.message : String(error),
             retryable: false,
           },
@@ -183,4 +183,13 @@ export function useChatTurn({
   }, []);
 
   return { turn, send, cancel, reset, cancelling, streaming: turn?.phase === "streaming" };
+}
+
+/** The tRPC error code of a failed call (`FORBIDDEN`, `CONFLICT`, …), or `ERROR` when the call never got one. */
+function errorCodeOf(error: unknown): string {
+  if (!(error instanceof TRPCClientError)) return "ERROR";
+  const data: unknown = error.data;
+  if (typeof data === "object" && data !== null && "code" in data && typeof data.code === "string")
+    return data.code;
+  return "ERROR";
 }
