@@ -1,4 +1,5 @@
 import type { Metadata, Viewport } from "next";
+import { headers } from "next/headers";
 import type { ReactNode } from "react";
 import { TRPCReactProvider } from "@/app/_trpc/client";
 import { THEME_BOOT_SCRIPT, ThemeProvider } from "@/app/_components/ui/theme";
@@ -16,12 +17,19 @@ export const metadata: Metadata = {
 
 export const viewport: Viewport = { width: "device-width", initialScale: 1 };
 
-export default function RootLayout({ children }: { children: ReactNode }) {
+/** The nonce proxy.ts put in this request's CSP: an inline script without it is blocked by the policy. */
+async function requestNonce(): Promise<string | undefined> {
+  const policy = (await headers()).get("content-security-policy") ?? "";
+  return /'nonce-([^']+)'/.exec(policy)?.[1];
+}
+
+export default async function RootLayout({ children }: { children: ReactNode }) {
+  const nonce = await requestNonce();
   return (
     // The boot script sets the `dark` class before React hydrates, hence the warning suppression on <html>.
     <html lang="en" suppressHydrationWarning>
       <head>
-        <script dangerouslySetInnerHTML={{ __html: THEME_BOOT_SCRIPT }} />
+        <script nonce={nonce} dangerouslySetInnerHTML={{ __html: THEME_BOOT_SCRIPT }} />
       </head>
       <body>
         <ThemeProvider>

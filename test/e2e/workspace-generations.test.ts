@@ -42,8 +42,6 @@ describe.skipIf(!HAS_CHROMIUM)("workspace generations and the agent's MCP scope,
   let firstSession: { sessionId: string; workspaceId: string };
 
   beforeAll(async () => {
-    // The confined local backend sees only the system and the workspace: let it read the npm MCP server.
-    process.env.BERTH_SANDBOX_READONLY_PATHS = path.resolve("node_modules");
     e2e = await startE2eApp();
     ({ app, browser, tenant } = e2e);
     fake = await startFakeModel({ apiKey: MODEL_KEY });

@@ -110,7 +110,10 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     const { page, pageErrors } = await signedInPage("/workspaces");
     const live = rowOf(page, "workspace-row", liveId);
     await stateIn(page, live, "ready").waitFor();
-    expect(await live.textContent()).toContain("trusted only");
+    // The local backend is confined by bubblewrap by default: no "trusted only" badge, no unconfined banner.
+    expect(await live.textContent()).toContain("local");
+    expect(await live.textContent()).not.toContain("trusted only");
+    expect(await page.getByTestId("unconfined-backend-banner").count()).toBe(0);
     // The seeded workspace was bound but never used.
     const seeded = rowOf(page, "workspace-row", `ws-e2e-`);
     await stateIn(page, seeded, "pending").waitFor();

@@ -37,7 +37,14 @@ export async function startE2eApp(): Promise<E2eApp> {
   };
   try {
     const tenant = await seedTenantWithData({ authSecret: process.env.BERTH_AUTH_SECRET!, baseUrl });
-    app = await startBerth(port, { ...process.env, BERTH_DATA_DIR: dataDir, LOG_LEVEL: "warn" });
+    app = await startBerth(port, {
+      ...process.env,
+      BERTH_DATA_DIR: dataDir,
+      LOG_LEVEL: "warn",
+      // The confined local backend sees only the system and the workspace: the MCP servers the tests
+      // declare come from npm, so let the sandbox read this checkout's node_modules (read-only).
+      BERTH_SANDBOX_READONLY_PATHS: path.resolve("node_modules"),
+    });
     browser = await launchChromium();
     return { app, browser, tenant, baseUrl, dataDir, close };
   } catch (error) {
