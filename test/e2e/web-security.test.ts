@@ -294,7 +294,10 @@ describe.skipIf(!HAS_CHROMIUM)("web security under npm start", () => {
     }
     const refused = statuses.filter((status) => status === 429).length;
     expect(refused).toBeGreaterThanOrEqual(15);
-    expect(statuses.slice(0, 3)).toEqual([401, 401, 401]);
+    // The first guess is checked (a wrong password, 401); the earlier tests' sign-ins may already have used
+    // part of better-auth's per-address window, so only the first is sure to get through. Nothing else.
+    expect(statuses[0]).toBe(401);
+    expect(statuses.every((status) => status === 401 || status === 429)).toBe(true);
     // The audit log (flushed by the in-process workers) names the real peer, never a spoofed address.
     await vi.waitFor(
       async () => {
