@@ -12,11 +12,8 @@ export const dynamic = "force-dynamic";
 export default async function OverviewPage({ params }: { params: Promise<{ tenantSlug: string }> }) {
   const { tenantSlug } = await params;
   const base = `/t/${encodeURIComponent(tenantSlug)}`;
-  // Awaited, not streamed: a query dehydrated while still pending races hydration (the browser may get its
-  // result before or after it hydrates the boundary the server rendered without it), which showed up as
-  // intermittent hydration mismatches (#418) on this page under load. One small query; the counts arrive
-  // with the page and the client's cache starts with them.
-  await getQueryClient().prefetchQuery(trpc.tenant.overview.queryOptions({ tenantSlug }));
+  // Started on the server and streamed to the client's cache, so the counts render without a second fetch.
+  void getQueryClient().prefetchQuery(trpc.tenant.overview.queryOptions({ tenantSlug }));
   return (
     <HydrateClient>
       <PageHeader title="Overview" description="What this tenant is running right now." />

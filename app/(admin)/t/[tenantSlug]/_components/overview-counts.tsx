@@ -37,14 +37,14 @@ function StatCards({ tenantSlug, value }: { tenantSlug: string; value: (key: Sta
   );
 }
 
-/** Shown while the overview loads (client navigations, or when the server prefetch failed). */
+/** Shown while the (server-prefetched) overview streams in. */
 export function OverviewCountsSkeleton({ tenantSlug }: { tenantSlug: string }) {
   return <StatCards tenantSlug={tenantSlug} value={() => "…"} />;
 }
 
 /**
- * Suspends until the overview is there. The page awaits the server prefetch, so the dehydrated cache holds
- * the result and the server-rendered HTML and the hydrated client agree (no hydration mismatch).
+ * Suspends until the overview is there: the server prefetch streams its result to the client, so the
+ * server-rendered HTML and the hydrated client agree (no hydration mismatch on the numbers).
  */
 export function OverviewCounts({ tenantSlug }: { tenantSlug: string }) {
   const trpc = useTRPC();
