@@ -1,3 +1,5 @@
+import { chmod, constants, mkdir, stat } from "node:fs/promises";
+import path from "node:path";
 import { loadEngineConfig } from "@/server/engine/engine-config";
 import { probeSandbox } from "@/server/workspace/backends/bubblewrap/sandbox-probe";
 
@@ -20,6 +22,7 @@ export async function checkWorkspaceBackend(say: (line: string) => void): Promis
     return;
   }
   if (config.backend !== "local") return;
+  await ensureTraversableByOthers(config.basedir, say);
   const probe = await probeSandbox(config.sandbox ?? {}, { basedir: config.basedir });
   if (!probe.ok) {
     throw new WorkspaceBackendUnavailableError(
@@ -29,4 +32,24 @@ export async function checkWorkspaceBackend(say: (line: string) => void): Promis
   say(
     `workspaces: confined by bubblewrap (commands run as ${probe.dropped ? "a per-workspace uid" : `uid ${probe.uid} in a user namespace`})`,
   );
+}
+
+/**
+ * As root, sandboxed commands run as per-workspace uids, which must be able to reach their workspace: every
+ * folder above the base directory needs the search bit for others (o+x: search only, it does not make a
+ * folder listable). A fresh clone under a 0700 home folder lacks it, so `npm start` adds it where missing
+ * and says so, as it does for the embedded PostgreSQL.
+ */
+async function ensureTraversableByOthers(basedir: string, say: (line: string) => void): Promise<void> {
+  if (process.getuid?.() !== 0) return;
+  const resolved = path.resolve(basedir);
+  await mkdir(resolved, { recursive: true, mode: 0o711 });
+  for (let dir = resolved; ; dir = path.dirname(dir)) {
+    const info = await stat(dir);
+    if (!(info.mode & constants.S_IXOTH)) {
+      await chmod(dir, info.mode | constants.S_IXOTH);
+      say(`made ${dir} traversable (o+x) so sandboxed workspace users can reach their workspace`);
+    }
+    if (dir === path.dirname(dir)) break;
+  }
 }

@@ -66,6 +66,9 @@ describe("npm start: engine errors reach HTTP clients as their typed 4xx", () =>
         BERTH_DATA_DIR: dataDir,
         BERTH_WORKSPACE_BASEDIR: path.join(dataDir, "workspaces"),
         LOG_LEVEL: "warn",
+        // The sandboxed backend shows agents only the system and their workspace: the npm MCP server below
+        // lives in the repo's node_modules, which the operator exposes read-only.
+        BERTH_SANDBOX_READONLY_PATHS: path.resolve("node_modules"),
       },
     });
     await waitUntilServing(berth, url);

@@ -90,16 +90,17 @@ export function startBerthProcess(options: {
   };
 }
 
-/** Waits until Berth answers its sign-in page (the server is up and Next serves). */
+/**
+ * Waits until Berth answers its sign-in page (the server is up and Next serves). Fails as soon as the
+ * process exits, with its last lines, instead of polling a dead process until the timeout.
+ */
 export async function waitUntilServing(
   berth: StartedBerth,
   baseUrl: string,
   timeout = 840_000,
 ): Promise<void> {
-  await vi.waitFor(
+  const serving = vi.waitFor(
     async () => {
-      if (berth.child.exitCode !== null)
-        throw new Error(`berth exited with ${berth.child.exitCode}:\n${berth.lines.slice(-60).join("\n")}`);
       if (!berth.lines.some((line) => line.includes("Berth is running at")))
         throw new Error("not running yet");
       const response = await fetch(`${baseUrl}/sign-in`);
@@ -107,6 +108,10 @@ export async function waitUntilServing(
     },
     { timeout, interval: 500 },
   );
+  const died = berth.exited.then((code) => {
+    throw new Error(`berth exited with ${code} before serving:\n${berth.lines.slice(-60).join("\n")}`);
+  });
+  await Promise.race([serving, died]);
 }
 
 /** True when something accepts TCP connections on 127.0.0.1:port. */
