@@ -1,10 +1,9 @@
 import { ArrowRight } from "lucide-react";
 import type { Metadata } from "next";
 import Link from "next/link";
-import { Suspense } from "react";
 import { PageHeader } from "@/app/_components/ui/page-header";
-import { HydrateClient, getQueryClient, trpc } from "@/app/_trpc/server";
-import { OverviewCounts, OverviewCountsSkeleton } from "./_components/overview-counts";
+import { getServerCaller } from "@/app/_trpc/server";
+import { OverviewCounts } from "./_components/overview-counts";
 
 export const metadata: Metadata = { title: "Overview" };
 export const dynamic = "force-dynamic";
@@ -12,14 +11,11 @@ export const dynamic = "force-dynamic";
 export default async function OverviewPage({ params }: { params: Promise<{ tenantSlug: string }> }) {
   const { tenantSlug } = await params;
   const base = `/t/${encodeURIComponent(tenantSlug)}`;
-  // Started on the server and streamed to the client's cache, so the counts render without a second fetch.
-  void getQueryClient().prefetchQuery(trpc.tenant.overview.queryOptions({ tenantSlug }));
+  const { counts } = await (await getServerCaller()).tenant.overview({ tenantSlug });
   return (
-    <HydrateClient>
+    <>
       <PageHeader title="Overview" description="What this tenant is running right now." />
-      <Suspense fallback={<OverviewCountsSkeleton tenantSlug={tenantSlug} />}>
-        <OverviewCounts tenantSlug={tenantSlug} />
-      </Suspense>
+      <OverviewCounts tenantSlug={tenantSlug} counts={counts} />
       <div className="mt-8 grid gap-3 md:grid-cols-3">
         {[
           {
@@ -51,6 +47,6 @@ export default async function OverviewPage({ params }: { params: Promise<{ tenan
           </Link>
         ))}
       </div>
-    </HydrateClient>
+    </>
   );
 }
