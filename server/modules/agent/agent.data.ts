@@ -67,8 +67,8 @@ export async function createAgent(
         modelApiKeyEncrypted: input.modelApiKey
           ? encryptSecret(secretKey, input.modelApiKey, secretContext(scope.tenantId, id))
           : null,
-        defaultMcpConfigs: input.defaultMcpConfigs as Prisma.InputJsonValue,
-        defaultSkills: input.defaultSkills as Prisma.InputJsonValue,
+        defaultMcpConfigs: input.defaultMcpConfigs,
+        defaultSkills: input.defaultSkills,
         isolationPolicy: input.isolationPolicy ?? null,
         createdByUserId: scope.userId,
         createdByLeaderSessionId: input.createdByLeaderSessionId ?? null,
@@ -172,7 +172,7 @@ export async function patchAgent(
       for (const field of ["defaultMcpConfigs", "defaultSkills"] as const) {
         const value = patch[field];
         if (value === undefined || isDeepStrictEqual(value, current[field])) continue;
-        data[field] = value as Prisma.InputJsonValue;
+        data[field] = value;
         changedFields.push(field);
       }
       if (patch.modelConfig !== undefined) {
