@@ -80,14 +80,16 @@ export function sandboxArgv(config: TSandboxConfig, profile: SandboxProfile, com
     SANDBOX_MARKER_ENV,
     profile.key,
     ...systemMounts(),
-    ...config.readOnlyPaths.flatMap((p) => ["--ro-bind-try", p, p]),
-    ...nodeMount(),
     "--proc",
     "/proc",
     "--dev",
     "/dev",
+    // The private /tmp first: bwrap mounts in order, so an operator's read-only path or Node under /tmp
+    // (an install in /tmp/…) would otherwise be hidden by the empty tmpfs mounted over it.
     "--tmpfs",
     "/tmp",
+    ...config.readOnlyPaths.flatMap((p) => ["--ro-bind-try", p, p]),
+    ...nodeMount(),
     ...(profile.tmpfs ?? []).flatMap((dir) => ["--tmpfs", dir]),
     "--bind-fd",
     String(profile.workdirFd),
