@@ -15,6 +15,9 @@ export const UNUSED_ON_NODE_20: Readonly<Record<string, string>> = {
   // prisma → @prisma/dev → @prisma/streams-local: only `prisma dev` (local Prisma Postgres) loads it;
   // Berth runs `prisma migrate deploy` and `prisma generate`, never `prisma dev`. Every release needs Node 22.
   "node_modules/@prisma/streams-local": "used only by `prisma dev`, which Berth never runs",
+  // e2b's optional `undici8` alias (npm:undici@8): its loader picks it only on Node >= 22.19 and falls back
+  // to undici 7 below that (dist/index.mjs, UNDICI_8_MIN_NODE). npm skips optional packages quietly.
+  "node_modules/undici8": "an optional alias e2b loads only on Node >= 22.19 (undici 7 otherwise)",
 };
 
 export type EngineMismatch = { path: string; version: string; node: string };
