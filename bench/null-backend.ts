@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import { AppError } from "@/server/shared/errors";
 import type { DirEntry, ExecResult, FileStat, WorkspaceBackend } from "@/server/workspace/backend/port";
-import type { BackendProvider } from "@/server/workspace/provider";
+import type { BackendProvider } from "@/server/workspace/backend/driver";
 
 /**
  * A backend that stores nothing, for benchmarks that measure the manager's own bookkeeping with 100,000

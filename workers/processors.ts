@@ -11,8 +11,8 @@ import { defineSchedule, type Schedule } from "./schedules";
 export type ProcessorDeps = {
   redis: Redis;
   redisPrefix: string;
-  /** The process' workspace engine (machine controller, config, queues); defaults to getEngine(). */
-  engine?: Pick<WorkspaceEngine, "machine" | "config" | "queues">;
+  /** The process' workspace engine (drivers, config, queues); defaults to getEngine(). */
+  engine?: Pick<WorkspaceEngine, "drivers" | "config" | "queues">;
 };
 
 /** Every Berth job's processor. Add one line here when a job is added to server/queue/catalog.ts. */

@@ -39,7 +39,7 @@ export async function startWorkerRuntime(params: {
   register?: (registry: ProcessorRegistry<BerthJobCatalog>) => void;
   schedules?: readonly Schedule<BerthJobCatalog>[];
   /** The workspace engine the workspace jobs use; defaults to the process-wide getEngine(). */
-  engine?: Pick<WorkspaceEngine, "machine" | "config" | "queues">;
+  engine?: Pick<WorkspaceEngine, "drivers" | "config" | "queues">;
 }): Promise<WorkerRuntime> {
   const workerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const log = params.log.child({ component: "workers", workerId });

@@ -1,37 +1,34 @@
 import { chmod, constants, mkdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { loadEngineConfig } from "@/server/engine/engine-config";
-import { probeSandbox } from "@/server/workspace/backends/bubblewrap/sandbox-probe";
+import { createDriverSet } from "@/server/engine/driver-set";
 
 /** Why `npm start` refuses to boot on the configured workspace backend. */
 export class WorkspaceBackendUnavailableError extends Error {}
 
 /**
- * The boot check of `npm start`: the default `local` backend confines every agent command with
- * bubblewrap, so it runs one tiny sandbox first and refuses to start when that fails (saying what to
- * install, or how to opt in to the unconfined mode). Config errors (host-unconfined as root without the
- * second variable) surface as thrown AppErrors.
+ * The boot check of `npm start`: every enabled backend's driver checks that it works on this machine (the
+ * default `local` backend runs one tiny bubblewrap sandbox), and Berth refuses to start when one does not,
+ * saying what to install or configure. Config errors (host-unconfined as root without the second
+ * variable) surface as thrown AppErrors.
  */
 export async function checkWorkspaceBackend(say: (line: string) => void): Promise<void> {
   const config = loadEngineConfig();
-  if (config.backend === "host-unconfined") {
-    say(
-      "WARNING: BERTH_WORKSPACE_BACKEND=host-unconfined: agent commands and MCP servers run on this host " +
-        "with Berth's privileges. Trusted agents only.",
-    );
-    return;
+  const drivers = createDriverSet(config);
+  try {
+    // Host-folder sandboxes run as per-workspace uids that must reach the base dir.
+    if (drivers.all.some((driver) => driver.capabilities.hostPaths && driver.capabilities.isolated)) {
+      await ensureTraversableByOthers(config.basedir, say);
+    }
+    for (const driver of drivers.all) {
+      const probe = await driver.probe?.();
+      if (!probe) continue;
+      if (!probe.ok) throw new WorkspaceBackendUnavailableError(`${probe.reason}.\n${probe.hint}`);
+      say(`workspaces (${driver.name}${driver === drivers.default ? ", default" : ""}): ${probe.summary}`);
+    }
+  } finally {
+    await drivers.close();
   }
-  if (config.backend !== "local") return;
-  await ensureTraversableByOthers(config.basedir, say);
-  const probe = await probeSandbox(config.sandbox ?? {}, { basedir: config.basedir });
-  if (!probe.ok) {
-    throw new WorkspaceBackendUnavailableError(
-      `the confined workspace backend (bubblewrap) does not work here: ${probe.reason}.\n${probe.hint}`,
-    );
-  }
-  say(
-    `workspaces: confined by bubblewrap (commands run as ${probe.dropped ? "a per-workspace uid" : `uid ${probe.uid} in a user namespace`})`,
-  );
 }
 
 /**

@@ -1,42 +1,60 @@
+import type { BackendHandle, BackendProvider, WorkspaceSpec } from "@/server/workspace/backend/driver";
 import type { WorkspaceBackend } from "@/server/workspace/backend/port";
-import type { BackendProvider, WorkspaceSpec } from "@/server/workspace/provider";
+import type { DriverSet } from "./driver-set";
+
+/** What the workers recorded for a provisioned workspace: its backend and the handle to reattach with. */
+export type ProvisionedMachine = { kind: WorkspaceBackend["kind"]; handle: BackendHandle | null };
 
 /**
- * The provider of the per-process WorkspaceManager. Provisioning machines is the WORKERS' job: on a cache
- * miss this provider first waits until the workspace is provisioned (`ensureProvisioned`: enqueue
- * `workspace.provision` with a deterministic id and wait for it), then ATTACHES to the machine (local: opens
- * the same directory; docker: reattaches to the container by its deterministic name).
+ * The provider of the per-process WorkspaceManager, over every driver of the installation. Provisioning
+ * machines is the WORKERS' job: on a cache miss this provider first makes sure the workspace is provisioned
+ * (`ensureProvisioned`: enqueue `workspace.provision` with a deterministic id and wait for it), which answers
+ * the record's backend and stored handle; it then ATTACHES through that backend's driver, passing the handle
+ * back (the reattach key: an E2B sandbox id is assigned remotely and found only through it).
  *
  * Closing a cached workspace only detaches: stopping a machine is a state change the workers make
  * (`workspace.stop`), recorded in Postgres, never a side effect of one process' cache eviction.
  */
 export class AttachingProvider implements BackendProvider {
+  /** Reported for the manager's defaults; each operation goes to the backend's own driver. */
   readonly kind: BackendProvider["kind"];
   readonly persistent: boolean;
-  readonly createMcpConnector?: BackendProvider["createMcpConnector"];
+  readonly mayVanish: boolean;
 
   constructor(
-    private readonly inner: BackendProvider,
-    private readonly ensureProvisioned: ((spec: WorkspaceSpec) => Promise<void>) | null,
+    private readonly drivers: DriverSet,
+    private readonly ensureProvisioned: (spec: WorkspaceSpec) => Promise<ProvisionedMachine>,
   ) {
-    this.kind = inner.kind;
-    this.persistent = inner.persistent;
-    if (inner.createMcpConnector) this.createMcpConnector = inner.createMcpConnector.bind(inner);
+    this.kind = drivers.default.kind;
+    this.persistent = drivers.all.every((driver) => driver.capabilities.persistent);
+    this.mayVanish = drivers.all.some((driver) => driver.capabilities.mayVanish);
   }
 
   async provision(spec: WorkspaceSpec, options?: { signal?: AbortSignal }): Promise<WorkspaceBackend> {
-    if (this.ensureProvisioned) await this.ensureProvisioned(spec);
-    return this.inner.provision(spec, options);
+    const machine = await this.ensureProvisioned(spec);
+    return this.providerOf(machine.kind).provision({ ...spec, handle: machine.handle }, options);
   }
 
   isAlive(backend: WorkspaceBackend): Promise<boolean> {
-    return this.inner.isAlive(backend);
+    const driver = this.drivers.forKind(backend.kind);
+    // Host folders only vanish when Berth deletes them, which it does through a stop or purge job.
+    if (!driver.capabilities.mayVanish) return Promise.resolve(true);
+    return driver.provider.isAlive(backend);
   }
 
   async teardown(backend: WorkspaceBackend, options: { purge: boolean }): Promise<void> {
-    if (options.purge) return this.inner.teardown(backend, options);
-    // A local backend's close only releases host handles; sandboxed backends' close stops the machine,
-    // which is not ours to do here.
-    if (backend.kind === "local") await backend.close();
+    const provider = this.providerOf(backend.kind);
+    if (options.purge) return provider.teardown(backend, options);
+    await (provider.detach ? provider.detach(backend) : backend.close());
+  }
+
+  createMcpConnector(...args: Parameters<NonNullable<BackendProvider["createMcpConnector"]>>) {
+    const provider = this.providerOf(args[0].kind);
+    // The host-unconfined driver has no connector: the Workspace runs its MCP servers on the host.
+    return provider.createMcpConnector ? provider.createMcpConnector(...args) : undefined;
+  }
+
+  private providerOf(kind: WorkspaceBackend["kind"]): BackendProvider {
+    return this.drivers.forKind(kind).provider;
   }
 }

@@ -1,31 +1,27 @@
 import path from "node:path";
 import { z } from "zod";
-import { parseEnv, readProcessEnv, zFlag, type RawEnv } from "@/server/config/env";
+import { parseEnv, readProcessEnv, type RawEnv } from "@/server/config/env";
 import { AppError } from "@/server/shared/errors";
-import type { TSandboxConfigInput } from "@/server/workspace/backends/bubblewrap/sandbox-config";
-import type { TDockerProviderConfigInput } from "@/server/workspace/backends/docker/docker-config";
+import type { DriverContext } from "@/server/workspace/backend/driver";
+import { DRIVER_NAMES, driverDefinition, type DriverName } from "@/server/workspace/backends/registry";
 
 const ZEngineEnv = z.object({
-  // Which backend every workspace of this installation runs on. `local` (default): host folders, every
-  // command and stdio MCP server confined by bubblewrap. `host-unconfined`: agent commands run on the
-  // host with Berth's own privileges, trusted agents only (the API reports isolated: false).
-  BERTH_WORKSPACE_BACKEND: z.enum(["local", "host-unconfined", "docker"]).default("local"),
-  // host-unconfined as root hands the machine to every agent: refused unless this says so as well.
-  BERTH_HOST_UNCONFINED_ALLOW_ROOT: zFlag().default(false),
-  // The `local` sandbox (server/workspace/backends/bubblewrap/README.md). Unset → the sandbox defaults.
-  BERTH_SANDBOX_BWRAP: z.string().optional(),
-  BERTH_SANDBOX_NETWORK: zFlag().optional(),
-  BERTH_SANDBOX_PIDS_LIMIT: z.coerce.number().int().min(16).optional(),
-  BERTH_SANDBOX_COMMAND_TIMEOUT_MS: z.coerce.number().int().min(1_000).optional(),
-  BERTH_SANDBOX_UID_BASE: z.coerce.number().int().min(1_000).optional(),
-  BERTH_SANDBOX_UID_COUNT: z.coerce.number().int().min(1).optional(),
-  // Host paths visible read-only in every sandbox at the same path, separated by ":" (tool installs).
-  BERTH_SANDBOX_READONLY_PATHS: z
+  // The default backend of this installation's workspaces (a name in server/workspace/backends/registry.ts).
+  // `local` (default): host folders, every command and stdio MCP server confined by bubblewrap.
+  // `host-unconfined`: agent commands run on the host with Berth's own privileges, trusted agents only.
+  BERTH_WORKSPACE_BACKEND: z.enum(DRIVER_NAMES).default("local"),
+  // Every backend tenants and agents may choose, comma-separated (default: only BERTH_WORKSPACE_BACKEND).
+  // A workspace stays on the backend it was created on.
+  BERTH_WORKSPACE_BACKENDS: z
     .string()
-    .transform((value) => value.split(":").filter(Boolean))
-    .pipe(z.array(z.string().refine((p) => path.isAbsolute(p), "must be absolute paths")))
+    .transform((value) =>
+      value
+        .split(",")
+        .map((entry) => entry.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.enum(DRIVER_NAMES)).min(1))
     .optional(),
-  BERTH_SANDBOX_RUNTIME_ROOT: z.string().optional(),
   // Host folder holding workspaces (local: the workdirs; docker: the bind-mounted data). Relative → cwd.
   BERTH_WORKSPACE_BASEDIR: z.string().default(".data/workspaces"),
   // A READY workspace with no activity and no lease for this long is stopped by `workspace.sweep`.
@@ -70,23 +66,15 @@ const ZEngineEnv = z.object({
         .filter((entry) => entry.length > 0),
     )
     .pipe(z.array(z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6(), z.hostname()]))),
-  // Docker backend only (see server/workspace/backends/docker/README.md). Unset → the provider's defaults.
-  DOCKER_SOCKET: z.string().optional(),
-  BERTH_DOCKER_BASE_IMAGE: z.string().optional(),
-  // Workspace containers' network: "none" (default) cuts all egress.
-  BERTH_DOCKER_NETWORK_MODE: z.string().optional(),
-  // Host dir of the per-workspace gateway sockets; shared by API and workers (they attach through it).
-  BERTH_DOCKER_RUNTIME_ROOT: z.string().optional(),
-  BERTH_DOCKER_GATEWAY_BUNDLE: z.string().optional(),
-  BERTH_DOCKER_CPUS: z.coerce.number().positive().optional(),
-  BERTH_DOCKER_MEMORY_BYTES: z.coerce.number().int().positive().optional(),
-  BERTH_DOCKER_PIDS_LIMIT: z.coerce.number().int().positive().optional(),
-  // Unused workspace images of an earlier Berth or config are pruned by reconcile once this old.
-  BERTH_DOCKER_IMAGE_GC_MIN_AGE_MS: z.coerce.number().int().min(0).optional(),
 });
 
 export type EngineConfig = {
-  readonly backend: "local" | "host-unconfined" | "docker";
+  /** The default driver: what a tenant without its own default gets. */
+  readonly backend: DriverName;
+  /** Every driver this installation runs (the default among them). Absent: only the default. */
+  readonly backends?: readonly DriverName[];
+  /** Each enabled driver's validated config (its own schema). Absent: the driver's defaults. */
+  readonly drivers?: Readonly<Partial<Record<DriverName, unknown>>>;
   readonly basedir: string;
   readonly idleTtlMs: number;
   readonly sweepIntervalMs: number;
@@ -99,36 +87,25 @@ export type EngineConfig = {
   readonly maxLiveStatefulMcps?: number | null;
   /** BERTH_MCP_ALLOWED_HOSTS (server/workspace/mcp/mcp-network-policy.ts); unset → public addresses only. */
   readonly mcpAllowedHosts?: readonly string[];
-  /** The `local` backend's sandbox; validated by its own schema (sandbox-config.ts). */
-  readonly sandbox?: TSandboxConfigInput;
-  /** Docker provider settings; `dataRoot` is always `basedir`. Validated by the provider's own schema. */
-  readonly docker?: Omit<TDockerProviderConfigInput, "dataRoot">;
 };
 
-/** Parses the workspace-engine part of the environment (composition roots only). */
+/** Parses the workspace-engine part of the environment, each enabled driver's own variables included. */
 export function loadEngineConfig(
   env: RawEnv = readProcessEnv(),
   cwd = process.cwd(),
   uid = process.getuid?.() ?? -1,
 ): EngineConfig {
   const parsed = parseEnv(ZEngineEnv, env, "workspace engine");
-  if (
-    parsed.BERTH_WORKSPACE_BACKEND === "host-unconfined" &&
-    uid === 0 &&
-    !parsed.BERTH_HOST_UNCONFINED_ALLOW_ROOT
-  ) {
-    throw new AppError(
-      "INTERNAL",
-      "BERTH_WORKSPACE_BACKEND=host-unconfined refuses to run as root: every agent command would run as " +
-        "root on this machine. Run Berth as an unprivileged user, use the default confined backend " +
-        "(unset BERTH_WORKSPACE_BACKEND), or, if you really mean it, also set " +
-        "BERTH_HOST_UNCONFINED_ALLOW_ROOT=1.",
-      { userMessage: "Server misconfigured", details: { variables: ["BERTH_HOST_UNCONFINED_ALLOW_ROOT"] } },
-    );
-  }
+  const basedir = path.resolve(cwd, parsed.BERTH_WORKSPACE_BASEDIR);
+  const backends = enabledDrivers(parsed.BERTH_WORKSPACE_BACKEND, parsed.BERTH_WORKSPACE_BACKENDS);
+  const context = { basedir, cwd, uid };
+  const drivers: Partial<Record<DriverName, unknown>> = {};
+  for (const name of backends) drivers[name] = driverConfig(name, env, context);
   return {
     backend: parsed.BERTH_WORKSPACE_BACKEND,
-    basedir: path.resolve(cwd, parsed.BERTH_WORKSPACE_BASEDIR),
+    backends,
+    drivers,
+    basedir,
     idleTtlMs: parsed.BERTH_WORKSPACE_IDLE_TTL_MS,
     sweepIntervalMs: parsed.BERTH_WORKSPACE_SWEEP_INTERVAL_MS,
     reconcileIntervalMs: parsed.BERTH_WORKSPACE_RECONCILE_INTERVAL_MS,
@@ -138,36 +115,41 @@ export function loadEngineConfig(
     downloadTokenTtlMs: parsed.BERTH_WORKSPACE_DOWNLOAD_TOKEN_TTL_MS,
     maxLiveStatefulMcps: parsed.BERTH_MAX_LIVE_STATEFUL_MCPS || null,
     mcpAllowedHosts: parsed.BERTH_MCP_ALLOWED_HOSTS,
-    sandbox: withoutUndefined({
-      bwrapPath: parsed.BERTH_SANDBOX_BWRAP,
-      network: parsed.BERTH_SANDBOX_NETWORK,
-      pidsLimit: parsed.BERTH_SANDBOX_PIDS_LIMIT,
-      commandTimeoutMs: parsed.BERTH_SANDBOX_COMMAND_TIMEOUT_MS,
-      uidBase: parsed.BERTH_SANDBOX_UID_BASE,
-      uidCount: parsed.BERTH_SANDBOX_UID_COUNT,
-      readOnlyPaths: parsed.BERTH_SANDBOX_READONLY_PATHS,
-      runtimeRoot: parsed.BERTH_SANDBOX_RUNTIME_ROOT && path.resolve(cwd, parsed.BERTH_SANDBOX_RUNTIME_ROOT),
-    }),
-    docker: withoutUndefined({
-      socketPath: parsed.DOCKER_SOCKET,
-      baseImage: parsed.BERTH_DOCKER_BASE_IMAGE,
-      networkMode: parsed.BERTH_DOCKER_NETWORK_MODE,
-      runtimeRoot: parsed.BERTH_DOCKER_RUNTIME_ROOT && path.resolve(cwd, parsed.BERTH_DOCKER_RUNTIME_ROOT),
-      gatewayBundlePath:
-        parsed.BERTH_DOCKER_GATEWAY_BUNDLE && path.resolve(cwd, parsed.BERTH_DOCKER_GATEWAY_BUNDLE),
-      cpus: parsed.BERTH_DOCKER_CPUS,
-      memoryBytes: parsed.BERTH_DOCKER_MEMORY_BYTES,
-      pidsLimit: parsed.BERTH_DOCKER_PIDS_LIMIT,
-      imageGcMinAgeMs: parsed.BERTH_DOCKER_IMAGE_GC_MIN_AGE_MS,
-    }),
   };
 }
 
-/** exactOptionalPropertyTypes-safe: unset env vars leave the provider's defaults in place. */
-function withoutUndefined<T extends Record<string, unknown>>(
-  value: T,
-): { [K in keyof T]?: Exclude<T[K], undefined> } {
-  return Object.fromEntries(Object.entries(value).filter(([, entry]) => entry !== undefined)) as {
-    [K in keyof T]?: Exclude<T[K], undefined>;
-  };
+/** The default first; two drivers of one kind would share (and fight over) the same machines. */
+function enabledDrivers(defaultName: DriverName, listed: readonly DriverName[] | undefined): DriverName[] {
+  const names = [...new Set([defaultName, ...(listed ?? [])])];
+  if (listed && !listed.includes(defaultName)) {
+    throw misconfigured(
+      `BERTH_WORKSPACE_BACKENDS (${listed.join(",")}) must include BERTH_WORKSPACE_BACKEND (${defaultName})`,
+      ["BERTH_WORKSPACE_BACKENDS"],
+    );
+  }
+  const kinds = new Map<string, DriverName>();
+  for (const name of names) {
+    const other = kinds.get(driverDefinition(name).kind);
+    if (other) {
+      throw misconfigured(
+        `BERTH_WORKSPACE_BACKENDS enables both ${other} and ${name}, which run the same host folders: choose one`,
+        ["BERTH_WORKSPACE_BACKENDS"],
+      );
+    }
+    kinds.set(driverDefinition(name).kind, name);
+  }
+  return names;
+}
+
+/** One driver's config from its own variables, validated by its own schema. */
+export function driverConfig(name: DriverName, env: RawEnv, context: DriverContext): unknown {
+  const definition = driverDefinition(name);
+  const result = definition.configSchema.safeParse(definition.configFromEnv(env, context));
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => `  - ${issue.path.join(".")}: ${issue.message}`);
+  throw misconfigured(`Invalid ${name} backend configuration:\n${problems.join("\n")}`, []);
+}
+
+function misconfigured(message: string, variables: string[]): AppError {
+  return new AppError("INTERNAL", message, { userMessage: "Server misconfigured", details: { variables } });
 }

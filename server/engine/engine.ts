@@ -15,19 +15,17 @@ import { WorkspaceManager } from "@/server/workspace/manager/workspace-manager";
 import type { EngineLogger } from "@/server/workspace/mcp/types";
 import type { Workspace } from "@/server/workspace/workspace";
 import { AttachingProvider } from "./attach-provider";
+import { createDriverSet, type DriverSet } from "./driver-set";
 import { loadEngineConfig, type EngineConfig } from "./engine-config";
-import { DockerMachineController } from "./docker-machine";
-import { LocalMachineController } from "./local-machine";
-import type { MachineController } from "./machine";
 
 /**
  * The per-process composition of the workspace engine: ONE WorkspaceManager (shared by routers, chat, team
- * tools and worker jobs), the machine controller for the configured backend kind (used by the workers
- * only), the queues provisioning goes through, and the secret that signs download links.
+ * tools and worker jobs), the drivers of every enabled backend (their machine controllers are used by the
+ * workers only), the queues provisioning goes through, and the secret that signs download links.
  */
 export type WorkspaceEngine = {
   readonly config: EngineConfig;
-  readonly machine: MachineController;
+  readonly drivers: DriverSet;
   /** Attaches on a miss after the workers provisioned (see AttachingProvider). */
   readonly manager: WorkspaceManager;
   readonly queues: QueueSet<BerthJobCatalog>;
@@ -54,8 +52,8 @@ export type CreateEngineOptions = {
   /** Secret the download-link key is derived from (the auth secret in production). */
   secret: string;
   log: Logger;
-  /** Overrides the machine controller (tests: a controller that blocks or counts). */
-  machine?: MachineController;
+  /** Overrides the drivers (tests: a controller that blocks or counts). */
+  drivers?: DriverSet;
 };
 
 export function createEngine(options: CreateEngineOptions): WorkspaceEngine {
@@ -63,13 +61,13 @@ export function createEngine(options: CreateEngineOptions): WorkspaceEngine {
   // Where workspaces and the install live on the host: never shown to a client (see host-paths.ts).
   registerHostPath(config.basedir);
   registerHostPath(process.cwd());
-  const machine = options.machine ?? createMachineController(config);
+  const drivers = options.drivers ?? createDriverSet(config);
   const engineLog = log.child({ component: "workspace-engine" });
   const ensureProvisioned = createProvisionGate({ queues, waitMs: config.provisionWaitMs, log: engineLog });
   const attachedAt = new WeakMap<Workspace, number>();
   const generations = new WeakMap<Workspace, number>();
   const manager = new WorkspaceManager({
-    provider: new AttachingProvider(machine.provider, ensureProvisioned),
+    provider: new AttachingProvider(drivers, ensureProvisioned),
     ttlMs: config.idleTtlMs,
     sweepIntervalMs: Math.min(config.sweepIntervalMs, config.idleTtlMs),
     workspaceOptions: {
@@ -85,7 +83,7 @@ export function createEngine(options: CreateEngineOptions): WorkspaceEngine {
   });
   return {
     config,
-    machine,
+    drivers,
     manager,
     queues,
     downloadSecret: createHmac("sha256", options.secret).update("berth:workspace-download-token").digest(),
@@ -93,23 +91,11 @@ export function createEngine(options: CreateEngineOptions): WorkspaceEngine {
     attachedAt: (workspace) => attachedAt.get(workspace),
     generationOf: (workspace) => generations.get(workspace),
     tagGeneration: (workspace, generation) => void generations.set(workspace, generation),
-    close: () => manager[Symbol.asyncDispose](),
+    close: async () => {
+      await manager[Symbol.asyncDispose]();
+      await drivers.close();
+    },
   };
-}
-
-export function createMachineController(config: EngineConfig): MachineController {
-  switch (config.backend) {
-    case "local":
-      return new LocalMachineController({
-        basedir: config.basedir,
-        confinement: "sandbox",
-        ...(config.sandbox ? { sandbox: config.sandbox } : {}),
-      });
-    case "host-unconfined":
-      return new LocalMachineController({ basedir: config.basedir, confinement: "host-unconfined" });
-    case "docker":
-      return new DockerMachineController({ ...(config.docker ?? {}), dataRoot: config.basedir });
-  }
 }
 
 function toEngineLogger(log: Logger): EngineLogger {

@@ -28,7 +28,7 @@ import {
   type TMcpDeclaration,
 } from "./mcp/types";
 import { Offloader, type DataBlock, type OffloadMessage, type ToolResultOutput } from "./offload/offloader";
-import type { BackendProvider, WorkspaceSpec } from "./provider";
+import type { BackendProvider, WorkspaceSpec } from "./backend/driver";
 import type { ArchiveFormat } from "./archive/archive-entries";
 import type { ArchiveLimits } from "./archive/extract-to-backend";
 import {
@@ -395,16 +395,15 @@ export class Workspace implements AsyncDisposable {
   }
 
   private async connectorFor(backend: WorkspaceBackend): Promise<McpConnector> {
-    if (this.provider.createMcpConnector) {
-      return this.provider.createMcpConnector(backend, this.spec, {
-        network: this.options.mcpNetwork ?? DEFAULT_MCP_NETWORK_POLICY,
-      });
-    }
+    const connector = await this.provider.createMcpConnector?.(backend, this.spec, {
+      network: this.options.mcpNetwork ?? DEFAULT_MCP_NETWORK_POLICY,
+    });
+    if (connector) return connector;
     if (backend.isolated) {
       // Running a sandboxed workspace's MCP servers on the host would escape the sandbox.
       throw new AppError(
         "INTERNAL",
-        `Provider '${this.provider.kind}' has no MCP connector for an isolated backend`,
+        `The ${backend.kind} backend has no MCP connector for an isolated workspace`,
       );
     }
     return new LocalMcpConnector({

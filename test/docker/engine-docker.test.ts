@@ -1,13 +1,13 @@
 import fs from "node:fs/promises";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { AttachingProvider } from "@/server/engine/attach-provider";
-import { DockerMachineController } from "@/server/engine/docker-machine";
-import { createMachineController } from "@/server/engine/engine";
+import { DockerMachineController } from "@/server/workspace/backends/docker/docker-machine";
+import { createDriverSet, driverSetOf } from "@/server/engine/driver-set";
 import { loadEngineConfig } from "@/server/engine/engine-config";
 import { gatewayCredentialsPath } from "@/server/workspace/backends/docker/docker-gateway";
 import { containerKey, containerName } from "@/server/workspace/backends/docker/docker-config";
 import { WorkspaceManager } from "@/server/workspace/manager/workspace-manager";
-import type { WorkspaceSpec } from "@/server/workspace/provider";
+import type { WorkspaceSpec } from "@/server/workspace/backend/driver";
 import {
   BASE_IMAGE,
   createDockerTestbed,
@@ -44,19 +44,27 @@ describeDocker("engine with the Docker backend: worker provisions, API attaches"
       BERTH_DOCKER_RUNTIME_ROOT: testbed.config.runtimeRoot,
       BERTH_DOCKER_MEMORY_BYTES: String(512 * 1024 * 1024),
     });
-    const machine = createMachineController(config);
-    if (!(machine instanceof DockerMachineController)) throw new Error("expected the Docker controller");
-    return machine;
+    const driver = createDriverSet(config).default;
+    if (!(driver.machine instanceof DockerMachineController))
+      throw new Error("expected the Docker controller");
+    return driver.machine;
   };
   /** The API process' manager: attach-only (the provisioning gate is the workers' queue, not needed here). */
   const apiManager = (machine: DockerMachineController) => {
     const manager = new WorkspaceManager({
-      provider: new AttachingProvider(machine.provider, null),
+      provider: new AttachingProvider(dockerDriverOver(machine), () =>
+        Promise.resolve({ kind: "docker", handle: null }),
+      ),
       sweepIntervalMs: null,
       livenessIntervalMs: 0,
     });
     managers.push(manager);
     return manager;
+  };
+  /** The registry's docker driver with this controller (and its provider) in it. */
+  const dockerDriverOver = (machine: DockerMachineController) => {
+    const driver = createDriverSet(loadEngineConfig({ BERTH_WORKSPACE_BACKEND: "docker" })).default;
+    return driverSetOf([{ ...driver, machine, provider: machine.provider }]);
   };
   const credentialsFile = () => gatewayCredentialsPath(`${testbed.config.runtimeRoot}/${containerKey(spec)}`);
   const readNonce = async () =>

@@ -15,15 +15,15 @@ import { defineSchedule, type Schedule } from "../schedules";
 
 /**
  * Processors of the workspace jobs (transport-thin: payload in, one service call, result out). The
- * engine's machine controller does the backend work; the registry maps AppErrors to retry or not.
+ * record's backend driver does the machine work; the registry maps AppErrors to retry or not.
  */
 export function registerWorkspaceProcessors(
   registry: ProcessorRegistry<BerthJobCatalog>,
-  engine: Pick<WorkspaceEngine, "machine" | "config" | "queues">,
+  engine: Pick<WorkspaceEngine, "drivers" | "config" | "queues">,
 ): void {
   const enqueue = createEnqueue(engine.queues);
   const deps: WorkspaceJobDeps = {
-    machine: engine.machine,
+    drivers: engine.drivers,
     config: engine.config,
     requestStop: (payload) => enqueue("workspace.stop", payload),
   };

@@ -31,12 +31,15 @@ import type { z } from "zod";
 /** What the session service needs from the workspace service (H8): bindings and the purge producer. */
 export type SessionWorkspacePort = {
   /** The binding row a new session's workspace gets (written by session.data in the session's transaction). */
-  bindingFor(input: {
-    workspaceId: string;
-    agentId: string;
-    userId: string | null;
-    isolationPolicy: IsolationPolicy;
-  }): TUpsertWorkspaceInput;
+  bindingFor(
+    scope: TenantScope,
+    input: {
+      workspaceId: string;
+      agentId: string;
+      userId: string | null;
+      isolationPolicy: IsolationPolicy;
+    },
+  ): Promise<TUpsertWorkspaceInput>;
   enqueueSessionPurge(
     scope: TenantScope,
     input: { workspaceId: string; agentId: string; sessionIds: string[] },
@@ -101,7 +104,7 @@ export function createSessionService(deps: SessionServiceDeps) {
         // The session and its (PENDING, not provisioned) binding row land together or not at all: the
         // binding makes the workspace visible and shareable.
         const binding = chosen.policy
-          ? deps.workspaces.bindingFor({
+          ? await deps.workspaces.bindingFor(scope, {
               workspaceId: chosen.workspaceId,
               agentId: input.agentId,
               userId: scope.userId,

@@ -2,7 +2,8 @@ import type { z } from "zod";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
 import type { TenantScope } from "@/server/auth/scope";
 import type { EngineConfig } from "@/server/engine/engine-config";
-import type { MachineController, ProvisionProgress } from "@/server/engine/machine";
+import type { DriverSet } from "@/server/engine/driver-set";
+import type { BackendHandle, ProvisionProgress, WorkspaceDriver } from "@/server/workspace/backend/driver";
 import type { Logger } from "@/server/logger";
 import { recordPurgeReceipt } from "@/server/modules/audit/audit.data";
 import { AppError } from "@/server/shared/errors";
@@ -27,7 +28,8 @@ import { specOfRecord } from "./workspace-spec";
 
 /** What the workspace jobs need from the worker's composition root. */
 export type WorkspaceJobDeps = {
-  machine: MachineController;
+  /** Every enabled backend's driver; a record's own backend acts on it. */
+  drivers: DriverSet;
   config: EngineConfig;
   /** Enqueues `workspace.stop` (the sweeper hands each idle workspace to its own retryable job). */
   requestStop: (payload: z.input<typeof ZWorkspaceStopPayload>) => Promise<unknown>;
@@ -53,15 +55,16 @@ async function loadRecord(
  * (machine provisioning is create-or-get).
  */
 export async function provisionWorkspace(
-  deps: Pick<WorkspaceJobDeps, "machine">,
+  deps: Pick<WorkspaceJobDeps, "drivers">,
   payload: z.output<typeof ZWorkspaceProvisionPayload>,
   log: Logger,
-): Promise<{ outcome: "already-ready" | "provisioned"; handle?: Record<string, unknown> }> {
+): Promise<{ outcome: "already-ready" | "provisioned"; handle?: BackendHandle }> {
   const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId);
+  const machine = deps.drivers.forKind(record.backendKind).machine;
   const spec = specOfRecord(record);
   switch (record.state) {
     case "READY":
-      if (await deps.machine.exists(spec)) return { outcome: "already-ready" };
+      if (await machine.exists(spec)) return { outcome: "already-ready" };
       await transitionFrom(scope, record.id, {
         from: ["READY"],
         to: "FAILED",
@@ -121,9 +124,12 @@ export async function provisionWorkspace(
       })
       .catch((error: unknown) => log.warn({ err: error }, "could not record a provisioning step"));
   };
-  let handle: Record<string, unknown>;
+  let handle: BackendHandle;
   try {
-    handle = await deps.machine.provision(spec, { onProgress });
+    // A generation after a purge starts without the old handle: its machine is gone.
+    handle = await machine.provision(record.state === "PURGED" ? { ...spec, handle: null } : spec, {
+      onProgress,
+    });
     await progressEvents;
   } catch (error) {
     await progressEvents;
@@ -149,7 +155,7 @@ export async function provisionWorkspace(
 
 /** `workspace.stop`: READY | STOPPING → STOPPED; the machine stops, its data stays. */
 export async function stopWorkspace(
-  deps: Pick<WorkspaceJobDeps, "machine">,
+  deps: Pick<WorkspaceJobDeps, "drivers">,
   payload: z.output<typeof ZWorkspaceStopPayload>,
 ): Promise<{ outcome: "stopped" | "nothing-to-stop"; state: string }> {
   const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId);
@@ -158,7 +164,7 @@ export async function stopWorkspace(
   } else if (record.state !== "STOPPING") {
     return { outcome: "nothing-to-stop", state: record.state };
   }
-  await deps.machine.stop(specOfRecord(record));
+  await deps.drivers.forKind(record.backendKind).machine.stop(specOfRecord(record));
   await transitionFrom(scope, record.id, { from: ["STOPPING"], to: "STOPPED", reason: payload.reason });
   return { outcome: "stopped", state: "STOPPED" };
 }
@@ -170,13 +176,14 @@ export async function stopWorkspace(
  * provisions generation + 1. A payload naming an older generation than the record's was done already.
  */
 export async function purgeWorkspace(
-  deps: Pick<WorkspaceJobDeps, "machine">,
+  deps: Pick<WorkspaceJobDeps, "drivers">,
   payload: z.output<typeof ZWorkspacePurgePayload>,
 ): Promise<{ outcome: "purged" | "already-purged"; receiptId?: string; generation?: number }> {
   const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId);
   const requested = payload.generation ?? record.generation;
   if (record.generation > requested) return { outcome: "already-purged" };
   if (record.state === "PURGED") return { outcome: "already-purged" };
+  const driver = deps.drivers.forKind(record.backendKind);
   const spec = specOfRecord(record);
   // A PURGING record is the retry of a purge whose worker died: carry on where it stopped.
   if (record.state !== "PURGING") {
@@ -188,23 +195,24 @@ export async function purgeWorkspace(
     });
   }
   // What was running (or may be, after an interrupted purge) stops before its data goes.
-  if (["READY", "PROVISIONING", "STOPPING", "PURGING"].includes(record.state)) await deps.machine.stop(spec);
-  const inventory = (await deps.machine.exists(spec))
+  if (["READY", "PROVISIONING", "STOPPING", "PURGING"].includes(record.state))
+    await driver.machine.stop(spec);
+  const inventory = (await driver.machine.exists(spec))
     ? await (async () => {
-        const backend = await deps.machine.provider.provision(spec);
+        const backend = await driver.provider.provision(spec);
         try {
           return await takeInventory(backend);
         } finally {
-          if (backend.kind === "local") await backend.close();
+          await (driver.provider.detach ? driver.provider.detach(backend) : backend.close());
         }
       })()
     : { skills: [], mcpDeclarations: [], offloadFiles: 0, dataFiles: 0 };
-  const resources = await deps.machine.purge(spec);
+  const resources = await driver.machine.purge(spec);
   const leaseRows = await deleteWorkspaceLeases(scope, record.id);
   const deleted = {
     reason: payload.reason,
     requestedBy: payload.actor,
-    backend: deps.machine.kind,
+    backend: driver.name,
     generation: record.generation,
     resources,
     ...inventory,
@@ -269,28 +277,44 @@ export type ReconcileReport = {
   prunedImages: string[];
 };
 
-/** `workspace.reconcile`: brings records and backend resources back in agreement, reporting what it did. */
+/**
+ * `workspace.reconcile`: brings records and backend resources back in agreement on every enabled backend,
+ * reporting what it did.
+ */
 export async function reconcileWorkspaces(
-  deps: Pick<WorkspaceJobDeps, "machine">,
+  deps: Pick<WorkspaceJobDeps, "drivers">,
   payload: z.output<typeof ZWorkspaceReconcilePayload>,
   log: Logger,
 ): Promise<ReconcileReport> {
-  const kind = deps.machine.kind === "docker" ? "docker" : "local";
-  const records = new Map((await listLiveRecordsForSystem(kind)).map((record) => [record.id, record]));
   const report: ReconcileReport = {
     dryRun: payload.dryRun,
     reapedOrphans: [],
     markedVanished: [],
     prunedImages: [],
   };
-  for (const resource of await deps.machine.listResources()) {
+  for (const driver of deps.drivers.all) await reconcileDriver(driver, payload, report, log);
+  if (report.reapedOrphans.length + report.markedVanished.length + report.prunedImages.length > 0)
+    log.info(report, "workspace reconcile");
+  return report;
+}
+
+async function reconcileDriver(
+  driver: WorkspaceDriver,
+  payload: z.output<typeof ZWorkspaceReconcilePayload>,
+  report: ReconcileReport,
+  log: Logger,
+): Promise<void> {
+  const { machine } = driver;
+  const records = new Map((await listLiveRecordsForSystem(driver.kind)).map((record) => [record.id, record]));
+  for (const resource of await machine.listResources()) {
     const record = resource.workspaceId === null ? undefined : records.get(resource.workspaceId);
     if (record && record.tenantId === resource.tenantId) continue;
-    // Re-check right before reaping: a record may have been created since the listing.
+    // Re-check right before reaping: a record may have been created since the listing (on any backend:
+    // host-folder backends share the base dir's layout).
     const fresh =
       resource.workspaceId === null ? null : await findWorkspaceRecordForSystem(resource.workspaceId);
     if (fresh && fresh.state !== "PURGED" && fresh.tenantId === resource.tenantId) continue;
-    if (!payload.dryRun) await deps.machine.reap(resource);
+    if (!payload.dryRun) await machine.reap(resource);
     report.reapedOrphans.push({
       locator: resource.locator,
       workspaceId: resource.workspaceId,
@@ -299,7 +323,7 @@ export async function reconcileWorkspaces(
   }
   for (const record of records.values()) {
     if (record.state !== "READY" && record.state !== "STOPPED") continue;
-    if (await deps.machine.exists(specOfRecord(record))) continue;
+    if (await machine.exists(specOfRecord(record))) continue;
     report.markedVanished.push(record.id);
     if (payload.dryRun) continue;
     const scope = await resolveSystemTenantScope(record.tenantId);
@@ -313,13 +337,11 @@ export async function reconcileWorkspaces(
     );
   }
   // After the orphans went: their containers no longer hold their images.
-  report.prunedImages =
-    (await deps.machine.pruneImages?.({ dryRun: payload.dryRun }).catch((error: unknown) => {
+  const pruned =
+    (await machine.pruneImages?.({ dryRun: payload.dryRun }).catch((error: unknown) => {
       // Disk hygiene only: it must not fail the reconcile of records and resources above.
-      log.warn({ err: error }, "could not prune workspace images");
+      log.warn({ err: error, backend: driver.name }, "could not prune workspace images");
       return [];
     })) ?? [];
-  if (report.reapedOrphans.length + report.markedVanished.length + report.prunedImages.length > 0)
-    log.info(report, "workspace reconcile");
-  return report;
+  report.prunedImages.push(...pruned);
 }

@@ -2,6 +2,7 @@ import { Prisma, type WorkspaceState } from "@/generated/prisma/client";
 import { actorLabel, type TenantScope } from "@/server/auth/scope";
 import { type DbClient, getDb } from "@/server/db";
 import { AppError } from "@/server/shared/errors";
+import type { BackendKind } from "@/server/workspace/backend/port";
 import type { WorkspaceLeaseDTO } from "@/server/modules/workspace/workspace.types";
 
 /**
@@ -17,12 +18,14 @@ export type WorkspaceRecord = {
   tenantId: string;
   state: WorkspaceState;
   generation: number;
-  backendKind: string;
+  backendKind: BackendKind;
   isolationPolicy: string;
   agentId: string | null;
   userId: string | null;
   lastActivityAt: Date | null;
   stateChangedAt: Date;
+  /** What the last provision returned (the driver's reattach key); null before it and after a purge. */
+  backendHandle: unknown;
 };
 
 const recordSelect = {
@@ -31,6 +34,7 @@ const recordSelect = {
   state: true,
   generation: true,
   backendKind: true,
+  backendHandle: true,
   isolationPolicy: true,
   agentId: true,
   userId: true,
@@ -48,7 +52,7 @@ export async function findWorkspaceRecordForSystem(
 
 /** Every record of one backend kind that may still own backend resources (reconcile). */
 export async function listLiveRecordsForSystem(
-  backendKind: "local" | "docker",
+  backendKind: BackendKind,
   db: DbClient = getDb(),
 ): Promise<WorkspaceRecord[]> {
   return db.workspace.findMany({

@@ -5,8 +5,10 @@ import { createEnqueue } from "@/server/queue/enqueue";
 import type { QueueSet } from "@/server/queue/queues";
 import { deterministicJobId } from "@/server/queue/types";
 import { AppError } from "@/server/shared/errors";
-import type { WorkspaceSpec } from "@/server/workspace/provider";
-import { findWorkspaceRecordForSystem } from "./workspace-lifecycle.data";
+import type { ProvisionedMachine } from "@/server/engine/attach-provider";
+import type { WorkspaceSpec } from "@/server/workspace/backend/driver";
+import { findWorkspaceRecordForSystem, type WorkspaceRecord } from "./workspace-lifecycle.data";
+import { handleOfRecord } from "./workspace-spec";
 
 export type ProvisionGateDeps = {
   queues: QueueSet<BerthJobCatalog>;
@@ -22,19 +24,24 @@ export type ProvisionGateDeps = {
  * for it on the queue's events. A provision job that failed for good is removed first so a later call can
  * try again (its failure stays recorded on the workspace: state FAILED, error, event).
  */
-export function createProvisionGate(deps: ProvisionGateDeps): (spec: WorkspaceSpec) => Promise<void> {
+export function createProvisionGate(
+  deps: ProvisionGateDeps,
+): (spec: WorkspaceSpec) => Promise<ProvisionedMachine> {
   const enqueue = createEnqueue(deps.queues);
   return async (spec) => {
     // Two rounds at most: the job we waited for may have finished (and been removed) in between, in which
     // case the record, not the job, says whether the workspace is ready.
     for (let round = 0; ; round++) {
-      const state = await currentState(spec);
-      if (state === "READY") return;
+      const record = await currentRecord(spec);
+      if (record.state === "READY") return machineOf(record);
       try {
-        await provisionOnce(spec, state);
-        return;
+        await provisionOnce(spec, record.state);
+        const after = await currentRecord(spec);
+        if (after.state === "READY") return machineOf(after);
+        throw new Error(`the provision job finished but the workspace is ${after.state}`);
       } catch (error) {
-        if ((await currentState(spec)) === "READY") return;
+        const after = await currentRecord(spec);
+        if (after.state === "READY") return machineOf(after);
         if (round >= 1) {
           deps.log.warn({ workspaceId: spec.workspaceId, err: error }, "workspace provisioning failed");
           throw new AppError(
@@ -65,7 +72,7 @@ export function createProvisionGate(deps: ProvisionGateDeps): (spec: WorkspaceSp
   }
 }
 
-async function currentState(spec: WorkspaceSpec): Promise<string> {
+async function currentRecord(spec: WorkspaceSpec): Promise<WorkspaceRecord> {
   const record = await findWorkspaceRecordForSystem(spec.workspaceId);
   if (!record || record.tenantId !== spec.tenantId) {
     throw new AppError(
@@ -77,5 +84,10 @@ async function currentState(spec: WorkspaceSpec): Promise<string> {
     );
   }
   // PURGED is provisioned like any other state that is not READY: the job starts the next generation.
-  return record.state;
+  return record;
+}
+
+/** The record's backend and the handle its last provision stored: what attaching needs. */
+function machineOf(record: WorkspaceRecord): ProvisionedMachine {
+  return { kind: record.backendKind, handle: handleOfRecord(record) };
 }

@@ -2,7 +2,7 @@ import type { z } from "zod";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
 import type { TenantScope } from "@/server/auth/scope";
 import { AttachingProvider } from "@/server/engine/attach-provider";
-import type { MachineController } from "@/server/engine/machine";
+import type { DriverSet } from "@/server/engine/driver-set";
 import type { Logger } from "@/server/logger";
 import { recordPurgeReceipt } from "@/server/modules/audit/audit.data";
 import { Workspace } from "@/server/workspace/workspace";
@@ -14,7 +14,7 @@ import {
   type WorkspaceRecord,
 } from "./workspace-lifecycle.data";
 import { countSessionFiles, takeInventory } from "./workspace-inventory";
-import { specOfRecord } from "./workspace-spec";
+import { handleOfRecord, specOfRecord } from "./workspace-spec";
 
 /**
  * Runs `fn` on a workspace attached in the worker itself (no provisioning job: the worker already is where
@@ -22,7 +22,7 @@ import { specOfRecord } from "./workspace-spec";
  * are on the host whatever the record's state, so this works on a STOPPED workspace too.
  */
 async function withAttachedWorkspace<T>(
-  machine: MachineController,
+  drivers: DriverSet,
   scope: TenantScope,
   record: WorkspaceRecord,
   holder: string,
@@ -38,7 +38,10 @@ async function withAttachedWorkspace<T>(
   );
   const workspace = new Workspace({
     spec: specOfRecord(record),
-    provider: new AttachingProvider(machine.provider, null),
+    // No provision job: the worker attaches straight to what the record says was provisioned.
+    provider: new AttachingProvider(drivers, () =>
+      Promise.resolve({ kind: record.backendKind, handle: handleOfRecord(record) }),
+    ),
   });
   try {
     await workspace.initialize();
@@ -54,7 +57,7 @@ async function withAttachedWorkspace<T>(
  * #2288) and their offload files, with a purge receipt per session.
  */
 export async function purgeSessions(
-  deps: { machine: MachineController },
+  deps: { drivers: DriverSet },
   payload: z.output<typeof ZSessionPurgePayload>,
   log: Logger,
 ): Promise<{ outcome: "purged" | "no-workspace"; sessions: number }> {
@@ -71,7 +74,7 @@ export async function purgeSessions(
     return { outcome: "no-workspace", sessions: 0 };
   }
   await withAttachedWorkspace(
-    deps.machine,
+    deps.drivers,
     scope,
     record,
     `session.purge:${payload.sessionIds[0]}`,
@@ -101,7 +104,7 @@ export async function purgeSessions(
 
 /** `agent.purge`: the agent's skill partition and MCP scopes in every workspace it used; one receipt. */
 export async function purgeAgent(
-  deps: { machine: MachineController },
+  deps: { drivers: DriverSet },
   payload: z.output<typeof ZAgentPurgePayload>,
 ): Promise<{ workspaces: string[] }> {
   const scope = await resolveSystemTenantScope(payload.tenantId);
@@ -118,7 +121,7 @@ export async function purgeAgent(
       continue;
     }
     await withAttachedWorkspace(
-      deps.machine,
+      deps.drivers,
       scope,
       record,
       `agent.purge:${payload.agentId}`,

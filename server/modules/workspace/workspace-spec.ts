@@ -1,4 +1,4 @@
-import type { WorkspaceSpec } from "@/server/workspace/provider";
+import type { BackendHandle, WorkspaceSpec } from "@/server/workspace/backend/driver";
 import { IsolationPolicy } from "@/server/workspace/manager/isolation";
 import type { WorkspaceRecord } from "./workspace-lifecycle.data";
 
@@ -13,7 +13,8 @@ const ISOLATION_OF: Record<string, IsolationPolicy> = {
  * workdir is keyed by the record's tenant and user, so every process and every job finds the same place.
  */
 export function specOfRecord(
-  record: Pick<WorkspaceRecord, "id" | "tenantId" | "userId" | "agentId" | "isolationPolicy">,
+  record: Pick<WorkspaceRecord, "id" | "tenantId" | "userId" | "agentId" | "isolationPolicy"> &
+    Partial<Pick<WorkspaceRecord, "backendHandle">>,
 ): WorkspaceSpec {
   return {
     workspaceId: record.id,
@@ -21,7 +22,17 @@ export function specOfRecord(
     userId: record.userId ?? "",
     agentId: record.agentId ?? "",
     isolation: ISOLATION_OF[record.isolationPolicy] ?? IsolationPolicy.PER_AGENT,
+    // The reattach key the last provision stored (backends with remotely assigned ids need it).
+    handle: handleOfRecord(record),
   };
+}
+
+/** The stored handle as the drivers take it (the column is JSON; anything but an object is no handle). */
+export function handleOfRecord(
+  record: Partial<Pick<WorkspaceRecord, "backendHandle">>,
+): BackendHandle | null {
+  const handle = record.backendHandle;
+  return handle && typeof handle === "object" && !Array.isArray(handle) ? (handle as BackendHandle) : null;
 }
 
 /** The manager's cache address of a record (same tenant/user/id as the spec). */

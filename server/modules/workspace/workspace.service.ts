@@ -21,6 +21,7 @@ import type { WorkspaceDTO, WorkspaceState } from "./workspace.types";
 import { assertMayActOnWorkspace, workspaceListLimit } from "./workspace-access";
 import { acquireLeaseLocked, touchWorkspaceActivity, transitionFrom } from "./workspace-lifecycle.data";
 import { addressOfRecord } from "./workspace-spec";
+import { createBackendChoice } from "./workspace-backend.service";
 
 export type LeaseOptions = { holder: string; reason: string; ttlMs?: number };
 
@@ -35,6 +36,7 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
   const bindingsInFlight = new Map<string, Promise<WorkspaceDTO>>();
   const agentReads = new Map<string, ReturnType<typeof getAgentOrNull>>();
   const generationReads = new WeakMap<Workspace, Promise<number>>();
+  const backends = createBackendChoice(engine.drivers);
 
   /** The session's workspace record, created (PENDING) on first use under the agent's isolation policy. */
   async function bindingForSession(scope: TenantScope, sessionId: string) {
@@ -50,7 +52,7 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
         const agent = await getAgentOrNull(scope, session.agentId);
         const { workspace } = await upsertWorkspaceBinding(scope, {
           id: session.workspaceId,
-          backendKind: engine.machine.kind,
+          backendKind: await backends.kindFor(scope, session.agentId),
           isolationPolicy: agent?.isolationPolicy ?? "PER_AGENT",
           agentId: session.agentId,
           userId: session.userId ?? scope.userId,
@@ -237,16 +239,25 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
       return withLease(scope, record.id, { ...lease, agentId: session.agentId }, fn);
     },
 
-    /** The binding row (PENDING, this engine's backend) session.create writes with a new session. */
-    bindingFor(input: {
-      workspaceId: string;
-      agentId: string;
-      userId: string | null;
-      isolationPolicy: "PER_AGENT" | "PER_SESSION" | "PER_USER";
-    }) {
+    /** The backends of this installation and the tenant's choice among them (backend-choice service). */
+    backends,
+
+    /**
+     * The binding row (PENDING, on the backend the agent, the tenant or the installation chooses) that
+     * session.create writes with a new session.
+     */
+    async bindingFor(
+      scope: TenantScope,
+      input: {
+        workspaceId: string;
+        agentId: string;
+        userId: string | null;
+        isolationPolicy: "PER_AGENT" | "PER_SESSION" | "PER_USER";
+      },
+    ) {
       return {
         id: input.workspaceId,
-        backendKind: engine.machine.kind,
+        backendKind: await backends.kindFor(scope, input.agentId),
         isolationPolicy: input.isolationPolicy,
         agentId: input.agentId,
         userId: input.userId,
@@ -265,7 +276,7 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
     ): Promise<WorkspaceDTO> {
       const { workspace } = await upsertWorkspaceBinding(scope, {
         id: input.workspaceId,
-        backendKind: engine.machine.kind,
+        backendKind: await backends.kindFor(scope, input.agentId),
         isolationPolicy: input.isolationPolicy,
         agentId: input.agentId,
         userId: input.userId,
@@ -383,9 +394,15 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
       return listPurgeReceipts(scope, options);
     },
 
-    /** How this installation confines workspaces (the dashboard warns when it does not). */
+    /**
+     * How this installation confines workspaces by default (the dashboard warns when it does not), and
+     * every backend it runs.
+     */
     backendInfo() {
-      return { ...engine.machine.isolation };
+      return {
+        ...engine.drivers.default.isolation,
+        backends: engine.drivers.all.map((driver) => ({ kind: driver.kind, ...driver.isolation })),
+      };
     },
 
     /**
@@ -405,11 +422,11 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
   };
 
   /**
-   * What confines the record's workspace: the installation's backend when the record is of its kind; a
-   * record left from another backend is not claimed to be isolated.
+   * What confines the record's workspace: the driver of its backend; a record left on a backend this
+   * installation no longer runs is not claimed to be isolated.
    */
   function isolationOf(record: WorkspaceDTO) {
-    const isolation = record.backendKind === engine.machine.kind ? engine.machine.isolation : null;
+    const isolation = engine.drivers.find(record.backendKind)?.isolation ?? null;
     const isolated = isolation?.isolated ?? false;
     return {
       backend: isolation?.backend ?? record.backendKind,

@@ -78,6 +78,11 @@ export interface BackendProvider {
   readonly kind: BackendKind;
   /** True when data survives `teardown({ purge: false })` and a later `provision` of the same spec. */
   readonly persistent: boolean;
+  /**
+   * The machine can disappear behind Berth's back, so cache hits re-check `isAlive` (see
+   * DriverCapabilities.mayVanish). Absent: true.
+   */
+  readonly mayVanish?: boolean;
   /** Attaches to (or, for host folders, opens) the workspace's machine and returns a ready backend. */
   provision(spec: WorkspaceSpec, options?: { signal?: AbortSignal }): Promise<WorkspaceBackend>;
   /** Cheap health check (the container still runs, the sandbox has not expired). Never throws. */
@@ -94,15 +99,15 @@ export interface BackendProvider {
   detach?(backend: WorkspaceBackend): Promise<void>;
   /**
    * How MCP declarations become live clients for this backend: sandboxed providers route through their
-   * in-sandbox gateway. Omitted: MCP servers run on the host (LocalMcpConnector), which only the
-   * host-unconfined driver does.
+   * in-sandbox gateway. Omitted or null: MCP servers run on the host (LocalMcpConnector), which only the
+   * host-unconfined driver does (an isolated backend without a connector is refused).
    */
   createMcpConnector?(
     backend: WorkspaceBackend,
     spec: WorkspaceSpec,
     /** Where HTTP/SSE servers dialled from the HOST may point (mcp-network-policy.ts). */
     options?: { network: McpNetworkPolicy },
-  ): Promise<McpConnector>;
+  ): Promise<McpConnector | null> | undefined;
 }
 
 /** A backend resource (folder, container, sandbox, Pod) that carries Berth's naming, found by `listResources`. */
@@ -156,9 +161,18 @@ export interface WorkspaceDriver {
   readonly isolation: BackendIsolation;
   readonly provider: BackendProvider;
   readonly machine: MachineController;
+  /**
+   * Checks at boot that the backend works on this machine as configured (bubblewrap runs, the Docker
+   * socket answers, the API key is accepted), so `npm start` refuses with a reason instead of failing at
+   * the first turn. Absent: nothing to check.
+   */
+  probe?(): Promise<DriverProbe>;
   /** Releases what the driver holds process-wide (clients, sockets). Idempotent. */
   close?(): Promise<void>;
 }
+
+/** A boot check's answer: what works (for the startup log) or why not and what to do about it. */
+export type DriverProbe = { ok: true; summary: string } | { ok: false; reason: string; hint: string };
 
 /** Where a driver keeps host-side state, shared by every driver of the installation. */
 export type DriverContext = {
@@ -166,6 +180,8 @@ export type DriverContext = {
   basedir: string;
   /** The process' working directory (relative paths in config resolve against it). */
   cwd: string;
+  /** The uid Berth runs as (-1 where there are none): a driver may refuse root. */
+  uid: number;
 };
 
 /**

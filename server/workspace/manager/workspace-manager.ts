@@ -1,5 +1,5 @@
 import { toAppError, type AppError } from "@/server/shared/errors";
-import type { BackendProvider, WorkspaceSpec } from "@/server/workspace/provider";
+import type { BackendProvider, WorkspaceSpec } from "@/server/workspace/backend/driver";
 import { Workspace, type WorkspaceOptions } from "@/server/workspace/workspace";
 import { assignWorkspaceId, DEFAULT_ISOLATION, IsolationPolicy } from "./isolation";
 import { MinHeap } from "./min-heap";
@@ -42,7 +42,7 @@ export type WorkspaceManagerOptions = {
   sweepIntervalMs?: number | null;
   /** Cache hits re-check liveness at most this often. Default 10 000 ms. */
   livenessIntervalMs?: number;
-  /** Whether hits check liveness at all. Default: for sandboxed providers (kind !== "local"). */
+  /** Whether hits check liveness at all. Default: when the provider's machines may vanish. */
   checkLiveness?: boolean;
   hooks?: WorkspaceManagerHooks;
   /** Milliseconds clock (monotonic by default); injectable so tests move time without sleeping. */
@@ -96,7 +96,7 @@ export class WorkspaceManager implements AsyncDisposable {
     this.workspaceOptions = options.workspaceOptions ?? {};
     this.ttlMs = options.ttlMs ?? 3_600_000;
     this.livenessIntervalMs = options.livenessIntervalMs ?? 10_000;
-    this.checkLiveness = options.checkLiveness ?? options.provider.kind !== "local";
+    this.checkLiveness = options.checkLiveness ?? options.provider.mayVanish ?? true;
     this.hooks = options.hooks ?? {};
     this.now = options.now ?? (() => performance.now());
     const sweepIntervalMs = options.sweepIntervalMs === undefined ? 300_000 : options.sweepIntervalMs;

@@ -6,10 +6,10 @@
  * argv: <dataRoot> <runtimeRoot> <workspaceId>
  */
 import { AttachingProvider } from "@/server/engine/attach-provider";
-import { createMachineController } from "@/server/engine/engine";
+import { createDriverSet } from "@/server/engine/driver-set";
 import { loadEngineConfig } from "@/server/engine/engine-config";
 import { WorkspaceManager } from "@/server/workspace/manager/workspace-manager";
-import type { WorkspaceSpec } from "@/server/workspace/provider";
+import type { WorkspaceSpec } from "@/server/workspace/backend/driver";
 
 const [dataRoot, runtimeRoot, workspaceId] = process.argv.slice(2) as [string, string, string];
 const config = loadEngineConfig({
@@ -28,11 +28,11 @@ const spec: WorkspaceSpec = {
   isolation: "per_agent",
 };
 
-const worker = createMachineController(config);
-await worker.provision(spec);
-const api = createMachineController(config);
+const worker = createDriverSet(config).default.machine;
+const handle = await worker.provision(spec);
+const api = createDriverSet(config);
 const manager = new WorkspaceManager({
-  provider: new AttachingProvider(api.provider, null),
+  provider: new AttachingProvider(api, () => Promise.resolve({ kind: "docker", handle })),
   sweepIntervalMs: null,
   livenessIntervalMs: 0,
 });

@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { getConfig } from "@/server/config/config";
 import { createEngine, type WorkspaceEngine } from "@/server/engine/engine";
-import { LocalMachineController } from "@/server/engine/local-machine";
+import { hostFolderMachine } from "../../unit/workspace/support/sandbox-env";
 import { createLogger } from "@/server/logger";
 import { createAgentService } from "@/server/modules/agent/agent.service";
 import { listChatMessages } from "@/server/modules/session/session.data";
@@ -160,7 +160,7 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
     expect(await listWorkspaceEvents(tenant.scope, workspaceId, { kinds: ["provisioning"] })).toHaveLength(1);
     const records = await listWorkspaces(tenant.scope, { limit: 10 });
     expect(records.items.map((w) => [w.id, w.state])).toEqual([[workspaceId, "READY"]]);
-    const resources = await new LocalMachineController({ basedir: workspacesDir }).listResources();
+    const resources = await hostFolderMachine(workspacesDir).listResources();
     expect(resources.map((r) => [r.tenantId, r.workspaceId])).toEqual([[tenant.tenantId, workspaceId]]);
 
     // All 200 tools wrote into that one folder, each its own file.

@@ -9,7 +9,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { LocalMachineController } from "@/server/engine/local-machine";
+import { hostFolderMachine } from "../../unit/workspace/support/sandbox-env";
 import { getWorkspace, listWorkspaceEvents } from "@/server/modules/workspace/workspace.data";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
 import { freshSession } from "../workspace/harness";
@@ -122,7 +122,7 @@ describe("multi-process provisioning", { timeout: 120_000 }, () => {
     expect(reasons).toContain("retrying an interrupted provision");
 
     // Exactly one workspace folder on disk, and it belongs to the record: nothing for reconcile to reap.
-    const machine = new LocalMachineController({ basedir: env.BERTH_WORKSPACE_BASEDIR });
+    const machine = hostFolderMachine(env.BERTH_WORKSPACE_BASEDIR);
     const resources = await machine.listResources();
     expect(resources.map((r) => [r.tenantId, r.workspaceId])).toEqual([[tenant.tenantId, workspaceId]]);
     await fs.rm(basedir, { recursive: true, force: true });

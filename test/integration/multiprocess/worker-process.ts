@@ -8,11 +8,11 @@
 import fs from "node:fs";
 import path from "node:path";
 import { loadConfig } from "@/server/config/config";
-import { loadEngineConfig } from "@/server/engine/engine-config";
-import { LocalMachineController } from "@/server/engine/local-machine";
+import { createDriverSet, driverSetOf } from "@/server/engine/driver-set";
+import { loadEngineConfig, type EngineConfig } from "@/server/engine/engine-config";
 import { createLogger } from "@/server/logger";
 import { getQueues } from "@/server/queue/queues";
-import type { WorkspaceSpec } from "@/server/workspace/provider";
+import type { MachineController, WorkspaceSpec } from "@/server/workspace/backend/driver";
 import { startWorkerRuntime } from "@/workers/runtime";
 
 const controlDir = process.env.MP_CONTROL_DIR!;
@@ -33,14 +33,24 @@ function waitForFile(file: string): Promise<void> {
   });
 }
 
-class ObservedMachine extends LocalMachineController {
-  override async provision(spec: WorkspaceSpec) {
+/** The configured drivers, each machine's provisions logged (and held at the "block" file). */
+function observedDrivers(config: EngineConfig) {
+  return driverSetOf(
+    createDriverSet(config).all.map((driver) => ({ ...driver, machine: observed(driver.machine) })),
+  );
+}
+
+function observed(machine: MachineController): MachineController {
+  // Delegates everything else to the real controller (its prototype chain), overriding provision only.
+  const wrapper: MachineController = Object.create(machine) as MachineController;
+  wrapper.provision = async (spec: WorkspaceSpec, options) => {
     log(`start ${process.pid} ${spec.workspaceId}`);
     if (fs.existsSync(path.join(controlDir, "block"))) await waitForFile(path.join(controlDir, "release"));
-    const handle = await super.provision(spec);
+    const handle = await machine.provision(spec, options);
     log(`done ${process.pid} ${spec.workspaceId}`);
     return handle;
-  }
+  };
+  return wrapper;
 }
 
 const config = loadConfig();
@@ -52,10 +62,8 @@ const runtime = await startWorkerRuntime({
   healthPort: null,
   schedules: [],
   engine: {
-    machine: new ObservedMachine({
-      basedir: engineConfig.basedir,
-      ...(engineConfig.sandbox ? { sandbox: engineConfig.sandbox } : {}),
-    }),
+    // The configured driver, exactly as the registry builds it, with an observed machine over its provider.
+    drivers: observedDrivers(engineConfig),
     config: engineConfig,
     queues: getQueues(),
   },

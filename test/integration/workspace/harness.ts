@@ -8,8 +8,8 @@ import { secretKeyFromBytes } from "@/server/auth/secrets";
 import type { RedisConfig } from "@/server/config/redis";
 import { createEngine, type WorkspaceEngine } from "@/server/engine/engine";
 import type { EngineConfig } from "@/server/engine/engine-config";
-import { LocalMachineController } from "@/server/engine/local-machine";
-import type { ProvisionProgress } from "@/server/engine/machine";
+import { LocalMachineController } from "@/server/workspace/backends/local/local-machine";
+import type { ProvisionProgress } from "@/server/workspace/backend/driver";
 import { createAgent } from "@/server/modules/agent/agent.data";
 import { createSession } from "@/server/modules/session/session.data";
 import { createWorkspaceService, type WorkspaceService } from "@/server/modules/workspace/workspace.service";
@@ -21,9 +21,10 @@ import { jobCatalog, type BerthJobCatalog } from "@/server/queue/catalog";
 import { createQueues, type QueueSet } from "@/server/queue/queues";
 import { createRedisConnection } from "@/server/redis";
 import { assignWorkspaceId, IsolationPolicy } from "@/server/workspace/manager/isolation";
-import type { WorkspaceSpec } from "@/server/workspace/provider";
+import type { WorkspaceSpec } from "@/server/workspace/backend/driver";
 import { startWorkerRuntime, type WorkerRuntime } from "@/workers/runtime";
-import { TEST_SANDBOX } from "../../unit/workspace/support/sandbox-env";
+import { driverSetOf } from "@/server/engine/driver-set";
+import { sandboxDriver } from "../../unit/workspace/support/sandbox-env";
 import { isolatedRedisConfig, testLog } from "../queue/queue-fixtures";
 
 /** Counts the machine operations the workers perform (the "exactly one provision" proofs). */
@@ -85,11 +86,14 @@ export async function startWorkspaceHarness(
   const connection: Redis = createRedisConnection(redis, "producer", "test-workspace");
   const queues = createQueues(jobCatalog, { connection, redis, log: testLog });
   const config = testEngineConfig(basedir, overrides);
-  const machine = new CountingMachine({ basedir, sandbox: TEST_SANDBOX });
+  let machine!: CountingMachine;
+  const drivers = driverSetOf([
+    sandboxDriver(basedir, { machine: (base) => (machine = new CountingMachine(base)) }),
+  ]);
   const secret = randomBytes(32).toString("hex");
   const engines: WorkspaceEngine[] = [];
   const newEngine = () => {
-    const engine = createEngine({ config, queues, secret, log: testLog, machine });
+    const engine = createEngine({ config, queues, secret, log: testLog, drivers });
     engines.push(engine);
     return engine;
   };
@@ -101,7 +105,7 @@ export async function startWorkspaceHarness(
     log: testLog,
     healthPort: null,
     schedules: [],
-    engine: { machine, config, queues },
+    engine: { drivers, config, queues },
   });
   return {
     basedir,

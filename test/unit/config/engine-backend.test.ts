@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { LocalMachineController } from "@/server/engine/local-machine";
-import { createMachineController } from "@/server/engine/engine";
+import { LocalMachineController } from "@/server/workspace/backends/local/local-machine";
+import { createDriverSet } from "@/server/engine/driver-set";
 import { loadEngineConfig } from "@/server/engine/engine-config";
 
 const ROOT = 0;
@@ -10,9 +10,9 @@ describe("engine config: the workspace backend", () => {
   it("defaults to the bubblewrap-confined local backend, reported as isolated", () => {
     const config = loadEngineConfig({}, "/srv/berth", ROOT);
     expect(config.backend).toBe("local");
-    const machine = createMachineController(config);
-    expect(machine).toBeInstanceOf(LocalMachineController);
-    expect(machine.isolation).toEqual({ backend: "local", isolated: true, sandbox: "bubblewrap" });
+    const driver = createDriverSet(config).default;
+    expect(driver.machine).toBeInstanceOf(LocalMachineController);
+    expect(driver.isolation).toEqual({ backend: "local", isolated: true, sandbox: "bubblewrap" });
   });
 
   it("refuses host-unconfined as root unless told twice", () => {
@@ -26,7 +26,7 @@ describe("engine config: the workspace backend", () => {
 
   it("reports host-unconfined as what it is: not isolated", () => {
     const config = loadEngineConfig({ BERTH_WORKSPACE_BACKEND: "host-unconfined" }, "/srv/berth", USER);
-    expect(createMachineController(config).isolation).toEqual({
+    expect(createDriverSet(config).default.isolation).toEqual({
       backend: "host-unconfined",
       isolated: false,
       sandbox: null,
@@ -44,7 +44,7 @@ describe("engine config: the workspace backend", () => {
       "/srv/berth",
       ROOT,
     );
-    expect(config.sandbox).toMatchObject({
+    expect(config.drivers?.local).toMatchObject({
       network: true,
       pidsLimit: 128,
       readOnlyPaths: ["/opt/tools", "/srv/node_modules"],
@@ -55,5 +55,34 @@ describe("engine config: the workspace backend", () => {
       /READONLY_PATHS/,
     );
     expect(() => loadEngineConfig({ BERTH_WORKSPACE_BACKEND: "host" }, "/srv", ROOT)).toThrow(/BACKEND/);
+  });
+
+  it("runs several backends side by side, the default first, each with its own validated config", () => {
+    const config = loadEngineConfig(
+      { BERTH_WORKSPACE_BACKENDS: "local,docker", BERTH_DOCKER_CPUS: "2" },
+      "/srv/berth",
+      ROOT,
+    );
+    expect(config.backends).toEqual(["local", "docker"]);
+    expect(config.drivers?.docker).toMatchObject({ cpus: 2, dataRoot: "/srv/berth/.data/workspaces" });
+    const drivers = createDriverSet(config);
+    expect(drivers.default.name).toBe("local");
+    expect(drivers.forKind("docker").isolation).toEqual({ backend: "docker", isolated: true, sandbox: null });
+    expect(() => drivers.forKind("e2b")).toThrow(/does not run the e2b workspace backend/);
+  });
+
+  it("refuses backend lists that cannot work, naming the variable", () => {
+    expect(() => loadEngineConfig({ BERTH_WORKSPACE_BACKENDS: "docker" }, "/srv", ROOT)).toThrow(
+      /must include BERTH_WORKSPACE_BACKEND \(local\)/,
+    );
+    expect(() =>
+      loadEngineConfig({ BERTH_WORKSPACE_BACKENDS: "local,host-unconfined" }, "/srv", USER),
+    ).toThrow(/both local and host-unconfined/);
+    expect(() => loadEngineConfig({ BERTH_WORKSPACE_BACKENDS: "local,nomad" }, "/srv", ROOT)).toThrow(
+      /BERTH_WORKSPACE_BACKENDS/,
+    );
+    expect(() =>
+      loadEngineConfig({ BERTH_WORKSPACE_BACKENDS: "local,docker", BERTH_DOCKER_CPUS: "-1" }, "/srv", ROOT),
+    ).toThrow(/BERTH_DOCKER_CPUS/);
   });
 });

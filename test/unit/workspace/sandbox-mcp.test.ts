@@ -2,16 +2,15 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { LocalMachineController } from "@/server/engine/local-machine";
-import type { BubblewrapBackend } from "@/server/workspace/backends/bubblewrap/bubblewrap-backend";
+import type { MachineController } from "@/server/workspace/backend/driver";
 import type { BubblewrapBackendProvider } from "@/server/workspace/backends/bubblewrap/bubblewrap-provider";
 import { everythingMcp, filesystemMcp, httpMcp, startHttpMcpServer } from "./support/mcp-servers";
 import {
   describeSandbox,
   hostProcessesMatching,
   pollUntil,
+  sandboxDriver,
   specOf,
-  TEST_SANDBOX,
 } from "./support/sandbox-env";
 
 const SCOPE = { agentId: "agent-a", sessionId: "" };
@@ -27,15 +26,16 @@ function textOf(result: { content: Array<{ type: string; text?: unknown }> }): s
 describeSandbox("bubblewrap sandbox: stdio MCP servers", () => {
   let basedir: string;
   let dataDir: string;
-  let machine: LocalMachineController;
+  let machine: MachineController;
   let provider: BubblewrapBackendProvider;
 
   beforeAll(async () => {
     basedir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-sandbox-mcp-")));
     dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "berth-data-"));
     await fs.writeFile(path.join(dataDir, "secrets.json"), '{"authSecret":"s3cr3t"}', { mode: 0o600 });
-    machine = new LocalMachineController({ basedir, sandbox: TEST_SANDBOX });
-    provider = machine.provider as BubblewrapBackendProvider;
+    const driver = sandboxDriver(basedir);
+    machine = driver.machine;
+    provider = driver.provider as BubblewrapBackendProvider;
   });
 
   afterAll(async () => {
@@ -95,9 +95,9 @@ describeSandbox("bubblewrap sandbox: stdio MCP servers", () => {
       const spec = specOf(`ws-mcp-${action}`);
       const marker = `berth-${action}-${Date.now()}`;
       // "Another process" attached to the workspace: its own provider instance and gateway.
-      const other = new LocalMachineController({ basedir, sandbox: TEST_SANDBOX });
-      const backend = (await other.provider.provision(spec)) as BubblewrapBackend;
-      const connector = await (other.provider as BubblewrapBackendProvider).createMcpConnector(backend);
+      const other = sandboxDriver(basedir).provider as BubblewrapBackendProvider;
+      const backend = await other.provision(spec);
+      const connector = await other.createMcpConnector(backend);
       const client = await connector.connect(everythingMcp("everything"), SCOPE);
       await client.listTools();
       const running = backend.exec(["/bin/sh", "-c", `sleep 600 & exec sleep 601 # ${marker}`], {

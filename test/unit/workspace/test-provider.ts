@@ -1,6 +1,6 @@
 import type { BackendKind, WorkspaceBackend } from "@/server/workspace/backend/port";
 import { LocalBackendProvider } from "@/server/workspace/backends/local/local-provider";
-import type { BackendProvider, WorkspaceSpec } from "@/server/workspace/provider";
+import type { BackendProvider, WorkspaceSpec } from "@/server/workspace/backend/driver";
 
 /**
  * A real provider (host directories) with knobs for manager tests: counts calls, can fail, can hold every
@@ -8,6 +8,7 @@ import type { BackendProvider, WorkspaceSpec } from "@/server/workspace/provider
  */
 export class TestProvider implements BackendProvider {
   readonly persistent = true;
+  readonly mayVanish: boolean;
   readonly inner: LocalBackendProvider;
   provisions: WorkspaceSpec[] = [];
   teardowns: Array<{ workdir: string; purge: boolean }> = [];
@@ -25,6 +26,7 @@ export class TestProvider implements BackendProvider {
     readonly kind: BackendKind = "local",
   ) {
     this.inner = new LocalBackendProvider({ basedir });
+    this.mayVanish = kind !== "local";
   }
 
   /** Every provision waits until `size` provisions are waiting at once, then all proceed. */

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { LocalBackendProvider } from "@/server/workspace/backends/local/local-provider";
 import { DEFAULT_WORKSPACE_INSTRUCTIONS } from "@/server/workspace/instructions";
 import { IsolationPolicy } from "@/server/workspace/manager/isolation";
-import type { WorkspaceSpec } from "@/server/workspace/provider";
+import type { WorkspaceSpec } from "@/server/workspace/backend/driver";
 import { Workspace, type WorkspaceOptions } from "@/server/workspace/workspace";
 import { streamToString } from "./helpers";
 import { everythingMcp } from "./support/mcp-servers";

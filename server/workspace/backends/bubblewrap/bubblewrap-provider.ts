@@ -6,7 +6,7 @@ import type { WorkspaceBackend } from "@/server/workspace/backend/port";
 import { safePathSegment } from "@/server/workspace/backends/local/local-provider";
 import type { McpConnector } from "@/server/workspace/mcp/types";
 import { isInside } from "@/server/workspace/paths";
-import type { BackendProvider, WorkspaceSpec } from "@/server/workspace/provider";
+import type { BackendProvider, WorkspaceSpec } from "@/server/workspace/backend/driver";
 import { BubblewrapBackend } from "./bubblewrap-backend";
 import { sandboxIdentity, sandboxKey } from "./sandbox-args";
 import { assertTraversable, traversableTree } from "./sandbox-dirs";
@@ -24,6 +24,8 @@ type Owner = Pick<WorkspaceSpec, "tenantId" | "userId" | "workspaceId">;
 export class BubblewrapBackendProvider implements BackendProvider {
   readonly kind = "local" as const;
   readonly persistent = true;
+  /** Only Berth deletes its host folders. */
+  readonly mayVanish = false;
   readonly config: TSandboxConfig;
   readonly registry: SandboxRegistry;
   private readonly basedir: string;

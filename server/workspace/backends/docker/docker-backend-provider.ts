@@ -1,7 +1,7 @@
 import { AppError } from "@/server/shared/errors";
 import type { WorkspaceBackend } from "@/server/workspace/backend/port";
 import type { McpConnector } from "@/server/workspace/mcp/types";
-import type { BackendProvider, WorkspaceSpec } from "@/server/workspace/provider";
+import type { BackendProvider, WorkspaceSpec } from "@/server/workspace/backend/driver";
 import type { DockerProvisionEvent, DockerWorkspaceHandle, DockerWorkspaceProvider } from "./docker-provider";
 
 export type DockerBackendProviderOptions = {
@@ -59,6 +59,12 @@ export class DockerBackendProvider implements BackendProvider {
     if (options.purge) await this.workspaces.purge(handle.ref, handle.hostWorkdir);
     else await handle.close();
   }
+
+  /**
+   * An eviction leaves the container running for every other process: `backend.close()` would stop it. The
+   * gateway client holds no connection between calls, and the Workspace closes its MCP clients itself.
+   */
+  async detach(): Promise<void> {}
 
   createMcpConnector(backend: WorkspaceBackend): Promise<McpConnector> {
     const handle = this.handles.get(backend);

@@ -4,7 +4,7 @@ import path from "node:path";
 import { AppError } from "@/server/shared/errors";
 import type { WorkspaceBackend } from "@/server/workspace/backend/port";
 import { isInside } from "@/server/workspace/paths";
-import type { BackendProvider, WorkspaceSpec } from "@/server/workspace/provider";
+import type { BackendProvider, WorkspaceSpec } from "@/server/workspace/backend/driver";
 import { LocalBackend } from "./local-backend";
 
 export type LocalBackendProviderOptions = {
@@ -21,6 +21,8 @@ export type LocalBackendProviderOptions = {
 export class LocalBackendProvider implements BackendProvider {
   readonly kind = "local" as const;
   readonly persistent = true;
+  /** Only Berth deletes its host folders. */
+  readonly mayVanish = false;
   private readonly basedir: string;
 
   constructor(private readonly options: LocalBackendProviderOptions) {

@@ -7,7 +7,10 @@ import { BubblewrapBackendProvider } from "@/server/workspace/backends/bubblewra
 import type { TSandboxConfigInput } from "@/server/workspace/backends/bubblewrap/sandbox-config";
 import { probeSandbox } from "@/server/workspace/backends/bubblewrap/sandbox-probe";
 import { IsolationPolicy } from "@/server/workspace/manager/isolation";
-import type { WorkspaceSpec } from "@/server/workspace/provider";
+import type { MachineController, WorkspaceDriver, WorkspaceSpec } from "@/server/workspace/backend/driver";
+import { bubblewrapDriver } from "@/server/workspace/backends/bubblewrap/driver";
+import { ZSandboxConfig } from "@/server/workspace/backends/bubblewrap/sandbox-config";
+import type { LocalMachineOptions } from "@/server/workspace/backends/local/local-machine";
 
 /**
  * Decides whether the sandbox suites run: a real bubblewrap sandbox must start. In CI (`CI` set) a
@@ -90,4 +93,32 @@ export async function pollUntil<T>(read: () => Promise<T>, done: (value: T) => b
 /** Where a workspace's files are on the host (sandboxed backends show them at /workspace). */
 export function hostWorkdirOf(workspace: { backend: unknown; workdir: string }): string {
   return workspace.backend instanceof BubblewrapBackend ? workspace.backend.hostWorkdir : workspace.workdir;
+}
+
+/**
+ * The `local` driver exactly as the registry builds it (test sandbox settings), optionally with another
+ * machine controller over the same provider (tests that count or hold provisions).
+ */
+export function sandboxDriver(
+  basedir: string,
+  options: {
+    sandbox?: TSandboxConfigInput;
+    machine?: (base: LocalMachineOptions) => MachineController;
+  } = {},
+): WorkspaceDriver {
+  const config = ZSandboxConfig.parse({ ...TEST_SANDBOX, ...options.sandbox });
+  const driver = bubblewrapDriver.create(config, {
+    basedir,
+    cwd: process.cwd(),
+    uid: process.getuid?.() ?? -1,
+  });
+  if (!options.machine) return driver;
+  const provider = driver.provider as BubblewrapBackendProvider;
+  const machine = options.machine({ basedir, provider, stopProcesses: (spec) => provider.stopAll(spec) });
+  return { ...driver, machine };
+}
+
+/** A host-folder machine over `basedir` (listing and reaping what a test left there). */
+export function hostFolderMachine(basedir: string): MachineController {
+  return sandboxDriver(basedir).machine;
 }

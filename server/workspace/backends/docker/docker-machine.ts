@@ -7,9 +7,14 @@ import {
   type DockerWorkspaceRef,
   type TDockerProviderConfigInput,
 } from "@/server/workspace/backends/docker/docker-config";
-import type { WorkspaceSpec } from "@/server/workspace/provider";
+import type { WorkspaceSpec } from "@/server/workspace/backend/driver";
 import type { DockerProvisionEvent } from "@/server/workspace/backends/docker/docker-provider";
-import type { BackendIsolation, MachineController, MachineResource, ProvisionProgress } from "./machine";
+import type {
+  BackendHandle,
+  MachineController,
+  MachineResource,
+  ProvisionProgress,
+} from "@/server/workspace/backend/driver";
 
 /**
  * One container per workspace (server/workspace/backends/docker). The workers provision, stop and purge;
@@ -19,7 +24,6 @@ import type { BackendIsolation, MachineController, MachineResource, ProvisionPro
  */
 export class DockerMachineController implements MachineController {
   readonly kind = "docker" as const;
-  readonly isolation: BackendIsolation = { backend: "docker", isolated: true, sandbox: null };
   readonly provider: DockerBackendProvider;
   readonly workspaces: DockerWorkspaceProvider;
 
@@ -31,7 +35,7 @@ export class DockerMachineController implements MachineController {
   async provision(
     spec: WorkspaceSpec,
     options: { onProgress?: (progress: ProvisionProgress) => void } = {},
-  ): Promise<Record<string, unknown>> {
+  ): Promise<BackendHandle> {
     // create-or-get + start + gateway healthy. The handle is dropped, NOT closed: closing stops the container.
     const { onProgress } = options;
     const handle = await this.workspaces.open({
@@ -40,7 +44,8 @@ export class DockerMachineController implements MachineController {
       reuseToken: true,
       onProgress: onProgress && ((event) => onProgress(progressOf(event))),
     });
-    return { kind: "docker", container: handle.containerName, workdir: handle.hostWorkdir };
+    // The container is named by the ids; the handle records it for operators and for reconcile.
+    return { container: handle.containerName };
   }
 
   pruneImages(options: { dryRun: boolean }): Promise<string[]> {

@@ -1,61 +1,54 @@
 import fs from "node:fs/promises";
 import path from "node:path";
-import { LocalBackendProvider, safePathSegment } from "@/server/workspace/backends/local/local-provider";
-import type { WorkspaceSpec } from "@/server/workspace/provider";
-import { BubblewrapBackendProvider } from "@/server/workspace/backends/bubblewrap/bubblewrap-provider";
-import type { TSandboxConfigInput } from "@/server/workspace/backends/bubblewrap/sandbox-config";
-import type { BackendIsolation, MachineController, MachineResource } from "./machine";
+import { safePathSegment } from "./local-provider";
+import type {
+  BackendHandle,
+  MachineController,
+  MachineResource,
+  WorkspaceSpec,
+} from "@/server/workspace/backend/driver";
+import type { WorkspaceBackend } from "@/server/workspace/backend/port";
+
+/** What the host-folder machine needs of its provider (the bubblewrap one or the unconfined one). */
+type HostFolderProvider = {
+  workdirFor(spec: Pick<WorkspaceSpec, "tenantId" | "userId" | "workspaceId">): string;
+  provision(spec: WorkspaceSpec): Promise<WorkspaceBackend>;
+};
 
 export type LocalMachineOptions = {
   basedir: string;
+  provider: HostFolderProvider;
   /**
-   * `sandbox` (the default): every command and stdio MCP server runs under bubblewrap as the workspace's
-   * own unprivileged uid (server/workspace/backends/bubblewrap). `host-unconfined`: on the host with
-   * Berth's privileges, an explicit operator opt-in for trusted agents only.
+   * Ends every process the workspace started, whichever Berth process started it (the sandbox registry of
+   * the bubblewrap driver). Absent for host-unconfined: its commands are the host's own processes, with
+   * nothing to find them by (trusted agents only).
    */
-  confinement?: "sandbox" | "host-unconfined";
-  sandbox?: TSandboxConfigInput;
-  env?: Record<string, string>;
+  stopProcesses?: (spec: WorkspaceSpec) => Promise<unknown>;
 };
 
 /**
- * Host folders `<basedir>/<tenant>/<user>/<workspaceId>` (the same layout whichever confinement runs
- * them, so switching keeps the data). Stopping ends every sandbox of the workspace, whichever process
- * started it (MCP gateways and their servers, commands still running); data always stays.
+ * Host folders `<basedir>/<tenant>/<user>/<workspaceId>`, the machine of both host-folder drivers (`local`,
+ * confined by bubblewrap, and `host-unconfined`): the same layout whichever confinement runs them, so
+ * switching keeps the data. Stopping ends the workspace's processes; data always stays.
  */
 export class LocalMachineController implements MachineController {
   readonly kind = "local" as const;
-  readonly provider: LocalBackendProvider | BubblewrapBackendProvider;
-  readonly isolation: BackendIsolation;
-  private readonly sandboxed: BubblewrapBackendProvider | null;
 
-  constructor(private readonly options: LocalMachineOptions) {
-    if ((options.confinement ?? "sandbox") === "sandbox") {
-      this.sandboxed = new BubblewrapBackendProvider({
-        basedir: options.basedir,
-        ...(options.sandbox ? { sandbox: options.sandbox } : {}),
-      });
-      this.provider = this.sandboxed;
-      this.isolation = { backend: "local", isolated: true, sandbox: "bubblewrap" };
-    } else {
-      this.sandboxed = null;
-      this.provider = new LocalBackendProvider({
-        basedir: options.basedir,
-        ...(options.env ? { env: options.env } : {}),
-      });
-      this.isolation = { backend: "host-unconfined", isolated: false, sandbox: null };
-    }
+  constructor(private readonly options: LocalMachineOptions) {}
+
+  private get provider(): HostFolderProvider {
+    return this.options.provider;
   }
 
-  async provision(spec: WorkspaceSpec): Promise<Record<string, unknown>> {
+  /** The folder is named by the ids: the handle only records where it is, for operators. */
+  async provision(spec: WorkspaceSpec): Promise<BackendHandle> {
     const backend = await this.provider.provision(spec);
     await backend.close();
-    return { kind: "local", workdir: this.provider.workdirFor(spec), isolated: this.isolation.isolated };
+    return { folder: this.provider.workdirFor(spec) };
   }
 
-  async stop(spec?: WorkspaceSpec): Promise<void> {
-    // Unconfined commands are the host's own processes: nothing to find them by (trusted agents only).
-    if (spec && this.sandboxed) await this.sandboxed.stopAll(spec);
+  async stop(spec: WorkspaceSpec): Promise<void> {
+    await this.options.stopProcesses?.(spec);
   }
 
   async purge(spec: WorkspaceSpec): Promise<string[]> {

@@ -1,0 +1,64 @@
+import { AppError } from "@/server/shared/errors";
+import type { WorkspaceDriver } from "@/server/workspace/backend/driver";
+import type { BackendKind } from "@/server/workspace/backend/port";
+import { driverDefinition, type DriverName } from "@/server/workspace/backends/registry";
+import type { EngineConfig } from "./engine-config";
+
+/**
+ * The drivers this installation runs, one per stored backend kind. Workspace records say which kind they
+ * were created on; everything that acts on a record (attach, provision, stop, purge, reconcile) asks this set
+ * for that kind's driver, so several backends serve one deployment side by side.
+ */
+export type DriverSet = {
+  /** The installation's default (BERTH_WORKSPACE_BACKEND). */
+  readonly default: WorkspaceDriver;
+  readonly all: readonly WorkspaceDriver[];
+  /** The driver of a stored kind; UNPROCESSABLE when this installation does not run that backend (any more). */
+  forKind(kind: BackendKind): WorkspaceDriver;
+  /** The driver a tenant or agent chose by name (or kind), if this installation runs it. */
+  find(nameOrKind: string): WorkspaceDriver | undefined;
+  close(): Promise<void>;
+};
+
+/** Builds every enabled driver from its validated config. */
+export function createDriverSet(config: EngineConfig): DriverSet {
+  const names: readonly DriverName[] = config.backends ?? [config.backend];
+  const context = { basedir: config.basedir, cwd: process.cwd(), uid: process.getuid?.() ?? -1 };
+  const drivers = names.map((name) => {
+    const definition = driverDefinition(name);
+    const input = config.drivers?.[name] ?? definition.configFromEnv({}, context);
+    return definition.create(definition.configSchema.parse(input), context);
+  });
+  return driverSetOf(drivers);
+}
+
+/** A set over drivers built elsewhere (tests: a controller that blocks or counts). The first is the default. */
+export function driverSetOf(drivers: readonly WorkspaceDriver[]): DriverSet {
+  const [first] = drivers;
+  if (!first) throw new AppError("INTERNAL", "an engine needs at least one workspace driver");
+  const byKind = new Map<BackendKind, WorkspaceDriver>();
+  for (const driver of drivers) {
+    if (byKind.has(driver.kind)) {
+      throw new AppError("INTERNAL", `two workspace drivers of kind ${driver.kind} (${driver.name})`);
+    }
+    byKind.set(driver.kind, driver);
+  }
+  return {
+    default: first,
+    all: drivers,
+    forKind(kind) {
+      const driver = byKind.get(kind);
+      if (driver) return driver;
+      throw new AppError("UNPROCESSABLE", `this installation does not run the ${kind} workspace backend`, {
+        userMessage: `This workspace is on the ${kind} backend, which this installation does not run.`,
+        details: { backend: kind, available: drivers.map((each) => each.name) },
+      });
+    },
+    find: (nameOrKind) =>
+      drivers.find((driver) => driver.name === nameOrKind) ??
+      drivers.find((driver) => driver.kind === nameOrKind),
+    async close() {
+      await Promise.all(drivers.map((driver) => driver.close?.() ?? Promise.resolve()));
+    },
+  };
+}

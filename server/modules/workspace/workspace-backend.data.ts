@@ -1,0 +1,26 @@
+import type { WorkspaceBackendKind } from "@/generated/prisma/client";
+import type { TenantScope } from "@/server/auth/scope";
+import { type DbClient, getDb } from "@/server/db";
+
+/** What a new workspace's backend is chosen from: the agent's own choice, then the tenant's default. */
+export async function readBackendPreferences(
+  scope: TenantScope,
+  agentId: string | null,
+  db: DbClient = getDb(),
+): Promise<{ agent: WorkspaceBackendKind | null; tenant: WorkspaceBackendKind | null }> {
+  const [tenant, agent] = await Promise.all([
+    db.tenant.findFirst({ where: { id: scope.tenantId }, select: { defaultBackend: true } }),
+    agentId
+      ? db.agent.findFirst({ where: { id: agentId, tenantId: scope.tenantId }, select: { backend: true } })
+      : null,
+  ]);
+  return { agent: agent?.backend ?? null, tenant: tenant?.defaultBackend ?? null };
+}
+
+export async function writeTenantDefaultBackend(
+  scope: TenantScope,
+  backend: WorkspaceBackendKind | null,
+  db: DbClient = getDb(),
+): Promise<void> {
+  await db.tenant.update({ where: { id: scope.tenantId }, data: { defaultBackend: backend } });
+}

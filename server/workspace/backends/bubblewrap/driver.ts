@@ -1,0 +1,83 @@
+import path from "node:path";
+import { z } from "zod";
+import { definedOnly, parseEnv } from "@/server/shared/env-parsing";
+import type { DriverDefinition, WorkspaceDriver } from "@/server/workspace/backend/driver";
+import { LocalMachineController } from "@/server/workspace/backends/local/local-machine";
+import { BubblewrapBackendProvider } from "./bubblewrap-provider";
+import { ZSandboxConfig, type TSandboxConfig } from "./sandbox-config";
+import { probeSandbox } from "./sandbox-probe";
+
+const ZSandboxEnv = z.object({
+  BERTH_SANDBOX_BWRAP: z.string().optional(),
+  // Share the host's network with agent commands (default: none, only a private loopback).
+  BERTH_SANDBOX_NETWORK: z.stringbool().optional(),
+  BERTH_SANDBOX_PIDS_LIMIT: z.coerce.number().int().min(16).optional(),
+  BERTH_SANDBOX_COMMAND_TIMEOUT_MS: z.coerce.number().int().min(1_000).optional(),
+  BERTH_SANDBOX_UID_BASE: z.coerce.number().int().min(1_000).optional(),
+  BERTH_SANDBOX_UID_COUNT: z.coerce.number().int().min(1).optional(),
+  // Host paths visible read-only in every sandbox at the same path, separated by ":" (tool installs).
+  BERTH_SANDBOX_READONLY_PATHS: z
+    .string()
+    .transform((value) => value.split(":").filter(Boolean))
+    .pipe(z.array(z.string().refine((p) => path.isAbsolute(p), "must be absolute paths")))
+    .optional(),
+  BERTH_SANDBOX_RUNTIME_ROOT: z.string().optional(),
+});
+
+/**
+ * `local` (the default backend): host folders under the base dir, every command and stdio MCP server
+ * confined by bubblewrap as the workspace's own unprivileged uid (README.md in this folder).
+ */
+export const bubblewrapDriver: DriverDefinition<TSandboxConfig> = {
+  name: "local",
+  kind: "local",
+  summary: "host folders; every command and MCP server confined by bubblewrap (no network by default)",
+  configSchema: ZSandboxConfig,
+  configFromEnv(env, { cwd }) {
+    const vars = parseEnv(ZSandboxEnv, env, "local (bubblewrap) backend");
+    return definedOnly({
+      bwrapPath: vars.BERTH_SANDBOX_BWRAP,
+      network: vars.BERTH_SANDBOX_NETWORK,
+      pidsLimit: vars.BERTH_SANDBOX_PIDS_LIMIT,
+      commandTimeoutMs: vars.BERTH_SANDBOX_COMMAND_TIMEOUT_MS,
+      uidBase: vars.BERTH_SANDBOX_UID_BASE,
+      uidCount: vars.BERTH_SANDBOX_UID_COUNT,
+      readOnlyPaths: vars.BERTH_SANDBOX_READONLY_PATHS,
+      runtimeRoot: vars.BERTH_SANDBOX_RUNTIME_ROOT && path.resolve(cwd, vars.BERTH_SANDBOX_RUNTIME_ROOT),
+    });
+  },
+  create(config, { basedir }): WorkspaceDriver {
+    const provider = new BubblewrapBackendProvider({ basedir, sandbox: config });
+    return {
+      name: "local",
+      kind: "local",
+      capabilities: {
+        isolated: true,
+        persistent: true,
+        hostPaths: true,
+        pauseKeepsMemory: false,
+        gateway: "unix-socket",
+        mayVanish: false,
+      },
+      isolation: { backend: "local", isolated: true, sandbox: "bubblewrap" },
+      provider,
+      machine: new LocalMachineController({
+        basedir,
+        provider,
+        stopProcesses: (spec) => provider.stopAll(spec),
+      }),
+      async probe() {
+        const probe = await probeSandbox(config, { basedir });
+        if (!probe.ok) {
+          return {
+            ok: false,
+            reason: `the confined workspace backend (bubblewrap) does not work here: ${probe.reason}`,
+            hint: probe.hint,
+          };
+        }
+        const who = probe.dropped ? "a per-workspace uid" : `uid ${probe.uid} in a user namespace`;
+        return { ok: true, summary: `confined by bubblewrap (commands run as ${who})` };
+      },
+    };
+  },
+};
