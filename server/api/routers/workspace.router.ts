@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
 import { getWorkspaceServices } from "@/server/engine/engine";
+import { ZBackendKind } from "@/server/modules/agent/agent.types";
 import { ZWorkspaceState } from "@/server/modules/workspace/workspace.types";
 import { workspaceFilesRouter } from "./workspace.files.router";
 import { workspaceMcpRouter } from "./workspace.mcp.router";
@@ -30,6 +31,21 @@ export const workspaceRouter = createTRPCRouter({
   backend: tenantProcedureFor("workspace:read")
     .input(ZTenantInput)
     .query(() => services().service.backendInfo()),
+
+  /**
+   * Every backend this installation runs (kind, driver, isolated, what stop keeps) with the installation's
+   * and the tenant's defaults: what the agent form and the settings page offer.
+   */
+  backends: tenantProcedureFor("tenant:read")
+    .input(ZTenantInput)
+    .query(({ ctx }) => services().service.backends.options(ctx.scope)),
+
+  /** The tenant's default backend for new workspaces (null: the installation's); owners and admins. */
+  setDefaultBackend: tenantProcedureFor("tenant:manage")
+    .input(ZTenantInput.extend({ defaultBackend: ZBackendKind.nullable() }))
+    .mutation(({ ctx, input }) =>
+      services().service.backends.setTenantDefault(ctx.scope, { defaultBackend: input.defaultBackend }),
+    ),
 
   /** State, backend, trusted-only flag, idle time, active leases and the last events with their reasons. */
   get: tenantProcedureFor("workspace:read")

@@ -27,6 +27,7 @@ const agentSelect = {
   defaultMcpConfigs: true,
   defaultSkills: true,
   isolationPolicy: true,
+  backend: true,
   createdByUserId: true,
   createdByLeaderSessionId: true,
   createdAt: true,
@@ -70,6 +71,7 @@ export async function createAgent(
         defaultMcpConfigs: input.defaultMcpConfigs,
         defaultSkills: input.defaultSkills,
         isolationPolicy: input.isolationPolicy ?? null,
+        backend: input.backend ?? null,
         createdByUserId: scope.userId,
         createdByLeaderSessionId: input.createdByLeaderSessionId ?? null,
       },
@@ -168,6 +170,10 @@ export async function patchAgent(
       if (patch.isolationPolicy !== undefined && patch.isolationPolicy !== current.isolationPolicy) {
         data.isolationPolicy = patch.isolationPolicy;
         changedFields.push("isolationPolicy");
+      }
+      if (patch.backend !== undefined && patch.backend !== current.backend) {
+        data.backend = patch.backend;
+        changedFields.push("backend");
       }
       for (const field of ["defaultMcpConfigs", "defaultSkills"] as const) {
         const value = patch[field];

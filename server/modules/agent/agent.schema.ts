@@ -7,6 +7,7 @@ import {
   ZAgentModelConfig,
   ZAgentModelConfigPatch,
   ZAgentName,
+  ZBackendKind,
   ZIsolationPolicy,
 } from "@/server/modules/agent/agent.types";
 
@@ -31,6 +32,8 @@ export const ZAgentCreateRequest = z.object({
   defaultSkills: ZAgentDefaultSkills.optional(),
   /** Null/absent: the tenant's default (PER_AGENT). */
   isolationPolicy: ZIsolationPolicy.nullish(),
+  /** Null/absent: the tenant's default backend (then the installation's). Must be one the installation runs. */
+  backend: ZBackendKind.nullish(),
 });
 export type TAgentCreateRequest = z.input<typeof ZAgentCreateRequest>;
 
@@ -61,6 +64,9 @@ export const ZAgentUpdateRequest = z
     defaultMcpConfigs: ZAgentDefaultMcps.optional(),
     defaultSkills: ZAgentDefaultSkills.optional(),
     isolationPolicy: ZIsolationPolicy.nullish().describe("Null: back to the tenant's default (PER_AGENT)."),
+    backend: ZBackendKind.nullish().describe(
+      "The backend of the agent's NEW workspaces (existing ones stay where they are). Null: the tenant's default.",
+    ),
   })
   .refine(
     (patch) =>

@@ -26,6 +26,8 @@ export type AgentServiceDeps = {
     scope: TenantScope,
     input: { agentId: string; workspaceIds: string[] },
   ): Promise<{ jobId: string | null }>;
+  /** Refuses a backend this installation does not run (the workspace service's backend choice). */
+  assertBackendChoosable(kind: string | null | undefined): void;
   onAuditFailure?: (error: unknown) => void;
 };
 
@@ -49,6 +51,7 @@ export function createAgentService(deps: AgentServiceDeps) {
   return {
     async create(scope: TenantScope, raw: TAgentCreateRequest): Promise<AgentView> {
       const input = parseInput(ZAgentCreateRequest, raw);
+      deps.assertBackendChoosable(input.backend);
       const { modelConfig, apiKey } = splitKey(input.modelConfig);
       return audited(
         scope,
@@ -85,6 +88,7 @@ export function createAgentService(deps: AgentServiceDeps) {
      */
     async update(scope: TenantScope, agentId: string, raw: TAgentUpdateRequest): Promise<AgentView> {
       const patch = parseInput(ZAgentUpdateRequest, raw);
+      deps.assertBackendChoosable(patch.backend);
       const { modelConfig, apiKey } = splitKey(patch.modelConfig);
       const modelApiKey = patch.modelApiKey !== undefined ? patch.modelApiKey : apiKey;
       const requested = [

@@ -1,10 +1,14 @@
 import { z } from "zod";
 import { ZMcpDeclaration } from "@/server/workspace/mcp/types";
 import { ZSeedSkill } from "@/server/workspace/skills/agent-seed";
+import { BACKEND_KINDS } from "@/server/workspace/backend/port";
 
 export const ISOLATION_POLICIES = ["PER_AGENT", "PER_SESSION", "PER_USER"] as const;
 export const ZIsolationPolicy = z.enum(ISOLATION_POLICIES);
 export type IsolationPolicy = z.infer<typeof ZIsolationPolicy>;
+
+/** The backends a workspace can be on (which of them this installation runs is checked by the engine). */
+export const ZBackendKind = z.enum(BACKEND_KINDS);
 
 /**
  * Media types a model may be declared to accept as input: what the Read tool can hand over (images,
@@ -82,6 +86,7 @@ export const ZCreateAgentInput = z.object({
   defaultMcpConfigs: ZAgentDefaultMcps.default([]),
   defaultSkills: ZAgentDefaultSkills.default([]),
   isolationPolicy: ZIsolationPolicy.nullish(),
+  backend: ZBackendKind.nullish(),
   /** Team workers only (set by the team tools, never by the API): the leader session that created it. */
   createdByLeaderSessionId: z.string().min(1).max(200).nullish(),
 });
@@ -114,6 +119,7 @@ export const ZUpdateAgentInput = z.object({
   defaultMcpConfigs: ZAgentDefaultMcps.optional(),
   defaultSkills: ZAgentDefaultSkills.optional(),
   isolationPolicy: ZIsolationPolicy.nullish(),
+  backend: ZBackendKind.nullish(),
 });
 export type TUpdateAgentInput = z.input<typeof ZUpdateAgentInput>;
 
@@ -127,6 +133,8 @@ export const ZAgentDTO = z.object({
   defaultMcpConfigs: z.array(z.unknown()),
   defaultSkills: z.array(z.unknown()),
   isolationPolicy: ZIsolationPolicy.nullable(),
+  /** The backend of the agent's new workspaces; null: the tenant's default. */
+  backend: ZBackendKind.nullable(),
   createdByUserId: z.string().nullable(),
   /** Set for a team worker made by `AgentCreate`; it is deleted with that leader session. */
   createdByLeaderSessionId: z.string().nullable(),

@@ -53,6 +53,7 @@ export function createAgentServices(deps: {
       secretKey: deps.secretKey,
       enqueueSessionPurge: (scope, input) => deps.workspaces.enqueueSessionPurge(scope, input),
       enqueueAgentPurge: (scope, input) => deps.workspaces.enqueueAgentPurge(scope, input),
+      assertBackendChoosable: (kind) => deps.workspaces.backends.assertChoosable(kind),
       onAuditFailure,
     }),
     session,

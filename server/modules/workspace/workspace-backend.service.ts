@@ -8,8 +8,7 @@ import { parseInput } from "@/server/shared/parse-input";
 import type { BackendKind } from "@/server/workspace/backend/port";
 import { driverSummary } from "@/server/workspace/backends/registry";
 import { readBackendPreferences, writeTenantDefaultBackend } from "./workspace-backend.data";
-
-export const ZBackendKind = z.enum(["local", "docker", "e2b", "kubernetes"]);
+import { ZBackendKind } from "@/server/modules/agent/agent.types";
 
 export const ZTenantBackendPatch = z.object({ defaultBackend: ZBackendKind.nullable() }).strict();
 
@@ -79,8 +78,8 @@ export function createBackendChoice(drivers: DriverSet) {
     },
 
     /** Refuses an agent's choice this installation cannot honour (agent create and update). */
-    assertChoosable(kind: BackendKind | null | undefined): void {
-      if (kind) requireEnabled(kind, "the agent");
+    assertChoosable(kind: string | null | undefined): void {
+      if (kind) requireEnabled(ZBackendKind.parse(kind), "the agent");
     },
 
     /** The backend a new workspace of `agentId` is created on. */

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ZIsolationPolicy } from "@/server/modules/agent/agent.types";
+import { ZBackendKind, ZIsolationPolicy } from "@/server/modules/agent/agent.types";
 
 export const WORKSPACE_STATES = [
   "PENDING",
@@ -13,9 +13,6 @@ export const WORKSPACE_STATES = [
 ] as const;
 export const ZWorkspaceState = z.enum(WORKSPACE_STATES);
 export type WorkspaceState = z.infer<typeof ZWorkspaceState>;
-
-export const BACKEND_KINDS = ["local", "docker", "e2b", "kubernetes"] as const;
-export const ZBackendKind = z.enum(BACKEND_KINDS);
 
 /**
  * The workspace lifecycle. PENDING → PROVISIONING → READY → STOPPING → STOPPED, and a stopped

@@ -67,7 +67,9 @@ export type WriteFileOptions = {
   exclusive?: boolean;
 };
 
-export type BackendKind = "local" | "docker" | "e2b" | "kubernetes";
+/** What a workspace record stores as its backend (drivers of one kind share its machines). */
+export const BACKEND_KINDS = ["local", "docker", "e2b", "kubernetes"] as const;
+export type BackendKind = (typeof BACKEND_KINDS)[number];
 
 export type ExecOptions = {
   /** Working directory; defaults to the backend's workdir. */

@@ -89,6 +89,7 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
       secretKey,
       enqueueSessionPurge: () => Promise.reject(new AppError("INTERNAL", "not used here")),
       enqueueAgentPurge: () => Promise.reject(new AppError("INTERNAL", "not used here")),
+      assertBackendChoosable: () => undefined,
     }).create(tenant.scope, {
       name: `mp-chat-${randomBytes(3).toString("hex")}`,
       modelConfig: { baseUrl: fake.baseUrl, model: "fake-model", apiKey: API_KEY },

@@ -9,7 +9,7 @@ import type { RedisConfig } from "@/server/config/redis";
 import { createEngine, type WorkspaceEngine } from "@/server/engine/engine";
 import type { EngineConfig } from "@/server/engine/engine-config";
 import { LocalMachineController } from "@/server/workspace/backends/local/local-machine";
-import type { ProvisionProgress } from "@/server/workspace/backend/driver";
+import type { ProvisionProgress, WorkspaceDriver } from "@/server/workspace/backend/driver";
 import { createAgent } from "@/server/modules/agent/agent.data";
 import { createSession } from "@/server/modules/session/session.data";
 import { createWorkspaceService, type WorkspaceService } from "@/server/modules/workspace/workspace.service";
@@ -80,6 +80,10 @@ export type WorkspaceHarness = {
 /** Real Redis queues + in-process workers (H5's runtime) + API-side engines over one local basedir. */
 export async function startWorkspaceHarness(
   overrides: Partial<EngineConfig> = {},
+  options: {
+    /** More backends beside the counted `local` one (the first stays the default). */
+    moreDrivers?: (basedir: string) => WorkspaceDriver[];
+  } = {},
 ): Promise<WorkspaceHarness> {
   const basedir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-ws-")));
   const redis = isolatedRedisConfig();
@@ -89,6 +93,7 @@ export async function startWorkspaceHarness(
   let machine!: CountingMachine;
   const drivers = driverSetOf([
     sandboxDriver(basedir, { machine: (base) => (machine = new CountingMachine(base)) }),
+    ...(options.moreDrivers?.(basedir) ?? []),
   ]);
   const secret = randomBytes(32).toString("hex");
   const engines: WorkspaceEngine[] = [];
@@ -139,7 +144,7 @@ const ENGINE_ISOLATION = {
 export async function freshSession(
   scope: TenantScope,
   isolation: "PER_AGENT" | "PER_SESSION" | "PER_USER" = "PER_AGENT",
-  options: { userId?: string } = {},
+  options: { userId?: string; backend?: "local" | "docker" | "e2b" | "kubernetes" } = {},
 ) {
   const agent = await createAgent(
     scope,
@@ -147,6 +152,7 @@ export async function freshSession(
       name: `agent-${randomBytes(4).toString("hex")}`,
       modelConfig: { provider: "openai", model: "test" },
       isolationPolicy: isolation,
+      ...(options.backend ? { backend: options.backend } : {}),
     },
     secretKey,
   );
