@@ -24,7 +24,7 @@ export async function run(): Promise<BenchResult[]> {
  * timestamp write delivered the same way (a resolved promise, awaited): what any async cache must pay.
  */
 async function hitCost(): Promise<BenchResult[]> {
-  const manager = new WorkspaceManager({ provider: new NullProvider(), sweepIntervalMs: null });
+  const manager = new WorkspaceManager({ provider: new NullProvider(), evictIntervalMs: null });
   const workspace = await manager.getWorkspace(who);
   const withId = { ...who, workspaceId: workspace.id };
   const map = new Map<string, { workspace: Workspace; lastAccess: number }>();
@@ -75,7 +75,7 @@ async function coldProvision(): Promise<BenchResult> {
   try {
     const manager = new WorkspaceManager({
       provider: new LocalBackendProvider({ basedir }),
-      sweepIntervalMs: null,
+      evictIntervalMs: null,
     });
     const samples: number[] = [];
     const baselineSamples: number[] = [];
@@ -119,7 +119,7 @@ async function evictionTick(n: number): Promise<BenchResult> {
   const step = TTL_MS / n; // entry i was last used at i * step, so deadlines are evenly spread
   const manager = new WorkspaceManager({
     provider: new NullProvider(),
-    sweepIntervalMs: null,
+    evictIntervalMs: null,
     ttlMs: TTL_MS,
     now: () => clock,
   });
@@ -138,14 +138,14 @@ async function evictionTick(n: number): Promise<BenchResult> {
       await manager.getWorkspace({ ...who, workspaceId: ids[j]! });
     }
     const start = process.hrtime.bigint();
-    const evicted = await manager.sweep();
+    const evicted = await manager.evictIdle();
     tickTimes.push(Number(process.hrtime.bigint() - start) / 1e3);
     if (evicted !== EXPIRED_PER_TICK)
       throw new Error(`expected ${EXPIRED_PER_TICK} evictions, got ${evicted}`);
   }
 
   // Baseline: same number of entries, a full scan per tick, closing the same number of real workspaces.
-  const spare = new WorkspaceManager({ provider: new NullProvider(), sweepIntervalMs: null });
+  const spare = new WorkspaceManager({ provider: new NullProvider(), evictIntervalMs: null });
   const victims = await Promise.all(
     Array.from({ length: TICKS * EXPIRED_PER_TICK }, (_, i) =>
       spare.getWorkspace({ ...who, workspaceId: `v${i}` }),

@@ -69,7 +69,7 @@ export function createEngine(options: CreateEngineOptions): WorkspaceEngine {
   const manager = new WorkspaceManager({
     provider: new AttachingProvider(drivers, ensureProvisioned),
     ttlMs: config.idleTtlMs,
-    sweepIntervalMs: Math.min(config.sweepIntervalMs, config.idleTtlMs),
+    evictIntervalMs: Math.min(config.sweepIntervalMs, config.idleTtlMs),
     workspaceOptions: {
       logger: toEngineLogger(engineLog),
       maxLiveStatefulMcps: config.maxLiveStatefulMcps ?? null,
@@ -128,7 +128,7 @@ export function setEngine(engine: WorkspaceEngine | undefined): void {
 
 /**
  * Closes the process-wide engine, if one was built: every cached workspace (MCP children, gateway
- * connections) and the manager's sweeper. Graceful shutdown of every composition root.
+ * connections) and the manager's eviction timer. Graceful shutdown of every composition root.
  */
 export async function closeEngine(): Promise<void> {
   workspaceServicesSlot.set(undefined);

@@ -35,7 +35,7 @@ describeDocker(
       });
       const manager = new WorkspaceManager({
         provider: docker,
-        sweepIntervalMs: null,
+        evictIntervalMs: null,
         livenessIntervalMs: 0,
       });
       managers.push(manager);

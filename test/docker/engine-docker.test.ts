@@ -55,7 +55,7 @@ describeDocker("engine with the Docker backend: worker provisions, API attaches"
       provider: new AttachingProvider(dockerDriverOver(machine), () =>
         Promise.resolve({ kind: "docker", handle: null }),
       ),
-      sweepIntervalMs: null,
+      evictIntervalMs: null,
       livenessIntervalMs: 0,
     });
     managers.push(manager);

@@ -15,11 +15,8 @@ import { createAuth } from "@/server/auth/auth";
 import { getDb } from "@/server/db";
 import { addMember } from "@/server/modules/member/member.data";
 import { createTenantWithOwner } from "@/server/modules/tenant/tenant.service";
-import {
-  acquireWorkspaceLease,
-  getWorkspace,
-  upsertWorkspaceBinding,
-} from "@/server/modules/workspace/workspace.data";
+import { getWorkspace, upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
+import { acquireLeaseLocked } from "@/server/modules/workspace/workspace-lifecycle.data";
 import { enqueue } from "@/server/queue/enqueue";
 import { closeSharedQueues, getQueues } from "@/server/queue/queues";
 import type { RunningBerth } from "./support/berth-server";
@@ -29,7 +26,11 @@ import type { SeededTenant } from "./support/seed";
 
 requireChromium();
 
-const LEASE = { holder: "e2e:turn-1", reason: "e2e: a chat turn is running" };
+const LEASE = {
+  holder: "e2e:turn-1",
+  reason: "e2e: a chat turn is running",
+  expiresAt: new Date(Date.now() + 3_600_000),
+};
 const EVERYTHING_ENTRY = path.resolve("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
 
 describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
@@ -66,7 +67,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     });
     await provision(liveId, "e2e: first use");
     expect((await getWorkspace(tenant.scope, liveId)).state).toBe("READY");
-    await acquireWorkspaceLease(tenant.scope, liveId, LEASE);
+    await acquireLeaseLocked(tenant.scope, liveId, LEASE);
     // A provision job for a workspace with no record yet: not retryable, so it fails at once.
     await expect(provision(lateId, "e2e: too early")).rejects.toThrow(/not found/);
   });

@@ -1,6 +1,6 @@
 import type { TenantScope } from "@/server/auth/scope";
 import { deleteAgent, getAgent, listWorkerAgentIds } from "@/server/modules/agent/agent.data";
-import { audited } from "@/server/modules/agent/audited";
+import { audited } from "@/server/modules/audit/audited";
 import { listSessions } from "@/server/modules/session/session.data";
 import { listWorkspaces } from "@/server/modules/workspace/workspace.data";
 import { isAppError } from "@/server/shared/errors";

@@ -10,7 +10,7 @@ import {
   ZAgentUpdateRequest,
 } from "@/server/modules/agent/agent.schema";
 import type { AgentDTO } from "@/server/modules/agent/agent.types";
-import { audited } from "@/server/modules/agent/audited";
+import { audited } from "@/server/modules/audit/audited";
 import { parseInput } from "@/server/shared/parse-input";
 
 export type { AgentView };

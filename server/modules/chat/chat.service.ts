@@ -5,7 +5,7 @@ import type { TenantScope } from "@/server/auth/scope";
 import type { Logger } from "@/server/logger";
 import { getAgent, getAgentModelApiKey } from "@/server/modules/agent/agent.data";
 import type { AgentDTO } from "@/server/modules/agent/agent.types";
-import { audited } from "@/server/modules/agent/audited";
+import { audited } from "@/server/modules/audit/audited";
 import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
 import {
   appendChatMessages,

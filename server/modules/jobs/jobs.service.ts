@@ -1,7 +1,7 @@
 import type { Job } from "bullmq";
 import { z } from "zod";
 import type { TenantScope } from "@/server/auth/scope";
-import { audited } from "@/server/modules/agent/audited";
+import { audited } from "@/server/modules/audit/audited";
 import type { JobCatalog } from "@/server/queue/types";
 import type { QueueSet } from "@/server/queue/queues";
 import { AppError } from "@/server/shared/errors";

@@ -4,18 +4,12 @@ import type { IsolationPolicy as StoredIsolationPolicy } from "@/server/modules/
 import type { WorkspaceDTO } from "@/server/modules/workspace/workspace.types";
 import {
   assignWorkspaceId,
-  IsolationPolicy,
+  isolationOfStored,
   legacyPerUserWorkspaceId,
 } from "@/server/workspace/manager/isolation";
 
 /** The tenant default when an agent names no policy (agentscope-spec.md §8.1: PER_AGENT). */
 export const TENANT_DEFAULT_ISOLATION: StoredIsolationPolicy = "PER_AGENT";
-
-const ENGINE_POLICY: Record<StoredIsolationPolicy, IsolationPolicy> = {
-  PER_AGENT: IsolationPolicy.PER_AGENT,
-  PER_SESSION: IsolationPolicy.PER_SESSION,
-  PER_USER: IsolationPolicy.PER_USER,
-};
 
 /** The user a workspace id is derived for: the signed-in user, else the API key (its own "user"). */
 export function workspaceUserOf(scope: TenantScope): string {
@@ -27,7 +21,7 @@ export function assignSessionWorkspaceId(
   scope: TenantScope,
   agentId: string,
 ): string {
-  return assignWorkspaceId(ENGINE_POLICY[policy], {
+  return assignWorkspaceId(isolationOfStored(policy), {
     tenantId: scope.tenantId,
     userId: workspaceUserOf(scope),
     agentId,

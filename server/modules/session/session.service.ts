@@ -2,7 +2,7 @@ import type { TenantScope } from "@/server/auth/scope";
 import { getAgent } from "@/server/modules/agent/agent.data";
 import type { IsolationPolicy } from "@/server/modules/agent/agent.types";
 import { removeWorkerAgentsOf } from "@/server/modules/agent/agent-removal";
-import { audited } from "@/server/modules/agent/audited";
+import { audited } from "@/server/modules/audit/audited";
 import {
   createSession,
   deleteSession,

@@ -3,7 +3,7 @@ import { actorLabel, type TenantScope } from "@/server/auth/scope";
 import { type DbClient, getDb } from "@/server/db";
 import { AppError } from "@/server/shared/errors";
 import type { BackendKind } from "@/server/workspace/backend/port";
-import type { WorkspaceLeaseDTO } from "@/server/modules/workspace/workspace.types";
+import { canTransitionWorkspace, type WorkspaceLeaseDTO } from "@/server/modules/workspace/workspace.types";
 
 /**
  * Lifecycle queries that need row locks or cross-tenant reads (workers, the sweeper, reconcile), next to
@@ -304,8 +304,15 @@ async function setState(
   data: Record<string, unknown>,
   extra: { error?: string; backendHandle?: Record<string, unknown> | null } = {},
 ): Promise<number> {
-  const now = new Date();
   const from = current.state;
+  // The one lifecycle: whatever `from` set a caller names, only the table's transitions happen.
+  if (!canTransitionWorkspace(from, to)) {
+    throw new AppError("CONFLICT", `workspace ${workspaceId}: illegal transition ${from} → ${to}`, {
+      userMessage: "The workspace changed state; reload and try again.",
+      details: { workspaceId, state: from },
+    });
+  }
+  const now = new Date();
   const nextGeneration = from === "PURGED" && to === "PROVISIONING";
   const generation = nextGeneration ? current.generation + 1 : current.generation;
   await tx.workspace.update({

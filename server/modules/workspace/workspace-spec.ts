@@ -1,12 +1,6 @@
 import type { BackendHandle, WorkspaceSpec } from "@/server/workspace/backend/driver";
-import { IsolationPolicy } from "@/server/workspace/manager/isolation";
+import { isolationOfStored } from "@/server/workspace/manager/isolation";
 import type { WorkspaceRecord } from "./workspace-lifecycle.data";
-
-const ISOLATION_OF: Record<string, IsolationPolicy> = {
-  PER_AGENT: IsolationPolicy.PER_AGENT,
-  PER_USER: IsolationPolicy.PER_USER,
-  PER_SESSION: IsolationPolicy.PER_SESSION,
-};
 
 /**
  * The engine spec of a workspace record. Always built from the RECORD (never from the caller): the local
@@ -21,7 +15,7 @@ export function specOfRecord(
     tenantId: record.tenantId,
     userId: record.userId ?? "",
     agentId: record.agentId ?? "",
-    isolation: ISOLATION_OF[record.isolationPolicy] ?? IsolationPolicy.PER_AGENT,
+    isolation: isolationOfStored(record.isolationPolicy),
     // The reattach key the last provision stored (backends with remotely assigned ids need it).
     handle: handleOfRecord(record),
   };

@@ -5,16 +5,12 @@ import { actorLabel, type TenantScope } from "@/server/auth/scope";
 import { AppError } from "@/server/shared/errors";
 import { type Page, pageArgs, paginate } from "@/server/shared/page";
 import {
-  canTransitionWorkspace,
-  EVENT_FOR_STATE,
-  type TTransitionWorkspaceInput,
   type TUpsertWorkspaceInput,
   type WorkspaceDTO,
   type WorkspaceEventDTO,
   type WorkspaceEventKind,
   type WorkspaceLeaseDTO,
   type WorkspaceState,
-  ZTransitionWorkspaceInput,
   ZUpsertWorkspaceInput,
 } from "@/server/modules/workspace/workspace.types";
 
@@ -135,85 +131,6 @@ export async function listWorkspaces(
   return paginate(rows, take, toWorkspaceDTO);
 }
 
-/**
- * Moves the workspace to `to` if the lifecycle allows it (see WORKSPACE_TRANSITIONS), and writes
- * the matching ledger event in the same transaction. Illegal transitions, a mismatching
- * `expectedFrom` and lost races with a concurrent transition all throw AppError CONFLICT.
- */
-export async function transitionWorkspace(
-  scope: TenantScope,
-  workspaceId: string,
-  rawInput: TTransitionWorkspaceInput,
-  db = getDb(),
-): Promise<WorkspaceDTO> {
-  const input = parseInput(ZTransitionWorkspaceInput, rawInput);
-  return db.$transaction(async (tx) => {
-    const current = await tx.workspace.findFirst({
-      where: { tenantId: scope.tenantId, id: workspaceId },
-      select: { state: true, generation: true },
-    });
-    if (!current) throw notFound(workspaceId);
-    if (input.expectedFrom && input.expectedFrom !== current.state) {
-      throw conflict(workspaceId, `expected ${input.expectedFrom} but is ${current.state}`);
-    }
-    if (!canTransitionWorkspace(current.state, input.to)) {
-      throw conflict(workspaceId, `illegal transition ${current.state} → ${input.to}`);
-    }
-    const now = new Date();
-    // PURGED → PROVISIONING starts the next generation of the id (see WORKSPACE_TRANSITIONS).
-    const nextGeneration = current.state === "PURGED" && input.to === "PROVISIONING";
-    const generation = nextGeneration ? current.generation + 1 : current.generation;
-    // Conditional on the state we validated against: a concurrent transition makes count 0.
-    const { count } = await tx.workspace.updateMany({
-      where: { tenantId: scope.tenantId, id: workspaceId, state: current.state },
-      data: {
-        state: input.to,
-        generation,
-        stateChangedAt: now,
-        error: input.to === "FAILED" ? (input.error ?? "unknown error") : null,
-        ...(input.backendHandle !== undefined
-          ? {
-              backendHandle:
-                input.backendHandle === null ? Prisma.DbNull : (input.backendHandle as Prisma.InputJsonValue),
-            }
-          : {}),
-        ...(input.to === "READY" ? { lastActivityAt: now } : {}),
-      },
-    });
-    if (count === 0) throw conflict(workspaceId, `changed concurrently (was ${current.state})`);
-    await insertEvent(tx, scope, workspaceId, {
-      kind: EVENT_FOR_STATE[input.to],
-      reason: input.reason ?? null,
-      data: {
-        from: current.state,
-        to: input.to,
-        generation,
-        ...(nextGeneration ? { previousGeneration: current.generation } : {}),
-        ...(input.error ? { error: input.error } : {}),
-        ...(input.data ?? {}),
-      },
-    });
-    return getWorkspace(scope, workspaceId, tx);
-  });
-}
-
-/** Records activity (keeps the workspace from idling out) with a `bumped` ledger entry saying why. */
-export async function bumpWorkspaceActivity(
-  scope: TenantScope,
-  workspaceId: string,
-  reason: string,
-  db = getDb(),
-): Promise<void> {
-  await db.$transaction(async (tx) => {
-    const { count } = await tx.workspace.updateMany({
-      where: { tenantId: scope.tenantId, id: workspaceId, state: { not: "PURGED" } },
-      data: { lastActivityAt: new Date() },
-    });
-    if (count === 0) throw notFound(workspaceId);
-    await insertEvent(tx, scope, workspaceId, { kind: "bumped", reason, data: null });
-  });
-}
-
 // ----------------------------------------------------------------------------------------- leases
 
 const leaseSelect = {
@@ -224,40 +141,6 @@ const leaseSelect = {
   expiresAt: true,
   createdAt: true,
 } satisfies Prisma.WorkspaceLeaseSelect;
-
-/** Takes (or renews) `holder`'s lease on the workspace (a purged one too: its next use starts a generation). */
-export async function acquireWorkspaceLease(
-  scope: TenantScope,
-  workspaceId: string,
-  lease: { holder: string; reason?: string | null; expiresAt?: Date | null },
-  db = getDb(),
-): Promise<WorkspaceLeaseDTO> {
-  return db.$transaction(async (tx) => {
-    const workspace = await tx.workspace.findFirst({
-      where: { tenantId: scope.tenantId, id: workspaceId },
-      select: { state: true },
-    });
-    if (!workspace) throw notFound(workspaceId);
-    const row = await tx.workspaceLease.upsert({
-      where: { workspaceId_holder: { workspaceId, holder: lease.holder }, tenantId: scope.tenantId },
-      create: {
-        tenantId: scope.tenantId,
-        workspaceId,
-        holder: lease.holder,
-        reason: lease.reason ?? null,
-        expiresAt: lease.expiresAt ?? null,
-      },
-      update: { reason: lease.reason ?? null, expiresAt: lease.expiresAt ?? null },
-      select: leaseSelect,
-    });
-    await insertEvent(tx, scope, workspaceId, {
-      kind: "lease_acquired",
-      reason: lease.reason ?? null,
-      data: { holder: lease.holder },
-    });
-    return row;
-  });
-}
 
 /** Releases `holder`'s lease; false when it held none. */
 export async function releaseWorkspaceLease(
@@ -359,35 +242,8 @@ async function insertEvent(
 
 // -------------------------------------------------------------------------------- system queries
 
-/**
- * READY workspaces idle since before `idleBefore` and holding no live lease, across all tenants.
- * For the idle reaper only: it resolves a system scope per tenant before acting on any of them.
- */
-export async function findIdleWorkspacesForReaper(
-  options: { idleBefore: Date; limit?: number },
-  db: DbClient = getDb(),
-): Promise<{ id: string; tenantId: string; lastActivityAt: Date | null }[]> {
-  return db.workspace.findMany({
-    where: {
-      state: "READY",
-      OR: [{ lastActivityAt: null }, { lastActivityAt: { lt: options.idleBefore } }],
-      leases: { none: liveLeases() },
-    },
-    select: { id: true, tenantId: true, lastActivityAt: true },
-    orderBy: { lastActivityAt: "asc" },
-    take: pageSize(options.limit, 100),
-  });
-}
-
 function notFound(workspaceId: string): AppError {
   return new AppError("NOT_FOUND", `workspace ${workspaceId} not found`, {
     userMessage: "Workspace not found.",
-  });
-}
-
-function conflict(workspaceId: string, why: string): AppError {
-  return new AppError("CONFLICT", `workspace ${workspaceId}: ${why}`, {
-    userMessage: "The workspace changed state; reload and try again.",
-    details: { workspaceId },
   });
 }

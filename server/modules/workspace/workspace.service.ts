@@ -4,10 +4,10 @@ import type { WorkspaceEngine } from "@/server/engine/engine";
 import { getAgentOrNull } from "@/server/modules/agent/agent.data";
 import { ZAgentDefaultMcps, ZAgentDefaultSkills } from "@/server/modules/agent/agent.types";
 import { listPurgeReceipts } from "@/server/modules/audit/audit.data";
-import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
+import { audited as auditedMutation } from "@/server/modules/audit/audited";
 import { getSession } from "@/server/modules/session/session.data";
 import { createEnqueue } from "@/server/queue/enqueue";
-import { AppError, isAppError } from "@/server/shared/errors";
+import { AppError } from "@/server/shared/errors";
 import type { Workspace } from "@/server/workspace/workspace";
 import {
   getWorkspaceOrNull,
@@ -184,29 +184,17 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
     return { holder: `call:${randomUUID()}`, reason, ttlMs: 5 * 60_000 };
   }
 
-  async function audited<T>(
+  /** Workspace mutations in the audit log with their outcome (the one `audited`, for a workspace target). */
+  function audited<T>(
     scope: TenantScope,
     action: string,
     targetId: string,
     details: Record<string, unknown>,
     fn: () => Promise<T>,
   ): Promise<T> {
-    const write = (outcome: "success" | "failure", extra: Record<string, unknown>) =>
-      recordAudit(scope, {
-        action,
-        targetType: "workspace",
-        targetId,
-        outcome,
-        details: { ...details, ...extra },
-      }).catch((error: unknown) => engine.log.error({ err: error, action, targetId }, "audit write failed"));
-    try {
-      const result = await fn();
-      await write("success", {});
-      return result;
-    } catch (error) {
-      await write("failure", { code: isAppError(error) ? error.code : "INTERNAL" });
-      throw error;
-    }
+    return auditedMutation(scope, { action, targetType: "workspace", targetId, details }, fn, (error) =>
+      engine.log.error({ err: error, action, targetId }, "audit write failed"),
+    );
   }
 
   return {

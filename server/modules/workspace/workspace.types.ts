@@ -58,17 +58,6 @@ export const WORKSPACE_EVENT_KINDS = [
 export const ZWorkspaceEventKind = z.enum(WORKSPACE_EVENT_KINDS);
 export type WorkspaceEventKind = z.infer<typeof ZWorkspaceEventKind>;
 
-/** The ledger entry each transition writes. */
-export const EVENT_FOR_STATE: Record<Exclude<WorkspaceState, "PENDING">, WorkspaceEventKind> = {
-  PROVISIONING: "provisioning",
-  READY: "provisioned",
-  STOPPING: "stopping",
-  STOPPED: "stopped",
-  PURGING: "purging",
-  PURGED: "purged",
-  FAILED: "failed",
-};
-
 export const ZUpsertWorkspaceInput = z.object({
   id: z.string().min(1).max(200),
   backendKind: ZBackendKind,
@@ -77,19 +66,6 @@ export const ZUpsertWorkspaceInput = z.object({
   userId: z.string().nullish(),
 });
 export type TUpsertWorkspaceInput = z.input<typeof ZUpsertWorkspaceInput>;
-
-export const ZTransitionWorkspaceInput = z.object({
-  to: ZWorkspaceState.exclude(["PENDING"]),
-  /** Optimistic check: fail with CONFLICT unless the workspace is currently in this state. */
-  expectedFrom: ZWorkspaceState.optional(),
-  reason: z.string().max(500).nullish(),
-  /** Stored on FAILED, cleared on any other transition. */
-  error: z.string().max(4000).nullish(),
-  /** Replaces the backend handle when given (null clears it, e.g. after a purge). */
-  backendHandle: z.record(z.string(), z.unknown()).nullish(),
-  data: z.record(z.string(), z.unknown()).nullish(),
-});
-export type TTransitionWorkspaceInput = z.input<typeof ZTransitionWorkspaceInput>;
 
 export const ZWorkspaceDTO = z.object({
   id: z.string(),

@@ -15,6 +15,13 @@ export type IsolationPolicy = (typeof IsolationPolicy)[keyof typeof IsolationPol
 
 export const DEFAULT_ISOLATION: IsolationPolicy = IsolationPolicy.PER_AGENT;
 
+/** The engine's policy of a stored one (`PER_AGENT` in Postgres → `per_agent`); unknown → the default. */
+export function isolationOfStored(stored: string): IsolationPolicy {
+  return Object.hasOwn(IsolationPolicy, stored)
+    ? IsolationPolicy[stored as keyof typeof IsolationPolicy]
+    : DEFAULT_ISOLATION;
+}
+
 const encoder = new TextEncoder();
 
 function blake2b64Hex(input: string): string {

@@ -38,8 +38,11 @@ export type WorkspaceManagerOptions = {
   workspaceOptions?: Omit<WorkspaceOptions, "spec" | "provider">;
   /** Idle time after which a cached workspace is closed. Default 3 600 000 ms (the reference's 3600 s). */
   ttlMs?: number;
-  /** Period of the background sweep; null = no timer (call `sweep()` yourself). Default 300 000 ms. */
-  sweepIntervalMs?: number | null;
+  /**
+   * Period of the background eviction of idle cache entries; null = no timer (call `evictIdle()` yourself).
+   * Default 300 000 ms. (Not the `workspace.sweep` job, which STOPS idle machines; this only detaches.)
+   */
+  evictIntervalMs?: number | null;
   /** Cache hits re-check liveness at most this often. Default 10 000 ms. */
   livenessIntervalMs?: number;
   /** Whether hits check liveness at all. Default: when the provider's machines may vanish. */
@@ -68,7 +71,7 @@ const ID_MEMO_LIMIT = 50_000;
  *   not cached, so the next call retries.
  * - Liveness: hits on sandboxed workspaces re-check `isAlive()` at most every `livenessIntervalMs`; a dead
  *   one is evicted and provisioned again (reference issues #2202, #2483).
- * - Idle TTL: a min-heap of deadlines with lazy invalidation. A hit only updates its timestamp; a sweep pops
+ * - Idle TTL: a min-heap of deadlines with lazy invalidation. A hit only updates its timestamp; an eviction pass pops
  *   the deadlines that passed and re-queues entries touched since, so a tick costs O((evicted + re-queued) ·
  *   log n) instead of a scan of every entry.
  */
@@ -99,10 +102,10 @@ export class WorkspaceManager implements AsyncDisposable {
     this.checkLiveness = options.checkLiveness ?? options.provider.mayVanish ?? true;
     this.hooks = options.hooks ?? {};
     this.now = options.now ?? (() => performance.now());
-    const sweepIntervalMs = options.sweepIntervalMs === undefined ? 300_000 : options.sweepIntervalMs;
-    if (sweepIntervalMs !== null) {
-      this.timer = setInterval(() => void this.sweep().catch(() => undefined), sweepIntervalMs);
-      // The sweeper must never keep a process alive on its own.
+    const evictIntervalMs = options.evictIntervalMs === undefined ? 300_000 : options.evictIntervalMs;
+    if (evictIntervalMs !== null) {
+      this.timer = setInterval(() => void this.evictIdle().catch(() => undefined), evictIntervalMs);
+      // The eviction timer must never keep a process alive on its own.
       this.timer.unref();
     }
   }
@@ -178,7 +181,7 @@ export class WorkspaceManager implements AsyncDisposable {
   /** Closes every cached workspace in parallel; the manager stays usable. Close errors go to `onCloseError`. */
   async closeAll(): Promise<void> {
     await Promise.all([...this.pending.values()].map((pending) => pending.catch(() => undefined)));
-    // Heap items of the closed entries go stale and are dropped lazily by later sweeps.
+    // Heap items of the closed entries go stale and are dropped lazily by later eviction passes.
     const all = [...this.entries.values()].flatMap((users) =>
       [...users.values()].flatMap((workspaces) => [...workspaces.values()]),
     );
@@ -189,7 +192,7 @@ export class WorkspaceManager implements AsyncDisposable {
    * Closes the workspaces idle for longer than the TTL; returns how many. Pops only the heap deadlines that
    * have passed: entries touched since are re-queued with their new deadline, stale items dropped.
    */
-  async sweep(): Promise<number> {
+  async evictIdle(): Promise<number> {
     const now = this.now();
     const expired: Entry[] = [];
     for (
@@ -207,7 +210,7 @@ export class WorkspaceManager implements AsyncDisposable {
     return expired.length;
   }
 
-  /** Stops the sweeper and closes everything (`await using manager = ...`). */
+  /** Stops the eviction timer and closes everything (`await using manager = ...`). */
   async [Symbol.asyncDispose](): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;

@@ -33,7 +33,7 @@ const handle = await worker.provision(spec);
 const api = createDriverSet(config);
 const manager = new WorkspaceManager({
   provider: new AttachingProvider(api, () => Promise.resolve({ kind: "docker", handle })),
-  sweepIntervalMs: null,
+  evictIntervalMs: null,
   livenessIntervalMs: 0,
 });
 const workspace = await manager.getWorkspace(spec);

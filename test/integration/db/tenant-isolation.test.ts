@@ -38,18 +38,22 @@ import {
 } from "@/server/modules/session/session.data";
 import { getTenant, getTenantCounts, updateTenantName } from "@/server/modules/tenant/tenant.data";
 import {
-  acquireWorkspaceLease,
   appendWorkspaceEvent,
-  bumpWorkspaceActivity,
   getWorkspace,
   getWorkspaceOrNull,
   listWorkspaceEvents,
   listWorkspaceLeases,
   listWorkspaces,
   releaseWorkspaceLease,
-  transitionWorkspace,
   upsertWorkspaceBinding,
 } from "@/server/modules/workspace/workspace.data";
+import {
+  acquireLeaseLocked,
+  touchWorkspaceActivity,
+  transitionFrom,
+} from "@/server/modules/workspace/workspace-lifecycle.data";
+
+const LEASE_OF = (holder: string) => ({ holder, reason: "test", expiresAt: new Date(Date.now() + 600_000) });
 import { createTestTenant, expectAppError, testAuth, type TestTenant } from "./fixtures";
 
 const secretKey = deriveSecretKey("tenant-isolation-test-secret");
@@ -76,7 +80,7 @@ async function seed(t: TestTenant): Promise<Seeded> {
   });
   const session = await createSession(t.scope, { agentId: agent.id, workspaceId, name: `s-${t.slug}` });
   await appendChatMessage(t.scope, session.id, { role: "user", content: [{ type: "text", text: "hi" }] });
-  await acquireWorkspaceLease(t.scope, workspaceId, { holder: "turn:1" });
+  await acquireLeaseLocked(t.scope, workspaceId, LEASE_OF("turn:1"));
   await appendAuditLog(t.scope, {
     action: "test.seed",
     outcome: "success",
@@ -208,11 +212,13 @@ describe("tenant isolation at the data layer", () => {
     await expectAppError(getWorkspace(a.scope, bRows.workspaceId), "NOT_FOUND");
     expect((await listWorkspaces(a.scope)).items.map((w) => w.id)).toEqual([aRows.workspaceId]);
     await expectAppError(
-      transitionWorkspace(a.scope, bRows.workspaceId, { to: "PROVISIONING" }),
+      transitionFrom(a.scope, bRows.workspaceId, { from: ["PENDING"], to: "PROVISIONING", reason: "evil" }),
       "NOT_FOUND",
     );
-    await expectAppError(bumpWorkspaceActivity(a.scope, bRows.workspaceId, "poke"), "NOT_FOUND");
-    await expectAppError(acquireWorkspaceLease(a.scope, bRows.workspaceId, { holder: "evil" }), "NOT_FOUND");
+    await expectAppError(acquireLeaseLocked(a.scope, bRows.workspaceId, LEASE_OF("evil")), "NOT_FOUND");
+    const before = await getWorkspace(b.scope, bRows.workspaceId);
+    await touchWorkspaceActivity(a.scope, bRows.workspaceId, new Date(Date.now() + 60_000));
+    expect((await getWorkspace(b.scope, bRows.workspaceId)).lastActivityAt).toEqual(before.lastActivityAt);
     expect(await releaseWorkspaceLease(a.scope, bRows.workspaceId, "turn:1")).toBe(false);
     expect(await listWorkspaceLeases(a.scope, bRows.workspaceId)).toEqual([]);
     await expectAppError(appendWorkspaceEvent(a.scope, bRows.workspaceId, { kind: "bumped" }), "NOT_FOUND");

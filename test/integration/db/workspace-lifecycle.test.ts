@@ -1,17 +1,20 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { getDb } from "@/server/db";
 import {
-  acquireWorkspaceLease,
-  bumpWorkspaceActivity,
-  findIdleWorkspacesForReaper,
   getWorkspace,
   listWorkspaceEvents,
   listWorkspaceLeases,
   listWorkspaces,
   releaseWorkspaceLease,
-  transitionWorkspace,
   upsertWorkspaceBinding,
 } from "@/server/modules/workspace/workspace.data";
+import {
+  acquireLeaseLocked,
+  findSweepCandidates,
+  stopIfIdle,
+  touchWorkspaceActivity,
+  transitionFrom,
+} from "@/server/modules/workspace/workspace-lifecycle.data";
 import {
   WORKSPACE_STATES,
   WORKSPACE_TRANSITIONS,
@@ -19,10 +22,26 @@ import {
 } from "@/server/modules/workspace/workspace.types";
 import { createTestTenant, expectAppError, uniqueSlug, type TestTenant } from "./fixtures";
 
+/** The one lifecycle: the live transition (`transitionFrom`) enforces WORKSPACE_TRANSITIONS. */
 describe("workspace bindings and their state machine", () => {
   let t: TestTenant;
   beforeAll(async () => {
     t = await createTestTenant();
+  });
+
+  /** One step from whatever state the workspace is in (the table decides whether it may happen). */
+  async function step(
+    id: string,
+    to: WorkspaceState,
+    extra: Partial<Parameters<typeof transitionFrom>[2]> = {},
+  ) {
+    await transitionFrom(t.scope, id, { from: WORKSPACE_STATES, to, reason: `to ${to}`, ...extra });
+    return getWorkspace(t.scope, id);
+  }
+  const lease = (holder: string, reason = "test", expiresAt = new Date(Date.now() + 600_000)) => ({
+    holder,
+    reason,
+    expiresAt,
   });
 
   async function newWorkspace(): Promise<string> {
@@ -49,8 +68,7 @@ describe("workspace bindings and their state machine", () => {
       PURGED: ["PURGING", "PURGED"],
       FAILED: ["FAILED"],
     };
-    for (const to of path[state])
-      await transitionWorkspace(t.scope, id, { to: to as Exclude<WorkspaceState, "PENDING">, error: "boom" });
+    for (const to of path[state]) await step(id, to, { error: "boom" });
     return id;
   }
 
@@ -73,26 +91,19 @@ describe("workspace bindings and their state machine", () => {
 
   it("walks the full lifecycle and writes a ledger entry per step", async () => {
     const id = await newWorkspace();
-    await transitionWorkspace(t.scope, id, { to: "PROVISIONING", reason: "first turn" });
-    const ready = await transitionWorkspace(t.scope, id, {
-      to: "READY",
-      backendHandle: { containerId: "c1" },
-    });
+    await step(id, "PROVISIONING", { reason: "first turn" });
+    const ready = await step(id, "READY", { backendHandle: { containerId: "c1" } });
     expect(ready).toMatchObject({ state: "READY", backendHandle: { containerId: "c1" }, error: null });
     expect(ready.lastActivityAt).toBeInstanceOf(Date);
-    await transitionWorkspace(t.scope, id, { to: "STOPPING", expectedFrom: "READY", reason: "idle 1h" });
-    await transitionWorkspace(t.scope, id, { to: "STOPPED" });
-    await transitionWorkspace(t.scope, id, { to: "PROVISIONING", reason: "resume" });
-    await transitionWorkspace(t.scope, id, { to: "FAILED", error: "image pull failed" });
+    await transitionFrom(t.scope, id, { from: ["READY"], to: "STOPPING", reason: "idle 1h" });
+    await step(id, "STOPPED");
+    await step(id, "PROVISIONING", { reason: "resume" });
+    await step(id, "FAILED", { error: "image pull failed" });
     expect((await getWorkspace(t.scope, id)).error).toBe("image pull failed");
-    await transitionWorkspace(t.scope, id, { to: "PURGING", reason: "agent deleted" });
-    const purged = await transitionWorkspace(t.scope, id, {
-      to: "PURGED",
-      backendHandle: null,
-      reason: "agent deleted",
-    });
+    await step(id, "PURGING", { reason: "agent deleted" });
+    const purged = await step(id, "PURGED", { backendHandle: null, reason: "agent deleted" });
     expect(purged).toMatchObject({ state: "PURGED", backendHandle: null, error: null, generation: 1 });
-    const next = await transitionWorkspace(t.scope, id, { to: "PROVISIONING", reason: "next use" });
+    const next = await step(id, "PROVISIONING", { reason: "next use" });
     expect(next).toMatchObject({ state: "PROVISIONING", generation: 2 });
 
     const events = await listWorkspaceEvents(t.scope, id);
@@ -124,20 +135,16 @@ describe("workspace bindings and their state machine", () => {
       );
       if (illegal.length === 0) continue;
       const id = await workspaceIn(from);
-      for (const to of illegal) {
-        await expectAppError(
-          transitionWorkspace(t.scope, id, { to: to as Exclude<WorkspaceState, "PENDING"> }),
-          "CONFLICT",
-        );
-      }
+      // Even a caller that names the current state as allowed cannot leave the table.
+      for (const to of illegal) await expectAppError(step(id, to), "CONFLICT");
       expect((await getWorkspace(t.scope, id)).state).toBe(from);
     }
   });
 
-  it("rejects a transition whose expectedFrom does not match", async () => {
+  it("rejects a transition from a state the caller did not expect", async () => {
     const id = await workspaceIn("READY");
     await expectAppError(
-      transitionWorkspace(t.scope, id, { to: "STOPPING", expectedFrom: "PROVISIONING" }),
+      transitionFrom(t.scope, id, { from: ["PROVISIONING"], to: "STOPPING", reason: "stale" }),
       "CONFLICT",
     );
     expect((await getWorkspace(t.scope, id)).state).toBe("READY");
@@ -146,8 +153,8 @@ describe("workspace bindings and their state machine", () => {
   it("lets exactly one of two concurrent identical transitions win (e.g. two reapers stopping)", async () => {
     const id = await workspaceIn("READY");
     const results = await Promise.allSettled([
-      transitionWorkspace(t.scope, id, { to: "STOPPING", reason: "reaper a" }),
-      transitionWorkspace(t.scope, id, { to: "STOPPING", reason: "reaper b" }),
+      transitionFrom(t.scope, id, { from: ["READY"], to: "STOPPING", reason: "sweep a" }),
+      transitionFrom(t.scope, id, { from: ["READY"], to: "STOPPING", reason: "sweep b" }),
     ]);
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
     const rejected = results.find((r) => r.status === "rejected");
@@ -155,47 +162,56 @@ describe("workspace bindings and their state machine", () => {
     expect((await listWorkspaceEvents(t.scope, id, { kinds: ["stopping"] })).length).toBe(1);
   });
 
-  it("bumps activity with a reason, and leases keep the workspace out of the reaper's list", async () => {
+  it("leases keep the workspace from the sweep, activity moves the idle clock, expired leases do not count", async () => {
     const id = await workspaceIn("READY");
     await getDb().workspace.updateMany({
       where: { id },
       data: { lastActivityAt: new Date(Date.now() - 3_600_000) },
     });
     const idleBefore = new Date(Date.now() - 60_000);
-    expect((await findIdleWorkspacesForReaper({ idleBefore, limit: 200 })).map((w) => w.id)).toContain(id);
+    const leaseBornAfter = new Date(Date.now() - 3_600_000);
+    expect((await findSweepCandidates({ idleBefore, limit: 500 })).map((w) => w.id)).toContain(id);
 
-    await acquireWorkspaceLease(t.scope, id, { holder: "turn:42", reason: "running a turn" });
-    await acquireWorkspaceLease(t.scope, id, { holder: "turn:42", reason: "renewed" });
+    await acquireLeaseLocked(t.scope, id, lease("turn:42", "running a turn"));
+    await acquireLeaseLocked(t.scope, id, lease("turn:42", "renewed"));
     expect((await getWorkspace(t.scope, id)).activeLeases).toBe(1);
     expect((await listWorkspaceLeases(t.scope, id))[0]).toMatchObject({
       holder: "turn:42",
       reason: "renewed",
     });
-    expect((await findIdleWorkspacesForReaper({ idleBefore, limit: 200 })).map((w) => w.id)).not.toContain(
-      id,
-    );
+    // Taking the lease moved the idle clock; pushed back again, the sweep still sees the live lease.
+    await getDb().workspace.updateMany({ where: { id }, data: { lastActivityAt: new Date(0) } });
+    expect(await stopIfIdle(t.scope, id, { idleBefore, leaseBornAfter, reason: "idle" })).toEqual({
+      outcome: "leased",
+      holders: ["turn:42"],
+    });
 
     expect(await releaseWorkspaceLease(t.scope, id, "turn:42")).toBe(true);
     expect(await releaseWorkspaceLease(t.scope, id, "turn:42")).toBe(false);
-    await acquireWorkspaceLease(t.scope, id, { holder: "crashed", expiresAt: new Date(Date.now() - 1000) });
+    await acquireLeaseLocked(t.scope, id, lease("crashed", "gone", new Date(Date.now() - 1000)));
     expect((await getWorkspace(t.scope, id)).activeLeases).toBe(0);
 
-    await bumpWorkspaceActivity(t.scope, id, "file upload");
-    expect((await findIdleWorkspacesForReaper({ idleBefore, limit: 200 })).map((w) => w.id)).not.toContain(
-      id,
-    );
+    await touchWorkspaceActivity(t.scope, id, new Date());
+    expect((await findSweepCandidates({ idleBefore, limit: 500 })).map((w) => w.id)).not.toContain(id);
+    await getDb().workspace.updateMany({ where: { id }, data: { lastActivityAt: new Date(0) } });
+    expect(await stopIfIdle(t.scope, id, { idleBefore, leaseBornAfter, reason: "idle 1h" })).toMatchObject({
+      outcome: "stopping",
+    });
+    expect((await getWorkspace(t.scope, id)).state).toBe("STOPPING");
     const kinds = (
-      await listWorkspaceEvents(t.scope, id, { kinds: ["bumped", "lease_acquired", "lease_released"] })
-    ).map((e) => [e.kind, e.reason]);
-    expect(kinds[0]).toEqual(["bumped", "file upload"]);
-    expect(kinds.filter(([k]) => k === "lease_released")).toHaveLength(1);
+      await listWorkspaceEvents(t.scope, id, { kinds: ["lease_acquired", "lease_released"] })
+    ).map((e) => e.kind);
+    expect(kinds.filter((k) => k === "lease_released")).toHaveLength(1);
   });
 
-  it("leases a purged workspace (its next use provisions it again) and filters lists by state", async () => {
+  it("leases a purged workspace (its next use provisions it again) unless told not to, and filters lists by state", async () => {
     const id = await workspaceIn("PURGED");
-    await acquireWorkspaceLease(t.scope, id, { holder: "late" });
+    await acquireLeaseLocked(t.scope, id, lease("late"));
     expect(await releaseWorkspaceLease(t.scope, id, "late")).toBe(true);
-    await expectAppError(bumpWorkspaceActivity(t.scope, id, "late"), "NOT_FOUND");
+    await expectAppError(
+      acquireLeaseLocked(t.scope, id, lease("scope-purge"), undefined, { refuseStates: ["PURGED"] }),
+      "CONFLICT",
+    );
     const purged = await listWorkspaces(t.scope, { states: ["PURGED"], limit: 200 });
     expect(purged.items.every((w) => w.state === "PURGED")).toBe(true);
     expect(purged.items.map((w) => w.id)).toContain(id);

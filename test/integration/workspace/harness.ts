@@ -20,7 +20,7 @@ import {
 import { jobCatalog, type BerthJobCatalog } from "@/server/queue/catalog";
 import { createQueues, type QueueSet } from "@/server/queue/queues";
 import { createRedisConnection } from "@/server/redis";
-import { assignWorkspaceId, IsolationPolicy } from "@/server/workspace/manager/isolation";
+import { assignWorkspaceId, isolationOfStored } from "@/server/workspace/manager/isolation";
 import type { WorkspaceSpec } from "@/server/workspace/backend/driver";
 import { startWorkerRuntime, type WorkerRuntime } from "@/workers/runtime";
 import { driverSetOf } from "@/server/engine/driver-set";
@@ -134,12 +134,6 @@ export async function startWorkspaceHarness(
 
 const secretKey = secretKeyFromBytes(randomBytes(32));
 
-const ENGINE_ISOLATION = {
-  PER_AGENT: IsolationPolicy.PER_AGENT,
-  PER_SESSION: IsolationPolicy.PER_SESSION,
-  PER_USER: IsolationPolicy.PER_USER,
-} as const;
-
 /** An agent and a fresh session of it, bound (by the PER_AGENT rule) to a workspace nobody used yet. */
 export async function freshSession(
   scope: TenantScope,
@@ -156,7 +150,7 @@ export async function freshSession(
     },
     secretKey,
   );
-  const workspaceId = assignWorkspaceId(ENGINE_ISOLATION[isolation], {
+  const workspaceId = assignWorkspaceId(isolationOfStored(isolation), {
     tenantId: scope.tenantId,
     userId: options.userId ?? scope.userId ?? "",
     agentId: agent.id,

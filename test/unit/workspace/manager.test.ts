@@ -32,7 +32,7 @@ function setup(options: Partial<WorkspaceManagerOptions> & { kind?: "local" | "d
   const provisions: Array<{ id: string; replaced: boolean }> = [];
   const manager = new WorkspaceManager({
     provider,
-    sweepIntervalMs: null,
+    evictIntervalMs: null,
     now,
     hooks: {
       onEvict: (event) => evictions.push({ id: event.address.workspaceId, reason: event.reason }),
@@ -92,7 +92,7 @@ describe("getWorkspace", () => {
     const errors: string[] = [];
     const failing = new WorkspaceManager({
       provider,
-      sweepIntervalMs: null,
+      evictIntervalMs: null,
       hooks: { onProvisionError: (event) => errors.push(event.error.message) },
     });
     managers.push(failing);
@@ -179,14 +179,14 @@ describe("TTL, close and closeAll", () => {
     const busy = await manager.getWorkspace({ ...who, agentId: "busy" });
     clock += 9_000;
     await manager.getWorkspace({ ...who, agentId: "busy" });
-    expect(await manager.sweep()).toBe(0);
+    expect(await manager.evictIdle()).toBe(0);
     clock += 1_500;
-    expect(await manager.sweep()).toBe(1);
+    expect(await manager.evictIdle()).toBe(1);
     expect(evictions).toEqual([{ id: idle.id, reason: "ttl" }]);
     expect(idle.isInitialized).toBe(false);
     expect(busy.isInitialized).toBe(true);
     clock += 9_000;
-    expect(await manager.sweep()).toBe(1);
+    expect(await manager.evictIdle()).toBe(1);
     expect(manager.size).toBe(0);
     // An evicted id comes back on the next request.
     expect((await manager.getWorkspace({ ...who, agentId: "idle" })).isInitialized).toBe(true);
@@ -225,7 +225,7 @@ describe("TTL, close and closeAll", () => {
   it("await using closes everything", async () => {
     let workspace;
     {
-      await using manager = createLocalWorkspaceManager({ basedir, sweepIntervalMs: 50 });
+      await using manager = createLocalWorkspaceManager({ basedir, evictIntervalMs: 50 });
       workspace = await manager.getWorkspace(who);
       expect(workspace.workdir).toBe(path.join(basedir, "t1", "u1", manager.workspaceIdFor(who)));
     }
