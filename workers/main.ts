@@ -1,6 +1,6 @@
 import { getConfig } from "@/server/config/config";
 import { disconnectDb } from "@/server/db";
-import { closeEngine } from "@/server/engine/engine";
+import { closeEngine } from "@/server/composition/services";
 import { getLogger } from "@/server/logger";
 import { closeSharedQueues } from "@/server/queue/queues";
 import { closeSharedRedis } from "@/server/redis";

@@ -1,7 +1,7 @@
 import type { Redis } from "ioredis";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
 import type { WorkspaceEngine } from "@/server/engine/engine";
-import { getEngine } from "@/server/engine/engine";
+import { getEngine } from "@/server/composition/services";
 import { auditFlushProcessor } from "./processors/audit.flush";
 import { registerWorkspaceProcessors } from "./processors/workspace.processors";
 import type { ProcessorRegistry } from "./registry";

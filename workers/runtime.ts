@@ -9,7 +9,7 @@ import { createQueues } from "@/server/queue/queues";
 import { createRedisConnection } from "@/server/redis";
 import { startHealthServer } from "./health";
 import type { WorkspaceEngine } from "@/server/engine/engine";
-import { getEngine } from "@/server/engine/engine";
+import { getEngine } from "@/server/composition/services";
 import { berthConcurrencyByQueue, berthSchedules, registerBerthProcessors } from "./processors";
 import { workspaceSchedules } from "./processors/workspace.processors";
 import { ProcessorRegistry, startWorkers } from "./registry";

@@ -1,22 +1,15 @@
 import { createHmac } from "node:crypto";
 import { registerHostPath } from "@/server/shared/host-paths";
-import { getConfig } from "@/server/config/config";
-import { getLogger, type Logger } from "@/server/logger";
-import {
-  createWorkspaceContentService,
-  type WorkspaceContentService,
-} from "@/server/modules/workspace/workspace-content.service";
-import { createProvisionGate } from "@/server/modules/workspace/workspace-provisioning";
-import { createWorkspaceService, type WorkspaceService } from "@/server/modules/workspace/workspace.service";
+import type { Logger } from "@/server/logger";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
-import { getQueues, type QueueSet } from "@/server/queue/queues";
-import { processSlot } from "@/server/shared/process-registry";
+import type { QueueSet } from "@/server/queue/queues";
 import { WorkspaceManager } from "@/server/workspace/manager/workspace-manager";
 import type { EngineLogger } from "@/server/workspace/mcp/types";
 import type { Workspace } from "@/server/workspace/workspace";
-import { AttachingProvider } from "./attach-provider";
+import { AttachingProvider, type ProvisionedMachine } from "./attach-provider";
 import { createDriverSet, type DriverSet } from "./driver-set";
-import { loadEngineConfig, type EngineConfig } from "./engine-config";
+import type { EngineConfig } from "./engine-config";
+import type { WorkspaceSpec } from "@/server/workspace/backend/driver";
 
 /**
  * The per-process composition of the workspace engine: ONE WorkspaceManager (shared by routers, chat, team
@@ -54,6 +47,11 @@ export type CreateEngineOptions = {
   log: Logger;
   /** Overrides the drivers (tests: a controller that blocks or counts). */
   drivers?: DriverSet;
+  /**
+   * Makes sure the workers provisioned a workspace and answers its backend and stored handle (the API's
+   * provision gate: enqueue `workspace.provision` and wait). Passed in, so the engine imports no module.
+   */
+  ensureProvisioned: (spec: WorkspaceSpec) => Promise<ProvisionedMachine>;
 };
 
 export function createEngine(options: CreateEngineOptions): WorkspaceEngine {
@@ -63,11 +61,10 @@ export function createEngine(options: CreateEngineOptions): WorkspaceEngine {
   registerHostPath(process.cwd());
   const drivers = options.drivers ?? createDriverSet(config);
   const engineLog = log.child({ component: "workspace-engine" });
-  const ensureProvisioned = createProvisionGate({ queues, waitMs: config.provisionWaitMs, log: engineLog });
   const attachedAt = new WeakMap<Workspace, number>();
   const generations = new WeakMap<Workspace, number>();
   const manager = new WorkspaceManager({
-    provider: new AttachingProvider(drivers, ensureProvisioned),
+    provider: new AttachingProvider(drivers, options.ensureProvisioned),
     ttlMs: config.idleTtlMs,
     evictIntervalMs: Math.min(config.sweepIntervalMs, config.idleTtlMs),
     workspaceOptions: {
@@ -104,52 +101,4 @@ function toEngineLogger(log: Logger): EngineLogger {
     info: (details, message) => log.info(details, message),
     debug: (details, message) => log.debug(details, message),
   };
-}
-
-// One engine per process (one WorkspaceManager, one set of MCP children), whichever copy of this module asks.
-const engineSlot = processSlot<WorkspaceEngine>("engine");
-
-/** The process-wide engine, built from the environment on first use (composition roots, routers, workers). */
-export function getEngine(): WorkspaceEngine {
-  return engineSlot.get(() =>
-    createEngine({
-      config: loadEngineConfig(),
-      queues: getQueues(),
-      secret: getConfig().secrets.authSecret,
-      log: getLogger(),
-    }),
-  );
-}
-
-/** Installs this process' engine (tests, custom composition roots). Call before first use. */
-export function setEngine(engine: WorkspaceEngine | undefined): void {
-  engineSlot.set(engine);
-}
-
-/**
- * Closes the process-wide engine, if one was built: every cached workspace (MCP children, gateway
- * connections) and the manager's eviction timer. Graceful shutdown of every composition root.
- */
-export async function closeEngine(): Promise<void> {
-  workspaceServicesSlot.set(undefined);
-  await engineSlot.take()?.close();
-}
-
-type WorkspaceServices = {
-  engine: WorkspaceEngine;
-  service: WorkspaceService;
-  content: WorkspaceContentService;
-};
-const workspaceServicesSlot = processSlot<WorkspaceServices>("workspace-services");
-
-/** The process-wide workspace service (and its content half) over `getEngine()`: what routers and chat use. */
-export function getWorkspaceServices(): { service: WorkspaceService; content: WorkspaceContentService } {
-  const engine = getEngine();
-  return workspaceServicesSlot.get(
-    () => {
-      const service = createWorkspaceService(engine);
-      return { engine, service, content: createWorkspaceContentService(service) };
-    },
-    (held) => held.engine === engine,
-  );
 }

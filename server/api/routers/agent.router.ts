@@ -6,7 +6,7 @@ import {
   ZAgentView,
   ZAgentViewPage,
 } from "@/server/modules/agent/agent.schema";
-import { getAgentServices } from "@/server/modules/chat/chat.composition";
+import { getAgentServices } from "@/server/composition/services";
 import { ZModelCheckResult } from "@/server/modules/chat/model-check";
 import { ZPageInput } from "@/server/shared/page";
 

@@ -1,7 +1,7 @@
 import { TRPCError } from "@trpc/server";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
 import { ZChatHistoryRequest, ZChatSendRequest } from "@/server/modules/chat/chat.service";
-import { getAgentServices } from "@/server/modules/chat/chat.composition";
+import { getAgentServices } from "@/server/composition/services";
 
 const chat = () => getAgentServices().chat;
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { createTRPCRouter, tenantAdminProcedure, ZTenantInput } from "@/server/api/trpc";
-import { getAgentServices } from "@/server/modules/chat/chat.composition";
+import { getAgentServices } from "@/server/composition/services";
 import { ZJobsListRequest } from "@/server/modules/jobs/jobs.service";
 
 const jobs = () => getAgentServices().jobs;

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
-import { getAgentServices } from "@/server/modules/chat/chat.composition";
+import { getAgentServices } from "@/server/composition/services";
 import { ZSessionCreateRequest, ZSessionListRequest } from "@/server/modules/session/session.schema";
 
 const ZSessionTarget = ZTenantInput.extend({ sessionId: z.string().min(1).max(200) });

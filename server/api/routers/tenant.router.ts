@@ -7,9 +7,9 @@ import { ZTenantCountsDTO, ZTenantDTO } from "@/server/modules/tenant/tenant.typ
 import {
   changeTenantPolicy,
   readTenantPolicy,
-  ZTenantPolicyDTO,
   ZTenantPolicyPatch,
 } from "@/server/modules/tenant/tenant-policy";
+import { ZTenantPolicyDTO } from "@/server/modules/tenant/tenant-policy.types";
 
 const ZMembershipDTO = ZTenantDTO.extend({ role: ZTenantRole });
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
-import { getWorkspaceServices } from "@/server/engine/engine";
+import { getWorkspaceServices } from "@/server/composition/services";
 
 const ZFilesTarget = ZTenantInput.extend({ workspaceId: z.string().min(1).max(200) });
 const ZPath = z.string().min(1).max(4096);

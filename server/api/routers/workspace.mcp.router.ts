@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
-import { getWorkspaceServices } from "@/server/engine/engine";
+import { getWorkspaceServices } from "@/server/composition/services";
 
 // An MCP scope is (agent, session); "" is the shared legacy scope (agentscope-spec.md §2.1).
 const ZMcpTarget = ZTenantInput.extend({

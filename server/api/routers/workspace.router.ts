@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
-import { getWorkspaceServices } from "@/server/engine/engine";
+import { getWorkspaceServices } from "@/server/composition/services";
 import { ZBackendKind } from "@/server/modules/agent/agent.types";
 import { ZWorkspaceState } from "@/server/modules/workspace/workspace.types";
 import { workspaceFilesRouter } from "./workspace.files.router";

@@ -2,7 +2,7 @@ import type { TenantRole } from "@/server/auth/roles";
 import type { TenantScope } from "@/server/auth/scope";
 import { type DbClient, getDb } from "@/server/db";
 import { AppError } from "@/server/shared/errors";
-import type { TenantPolicyDTO } from "./tenant-policy";
+import type { TenantPolicyDTO } from "./tenant-policy.types";
 
 export async function getTenantPolicy(scope: TenantScope, db: DbClient = getDb()): Promise<TenantPolicyDTO> {
   const row = await db.tenant.findFirst({

@@ -6,16 +6,7 @@ import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
 import { AppError } from "@/server/shared/errors";
 import { parseInput } from "@/server/shared/parse-input";
 import { getTenantPolicy, updateTenantPolicy } from "./tenant-policy.data";
-
-/**
- * A tenant's own security policy. `stdioMcpMinRole`: the lowest role that may declare stdio MCP servers (a
- * stdio server is a command Berth runs in the workspace), owner/admin by default; an owner may open it to
- * members. Viewers never can.
- */
-export const ZTenantPolicyDTO = z.object({
-  stdioMcpMinRole: z.enum(["owner", "admin", "member", "viewer"]),
-});
-export type TenantPolicyDTO = z.infer<typeof ZTenantPolicyDTO>;
+import type { TenantPolicyDTO } from "./tenant-policy.types";
 
 export const ZTenantPolicyPatch = z
   .object({ stdioMcpMinRole: z.enum(["owner", "admin", "member"]).optional() })

@@ -8,7 +8,7 @@ import { getConfig } from "@/server/config/config";
 import { disconnectDb, getDb } from "@/server/db";
 import { getAgentModelApiKey } from "@/server/modules/agent/agent.data";
 import { flushAuditBuffer } from "@/server/modules/audit/audit-buffer.service";
-import { getAgentServices } from "@/server/modules/chat/chat.composition";
+import { getAgentServices } from "@/server/composition/services";
 import { getQueues } from "@/server/queue/queues";
 import { getRedis } from "@/server/redis";
 import { rejectionCode } from "../api/support/call-by-path";

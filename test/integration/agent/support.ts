@@ -1,4 +1,4 @@
-import { setEngine } from "@/server/engine/engine";
+import { setEngine } from "@/server/composition/services";
 import { createCaller } from "@/server/api/root";
 import type { ApiRuntime } from "@/server/api/context";
 import { contextFromHeaders, createTestApiRuntime } from "../api/support/api-test-runtime";

@@ -13,7 +13,7 @@ import { resolveTenantScope } from "@/server/auth/resolve";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { createApiKey } from "@/server/modules/api-key/api-key.service";
 import { addMember } from "@/server/modules/member/member.data";
-import { getWorkspaceServices } from "@/server/engine/engine";
+import { getWorkspaceServices } from "@/server/composition/services";
 import { createAgent } from "@/server/modules/agent/agent.data";
 import { createSession } from "@/server/modules/session/session.data";
 import { disconnectDb } from "@/server/db";
@@ -89,6 +89,12 @@ const CASES: Record<string, CrossTenantCase> = {
   // so none of them provisions anything; B's id under A's tenant must be NOT_FOUND.
   "workspace.list": { kind: "tenant", input: () => ({}), targetsRows: false },
   "workspace.backend": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "workspace.backends": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "workspace.setDefaultBackend": {
+    kind: "tenant",
+    input: () => ({ defaultBackend: "local" }),
+    targetsRows: false,
+  },
   "workspace.get": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
   "workspace.stop": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
   "workspace.purge": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
@@ -213,6 +219,7 @@ async function snapshotOfB() {
   return {
     overview: await bOwner.tenant.overview(ref),
     policy: await bOwner.tenant.policy(ref),
+    backends: await bOwner.workspace.backends(ref),
     members: await bOwner.member.list(ref),
     apiKeys: await bOwner.apiKey.list({ ...ref, includeRevoked: true }),
     audit: await bOwner.audit.list({ ...ref, limit: 200 }),
@@ -382,7 +389,13 @@ describe("cross-member isolation inside a tenant", () => {
     const keyed = allProcedurePaths().filter(
       (path) =>
         path.startsWith("workspace.") &&
-        !["workspace.list", "workspace.purgeReceipts", "workspace.backend"].includes(path),
+        ![
+          "workspace.list",
+          "workspace.purgeReceipts",
+          "workspace.backend",
+          "workspace.backends",
+          "workspace.setDefaultBackend",
+        ].includes(path),
     );
     expect(workspaceKeyedPaths()).toEqual(keyed);
   });

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { loadRedisConfig } from "@/server/config/redis";
 import { getDb } from "@/server/db";
 import { auditDeadLetters, recordAudit } from "@/server/modules/audit/audit-buffer.service";
-import { getAgentServices } from "@/server/modules/chat/chat.composition";
+import { getAgentServices } from "@/server/composition/services";
 import { checkHealth } from "@/server/modules/health/health.service";
 import { createRedisConnection, redisKey } from "@/server/redis";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";

@@ -16,7 +16,7 @@ import { type AppRouter } from "@/server/api/root";
 import { resolveTenantScope } from "@/server/auth/resolve";
 import { createBerthClient, type BerthClient } from "@/server/client/create-berth-client";
 import { getDb } from "@/server/db";
-import { setEngine } from "@/server/engine/engine";
+import { setEngine } from "@/server/composition/services";
 import { createApiKey } from "@/server/modules/api-key/api-key.service";
 import { addMember } from "@/server/modules/member/member.data";
 import { assignSessionWorkspaceId } from "@/server/modules/session/session.policy";

@@ -5,13 +5,13 @@
  */
 import { createInterface } from "node:readline";
 import { mintTenantScope } from "@/server/auth/scope";
-import { createEngine } from "@/server/engine/engine";
+import { composeEngine } from "@/server/composition/services";
 import { loadEngineConfig } from "@/server/engine/engine-config";
 import { createLogger } from "@/server/logger";
 import { createWorkspaceService } from "@/server/modules/workspace/workspace.service";
 import { getQueues } from "@/server/queue/queues";
 
-const engine = createEngine({
+const engine = composeEngine({
   config: loadEngineConfig(),
   queues: getQueues(),
   secret: "multiprocess-test-secret",

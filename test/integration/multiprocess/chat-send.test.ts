@@ -11,7 +11,8 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { getConfig } from "@/server/config/config";
-import { createEngine, type WorkspaceEngine } from "@/server/engine/engine";
+import type { WorkspaceEngine } from "@/server/engine/engine";
+import { composeEngine } from "@/server/composition/services";
 import { hostFolderMachine } from "../../unit/workspace/support/sandbox-env";
 import { createLogger } from "@/server/logger";
 import { createAgentService } from "@/server/modules/agent/agent.service";
@@ -97,7 +98,7 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
     });
     // The session service as session.create runs it, over this process' own workspace service (it only
     // writes the PENDING binding: nothing here provisions or enqueues).
-    engine = createEngine({
+    engine = composeEngine({
       config: testEngineConfig(workspacesDir),
       queues: getQueues(),
       secret: "multiprocess-test-secret",

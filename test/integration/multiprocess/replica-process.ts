@@ -10,7 +10,7 @@ import { getApiComposition } from "@/server/api/composition";
 import { createContextInner } from "@/server/api/context";
 import { createCaller } from "@/server/api/root";
 import { disconnectDb } from "@/server/db";
-import { getEngine } from "@/server/engine/engine";
+import { getEngine } from "@/server/composition/services";
 import { getQueues } from "@/server/queue/queues";
 import { ownerPrincipalFromEnv } from "./processes";
 

@@ -6,7 +6,8 @@ import type { Redis } from "ioredis";
 import type { TenantScope } from "@/server/auth/scope";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
 import type { RedisConfig } from "@/server/config/redis";
-import { createEngine, type WorkspaceEngine } from "@/server/engine/engine";
+import type { WorkspaceEngine } from "@/server/engine/engine";
+import { composeEngine } from "@/server/composition/services";
 import type { EngineConfig } from "@/server/engine/engine-config";
 import { LocalMachineController } from "@/server/workspace/backends/local/local-machine";
 import type { ProvisionProgress, WorkspaceDriver } from "@/server/workspace/backend/driver";
@@ -98,7 +99,7 @@ export async function startWorkspaceHarness(
   const secret = randomBytes(32).toString("hex");
   const engines: WorkspaceEngine[] = [];
   const newEngine = () => {
-    const engine = createEngine({ config, queues, secret, log: testLog, drivers });
+    const engine = composeEngine({ config, queues, secret, log: testLog, drivers });
     engines.push(engine);
     return engine;
   };

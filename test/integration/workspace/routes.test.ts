@@ -5,7 +5,7 @@ import { GET as download } from "@/app/api/workspaces/[id]/files/download/route"
 import { POST as uploadSkill } from "@/app/api/workspaces/[id]/skills/route";
 import { getApiComposition } from "@/server/api/composition";
 import { createCaller } from "@/server/api/root";
-import { setEngine } from "@/server/engine/engine";
+import { setEngine } from "@/server/composition/services";
 import { createApiKey } from "@/server/modules/api-key/api-key.service";
 import type { AppError } from "@/server/shared/errors";
 import { tarOf, VALID_SKILL_MD, zipOf } from "@/test/unit/workspace/support/archives";

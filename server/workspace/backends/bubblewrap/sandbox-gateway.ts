@@ -7,9 +7,28 @@ import { GatewayClient, waitForGatewayHealthy } from "@/server/workspace/gateway
 import { GatewayConnector } from "@/server/workspace/gateway/client/gateway-connector";
 import { HttpGatewayTransport } from "@/server/workspace/gateway/client/gateway-transport";
 import { GATEWAY_ENV } from "@/server/workspace/gateway/gateway-protocol";
-import type { BubblewrapBackend } from "./bubblewrap-backend";
+import type { ExecOptions, ExecResult } from "@/server/workspace/backend/port";
+import type { SandboxIdentity } from "./sandbox-args";
 import { traversableTree } from "./sandbox-dirs";
-import { SANDBOX_GATEWAY_BUNDLE, SANDBOX_RUNTIME_DIR, SANDBOX_WORKDIR } from "./sandbox-config";
+import {
+  SANDBOX_GATEWAY_BUNDLE,
+  SANDBOX_RUNTIME_DIR,
+  SANDBOX_WORKDIR,
+  type TSandboxConfig,
+} from "./sandbox-config";
+
+/**
+ * What the gateway needs of its workspace's backend (the BubblewrapBackend): its sandbox settings and a way
+ * to run a long-lived sandbox with extra mounts. Stated here so this file does not import the backend.
+ */
+export type SandboxGatewayHost = {
+  readonly options: { config: TSandboxConfig; key: string; identity: SandboxIdentity };
+  runSandboxed(
+    argv: readonly string[],
+    options: ExecOptions,
+    extras: { mounts: Array<{ hostPath: string; target: string; readOnly?: boolean }>; tmpfs: string[] },
+  ): Promise<ExecResult>;
+};
 
 export type SandboxGateway = {
   connector: GatewayConnector;
@@ -32,7 +51,7 @@ const LOG_TAIL_BYTES = 4_000;
  * host). Commands run in sandboxes of their own, without the runtime folder: the agent's shell can
  * neither see the gateway's processes nor reach its socket.
  */
-export async function startSandboxGateway(backend: BubblewrapBackend): Promise<SandboxGateway> {
+export async function startSandboxGateway(backend: SandboxGatewayHost): Promise<SandboxGateway> {
   const { config, key, identity } = backend.options;
   const runtimeDir = path.join(
     config.runtimeRoot,

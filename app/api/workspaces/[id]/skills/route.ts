@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import type { ReadableStream as NodeWebReadableStream } from "node:stream/web";
 import { assertRouteInput, routeErrorResponse, routeTenantScope } from "@/server/api/route-auth";
-import { getWorkspaceServices } from "@/server/engine/engine";
+import { getWorkspaceServices } from "@/server/composition/services";
 import { AppError } from "@/server/shared/errors";
 import type { SkillArchiveUpload } from "@/server/modules/workspace/workspace-content.service";
 import {

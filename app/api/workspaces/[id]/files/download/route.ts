@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import { assertRouteInput, routeErrorResponse } from "@/server/api/route-auth";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
-import { getWorkspaceServices } from "@/server/engine/engine";
+import { getWorkspaceServices } from "@/server/composition/services";
 import { verifyDownloadToken } from "@/server/modules/workspace/download-token";
 import { AppError } from "@/server/shared/errors";
 
