@@ -1,5 +1,178 @@
 import tseslint from "typescript-eslint";
 
+const PRISMA = ["@prisma/*", "@/generated/*", "@/server/db"];
+const DATA_MODULES = ["@/server/modules/**/*.data", "@/server/modules/**/*.data.ts"];
+
+/** One zone: `files` may not import `groups` (each with the reason shown in the lint message). */
+const zone = (files, groups, extra = {}) => ({
+  files,
+  ...extra,
+  rules: {
+    "no-restricted-imports": ["error", { patterns: groups.map(([group, message]) => ({ group, message })) }],
+  },
+});
+
+function dependencyZones() {
+  const above = "imports upward (ARCHITECTURE.md, dependency direction)";
+  return [
+    zone(
+      ["app/**/*.{ts,tsx}"],
+      [
+        [
+          ["@/server/engine/*", "@/server/workspace/*", "@/server/queue/*", "@/workers/*"],
+          `app/ reaches the engine through services: ${above}`,
+        ],
+        [[...PRISMA, ...DATA_MODULES], "app/ never touches the database: call a service."],
+      ],
+    ),
+    zone(
+      ["server/api/**/*.ts"],
+      [
+        [
+          ["@/server/engine/*", "@/server/workspace/*", "@/server/queue/*", "@/workers/*", "@/app/*"],
+          `server/api calls services (and gets them from server/composition): ${above}`,
+        ],
+        [[...PRISMA, ...DATA_MODULES], "server/api calls services, never Prisma or *.data.ts."],
+      ],
+      // The web side's composition root builds auth over the database pool.
+      { ignores: ["server/api/composition.ts"] },
+    ),
+    zone(
+      ["server/modules/**/*.ts"],
+      [
+        [
+          ["@trpc/server", "@trpc/server/*", "@/server/api/*"],
+          "Domain code throws AppError; the transport maps it.",
+        ],
+        [
+          ["@/server/composition/*", "@/workers/*", "@/app/*"],
+          `server/modules is composed, it does not compose: ${above}`,
+        ],
+        [
+          ["@/server/queue/worker*", "@/server/queue/registry"],
+          "Modules only enqueue (server/queue/enqueue).",
+        ],
+        [PRISMA, "Only *.data.ts files may import Prisma."],
+      ],
+      { ignores: ["server/modules/**/*.data.ts"] },
+    ),
+    zone(
+      ["server/modules/**/*.data.ts"],
+      [
+        [
+          ["@trpc/server", "@trpc/server/*", "@/server/api/*"],
+          "Domain code throws AppError; the transport maps it.",
+        ],
+        [
+          [
+            "@/server/composition/*",
+            "@/server/engine/*",
+            "@/server/workspace/*",
+            "@/server/queue/*",
+            "@/workers/*",
+            "@/app/*",
+          ],
+          "A data file is queries only.",
+        ],
+      ],
+    ),
+    zone(
+      ["workers/**/*.ts"],
+      [
+        [
+          ["@/server/api/*", "@/app/*", "@trpc/*", "next", "next/*"],
+          `Workers run jobs through services: ${above}`,
+        ],
+        [
+          [...PRISMA.filter((group) => group !== "@/server/db"), ...DATA_MODULES],
+          "Workers call services, never Prisma or *.data.ts.",
+        ],
+      ],
+    ),
+    zone(
+      ["server/engine/**/*.ts"],
+      [
+        [
+          ["@/server/modules/*", "@/server/api/*", "@/server/composition/*", "@/workers/*", "@/app/*"],
+          `The engine takes what it needs as parameters (server/composition passes the provision gate): ${above}`,
+        ],
+        [PRISMA, "The engine has no database: workspace records are the modules' business."],
+      ],
+    ),
+    zone(
+      ["server/workspace/**/*.ts"],
+      [
+        [
+          ["@trpc/*", "next", "next/*", "bullmq", "ioredis", ...PRISMA],
+          "server/workspace is a library: no web, database or queue code.",
+        ],
+        [
+          [
+            "@/server/api/*",
+            "@/server/modules/*",
+            "@/server/queue/*",
+            "@/server/engine/*",
+            "@/server/composition/*",
+            "@/server/config/*",
+            "@/server/auth/*",
+            "@/server/redis",
+            "@/server/logger",
+            "@/workers/*",
+            "@/app/*",
+          ],
+          "server/workspace depends on nothing above it (server/shared only).",
+        ],
+      ],
+    ),
+    zone(
+      ["server/queue/**/*.ts"],
+      [
+        [
+          [
+            "@/server/api/*",
+            "@/server/engine/*",
+            "@/server/workspace/*",
+            "@/server/composition/*",
+            "@/workers/*",
+            "@/app/*",
+            ...PRISMA,
+          ],
+          `The queue layer knows job definitions, not what runs them: ${above}`,
+        ],
+      ],
+    ),
+    zone(
+      ["server/shared/**/*.ts", "server/config/**/*.ts"],
+      [
+        [
+          [
+            "@/server/api/*",
+            "@/server/modules/*",
+            "@/server/engine/*",
+            "@/server/workspace/*",
+            "@/server/queue/*",
+            "@/server/composition/*",
+            "@/server/auth/*",
+            "@/workers/*",
+            "@/app/*",
+            ...PRISMA,
+          ],
+          "server/shared and server/config are the bottom layer.",
+        ],
+      ],
+    ),
+    zone(
+      ["server/composition/**/*.ts"],
+      [
+        [
+          ["@/server/api/*", "@/app/*", "@/workers/*"],
+          "server/composition builds services for the transports; it imports none of them.",
+        ],
+      ],
+    ),
+  ];
+}
+
 // Typed lint: the promise rules matter most here (dockerode, BullMQ, MCP are all promise-heavy).
 // Import boundaries encode ARCHITECTURE.md's dependency table.
 export default tseslint.config(
@@ -29,49 +202,9 @@ export default tseslint.config(
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
     },
   },
-  {
-    // The workspace engine is a library: no web, database or queue code.
-    files: ["server/workspace/**/*.ts"],
-    rules: {
-      "no-restricted-imports": [
-        "error",
-        {
-          patterns: [
-            {
-              group: ["@trpc/*", "next", "next/*", "bullmq", "ioredis", "@prisma/*", "@/generated/*"],
-              message: "server/workspace is a library: no web, database or queue code.",
-            },
-            {
-              group: ["@/server/api/*", "@/server/modules/*", "@/server/queue/*", "@/server/env*"],
-              message: "server/workspace depends on nothing above it.",
-            },
-          ],
-        },
-      ],
-    },
-  },
-  {
-    // Domain modules never import the transport; only *.data.ts may touch Prisma.
-    files: ["server/modules/**/*.ts"],
-    ignores: ["server/modules/**/*.data.ts"],
-    rules: {
-      "no-restricted-imports": [
-        "error",
-        {
-          patterns: [
-            {
-              group: ["@trpc/server", "@trpc/server/*"],
-              message: "Domain code throws AppError; the transport maps it.",
-            },
-            {
-              group: ["@/generated/prisma/client", "@prisma/client", "@/server/db"],
-              message: "Only *.data.ts files may import Prisma.",
-            },
-          ],
-        },
-      ],
-    },
-  },
+  // ARCHITECTURE.md's dependency table, row by row (one `no-restricted-imports` zone per folder). Relative
+  // imports stay inside a folder; everything across folders goes through `@/`, so these patterns see it.
+  ...dependencyZones(),
   {
     // A TenantScope is proof that an auth gate checked membership: only server/auth may mint one.
     files: ["app/**/*.{ts,tsx}", "server/**/*.ts", "workers/**/*.ts", "scripts/**/*.ts"],

@@ -1,14 +1,13 @@
 import { z } from "zod";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
-import { listApiKeys } from "@/server/modules/api-key/api-key.data";
-import { createApiKey, revokeApiKey } from "@/server/modules/api-key/api-key.service";
+import { createApiKey, listTenantApiKeys, revokeApiKey } from "@/server/modules/api-key/api-key.service";
 import { ZApiKeyDTO, ZCreateApiKeyInput } from "@/server/modules/api-key/api-key.types";
 
 export const apiKeyRouter = createTRPCRouter({
   list: tenantProcedureFor("api-key:read")
     .input(ZTenantInput.extend({ includeRevoked: z.boolean().default(false) }))
     .output(z.array(ZApiKeyDTO))
-    .query(({ ctx, input }) => listApiKeys(ctx.scope, { includeRevoked: input.includeRevoked })),
+    .query(({ ctx, input }) => listTenantApiKeys(ctx.scope, { includeRevoked: input.includeRevoked })),
 
   /** The plain key is in this response and nowhere else: only its hash is stored. */
   create: tenantProcedureFor("api-key:manage")

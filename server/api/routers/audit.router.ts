@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
-import { listAuditLogs } from "@/server/modules/audit/audit.data";
+import { listAuditEntries } from "@/server/modules/audit/audit.service";
 import { ZAuditLogDTO } from "@/server/modules/audit/audit.types";
 import { ZPageInput, ZPageOf } from "@/server/shared/page";
 
@@ -15,6 +15,6 @@ export const auditRouter = createTRPCRouter({
     )
     .output(ZPageOf(ZAuditLogDTO))
     .query(({ ctx, input }) =>
-      listAuditLogs(ctx.scope, { limit: input.limit, cursor: input.cursor, action: input.action }),
+      listAuditEntries(ctx.scope, { limit: input.limit, cursor: input.cursor, action: input.action }),
     ),
 });

@@ -1,8 +1,7 @@
 import { z } from "zod";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
 import { ZTenantRole } from "@/server/auth/roles";
-import { listMembers } from "@/server/modules/member/member.data";
-import { changeMemberRole, removeMember } from "@/server/modules/member/member.service";
+import { changeMemberRole, removeMember, listTenantMembers } from "@/server/modules/member/member.service";
 import { ZMemberDTO } from "@/server/modules/member/member.types";
 
 const ZMemberTarget = ZTenantInput.extend({ userId: z.string().min(1).max(200) });
@@ -11,7 +10,7 @@ export const memberRouter = createTRPCRouter({
   list: tenantProcedureFor("member:read")
     .input(ZTenantInput)
     .output(z.array(ZMemberDTO))
-    .query(({ ctx }) => listMembers(ctx.scope)),
+    .query(({ ctx }) => listTenantMembers(ctx.scope)),
 
   changeRole: tenantProcedureFor("member:manage")
     .input(ZMemberTarget.extend({ role: ZTenantRole }))

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { authedProcedure, createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
 import { resolveTenantScope } from "@/server/auth/resolve";
 import { ZTenantRole } from "@/server/auth/roles";
-import { getTenant, getTenantCounts, listTenantsOfUser } from "@/server/modules/tenant/tenant.data";
+import { listUserTenants, readTenant, readTenantOverview } from "@/server/modules/tenant/tenant.service";
 import { ZTenantCountsDTO, ZTenantDTO } from "@/server/modules/tenant/tenant.types";
 import {
   changeTenantPolicy,
@@ -36,10 +36,10 @@ export const tenantRouter = createTRPCRouter({
       const { principal } = ctx;
       if (principal.kind === "user") {
         const { userId, email, name } = principal;
-        return { principal: { kind: "user", userId, email, name }, tenants: await listTenantsOfUser(userId) };
+        return { principal: { kind: "user", userId, email, name }, tenants: await listUserTenants(userId) };
       }
       const scope = await resolveTenantScope(principal, principal.tenantId);
-      const tenant = await getTenant(scope);
+      const tenant = await readTenant(scope);
       return {
         principal: { kind: "api_key", apiKeyId: principal.apiKeyId, tenantId: principal.tenantId },
         tenants: [{ ...tenant, role: scope.role }],
@@ -51,7 +51,7 @@ export const tenantRouter = createTRPCRouter({
     .input(ZTenantInput)
     .output(ZOverviewOutput)
     .query(async ({ ctx }) => {
-      const [tenant, counts] = await Promise.all([getTenant(ctx.scope), getTenantCounts(ctx.scope)]);
+      const { tenant, counts } = await readTenantOverview(ctx.scope);
       return { tenant, role: ctx.scope.role, counts };
     }),
 

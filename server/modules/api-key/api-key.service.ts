@@ -6,7 +6,11 @@ import { assertCan, canGrantRole } from "@/server/auth/policy";
 import type { TenantRole } from "@/server/auth/roles";
 import type { TenantScope } from "@/server/auth/scope";
 import { AppError } from "@/server/shared/errors";
-import { revokeApiKey as revokeApiKeyRow, setApiKeyOwnership } from "@/server/modules/api-key/api-key.data";
+import {
+  listApiKeys,
+  revokeApiKey as revokeApiKeyRow,
+  setApiKeyOwnership,
+} from "@/server/modules/api-key/api-key.data";
 import {
   type CreatedApiKey,
   type TCreateApiKeyInput,
@@ -114,4 +118,9 @@ function fromAuthError(error: unknown): AppError {
     });
   }
   return new AppError("INTERNAL", "api key plugin failed", { cause: error, userMessage: "Internal error" });
+}
+
+/** The tenant's API keys (never their secrets; revoked ones on request). */
+export function listTenantApiKeys(scope: TenantScope, options: { includeRevoked: boolean }) {
+  return listApiKeys(scope, options);
 }

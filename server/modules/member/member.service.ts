@@ -5,6 +5,7 @@ import { AppError } from "@/server/shared/errors";
 import { appendAuditLog } from "@/server/modules/audit/audit.data";
 import {
   getMember,
+  listMembers,
   removeMember as removeMemberRow,
   updateMemberRole,
 } from "@/server/modules/member/member.data";
@@ -49,4 +50,9 @@ export async function removeMember(scope: TenantScope, userId: string): Promise<
     targetId: userId,
     outcome: "success",
   });
+}
+
+/** The tenant's members with their roles. */
+export function listTenantMembers(scope: TenantScope): Promise<MemberDTO[]> {
+  return listMembers(scope);
 }

@@ -1,10 +1,14 @@
 import { parseInput } from "@/server/shared/parse-input";
 import type { BerthAuth } from "@/server/auth/auth";
+import type { TenantScope } from "@/server/auth/scope";
 import { AppError } from "@/server/shared/errors";
 import {
   findTenantBySlug,
   findUserByEmail,
+  getTenant,
+  getTenantCounts,
   insertTenantWithOwner,
+  listTenantsOfUser,
 } from "@/server/modules/tenant/tenant.data";
 import {
   type CreateTenantWithOwnerResult,
@@ -51,4 +55,20 @@ async function requireUser(email: string): Promise<{ id: string; email: string; 
     });
   }
   return user;
+}
+
+/** The tenant a scope is in. */
+export function readTenant(scope: TenantScope) {
+  return getTenant(scope);
+}
+
+/** The dashboard overview: the tenant and its counts (agents, sessions, workspaces, members, keys). */
+export async function readTenantOverview(scope: TenantScope) {
+  const [tenant, counts] = await Promise.all([getTenant(scope), getTenantCounts(scope)]);
+  return { tenant, counts };
+}
+
+/** The tenants a signed-in user belongs to, with their role in each. */
+export function listUserTenants(userId: string) {
+  return listTenantsOfUser(userId);
 }

@@ -1,8 +1,11 @@
-import { Prisma, type WorkspaceState } from "@/generated/prisma/client";
+import {
+  Prisma,
+  type WorkspaceBackendKind as BackendKind,
+  type WorkspaceState,
+} from "@/generated/prisma/client";
 import { actorLabel, type TenantScope } from "@/server/auth/scope";
 import { type DbClient, getDb } from "@/server/db";
 import { AppError } from "@/server/shared/errors";
-import type { BackendKind } from "@/server/workspace/backend/port";
 import { canTransitionWorkspace, type WorkspaceLeaseDTO } from "@/server/modules/workspace/workspace.types";
 
 /**
