@@ -6,6 +6,7 @@ import { ZAgentDefaultMcps, ZAgentDefaultSkills } from "@/server/modules/agent/a
 import { listPurgeReceipts } from "@/server/modules/audit/audit.data";
 import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
 import { getSession } from "@/server/modules/session/session.data";
+import { tenantDefaultIsolation } from "@/server/modules/tenant/tenant-policy";
 import { createEnqueue } from "@/server/queue/enqueue";
 import { AppError, isAppError } from "@/server/shared/errors";
 import type { Workspace } from "@/server/workspace/workspace";
@@ -51,7 +52,7 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
         const { workspace } = await upsertWorkspaceBinding(scope, {
           id: session.workspaceId,
           backendKind: engine.machine.kind,
-          isolationPolicy: agent?.isolationPolicy ?? "PER_AGENT",
+          isolationPolicy: agent?.isolationPolicy ?? (await tenantDefaultIsolation(scope)),
           agentId: session.agentId,
           userId: session.userId ?? scope.userId,
         });
