@@ -39,7 +39,9 @@ export const libraryRouter = createTRPCRouter({
   create: tenantProcedureFor("library:manage")
     .input(z.intersection(ZTenantInput, ZLibraryCreateRequest))
     .output(ZLibraryEntryView)
-    .mutation(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...request } }) => addLibraryEntry(ctx.scope, request)),
+    .mutation(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...request } }) =>
+      addLibraryEntry(ctx.scope, request),
+    ),
 
   update: tenantProcedureFor("library:manage")
     .input(ZEntryTarget.extend({ patch: ZLibraryUpdateRequest }))
@@ -55,7 +57,11 @@ export const libraryRouter = createTRPCRouter({
   equip: tenantProcedureFor("agent:manage")
     .input(ZEntryTarget.extend({ agentId: z.string().min(1).max(200) }))
     .output(
-      z.object({ agentId: z.string(), name: z.string(), outcome: z.enum(["added", "replaced", "unchanged"]) }),
+      z.object({
+        agentId: z.string(),
+        name: z.string(),
+        outcome: z.enum(["added", "replaced", "unchanged"]),
+      }),
     )
     .mutation(({ ctx, input }) =>
       equipAgentFromLibrary(ctx.scope, { entryId: input.entryId, agentId: input.agentId }),

@@ -41,11 +41,19 @@ export async function importSkillArchive(stream: Readable, format: ArchiveFormat
       format === "zip"
         ? zipEntries(stream, LIBRARY_SKILL_LIMITS, temp)
         : tarEntries(stream, format === "tar.gz", LIBRARY_SKILL_LIMITS.maxArchiveBytes);
-    const manifest = await extractToSink(entries, await createHostDirectorySink(target), LIBRARY_SKILL_LIMITS, false);
+    const manifest = await extractToSink(
+      entries,
+      await createHostDirectorySink(target),
+      LIBRARY_SKILL_LIMITS,
+      false,
+    );
     const root = findSkillRoot(manifest);
     const prefix = root ? `${root}/` : "";
     const link = manifest.symlinks.find((symlink) => symlink.path.startsWith(prefix));
-    if (link) throw refuse(`Library skills cannot hold links: ${link.path.slice(prefix.length)}`, { entry: link.path });
+    if (link)
+      throw refuse(`Library skills cannot hold links: ${link.path.slice(prefix.length)}`, {
+        entry: link.path,
+      });
     const markdown = await readText(path.join(target, prefix, "SKILL.md"), "SKILL.md");
     const parsed = parseSkillMarkdown(markdown);
     if (!parsed.ok) throw refuse(`Invalid SKILL.md: ${parsed.reason}`, { entry: `${prefix}SKILL.md` });
@@ -54,13 +62,18 @@ export async function importSkillArchive(stream: Readable, format: ArchiveFormat
       if (!file.path.startsWith(prefix)) continue;
       const relative = file.path.slice(prefix.length);
       if (relative === "SKILL.md") continue;
-      if (files.length === MAX_FILES) throw refuse(`Library skills hold at most ${MAX_FILES} files besides SKILL.md.`);
+      if (files.length === MAX_FILES)
+        throw refuse(`Library skills hold at most ${MAX_FILES} files besides SKILL.md.`);
       if (!FILE_PATH.test(relative) || relative.length > 200) {
-        throw refuse(`${relative}: file names in library skills may use letters, digits, '_', '.', '-' and '/' only.`, {
-          entry: file.path,
-        });
+        throw refuse(
+          `${relative}: file names in library skills may use letters, digits, '_', '.', '-' and '/' only.`,
+          {
+            entry: file.path,
+          },
+        );
       }
-      if (file.size > MAX_FILE_BYTES) throw refuse(`${relative} is larger than 256 KiB.`, { entry: file.path });
+      if (file.size > MAX_FILE_BYTES)
+        throw refuse(`${relative} is larger than 256 KiB.`, { entry: file.path });
       files.push({ path: relative, content: await readText(path.join(target, file.path), relative) });
     }
     const skill = ZSeedSkill.safeParse({
@@ -73,7 +86,9 @@ export async function importSkillArchive(stream: Readable, format: ArchiveFormat
     });
     if (!skill.success) {
       const issue = skill.error.issues[0];
-      throw refuse(`The skill does not fit the library: ${issue?.path.join(".") ?? ""} ${issue?.message ?? ""}`.trim());
+      throw refuse(
+        `The skill does not fit the library: ${issue?.path.join(".") ?? ""} ${issue?.message ?? ""}`.trim(),
+      );
     }
     return skill.data;
   } finally {

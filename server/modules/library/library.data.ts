@@ -132,7 +132,9 @@ export async function libraryUsage(
 ): Promise<Map<string, LibraryUsage[]>> {
   const usage = new Map<string, LibraryUsage[]>();
   if (entryIds.length === 0) return usage;
-  const rows = await db.$queryRaw<{ entryId: string; agentId: string; agentName: string; identical: boolean }[]>`
+  const rows = await db.$queryRaw<
+    { entryId: string; agentId: string; agentName: string; identical: boolean }[]
+  >`
     SELECT l.id AS "entryId", a.id AS "agentId", a.name AS "agentName", (e.value = l.content) AS identical
     FROM library_entries l
     JOIN agents a ON a.tenant_id = l.tenant_id

@@ -86,24 +86,39 @@ export async function listLibrary(scope: TenantScope, raw: z.input<typeof ZLibra
   return { ...page, items: page.items.map((entry) => toView(entry, usage.get(entry.id) ?? [])) };
 }
 
-export async function getLibraryEntryDetail(scope: TenantScope, entryId: string): Promise<LibraryEntryDetail> {
+export async function getLibraryEntryDetail(
+  scope: TenantScope,
+  entryId: string,
+): Promise<LibraryEntryDetail> {
   assertCan(scope, "library:read");
   const entry = await getLibraryEntry(scope, entryId);
   const usage = await libraryUsage(scope, [entry.id]);
   return { ...toView(entry, usage.get(entry.id) ?? []), skillContent: skillOf(entry) };
 }
 
-export async function addLibraryEntry(scope: TenantScope, raw: TLibraryCreateRequest): Promise<LibraryEntryView> {
+export async function addLibraryEntry(
+  scope: TenantScope,
+  raw: TLibraryCreateRequest,
+): Promise<LibraryEntryView> {
   assertCan(scope, "library:manage");
   const input = parseInput(ZLibraryCreateRequest, raw);
   const content = input.kind === "MCP" ? input.declaration : input.skill;
   if (input.kind === "MCP") await assertStdioAllowed(scope, input.declaration);
-  const description = input.kind === "SKILL" ? (input.description ?? input.skill.description) : input.description;
+  const description =
+    input.kind === "SKILL" ? (input.description ?? input.skill.description) : input.description;
   return audited(
     scope,
-    { action: "library.create", targetType: "library", targetId: null, details: { kind: input.kind, name: content.name } },
+    {
+      action: "library.create",
+      targetType: "library",
+      targetId: null,
+      details: { kind: input.kind, name: content.name },
+    },
     async () =>
-      toView(await createLibraryEntry(scope, { kind: input.kind, name: content.name, description, content }), []),
+      toView(
+        await createLibraryEntry(scope, { kind: input.kind, name: content.name, description, content }),
+        [],
+      ),
     undefined,
     (entry) => ({ targetId: entry.id }),
   );
@@ -195,7 +210,9 @@ export async function equipAgentFromLibrary(
         const declaration = declarationOf(entry);
         const skill = skillOf(entry);
         return {
-          defaultMcpConfigs: declaration ? upsert(current.defaultMcpConfigs, declaration) : current.defaultMcpConfigs,
+          defaultMcpConfigs: declaration
+            ? upsert(current.defaultMcpConfigs, declaration)
+            : current.defaultMcpConfigs,
           defaultSkills: skill ? upsert(current.defaultSkills, skill) : current.defaultSkills,
         };
       });

@@ -17,7 +17,11 @@ const ZLibraryDescription = z.string().trim().max(2000);
 
 /** A new entry: its name is the MCP's or the skill's own name (what defaults and workspaces know it by). */
 export const ZLibraryCreateRequest = z.discriminatedUnion("kind", [
-  z.object({ kind: z.literal("MCP"), description: ZLibraryDescription.default(""), declaration: ZMcpDeclaration }),
+  z.object({
+    kind: z.literal("MCP"),
+    description: ZLibraryDescription.default(""),
+    declaration: ZMcpDeclaration,
+  }),
   z.object({ kind: z.literal("SKILL"), description: ZLibraryDescription.optional(), skill: ZSeedSkill }),
 ]);
 export type TLibraryCreateRequest = z.input<typeof ZLibraryCreateRequest>;
