@@ -5,7 +5,11 @@ import type { IsolationPolicy } from "@/server/modules/agent/agent.types";
 import { AppError } from "@/server/shared/errors";
 import type { TenantPolicyDTO } from "./tenant-policy";
 
-const policySelect = { stdioMcpMinRole: true, defaultIsolationPolicy: true, workspaceIdleTtlMs: true } as const;
+const policySelect = {
+  stdioMcpMinRole: true,
+  defaultIsolationPolicy: true,
+  workspaceIdleTtlMs: true,
+} as const;
 
 export async function getTenantPolicy(scope: TenantScope, db: DbClient = getDb()): Promise<TenantPolicyDTO> {
   const row = await db.tenant.findFirst({ where: { id: scope.tenantId }, select: policySelect });

@@ -94,12 +94,24 @@ export async function changeTenantPolicy(
   const patch = parseInput(ZTenantPolicyPatch, raw);
   const ttl = patch.workspaceIdleTtlMs;
   if (ttl !== undefined && ttl !== null) {
-    if (!operator) throw new AppError("INTERNAL", "changeTenantPolicy: an idle TTL needs the operator limits");
+    if (!operator)
+      throw new AppError("INTERNAL", "changeTenantPolicy: an idle TTL needs the operator limits");
     if (ttl > operator.idleTtlMs) {
-      throw new AppError("BAD_REQUEST", `idle TTL ${ttl} ms above the installation's ${operator.idleTtlMs} ms`, {
-        userMessage: `workspaceIdleTtlMs: must be at most ${operator.idleTtlMs} ms (the installation's BERTH_WORKSPACE_IDLE_TTL_MS)`,
-        details: { issues: [{ path: "workspaceIdleTtlMs", message: `must be at most ${operator.idleTtlMs}` }] },
-      });
+      throw new AppError(
+        "BAD_REQUEST",
+        `idle TTL ${ttl} ms above the installation's ${operator.idleTtlMs} ms`,
+        {
+          userMessage: `workspaceIdleTtlMs: must be at most ${operator.idleTtlMs} ms (the installation's BERTH_WORKSPACE_IDLE_TTL_MS)`,
+          details: {
+            issues: [
+              {
+                path: "workspaceIdleTtlMs",
+                message: `must be at most ${operator.idleTtlMs} ms (${operator.idleTtlMs / 60_000} min), the installation's idle TTL`,
+              },
+            ],
+          },
+        },
+      );
     }
   }
   const policy = await updateTenantPolicy(scope, patch);

@@ -90,12 +90,15 @@ export function McpDeclarationDialog({
   submitLabel,
   onAdd,
   trigger,
+  withDescription = false,
 }: {
   title: string;
   description: ReactNode;
   submitLabel: string;
-  onAdd: (declaration: TMcpDeclaration) => unknown;
+  /** `about`: the Description field's text, when `withDescription` shows it (library entries). */
+  onAdd: (declaration: TMcpDeclaration, about: string) => unknown;
   trigger?: ReactNode;
+  withDescription?: boolean;
 }) {
   const [open, setOpen] = useState(false);
   const [transport, setTransport] = useState<Transport>("stdio_mcp");
@@ -105,11 +108,12 @@ export function McpDeclarationDialog({
   async function onSubmit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     event.stopPropagation();
-    const result = declarationFromForm(new FormData(event.currentTarget));
+    const form = new FormData(event.currentTarget);
+    const result = declarationFromForm(form);
     if ("errors" in result) return setErrors(result.errors);
     setBusy(true);
     try {
-      await onAdd(result.declaration);
+      await onAdd(result.declaration, formString(form, "about").trim());
       setErrors([]);
       setOpen(false);
     } catch (error) {
@@ -146,6 +150,11 @@ export function McpDeclarationDialog({
           >
             <Input name="mcpName" required maxLength={100} placeholder="github" />
           </Field>
+          {withDescription && (
+            <Field label="Description" hint="What it is for and why it is trusted, for whoever equips it.">
+              <Textarea name="about" rows={2} maxLength={2000} />
+            </Field>
+          )}
           <Field label="Transport">
             <Select
               name="transport"

@@ -70,6 +70,9 @@ const FIELD_LABELS: Record<string, string> = {
   "modelConfig.apiKey": "API key",
   modelApiKey: "API key",
   isolationPolicy: "Isolation",
+  defaultIsolationPolicy: "Default isolation",
+  workspaceIdleTtlMs: "Idle TTL",
+  stdioMcpMinRole: "stdio MCP servers",
 };
 
 type Issue = { path: string; message: string };
