@@ -64,18 +64,21 @@ describe.skipIf(!HAS_CHROMIUM)("library, agent defaults and settings, end to end
 
     await page.getByRole("button", { name: "Add MCP server" }).click();
     const dialog = page.getByRole("form", { name: "MCP server" });
-    await dialog.getByLabel("Identifier").fill("docs-search");
+    // The form checks the declaration with the API's schema before sending it.
+    await dialog.getByLabel("Identifier").fill("docs search");
     await dialog.getByLabel("Description").fill("Searches the product docs (vetted by the platform team)");
     await dialog.getByLabel("Transport").selectOption("http_mcp");
-    // The form checks the declaration with the API's schema before sending it.
-    await dialog.getByLabel("URL").fill("not a url");
-    await dialog.getByRole("button", { name: "Add to library" }).click();
-    expect(await dialog.getByRole("alert").textContent()).toContain("URL");
     await dialog.getByLabel("URL").fill("https://mcp.example.test/mcp");
+    await dialog.getByRole("button", { name: "Add to library" }).click();
+    expect(await dialog.getByRole("alert").textContent()).toContain(
+      "Identifier: MCP names may contain only letters, digits",
+    );
+    await dialog.getByLabel("Identifier").fill("docs-search");
     await dialog.getByLabel("Headers").fill("Authorization: Bearer e2e-token");
     await shot(page, "library-add-mcp");
     await dialog.getByRole("button", { name: "Add to library" }).click();
     await toast("docs-search added to the library.");
+    await dialog.waitFor({ state: "detached" });
     await libraryRow("docs-search").waitFor();
 
     await page.getByRole("button", { name: "Upload skill" }).click();
@@ -83,6 +86,7 @@ describe.skipIf(!HAS_CHROMIUM)("library, agent defaults and settings, end to end
     await upload.getByLabel("Folder").setInputFiles(SKILL_DIR);
     await upload.getByRole("button", { name: "Upload" }).click();
     await toast("Skill hello added to the library.");
+    await upload.waitFor({ state: "detached" });
     const skillRow = libraryRow("hello");
     await skillRow.waitFor();
     expect(await skillRow.textContent()).toContain("SKILL.md + 1 file");
@@ -155,6 +159,7 @@ describe.skipIf(!HAS_CHROMIUM)("library, agent defaults and settings, end to end
     await equip.getByLabel("Agent").selectOption({ label: "researcher" });
     await equip.getByRole("button", { name: "Equip" }).click();
     await toast("hello added to the defaults of researcher.");
+    await equip.waitFor({ state: "detached" });
     await vi.waitFor(async () =>
       expect(await libraryRow("hello").getByTestId("used-by").textContent()).toContain("researcher"),
     );
@@ -171,7 +176,9 @@ describe.skipIf(!HAS_CHROMIUM)("library, agent defaults and settings, end to end
     const effective = page.getByTestId("settings-effective");
     await effective.waitFor();
     expect(await effective.textContent()).toContain(`${INSTALLATION_TTL_MS / 60_000} min (installation's)`);
-    expect(await page.getByTestId("settings-backend").textContent()).toContain("local");
+    await vi.waitFor(async () =>
+      expect(await page.getByTestId("settings-backend").textContent()).toContain("local"),
+    );
     await shot(page, "settings");
 
     await form.getByLabel("Idle TTL (minutes)").fill(String(INSTALLATION_TTL_MS / 60_000 + 1));

@@ -38,12 +38,14 @@ export function AgentsManager({ tenantSlug }: { tenantSlug: string }) {
   const formRef = useRef<HTMLFormElement>(null);
   const [defaults, setDefaults] = useState<AgentDefaultsValue>(NO_DEFAULTS);
 
-  // Every agent query (list pages, details) and the overview's counts change with a create or delete;
-  // a deleted agent's sessions go too.
+  // Every agent query (list pages, details), the overview's counts and the library's "used by" change with
+  // a create or delete; a deleted agent's sessions go too.
   const refresh = () =>
     Promise.all([
       queryClient.invalidateQueries({ queryKey: trpc.agent.pathKey() }),
       queryClient.invalidateQueries({ queryKey: trpc.session.pathKey() }),
+      // The library says which agents' defaults use each entry.
+      queryClient.invalidateQueries({ queryKey: trpc.library.pathKey() }),
       queryClient.invalidateQueries({ queryKey: trpc.tenant.overview.queryKey({ tenantSlug }) }),
     ]);
   const create = useMutation(

@@ -34,7 +34,12 @@ export function AgentEditor({ tenantSlug, agentId }: { tenantSlug: string; agent
   const { can } = useTenantRole(tenantSlug);
   const canManage = can("agent:manage", false);
 
-  const refresh = () => queryClient.invalidateQueries({ queryKey: trpc.agent.pathKey() });
+  // The library's "used by" follows the agent's defaults.
+  const refresh = () =>
+    Promise.all([
+      queryClient.invalidateQueries({ queryKey: trpc.agent.pathKey() }),
+      queryClient.invalidateQueries({ queryKey: trpc.library.pathKey() }),
+    ]);
   const save = useMutation(trpc.agent.update.mutationOptions({ onSuccess: refresh }));
   const setKey = useMutation(trpc.agent.update.mutationOptions({ onSuccess: refresh }));
   const remove = useMutation(
