@@ -65,7 +65,9 @@ export const ZAgentUpdateRequest = z
     modelApiKey: ZApiKeyPatch,
     defaultMcpConfigs: ZAgentDefaultMcps.optional(),
     defaultSkills: ZAgentDefaultSkills.optional(),
-    isolationPolicy: ZIsolationPolicy.nullish().describe("Null: back to the tenant's default isolation policy."),
+    isolationPolicy: ZIsolationPolicy.nullish().describe(
+      "Null: back to the tenant's default isolation policy.",
+    ),
   })
   .refine(
     (patch) =>

@@ -259,7 +259,8 @@ export async function sweepIdleWorkspaces(
     const tenantTtlMs = tenantTtls.get(candidate.tenantId);
     const ttlMs = effectiveIdleTtlMs(tenantTtlMs ?? null, installationTtlMs);
     const reason =
-      `idle for more than ${Math.round(ttlMs / 1000)} s` + (tenantTtlMs === undefined ? "" : " (tenant setting)");
+      `idle for more than ${Math.round(ttlMs / 1000)} s` +
+      (tenantTtlMs === undefined ? "" : " (tenant setting)");
     const decision = await stopIfIdle(scope, candidate.id, {
       idleBefore: new Date(now.getTime() - ttlMs),
       leaseBornAfter,
