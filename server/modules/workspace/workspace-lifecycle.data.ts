@@ -78,7 +78,10 @@ export async function findSweepCandidates(
     where: {
       state: "READY",
       OR: [
-        { tenantId: { notIn: own.map((tenant) => tenant.tenantId) }, ...idleSince(options.idleBefore) },
+        {
+          ...(own.length > 0 ? { tenantId: { notIn: own.map((tenant) => tenant.tenantId) } } : {}),
+          ...idleSince(options.idleBefore),
+        },
         ...own.map((tenant) => ({ tenantId: tenant.tenantId, ...idleSince(tenant.idleBefore) })),
       ],
     },
