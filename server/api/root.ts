@@ -14,6 +14,7 @@ import { workspaceRouter } from "@/server/api/routers/workspace.router";
 import { agentRouter } from "@/server/api/routers/agent.router";
 import { chatRouter } from "@/server/api/routers/chat.router";
 import { jobsRouter } from "@/server/api/routers/jobs.router";
+import { libraryRouter } from "@/server/api/routers/library.router";
 import { sessionRouter } from "@/server/api/routers/session.router";
 import { createCallerFactory, createTRPCRouter } from "@/server/api/trpc";
 
@@ -29,6 +30,7 @@ export const appRouter = createTRPCRouter({
   session: sessionRouter,
   chat: chatRouter,
   jobs: jobsRouter,
+  library: libraryRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -4,7 +4,7 @@ import type { TenantScope } from "@/server/auth/scope";
 
 /**
  * What each role may do in a tenant. Viewers read; members use agents and sessions; admins manage
- * agents, keys, members and workspaces; owners also manage the tenant itself.
+ * agents, keys, members, workspaces and the library; owners also manage the tenant itself.
  */
 export const TENANT_ACTIONS = {
   "tenant:read": "viewer",
@@ -12,6 +12,7 @@ export const TENANT_ACTIONS = {
   "agent:read": "viewer",
   "session:read": "viewer",
   "workspace:read": "viewer",
+  "library:read": "viewer",
   "agent:use": "member",
   "session:use": "member",
   "agent:manage": "admin",
@@ -19,6 +20,7 @@ export const TENANT_ACTIONS = {
   "api-key:manage": "admin",
   "member:manage": "admin",
   "workspace:manage": "admin",
+  "library:manage": "admin",
   "audit:read": "admin",
   "tenant:manage": "owner",
 } as const satisfies Record<string, TenantRole>;

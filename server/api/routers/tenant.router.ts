@@ -6,10 +6,20 @@ import { listUserTenants, readTenant, readTenantOverview } from "@/server/module
 import { ZTenantCountsDTO, ZTenantDTO } from "@/server/modules/tenant/tenant.types";
 import {
   changeTenantPolicy,
+  MIN_TENANT_IDLE_TTL_MS,
+  type OperatorLimits,
   readTenantPolicy,
+  viewTenantPolicy,
   ZTenantPolicyPatch,
+  ZTenantPolicyView,
 } from "@/server/modules/tenant/tenant-policy";
-import { ZTenantPolicyDTO } from "@/server/modules/tenant/tenant-policy.types";
+import { getEngine } from "@/server/composition/services";
+
+/** What the installation allows a tenant (its engine's configuration, BERTH_WORKSPACE_IDLE_TTL_MS). */
+const operatorLimits = (): OperatorLimits => ({
+  idleTtlMs: getEngine().config.idleTtlMs,
+  minIdleTtlMs: MIN_TENANT_IDLE_TTL_MS,
+});
 
 const ZMembershipDTO = ZTenantDTO.extend({ role: ZTenantRole });
 
@@ -55,17 +65,23 @@ export const tenantRouter = createTRPCRouter({
       return { tenant, role: ctx.scope.role, counts };
     }),
 
-  /** The tenant's security policy (who may declare stdio MCP servers). */
+  /**
+   * The tenant's policy: who may declare stdio MCP servers, the default isolation policy of its agents and
+   * its workspaces' idle TTL, with what the operator allows (`operator`) and what applies (`effective`).
+   */
   policy: tenantProcedureFor("tenant:read")
     .input(ZTenantInput)
-    .output(ZTenantPolicyDTO)
-    .query(({ ctx }) => readTenantPolicy(ctx.scope)),
+    .output(ZTenantPolicyView)
+    .query(async ({ ctx }) =>
+      viewTenantPolicy(await readTenantPolicy(ctx.scope), operatorLimits().idleTtlMs),
+    ),
 
-  /** Owners only. */
+  /** Owners only. Absent fields keep their values; null puts a default back to the installation's. */
   setPolicy: tenantProcedureFor("tenant:manage")
     .input(ZTenantInput.extend(ZTenantPolicyPatch.shape))
-    .output(ZTenantPolicyDTO)
-    .mutation(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...patch } }) =>
-      changeTenantPolicy(ctx.scope, patch),
-    ),
+    .output(ZTenantPolicyView)
+    .mutation(async ({ ctx, input: { tenantId: _t, tenantSlug: _s, ...patch } }) => {
+      const operator = operatorLimits();
+      return viewTenantPolicy(await changeTenantPolicy(ctx.scope, patch, operator), operator.idleTtlMs);
+    }),
 });

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
 import { getWorkspaceServices } from "@/server/composition/services";
+import { installMcpFromLibrary } from "@/server/modules/library/library.service";
 
 // An MCP scope is (agent, session); "" is the shared legacy scope (agentscope-spec.md §2.1).
 const ZMcpTarget = ZTenantInput.extend({
@@ -29,6 +30,22 @@ export const workspaceMcpRouter = createTRPCRouter({
         input.workspaceId,
         { agentId: input.agentId, sessionId: input.sessionId },
         input.declaration,
+      ),
+    ),
+
+  /** The reference's `POST /workspace/mcp/from-library`: a library entry's declaration into this scope. */
+  addFromLibrary: tenantProcedureFor("session:use")
+    .input(ZMcpTarget.extend({ entryId: z.string().min(1).max(200) }))
+    .mutation(({ ctx, input }) =>
+      installMcpFromLibrary(
+        ctx.scope,
+        {
+          entryId: input.entryId,
+          workspaceId: input.workspaceId,
+          agentId: input.agentId,
+          sessionId: input.sessionId,
+        },
+        getWorkspaceServices().content,
       ),
     ),
 

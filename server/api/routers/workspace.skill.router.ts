@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
 import { getWorkspaceServices } from "@/server/composition/services";
+import { installSkillFromLibrary } from "@/server/modules/library/library.service";
 
 const ZSkillTarget = ZTenantInput.extend({
   workspaceId: z.string().min(1).max(200),
@@ -8,12 +9,26 @@ const ZSkillTarget = ZTenantInput.extend({
   agentId: z.string().min(1).max(200).nullish(),
 });
 
-/** `workspace.skill.*`: list and remove; uploads go through POST /api/workspaces/:id/skills (multipart). */
+/**
+ * `workspace.skill.*`: list, remove and install from the library; uploads go through
+ * POST /api/workspaces/:id/skills (multipart or an archive).
+ */
 export const workspaceSkillRouter = createTRPCRouter({
   list: tenantProcedureFor("workspace:read")
     .input(ZSkillTarget)
     .query(({ ctx, input }) =>
       getWorkspaceServices().content.listSkills(ctx.scope, input.workspaceId, input.agentId ?? null),
+    ),
+
+  /** The reference's `POST /workspace/skill/from-library`: a library skill into the agent's partition. */
+  addFromLibrary: tenantProcedureFor("session:use")
+    .input(ZSkillTarget.extend({ entryId: z.string().min(1).max(200) }))
+    .mutation(({ ctx, input }) =>
+      installSkillFromLibrary(
+        ctx.scope,
+        { entryId: input.entryId, workspaceId: input.workspaceId, agentId: input.agentId ?? null },
+        getWorkspaceServices().content,
+      ),
     ),
 
   /**

@@ -1,5 +1,6 @@
 import { parseInput } from "@/server/shared/parse-input";
 import { randomUUID } from "node:crypto";
+import { z } from "zod";
 import { isDeepStrictEqual } from "node:util";
 import type { Prisma } from "@/generated/prisma/client";
 import { type Db, type DbClient, getDb, isUniqueViolation, pageSize } from "@/server/db";
@@ -10,6 +11,8 @@ import {
   type AgentDTO,
   type TCreateAgentInput,
   type TUpdateAgentInput,
+  ZAgentDefaultMcps,
+  ZAgentDefaultSkills,
   ZAgentModelConfig,
   ZCreateAgentInput,
   ZUpdateAgentInput,
@@ -23,6 +26,7 @@ const agentSelect = {
   id: true,
   name: true,
   description: true,
+  systemPrompt: true,
   modelConfig: true,
   defaultMcpConfigs: true,
   defaultSkills: true,
@@ -64,6 +68,7 @@ export async function createAgent(
         tenantId: scope.tenantId,
         name: input.name,
         description: input.description,
+        systemPrompt: input.systemPrompt,
         modelConfig: input.modelConfig,
         modelApiKeyEncrypted: input.modelApiKey
           ? encryptSecret(secretKey, input.modelApiKey, secretContext(scope.tenantId, id))
@@ -167,6 +172,10 @@ export async function patchAgent(
         data.description = patch.description;
         changedFields.push("description");
       }
+      if (patch.systemPrompt !== undefined && patch.systemPrompt !== current.systemPrompt) {
+        data.systemPrompt = patch.systemPrompt;
+        changedFields.push("systemPrompt");
+      }
       if (patch.isolationPolicy !== undefined && patch.isolationPolicy !== current.isolationPolicy) {
         data.isolationPolicy = patch.isolationPolicy;
         changedFields.push("isolationPolicy");
@@ -213,6 +222,53 @@ export async function patchAgent(
   } catch (error) {
     throw mapNameConflict(error, patch.name ?? "");
   }
+}
+
+/** An agent's defaults as `editAgentDefaults` hands them to its edit (parsed: the stored shapes). */
+export type AgentDefaults = {
+  defaultMcpConfigs: z.output<typeof ZAgentDefaultMcps>;
+  defaultSkills: z.output<typeof ZAgentDefaultSkills>;
+};
+
+/**
+ * Changes an agent's default MCPs and skills with the row locked, so an edit computed from the current lists
+ * (the library's "equip": add or replace one entry by name) never loses a concurrent change. `edit` returns
+ * the new lists; they are validated as an update would be (names unique, at most 100 each).
+ */
+export async function editAgentDefaults(
+  scope: TenantScope,
+  agentId: string,
+  edit: (current: AgentDefaults) => AgentDefaults,
+  db: Db = getDb(),
+): Promise<{ agent: AgentDTO; changed: boolean }> {
+  return db.$transaction(async (tx) => {
+    const locked = await tx.$queryRaw<{ id: string }[]>`
+      SELECT id FROM agents WHERE tenant_id = ${scope.tenantId} AND id = ${agentId} FOR UPDATE`;
+    if (locked.length === 0) throw notFound(agentId);
+    const row = await tx.agent.findFirstOrThrow({
+      where: { tenantId: scope.tenantId, id: agentId },
+      select: { defaultMcpConfigs: true, defaultSkills: true },
+    });
+    // Rows stored before a schema change may not parse; an edit then starts from what does.
+    const current: AgentDefaults = {
+      defaultMcpConfigs: ZAgentDefaultMcps.safeParse(row.defaultMcpConfigs).data ?? [],
+      defaultSkills: ZAgentDefaultSkills.safeParse(row.defaultSkills).data ?? [],
+    };
+    const next = parseInput(
+      z.object({ defaultMcpConfigs: ZAgentDefaultMcps, defaultSkills: ZAgentDefaultSkills }),
+      edit(current),
+    );
+    const changed =
+      !isDeepStrictEqual(next.defaultMcpConfigs, row.defaultMcpConfigs) ||
+      !isDeepStrictEqual(next.defaultSkills, row.defaultSkills);
+    if (changed) {
+      await tx.agent.updateMany({
+        where: { tenantId: scope.tenantId, id: agentId },
+        data: { defaultMcpConfigs: next.defaultMcpConfigs, defaultSkills: next.defaultSkills },
+      });
+    }
+    return { agent: await getAgent(scope, agentId, tx), changed };
+  });
 }
 
 /** `patchAgent` without the list of changed fields. */

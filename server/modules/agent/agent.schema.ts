@@ -8,6 +8,7 @@ import {
   ZAgentModelConfigPatch,
   ZAgentName,
   ZBackendKind,
+  ZAgentSystemPrompt,
   ZIsolationPolicy,
 } from "@/server/modules/agent/agent.types";
 
@@ -24,13 +25,16 @@ export const ZAgentModelConfigInput = z.strictObject({
 
 export const ZAgentCreateRequest = z.object({
   name: ZAgentName,
+  /** A short human description; not sent to the model (see systemPrompt). */
   description: z.string().max(2000).optional(),
+  /** The system prompt, as sent; empty or absent: "You are <name>, an AI agent working in a persistent workspace." */
+  systemPrompt: ZAgentSystemPrompt.optional(),
   modelConfig: ZAgentModelConfigInput,
   /** Same as `modelConfig.apiKey`. */
   modelApiKey: z.string().min(1).max(4096).nullish(),
   defaultMcpConfigs: ZAgentDefaultMcps.optional(),
   defaultSkills: ZAgentDefaultSkills.optional(),
-  /** Null/absent: the tenant's default (PER_AGENT). */
+  /** Null/absent: the tenant's default (tenant.policy `defaultIsolationPolicy`, PER_AGENT unless set). */
   isolationPolicy: ZIsolationPolicy.nullish(),
   /** Null/absent: the tenant's default backend (then the installation's). Must be one the installation runs. */
   backend: ZBackendKind.nullish(),
@@ -59,11 +63,14 @@ export const ZAgentUpdateRequest = z
   .object({
     name: ZAgentName.optional(),
     description: z.string().max(2000).optional(),
+    systemPrompt: ZAgentSystemPrompt.optional(),
     modelConfig: ZAgentModelConfigPatchRequest.optional(),
     modelApiKey: ZApiKeyPatch,
     defaultMcpConfigs: ZAgentDefaultMcps.optional(),
     defaultSkills: ZAgentDefaultSkills.optional(),
-    isolationPolicy: ZIsolationPolicy.nullish().describe("Null: back to the tenant's default (PER_AGENT)."),
+    isolationPolicy: ZIsolationPolicy.nullish().describe(
+      "Null: back to the tenant's default isolation policy.",
+    ),
     backend: ZBackendKind.nullish().describe(
       "The backend of the agent's NEW workspaces (existing ones stay where they are). Null: the tenant's default.",
     ),

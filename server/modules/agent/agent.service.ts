@@ -11,6 +11,7 @@ import {
 } from "@/server/modules/agent/agent.schema";
 import type { AgentDTO } from "@/server/modules/agent/agent.types";
 import { audited } from "@/server/modules/audit/audited";
+import { assertMayDeclareStdioMcp } from "@/server/modules/tenant/tenant-policy";
 import { parseInput } from "@/server/shared/parse-input";
 
 export type { AgentView };
@@ -45,6 +46,15 @@ function splitKey<C extends { apiKey?: string | null }>(
 /** `Omit<C, "apiKey">` that keeps the named keys of a type with an index signature (Omit would drop them). */
 type WithoutKey<C> = { [K in keyof C as K extends "apiKey" ? never : K]: C[K] };
 
+/** Default stdio MCPs are commands the agent's workspaces will run: the tenant's stdio policy applies to them. */
+async function assertStdioDefaultsAllowed(
+  scope: TenantScope,
+  defaults: readonly { mcp_config: { type: string } }[] | undefined,
+): Promise<void> {
+  if (defaults?.some((declaration) => declaration.mcp_config.type === "stdio_mcp"))
+    await assertMayDeclareStdioMcp(scope);
+}
+
 export function createAgentService(deps: AgentServiceDeps) {
   const onAuditFailure = deps.onAuditFailure ?? (() => undefined);
 
@@ -52,6 +62,7 @@ export function createAgentService(deps: AgentServiceDeps) {
     async create(scope: TenantScope, raw: TAgentCreateRequest): Promise<AgentView> {
       const input = parseInput(ZAgentCreateRequest, raw);
       deps.assertBackendChoosable(input.backend);
+      await assertStdioDefaultsAllowed(scope, input.defaultMcpConfigs);
       const { modelConfig, apiKey } = splitKey(input.modelConfig);
       return audited(
         scope,
@@ -89,6 +100,7 @@ export function createAgentService(deps: AgentServiceDeps) {
     async update(scope: TenantScope, agentId: string, raw: TAgentUpdateRequest): Promise<AgentView> {
       const patch = parseInput(ZAgentUpdateRequest, raw);
       deps.assertBackendChoosable(patch.backend);
+      await assertStdioDefaultsAllowed(scope, patch.defaultMcpConfigs);
       const { modelConfig, apiKey } = splitKey(patch.modelConfig);
       const modelApiKey = patch.modelApiKey !== undefined ? patch.modelApiKey : apiKey;
       const requested = [

@@ -77,9 +77,21 @@ export const ZAgentName = z
   .max(64)
   .regex(/^[A-Za-z0-9][A-Za-z0-9 _.-]*$/, "letters, digits, spaces, dots, dashes and underscores");
 
+/**
+ * The agent's system prompt (the reference's `sys_prompt`): sent as written, followed by what the workspace
+ * adds (skills, offload instructions). Empty: `defaultSystemPrompt(name)`. The description is not part of it.
+ */
+export const ZAgentSystemPrompt = z.string().max(100_000);
+
+/** What an agent with an empty system prompt is told (what every agent was told before it had one). */
+export function defaultSystemPrompt(agentName: string): string {
+  return `You are ${agentName}, an AI agent working in a persistent workspace.`;
+}
+
 export const ZCreateAgentInput = z.object({
   name: ZAgentName,
   description: z.string().max(2000).default(""),
+  systemPrompt: ZAgentSystemPrompt.default(""),
   modelConfig: ZAgentModelConfig,
   /** Plain provider key; encrypted before it reaches the database, never returned. */
   modelApiKey: z.string().min(1).max(4096).nullish(),
@@ -114,6 +126,7 @@ export type AgentModelConfigPatch = z.infer<typeof ZAgentModelConfigPatch>;
 export const ZUpdateAgentInput = z.object({
   name: ZAgentName.optional(),
   description: z.string().max(2000).optional(),
+  systemPrompt: ZAgentSystemPrompt.optional(),
   modelConfig: ZAgentModelConfigPatch.optional(),
   modelApiKey: z.string().min(1).max(4096).nullish(),
   defaultMcpConfigs: ZAgentDefaultMcps.optional(),
@@ -126,7 +139,10 @@ export type TUpdateAgentInput = z.input<typeof ZUpdateAgentInput>;
 export const ZAgentDTO = z.object({
   id: z.string(),
   name: z.string(),
+  /** A short human description (lists, team leaders' invite tool). */
   description: z.string(),
+  /** Sent to the model as the system prompt ("" → defaultSystemPrompt(name)). */
+  systemPrompt: z.string(),
   modelConfig: ZAgentModelConfig,
   /** Whether a provider key is stored (the key itself never leaves the server). */
   hasModelApiKey: z.boolean(),

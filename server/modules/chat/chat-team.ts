@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { SecretKey } from "@/server/auth/secrets";
 import type { TenantScope } from "@/server/auth/scope";
 import { createAgent, getAgent, getAgentModelApiKey, listAgents } from "@/server/modules/agent/agent.data";
+import { defaultSystemPrompt } from "@/server/modules/agent/agent.types";
 import type { SessionDTO } from "@/server/modules/session/session.types";
 import type { TChatTurnEvent } from "./chat.schema";
 import type { AgentTool, TeamPort } from "./ports";
@@ -44,11 +45,14 @@ export function teamPortFor(deps: TeamDeps, scope: TenantScope, leader: SessionD
     async createWorkerSession({ leaderSessionId, workspaceId, name, description }) {
       const leaderAgent = await getAgent(scope, leader.agentId);
       const apiKey = await getAgentModelApiKey(scope, leaderAgent.id, deps.secretKey);
+      const workerName = workerAgentName(name);
       const worker = await createAgent(
         scope,
         {
-          name: workerAgentName(name),
+          name: workerName,
           description,
+          // The role the leader gave it is part of its prompt (the team tool says so), as it always was.
+          systemPrompt: `${defaultSystemPrompt(workerName)}\n${description.trim()}`,
           modelConfig: leaderAgent.modelConfig,
           modelApiKey: apiKey,
           isolationPolicy: leaderAgent.isolationPolicy,

@@ -4,7 +4,7 @@ import type { SecretKey } from "@/server/auth/secrets";
 import type { TenantScope } from "@/server/auth/scope";
 import type { Logger } from "@/server/logger";
 import { getAgent, getAgentModelApiKey } from "@/server/modules/agent/agent.data";
-import type { AgentDTO } from "@/server/modules/agent/agent.types";
+import { type AgentDTO, defaultSystemPrompt } from "@/server/modules/agent/agent.types";
 import { audited } from "@/server/modules/audit/audited";
 import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
 import {
@@ -97,9 +97,9 @@ export function createChatService(deps: ChatServiceDeps) {
     return rows.map((row) => ({ role: row.role, content: row.content }));
   }
 
+  /** The agent's own system prompt as written (the description is for people, not the model). */
   function systemPromptOf(agent: AgentDTO): string {
-    const description = agent.description.trim();
-    return `You are ${agent.name}, an AI agent working in a persistent workspace.${description ? `\n${description}` : ""}`;
+    return agent.systemPrompt.trim() || defaultSystemPrompt(agent.name);
   }
 
   /** The turn itself, on the workspace, under the lease; events go to `emit` (`done` held back by the caller). */

@@ -8,7 +8,10 @@ import {
   legacyPerUserWorkspaceId,
 } from "@/server/workspace/manager/isolation";
 
-/** The tenant default when an agent names no policy (agentscope-spec.md §8.1: PER_AGENT). */
+/**
+ * The installation's default when neither the agent nor its tenant names a policy (agentscope-spec.md §8.1:
+ * PER_AGENT). Sessions resolve the tenant's own default first (tenant-policy.ts tenantDefaultIsolation).
+ */
 export const TENANT_DEFAULT_ISOLATION: StoredIsolationPolicy = "PER_AGENT";
 
 /** The user a workspace id is derived for: the signed-in user, else the API key (its own "user"). */

@@ -18,11 +18,11 @@ import {
   assignSessionWorkspaceId,
   legacySessionWorkspaceId,
   mayShareWorkspace,
-  TENANT_DEFAULT_ISOLATION,
   workspaceRefusal,
   workspaceRefusalError,
 } from "@/server/modules/session/session.policy";
 import type { SessionDTO } from "@/server/modules/session/session.types";
+import { tenantDefaultIsolation } from "@/server/modules/tenant/tenant-policy";
 import { getWorkspaceOrNull } from "@/server/modules/workspace/workspace.data";
 import type { TUpsertWorkspaceInput } from "@/server/modules/workspace/workspace.types";
 import { parseInput } from "@/server/shared/parse-input";
@@ -64,7 +64,7 @@ export function createSessionService(deps: SessionServiceDeps) {
   /**
    * The session's workspace id, decided once: the requested one, which must be usable by the caller (an
    * existing, not purged, shareable workspace of theirs; anything else is a typed error saying why, never a
-   * silent substitute), else the isolation policy's (the agent's override, else the tenant default).
+   * silent substitute), else the isolation policy's (the agent's own, else the tenant's default policy).
    */
   async function chooseWorkspace(scope: TenantScope, agentId: string, requested: string | undefined) {
     const agent = await getAgent(scope, agentId);
@@ -74,7 +74,7 @@ export function createSessionService(deps: SessionServiceDeps) {
       if (refusal !== null || !record) throw workspaceRefusalError(requested, refusal ?? "not_found");
       return { workspaceId: record.id, policy: record.isolationPolicy, shared: true };
     }
-    const policy = agent.isolationPolicy ?? TENANT_DEFAULT_ISOLATION;
+    const policy = agent.isolationPolicy ?? (await tenantDefaultIsolation(scope));
     // A PER_USER workspace bound before the tenant was part of the id keeps serving its user in this tenant.
     const legacyId = legacySessionWorkspaceId(policy, scope);
     if (legacyId !== null && mayShareWorkspace(await getWorkspaceOrNull(scope, legacyId), scope)) {

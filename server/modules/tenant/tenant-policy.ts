@@ -2,34 +2,110 @@ import { z } from "zod";
 import { assertCan } from "@/server/auth/policy";
 import { isRoleAtLeast } from "@/server/auth/roles";
 import type { TenantScope } from "@/server/auth/scope";
+import { type IsolationPolicy, ZIsolationPolicy } from "@/server/modules/agent/agent.types";
 import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
 import { AppError } from "@/server/shared/errors";
 import { parseInput } from "@/server/shared/parse-input";
 import { getTenantPolicy, updateTenantPolicy } from "./tenant-policy.data";
-import type { TenantPolicyDTO } from "./tenant-policy.types";
+import { type TenantPolicyDTO, ZTenantPolicyDTO } from "./tenant-policy.types";
+
+/** The isolation policy of an agent that names none, in a tenant that names none (agentscope-spec.md §8.1). */
+export const INSTALLATION_DEFAULT_ISOLATION: IsolationPolicy = "PER_AGENT";
+
+/** The shortest idle TTL a tenant may set: a sweep stops a workspace no sooner than this after its last use. */
+export const MIN_TENANT_IDLE_TTL_MS = 60_000;
+
+/** What the operator's configuration allows, next to the tenant's choice (the installation's values). */
+export const ZOperatorLimits = z.object({
+  /** BERTH_WORKSPACE_IDLE_TTL_MS: the installation's idle TTL, the most a tenant may set. */
+  idleTtlMs: z.number().int().positive(),
+  minIdleTtlMs: z.number().int().positive(),
+});
+export type OperatorLimits = z.infer<typeof ZOperatorLimits>;
+
+/** `tenant.policy`'s answer: the stored policy, what the operator allows, and what applies. */
+export const ZTenantPolicyView = ZTenantPolicyDTO.extend({
+  operator: ZOperatorLimits,
+  effective: z.object({ isolationPolicy: ZIsolationPolicy, idleTtlMs: z.number().int().positive() }),
+});
+export type TenantPolicyView = z.infer<typeof ZTenantPolicyView>;
 
 export const ZTenantPolicyPatch = z
-  .object({ stdioMcpMinRole: z.enum(["owner", "admin", "member"]).optional() })
+  .object({
+    stdioMcpMinRole: z.enum(["owner", "admin", "member"]).optional(),
+    /** Null: back to PER_AGENT. */
+    defaultIsolationPolicy: ZIsolationPolicy.nullable().optional(),
+    /** Null: the installation's TTL. At least a minute, at most the installation's TTL. */
+    workspaceIdleTtlMs: z.number().int().min(MIN_TENANT_IDLE_TTL_MS).nullable().optional(),
+  })
   .strict();
+
+/** The idle TTL that applies to a tenant's workspaces: its own when shorter than the installation's. */
+export function effectiveIdleTtlMs(tenantTtlMs: number | null, installationTtlMs: number): number {
+  return tenantTtlMs === null ? installationTtlMs : Math.min(tenantTtlMs, installationTtlMs);
+}
+
+export function viewTenantPolicy(policy: TenantPolicyDTO, installationTtlMs: number): TenantPolicyView {
+  return {
+    ...policy,
+    operator: { idleTtlMs: installationTtlMs, minIdleTtlMs: MIN_TENANT_IDLE_TTL_MS },
+    effective: {
+      isolationPolicy: policy.defaultIsolationPolicy ?? INSTALLATION_DEFAULT_ISOLATION,
+      idleTtlMs: effectiveIdleTtlMs(policy.workspaceIdleTtlMs, installationTtlMs),
+    },
+  };
+}
 
 export async function readTenantPolicy(scope: TenantScope): Promise<TenantPolicyDTO> {
   assertCan(scope, "tenant:read");
   return getTenantPolicy(scope);
 }
 
+/** The isolation policy a session of an agent without its own gets: the tenant's default, else PER_AGENT. */
+export async function tenantDefaultIsolation(scope: TenantScope): Promise<IsolationPolicy> {
+  return (await getTenantPolicy(scope)).defaultIsolationPolicy ?? INSTALLATION_DEFAULT_ISOLATION;
+}
+
+/**
+ * Owners only. `operator` bounds the idle TTL (a tenant cannot keep workspaces longer than the installation
+ * does); it must be given whenever the patch sets one.
+ */
 export async function changeTenantPolicy(
   scope: TenantScope,
   raw: z.input<typeof ZTenantPolicyPatch>,
+  operator?: OperatorLimits,
 ): Promise<TenantPolicyDTO> {
   assertCan(scope, "tenant:manage");
   const patch = parseInput(ZTenantPolicyPatch, raw);
+  const ttl = patch.workspaceIdleTtlMs;
+  if (ttl !== undefined && ttl !== null) {
+    if (!operator)
+      throw new AppError("INTERNAL", "changeTenantPolicy: an idle TTL needs the operator limits");
+    if (ttl > operator.idleTtlMs) {
+      throw new AppError(
+        "BAD_REQUEST",
+        `idle TTL ${ttl} ms above the installation's ${operator.idleTtlMs} ms`,
+        {
+          userMessage: `workspaceIdleTtlMs: must be at most ${operator.idleTtlMs} ms (the installation's BERTH_WORKSPACE_IDLE_TTL_MS)`,
+          details: {
+            issues: [
+              {
+                path: "workspaceIdleTtlMs",
+                message: `must be at most ${operator.idleTtlMs} ms (${operator.idleTtlMs / 60_000} min), the installation's idle TTL`,
+              },
+            ],
+          },
+        },
+      );
+    }
+  }
   const policy = await updateTenantPolicy(scope, patch);
   await recordAudit(scope, {
     action: "tenant.policy.update",
     targetType: "tenant",
     targetId: scope.tenantId,
     outcome: "success",
-    details: { ...policy },
+    details: { ...policy, changed: Object.keys(patch) },
   });
   return policy;
 }

@@ -64,15 +64,33 @@ export async function listLiveRecordsForSystem(
   });
 }
 
-/** READY workspaces idle since before `idleBefore`, leased or not (the sweeper decides per row). */
+const idleSince = (idleBefore: Date): Prisma.WorkspaceWhereInput => ({
+  OR: [{ lastActivityAt: null }, { lastActivityAt: { lt: idleBefore } }],
+});
+
+/**
+ * READY workspaces idle since before `idleBefore`, leased or not (the sweeper decides per row).
+ * `tenantIdleBefore` gives tenants with a shorter idle TTL of their own a later cut-off than `idleBefore`.
+ */
 export async function findSweepCandidates(
-  options: { idleBefore: Date; limit: number },
+  options: {
+    idleBefore: Date;
+    tenantIdleBefore?: readonly { tenantId: string; idleBefore: Date }[];
+    limit: number;
+  },
   db: DbClient = getDb(),
 ): Promise<{ id: string; tenantId: string }[]> {
+  const own = options.tenantIdleBefore ?? [];
   return db.workspace.findMany({
     where: {
       state: "READY",
-      OR: [{ lastActivityAt: null }, { lastActivityAt: { lt: options.idleBefore } }],
+      OR: [
+        {
+          ...(own.length > 0 ? { tenantId: { notIn: own.map((tenant) => tenant.tenantId) } } : {}),
+          ...idleSince(options.idleBefore),
+        },
+        ...own.map((tenant) => ({ tenantId: tenant.tenantId, ...idleSince(tenant.idleBefore) })),
+      ],
     },
     select: { id: true, tenantId: true },
     orderBy: { lastActivityAt: "asc" },

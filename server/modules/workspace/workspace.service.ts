@@ -6,6 +6,7 @@ import { ZAgentDefaultMcps, ZAgentDefaultSkills } from "@/server/modules/agent/a
 import { listPurgeReceipts } from "@/server/modules/audit/audit.data";
 import { audited as auditedMutation } from "@/server/modules/audit/audited";
 import { getSession } from "@/server/modules/session/session.data";
+import { tenantDefaultIsolation } from "@/server/modules/tenant/tenant-policy";
 import { createEnqueue } from "@/server/queue/enqueue";
 import { AppError } from "@/server/shared/errors";
 import type { Workspace } from "@/server/workspace/workspace";
@@ -53,7 +54,7 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
         const { workspace } = await upsertWorkspaceBinding(scope, {
           id: session.workspaceId,
           backendKind: await backends.kindFor(scope, session.agentId),
-          isolationPolicy: agent?.isolationPolicy ?? "PER_AGENT",
+          isolationPolicy: agent?.isolationPolicy ?? (await tenantDefaultIsolation(scope)),
           agentId: session.agentId,
           userId: session.userId ?? scope.userId,
         });

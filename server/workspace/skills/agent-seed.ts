@@ -81,13 +81,18 @@ async function readMarker(backend: WorkspaceBackend, markerPath: string): Promis
   }
 }
 
+/** SKILL.md of an inline skill: front matter from its name and description, then its instructions. */
+export function inlineSkillMarkdown(skill: Pick<SeedSkill, "name" | "description" | "instructions">): string {
+  // JSON strings are valid YAML double-quoted scalars: no front-matter injection through the name.
+  const front = `---\nname: ${JSON.stringify(skill.name)}\ndescription: ${JSON.stringify(skill.description)}\n---\n`;
+  return `${front}${skill.instructions}\n`;
+}
+
 /** Writes the skill as a host folder (SKILL.md with YAML-safe front matter, its files) and installs it. */
 async function installInline(store: SkillStore, agentId: string, skill: SeedSkill): Promise<void> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "berth-seed-skill-"));
   try {
-    // JSON strings are valid YAML double-quoted scalars: no front-matter injection through the name.
-    const front = `---\nname: ${JSON.stringify(skill.name)}\ndescription: ${JSON.stringify(skill.description)}\n---\n`;
-    await fs.writeFile(path.join(dir, "SKILL.md"), `${front}${skill.instructions}\n`);
+    await fs.writeFile(path.join(dir, "SKILL.md"), inlineSkillMarkdown(skill));
     for (const file of skill.files) {
       const target = path.join(dir, ...file.path.split("/"));
       await fs.mkdir(path.dirname(target), { recursive: true });

@@ -20,6 +20,7 @@ import { disconnectDb } from "@/server/db";
 import { upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
 import { contextFromHeaders, createTestApiRuntime } from "./support/api-test-runtime";
 import { createInvite } from "@/server/modules/member/invite.service";
+import { addLibraryEntry } from "@/server/modules/library/library.service";
 import { allProcedurePaths, callByPath, procedureType, rejectionCode } from "./support/call-by-path";
 import {
   createTenantFixture,
@@ -182,12 +183,59 @@ const CASES: Record<string, CrossTenantCase> = {
   },
   "chat.cancel": { kind: "tenant", input: (t) => ({ sessionId: rowsOf(t).sessionId }), targetsRows: true },
   "chat.history": { kind: "tenant", input: (t) => ({ sessionId: rowsOf(t).sessionId }), targetsRows: true },
+  // library.* (issue 12): an MCP and a skill entry per tenant (beforeAll); B's entry ids under A's tenant are
+  // NOT_FOUND, and installing B's entry goes nowhere.
+  "library.list": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "library.get": { kind: "tenant", input: (t) => ({ entryId: rowsOf(t).mcpEntryId }), targetsRows: true },
+  "library.create": {
+    kind: "tenant",
+    input: () => ({ kind: "MCP", declaration: probeMcp(`probe-${randomUUID().slice(0, 8)}`) }),
+    targetsRows: false,
+  },
+  "library.update": {
+    kind: "tenant",
+    input: (t) => ({ entryId: rowsOf(t).mcpEntryId, patch: { description: "probe" } }),
+    targetsRows: true,
+  },
+  "library.delete": { kind: "tenant", input: (t) => ({ entryId: rowsOf(t).mcpEntryId }), targetsRows: true },
+  "library.equip": {
+    kind: "tenant",
+    input: (t) => ({ entryId: rowsOf(t).mcpEntryId, agentId: rowsOf(t).agentId }),
+    targetsRows: true,
+  },
+  "workspace.mcp.addFromLibrary": {
+    kind: "tenant",
+    input: (t) => ({ workspaceId: workspaceOf(t), entryId: rowsOf(t).mcpEntryId }),
+    targetsRows: true,
+  },
+  "workspace.skill.addFromLibrary": {
+    kind: "tenant",
+    input: (t) => ({ workspaceId: workspaceOf(t), entryId: rowsOf(t).skillEntryId }),
+    targetsRows: true,
+  },
   "jobs.list": { kind: "tenant", input: () => ({}), targetsRows: false },
   "jobs.retry": { kind: "tenant", input: (t) => ({ jobId: rowsOf(t).jobId }), targetsRows: true },
 };
 
-/** Per tenant: an agent, a session of it and a (waiting) job, for the agent/session/chat/jobs cases. */
-const tenantRows = new Map<string, { agentId: string; sessionId: string; jobId: string; inviteId: string }>();
+/** An HTTP MCP declaration nothing ever dials (port 9, discard). */
+const probeMcp = (name: string) => ({
+  name,
+  is_stateful: false,
+  mcp_config: { type: "http_mcp" as const, url: "http://127.0.0.1:9/mcp" },
+});
+
+/** Per tenant: an agent, a session of it, a (waiting) job, an invite and library entries. */
+const tenantRows = new Map<
+  string,
+  {
+    agentId: string;
+    sessionId: string;
+    jobId: string;
+    inviteId: string;
+    mcpEntryId: string;
+    skillEntryId: string;
+  }
+>();
 function rowsOf(t: TenantFixture) {
   const rows = tenantRows.get(t.tenant.id);
   if (!rows) throw new Error(`no agent/session fixture for tenant ${t.tenant.slug}`);
@@ -229,6 +277,7 @@ async function snapshotOfB() {
     history: await bOwner.chat.history({ ...ref, sessionId: rowsOf(b).sessionId }),
     jobs: await bOwner.jobs.list(ref),
     invites: await bOwner.invite.list(ref),
+    library: await bOwner.library.list(ref),
   };
 }
 
@@ -251,11 +300,18 @@ beforeAll(async () => {
       sessionIds: [session.id],
     });
     const { invite } = await createInvite(t.ownerScope, { role: "viewer" });
+    const mcpEntry = await addLibraryEntry(t.ownerScope, { kind: "MCP", declaration: probeMcp("xt-probe") });
+    const skillEntry = await addLibraryEntry(t.ownerScope, {
+      kind: "SKILL",
+      skill: { kind: "inline", name: "xt-skill", description: "probe", instructions: "probe" },
+    });
     tenantRows.set(t.tenant.id, {
       agentId: agent.id,
       sessionId: session.id,
       jobId: jobId ?? "",
       inviteId: invite.id,
+      mcpEntryId: mcpEntry.id,
+      skillEntryId: skillEntry.id,
     });
   }
 });

@@ -2,6 +2,7 @@
 
 import {
   Activity,
+  BookMarked,
   Bot,
   KeyRound,
   LayoutDashboard,
@@ -9,6 +10,7 @@ import {
   MessagesSquare,
   ScrollText,
   Server,
+  Settings,
   Users,
 } from "lucide-react";
 import Link from "next/link";
@@ -24,10 +26,12 @@ const SECTIONS = [
   { segment: "agents", label: "Agents", icon: Bot },
   { segment: "sessions", label: "Sessions", icon: MessagesSquare },
   { segment: "workspaces", label: "Workspaces", icon: Server },
+  { segment: "library", label: "Library", icon: BookMarked },
   { segment: "jobs", label: "Jobs", icon: Activity },
   { segment: "audit", label: "Audit", icon: ScrollText },
   { segment: "api-keys", label: "API keys", icon: KeyRound },
   { segment: "members", label: "Members", icon: Users },
+  { segment: "settings", label: "Settings", icon: Settings },
 ] as const;
 
 export function TenantNav({ tenantSlug, onNavigate }: { tenantSlug: string; onNavigate?: () => void }) {

@@ -3,22 +3,17 @@ import { Badge } from "@/app/_components/ui/badge";
 import type { IsolationPolicy } from "@/server/modules/agent/agent.types";
 
 // Type-only import above: the client bundle takes no server module, the compiler keeps this list honest.
-const ISOLATION_POLICIES = [
+export const ISOLATION_POLICIES = [
   "PER_AGENT",
   "PER_SESSION",
   "PER_USER",
 ] as const satisfies readonly IsolationPolicy[];
 
-/** The select's options; "" stands for "no override" (the tenant default, PER_AGENT). */
-export const ISOLATION_OPTIONS: { value: "" | IsolationPolicy; label: string }[] = [
-  { value: "", label: "Tenant default (per agent)" },
-  ...ISOLATION_POLICIES.map((policy) => ({ value: policy, label: isolationLabel(policy) })),
-];
-
+/** null: the agent follows the tenant's default (Settings), PER_AGENT unless the tenant set another. */
 export function isolationLabel(policy: IsolationPolicy | null): string {
   switch (policy) {
     case null:
-      return "default (per agent)";
+      return "tenant default";
     case "PER_AGENT":
       return "one workspace per agent";
     case "PER_SESSION":
@@ -57,21 +52,38 @@ export function KeyBadge({ hasApiKey }: { hasApiKey: boolean }) {
 export const ISOLATION_HELP =
   "Per agent: every session of the agent shares one workspace (files persist across chats). " +
   "Per session: each session gets a fresh workspace of its own. " +
-  "Per user: each person gets their own workspace for this agent, shared by their sessions.";
+  "Per user: each person gets their own workspace for this agent, shared by their sessions. " +
+  "Tenant default: whatever Settings says for agents that name none.";
 
 // Field names as the form shows them; server issue paths are those of the tRPC input.
 const FIELD_LABELS: Record<string, string> = {
   name: "Name",
   description: "Description",
+  systemPrompt: "System prompt",
+  "modelConfig.temperature": "Temperature",
+  "modelConfig.maxOutputTokens": "Max output tokens",
+  defaultMcpConfigs: "Default MCP servers",
+  defaultSkills: "Default skills",
   "modelConfig.provider": "Provider",
   "modelConfig.model": "Model",
   "modelConfig.baseUrl": "Base URL",
   "modelConfig.apiKey": "API key",
   modelApiKey: "API key",
   isolationPolicy: "Isolation",
+  defaultIsolationPolicy: "Default isolation",
+  workspaceIdleTtlMs: "Idle TTL",
+  stdioMcpMinRole: "stdio MCP servers",
 };
 
 type Issue = { path: string; message: string };
+
+/** `defaultMcpConfigs.2.name` → "Default MCP servers #3 (name)". */
+function labelOfItem(path: string): string | null {
+  const [list, index, ...rest] = path.split(".");
+  const label = list ? FIELD_LABELS[list] : undefined;
+  if (!label || index === undefined || !/^\d+$/.test(index)) return null;
+  return `${label} #${Number(index) + 1}${rest.length ? ` (${rest.join(".")})` : ""}`;
+}
 
 /** The structural part of a tRPC client error this page reads (see the error formatter in server/api/trpc.ts). */
 export type ServerError = {
@@ -117,7 +129,8 @@ export function ServerErrors({ error }: { error: ServerError | null }) {
             const path = issue.path.replace(/^patch\./, "");
             return (
               <li key={index}>
-                <strong>{FIELD_LABELS[path] ?? (path || "Input")}</strong>: {issue.message}
+                <strong>{FIELD_LABELS[path] ?? labelOfItem(path) ?? (path || "Input")}</strong>:{" "}
+                {issue.message}
               </li>
             );
           })}

@@ -3,36 +3,25 @@
 import { useInfiniteQuery, useMutation, useQueryClient } from "@tanstack/react-query";
 import { Bot, Trash2 } from "lucide-react";
 import Link from "next/link";
-import { type FormEvent, useRef } from "react";
+import { type FormEvent, useRef, useState } from "react";
 import { toast } from "sonner";
 import { Button } from "@/app/_components/ui/button";
 import { Card, CardContent, CardDescription, CardHeader, CardTitle } from "@/app/_components/ui/card";
 import { ConfirmDialog } from "@/app/_components/ui/confirm-dialog";
 import { type ColumnDef, DataTable } from "@/app/_components/ui/data-table";
 import { EmptyState } from "@/app/_components/ui/empty-state";
-import { Field } from "@/app/_components/ui/field";
-import { Input } from "@/app/_components/ui/input";
 import { RelativeTime } from "@/app/_components/ui/relative-time";
-import { Select } from "@/app/_components/ui/select";
-import { Textarea } from "@/app/_components/ui/textarea";
 import { useTRPC } from "@/app/_trpc/client";
 import type { AgentView } from "@/server/modules/agent/agent.schema";
-import {
-  agentDeleteConfirmText,
-  formText,
-  ISOLATION_HELP,
-  ISOLATION_OPTIONS,
-  isolationLabel,
-  KeyBadge,
-  parseIsolation,
-  ServerErrors,
-} from "./agent-ui";
+import { AgentFields } from "./agent-fields";
+import { type AgentDefaultsValue, createRequestOf, readAgentFields } from "./agent-form";
+import { agentDeleteConfirmText, isolationLabel, KeyBadge, ServerErrors } from "./agent-ui";
 import { LoadMore } from "../_components/load-more";
 import { NewSessionButton } from "../sessions/new-session";
 import { useTenantRole } from "../_components/tenant-role";
 
 const PAGE_SIZE = 50;
-const DEFAULT_PROVIDER = "openai-compatible";
+const NO_DEFAULTS: AgentDefaultsValue = { mcps: [], skills: [] };
 
 export function AgentsManager({ tenantSlug }: { tenantSlug: string }) {
   const trpc = useTRPC();
@@ -47,13 +36,16 @@ export function AgentsManager({ tenantSlug }: { tenantSlug: string }) {
     ),
   );
   const formRef = useRef<HTMLFormElement>(null);
+  const [defaults, setDefaults] = useState<AgentDefaultsValue>(NO_DEFAULTS);
 
-  // Every agent query (list pages, details) and the overview's counts change with a create or delete;
-  // a deleted agent's sessions go too.
+  // Every agent query (list pages, details), the overview's counts and the library's "used by" change with
+  // a create or delete; a deleted agent's sessions go too.
   const refresh = () =>
     Promise.all([
       queryClient.invalidateQueries({ queryKey: trpc.agent.pathKey() }),
       queryClient.invalidateQueries({ queryKey: trpc.session.pathKey() }),
+      // The library says which agents' defaults use each entry.
+      queryClient.invalidateQueries({ queryKey: trpc.library.pathKey() }),
       queryClient.invalidateQueries({ queryKey: trpc.tenant.overview.queryKey({ tenantSlug }) }),
     ]);
   const create = useMutation(
@@ -61,6 +53,7 @@ export function AgentsManager({ tenantSlug }: { tenantSlug: string }) {
       onSuccess: async (agent) => {
         // Cleared only on success, so a rejected form keeps what was typed (the key field included).
         formRef.current?.reset();
+        setDefaults(NO_DEFAULTS);
         toast.success(`Agent ${agent.name} created.`);
         await refresh();
       },
@@ -77,20 +70,9 @@ export function AgentsManager({ tenantSlug }: { tenantSlug: string }) {
 
   function onCreate(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
-    const form = new FormData(event.currentTarget);
-    const baseUrl = formText(form, "baseUrl");
-    const apiKey = formText(form, "apiKey");
     create.mutate({
       tenantSlug,
-      name: formText(form, "name"),
-      description: formText(form, "description"),
-      modelConfig: {
-        provider: formText(form, "provider") || DEFAULT_PROVIDER,
-        model: formText(form, "model"),
-        ...(baseUrl ? { baseUrl } : {}),
-      },
-      ...(apiKey ? { modelApiKey: apiKey } : {}),
-      isolationPolicy: parseIsolation(form.get("isolationPolicy")),
+      ...createRequestOf(readAgentFields(new FormData(event.currentTarget)), defaults),
     });
   }
 
@@ -220,42 +202,7 @@ export function AgentsManager({ tenantSlug }: { tenantSlug: string }) {
               aria-label="Create agent"
               className="grid gap-4 sm:grid-cols-2"
             >
-              <Field label="Name">
-                <Input name="name" required maxLength={64} placeholder="researcher" />
-              </Field>
-              <Field label="Model">
-                <Input name="model" required maxLength={200} placeholder="gpt-4o-mini" />
-              </Field>
-              <Field
-                label="Description"
-                hint="What it is for: shown to people and to team leaders."
-                className="sm:col-span-2"
-              >
-                <Textarea
-                  name="description"
-                  maxLength={2000}
-                  placeholder="Researches a topic and writes notes"
-                  rows={2}
-                />
-              </Field>
-              <Field label="Provider">
-                <Input name="provider" maxLength={50} defaultValue={DEFAULT_PROVIDER} />
-              </Field>
-              <Field label="Base URL">
-                <Input name="baseUrl" placeholder="https://api.example.com/v1" />
-              </Field>
-              <Field label="API key" hint="Write-only: never shown again.">
-                <Input name="apiKey" type="password" autoComplete="new-password" maxLength={4096} />
-              </Field>
-              <Field label="Isolation" hint={ISOLATION_HELP}>
-                <Select name="isolationPolicy" defaultValue="">
-                  {ISOLATION_OPTIONS.map((option) => (
-                    <option key={option.value} value={option.value}>
-                      {option.label}
-                    </option>
-                  ))}
-                </Select>
-              </Field>
+              <AgentFields tenantSlug={tenantSlug} defaults={defaults} onDefaultsChange={setDefaults} />
               <div className="flex items-center gap-3 sm:col-span-2">
                 <Button type="submit" disabled={create.isPending}>
                   {create.isPending ? "Creating…" : "Create agent"}

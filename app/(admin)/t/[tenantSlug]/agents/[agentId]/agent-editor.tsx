@@ -4,7 +4,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { MessagesSquare, Trash2 } from "lucide-react";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
-import type { FormEvent } from "react";
+import { type FormEvent, useState } from "react";
 import { toast } from "sonner";
 import { Alert } from "@/app/_components/ui/alert";
 import { Button } from "@/app/_components/ui/button";
@@ -15,63 +15,31 @@ import { Field } from "@/app/_components/ui/field";
 import { Input } from "@/app/_components/ui/input";
 import { PageHeader } from "@/app/_components/ui/page-header";
 import { RelativeTime } from "@/app/_components/ui/relative-time";
-import { Select } from "@/app/_components/ui/select";
 import { Skeleton } from "@/app/_components/ui/skeleton";
-import { Textarea } from "@/app/_components/ui/textarea";
 import { useTRPC } from "@/app/_trpc/client";
-import type { AgentView, TAgentUpdateRequest } from "@/server/modules/agent/agent.schema";
-import {
-  agentDeleteConfirmText,
-  formText,
-  ISOLATION_HELP,
-  ISOLATION_OPTIONS,
-  isolationLabel,
-  KeyBadge,
-  parseIsolation,
-  ServerErrors,
-} from "../agent-ui";
+import { AgentFields } from "../agent-fields";
+import { type AgentDefaultsValue, defaultsOf, readAgentFields, settingsPatchOf } from "../agent-form";
+import { agentDeleteConfirmText, formText, isolationLabel, KeyBadge, ServerErrors } from "../agent-ui";
 import { useTenantRole } from "../../_components/tenant-role";
 import { NewSessionButton } from "../../sessions/new-session";
 import { TestConnection } from "./test-connection";
-
-/** "" → null (removes the setting); anything else as a number (the server validates the range). */
-const optionalNumber = (text: string): number | null => (text === "" ? null : Number(text));
-
-/** Only what differs from the stored agent: the update is a partial patch, absent fields stay as stored. */
-function settingsPatch(agent: AgentView, form: FormData): TAgentUpdateRequest {
-  const patch: TAgentUpdateRequest = {};
-  const modelConfig: NonNullable<TAgentUpdateRequest["modelConfig"]> = {};
-  const name = formText(form, "name");
-  if (name !== agent.name) patch.name = name;
-  const description = formText(form, "description");
-  if (description !== agent.description) patch.description = description;
-  const provider = formText(form, "provider");
-  if (provider !== agent.modelConfig.provider) modelConfig.provider = provider;
-  const model = formText(form, "model");
-  if (model !== agent.modelConfig.model) modelConfig.model = model;
-  const baseUrl = formText(form, "baseUrl");
-  // An emptied base URL removes the stored one (null), as the patch schema defines.
-  if (baseUrl !== (agent.modelConfig.baseUrl ?? "")) modelConfig.baseUrl = baseUrl || null;
-  const temperature = optionalNumber(formText(form, "temperature"));
-  if (temperature !== (agent.modelConfig.temperature ?? null)) modelConfig.temperature = temperature;
-  const maxOutputTokens = optionalNumber(formText(form, "maxOutputTokens"));
-  if (maxOutputTokens !== (agent.modelConfig.maxOutputTokens ?? null))
-    modelConfig.maxOutputTokens = maxOutputTokens;
-  if (Object.keys(modelConfig).length > 0) patch.modelConfig = modelConfig;
-  const isolationPolicy = parseIsolation(form.get("isolationPolicy"));
-  if (isolationPolicy !== agent.isolationPolicy) patch.isolationPolicy = isolationPolicy;
-  return patch;
-}
 
 export function AgentEditor({ tenantSlug, agentId }: { tenantSlug: string; agentId: string }) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const router = useRouter();
   const agent = useQuery(trpc.agent.get.queryOptions({ tenantSlug, agentId }));
+  // Unsaved edits of the defaults; null: the stored ones.
+  const [defaults, setDefaults] = useState<AgentDefaultsValue | null>(null);
   const { can } = useTenantRole(tenantSlug);
   const canManage = can("agent:manage", false);
 
-  const refresh = () => queryClient.invalidateQueries({ queryKey: trpc.agent.pathKey() });
+  // The library's "used by" follows the agent's defaults.
+  const refresh = () =>
+    Promise.all([
+      queryClient.invalidateQueries({ queryKey: trpc.agent.pathKey() }),
+      queryClient.invalidateQueries({ queryKey: trpc.library.pathKey() }),
+    ]);
   const save = useMutation(trpc.agent.update.mutationOptions({ onSuccess: refresh }));
   const setKey = useMutation(trpc.agent.update.mutationOptions({ onSuccess: refresh }));
   const remove = useMutation(
@@ -93,12 +61,22 @@ export function AgentEditor({ tenantSlug, agentId }: { tenantSlug: string; agent
 
   function onSave(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
-    const patch = settingsPatch(current, new FormData(event.currentTarget));
+    const values = readAgentFields(new FormData(event.currentTarget));
+    const patch = settingsPatchOf(current, values, defaults ?? defaultsOf(current));
     if (Object.keys(patch).length === 0) {
       toast.info("Nothing changed.");
       return;
     }
-    save.mutate({ tenantSlug, agentId, patch }, { onSuccess: () => toast.success("Saved.") });
+    save.mutate(
+      { tenantSlug, agentId, patch },
+      {
+        onSuccess: () => {
+          // The stored defaults are the truth again (the form remounts from them).
+          setDefaults(null);
+          toast.success("Saved.");
+        },
+      },
+    );
   }
 
   function onReplaceKey(event: FormEvent<HTMLFormElement>) {
@@ -173,54 +151,13 @@ export function AgentEditor({ tenantSlug, agentId }: { tenantSlug: string; agent
               aria-label="Edit agent"
             >
               <fieldset disabled={readOnly} className="contents">
-                <Field label="Name">
-                  <Input name="name" required maxLength={64} defaultValue={current.name} />
-                </Field>
-                <Field label="Model">
-                  <Input name="model" required maxLength={200} defaultValue={current.modelConfig.model} />
-                </Field>
-                <Field label="Description" className="sm:col-span-2" hint="What the agent is for.">
-                  <Textarea name="description" rows={2} maxLength={2000} defaultValue={current.description} />
-                </Field>
-                <Field label="Provider">
-                  <Input
-                    name="provider"
-                    required
-                    maxLength={50}
-                    defaultValue={current.modelConfig.provider}
-                  />
-                </Field>
-                <Field label="Base URL">
-                  <Input name="baseUrl" defaultValue={current.modelConfig.baseUrl ?? ""} />
-                </Field>
-                <Field label="Temperature" hint="0–2; empty: the provider's default. Lower is more focused.">
-                  <Input
-                    name="temperature"
-                    type="number"
-                    step="0.1"
-                    min={0}
-                    max={2}
-                    defaultValue={current.modelConfig.temperature ?? ""}
-                  />
-                </Field>
-                <Field label="Max output tokens" hint="Per model call; empty: the provider's default.">
-                  <Input
-                    name="maxOutputTokens"
-                    type="number"
-                    min={1}
-                    step={1}
-                    defaultValue={current.modelConfig.maxOutputTokens ?? ""}
-                  />
-                </Field>
-                <Field label="Isolation" className="sm:col-span-2" hint={ISOLATION_HELP}>
-                  <Select name="isolationPolicy" defaultValue={current.isolationPolicy ?? ""}>
-                    {ISOLATION_OPTIONS.map((option) => (
-                      <option key={option.value} value={option.value}>
-                        {option.label}
-                      </option>
-                    ))}
-                  </Select>
-                </Field>
+                <AgentFields
+                  tenantSlug={tenantSlug}
+                  agent={current}
+                  defaults={defaults ?? defaultsOf(current)}
+                  onDefaultsChange={setDefaults}
+                  readOnly={readOnly}
+                />
                 <div className="flex items-center gap-3 sm:col-span-2">
                   <Button type="submit" disabled={save.isPending}>
                     {save.isPending ? "Saving…" : "Save changes"}
