@@ -5,9 +5,10 @@ import { getAgentOrNull } from "@/server/modules/agent/agent.data";
 import { ZAgentDefaultMcps, ZAgentDefaultSkills } from "@/server/modules/agent/agent.types";
 import { listPurgeReceipts } from "@/server/modules/audit/audit.data";
 import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
+import { auditFailureDetails } from "@/server/modules/audit/audit-failure";
 import { getSession } from "@/server/modules/session/session.data";
 import { createEnqueue } from "@/server/queue/enqueue";
-import { AppError, isAppError } from "@/server/shared/errors";
+import { AppError } from "@/server/shared/errors";
 import type { Workspace } from "@/server/workspace/workspace";
 import {
   getWorkspaceOrNull,
@@ -202,7 +203,7 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
       await write("success", {});
       return result;
     } catch (error) {
-      await write("failure", { code: isAppError(error) ? error.code : "INTERNAL" });
+      await write("failure", auditFailureDetails(error));
       throw error;
     }
   }

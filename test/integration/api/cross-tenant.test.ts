@@ -85,6 +85,8 @@ const CASES: Record<string, CrossTenantCase> = {
   "invite.revoke": { kind: "tenant", input: (t) => ({ inviteId: rowsOf(t).inviteId }), targetsRows: true },
   "apiKey.revoke": { kind: "tenant", input: (t) => ({ apiKeyId: t.viewerKey.id }), targetsRows: true },
   "audit.list": { kind: "tenant", input: () => ({ limit: 200 }), targetsRows: false },
+  "audit.facets": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "audit.exportCsv": { kind: "tenant", input: () => ({}), targetsRows: false },
   // workspace.* (H8): every procedure names a workspace of the tenant (a PENDING binding made in beforeAll),
   // so none of them provisions anything; B's id under A's tenant must be NOT_FOUND.
   "workspace.list": { kind: "tenant", input: () => ({}), targetsRows: false },
