@@ -16,6 +16,7 @@ export type WorkspaceState = z.infer<typeof ZWorkspaceState>;
 
 export const BACKEND_KINDS = ["local", "docker", "e2b", "kubernetes"] as const;
 export const ZBackendKind = z.enum(BACKEND_KINDS);
+export type BackendKind = z.infer<typeof ZBackendKind>;
 
 /**
  * The workspace lifecycle. PENDING → PROVISIONING → READY → STOPPING → STOPPED, and a stopped
@@ -60,6 +61,17 @@ export const WORKSPACE_EVENT_KINDS = [
 ] as const;
 export const ZWorkspaceEventKind = z.enum(WORKSPACE_EVENT_KINDS);
 export type WorkspaceEventKind = z.infer<typeof ZWorkspaceEventKind>;
+
+/** The ledger entries that are state changes: the newest one says why the workspace is in its state. */
+export const TRANSITION_EVENT_KINDS = [
+  "provisioning",
+  "provisioned",
+  "stopping",
+  "stopped",
+  "purging",
+  "purged",
+  "failed",
+] as const satisfies readonly WorkspaceEventKind[];
 
 /** The ledger entry each transition writes. */
 export const EVENT_FOR_STATE: Record<Exclude<WorkspaceState, "PENDING">, WorkspaceEventKind> = {

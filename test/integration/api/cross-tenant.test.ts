@@ -5,6 +5,7 @@
  * mutation. Callers authenticate for real (session cookie from a real sign-in, Bearer API keys).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { POST as uploadFile } from "@/app/api/workspaces/[id]/files/route";
 import { POST as uploadSkill } from "@/app/api/workspaces/[id]/skills/route";
 import { createCaller } from "@/server/api/root";
 import { type ApiRuntime } from "@/server/api/context";
@@ -92,6 +93,7 @@ const CASES: Record<string, CrossTenantCase> = {
   "workspace.list": { kind: "tenant", input: () => ({}), targetsRows: false },
   "workspace.backend": { kind: "tenant", input: () => ({}), targetsRows: false },
   "workspace.get": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
+  "workspace.events": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
   "workspace.stop": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
   "workspace.purge": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
   "workspace.status": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
@@ -134,6 +136,21 @@ const CASES: Record<string, CrossTenantCase> = {
     targetsRows: true,
   },
   "workspace.files.read": {
+    kind: "tenant",
+    input: (t) => ({ workspaceId: workspaceOf(t), path: "notes.txt" }),
+    targetsRows: true,
+  },
+  "workspace.files.write": {
+    kind: "tenant",
+    input: (t) => ({ workspaceId: workspaceOf(t), path: "notes.txt", content: "probe" }),
+    targetsRows: true,
+  },
+  "workspace.files.mkdir": {
+    kind: "tenant",
+    input: (t) => ({ workspaceId: workspaceOf(t), path: "probe-dir" }),
+    targetsRows: true,
+  },
+  "workspace.files.delete": {
     kind: "tenant",
     input: (t) => ({ workspaceId: workspaceOf(t), path: "notes.txt" }),
     targetsRows: true,
@@ -425,6 +442,18 @@ describe("cross-member isolation inside a tenant", () => {
         method: "POST",
         headers: { authorization: `Bearer ${ownersMemberKey}` },
         body: form,
+      }),
+      { params: Promise.resolve({ id: memberWorkspaceId }) },
+    );
+    expect(response.status).toBe(404);
+  });
+
+  it("denies the member the file upload route on another member's workspace (404, nothing written)", async () => {
+    const response = await uploadFile(
+      new Request(`http://localhost:3000/api/workspaces/${memberWorkspaceId}/files?path=probe.txt`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ownersMemberKey}` },
+        body: "probe",
       }),
       { params: Promise.resolve({ id: memberWorkspaceId }) },
     );

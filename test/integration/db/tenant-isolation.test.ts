@@ -45,11 +45,11 @@ import {
   getWorkspaceOrNull,
   listWorkspaceEvents,
   listWorkspaceLeases,
-  listWorkspaces,
   releaseWorkspaceLease,
   transitionWorkspace,
   upsertWorkspaceBinding,
 } from "@/server/modules/workspace/workspace.data";
+import { listWorkspaces } from "@/server/modules/workspace/workspace-list.data";
 import { createTestTenant, expectAppError, testAuth, type TestTenant } from "./fixtures";
 
 const secretKey = deriveSecretKey("tenant-isolation-test-secret");

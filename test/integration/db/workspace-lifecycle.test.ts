@@ -7,11 +7,11 @@ import {
   getWorkspace,
   listWorkspaceEvents,
   listWorkspaceLeases,
-  listWorkspaces,
   releaseWorkspaceLease,
   transitionWorkspace,
   upsertWorkspaceBinding,
 } from "@/server/modules/workspace/workspace.data";
+import { listWorkspaces } from "@/server/modules/workspace/workspace-list.data";
 import {
   WORKSPACE_STATES,
   WORKSPACE_TRANSITIONS,
