@@ -4,6 +4,7 @@ import type { WorkspaceEngine } from "@/server/engine/engine";
 import { getAgentOrNull } from "@/server/modules/agent/agent.data";
 import { ZAgentDefaultMcps, ZAgentDefaultSkills } from "@/server/modules/agent/agent.types";
 import { audited as auditedMutation } from "@/server/modules/agent/audited";
+import { auditActorNames } from "@/server/modules/audit/audit.data";
 import { getSession } from "@/server/modules/session/session.data";
 import { createEnqueue } from "@/server/queue/enqueue";
 import { AppError } from "@/server/shared/errors";
@@ -306,7 +307,19 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
       options: { kinds?: WorkspaceEventKind[]; limit?: number; cursor?: string },
     ) {
       await assertMayActOnWorkspace(scope, await requireRecord(scope, workspaceId));
-      return pageWorkspaceEvents(scope, workspaceId, options);
+      const page = await pageWorkspaceEvents(scope, workspaceId, options);
+      // Actors as people read them ("user:<id>" → the email, "api_key:<id>" → the key's name).
+      const names = await auditActorNames(
+        scope,
+        page.items.flatMap((event) => {
+          const [type, ...id] = event.actor.split(":");
+          return type === "user" || type === "api_key" ? [{ type, id: id.join(":") }] : [];
+        }),
+      );
+      return {
+        ...page,
+        items: page.items.map((event) => ({ ...event, actorName: names.get(event.actor) ?? null })),
+      };
     },
 
     ...requests,
