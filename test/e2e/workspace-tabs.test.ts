@@ -182,7 +182,7 @@ describe.skipIf(!HAS_CHROMIUM)("a workspace's files, events, skills and MCP tabs
       await fileRow(page, name).getByRole("button", { name, exact: true }).click();
     }
     await page.getByTestId("files-path").filter({ hasText: "greeter" }).waitFor();
-    expect(await page.getByTestId("file-row").count()).toBe(2);
+    await vi.waitFor(async () => expect(await page.getByTestId("file-row").count()).toBe(2));
     await fileRow(page, "SKILL.md").getByRole("button", { name: "SKILL.md", exact: true }).click();
     await page.getByTestId("file-content").filter({ hasText: "Say hello." }).waitFor();
 

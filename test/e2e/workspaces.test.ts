@@ -3,10 +3,12 @@
  * a workspace provisioned by its own `workspace.provision` job, holding a lease, and a provision job that
  * failed (its workspace did not exist yet). Chromium filters the list on the server, reads the workspace's
  * tabs, stops it (the "requested" note goes once it has stopped) and purges it (a formatted receipt), sees
- * the provisions and stops kept on the jobs page, reads the failed job's error and retries it, and a viewer
+ * the provisions and stops kept on the jobs page, reads the failed job's error and retries it, filters the
+ * audit log (the refused stop with its reason) and exports it as CSV, and a viewer
  * sees everything but can change nothing. Files, skills, MCP servers and the events filter are in
  * workspace-tabs.test.ts. Needs /usr/bin/chromium: a missing browser FAILS under CI=1 and skips elsewhere.
  */
+import fs from "node:fs/promises";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAuth } from "@/server/auth/auth";
@@ -206,6 +208,40 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     await page.close();
   });
 
+  it("filters the audit log on the server, with the refused stop's reason, and exports the same rows as CSV", async () => {
+    // The audit buffer is flushed into the table by the server's in-process workers.
+    const stops = { tenantId: tenant.scope.tenantId, action: "workspace.stop" };
+    await vi.waitFor(async () => expect(await getDb().auditLog.count({ where: stops })).toBe(2), {
+      timeout: 30_000,
+      interval: 200,
+    });
+    const { page, pageErrors } = await open("/audit", tenant);
+    await page.getByTestId("audit-row").first().waitFor();
+    await page.getByLabel("Filter by action").selectOption("workspace.stop");
+    await vi.waitFor(async () => expect(await page.getByTestId("audit-row").count()).toBe(2));
+    await page.getByLabel("Filter by outcome").selectOption("failure");
+    await vi.waitFor(async () => expect(await page.getByTestId("audit-row").count()).toBe(1));
+    const refused = page.getByTestId("audit-row");
+    expect(await refused.getByTestId("audit-reason").textContent()).toContain("The workspace is in use");
+    expect(await refused.getByTestId("audit-actor").textContent()).toBe(tenant.email);
+    expect(await refused.getByRole("link").getAttribute("href")).toBe(
+      `/t/${tenant.slug}/workspaces/${liveId}`,
+    );
+    await shot(page, "audit-filtered");
+
+    const [download] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("button", { name: "Export CSV" }).click(),
+    ]);
+    const lines = (await fs.readFile(await download.path(), "utf8")).trim().split("\r\n");
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toContain(",workspace.stop,");
+    expect(lines[1]).toContain(tenant.email);
+    expect(lines[1]).toContain(",failure,");
+    expect(pageErrors).toEqual([]);
+    await page.close();
+  });
+
   it("shows a viewer the workspaces but no usable Stop/Purge or file changes, and says why jobs are closed", async () => {
     const auth = createAuth({
       secret: process.env.BERTH_AUTH_SECRET!,
@@ -236,7 +272,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     // A ready workspace: the viewer sees its files, skills and MCP servers but cannot change them.
     await page.goto(`${app.url}/t/${tenant.slug}/workspaces/${lateId}?tab=files`);
     await page.getByTestId("file-row").first().waitFor();
-    expect(await page.getByRole("button", { name: "Upload" }).isDisabled()).toBe(true);
+    expect(await page.getByRole("button", { name: "Upload", exact: true }).isDisabled()).toBe(true);
     expect(await page.getByRole("button", { name: "New folder" }).isDisabled()).toBe(true);
     await page.getByText("Changing files needs the member role; you are viewer.").waitFor();
     await page.getByRole("tab", { name: "Skills" }).click();

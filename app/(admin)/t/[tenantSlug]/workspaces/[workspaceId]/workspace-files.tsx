@@ -32,6 +32,12 @@ const childPath = (dir: string, name: string) => (dir === "." || dir === "" ? na
 
 type UploadState = { name: string; fraction: number };
 
+// The server's rule (server/modules/workspace/workspace-files.service.ts), so the page does not offer what it
+// would refuse: the layout folders stay, `.mcp` and `skills/` are changed in their own tabs.
+const LAYOUT = new Set([".mcp", "skills", "data", "sessions", "skills/.seed"]);
+const inSkills = (path: string) => path === "skills" || path.startsWith("skills/");
+const isManaged = (path: string) => LAYOUT.has(path) || inSkills(path);
+
 /**
  * The workdir as the agent sees it: walk folders, open a file (view, edit text in place, download), upload
  * files (streamed, one request each, with progress), make a folder, delete (confirmed). Changing needs the
@@ -112,6 +118,9 @@ export function WorkspaceFiles({ tenantSlug, workspaceId }: { tenantSlug: string
 
   const current = listing.data?.path ?? dir;
   const segments = current === "." ? [] : current.split("/");
+  // Nothing can be added under skills/ here (the Skills tab installs skills).
+  const canAdd = canChange && !inSkills(current);
+  const addHint = inSkills(current) ? "Skills are added in the Skills tab." : undefined;
 
   return (
     <Card>
@@ -143,7 +152,7 @@ export function WorkspaceFiles({ tenantSlug, workspaceId }: { tenantSlug: string
           multiple
           className="sr-only"
           aria-label="Files to upload"
-          disabled={!canChange || uploads.length > 0}
+          disabled={!canAdd || uploads.length > 0}
           onChange={(event) => {
             const files = [...(event.target.files ?? [])];
             if (files.length > 0) void uploadFiles(files);
@@ -152,12 +161,19 @@ export function WorkspaceFiles({ tenantSlug, workspaceId }: { tenantSlug: string
         <Button
           variant="outline"
           size="sm"
-          disabled={!canChange || uploads.length > 0}
+          title={addHint}
+          disabled={!canAdd || uploads.length > 0}
           onClick={() => fileInput.current?.click()}
         >
           <Upload /> Upload
         </Button>
-        <Button variant="outline" size="sm" disabled={!canChange} onClick={() => setNewFolder(true)}>
+        <Button
+          variant="outline"
+          size="sm"
+          title={addHint}
+          disabled={!canAdd}
+          onClick={() => setNewFolder(true)}
+        >
           <FolderPlus /> New folder
         </Button>
       </div>
@@ -229,7 +245,7 @@ export function WorkspaceFiles({ tenantSlug, workspaceId }: { tenantSlug: string
                     <RelativeTime value={entry.updatedAt} fallback="" />
                   </TableCell>
                   <TableCell className="text-right">
-                    {canChange && (
+                    {canChange && !isManaged(path) && (
                       <ConfirmDialog
                         title={`Delete ${entry.isDir ? `${entry.name}/` : entry.name}?`}
                         description={
