@@ -30,6 +30,7 @@ import {
 import superjson from "superjson";
 import { TRPC_REQUEST_LIMITS } from "@/server/api/request-limits";
 import type { AppRouter } from "@/server/api/root";
+import { type ChatRunInput, type ChatRunOptions, type ChatRunResult, runChatTurn } from "./chat-run";
 
 export const TRPC_ENDPOINT_PATH = "/api/trpc";
 
@@ -45,7 +46,17 @@ export type BerthClientOptions = {
   headers?: Record<string, string>;
 };
 
-export type BerthClient = TRPCClient<AppRouter>;
+type TrpcBerthClient = TRPCClient<AppRouter>;
+
+/**
+ * The typed client: every procedure of the API, plus `chat.run`, which runs a turn to its end and resolves
+ * with its final text and usage (see chat-run.ts).
+ */
+export type BerthClient = Omit<TrpcBerthClient, "chat"> & {
+  chat: TrpcBerthClient["chat"] & {
+    run(input: ChatRunInput, options?: ChatRunOptions): Promise<ChatRunResult>;
+  };
+};
 
 export function resolveTrpcEndpoint(url: string): string {
   const trimmed = url.replace(/\/+$/, "");
@@ -70,7 +81,23 @@ export function berthLinks(options: { url: string; headers?: HTTPHeaders }): TRP
 
 export function createBerthClient(options: BerthClientOptions): BerthClient {
   const headers = { ...options.headers, authorization: `Bearer ${options.apiKey}` };
-  return createTRPCClient<AppRouter>({
+  const client = createTRPCClient<AppRouter>({
     links: berthLinks({ url: resolveTrpcEndpoint(options.url), headers }),
   });
+  const run = (input: ChatRunInput, runOptions?: ChatRunOptions) =>
+    runChatTurn(
+      (sendInput, sendOptions) => client.chat.send.mutate(sendInput, sendOptions),
+      input,
+      runOptions,
+    );
+  // tRPC's client is a proxy that turns every property into a procedure path: `chat.run` is added in front
+  // of it (a helper, not a procedure), everything else falls through.
+  const chat = new Proxy(client.chat, {
+    get: (target, property, receiver): unknown =>
+      property === "run" ? run : Reflect.get(target, property, receiver),
+  });
+  return new Proxy(client, {
+    get: (target, property, receiver): unknown =>
+      property === "chat" ? chat : Reflect.get(target, property, receiver),
+  }) as unknown as BerthClient;
 }

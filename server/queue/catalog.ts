@@ -1,12 +1,11 @@
 import { z } from "zod";
 import { workspaceJobs } from "@/server/modules/workspace/workspace.jobs";
+import { JOB_RETENTION } from "./retention";
 import { defineJob, type JobCatalog } from "./types";
 
-// Retention: completed jobs are kept for an hour (the jobs dashboard shows recent runs), failed ones for
-// a week. NOTE: a jobId deduplicates only while a job with that id still exists, so a job that must run
-// again later for the same domain id needs a generation in its id (or `deduplicationId` on enqueue).
-const KEEP_COMPLETED = { age: 60 * 60, count: 1_000 };
-const KEEP_FAILED = { age: 7 * 24 * 60 * 60, count: 5_000 };
+export { JOB_RETENTION };
+
+const KEEP_FAILED = JOB_RETENTION.failed;
 
 export const ZAuditFlushPayload = z.object({
   // Why this flush was requested; only for logs and the jobs dashboard.
@@ -36,4 +35,7 @@ export const jobCatalog = {
 export type BerthJobCatalog = typeof jobCatalog;
 
 /** Shared defaults for jobs added by other modules; spread into their `options`. */
-export const DEFAULT_JOB_RETENTION = { removeOnComplete: KEEP_COMPLETED, removeOnFail: KEEP_FAILED } as const;
+export const DEFAULT_JOB_RETENTION = {
+  removeOnComplete: JOB_RETENTION.completed,
+  removeOnFail: JOB_RETENTION.failed,
+} as const;

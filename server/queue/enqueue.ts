@@ -1,4 +1,4 @@
-import type { Job, JobsOptions } from "bullmq";
+import type { Job, JobsOptions, Queue } from "bullmq";
 import { AppError } from "@/server/shared/errors";
 import type { BerthJobCatalog } from "./catalog";
 import { getQueues, type QueueSet } from "./queues";
@@ -46,8 +46,22 @@ export function createEnqueue<C extends JobCatalog>(queues: QueueSet<C>): Enqueu
       ...(options.priority !== undefined && { priority: options.priority }),
       ...(options.attempts !== undefined && { attempts: options.attempts }),
     };
-    return (await queues.get(spec.queue).add(name, data, opts)) as Job<JobPayload<C, typeof name>>;
+    const queue = queues.get(spec.queue);
+    if (spec.rerunnable && jobId !== undefined) await removeFinished(queue, jobId);
+    return (await queue.add(name, data, opts)) as Job<JobPayload<C, typeof name>>;
   };
+}
+
+/**
+ * Makes room for a new run under `jobId` when the job there has finished. A job that is waiting, delayed or
+ * active stays (the new request joins it); losing a race with another producer's removal or a worker that
+ * just took the job is harmless: the add then finds the live job or adds the only one.
+ */
+async function removeFinished(queue: Queue, jobId: string): Promise<void> {
+  const previous = (await queue.getJob(jobId)) as Job | undefined;
+  if (!previous) return;
+  const state = await previous.getState();
+  if (state === "completed" || state === "failed") await previous.remove().catch(() => undefined);
 }
 
 /**

@@ -17,6 +17,12 @@ export type JobSpec = {
    * a retried HTTP call) is one job. Omit for jobs that may legitimately run many times.
    */
   readonly jobId?: (payload: never) => string;
+  /**
+   * The derived id deduplicates concurrent requests only: enqueueing replaces a FINISHED (completed or
+   * failed) job under the id instead of returning it, so the same work can run again while the last run
+   * stays listed for the retention window (a stop, then a provision of the same workspace, then a stop...).
+   */
+  readonly rerunnable?: boolean;
 };
 
 export type JobCatalog = Readonly<Record<string, JobSpec>>;
@@ -37,7 +43,14 @@ export function defineJob<const Q extends string, S extends z.ZodType>(spec: {
   schema: S;
   options: JobsOptions;
   jobId?: (payload: z.output<S>) => string;
-}): { queue: Q; schema: S; options: JobsOptions; jobId?: (payload: never) => string } {
+  rerunnable?: boolean;
+}): {
+  queue: Q;
+  schema: S;
+  options: JobsOptions;
+  jobId?: (payload: never) => string;
+  rerunnable?: boolean;
+} {
   return spec;
 }
 

@@ -106,10 +106,10 @@ describe.skipIf(!HAS_CHROMIUM)("workspace generations and the agent's MCP scope,
     await page.goto(`${app.url}/t/${tenant.slug}/workspaces/${firstSession.workspaceId}`);
     await stateIs("ready");
     expect(await page.getByTestId("workspace-generation").textContent()).toBe("1");
-    // The panels' own calls hold short leases while they load; purge once the page is idle, unforced.
-    await page.getByText("No MCP servers in this scope.").waitFor();
-    await page.getByText("No skills in this partition.").waitFor();
+    // The tabs' own calls hold short leases while they load; purge once the page is idle, unforced.
+    await page.getByRole("tab", { name: "Files" }).click();
     await page.getByTestId("file-row").filter({ hasText: "old.txt" }).waitFor();
+    await page.getByRole("tab", { name: "Overview" }).click();
     await page.getByText("No leases: nothing is using this workspace", { exact: false }).waitFor();
     await page.getByRole("button", { name: "Purge…" }).click();
     const purgeForm = page.getByRole("form", { name: "Confirm purge" });
@@ -124,7 +124,9 @@ describe.skipIf(!HAS_CHROMIUM)("workspace generations and the agent's MCP scope,
     expect(await outcome.textContent()).toContain("next use starts generation 2");
     await stateIs("purged");
     await page.getByTestId("purged-note").filter({ hasText: "generation 2" }).waitFor();
+    await page.getByRole("tab", { name: "Receipts" }).click();
     await page.getByTestId("purge-receipt").waitFor();
+    await page.getByRole("tab", { name: "Overview" }).click();
 
     // The next use: a chat turn of the same session works, in an empty workspace.
     const listing = await bashTurn(
@@ -141,6 +143,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspace generations and the agent's MCP scope,
     await page.reload();
     await stateIs("ready");
     expect(await page.getByTestId("workspace-generation").textContent()).toBe("2");
+    await page.getByRole("tab", { name: "Events" }).click();
     await page.getByTestId("event-row").filter({ hasText: "generation 2 after a purge" }).first().waitFor();
     expect(pageErrors).toEqual([]);
   });
@@ -148,11 +151,10 @@ describe.skipIf(!HAS_CHROMIUM)("workspace generations and the agent's MCP scope,
   it("an MCP added for the agent (chosen by name) is offered and called in a chat of a session that did not add it", async () => {
     await page.goto(`${app.url}/t/${tenant.slug}/workspaces/${firstSession.workspaceId}`);
     await stateIs("ready");
+    await page.getByRole("tab", { name: "MCP servers" }).click();
     const scope = page.getByRole("group", { name: "MCP scope" });
     await scope.getByLabel("Agent", { exact: true }).selectOption({ label: AGENT_NAME });
-    await scope
-      .getByLabel("Session", { exact: true })
-      .selectOption({ label: "All sessions of the agent (agent scope)" });
+    await scope.getByLabel("Session", { exact: true }).selectOption({ label: "All sessions of the agent" });
     await page
       .getByTestId("mcp-scope-note")
       .filter({ hasText: `every session of ${AGENT_NAME}` })
@@ -199,10 +201,9 @@ describe.skipIf(!HAS_CHROMIUM)("workspace generations and the agent's MCP scope,
 
     // The session's own scope, chosen by its name, declares nothing: the MCP is the agent's.
     await page.reload();
-    await stateIs("ready");
     await scope.getByLabel("Agent", { exact: true }).selectOption({ label: AGENT_NAME });
     await scope.getByLabel("Session", { exact: true }).selectOption(second.sessionId);
-    await page.getByText("No MCP servers in this scope.").waitFor();
+    await page.getByText("No MCP servers in this scope").waitFor();
     expect(pageErrors).toEqual([]);
   });
 });

@@ -1,16 +1,16 @@
 /**
  * End to end for the Workspaces and Jobs pages: the real server (scripts/start.ts, workers in-process) with
  * a workspace provisioned by its own `workspace.provision` job, holding a lease, and a provision job that
- * failed (its workspace did not exist yet). Chromium reads the list and the detail, stops and purges the
- * workspace, retries the failed job, and on the retried (ready) workspace uploads a skill folder, browses
- * and downloads its files, and adds and removes a real MCP server from npm. Needs /usr/bin/chromium: a missing browser FAILS under CI=1 and
- * skips (with the reason printed) elsewhere.
+ * failed (its workspace did not exist yet). Chromium filters the list on the server, reads the workspace's
+ * tabs, stops it (the "requested" note goes once it has stopped) and purges it (a formatted receipt), sees
+ * the provisions and stops kept on the jobs page, reads the failed job's error and retries it, filters the
+ * audit log (the refused stop with its reason) and exports it as CSV, and a viewer
+ * sees everything but can change nothing. Files, skills, MCP servers and the events filter are in
+ * workspace-tabs.test.ts. Needs /usr/bin/chromium: a missing browser FAILS under CI=1 and skips elsewhere.
  */
 import fs from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
-import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAuth } from "@/server/auth/auth";
 import { getDb } from "@/server/db";
 import { addMember } from "@/server/modules/member/member.data";
@@ -21,8 +21,10 @@ import { enqueue } from "@/server/queue/enqueue";
 import { closeSharedQueues, getQueues } from "@/server/queue/queues";
 import type { RunningBerth } from "./support/berth-server";
 import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
-import { type E2eApp, startE2eApp, submitSignIn, watchedPage } from "./support/e2e-app";
+import { type E2eApp, startE2eApp } from "./support/e2e-app";
+import { printScreenshotListing, screenshotter } from "./support/screenshots";
 import type { SeededTenant } from "./support/seed";
+import { signedInPages } from "./support/signed-in";
 
 requireChromium();
 
@@ -31,7 +33,7 @@ const LEASE = {
   reason: "e2e: a chat turn is running",
   expiresAt: new Date(Date.now() + 3_600_000),
 };
-const EVERYTHING_ENTRY = path.resolve("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+const shot = screenshotter("workspaces");
 
 describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
   let app: RunningBerth;
@@ -40,6 +42,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
   let e2e: E2eApp;
   let liveId: string;
   let lateId: string;
+  let open: ReturnType<typeof signedInPages>;
 
   /** Runs a provision job in the server's workers and resolves (or rejects) when it has finished. */
   async function provision(workspaceId: string, reason: string) {
@@ -55,7 +58,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
   beforeAll(async () => {
     e2e = await startE2eApp();
     ({ app, browser, tenant } = e2e);
-
+    open = signedInPages(app, browser, tenant.slug);
     const suffix = tenant.slug.slice("e2e-".length);
     liveId = `ws-live-${suffix}`;
     lateId = `ws-late-${suffix}`;
@@ -73,89 +76,74 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
   });
 
   afterAll(async () => {
+    printScreenshotListing("workspaces");
     await closeSharedQueues();
     await e2e?.close();
   });
 
-  // One signed-in context per user: the sign-in endpoint is rate limited, so each user signs in once.
-  const contexts = new Map<string, BrowserContext>();
-
-  /** A signed-in page at `pathname`; uncaught page errors (hydration mismatches included) fail the test. */
-  async function signedInPage(
-    pathname: string,
-    user: { email: string; password: string } = tenant,
-  ): Promise<{ page: Page; pageErrors: string[] }> {
-    let context = contexts.get(user.email);
-    const signedIn = !!context;
-    context ??= await browser.newContext();
-    contexts.set(user.email, context);
-    const { page, pageErrors } = await watchedPage(context);
-    if (!signedIn) {
-      await page.goto(`${app.url}/sign-in`);
-      await submitSignIn(page, user.email, user.password);
-      // Either a tenant page or the form's alert: a refused sign-in fails with its message, not a timeout.
-      const alert = page.getByRole("form", { name: "Sign in" }).getByRole("alert");
-      await Promise.race([page.waitForURL(/\/t\/[^/]+$/), alert.waitFor()]);
-      if (!/\/t\/[^/]+$/.test(page.url())) throw new Error(`sign-in failed: ${await alert.textContent()}`);
-    }
-    await page.goto(`${app.url}/t/${tenant.slug}${pathname}`);
-    return { page, pageErrors };
-  }
-
   const rowOf = (page: Page, testId: string, text: string) =>
     page.getByTestId(testId).filter({ hasText: text });
-  const stateIn = (page: Page, scope: ReturnType<Page["getByTestId"]>, state: string) =>
+  const stateIn = (scope: ReturnType<Page["getByTestId"]>, state: string) =>
     scope.getByTestId("workspace-state").filter({ hasText: new RegExp(`^${state}$`) });
 
-  it("lists every workspace of the tenant with its state, backend and leases", async () => {
-    const { page, pageErrors } = await signedInPage("/workspaces");
+  it("lists the tenant's workspaces and filters them on the server by state and leases", async () => {
+    const { page, pageErrors } = await open("/workspaces", tenant);
     const live = rowOf(page, "workspace-row", liveId);
-    await stateIn(page, live, "ready").waitFor();
-    // The local backend is confined by bubblewrap by default: no "trusted only" badge, no unconfined banner.
+    await stateIn(live, "ready").waitFor();
+    // The local backend is confined by bubblewrap by default: no "trusted only" badge.
     expect(await live.textContent()).toContain("local");
     expect(await live.textContent()).not.toContain("trusted only");
-    expect(await page.getByTestId("unconfined-backend-banner").count()).toBe(0);
-    // The seeded workspace was bound but never used.
-    const seeded = rowOf(page, "workspace-row", `ws-e2e-`);
-    await stateIn(page, seeded, "pending").waitFor();
+    const seeded = rowOf(page, "workspace-row", "ws-e2e-");
+    await stateIn(seeded, "pending").waitFor();
+    // The seeded workspace belongs to no agent's record; its sessions' agent is shown by name elsewhere.
     expect(await page.getByTestId("workspace-row").count()).toBe(2);
     expect(await live.locator("td").nth(5).textContent()).toBe("1");
-    expect(
-      await page
-        .getByRole("navigation", { name: "Tenant" })
-        .getByRole("link", { name: "Workspaces" })
-        .getAttribute("aria-current"),
-    ).toBe("page");
+    await shot(page, "list");
+
+    await page.getByLabel("Filter by state").selectOption({ label: "pending" });
+    await vi.waitFor(async () => expect(await page.getByTestId("workspace-row").count()).toBe(1));
+    await seeded.waitFor();
+    await page.getByLabel("Filter by state").selectOption({ label: "All states" });
+    await page.getByLabel("Filter by leases").selectOption({ label: "Leased now" });
+    await vi.waitFor(async () => expect(await page.getByTestId("workspace-row").count()).toBe(1));
+    await live.waitFor();
+    await shot(page, "list-filtered-leased");
     expect(pageErrors).toEqual([]);
     await page.close();
   });
 
-  it("shows the lease and the reasoned events, refuses a stop while leased, then force-stops and purges", async () => {
-    const { page, pageErrors } = await signedInPage("/workspaces");
+  it("shows the overview and events tabs, refuses a stop while leased, force-stops and purges with a receipt", async () => {
+    const { page, pageErrors } = await open("/workspaces", tenant);
     await page.getByRole("link", { name: liveId }).click();
     await page.waitForURL(new RegExp(`/workspaces/${liveId}$`));
     const summary = page.getByTestId("workspace-summary");
-    await stateIn(page, summary, "ready").waitFor();
-
+    await stateIn(summary, "ready").waitFor();
     const lease = page.getByTestId("lease-row");
     expect(await lease.count()).toBe(1);
     expect(await lease.textContent()).toContain(LEASE.holder);
-    expect(await lease.textContent()).toContain(LEASE.reason);
+    expect(await page.getByTestId("state-reason").textContent()).toContain("provisioned");
+    await shot(page, "overview");
+
+    await page.getByRole("tab", { name: "Events" }).click();
+    await page.waitForURL(/\?tab=events$/);
     await rowOf(page, "event-row", "e2e: first use").filter({ hasText: "PENDING → PROVISIONING" }).waitFor();
     await rowOf(page, "event-row", "lease_acquired").filter({ hasText: LEASE.reason }).waitFor();
-    expect(await page.getByTestId("state-reason").textContent()).toContain("provisioned");
+    await page.getByRole("tab", { name: "Overview" }).click();
 
-    // Leased: the API refuses a plain stop, and the page says why instead of breaking.
+    // Leased: the API refuses a plain stop, and the dialog says why instead of breaking.
     await page.getByRole("button", { name: "Stop…" }).click();
     const stopForm = page.getByRole("form", { name: "Confirm stop" });
     await stopForm.getByLabel("Reason").fill("e2e: admin stop");
     await stopForm.getByRole("button", { name: "Confirm stop" }).click();
-    await page.getByTestId("action-error").filter({ hasText: "in use" }).waitFor();
+    await stopForm.getByTestId("action-error").filter({ hasText: "in use" }).waitFor();
+    await shot(page, "stop-refused");
     await stopForm.getByLabel(/Force/).check();
     await stopForm.getByRole("button", { name: "Confirm stop" }).click();
-    await stateIn(page, summary, "stopped").waitFor();
+    await page.getByTestId("action-result").filter({ hasText: "Stop requested" }).waitFor();
+    await stateIn(summary, "stopped").waitFor();
+    // Settled in the new state: the "requested" note is gone (it would be stale now).
+    await page.getByTestId("action-result").waitFor({ state: "detached" });
     expect(await page.getByTestId("state-reason").textContent()).toContain("e2e: admin stop");
-    await rowOf(page, "event-row", "e2e: admin stop").filter({ hasText: "STOPPING → STOPPED" }).waitFor();
     expect((await getWorkspace(tenant.scope, liveId)).state).toBe("STOPPED");
 
     // Purge asks for the id to be typed before it can be confirmed.
@@ -165,24 +153,41 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     expect(await purgeButton.isDisabled()).toBe(true);
     await purgeForm.getByLabel("Workspace id").fill(liveId);
     await purgeForm.getByLabel(/Force/).check();
+    await shot(page, "purge-dialog");
     await purgeButton.click();
-    await stateIn(page, summary, "purged").waitFor();
-    await page.getByTestId("purge-receipt").waitFor();
+    await stateIn(summary, "purged").waitFor();
     expect(await page.getByTestId("lease-row").count()).toBe(0);
     expect(await page.getByRole("button", { name: "Purge…" }).isDisabled()).toBe(true);
+
+    await page.getByRole("tab", { name: "Receipts" }).click();
+    const receipt = page.getByTestId("purge-receipt");
+    await receipt.waitFor();
+    expect(await receipt.getByTestId("purge-receipt-by").textContent()).toContain(tenant.email);
+    expect(await receipt.textContent()).toContain("Generation 1 purged");
+    expect(await receipt.textContent()).toContain("Skills deleted");
+    await shot(page, "receipt");
     expect(pageErrors).toEqual([]);
     await page.close();
   });
 
-  it("lists the failed job with its reason and retries it until it succeeds", async () => {
-    const { page, pageErrors } = await signedInPage("/jobs");
+  it("keeps provisions and stops on the jobs page, shows a failed job's error and retries it", async () => {
+    const { page, pageErrors } = await open("/jobs", tenant);
+    // The live workspace's finished jobs are still listed (retention window), each completed.
+    for (const name of ["workspace.provision", "workspace.stop", "workspace.purge"]) {
+      await rowOf(page, "job-row", liveId)
+        .filter({ hasText: name })
+        .getByTestId("job-state")
+        .filter({ hasText: /^completed$/ })
+        .waitFor();
+    }
     const failed = rowOf(page, "job-row", lateId);
     await failed
       .getByTestId("job-state")
       .filter({ hasText: /^failed$/ })
       .waitFor();
     expect(await failed.textContent()).toContain("workspace.provision");
-    expect(await failed.textContent()).toMatch(/not found/);
+    expect(await failed.getByTestId("job-error").textContent()).toMatch(/not found/);
+    await shot(page, "jobs-failed");
 
     // Now that the record exists, the same job can succeed: Retry puts it back in the queue.
     await upsertWorkspaceBinding(tenant.scope, {
@@ -191,71 +196,54 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
       isolationPolicy: "PER_AGENT",
     });
     await failed.getByRole("button", { name: "Retry" }).click();
-    // A completed provision job is removed at once, so its row leaves the list when the retry succeeds.
-    await failed.waitFor({ state: "detached" });
+    await failed
+      .getByTestId("job-state")
+      .filter({ hasText: /^completed$/ })
+      .waitFor();
     expect((await getWorkspace(tenant.scope, lateId)).state).toBe("READY");
+    await shot(page, "jobs-retried");
 
     await page.getByRole("navigation", { name: "Tenant" }).getByRole("link", { name: "Workspaces" }).click();
-    await stateIn(page, rowOf(page, "workspace-row", lateId), "ready").waitFor();
+    await stateIn(rowOf(page, "workspace-row", lateId), "ready").waitFor();
     expect(pageErrors).toEqual([]);
     await page.close();
   });
 
-  it("uploads a skill folder, walks the workdir to it, downloads a file, and adds and removes an MCP server", async () => {
-    // A skill folder on disk, chosen with the folder picker as an admin would.
-    const folder = await fs.mkdtemp(path.join(os.tmpdir(), "berth-e2e-skill-"));
-    const skillDir = path.join(folder, "greeter");
-    await fs.mkdir(skillDir);
-    const skillMd = "---\nname: greeter\ndescription: Greets from the e2e test\n---\n# Greeter\nSay hello.\n";
-    await fs.writeFile(path.join(skillDir, "SKILL.md"), skillMd);
-    await fs.writeFile(path.join(skillDir, "notes.txt"), "notes\n");
+  it("filters the audit log on the server, with the refused stop's reason, and exports the same rows as CSV", async () => {
+    // The audit buffer is flushed into the table by the server's in-process workers.
+    const stops = { tenantId: tenant.scope.tenantId, action: "workspace.stop" };
+    await vi.waitFor(async () => expect(await getDb().auditLog.count({ where: stops })).toBe(2), {
+      timeout: 30_000,
+      interval: 200,
+    });
+    const { page, pageErrors } = await open("/audit", tenant);
+    await page.getByTestId("audit-row").first().waitFor();
+    await page.getByLabel("Filter by action").selectOption("workspace.stop");
+    await vi.waitFor(async () => expect(await page.getByTestId("audit-row").count()).toBe(2));
+    await page.getByLabel("Filter by outcome").selectOption("failure");
+    await vi.waitFor(async () => expect(await page.getByTestId("audit-row").count()).toBe(1));
+    const refused = page.getByTestId("audit-row");
+    expect(await refused.getByTestId("audit-reason").textContent()).toContain("The workspace is in use");
+    expect(await refused.getByTestId("audit-actor").textContent()).toBe(tenant.email);
+    expect(await refused.getByRole("link").getAttribute("href")).toBe(
+      `/t/${tenant.slug}/workspaces/${liveId}`,
+    );
+    await shot(page, "audit-filtered");
 
-    const { page, pageErrors } = await signedInPage(`/workspaces/${lateId}`);
-    await stateIn(page, page.getByTestId("workspace-summary"), "ready").waitFor();
-    const uploadForm = page.getByRole("form", { name: "Upload a skill" });
-    await uploadForm.getByLabel(/Skill folder/).setInputFiles(skillDir);
-    await uploadForm.getByRole("button", { name: "Upload" }).click();
-    await page.getByTestId("skills-message").filter({ hasText: "Installed greeter" }).waitFor();
-    const skill = rowOf(page, "skill-row", "greeter");
-    await skill.filter({ hasText: "Greets from the e2e test" }).waitFor();
-
-    // The same files, as the agent sees them in the workdir.
-    for (const folderName of ["skills/", "default/", "greeter/"]) {
-      await page.getByTestId("file-row").getByRole("button", { name: folderName, exact: true }).click();
-    }
-    await page.getByTestId("files-path").filter({ hasText: "/skills/default/greeter" }).waitFor();
-    expect(await page.getByTestId("file-row").count()).toBe(2);
-    await page.getByTestId("file-row").getByRole("button", { name: "SKILL.md", exact: true }).click();
-    await page.getByTestId("file-content").filter({ hasText: "Say hello." }).waitFor();
     const [download] = await Promise.all([
       page.waitForEvent("download"),
-      page.getByTestId("file-preview").getByRole("button", { name: "Download" }).click(),
+      page.getByRole("button", { name: "Export CSV" }).click(),
     ]);
-    expect(download.suggestedFilename()).toBe("SKILL.md");
-    expect(await fs.readFile(await download.path(), "utf8")).toBe(skillMd);
-
-    await skill.getByRole("button", { name: "Remove" }).click();
-    await page.getByTestId("skills-message").filter({ hasText: "Removed greeter" }).waitFor();
-    await skill.waitFor({ state: "detached" });
-
-    // An MCP server from npm, started by the workspace (local backend: on the host) when the scope lists.
-    const addForm = page.getByRole("form", { name: "Add an MCP server" });
-    await addForm.getByLabel("Name", { exact: true }).fill("everything");
-    await addForm.getByLabel("Command", { exact: true }).fill(process.execPath);
-    await addForm.getByLabel(/Arguments/).fill(`${EVERYTHING_ENTRY}\nstdio`);
-    await addForm.getByRole("button", { name: "Add" }).click();
-    await page.getByTestId("mcps-message").filter({ hasText: "Added everything" }).waitFor();
-    const mcp = rowOf(page, "mcp-row", "everything");
-    await mcp.getByTestId("mcp-tools").filter({ hasText: "echo" }).waitFor();
-    await mcp.getByRole("button", { name: "Remove" }).click();
-    await page.getByTestId("mcps-message").filter({ hasText: "Removed everything" }).waitFor();
-    await mcp.waitFor({ state: "detached" });
+    const lines = (await fs.readFile(await download.path(), "utf8")).trim().split("\r\n");
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toContain(",workspace.stop,");
+    expect(lines[1]).toContain(tenant.email);
+    expect(lines[1]).toContain(",failure,");
     expect(pageErrors).toEqual([]);
     await page.close();
-    await fs.rm(folder, { recursive: true, force: true });
   });
 
-  it("shows a viewer the workspaces but no usable Stop/Purge, and says why the jobs page is closed", async () => {
+  it("shows a viewer the workspaces but no usable Stop/Purge or file changes, and says why jobs are closed", async () => {
     const auth = createAuth({
       secret: process.env.BERTH_AUTH_SECRET!,
       baseUrl: app.url,
@@ -272,23 +260,31 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     });
     await addMember(tenant.scope, { userId: owner.id, role: "viewer" });
 
-    const { page, pageErrors } = await signedInPage(`/workspaces/ws-e2e-${suffix}`, viewer);
-    await stateIn(page, page.getByTestId("workspace-summary"), "pending").waitFor();
+    const { page, pageErrors } = await open(`/workspaces/ws-e2e-${suffix}`, viewer);
+    await stateIn(page.getByTestId("workspace-summary"), "pending").waitFor();
     await page.getByTestId("actions-role-note").filter({ hasText: "you are viewer" }).waitFor();
     expect(await page.getByRole("button", { name: "Stop…" }).isDisabled()).toBe(true);
     expect(await page.getByRole("button", { name: "Purge…" }).isDisabled()).toBe(true);
+    await page.getByRole("tab", { name: "Receipts" }).click();
     await page.getByText("Purge receipts are visible to admins only.").waitFor();
+    await page.getByRole("tab", { name: "Files" }).click();
+    await page.getByTestId("contents-note").waitFor();
 
-    // A ready workspace: the viewer sees its files and skills but cannot change them.
-    await page.goto(`${app.url}/t/${tenant.slug}/workspaces/${lateId}`);
+    // A ready workspace: the viewer sees its files, skills and MCP servers but cannot change them.
+    await page.goto(`${app.url}/t/${tenant.slug}/workspaces/${lateId}?tab=files`);
     await page.getByTestId("file-row").first().waitFor();
+    expect(await page.getByRole("button", { name: "Upload", exact: true }).isDisabled()).toBe(true);
+    expect(await page.getByRole("button", { name: "New folder" }).isDisabled()).toBe(true);
+    await page.getByText("Changing files needs the member role; you are viewer.").waitFor();
+    await page.getByRole("tab", { name: "Skills" }).click();
     await page.getByText("Changing skills needs the member role; you are viewer.").waitFor();
-    await page.getByText("Changing MCP servers needs the member role; you are viewer.").waitFor();
     const upload = page.getByRole("form", { name: "Upload a skill" });
-    expect(await upload.getByLabel(/Skill folder/).isDisabled()).toBe(true);
-    expect(await upload.getByRole("button", { name: "Upload" }).isDisabled()).toBe(true);
+    expect(await upload.getByRole("button", { name: "Upload folder" }).isDisabled()).toBe(true);
+    await page.getByRole("tab", { name: "MCP servers" }).click();
+    await page.getByText("Changing MCP servers needs the member role; you are viewer.").waitFor();
     const addMcp = page.getByRole("form", { name: "Add an MCP server" });
     expect(await addMcp.getByRole("button", { name: "Add" }).isDisabled()).toBe(true);
+    await shot(page, "viewer-mcp");
 
     await page.getByRole("navigation", { name: "Tenant" }).getByRole("link", { name: "Jobs" }).click();
     await page

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { auditCsv, failureReason } from "@/app/(admin)/t/[tenantSlug]/audit/audit-csv";
+import { auditCsv, failureReason } from "@/server/modules/audit/audit-csv";
 import type { AuditLogDTO } from "@/server/modules/audit/audit.types";
 
 const entry = (patch: Partial<AuditLogDTO>): AuditLogDTO => ({

@@ -1,20 +1,29 @@
 import { z } from "zod";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
-import { listAuditEntries } from "@/server/modules/audit/audit.service";
-import { ZAuditLogDTO } from "@/server/modules/audit/audit.types";
+import { createAuditService } from "@/server/modules/audit/audit.service";
+import { ZAuditFilters, ZAuditLogView } from "@/server/modules/audit/audit.types";
 import { ZPageInput, ZPageOf } from "@/server/shared/page";
 
+const audit = createAuditService();
+
+/** `audit.*`, admins only: the tenant's audit log, filtered on the server; the export takes the same filters. */
 export const auditRouter = createTRPCRouter({
-  /** Newest first, paged by `cursor` (the previous page's `nextCursor`). Admins only. */
+  /** Newest first, paged by `cursor` (the previous page's `nextCursor`), each entry with its actor's name. */
   list: tenantProcedureFor("audit:read")
-    .input(
-      ZTenantInput.extend({
-        ...ZPageInput.shape,
-        action: z.string().min(1).max(100).optional(),
-      }),
-    )
-    .output(ZPageOf(ZAuditLogDTO))
-    .query(({ ctx, input }) =>
-      listAuditEntries(ctx.scope, { limit: input.limit, cursor: input.cursor, action: input.action }),
+    .input(ZTenantInput.extend({ ...ZPageInput.shape, ...ZAuditFilters.shape }))
+    .output(ZPageOf(ZAuditLogView))
+    .query(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...input } }) => audit.list(ctx.scope, input)),
+
+  /** The actions and the (named) actors found in the log: what the filters offer. */
+  facets: tenantProcedureFor("audit:read")
+    .input(ZTenantInput)
+    .query(({ ctx }) => audit.facets(ctx.scope)),
+
+  /** `{ csv, rows, truncated }`: the filtered entries, newest first, at most 10,000 rows. */
+  exportCsv: tenantProcedureFor("audit:read")
+    .input(ZTenantInput.extend(ZAuditFilters.shape))
+    .output(z.object({ csv: z.string(), rows: z.number().int(), truncated: z.boolean() }))
+    .query(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...filters } }) =>
+      audit.exportCsv(ctx.scope, filters),
     ),
 });

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
 import { getWorkspaceServices } from "@/server/composition/services";
 import { ZBackendKind } from "@/server/modules/agent/agent.types";
-import { ZWorkspaceState } from "@/server/modules/workspace/workspace.types";
+import { ZWorkspaceEventKind, ZWorkspaceState } from "@/server/modules/workspace/workspace.types";
 import { workspaceFilesRouter } from "./workspace.files.router";
 import { workspaceMcpRouter } from "./workspace.mcp.router";
 import { workspaceSkillRouter } from "./workspace.skill.router";
@@ -19,13 +19,22 @@ export const workspaceRouter = createTRPCRouter({
   list: tenantProcedureFor("workspace:read")
     .input(
       ZTenantInput.extend({
-        states: z.array(ZWorkspaceState).optional(),
+        states: z.array(ZWorkspaceState).max(20).optional(),
+        backendKinds: z.array(ZBackendKind).max(10).optional(),
         agentId: z.string().min(1).max(200).optional(),
+        /** Part of the agent's name (case-insensitive). */
+        agentName: z.string().min(1).max(200).optional(),
+        /** Idle at least this long (ms since the last activity). */
+        idleForMs: z.number().int().min(0).optional(),
+        /** true: holds a live lease now; false: holds none. */
+        leased: z.boolean().optional(),
         limit: z.number().int().min(1).max(200).optional(),
         cursor: z.string().min(1).max(200).optional(),
       }),
     )
-    .query(({ ctx, input }) => services().service.list(ctx.scope, input)),
+    .query(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...input } }) =>
+      services().service.list(ctx.scope, input),
+    ),
 
   /** The installation's workspace backend: `{ backend, isolated, sandbox }` (host-unconfined → isolated false). */
   backend: tenantProcedureFor("workspace:read")
@@ -51,6 +60,19 @@ export const workspaceRouter = createTRPCRouter({
   get: tenantProcedureFor("workspace:read")
     .input(ZWorkspaceTarget)
     .query(({ ctx, input }) => services().service.get(ctx.scope, input.workspaceId)),
+
+  /** The ledger, newest first, paged by `cursor`; `kinds` keeps only those kinds of events. */
+  events: tenantProcedureFor("workspace:read")
+    .input(
+      ZWorkspaceTarget.extend({
+        kinds: z.array(ZWorkspaceEventKind).max(20).optional(),
+        limit: z.number().int().min(1).max(200).optional(),
+        cursor: z.string().min(1).max(200).optional(),
+      }),
+    )
+    .query(({ ctx, input: { workspaceId, kinds, limit, cursor } }) =>
+      services().service.events(ctx.scope, workspaceId, { kinds, limit, cursor }),
+    ),
 
   stop: tenantProcedureFor("workspace:manage")
     .input(
@@ -79,7 +101,7 @@ export const workspaceRouter = createTRPCRouter({
     .input(ZWorkspaceTarget.extend({ cwd: z.string().max(4096).optional() }))
     .query(({ ctx, input }) => services().content.status(ctx.scope, input.workspaceId, input.cwd)),
 
-  /** What purges deleted, per tenant (workspaces, sessions, agents). */
+  /** What purges deleted, per tenant (workspaces, sessions, agents), with who asked for each by name. */
   purgeReceipts: tenantProcedureFor("audit:read")
     .input(
       ZTenantInput.extend({

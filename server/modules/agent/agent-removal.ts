@@ -2,7 +2,7 @@ import type { TenantScope } from "@/server/auth/scope";
 import { deleteAgent, getAgent, listWorkerAgentIds } from "@/server/modules/agent/agent.data";
 import { audited } from "@/server/modules/audit/audited";
 import { listSessions } from "@/server/modules/session/session.data";
-import { listWorkspaces } from "@/server/modules/workspace/workspace.data";
+import { listWorkspaces } from "@/server/modules/workspace/workspace-list.data";
 import { isAppError } from "@/server/shared/errors";
 
 /**

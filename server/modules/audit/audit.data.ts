@@ -8,7 +8,9 @@ import { type Page, pageArgs, paginate } from "@/server/shared/page";
 import { currentRequestMeta } from "@/server/shared/request-meta";
 import type { TPurgeTargetType } from "@/server/modules/audit/audit.types";
 import {
+  type AuditActorType,
   type AuditLogDTO,
+  type TAuditFilters,
   type PurgeReceiptDTO,
   type TAuditRowInput,
   ZAuditRowInput,
@@ -81,25 +83,112 @@ export async function appendAuditLogs(
   return count;
 }
 
-/** Newest first; `cursor` is the `nextCursor` of the previous page. */
+/** The `where` of a filtered audit read (list and CSV export read the same rows). */
+function auditWhere(scope: TenantScope, filters: TAuditFilters): Prisma.AuditLogWhereInput {
+  return {
+    tenantId: scope.tenantId,
+    ...(filters.action ? { action: filters.action } : {}),
+    ...(filters.actorType ? { actorType: filters.actorType } : {}),
+    ...(filters.actorId ? { actorId: filters.actorId } : {}),
+    ...(filters.targetType ? { targetType: filters.targetType } : {}),
+    ...(filters.targetId ? { targetId: filters.targetId } : {}),
+    ...(filters.outcome ? { outcome: filters.outcome } : {}),
+    ...(filters.from || filters.to
+      ? {
+          at: {
+            ...(filters.from ? { gte: filters.from } : {}),
+            ...(filters.to ? { lte: filters.to } : {}),
+          },
+        }
+      : {}),
+  };
+}
+
+/** Newest first, filtered; `cursor` is the `nextCursor` of the previous page. */
 export async function listAuditLogs(
   scope: TenantScope,
-  options: { limit?: number; cursor?: string; action?: string; targetType?: string; targetId?: string } = {},
+  options: TAuditFilters & { limit?: number; cursor?: string } = {},
   db: DbClient = getDb(),
 ): Promise<Page<AuditLogDTO>> {
   const take = pageSize(options.limit);
   const rows = await db.auditLog.findMany({
-    where: {
-      tenantId: scope.tenantId,
-      ...(options.action ? { action: options.action } : {}),
-      ...(options.targetType ? { targetType: options.targetType } : {}),
-      ...(options.targetId ? { targetId: options.targetId } : {}),
-    },
+    where: auditWhere(scope, options),
     select: auditSelect,
     orderBy: [{ at: "desc" }, { id: "desc" }],
     ...pageArgs(take, options.cursor),
   });
   return paginate(rows, take);
+}
+
+/** What the audit filters can choose from: the actions and actors the tenant's log holds. */
+export async function auditFacets(
+  scope: TenantScope,
+  db: DbClient = getDb(),
+): Promise<{
+  actions: string[];
+  targetTypes: string[];
+  actors: { type: AuditActorType; id: string | null }[];
+}> {
+  const [actions, targetTypes, actors] = await Promise.all([
+    db.auditLog.findMany({
+      where: { tenantId: scope.tenantId },
+      distinct: ["action"],
+      select: { action: true },
+      orderBy: { action: "asc" },
+      take: 500,
+    }),
+    db.auditLog.findMany({
+      where: { tenantId: scope.tenantId, targetType: { not: null } },
+      distinct: ["targetType"],
+      select: { targetType: true },
+      orderBy: { targetType: "asc" },
+      take: 100,
+    }),
+    db.auditLog.findMany({
+      where: { tenantId: scope.tenantId },
+      distinct: ["actorType", "actorId"],
+      select: { actorType: true, actorId: true },
+      take: 500,
+    }),
+  ]);
+  return {
+    actions: actions.map((row) => row.action),
+    targetTypes: targetTypes.flatMap((row) => (row.targetType ? [row.targetType] : [])),
+    actors: actors.map((row) => ({ type: row.actorType, id: row.actorId })),
+  };
+}
+
+/**
+ * Names for actors, keyed `"<type>:<id>"`: a user's email (a user who has left the tenant keeps it), an
+ * API key's name (revoked keys too; only the tenant's own keys). Unknown ids are simply absent.
+ */
+export async function auditActorNames(
+  scope: TenantScope,
+  actors: { type: string; id: string | null }[],
+  db: DbClient = getDb(),
+): Promise<Map<string, string>> {
+  const idsOf = (type: string) => [
+    ...new Set(actors.filter((actor) => actor.type === type && actor.id).map((actor) => actor.id!)),
+  ];
+  const userIds = idsOf("user");
+  const keyIds = idsOf("api_key");
+  const [users, keys] = await Promise.all([
+    userIds.length === 0
+      ? []
+      : db.user.findMany({ where: { id: { in: userIds } }, select: { id: true, email: true } }),
+    keyIds.length === 0
+      ? []
+      : db.apiKey.findMany({
+          where: { tenantId: scope.tenantId, id: { in: keyIds } },
+          select: { id: true, name: true },
+        }),
+  ]);
+  return new Map([
+    ...users.map((user) => [`user:${user.id}`, user.email] as const),
+    ...keys.map(
+      (key) => [`api_key:${key.id}`, key.name ? `key ${key.name}` : `key ${key.id.slice(0, 8)}`] as const,
+    ),
+  ]);
 }
 
 // --------------------------------------------------------------------------------- purge receipts

@@ -2,6 +2,7 @@ import { z } from "zod";
 
 export const AUDIT_ACTOR_TYPES = ["user", "api_key", "system"] as const;
 export const AUDIT_OUTCOMES = ["success", "failure"] as const;
+export type AuditActorType = (typeof AUDIT_ACTOR_TYPES)[number];
 
 export const ZAuditEntryInput = z.object({
   /** Dotted verb, e.g. "agent.create", "api-key.revoke", "auth.sign-in". */
@@ -41,6 +42,29 @@ export const ZAuditLogDTO = z.object({
   at: z.date(),
 });
 export type AuditLogDTO = z.infer<typeof ZAuditLogDTO>;
+
+/** The audit log's filters (list and CSV export take the same); all optional, all combined with AND. */
+export const ZAuditFilters = z.object({
+  action: z.string().min(1).max(100).optional(),
+  actorType: z.enum(AUDIT_ACTOR_TYPES).optional(),
+  actorId: z.string().min(1).max(200).optional(),
+  targetType: z.string().min(1).max(50).optional(),
+  targetId: z.string().min(1).max(200).optional(),
+  outcome: z.enum(AUDIT_OUTCOMES).optional(),
+  /** Inclusive bounds on when the action happened. */
+  from: z.date().optional(),
+  to: z.date().optional(),
+});
+export type TAuditFilters = z.infer<typeof ZAuditFilters>;
+
+/** An entry as the dashboard and clients read it: with the actor's name and the failure's reason. */
+export const ZAuditLogView = ZAuditLogDTO.extend({
+  /** The user's email or `key <name>`; null for system actions or actors unknown to the tenant. */
+  actorName: z.string().nullable(),
+  /** Why a failed action failed, from its details (`error`, `reason`, `message` or `code`). */
+  reason: z.string().nullable(),
+});
+export type AuditLogView = z.infer<typeof ZAuditLogView>;
 
 export const PURGE_TARGET_TYPES = ["workspace", "session", "agent"] as const;
 export type TPurgeTargetType = (typeof PURGE_TARGET_TYPES)[number];

@@ -1,6 +1,6 @@
 import type { TenantScope } from "@/server/auth/scope";
 import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
-import { isAppError } from "@/server/shared/errors";
+import { auditFailureDetails } from "@/server/modules/audit/audit-failure";
 
 export type AuditTarget = {
   action: string;
@@ -11,7 +11,7 @@ export type AuditTarget = {
 };
 
 /**
- * Runs a mutation and records it in the audit log with its outcome (the failure's error code too), so an
+ * Runs a mutation and records it in the audit log with its outcome (a failure's code and, for a caller's error, its message), so an
  * admin sees attempts as well as changes. An audit write that fails is reported, not thrown: the mutation
  * already happened and must not look failed to the caller.
  */
@@ -35,7 +35,7 @@ export async function audited<T>(
   try {
     result = await fn();
   } catch (error) {
-    await write("failure", target.targetId, { code: isAppError(error) ? error.code : "INTERNAL" });
+    await write("failure", target.targetId, auditFailureDetails(error));
     throw error;
   }
   const after = resultDetails(result);

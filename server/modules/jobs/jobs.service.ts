@@ -5,6 +5,7 @@ import { audited } from "@/server/modules/audit/audited";
 import type { JobCatalog } from "@/server/queue/types";
 import type { QueueSet } from "@/server/queue/queues";
 import { AppError } from "@/server/shared/errors";
+import { redactHostPaths } from "@/server/shared/host-paths";
 import { parseInput } from "@/server/shared/parse-input";
 
 /**
@@ -26,6 +27,9 @@ export type JobView = {
   name: string;
   state: string;
   attemptsMade: number;
+  /** How many attempts the job gets in all (1 when it is not retried on failure). */
+  attemptsMax: number;
+  /** Why the last attempt failed (the processor's error), for failed jobs and those waiting to retry. */
   failedReason: string | null;
   data: unknown;
   createdAt: Date;
@@ -46,7 +50,8 @@ export function createJobsService<C extends JobCatalog>(queues: QueueSet<C>) {
       name: job.name,
       state: state ?? (await job.getState()),
       attemptsMade: job.attemptsMade,
-      failedReason: job.failedReason ?? null,
+      attemptsMax: job.opts.attempts ?? 1,
+      failedReason: job.failedReason ? redactHostPaths(job.failedReason) : null,
       data: job.data,
       createdAt: new Date(job.timestamp),
       finishedAt: job.finishedOn ? new Date(job.finishedOn) : null,

@@ -1,17 +1,14 @@
-import path from "node:path";
 import type { Readable } from "node:stream";
 import type { TenantScope } from "@/server/auth/scope";
 import { AppError } from "@/server/shared/errors";
 import type { ArchiveFormat } from "@/server/workspace/archive/archive-entries";
 import { ZMcpDeclaration } from "@/server/workspace/mcp/types";
-import { isInside, resolveConfined } from "@/server/workspace/paths";
+import { resolveConfined } from "@/server/workspace/paths";
 import type { Workspace } from "@/server/workspace/workspace";
 import { assertMayDeclareStdioMcp } from "@/server/modules/tenant/tenant-policy";
-import { signDownloadToken } from "./download-token";
 import { readGitStatus } from "./git-status";
+import { createWorkspaceFilesService } from "./workspace-files.service";
 import type { WorkspaceService } from "./workspace.service";
-
-const MAX_READ_BYTES = 1024 * 1024;
 
 /** An uploaded skill archive on its way to the engine; `maxArchiveBytes` lowers the engine's limit. */
 export type SkillArchiveUpload = {
@@ -33,14 +30,25 @@ export function createWorkspaceContentService(service: WorkspaceService) {
     reason: string,
     fn: (ws: Workspace) => Promise<T>,
     agentId: string | null = null,
+    quiet = false,
   ) =>
     service.withWorkspace(scope, workspaceId, reason, (workspace) => fn(workspace), {
       agentId: agentId || null,
+      quiet,
     });
+  // Reads (lists, status: what the dashboard polls and browses) keep their call lease out of the ledger;
+  // changes are audited and their leases leave events.
+  const read = <T>(
+    scope: TenantScope,
+    workspaceId: string,
+    reason: string,
+    fn: (ws: Workspace) => Promise<T>,
+    agentId: string | null = null,
+  ) => use(scope, workspaceId, reason, fn, agentId, true);
 
   return {
     async status(scope: TenantScope, workspaceId: string, cwd?: string) {
-      return use(scope, workspaceId, "workspace.status", async (ws) => {
+      return read(scope, workspaceId, "workspace.status", async (ws) => {
         const target = cwd ? await resolveConfined(ws.backend, cwd) : ws.workdir;
         return { workdir: ws.workdir, cwd: target, git: await readGitStatus(ws.backend, target) };
       });
@@ -52,7 +60,7 @@ export function createWorkspaceContentService(service: WorkspaceService) {
       workspaceId: string,
       mcpScope: { agentId: string; sessionId: string },
     ) {
-      return use(
+      return read(
         scope,
         workspaceId,
         "workspace.mcp.list",
@@ -129,7 +137,7 @@ export function createWorkspaceContentService(service: WorkspaceService) {
 
     // ── skills (per-agent partitions; no agent → the default partition) ─────────────────────────────────
     async listSkills(scope: TenantScope, workspaceId: string, agentId: string | null) {
-      return use(
+      return read(
         scope,
         workspaceId,
         "workspace.skill.list",
@@ -187,103 +195,9 @@ export function createWorkspaceContentService(service: WorkspaceService) {
       );
     },
 
-    // ── files (confined to the workdir) ──────────────────────────────────────────────────────────────
-    async listFiles(scope: TenantScope, workspaceId: string, dir: string) {
-      return use(scope, workspaceId, "workspace.files.list", async (ws) => {
-        const target = await resolveConfined(ws.backend, dir || ".");
-        const info = await ws.backend.stat(target);
-        if (!info)
-          throw new AppError("NOT_FOUND", `no directory ${dir}`, { userMessage: "Directory not found." });
-        if (info.type !== "directory")
-          throw new AppError("BAD_REQUEST", `${dir} is not a directory`, { userMessage: "Not a directory." });
-        const entries = await ws.backend.list(target);
-        return {
-          path: relativeTo(ws, target),
-          entries: entries
-            .map((entry) => ({
-              name: entry.name,
-              isDir: entry.type === "directory",
-              sizeBytes: entry.size,
-              updatedAt: entry.mtimeMs === null ? null : new Date(entry.mtimeMs),
-            }))
-            .sort((a, b) => a.name.localeCompare(b.name)),
-        };
-      });
-    },
-
-    /** A file's text (UTF-8), at most `maxBytes` (default and cap 1 MiB); `truncated` says when cut. */
-    async readFile(scope: TenantScope, workspaceId: string, file: string, maxBytes = MAX_READ_BYTES) {
-      return use(scope, workspaceId, "workspace.files.read", async (ws) => {
-        const target = await resolveConfined(ws.backend, file);
-        const info = await ws.backend.stat(target);
-        if (!info || info.type === "directory")
-          throw new AppError("NOT_FOUND", `no file ${file}`, { userMessage: "File not found." });
-        const limit = Math.min(maxBytes, MAX_READ_BYTES);
-        const chunks: Buffer[] = [];
-        if (info.size > 0) {
-          for await (const chunk of await ws.backend.readFile(target, {
-            start: 0,
-            end: Math.min(info.size, limit) - 1,
-          })) {
-            chunks.push(chunk as Buffer);
-          }
-        }
-        return {
-          path: relativeTo(ws, target),
-          sizeBytes: info.size,
-          truncated: info.size > limit,
-          content: Buffer.concat(chunks).toString("utf8"),
-        };
-      });
-    },
-
-    /** Resolves the workspace (to fail early, as the reference does) and signs a link for one file. */
-    async downloadToken(scope: TenantScope, workspaceId: string, file: string) {
-      return use(scope, workspaceId, "workspace.files.downloadToken", async (ws) => {
-        const target = await resolveConfined(ws.backend, file);
-        if ((await ws.backend.stat(target))?.type !== "file")
-          throw new AppError("NOT_FOUND", `no file ${file}`, { userMessage: "File not found." });
-        const expiresAt = Date.now() + service.engine.config.downloadTokenTtlMs;
-        const token = signDownloadToken(service.engine.downloadSecret, {
-          tenantId: scope.tenantId,
-          workspaceId,
-          path: file,
-          expiresAt,
-        });
-        return {
-          token,
-          expiresAt: new Date(expiresAt),
-          url: `/api/workspaces/${encodeURIComponent(workspaceId)}/files/download?path=${encodeURIComponent(file)}&token=${encodeURIComponent(token)}`,
-        };
-      });
-    },
-
-    /** The download route's work: stream one confined file (the token was verified by the caller). */
-    async openFile(
-      scope: TenantScope,
-      workspaceId: string,
-      file: string,
-      fn: (file: { stream: Readable; size: number; name: string }) => Promise<Response>,
-    ) {
-      return use(scope, workspaceId, "workspace.files.download", async (ws) => {
-        const target = await resolveConfined(ws.backend, file);
-        const info = await ws.backend.stat(target);
-        if (!info) throw new AppError("NOT_FOUND", `no file ${file}`, { userMessage: "File not found." });
-        if (info.type !== "file")
-          throw new AppError("BAD_REQUEST", `${file} is not a file`, { userMessage: "Not a file." });
-        return fn({
-          stream: await ws.backend.readFile(target),
-          size: info.size,
-          name: path.posix.basename(target),
-        });
-      });
-    },
+    // ── files (confined to the workdir): browse, read, edit, upload, folders, delete, download ──────────
+    ...createWorkspaceFilesService(service),
   };
-}
-
-function relativeTo(ws: Workspace, target: string): string {
-  if (!isInside(ws.workdir, target)) return target;
-  return path.posix.relative(ws.workdir, target) || ".";
 }
 
 export type WorkspaceContentService = ReturnType<typeof createWorkspaceContentService>;

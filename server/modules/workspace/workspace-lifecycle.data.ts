@@ -160,7 +160,8 @@ export async function acquireLeaseLocked(
   workspaceId: string,
   lease: { holder: string; reason: string; expiresAt: Date },
   db = getDb(),
-  options: { refuseStates?: readonly WorkspaceState[] } = {},
+  /** `quiet`: a read's lease (the dashboard's browsing) writes no `lease_acquired` ledger event. */
+  options: { refuseStates?: readonly WorkspaceState[]; quiet?: boolean } = {},
 ): Promise<{ lease: WorkspaceLeaseDTO; state: WorkspaceState }> {
   const acquired = await db.$transaction(async (tx) => {
     // A PURGED workspace is leased too (a use provisions its next generation), unless the caller works on
@@ -184,7 +185,9 @@ export async function acquireLeaseLocked(
       update: { reason: lease.reason, expiresAt: lease.expiresAt },
       select: { id: true, workspaceId: true, holder: true, reason: true, expiresAt: true, createdAt: true },
     });
-    await insertEvent(tx, scope, workspaceId, "lease_acquired", lease.reason, { holder: lease.holder });
+    if (!options.quiet) {
+      await insertEvent(tx, scope, workspaceId, "lease_acquired", lease.reason, { holder: lease.holder });
+    }
     return { lease: saved, state: row.state };
   });
   await touchWorkspaceActivity(scope, workspaceId, new Date(), db);

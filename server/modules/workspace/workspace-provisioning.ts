@@ -21,8 +21,8 @@ export type ProvisionGateDeps = {
  * The API side of provisioning: makes sure the workers have provisioned the workspace, without ever
  * provisioning itself. READY → nothing to do (a PURGED record gets its next generation this way). Otherwise enqueue `workspace.provision` under the workspace's
  * deterministic job id (any number of callers, in any number of API processes, share that one job) and wait
- * for it on the queue's events. A provision job that failed for good is removed first so a later call can
- * try again (its failure stays recorded on the workspace: state FAILED, error, event).
+ * for it on the queue's events. A finished provision job under the id is replaced, so a later call can
+ * try again after a failure (which stays recorded on the workspace: state FAILED, error, event) or a stop.
  */
 export function createProvisionGate(
   deps: ProvisionGateDeps,
@@ -59,10 +59,9 @@ export function createProvisionGate(
   };
 
   async function provisionOnce(spec: WorkspaceSpec, state: string): Promise<void> {
-    const queue = deps.queues.get("workspace");
+    // A finished job under the id (a provision before the last stop, or one that failed for good) is
+    // replaced by enqueue: `workspace.provision` is rerunnable (server/modules/workspace/workspace.jobs.ts).
     const jobId = deterministicJobId("workspace.provision", spec.workspaceId);
-    const previous = await queue.getJob(jobId);
-    if (previous && (await previous.isFailed())) await previous.remove().catch(() => undefined);
     const job: Job = await enqueue(
       "workspace.provision",
       { tenantId: spec.tenantId, workspaceId: spec.workspaceId, reason: `first use (was ${state})` },

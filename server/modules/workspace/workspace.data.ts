@@ -10,13 +10,13 @@ import {
   type WorkspaceEventDTO,
   type WorkspaceEventKind,
   type WorkspaceLeaseDTO,
-  type WorkspaceState,
   ZUpsertWorkspaceInput,
 } from "@/server/modules/workspace/workspace.types";
 
-const liveLeases = () => ({ OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }] });
+/** Leases that hold now (no expiry, or not expired yet). */
+export const liveLeases = () => ({ OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }] });
 
-const workspaceSelect = () =>
+export const workspaceSelect = () =>
   ({
     id: true,
     backendKind: true,
@@ -35,7 +35,7 @@ const workspaceSelect = () =>
   }) satisfies Prisma.WorkspaceSelect;
 
 type WorkspaceRow = Prisma.WorkspaceGetPayload<{ select: ReturnType<typeof workspaceSelect> }>;
-const toWorkspaceDTO = ({ _count, ...row }: WorkspaceRow): WorkspaceDTO => ({
+export const toWorkspaceDTO = ({ _count, ...row }: WorkspaceRow): WorkspaceDTO => ({
   ...row,
   activeLeases: _count.leases,
 });
@@ -100,37 +100,6 @@ export async function getWorkspace(
   return workspace;
 }
 
-/** Most recently updated first. */
-export async function listWorkspaces(
-  scope: TenantScope,
-  options: {
-    states?: WorkspaceState[];
-    agentId?: string;
-    limit?: number;
-    cursor?: string;
-    /** Only these workspaces and those derived for this workspace user (a member's view: workspace-access.ts). */
-    onlyAccessible?: { workspaceIds: string[]; workspaceUser: string } | null;
-  } = {},
-  db: DbClient = getDb(),
-): Promise<Page<WorkspaceDTO>> {
-  const take = pageSize(options.limit);
-  const accessible = options.onlyAccessible;
-  const rows = await db.workspace.findMany({
-    where: {
-      tenantId: scope.tenantId,
-      ...(options.states ? { state: { in: options.states } } : {}),
-      ...(options.agentId ? { agentId: options.agentId } : {}),
-      ...(accessible
-        ? { OR: [{ id: { in: accessible.workspaceIds } }, { userId: accessible.workspaceUser }] }
-        : {}),
-    },
-    select: workspaceSelect(),
-    orderBy: [{ updatedAt: "desc" }, { id: "desc" }],
-    ...pageArgs(take, options.cursor),
-  });
-  return paginate(rows, take, toWorkspaceDTO);
-}
-
 // ----------------------------------------------------------------------------------------- leases
 
 const leaseSelect = {
@@ -142,18 +111,18 @@ const leaseSelect = {
   createdAt: true,
 } satisfies Prisma.WorkspaceLeaseSelect;
 
-/** Releases `holder`'s lease; false when it held none. */
 export async function releaseWorkspaceLease(
   scope: TenantScope,
   workspaceId: string,
   holder: string,
   db = getDb(),
+  options: { quiet?: boolean } = {},
 ): Promise<boolean> {
   return db.$transaction(async (tx) => {
     const { count } = await tx.workspaceLease.deleteMany({
       where: { tenantId: scope.tenantId, workspaceId, holder },
     });
-    if (count > 0)
+    if (count > 0 && !options.quiet)
       await insertEvent(tx, scope, workspaceId, { kind: "lease_released", reason: null, data: { holder } });
     return count > 0;
   });
@@ -209,16 +178,28 @@ export async function listWorkspaceEvents(
   options: { limit?: number; kinds?: WorkspaceEventKind[] } = {},
   db: DbClient = getDb(),
 ): Promise<WorkspaceEventDTO[]> {
-  return db.workspaceEvent.findMany({
+  return (await pageWorkspaceEvents(scope, workspaceId, options, db)).items;
+}
+
+/** Newest first, one page of `limit` (default 100) after `cursor`, optionally only some kinds. */
+export async function pageWorkspaceEvents(
+  scope: TenantScope,
+  workspaceId: string,
+  options: { limit?: number; cursor?: string; kinds?: WorkspaceEventKind[] } = {},
+  db: DbClient = getDb(),
+): Promise<Page<WorkspaceEventDTO>> {
+  const take = pageSize(options.limit, 100);
+  const rows = await db.workspaceEvent.findMany({
     where: {
       tenantId: scope.tenantId,
       workspaceId,
-      ...(options.kinds ? { kind: { in: options.kinds } } : {}),
+      ...(options.kinds && options.kinds.length > 0 ? { kind: { in: options.kinds } } : {}),
     },
     select: eventSelect,
     orderBy: [{ at: "desc" }, { id: "desc" }],
-    take: pageSize(options.limit, 100),
+    ...pageArgs(take, options.cursor),
   });
+  return paginate(rows, take);
 }
 
 async function insertEvent(

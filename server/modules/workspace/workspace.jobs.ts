@@ -1,14 +1,17 @@
 import { z } from "zod";
+import { JOB_RETENTION } from "@/server/queue/retention";
 import { deterministicJobId, defineJob } from "@/server/queue/types";
 
 /**
  * The workspace module's job definitions, spread into server/queue/catalog.ts. Ids are deterministic so
- * any number of API replicas asking for the same thing at once make one job. Completed provision/stop jobs
- * are removed at once: a BullMQ job id deduplicates only while the job exists, and the same workspace must
- * be provisionable again after a stop (a late duplicate finds the workspace READY and does nothing).
+ * any number of API replicas asking for the same thing at once make one job. Finished jobs are kept for the
+ * retention window (server/queue/retention.ts), so the jobs page shows recent provisions and stops; those
+ * two are `rerunnable` (a new request replaces a finished job under the id: the same workspace must be
+ * provisionable again after a stop, and a late duplicate finds the workspace READY and does nothing).
  */
 const WORKSPACE_QUEUE = "workspace";
-const KEEP_FAILED = { age: 24 * 60 * 60, count: 1_000 };
+const KEEP = { removeOnComplete: JOB_RETENTION.completed, removeOnFail: JOB_RETENTION.failed };
+const KEEP_FAILED = JOB_RETENTION.failed;
 const RETRIES = { attempts: 5, backoff: { type: "exponential", delay: 500 } } as const;
 
 const ZWorkspaceRef = z.object({
@@ -54,20 +57,22 @@ export const workspaceJobs = {
   "workspace.provision": defineJob({
     queue: WORKSPACE_QUEUE,
     schema: ZWorkspaceProvisionPayload,
-    options: { ...RETRIES, removeOnComplete: true, removeOnFail: KEEP_FAILED },
+    options: { ...RETRIES, ...KEEP },
     jobId: (p) => deterministicJobId("workspace.provision", p.workspaceId),
+    rerunnable: true,
   }),
   "workspace.stop": defineJob({
     queue: WORKSPACE_QUEUE,
     schema: ZWorkspaceStopPayload,
-    options: { ...RETRIES, removeOnComplete: true, removeOnFail: KEEP_FAILED },
+    options: { ...RETRIES, ...KEEP },
     jobId: (p) => deterministicJobId("workspace.stop", p.workspaceId),
+    rerunnable: true,
   }),
   "workspace.purge": defineJob({
     queue: WORKSPACE_QUEUE,
     schema: ZWorkspacePurgePayload,
-    options: { ...RETRIES, removeOnComplete: { age: 24 * 60 * 60 }, removeOnFail: KEEP_FAILED },
-    // Per generation: the completed job of generation n is kept (and would deduplicate) for a day.
+    options: { ...RETRIES, ...KEEP },
+    // Per generation: the completed job of generation n is kept (and deduplicates) for the window.
     jobId: (p) => deterministicJobId("workspace.purge", p.workspaceId, String(p.generation ?? 0)),
   }),
   "workspace.sweep": defineJob({
@@ -83,13 +88,13 @@ export const workspaceJobs = {
   "session.purge": defineJob({
     queue: WORKSPACE_QUEUE,
     schema: ZSessionPurgePayload,
-    options: { ...RETRIES, removeOnComplete: { age: 60 * 60 }, removeOnFail: KEEP_FAILED },
+    options: { ...RETRIES, ...KEEP },
     jobId: (p) => deterministicJobId("session.purge", p.workspaceId, p.sessionIds[0] ?? ""),
   }),
   "agent.purge": defineJob({
     queue: WORKSPACE_QUEUE,
     schema: ZAgentPurgePayload,
-    options: { ...RETRIES, removeOnComplete: { age: 60 * 60 }, removeOnFail: KEEP_FAILED },
+    options: { ...RETRIES, ...KEEP },
     jobId: (p) => deterministicJobId("agent.purge", p.agentId),
   }),
 } as const;

@@ -3,8 +3,8 @@ import type { TenantScope } from "@/server/auth/scope";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import { getAgentOrNull } from "@/server/modules/agent/agent.data";
 import { ZAgentDefaultMcps, ZAgentDefaultSkills } from "@/server/modules/agent/agent.types";
-import { listPurgeReceipts } from "@/server/modules/audit/audit.data";
 import { audited as auditedMutation } from "@/server/modules/audit/audited";
+import { auditActorNames } from "@/server/modules/audit/audit.data";
 import { getSession } from "@/server/modules/session/session.data";
 import { tenantDefaultIsolation } from "@/server/modules/tenant/tenant-policy";
 import { createEnqueue } from "@/server/queue/enqueue";
@@ -14,17 +14,20 @@ import {
   getWorkspaceOrNull,
   listWorkspaceEvents,
   listWorkspaceLeases,
-  listWorkspaces,
+  pageWorkspaceEvents,
   releaseWorkspaceLease,
   upsertWorkspaceBinding,
 } from "./workspace.data";
-import type { WorkspaceDTO, WorkspaceState } from "./workspace.types";
+import { listWorkspaces, type WorkspaceListFilters } from "./workspace-list.data";
+import { TRANSITION_EVENT_KINDS, type WorkspaceDTO, type WorkspaceEventKind } from "./workspace.types";
 import { assertMayActOnWorkspace, workspaceListLimit } from "./workspace-access";
-import { acquireLeaseLocked, touchWorkspaceActivity, transitionFrom } from "./workspace-lifecycle.data";
+import { acquireLeaseLocked, touchWorkspaceActivity } from "./workspace-lifecycle.data";
+import { createWorkspaceRequests } from "./workspace-requests";
 import { addressOfRecord } from "./workspace-spec";
 import { createBackendChoice } from "./workspace-backend.service";
 
-export type LeaseOptions = { holder: string; reason: string; ttlMs?: number };
+/** `quiet`: a read's lease (dashboard browsing), kept out of the ledger so reads do not flood its events. */
+export type LeaseOptions = { holder: string; reason: string; ttlMs?: number; quiet?: boolean };
 
 /**
  * The workspace service: the ONE way API code (routers, chat, team tools, route handlers) reaches a
@@ -146,15 +149,22 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
 
   async function acquireLease(scope: TenantScope, workspaceId: string, lease: LeaseOptions) {
     const ttlMs = Math.min(lease.ttlMs ?? engine.config.leaseTtlMs, engine.config.maxLeaseMs);
-    return acquireLeaseLocked(scope, workspaceId, {
-      holder: lease.holder,
-      reason: lease.reason,
-      expiresAt: new Date(Date.now() + ttlMs),
-    });
+    return acquireLeaseLocked(
+      scope,
+      workspaceId,
+      { holder: lease.holder, reason: lease.reason, expiresAt: new Date(Date.now() + ttlMs) },
+      undefined,
+      { quiet: lease.quiet ?? false },
+    );
   }
 
-  async function releaseLease(scope: TenantScope, workspaceId: string, holder: string): Promise<boolean> {
-    const released = await releaseWorkspaceLease(scope, workspaceId, holder);
+  async function releaseLease(
+    scope: TenantScope,
+    workspaceId: string,
+    holder: string,
+    options: { quiet?: boolean } = {},
+  ): Promise<boolean> {
+    const released = await releaseWorkspaceLease(scope, workspaceId, holder, undefined, options);
     // The end of a turn is activity too: the idle clock starts now, not when the turn began.
     if (released) await touchWorkspaceActivity(scope, workspaceId, new Date());
     return released;
@@ -174,8 +184,9 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
       await applyAgentDefaults(scope, workspace, lease.agentId ?? null);
       return await fn(workspace, record);
     } finally {
-      await releaseLease(scope, workspaceId, lease.holder).catch((error: unknown) =>
-        engine.log.warn({ err: error, workspaceId, holder: lease.holder }, "releasing a lease failed"),
+      await releaseLease(scope, workspaceId, lease.holder, { quiet: lease.quiet ?? false }).catch(
+        (error: unknown) =>
+          engine.log.warn({ err: error, workspaceId, holder: lease.holder }, "releasing a lease failed"),
       );
     }
   }
@@ -185,18 +196,19 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
     return { holder: `call:${randomUUID()}`, reason, ttlMs: 5 * 60_000 };
   }
 
-  /** Workspace mutations in the audit log with their outcome (the one `audited`, for a workspace target). */
-  function audited<T>(
+  /** Runs a workspace mutation and audits it (target: the workspace) with its outcome. */
+  const audited = <T>(
     scope: TenantScope,
     action: string,
     targetId: string,
     details: Record<string, unknown>,
     fn: () => Promise<T>,
-  ): Promise<T> {
-    return auditedMutation(scope, { action, targetType: "workspace", targetId, details }, fn, (error) =>
+  ): Promise<T> =>
+    auditedMutation(scope, { action, targetType: "workspace", targetId, details }, fn, (error: unknown) =>
       engine.log.error({ err: error, action, targetId }, "audit write failed"),
     );
-  }
+
+  const requests = createWorkspaceRequests({ enqueue, audited, requireRecord });
 
   return {
     engine,
@@ -273,10 +285,7 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
       return workspace;
     },
 
-    async list(
-      scope: TenantScope,
-      options: { states?: WorkspaceState[]; agentId?: string; limit?: number; cursor?: string },
-    ) {
+    async list(scope: TenantScope, options: WorkspaceListFilters & { limit?: number; cursor?: string }) {
       const page = await listWorkspaces(scope, {
         ...options,
         onlyAccessible: await workspaceListLimit(scope),
@@ -287,79 +296,45 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
     async get(scope: TenantScope, workspaceId: string) {
       const record = await requireRecord(scope, workspaceId);
       await assertMayActOnWorkspace(scope, record);
-      const [leases, events] = await Promise.all([
+      const [leases, events, [lastTransition], agent] = await Promise.all([
         listWorkspaceLeases(scope, workspaceId),
         listWorkspaceEvents(scope, workspaceId, { limit: 50 }),
+        // Why it is in its state, however many lease events came after the change.
+        listWorkspaceEvents(scope, workspaceId, { limit: 1, kinds: [...TRANSITION_EVENT_KINDS] }),
+        record.agentId ? getAgentOrNull(scope, record.agentId) : null,
       ]);
-      return { ...describe(record), leases, events };
+      return {
+        ...describe(record),
+        agentName: agent?.name ?? null,
+        leases,
+        events,
+        lastTransition: lastTransition ?? null,
+      };
     },
 
-    /** Asks the workers to stop a workspace (READY → STOPPING now, STOPPED by `workspace.stop`). */
-    async requestStop(
+    /** The workspace's ledger, newest first, a page at a time, optionally only some kinds of events. */
+    async events(
       scope: TenantScope,
       workspaceId: string,
-      options: { force?: boolean; reason?: string } = {},
+      options: { kinds?: WorkspaceEventKind[]; limit?: number; cursor?: string },
     ) {
-      return audited(scope, "workspace.stop", workspaceId, { force: options.force ?? false }, async () => {
-        const record = await requireRecord(scope, workspaceId);
-        if (record.activeLeases > 0 && !options.force) {
-          throw new AppError(
-            "CONFLICT",
-            `workspace ${workspaceId} has ${record.activeLeases} active lease(s)`,
-            {
-              userMessage: "The workspace is in use; pass force to stop it anyway.",
-              details: { activeLeases: record.activeLeases },
-            },
-          );
-        }
-        const reason = options.reason ?? "stop requested by an admin";
-        if (record.state === "READY") {
-          await transitionFrom(scope, workspaceId, { from: ["READY"], to: "STOPPING", reason });
-        } else if (record.state !== "STOPPING") {
-          return { state: record.state, jobId: null };
-        }
-        const job = await enqueue("workspace.stop", { tenantId: scope.tenantId, workspaceId, reason });
-        return { state: "STOPPING" as const, jobId: job.id ?? null };
-      });
+      await assertMayActOnWorkspace(scope, await requireRecord(scope, workspaceId));
+      const page = await pageWorkspaceEvents(scope, workspaceId, options);
+      // Actors as people read them ("user:<id>" → the email, "api_key:<id>" → the key's name).
+      const names = await auditActorNames(
+        scope,
+        page.items.flatMap((event) => {
+          const [type, ...id] = event.actor.split(":");
+          return type === "user" || type === "api_key" ? [{ type, id: id.join(":") }] : [];
+        }),
+      );
+      return {
+        ...page,
+        items: page.items.map((event) => ({ ...event, actorName: names.get(event.actor) ?? null })),
+      };
     },
 
-    /**
-     * Asks the workers to purge the workspace's current generation (files, skills, MCP declarations,
-     * offload, rows). The sessions bound to it stay usable: their next use provisions the next generation.
-     */
-    async requestPurge(
-      scope: TenantScope,
-      workspaceId: string,
-      options: { force?: boolean; reason?: string } = {},
-    ) {
-      return audited(scope, "workspace.purge", workspaceId, { force: options.force ?? false }, async () => {
-        const record = await requireRecord(scope, workspaceId);
-        if (record.state === "PURGED" || record.state === "PURGING") {
-          return { state: record.state, jobId: null, generation: record.generation };
-        }
-        if (record.activeLeases > 0 && !options.force) {
-          throw new AppError(
-            "CONFLICT",
-            `workspace ${workspaceId} has ${record.activeLeases} active lease(s)`,
-            {
-              userMessage: "The workspace is in use; pass force to purge it anyway.",
-            },
-          );
-        }
-        const job = await enqueue("workspace.purge", {
-          tenantId: scope.tenantId,
-          workspaceId,
-          reason: options.reason ?? "purge requested",
-          generation: record.generation,
-          actor: scope.apiKeyId
-            ? `api_key:${scope.apiKeyId}`
-            : scope.userId
-              ? `user:${scope.userId}`
-              : "system",
-        });
-        return { state: record.state, jobId: job.id ?? null, generation: record.generation };
-      });
-    },
+    ...requests,
 
     /** `session.purge`: forget sessions' MCP scopes and offload files in their workspace, through a job. */
     async enqueueSessionPurge(
@@ -374,13 +349,6 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
     async enqueueAgentPurge(scope: TenantScope, input: { agentId: string; workspaceIds: string[] }) {
       const job = await enqueue("agent.purge", { tenantId: scope.tenantId, ...input });
       return { jobId: job.id ?? null };
-    },
-
-    async purgeReceipts(
-      scope: TenantScope,
-      options: { targetType?: "workspace" | "session" | "agent"; targetId?: string; limit?: number },
-    ) {
-      return listPurgeReceipts(scope, options);
     },
 
     /**
@@ -403,10 +371,12 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
       workspaceId: string,
       reason: string,
       fn: (workspace: Workspace, record: WorkspaceDTO) => Promise<T>,
-      options: { agentId?: string | null } = {},
+      /** `quiet` for reads: their call lease writes no ledger events. */
+      options: { agentId?: string | null; quiet?: boolean } = {},
     ) {
       await assertMayActOnWorkspace(scope, await requireRecord(scope, workspaceId));
-      return withLease(scope, workspaceId, { ...callLease(reason), agentId: options.agentId ?? null }, fn);
+      const lease = { ...callLease(reason), quiet: options.quiet ?? false, agentId: options.agentId ?? null };
+      return withLease(scope, workspaceId, lease, fn);
     },
   };
 
@@ -425,7 +395,7 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
     };
   }
 
-  function describe(record: WorkspaceDTO) {
+  function describe<R extends WorkspaceDTO>(record: R) {
     const { backendHandle: _handle, ...rest } = record;
     return {
       ...rest,

@@ -13,6 +13,7 @@ export const WORKSPACE_STATES = [
 ] as const;
 export const ZWorkspaceState = z.enum(WORKSPACE_STATES);
 export type WorkspaceState = z.infer<typeof ZWorkspaceState>;
+export type BackendKind = z.infer<typeof ZBackendKind>;
 
 /**
  * The workspace lifecycle. PENDING → PROVISIONING → READY → STOPPING → STOPPED, and a stopped
@@ -57,6 +58,17 @@ export const WORKSPACE_EVENT_KINDS = [
 ] as const;
 export const ZWorkspaceEventKind = z.enum(WORKSPACE_EVENT_KINDS);
 export type WorkspaceEventKind = z.infer<typeof ZWorkspaceEventKind>;
+
+/** The ledger entries that are state changes: the newest one says why the workspace is in its state. */
+export const TRANSITION_EVENT_KINDS = [
+  "provisioning",
+  "provisioned",
+  "stopping",
+  "stopped",
+  "purging",
+  "purged",
+  "failed",
+] as const satisfies readonly WorkspaceEventKind[];
 
 export const ZUpsertWorkspaceInput = z.object({
   id: z.string().min(1).max(200),

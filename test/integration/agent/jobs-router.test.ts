@@ -1,7 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { disconnectDb } from "@/server/db";
+import { flushAuditBuffer } from "@/server/modules/audit/audit-buffer.service";
+import { getWorkspace } from "@/server/modules/workspace/workspace.data";
 import { createEnqueue } from "@/server/queue/enqueue";
+import { getQueues } from "@/server/queue/queues";
+import { getRedis } from "@/server/redis";
+import { freshSession } from "../workspace/harness";
 import { rejectionCode } from "../api/support/call-by-path";
 import { createTenantFixture } from "../api/support/tenant-fixtures";
 import { startAgentApiHarness, type AgentApiHarness } from "./support";
@@ -62,5 +67,48 @@ describe("jobs router", () => {
 
     expect(await rejectionCode(h.owner.jobs.retry({ ...h.ref, jobId: theirs.id! }))).toBe("NOT_FOUND");
     expect(await rejectionCode(h.viewer.jobs.list(h.ref))).toBe("FORBIDDEN");
+    expect(await rejectionCode(h.viewer.jobs.retry({ ...h.ref, jobId: mine.id! }))).toBe("FORBIDDEN");
+
+    // The retry is in the audit log, with who did it and to which job.
+    await flushAuditBuffer({ redis: getRedis(), redisPrefix: getQueues().redisPrefix });
+    const audit = await h.owner.audit.list({ ...h.ref, action: "jobs.retry" });
+    expect(audit.items.map((entry) => `${entry.targetId}:${entry.outcome}`)).toEqual(
+      expect.arrayContaining([`${mine.id}:success`, `${theirs.id}:failure`]),
+    );
+  });
+
+  it("keeps finished provisions and stops listed, and still runs the next provision and stop of the workspace", async () => {
+    const { session, workspaceId } = await freshSession(h.tenant.ownerScope);
+    const services = h.workspace.service;
+    const stopAndWait = async () => {
+      await services.requestStop(h.tenant.ownerScope, workspaceId, { force: true, reason: "test stop" });
+      await vi.waitFor(
+        async () => expect((await getWorkspace(h.tenant.ownerScope, workspaceId)).state).toBe("STOPPED"),
+        { timeout: 60_000, interval: 100 },
+      );
+    };
+    const jobsOf = async () =>
+      (await h.owner.jobs.list({ ...h.ref, limit: 200 })).filter(
+        (job) => (job.data as { workspaceId?: string }).workspaceId === workspaceId,
+      );
+
+    await services.resolveForSession(h.tenant.ownerScope, session.id);
+    await stopAndWait();
+    expect((await jobsOf()).map((job) => `${job.name}:${job.state}`).sort()).toEqual([
+      "workspace.provision:completed",
+      "workspace.stop:completed",
+    ]);
+    const firstRun = (await jobsOf()).map((job) => job.finishedAt!.getTime());
+
+    // Same job ids again: the finished jobs are replaced by new runs, not returned as if they had just run.
+    await services.resolveForSession(h.tenant.ownerScope, session.id);
+    expect((await getWorkspace(h.tenant.ownerScope, workspaceId)).state).toBe("READY");
+    await stopAndWait();
+    const secondRun = await jobsOf();
+    expect(secondRun.map((job) => `${job.name}:${job.state}`).sort()).toEqual([
+      "workspace.provision:completed",
+      "workspace.stop:completed",
+    ]);
+    for (const job of secondRun) expect(job.finishedAt!.getTime()).toBeGreaterThan(Math.max(...firstRun));
   });
 });

@@ -5,6 +5,7 @@
  * mutation. Callers authenticate for real (session cookie from a real sign-in, Bearer API keys).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { POST as uploadFile } from "@/app/api/workspaces/[id]/files/route";
 import { POST as uploadSkill } from "@/app/api/workspaces/[id]/skills/route";
 import { createCaller } from "@/server/api/root";
 import { type ApiRuntime } from "@/server/api/context";
@@ -86,6 +87,8 @@ const CASES: Record<string, CrossTenantCase> = {
   "invite.revoke": { kind: "tenant", input: (t) => ({ inviteId: rowsOf(t).inviteId }), targetsRows: true },
   "apiKey.revoke": { kind: "tenant", input: (t) => ({ apiKeyId: t.viewerKey.id }), targetsRows: true },
   "audit.list": { kind: "tenant", input: () => ({ limit: 200 }), targetsRows: false },
+  "audit.facets": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "audit.exportCsv": { kind: "tenant", input: () => ({}), targetsRows: false },
   // workspace.* (H8): every procedure names a workspace of the tenant (a PENDING binding made in beforeAll),
   // so none of them provisions anything; B's id under A's tenant must be NOT_FOUND.
   "workspace.list": { kind: "tenant", input: () => ({}), targetsRows: false },
@@ -97,6 +100,7 @@ const CASES: Record<string, CrossTenantCase> = {
     targetsRows: false,
   },
   "workspace.get": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
+  "workspace.events": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
   "workspace.stop": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
   "workspace.purge": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
   "workspace.status": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
@@ -139,6 +143,21 @@ const CASES: Record<string, CrossTenantCase> = {
     targetsRows: true,
   },
   "workspace.files.read": {
+    kind: "tenant",
+    input: (t) => ({ workspaceId: workspaceOf(t), path: "notes.txt" }),
+    targetsRows: true,
+  },
+  "workspace.files.write": {
+    kind: "tenant",
+    input: (t) => ({ workspaceId: workspaceOf(t), path: "notes.txt", content: "probe" }),
+    targetsRows: true,
+  },
+  "workspace.files.mkdir": {
+    kind: "tenant",
+    input: (t) => ({ workspaceId: workspaceOf(t), path: "probe-dir" }),
+    targetsRows: true,
+  },
+  "workspace.files.delete": {
     kind: "tenant",
     input: (t) => ({ workspaceId: workspaceOf(t), path: "notes.txt" }),
     targetsRows: true,
@@ -492,6 +511,18 @@ describe("cross-member isolation inside a tenant", () => {
         method: "POST",
         headers: { authorization: `Bearer ${ownersMemberKey}` },
         body: form,
+      }),
+      { params: Promise.resolve({ id: memberWorkspaceId }) },
+    );
+    expect(response.status).toBe(404);
+  });
+
+  it("denies the member the file upload route on another member's workspace (404, nothing written)", async () => {
+    const response = await uploadFile(
+      new Request(`http://localhost:3000/api/workspaces/${memberWorkspaceId}/files?path=probe.txt`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ownersMemberKey}` },
+        body: "probe",
       }),
       { params: Promise.resolve({ id: memberWorkspaceId }) },
     );

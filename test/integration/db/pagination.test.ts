@@ -4,7 +4,8 @@ import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { createAgent, listAgents } from "@/server/modules/agent/agent.data";
 import { appendAuditLog, listAuditLogs } from "@/server/modules/audit/audit.data";
 import { createSession, listSessions } from "@/server/modules/session/session.data";
-import { listWorkspaces, upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
+import { upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
+import { listWorkspaces } from "@/server/modules/workspace/workspace-list.data";
 import type { Page } from "@/server/shared/page";
 import { createTestTenant, type TestTenant } from "./fixtures";
 

@@ -43,7 +43,6 @@ import {
   getWorkspaceOrNull,
   listWorkspaceEvents,
   listWorkspaceLeases,
-  listWorkspaces,
   releaseWorkspaceLease,
   upsertWorkspaceBinding,
 } from "@/server/modules/workspace/workspace.data";
@@ -54,6 +53,7 @@ import {
 } from "@/server/modules/workspace/workspace-lifecycle.data";
 
 const LEASE_OF = (holder: string) => ({ holder, reason: "test", expiresAt: new Date(Date.now() + 600_000) });
+import { listWorkspaces } from "@/server/modules/workspace/workspace-list.data";
 import { createTestTenant, expectAppError, testAuth, type TestTenant } from "./fixtures";
 
 const secretKey = deriveSecretKey("tenant-isolation-test-secret");

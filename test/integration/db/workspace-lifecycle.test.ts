@@ -4,10 +4,10 @@ import {
   getWorkspace,
   listWorkspaceEvents,
   listWorkspaceLeases,
-  listWorkspaces,
   releaseWorkspaceLease,
   upsertWorkspaceBinding,
 } from "@/server/modules/workspace/workspace.data";
+import { listWorkspaces } from "@/server/modules/workspace/workspace-list.data";
 import {
   acquireLeaseLocked,
   findSweepCandidates,

@@ -1,27 +1,26 @@
 "use client";
 
-import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
+import { useInfiniteQuery, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Download, ScrollText } from "lucide-react";
 import Link from "next/link";
 import { useState } from "react";
+import { toast } from "sonner";
 import { Alert } from "@/app/_components/ui/alert";
 import { Badge } from "@/app/_components/ui/badge";
 import { Button } from "@/app/_components/ui/button";
 import { Card } from "@/app/_components/ui/card";
 import { type ColumnDef, DataTable } from "@/app/_components/ui/data-table";
 import { EmptyState } from "@/app/_components/ui/empty-state";
-import { Input } from "@/app/_components/ui/input";
 import { RelativeTime } from "@/app/_components/ui/relative-time";
-import { Select } from "@/app/_components/ui/select";
 import { useTRPC } from "@/app/_trpc/client";
-import type { AuditLogDTO } from "@/server/modules/audit/audit.types";
+import type { AuditLogView } from "@/server/modules/audit/audit.types";
 import { LoadMore } from "../_components/load-more";
-import { auditCsv, failureReason } from "./audit-csv";
+import { type AuditFilterState, AuditFilters, auditFilterInput, NO_AUDIT_FILTERS } from "./audit-filters";
 
-const PAGE_SIZE = 100;
+const PAGE_SIZE = 50;
 
 /** Where a target lives in the dashboard, when it has a page. */
-function targetHref(base: string, entry: AuditLogDTO): string | null {
+function targetHref(base: string, entry: AuditLogView): string | null {
   if (!entry.targetId) return null;
   const id = encodeURIComponent(entry.targetId);
   switch (entry.targetType ?? "") {
@@ -36,60 +35,64 @@ function targetHref(base: string, entry: AuditLogDTO): string | null {
       return `${base}/members`;
     case "api_key":
       return `${base}/api-keys`;
+    case "job":
+      return `${base}/jobs`;
     default:
       return null;
   }
 }
 
+function actorLabel(entry: AuditLogView): string {
+  if (!entry.actorId) return entry.actorType;
+  return entry.actorName ?? `${entry.actorType} ${entry.actorId.slice(0, 8)}`;
+}
+
+function download(name: string, text: string) {
+  const url = URL.createObjectURL(new Blob([text], { type: "text/csv;charset=utf-8" }));
+  const link = document.createElement("a");
+  link.href = url;
+  link.download = name;
+  link.click();
+  URL.revokeObjectURL(url);
+}
+
+/**
+ * The audit log, filtered on the server (actor, action, target, outcome, time range) and paged with "Load
+ * more"; the CSV export asks the server for the same filtered rows (not only the loaded pages).
+ */
 export function AuditTable({ tenantSlug }: { tenantSlug: string }) {
   const trpc = useTRPC();
+  const queryClient = useQueryClient();
   const base = `/t/${encodeURIComponent(tenantSlug)}`;
-  const [action, setAction] = useState("");
-  const [outcome, setOutcome] = useState("");
-  const [actor, setActor] = useState("");
-  const [since, setSince] = useState("");
+  const [filters, setFilters] = useState<AuditFilterState>(NO_AUDIT_FILTERS);
+  const [exporting, setExporting] = useState(false);
+  const input = { tenantSlug, ...auditFilterInput(filters) };
+  const facets = useQuery(trpc.audit.facets.queryOptions({ tenantSlug }));
   const audit = useInfiniteQuery(
     trpc.audit.list.infiniteQueryOptions(
-      { tenantSlug, limit: PAGE_SIZE },
+      { ...input, limit: PAGE_SIZE },
       { getNextPageParam: (page) => page.nextCursor ?? undefined },
     ),
   );
-  // Names, not ids: members by user id, keys by key id.
-  const members = useQuery(trpc.member.list.queryOptions({ tenantSlug }));
-  const keys = useQuery(trpc.apiKey.list.queryOptions({ tenantSlug, includeRevoked: true }));
-  const actorNames = new Map<string, string>([
-    ...(members.data ?? []).map((member) => [member.userId, member.email] as [string, string]),
-    ...(keys.data ?? []).map((key) => [key.id, `key ${key.name ?? key.id.slice(0, 8)}`] as [string, string]),
-  ]);
-  const actorLabel = (entry: AuditLogDTO) =>
-    entry.actorId
-      ? (actorNames.get(entry.actorId) ?? `${entry.actorType} ${entry.actorId.slice(0, 8)}`)
-      : entry.actorType;
+  const entries = audit.data?.pages.flatMap((page) => page.items) ?? [];
+  const filtered = Object.values(filters).some(Boolean);
 
-  const all = audit.data?.pages.flatMap((page) => page.items) ?? [];
-  const actions = [...new Set(all.map((entry) => entry.action))].sort();
-  const actors = [...new Set(all.map(actorLabel))].sort();
-  const sinceTime = since ? new Date(since).getTime() : null;
-  // Filters apply to the loaded pages ("Load more" brings older entries in).
-  const entries = all.filter(
-    (entry) =>
-      (!action || entry.action === action) &&
-      (!outcome || entry.outcome === outcome) &&
-      (!actor || actorLabel(entry) === actor) &&
-      (sinceTime === null || entry.at.getTime() >= sinceTime),
-  );
-
-  function exportCsv() {
-    const blob = new Blob([auditCsv(entries, actorLabel)], { type: "text/csv;charset=utf-8" });
-    const url = URL.createObjectURL(blob);
-    const link = document.createElement("a");
-    link.href = url;
-    link.download = `audit-${tenantSlug}-${new Date().toISOString().slice(0, 10)}.csv`;
-    link.click();
-    URL.revokeObjectURL(url);
+  async function exportCsv() {
+    setExporting(true);
+    try {
+      const result = await queryClient.fetchQuery(trpc.audit.exportCsv.queryOptions(input, { staleTime: 0 }));
+      download(`audit-${tenantSlug}-${new Date().toISOString().slice(0, 10)}.csv`, result.csv);
+      if (result.truncated)
+        toast.warning(`Exported the newest ${result.rows} entries only: narrow the filters.`);
+      else toast.success(`Exported ${result.rows} entries.`);
+    } catch (error) {
+      toast.error(error instanceof Error ? error.message : String(error));
+    } finally {
+      setExporting(false);
+    }
   }
 
-  const columns: ColumnDef<AuditLogDTO, unknown>[] = [
+  const columns: ColumnDef<AuditLogView, unknown>[] = [
     {
       id: "at",
       header: "When",
@@ -102,7 +105,16 @@ export function AuditTable({ tenantSlug }: { tenantSlug: string }) {
       accessorFn: (entry) => entry.action,
       cell: ({ getValue }) => <code className="text-xs">{String(getValue())}</code>,
     },
-    { id: "actor", header: "Actor", accessorFn: actorLabel },
+    {
+      id: "actor",
+      header: "Actor",
+      accessorFn: actorLabel,
+      cell: ({ row: { original: entry } }) => (
+        <span title={entry.actorId ?? undefined} data-testid="audit-actor">
+          {actorLabel(entry)}
+        </span>
+      ),
+    },
     {
       id: "target",
       header: "Target",
@@ -112,7 +124,7 @@ export function AuditTable({ tenantSlug }: { tenantSlug: string }) {
         const label = (
           <>
             <span className="text-muted-foreground">{entry.targetType ?? "—"}</span>{" "}
-            {entry.targetId && <code className="text-xs">{entry.targetId.slice(0, 12)}</code>}
+            {entry.targetId && <code className="text-xs">{entry.targetId.slice(0, 16)}</code>}
           </>
         );
         return href ? (
@@ -129,41 +141,19 @@ export function AuditTable({ tenantSlug }: { tenantSlug: string }) {
       header: "Outcome",
       accessorFn: (entry) => entry.outcome,
       cell: ({ row: { original: entry } }) => (
-        <div className="max-w-72">
+        <div className="max-w-80">
           <Badge tone={entry.outcome === "success" ? "success" : "danger"} data-testid="audit-outcome">
             {entry.outcome}
           </Badge>
-          {failureReason(entry) && (
-            <div className="text-muted-foreground mt-1 line-clamp-2 text-xs">{failureReason(entry)}</div>
+          {entry.reason && (
+            <div className="text-muted-foreground mt-1 line-clamp-3 text-xs" data-testid="audit-reason">
+              {entry.reason}
+            </div>
           )}
         </div>
       ),
     },
   ];
-
-  const select = (
-    label: string,
-    value: string,
-    onChange: (value: string) => void,
-    options: string[],
-    all: string,
-  ) => (
-    <div className="w-44">
-      <Select
-        aria-label={label}
-        value={value}
-        onChange={(event) => onChange(event.target.value)}
-        className="[&_select]:h-8"
-      >
-        <option value="">{all}</option>
-        {options.map((option) => (
-          <option key={option} value={option}>
-            {option}
-          </option>
-        ))}
-      </Select>
-    </div>
-  );
 
   return (
     <Card>
@@ -178,31 +168,27 @@ export function AuditTable({ tenantSlug }: { tenantSlug: string }) {
           data={entries}
           loading={!audit.data}
           rowTestId="audit-row"
-          pageSize={50}
+          pageSize={PAGE_SIZE * 4}
           toolbar={
             <>
-              {select("Filter by action", action, setAction, actions, "All actions")}
-              {select("Filter by actor", actor, setActor, actors, "All actors")}
-              {select("Filter by outcome", outcome, setOutcome, ["success", "failure"], "Any outcome")}
-              <Input
-                type="datetime-local"
-                aria-label="Since"
-                value={since}
-                onChange={(event) => setSince(event.target.value)}
-                className="h-8 w-52"
-              />
+              <AuditFilters value={filters} onChange={setFilters} facets={facets.data} />
               <Button
                 variant="outline"
                 size="sm"
                 className="ml-auto"
-                onClick={exportCsv}
-                disabled={entries.length === 0}
+                onClick={() => void exportCsv()}
+                disabled={exporting || entries.length === 0}
               >
-                <Download /> Export CSV
+                <Download /> {exporting ? "Exporting…" : "Export CSV"}
               </Button>
             </>
           }
-          empty={<EmptyState icon={ScrollText} title="Nothing recorded yet" />}
+          empty={
+            <EmptyState
+              icon={ScrollText}
+              title={filtered ? "No entry matches these filters" : "Nothing recorded yet"}
+            />
+          }
         />
       )}
       <LoadMore query={audit} />

@@ -16,6 +16,7 @@ import { RelativeTime } from "@/app/_components/ui/relative-time";
 import { Select } from "@/app/_components/ui/select";
 import { useTRPC } from "@/app/_trpc/client";
 import type { AppRouter } from "@/server/api/root";
+import { JOB_RETENTION } from "@/server/queue/retention";
 
 type JobRow = inferRouterOutputs<AppRouter>["jobs"]["list"][number];
 
@@ -23,6 +24,9 @@ const JOB_STATES = ["active", "waiting", "delayed", "completed", "failed"] as co
 type JobState = (typeof JOB_STATES)[number];
 const UNFINISHED = new Set(["active", "waiting", "delayed", "waiting-children", "prioritized"]);
 const POLL_MS = 1_000;
+const hours = (seconds: number) => `${Math.round(seconds / 3600)} h`;
+// The queues' retention window (server/queue/retention.ts): what this page can show of past jobs.
+const RETENTION_TEXT = `${hours(JOB_RETENTION.completed.age)} when completed and ${hours(JOB_RETENTION.failed.age)} when failed (at most ${JOB_RETENTION.completed.count} completed per queue)`;
 const LIMIT = 100;
 
 /** The workspace a job is about, when its payload names one (most of them do). */
@@ -87,19 +91,30 @@ export function JobsTable({ tenantSlug }: { tenantSlug: string }) {
       accessorFn: (job) => job.state,
       cell: ({ row: { original: job } }) => <StateBadge state={job.state} data-testid="job-state" />,
     },
-    { id: "attempts", header: "Attempts", accessorFn: (job) => job.attemptsMade },
+    {
+      id: "attempts",
+      header: "Attempts",
+      accessorFn: (job) => job.attemptsMade,
+      cell: ({ row: { original: job } }) => (
+        <span className="tabular-nums">
+          {job.attemptsMade} <span className="text-muted-foreground">of {job.attemptsMax}</span>
+        </span>
+      ),
+    },
     {
       id: "failure",
       header: "Failure",
       accessorFn: (job) => job.failedReason ?? "",
       cell: ({ row: { original: job } }) =>
         job.failedReason ? (
-          <span
-            className="text-destructive line-clamp-3 max-w-sm text-xs break-words"
-            title={job.failedReason}
-          >
-            {job.failedReason}
-          </span>
+          <details className="max-w-sm text-xs" data-testid="job-error">
+            <summary className="text-destructive cursor-pointer break-words">
+              {job.failedReason.length > 120 ? `${job.failedReason.slice(0, 120)}…` : job.failedReason}
+            </summary>
+            <pre className="bg-muted/40 mt-1 max-h-48 overflow-auto rounded border p-2 font-mono whitespace-pre-wrap">
+              {job.failedReason}
+            </pre>
+          </details>
         ) : (
           <span className="text-muted-foreground">—</span>
         ),
@@ -187,7 +202,7 @@ export function JobsTable({ tenantSlug }: { tenantSlug: string }) {
             <EmptyState
               icon={Activity}
               title={state ? `No ${state} jobs` : "No jobs"}
-              description="Completed jobs are kept for a while only."
+              description={`Finished jobs stay listed for ${RETENTION_TEXT}.`}
             />
           }
         />

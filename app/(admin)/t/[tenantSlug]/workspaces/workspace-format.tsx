@@ -1,6 +1,10 @@
 import { Badge, type BadgeTone } from "@/app/_components/ui/badge";
 import { Tooltip } from "@/app/_components/ui/tooltip";
-import type { WorkspaceState } from "@/server/modules/workspace/workspace.types";
+import type {
+  BackendKind,
+  WorkspaceEventKind,
+  WorkspaceState,
+} from "@/server/modules/workspace/workspace.types";
 
 /** Badge colour per lifecycle state: live is green, on its way is blue/amber, broken is red, gone is grey. */
 const STATE_TONE: Record<WorkspaceState, BadgeTone> = {
@@ -13,6 +17,35 @@ const STATE_TONE: Record<WorkspaceState, BadgeTone> = {
   PURGED: "outline",
   FAILED: "danger",
 };
+
+// Type-only imports above (the client bundle takes no server module); the Records keep these lists complete.
+/** Every state, in lifecycle order. */
+export const WORKSPACE_STATE_LIST = Object.keys(STATE_TONE) as WorkspaceState[];
+
+const BACKEND_NAMES: Record<BackendKind, string> = {
+  local: "local",
+  docker: "docker",
+  e2b: "e2b",
+  kubernetes: "kubernetes",
+};
+export const BACKEND_LIST = Object.keys(BACKEND_NAMES) as BackendKind[];
+
+/** Every ledger event kind, and whether it is a state change. */
+const EVENT_KINDS: Record<WorkspaceEventKind, { transition: boolean }> = {
+  created: { transition: false },
+  provisioning: { transition: true },
+  provisioned: { transition: true },
+  bumped: { transition: false },
+  stopping: { transition: true },
+  stopped: { transition: true },
+  purging: { transition: true },
+  purged: { transition: true },
+  failed: { transition: true },
+  lease_acquired: { transition: false },
+  lease_released: { transition: false },
+};
+export const EVENT_KIND_LIST = Object.keys(EVENT_KINDS) as WorkspaceEventKind[];
+export const TRANSITION_KIND_LIST = EVENT_KIND_LIST.filter((kind) => EVENT_KINDS[kind].transition);
 
 /** States a worker is about to move on from: pages poll while a workspace is in one of them. */
 export const TRANSITIONAL_STATES: readonly WorkspaceState[] = [

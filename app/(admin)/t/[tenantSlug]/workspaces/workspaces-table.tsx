@@ -11,10 +11,17 @@ import { CopyButton } from "@/app/_components/ui/copy-button";
 import { type ColumnDef, DataTable } from "@/app/_components/ui/data-table";
 import { EmptyState } from "@/app/_components/ui/empty-state";
 import { RelativeTime } from "@/app/_components/ui/relative-time";
-import { Select } from "@/app/_components/ui/select";
 import { useTRPC } from "@/app/_trpc/client";
 import type { AppRouter } from "@/server/api/root";
-import { BackendLabel, formatDuration, TRANSITIONAL_STATES, WorkspaceStateBadge } from "./workspace-format";
+import {
+  BACKEND_LIST,
+  BackendLabel,
+  formatDuration,
+  TRANSITIONAL_STATES,
+  WORKSPACE_STATE_LIST,
+  WorkspaceStateBadge,
+} from "./workspace-format";
+import { FilterSelect } from "../_components/filter-select";
 import { LoadMore } from "../_components/load-more";
 
 type WorkspaceRow = inferRouterOutputs<AppRouter>["workspace"]["list"]["items"][number];
@@ -23,12 +30,16 @@ const PAGE_SIZE = 50;
 const POLL_MS = 2_000;
 const AGENT_LOOKUP_LIMIT = 200;
 const IDLE_FILTERS = [
-  { value: "", label: "Any idle time" },
   { value: "3600000", label: "Idle > 1 hour" },
   { value: "86400000", label: "Idle > 1 day" },
   { value: "604800000", label: "Idle > 7 days" },
 ];
+const STATE_FILTERS = WORKSPACE_STATE_LIST.map((value) => ({ value, label: value.toLowerCase() }));
 
+/**
+ * The tenant's workspaces, filtered on the server (state, backend, agent, idle time, leases) and paged with
+ * "Load more", each with its agent's name. Polls while one of the loaded workspaces is changing state.
+ */
 export function WorkspacesTable({ tenantSlug }: { tenantSlug: string }) {
   const trpc = useTRPC();
   const [state, setState] = useState("");
@@ -37,9 +48,19 @@ export function WorkspacesTable({ tenantSlug }: { tenantSlug: string }) {
   const [idle, setIdle] = useState("");
   const [leased, setLeased] = useState("");
   const agents = useQuery(trpc.agent.list.queryOptions({ tenantSlug, limit: AGENT_LOOKUP_LIMIT }));
+  const states = WORKSPACE_STATE_LIST.filter((value) => value === state);
+  const backends = BACKEND_LIST.filter((value) => value === backend);
+  const filters = {
+    ...(states.length > 0 ? { states } : {}),
+    ...(backends.length > 0 ? { backendKinds: backends } : {}),
+    ...(agentId ? { agentId } : {}),
+    ...(idle ? { idleForMs: Number(idle) } : {}),
+    ...(leased ? { leased: leased === "leased" } : {}),
+  };
+  const filtered = Object.keys(filters).length > 0;
   const workspaces = useInfiniteQuery(
     trpc.workspace.list.infiniteQueryOptions(
-      { tenantSlug, limit: PAGE_SIZE },
+      { tenantSlug, limit: PAGE_SIZE, ...filters },
       {
         getNextPageParam: (page) => page.nextCursor ?? undefined,
         // Workers move these on by themselves; poll only while one is on its way somewhere.
@@ -52,19 +73,8 @@ export function WorkspacesTable({ tenantSlug }: { tenantSlug: string }) {
       },
     ),
   );
-  const agentNames = new Map(agents.data?.items.map((agent) => [agent.id, agent.name]));
   const base = `/t/${encodeURIComponent(tenantSlug)}`;
-  const all = workspaces.data?.pages.flatMap((page) => page.items) ?? [];
-  const backends = [...new Set(all.map((item) => item.backendKind))].sort();
-  // Filters apply to the loaded pages ("Load more" brings in the rest).
-  const items = all.filter(
-    (item) =>
-      (!state || item.state === state) &&
-      (!backend || item.backendKind === backend) &&
-      (!agentId || item.agentId === agentId) &&
-      (!idle || (item.idleMs ?? 0) >= Number(idle)) &&
-      (!leased || (leased === "leased" ? item.activeLeases > 0 : item.activeLeases === 0)),
-  );
+  const items = workspaces.data?.pages.flatMap((page) => page.items) ?? [];
 
   const columns: ColumnDef<WorkspaceRow, unknown>[] = [
     {
@@ -109,12 +119,11 @@ export function WorkspacesTable({ tenantSlug }: { tenantSlug: string }) {
     {
       id: "agent",
       header: "Agent",
-      accessorFn: (workspace) =>
-        workspace.agentId ? (agentNames.get(workspace.agentId) ?? workspace.agentId) : "",
+      accessorFn: (workspace) => workspace.agentName ?? workspace.agentId ?? "",
       cell: ({ row: { original: workspace } }) =>
         workspace.agentId ? (
           <Link className="hover:underline" href={`${base}/agents/${encodeURIComponent(workspace.agentId)}`}>
-            {agentNames.get(workspace.agentId) ?? (
+            {workspace.agentName ?? (
               <span className="font-mono text-xs">{workspace.agentId.slice(0, 8)}</span>
             )}
           </Link>
@@ -142,28 +151,6 @@ export function WorkspacesTable({ tenantSlug }: { tenantSlug: string }) {
     },
   ];
 
-  const filter = (
-    label: string,
-    value: string,
-    onChange: (value: string) => void,
-    options: { value: string; label: string }[],
-  ) => (
-    <div className="w-40">
-      <Select
-        aria-label={label}
-        value={value}
-        onChange={(event) => onChange(event.target.value)}
-        className="[&_select]:h-8"
-      >
-        {options.map((option) => (
-          <option key={option.value} value={option.value}>
-            {option.label}
-          </option>
-        ))}
-      </Select>
-    </div>
-  );
-
   return (
     <Card>
       {workspaces.error ? (
@@ -180,38 +167,52 @@ export function WorkspacesTable({ tenantSlug }: { tenantSlug: string }) {
           filterPlaceholder="Filter workspaces…"
           toolbar={
             <>
-              {filter("Filter by state", state, setState, [
-                { value: "", label: "All states" },
-                ...["PENDING", "PROVISIONING", "READY", "STOPPING", "STOPPED", "FAILED", "PURGED"].map(
-                  (value) => ({
-                    value,
-                    label: value.toLowerCase(),
-                  }),
-                ),
-              ])}
-              {filter("Filter by backend", backend, setBackend, [
-                { value: "", label: "All backends" },
-                ...backends.map((value) => ({ value, label: value })),
-              ])}
-              {filter("Filter by agent", agentId, setAgentId, [
-                { value: "", label: "All agents" },
-                ...(agents.data?.items ?? []).map((agent) => ({ value: agent.id, label: agent.name })),
-              ])}
-              {filter("Filter by idle time", idle, setIdle, IDLE_FILTERS)}
-              {filter("Filter by leases", leased, setLeased, [
-                { value: "", label: "Leased or not" },
-                { value: "leased", label: "Leased now" },
-                { value: "free", label: "No lease" },
-              ])}
+              <FilterSelect
+                label="Filter by state"
+                value={state}
+                onChange={setState}
+                anyLabel="All states"
+                options={STATE_FILTERS}
+              />
+              <FilterSelect
+                label="Filter by backend"
+                value={backend}
+                onChange={setBackend}
+                anyLabel="All backends"
+                options={BACKEND_LIST.map((value) => ({ value, label: value }))}
+              />
+              <FilterSelect
+                label="Filter by agent"
+                value={agentId}
+                onChange={setAgentId}
+                anyLabel="All agents"
+                className="w-48"
+                options={(agents.data?.items ?? []).map((agent) => ({ value: agent.id, label: agent.name }))}
+              />
+              <FilterSelect
+                label="Filter by idle time"
+                value={idle}
+                onChange={setIdle}
+                anyLabel="Any idle time"
+                options={IDLE_FILTERS}
+              />
+              <FilterSelect
+                label="Filter by leases"
+                value={leased}
+                onChange={setLeased}
+                anyLabel="Leased or not"
+                options={[
+                  { value: "leased", label: "Leased now" },
+                  { value: "free", label: "No lease" },
+                ]}
+              />
             </>
           }
           empty={
             <EmptyState
               icon={Server}
-              title={all.length === 0 ? "No workspaces yet" : "No workspace matches these filters"}
-              description={
-                all.length === 0 ? "One is created the first time a session of an agent runs." : undefined
-              }
+              title={filtered ? "No workspace matches these filters" : "No workspaces yet"}
+              description={filtered ? undefined : "One is created the first time a session of an agent runs."}
             />
           }
         />

@@ -1,12 +1,62 @@
 "use client";
 
 import { useQuery } from "@tanstack/react-query";
+import { Receipt } from "lucide-react";
+import { Card, CardContent, CardHeader, CardTitle } from "@/app/_components/ui/card";
+import { EmptyState } from "@/app/_components/ui/empty-state";
+import { RelativeTime } from "@/app/_components/ui/relative-time";
+import { Skeleton } from "@/app/_components/ui/skeleton";
 import { useTRPC } from "@/app/_trpc/client";
-import { formatDate } from "../workspace-format";
 
 const POLL_MS = 1_000;
 
-/** What purges of this workspace deleted. Admin-only in the API: others get a plain explanation. */
+/** The receipt's `deleted` as the purge job writes it (workspace-jobs.service.ts); every field optional. */
+type Deleted = {
+  reason?: string;
+  generation?: number;
+  backend?: string;
+  resources?: unknown;
+  skills?: string[];
+  mcpDeclarations?: string[];
+  offloadFiles?: number;
+  dataFiles?: number;
+  databaseRows?: Record<string, number>;
+};
+
+const plural = (count: number, one: string, many = `${one}s`) => `${count} ${count === 1 ? one : many}`;
+
+function List({ label, items }: { label: string; items: string[] | undefined }) {
+  if (!items) return null;
+  return (
+    <div className="grid gap-1">
+      <dt className="text-muted-foreground text-xs">{label}</dt>
+      <dd className="text-sm">
+        {items.length === 0 ? (
+          <span className="text-muted-foreground">none</span>
+        ) : (
+          <ul className="flex flex-wrap gap-1">
+            {items.map((item) => (
+              <li key={item}>
+                <code className="bg-muted rounded px-1.5 py-0.5 text-xs">{item}</code>
+              </li>
+            ))}
+          </ul>
+        )}
+      </dd>
+    </div>
+  );
+}
+
+function Fact({ label, children }: { label: string; children: React.ReactNode }) {
+  return (
+    <div className="grid gap-1">
+      <dt className="text-muted-foreground text-xs">{label}</dt>
+      <dd className="text-sm">{children}</dd>
+    </div>
+  );
+}
+
+/** What purges of this workspace deleted, when and at whose request. Admin-only in the API. */
 export function PurgeReceipts({
   tenantSlug,
   workspaceId,
@@ -27,31 +77,79 @@ export function PurgeReceipts({
       },
     ),
   );
-  return (
-    <section className="panel" aria-labelledby="receipts-heading">
-      <h2 id="receipts-heading">Purge receipts</h2>
-      {receipts.error ? (
-        <p className="muted">
+  if (receipts.error) {
+    return (
+      <Card>
+        <CardContent className="text-muted-foreground text-sm">
           {receipts.error.data?.code === "FORBIDDEN"
             ? "Purge receipts are visible to admins only."
             : receipts.error.message}
-        </p>
-      ) : !receipts.data ? (
-        <p className="muted">Loading…</p>
-      ) : receipts.data.length === 0 ? (
-        <p className="muted">Never purged.</p>
-      ) : (
-        receipts.data.map((receipt) => (
-          <div key={receipt.id} data-testid="purge-receipt" style={{ marginBottom: 12 }}>
-            <div>
-              {formatDate(receipt.at)} by <span className="mono">{receipt.actor}</span>
-            </div>
-            <pre className="mono" style={{ whiteSpace: "pre-wrap", fontSize: 12, margin: "6px 0 0" }}>
-              {JSON.stringify(receipt.deleted, null, 2)}
-            </pre>
-          </div>
-        ))
-      )}
-    </section>
+        </CardContent>
+      </Card>
+    );
+  }
+  if (!receipts.data) return <Skeleton className="h-24 w-full" />;
+  if (receipts.data.length === 0) {
+    return (
+      <Card>
+        <EmptyState
+          icon={Receipt}
+          title="Never purged"
+          description="A purge leaves a receipt of what it deleted."
+        />
+      </Card>
+    );
+  }
+  return (
+    <div className="grid gap-4">
+      {receipts.data.map((receipt) => {
+        const deleted = (receipt.deleted ?? {}) as Deleted;
+        return (
+          <Card key={receipt.id} data-testid="purge-receipt">
+            <CardHeader>
+              <CardTitle>
+                Generation {deleted.generation ?? "?"} purged <RelativeTime value={receipt.at} />
+              </CardTitle>
+              <span className="text-muted-foreground text-xs" data-testid="purge-receipt-by">
+                by {receipt.requestedByName ?? receipt.requestedBy}
+              </span>
+            </CardHeader>
+            <CardContent>
+              <dl className="grid gap-4 sm:grid-cols-2">
+                {deleted.reason && <Fact label="Reason">{deleted.reason}</Fact>}
+                {deleted.backend && (
+                  <Fact label="Backend">
+                    <code className="text-xs">{deleted.backend}</code>
+                  </Fact>
+                )}
+                <List label="Skills deleted" items={deleted.skills} />
+                <List label="MCP declarations deleted (agent/session/name)" items={deleted.mcpDeclarations} />
+                {deleted.offloadFiles !== undefined && (
+                  <Fact label="Files">
+                    {plural(deleted.offloadFiles, "offload file")},{" "}
+                    {plural(deleted.dataFiles ?? 0, "data block")}
+                  </Fact>
+                )}
+                {deleted.databaseRows && (
+                  <Fact label="Database rows">
+                    {Object.entries(deleted.databaseRows)
+                      .map(([table, count]) => `${count} ${table}`)
+                      .join(", ") || "none"}
+                  </Fact>
+                )}
+              </dl>
+              {deleted.resources !== undefined && (
+                <details className="mt-4 text-xs">
+                  <summary className="text-muted-foreground cursor-pointer">Backend resources</summary>
+                  <pre className="bg-muted/40 mt-2 overflow-auto rounded-md border p-3 font-mono">
+                    {JSON.stringify(deleted.resources, null, 2)}
+                  </pre>
+                </details>
+              )}
+            </CardContent>
+          </Card>
+        );
+      })}
+    </div>
   );
 }

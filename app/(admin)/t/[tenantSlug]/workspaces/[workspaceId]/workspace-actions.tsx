@@ -1,19 +1,33 @@
 "use client";
 
 import { useMutation, useQueryClient } from "@tanstack/react-query";
-import { type FormEvent, useState } from "react";
+import { Square, Trash2 } from "lucide-react";
+import { type FormEvent, useEffect, useState } from "react";
+import { Alert } from "@/app/_components/ui/alert";
+import { Button } from "@/app/_components/ui/button";
+import {
+  Dialog,
+  DialogContent,
+  DialogDescription,
+  DialogFooter,
+  DialogHeader,
+  DialogTitle,
+} from "@/app/_components/ui/dialog";
+import { Field } from "@/app/_components/ui/field";
+import { Input } from "@/app/_components/ui/input";
 import { useTRPC } from "@/app/_trpc/client";
-import { useTenantRole } from "../../_components/tenant-role";
 import type { WorkspaceState } from "@/server/modules/workspace/workspace.types";
+import { useTenantRole } from "../../_components/tenant-role";
+import { TRANSITIONAL_STATES } from "../workspace-format";
 
 type Confirming = "stop" | "purge" | null;
-
-// Global labels stack their control under the text; a checkbox reads better beside it.
-const CHECKBOX_LABEL = { flexDirection: "row", alignItems: "center", paddingBottom: 8 } as const;
+/** The last request's outcome and the state the workspace was in when it was made. */
+type Requested = { text: string; atState: WorkspaceState };
 
 /**
- * Stop and Purge, each behind a confirmation (purge asks for the workspace id to be typed). Both only
- * enqueue a worker job; the detail page polls until the state shows the outcome.
+ * Stop and Purge, each behind a confirmation dialog (purge asks for the workspace id to be typed). Both only
+ * enqueue a worker job; the page polls until the state shows the outcome. The "requested" note stays while
+ * the workspace is on its way and goes once it has settled in a new state (it would be stale after that).
  */
 export function WorkspaceActions({
   tenantSlug,
@@ -34,26 +48,30 @@ export function WorkspaceActions({
   const queryClient = useQueryClient();
   const [confirming, setConfirming] = useState<Confirming>(null);
   const [typedId, setTypedId] = useState("");
-  const [result, setResult] = useState<string | null>(null);
-
-  // The layout checked membership; the role decides whether the buttons can work at all.
+  const [requested, setRequested] = useState<Requested | null>(null);
   const { role, can } = useTenantRole(tenantSlug);
   const canManage = can("workspace:manage", true);
+
+  useEffect(() => {
+    if (requested && state !== requested.atState && !TRANSITIONAL_STATES.includes(state)) setRequested(null);
+  }, [state, requested]);
 
   const refresh = () =>
     Promise.all([
       queryClient.invalidateQueries({ queryKey: trpc.workspace.get.queryKey({ tenantSlug, workspaceId }) }),
       queryClient.invalidateQueries({ queryKey: trpc.workspace.list.pathKey() }),
+      queryClient.invalidateQueries({ queryKey: trpc.workspace.events.pathKey() }),
     ]);
   const stop = useMutation(
     trpc.workspace.stop.mutationOptions({
       onSuccess: async (outcome) => {
         setConfirming(null);
-        setResult(
-          outcome.jobId
+        setRequested({
+          atState: state,
+          text: outcome.jobId
             ? "Stop requested: a worker is stopping the workspace."
             : `Nothing to stop: the workspace is ${outcome.state.toLowerCase()}.`,
-        );
+        });
         await refresh();
       },
     }),
@@ -63,11 +81,12 @@ export function WorkspaceActions({
       onSuccess: async (outcome) => {
         setConfirming(null);
         setTypedId("");
-        setResult(
-          outcome.jobId
+        setRequested({
+          atState: state,
+          text: outcome.jobId
             ? `Purge requested: a worker is deleting generation ${outcome.generation}; the next use starts generation ${outcome.generation + 1}.`
             : "Already purged (or being purged).",
-        );
+        });
         if (outcome.jobId) onPurgeRequested();
         await refresh();
       },
@@ -77,7 +96,6 @@ export function WorkspaceActions({
   function open(next: Confirming) {
     stop.reset();
     purge.reset();
-    setResult(null);
     setTypedId("");
     setConfirming(next);
   }
@@ -99,106 +117,108 @@ export function WorkspaceActions({
   const canStop = state === "READY" || state === "STOPPING";
   const error = stop.error ?? purge.error;
   const pending = stop.isPending || purge.isPending;
+  const force = (
+    <label className="flex items-center gap-2 text-sm">
+      <input type="checkbox" name="force" /> Force, even with {activeLeases} active lease(s)
+    </label>
+  );
 
   return (
-    <section className="panel" aria-labelledby="actions-heading">
-      <h2 id="actions-heading">Actions</h2>
-      {!canManage && (
-        <p className="muted" data-testid="actions-role-note">
-          Stopping and purging need the admin role; you are {role}.
-        </p>
-      )}
-      <div className="form-row">
-        <button
-          type="button"
-          className="secondary"
+    <div className="grid gap-3">
+      <div className="flex flex-wrap items-center gap-2">
+        <Button
+          variant="outline"
           disabled={!canManage || !canStop || pending}
           title={canStop ? undefined : `A ${state.toLowerCase()} workspace has nothing to stop.`}
           onClick={() => open("stop")}
         >
-          Stop…
-        </button>
-        <button
-          type="button"
-          className="danger"
+          <Square /> Stop…
+        </Button>
+        <Button
+          variant="destructive"
           disabled={!canManage || state === "PURGED" || state === "PURGING" || pending}
           onClick={() => open("purge")}
         >
-          Purge…
-        </button>
+          <Trash2 /> Purge…
+        </Button>
       </div>
-
-      {confirming === "stop" && (
-        <form
-          className="form-row"
-          style={{ marginTop: 12 }}
-          aria-label="Confirm stop"
-          onSubmit={(event) => submit(event, "stop")}
-        >
-          <label>
-            Reason
-            <input name="reason" maxLength={500} placeholder="stop requested by an admin" />
-          </label>
-          <label style={CHECKBOX_LABEL}>
-            <input type="checkbox" name="force" /> Force, even with {activeLeases} active lease(s)
-          </label>
-          <button type="submit" disabled={pending}>
-            {stop.isPending ? "Stopping…" : "Confirm stop"}
-          </button>
-          <button type="button" className="link" onClick={() => setConfirming(null)}>
-            Cancel
-          </button>
-        </form>
+      {!canManage && role && (
+        <p className="text-muted-foreground text-xs" data-testid="actions-role-note">
+          Stopping and purging need the admin role; you are {role}.
+        </p>
+      )}
+      {requested && (
+        <Alert tone="success" data-testid="action-result">
+          {requested.text}
+        </Alert>
       )}
 
-      {confirming === "purge" && (
-        <form
-          className="form-row"
-          style={{ marginTop: 12 }}
-          aria-label="Confirm purge"
-          onSubmit={(event) => submit(event, "purge")}
-        >
-          <p style={{ margin: 0, flexBasis: "100%" }} data-testid="purge-explanation">
-            Purging deletes this generation of the workspace (generation {generation}): its files, skills, MCP
-            declarations and offloaded data, for good. Its sessions keep working: their next use starts
-            generation {generation + 1}, fresh and empty. Type <span className="mono">{workspaceId}</span> to
-            confirm.
-          </p>
-          <label>
-            Workspace id
-            <input
-              name="confirmId"
-              autoComplete="off"
-              value={typedId}
-              onChange={(event) => setTypedId(event.target.value)}
-            />
-          </label>
-          <label>
-            Reason
-            <input name="reason" maxLength={500} placeholder="purge requested" />
-          </label>
-          <label style={CHECKBOX_LABEL}>
-            <input type="checkbox" name="force" /> Force, even with {activeLeases} active lease(s)
-          </label>
-          <button type="submit" className="danger" disabled={pending || typedId !== workspaceId}>
-            {purge.isPending ? "Purging…" : `Purge generation ${generation}`}
-          </button>
-          <button type="button" className="link" onClick={() => setConfirming(null)}>
-            Cancel
-          </button>
-        </form>
-      )}
+      <Dialog open={confirming === "stop"} onOpenChange={(isOpen) => !isOpen && setConfirming(null)}>
+        <DialogContent>
+          <form className="grid gap-4" aria-label="Confirm stop" onSubmit={(event) => submit(event, "stop")}>
+            <DialogHeader>
+              <DialogTitle>Stop this workspace?</DialogTitle>
+              <DialogDescription>
+                Its machine stops; files, skills and MCP declarations stay. The next use starts it again.
+              </DialogDescription>
+            </DialogHeader>
+            <Field label="Reason">
+              <Input name="reason" maxLength={500} placeholder="stop requested by an admin" />
+            </Field>
+            {force}
+            {error && <Alert data-testid="action-error">{error.message}</Alert>}
+            <DialogFooter>
+              <Button type="button" variant="outline" onClick={() => setConfirming(null)}>
+                Cancel
+              </Button>
+              <Button type="submit" disabled={pending}>
+                {stop.isPending ? "Stopping…" : "Confirm stop"}
+              </Button>
+            </DialogFooter>
+          </form>
+        </DialogContent>
+      </Dialog>
 
-      {error && (
-        <div className="alert error" role="alert" style={{ marginTop: 12 }} data-testid="action-error">
-          {error.message}
-        </div>
-      )}
-      {result && (
-        <div className="alert success" role="status" style={{ marginTop: 12 }} data-testid="action-result">
-          {result}
-        </div>
-      )}
-    </section>
+      <Dialog open={confirming === "purge"} onOpenChange={(isOpen) => !isOpen && setConfirming(null)}>
+        <DialogContent>
+          <form
+            className="grid gap-4"
+            aria-label="Confirm purge"
+            onSubmit={(event) => submit(event, "purge")}
+          >
+            <DialogHeader>
+              <DialogTitle>Purge generation {generation}?</DialogTitle>
+              <DialogDescription data-testid="purge-explanation">
+                Purging deletes this generation of the workspace: its files, skills, MCP declarations and
+                offloaded data, for good. Its sessions keep working: their next use starts generation{" "}
+                {generation + 1}, fresh and empty. Type the workspace id to confirm.
+              </DialogDescription>
+            </DialogHeader>
+            <code className="bg-muted rounded px-2 py-1 text-xs break-all">{workspaceId}</code>
+            <Field label="Workspace id">
+              <Input
+                name="confirmId"
+                autoComplete="off"
+                value={typedId}
+                onChange={(event) => setTypedId(event.target.value)}
+              />
+            </Field>
+            <Field label="Reason">
+              <Input name="reason" maxLength={500} placeholder="purge requested" />
+            </Field>
+            {force}
+            {error && <Alert data-testid="action-error">{error.message}</Alert>}
+            <DialogFooter>
+              <Button type="button" variant="outline" onClick={() => setConfirming(null)}>
+                Cancel
+              </Button>
+              <Button type="submit" variant="destructive" disabled={pending || typedId !== workspaceId}>
+                {purge.isPending ? "Purging…" : `Purge generation ${generation}`}
+              </Button>
+            </DialogFooter>
+          </form>
+        </DialogContent>
+      </Dialog>
+    </div>
   );
 }

@@ -1,43 +1,55 @@
 "use client";
 
 import { useQuery } from "@tanstack/react-query";
-import { useState } from "react";
+import { usePathname, useRouter, useSearchParams } from "next/navigation";
+import { useEffect, useState } from "react";
+import { Alert } from "@/app/_components/ui/alert";
+import { Card, CardContent } from "@/app/_components/ui/card";
+import { Skeleton } from "@/app/_components/ui/skeleton";
+import { Tabs, TabsContent, TabsList, TabsTrigger } from "@/app/_components/ui/tabs";
 import { useTRPC } from "@/app/_trpc/client";
-import type { WorkspaceEventKind } from "@/server/modules/workspace/workspace.types";
-import {
-  BackendLabel,
-  formatDate,
-  formatDuration,
-  TRANSITIONAL_STATES,
-  WorkspaceStateBadge,
-} from "../workspace-format";
+import { TRANSITIONAL_STATES } from "../workspace-format";
 import { PurgeReceipts } from "./purge-receipts";
 import { WorkspaceActions } from "./workspace-actions";
+import { WorkspaceEvents } from "./workspace-events";
 import { WorkspaceFiles } from "./workspace-files";
 import { WorkspaceMcps } from "./workspace-mcps";
+import { WorkspaceOverview } from "./workspace-overview";
 import { WorkspaceSkills } from "./workspace-skills";
 
 const POLL_MS = 1_000;
+const TABS = [
+  { value: "overview", label: "Overview" },
+  { value: "files", label: "Files" },
+  { value: "skills", label: "Skills" },
+  { value: "mcp", label: "MCP servers" },
+  { value: "events", label: "Events" },
+  { value: "receipts", label: "Receipts" },
+] as const;
+type Tab = (typeof TABS)[number]["value"];
+const tabOf = (value: string | null): Tab => TABS.find((tab) => tab.value === value)?.value ?? "overview";
 
-/** Ledger entries that are state changes: the newest one says why the workspace is in its state. */
-const TRANSITION_KINDS: readonly WorkspaceEventKind[] = [
-  "provisioning",
-  "provisioned",
-  "stopping",
-  "stopped",
-  "purging",
-  "purged",
-  "failed",
-];
-
-function transitionOf(data: unknown): string | null {
-  if (!data || typeof data !== "object") return null;
-  const { from, to } = data as { from?: unknown; to?: unknown };
-  return typeof from === "string" && typeof to === "string" ? `${from} → ${to}` : null;
+/** Files, skills and MCP servers are opened only on a ready workspace: opening them would start it. */
+function NotReady() {
+  return (
+    <Card>
+      <CardContent className="text-muted-foreground text-sm" data-testid="contents-note">
+        Shown while the workspace is ready: opening them now would start it again.
+      </CardContent>
+    </Card>
+  );
 }
 
+/**
+ * A workspace in tabs (overview, files, skills, MCP servers, events, purge receipts), the tab in the URL
+ * (`?tab=`), with Stop and Purge above them. Polls while a worker is moving it from one state to the next.
+ */
 export function WorkspaceDetail({ tenantSlug, workspaceId }: { tenantSlug: string; workspaceId: string }) {
   const trpc = useTRPC();
+  const router = useRouter();
+  const pathname = usePathname();
+  const searchParams = useSearchParams();
+  const tab = tabOf(searchParams.get("tab"));
   // Set once a purge is requested: its job runs in a worker, so the page polls until it lands.
   const [purgeRequested, setPurgeRequested] = useState(false);
   const workspace = useQuery(
@@ -53,77 +65,26 @@ export function WorkspaceDetail({ tenantSlug, workspaceId }: { tenantSlug: strin
       },
     ),
   );
+  const state = workspace.data?.state;
+  useEffect(() => {
+    if (state === "PURGED") setPurgeRequested(false);
+  }, [state]);
 
-  if (workspace.error) {
-    return (
-      <div className="alert error" role="alert">
-        {workspace.error.message}
-      </div>
-    );
-  }
-  if (!workspace.data) return <p className="muted">Loading…</p>;
+  if (workspace.error) return <Alert>{workspace.error.message}</Alert>;
+  if (!workspace.data) return <Skeleton className="h-64 w-full" />;
   const data = workspace.data;
-  const why = data.events.find((event) => TRANSITION_KINDS.includes(event.kind));
+  const ready = data.state === "READY";
+
+  const select = (value: string) => {
+    const params = new URLSearchParams(searchParams.toString());
+    if (value === "overview") params.delete("tab");
+    else params.set("tab", value);
+    const query = params.toString();
+    router.replace(query ? `${pathname}?${query}` : pathname, { scroll: false });
+  };
 
   return (
-    <>
-      <section className="panel" aria-labelledby="summary-heading">
-        <h2 id="summary-heading">Summary</h2>
-        <table className="data" data-testid="workspace-summary">
-          <tbody>
-            <tr>
-              <th scope="row">State</th>
-              <td>
-                <WorkspaceStateBadge state={data.state} />{" "}
-                <span className="muted">since {formatDate(data.stateChangedAt)}</span>
-                {why?.reason && (
-                  <div data-testid="state-reason">
-                    Why: {why.reason}
-                    <span className="muted"> ({why.kind})</span>
-                  </div>
-                )}
-                {data.error && <div className="alert error">{data.error}</div>}
-                {data.state === "PURGED" && (
-                  <div className="muted" data-testid="purged-note">
-                    Its sessions still work: their next use starts generation {data.generation + 1}, empty.
-                  </div>
-                )}
-              </td>
-            </tr>
-            <tr>
-              <th scope="row">Generation</th>
-              <td data-testid="workspace-generation">{data.generation}</td>
-            </tr>
-            <tr>
-              <th scope="row">Backend</th>
-              <td>
-                <BackendLabel kind={data.backendKind} trustedOnly={data.trustedOnly} />
-              </td>
-            </tr>
-            <tr>
-              <th scope="row">Isolation</th>
-              <td>{data.isolationPolicy}</td>
-            </tr>
-            <tr>
-              <th scope="row">Agent</th>
-              <td className="mono">{data.agentId ?? "—"}</td>
-            </tr>
-            <tr>
-              <th scope="row">Idle</th>
-              <td>{formatDuration(data.idleMs)}</td>
-            </tr>
-            <tr>
-              <th scope="row">Last activity</th>
-              <td>{formatDate(data.lastActivityAt)}</td>
-            </tr>
-            <tr>
-              <th scope="row">Created</th>
-              <td>{formatDate(data.createdAt)}</td>
-            </tr>
-          </tbody>
-        </table>
-      </section>
-
+    <div className="grid gap-5">
       <WorkspaceActions
         tenantSlug={tenantSlug}
         workspaceId={workspaceId}
@@ -132,85 +93,54 @@ export function WorkspaceDetail({ tenantSlug, workspaceId }: { tenantSlug: strin
         activeLeases={data.activeLeases}
         onPurgeRequested={() => setPurgeRequested(true)}
       />
-
-      {data.state === "READY" ? (
-        <>
-          <WorkspaceFiles tenantSlug={tenantSlug} workspaceId={workspaceId} />
-          <WorkspaceSkills tenantSlug={tenantSlug} workspaceId={workspaceId} agentId={data.agentId} />
-          <WorkspaceMcps tenantSlug={tenantSlug} workspaceId={workspaceId} agentId={data.agentId} />
-        </>
-      ) : (
-        <section className="panel" aria-labelledby="contents-heading">
-          <h2 id="contents-heading">Files, skills and MCP servers</h2>
-          <p className="muted" data-testid="contents-note">
-            Shown while the workspace is ready: opening them now would start it again.
-          </p>
-        </section>
-      )}
-
-      <section className="panel" aria-labelledby="leases-heading">
-        <h2 id="leases-heading">Active leases ({data.leases.length})</h2>
-        {data.leases.length === 0 ? (
-          <p className="muted">No leases: nothing is using this workspace, so it may be stopped when idle.</p>
-        ) : (
-          <table className="data">
-            <thead>
-              <tr>
-                <th>Holder</th>
-                <th>Reason</th>
-                <th>Since</th>
-                <th>Expires</th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.leases.map((lease) => (
-                <tr key={lease.id} data-testid="lease-row">
-                  <td className="mono">{lease.holder}</td>
-                  <td>{lease.reason ?? "—"}</td>
-                  <td>{formatDate(lease.createdAt)}</td>
-                  <td>{lease.expiresAt ? formatDate(lease.expiresAt) : "never"}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
-      </section>
-
-      <section className="panel" aria-labelledby="events-heading">
-        <h2 id="events-heading">Events</h2>
-        {data.events.length === 0 ? (
-          <p className="muted">Nothing recorded yet.</p>
-        ) : (
-          <table className="data">
-            <thead>
-              <tr>
-                <th>When</th>
-                <th>Event</th>
-                <th>Reason</th>
-                <th>Change</th>
-                <th>Actor</th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.events.map((event) => (
-                <tr key={event.id} data-testid="event-row">
-                  <td>{formatDate(event.at)}</td>
-                  <td className="mono">{event.kind}</td>
-                  <td>{event.reason ?? "—"}</td>
-                  <td className="mono">{transitionOf(event.data) ?? ""}</td>
-                  <td className="mono">{event.actor}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
-      </section>
-
-      <PurgeReceipts
-        tenantSlug={tenantSlug}
-        workspaceId={workspaceId}
-        waitForReceipt={purgeRequested || data.state === "PURGED"}
-      />
-    </>
+      <Tabs value={tab} onValueChange={select}>
+        <TabsList aria-label="Workspace">
+          {TABS.map((item) => (
+            <TabsTrigger key={item.value} value={item.value}>
+              {item.label}
+            </TabsTrigger>
+          ))}
+        </TabsList>
+        <TabsContent value="overview">
+          <WorkspaceOverview tenantSlug={tenantSlug} data={data} />
+        </TabsContent>
+        <TabsContent value="files">
+          {ready ? <WorkspaceFiles tenantSlug={tenantSlug} workspaceId={workspaceId} /> : <NotReady />}
+        </TabsContent>
+        <TabsContent value="skills">
+          {ready ? (
+            <WorkspaceSkills
+              tenantSlug={tenantSlug}
+              workspaceId={workspaceId}
+              agentId={data.agentId}
+              agentName={data.agentName}
+            />
+          ) : (
+            <NotReady />
+          )}
+        </TabsContent>
+        <TabsContent value="mcp">
+          {ready ? (
+            <WorkspaceMcps tenantSlug={tenantSlug} workspaceId={workspaceId} agentId={data.agentId} />
+          ) : (
+            <NotReady />
+          )}
+        </TabsContent>
+        <TabsContent value="events">
+          <WorkspaceEvents
+            tenantSlug={tenantSlug}
+            workspaceId={workspaceId}
+            live={TRANSITIONAL_STATES.includes(data.state)}
+          />
+        </TabsContent>
+        <TabsContent value="receipts">
+          <PurgeReceipts
+            tenantSlug={tenantSlug}
+            workspaceId={workspaceId}
+            waitForReceipt={purgeRequested || data.state === "PURGED"}
+          />
+        </TabsContent>
+      </Tabs>
+    </div>
   );
 }

@@ -1,170 +1,314 @@
 "use client";
 
-import { useQuery, useQueryClient } from "@tanstack/react-query";
-import { useState } from "react";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { ChevronRight, File, Folder, FolderPlus, Trash2, Upload } from "lucide-react";
+import { type FormEvent, useRef, useState } from "react";
+import { toast } from "sonner";
+import { Alert } from "@/app/_components/ui/alert";
+import { Button } from "@/app/_components/ui/button";
+import { Card } from "@/app/_components/ui/card";
+import { ConfirmDialog } from "@/app/_components/ui/confirm-dialog";
+import {
+  Dialog,
+  DialogContent,
+  DialogDescription,
+  DialogFooter,
+  DialogHeader,
+  DialogTitle,
+} from "@/app/_components/ui/dialog";
+import { EmptyState } from "@/app/_components/ui/empty-state";
+import { Field } from "@/app/_components/ui/field";
+import { Input } from "@/app/_components/ui/input";
+import { Progress } from "@/app/_components/ui/progress";
+import { RelativeTime } from "@/app/_components/ui/relative-time";
+import { Skeleton } from "@/app/_components/ui/skeleton";
+import { Table, TableBody, TableCell, TableHead, TableHeader, TableRow } from "@/app/_components/ui/table";
 import { useTRPC } from "@/app/_trpc/client";
-import { formatDate } from "../workspace-format";
+import { useTenantRole } from "../../_components/tenant-role";
+import { FileViewer } from "./file-viewer";
+import { formatBytes, postWithProgress, workspaceRoute } from "./upload";
 
-/** What the preview shows of a file; the download link gives the whole of it. */
-const PREVIEW_BYTES = 64 * 1024;
+const childPath = (dir: string, name: string) => (dir === "." || dir === "" ? name : `${dir}/${name}`);
 
-function childPath(dir: string, name: string): string {
-  return dir === "." || dir === "" ? name : `${dir}/${name}`;
-}
+type UploadState = { name: string; fraction: number };
 
-function parentPath(dir: string): string {
-  const cut = dir.lastIndexOf("/");
-  return cut === -1 ? "." : dir.slice(0, cut);
-}
-
-function formatBytes(bytes: number | null): string {
-  if (bytes === null) return "";
-  if (bytes < 1024) return `${bytes} B`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
-  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
-}
-
-/** Text that is mostly printable; anything else is shown as "binary" rather than as garbage. */
-function looksBinary(text: string): boolean {
-  return text.includes("\u0000") || (text.match(/\uFFFD/g)?.length ?? 0) > text.length / 50;
-}
+// The server's rule (server/modules/workspace/workspace-files.service.ts), so the page does not offer what it
+// would refuse: the layout folders stay, `.mcp` and `skills/` are changed in their own tabs.
+const LAYOUT = new Set([".mcp", "skills", "data", "sessions", "skills/.seed"]);
+const inSkills = (path: string) => path === "skills" || path.startsWith("skills/");
+const isManaged = (path: string) => LAYOUT.has(path) || inSkills(path);
 
 /**
- * The workdir as the agent sees it: folders to walk, a preview of the first 64 KiB of a file, and a
- * download through a link signed for that one file for a minute (asked for when clicked, so it is
- * never stale).
+ * The workdir as the agent sees it: walk folders, open a file (view, edit text in place, download), upload
+ * files (streamed, one request each, with progress), make a folder, delete (confirmed). Changing needs the
+ * member role; `.mcp` and `skills/` are changed in their own tabs (the server refuses them here).
  */
 export function WorkspaceFiles({ tenantSlug, workspaceId }: { tenantSlug: string; workspaceId: string }) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
+  const { role, can } = useTenantRole(tenantSlug);
+  const canChange = can("session:use", false);
   const [dir, setDir] = useState(".");
   const [openFile, setOpenFile] = useState<string | null>(null);
-  const [downloadError, setDownloadError] = useState<string | null>(null);
+  const [uploads, setUploads] = useState<UploadState[]>([]);
+  const [newFolder, setNewFolder] = useState(false);
+  const fileInput = useRef<HTMLInputElement>(null);
 
-  const listing = useQuery(trpc.workspace.files.list.queryOptions({ tenantSlug, workspaceId, path: dir }));
-  const preview = useQuery(
-    trpc.workspace.files.read.queryOptions(
-      { tenantSlug, workspaceId, path: openFile ?? ".", maxBytes: PREVIEW_BYTES },
-      { enabled: openFile !== null },
-    ),
+  const listInput = { tenantSlug, workspaceId, path: dir };
+  const listing = useQuery(trpc.workspace.files.list.queryOptions(listInput));
+  const refresh = () =>
+    queryClient.invalidateQueries({ queryKey: trpc.workspace.files.list.queryKey(listInput) });
+  const remove = useMutation(
+    trpc.workspace.files.delete.mutationOptions({
+      onSuccess: async (result, input) => {
+        toast.success(`Deleted ${result.path}${result.wasDir ? "/" : ""}.`);
+        if (openFile === input.path) setOpenFile(null);
+        await refresh();
+      },
+      onError: (error) => toast.error(error.message),
+    }),
   );
-
-  const download = async (file: string) => {
-    setDownloadError(null);
-    try {
-      const link = await queryClient.fetchQuery(
-        trpc.workspace.files.downloadToken.queryOptions(
-          { tenantSlug, workspaceId, path: file },
-          { staleTime: 0 },
-        ),
-      );
-      // `download=true`: served as an attachment under the file's own name, not shown in the tab.
-      window.location.assign(`${link.url}&download=true`);
-    } catch (error) {
-      setDownloadError(error instanceof Error ? error.message : String(error));
-    }
-  };
+  const mkdir = useMutation(
+    trpc.workspace.files.mkdir.mutationOptions({
+      onSuccess: async (result) => {
+        toast.success(`Made ${result.path}/.`);
+        setNewFolder(false);
+        await refresh();
+      },
+    }),
+  );
 
   const enter = (path: string) => {
     setDir(path);
     setOpenFile(null);
   };
 
+  async function uploadFiles(files: File[]) {
+    const base = listing.data?.path ?? dir;
+    setUploads(files.map((file) => ({ name: file.name, fraction: 0 })));
+    let done = 0;
+    for (const [index, file] of files.entries()) {
+      try {
+        await postWithProgress(
+          workspaceRoute(workspaceId, "files", { tenantSlug, path: childPath(base, file.name) }),
+          file,
+          {
+            contentType: "application/octet-stream",
+            onProgress: (fraction) =>
+              setUploads((current) => current.map((item, i) => (i === index ? { ...item, fraction } : item))),
+          },
+        );
+        done++;
+      } catch (error) {
+        toast.error(`${file.name}: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+    setUploads([]);
+    if (fileInput.current) fileInput.current.value = "";
+    if (done > 0) toast.success(done === 1 ? `Uploaded ${files[0]!.name}.` : `Uploaded ${done} files.`);
+    await refresh();
+  }
+
+  const submitFolder = (event: FormEvent<HTMLFormElement>) => {
+    event.preventDefault();
+    const value = new FormData(event.currentTarget).get("name");
+    const name = typeof value === "string" ? value.trim() : "";
+    if (name) mkdir.mutate({ tenantSlug, workspaceId, path: childPath(listing.data?.path ?? dir, name) });
+  };
+
+  const current = listing.data?.path ?? dir;
+  const segments = current === "." ? [] : current.split("/");
+  // Nothing can be added under skills/ here (the Skills tab installs skills).
+  const canAdd = canChange && !inSkills(current);
+  const addHint = inSkills(current) ? "Skills are added in the Skills tab." : undefined;
+
   return (
-    <section className="panel" aria-labelledby="files-heading">
-      <h2 id="files-heading">Files</h2>
-      <p className="muted" data-testid="files-path">
-        <span className="mono">/{listing.data?.path === "." ? "" : (listing.data?.path ?? "")}</span>
-        {dir !== "." && (
-          <>
-            {" "}
-            <button type="button" className="secondary" onClick={() => enter(parentPath(dir))}>
-              Up
-            </button>
-          </>
-        )}
-      </p>
-      {listing.error && (
-        <div className="alert error" role="alert">
-          {listing.error.message}
-        </div>
+    <Card>
+      <div className="flex flex-wrap items-center gap-2 border-b px-5 py-3">
+        <nav
+          aria-label="Folder"
+          className="flex min-w-0 flex-1 flex-wrap items-center gap-0.5 text-sm"
+          data-testid="files-path"
+        >
+          <button type="button" className="hover:underline font-medium" onClick={() => enter(".")}>
+            workdir
+          </button>
+          {segments.map((segment, index) => (
+            <span key={index} className="inline-flex items-center gap-0.5">
+              <ChevronRight className="text-muted-foreground size-3.5" />
+              <button
+                type="button"
+                className="font-mono text-xs hover:underline"
+                onClick={() => enter(segments.slice(0, index + 1).join("/"))}
+              >
+                {segment}
+              </button>
+            </span>
+          ))}
+        </nav>
+        <input
+          ref={fileInput}
+          type="file"
+          multiple
+          className="sr-only"
+          aria-label="Files to upload"
+          disabled={!canAdd || uploads.length > 0}
+          onChange={(event) => {
+            const files = [...(event.target.files ?? [])];
+            if (files.length > 0) void uploadFiles(files);
+          }}
+        />
+        <Button
+          variant="outline"
+          size="sm"
+          title={addHint}
+          disabled={!canAdd || uploads.length > 0}
+          onClick={() => fileInput.current?.click()}
+        >
+          <Upload /> Upload
+        </Button>
+        <Button
+          variant="outline"
+          size="sm"
+          title={addHint}
+          disabled={!canAdd}
+          onClick={() => setNewFolder(true)}
+        >
+          <FolderPlus /> New folder
+        </Button>
+      </div>
+
+      {uploads.length > 0 && (
+        <ul className="grid gap-2 border-b px-5 py-3" aria-label="Uploads" data-testid="file-uploads">
+          {uploads.map((item, index) => (
+            <li key={index} className="grid gap-1 text-xs">
+              <span className="flex justify-between">
+                <span className="font-mono">{item.name}</span>
+                <span className="text-muted-foreground">{Math.round(item.fraction * 100)}%</span>
+              </span>
+              <Progress value={Math.round(item.fraction * 100)} aria-label={`Uploading ${item.name}`} />
+            </li>
+          ))}
+        </ul>
       )}
-      {listing.data &&
-        (listing.data.entries.length === 0 ? (
-          <p className="muted">This folder is empty.</p>
-        ) : (
-          <table className="data">
-            <thead>
-              <tr>
-                <th>Name</th>
-                <th>Size</th>
-                <th>Modified</th>
-              </tr>
-            </thead>
-            <tbody>
-              {listing.data.entries.map((entry) => {
-                const path = childPath(listing.data.path, entry.name);
-                return (
-                  <tr key={entry.name} data-testid="file-row">
-                    <td className="mono">
-                      <button
-                        type="button"
-                        className="link"
-                        onClick={() => (entry.isDir ? enter(path) : setOpenFile(path))}
-                      >
-                        {entry.isDir ? `${entry.name}/` : entry.name}
-                      </button>
-                    </td>
-                    <td>{entry.isDir ? "" : formatBytes(entry.sizeBytes)}</td>
-                    <td>{entry.updatedAt ? formatDate(entry.updatedAt) : ""}</td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        ))}
+
+      {listing.error ? (
+        <div className="p-5">
+          <Alert>{listing.error.message}</Alert>
+        </div>
+      ) : !listing.data ? (
+        <div className="grid gap-2 p-5">
+          <Skeleton className="h-5 w-full" />
+          <Skeleton className="h-5 w-2/3" />
+        </div>
+      ) : listing.data.entries.length === 0 ? (
+        <EmptyState icon={Folder} title="This folder is empty" />
+      ) : (
+        <Table aria-label="Files">
+          <TableHeader>
+            <TableRow className="hover:bg-transparent">
+              <TableHead>Name</TableHead>
+              <TableHead>Size</TableHead>
+              <TableHead>Modified</TableHead>
+              <TableHead>
+                <span className="sr-only">Actions</span>
+              </TableHead>
+            </TableRow>
+          </TableHeader>
+          <TableBody>
+            {listing.data.entries.map((entry) => {
+              const path = childPath(listing.data.path, entry.name);
+              return (
+                <TableRow
+                  key={entry.name}
+                  data-testid="file-row"
+                  data-selected={openFile === path || undefined}
+                >
+                  <TableCell>
+                    <button
+                      type="button"
+                      className="inline-flex items-center gap-2 font-mono text-xs hover:underline"
+                      onClick={() => (entry.isDir ? enter(path) : setOpenFile(path))}
+                    >
+                      {entry.isDir ? (
+                        <Folder className="text-muted-foreground size-4" />
+                      ) : (
+                        <File className="text-muted-foreground size-4" />
+                      )}
+                      {entry.isDir ? `${entry.name}/` : entry.name}
+                    </button>
+                  </TableCell>
+                  <TableCell className="text-muted-foreground text-xs">
+                    {entry.isDir ? "" : formatBytes(entry.sizeBytes)}
+                  </TableCell>
+                  <TableCell className="text-xs">
+                    <RelativeTime value={entry.updatedAt} fallback="" />
+                  </TableCell>
+                  <TableCell className="text-right">
+                    {canChange && !isManaged(path) && (
+                      <ConfirmDialog
+                        title={`Delete ${entry.isDir ? `${entry.name}/` : entry.name}?`}
+                        description={
+                          entry.isDir
+                            ? `The folder ${path}/ and everything in it are deleted from the workspace. This cannot be undone.`
+                            : `${path} is deleted from the workspace. This cannot be undone.`
+                        }
+                        confirmLabel="Delete"
+                        onConfirm={() =>
+                          remove.mutateAsync({ tenantSlug, workspaceId, path }).catch(() => undefined)
+                        }
+                        trigger={
+                          <Button variant="ghost" size="icon-sm" aria-label={`Delete ${entry.name}`}>
+                            <Trash2 />
+                          </Button>
+                        }
+                      />
+                    )}
+                  </TableCell>
+                </TableRow>
+              );
+            })}
+          </TableBody>
+        </Table>
+      )}
 
       {openFile !== null && (
-        <div style={{ marginTop: 16 }} data-testid="file-preview">
-          <div className="form-row" style={{ alignItems: "center" }}>
-            <strong className="mono">{openFile}</strong>
-            <button type="button" className="secondary" onClick={() => void download(openFile)}>
-              Download
-            </button>
-            <button type="button" className="secondary" onClick={() => setOpenFile(null)}>
-              Close
-            </button>
-          </div>
-          {downloadError && (
-            <div className="alert error" role="alert">
-              {downloadError}
-            </div>
-          )}
-          {preview.error && (
-            <div className="alert error" role="alert">
-              {preview.error.message}
-            </div>
-          )}
-          {preview.data &&
-            (looksBinary(preview.data.content) ? (
-              <p className="muted">
-                Binary file, {formatBytes(preview.data.sizeBytes)}: download it to open it.
-              </p>
-            ) : (
-              <>
-                <pre className="mono" data-testid="file-content" style={{ whiteSpace: "pre-wrap" }}>
-                  {preview.data.content}
-                </pre>
-                {preview.data.truncated && (
-                  <p className="muted">
-                    The first {formatBytes(PREVIEW_BYTES)} of {formatBytes(preview.data.sizeBytes)}: download
-                    it for the rest.
-                  </p>
-                )}
-              </>
-            ))}
-        </div>
+        <FileViewer
+          key={openFile}
+          tenantSlug={tenantSlug}
+          workspaceId={workspaceId}
+          path={openFile}
+          canChange={canChange}
+          onClose={() => setOpenFile(null)}
+          onSaved={() => void refresh()}
+        />
       )}
-    </section>
+      {!canChange && role && (
+        <p className="text-muted-foreground border-t px-5 py-3 text-xs">
+          Changing files needs the member role; you are {role}.
+        </p>
+      )}
+
+      <Dialog open={newFolder} onOpenChange={(open) => (setNewFolder(open), mkdir.reset())}>
+        <DialogContent>
+          <form onSubmit={submitFolder} className="grid gap-4" aria-label="New folder">
+            <DialogHeader>
+              <DialogTitle>New folder</DialogTitle>
+              <DialogDescription>
+                In <code>{current === "." ? "the workdir" : `${current}/`}</code>.
+              </DialogDescription>
+            </DialogHeader>
+            <Field label="Name" error={mkdir.error?.message ?? null}>
+              <Input name="name" required autoFocus autoComplete="off" pattern="[^/]+" />
+            </Field>
+            <DialogFooter>
+              <Button type="submit" disabled={mkdir.isPending}>
+                {mkdir.isPending ? "Creating…" : "Create"}
+              </Button>
+            </DialogFooter>
+          </form>
+        </DialogContent>
+      </Dialog>
+    </Card>
   );
 }

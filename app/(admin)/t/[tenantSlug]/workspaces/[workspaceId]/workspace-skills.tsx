@@ -1,28 +1,26 @@
 "use client";
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useState, type FormEvent } from "react";
+import { BookOpen, Trash2, Upload } from "lucide-react";
+import { type FormEvent, useState } from "react";
+import { Alert } from "@/app/_components/ui/alert";
+import { Button } from "@/app/_components/ui/button";
+import { Card, CardContent, CardDescription, CardHeader, CardTitle } from "@/app/_components/ui/card";
+import { ConfirmDialog } from "@/app/_components/ui/confirm-dialog";
+import { EmptyState } from "@/app/_components/ui/empty-state";
+import { Field } from "@/app/_components/ui/field";
+import { Input } from "@/app/_components/ui/input";
+import { Progress } from "@/app/_components/ui/progress";
+import { RelativeTime } from "@/app/_components/ui/relative-time";
+import { Select } from "@/app/_components/ui/select";
+import { Skeleton } from "@/app/_components/ui/skeleton";
+import { Table, TableBody, TableCell, TableHead, TableHeader, TableRow } from "@/app/_components/ui/table";
 import { useTRPC } from "@/app/_trpc/client";
 import { Notice, type NoticeMessage } from "../../_components/notice";
 import { useTenantRole } from "../../_components/tenant-role";
-import { formatDate } from "../workspace-format";
+import { postWithProgress, workspaceRoute } from "./upload";
 
 type UploadResult = { name: string; deduplicated?: boolean };
-
-/**
- * Uploads a skill folder the way the API expects it (POST /api/workspaces/:id/skills): a `manifest` part
- * listing every file's path and size, then the files in that order. The server streams them into the
- * workspace and enforces the limits; the browser only describes what it sends.
- */
-type UploadTarget = { tenantSlug: string; workspaceId: string; agentId: string | null };
-
-async function uploadSkillFolder(target: UploadTarget, files: File[]): Promise<UploadResult> {
-  const entries = files.map((file) => ({ path: file.webkitRelativePath || file.name, size: file.size }));
-  const body = new FormData();
-  body.append("manifest", JSON.stringify({ entries }));
-  for (const file of files) body.append("files", file, file.webkitRelativePath || file.name);
-  return postSkill(target, { body });
-}
 
 /** The archive's media type from its name: what the upload route takes as a raw archive body. */
 function archiveMediaType(name: string): string | null {
@@ -33,47 +31,50 @@ function archiveMediaType(name: string): string | null {
   return null;
 }
 
-/** A zip, tar or tar.gz sent as it is (the server streams it into the workspace and checks it). */
-async function uploadSkillArchive(target: UploadTarget, file: File): Promise<UploadResult> {
-  const mediaType = archiveMediaType(file.name);
-  if (!mediaType) throw new Error("Choose a .zip, .tar, .tar.gz or .tgz file.");
-  return postSkill(target, { body: file, headers: { "content-type": mediaType } });
-}
-
-async function postSkill(target: UploadTarget, init: RequestInit): Promise<UploadResult> {
-  const query = new URLSearchParams({ tenantSlug: target.tenantSlug });
-  if (target.agentId) query.set("agentId", target.agentId);
-  const response = await fetch(
-    `/api/workspaces/${encodeURIComponent(target.workspaceId)}/skills?${query.toString()}`,
-    { method: "POST", ...init },
-  );
-  const answer = (await response.json().catch(() => null)) as
-    (UploadResult & { error?: { message?: string } }) | null;
-  if (!response.ok) throw new Error(answer?.error?.message ?? `Upload failed (HTTP ${response.status})`);
-  return answer as UploadResult;
+/**
+ * A folder as the skills route expects it: a `manifest` part listing every file's path and size, then the
+ * files in that order (the server re-packs them as it reads and enforces the limits); an archive goes as
+ * the raw body, typed by its extension.
+ */
+function skillBody(
+  files: File[],
+  archive: File | null,
+): { body: XMLHttpRequestBodyInit; contentType?: string } {
+  if (archive) {
+    const mediaType = archiveMediaType(archive.name);
+    if (!mediaType) throw new Error("Choose a .zip, .tar, .tar.gz or .tgz file.");
+    return { body: archive, contentType: mediaType };
+  }
+  const entries = files.map((file) => ({ path: file.webkitRelativePath || file.name, size: file.size }));
+  const form = new FormData();
+  form.append("manifest", JSON.stringify({ entries }));
+  for (const file of files) form.append("files", file, file.webkitRelativePath || file.name);
+  return { body: form };
 }
 
 /**
- * The skills of one partition of the workspace (the workspace's agent, or the default one): what the
- * agent is told it can read, an upload of a skill folder, and removal. Changing skills needs members and up.
+ * The skills of one partition of the workspace (the workspace's agent, or the default one): what the agent
+ * is told it can read, an upload of a folder or an archive with its progress, and removal (confirmed).
+ * Changing skills needs members and up.
  */
 export function WorkspaceSkills({
   tenantSlug,
   workspaceId,
   agentId,
+  agentName,
 }: {
   tenantSlug: string;
   workspaceId: string;
   agentId: string | null;
+  agentName: string | null;
 }) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const [partition, setPartition] = useState<string | null>(agentId);
   const [files, setFiles] = useState<File[]>([]);
   const [archive, setArchive] = useState<File | null>(null);
-  const [uploading, setUploading] = useState(false);
+  const [progress, setProgress] = useState<number | null>(null);
   const [message, setMessage] = useState<NoticeMessage | null>(null);
-
   const { role, can } = useTenantRole(tenantSlug);
   const canChange = can("session:use", false);
 
@@ -83,17 +84,29 @@ export function WorkspaceSkills({
     queryClient.invalidateQueries({ queryKey: trpc.workspace.skill.list.queryKey(target) });
   const remove = useMutation(
     trpc.workspace.skill.remove.mutationOptions({
-      onSuccess: () => void refresh(),
+      onSuccess: async (_result, input) => {
+        setMessage({ kind: "success", text: `Removed ${input.dir ?? input.name}.` });
+        await refresh();
+      },
       onError: (error) => setMessage({ kind: "error", text: error.message }),
     }),
   );
 
-  const upload = async (event: FormEvent, send: () => Promise<UploadResult>) => {
+  const upload = async (event: FormEvent<HTMLFormElement>, kind: "folder" | "archive") => {
     event.preventDefault();
+    const form = event.currentTarget;
     setMessage(null);
-    setUploading(true);
+    setProgress(0);
     try {
-      const result = await send();
+      const { body, contentType } = skillBody(
+        kind === "folder" ? files : [],
+        kind === "archive" ? archive : null,
+      );
+      const result = await postWithProgress<UploadResult>(
+        workspaceRoute(workspaceId, "skills", { tenantSlug, agentId: partition }),
+        body,
+        { ...(contentType ? { contentType } : {}), onProgress: setProgress },
+      );
       setMessage({
         kind: "success",
         text: result.deduplicated
@@ -102,118 +115,155 @@ export function WorkspaceSkills({
       });
       setFiles([]);
       setArchive(null);
-      (event.target as HTMLFormElement).reset();
+      form.reset();
       await refresh();
     } catch (error) {
       setMessage({ kind: "error", text: error instanceof Error ? error.message : String(error) });
     } finally {
-      setUploading(false);
+      setProgress(null);
     }
   };
+  const uploading = progress !== null;
 
   return (
-    <section className="panel" aria-labelledby="skills-heading">
-      <h2 id="skills-heading">Skills</h2>
-      {agentId && (
-        <label style={{ maxWidth: 320 }}>
-          Partition
-          <select
-            value={partition ?? ""}
-            onChange={(event) => setPartition(event.target.value === "" ? null : event.target.value)}
-          >
-            <option value={agentId}>agent {agentId}</option>
-            <option value="">default</option>
-          </select>
-        </label>
-      )}
-      {skills.error && (
-        <div className="alert error" role="alert">
-          {skills.error.message}
-        </div>
-      )}
-      {skills.data &&
-        (skills.data.length === 0 ? (
-          <p className="muted">No skills in this partition.</p>
+    <div className="grid gap-5">
+      <Card>
+        <CardHeader>
+          <div>
+            <CardTitle>Skills</CardTitle>
+            <CardDescription>What the agent is told it can read (SKILL.md front matter).</CardDescription>
+          </div>
+          {agentId && (
+            <div className="w-64">
+              <Select
+                aria-label="Partition"
+                value={partition ?? ""}
+                onChange={(event) => setPartition(event.target.value === "" ? null : event.target.value)}
+                className="[&_select]:h-8"
+              >
+                <option value={agentId}>Agent {agentName ?? agentId.slice(0, 8)}</option>
+                <option value="">Default partition</option>
+              </Select>
+            </div>
+          )}
+        </CardHeader>
+        {skills.error ? (
+          <CardContent>
+            <Alert>{skills.error.message}</Alert>
+          </CardContent>
+        ) : !skills.data ? (
+          <CardContent>
+            <Skeleton className="h-5 w-full" />
+          </CardContent>
+        ) : skills.data.length === 0 ? (
+          <EmptyState icon={BookOpen} title="No skills in this partition" />
         ) : (
-          <table className="data">
-            <thead>
-              <tr>
-                <th>Name</th>
-                <th>Description</th>
-                <th>Updated</th>
-                <th />
-              </tr>
-            </thead>
-            <tbody>
+          <Table aria-label="Skills">
+            <TableHeader>
+              <TableRow className="hover:bg-transparent">
+                <TableHead>Name</TableHead>
+                <TableHead>Description</TableHead>
+                <TableHead>Updated</TableHead>
+                <TableHead>
+                  <span className="sr-only">Actions</span>
+                </TableHead>
+              </TableRow>
+            </TableHeader>
+            <TableBody>
               {skills.data.map((skill) => (
-                <tr key={skill.dir} data-testid="skill-row">
-                  <td className="mono">{skill.name}</td>
-                  <td>{skill.description}</td>
-                  <td>{skill.updatedAt ? formatDate(new Date(skill.updatedAt)) : "—"}</td>
-                  <td>
-                    <button
-                      type="button"
-                      className="danger"
-                      disabled={!canChange || remove.isPending}
+                <TableRow key={skill.dir} data-testid="skill-row">
+                  <TableCell className="font-mono text-xs">{skill.name}</TableCell>
+                  <TableCell className="text-muted-foreground text-sm">{skill.description}</TableCell>
+                  <TableCell className="text-xs">
+                    <RelativeTime value={skill.updatedAt ? new Date(skill.updatedAt) : null} />
+                  </TableCell>
+                  <TableCell className="text-right">
+                    <ConfirmDialog
+                      title={`Remove the skill ${skill.name}?`}
+                      description={`Its folder ${skill.dir} is deleted from this partition of the workspace.`}
+                      confirmLabel="Remove"
                       // By folder: two skills may share a front-matter name, a folder is unique.
-                      onClick={() =>
-                        remove.mutate(
-                          { ...target, dir: skill.dir },
-                          {
-                            onSuccess: () => setMessage({ kind: "success", text: `Removed ${skill.name}.` }),
-                          },
-                        )
+                      onConfirm={() =>
+                        remove.mutateAsync({ ...target, dir: skill.dir }).catch(() => undefined)
                       }
-                    >
-                      Remove
-                    </button>
-                  </td>
-                </tr>
+                      trigger={
+                        <Button variant="ghost" size="sm" disabled={!canChange || remove.isPending}>
+                          <Trash2 /> Remove
+                        </Button>
+                      }
+                    />
+                  </TableCell>
+                </TableRow>
               ))}
-            </tbody>
-          </table>
-        ))}
+            </TableBody>
+          </Table>
+        )}
+      </Card>
 
-      <form
-        className="form-row"
-        aria-label="Upload a skill"
-        onSubmit={(event) => void upload(event, () => uploadSkillFolder(target, files))}
-      >
-        <label>
-          Skill folder (with SKILL.md)
-          <input
-            type="file"
-            // A folder picker: every file comes with its path inside the chosen folder.
-            {...{ webkitdirectory: "", directory: "" }}
-            multiple
-            disabled={!canChange || uploading}
-            onChange={(event) => setFiles([...(event.target.files ?? [])])}
-          />
-        </label>
-        <button type="submit" disabled={!canChange || uploading || files.length === 0}>
-          {uploading ? "Uploading…" : "Upload"}
-        </button>
-      </form>
-      <form
-        className="form-row"
-        aria-label="Skill archive"
-        onSubmit={(event) => void upload(event, () => uploadSkillArchive(target, archive!))}
-      >
-        <label>
-          Or a skill archive (.zip, .tar, .tar.gz)
-          <input
-            type="file"
-            accept=".zip,.tar,.tar.gz,.tgz"
-            disabled={!canChange || uploading}
-            onChange={(event) => setArchive(event.target.files?.[0] ?? null)}
-          />
-        </label>
-        <button type="submit" disabled={!canChange || uploading || archive === null}>
-          {uploading ? "Sending…" : "Send archive"}
-        </button>
-      </form>
-      {!canChange && role && <p className="muted">Changing skills needs the member role; you are {role}.</p>}
-      <Notice message={message} testId="skills-message" />
-    </section>
+      <Card>
+        <CardHeader>
+          <div>
+            <CardTitle>Add a skill</CardTitle>
+            <CardDescription>
+              A folder holding SKILL.md (up to 100 files, 50 MiB each), or a .zip, .tar or .tar.gz of one.
+            </CardDescription>
+          </div>
+        </CardHeader>
+        <CardContent className="grid gap-4 md:grid-cols-2">
+          <form
+            className="grid gap-3"
+            aria-label="Upload a skill"
+            onSubmit={(event) => void upload(event, "folder")}
+          >
+            <Field label="Skill folder (with SKILL.md)">
+              <Input
+                type="file"
+                // A folder picker: every file comes with its path inside the chosen folder.
+                {...{ webkitdirectory: "", directory: "" }}
+                multiple
+                disabled={!canChange || uploading}
+                onChange={(event) => setFiles([...(event.target.files ?? [])])}
+              />
+            </Field>
+            <Button type="submit" className="w-fit" disabled={!canChange || uploading || files.length === 0}>
+              <Upload /> Upload folder
+            </Button>
+          </form>
+          <form
+            className="grid gap-3"
+            aria-label="Skill archive"
+            onSubmit={(event) => void upload(event, "archive")}
+          >
+            <Field label="Skill archive (.zip, .tar, .tar.gz)">
+              <Input
+                type="file"
+                accept=".zip,.tar,.tar.gz,.tgz"
+                disabled={!canChange || uploading}
+                onChange={(event) => setArchive(event.target.files?.[0] ?? null)}
+              />
+            </Field>
+            <Button type="submit" className="w-fit" disabled={!canChange || uploading || archive === null}>
+              <Upload /> Send archive
+            </Button>
+          </form>
+          {uploading && (
+            <div className="grid gap-1 md:col-span-2" data-testid="skill-upload-progress">
+              <span className="text-muted-foreground text-xs">
+                {progress < 1 ? `Uploading… ${Math.round(progress * 100)}%` : "Installing…"}
+              </span>
+              <Progress value={Math.round(progress * 100)} aria-label="Skill upload" />
+            </div>
+          )}
+          <div className="md:col-span-2">
+            {!canChange && role && (
+              <p className="text-muted-foreground text-xs">
+                Changing skills needs the member role; you are {role}.
+              </p>
+            )}
+            <Notice message={message} testId="skills-message" />
+          </div>
+        </CardContent>
+      </Card>
+    </div>
   );
 }
