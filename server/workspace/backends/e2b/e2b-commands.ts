@@ -192,7 +192,12 @@ async function feedStdin(
   stdin: Readable | Uint8Array | string,
   requestTimeoutMs: number,
 ): Promise<void> {
-  const source = stdin instanceof Readable ? stdin : Readable.from([Buffer.from(stdin)]);
+  const source =
+    typeof stdin === "string" || stdin instanceof Uint8Array
+      ? Readable.from([Buffer.from(stdin)])
+      : stdin instanceof Readable
+        ? stdin
+        : Readable.from(stdin as AsyncIterable<Buffer>);
   try {
     for await (const piece of source) {
       const chunk = Buffer.isBuffer(piece) ? piece : Buffer.from(piece as string);

@@ -213,7 +213,7 @@ export class E2bFiles {
 
   /** Uploads as a stream (octet-stream body: nothing is held whole on the host). */
   private async upload(target: string, data: Readable | Uint8Array | string): Promise<void> {
-    const body = data instanceof Readable ? data : Readable.from([Buffer.from(data)]);
+    const body = toNodeReadable(data);
     try {
       await this.sandbox.files.write(target, Readable.toWeb(body) as unknown as ReadableStream<Uint8Array>, {
         user: this.context.user,
@@ -290,6 +290,16 @@ export class E2bFiles {
     }
     return toAppError(error, `${action} ${target}`, { sandboxId: this.sandbox.sandboxId });
   }
+}
+
+/**
+ * Bytes, or any stream: archive producers hand over streams that are async iterables but not Node
+ * Readables (tar-stream's pack is a streamx stream), and `Readable.toWeb` needs a Node one.
+ */
+export function toNodeReadable(data: Readable | Uint8Array | string): Readable {
+  if (typeof data === "string" || data instanceof Uint8Array) return Readable.from([Buffer.from(data)]);
+  if (data instanceof Readable) return data;
+  return Readable.from(data as AsyncIterable<Buffer>, { objectMode: false });
 }
 
 function typeOf(entry: EntryInfo): FileStat["type"] {
