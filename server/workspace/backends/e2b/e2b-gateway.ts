@@ -105,13 +105,66 @@ export async function ensureGateway(
 ): Promise<{ gateway: RunningGateway; started: boolean }> {
   const { config } = context;
   const file = credentialsPath(context.runtimeDir, sandbox.sandboxId);
+  const running = await reuseRunning(sandbox, config, file);
+  if (running) return { gateway: running, started: false };
+  // One start at a time among the processes sharing the runtime dir; the others wait and reuse it.
+  return withStartLock(`${file}.lock`, config.gateway.startTimeoutMs + 30_000, async () => {
+    const started = await reuseRunning(sandbox, config, file);
+    if (started) return { gateway: started, started: false };
+    return { gateway: await startGateway(sandbox, config, file, await facts()), started: true };
+  });
+}
+
+async function reuseRunning(
+  sandbox: Sandbox,
+  config: E2bDriverConfig,
+  file: string,
+): Promise<RunningGateway | null> {
   const existing = await readCredentials(file);
-  if (existing && existing.port === config.gateway.port) {
-    const gateway = connect(sandbox, config, existing);
-    if (await gateway.client.isHealthy(existing.instanceNonce, 5_000)) return { gateway, started: false };
-    gateway.transport.close();
+  if (!existing || existing.port !== config.gateway.port) return null;
+  const gateway = connect(sandbox, config, existing);
+  if (await gateway.client.isHealthy(existing.instanceNonce, 5_000)) return gateway;
+  gateway.transport.close();
+  return null;
+}
+
+/**
+ * Runs `action` holding an exclusive lock file (O_EXCL). A holder that died leaves the file behind; one
+ * older than `staleMs` is taken over. Waiters poll (the holder is starting a gateway: seconds).
+ */
+async function withStartLock<T>(lock: string, staleMs: number, action: () => Promise<T>): Promise<T> {
+  await fs.mkdir(path.dirname(lock), { recursive: true, mode: 0o700 });
+  const deadline = Date.now() + staleMs;
+  let delay = 50;
+  for (;;) {
+    try {
+      const handle = await fs.open(lock, "wx", 0o600);
+      await handle.close();
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      const stats = await fs.stat(lock).catch(() => null);
+      if (stats && (Date.now() - stats.mtimeMs > staleMs || Date.now() > deadline)) {
+        await fs.rm(lock, { force: true });
+        continue;
+      }
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      delay = Math.min(delay * 2, 500);
+    }
   }
-  const known = await facts();
+  try {
+    return await action();
+  } finally {
+    await fs.rm(lock, { force: true });
+  }
+}
+
+async function startGateway(
+  sandbox: Sandbox,
+  config: E2bDriverConfig,
+  file: string,
+  known: SandboxFacts,
+): Promise<RunningGateway> {
   const bundle = await gatewayBundle(config);
   const chore = { user: "root", timeoutMs: 30_000, requestTimeoutMs: config.requestTimeoutMs };
   const credentials: Credentials = {
@@ -121,13 +174,21 @@ export async function ensureGateway(
   };
   try {
     if (!known.bundlePresent) {
-      await sandbox.files.write(bundle.sandboxPath, bundle.code, {
+      // envd truncates in place: upload beside it and rename, so no Node ever loads half a bundle.
+      const temporary = `${bundle.sandboxPath}.${randomBytes(4).toString("hex")}.tmp`;
+      await sandbox.files.write(temporary, bundle.code, {
+        user: "root",
+        requestTimeoutMs: config.requestTimeoutMs,
+      });
+      await sandbox.files.rename(temporary, bundle.sandboxPath, {
         user: "root",
         requestTimeoutMs: config.requestTimeoutMs,
       });
     }
     await runChore(sandbox, STOP_PREVIOUS, [], chore);
-    await sandbox.files.write(SANDBOX_PATHS.gatewayToken, credentials.token, {
+    // A token file per start: a start elsewhere (another host's runtime dir) never hands over ours.
+    const tokenFile = `${SANDBOX_PATHS.berthDir}/gateway-${credentials.instanceNonce}.token`;
+    await sandbox.files.write(tokenFile, credentials.token, {
       user: "root",
       requestTimeoutMs: config.requestTimeoutMs,
     });
@@ -141,7 +202,7 @@ export async function ensureGateway(
         requestTimeoutMs: config.requestTimeoutMs,
         envs: {
           [GATEWAY_ENV.listen]: `tcp:127.0.0.1:${credentials.port}`,
-          [GATEWAY_ENV.tokenFile]: SANDBOX_PATHS.gatewayToken,
+          [GATEWAY_ENV.tokenFile]: tokenFile,
           BERTH_GATEWAY_TOKEN_FILE_DELETE: "1",
           [GATEWAY_ENV.nonce]: credentials.instanceNonce,
           [GATEWAY_ENV.defaultCallTimeoutMs]: String(config.gateway.callTimeoutMs),
@@ -156,7 +217,7 @@ export async function ensureGateway(
   } catch (error) {
     throw toAppError(error, "start the MCP gateway", { sandboxId: sandbox.sandboxId });
   }
-  // On file before the health wait, so a concurrent attacher never starts a second one meanwhile.
+  // On file before the health wait, so a process that skipped the lock (another host) finds it.
   await writeCredentials(file, credentials);
   const gateway = connect(sandbox, config, credentials);
   await waitForGatewayHealthy(gateway.client, credentials.instanceNonce, {
@@ -173,7 +234,7 @@ export async function ensureGateway(
         })
       : error;
   });
-  return { gateway, started: true };
+  return gateway;
 }
 
 /** Forgets a sandbox's credentials (it was killed). */

@@ -80,7 +80,6 @@ export const SANDBOX_PATHS = {
   marker: "/opt/berth/workspace.json",
   gatewayPid: "/opt/berth/gateway.pid",
   gatewayLog: "/opt/berth/gateway.log",
-  gatewayToken: "/opt/berth/gateway.token",
 } as const;
 
 export const ZMarker = z.object({ workspaceId: z.string(), tenantId: z.string(), nonce: z.string() });
