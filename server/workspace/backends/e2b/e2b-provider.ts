@@ -10,6 +10,7 @@ import type {
 import type { WorkspaceBackend } from "@/server/workspace/backend/port";
 import type { McpConnector } from "@/server/workspace/mcp/types";
 import { E2bBackend } from "./e2b-backend";
+import { removeCredentials } from "./e2b-gateway";
 import type { E2bSandboxes } from "./e2b-sandboxes";
 
 function e2bBackendOf(backend: WorkspaceBackend): E2bBackend {
@@ -42,6 +43,7 @@ export class E2bBackendProvider implements BackendProvider {
     await e2b.close();
     if (options.purge) {
       await this.sandboxes.client.kill(e2b.sandboxId);
+      await removeCredentials(this.sandboxes.runtimeDir, e2b.sandboxId);
       return;
     }
     await this.sandboxes.client.pause(e2b.sandboxId);
