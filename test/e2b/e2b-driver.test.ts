@@ -120,9 +120,19 @@ describeE2b("E2B driver against the emulator: exec, files, archives and MCP thro
     });
     expect(await running).toMatchObject({ exitCode: -1, killed: true, timedOut: false });
 
-    // No timeout means no timeout: not the SDK's silent 60 s (checked on the wire by the emulator test).
+    // No timeout means no timeout: the SDK's silent 60 s never reaches envd (no Connect-Timeout-Ms on the
+    // wire for agent commands; Berth's own timer did the killing above).
+    const sandboxId = String(spec.handle!.sandboxId);
+    const starts = () =>
+      testbed.emulator
+        .envdCalls()
+        .filter((call) => call.sandboxId === sandboxId && call.route === "/process.Process/Start");
+    const before = starts().length;
     const quick = await backend.exec(["sh", "-c", "sleep 1; echo done"]);
     expect(quick.stdout.toString()).toBe("done\n");
+    expect(starts().slice(before, before + 1)).toEqual([
+      { sandboxId, route: "/process.Process/Start", connectTimeoutMs: null },
+    ]);
   });
 
   it("files: streamed writes and reads, ranges, stat, list, mkdir, move, remove, realpath", async () => {
