@@ -4,9 +4,10 @@ import { defineConfig } from "vitest/config";
 
 const alias = { "@": path.resolve(import.meta.dirname) };
 
-// Three projects: `unit` (no services), `integration` (real Postgres + Redis, started by the global
-// setup when DATABASE_URL / REDIS_URL are absent) and `docker` (a real Docker engine; fails in CI
-// when none is reachable, skips with a printed reason elsewhere).
+// Projects: `unit` (no services), `integration` (real Postgres + Redis, started by the global setup when
+// DATABASE_URL / REDIS_URL are absent), `docker` (a real Docker engine; fails in CI when none is
+// reachable, skips with a printed reason elsewhere), `e2b` (the E2B driver and the loopback E2B emulator
+// of test/fixtures/e2b-emulator, whose sandboxes are Docker containers: same Docker rule) and `e2e`.
 export default defineConfig({
   resolve: { alias },
   test: {
@@ -31,6 +32,16 @@ export default defineConfig({
         test: {
           name: "docker",
           include: ["test/docker/**/*.test.ts"],
+          testTimeout: 180_000,
+          hookTimeout: 600_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        resolve: { alias },
+        test: {
+          name: "e2b",
+          include: ["test/e2b/**/*.test.ts"],
           testTimeout: 180_000,
           hookTimeout: 600_000,
           fileParallelism: false,
