@@ -230,7 +230,7 @@ describeE2b("E2B driver against the emulator: exec, files, archives and MCP thro
       path.relative(host, packageDir),
       "dist/index.js",
     );
-    const connector = await driver.provider.createMcpConnector!(backend, spec);
+    const connector = (await driver.provider.createMcpConnector!(backend, spec))!;
     const client = await connector.connect(
       ZMcpDeclaration.parse({
         name: "everything",

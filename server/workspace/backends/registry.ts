@@ -1,6 +1,7 @@
 import type { DriverDefinition } from "@/server/workspace/backend/driver";
 import { bubblewrapDriver } from "./bubblewrap/driver";
 import { dockerDriver } from "./docker/driver";
+import { e2bDriver } from "./e2b/driver";
 import { hostUnconfinedDriver } from "./local/driver";
 
 /**
@@ -12,6 +13,7 @@ export const DRIVERS = {
   local: bubblewrapDriver,
   "host-unconfined": hostUnconfinedDriver,
   docker: dockerDriver,
+  e2b: e2bDriver,
 } as const satisfies Record<string, Pick<DriverDefinition, "name" | "kind" | "summary">>;
 
 export type DriverName = keyof typeof DRIVERS;

@@ -32,10 +32,10 @@ export async function createDriverTestbed(base: Partial<E2bDriverConfigInput> = 
         BERTH_E2B_INSTALLATION: "berth-test",
         BERTH_WORKSPACE_IDLE_TTL_MS: "600000",
       },
-      { basedir, cwd: process.cwd() },
+      { basedir, cwd: process.cwd(), uid: process.getuid?.() ?? -1 },
     ) as Record<string, unknown>;
     const config = ZE2bDriverConfig.parse({ ...fromEnv, ...base, ...overrides });
-    const driver = e2bDriver.create(config, { basedir, cwd: process.cwd() });
+    const driver = e2bDriver.create(config, { basedir, cwd: process.cwd(), uid: process.getuid?.() ?? -1 });
     drivers.push(driver);
     return driver;
   };

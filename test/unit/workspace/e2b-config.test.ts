@@ -4,7 +4,7 @@ import { sandboxTimeoutMs, ZE2bDriverConfig } from "@/server/workspace/backends/
 import { SandboxKeepAlive } from "@/server/workspace/backends/e2b/e2b-keepalive";
 import { shellQuote } from "@/server/workspace/backends/e2b/e2b-commands";
 
-const context = { basedir: "/var/lib/berth/workspaces", cwd: "/srv/berth" };
+const context = { basedir: "/var/lib/berth/workspaces", cwd: "/srv/berth", uid: 1000 };
 const parse = (env: Record<string, string>) =>
   ZE2bDriverConfig.safeParse(e2bDriver.configFromEnv(env, context));
 const messages = (env: Record<string, string>) => {

@@ -93,9 +93,16 @@ export class LocalMachineController implements MachineController {
   }
 }
 
+/**
+ * Folders of the workspace layout. A name starting with "." is never one (safePathSegment encodes a
+ * leading dot as %2E): other drivers keep their runtime state there (`.runtime/`), and it must never be
+ * listed, let alone reaped, as an orphan workspace.
+ */
 async function subdirectories(dir: string): Promise<string[]> {
   const entries = await fs.readdir(dir, { withFileTypes: true }).catch(() => []);
-  return entries.filter((entry) => entry.isDirectory()).map((entry) => entry.name);
+  return entries
+    .filter((entry) => entry.isDirectory() && !entry.name.startsWith("."))
+    .map((entry) => entry.name);
 }
 
 /** Inverse of safePathSegment; null for hashed (overlong) names, which cannot be decoded. */
