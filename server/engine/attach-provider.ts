@@ -1,4 +1,9 @@
-import type { BackendHandle, BackendProvider, WorkspaceSpec } from "@/server/workspace/backend/driver";
+import type {
+  BackendHandle,
+  BackendProvider,
+  WorkspaceDriver,
+  WorkspaceSpec,
+} from "@/server/workspace/backend/driver";
 import type { WorkspaceBackend } from "@/server/workspace/backend/port";
 import type { DriverSet } from "./driver-set";
 
@@ -20,6 +25,8 @@ export class AttachingProvider implements BackendProvider {
   readonly kind: BackendProvider["kind"];
   readonly persistent: boolean;
   readonly mayVanish: boolean;
+  /** Which driver attached each live backend: a backend's own `kind` is its class's, not the record's. */
+  private readonly owners = new WeakMap<WorkspaceBackend, WorkspaceDriver>();
 
   constructor(
     private readonly drivers: DriverSet,
@@ -32,29 +39,36 @@ export class AttachingProvider implements BackendProvider {
 
   async provision(spec: WorkspaceSpec, options?: { signal?: AbortSignal }): Promise<WorkspaceBackend> {
     const machine = await this.ensureProvisioned(spec);
-    return this.providerOf(machine.kind).provision({ ...spec, handle: machine.handle }, options);
+    const driver = this.drivers.forKind(machine.kind);
+    const backend = await driver.provider.provision({ ...spec, handle: machine.handle }, options);
+    this.owners.set(backend, driver);
+    return backend;
   }
 
   isAlive(backend: WorkspaceBackend): Promise<boolean> {
-    const driver = this.drivers.forKind(backend.kind);
+    const driver = this.driverOf(backend);
     // Host folders only vanish when Berth deletes them, which it does through a stop or purge job.
     if (!driver.capabilities.mayVanish) return Promise.resolve(true);
     return driver.provider.isAlive(backend);
   }
 
   async teardown(backend: WorkspaceBackend, options: { purge: boolean }): Promise<void> {
-    const provider = this.providerOf(backend.kind);
+    const provider = this.providerOf(backend);
     if (options.purge) return provider.teardown(backend, options);
     await (provider.detach ? provider.detach(backend) : backend.close());
   }
 
   createMcpConnector(...args: Parameters<NonNullable<BackendProvider["createMcpConnector"]>>) {
-    const provider = this.providerOf(args[0].kind);
+    const provider = this.providerOf(args[0]);
     // The host-unconfined driver has no connector: the Workspace runs its MCP servers on the host.
     return provider.createMcpConnector ? provider.createMcpConnector(...args) : undefined;
   }
 
-  private providerOf(kind: WorkspaceBackend["kind"]): BackendProvider {
-    return this.drivers.forKind(kind).provider;
+  private driverOf(backend: WorkspaceBackend): WorkspaceDriver {
+    return this.owners.get(backend) ?? this.drivers.forKind(backend.kind);
+  }
+
+  private providerOf(backend: WorkspaceBackend): BackendProvider {
+    return this.driverOf(backend).provider;
   }
 }

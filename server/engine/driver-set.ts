@@ -1,7 +1,12 @@
 import { AppError } from "@/server/shared/errors";
 import type { WorkspaceDriver } from "@/server/workspace/backend/driver";
 import type { BackendKind } from "@/server/workspace/backend/port";
-import { driverDefinition, type DriverName } from "@/server/workspace/backends/registry";
+import {
+  DRIVERS,
+  driverDefinition,
+  type DriverName,
+  type DriverRegistry,
+} from "@/server/workspace/backends/registry";
 import type { EngineConfig } from "./engine-config";
 
 /**
@@ -21,11 +26,11 @@ export type DriverSet = {
 };
 
 /** Builds every enabled driver from its validated config. */
-export function createDriverSet(config: EngineConfig): DriverSet {
+export function createDriverSet(config: EngineConfig, registry: DriverRegistry = DRIVERS): DriverSet {
   const names: readonly DriverName[] = config.backends ?? [config.backend];
   const context = { basedir: config.basedir, cwd: process.cwd(), uid: process.getuid?.() ?? -1 };
   const drivers = names.map((name) => {
-    const definition = driverDefinition(name);
+    const definition = driverDefinition(name, registry);
     const input = config.drivers?.[name] ?? definition.configFromEnv({}, context);
     return definition.create(definition.configSchema.parse(input), context);
   });

@@ -3,70 +3,79 @@ import { z } from "zod";
 import { parseEnv, readProcessEnv, type RawEnv } from "@/server/config/env";
 import { AppError } from "@/server/shared/errors";
 import type { DriverContext } from "@/server/workspace/backend/driver";
-import { DRIVER_NAMES, driverDefinition, type DriverName } from "@/server/workspace/backends/registry";
+import {
+  DRIVERS,
+  driverDefinition,
+  type DriverName,
+  type DriverRegistry,
+} from "@/server/workspace/backends/registry";
 
-const ZEngineEnv = z.object({
-  // The default backend of this installation's workspaces (a name in server/workspace/backends/registry.ts).
-  // `local` (default): host folders, every command and stdio MCP server confined by bubblewrap.
-  // `host-unconfined`: agent commands run on the host with Berth's own privileges, trusted agents only.
-  BERTH_WORKSPACE_BACKEND: z.enum(DRIVER_NAMES).default("local"),
-  // Every backend tenants and agents may choose, comma-separated (default: only BERTH_WORKSPACE_BACKEND).
-  // A workspace stays on the backend it was created on.
-  BERTH_WORKSPACE_BACKENDS: z
-    .string()
-    .transform((value) =>
-      value
-        .split(",")
-        .map((entry) => entry.trim())
-        .filter(Boolean),
-    )
-    .pipe(z.array(z.enum(DRIVER_NAMES)).min(1))
-    .optional(),
-  // Host folder holding workspaces (local: the workdirs; docker: the bind-mounted data). Relative → cwd.
-  BERTH_WORKSPACE_BASEDIR: z.string().default(".data/workspaces"),
-  // A READY workspace with no activity and no lease for this long is stopped by `workspace.sweep`.
-  BERTH_WORKSPACE_IDLE_TTL_MS: z.coerce.number().int().min(1_000).default(3_600_000),
-  // How often `workspace.sweep` runs (a BullMQ job scheduler: one tick per interval, whatever the replicas).
-  BERTH_WORKSPACE_SWEEP_INTERVAL_MS: z.coerce.number().int().min(1_000).default(300_000),
-  // How often `workspace.reconcile` looks for orphans and vanished workspaces.
-  BERTH_WORKSPACE_RECONCILE_INTERVAL_MS: z.coerce.number().int().min(10_000).default(3_600_000),
-  // Hard cap on how long one lease may pin a workspace, renewals included: a stuck turn cannot keep a
-  // workspace (and its container) alive forever.
-  BERTH_WORKSPACE_MAX_LEASE_MS: z.coerce
-    .number()
-    .int()
-    .min(1_000)
-    .default(6 * 3_600_000),
-  // Default expiry of a lease; holders renew while they run, crashed holders simply expire.
-  BERTH_WORKSPACE_LEASE_TTL_MS: z.coerce
-    .number()
-    .int()
-    .min(1_000)
-    .default(10 * 60_000),
-  // How long an API call waits for the workers to provision a workspace before answering UNAVAILABLE.
-  BERTH_WORKSPACE_PROVISION_WAIT_MS: z.coerce
-    .number()
-    .int()
-    .min(1_000)
-    .default(10 * 60_000),
-  // Lifetime of a signed file-download link.
-  BERTH_WORKSPACE_DOWNLOAD_TOKEN_TTL_MS: z.coerce.number().int().min(1_000).default(60_000),
-  // Cap on live stateful MCP servers per workspace (in each process attached to it); the least recently
-  // used scope's oldest one is closed beyond it. Unset or 0 → max(40, 2 × stateful default MCPs).
-  BERTH_MAX_LIVE_STATEFUL_MCPS: z.coerce.number().int().min(0).max(10_000).default(0),
-  // http_mcp/SSE hosts Berth may dial although they are loopback, link-local or private: comma-separated host
-  // names, IP addresses or CIDR subnets (e.g. `127.0.0.1,mcp.internal,10.1.0.0/16`). Empty → public only.
-  BERTH_MCP_ALLOWED_HOSTS: z
-    .string()
-    .default("")
-    .transform((value) =>
-      value
-        .split(",")
-        .map((entry) => entry.trim())
-        .filter((entry) => entry.length > 0),
-    )
-    .pipe(z.array(z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6(), z.hostname()]))),
-});
+/** The engine's own variables; driver names are checked against the registry in use. */
+const engineEnvOf = (registry: DriverRegistry) => {
+  const names = Object.keys(registry) as [string, ...string[]];
+  return z.object({
+    // The default backend of this installation's workspaces (a name in server/workspace/backends/registry.ts).
+    // `local` (default): host folders, every command and stdio MCP server confined by bubblewrap.
+    // `host-unconfined`: agent commands run on the host with Berth's own privileges, trusted agents only.
+    BERTH_WORKSPACE_BACKEND: z.enum(names).default("local"),
+    // Every backend tenants and agents may choose, comma-separated (default: only BERTH_WORKSPACE_BACKEND).
+    // A workspace stays on the backend it was created on.
+    BERTH_WORKSPACE_BACKENDS: z
+      .string()
+      .transform((value) =>
+        value
+          .split(",")
+          .map((entry) => entry.trim())
+          .filter(Boolean),
+      )
+      .pipe(z.array(z.enum(names)).min(1))
+      .optional(),
+    // Host folder holding workspaces (local: the workdirs; docker: the bind-mounted data). Relative → cwd.
+    BERTH_WORKSPACE_BASEDIR: z.string().default(".data/workspaces"),
+    // A READY workspace with no activity and no lease for this long is stopped by `workspace.sweep`.
+    BERTH_WORKSPACE_IDLE_TTL_MS: z.coerce.number().int().min(1_000).default(3_600_000),
+    // How often `workspace.sweep` runs (a BullMQ job scheduler: one tick per interval, whatever the replicas).
+    BERTH_WORKSPACE_SWEEP_INTERVAL_MS: z.coerce.number().int().min(1_000).default(300_000),
+    // How often `workspace.reconcile` looks for orphans and vanished workspaces.
+    BERTH_WORKSPACE_RECONCILE_INTERVAL_MS: z.coerce.number().int().min(10_000).default(3_600_000),
+    // Hard cap on how long one lease may pin a workspace, renewals included: a stuck turn cannot keep a
+    // workspace (and its container) alive forever.
+    BERTH_WORKSPACE_MAX_LEASE_MS: z.coerce
+      .number()
+      .int()
+      .min(1_000)
+      .default(6 * 3_600_000),
+    // Default expiry of a lease; holders renew while they run, crashed holders simply expire.
+    BERTH_WORKSPACE_LEASE_TTL_MS: z.coerce
+      .number()
+      .int()
+      .min(1_000)
+      .default(10 * 60_000),
+    // How long an API call waits for the workers to provision a workspace before answering UNAVAILABLE.
+    BERTH_WORKSPACE_PROVISION_WAIT_MS: z.coerce
+      .number()
+      .int()
+      .min(1_000)
+      .default(10 * 60_000),
+    // Lifetime of a signed file-download link.
+    BERTH_WORKSPACE_DOWNLOAD_TOKEN_TTL_MS: z.coerce.number().int().min(1_000).default(60_000),
+    // Cap on live stateful MCP servers per workspace (in each process attached to it); the least recently
+    // used scope's oldest one is closed beyond it. Unset or 0 → max(40, 2 × stateful default MCPs).
+    BERTH_MAX_LIVE_STATEFUL_MCPS: z.coerce.number().int().min(0).max(10_000).default(0),
+    // http_mcp/SSE hosts Berth may dial although they are loopback, link-local or private: comma-separated host
+    // names, IP addresses or CIDR subnets (e.g. `127.0.0.1,mcp.internal,10.1.0.0/16`). Empty → public only.
+    BERTH_MCP_ALLOWED_HOSTS: z
+      .string()
+      .default("")
+      .transform((value) =>
+        value
+          .split(",")
+          .map((entry) => entry.trim())
+          .filter((entry) => entry.length > 0),
+      )
+      .pipe(z.array(z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6(), z.hostname()]))),
+  });
+};
 
 export type EngineConfig = {
   /** The default driver: what a tenant without its own default gets. */
@@ -94,13 +103,14 @@ export function loadEngineConfig(
   env: RawEnv = readProcessEnv(),
   cwd = process.cwd(),
   uid = process.getuid?.() ?? -1,
+  registry: DriverRegistry = DRIVERS,
 ): EngineConfig {
-  const parsed = parseEnv(ZEngineEnv, env, "workspace engine");
+  const parsed = parseEnv(engineEnvOf(registry), env, "workspace engine");
   const basedir = path.resolve(cwd, parsed.BERTH_WORKSPACE_BASEDIR);
-  const backends = enabledDrivers(parsed.BERTH_WORKSPACE_BACKEND, parsed.BERTH_WORKSPACE_BACKENDS);
+  const backends = enabledDrivers(parsed.BERTH_WORKSPACE_BACKEND, parsed.BERTH_WORKSPACE_BACKENDS, registry);
   const context = { basedir, cwd, uid };
   const drivers: Partial<Record<DriverName, unknown>> = {};
-  for (const name of backends) drivers[name] = driverConfig(name, env, context);
+  for (const name of backends) drivers[name] = driverConfig(name, env, context, registry);
   return {
     backend: parsed.BERTH_WORKSPACE_BACKEND,
     backends,
@@ -119,7 +129,11 @@ export function loadEngineConfig(
 }
 
 /** The default first; two drivers of one kind would share (and fight over) the same machines. */
-function enabledDrivers(defaultName: DriverName, listed: readonly DriverName[] | undefined): DriverName[] {
+function enabledDrivers(
+  defaultName: DriverName,
+  listed: readonly DriverName[] | undefined,
+  registry: DriverRegistry,
+): DriverName[] {
   const names = [...new Set([defaultName, ...(listed ?? [])])];
   if (listed && !listed.includes(defaultName)) {
     throw misconfigured(
@@ -129,21 +143,26 @@ function enabledDrivers(defaultName: DriverName, listed: readonly DriverName[] |
   }
   const kinds = new Map<string, DriverName>();
   for (const name of names) {
-    const other = kinds.get(driverDefinition(name).kind);
+    const other = kinds.get(driverDefinition(name, registry).kind);
     if (other) {
       throw misconfigured(
         `BERTH_WORKSPACE_BACKENDS enables both ${other} and ${name}, which run the same host folders: choose one`,
         ["BERTH_WORKSPACE_BACKENDS"],
       );
     }
-    kinds.set(driverDefinition(name).kind, name);
+    kinds.set(driverDefinition(name, registry).kind, name);
   }
   return names;
 }
 
 /** One driver's config from its own variables, validated by its own schema. */
-export function driverConfig(name: DriverName, env: RawEnv, context: DriverContext): unknown {
-  const definition = driverDefinition(name);
+export function driverConfig(
+  name: DriverName,
+  env: RawEnv,
+  context: DriverContext,
+  registry: DriverRegistry = DRIVERS,
+): unknown {
+  const definition = driverDefinition(name, registry);
   const result = definition.configSchema.safeParse(definition.configFromEnv(env, context));
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => `  - ${issue.path.join(".")}: ${issue.message}`);

@@ -198,3 +198,8 @@ export type DriverDefinition<Config = unknown> = {
   configFromEnv(env: Readonly<Record<string, string | undefined>>, context: DriverContext): unknown;
   create(config: Config, context: DriverContext): WorkspaceDriver;
 };
+
+/** Any driver definition, whatever its config type: what a registry holds. */
+export type AnyDriverDefinition = Omit<DriverDefinition, "create"> & {
+  create(config: never, context: DriverContext): WorkspaceDriver;
+};

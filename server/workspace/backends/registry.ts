@@ -1,4 +1,4 @@
-import type { DriverDefinition } from "@/server/workspace/backend/driver";
+import type { AnyDriverDefinition, DriverDefinition } from "@/server/workspace/backend/driver";
 import { bubblewrapDriver } from "./bubblewrap/driver";
 import { dockerDriver } from "./docker/driver";
 import { e2bDriver } from "./e2b/driver";
@@ -14,19 +14,29 @@ export const DRIVERS = {
   "host-unconfined": hostUnconfinedDriver,
   docker: dockerDriver,
   e2b: e2bDriver,
-} as const satisfies Record<string, Pick<DriverDefinition, "name" | "kind" | "summary">>;
+} as const satisfies Record<string, AnyDriverDefinition>;
 
-export type DriverName = keyof typeof DRIVERS;
+/**
+ * A set of driver definitions by name. The engine config and the driver set take one (default: DRIVERS),
+ * so a test can prove that a backend plugs in through a registry entry alone.
+ */
+export type DriverRegistry = Readonly<Record<string, AnyDriverDefinition>>;
 
-export const DRIVER_NAMES = Object.keys(DRIVERS) as [DriverName, ...DriverName[]];
+/** A configured name: one of the registry's keys (the engine config checks it). */
+export type DriverName = string;
 
-/** The definition of a configured name (the engine config validated it against DRIVER_NAMES). */
-export function driverDefinition(name: DriverName): DriverDefinition<unknown> {
+/** The definition of a configured name (the engine config validated it against the registry). */
+export function driverDefinition(
+  name: DriverName,
+  registry: DriverRegistry = DRIVERS,
+): DriverDefinition<unknown> {
+  const definition = registry[name];
+  if (!definition) throw new Error(`no workspace driver named ${name}`);
   // Each definition is typed by its own config; callers pass it only what its own schema produced.
-  return DRIVERS[name];
+  return definition;
 }
 
 /** What an operator reads about a driver (its definition's one line); "" for a driver not registered here. */
-export function driverSummary(name: string): string {
-  return name in DRIVERS ? DRIVERS[name as DriverName].summary : "";
+export function driverSummary(name: string, registry: DriverRegistry = DRIVERS): string {
+  return registry[name]?.summary ?? "";
 }
