@@ -10,6 +10,7 @@
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { getDb } from "@/server/db";
 import { getAgentByName } from "@/server/modules/agent/agent.data";
 import { getTenantPolicy } from "@/server/modules/tenant/tenant-policy.data";
 import type { RunningBerth } from "./support/berth-server";
@@ -202,7 +203,20 @@ describe.skipIf(!HAS_CHROMIUM)("library, agent defaults and settings, end to end
     });
     await shot(page, "settings-saved");
 
-    // The agent form names the tenant's default now.
+    // The tenant's default backend, among what the installation runs (here: local only), and back.
+    const backendCard = page.getByTestId("settings-backend");
+    await backendCard.getByLabel("Tenant default backend").selectOption("local");
+    await toast("Default backend saved.");
+    expect((await getDb().tenant.findUnique({ where: { id: tenant.scope.tenantId } }))?.defaultBackend).toBe(
+      "local",
+    );
+    await backendCard.getByLabel("Tenant default backend").selectOption("");
+    await toast("Default backend saved.");
+    expect(
+      (await getDb().tenant.findUnique({ where: { id: tenant.scope.tenantId } }))?.defaultBackend,
+    ).toBeNull();
+
+    // The agent form names the tenant's default now, and offers the installation's backends.
     await nav("Agents");
     await page.waitForURL(/\/agents$/);
     const isolation = page.getByRole("form", { name: "Create agent" }).getByLabel("Isolation");
@@ -211,6 +225,11 @@ describe.skipIf(!HAS_CHROMIUM)("library, agent defaults and settings, end to end
         "Tenant default (one workspace per session)",
       ),
     );
+    const backend = page.getByRole("form", { name: "Create agent" }).getByLabel("Backend");
+    expect(await backend.locator("option").allTextContents()).toEqual([
+      "Tenant default (local)",
+      expect.stringMatching(/^local — host folders; every command and MCP server confined by bubblewrap/),
+    ]);
     expect(pageErrors).toEqual([]);
   });
 });

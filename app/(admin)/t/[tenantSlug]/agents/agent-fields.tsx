@@ -34,6 +34,8 @@ export function AgentFields({
   const trpc = useTRPC();
   const policy = useQuery(trpc.tenant.policy.queryOptions({ tenantSlug }));
   const tenantDefault = policy.data?.effective.isolationPolicy;
+  const backends = useQuery(trpc.workspace.backends.queryOptions({ tenantSlug }));
+  const defaultBackend = backends.data?.tenantDefault ?? backends.data?.installationDefault;
   const config = agent?.modelConfig;
   return (
     <>
@@ -100,7 +102,20 @@ export function AgentFields({
           defaultValue={config?.maxOutputTokens ?? ""}
         />
       </Field>
-      <Field label="Isolation" hint={ISOLATION_HELP} className={agent ? "sm:col-span-2" : undefined}>
+      <Field
+        label="Backend"
+        hint="Where this agent's NEW workspaces run (existing ones stay where they are), among the backends this installation runs."
+      >
+        <Select name="backend" defaultValue={agent?.backend ?? ""}>
+          <option value="">Tenant default{defaultBackend ? ` (${defaultBackend})` : ""}</option>
+          {(backends.data?.available ?? []).map((option) => (
+            <option key={option.kind} value={option.kind}>
+              {option.kind} — {option.summary}
+            </option>
+          ))}
+        </Select>
+      </Field>
+      <Field label="Isolation" hint={ISOLATION_HELP}>
         <Select name="isolationPolicy" defaultValue={agent?.isolationPolicy ?? ""}>
           <option value="">Tenant default{tenantDefault ? ` (${isolationLabel(tenantDefault)})` : ""}</option>
           {ISOLATION_POLICIES.map((value) => (

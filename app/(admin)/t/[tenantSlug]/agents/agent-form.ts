@@ -3,7 +3,9 @@ import type {
   TAgentCreateRequest,
   TAgentUpdateRequest,
 } from "@/server/modules/agent/agent.schema";
-import type { IsolationPolicy } from "@/server/modules/agent/agent.types";
+import { type IsolationPolicy, ZBackendKind } from "@/server/modules/agent/agent.types";
+
+type BackendKind = (typeof ZBackendKind.options)[number];
 import type { TMcpDeclaration } from "@/server/workspace/mcp/types";
 import type { SeedSkill } from "@/server/workspace/skills/agent-seed";
 import { formText, parseIsolation } from "./agent-ui";
@@ -33,6 +35,8 @@ export type AgentFieldValues = {
   temperature: number | null;
   maxOutputTokens: number | null;
   isolationPolicy: IsolationPolicy | null;
+  /** The backend of the agent's new workspaces; null: the tenant's default. */
+  backend: BackendKind | null;
 };
 
 /** "" → null (no setting); anything else as a number (the server validates the range). */
@@ -50,6 +54,7 @@ export function readAgentFields(form: FormData): AgentFieldValues {
     temperature: optionalNumber(formText(form, "temperature")),
     maxOutputTokens: optionalNumber(formText(form, "maxOutputTokens")),
     isolationPolicy: parseIsolation(form.get("isolationPolicy")),
+    backend: parseBackend(form.get("backend")),
   };
 }
 
@@ -73,7 +78,14 @@ export function createRequestOf(
     defaultMcpConfigs: defaults.mcps,
     defaultSkills: defaults.skills,
     isolationPolicy: values.isolationPolicy,
+    ...(values.backend ? { backend: values.backend } : {}),
   };
+}
+
+/** "" (the tenant's default) → null; a kind the server does not run is refused there with its reason. */
+function parseBackend(value: FormDataEntryValue | null): BackendKind | null {
+  const parsed = ZBackendKind.safeParse(value);
+  return parsed.success ? parsed.data : null;
 }
 
 /** JSON with object keys sorted: stored defaults come back from Postgres (jsonb) with their keys reordered. */
@@ -109,6 +121,7 @@ export function settingsPatchOf(
     modelConfig.maxOutputTokens = values.maxOutputTokens;
   if (Object.keys(modelConfig).length > 0) patch.modelConfig = modelConfig;
   if (values.isolationPolicy !== agent.isolationPolicy) patch.isolationPolicy = values.isolationPolicy;
+  if (values.backend !== agent.backend) patch.backend = values.backend;
   // The lists go whole, and only when they changed (a stdio default is checked against the tenant's policy).
   if (!sameContent(defaults.mcps, agent.defaultMcpConfigs)) patch.defaultMcpConfigs = defaults.mcps;
   if (!sameContent(defaults.skills, agent.defaultSkills)) patch.defaultSkills = defaults.skills;

@@ -4,7 +4,6 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent } from "react";
 import { toast } from "sonner";
 import { Alert } from "@/app/_components/ui/alert";
-import { Badge } from "@/app/_components/ui/badge";
 import { Button } from "@/app/_components/ui/button";
 import { Card, CardContent, CardDescription, CardHeader, CardTitle } from "@/app/_components/ui/card";
 import { Field } from "@/app/_components/ui/field";
@@ -22,6 +21,7 @@ import {
   ServerErrors,
 } from "../agents/agent-ui";
 import { useTenantRole } from "../_components/tenant-role";
+import { BackendCard } from "./backend-card";
 
 const MINUTE_MS = 60_000;
 const STDIO_ROLES = ["owner", "admin", "member"] as const;
@@ -50,8 +50,8 @@ function policyPatch(policy: TenantPolicyView, form: FormData) {
 /**
  * The tenant's defaults, one policy object (`tenant.policy`): the isolation policy of agents that name none,
  * how long its workspaces may sit idle (at most what the installation allows), and who may declare stdio
- * MCP servers. Owners change them; everyone else reads them. The Backend card shows the installation's
- * workspace backend.
+ * MCP servers. Owners change them; everyone else reads them. The Backend card lists the installation's
+ * backends and the tenant's default among them.
  */
 export function SettingsView({ tenantSlug }: { tenantSlug: string }) {
   const trpc = useTRPC();
@@ -59,7 +59,6 @@ export function SettingsView({ tenantSlug }: { tenantSlug: string }) {
   const { can } = useTenantRole(tenantSlug);
   const canManage = can("tenant:manage", false);
   const policy = useQuery(trpc.tenant.policy.queryOptions({ tenantSlug }));
-  const backend = useQuery(trpc.workspace.backend.queryOptions({ tenantSlug }));
   const save = useMutation(
     trpc.tenant.setPolicy.mutationOptions({
       onSuccess: async (next) => {
@@ -181,36 +180,7 @@ export function SettingsView({ tenantSlug }: { tenantSlug: string }) {
           </CardContent>
         </Card>
 
-        {/* BACKEND (issue 12): read-only here; the integrator adds the tenant's backend choice to this card. */}
-        <Card aria-labelledby="backend-heading" data-testid="settings-backend">
-          <CardHeader>
-            <div>
-              <CardTitle id="backend-heading">Backend</CardTitle>
-              <CardDescription>
-                Where workspaces run: set by the operator (BERTH_WORKSPACE_BACKEND).
-              </CardDescription>
-            </div>
-          </CardHeader>
-          <CardContent className="grid gap-2 text-sm">
-            {backend.data ? (
-              <>
-                <div className="flex flex-wrap items-center gap-2">
-                  <span className="font-mono">{backend.data.backend}</span>
-                  <Badge tone={backend.data.isolated ? "success" : "warning"}>
-                    {backend.data.isolated ? "isolated" : "not isolated: trusted agents only"}
-                  </Badge>
-                </div>
-                {backend.data.sandbox && (
-                  <p className="text-muted-foreground text-xs">Sandbox: {backend.data.sandbox}</p>
-                )}
-              </>
-            ) : backend.error ? (
-              <Alert>{backend.error.message}</Alert>
-            ) : (
-              <Skeleton className="h-6 w-32" />
-            )}
-          </CardContent>
-        </Card>
+        <BackendCard tenantSlug={tenantSlug} canManage={canManage} />
       </div>
     </div>
   );
