@@ -205,16 +205,13 @@ describe.skipIf(!HAS_CHROMIUM)("library, agent defaults and settings, end to end
 
     // The tenant's default backend, among what the installation runs (here: local only), and back.
     const backendCard = page.getByTestId("settings-backend");
+    const storedDefault = async () =>
+      (await getDb().tenant.findUnique({ where: { id: tenant.scope.tenantId } }))?.defaultBackend;
     await backendCard.getByLabel("Tenant default backend").selectOption("local");
+    await vi.waitFor(async () => expect(await storedDefault()).toBe("local"));
     await toast("Default backend saved.");
-    expect((await getDb().tenant.findUnique({ where: { id: tenant.scope.tenantId } }))?.defaultBackend).toBe(
-      "local",
-    );
     await backendCard.getByLabel("Tenant default backend").selectOption("");
-    await toast("Default backend saved.");
-    expect(
-      (await getDb().tenant.findUnique({ where: { id: tenant.scope.tenantId } }))?.defaultBackend,
-    ).toBeNull();
+    await vi.waitFor(async () => expect(await storedDefault()).toBeNull());
 
     // The agent form names the tenant's default now, and offers the installation's backends.
     await nav("Agents");

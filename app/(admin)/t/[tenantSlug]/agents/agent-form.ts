@@ -3,9 +3,11 @@ import type {
   TAgentCreateRequest,
   TAgentUpdateRequest,
 } from "@/server/modules/agent/agent.schema";
-import { type IsolationPolicy, ZBackendKind } from "@/server/modules/agent/agent.types";
+import type { AgentDTO, IsolationPolicy } from "@/server/modules/agent/agent.types";
 
-type BackendKind = (typeof ZBackendKind.options)[number];
+// Types only: this file is in the browser bundle, and agent.types pulls in server code.
+type BackendKind = NonNullable<AgentDTO["backend"]>;
+const BACKEND_KINDS: readonly BackendKind[] = ["local", "docker", "e2b", "kubernetes"];
 import type { TMcpDeclaration } from "@/server/workspace/mcp/types";
 import type { SeedSkill } from "@/server/workspace/skills/agent-seed";
 import { formText, parseIsolation } from "./agent-ui";
@@ -84,8 +86,7 @@ export function createRequestOf(
 
 /** "" (the tenant's default) → null; a kind the server does not run is refused there with its reason. */
 function parseBackend(value: FormDataEntryValue | null): BackendKind | null {
-  const parsed = ZBackendKind.safeParse(value);
-  return parsed.success ? parsed.data : null;
+  return BACKEND_KINDS.find((kind) => kind === value) ?? null;
 }
 
 /** JSON with object keys sorted: stored defaults come back from Postgres (jsonb) with their keys reordered. */

@@ -9,7 +9,6 @@ import { Field } from "@/app/_components/ui/field";
 import { Select } from "@/app/_components/ui/select";
 import { Skeleton } from "@/app/_components/ui/skeleton";
 import { useTRPC } from "@/app/_trpc/client";
-import { ZBackendKind } from "@/server/modules/agent/agent.types";
 
 /**
  * The backends this installation runs (the operator's BERTH_WORKSPACE_BACKENDS), what each confines, and
@@ -73,8 +72,9 @@ export function BackendCard({ tenantSlug, canManage }: { tenantSlug: string; can
                 disabled={!canManage || save.isPending}
                 value={backends.data.tenantDefault ?? ""}
                 onChange={(event) => {
-                  const parsed = ZBackendKind.safeParse(event.currentTarget.value);
-                  save.mutate({ tenantSlug, defaultBackend: parsed.success ? parsed.data : null });
+                  const value = event.currentTarget.value;
+                  const chosen = backends.data.available.find((option) => option.kind === value);
+                  save.mutate({ tenantSlug, defaultBackend: chosen?.kind ?? null });
                 }}
               >
                 <option value="">Installation default ({backends.data.installationDefault})</option>
