@@ -4,9 +4,9 @@ import { defineConfig } from "vitest/config";
 
 const alias = { "@": path.resolve(import.meta.dirname) };
 
-// Three projects: `unit` (no services), `integration` (real Postgres + Redis, started by the global
-// setup when DATABASE_URL / REDIS_URL are absent) and `docker` (a real Docker engine; fails in CI
-// when none is reachable, skips with a printed reason elsewhere).
+// Projects: `unit` (no services), `integration` (real Postgres + Redis, started by the global setup when
+// DATABASE_URL / REDIS_URL are absent), `docker` and `kubernetes` (a real Docker engine; fail in CI when
+// none is reachable, skip with a printed reason elsewhere) and `e2e`.
 export default defineConfig({
   resolve: { alias },
   test: {
@@ -31,6 +31,18 @@ export default defineConfig({
         test: {
           name: "docker",
           include: ["test/docker/**/*.test.ts"],
+          testTimeout: 180_000,
+          hookTimeout: 600_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        // Kubernetes driver against the loopback API server emulator (test/fixtures/kube-apiserver), whose
+        // Pods are Docker containers: same engine and image requirements (and CI failure) as `docker`.
+        resolve: { alias },
+        test: {
+          name: "kubernetes",
+          include: ["test/kubernetes/**/*.test.ts"],
           testTimeout: 180_000,
           hookTimeout: 600_000,
           fileParallelism: false,
