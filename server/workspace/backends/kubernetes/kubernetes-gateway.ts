@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type * as k8s from "@kubernetes/client-node";
 import { z } from "zod";
 import { AppError, isAppError } from "@/server/shared/errors";
-import { GatewayClient, waitForGatewayHealthy } from "@/server/workspace/gateway/client/gateway-client";
+import { GatewayClient } from "@/server/workspace/gateway/client/gateway-client";
 import { GatewayConnector } from "@/server/workspace/gateway/client/gateway-connector";
 import { HttpGatewayTransport } from "@/server/workspace/gateway/client/gateway-transport";
 import type { GatewayBundle } from "@/server/workspace/gateway/bundle-gateway";
@@ -78,8 +78,12 @@ function clientOf(tunnel: ExecTunnel, config: KubernetesDriverConfig, credential
   };
 }
 
-/** The credentials of the gateway running in THIS Pod (a Secret of an earlier Pod of the name does not count). */
-async function readCredentials(kube: KubeClient, name: string, podUid: string): Promise<Credentials | null> {
+/** The stored credentials (null unless they are this Pod's) and the Secret's version, for compare-and-swap. */
+async function readCredentials(
+  kube: KubeClient,
+  name: string,
+  podUid: string,
+): Promise<{ credentials: Credentials | null; resourceVersion: string | null }> {
   const secret = await kube.readOrNull("read the gateway credentials", () =>
     kube.core.readNamespacedSecret({ namespace: kube.namespace, name }),
   );
@@ -90,16 +94,24 @@ async function readCredentials(kube: KubeClient, name: string, podUid: string): 
     ]),
   );
   const parsed = ZCredentials.safeParse(decoded);
-  return parsed.success && parsed.data.podUid === podUid ? parsed.data : null;
+  return {
+    credentials: parsed.success && parsed.data.podUid === podUid ? parsed.data : null,
+    resourceVersion: secret?.metadata?.resourceVersion ?? null,
+  };
 }
 
-/** Stores the credentials as a Secret owned by the Pod (garbage-collected with it), replacing older ones. */
-async function writeCredentials(
+/**
+ * Claims the right to start the gateway by writing its credentials with compare-and-swap: create when there
+ * was no Secret, else replace at the version read. Of processes starting at once exactly one wins; the
+ * others get a 409 and follow the winner. The Secret is owned by the Pod (garbage-collected with it).
+ */
+async function claimCredentials(
   kube: KubeClient,
   owner: WorkspaceOwner,
   pod: k8s.V1Pod,
   credentials: Credentials,
-) {
+  readVersion: string | null,
+): Promise<boolean> {
   const name = gatewaySecretName(owner);
   const body: k8s.V1Secret = {
     apiVersion: "v1",
@@ -111,42 +123,100 @@ async function writeCredentials(
       ownerReferences: [
         { apiVersion: "v1", kind: "Pod", name: pod.metadata!.name!, uid: pod.metadata!.uid! },
       ],
+      ...(readVersion ? { resourceVersion: readVersion } : {}),
     },
     data: Object.fromEntries(
       Object.entries(credentials).map(([key, value]) => [key, Buffer.from(value).toString("base64")]),
     ),
   };
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const existing = await kube.readOrNull("read the gateway credentials", () =>
-      kube.core.readNamespacedSecret({ namespace: kube.namespace, name }),
+  try {
+    await kube.call("store the gateway credentials", () =>
+      readVersion
+        ? kube.core.replaceNamespacedSecret({ namespace: kube.namespace, name, body })
+        : kube.core.createNamespacedSecret({ namespace: kube.namespace, body }),
     );
-    try {
-      if (!existing) {
-        await kube.call("store the gateway credentials", () =>
-          kube.core.createNamespacedSecret({ namespace: kube.namespace, body }),
-        );
-      } else {
-        const replacement = {
-          ...body,
-          metadata: { ...body.metadata, resourceVersion: existing.metadata?.resourceVersion },
-        };
-        await kube.call("store the gateway credentials", () =>
-          kube.core.replaceNamespacedSecret({ namespace: kube.namespace, name, body: replacement }),
-        );
-      }
-      return;
-    } catch (error) {
-      if (!(isAppError(error) && error.code === "CONFLICT")) throw error;
+    return true;
+  } catch (error) {
+    // 409 (Conflict or AlreadyExists): another process claimed it first. 404: it was deleted meanwhile.
+    if (isAppError(error) && (error.code === "CONFLICT" || error.code === "NOT_FOUND")) return false;
+    throw error;
+  }
+}
+
+/** Stops an earlier instance, installs the bundle when it is not the current one, and starts the gateway. */
+async function launchGateway(
+  executor: PodExecutor,
+  config: KubernetesDriverConfig,
+  credentials: Credentials,
+  bundle: () => Promise<GatewayBundle>,
+): Promise<void> {
+  const code = await bundle();
+  const prepared = await executor.run(["/bin/sh", "-c", PREPARE, "prepare", code.sha256]);
+  if (prepared.exitCode !== 0) {
+    throw new AppError("INTERNAL", `could not prepare the gateway container: ${prepared.stderr.trim()}`);
+  }
+  if (prepared.stdout.trim() !== "current") {
+    const installed = await executor.run(["/bin/sh", "-c", INSTALL, POD.gatewayBundle], code.code);
+    if (installed.exitCode !== 0) {
+      throw new AppError("INTERNAL", `could not install the gateway bundle: ${installed.stderr.trim()}`);
     }
   }
-  throw new AppError("UNAVAILABLE", `could not store the gateway credentials ${name}`);
+  const launched = await executor.run(
+    ["/bin/sh", "-c", LAUNCH, "launch", credentials.nonce, String(config.gateway.callTimeoutMs)],
+    `${credentials.token}\n`,
+  );
+  if (launched.exitCode !== 0)
+    throw new AppError("INTERNAL", `could not start the gateway: ${launched.stderr.trim()}`);
+}
+
+/**
+ * Waits until the gateway started with `mine` answers, or until another process' gateway took over: two
+ * processes restarting a dead gateway at once each stop the other's, and the Secret says who came last, so
+ * following it makes them converge on one instance instead of both timing out.
+ */
+async function waitForAnyHealthy(
+  kube: KubeClient,
+  config: KubernetesDriverConfig,
+  tunnel: ExecTunnel,
+  owner: WorkspaceOwner,
+  mine: Credentials,
+  executor: PodExecutor,
+): Promise<PodGateway> {
+  const deadline = Date.now() + config.gateway.startTimeoutMs;
+  let current = mine;
+  let checkedSecretAt = Date.now();
+  for (let delay = 10; ; delay = Math.min(delay * 2, 250)) {
+    const gateway = clientOf(tunnel, config, current);
+    const remaining = deadline - Date.now();
+    if (await gateway.client.healthOf(current.nonce, Math.max(100, Math.min(2_000, remaining))))
+      return gateway;
+    if (Date.now() - checkedSecretAt > 500) {
+      checkedSecretAt = Date.now();
+      const { credentials: stored } = await readCredentials(kube, gatewaySecretName(owner), mine.podUid);
+      if (stored && stored.nonce !== current.nonce) current = stored;
+    }
+    if (Date.now() + delay > deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, delay));
+  }
+  const log = await executor.run(["tail", "-c", "4000", POD.gatewayLog]).then(
+    (result) => result.stdout,
+    () => "",
+  );
+  throw new AppError(
+    "UNAVAILABLE",
+    `the MCP gateway did not become healthy within ${config.gateway.startTimeoutMs} ms`,
+    {
+      userMessage: "The workspace's MCP gateway failed to start",
+      details: log ? { gatewayLogTail: log } : undefined,
+    },
+  );
 }
 
 /**
  * The Pod's MCP gateway, reached through an exec tunnel: the running instance when its credentials (the
  * Secret) belong to this Pod and it answers with their nonce (every other attached process keeps working),
- * else a fresh instance with a new token: the bundle installed if needed, launched, its credentials stored,
- * and healthy before this resolves.
+ * else a fresh instance with a new token, started by whichever process wins the credentials' compare-and-
+ * swap, and healthy before this resolves.
  */
 export async function attachGateway(
   kube: KubeClient,
@@ -165,43 +235,32 @@ export async function attachGateway(
     config.tunnelDir,
   );
   try {
-    const existing = await readCredentials(kube, gatewaySecretName(owner), podUid);
-    if (existing) {
-      const attached = clientOf(tunnel, config, existing);
-      if (await attached.client.healthOf(existing.nonce, 5_000)) return attached;
-    }
-    onStarting?.();
-    const credentials = {
-      token: randomBytes(32).toString("base64url"),
-      nonce: randomBytes(16).toString("hex"),
-      podUid,
-    };
     const executor = new PodExecutor(kube, gatewayTarget(kube, podName));
-    const code = await bundle();
-    const prepared = await executor.run(["/bin/sh", "-c", PREPARE, "prepare", code.sha256]);
-    if (prepared.exitCode !== 0) {
-      throw new AppError("INTERNAL", `could not prepare the gateway container: ${prepared.stderr.trim()}`);
-    }
-    if (prepared.stdout.trim() !== "current") {
-      const installed = await executor.run(["/bin/sh", "-c", INSTALL, POD.gatewayBundle], code.code);
-      if (installed.exitCode !== 0) {
-        throw new AppError("INTERNAL", `could not install the gateway bundle: ${installed.stderr.trim()}`);
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const stored = await readCredentials(kube, gatewaySecretName(owner), podUid);
+      if (stored.credentials) {
+        const attached = clientOf(tunnel, config, stored.credentials);
+        if (await attached.client.healthOf(stored.credentials.nonce, 5_000)) return attached;
       }
+      onStarting?.();
+      const credentials = {
+        token: randomBytes(32).toString("base64url"),
+        nonce: randomBytes(16).toString("hex"),
+        podUid,
+      };
+      if (!(await claimCredentials(kube, owner, pod, credentials, stored.resourceVersion))) {
+        // Another process is starting it: follow the credentials it stored (or retry if it left none).
+        const winner = (await readCredentials(kube, gatewaySecretName(owner), podUid)).credentials;
+        if (winner) return await waitForAnyHealthy(kube, config, tunnel, owner, winner, executor);
+        continue;
+      }
+      await launchGateway(executor, config, credentials, bundle);
+      return await waitForAnyHealthy(kube, config, tunnel, owner, credentials, executor);
     }
-    // Stored before the launch so a concurrent attacher never finds a healthy gateway without its token.
-    await writeCredentials(kube, owner, pod, credentials);
-    const launched = await executor.run(
-      ["/bin/sh", "-c", LAUNCH, "launch", credentials.nonce, String(config.gateway.callTimeoutMs)],
-      `${credentials.token}\n`,
+    throw new AppError(
+      "UNAVAILABLE",
+      `could not start the MCP gateway of ${podName}: its credentials kept changing`,
     );
-    if (launched.exitCode !== 0)
-      throw new AppError("INTERNAL", `could not start the gateway: ${launched.stderr.trim()}`);
-    const gateway = clientOf(tunnel, config, credentials);
-    await waitForGatewayHealthy(gateway.client, credentials.nonce, {
-      timeoutMs: config.gateway.startTimeoutMs,
-      diagnostics: async () => (await executor.run(["tail", "-c", "4000", POD.gatewayLog])).stdout,
-    });
-    return gateway;
   } catch (error) {
     await tunnel.close();
     throw error;

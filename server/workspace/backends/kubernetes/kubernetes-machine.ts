@@ -18,6 +18,7 @@ import {
   LABELS,
   MANAGED_SELECTOR,
   podName,
+  specHash,
 } from "./kubernetes-names";
 import { deleteClaimAndWait, deletePodAndWait, ensureClaim, ensureRunningPod } from "./pod-lifecycle";
 import { denyEgressPolicy, tenantEgressPolicy, type WorkspaceOwner } from "./workspace-manifests";
@@ -188,35 +189,50 @@ export class KubernetesMachineController implements MachineController {
     if (rules && rules.length > 0) await this.ensurePolicy(tenantEgressPolicy(tenantId, rules));
   }
 
-  private async ensurePolicy(body: k8s.V1NetworkPolicy) {
+  /**
+   * Create-or-update by a hash annotation of the spec we want (the server's copy of a spec carries
+   * defaults, so comparing specs would always differ); concurrent writers conflict, re-read and settle.
+   */
+  private async ensurePolicy(policy: k8s.V1NetworkPolicy) {
     const { kube } = this.context;
-    const name = body.metadata!.name!;
-    const wanted = JSON.stringify(body.spec);
-    if (this.policiesInPlace.get(name) === wanted) return;
+    const name = policy.metadata!.name!;
+    const hash = specHash(policy.spec);
+    if (this.policiesInPlace.get(name) === hash) return;
     const namespace = kube.namespace;
-    const existing = await kube.readOrNull("read a NetworkPolicy", () =>
-      kube.networking.readNamespacedNetworkPolicy({ namespace, name }),
-    );
-    if (!existing) {
-      await kube
-        .call("create the workspaces' NetworkPolicy", () =>
-          kube.networking.createNamespacedNetworkPolicy({ namespace, body }),
-        )
-        .catch((error: unknown) => {
-          if (!(isAppError(error) && error.code === "CONFLICT")) throw error;
-        });
-    } else if (JSON.stringify(existing.spec) !== wanted) {
-      await kube.call("update the workspaces' NetworkPolicy", () =>
-        kube.networking.replaceNamespacedNetworkPolicy({
-          namespace,
-          name,
-          body: {
-            ...body,
-            metadata: { ...body.metadata, resourceVersion: existing.metadata?.resourceVersion },
-          },
-        }),
+    const body = {
+      ...policy,
+      metadata: {
+        ...policy.metadata,
+        annotations: { ...policy.metadata?.annotations, [ANNOTATIONS.specHash]: hash },
+      },
+    };
+    for (let attempt = 0; ; attempt++) {
+      const existing = await kube.readOrNull("read a NetworkPolicy", () =>
+        kube.networking.readNamespacedNetworkPolicy({ namespace, name }),
       );
+      if (existing?.metadata?.annotations?.[ANNOTATIONS.specHash] === hash) break;
+      try {
+        if (!existing) {
+          await kube.call("create the workspaces' NetworkPolicy", () =>
+            kube.networking.createNamespacedNetworkPolicy({ namespace, body }),
+          );
+        } else {
+          await kube.call("update the workspaces' NetworkPolicy", () =>
+            kube.networking.replaceNamespacedNetworkPolicy({
+              namespace,
+              name,
+              body: {
+                ...body,
+                metadata: { ...body.metadata, resourceVersion: existing.metadata?.resourceVersion },
+              },
+            }),
+          );
+        }
+        break;
+      } catch (error) {
+        if (!(isAppError(error) && error.code === "CONFLICT") || attempt >= 3) throw error;
+      }
     }
-    this.policiesInPlace.set(name, wanted);
+    this.policiesInPlace.set(name, hash);
   }
 }
