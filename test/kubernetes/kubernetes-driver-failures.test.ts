@@ -34,6 +34,19 @@ describeKube("Kubernetes driver: Pods that fail, vanish or never start", () => {
   let bed: DriverTestbed;
   let driver: WorkspaceDriver;
 
+  /** Runs a command in a Pod's gateway container with client-node's own Exec (stdout only). */
+  const gatewayExec = async (pod: string, command: string[]) => {
+    const out = new PassThrough();
+    const chunks: Buffer[] = [];
+    out.on("data", (chunk: Buffer) => chunks.push(chunk));
+    await new Promise<void>((resolve, reject) => {
+      new k8s.Exec(bed.kc)
+        .exec(bed.namespace, pod, "gateway", command, out, null, null, false, () => resolve())
+        .catch(reject);
+    });
+    return Buffer.concat(chunks).toString("utf8");
+  };
+
   beforeAll(async () => {
     bed = await createDriverTestbed({ runtimeClasses: [{ name: "sandboxed", handler: "runc" }] });
     driver = bed.newDriver();
@@ -139,23 +152,34 @@ describeKube("Kubernetes driver: Pods that fail, vanish or never start", () => {
     });
   });
 
-  it("converges when several processes provision the same workspace at once: one Pod, one claim", async () => {
+  it("converges when several processes provision the same workspace at once: one Pod, one claim, one gateway", async () => {
     const spec = bed.specFor();
-    const processes = [bed.newDriver(), bed.newDriver(), bed.newDriver()];
+    const processes = [bed.newDriver(), bed.newDriver(), bed.newDriver(), bed.newDriver()];
     const handles = await Promise.all(processes.map((process) => process.machine.provision(spec)));
     expect(new Set(handles.map((handle) => handle.podUid)).size).toBe(1);
-    const pods = await bed.core.listNamespacedPod({
-      namespace: bed.namespace,
-      labelSelector: `berth.dev/workspace=${spec.workspaceId}`,
-    });
+    const selector = `berth.dev/workspace=${spec.workspaceId}`;
+    const pods = await bed.core.listNamespacedPod({ namespace: bed.namespace, labelSelector: selector });
     const claims = await bed.core.listNamespacedPersistentVolumeClaim({
       namespace: bed.namespace,
-      labelSelector: `berth.dev/workspace=${spec.workspaceId}`,
+      labelSelector: selector,
     });
     expect([pods.items.length, claims.items.length]).toEqual([1, 1]);
+    const gateways = async () => {
+      const ps = await gatewayExec(handles[0]!.pod as string, ["ps", "-eo", "args"]);
+      return ps.split("\n").filter((line) => line.startsWith("node /run/berth/berth-gateway.cjs")).length;
+    };
+    expect(await gateways()).toBe(1);
+
+    // The gateway dies; every process attaches at once and restarts it: they settle on one instance.
+    await gatewayExec(handles[0]!.pod as string, ["sh", "-c", "kill -9 $(cat /run/berth/gateway.pid)"]);
     const attached = await Promise.all(processes.map((process) => process.provider.provision(spec)));
+    const connectors = await Promise.all(
+      attached.map((backend, index) => processes[index]!.provider.createMcpConnector!(backend, spec)),
+    );
+    expect(connectors).toHaveLength(4);
+    expect(await gateways()).toBe(1);
     const results = await Promise.all(attached.map((backend) => backend.exec(["echo", "ok"])));
-    expect(results.map((result) => result.stdout.toString())).toEqual(["ok\n", "ok\n", "ok\n"]);
+    expect(results.map((result) => result.stdout.toString())).toEqual(["ok\n", "ok\n", "ok\n", "ok\n"]);
     await Promise.all(attached.map((backend) => backend.close()));
   });
 

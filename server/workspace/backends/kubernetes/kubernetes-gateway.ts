@@ -55,10 +55,16 @@ const LAUNCH = [
   "exit 0",
 ].join("\n");
 
+/**
+ * `claimedAt` (ms since the epoch): a gateway claimed less than a start timeout ago and not yet `started`
+ * is being started by someone, not dead. `started`: it answered once; if it no longer does, it died.
+ */
 const ZCredentials = z.object({
   token: z.string().min(16),
   nonce: z.string().min(1),
   podUid: z.string().min(1),
+  claimedAt: z.coerce.number(),
+  started: z.enum(["yes", "no"]).default("no"),
 });
 type Credentials = z.infer<typeof ZCredentials>;
 
@@ -126,7 +132,7 @@ async function claimCredentials(
       ...(readVersion ? { resourceVersion: readVersion } : {}),
     },
     data: Object.fromEntries(
-      Object.entries(credentials).map(([key, value]) => [key, Buffer.from(value).toString("base64")]),
+      Object.entries(credentials).map(([key, value]) => [key, Buffer.from(String(value)).toString("base64")]),
     ),
   };
   try {
@@ -141,6 +147,18 @@ async function claimCredentials(
     if (isAppError(error) && (error.code === "CONFLICT" || error.code === "NOT_FOUND")) return false;
     throw error;
   }
+}
+
+/** Records that the instance answered (so a later failure to answer means it died); lost races are fine. */
+async function markStarted(
+  kube: KubeClient,
+  owner: WorkspaceOwner,
+  pod: k8s.V1Pod,
+  credentials: Credentials,
+) {
+  const stored = await readCredentials(kube, gatewaySecretName(owner), credentials.podUid);
+  if (stored.credentials?.nonce !== credentials.nonce || !stored.resourceVersion) return;
+  await claimCredentials(kube, owner, pod, { ...credentials, started: "yes" }, stored.resourceVersion);
 }
 
 /** Stops an earlier instance, installs the bundle when it is not the current one, and starts the gateway. */
@@ -170,9 +188,8 @@ async function launchGateway(
 }
 
 /**
- * Waits until the gateway started with `mine` answers, or until another process' gateway took over: two
- * processes restarting a dead gateway at once each stop the other's, and the Secret says who came last, so
- * following it makes them converge on one instance instead of both timing out.
+ * Waits until the gateway of `mine` answers, or until the Secret names a newer instance, which it then
+ * follows (the Secret is the arbiter: whoever claimed it last is the one starting). Null at the deadline.
  */
 async function waitForAnyHealthy(
   kube: KubeClient,
@@ -180,9 +197,8 @@ async function waitForAnyHealthy(
   tunnel: ExecTunnel,
   owner: WorkspaceOwner,
   mine: Credentials,
-  executor: PodExecutor,
-): Promise<PodGateway> {
-  const deadline = Date.now() + config.gateway.startTimeoutMs;
+  deadline: number,
+): Promise<PodGateway | null> {
   let current = mine;
   let checkedSecretAt = Date.now();
   for (let delay = 10; ; delay = Math.min(delay * 2, 250)) {
@@ -195,21 +211,9 @@ async function waitForAnyHealthy(
       const { credentials: stored } = await readCredentials(kube, gatewaySecretName(owner), mine.podUid);
       if (stored && stored.nonce !== current.nonce) current = stored;
     }
-    if (Date.now() + delay > deadline) break;
+    if (Date.now() + delay > deadline) return null;
     await new Promise((resolve) => setTimeout(resolve, delay));
   }
-  const log = await executor.run(["tail", "-c", "4000", POD.gatewayLog]).then(
-    (result) => result.stdout,
-    () => "",
-  );
-  throw new AppError(
-    "UNAVAILABLE",
-    `the MCP gateway did not become healthy within ${config.gateway.startTimeoutMs} ms`,
-    {
-      userMessage: "The workspace's MCP gateway failed to start",
-      details: log ? { gatewayLogTail: log } : undefined,
-    },
-  );
 }
 
 /**
@@ -236,26 +240,58 @@ export async function attachGateway(
   );
   try {
     const executor = new PodExecutor(kube, gatewayTarget(kube, podName));
+    const startTimeout = config.gateway.startTimeoutMs;
     for (let attempt = 0; attempt < 3; attempt++) {
       const stored = await readCredentials(kube, gatewaySecretName(owner), podUid);
       if (stored.credentials) {
         const attached = clientOf(tunnel, config, stored.credentials);
         if (await attached.client.healthOf(stored.credentials.nonce, 5_000)) return attached;
+        // Claimed recently: another process is starting it. Follow it until its start is overdue.
+        const overdueAt = stored.credentials.claimedAt + startTimeout;
+        if (stored.credentials.started === "no" && Date.now() < overdueAt) {
+          const followed = await waitForAnyHealthy(
+            kube,
+            config,
+            tunnel,
+            owner,
+            stored.credentials,
+            overdueAt,
+          );
+          if (followed) return followed;
+          continue;
+        }
       }
       onStarting?.();
-      const credentials = {
+      const credentials: Credentials = {
         token: randomBytes(32).toString("base64url"),
         nonce: randomBytes(16).toString("hex"),
         podUid,
+        claimedAt: Date.now(),
+        started: "no",
       };
-      if (!(await claimCredentials(kube, owner, pod, credentials, stored.resourceVersion))) {
-        // Another process is starting it: follow the credentials it stored (or retry if it left none).
-        const winner = (await readCredentials(kube, gatewaySecretName(owner), podUid)).credentials;
-        if (winner) return await waitForAnyHealthy(kube, config, tunnel, owner, winner, executor);
-        continue;
-      }
+      // Lost the compare-and-swap: the next round finds the winner's fresh claim and follows it.
+      if (!(await claimCredentials(kube, owner, pod, credentials, stored.resourceVersion))) continue;
       await launchGateway(executor, config, credentials, bundle);
-      return await waitForAnyHealthy(kube, config, tunnel, owner, credentials, executor);
+      const started = await waitForAnyHealthy(
+        kube,
+        config,
+        tunnel,
+        owner,
+        credentials,
+        Date.now() + startTimeout,
+      );
+      if (started) {
+        if (started.instanceNonce === credentials.nonce) await markStarted(kube, owner, pod, credentials);
+        return started;
+      }
+      const log = await executor.run(["tail", "-c", "4000", POD.gatewayLog]).then(
+        (result) => result.stdout,
+        () => "",
+      );
+      throw new AppError("UNAVAILABLE", `the MCP gateway did not become healthy within ${startTimeout} ms`, {
+        userMessage: "The workspace's MCP gateway failed to start",
+        details: log ? { gatewayLogTail: log } : undefined,
+      });
     }
     throw new AppError(
       "UNAVAILABLE",
