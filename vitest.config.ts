@@ -5,9 +5,10 @@ import { defineConfig } from "vitest/config";
 const alias = { "@": path.resolve(import.meta.dirname) };
 
 // Projects: `unit` (no services), `integration` (real Postgres + Redis, started by the global setup when
-// DATABASE_URL / REDIS_URL are absent), `docker` (a real Docker engine; fails in CI when none is
-// reachable, skips with a printed reason elsewhere), `e2b` (the E2B driver and the loopback E2B emulator
-// of test/fixtures/e2b-emulator, whose sandboxes are Docker containers: same Docker rule) and `e2e`.
+// DATABASE_URL / REDIS_URL are absent), `docker`, `e2b` and `kubernetes` (a real Docker engine; fail in
+// CI when none is reachable, skip with a printed reason elsewhere: the E2B emulator's sandboxes and the
+// Kubernetes emulator's Pods are Docker containers), `contract` (the backend contract suite, per driver,
+// each file with its backend's rule) and `e2e`.
 export default defineConfig({
   resolve: { alias },
   test: {
@@ -42,6 +43,18 @@ export default defineConfig({
         test: {
           name: "e2b",
           include: ["test/e2b/**/*.test.ts"],
+          testTimeout: 180_000,
+          hookTimeout: 600_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        // Kubernetes driver against the loopback API server emulator (test/fixtures/kube-apiserver), whose
+        // Pods are Docker containers: same engine and image requirements (and CI failure) as `docker`.
+        resolve: { alias },
+        test: {
+          name: "kubernetes",
+          include: ["test/kubernetes/**/*.test.ts"],
           testTimeout: 180_000,
           hookTimeout: 600_000,
           fileParallelism: false,

@@ -1,0 +1,238 @@
+import type * as k8s from "@kubernetes/client-node";
+import { AppError, isAppError } from "@/server/shared/errors";
+import type {
+  BackendHandle,
+  MachineController,
+  MachineResource,
+  ProvisionProgress,
+  WorkspaceSpec,
+} from "@/server/workspace/backend/driver";
+import type { GatewayBundle } from "@/server/workspace/gateway/bundle-gateway";
+import type { KubeClient } from "./kube-client";
+import type { KubernetesDriverConfig } from "./kubernetes-config";
+import { attachGateway } from "./kubernetes-gateway";
+import {
+  ANNOTATIONS,
+  claimName,
+  gatewaySecretName,
+  LABELS,
+  MANAGED_SELECTOR,
+  podName,
+  specHash,
+} from "./kubernetes-names";
+import { deleteClaimAndWait, deletePodAndWait, ensureClaim, ensureRunningPod } from "./pod-lifecycle";
+import { denyEgressPolicy, tenantEgressPolicy, type WorkspaceOwner } from "./workspace-manifests";
+
+/** What the driver's parts share: one cluster connection, one config, one gateway bundle. */
+export type KubernetesContext = {
+  kube: KubeClient;
+  config: KubernetesDriverConfig;
+  bundle: () => Promise<GatewayBundle>;
+};
+
+export function ownerOf(spec: WorkspaceSpec): WorkspaceOwner {
+  return {
+    tenantId: spec.tenantId,
+    userId: spec.userId,
+    workspaceId: spec.workspaceId,
+    agentId: spec.agentId,
+  };
+}
+
+/**
+ * What the workers do to workspace Pods. Names derive from the workspace id, so every method is idempotent
+ * and a job that runs again after a crash finds what the first run made. `stop` deletes the Pod and keeps
+ * the claim; `purge` deletes both and waits until they are gone.
+ */
+export class KubernetesMachineController implements MachineController {
+  readonly kind = "kubernetes" as const;
+  private readonly policiesInPlace = new Map<string, string>();
+
+  constructor(private readonly context: KubernetesContext) {}
+
+  async provision(
+    spec: WorkspaceSpec,
+    options: { onProgress?: (progress: ProvisionProgress) => void } = {},
+  ): Promise<BackendHandle> {
+    const { kube, config, bundle } = this.context;
+    const progress = options.onProgress ?? (() => undefined);
+    const owner = ownerOf(spec);
+    await this.ensurePolicies(spec.tenantId);
+    await ensureClaim(kube, config, owner, progress);
+    const pod = await ensureRunningPod(kube, config, owner, progress);
+    const gateway = await attachGateway(kube, config, owner, pod, bundle, () =>
+      progress({ step: "gateway.starting" }),
+    );
+    progress({ step: "gateway.ready" });
+    // The worker only makes sure the gateway runs; processes that use it attach their own tunnel.
+    await gateway.tunnel.close();
+    return {
+      kind: "kubernetes",
+      namespace: kube.namespace,
+      pod: podName(owner),
+      claim: claimName(owner),
+      podUid: pod.metadata?.uid ?? null,
+    };
+  }
+
+  async stop(spec: WorkspaceSpec): Promise<void> {
+    const { kube, config } = this.context;
+    const owner = ownerOf(spec);
+    await deletePodAndWait(
+      kube,
+      podName(owner),
+      config.terminationGracePeriodSeconds,
+      config.deleteTimeoutMs,
+    );
+    await this.deleteSecret(owner);
+  }
+
+  async purge(spec: WorkspaceSpec): Promise<string[]> {
+    const { kube, config } = this.context;
+    const owner = ownerOf(spec);
+    const deletedPod = await deletePodAndWait(kube, podName(owner), 0, config.deleteTimeoutMs);
+    await this.deleteSecret(owner);
+    const deletedClaim = await deleteClaimAndWait(kube, claimName(owner), config.deleteTimeoutMs);
+    return [
+      ...(deletedPod ? [`pod:${kube.namespace}/${podName(owner)}`] : []),
+      ...(deletedClaim ? [`persistentvolumeclaim:${kube.namespace}/${claimName(owner)}`] : []),
+    ];
+  }
+
+  /** The claim is the workspace's data; a missing Pod is recreated from it by the next provision. */
+  async exists(spec: WorkspaceSpec): Promise<boolean> {
+    const { kube } = this.context;
+    const owner = ownerOf(spec);
+    const claim = await kube.readOrNull("read the workspace claim", () =>
+      kube.core.readNamespacedPersistentVolumeClaim({ namespace: kube.namespace, name: claimName(owner) }),
+    );
+    if (claim) return true;
+    const pod = await kube.readOrNull("read the workspace Pod", () =>
+      kube.core.readNamespacedPod({ namespace: kube.namespace, name: podName(owner) }),
+    );
+    return pod !== null;
+  }
+
+  /** One entry per workspace that has a Pod or a claim carrying Berth's labels; locator `<namespace>/<pod>`. */
+  async listResources(): Promise<MachineResource[]> {
+    const { kube } = this.context;
+    const [pods, claims] = await Promise.all([
+      kube.call("list workspace Pods", () =>
+        kube.core.listNamespacedPod({ namespace: kube.namespace, labelSelector: MANAGED_SELECTOR }),
+      ),
+      kube.call("list workspace claims", () =>
+        kube.core.listNamespacedPersistentVolumeClaim({
+          namespace: kube.namespace,
+          labelSelector: MANAGED_SELECTOR,
+        }),
+      ),
+    ]);
+    const byKey = new Map<string, MachineResource>();
+    for (const object of [...claims.items, ...pods.items] as Array<{ metadata?: k8s.V1ObjectMeta }>) {
+      const key = object.metadata?.labels?.[LABELS.key];
+      if (!key || byKey.has(key)) continue;
+      const annotations = object.metadata?.annotations ?? {};
+      byKey.set(key, {
+        workspaceId: annotations[ANNOTATIONS.workspace] ?? null,
+        tenantId: annotations[ANNOTATIONS.tenant] ?? null,
+        locator: `${kube.namespace}/berth-ws-${key}`,
+      });
+    }
+    return [...byKey.values()];
+  }
+
+  /** Deletes an orphan's Pod, gateway Secret and claim, found by its key label (never anything unlabelled). */
+  async reap(resource: MachineResource): Promise<void> {
+    const { kube, config } = this.context;
+    const match = /^([^/]+)\/berth-ws-([a-z0-9-]+)$/.exec(resource.locator);
+    if (!match || match[1] !== kube.namespace) {
+      throw new AppError(
+        "BAD_REQUEST",
+        `refusing to reap ${resource.locator}: not a workspace of namespace ${kube.namespace}`,
+      );
+    }
+    const selector = `${MANAGED_SELECTOR},${LABELS.key}=${match[2]}`;
+    const namespace = kube.namespace;
+    const pods = await kube.call("list workspace Pods", () =>
+      kube.core.listNamespacedPod({ namespace, labelSelector: selector }),
+    );
+    for (const pod of pods.items)
+      await deletePodAndWait(kube, pod.metadata!.name!, 0, config.deleteTimeoutMs);
+    const secrets = await kube.call("list gateway credentials", () =>
+      kube.core.listNamespacedSecret({ namespace, labelSelector: `${LABELS.key}=${match[2]}` }),
+    );
+    for (const secret of secrets.items) {
+      await kube.deleteIfPresent("delete gateway credentials", () =>
+        kube.core.deleteNamespacedSecret({ namespace, name: secret.metadata!.name! }),
+      );
+    }
+    const claims = await kube.call("list workspace claims", () =>
+      kube.core.listNamespacedPersistentVolumeClaim({ namespace, labelSelector: selector }),
+    );
+    for (const claim of claims.items)
+      await deleteClaimAndWait(kube, claim.metadata!.name!, config.deleteTimeoutMs);
+  }
+
+  private async deleteSecret(owner: WorkspaceOwner) {
+    const { kube } = this.context;
+    await kube.deleteIfPresent("delete the gateway credentials", () =>
+      kube.core.deleteNamespacedSecret({ namespace: kube.namespace, name: gatewaySecretName(owner) }),
+    );
+  }
+
+  /** The deny-egress policy, and the tenant's egress policy when configured; checked once per process. */
+  private async ensurePolicies(tenantId: string) {
+    const { config } = this.context;
+    if (config.networkPolicy === "none") return;
+    await this.ensurePolicy(denyEgressPolicy());
+    const rules = config.tenantEgress[tenantId];
+    if (rules && rules.length > 0) await this.ensurePolicy(tenantEgressPolicy(tenantId, rules));
+  }
+
+  /**
+   * Create-or-update by a hash annotation of the spec we want (the server's copy of a spec carries
+   * defaults, so comparing specs would always differ); concurrent writers conflict, re-read and settle.
+   */
+  private async ensurePolicy(policy: k8s.V1NetworkPolicy) {
+    const { kube } = this.context;
+    const name = policy.metadata!.name!;
+    const hash = specHash(policy.spec);
+    if (this.policiesInPlace.get(name) === hash) return;
+    const namespace = kube.namespace;
+    const body = {
+      ...policy,
+      metadata: {
+        ...policy.metadata,
+        annotations: { ...policy.metadata?.annotations, [ANNOTATIONS.specHash]: hash },
+      },
+    };
+    for (let attempt = 0; ; attempt++) {
+      const existing = await kube.readOrNull("read a NetworkPolicy", () =>
+        kube.networking.readNamespacedNetworkPolicy({ namespace, name }),
+      );
+      if (existing?.metadata?.annotations?.[ANNOTATIONS.specHash] === hash) break;
+      try {
+        if (!existing) {
+          await kube.call("create the workspaces' NetworkPolicy", () =>
+            kube.networking.createNamespacedNetworkPolicy({ namespace, body }),
+          );
+        } else {
+          await kube.call("update the workspaces' NetworkPolicy", () =>
+            kube.networking.replaceNamespacedNetworkPolicy({
+              namespace,
+              name,
+              body: {
+                ...body,
+                metadata: { ...body.metadata, resourceVersion: existing.metadata?.resourceVersion },
+              },
+            }),
+          );
+        }
+        break;
+      } catch (error) {
+        if (!(isAppError(error) && error.code === "CONFLICT") || attempt >= 3) throw error;
+      }
+    }
+    this.policiesInPlace.set(name, hash);
+  }
+}
