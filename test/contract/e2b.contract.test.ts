@@ -12,5 +12,11 @@ describeE2b("e2b", () => {
       spec: (workspaceId) => testbed.spec(workspaceId),
       cleanup: () => testbed.cleanup(),
     };
+  }, {
+    knownDefects: {
+      "binary output:":
+        "the e2b SDK hands command output to the driver as UTF-8 strings (e2b-commands.ts re-encodes them), " +
+        "so bytes that are not valid UTF-8 come back as U+FFFD: a binary stdout is not byte-exact",
+    },
   });
 });

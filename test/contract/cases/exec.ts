@@ -87,22 +87,34 @@ export function registerExecCases(context: ContractContext): void {
     expect(await backend.exec(["sleep", "300"], { signal: already.signal })).toMatchObject({ killed: true });
   });
 
-  context.it("large output: several MiB arrive whole; maxBufferBytes cuts the collected copy and says so", async () => {
+  context.it("large output: several MiB of text arrive whole; maxBufferBytes cuts the collected copy and says so", async () => {
     const { backend } = context;
-    const big = randomBytes(5 * 1024 * 1024 + 17);
-    await backend.writeFile("exec/big.bin", big);
-    const whole = await backend.exec(["cat", "exec/big.bin"]);
+    // Text (base64 lines), so that this case is about size; byte-exactness of binary output is the next one.
+    const big = Buffer.from(randomBytes(4 * 1024 * 1024).toString("base64").replace(/.{76}/g, "$&\n"));
+    await backend.writeFile("exec/big.txt", big);
+    const whole = await backend.exec(["cat", "exec/big.txt"]);
     expect(whole.truncated).toBe(false);
     expect(whole.stdout.length).toBe(big.length);
     expect(sha256(whole.stdout)).toBe(sha256(big));
 
     let streamed = 0;
-    const capped = await backend.exec(["head", "-c", String(6 * 1024 * 1024), "/dev/zero"], {
+    const capped = await backend.exec(["sh", "-c", `head -c ${6 * 1024 * 1024} /dev/zero | tr '\\0' x`], {
       maxBufferBytes: 1024 * 1024,
       onStdout: (chunk) => (streamed += chunk.length),
     });
     expect(capped).toMatchObject({ exitCode: 0, truncated: true });
     expect(capped.stdout.length).toBe(1024 * 1024);
     expect(streamed).toBe(6 * 1024 * 1024);
+  });
+
+  context.it("binary output: stdout carries arbitrary bytes unchanged", async () => {
+    const { backend } = context;
+    const bytes = randomBytes(1024 * 1024 + 3);
+    await backend.writeFile("exec/big.bin", bytes);
+    const seen: Buffer[] = [];
+    const result = await backend.exec(["cat", "exec/big.bin"], { onStdout: (chunk) => seen.push(chunk) });
+    expect(result.stdout.length).toBe(bytes.length);
+    expect(sha256(result.stdout)).toBe(sha256(bytes));
+    expect(sha256(Buffer.concat(seen))).toBe(sha256(bytes));
   });
 }
