@@ -15,7 +15,11 @@ describeDocker("docker", () => {
     const context = { basedir, cwd: process.cwd(), uid: process.getuid?.() ?? -1 };
     const runtimeRoot = path.join("/tmp", `berth-crt-${randomBytes(3).toString("hex")}`);
     const fromEnv = dockerDriver.configFromEnv(
-      { DOCKER_SOCKET: SOCKET_PATH, BERTH_DOCKER_BASE_IMAGE: BASE_IMAGE, BERTH_DOCKER_RUNTIME_ROOT: runtimeRoot },
+      {
+        DOCKER_SOCKET: SOCKET_PATH,
+        BERTH_DOCKER_BASE_IMAGE: BASE_IMAGE,
+        BERTH_DOCKER_RUNTIME_ROOT: runtimeRoot,
+      },
       context,
     ) as Record<string, unknown>;
     const config = dockerDriver.configSchema.parse({

@@ -73,7 +73,12 @@ export async function everythingFixture(): Promise<EverythingFixture> {
         await backend.putArchive(".fixtures", tarOf(host));
         installed.add(backend);
       }
-      const script = path.posix.join(backend.workdir, ".fixtures", path.relative(host, packageDir), "dist/index.js");
+      const script = path.posix.join(
+        backend.workdir,
+        ".fixtures",
+        path.relative(host, packageDir),
+        "dist/index.js",
+      );
       return ZMcpDeclaration.parse({
         name,
         is_stateful: true,
