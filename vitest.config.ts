@@ -61,6 +61,19 @@ export default defineConfig({
         },
       },
       {
+        // The backend contract (test/contract/README.md): one file per driver, run one after the other.
+        // Each file applies its backend's own rule: bubblewrap and Docker (the E2B emulator runs on Docker,
+        // and so does the Kubernetes emulator) fail in CI when missing, and skip with the reason printed.
+        resolve: { alias },
+        test: {
+          name: "contract",
+          include: ["test/contract/**/*.contract.test.ts"],
+          testTimeout: 120_000,
+          hookTimeout: 600_000,
+          fileParallelism: false,
+        },
+      },
+      {
         // Browser end-to-end: builds and starts the app (minutes), then drives /usr/bin/chromium.
         resolve: { alias },
         test: {

@@ -174,7 +174,7 @@ describeKube("Kubernetes driver: Pods that fail, vanish or never start", () => {
     await gatewayExec(handles[0]!.pod as string, ["sh", "-c", "kill -9 $(cat /run/berth/gateway.pid)"]);
     const attached = await Promise.all(processes.map((process) => process.provider.provision(spec)));
     const connectors = await Promise.all(
-      attached.map((backend, index) => processes[index]!.provider.createMcpConnector!(backend, spec)),
+      attached.map(async (backend, index) => processes[index]!.provider.createMcpConnector!(backend, spec)),
     );
     expect(connectors).toHaveLength(4);
     expect(await gateways()).toBe(1);

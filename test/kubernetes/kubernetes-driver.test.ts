@@ -227,7 +227,7 @@ describeKube("Kubernetes driver against the loopback API server emulator", () =>
         path.relative(staging, packageDir),
         "dist/index.js",
       );
-      const connector = await driver.provider.createMcpConnector!(backend, spec);
+      const connector = (await driver.provider.createMcpConnector!(backend, spec))!;
       everything = ZMcpDeclaration.parse({
         name: "everything",
         is_stateful: true,
@@ -261,7 +261,7 @@ describeKube("Kubernetes driver against the loopback API server emulator", () =>
     const attached = await restarted.provider.provision(spec);
     expect(await text(await attached.readFile("notes/a.txt"))).toBe("hello world again");
     // The gateway's servers belong to the Pod: the restarted process adopts the stateful session.
-    const connector = await restarted.provider.createMcpConnector!(attached, spec);
+    const connector = (await restarted.provider.createMcpConnector!(attached, spec))!;
     const client = await connector.connect(everything!, { agentId: "agent-k8s", sessionId: "s1" });
     clients.push(client);
     expect(JSON.stringify((await client.callTool("get-sum", { a: 40, b: 2 })).content)).toContain("42");

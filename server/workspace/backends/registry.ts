@@ -2,6 +2,7 @@ import type { AnyDriverDefinition, DriverDefinition } from "@/server/workspace/b
 import { bubblewrapDriver } from "./bubblewrap/driver";
 import { dockerDriver } from "./docker/driver";
 import { e2bDriver } from "./e2b/driver";
+import { kubernetesDriver } from "./kubernetes/driver";
 import { hostUnconfinedDriver } from "./local/driver";
 
 /**
@@ -14,6 +15,7 @@ export const DRIVERS = {
   "host-unconfined": hostUnconfinedDriver,
   docker: dockerDriver,
   e2b: e2bDriver,
+  kubernetes: kubernetesDriver,
 } as const satisfies Record<string, AnyDriverDefinition>;
 
 /**

@@ -82,7 +82,11 @@ export async function createDriverTestbed(
   const tunnelDir = path.join("/tmp", `berth-k8s-${randomBytes(3).toString("hex")}`);
   const drivers: WorkspaceDriver[] = [];
   const specs: WorkspaceSpec[] = [];
-  const context = { basedir: path.join(os.tmpdir(), "unused-basedir"), cwd: process.cwd() };
+  const context = {
+    basedir: path.join(os.tmpdir(), "unused-basedir"),
+    cwd: process.cwd(),
+    uid: process.getuid?.() ?? -1,
+  };
   const newDriver = (extra: Partial<KubernetesDriverConfigInput> = {}) => {
     const config = kubernetesDriver.configSchema.parse({
       connection: { source: "kubeconfig", path: emulator.kubeconfigPath },

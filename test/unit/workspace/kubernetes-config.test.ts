@@ -10,7 +10,7 @@ import {
 } from "@/server/workspace/backends/kubernetes/kubernetes-names";
 import { podManifest } from "@/server/workspace/backends/kubernetes/workspace-manifests";
 
-const context = { basedir: "/var/lib/berth", cwd: "/srv/berth" };
+const context = { basedir: "/var/lib/berth", cwd: "/srv/berth", uid: 1000 };
 const fromEnv = (env: Record<string, string>) =>
   kubernetesDriver.configSchema.parse(kubernetesDriver.configFromEnv(env, context));
 

@@ -112,7 +112,7 @@ export class BubblewrapBackend implements WorkspaceBackend {
       },
     });
     for (const fd of fds) fs.closeSync(fd);
-    return result;
+    return result.then(withNotFoundAs127);
   }
 
   async readFile(p: string, options: { start?: number; end?: number } = {}): Promise<Readable> {
@@ -242,4 +242,16 @@ export class BubblewrapBackend implements WorkspaceBackend {
       current = path.dirname(current);
     }
   }
+}
+
+/**
+ * bwrap reports a command it cannot start as its own failure (exit 1, "bwrap: execvp NAME: No such file or
+ * directory" on stderr); the port promises 127 then, as a shell would.
+ */
+function withNotFoundAs127(result: ExecResult): ExecResult {
+  if (result.exitCode !== 1 || result.stdout.length > 0) return result;
+  const stderr = result.stderr.toString("utf8");
+  return /^bwrap: execvp [^\n]*: No such file or directory\n?$/.test(stderr)
+    ? { ...result, exitCode: 127 }
+    : result;
 }

@@ -1,7 +1,7 @@
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
-import { parseEnv, type RawEnv } from "@/server/config/env";
+import { parseEnv, type RawEnv } from "@/server/shared/env-parsing";
 import type { DriverContext } from "@/server/workspace/backend/driver";
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;

@@ -1,0 +1,40 @@
+import { randomBytes } from "node:crypto";
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { dockerDriver } from "@/server/workspace/backends/docker/driver";
+import { specOf } from "../unit/workspace/support/sandbox-env";
+import { BASE_IMAGE, describeDocker, SOCKET_PATH } from "../docker/support/docker-env";
+import { describeBackendContract } from "./backend-contract";
+
+// `docker`: one container per workspace on this host's engine (network none). Fails in CI without an
+// engine and the base image (docker-env.ts).
+describeDocker("docker", () => {
+  describeBackendContract("docker", async () => {
+    const basedir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-contract-docker-")));
+    const context = { basedir, cwd: process.cwd(), uid: process.getuid?.() ?? -1 };
+    const runtimeRoot = path.join("/tmp", `berth-crt-${randomBytes(3).toString("hex")}`);
+    const fromEnv = dockerDriver.configFromEnv(
+      {
+        DOCKER_SOCKET: SOCKET_PATH,
+        BERTH_DOCKER_BASE_IMAGE: BASE_IMAGE,
+        BERTH_DOCKER_RUNTIME_ROOT: runtimeRoot,
+      },
+      context,
+    ) as Record<string, unknown>;
+    const config = dockerDriver.configSchema.parse({
+      ...fromEnv,
+      memoryBytes: 512 * 1024 * 1024,
+      pidsLimit: 256,
+      stopTimeoutSeconds: 1,
+    });
+    return {
+      newDriver: () => dockerDriver.create(config, context),
+      spec: (workspaceId) => specOf(workspaceId),
+      cleanup: async () => {
+        await fs.rm(basedir, { recursive: true, force: true });
+        await fs.rm(runtimeRoot, { recursive: true, force: true });
+      },
+    };
+  });
+});
