@@ -24,18 +24,6 @@ export function result(fields: Omit<BenchResult, "ratio">): BenchResult {
   };
 }
 
-/** Nanoseconds per call of a synchronous function: warm up, then the best of several timed rounds. */
-export function nsPerOp(fn: () => unknown, iterations = 1_000_000, rounds = 7): number {
-  for (let i = 0; i < Math.min(iterations, 100_000); i++) fn();
-  let best = Number.POSITIVE_INFINITY;
-  for (let round = 0; round < rounds; round++) {
-    const start = process.hrtime.bigint();
-    for (let i = 0; i < iterations; i++) fn();
-    best = Math.min(best, Number(process.hrtime.bigint() - start) / iterations);
-  }
-  return best;
-}
-
 /** Nanoseconds per awaited call of an async function (sequential, so it measures latency per call). */
 export async function nsPerAsyncOp(
   fn: () => Promise<unknown>,
@@ -48,22 +36,6 @@ export async function nsPerAsyncOp(
     const start = process.hrtime.bigint();
     for (let i = 0; i < iterations; i++) await fn();
     best = Math.min(best, Number(process.hrtime.bigint() - start) / iterations);
-  }
-  return best;
-}
-
-/** Milliseconds of one async run, best of `rounds` (each round gets a fresh `setup`). */
-export async function bestMs<T>(
-  rounds: number,
-  setup: () => Promise<T>,
-  fn: (input: T) => Promise<unknown>,
-): Promise<number> {
-  let best = Number.POSITIVE_INFINITY;
-  for (let round = 0; round < rounds; round++) {
-    const input = await setup();
-    const start = process.hrtime.bigint();
-    await fn(input);
-    best = Math.min(best, Number(process.hrtime.bigint() - start) / 1e6);
   }
   return best;
 }

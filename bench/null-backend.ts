@@ -7,7 +7,7 @@ import type { BackendProvider } from "@/server/workspace/backend/driver";
  * A backend that stores nothing, for benchmarks that measure the manager's own bookkeeping with 100,000
  * cached workspaces (100,000 real directories would measure the filesystem instead). Never used by tests.
  */
-export class NullBackend implements WorkspaceBackend {
+class NullBackend implements WorkspaceBackend {
   readonly kind = "local" as const;
   readonly isolated = false;
   constructor(readonly workdir: string) {}

@@ -12,7 +12,7 @@ export type Db = PrismaClient;
 /** A client or an interactive-transaction client; data functions accept either. */
 export type DbClient = PrismaClient | Prisma.TransactionClient;
 
-export function createPrismaClient(
+function createPrismaClient(
   config: Pick<DatabaseConfig, "url"> & Partial<Omit<DatabaseConfig, "url">>,
 ): PrismaClient {
   if (!config.url) {
@@ -81,11 +81,6 @@ function sqlStateOf(error: { meta?: unknown; message?: unknown }): string | null
   if (typeof fromMeta === "string") return fromMeta;
   const fromMessage = typeof error.message === "string" ? /Code: `([0-9A-Z]{5})`/.exec(error.message) : null;
   return fromMessage?.[1] ?? null;
-}
-
-/** True for "record to update/delete not found" (P2025). */
-export function isRecordNotFound(error: unknown): boolean {
-  return isKnownPrismaError(error) && error.code === "P2025";
 }
 
 function isKnownPrismaError(error: unknown): error is { code: string; meta?: unknown } {

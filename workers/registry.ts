@@ -7,7 +7,7 @@ import type { JobCatalog, JobNameOf, JobPayload, QueueNameOf } from "@/server/qu
 import { createRedisConnection } from "@/server/redis";
 import { isAppError } from "@/server/shared/errors";
 
-export type ProcessorContext<P> = {
+type ProcessorContext<P> = {
   /** The payload, re-validated against the catalog schema at dequeue time. */
   readonly payload: P;
   readonly job: Job;

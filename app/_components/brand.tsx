@@ -1,7 +1,7 @@
 import { cn } from "@/app/_components/ui/cn";
 
 /** The Berth mark (same drawing as app/icon.svg, the favicon) and name. */
-export function BrandMark({ className }: { className?: string }) {
+function BrandMark({ className }: { className?: string }) {
   return (
     <svg viewBox="0 0 32 32" aria-hidden className={cn("size-6 shrink-0", className)}>
       <rect width="32" height="32" rx="8" className="fill-foreground" />

@@ -8,7 +8,9 @@ import { makeQueryClient } from "@/app/_trpc/query-client";
 import type { AppRouter } from "@/server/api/root";
 import { berthLinks } from "@/server/client/create-berth-client";
 
-export const { TRPCProvider, useTRPC, useTRPCClient } = createTRPCContext<AppRouter>();
+// TRPCProvider stays in this module: only TRPCReactProvider below mounts it.
+const { TRPCProvider, useTRPC, useTRPCClient } = createTRPCContext<AppRouter>();
+export { useTRPC, useTRPCClient };
 
 const TRPC_URL = "/api/trpc";
 

@@ -82,7 +82,7 @@ const workspaceSelect = () =>
     _count: { select: { leases: { where: liveLeases() } } },
   }) as const;
 
-export function createBareHandler(deps: BareDeps) {
+function createBareHandler(deps: BareDeps) {
   const { db } = deps;
 
   /** Berth's key check (lookup by hash, last use at most once a minute) then its one-statement tenant gate. */

@@ -21,7 +21,7 @@ export type ApiComposition = {
 const apiSlot = processSlot<ApiComposition>("api");
 const signInGuardSlot = processSlot<SignInGuard>("sign-in-guard");
 
-export function buildApiComposition(): ApiComposition {
+function buildApiComposition(): ApiComposition {
   const config = getConfig();
   const logger = getLogger().child({ component: "api" });
   const authLog = logger.child({ component: "better-auth" });

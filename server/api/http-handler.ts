@@ -12,7 +12,7 @@ import {
 import { appRouter } from "@/server/api/root";
 import { requestMetaOf, runWithRequestMeta } from "@/server/shared/request-meta";
 
-export const TRPC_ENDPOINT = "/api/trpc";
+const TRPC_ENDPOINT = "/api/trpc";
 
 /**
  * Serves the tRPC API for one Fetch `Request` (the Next route handler and the HTTP tests both use

@@ -55,7 +55,6 @@ function validationErrorOf(error: TRPCError): ZodError | null {
 
 export const createTRPCRouter = t.router;
 export const createCallerFactory = t.createCallerFactory;
-export const mergeRouters = t.mergeRouters;
 
 /**
  * The ONE place errors become client-visible: AppError → tRPC code, 5xx masked. Also logs each call
@@ -137,7 +136,7 @@ const ZRawTenantRef = ZTenantInput.loose();
  * mints `ctx.scope` through server/auth (not a member, unknown tenant or another tenant's key →
  * FORBIDDEN). It reads the database on every call, so mutations always see current membership.
  */
-export const tenantProcedure = authedProcedure.use(async ({ ctx, getRawInput, next }) => {
+const tenantProcedure = authedProcedure.use(async ({ ctx, getRawInput, next }) => {
   const parsed = ZRawTenantRef.safeParse((await getRawInput()) ?? {});
   if (!parsed.success) {
     throw new TRPCError({ code: "BAD_REQUEST", message: "Invalid tenant reference", cause: parsed.error });
@@ -162,14 +161,6 @@ export function tenantProcedureFor(action: TenantAction) {
     return next();
   });
 }
-
-/** Tenant mutations open to members and up (not viewers): using agents and sessions. */
-export const tenantMemberProcedure = tenantProcedure.use(({ ctx, next }) => {
-  if (!isRoleAtLeast(ctx.scope.role, "member")) {
-    throw new TRPCError({ code: "FORBIDDEN", message: "Viewers cannot make changes" });
-  }
-  return next();
-});
 
 /** Tenant administration (API keys, members, audit): admins and owners. */
 export const tenantAdminProcedure = tenantProcedure.use(({ ctx, next }) => {

@@ -28,7 +28,7 @@ export type AuthConfig = {
 };
 
 /** Prefix of every Berth API key, so leaked keys are easy to recognise and scan for. */
-export const API_KEY_PREFIX = "berth_";
+const API_KEY_PREFIX = "berth_";
 
 // Org plugin statements plus `apiKey`, which the API-key plugin checks for tenant-owned keys.
 const accessControl = createAccessControl({

@@ -31,7 +31,7 @@ export function roleCan(role: TenantRole, action: TenantAction): boolean {
   return isRoleAtLeast(role, TENANT_ACTIONS[action]);
 }
 
-export function can(scope: TenantScope, action: TenantAction): boolean {
+function can(scope: TenantScope, action: TenantAction): boolean {
   return roleCan(scope.role, action);
 }
 

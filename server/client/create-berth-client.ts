@@ -32,10 +32,10 @@ import { TRPC_REQUEST_LIMITS } from "@/server/api/request-limits";
 import type { AppRouter } from "@/server/api/root";
 import { type ChatRunInput, type ChatRunOptions, type ChatRunResult, runChatTurn } from "./chat-run";
 
-export const TRPC_ENDPOINT_PATH = "/api/trpc";
+const TRPC_ENDPOINT_PATH = "/api/trpc";
 
 /** The procedures whose results stream (a mutation returning an async iterable). */
-export const STREAMED_PROCEDURES: ReadonlySet<string> = new Set(["chat.send"]);
+const STREAMED_PROCEDURES: ReadonlySet<string> = new Set(["chat.send"]);
 
 export type BerthClientOptions = {
   /** Berth's base URL (`http://localhost:3000`) or the tRPC endpoint itself (`…/api/trpc`). */

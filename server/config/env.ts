@@ -1,6 +1,6 @@
 import type { RawEnv } from "@/server/shared/env-parsing";
 
-export { parseEnv, zFlag, type RawEnv } from "@/server/shared/env-parsing";
+export { parseEnv, type RawEnv } from "@/server/shared/env-parsing";
 
 /**
  * The one place in server code that touches `process.env`. Everything else receives a RawEnv or, better,

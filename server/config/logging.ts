@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { parseEnv, readProcessEnv, type RawEnv } from "./env";
 
-export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
 const ZLoggingEnv = z.object({
   LOG_LEVEL: z.enum(LOG_LEVELS).optional(),

@@ -156,7 +156,7 @@ function enabledDrivers(
 }
 
 /** One driver's config from its own variables, validated by its own schema. */
-export function driverConfig(
+function driverConfig(
   name: DriverName,
   env: RawEnv,
   context: DriverContext,

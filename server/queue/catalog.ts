@@ -3,11 +3,9 @@ import { workspaceJobs } from "@/server/modules/workspace/workspace.jobs";
 import { JOB_RETENTION } from "./retention";
 import { defineJob, type JobCatalog } from "./types";
 
-export { JOB_RETENTION };
-
 const KEEP_FAILED = JOB_RETENTION.failed;
 
-export const ZAuditFlushPayload = z.object({
+const ZAuditFlushPayload = z.object({
   // Why this flush was requested; only for logs and the jobs dashboard.
   trigger: z.enum(["write", "schedule", "manual"]).default("write"),
 });
@@ -33,9 +31,3 @@ export const jobCatalog = {
 } as const satisfies JobCatalog;
 
 export type BerthJobCatalog = typeof jobCatalog;
-
-/** Shared defaults for jobs added by other modules; spread into their `options`. */
-export const DEFAULT_JOB_RETENTION = {
-  removeOnComplete: JOB_RETENTION.completed,
-  removeOnFail: JOB_RETENTION.failed,
-} as const;

@@ -4,7 +4,7 @@ import type { BerthJobCatalog } from "./catalog";
 import { getQueues, type QueueSet } from "./queues";
 import type { JobCatalog, JobNameOf, JobPayload, JobPayloadInput } from "./types";
 
-export type EnqueueOptions = {
+type EnqueueOptions = {
   /** Overrides the catalog's derived id. Same id while a job with it exists → the existing job. */
   jobId?: string;
   /**

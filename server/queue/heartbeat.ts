@@ -6,7 +6,7 @@ import { redisKey } from "@/server/redis";
  * installation, member = worker process id, score = time of its last beat. A crashed worker simply stops
  * beating and ages out; a clean shutdown removes itself at once.
  */
-export function heartbeatKey(redisPrefix: string): string {
+function heartbeatKey(redisPrefix: string): string {
   return redisKey(redisPrefix, "workers", "heartbeats");
 }
 
@@ -19,7 +19,7 @@ export async function beat(
   await redis.zadd(heartbeatKey(redisPrefix), now, workerId);
 }
 
-export async function removeHeartbeat(redis: Redis, redisPrefix: string, workerId: string): Promise<void> {
+async function removeHeartbeat(redis: Redis, redisPrefix: string, workerId: string): Promise<void> {
   await redis.zrem(heartbeatKey(redisPrefix), workerId);
 }
 

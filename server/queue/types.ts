@@ -5,7 +5,7 @@ import type { z } from "zod";
  * One entry of a job catalog: where the job runs, what its payload looks like and how it retries.
  * Producers and consumers both read it, so a payload change is one edit checked on both sides.
  */
-export type JobSpec = {
+type JobSpec = {
   /** Queue (one per resource class, so concurrency and backlogs stay isolated). No ":" allowed. */
   readonly queue: string;
   /** Validated on enqueue AND again on dequeue (jobs written by an older release may still be queued). */

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import type { z } from "zod";
 import { AppError } from "./errors";
 
 /** The raw environment: a plain string map, so tests pass their own instead of mutating process.env. */
@@ -27,9 +27,6 @@ export function parseEnv<S extends z.ZodType>(schema: S, env: RawEnv, concern: s
     details: { concern, variables: result.error.issues.map((issue) => issue.path.join(".")) },
   });
 }
-
-/** `true/false/1/0/yes/no/on/off`, case-insensitive (zod 4's stringbool). */
-export const zFlag = () => z.stringbool();
 
 /** exactOptionalPropertyTypes-safe: unset variables leave a schema's defaults in place. */
 export function definedOnly<T extends Record<string, unknown>>(

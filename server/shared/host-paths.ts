@@ -16,7 +16,7 @@ export function registerHostPath(absolutePath: string): void {
   if (trimmed.length > 1 && trimmed.startsWith("/")) registry().add(trimmed);
 }
 
-export const REDACTED_HOST_PATH = "<host>";
+const REDACTED_HOST_PATH = "<host>";
 
 /** The text with every registered host directory replaced by `<host>`. */
 export function redactHostPaths(text: string): string {

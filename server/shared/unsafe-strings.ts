@@ -13,11 +13,11 @@ const UNPAIRED_SURROGATES = new RegExp(UNPAIRED_SURROGATE.source, "g");
 const NUL = "\u0000";
 
 /** How deep the walk goes; deeper input is rejected as such (no legitimate input of Berth nests this far). */
-export const MAX_INPUT_DEPTH = 64;
+const MAX_INPUT_DEPTH = 64;
 
 export type UnsafeStringProblem = "nul" | "unpaired-surrogate" | "too-deep";
 
-export function unsafeStringProblem(value: string): Exclude<UnsafeStringProblem, "too-deep"> | null {
+function unsafeStringProblem(value: string): Exclude<UnsafeStringProblem, "too-deep"> | null {
   if (value.includes(NUL)) return "nul";
   if (UNPAIRED_SURROGATE.test(value)) return "unpaired-surrogate";
   return null;
@@ -76,7 +76,7 @@ export function assertNoUnsafeStrings(value: unknown, label = "input"): void {
 }
 
 /** The string with NUL bytes and unpaired surrogates replaced by U+FFFD (what a reader can still use). */
-export function sanitizeString(value: string): string {
+function sanitizeString(value: string): string {
   if (unsafeStringProblem(value) === null) return value;
   return value.replaceAll(NUL, "\uFFFD").replace(UNPAIRED_SURROGATES, "\uFFFD");
 }

@@ -17,8 +17,8 @@ import type { WorkspaceBackend } from "@/server/workspace/backend/port";
  */
 
 /** Linux's bounds (NAME_MAX, PATH_MAX): past them every filesystem call fails with ENAMETOOLONG. */
-export const MAX_PATH_SEGMENT_BYTES = 255;
-export const MAX_PATH_BYTES = 4096;
+const MAX_PATH_SEGMENT_BYTES = 255;
+const MAX_PATH_BYTES = 4096;
 
 /**
  * Rejects NUL bytes and over-long paths (a clear 400 rather than ENAMETOOLONG from deep inside a backend)

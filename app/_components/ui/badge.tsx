@@ -56,7 +56,7 @@ const STATE_TONES: Record<string, BadgeTone> = {
   purged: "outline",
 };
 
-export function stateTone(state: string): BadgeTone {
+function stateTone(state: string): BadgeTone {
   return STATE_TONES[state.toLowerCase()] ?? "neutral";
 }
 

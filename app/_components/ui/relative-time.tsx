@@ -15,7 +15,7 @@ const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
 const relativeFormat = new Intl.RelativeTimeFormat("en", { numeric: "auto" });
 
 /** "3 minutes ago" for `date` seen at `now`. */
-export function formatRelative(date: Date, now: number): string {
+function formatRelative(date: Date, now: number): string {
   const seconds = Math.round((date.getTime() - now) / 1000);
   if (Math.abs(seconds) < 10) return "just now";
   for (const [unit, size] of UNITS) {

@@ -7,7 +7,7 @@ import { workspaceFilesRouter } from "./workspace.files.router";
 import { workspaceMcpRouter } from "./workspace.mcp.router";
 import { workspaceSkillRouter } from "./workspace.skill.router";
 
-export const ZWorkspaceTarget = ZTenantInput.extend({ workspaceId: z.string().min(1).max(200) });
+const ZWorkspaceTarget = ZTenantInput.extend({ workspaceId: z.string().min(1).max(200) });
 
 const services = () => getWorkspaceServices();
 

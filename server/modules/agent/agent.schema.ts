@@ -17,7 +17,7 @@ import {
  * here for convenience and moved out before storage (it is encrypted in its own column, never kept in the
  * JSON config and never returned: responses carry `hasApiKey`).
  */
-export const ZAgentModelConfigInput = z.strictObject({
+const ZAgentModelConfigInput = z.strictObject({
   ...ZAgentModelConfig.shape,
   provider: z.string().min(1).max(50).default("openai-compatible"),
   apiKey: z.string().min(1).max(4096).optional(),
@@ -49,7 +49,7 @@ const API_KEY_PATCH_HELP =
 const ZApiKeyPatch = z.string().min(1).max(4096).nullable().optional().describe(API_KEY_PATCH_HELP);
 
 /** The API shape of a model-settings change: the stored settings' patch, plus the key for convenience. */
-export const ZAgentModelConfigPatchRequest = ZAgentModelConfigPatch.extend({ apiKey: ZApiKeyPatch }).describe(
+const ZAgentModelConfigPatchRequest = ZAgentModelConfigPatch.extend({ apiKey: ZApiKeyPatch }).describe(
   "Merged into the stored model settings: absent fields keep their values; null removes an optional one " +
     "(baseUrl, temperature, maxOutputTokens); provider and model can be changed, not removed; unknown keys are refused. " +
     "`apiKey`: same as the top-level `modelApiKey`.",

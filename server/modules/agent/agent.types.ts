@@ -3,7 +3,7 @@ import { ZMcpDeclaration } from "@/server/workspace/mcp/types";
 import { ZSeedSkill } from "@/server/workspace/skills/agent-seed";
 import { BACKEND_KINDS } from "@/server/workspace/backend/port";
 
-export const ISOLATION_POLICIES = ["PER_AGENT", "PER_SESSION", "PER_USER"] as const;
+const ISOLATION_POLICIES = ["PER_AGENT", "PER_SESSION", "PER_USER"] as const;
 export const ZIsolationPolicy = z.enum(ISOLATION_POLICIES);
 export type IsolationPolicy = z.infer<typeof ZIsolationPolicy>;
 
@@ -15,14 +15,14 @@ export const ZBackendKind = z.enum(BACKEND_KINDS);
  * PDFs) and OpenAI-style chat APIs take as image or file parts. Nothing else is accepted, so a typo is a
  * 400 rather than a silently ignored setting.
  */
-export const MODEL_INPUT_MEDIA_TYPES = [
+const MODEL_INPUT_MEDIA_TYPES = [
   "image/png",
   "image/jpeg",
   "image/gif",
   "image/webp",
   "application/pdf",
 ] as const;
-export const ZModelInputMediaTypes = z
+const ZModelInputMediaTypes = z
   .array(z.enum(MODEL_INPUT_MEDIA_TYPES))
   .max(MODEL_INPUT_MEDIA_TYPES.length)
   .refine((types) => new Set(types).size === types.length, "each media type once")

@@ -24,7 +24,7 @@ export type AuditBufferDeps = {
 };
 
 /** The process-wide Redis connection and queues (composition defaults; tests pass their own). */
-export function defaultAuditBufferDeps(): AuditBufferDeps {
+function defaultAuditBufferDeps(): AuditBufferDeps {
   const queues = getQueues();
   return {
     redis: getRedis(),

@@ -6,7 +6,7 @@ import { type AuditLogDTO, type AuditLogView, ZAuditFilters, type TAuditFilters 
 import type { Page } from "@/server/shared/page";
 
 /** The most rows one CSV export holds (newest first); `truncated` says when the filters matched more. */
-export const AUDIT_EXPORT_MAX_ROWS = 10_000;
+const AUDIT_EXPORT_MAX_ROWS = 10_000;
 const EXPORT_PAGE = 200;
 
 const actorKey = (entry: { actorType: string; actorId: string | null }) =>
@@ -91,5 +91,3 @@ export function createAuditService() {
     },
   };
 }
-
-export type AuditService = ReturnType<typeof createAuditService>;

@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 export const AUDIT_ACTOR_TYPES = ["user", "api_key", "system"] as const;
-export const AUDIT_OUTCOMES = ["success", "failure"] as const;
+const AUDIT_OUTCOMES = ["success", "failure"] as const;
 export type AuditActorType = (typeof AUDIT_ACTOR_TYPES)[number];
 
 export const ZAuditEntryInput = z.object({
@@ -28,7 +28,7 @@ export type TAuditEntryInput = z.input<typeof ZAuditEntryInput>;
 export const ZAuditRowInput = ZAuditEntryInput.extend({ id: z.uuid().optional() });
 export type TAuditRowInput = z.input<typeof ZAuditRowInput>;
 
-export const ZAuditLogDTO = z.object({
+const ZAuditLogDTO = z.object({
   id: z.string(),
   actorType: z.enum(AUDIT_ACTOR_TYPES),
   actorId: z.string().nullable(),
@@ -66,15 +66,13 @@ export const ZAuditLogView = ZAuditLogDTO.extend({
 });
 export type AuditLogView = z.infer<typeof ZAuditLogView>;
 
-export const PURGE_TARGET_TYPES = ["workspace", "session", "agent"] as const;
-export type TPurgeTargetType = (typeof PURGE_TARGET_TYPES)[number];
+export type TPurgeTargetType = "workspace" | "session" | "agent";
 
-export const ZPurgeReceiptDTO = z.object({
-  id: z.string(),
-  targetType: z.enum(PURGE_TARGET_TYPES),
-  targetId: z.string(),
-  deleted: z.unknown(),
-  actor: z.string(),
-  at: z.date(),
-});
-export type PurgeReceiptDTO = z.infer<typeof ZPurgeReceiptDTO>;
+export type PurgeReceiptDTO = {
+  id: string;
+  targetType: TPurgeTargetType;
+  targetId: string;
+  deleted: unknown;
+  actor: string;
+  at: Date;
+};

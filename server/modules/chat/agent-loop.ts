@@ -259,7 +259,7 @@ type ToolSetContext = {
  * gets its own `toolTimeoutMs` deadline: the tool's signal aborts, and a tool that ignores it is given up
  * on, so the model hears of the timeout either way.
  */
-export function buildToolSet(tools: readonly AgentTool[], context: ToolSetContext): ToolSet {
+function buildToolSet(tools: readonly AgentTool[], context: ToolSetContext): ToolSet {
   const set: ToolSet = {};
   for (const agentTool of tools) {
     set[agentTool.name] = tool({

@@ -40,7 +40,7 @@ function workerAgentName(name: string): string {
   return `${safe || "worker"}.${randomUUID().slice(0, 8)}`;
 }
 
-export function teamPortFor(deps: TeamDeps, scope: TenantScope, leader: SessionDTO): TeamPort {
+function teamPortFor(deps: TeamDeps, scope: TenantScope, leader: SessionDTO): TeamPort {
   return {
     async createWorkerSession({ leaderSessionId, workspaceId, name, description }) {
       const leaderAgent = await getAgent(scope, leader.agentId);

@@ -7,7 +7,7 @@ import { APP_ERROR_CODES, type AppErrorCode } from "@/server/shared/errors";
  */
 const ZAppErrorCode = z.enum(Object.keys(APP_ERROR_CODES) as [AppErrorCode, ...AppErrorCode[]]);
 
-export const ZTurnUsage = z.object({
+const ZTurnUsage = z.object({
   inputTokens: z.number().int().nonnegative(),
   outputTokens: z.number().int().nonnegative(),
   totalTokens: z.number().int().nonnegative(),

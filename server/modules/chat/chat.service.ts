@@ -44,7 +44,7 @@ export const ZChatHistoryRequest = z.object({
   afterId: z.string().min(1).max(200).optional(),
 });
 
-export type ChatWorkspacePort = {
+type ChatWorkspacePort = {
   /** Runs `fn` on the session's (provisioned, attached) workspace under a lease: H8's workspace service. */
   withSessionWorkspace<T>(
     scope: TenantScope,

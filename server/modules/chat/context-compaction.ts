@@ -139,7 +139,7 @@ async function summarizeWithModel(
 }
 
 /** The readable text of a message: text parts, tool calls as `name(args)`, tool outputs. */
-export function messageText(message: ModelMessage): string {
+function messageText(message: ModelMessage): string {
   if (typeof message.content === "string") return message.content;
   const pieces: string[] = [];
   for (const part of message.content) {

@@ -7,7 +7,7 @@ import { AppError } from "@/server/shared/errors";
  * The endpoint a turn talks to: any OpenAI-compatible server. The API key arrives decrypted from the agent
  * record and lives only inside the provider's closure; nothing here logs or returns it.
  */
-export const ZModelEndpoint = z.object({
+const ZModelEndpoint = z.object({
   /** e.g. `https://api.openai.com/v1`; the provider appends `/chat/completions`. */
   baseUrl: z.url({ protocol: /^https?$/ }),
   /** Empty for local servers that take no key (no Authorization header is sent then). */
@@ -57,7 +57,7 @@ export function redactModelEndpoint(
 }
 
 /** Base URLs of providers an agent may name without one. Anything else needs `baseUrl`. */
-export const KNOWN_PROVIDER_BASE_URLS: Readonly<Record<string, string>> = {
+const KNOWN_PROVIDER_BASE_URLS: Readonly<Record<string, string>> = {
   openai: "https://api.openai.com/v1",
 };
 

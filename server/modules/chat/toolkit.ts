@@ -64,7 +64,7 @@ export async function assembleToolkit(input: AssembleToolkitInput): Promise<Tool
   return { tools, system };
 }
 
-export function skillsPromptSection(skills: readonly SkillSummary[]): string {
+function skillsPromptSection(skills: readonly SkillSummary[]): string {
   if (skills.length === 0) return "";
   const lines = skills.map((skill) => `- ${skill.name}: ${skill.description.replace(/\s+/g, " ").trim()}`);
   return [
@@ -76,7 +76,7 @@ export function skillsPromptSection(skills: readonly SkillSummary[]): string {
   ].join("\n");
 }
 
-export function createSkillTool(
+function createSkillTool(
   workspace: Pick<TurnWorkspacePort, "readSkill">,
   agentId: string,
   skills: readonly SkillSummary[],
@@ -121,7 +121,7 @@ export function providerSafeToolName(name: string): string {
 }
 
 /** An MCP tool of the registry (`mcp__<mcp>__<tool>`) as an agent tool called with the turn's signal. */
-export function mcpDescriptorTool(descriptor: McpToolDescriptor): AgentTool {
+function mcpDescriptorTool(descriptor: McpToolDescriptor): AgentTool {
   return {
     name: providerSafeToolName(descriptor.name),
     description: descriptor.description,

@@ -69,7 +69,7 @@ export function turnWorkspacePort(
  * Tool call ids come from the provider. The engine accepts only `[A-Za-z0-9_.-]` in file names (and no
  * `..`), so anything else is replaced; the engine's `(n)` suffixes keep replaced ids unique.
  */
-export function safeFileSegment(id: string): string {
+function safeFileSegment(id: string): string {
   const safe = id
     .replace(/[^A-Za-z0-9_.-]/g, "_")
     .replace(/\.{2,}/g, "_")

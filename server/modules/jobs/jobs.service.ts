@@ -13,7 +13,7 @@ import { parseInput } from "@/server/shared/parse-input";
  * a job without one (system jobs: audit flush, sweeps) or with another tenant's is invisible and cannot be
  * retried (NOT_FOUND, as for any row of another tenant).
  */
-export const JOB_STATES = ["active", "waiting", "delayed", "completed", "failed"] as const;
+const JOB_STATES = ["active", "waiting", "delayed", "completed", "failed"] as const;
 
 export const ZJobsListRequest = z.object({
   states: z.array(z.enum(JOB_STATES)).min(1).optional(),

@@ -19,7 +19,7 @@ import { findSkillRoot, sanitizeDirName } from "@/server/workspace/skills/skill-
  * hold is refused with the reason instead of being dropped: links, binary files, more than 50 files, files
  * over 256 KiB. Front-matter keys other than name and description are not kept (SKILL.md is rebuilt).
  */
-export const LIBRARY_SKILL_LIMITS: ArchiveLimits = {
+const LIBRARY_SKILL_LIMITS: ArchiveLimits = {
   // ZSeedSkill's own bounds: 50 files × 256 KiB plus a 256 KiB SKILL.md, with room for what is discarded.
   maxExpandedBytes: 16 * 1024 * 1024,
   maxArchiveBytes: 16 * 1024 * 1024,

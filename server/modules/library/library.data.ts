@@ -31,7 +31,7 @@ function toRecord(row: EntryRow): LibraryEntryRecord {
   return { ...row, content: parsed.data };
 }
 
-export function libraryEntryNotFound(entryId: string): AppError {
+function libraryEntryNotFound(entryId: string): AppError {
   return new AppError("NOT_FOUND", `library entry ${entryId} not found`, {
     userMessage: "Library entry not found.",
   });

@@ -9,8 +9,8 @@ import { ZSeedSkill } from "@/server/workspace/skills/agent-seed";
  * holds its content in the exact shape an agent's defaults hold it, so "equip" is a copy and "where is it
  * used" is a comparison (library.data.ts).
  */
-export const LIBRARY_KINDS = ["MCP", "SKILL"] as const;
-export const ZLibraryKind = z.enum(LIBRARY_KINDS);
+const LIBRARY_KINDS = ["MCP", "SKILL"] as const;
+const ZLibraryKind = z.enum(LIBRARY_KINDS);
 export type LibraryKind = z.infer<typeof ZLibraryKind>;
 
 const ZLibraryDescription = z.string().trim().max(2000);
@@ -50,11 +50,11 @@ export const ZLibraryListRequest = z.object({
  * byte (JSON-equal), false when it has the name but another content (edited on the agent, or an older
  * version of the entry): equipping again replaces it with the library's.
  */
-export const ZLibraryUsage = z.object({ agentId: z.string(), agentName: z.string(), identical: z.boolean() });
+const ZLibraryUsage = z.object({ agentId: z.string(), agentName: z.string(), identical: z.boolean() });
 export type LibraryUsage = z.infer<typeof ZLibraryUsage>;
 
 /** A skill as lists show it: what it says it is and its files' sizes, not their content. */
-export const ZLibrarySkillSummary = z.object({
+const ZLibrarySkillSummary = z.object({
   description: z.string(),
   instructionsBytes: z.number().int(),
   files: z.array(z.object({ path: z.string(), bytes: z.number().int() })),

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ZTenantRole } from "@/server/auth/roles";
+import { type TenantRole, ZTenantRole } from "@/server/auth/roles";
 
 /** What the tenant's admins see of an invitation: never the token (only its hash is stored). */
 export const ZInviteDTO = z.object({
@@ -30,12 +30,7 @@ export const ZInviteCreateRequest = z.object({
 });
 
 /** What the invitation page shows before the person accepts. */
-export const ZInvitePreview = z.object({
-  tenantName: z.string(),
-  role: ZTenantRole,
-  expiresAt: z.date(),
-});
-export type InvitePreview = z.infer<typeof ZInvitePreview>;
+export type InvitePreview = { tenantName: string; role: TenantRole; expiresAt: Date };
 
 /** The token as it travels in the link: a fixed prefix and 32 url-safe characters. */
 export const ZInviteToken = z.string().regex(/^berth_inv_[A-Za-z0-9_-]{32}$/, "not an invitation token");

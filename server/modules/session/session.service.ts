@@ -29,7 +29,7 @@ import { parseInput } from "@/server/shared/parse-input";
 import type { z } from "zod";
 
 /** What the session service needs from the workspace service (H8): bindings and the purge producer. */
-export type SessionWorkspacePort = {
+type SessionWorkspacePort = {
   /** The binding row a new session's workspace gets (written by session.data in the session's transaction). */
   bindingFor(
     scope: TenantScope,

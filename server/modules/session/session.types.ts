@@ -1,11 +1,11 @@
 import { z } from "zod";
 
-export const SESSION_STATUSES = ["IDLE", "RUNNING", "ERROR", "CLOSED"] as const;
-export const ZSessionStatus = z.enum(SESSION_STATUSES);
-export type SessionStatus = z.infer<typeof ZSessionStatus>;
+const SESSION_STATUSES = ["IDLE", "RUNNING", "ERROR", "CLOSED"] as const;
+const ZSessionStatus = z.enum(SESSION_STATUSES);
+type SessionStatus = z.infer<typeof ZSessionStatus>;
 
-export const CHAT_ROLES = ["system", "user", "assistant", "tool"] as const;
-export const ZChatRole = z.enum(CHAT_ROLES);
+const CHAT_ROLES = ["system", "user", "assistant", "tool"] as const;
+const ZChatRole = z.enum(CHAT_ROLES);
 
 export const ZCreateSessionInput = z.object({
   agentId: z.string().min(1),
@@ -26,19 +26,18 @@ export const ZUpdateSessionInput = z.object({
 });
 export type TUpdateSessionInput = z.input<typeof ZUpdateSessionInput>;
 
-export const ZSessionDTO = z.object({
-  id: z.string(),
-  agentId: z.string(),
-  userId: z.string().nullable(),
-  workspaceId: z.string(),
-  name: z.string(),
-  status: ZSessionStatus,
-  leaderSessionId: z.string().nullable(),
-  lastMessageAt: z.date().nullable(),
-  createdAt: z.date(),
-  updatedAt: z.date(),
-});
-export type SessionDTO = z.infer<typeof ZSessionDTO>;
+export type SessionDTO = {
+  id: string;
+  agentId: string;
+  userId: string | null;
+  workspaceId: string;
+  name: string;
+  status: SessionStatus;
+  leaderSessionId: string | null;
+  lastMessageAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+};
 
 export const ZAppendChatMessageInput = z.object({
   role: ZChatRole,
@@ -47,12 +46,11 @@ export const ZAppendChatMessageInput = z.object({
 });
 export type TAppendChatMessageInput = z.input<typeof ZAppendChatMessageInput>;
 
-export const ZChatMessageDTO = z.object({
-  id: z.string(),
-  sessionId: z.string(),
-  role: ZChatRole,
-  content: z.unknown(),
-  toolCalls: z.unknown().nullable(),
-  createdAt: z.date(),
-});
-export type ChatMessageDTO = z.infer<typeof ZChatMessageDTO>;
+export type ChatMessageDTO = {
+  id: string;
+  sessionId: string;
+  role: z.infer<typeof ZChatRole>;
+  content: unknown;
+  toolCalls: unknown;
+  createdAt: Date;
+};

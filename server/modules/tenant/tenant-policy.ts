@@ -10,13 +10,13 @@ import { getTenantPolicy, updateTenantPolicy } from "./tenant-policy.data";
 import { type TenantPolicyDTO, ZTenantPolicyDTO } from "./tenant-policy.types";
 
 /** The isolation policy of an agent that names none, in a tenant that names none (agentscope-spec.md §8.1). */
-export const INSTALLATION_DEFAULT_ISOLATION: IsolationPolicy = "PER_AGENT";
+const INSTALLATION_DEFAULT_ISOLATION: IsolationPolicy = "PER_AGENT";
 
 /** The shortest idle TTL a tenant may set: a sweep stops a workspace no sooner than this after its last use. */
 export const MIN_TENANT_IDLE_TTL_MS = 60_000;
 
 /** What the operator's configuration allows, next to the tenant's choice (the installation's values). */
-export const ZOperatorLimits = z.object({
+const ZOperatorLimits = z.object({
   /** BERTH_WORKSPACE_IDLE_TTL_MS: the installation's idle TTL, the most a tenant may set. */
   idleTtlMs: z.number().int().positive(),
   minIdleTtlMs: z.number().int().positive(),

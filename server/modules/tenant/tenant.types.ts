@@ -1,6 +1,6 @@
 import { z } from "zod";
 
-export const ZTenantSlug = z
+const ZTenantSlug = z
   .string()
   .min(2)
   .max(48)

@@ -46,7 +46,7 @@ export async function readGitStatus(backend: WorkspaceBackend, cwd: string): Pro
   return result;
 }
 
-export function parsePorcelainV2(output: string): GitStatus {
+function parsePorcelainV2(output: string): GitStatus {
   const status: GitStatus = {
     branch: null,
     head: null,

@@ -28,7 +28,7 @@ const invalid = (message: string) => new AppError("UNPROCESSABLE", message, { us
  * root, and a SKILL.md in the root or in a folder at most MAX_SKILL_ROOT_DEPTH - 1 below it (the engine
  * then installs the first folder holding one, see findSkillRoot: `outer/inner/SKILL.md` installs `inner`).
  */
-export function validateManifest(raw: unknown, limits = SKILL_UPLOAD_LIMITS): SkillManifest {
+function validateManifest(raw: unknown, limits = SKILL_UPLOAD_LIMITS): SkillManifest {
   // A NUL or unpaired surrogate in a path is refused as bad input (400), like every other boundary.
   assertNoUnsafeStrings(raw, "manifest");
   const parsed = ZManifest.safeParse(raw);

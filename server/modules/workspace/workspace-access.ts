@@ -12,11 +12,11 @@ import type { WorkspaceDTO } from "./workspace.types";
  *   they created, since a key acts as its creator) and the PER_USER workspaces derived for them. Another
  *   member's workspace answers NOT_FOUND, as another tenant's does: its existence is not disclosed.
  */
-export function isLimitedToOwnWorkspaces(scope: TenantScope): boolean {
+function isLimitedToOwnWorkspaces(scope: TenantScope): boolean {
   return scope.role === "member";
 }
 
-export async function mayActOnWorkspace(scope: TenantScope, record: WorkspaceDTO): Promise<boolean> {
+async function mayActOnWorkspace(scope: TenantScope, record: WorkspaceDTO): Promise<boolean> {
   if (!isLimitedToOwnWorkspaces(scope)) return true;
   if (record.userId !== null && record.userId === workspaceUserOf(scope)) return true;
   return scope.userId !== null && userHasSessionOnWorkspace(scope, record.id, scope.userId);

@@ -91,5 +91,3 @@ export function createBackendChoice(drivers: DriverSet) {
     },
   };
 }
-
-export type BackendChoice = ReturnType<typeof createBackendChoice>;

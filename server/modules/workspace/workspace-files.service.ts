@@ -12,12 +12,12 @@ import type { WorkspaceService } from "./workspace.service";
 /** The most a read returns (the preview); the download link gives the whole file. */
 const MAX_READ_BYTES = 1024 * 1024;
 /** A file is edited in place only when it fits here whole: the editor loads, and saves, all of it. */
-export const EDITABLE_MAX_BYTES = 1024 * 1024;
+const EDITABLE_MAX_BYTES = 1024 * 1024;
 /** One uploaded file, as large as one file of a skill upload (SKILL_UPLOAD_LIMITS.maxFileBytes). */
 export const FILE_UPLOAD_MAX_BYTES = 50 * 1024 * 1024;
 
 /** True when the bytes are not text: a NUL, or not UTF-8 (a sequence cut at the end of a preview is fine). */
-export function isBinary(bytes: Buffer, cut: boolean): boolean {
+function isBinary(bytes: Buffer, cut: boolean): boolean {
   if (bytes.includes(0)) return true;
   // A truncated preview may end inside a character: drop up to 3 trailing bytes before judging.
   for (let drop = 0; drop <= (cut ? 3 : 0) && drop <= bytes.length; drop++) {

@@ -239,7 +239,7 @@ export async function transitionFrom(
   return (await transitionWithGeneration(scope, workspaceId, change, db)).from;
 }
 
-export async function transitionWithGeneration(
+async function transitionWithGeneration(
   scope: TenantScope,
   workspaceId: string,
   change: Parameters<typeof transitionFrom>[2],

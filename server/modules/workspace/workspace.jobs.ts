@@ -31,7 +31,7 @@ export const ZWorkspacePurgePayload = ZWorkspaceRef.extend({
   /** The generation to purge (absent: the current one); a later generation is never purged by it. */
   generation: z.number().int().positive().optional(),
 });
-export const ZWorkspaceSweepPayload = z.object({
+const ZWorkspaceSweepPayload = z.object({
   trigger: z.enum(["schedule", "manual"]).default("schedule"),
 });
 export const ZWorkspaceReconcilePayload = z.object({

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ZBackendKind, ZIsolationPolicy } from "@/server/modules/agent/agent.types";
+import { type IsolationPolicy, ZBackendKind, ZIsolationPolicy } from "@/server/modules/agent/agent.types";
 
 export const WORKSPACE_STATES = [
   "PENDING",
@@ -34,16 +34,11 @@ export const WORKSPACE_TRANSITIONS: Record<WorkspaceState, readonly WorkspaceSta
   PURGED: ["PROVISIONING"],
 };
 
-/** States a purge may claim the workspace from (everything but a purge already running or done). */
-export const PURGEABLE_STATES = WORKSPACE_STATES.filter((state) =>
-  WORKSPACE_TRANSITIONS[state].includes("PURGING"),
-);
-
 export function canTransitionWorkspace(from: WorkspaceState, to: WorkspaceState): boolean {
   return WORKSPACE_TRANSITIONS[from].includes(to);
 }
 
-export const WORKSPACE_EVENT_KINDS = [
+const WORKSPACE_EVENT_KINDS = [
   "created",
   "provisioning",
   "provisioned",
@@ -79,42 +74,39 @@ export const ZUpsertWorkspaceInput = z.object({
 });
 export type TUpsertWorkspaceInput = z.input<typeof ZUpsertWorkspaceInput>;
 
-export const ZWorkspaceDTO = z.object({
-  id: z.string(),
-  backendKind: ZBackendKind,
-  isolationPolicy: ZIsolationPolicy,
-  agentId: z.string().nullable(),
-  userId: z.string().nullable(),
-  state: ZWorkspaceState,
-  /** 1 for a new id; each purge ends one and the next use starts the next (fresh, empty). */
-  generation: z.number().int().positive(),
-  backendHandle: z.unknown().nullable(),
-  lastActivityAt: z.date().nullable(),
-  stateChangedAt: z.date(),
-  error: z.string().nullable(),
-  activeLeases: z.number().int(),
-  createdAt: z.date(),
-  updatedAt: z.date(),
-});
-export type WorkspaceDTO = z.infer<typeof ZWorkspaceDTO>;
+export type WorkspaceDTO = {
+  id: string;
+  backendKind: BackendKind;
+  isolationPolicy: IsolationPolicy;
+  agentId: string | null;
+  userId: string | null;
+  state: WorkspaceState;
+  /** 1 for a new id; each purge ends one and the next use starts the next (fresh, empty). A positive integer. */
+  generation: number;
+  backendHandle: unknown;
+  lastActivityAt: Date | null;
+  stateChangedAt: Date;
+  error: string | null;
+  activeLeases: number;
+  createdAt: Date;
+  updatedAt: Date;
+};
 
-export const ZWorkspaceEventDTO = z.object({
-  id: z.string(),
-  workspaceId: z.string(),
-  kind: ZWorkspaceEventKind,
-  reason: z.string().nullable(),
-  actor: z.string(),
-  data: z.unknown().nullable(),
-  at: z.date(),
-});
-export type WorkspaceEventDTO = z.infer<typeof ZWorkspaceEventDTO>;
+export type WorkspaceEventDTO = {
+  id: string;
+  workspaceId: string;
+  kind: WorkspaceEventKind;
+  reason: string | null;
+  actor: string;
+  data: unknown;
+  at: Date;
+};
 
-export const ZWorkspaceLeaseDTO = z.object({
-  id: z.string(),
-  workspaceId: z.string(),
-  holder: z.string(),
-  reason: z.string().nullable(),
-  expiresAt: z.date().nullable(),
-  createdAt: z.date(),
-});
-export type WorkspaceLeaseDTO = z.infer<typeof ZWorkspaceLeaseDTO>;
+export type WorkspaceLeaseDTO = {
+  id: string;
+  workspaceId: string;
+  holder: string;
+  reason: string | null;
+  expiresAt: Date | null;
+  createdAt: Date;
+};

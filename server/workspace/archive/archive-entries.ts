@@ -13,7 +13,7 @@ import { AppError, isAppError } from "@/server/shared/errors";
 export type ArchiveFormat = "zip" | "tar" | "tar.gz";
 
 /** Entry kinds as the archive declares them; only files, directories and contained links are accepted. */
-export type ArchiveEntryType = "file" | "directory" | "symlink" | "hardlink" | "device" | "fifo" | "other";
+type ArchiveEntryType = "file" | "directory" | "symlink" | "hardlink" | "device" | "fifo" | "other";
 
 /**
  * One entry read from an archive (or a host directory). `body` must be consumed (or destroyed) before the
@@ -39,7 +39,7 @@ export type ArchiveEntry = {
 const noop = () => undefined;
 
 /** Counts bytes flowing through and fails once more than `limit` have passed. */
-export function byteLimit(limit: number, error: () => AppError): Transform {
+function byteLimit(limit: number, error: () => AppError): Transform {
   let seen = 0;
   return new Transform({
     transform(chunk: Buffer, _encoding, callback: TransformCallback) {

@@ -19,7 +19,7 @@ function hostile(entry: string, reason: string): AppError {
  * outside the target or confuse a filesystem: absolute paths, drive letters, `..`, backslashes, control
  * characters (NUL included), over-long names. Returns null for the archive root itself (`./`).
  */
-export function normaliseEntryName(raw: string): string | null {
+function normaliseEntryName(raw: string): string | null {
   if (CONTROL_CHARACTERS.test(raw)) return rejectName(raw, "control character in name");
   if (raw.includes("\\")) return rejectName(raw, "backslash in name");
   if (raw.startsWith("/") || /^[A-Za-z]:/.test(raw)) return rejectName(raw, "absolute path");

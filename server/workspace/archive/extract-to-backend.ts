@@ -23,7 +23,7 @@ export const DEFAULT_ARCHIVE_LIMITS: ArchiveLimits = {
 };
 
 /** `sha256` is null when the extraction was asked not to hash (see `extractToBackend`). */
-export type ExtractedFile = { path: string; size: number; sha256: string | null; executable: boolean };
+type ExtractedFile = { path: string; size: number; sha256: string | null; executable: boolean };
 
 /** What was extracted, in archive order: enough to find the skill root, check its links and hash it. */
 export type ExtractionManifest = {

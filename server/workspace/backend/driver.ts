@@ -34,7 +34,7 @@ export type WorkspaceSpec = {
 };
 
 /** What a backend can and cannot do, for the engine, the API and the dashboard. */
-export type DriverCapabilities = {
+type DriverCapabilities = {
   /** Agent commands cannot reach the host (false only for `host-unconfined`: trusted agents only). */
   readonly isolated: boolean;
   /** Data survives `stop` and a later provision of the same spec. */
@@ -61,7 +61,7 @@ export type DriverCapabilities = {
  * What the installation's backend confines, for the API and the dashboard: `isolated` is false when agent
  * commands run on the host with Berth's privileges (`host-unconfined`, trusted agents only).
  */
-export type BackendIsolation = {
+type BackendIsolation = {
   /** The driver name (`local`, `host-unconfined`, `docker`, `e2b`, `kubernetes`). */
   backend: string;
   isolated: boolean;
@@ -172,7 +172,7 @@ export interface WorkspaceDriver {
 }
 
 /** A boot check's answer: what works (for the startup log) or why not and what to do about it. */
-export type DriverProbe = { ok: true; summary: string } | { ok: false; reason: string; hint: string };
+type DriverProbe = { ok: true; summary: string } | { ok: false; reason: string; hint: string };
 
 /** Where a driver keeps host-side state, shared by every driver of the installation. */
 export type DriverContext = {

@@ -14,7 +14,7 @@ export type GatewayBundle = {
 /** File name of the bundle, inside images and in `dist/`. */
 export const GATEWAY_BUNDLE_FILE = "berth-gateway.cjs";
 /** Debian bookworm ships Node 18; the bundle must run there. */
-export const GATEWAY_NODE_TARGET = "node18";
+const GATEWAY_NODE_TARGET = "node18";
 
 const sourceDir = path.dirname(fileURLToPath(import.meta.url));
 const entryPoint = path.join(sourceDir, "server", "gateway-main.ts");
@@ -23,7 +23,7 @@ const entryPoint = path.join(sourceDir, "server", "gateway-main.ts");
 export const DEFAULT_PREBUILT_GATEWAY = path.resolve(sourceDir, "../../../dist/gateway", GATEWAY_BUNDLE_FILE);
 
 /** Bundles gateway-main.ts and everything it imports (MCP SDK, zod) with esbuild, in memory. */
-export async function bundleGateway(): Promise<GatewayBundle> {
+async function bundleGateway(): Promise<GatewayBundle> {
   const esbuild = await import("esbuild");
   const result = await esbuild.build({
     entryPoints: [entryPoint],

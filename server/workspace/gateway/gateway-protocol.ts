@@ -28,7 +28,7 @@ export const ZGatewayHealth = z.object({
 });
 export type TGatewayHealth = z.infer<typeof ZGatewayHealth>;
 
-export const ZGatewayToolInfo = z.object({
+const ZGatewayToolInfo = z.object({
   name: z.string(),
   description: z.string().default(""),
   inputSchema: z.record(z.string(), z.unknown()),
@@ -44,9 +44,8 @@ export const ZGatewayCallToolBody = z.object({
   /** Milliseconds; overrides the MCP's execution_timeout and the gateway default for this call. */
   timeout_ms: z.number().int().positive().optional(),
 });
-export type TGatewayCallToolBody = z.infer<typeof ZGatewayCallToolBody>;
 
-export const ZGatewayToolResult = z.object({
+const ZGatewayToolResult = z.object({
   content: z.array(z.looseObject({ type: z.string() })),
   isError: z.boolean(),
   structuredContent: z.record(z.string(), z.unknown()).optional(),
@@ -68,7 +67,7 @@ export type TGatewayErrorBody = z.infer<typeof ZGatewayErrorBody>;
 export const MCP_NOT_REGISTERED = "mcp_not_registered";
 
 /** Query string carrying the scope; ids go in the query, never in the path (as in the reference). */
-export function scopeQuery(scope: McpScope): string {
+function scopeQuery(scope: McpScope): string {
   return new URLSearchParams({ agent_id: scope.agentId, session_id: scope.sessionId }).toString();
 }
 
@@ -111,7 +110,7 @@ export const FILE_OP_METHODS: Record<TGatewayFileOp, "GET" | "POST" | "PUT"> = {
 export const ZGatewayWriteMode = z.enum(["replace", "append", "exclusive"]);
 
 const ZFileType = z.enum(["file", "directory", "symlink", "other"]);
-export const ZGatewayFileStat = z.object({
+const ZGatewayFileStat = z.object({
   type: ZFileType,
   size: z.number(),
   mtimeMs: z.number(),

@@ -4,7 +4,7 @@ import { z } from "zod";
  * MCP declarations, in the reference's `.mcp` v2 JSON shape (agentscope-spec.md §1.3): field names and
  * order match `MCPClient.model_dump(mode="json")` so files round-trip with the reference system.
  */
-export const ZStdioMcpConfig = z.object({
+const ZStdioMcpConfig = z.object({
   type: z.literal("stdio_mcp"),
   command: z.string().min(1),
   args: z.array(z.string()).default([]),
@@ -13,14 +13,14 @@ export const ZStdioMcpConfig = z.object({
   encoding_error_handler: z.string().default("strict"),
 });
 
-export const ZHttpMcpConfig = z.object({
+const ZHttpMcpConfig = z.object({
   type: z.literal("http_mcp"),
   url: z.url(),
   headers: z.record(z.string(), z.string()).nullable().default(null),
   timeout: z.number().positive().default(30),
 });
 
-export const ZMcpConfig = z.discriminatedUnion("type", [ZStdioMcpConfig, ZHttpMcpConfig]);
+const ZMcpConfig = z.discriminatedUnion("type", [ZStdioMcpConfig, ZHttpMcpConfig]);
 
 export const ZMcpDeclaration = z
   .object({

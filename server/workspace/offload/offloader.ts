@@ -8,27 +8,27 @@ import { assertSafeSegment } from "@/server/workspace/paths";
 import { extensionForMediaType } from "./media-types";
 import { openWorkspaceReference, toWorkspaceReference } from "./references";
 
-export const SESSIONS_DIR = "sessions";
-export const DATA_DIR = "data";
-export const CONTEXT_FILE = "context.jsonl";
+const SESSIONS_DIR = "sessions";
+const DATA_DIR = "data";
+const CONTEXT_FILE = "context.jsonl";
 /** How many `(n)` suffixes offloadToolResult tries before giving up (a loop guard, never hit in practice). */
 const MAX_NAME_ATTEMPTS = 10_000;
 
 /** The reference's DataBlock with a base64 source; it is replaced by a `workspace:///data/...` URL. */
-export type Base64DataBlock = {
+type Base64DataBlock = {
   type: "data";
   id?: string;
   name?: string;
   source: { type: "base64"; data: string; media_type: string };
 };
-export type UrlDataBlock = {
+type UrlDataBlock = {
   type: "data";
   id?: string;
   name?: string;
   source: { type: "url"; url: string; media_type: string };
 };
 export type DataBlock = Base64DataBlock | UrlDataBlock;
-export type TextBlock = { type: "text"; text: string };
+type TextBlock = { type: "text"; text: string };
 
 /** A chat message as stored in context.jsonl: any JSON object (reference Msg or AI SDK ModelMessage). */
 export type OffloadMessage = object;

@@ -1,7 +1,7 @@
 import { parse as parseYaml } from "yaml";
 
 /** A SKILL.md whose front matter has the two fields every skill needs. */
-export type ParsedSkillMarkdown = {
+type ParsedSkillMarkdown = {
   name: string;
   description: string;
   /** Everything in the front matter (license, allowed-tools, ...), as parsed. */

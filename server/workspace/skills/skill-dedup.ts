@@ -40,7 +40,7 @@ function digestLines(lines: string[]): string {
 }
 
 /** SHA-256 over the skill folder's paths, sizes, executable bits and symlink targets. */
-export function shapeHash(manifest: ExtractionManifest, root: string): string {
+function shapeHash(manifest: ExtractionManifest, root: string): string {
   const prefix = root ? `${root}/` : "";
   const files = manifest.files
     .filter((file) => file.path.startsWith(prefix))
@@ -60,7 +60,7 @@ function contentHashWith(manifest: ExtractionManifest, root: string, shaOf: (rel
 }
 
 /** The content hash when extraction computed every file's SHA-256, else null. */
-export function contentHashIfKnown(manifest: ExtractionManifest, root: string): string | null {
+function contentHashIfKnown(manifest: ExtractionManifest, root: string): string | null {
   if (filesUnder(manifest, root).some((file) => file.sha256 === null)) return null;
   return contentHashWith(manifest, root, () => "");
 }

@@ -2,7 +2,7 @@ import path from "node:path";
 import { AppError } from "@/server/shared/errors";
 import type { ExtractionManifest } from "@/server/workspace/archive/extract-to-backend";
 
-export const DEFAULT_SKILL_PARTITION = "default";
+const DEFAULT_SKILL_PARTITION = "default";
 
 /** `default` without an agent; ids that could escape `skills/` are refused (reference §3.1). */
 export function partitionName(agentId?: string | null): string {
@@ -67,7 +67,7 @@ export function findSkillRoot(manifest: ExtractionManifest): string {
 }
 
 /** Whether `label` is `name` itself or `name (n)`: the forms an agent-facing name may take. */
-export function isLabelFor(label: string, name: string): boolean {
+function isLabelFor(label: string, name: string): boolean {
   if (label === name) return true;
   return label.startsWith(`${name} (`) && /^ \([1-9]\d*\)$/.test(label.slice(name.length));
 }

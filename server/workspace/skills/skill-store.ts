@@ -36,8 +36,8 @@ import {
   sanitizeDirName,
 } from "@/server/workspace/skills/skill-names";
 
-export const SKILLS_DIR = "skills";
-export const SKILL_SEED_PARTITION = ".seed";
+const SKILLS_DIR = "skills";
+const SKILL_SEED_PARTITION = ".seed";
 const CONTENT_INDEX_FILE = ".content-index.json";
 const MAX_SKILL_MD_BYTES = 1024 * 1024;
 

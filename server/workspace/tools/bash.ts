@@ -2,8 +2,8 @@ import { z } from "zod";
 import { defineTool, type BuiltinTool, type ToolContext } from "./types";
 import { normalizeNewlines, truncateOutput } from "./text";
 
-export const BASH_DEFAULT_TIMEOUT_MS = 120_000;
-export const BASH_MAX_TIMEOUT_MS = 600_000;
+const BASH_DEFAULT_TIMEOUT_MS = 120_000;
+const BASH_MAX_TIMEOUT_MS = 600_000;
 
 const ZBashInput = z.object({
   command: z.string().min(1).describe("The shell command to execute"),

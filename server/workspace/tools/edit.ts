@@ -5,7 +5,7 @@ import { readCapped, unifiedDiff } from "./text";
 import { defineTool, errorResult, type BuiltinTool, type ToolContext } from "./types";
 
 /** Edit holds the whole file in memory to replace text, so it refuses larger files. */
-export const EDIT_MAX_FILE_BYTES = 16 * 1024 * 1024;
+const EDIT_MAX_FILE_BYTES = 16 * 1024 * 1024;
 
 const ZEditInput = z.object({
   file_path: z.string().describe("The absolute path to the file to modify"),

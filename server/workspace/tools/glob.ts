@@ -5,12 +5,12 @@ import { globToRegExp, hasRecursiveSegment, splitLiteralPrefix, splitPattern } f
 import { toolPathOf } from "./tool-paths";
 import { defineTool, errorResult, type BuiltinTool, type ToolContext } from "./types";
 
-export const GLOB_TIMEOUT_MS = 30_000;
+const GLOB_TIMEOUT_MS = 30_000;
 /**
  * The reference has no cap, so `**` in a big tree floods the model's context. We keep the newest files
  * and say how many were left out.
  */
-export const GLOB_MAX_RESULTS = 1000;
+const GLOB_MAX_RESULTS = 1000;
 
 const ZGlobInput = z.object({
   pattern: z

@@ -30,7 +30,7 @@ export const FILE_TYPE_GLOBS: Record<string, string[]> = {
 export const VCS_DIRS = [".git", ".svn", ".hg", ".bzr", ".jj", ".sl"];
 
 /** Expands `{a,b}` alternatives (one level, repeated), since grep's --include has no braces. */
-export function expandBraces(glob: string): string[] {
+function expandBraces(glob: string): string[] {
   const match = /\{([^{}]*)\}/.exec(glob);
   if (!match) return [glob];
   const head = glob.slice(0, match.index);

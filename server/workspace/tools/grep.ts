@@ -4,9 +4,9 @@ import { toolPathOf } from "./tool-paths";
 import { FILE_TYPE_GLOBS, VCS_DIRS, globOptions } from "./grep-args";
 import { defineTool, errorResult, type BuiltinTool, type ToolContext } from "./types";
 
-export const GREP_TIMEOUT_MS = 30_000;
-export const GREP_DEFAULT_HEAD_LIMIT = 250;
-export const GREP_MAX_COLUMNS = 500;
+const GREP_TIMEOUT_MS = 30_000;
+const GREP_DEFAULT_HEAD_LIMIT = 250;
+const GREP_MAX_COLUMNS = 500;
 
 const ZGrepInput = z.object({
   pattern: z.string().min(1).describe("The regular expression (Perl syntax) to search for in file contents"),

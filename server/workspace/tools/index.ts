@@ -7,7 +7,7 @@ import { createReadTool, type ReadToolOptions } from "./read";
 import { FileReadState, type BuiltinTool, type ToolContext } from "./types";
 import { createWriteTool } from "./write";
 
-export type { BuiltinTool, ToolResult, ToolDataBlock, ToolCallOptions } from "./types";
+export type { BuiltinTool } from "./types";
 export { FileReadState } from "./types";
 
 export type BuiltinToolsOptions = ReadToolOptions & {

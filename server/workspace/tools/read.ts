@@ -14,12 +14,12 @@ import { readCapped, truncateOutput } from "./text";
 import { toolPathOf } from "./tool-paths";
 import { defineTool, errorResult, type BuiltinTool, type ToolContext, type ToolResult } from "./types";
 
-export const READ_DEFAULT_LIMIT = 2000;
-export const READ_MAX_LINE_CHARS = 2000;
+const READ_DEFAULT_LIMIT = 2000;
+const READ_MAX_LINE_CHARS = 2000;
 /** Images and PDFs are buffered whole (attached as base64, or parsed), so they are capped. */
-export const READ_MAX_BINARY_BYTES = 20 * 1024 * 1024;
+const READ_MAX_BINARY_BYTES = 20 * 1024 * 1024;
 /** Extracted PDF text gets the same ceiling as a full text read (2000 lines of 2000 characters). */
-export const READ_MAX_PDF_TEXT_CHARS = READ_DEFAULT_LIMIT * READ_MAX_LINE_CHARS;
+const READ_MAX_PDF_TEXT_CHARS = READ_DEFAULT_LIMIT * READ_MAX_LINE_CHARS;
 
 const IMAGE_MEDIA_TYPES: Record<string, string> = {
   ".png": "image/png",

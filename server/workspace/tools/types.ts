@@ -4,7 +4,7 @@ import { isAppError } from "@/server/shared/errors";
 import type { WorkspaceBackend } from "@/server/workspace/backend/port";
 
 /** An attachment a tool hands back next to its text (Read of an image or PDF the model accepts). */
-export type ToolDataBlock = { type: "data"; mediaType: string; base64: string; name?: string };
+type ToolDataBlock = { type: "data"; mediaType: string; base64: string; name?: string };
 
 /** What every builtin tool returns. Errors are results (`isError: true`), never exceptions. */
 export type ToolResult = {

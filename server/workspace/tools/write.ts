@@ -5,7 +5,7 @@ import { countLines, readCapped, unifiedDiff } from "./text";
 import { defineTool, errorResult, type BuiltinTool, type ToolContext } from "./types";
 
 /** Old contents larger than this are not diffed (the diff is metadata for the UI, not worth the memory). */
-export const DIFF_MAX_BYTES = 1024 * 1024;
+const DIFF_MAX_BYTES = 1024 * 1024;
 
 const ZWriteInput = z.object({
   file_path: z.string().describe("The absolute path to the file to write (must be inside the workspace)"),

@@ -10,7 +10,7 @@ import { SandboxRegistry } from "./sandbox-registry";
 export type SandboxProbe =
   { ok: true; uid: number; dropped: boolean } | { ok: false; reason: string; hint: string };
 
-export const SANDBOX_INSTALL_HINT =
+const SANDBOX_INSTALL_HINT =
   "Install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; it also needs util-linux's prlimit and " +
   "unprivileged user namespaces, `sysctl kernel.unprivileged_userns_clone=1` where that exists), or opt in " +
   "to running agent commands on the host with Berth's privileges: BERTH_WORKSPACE_BACKEND=host-unconfined " +

@@ -1,7 +1,7 @@
 import type { Readable } from "node:stream";
 
 /** Stream ids of Docker's multiplexed attach protocol (8-byte header: type, 3 zero bytes, uint32 BE size). */
-export type DockerStreamType = "stdout" | "stderr";
+type DockerStreamType = "stdout" | "stderr";
 
 /**
  * A consumer of demultiplexed frames. Returning false asks for backpressure: the source is paused until

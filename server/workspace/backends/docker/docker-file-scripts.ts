@@ -9,7 +9,7 @@ import type { DirEntry, FileStat } from "@/server/workspace/backend/port";
  *
  * Exit codes with a meaning: 44 not found, 45 wrong type (is / is not a directory), 47 already exists.
  */
-export const EXIT = { notFound: 44, wrongType: 45, exists: 47 } as const;
+const EXIT = { notFound: 44, wrongType: 45, exists: 47 } as const;
 
 export const SCRIPTS = {
   /** $1 path, $2 start (or ""), $3 byte count (or ""). */

@@ -31,7 +31,7 @@ export function containerEnv(config: TDockerProviderConfig): Record<string, stri
  * The container's create options. Their hash is stored as a label: when the config or image changes, the
  * old container is replaced (its data lives in the bind mount, so nothing is lost).
  */
-export function containerCreateOptions(
+function containerCreateOptions(
   config: TDockerProviderConfig,
   spec: ContainerSpec,
 ): Docker.ContainerCreateOptions {
@@ -160,11 +160,11 @@ export async function removeContainer(docker: Docker, name: string): Promise<voi
   }
 }
 
-export function statusOf(error: unknown): number | undefined {
+function statusOf(error: unknown): number | undefined {
   return (error as { statusCode?: number }).statusCode;
 }
 
-export function engineError(error: unknown, action: string): AppError {
+function engineError(error: unknown, action: string): AppError {
   if (isAppError(error)) return error;
   return new AppError("UNAVAILABLE", `Docker could not ${action}: ${String(error)}`, {
     cause: error,

@@ -133,7 +133,7 @@ export class WorkspaceImageBuilder {
 }
 
 /** The Dockerfile: no network needed unless extra packages are configured. */
-export function renderDockerfile(config: TDockerProviderConfig): string {
+function renderDockerfile(config: TDockerProviderConfig): string {
   const { uid, gid } = config;
   const lines = [
     `FROM ${config.baseImage}`,

@@ -296,7 +296,7 @@ export class E2bFiles {
  * Bytes, or any stream: archive producers hand over streams that are async iterables but not Node
  * Readables (tar-stream's pack is a streamx stream), and `Readable.toWeb` needs a Node one.
  */
-export function toNodeReadable(data: Readable | Uint8Array | string): Readable {
+function toNodeReadable(data: Readable | Uint8Array | string): Readable {
   if (typeof data === "string" || data instanceof Uint8Array) return Readable.from([Buffer.from(data)]);
   if (data instanceof Readable) return data;
   return Readable.from(data as AsyncIterable<Buffer>, { objectMode: false });

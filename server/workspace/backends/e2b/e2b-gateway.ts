@@ -42,7 +42,7 @@ type Credentials = z.infer<typeof ZCredentials>;
  * The gateway's credentials stay on the host: a 0600 file per sandbox in the driver's runtime dir, shared
  * by the processes that attach to it (API replicas, workers), never in the stored handle.
  */
-export function credentialsPath(runtimeDir: string, sandboxId: string): string {
+function credentialsPath(runtimeDir: string, sandboxId: string): string {
   return path.join(runtimeDir, `${sandboxId}.gateway.json`);
 }
 

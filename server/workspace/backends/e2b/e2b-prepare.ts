@@ -68,12 +68,3 @@ function parseMarker(text: string): SandboxFacts["marker"] {
     return null;
   }
 }
-
-/** Writes the marker (root-owned, in the root-only folder). */
-export async function writeMarker(
-  sandbox: Sandbox,
-  marker: { workspaceId: string; tenantId: string; nonce: string },
-  requestTimeoutMs: number,
-): Promise<void> {
-  await sandbox.files.write(SANDBOX_PATHS.marker, JSON.stringify(marker), { user: "root", requestTimeoutMs });
-}

@@ -106,7 +106,7 @@ async function subdirectories(dir: string): Promise<string[]> {
 }
 
 /** Inverse of safePathSegment; null for hashed (overlong) names, which cannot be decoded. */
-export function decodeSegment(segment: string): string | null {
+function decodeSegment(segment: string): string | null {
   if (segment === "%") return "";
   if (segment.startsWith("%h")) return null;
   try {

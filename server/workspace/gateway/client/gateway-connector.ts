@@ -81,7 +81,7 @@ function isNotRegistered(error: unknown): boolean {
 }
 
 /** A live MCP client whose server runs inside the sandbox, reached through the gateway. */
-export class GatewayMcpClient implements LiveMcpClient {
+class GatewayMcpClient implements LiveMcpClient {
   private connected = true;
 
   constructor(

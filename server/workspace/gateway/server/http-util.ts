@@ -3,7 +3,7 @@ import { toAppError } from "@/server/shared/errors";
 import type { TGatewayErrorBody } from "../gateway-protocol";
 
 /** AppError codes survive the hop: the host client rebuilds the same AppError from `code`. */
-export function toHttpError(error: unknown): [number, TGatewayErrorBody] {
+function toHttpError(error: unknown): [number, TGatewayErrorBody] {
   const appError = toAppError(error);
   return [
     appError.httpStatus,

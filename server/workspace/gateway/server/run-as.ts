@@ -22,7 +22,7 @@ export class RunAsConnector implements McpConnector {
   }
 }
 
-export function withRunAs(declaration: TMcpDeclaration, runAs: McpRunAs): TMcpDeclaration {
+function withRunAs(declaration: TMcpDeclaration, runAs: McpRunAs): TMcpDeclaration {
   const config = declaration.mcp_config;
   if (config.type !== "stdio_mcp") return declaration;
   return {

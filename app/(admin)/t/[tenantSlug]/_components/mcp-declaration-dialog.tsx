@@ -41,7 +41,7 @@ function pairs(text: string, separator: "=" | ":"): Record<string, string> | nul
 }
 
 /** The form's fields as a declaration, validated by ZMcpDeclaration; a readable line per problem otherwise. */
-export function declarationFromForm(form: FormData): { declaration: TMcpDeclaration } | { errors: string[] } {
+function declarationFromForm(form: FormData): { declaration: TMcpDeclaration } | { errors: string[] } {
   const transport: Transport = formString(form, "transport") === "http_mcp" ? "http_mcp" : "stdio_mcp";
   const env = pairs(formString(form, "env"), "=");
   const headers = pairs(formString(form, "headers"), ":");

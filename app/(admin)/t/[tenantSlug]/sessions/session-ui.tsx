@@ -25,5 +25,3 @@ export function WorkspaceLink({ tenantSlug, workspaceId }: { tenantSlug: string;
     </span>
   );
 }
-
-export const formatDate = (value: Date | null) => (value ? value.toLocaleString() : "—");

@@ -78,8 +78,6 @@ export function BackendLabel({ kind, trustedOnly }: { kind: string; trustedOnly:
   );
 }
 
-export const formatDate = (value: Date | null) => (value ? value.toLocaleString() : "—");
-
 /** "3 min", "2 h 5 min", "4 d 1 h": enough to judge idleness at a glance. */
 export function formatDuration(ms: number | null): string {
   if (ms === null) return "—";

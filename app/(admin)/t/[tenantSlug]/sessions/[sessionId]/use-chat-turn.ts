@@ -6,7 +6,7 @@ import { useTRPCClient } from "@/app/_trpc/client";
 import type { TChatTurnEvent, TTurnUsage } from "@/server/modules/chat/chat.schema";
 
 /** One tool call of the live turn, its result attached when it arrives. */
-export type LiveToolCall = {
+type LiveToolCall = {
   kind: "tool";
   toolCallId: string;
   toolName: string;
@@ -15,7 +15,7 @@ export type LiveToolCall = {
 };
 
 /** What the live turn shows, in arrival order: text runs, tool calls, offloads. */
-export type LiveItem =
+type LiveItem =
   | { kind: "text"; text: string }
   | LiveToolCall
   | { kind: "offload"; event: Extract<TChatTurnEvent, { type: "offload" }> };
@@ -34,7 +34,7 @@ export type LiveTurn = {
 };
 
 /** Folds one event into the turn (pure, so the order of events is all that matters). */
-export function applyTurnEvent(turn: LiveTurn, event: TChatTurnEvent): LiveTurn {
+function applyTurnEvent(turn: LiveTurn, event: TChatTurnEvent): LiveTurn {
   switch (event.type) {
     case "text-delta": {
       const last = turn.items.at(-1);
