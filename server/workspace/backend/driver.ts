@@ -34,7 +34,7 @@ export type WorkspaceSpec = {
 };
 
 /** What a backend can and cannot do, for the engine, the API and the dashboard. */
-type DriverCapabilities = {
+export type DriverCapabilities = {
   /** Agent commands cannot reach the host (false only for `host-unconfined`: trusted agents only). */
   readonly isolated: boolean;
   /** Data survives `stop` and a later provision of the same spec. */

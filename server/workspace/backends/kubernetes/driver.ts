@@ -13,7 +13,7 @@ import {
 import { KubernetesMachineController, type KubernetesContext } from "./kubernetes-machine";
 import { KubernetesBackendProvider } from "./kubernetes-provider";
 
-export const KUBERNETES_CAPABILITIES: DriverCapabilities = {
+const KUBERNETES_CAPABILITIES: DriverCapabilities = {
   isolated: true,
   persistent: true,
   hostPaths: false,

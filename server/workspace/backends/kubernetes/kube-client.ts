@@ -122,13 +122,13 @@ function messageOf(error: unknown): string {
 }
 
 /** The HTTP status of a client-node ApiException (undefined for transport failures). */
-export function statusOf(error: unknown): number | undefined {
+function statusOf(error: unknown): number | undefined {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === "number" ? code : undefined;
 }
 
 /** The `metav1.Status` reason and message the API server answered, when it did. */
-export function statusBodyOf(error: unknown): { reason?: string; message?: string } {
+function statusBodyOf(error: unknown): { reason?: string; message?: string } {
   const body = (error as { body?: unknown } | null)?.body;
   if (typeof body !== "string") return {};
   try {
@@ -143,7 +143,7 @@ export function statusBodyOf(error: unknown): { reason?: string; message?: strin
 }
 
 /** An AppError for a failed API call: the Status reason and message when there is one, the code mapped. */
-export function kubeError(error: unknown, what: string, server: string): AppError {
+function kubeError(error: unknown, what: string, server: string): AppError {
   if (isAppError(error)) return error;
   const status = statusOf(error);
   const body = statusBodyOf(error);

@@ -7,7 +7,7 @@ import { AppError } from "@/server/shared/errors";
 export type ExecTarget = { namespace: string; pod: string; container: string };
 
 /** What the status channel said: 0 on Success, the ExitCode cause on NonZeroExitCode; null when it never came. */
-export type ExecOutcome = { exitCode: number | null; message: string | null };
+type ExecOutcome = { exitCode: number | null; message: string | null };
 
 /** Output sinks: return false to ask for backpressure (the socket is paused until `resume()`). */
 export type ExecSinks = { stdout: (chunk: Buffer) => boolean; stderr: (chunk: Buffer) => boolean };

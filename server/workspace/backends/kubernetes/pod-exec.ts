@@ -5,7 +5,7 @@ import type { ExecOptions, ExecResult } from "@/server/workspace/backend/port";
 import { feedStdin, openExec, STDIN_UNFRAMER, V5_PROTOCOL, type ExecTarget } from "./kube-exec";
 import type { KubeClient } from "./kube-client";
 
-export type StreamType = "stdout" | "stderr";
+type StreamType = "stdout" | "stderr";
 /** Receives output; returning false pauses the session until `resume()`. */
 export type OutputSink = (type: StreamType, chunk: Buffer) => boolean;
 

@@ -44,7 +44,7 @@ const INIT = [
   "infinity",
 ];
 
-export function commandEnv(config: KubernetesDriverConfig): Record<string, string> {
+function commandEnv(config: KubernetesDriverConfig): Record<string, string> {
   return {
     PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     HOME: POD.home,
