@@ -20,11 +20,5 @@ describeSandbox("local (bubblewrap)", () => {
         cleanup: () => fs.rm(basedir, { recursive: true, force: true }),
       };
     },
-    {
-      knownDefects: {
-        "capabilities:":
-          "the driver declares hostPaths: true but BubblewrapBackend has no hostPath(), so bulk writers never go direct",
-      },
-    },
   );
 });

@@ -5,6 +5,7 @@ import type { DriverDefinition, WorkspaceDriver } from "@/server/workspace/backe
 import { LocalMachineController } from "@/server/workspace/backends/local/local-machine";
 import { BubblewrapBackendProvider } from "./bubblewrap-provider";
 import { ZSandboxConfig, type TSandboxConfig } from "./sandbox-config";
+import { makeSearchableUpwards } from "./sandbox-dirs";
 import { probeSandbox } from "./sandbox-probe";
 
 const ZSandboxEnv = z.object({
@@ -54,7 +55,8 @@ export const bubblewrapDriver: DriverDefinition<TSandboxConfig> = {
       capabilities: {
         isolated: true,
         persistent: true,
-        hostPaths: true,
+        // Host files, but owned by the sandbox uid: bulk writes go through the backend, which hands them over.
+        hostPaths: false,
         pauseKeepsMemory: false,
         gateway: "unix-socket",
         mayVanish: false,
@@ -67,6 +69,7 @@ export const bubblewrapDriver: DriverDefinition<TSandboxConfig> = {
         stopProcesses: (spec) => provider.stopAll(spec),
       }),
       async probe() {
+        const madeSearchable = await makeSearchableUpwards(basedir);
         const probe = await probeSandbox(config, { basedir });
         if (!probe.ok) {
           return {
@@ -76,7 +79,8 @@ export const bubblewrapDriver: DriverDefinition<TSandboxConfig> = {
           };
         }
         const who = probe.dropped ? "a per-workspace uid" : `uid ${probe.uid} in a user namespace`;
-        return { ok: true, summary: `confined by bubblewrap (commands run as ${who})` };
+        const notes = madeSearchable.map((dir) => `; made ${dir} traversable (o+x) for the sandbox uids`);
+        return { ok: true, summary: `confined by bubblewrap (commands run as ${who})${notes.join("")}` };
       },
     };
   },

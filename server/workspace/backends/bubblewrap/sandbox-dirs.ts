@@ -45,3 +45,25 @@ export function assertTraversable(dir: string): Promise<void> {
   }
   return checked;
 }
+
+/**
+ * As root, sandboxed commands run as per-workspace uids, which must be able to reach their workspace: every
+ * folder above the base directory needs the search bit for others (o+x: search only, it does not make a
+ * folder listable). A fresh clone under a 0700 home folder lacks it, so the boot check adds it where missing
+ * and says where (returned), as `npm start` does for the embedded PostgreSQL.
+ */
+export async function makeSearchableUpwards(basedir: string): Promise<string[]> {
+  if (process.getuid?.() !== 0) return [];
+  const changed: string[] = [];
+  const resolved = path.resolve(basedir);
+  await fs.mkdir(resolved, { recursive: true, mode: 0o711 });
+  for (let dir = resolved; ; dir = path.dirname(dir)) {
+    const info = await fs.stat(dir);
+    if (!(info.mode & fs.constants.S_IXOTH)) {
+      await fs.chmod(dir, info.mode | fs.constants.S_IXOTH);
+      changed.push(dir);
+    }
+    if (dir === path.dirname(dir)) break;
+  }
+  return changed;
+}
