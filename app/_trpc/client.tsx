@@ -1,5 +1,6 @@
 "use client";
 
+import "./zod-jitless";
 import { type QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { createTRPCClient } from "@trpc/client";
 import { createTRPCContext } from "@trpc/tanstack-react-query";

@@ -107,6 +107,9 @@ export function createSignInGuard(deps: SignInGuardDeps) {
       if (response.status === 401) {
         await countFailure(keys);
         if (email) await audit(email, request, "invalid_credentials").catch(logAuditFailure);
+      } else if (response.status === 429) {
+        // better-auth's own short per-address window refused it first: an attempt an admin should see too.
+        if (email) await audit(email, request, "throttled").catch(logAuditFailure);
       } else if (response.ok && email) {
         await deps.redis.del(key("acct", email));
       }
