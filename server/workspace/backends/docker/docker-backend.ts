@@ -1,5 +1,5 @@
 import path from "node:path";
-import { PassThrough, Readable } from "node:stream";
+import { Readable } from "node:stream";
 import type Docker from "dockerode";
 import { AppError, isAppError } from "@/server/shared/errors";
 import type {
@@ -13,7 +13,13 @@ import type {
 import { canFallBack, type GatewayFileClient } from "@/server/workspace/gateway/client/gateway-files";
 import { CONTAINER_PATHS } from "./docker-config";
 import { runExec, startExec, type ExecIdentity } from "./docker-exec";
-import { parseList, parseStat, scriptError, SCRIPTS } from "./docker-file-scripts";
+import {
+  parseList,
+  parseStat,
+  scriptError,
+  SCRIPTS,
+  streamScriptOutput,
+} from "@/server/workspace/backend/file-scripts";
 
 export type DockerBackendOptions = {
   container: Docker.Container;
@@ -232,60 +238,29 @@ export class DockerBackend implements WorkspaceBackend {
     return result.stdout.toString("utf8");
   }
 
-  /**
-   * Streams a script's stdout with backpressure. Resolves once the first byte arrives (or the script ended
-   * cleanly with no output), so NOT_FOUND and friends reject the promise instead of surfacing mid-stream.
-   */
-  private async streamScript(
+  /** A script's stdout as a stream, with backpressure (file-scripts.ts). */
+  private streamScript(
     script: string,
     args: string[],
     reportedPath: string,
     action: string,
   ): Promise<Readable> {
-    const out = new PassThrough({ highWaterMark: 1024 * 1024 });
-    const stderr: Buffer[] = [];
-    let started = false;
-    let resolveStart: () => void = () => undefined;
-    const firstByte = new Promise<void>((resolve) => (resolveStart = resolve));
-    const handle = await this.guard(() =>
-      startExec(this.options.container, ["/bin/sh", "-c", script, action, ...args], this.identity(), {
-        sink: (type, chunk) => {
-          if (type === "stderr") {
-            if (stderr.length < 64) stderr.push(chunk);
-            return true;
-          }
-          started = true;
-          resolveStart();
-          return out.write(chunk);
-        },
-      }),
-    );
-    out.on("drain", () => handle.resume());
-    // A consumer that stops early: kill the producer instead of leaving it blocked on a full pipe.
-    out.on("close", () => {
-      if (!out.writableFinished) void handle.kill();
-    });
-    const ended = handle.finished.then(
-      (exitCode) => {
-        const error =
-          exitCode === 0
-            ? null
-            : scriptError(exitCode, Buffer.concat(stderr).toString(), reportedPath, action);
-        if (error && started) out.destroy(error);
-        else if (!error) out.end();
-        return error;
+    return streamScriptOutput(
+      async (sink) => {
+        const handle = await this.guard(() =>
+          startExec(this.options.container, ["/bin/sh", "-c", script, action, ...args], this.identity(), {
+            sink,
+          }),
+        );
+        return {
+          resume: () => handle.resume(),
+          abandon: () => void handle.kill(),
+          finished: handle.finished,
+        };
       },
-      (error: unknown) => {
-        const appError = new AppError("UNAVAILABLE", `${action} stream failed: ${String(error)}`, {
-          cause: error,
-        });
-        out.destroy(appError);
-        return appError;
-      },
+      reportedPath,
+      action,
     );
-    const first = await Promise.race([firstByte.then(() => null), ended]);
-    if (first) throw first;
-    return out;
   }
 
   /** Runs a file operation through the gateway, or through exec when the gateway refused it untouched. */

@@ -1,5 +1,5 @@
 import path from "node:path";
-import { PassThrough, Readable } from "node:stream";
+import { Readable } from "node:stream";
 import { AppError, isAppError } from "@/server/shared/errors";
 import type {
   DirEntry,
@@ -14,7 +14,8 @@ import {
   parseStat,
   scriptError,
   SCRIPTS,
-} from "@/server/workspace/backends/docker/docker-file-scripts";
+  streamScriptOutput,
+} from "@/server/workspace/backend/file-scripts";
 import { runCommand, type PodExecutor } from "./pod-exec";
 import { POD } from "./workspace-manifests";
 
@@ -175,61 +176,24 @@ export class KubernetesBackend implements WorkspaceBackend {
     return result.stdout;
   }
 
-  /**
-   * Streams a script's stdout with backpressure (the exec socket pauses while the consumer is full).
-   * Resolves once the first byte arrived or the script ended cleanly with no output, so NOT_FOUND and
-   * friends reject the promise instead of surfacing mid-stream; a later failure destroys the stream.
-   */
-  private async streamScript(
+  /** A script's stdout as a stream, with backpressure (file-scripts.ts). */
+  private streamScript(
     script: string,
     args: string[],
     reportedPath: string,
     action: string,
   ): Promise<Readable> {
     this.assertOpen();
-    const out = new PassThrough({ highWaterMark: 1024 * 1024 });
-    const stderr: Buffer[] = [];
-    let started = false;
-    let resolveStart: () => void = () => undefined;
-    const firstByte = new Promise<void>((resolve) => (resolveStart = resolve));
-    const handle = await this.options.executor.start(["/bin/sh", "-c", script, action, ...args], {
-      sink: (type, chunk) => {
-        if (type === "stderr") {
-          if (stderr.length < 64) stderr.push(chunk);
-          return true;
-        }
-        started = true;
-        resolveStart();
-        return out.write(chunk);
-      },
-    });
-    out.on("drain", () => handle.resume());
-    // A consumer that stops early: drop the session; the script dies on its broken pipe.
-    out.on("close", () => {
-      if (!out.writableFinished) handle.close();
-    });
-    const ended = handle.finished.then(
-      (exitCode) => {
-        const error =
-          exitCode === 0
-            ? null
-            : exitCode === null
-              ? new AppError("UNAVAILABLE", `${action} stream of ${reportedPath} was cut off`)
-              : scriptError(exitCode, Buffer.concat(stderr).toString(), reportedPath, action);
-        if (error && started) out.destroy(error);
-        else if (!error) out.end();
-        return error;
-      },
-      (error: unknown) => {
-        const appError = new AppError("UNAVAILABLE", `${action} stream failed: ${String(error)}`, {
-          cause: error,
+    return streamScriptOutput(
+      async (sink) => {
+        const handle = await this.options.executor.start(["/bin/sh", "-c", script, action, ...args], {
+          sink,
         });
-        out.destroy(appError);
-        return appError;
+        // Dropping the session is enough: the script dies on its broken pipe.
+        return { resume: () => handle.resume(), abandon: () => handle.close(), finished: handle.finished };
       },
+      reportedPath,
+      action,
     );
-    const first = await Promise.race([firstByte.then(() => null), ended]);
-    if (first) throw first;
-    return out;
   }
 }

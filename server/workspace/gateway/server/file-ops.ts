@@ -14,7 +14,7 @@ import { expectsContinue, sendError, sendJson } from "./http-util";
 /**
  * The file endpoints' semantics, run in whatever process serves them: the unprivileged file worker when the
  * gateway runs as root (file-worker.ts), the gateway itself otherwise. They mirror the Docker backend's exec
- * scripts (docker-file-scripts.ts) and map errno exactly like the local backend (`fsError`), so a caller
+ * scripts (server/workspace/backend/file-scripts.ts) and map errno exactly like the local backend (`fsError`), so a caller
  * sees the same AppErrors whichever path served it. No confinement: the tools layer confines paths; the
  * process' uid is the guard, as it is for the exec path.
  */

@@ -1,9 +1,10 @@
+import { PassThrough, type Readable } from "node:stream";
 import { AppError } from "@/server/shared/errors";
 import type { DirEntry, FileStat } from "@/server/workspace/backend/port";
 
 /**
- * File operations run as small POSIX shell scripts INSIDE the container, as the workspace user: the
- * container's own permissions and path resolution apply (a symlink an agent planted can never make
+ * File operations of the exec-based backends (Docker containers, Kubernetes Pods) run as small POSIX shell
+ * scripts INSIDE the machine, as the workspace user: the machine's own permissions and path resolution apply (a symlink an agent planted can never make
  * Berth touch a host path), and data streams through the exec connection. Paths travel as arguments
  * (`$1`, `$2`), never spliced into the script text.
  *
@@ -116,4 +117,71 @@ export function parseList(output: string): DirEntry[] {
         mtimeMs: Math.round(Number(mtime) * 1000),
       };
     });
+}
+
+/** A running script as the stream helper needs it: its output can be resumed, ended early, and awaited. */
+export type ScriptRun = {
+  /** Resumes the output after the sink asked for backpressure. */
+  resume(): void;
+  /** Ends the run early (the consumer went away): the producer must not stay blocked on a full pipe. */
+  abandon(): void;
+  /** The exit code; null when the connection ended without one. */
+  finished: Promise<number | null>;
+};
+
+/** Where a script's output frames go; false asks for backpressure. */
+export type ScriptSink = (type: "stdout" | "stderr", chunk: Buffer) => boolean;
+
+/**
+ * Streams a script's stdout with backpressure (the exec pauses while the consumer is full). Resolves once the
+ * first byte arrived or the script ended cleanly with no output, so NOT_FOUND and friends reject the promise
+ * instead of surfacing mid-stream; a later failure destroys the stream. `start` runs
+ * `/bin/sh -c <script> <action> ...args` on the backend with the given sink.
+ */
+export async function streamScriptOutput(
+  start: (sink: ScriptSink) => Promise<ScriptRun>,
+  reportedPath: string,
+  action: string,
+): Promise<Readable> {
+  const out = new PassThrough({ highWaterMark: 1024 * 1024 });
+  const stderr: Buffer[] = [];
+  let started = false;
+  let resolveStart: () => void = () => undefined;
+  const firstByte = new Promise<void>((resolve) => (resolveStart = resolve));
+  const run = await start((type, chunk) => {
+    if (type === "stderr") {
+      if (stderr.length < 64) stderr.push(chunk);
+      return true;
+    }
+    started = true;
+    resolveStart();
+    return out.write(chunk);
+  });
+  out.on("drain", () => run.resume());
+  out.on("close", () => {
+    if (!out.writableFinished) run.abandon();
+  });
+  const ended = run.finished.then(
+    (exitCode) => {
+      const error =
+        exitCode === 0
+          ? null
+          : exitCode === null
+            ? new AppError("UNAVAILABLE", `${action} stream of ${reportedPath} was cut off`)
+            : scriptError(exitCode, Buffer.concat(stderr).toString(), reportedPath, action);
+      if (error && started) out.destroy(error);
+      else if (!error) out.end();
+      return error;
+    },
+    (error: unknown) => {
+      const appError = new AppError("UNAVAILABLE", `${action} stream failed: ${String(error)}`, {
+        cause: error,
+      });
+      out.destroy(appError);
+      return appError;
+    },
+  );
+  const first = await Promise.race([firstByte.then(() => null), ended]);
+  if (first) throw first;
+  return out;
 }
