@@ -129,6 +129,8 @@ describeSandbox("bubblewrap sandbox: stdio MCP servers", () => {
       expect(await provider.registry.live(backend.options.key)).toEqual([]);
       if (action === "purge") await expect(fs.stat(backend.hostWorkdir)).rejects.toThrow(/ENOENT/);
       await backend.close();
-    });
+      // Longer than the gateway's own 30 s start timeout: a slow start on a loaded machine must fail with
+      // the gateway's reason, not with the test runner's timeout.
+    }, 90_000);
   }
 });
