@@ -44,7 +44,7 @@ const SCRIPT_OUTPUT_CAP = 64 * 1024 * 1024;
  * The workspace backend inside a Docker container. Commands run as the non-root workspace user through
  * `docker exec`. File operations go through the gateway's file endpoints (a process running as the same
  * user inside the container, ~1 ms per call over the bind-mounted socket) and, when it cannot take them,
- * through shell scripts run by `docker exec` (docker-file-scripts.ts, one runc round trip each). Either
+ * through shell scripts run by `docker exec` (server/workspace/backend/file-scripts.ts, one runc round trip each). Either
  * way permissions and symlinks resolve inside the container, and bytes always stream: no file or archive
  * is ever held in memory whole. Archives stay on exec (tar does the work there).
  */
