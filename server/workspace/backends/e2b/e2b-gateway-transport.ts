@@ -1,10 +1,11 @@
 import http from "node:http";
 import https from "node:https";
 import { AppError, isAppError } from "@/server/shared/errors";
-import type {
-  GatewayRequest,
-  GatewayResponse,
-  GatewayTransport,
+import {
+  collectGatewayResponse,
+  type GatewayRequest,
+  type GatewayResponse,
+  type GatewayTransport,
 } from "@/server/workspace/gateway/client/gateway-transport";
 
 /**
@@ -33,8 +34,6 @@ export function portEndpoint(
     trafficAccessToken: sandbox.trafficAccessToken,
   };
 }
-
-const MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 
 /**
  * The gateway's wire (gateway-protocol.ts) over a sandbox's exposed port, with the bearer token on every
@@ -128,22 +127,9 @@ export class E2bGatewayTransport implements GatewayTransport {
           ),
         );
       });
-      req.on("response", (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on("data", (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > MAX_RESPONSE_BYTES) {
-            req.destroy(new AppError("PAYLOAD_TOO_LARGE", "gateway response exceeds 64 MiB"));
-            return;
-          }
-          chunks.push(chunk);
-        });
-        res.on("end", () => {
-          finish();
-          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) });
-        });
-        res.on("error", () => undefined); // surfaced through req's error handler
+      collectGatewayResponse(req, (response) => {
+        finish();
+        resolve(response);
       });
       req.end(payload);
     });

@@ -112,22 +112,9 @@ export class HttpGatewayTransport implements GatewayTransport {
         finish();
         reject(isAppError(error) ? error : toTransportError(error, request, req.reusedSocket));
       });
-      req.on("response", (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on("data", (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > MAX_RESPONSE_BYTES) {
-            req.destroy(new AppError("PAYLOAD_TOO_LARGE", "gateway response exceeds 64 MiB"));
-            return;
-          }
-          chunks.push(chunk);
-        });
-        res.on("end", () => {
-          finish();
-          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) });
-        });
-        res.on("error", () => undefined); // surfaced through req's error handler
+      collectGatewayResponse(req, (response) => {
+        finish();
+        resolve(response);
       });
       req.end(payload);
     });
@@ -139,6 +126,31 @@ export class HttpGatewayTransport implements GatewayTransport {
  * as a stream (the caller reads it with backpressure). Rejections are AppErrors whose details say whether
  * any byte of the body left (`bodyStarted`): only when none did can the request safely be sent elsewhere.
  */
+/**
+ * Collects a gateway answer whole (at most 64 MiB: more destroys the request with PAYLOAD_TOO_LARGE) and
+ * hands it to `done`. Errors surface through the request's own error handler. Shared by every transport
+ * that speaks the gateway protocol over node:http (unix socket, TCP, the E2B sandbox's exposed port).
+ */
+export function collectGatewayResponse(
+  req: http.ClientRequest,
+  done: (response: GatewayResponse) => void,
+): void {
+  req.on("response", (res) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    res.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_RESPONSE_BYTES) {
+        req.destroy(new AppError("PAYLOAD_TOO_LARGE", "gateway response exceeds 64 MiB"));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    res.on("end", () => done({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+    res.on("error", () => undefined); // surfaced through req's error handler
+  });
+}
+
 export function openGatewayStream(
   endpoint: GatewayEndpoint,
   token: string,
