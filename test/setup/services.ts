@@ -7,15 +7,16 @@ import { deleteRedisKeys } from "@/scripts/services/redis";
 import { startLocalServices } from "@/scripts/services/local-services";
 
 /**
- * Global setup of the `integration` project: real PostgreSQL and Redis for the run.
+ * Global setup of the `integration` and `e2e` projects (once per project): real PostgreSQL and Redis.
  *
  * - DATABASE_URL / REDIS_URL given (CI, or a developer's own services): used as servers only. The tests
  *   get a FRESH database `berth_test_<random>` (migrated with `prisma migrate deploy`, dropped at the
  *   end) and a fresh Redis key prefix (its keys deleted at the end), so developer data is never touched.
  * - Not given: embedded PostgreSQL and the redis-server from PATH, in a throw-away folder.
  *
- * Tests read the result from process.env (DATABASE_URL, REDIS_URL, BERTH_REDIS_PREFIX), which the
- * test workers inherit, and through `inject("services")`.
+ * Tests read the result from process.env (DATABASE_URL, REDIS_URL, BERTH_REDIS_PREFIX), which
+ * services-env.ts sets in each test file from its own project's `inject("services")` (the main process'
+ * env holds only the last project's), and through `inject("services")`.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const runId = randomBytes(4).toString("hex");
