@@ -12,9 +12,8 @@ import semver from "semver";
  * this list short: an entry is a known EBADENGINE warning on install.
  */
 export const UNUSED_ON_NODE_20: Readonly<Record<string, string>> = {
-  // prisma → @prisma/dev → @prisma/streams-local: only `prisma dev` (local Prisma Postgres) loads it;
-  // Berth runs `prisma migrate deploy` and `prisma generate`, never `prisma dev`. Every release needs Node 22.
-  "node_modules/@prisma/streams-local": "used only by `prisma dev`, which Berth never runs",
+  // (prisma → @prisma/dev → @prisma/streams-local, which needs Node 22 and only `prisma dev` loads, is
+  // replaced by scripts/stubs/prisma-streams-local through package.json's overrides: no warning on install.)
   // e2b's optional `undici8` alias (npm:undici@8): its loader picks it only on Node >= 22.19 and falls back
   // to undici 7 below that (dist/index.mjs, UNDICI_8_MIN_NODE). npm skips optional packages quietly.
   "node_modules/undici8": "an optional alias e2b loads only on Node >= 22.19 (undici 7 otherwise)",
