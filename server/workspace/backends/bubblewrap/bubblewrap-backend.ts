@@ -97,6 +97,7 @@ export class BubblewrapBackend implements WorkspaceBackend {
         workdirFd: 3,
         tmpfs: extras.tmpfs,
         mounts: extras.mounts.map(({ target, readOnly }, index) => ({ target, readOnly, hostFd: 4 + index })),
+        cgroupProcs: registry.cgroupOf(key),
       },
       command,
     );
@@ -105,7 +106,6 @@ export class BubblewrapBackend implements WorkspaceBackend {
       cwd: "/",
       env: { ...this.env, ...options.env },
       spawn: {
-        ...(identity.dropped ? { uid: identity.uid, gid: identity.gid } : {}),
         extraFds: fds,
         onSpawn: (pid) => registry.record(key, pid),
         onExit: (pid) => registry.forget(key, pid),

@@ -12,6 +12,7 @@ import { sandboxIdentity, sandboxKey } from "./sandbox-args";
 import { assertTraversable, traversableTree } from "./sandbox-dirs";
 import { SandboxMcpConnector } from "./sandbox-mcp-connector";
 import { ZSandboxConfig, type TSandboxConfig, type TSandboxConfigInput } from "./sandbox-config";
+import { detectCgroups } from "./sandbox-cgroup";
 import { SandboxRegistry } from "./sandbox-registry";
 
 type Owner = Pick<WorkspaceSpec, "tenantId" | "userId" | "workspaceId">;
@@ -36,7 +37,7 @@ export class BubblewrapBackendProvider implements BackendProvider {
     }
     this.basedir = path.resolve(options.basedir);
     this.config = ZSandboxConfig.parse(options.sandbox ?? {});
-    this.registry = new SandboxRegistry(this.config.runtimeRoot);
+    this.registry = new SandboxRegistry(this.config.runtimeRoot, detectCgroups(this.config.memoryLimitBytes));
   }
 
   workdirFor(spec: Owner): string {

@@ -13,6 +13,12 @@ const ZSandboxEnv = z.object({
   // Share the host's network with agent commands (default: none, only a private loopback).
   BERTH_SANDBOX_NETWORK: z.stringbool().optional(),
   BERTH_SANDBOX_PIDS_LIMIT: z.coerce.number().int().min(16).optional(),
+  // Bytes of memory (swap included) of all the sandboxes of one workspace (a cgroup; Berth as root).
+  BERTH_SANDBOX_MEMORY_BYTES: z.coerce
+    .number()
+    .int()
+    .min(16 * 1024 * 1024)
+    .optional(),
   BERTH_SANDBOX_COMMAND_TIMEOUT_MS: z.coerce.number().int().min(1_000).optional(),
   BERTH_SANDBOX_UID_BASE: z.coerce.number().int().min(1_000).optional(),
   BERTH_SANDBOX_UID_COUNT: z.coerce.number().int().min(1).optional(),
@@ -40,6 +46,7 @@ export const bubblewrapDriver: DriverDefinition<TSandboxConfig> = {
       bwrapPath: vars.BERTH_SANDBOX_BWRAP,
       network: vars.BERTH_SANDBOX_NETWORK,
       pidsLimit: vars.BERTH_SANDBOX_PIDS_LIMIT,
+      memoryLimitBytes: vars.BERTH_SANDBOX_MEMORY_BYTES,
       commandTimeoutMs: vars.BERTH_SANDBOX_COMMAND_TIMEOUT_MS,
       uidBase: vars.BERTH_SANDBOX_UID_BASE,
       uidCount: vars.BERTH_SANDBOX_UID_COUNT,
@@ -80,7 +87,10 @@ export const bubblewrapDriver: DriverDefinition<TSandboxConfig> = {
         }
         const who = probe.dropped ? "a per-workspace uid" : `uid ${probe.uid} in a user namespace`;
         const notes = madeSearchable.map((dir) => `; made ${dir} traversable (o+x) for the sandbox uids`);
-        return { ok: true, summary: `confined by bubblewrap (commands run as ${who})${notes.join("")}` };
+        return {
+          ok: true,
+          summary: `confined by bubblewrap (commands run as ${who}; ${probe.memory})${notes.join("")}`,
+        };
       },
     };
   },

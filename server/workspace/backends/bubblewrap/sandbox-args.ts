@@ -44,19 +44,37 @@ export type SandboxProfile = {
   mounts?: SandboxMount[];
   /** Mount an empty tmpfs here first (where `mounts` go, e.g. /run). */
   tmpfs?: string[];
+  /** The workspace's memory cgroup (`cgroup.procs`), joined before anything of the sandbox runs. */
+  cgroupProcs?: string;
 };
+
+/**
+ * What runs before prlimit when Berth is root: the sandbox's first process joins the workspace's memory
+ * cgroup (still root, the only one allowed to) and then drops to the workspace uid and gid with no
+ * supplementary groups (util-linux setpriv), so that nothing of the workspace runs as root or outside
+ * its group. Not root: neither is possible, and the process already has Berth's (unprivileged) uid.
+ */
+function privilegedPrefix(config: TSandboxConfig, profile: SandboxProfile): string[] {
+  const { uid, gid, dropped } = profile.identity;
+  if (!dropped) return [];
+  const join = profile.cgroupProcs
+    ? ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', profile.cgroupProcs]
+    : [];
+  return [...join, config.setprivPath, `--reuid=${uid}`, `--regid=${gid}`, "--clear-groups", "--"];
+}
 
 /** Top-level host entries that hold the system; symlinks (merged /usr) are recreated as symlinks. */
 const SYSTEM_ENTRIES = ["usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc"];
 
 /**
- * The argv of one sandbox: `prlimit … bwrap … -- <command>`. The system is read-only, the workspace is
+ * The argv of one sandbox: `[join the cgroup, setpriv] prlimit … bwrap … -- <command>`. The system is read-only, the workspace is
  * the only writable host path (at /workspace), /tmp is private, /proc shows only the sandbox's pid
  * namespace, and the network is a private namespace unless the operator allowed the host's.
  */
 export function sandboxArgv(config: TSandboxConfig, profile: SandboxProfile, command: readonly string[]) {
   const { uid, gid } = profile.identity;
   const args: string[] = [
+    ...privilegedPrefix(config, profile),
     config.prlimitPath,
     `--nproc=${config.pidsLimit}`,
     "--core=0",

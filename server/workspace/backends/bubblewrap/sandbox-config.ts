@@ -19,6 +19,17 @@ export const ZSandboxConfig = z
     bwrapPath: ZAbsolute.default("/usr/bin/bwrap"),
     /** util-linux `prlimit`: sets the process limit (RLIMIT_NPROC) before bwrap starts. */
     prlimitPath: ZAbsolute.default("/usr/bin/prlimit"),
+    /** util-linux `setpriv`: drops root to the workspace uid once the sandbox has joined its cgroup. */
+    setprivPath: ZAbsolute.default("/usr/bin/setpriv"),
+    /**
+     * Memory (swap included) of all the sandboxes of one workspace together, enforced by a cgroup when
+     * Berth is root (the same default as a Docker workspace). The kernel OOM-kills inside the workspace.
+     */
+    memoryLimitBytes: z
+      .number()
+      .int()
+      .min(16 * 1024 * 1024)
+      .default(1024 * 1024 * 1024),
     /**
      * When Berth runs as root, each workspace's commands run as `uidBase + hash(tenant, user, workspace) %
      * uidCount` (gid the same): never root, never Berth's uid, and a different uid per workspace, so the

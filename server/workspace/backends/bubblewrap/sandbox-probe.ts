@@ -5,13 +5,15 @@ import { BubblewrapBackend } from "./bubblewrap-backend";
 import { sandboxIdentity, sandboxKey } from "./sandbox-args";
 import { ZSandboxConfig, type TSandboxConfigInput } from "./sandbox-config";
 import { traversableTree } from "./sandbox-dirs";
+import { detectCgroups, endWorkspaceCgroup } from "./sandbox-cgroup";
 import { SandboxRegistry } from "./sandbox-registry";
 
 export type SandboxProbe =
-  { ok: true; uid: number; dropped: boolean } | { ok: false; reason: string; hint: string };
+  { ok: true; uid: number; dropped: boolean; memory: string } | { ok: false; reason: string; hint: string };
 
 const SANDBOX_INSTALL_HINT =
-  "Install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; it also needs util-linux's prlimit and " +
+  "Install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; it also needs util-linux's prlimit, " +
+  "setpriv when Berth runs as root, and " +
   "unprivileged user namespaces, `sysctl kernel.unprivileged_userns_clone=1` where that exists), or opt in " +
   "to running agent commands on the host with Berth's privileges: BERTH_WORKSPACE_BACKEND=host-unconfined " +
   "(trusted agents only).";
@@ -25,7 +27,8 @@ export async function probeSandbox(
   options: { basedir?: string } = {},
 ): Promise<SandboxProbe> {
   const config = ZSandboxConfig.parse(sandbox);
-  for (const binary of [config.bwrapPath, config.prlimitPath]) {
+  const root = (process.getuid?.() ?? 0) === 0;
+  for (const binary of [config.bwrapPath, config.prlimitPath, ...(root ? [config.setprivPath] : [])]) {
     const missing = await fs.access(binary, fs.constants.X_OK).then(
       () => false,
       () => true,
@@ -40,6 +43,7 @@ export async function probeSandbox(
   await traversableTree(options.basedir ?? config.runtimeRoot, parent);
   const dir = path.join(parent, `.sandbox-probe-${key}`);
   await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+  const registry = new SandboxRegistry(config.runtimeRoot, detectCgroups(config.memoryLimitBytes));
   try {
     if (identity.dropped) await fs.chown(dir, identity.uid, identity.gid);
     const backend = new BubblewrapBackend({
@@ -47,7 +51,7 @@ export async function probeSandbox(
       hostWorkdir: dir,
       key,
       identity,
-      registry: new SandboxRegistry(config.runtimeRoot),
+      registry,
     });
     const result = await backend.exec(["/bin/sh", "-c", "id -u && touch /workspace/ok"], {
       timeoutMs: 20_000,
@@ -69,8 +73,13 @@ export async function probeSandbox(
         hint: SANDBOX_INSTALL_HINT,
       };
     }
-    return { ok: true, uid, dropped: identity.dropped };
+    const { cgroups } = registry;
+    const memory = cgroups.available
+      ? `memory limited to ${Math.round(cgroups.limitBytes / 1024 / 1024)} MiB per workspace (cgroup v${cgroups.version})`
+      : `memory NOT limited (${cgroups.reason})`;
+    return { ok: true, uid, dropped: identity.dropped, memory };
   } finally {
+    await endWorkspaceCgroup(registry.cgroups, key);
     await fs.rm(dir, { recursive: true, force: true });
   }
 }

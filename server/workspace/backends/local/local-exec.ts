@@ -6,9 +6,6 @@ const DEFAULT_MAX_BUFFER_BYTES = 10 * 1024 * 1024;
 
 /** What a sandboxing caller adds to a plain host spawn (the bubblewrap backend). */
 export type SpawnExtras = {
-  /** Run the child as this uid/gid (Node drops supplementary groups). Needs root. */
-  uid?: number;
-  gid?: number;
   /** Open file descriptors handed to the child as fds 3, 4, ... (closed by the caller afterwards). */
   extraFds?: number[];
   onSpawn?: (pid: number) => void;
@@ -72,8 +69,6 @@ export function execLocal(
         detached: true,
         stdio: ["pipe", "pipe", "pipe", ...(options.spawn?.extraFds ?? [])],
         windowsHide: true,
-        ...(options.spawn?.uid !== undefined ? { uid: options.spawn.uid } : {}),
-        ...(options.spawn?.gid !== undefined ? { gid: options.spawn.gid } : {}),
       });
       if (child.pid !== undefined) options.spawn?.onSpawn?.(child.pid);
     } catch (error) {

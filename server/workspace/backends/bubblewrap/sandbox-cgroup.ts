@@ -1,0 +1,114 @@
+import fs from "node:fs";
+import path from "node:path";
+
+/**
+ * One memory cgroup per workspace, shared by all its sandboxes (commands, the gateway and its MCP
+ * servers), so one workspace cannot take the host's memory: the kernel OOM-kills inside the group at the
+ * limit, swap included. RLIMIT_AS would be no substitute: V8 reserves far more address space than it uses.
+ *
+ * Only root can create cgroups here (Berth drops to the workspace uid afterwards). Each sandbox joins its
+ * group before anything runs in it: a root shell writes its own pid into `cgroup.procs`, then execs the
+ * uid drop and bwrap, so no process of the sandbox ever starts outside the group.
+ */
+export type SandboxCgroups =
+  | { available: true; version: 1 | 2; root: string; limitBytes: number }
+  | { available: false; reason: string };
+
+const V1_MEMORY = "/sys/fs/cgroup/memory";
+const V2_ROOT = "/sys/fs/cgroup";
+const GROUP = "berth-sandbox";
+
+/** Where workspace groups can live on this host, or why none can. */
+export function detectCgroups(limitBytes: number, hostUid = process.getuid?.() ?? 0): SandboxCgroups {
+  if (hostUid !== 0) return { available: false, reason: "Berth is not root, so it cannot create cgroups" };
+  try {
+    if (fs.existsSync(path.join(V2_ROOT, "cgroup.controllers"))) {
+      const controllers = fs.readFileSync(path.join(V2_ROOT, "cgroup.controllers"), "utf8").split(/\s+/);
+      if (!controllers.includes("memory")) {
+        return { available: false, reason: "the cgroup v2 hierarchy offers no memory controller" };
+      }
+      const root = path.join(V2_ROOT, GROUP);
+      fs.mkdirSync(root, { recursive: true });
+      // Children of the group get the memory controller; the group itself holds no process (v2's rule).
+      enableControllers(path.join(V2_ROOT, "cgroup.subtree_control"));
+      enableControllers(path.join(root, "cgroup.subtree_control"));
+      return { available: true, version: 2, root, limitBytes };
+    }
+    if (fs.existsSync(path.join(V1_MEMORY, "memory.limit_in_bytes"))) {
+      const root = path.join(V1_MEMORY, GROUP);
+      fs.mkdirSync(root, { recursive: true });
+      return { available: true, version: 1, root, limitBytes };
+    }
+    return { available: false, reason: "no cgroup memory controller is mounted under /sys/fs/cgroup" };
+  } catch (error) {
+    return { available: false, reason: `cgroups are not writable: ${(error as Error).message}` };
+  }
+}
+
+function enableControllers(subtreeControl: string): void {
+  const enabled = fs.readFileSync(subtreeControl, "utf8");
+  if (!/\bmemory\b/.test(enabled)) fs.writeFileSync(subtreeControl, "+memory");
+}
+
+/**
+ * The group of one workspace, created on first use with its limit. Returns the `cgroup.procs` file a
+ * sandbox writes its pid into.
+ */
+export function workspaceCgroup(cgroups: SandboxCgroups & { available: true }, key: string): string {
+  const dir = path.join(cgroups.root, key);
+  fs.mkdirSync(dir, { recursive: true });
+  const limit = String(cgroups.limitBytes);
+  if (cgroups.version === 2) {
+    fs.writeFileSync(path.join(dir, "memory.max"), limit);
+    writeIfPresent(path.join(dir, "memory.swap.max"), "0");
+  } else {
+    // memsw (memory + swap) may never be below the memory limit: lift it, set the limit, then cap memsw
+    // at the same value (no swap).
+    writeIfPresent(path.join(dir, "memory.memsw.limit_in_bytes"), "-1");
+    fs.writeFileSync(path.join(dir, "memory.limit_in_bytes"), limit);
+    writeIfPresent(path.join(dir, "memory.memsw.limit_in_bytes"), limit);
+  }
+  return path.join(dir, "cgroup.procs");
+}
+
+function writeIfPresent(file: string, value: string): void {
+  if (fs.existsSync(file)) fs.writeFileSync(file, value);
+}
+
+/**
+ * Ends every process left in a workspace's group and removes the group: what a stop does after killing
+ * the sandboxes on record. The group is the complete list, whatever the pid namespaces hide: a sandbox
+ * killed while it was still being set up can leave its inner init orphaned (bwrap's --die-with-parent
+ * is not armed yet), and only the group still knows it. Bounded; a group that stays busy is left for the
+ * next stop.
+ */
+export async function endWorkspaceCgroup(cgroups: SandboxCgroups, key: string, waitMs = 5_000) {
+  if (!cgroups.available) return;
+  const dir = path.join(cgroups.root, key);
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    for (const pid of processesIn(dir)) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // exited meanwhile
+      }
+    }
+    try {
+      fs.rmdirSync(dir);
+      return;
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== "EBUSY" || Date.now() > deadline) return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+function processesIn(dir: string): number[] {
+  try {
+    return fs.readFileSync(path.join(dir, "cgroup.procs"), "utf8").split("\n").filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
