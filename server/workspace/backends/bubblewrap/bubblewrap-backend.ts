@@ -14,6 +14,7 @@ import type {
 import { DEFAULT_LOCAL_PATH, fsError, LocalBackend } from "@/server/workspace/backends/local/local-backend";
 import { execLocal } from "@/server/workspace/backends/local/local-exec";
 import { isInside } from "@/server/workspace/paths";
+import { mkdirAnchored, withAnchoredDir, withAnchoredParent } from "./anchored-paths";
 import { sandboxArgv, type SandboxIdentity, type SandboxMount } from "./sandbox-args";
 import { SANDBOX_WORKDIR, type TSandboxConfig } from "./sandbox-config";
 import { startSandboxGateway, type SandboxGateway } from "./sandbox-gateway";
@@ -134,21 +135,38 @@ export class BubblewrapBackend implements WorkspaceBackend {
     return handle.createReadStream({ start: options.start, end: options.end, autoClose: true });
   }
 
+  // Every host file operation below goes through an opened parent directory (anchored-paths.ts): the
+  // agent's shell may swap a directory for a symlink at any moment, and Berth acts as root here.
+
   async writeFile(p: string, data: Readable | Uint8Array | string, options: WriteFileOptions = {}) {
     const target = this.view.toHost(p);
     const createdDir = await this.mkdirHost(path.dirname(target));
-    await this.files.writeFile(target, data, options);
-    await this.handOver(target);
+    await this.anchored(target, async (anchored) => {
+      await this.files.writeFile(anchored, data, options);
+      await this.handOverAnchored(anchored);
+    });
     if (createdDir) await this.handOverTree(createdDir, path.dirname(target));
   }
 
   async stat(p: string): Promise<FileStat | null> {
     if (!this.view.isInWorkspace(p)) return null;
-    return this.files.stat(this.view.toHost(p));
+    const target = this.view.toHost(p);
+    return withAnchoredParent(this.hostWorkdir, target, (anchored) => this.files.stat(anchored)).catch(
+      (error: unknown) => {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === "ENOENT" || code === "ENOTDIR") return null;
+        throw this.inWorkspaceTerms(error, target);
+      },
+    );
   }
 
   list(p: string): Promise<DirEntry[]> {
-    return this.files.list(this.view.toHost(p));
+    const dir = this.view.toHost(p);
+    return withAnchoredDir(this.hostWorkdir, dir, (anchored) => this.files.list(anchored)).catch(
+      (error: unknown) => {
+        throw this.inWorkspaceTerms(error, dir);
+      },
+    );
   }
 
   async mkdir(p: string): Promise<void> {
@@ -157,14 +175,43 @@ export class BubblewrapBackend implements WorkspaceBackend {
     if (created) await this.handOverTree(created, target);
   }
 
-  remove(p: string): Promise<void> {
-    return this.files.remove(this.view.toHost(p));
+  /** A file goes by unlink through its anchor; a directory tree inside a sandbox, as the workspace uid. */
+  async remove(p: string): Promise<void> {
+    const target = this.view.toHost(p);
+    if (target === this.hostWorkdir) throw new AppError("FORBIDDEN", "The workspace root cannot be removed");
+    const isTree = await withAnchoredParent(this.hostWorkdir, target, async (anchored) => {
+      const info = await fsp.lstat(anchored).catch(() => null);
+      if (!info) return false;
+      if (info.isDirectory()) return true;
+      await fsp.unlink(anchored).catch((error: unknown) => {
+        if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+      });
+      return false;
+    }).catch((error: unknown) => {
+      // Nothing there (its parent is missing or a file): removing it is already done.
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === "ENOENT" || code === "ENOTDIR") return false;
+      throw this.inWorkspaceTerms(error, target);
+    });
+    if (!isTree) return;
+    const inSandbox = path.posix.join(SANDBOX_WORKDIR, path.relative(this.hostWorkdir, target));
+    const result = await this.runSandboxed(["rm", "-rf", "--", inSandbox], { timeoutMs: 120_000 });
+    if (result.exitCode !== 0) {
+      throw new AppError("INTERNAL", `Could not remove ${p}: ${result.stderr.toString().slice(0, 500)}`);
+    }
   }
 
   async move(from: string, to: string): Promise<void> {
+    const source = this.view.toHost(from);
     const target = this.view.toHost(to);
     const created = await this.mkdirHost(path.dirname(target));
-    await this.files.move(this.view.toHost(from), target);
+    await this.anchored(source, (anchoredSource) =>
+      this.anchored(target, (anchoredTarget) =>
+        fsp.rename(anchoredSource, anchoredTarget).catch((error: unknown) => {
+          throw this.inWorkspaceTerms(error, source);
+        }),
+      ),
+    );
     if (created) await this.handOverTree(created, path.dirname(target));
   }
 
@@ -190,8 +237,9 @@ export class BubblewrapBackend implements WorkspaceBackend {
     }
   }
 
+  /** tar starts in the opened parent (its cwd is set before exec, while it holds the fd), never by name. */
   getArchive(p: string): Promise<Readable> {
-    return this.files.getArchive(this.view.toHost(p));
+    return this.anchored(this.view.toHost(p), (anchored) => this.files.getArchive(anchored));
   }
 
   /**
@@ -220,17 +268,39 @@ export class BubblewrapBackend implements WorkspaceBackend {
       );
   }
 
-  /** mkdir -p on the host; returns the first directory it created (undefined when all existed). */
+  private anchored<T>(hostTarget: string, operation: (anchored: string) => Promise<T>): Promise<T> {
+    return withAnchoredParent(this.hostWorkdir, hostTarget, operation).catch((error: unknown) => {
+      throw this.inWorkspaceTerms(error, hostTarget);
+    });
+  }
+
+  /**
+   * A filesystem failure as the agent would name it (`/workspace/…`): neither the host folder nor the
+   * anchor (`/proc/self/fd/…`) means anything to a caller.
+   */
+  private inWorkspaceTerms(error: unknown, hostTarget: string): unknown {
+    const cause = error instanceof AppError ? error.cause : error;
+    if (error instanceof AppError && cause === undefined) return error;
+    if (typeof (cause as NodeJS.ErrnoException | undefined)?.code !== "string") return error;
+    const shown = path.posix.join(SANDBOX_WORKDIR, path.relative(this.hostWorkdir, hostTarget));
+    return fsError(cause, shown);
+  }
+
+  /** mkdir -p on the host, level by level through anchors; returns the first directory it created. */
   private async mkdirHost(target: string): Promise<string | undefined> {
-    return fsp.mkdir(target, { recursive: true }).catch((error: unknown) => {
-      throw fsError(error, target);
+    return mkdirAnchored(this.hostWorkdir, target).catch((error: unknown) => {
+      throw this.inWorkspaceTerms(error, target);
     });
   }
 
   private async handOver(hostPath: string): Promise<void> {
+    await this.anchored(hostPath, (anchored) => this.handOverAnchored(anchored)).catch(() => undefined);
+  }
+
+  private async handOverAnchored(anchored: string): Promise<void> {
     const { uid, gid, dropped } = this.options.identity;
     if (!dropped) return; // Berth's uid is the sandbox's: nothing to hand over
-    await fsp.lchown(hostPath, uid, gid).catch(() => undefined);
+    await fsp.lchown(anchored, uid, gid).catch(() => undefined);
   }
 
   /** Hands over `from` and every directory between it and `to` (what one mkdir -p created). */

@@ -16,6 +16,8 @@ import type {
 } from "@/server/workspace/backend/port";
 import { execLocal } from "./local-exec";
 
+const APPEND_NO_FOLLOW =
+  fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW;
 /** A PATH good enough for coreutils, findutils, grep, tar and user-installed tools. */
 export const DEFAULT_LOCAL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -118,10 +120,11 @@ export class LocalBackend implements WorkspaceBackend {
     const append = async () => {
       if (!(data instanceof Readable)) {
         // O_APPEND writes (Node splits buffers over 512 KiB into several); offload serialises per session anyway.
-        await fs.appendFile(target, data, { mode });
+        await fs.appendFile(target, data, { mode, flag: APPEND_NO_FOLLOW });
         return;
       }
-      const handle = await fs.open(target, "a", mode);
+      // O_NOFOLLOW: a symlink at the target is refused, never followed (the sandboxed backend's anchor).
+      const handle = await fs.open(target, APPEND_NO_FOLLOW, mode);
       await pipeline(data, handle.createWriteStream());
     };
     try {
@@ -211,7 +214,10 @@ export class LocalBackend implements WorkspaceBackend {
     await fs.lstat(target).catch((error: unknown) => {
       throw fsError(error, target);
     });
-    const child = spawn("tar", ["-c", "-f", "-", "-C", path.dirname(target), path.basename(target)], {
+    // cwd rather than `-C`: the child changes directory before exec, while it still holds Berth's fds, so
+    // the sandboxed backend can pass a parent it opened (/proc/self/fd/<fd>) that no swap can redirect.
+    const child = spawn("tar", ["-c", "-f", "-", path.basename(target)], {
+      cwd: path.dirname(target),
       env: this.env as NodeJS.ProcessEnv,
       stdio: ["ignore", "pipe", "pipe"],
     });
