@@ -34,6 +34,7 @@ describe.skipIf(!HAS_CHROMIUM)("web security under npm start", () => {
   let cookie: string;
   let fake: FakeModelServer;
   let agentId: string;
+  let apiKey: string;
 
   const auth = () =>
     createAuth({ secret: process.env.BERTH_AUTH_SECRET!, baseUrl: app.url, prisma: getDb(), log: () => {} });
@@ -56,6 +57,7 @@ describe.skipIf(!HAS_CHROMIUM)("web security under npm start", () => {
     ({ app, browser, tenant } = e2e);
     fake = await startFakeModel();
     const { plainKey } = await createApiKey(auth(), tenant.scope, { name: "web-security", role: "admin" });
+    apiKey = plainKey;
     client = createBerthClient({ url: app.url, apiKey: plainKey });
     cookie = await signInCookie(tenant.email, tenant.password);
     const agent = await client.agent.create.mutate({
@@ -253,6 +255,33 @@ describe.skipIf(!HAS_CHROMIUM)("web security under npm start", () => {
       expect(second.status).toBe(200);
     } finally {
       socket.destroy();
+    }
+
+    // Refused after the route began reading (an authenticated folder upload whose manifest is not JSON,
+    // followed by 2 MiB of file): the 422 must arrive, and the connection must stay usable. Before the
+    // route read the rest itself, the answer never reached the client and the socket timed out.
+    const started = await openSocket(app.url);
+    try {
+      const boundary = "berth-boundary";
+      const head = Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="manifest"\r\n\r\nnot json\r\n` +
+          `--${boundary}\r\nContent-Disposition: form-data; name="files"; filename="a/SKILL.md"\r\n` +
+          `Content-Type: application/octet-stream\r\n\r\n`,
+      );
+      const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+      const upload = Buffer.concat([head, Buffer.alloc(2 * 1024 * 1024, 97), tail]);
+      started.write(
+        `POST /api/workspaces/ws-drain/skills?agentId=${agentId} HTTP/1.1\r\nHost: x\r\n` +
+          `Authorization: Bearer ${apiKey}\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\n` +
+          `Content-Length: ${upload.length}\r\nConnection: keep-alive\r\n\r\n`,
+      );
+      started.write(upload);
+      const refused = await readResponse(started);
+      expect(refused.status).toBe(422);
+      started.write(`GET /api/health HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n`);
+      expect((await readResponse(started)).status).toBe(200);
+    } finally {
+      started.destroy();
     }
 
     // A declared body too large to drain: answered, then the connection is closed (never left hanging).

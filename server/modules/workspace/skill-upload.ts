@@ -110,6 +110,16 @@ export function multipartToTar(
     rejectManifest(error);
     tar.destroy(error);
     parser.destroy();
+    // Read the rest and drop it: the refusal can only reach the client once the request body has been
+    // read (a response racing unread upload bytes never arrived), and the connection stays usable.
+    // Bounded: past the upload's own size limit the connection is closed instead.
+    source.unpipe(parser);
+    let drained = 0;
+    source.on("data", (chunk: Buffer) => {
+      drained += chunk.length;
+      if (drained > limits.maxTotalBytes) source.destroy();
+    });
+    source.resume();
   };
 
   parser.on("field", (name, value) => {
@@ -169,9 +179,8 @@ export function multipartToTar(
       tar.finalize();
     });
   });
-  Readable.fromWeb(body as NodeWebReadableStream<Uint8Array>)
-    .on("error", () => fail(invalid("The upload was interrupted.")))
-    .pipe(parser);
+  const source = Readable.fromWeb(body as NodeWebReadableStream<Uint8Array>);
+  source.on("error", () => fail(invalid("The upload was interrupted."))).pipe(parser);
   // tar-stream packs are streamx streams; the engine takes a Node Readable (errors carry over on iteration).
   const nodeTar = Readable.from(tar);
   // The consumer (the engine's install) sees errors through its own pipeline; this listener only keeps an
