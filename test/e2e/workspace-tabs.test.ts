@@ -70,13 +70,22 @@ describe.skipIf(!HAS_CHROMIUM)("a workspace's files, events, skills and MCP tabs
 
   it("uploads, opens, edits, downloads and deletes a file, and makes a folder", async () => {
     const notes = path.join(folder, "notes.txt");
-    await fs.writeFile(notes, "first line\n");
+    await fs.writeFile(notes, "a draft\n");
     const { page, pageErrors } = await open(`/workspaces/${workspaceId}?tab=files`, tenant);
     await fileRow(page, "skills/").waitFor();
 
     await page.getByLabel("Files to upload").setInputFiles(notes);
     await fileRow(page, "notes.txt").waitFor();
     await shot(page, "files-uploaded");
+
+    // The same name again: the page asks before replacing the file, and Replace overwrites it.
+    await fs.writeFile(notes, "first line\n");
+    await page.getByLabel("Files to upload").setInputFiles(notes);
+    const replace = page.getByTestId("replace-files-dialog");
+    await replace.getByRole("listitem").filter({ hasText: "notes.txt" }).waitFor();
+    await shot(page, "files-replace-asked");
+    await replace.getByRole("button", { name: "Replace" }).click();
+    await replace.waitFor({ state: "detached" });
 
     await fileRow(page, "notes.txt").getByRole("button", { name: "notes.txt", exact: true }).click();
     const preview = page.getByTestId("file-preview");

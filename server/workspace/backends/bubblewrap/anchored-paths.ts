@@ -17,7 +17,9 @@ export async function withAnchoredParent<T>(
   hostTarget: string,
   operation: (anchored: string) => Promise<T>,
 ): Promise<T> {
-  if (hostTarget === hostRoot) return withAnchoredDir(hostRoot, hostRoot, operation);
+  // The workspace folder itself: its parent is Berth's (0711), so the agent cannot swap it; and its anchor
+  // would be the fd's magic link, which lstat reports as a symlink.
+  if (hostTarget === hostRoot) return operation(hostRoot);
   return withAnchoredDir(hostRoot, path.dirname(hostTarget), (dir) =>
     operation(path.join(dir, path.basename(hostTarget))),
   );

@@ -1,6 +1,17 @@
+/** A refused upload: the API's message, and its HTTP status (409: the file exists). */
+export class UploadError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
+
 /**
  * A POST whose request body's progress is reported (fetch cannot report upload progress; XMLHttpRequest
- * can). Resolves with the JSON answer; rejects with the API's error message (`{ error: { message } }`).
+ * can). Resolves with the JSON answer; rejects with an UploadError carrying the API's message
+ * (`{ error: { message } }`) and the status.
  */
 export function postWithProgress<T>(
   url: string,
@@ -21,7 +32,8 @@ export function postWithProgress<T>(
         options.onProgress?.(1);
         resolve(answer as T);
       } else {
-        reject(new Error(answer?.error?.message ?? `Upload failed (HTTP ${request.status})`));
+        const message = answer?.error?.message ?? `Upload failed (HTTP ${request.status})`;
+        reject(new UploadError(message, request.status));
       }
     };
     request.onerror = () => reject(new Error("The upload was interrupted."));

@@ -26,7 +26,8 @@ import { Table, TableBody, TableCell, TableHead, TableHeader, TableRow } from "@
 import { useTRPC } from "@/app/_trpc/client";
 import { useTenantRole } from "../../_components/tenant-role";
 import { FileViewer } from "./file-viewer";
-import { formatBytes, postWithProgress, workspaceRoute } from "./upload";
+import { ReplaceFilesDialog } from "./replace-files-dialog";
+import { formatBytes, postWithProgress, UploadError, workspaceRoute } from "./upload";
 
 const childPath = (dir: string, name: string) => (dir === "." || dir === "" ? name : `${dir}/${name}`);
 
@@ -51,6 +52,8 @@ export function WorkspaceFiles({ tenantSlug, workspaceId }: { tenantSlug: string
   const [dir, setDir] = useState(".");
   const [openFile, setOpenFile] = useState<string | null>(null);
   const [uploads, setUploads] = useState<UploadState[]>([]);
+  // Files of the last upload that already exist in the folder: Replace uploads them again, overwriting.
+  const [conflicts, setConflicts] = useState<{ base: string; files: File[] } | null>(null);
   const [newFolder, setNewFolder] = useState(false);
   const fileInput = useRef<HTMLInputElement>(null);
 
@@ -83,14 +86,20 @@ export function WorkspaceFiles({ tenantSlug, workspaceId }: { tenantSlug: string
     setOpenFile(null);
   };
 
-  async function uploadFiles(files: File[]) {
-    const base = listing.data?.path ?? dir;
+  /** Uploads one after the other; files that already exist are kept aside for the Replace question. */
+  async function uploadFiles(files: File[], options: { overwrite?: boolean; base?: string } = {}) {
+    const base = options.base ?? listing.data?.path ?? dir;
     setUploads(files.map((file) => ({ name: file.name, fraction: 0 })));
     let done = 0;
+    const existing: File[] = [];
     for (const [index, file] of files.entries()) {
       try {
         await postWithProgress(
-          workspaceRoute(workspaceId, "files", { tenantSlug, path: childPath(base, file.name) }),
+          workspaceRoute(workspaceId, "files", {
+            tenantSlug,
+            path: childPath(base, file.name),
+            overwrite: options.overwrite ? "true" : null,
+          }),
           file,
           {
             contentType: "application/octet-stream",
@@ -100,12 +109,14 @@ export function WorkspaceFiles({ tenantSlug, workspaceId }: { tenantSlug: string
         );
         done++;
       } catch (error) {
-        toast.error(`${file.name}: ${error instanceof Error ? error.message : String(error)}`);
+        if (error instanceof UploadError && error.status === 409 && !options.overwrite) existing.push(file);
+        else toast.error(`${file.name}: ${error instanceof Error ? error.message : String(error)}`);
       }
     }
     setUploads([]);
     if (fileInput.current) fileInput.current.value = "";
     if (done > 0) toast.success(done === 1 ? `Uploaded ${files[0]!.name}.` : `Uploaded ${done} files.`);
+    if (existing.length > 0) setConflicts({ base, files: existing });
     await refresh();
   }
 
@@ -178,6 +189,16 @@ export function WorkspaceFiles({ tenantSlug, workspaceId }: { tenantSlug: string
         </Button>
       </div>
 
+      <ReplaceFilesDialog
+        names={conflicts?.files.map((file) => file.name) ?? null}
+        folder={conflicts?.base ?? dir}
+        onKeep={() => setConflicts(null)}
+        onReplace={() => {
+          const pending = conflicts;
+          setConflicts(null);
+          if (pending) void uploadFiles(pending.files, { overwrite: true, base: pending.base });
+        }}
+      />
       {uploads.length > 0 && (
         <ul className="grid gap-2 border-b px-5 py-3" aria-label="Uploads" data-testid="file-uploads">
           {uploads.map((item, index) => (
