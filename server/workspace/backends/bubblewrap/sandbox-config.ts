@@ -20,6 +20,11 @@ export const ZSandboxConfig = z
     /** util-linux `prlimit`: sets the process limit (RLIMIT_NPROC) before bwrap starts. */
     prlimitPath: ZAbsolute.default("/usr/bin/prlimit"),
     /**
+     * util-linux `setpriv`: a terminal's sandbox is started by node-pty, which cannot drop supplementary
+     * groups, so root starts it through setpriv (uid, gid, no groups), as Node's spawn does for commands.
+     */
+    setprivPath: ZAbsolute.default("/usr/bin/setpriv"),
+    /**
      * When Berth runs as root, each workspace's commands run as `uidBase + hash(tenant, user, workspace) %
      * uidCount` (gid the same): never root, never Berth's uid, and a different uid per workspace, so the
      * process limit and file ownership are per workspace. The range must not hold real users.
