@@ -67,7 +67,11 @@ export async function startBerthProcess(options: {
   });
   // The dashboard terminal's WebSocket (server/api/terminal-socket.ts); Next serves no upgrades here.
   server.on("upgrade", (req) => {
-    const client = resolveClientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], trustedProxies);
+    const client = resolveClientAddress(
+      req.socket.remoteAddress,
+      req.headers["x-forwarded-for"],
+      trustedProxies,
+    );
     if (client) req.headers["x-forwarded-for"] = client;
     else delete req.headers["x-forwarded-for"];
   });

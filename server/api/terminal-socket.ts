@@ -76,8 +76,8 @@ export function serveTerminalUpgrades(server: Server): void {
     }
     const headers = headersOf(req);
     void runWithRequestMeta(requestMetaOf(headers), () =>
-      accept(sockets, req, socket, head, headers, decodeURIComponent(match[1]!), url).catch((error: unknown) =>
-        refuse(socket, error),
+      accept(sockets, req, socket, head, headers, decodeURIComponent(match[1]!), url).catch(
+        (error: unknown) => refuse(socket, error),
       ),
     );
   });
@@ -150,7 +150,9 @@ function wire(ws: WebSocket, handle: TerminalHandle): void {
   ws.on("message", (data: RawData, isBinary: boolean) => {
     const parsed = isBinary ? null : ZClientMessage.safeParse(safeJson(data.toString()));
     if (!parsed?.success) {
-      ws.send(JSON.stringify({ type: "error", code: "BAD_REQUEST", message: "Unreadable terminal message." }));
+      ws.send(
+        JSON.stringify({ type: "error", code: "BAD_REQUEST", message: "Unreadable terminal message." }),
+      );
       return;
     }
     const message = parsed.data;

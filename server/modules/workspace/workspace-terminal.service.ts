@@ -165,7 +165,9 @@ export function createWorkspaceTerminalService(
         const renew = setInterval(() => {
           service
             .acquireLease(scope, workspaceId, { ...lease, quiet: true })
-            .catch((error: unknown) => log.warn({ err: error, workspaceId }, "renewing a terminal lease failed"));
+            .catch((error: unknown) =>
+              log.warn({ err: error, workspaceId }, "renewing a terminal lease failed"),
+            );
         }, options.leaseTtlMs / 3);
         renew.unref();
         const terminal: Terminal = {
@@ -182,7 +184,9 @@ export function createWorkspaceTerminalService(
           end: (reason) => {
             terminal.closing ??= (async () => {
               if (terminal.graceTimer) clearTimeout(terminal.graceTimer);
-              await pty.kill().catch((error: unknown) => log.warn({ err: error }, "killing a terminal failed"));
+              await pty
+                .kill()
+                .catch((error: unknown) => log.warn({ err: error }, "killing a terminal failed"));
               await audit(scope, "workspace.terminal.close", workspaceId, {
                 terminalId: id,
                 reason,
@@ -223,7 +227,12 @@ export function createWorkspaceTerminalService(
     reattach(scope: TenantScope, workspaceId: string, terminalId: string, sink: TerminalSink) {
       assertCan(scope, "session:use");
       const terminal = open.get(terminalId);
-      if (!terminal || terminal.closing || terminal.workspaceId !== workspaceId || !sameCaller(terminal.scope, scope)) {
+      if (
+        !terminal ||
+        terminal.closing ||
+        terminal.workspaceId !== workspaceId ||
+        !sameCaller(terminal.scope, scope)
+      ) {
         throw new AppError("NOT_FOUND", `terminal ${terminalId} is not open`, {
           userMessage: "That terminal has ended; open a new one.",
         });

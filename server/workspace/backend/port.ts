@@ -67,7 +67,7 @@ export interface WorkspaceBackend {
 export const DEFAULT_PTY_COMMAND: readonly string[] = [
   "/bin/sh",
   "-c",
-  'if command -v bash >/dev/null 2>&1; then exec bash -il; else exec sh -i; fi',
+  "if command -v bash >/dev/null 2>&1; then exec bash -il; else exec sh -i; fi",
 ];
 
 export type PtyOptions = {

@@ -38,13 +38,7 @@ export function openSandboxPty(context: SandboxPtyContext, options: PtyOptions):
     { ownTerminal: true },
   );
   const drop = identity.dropped
-    ? [
-        config.setprivPath,
-        `--reuid=${identity.uid}`,
-        `--regid=${identity.gid}`,
-        "--clear-groups",
-        "--",
-      ]
+    ? [config.setprivPath, `--reuid=${identity.uid}`, `--regid=${identity.gid}`, "--clear-groups", "--"]
     : [];
   return spawnHostPty({
     file: "/bin/sh",
