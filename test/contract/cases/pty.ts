@@ -58,8 +58,14 @@ export function registerPtyCases(context: ContractContext): void {
       await out.until(/^24 80\r?$/m);
       expect((await out.until(/^at:(\/\S*)\r?$/m))[1]).toBe(context.backend.workdir);
       await pty.resize(132, 41);
-      pty.write("stty size\n");
-      await out.until(/^41 132\r?$/m);
+      // A resize travels beside the input (Kubernetes' resize channel): ask again until the shell sees it.
+      for (let attempt = 1; ; attempt++) {
+        pty.write(`echo try-${attempt}; stty size\n`);
+        const [, size] = await out.until(new RegExp(`^try-${attempt}\\r?\\n(\\d+ \\d+)\\r?$`, "m"));
+        if (size === "41 132") break;
+        if (attempt === 20) throw new Error(`the shell never saw the resize: ${size}`);
+        await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+      }
       pty.write("echo pty-$((6*7))\n");
       await out.until(/^pty-42\r?$/m);
       const ended = new Promise<void>((resolve) => pty.output.once("end", resolve));
