@@ -148,7 +148,7 @@ function wire(ws: WebSocket, handle: TerminalHandle): void {
   heartbeat.unref();
 
   ws.on("message", (data: RawData, isBinary: boolean) => {
-    const parsed = isBinary ? null : ZClientMessage.safeParse(safeJson(data.toString()));
+    const parsed = isBinary ? null : ZClientMessage.safeParse(safeJson(textOf(data)));
     if (!parsed?.success) {
       ws.send(
         JSON.stringify({ type: "error", code: "BAD_REQUEST", message: "Unreadable terminal message." }),
@@ -170,6 +170,11 @@ function wire(ws: WebSocket, handle: TerminalHandle): void {
     else handle.detach();
   });
   ws.on("error", () => ws.terminate());
+}
+
+function textOf(data: RawData): string {
+  if (Buffer.isBuffer(data)) return data.toString("utf8");
+  return (Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)).toString("utf8");
 }
 
 function safeJson(text: string): unknown {

@@ -29,7 +29,7 @@ export type TerminalOptions = {
   maxOpen: number;
 };
 
-export const DEFAULT_TERMINAL_OPTIONS: TerminalOptions = {
+const DEFAULT_TERMINAL_OPTIONS: TerminalOptions = {
   leaseTtlMs: 60_000,
   reattachGraceMs: 30_000,
   replayBytes: 64 * 1024,

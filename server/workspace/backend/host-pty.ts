@@ -1,4 +1,5 @@
 import { PassThrough } from "node:stream";
+import type * as NodePtyModule from "node-pty";
 import { AppError } from "@/server/shared/errors";
 import type { PtyProcess } from "./port";
 
@@ -20,12 +21,12 @@ export type HostPtySpawn = {
   onExit?: (pid: number) => void;
 };
 
-type NodePty = typeof import("node-pty");
+type NodePty = typeof NodePtyModule;
 let loading: Promise<NodePty> | null = null;
 
 function loadNodePty(): Promise<NodePty> {
   loading ??= import("node-pty").then(
-    (module) => ((module as { default?: NodePty }).default ?? module) as NodePty,
+    (module) => (module as { default?: NodePty }).default ?? module,
     (error: unknown) => {
       loading = null;
       throw new AppError("UNAVAILABLE", `node-pty could not be loaded: ${String(error)}`, {
@@ -37,8 +38,8 @@ function loadNodePty(): Promise<NodePty> {
 }
 
 /** Bounds of a terminal size: xterm.js never asks for more, and a zero or negative size is an error. */
-export const PTY_MAX_COLS = 1000;
-export const PTY_MAX_ROWS = 500;
+const PTY_MAX_COLS = 1000;
+const PTY_MAX_ROWS = 500;
 
 export function assertPtySize(cols: number, rows: number): void {
   const ok = (n: number, max: number) => Number.isInteger(n) && n >= 1 && n <= max;
@@ -82,10 +83,12 @@ export async function spawnHostPty(spawn: HostPtySpawn): Promise<PtyProcess> {
     write(data) {
       if (!ended) child.write(typeof data === "string" ? data : Buffer.from(data));
     },
-    async resize(cols, rows) {
-      assertPtySize(cols, rows);
-      if (!ended) child.resize(cols, rows);
-    },
+    resize: (cols, rows) =>
+      new Promise<void>((resolve) => {
+        assertPtySize(cols, rows); // a throw here rejects
+        if (!ended) child.resize(cols, rows);
+        resolve();
+      }),
     async kill() {
       if (!ended) {
         // The first process is the sandbox's outer bwrap (or its wrappers): SIGKILL ends it, and with it

@@ -106,10 +106,10 @@ describe("the terminal WebSocket on npm start's server", () => {
       let seen = "";
       ws.on("message", (data, isBinary) => {
         if (isBinary) {
-          seen += data.toString();
+          seen += (data as Buffer).toString();
           return;
         }
-        const message = JSON.parse(data.toString()) as {
+        const message = JSON.parse((data as Buffer).toString()) as {
           type: string;
           terminalId: string;
           reattached: boolean;
@@ -123,9 +123,9 @@ describe("the terminal WebSocket on npm start's server", () => {
 
   async function until<T>(
     what: string,
-    probe: () => Promise<T | null | undefined | false>,
+    probe: () => T | null | undefined | false | Promise<T | null | undefined | false>,
     timeoutMs = 15_000,
-  ) {
+  ): Promise<T> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const value = await probe();
@@ -176,11 +176,11 @@ describe("the terminal WebSocket on npm start's server", () => {
     const lease = await until("the lease", () => leaseOf(ready.terminalId));
     expect(lease.expiresAt!.getTime()).toBeGreaterThan(Date.now());
     ws.send(JSON.stringify({ type: "input", data: "stty size; echo hello-$((40+2))\n" }));
-    await until("echo", async () => /^hello-42\r?$/m.test(output()));
+    await until("echo", () => /^hello-42\r?$/m.test(output()));
     expect(output()).toMatch(/^30 90\r?$/m);
     ws.send(JSON.stringify({ type: "resize", cols: 120, rows: 40 }));
     ws.send(JSON.stringify({ type: "input", data: "stty size\n" }));
-    await until("the new size", async () => /^40 120\r?$/m.test(output()));
+    await until("the new size", () => /^40 120\r?$/m.test(output()));
     expect(await auditOf("workspace.terminal.open", ready.terminalId)).toMatchObject({ outcome: "success" });
 
     ws.send(JSON.stringify({ type: "close" }));
@@ -194,7 +194,7 @@ describe("the terminal WebSocket on npm start's server", () => {
   it("reattaches after a dropped connection, and releases the lease when nobody comes back", async () => {
     const first = await open({ tenantSlug: a.tenant.slug });
     first.ws.send(JSON.stringify({ type: "input", data: "echo before-$((1+1))\n" }));
-    await until("echo", async () => /^before-2\r?$/m.test(first.output()));
+    await until("echo", () => /^before-2\r?$/m.test(first.output()));
     first.ws.terminate(); // no close frame: a dead connection
 
     // Only the same caller gets it back.
@@ -203,9 +203,9 @@ describe("the terminal WebSocket on npm start's server", () => {
     ).rejects.toThrow(/refused/);
     const again = await open({ tenantSlug: a.tenant.slug, terminal: first.ready.terminalId });
     expect(again.ready).toEqual({ type: "ready", terminalId: first.ready.terminalId, reattached: true });
-    await until("the replay", async () => again.output().includes("before-2"));
+    await until("the replay", () => again.output().includes("before-2"));
     again.ws.send(JSON.stringify({ type: "input", data: "echo after-$((2+1))\n" }));
-    await until("echo", async () => /^after-3\r?$/m.test(again.output()));
+    await until("echo", () => /^after-3\r?$/m.test(again.output()));
 
     again.ws.terminate();
     expect(await leaseOf(first.ready.terminalId)).not.toBeNull();
@@ -222,7 +222,7 @@ describe("the terminal WebSocket on npm start's server", () => {
     const exit = new Promise<unknown>((resolve) =>
       ws.on("message", (data, isBinary) => {
         if (!isBinary) {
-          const message = JSON.parse(data.toString()) as { type: string };
+          const message = JSON.parse((data as Buffer).toString()) as { type: string };
           if (message.type === "exit") resolve(message);
         }
       }),

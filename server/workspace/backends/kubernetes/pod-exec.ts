@@ -142,7 +142,11 @@ function withoutSetsidNotice(stderr: Buffer): Buffer {
  * at all (a fork bomb holds every pid) is retried with backoff, then `onUnkillable` decides (the driver
  * deletes the Pod: the claim keeps the data, the next use gets a fresh Pod).
  */
-export async function killProcessGroup(executor: PodExecutor, pidFile: string, onUnkillable: () => Promise<void>) {
+export async function killProcessGroup(
+  executor: PodExecutor,
+  pidFile: string,
+  onUnkillable: () => Promise<void>,
+) {
   let delay = 20;
   let missing = 0;
   for (let failures = 0; failures < 10;) {

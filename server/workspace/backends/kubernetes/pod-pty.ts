@@ -72,10 +72,12 @@ export async function openPodPty(
     write(data) {
       if (!ended) void channel.write(typeof data === "string" ? Buffer.from(data) : Buffer.from(data));
     },
-    async resize(cols, rows) {
-      assertPtySize(cols, rows);
-      if (!ended) channel.resize(cols, rows);
-    },
+    resize: (cols, rows) =>
+      new Promise<void>((resolve) => {
+        assertPtySize(cols, rows); // a throw here rejects
+        if (!ended) channel.resize(cols, rows);
+        resolve();
+      }),
     async kill() {
       if (!ended) {
         killed = true;
