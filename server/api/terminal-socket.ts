@@ -126,6 +126,11 @@ async function accept(
     ? terminals.reattach(scope, workspaceId, terminal, sink)
     : await terminals.open(scope, workspaceId, { cols, rows }, sink);
   if (reattached) await handle.resize(cols, rows).catch(() => undefined);
+  // The client gave up while the shell was starting: nobody will ever read it.
+  if (socket.destroyed) {
+    await (reattached ? handle.detach() : handle.close("closed"));
+    return;
+  }
 
   sockets.handleUpgrade(req, socket, head, (connected) => {
     ws = connected;

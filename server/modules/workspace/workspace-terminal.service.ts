@@ -77,6 +77,8 @@ export function createWorkspaceTerminalService(
   options: TerminalOptions = DEFAULT_TERMINAL_OPTIONS,
 ) {
   const open = new Map<string, Terminal>();
+  // Each terminal's whole life, lease release included (shutdown waits for them before the pool closes).
+  const lives = new Set<Promise<unknown>>();
   const log = service.engine.log.child({ component: "terminal" });
 
   const audit = (scope: TenantScope, action: string, workspaceId: string, details: Record<string, unknown>) =>
@@ -217,6 +219,8 @@ export function createWorkspaceTerminalService(
           open.delete(id);
         }
       });
+      const settled = life.catch(() => undefined).finally(() => lives.delete(settled));
+      lives.add(settled);
       const terminal = await Promise.race([ready, life.then(() => ready)]);
       life.catch((error: unknown) => log.warn({ err: error, workspaceId }, "a terminal ended with an error"));
       await audit(scope, "workspace.terminal.open", workspaceId, { terminalId: id, ...size });
@@ -247,6 +251,7 @@ export function createWorkspaceTerminalService(
     /** Ends every terminal of this process (graceful shutdown). */
     async closeAll(): Promise<void> {
       await Promise.all([...open.values()].map((terminal) => terminal.end("shutdown")));
+      await Promise.all([...lives]);
     },
   };
 }
