@@ -29,6 +29,7 @@ const nextConfig = {
   // Native add-ons and packages that spawn workers or binaries must stay real node_modules imports
   // instead of being bundled (Next already externalises pino, pg and Prisma itself).
   serverExternalPackages: [
+    "node-pty",
     "dockerode",
     "docker-modem",
     "ssh2",

@@ -8,7 +8,7 @@
  */
 import { createServer, type Server } from "node:http";
 import next from "next";
-import { parseTrustedProxies } from "@/server/api/client-address";
+import { parseTrustedProxies, resolveClientAddress } from "@/server/api/client-address";
 import { getApiComposition, getSignInGuard } from "@/server/api/composition";
 import { getConfig } from "@/server/config/config";
 import { disconnectDb, getDb } from "@/server/db";
@@ -20,6 +20,7 @@ import { closeSharedQueues, getQueues } from "@/server/queue/queues";
 import { closeSharedRedis, getRedis } from "@/server/redis";
 import { sealProcessRegistry } from "@/server/shared/process-registry";
 import { startWorkerRuntime, type WorkerRuntime } from "@/workers/runtime";
+import { serveTerminalUpgrades } from "@/server/api/terminal-socket";
 import { prepareIncomingRequest } from "./services/incoming-request";
 
 export type BerthProcess = {
@@ -64,6 +65,17 @@ export async function startBerthProcess(options: {
     prepareIncomingRequest(req, res, trustedProxies);
     void handle(req, res);
   });
+  // The dashboard terminal's WebSocket (server/api/terminal-socket.ts); Next serves no upgrades here.
+  server.on("upgrade", (req) => {
+    const client = resolveClientAddress(
+      req.socket.remoteAddress,
+      req.headers["x-forwarded-for"],
+      trustedProxies,
+    );
+    if (client) req.headers["x-forwarded-for"] = client;
+    else delete req.headers["x-forwarded-for"];
+  });
+  serveTerminalUpgrades(server);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.http.port, config.http.host, () => resolve());

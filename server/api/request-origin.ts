@@ -43,3 +43,19 @@ export function assertSameOriginRequest(
     details: { reason: "cross_origin" },
   });
 }
+
+/**
+ * A WebSocket upgrade (a GET) authenticated by the session cookie must come from one of Berth's own
+ * origins: browsers attach cookies to cross-site WebSocket handshakes and WebSockets have no CORS, so the
+ * Origin header (which every browser sends on a handshake and no page can forge) is required and checked.
+ * Bearer-authenticated upgrades pass (no browser adds that header by itself).
+ */
+export function assertSameOriginUpgrade(headers: Headers, policy: OriginPolicy): void {
+  if (/^Bearer\s/i.test(headers.get("authorization") ?? "")) return;
+  const origin = headers.get("origin");
+  if (origin !== null && policy.allowedOrigins.includes(origin)) return;
+  throw new AppError("FORBIDDEN", `cross-origin upgrade refused: Origin ${origin ?? "missing"}`, {
+    userMessage: "Terminals open only from Berth's own pages (or with an API key).",
+    details: { reason: "cross_origin" },
+  });
+}

@@ -11,6 +11,10 @@ import {
   createWorkspaceContentService,
   type WorkspaceContentService,
 } from "@/server/modules/workspace/workspace-content.service";
+import {
+  createWorkspaceTerminalService,
+  type WorkspaceTerminalService,
+} from "@/server/modules/workspace/workspace-terminal.service";
 import { createProvisionGate } from "@/server/modules/workspace/workspace-provisioning";
 import { createWorkspaceService, type WorkspaceService } from "@/server/modules/workspace/workspace.service";
 import { getQueues } from "@/server/queue/queues";
@@ -60,6 +64,8 @@ export function setEngine(engine: WorkspaceEngine | undefined): void {
  * connections), the manager's eviction timer and the drivers. Graceful shutdown of every composition root.
  */
 export async function closeEngine(): Promise<void> {
+  // Open terminals first: each holds a lease and a shell on a machine the engine is about to let go of.
+  await workspaceServicesSlot.peek()?.terminals.closeAll();
   workspaceServicesSlot.set(undefined);
   await engineSlot.take()?.close();
 }
@@ -68,16 +74,26 @@ type WorkspaceServices = {
   engine: WorkspaceEngine;
   service: WorkspaceService;
   content: WorkspaceContentService;
+  terminals: WorkspaceTerminalService;
 };
 const workspaceServicesSlot = processSlot<WorkspaceServices>("workspace-services");
 
 /** The process-wide workspace service (and its content half) over `getEngine()`: what routers and chat use. */
-export function getWorkspaceServices(): { service: WorkspaceService; content: WorkspaceContentService } {
+export function getWorkspaceServices(): {
+  service: WorkspaceService;
+  content: WorkspaceContentService;
+  terminals: WorkspaceTerminalService;
+} {
   const engine = getEngine();
   return workspaceServicesSlot.get(
     () => {
       const service = createWorkspaceService(engine);
-      return { engine, service, content: createWorkspaceContentService(service) };
+      return {
+        engine,
+        service,
+        content: createWorkspaceContentService(service),
+        terminals: createWorkspaceTerminalService(service),
+      };
     },
     (held) => held.engine === engine,
   );

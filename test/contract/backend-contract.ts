@@ -4,6 +4,7 @@ import type { WorkspaceBackend } from "@/server/workspace/backend/port";
 import { registerExecCases } from "./cases/exec";
 import { registerFileCases } from "./cases/files";
 import { registerLifecycleCases } from "./cases/lifecycle";
+import { registerPtyCases } from "./cases/pty";
 import { registerWorkspaceCases } from "./cases/workspace";
 import { everythingFixture, type EverythingFixture } from "./support";
 
@@ -108,6 +109,7 @@ export function describeBackendContract(
     registerExecCases(context);
     registerFileCases(context);
     registerWorkspaceCases(context);
+    registerPtyCases(context);
 
     it("lists only known defects that name a case", () => {
       expect(defects.filter((defect) => !matched.has(defect))).toEqual([]);

@@ -65,6 +65,7 @@ describeE2b("E2B driver against the emulator: exec, files, archives and MCP thro
       pauseKeepsMemory: true,
       gateway: "sandbox-url",
       mayVanish: true,
+      pty: true,
     });
     expect(backend).toMatchObject({ kind: "e2b", workdir: "/home/user/workspace", isolated: true });
     expect("hostPath" in backend).toBe(false);

@@ -66,6 +66,7 @@ describeKube("Kubernetes driver against the loopback API server emulator", () =>
       pauseKeepsMemory: false,
       gateway: "exec-stream",
       mayVanish: true,
+      pty: true,
     });
     const { handle, steps } = await provision(driver, spec);
     podOfSpec = handle.pod as string;

@@ -385,13 +385,16 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
    * installation no longer runs is not claimed to be isolated.
    */
   function isolationOf(record: WorkspaceDTO) {
-    const isolation = engine.drivers.find(record.backendKind)?.isolation ?? null;
+    const driver = engine.drivers.find(record.backendKind);
+    const isolation = driver?.isolation ?? null;
     const isolated = isolation?.isolated ?? false;
     return {
       backend: isolation?.backend ?? record.backendKind,
       isolated,
       // host-unconfined runs agent commands on the host with Berth's privileges.
       trustedOnly: !isolated,
+      // The backend offers a dashboard terminal (a PTY in the workspace's confinement).
+      terminal: driver?.capabilities.pty ?? false,
     };
   }
 

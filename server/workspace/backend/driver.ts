@@ -55,6 +55,8 @@ export type DriverCapabilities = {
    * cache hit checks liveness first. False for host folders, which only Berth deletes.
    */
   readonly mayVanish: boolean;
+  /** The backend offers `openPty` (an interactive terminal inside the same confinement as `exec`). */
+  readonly pty: boolean;
 };
 
 /**

@@ -52,8 +52,46 @@ export interface WorkspaceBackend {
   /** Streams `path` (file or directory) as an uncompressed tar whose single top entry is its basename. */
   getArchive(path: string): Promise<Readable>;
 
+  /**
+   * An interactive command on a pseudo-terminal (the dashboard's terminal), confined exactly like `exec`.
+   * Absent on backends that cannot offer one (`capabilities.pty` says which). Interactive: no timeout; the
+   * caller ends it with `kill()` (and a stop or purge of the machine ends it too).
+   */
+  openPty?(options: PtyOptions): Promise<PtyProcess>;
+
   /** Releases connections; does not delete data. Idempotent. */
   close(): Promise<void>;
+}
+
+/** The shell a terminal runs when the caller names none: bash where the machine has it, else sh. */
+export const DEFAULT_PTY_COMMAND: readonly string[] = [
+  "/bin/sh",
+  "-c",
+  "if command -v bash >/dev/null 2>&1; then exec bash -il; else exec sh -i; fi",
+];
+
+export type PtyOptions = {
+  /** argv of the interactive program; DEFAULT_PTY_COMMAND when absent. */
+  command?: readonly string[];
+  cols: number;
+  rows: number;
+  /** Working directory; defaults to the backend's workdir. */
+  cwd?: string;
+  env?: Record<string, string>;
+};
+
+/** A running program on a terminal. Output carries stdout and stderr merged, as a terminal shows them. */
+export interface PtyProcess {
+  /** Everything the program writes to its terminal; ends when the program's side of the terminal closes. */
+  readonly output: Readable;
+  /** Settles once the program ended: its exit code (-1 when the backend cannot tell or it was killed). */
+  readonly exited: Promise<{ exitCode: number }>;
+  /** Keystrokes (bytes as the terminal sends them). Ignored after the program ended. */
+  write(data: string | Uint8Array): void;
+  /** The terminal's new size; the program sees it (`stty size`, SIGWINCH) like a window resize. */
+  resize(cols: number, rows: number): Promise<void>;
+  /** Ends the program and everything it started on the terminal. Idempotent; resolves once it is gone. */
+  kill(): Promise<void>;
 }
 
 export type WriteFileOptions = {

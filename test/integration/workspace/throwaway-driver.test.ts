@@ -89,6 +89,7 @@ const throwawayDriver: DriverDefinition<z.output<typeof ZThrowawayConfig>> = {
         pauseKeepsMemory: false,
         gateway: "host",
         mayVanish: false,
+        pty: false,
       },
       isolation: { backend: "throwaway", isolated: false, sandbox: null },
       provider,

@@ -84,6 +84,7 @@ describe("E2B driver configuration from the environment", () => {
       pauseKeepsMemory: true,
       gateway: "sandbox-url",
       mayVanish: true,
+      pty: true,
     });
     expect(driver.kind).toBe("e2b");
   });

@@ -8,6 +8,8 @@ import type {
   ExecOptions,
   ExecResult,
   FileStat,
+  PtyOptions,
+  PtyProcess,
   WorkspaceBackend,
   WriteFileOptions,
 } from "@/server/workspace/backend/port";
@@ -19,6 +21,7 @@ import { sandboxArgv, type SandboxIdentity, type SandboxMount } from "./sandbox-
 import { SANDBOX_WORKDIR, type TSandboxConfig } from "./sandbox-config";
 import { startSandboxGateway, type SandboxGateway } from "./sandbox-gateway";
 import type { SandboxRegistry } from "./sandbox-registry";
+import { openSandboxPty } from "./sandbox-pty";
 import { SandboxView } from "./sandbox-view";
 
 export type BubblewrapBackendOptions = {
@@ -75,6 +78,12 @@ export class BubblewrapBackend implements WorkspaceBackend {
       ceiling,
     );
     return this.runSandboxed(command, { ...options, timeoutMs });
+  }
+
+  /** A terminal: the same sandbox as a command's, on a host PTY (sandbox-pty.ts). */
+  openPty(options: PtyOptions): Promise<PtyProcess> {
+    const { config, hostWorkdir, key, identity, registry } = this.options;
+    return openSandboxPty({ config, hostWorkdir, key, identity, registry, env: this.env }, options);
   }
 
   /** One sandbox around `command`; also what the gateway is started with (`extras`). */

@@ -67,6 +67,7 @@ export const bubblewrapDriver: DriverDefinition<TSandboxConfig> = {
         pauseKeepsMemory: false,
         gateway: "unix-socket",
         mayVanish: false,
+        pty: true,
       },
       isolation: { backend: "local", isolated: true, sandbox: "bubblewrap" },
       provider,

@@ -71,7 +71,18 @@ const SYSTEM_ENTRIES = ["usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32",
  * the only writable host path (at /workspace), /tmp is private, /proc shows only the sandbox's pid
  * namespace, and the network is a private namespace unless the operator allowed the host's.
  */
-export function sandboxArgv(config: TSandboxConfig, profile: SandboxProfile, command: readonly string[]) {
+export function sandboxArgv(
+  config: TSandboxConfig,
+  profile: SandboxProfile,
+  command: readonly string[],
+  /**
+   * The sandbox runs on a terminal of its own (a dashboard terminal's PTY): it keeps that terminal as its
+   * controlling terminal, so the shell has job control and sees window resizes (SIGWINCH). What
+   * `--new-session` guards against, TIOCSTI input injection into the terminal Berth runs in, cannot happen
+   * there: the only terminal it can reach is its own. Every other confinement is the same.
+   */
+  options: { ownTerminal?: boolean } = {},
+) {
   const { uid, gid } = profile.identity;
   const args: string[] = [
     ...privilegedPrefix(config, profile),
@@ -91,7 +102,7 @@ export function sandboxArgv(config: TSandboxConfig, profile: SandboxProfile, com
     "--unshare-cgroup-try",
     ...(config.network ? [] : ["--unshare-net"]),
     "--die-with-parent",
-    "--new-session",
+    ...(options.ownTerminal ? [] : ["--new-session"]),
     "--hostname",
     "berth",
     "--setenv",

@@ -19,7 +19,10 @@ export const ZSandboxConfig = z
     bwrapPath: ZAbsolute.default("/usr/bin/bwrap"),
     /** util-linux `prlimit`: sets the process limit (RLIMIT_NPROC) before bwrap starts. */
     prlimitPath: ZAbsolute.default("/usr/bin/prlimit"),
-    /** util-linux `setpriv`: drops root to the workspace uid once the sandbox has joined its cgroup. */
+    /**
+     * util-linux `setpriv`: drops root to the workspace uid (no supplementary groups) once the sandbox has
+     * joined its cgroup, for commands and terminals alike (node-pty could not drop the groups itself).
+     */
     setprivPath: ZAbsolute.default("/usr/bin/setpriv"),
     /**
      * Memory (swap included) of all the sandboxes of one workspace together, enforced by a cgroup when

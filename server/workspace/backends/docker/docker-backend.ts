@@ -7,12 +7,15 @@ import type {
   ExecOptions,
   ExecResult,
   FileStat,
+  PtyOptions,
+  PtyProcess,
   WorkspaceBackend,
   WriteFileOptions,
 } from "@/server/workspace/backend/port";
 import { canFallBack, type GatewayFileClient } from "@/server/workspace/gateway/client/gateway-files";
 import { CONTAINER_PATHS } from "./docker-config";
 import { runExec, startExec, type ExecIdentity } from "./docker-exec";
+import { openDockerPty } from "./docker-pty";
 import {
   parseList,
   parseStat,
@@ -74,6 +77,13 @@ export class DockerBackend implements WorkspaceBackend {
   exec(command: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
     return this.guard(() =>
       runExec(this.options.container, command, this.identity(options.cwd, options.env), options),
+    );
+  }
+
+  /** A terminal: `docker exec` with a TTY as the workspace user (docker-pty.ts). */
+  openPty(options: PtyOptions): Promise<PtyProcess> {
+    return this.guard(() =>
+      openDockerPty(this.options.container, this.identity(options.cwd, options.env), options),
     );
   }
 

@@ -37,7 +37,7 @@ const KILLER = [
  * When no killer can run at all, the container is killed; the manager's liveness check then replaces it
  * on the next use (data stays in the bind mount).
  */
-async function killProcessGroup(container: Docker.Container, pidFile: string): Promise<void> {
+export async function killProcessGroup(container: Docker.Container, pidFile: string): Promise<void> {
   let delay = 20;
   for (let attempt = 0; attempt < 10; attempt++) {
     try {
@@ -100,7 +100,7 @@ function feedStdin(stream: Duplex, stdin: Readable | Uint8Array | string): void 
 }
 
 /** Docker can report the output closed a moment before the exec is marked finished: poll briefly. */
-async function waitForExitCode(exec: Docker.Exec): Promise<number> {
+export async function waitForExitCode(exec: Docker.Exec): Promise<number> {
   let delay = 5;
   for (let attempt = 0; attempt < 12; attempt++) {
     const info = await exec.inspect();

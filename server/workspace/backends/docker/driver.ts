@@ -57,6 +57,7 @@ export const dockerDriver: DriverDefinition<TDockerProviderConfig> = {
         pauseKeepsMemory: false,
         gateway: "unix-socket",
         mayVanish: true,
+        pty: true,
       },
       isolation: { backend: "docker", isolated: true, sandbox: null },
       provider: machine.provider,

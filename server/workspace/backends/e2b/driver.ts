@@ -26,6 +26,7 @@ export const e2bDriver: DriverDefinition<E2bDriverConfig> = {
         pauseKeepsMemory: config.pauseKeepsMemory,
         gateway: "sandbox-url",
         mayVanish: true,
+        pty: true,
       },
       isolation: { backend: "e2b", isolated: true, sandbox: null },
       provider: new E2bBackendProvider(sandboxes),

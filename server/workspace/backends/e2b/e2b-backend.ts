@@ -7,10 +7,13 @@ import type {
   ExecOptions,
   ExecResult,
   FileStat,
+  PtyOptions,
+  PtyProcess,
   WorkspaceBackend,
   WriteFileOptions,
 } from "@/server/workspace/backend/port";
 import { execInSandbox } from "./e2b-commands";
+import { openE2bPty } from "./e2b-pty";
 import type { E2bDriverConfig } from "./e2b-config";
 import { E2bFiles } from "./e2b-files";
 import type { RunningGateway } from "./e2b-gateway";
@@ -69,6 +72,20 @@ export class E2bBackend implements WorkspaceBackend {
         options,
       ),
     );
+  }
+
+  /** A terminal through the SDK's PTY API (e2b-pty.ts); the sandbox is kept fresh while it is open. */
+  async openPty(options: PtyOptions): Promise<PtyProcess> {
+    if (this.closed) throw new AppError("UNAVAILABLE", "The workspace sandbox was closed");
+    await this.keepAlive.touch();
+    const cwd = options.cwd === undefined ? this.workdir : this.resolve(options.cwd);
+    const settings = {
+      user: this.config.user,
+      cwd,
+      env: this.config.env,
+      requestTimeoutMs: this.config.requestTimeoutMs,
+    };
+    return openE2bPty(this.sandbox, settings, options, this.keepAlive.hold());
   }
 
   readFile(p: string, options: { start?: number; end?: number } = {}): Promise<Readable> {

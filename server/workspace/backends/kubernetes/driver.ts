@@ -20,6 +20,7 @@ const KUBERNETES_CAPABILITIES: DriverCapabilities = {
   pauseKeepsMemory: false,
   gateway: "exec-stream",
   mayVanish: true,
+  pty: true,
 };
 
 /**

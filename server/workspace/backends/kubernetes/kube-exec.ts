@@ -20,6 +20,8 @@ export type ExecChannel = {
   /** v5 only: half-closes stdin (the CLOSE frame `[255, 0]`), so the process reads EOF. */
   endStdin(): void;
   resume(): void;
+  /** `tty` sessions: the terminal's new size on the resize channel (4); the runtime sends SIGWINCH. */
+  resize(cols: number, rows: number): void;
   /** Closes the socket. The process is NOT killed by this: a container runtime leaves it running. */
   close(): void;
   /** Resolves when the socket closed, with the status channel's verdict. */
@@ -42,7 +44,8 @@ export async function openExec(
   kc: k8s.KubeConfig,
   target: ExecTarget,
   argv: readonly string[],
-  options: { stdin: boolean; sinks: ExecSinks },
+  /** `tty`: the process gets a terminal (stderr merges into stdout, as on any terminal). */
+  options: { stdin: boolean; sinks: ExecSinks; tty?: boolean },
 ): Promise<ExecChannel> {
   let socket: WebSocket | null = null;
   let pauseRequested = false;
@@ -80,7 +83,7 @@ export async function openExec(
       sink(options.sinks.stdout),
       sink(options.sinks.stderr),
       stdinMarker,
-      false,
+      options.tty ?? false,
       onStatus,
     );
   } catch (error) {
@@ -115,6 +118,10 @@ export async function openExec(
       if (ws.readyState === ws.OPEN) ws.send(Buffer.from([255, 0]));
     },
     resume: () => ws.resume(),
+    resize(cols: number, rows: number) {
+      if (ws.readyState !== ws.OPEN) return;
+      ws.send(Buffer.concat([Buffer.from([4]), Buffer.from(JSON.stringify({ Width: cols, Height: rows }))]));
+    },
     close: () => ws.close(),
     done,
   };

@@ -6,6 +6,8 @@ import type {
   ExecOptions,
   ExecResult,
   FileStat,
+  PtyOptions,
+  PtyProcess,
   WorkspaceBackend,
   WriteFileOptions,
 } from "@/server/workspace/backend/port";
@@ -17,6 +19,7 @@ import {
   streamScriptOutput,
 } from "@/server/workspace/backend/file-scripts";
 import { runCommand, type PodExecutor } from "./pod-exec";
+import { openPodPty } from "./pod-pty";
 import { POD } from "./workspace-manifests";
 
 export type KubernetesBackendOptions = {
@@ -65,6 +68,13 @@ export class KubernetesBackend implements WorkspaceBackend {
       cwd,
       onUnkillable: this.options.onUnkillable,
     });
+  }
+
+  /** A terminal: `pods/exec` with a TTY in the workspace container (pod-pty.ts). */
+  openPty(options: PtyOptions): Promise<PtyProcess> {
+    this.assertOpen();
+    const cwd = options.cwd === undefined ? this.workdir : this.resolve(options.cwd);
+    return openPodPty(this.options.executor, { ...options, cwd, onUnkillable: this.options.onUnkillable });
   }
 
   async readFile(p: string, options: { start?: number; end?: number } = {}): Promise<Readable> {

@@ -128,7 +128,7 @@ const KILLER = [
   'if [ -n "$pid" ]; then kill -9 -"$pid" 2>/dev/null; rm -f "$0"; exit 0; fi',
   "exit 3",
 ].join("; ");
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const SETSID_NOTICE = /setsid: child \d+ did not exit normally[^\n]*\n?$/;
 
 function withoutSetsidNotice(stderr: Buffer): Buffer {
@@ -142,7 +142,11 @@ function withoutSetsidNotice(stderr: Buffer): Buffer {
  * at all (a fork bomb holds every pid) is retried with backoff, then `onUnkillable` decides (the driver
  * deletes the Pod: the claim keeps the data, the next use gets a fresh Pod).
  */
-async function killProcessGroup(executor: PodExecutor, pidFile: string, onUnkillable: () => Promise<void>) {
+export async function killProcessGroup(
+  executor: PodExecutor,
+  pidFile: string,
+  onUnkillable: () => Promise<void>,
+) {
   let delay = 20;
   let missing = 0;
   for (let failures = 0; failures < 10;) {

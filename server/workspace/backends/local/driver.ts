@@ -49,6 +49,8 @@ export const hostUnconfinedDriver: DriverDefinition<HostUnconfinedConfig> = {
         pauseKeepsMemory: false,
         gateway: "host",
         mayVanish: false,
+        // No browser shell on Berth's own host with Berth's privileges (its secrets, every workspace).
+        pty: false,
       },
       isolation: { backend: "host-unconfined", isolated: false, sandbox: null },
       provider,

@@ -16,6 +16,7 @@ import { WorkspaceFiles } from "./workspace-files";
 import { WorkspaceMcps } from "./workspace-mcps";
 import { WorkspaceOverview } from "./workspace-overview";
 import { WorkspaceSkills } from "./workspace-skills";
+import { WorkspaceTerminal } from "./workspace-terminal";
 
 const POLL_MS = 1_000;
 const TABS = [
@@ -23,6 +24,7 @@ const TABS = [
   { value: "files", label: "Files" },
   { value: "skills", label: "Skills" },
   { value: "mcp", label: "MCP servers" },
+  { value: "terminal", label: "Terminal" },
   { value: "events", label: "Events" },
   { value: "receipts", label: "Receipts" },
 ] as const;
@@ -41,7 +43,8 @@ function NotReady() {
 }
 
 /**
- * A workspace in tabs (overview, files, skills, MCP servers, events, purge receipts), the tab in the URL
+ * A workspace in tabs (overview, files, skills, MCP servers, a terminal where the backend offers one,
+ * events, purge receipts), the tab in the URL
  * (`?tab=`), with Stop and Purge above them. Polls while a worker is moving it from one state to the next.
  */
 export function WorkspaceDetail({ tenantSlug, workspaceId }: { tenantSlug: string; workspaceId: string }) {
@@ -95,7 +98,7 @@ export function WorkspaceDetail({ tenantSlug, workspaceId }: { tenantSlug: strin
       />
       <Tabs value={tab} onValueChange={select}>
         <TabsList aria-label="Workspace">
-          {TABS.map((item) => (
+          {TABS.filter((item) => item.value !== "terminal" || data.terminal).map((item) => (
             <TabsTrigger key={item.value} value={item.value}>
               {item.label}
             </TabsTrigger>
@@ -122,6 +125,13 @@ export function WorkspaceDetail({ tenantSlug, workspaceId }: { tenantSlug: strin
         <TabsContent value="mcp">
           {ready ? (
             <WorkspaceMcps tenantSlug={tenantSlug} workspaceId={workspaceId} agentId={data.agentId} />
+          ) : (
+            <NotReady />
+          )}
+        </TabsContent>
+        <TabsContent value="terminal">
+          {ready && data.terminal ? (
+            <WorkspaceTerminal tenantSlug={tenantSlug} workspaceId={workspaceId} />
           ) : (
             <NotReady />
           )}

@@ -1,0 +1,259 @@
+import { randomUUID } from "node:crypto";
+import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
+import { assertCan } from "@/server/auth/policy";
+import type { TenantScope } from "@/server/auth/scope";
+import { AppError } from "@/server/shared/errors";
+import type { PtyProcess } from "@/server/workspace/backend/port";
+import { assertMayActOnWorkspace } from "./workspace-access";
+import { getWorkspace } from "./workspace.data";
+import type { WorkspaceService } from "./workspace.service";
+
+/**
+ * Dashboard terminals: an interactive shell on a READY workspace through its backend's PTY (the same
+ * confinement as the agent's Bash commands). Who may open one: the rule of file edits (`session:use`, and
+ * members only on their own sessions' workspaces); viewers cannot. While a terminal is open it holds a
+ * workspace lease (`terminal:<id>`, renewed on a timer with a short TTL), so the sweeper never stops the
+ * workspace under an admin's hands; a crashed process's lease lapses within the TTL.
+ *
+ * A terminal outlives a dropped connection for `reattachGraceMs` (a reload, a network blip): the client
+ * reattaches with its id and gets the recent output back. A client that says goodbye (a closed tab) ends
+ * it at once; an unattached one is ended when the grace runs out. Open and close are audited.
+ */
+export type TerminalOptions = {
+  /** Lease TTL; renewed every third of it while the terminal lives. */
+  leaseTtlMs: number;
+  reattachGraceMs: number;
+  /** Output kept for a reattach (bytes). */
+  replayBytes: number;
+  /** Terminals one process keeps open at once (each is a shell and a PTY). */
+  maxOpen: number;
+};
+
+const DEFAULT_TERMINAL_OPTIONS: TerminalOptions = {
+  leaseTtlMs: 60_000,
+  reattachGraceMs: 30_000,
+  replayBytes: 64 * 1024,
+  maxOpen: 64,
+};
+
+/** What a connection receives from its terminal. */
+export type TerminalSink = {
+  output(chunk: Buffer): void;
+  exit(exitCode: number): void;
+  /** Another connection took this terminal over. */
+  superseded?(): void;
+};
+
+export type TerminalHandle = {
+  readonly id: string;
+  readonly workspaceId: string;
+  write(data: string): void;
+  resize(cols: number, rows: number): Promise<void>;
+  /** The connection went away without a goodbye: keep the shell for the grace period. */
+  detach(): void;
+  /** Ends the shell (a closed tab, an explicit close). */
+  close(reason: string): Promise<void>;
+};
+
+type Terminal = {
+  id: string;
+  scope: TenantScope;
+  workspaceId: string;
+  pty: PtyProcess;
+  replay: Buffer[];
+  replaySize: number;
+  sink: TerminalSink | null;
+  graceTimer: NodeJS.Timeout | null;
+  closing: Promise<void> | null;
+  exitCode: number | null;
+  end: (reason: string) => Promise<void>;
+};
+
+const sameCaller = (a: TenantScope, b: TenantScope) =>
+  a.tenantId === b.tenantId && a.userId === b.userId && a.apiKeyId === b.apiKeyId;
+
+export function createWorkspaceTerminalService(
+  service: WorkspaceService,
+  options: TerminalOptions = DEFAULT_TERMINAL_OPTIONS,
+) {
+  const open = new Map<string, Terminal>();
+  // Each terminal's whole life, lease release included (shutdown waits for them before the pool closes).
+  const lives = new Set<Promise<unknown>>();
+  const log = service.engine.log.child({ component: "terminal" });
+
+  const audit = (scope: TenantScope, action: string, workspaceId: string, details: Record<string, unknown>) =>
+    recordAudit(scope, {
+      action,
+      targetType: "workspace",
+      targetId: workspaceId,
+      outcome: "success",
+      details,
+    }).catch((error: unknown) => log.error({ err: error, action }, "audit write failed"));
+
+  /**
+   * The handle of one connection: once another connection took the terminal over (a second tab, a
+   * reattach after a drop the server had not noticed yet), this one's detach and close do nothing.
+   */
+  function bind(terminal: Terminal, sink: TerminalSink): TerminalHandle {
+    if (terminal.graceTimer) clearTimeout(terminal.graceTimer);
+    terminal.graceTimer = null;
+    const previous = terminal.sink;
+    terminal.sink = sink;
+    if (previous && previous !== sink) previous.superseded?.();
+    const current = () => terminal.sink === sink;
+    return {
+      id: terminal.id,
+      workspaceId: terminal.workspaceId,
+      write: (data) => {
+        if (current()) terminal.pty.write(data);
+      },
+      resize: async (cols, rows) => {
+        if (current()) await terminal.pty.resize(cols, rows);
+      },
+      detach() {
+        if (!current()) return;
+        terminal.sink = null;
+        if (terminal.closing) return;
+        terminal.graceTimer = setTimeout(() => void terminal.end("detached"), options.reattachGraceMs);
+        terminal.graceTimer.unref();
+      },
+      close: async (reason) => {
+        if (current()) await terminal.end(reason);
+      },
+    };
+  }
+
+  return {
+    /** Terminals open in this process (tests, shutdown). */
+    openCount: () => open.size,
+
+    async open(
+      scope: TenantScope,
+      workspaceId: string,
+      size: { cols: number; rows: number },
+      sink: TerminalSink,
+    ): Promise<TerminalHandle> {
+      assertCan(scope, "session:use");
+      const record = await getWorkspace(scope, workspaceId);
+      await assertMayActOnWorkspace(scope, record);
+      if (record.state !== "READY") {
+        throw new AppError("CONFLICT", `workspace ${workspaceId} is ${record.state}`, {
+          userMessage: `The workspace is ${record.state.toLowerCase()}: a terminal needs a ready workspace.`,
+          details: { state: record.state },
+        });
+      }
+      if (!service.engine.drivers.find(record.backendKind)?.capabilities.pty) {
+        throw new AppError("UNPROCESSABLE", `backend ${record.backendKind} has no PTY`, {
+          userMessage: "This workspace's backend offers no terminal.",
+        });
+      }
+      if (open.size >= options.maxOpen) {
+        throw new AppError("TOO_MANY_REQUESTS", "terminal limit reached", {
+          userMessage: "Too many terminals are open on this server; close one and try again.",
+        });
+      }
+      const id = randomUUID();
+      const holder = `terminal:${id}`;
+      const lease = { holder, reason: "workspace.terminal", ttlMs: options.leaseTtlMs };
+      let started!: (terminal: Terminal) => void;
+      const ready = new Promise<Terminal>((resolve) => (started = resolve));
+
+      // The lease spans the shell's life: withLease releases it (and records the release) when it ends.
+      const life = service.withLease(scope, workspaceId, lease, async (workspace) => {
+        const backend = workspace.backend;
+        if (!backend.openPty) throw new AppError("UNPROCESSABLE", "backend has no PTY");
+        const pty = await backend.openPty(size);
+        const openedAt = Date.now();
+        const renew = setInterval(() => {
+          service
+            .acquireLease(scope, workspaceId, { ...lease, quiet: true })
+            .catch((error: unknown) =>
+              log.warn({ err: error, workspaceId }, "renewing a terminal lease failed"),
+            );
+        }, options.leaseTtlMs / 3);
+        renew.unref();
+        const terminal: Terminal = {
+          id,
+          scope,
+          workspaceId,
+          pty,
+          replay: [],
+          replaySize: 0,
+          sink,
+          graceTimer: null,
+          closing: null,
+          exitCode: null,
+          end: (reason) => {
+            terminal.closing ??= (async () => {
+              if (terminal.graceTimer) clearTimeout(terminal.graceTimer);
+              await pty
+                .kill()
+                .catch((error: unknown) => log.warn({ err: error }, "killing a terminal failed"));
+              await audit(scope, "workspace.terminal.close", workspaceId, {
+                terminalId: id,
+                reason,
+                exitCode: terminal.exitCode,
+                durationMs: Date.now() - openedAt,
+              });
+            })();
+            return terminal.closing;
+          },
+        };
+        pty.output.on("data", (chunk: Buffer) => {
+          terminal.replay.push(chunk);
+          terminal.replaySize += chunk.length;
+          while (terminal.replaySize > options.replayBytes && terminal.replay.length > 1) {
+            terminal.replaySize -= terminal.replay.shift()!.length;
+          }
+          terminal.sink?.output(chunk);
+        });
+        open.set(id, terminal);
+        started(terminal);
+        try {
+          const { exitCode } = await pty.exited;
+          terminal.exitCode = exitCode;
+          terminal.sink?.exit(exitCode);
+          await terminal.end("exited");
+        } finally {
+          clearInterval(renew);
+          open.delete(id);
+        }
+      });
+      const settled = life.catch(() => undefined).finally(() => lives.delete(settled));
+      lives.add(settled);
+      const terminal = await Promise.race([ready, life.then(() => ready)]);
+      life.catch((error: unknown) => log.warn({ err: error, workspaceId }, "a terminal ended with an error"));
+      await audit(scope, "workspace.terminal.open", workspaceId, { terminalId: id, ...size });
+      return bind(terminal, sink);
+    },
+
+    /** The caller's own terminal on this workspace, still open (in its grace period or attached elsewhere). */
+    reattach(scope: TenantScope, workspaceId: string, terminalId: string, sink: TerminalSink) {
+      assertCan(scope, "session:use");
+      const terminal = open.get(terminalId);
+      if (
+        !terminal ||
+        terminal.closing ||
+        terminal.workspaceId !== workspaceId ||
+        !sameCaller(terminal.scope, scope)
+      ) {
+        throw new AppError("NOT_FOUND", `terminal ${terminalId} is not open`, {
+          userMessage: "That terminal has ended; open a new one.",
+        });
+      }
+      // A second tab taking the terminal over: the first one is told and stops receiving.
+      const replay = Buffer.concat(terminal.replay);
+      const handle = bind(terminal, sink);
+      if (replay.length > 0) sink.output(replay);
+      return handle;
+    },
+
+    /** Ends every terminal of this process (graceful shutdown). */
+    async closeAll(): Promise<void> {
+      await Promise.all([...open.values()].map((terminal) => terminal.end("shutdown")));
+      await Promise.all([...lives]);
+    },
+  };
+}
+
+export type WorkspaceTerminalService = ReturnType<typeof createWorkspaceTerminalService>;
