@@ -5,7 +5,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { PassThrough, Readable, type Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { AppError } from "@/server/shared/errors";
+import { AppError, isAppError } from "@/server/shared/errors";
 import type {
   DirEntry,
   ExecOptions,
@@ -15,6 +15,7 @@ import type {
   WriteFileOptions,
 } from "@/server/workspace/backend/port";
 import { execLocal } from "./local-exec";
+import { appendUnderLock } from "./locked-append";
 
 /** A PATH good enough for coreutils, findutils, grep, tar and user-installed tools. */
 export const DEFAULT_LOCAL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -85,7 +86,7 @@ export class LocalBackend implements WorkspaceBackend {
   ): Promise<void> {
     const target = this.resolve(p);
     if (options.append) {
-      // O_APPEND: the kernel positions every write at the end, so whole-buffer appends never interleave.
+      // O_APPEND under an exclusive flock: one call's bytes stay contiguous at any size, across processes.
       await this.appendFile(target, data, options.mode);
       return;
     }
@@ -115,22 +116,21 @@ export class LocalBackend implements WorkspaceBackend {
     data: Readable | Uint8Array | string,
     mode?: number,
   ): Promise<void> {
-    const append = async () => {
-      if (!(data instanceof Readable)) {
-        // O_APPEND writes (Node splits buffers over 512 KiB into several); offload serialises per session anyway.
-        await fs.appendFile(target, data, { mode });
-        return;
-      }
-      const handle = await fs.open(target, "a", mode);
-      await pipeline(data, handle.createWriteStream());
-    };
-    try {
-      await append();
-    } catch (error) {
+    const open = () => fs.open(target, "a", mode);
+    const handle = await open().catch(async (error: unknown) => {
       if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw fsError(error, target);
       // Parent folder missing: create it once and retry (cheaper than a mkdir before every append).
       await fs.mkdir(path.dirname(target), { recursive: true });
-      await append();
+      return open().catch((again: unknown) => {
+        throw fsError(again, target);
+      });
+    });
+    try {
+      await appendUnderLock(handle, data, target);
+    } catch (error) {
+      throw isAppError(error) ? error : fsError(error, target);
+    } finally {
+      await handle.close();
     }
   }
 
