@@ -49,7 +49,7 @@ function lockExclusive(handle: fs.FileHandle, target: string): Promise<void> {
       stdio: ["ignore", "ignore", "pipe", handle.fd],
     });
     let stderr = "";
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+    child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
     child.once("error", (error: NodeJS.ErrnoException) =>
       reject(
         new AppError(
