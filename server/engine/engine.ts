@@ -6,10 +6,9 @@ import type { QueueSet } from "@/server/queue/queues";
 import { WorkspaceManager } from "@/server/workspace/manager/workspace-manager";
 import type { EngineLogger } from "@/server/workspace/mcp/types";
 import type { Workspace } from "@/server/workspace/workspace";
-import { AttachingProvider, type ProvisionedMachine } from "./attach-provider";
+import { AttachingProvider, type EnsureProvisioned } from "./attach-provider";
 import { createDriverSet, type DriverSet } from "./driver-set";
 import type { EngineConfig } from "./engine-config";
-import type { WorkspaceSpec } from "@/server/workspace/backend/driver";
 
 /**
  * The per-process composition of the workspace engine: ONE WorkspaceManager (shared by routers, chat, team
@@ -51,7 +50,7 @@ export type CreateEngineOptions = {
    * Makes sure the workers provisioned a workspace and answers its backend and stored handle (the API's
    * provision gate: enqueue `workspace.provision` and wait). Passed in, so the engine imports no module.
    */
-  ensureProvisioned: (spec: WorkspaceSpec) => Promise<ProvisionedMachine>;
+  ensureProvisioned: EnsureProvisioned;
 };
 
 export function createEngine(options: CreateEngineOptions): WorkspaceEngine {

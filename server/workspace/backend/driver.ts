@@ -120,7 +120,12 @@ export type MachineResource = {
 };
 
 /** One step of a machine's provisioning (image build lines, container created, gateway ready, ...). */
-export type ProvisionProgress = { step: string; detail?: string | undefined };
+export type ProvisionProgress = {
+  step: string;
+  detail?: string | undefined;
+  /** The step found the machine's files gone (recorded as a `data_lost` event, not a provisioning step). */
+  dataLost?: boolean;
+};
 
 /**
  * What the WORKERS do to a workspace's machine. The API process never calls these: it only attaches

@@ -77,6 +77,7 @@ export class E2bSandboxes {
       };
       progress({
         step: "sandbox.lost",
+        dataLost: true,
         detail: `sandbox ${previous.sandboxId} ${located.handleState === "foreign" ? "belongs to another workspace" : "no longer exists at E2B"}: the workspace's files in it are lost`,
       });
     }
@@ -116,6 +117,7 @@ export class E2bSandboxes {
     if (missing.length > 0) {
       progress({
         step: "workspace.verify-failed",
+        dataLost: true,
         detail: `sandbox ${sandbox.sandboxId} ${resumed ? "resumed" : "reattached"} without its ${missing.join(" and ")}: the workspace's files did not survive`,
       });
     }

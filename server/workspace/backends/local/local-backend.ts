@@ -14,6 +14,7 @@ import type {
   WorkspaceBackend,
   WriteFileOptions,
 } from "@/server/workspace/backend/port";
+import { workspaceVanished } from "@/server/workspace/backend/vanished";
 import { execLocal } from "./local-exec";
 import { appendUnderLock } from "./locked-append";
 
@@ -58,12 +59,15 @@ export class LocalBackend implements WorkspaceBackend {
     return path.resolve(this.workdir, p);
   }
 
-  exec(command: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
-    return execLocal(command, {
+  async exec(command: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+    const result = await execLocal(command, {
       ...options,
       cwd: this.resolve(options.cwd ?? this.workdir),
       env: { ...this.env, ...options.env },
     });
+    // A command that could not start because the workdir is gone (spawn ... ENOENT): say what happened.
+    if (result.exitCode === 127 && !(await isDirectory(this.workdir))) throw workspaceVanished(this);
+    return result;
   }
 
   async readFile(p: string, options: { start?: number; end?: number } = {}): Promise<Readable> {
@@ -279,4 +283,10 @@ export function fsError(error: unknown, p: string): AppError {
         details,
       });
   }
+}
+
+/** True when `p` is an existing directory (false for anything missing or unreadable). */
+export async function isDirectory(p: string): Promise<boolean> {
+  const info = await fs.stat(p).catch(() => null);
+  return info?.isDirectory() ?? false;
 }
