@@ -1,3 +1,4 @@
+import type { InstallationIdSource } from "./installation";
 import type { z } from "zod";
 import type { McpNetworkPolicy } from "@/server/workspace/mcp/mcp-network-policy";
 import type { IsolationPolicy } from "@/server/workspace/manager/isolation";
@@ -187,6 +188,12 @@ export type DriverContext = {
   cwd: string;
   /** The uid Berth runs as (-1 where there are none): a driver may refuse root. */
   uid: number;
+  /**
+   * This installation's id (see backend/installation.ts): drivers whose resources live on an engine other
+   * installations may share label them with it and reconcile only their own. Absent: such a driver fails
+   * when it first needs it.
+   */
+  installationId?: InstallationIdSource;
 };
 
 /**
