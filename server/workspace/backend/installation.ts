@@ -10,7 +10,7 @@ import { AppError } from "@/server/shared/errors";
 export type InstallationIdSource = () => Promise<string>;
 
 /** Label values must be safe for Docker and Kubernetes alike (≤ 63 chars, alphanumerics, `-_.`). */
-export const INSTALLATION_ID_PATTERN = /^[a-zA-Z0-9]([a-zA-Z0-9_.-]{0,61}[a-zA-Z0-9])?$/;
+const INSTALLATION_ID_PATTERN = /^[a-zA-Z0-9]([a-zA-Z0-9_.-]{0,61}[a-zA-Z0-9])?$/;
 
 /**
  * The source a driver uses: memoised, validated, and failing loudly when none was given (never a shared

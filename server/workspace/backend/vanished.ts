@@ -8,7 +8,7 @@ import type { WorkspaceBackend } from "./port";
  * re-checks liveness on the next use instead of waiting for its interval, replaces the workspace, and the
  * workers record a `data_lost` event when they provision it again (issue 11).
  */
-export const WORKSPACE_VANISHED = "workspace_vanished";
+const WORKSPACE_VANISHED = "workspace_vanished";
 /** The E2B driver's reason for an attach that found no sandbox (kept: clients may read it). */
 const SANDBOX_MISSING = "sandbox_missing";
 

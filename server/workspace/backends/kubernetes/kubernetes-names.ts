@@ -30,7 +30,7 @@ export const ANNOTATIONS = {
 export const MANAGED_BY = "berth";
 export const COMPONENT = "workspace";
 /** Every object of every workspace this driver created (any installation's: see installationSelector). */
-export const MANAGED_SELECTOR = `${LABELS.managedBy}=${MANAGED_BY},${LABELS.component}=${COMPONENT}`;
+const MANAGED_SELECTOR = `${LABELS.managedBy}=${MANAGED_BY},${LABELS.component}=${COMPONENT}`;
 
 /** The workspace objects of one installation: what reconcile lists and reaps. */
 export function installationSelector(installation: string): string {
