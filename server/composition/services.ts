@@ -11,6 +11,7 @@ import {
   createWorkspaceContentService,
   type WorkspaceContentService,
 } from "@/server/modules/workspace/workspace-content.service";
+import { ensureInstallationId } from "@/server/modules/installation/installation.data";
 import {
   createWorkspaceTerminalService,
   type WorkspaceTerminalService,
@@ -36,7 +37,8 @@ export function composeEngine(options: Omit<CreateEngineOptions, "ensureProvisio
     waitMs: config.provisionWaitMs,
     log: log.child({ component: "workspace-engine" }),
   });
-  return createEngine({ ...options, ensureProvisioned });
+  // The database's installation id labels every shared-engine resource (reconcile touches only its own).
+  return createEngine({ installationId: () => ensureInstallationId(), ...options, ensureProvisioned });
 }
 
 // One engine per process (one WorkspaceManager, one set of MCP children), whichever copy of this module asks.

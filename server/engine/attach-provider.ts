@@ -5,10 +5,20 @@ import type {
   WorkspaceSpec,
 } from "@/server/workspace/backend/driver";
 import type { WorkspaceBackend } from "@/server/workspace/backend/port";
+import { hasVanished, isMachineGone } from "@/server/workspace/backend/vanished";
 import type { DriverSet } from "./driver-set";
 
 /** What the workers recorded for a provisioned workspace: its backend and the handle to reattach with. */
 export type ProvisionedMachine = { kind: WorkspaceBackend["kind"]; handle: BackendHandle | null };
+
+/**
+ * The provision gate. `machineGone`: attaching found the machine of a READY record gone, so the workers
+ * must look again (and provision a new one) instead of the gate trusting the record.
+ */
+export type EnsureProvisioned = (
+  spec: WorkspaceSpec,
+  options?: { machineGone?: boolean },
+) => Promise<ProvisionedMachine>;
 
 /**
  * The provider of the per-process WorkspaceManager, over every driver of the installation. Provisioning
@@ -30,7 +40,7 @@ export class AttachingProvider implements BackendProvider {
 
   constructor(
     private readonly drivers: DriverSet,
-    private readonly ensureProvisioned: (spec: WorkspaceSpec) => Promise<ProvisionedMachine>,
+    private readonly ensureProvisioned: EnsureProvisioned,
   ) {
     this.kind = drivers.default.kind;
     this.persistent = drivers.all.every((driver) => driver.capabilities.persistent);
@@ -38,17 +48,27 @@ export class AttachingProvider implements BackendProvider {
   }
 
   async provision(spec: WorkspaceSpec, options?: { signal?: AbortSignal }): Promise<WorkspaceBackend> {
-    const machine = await this.ensureProvisioned(spec);
-    const driver = this.drivers.forKind(machine.kind);
-    const backend = await driver.provider.provision({ ...spec, handle: machine.handle }, options);
-    this.owners.set(backend, driver);
-    return backend;
+    const attach = async (machine: ProvisionedMachine) => {
+      const driver = this.drivers.forKind(machine.kind);
+      const backend = await driver.provider.provision({ ...spec, handle: machine.handle }, options);
+      this.owners.set(backend, driver);
+      return backend;
+    };
+    try {
+      return await attach(await this.ensureProvisioned(spec));
+    } catch (error) {
+      // The record says READY but its machine is gone (a host folder deleted, a sandbox expired): the
+      // workers check, provision a new one and record that the data was lost; then attach to that.
+      if (!isMachineGone(error)) throw error;
+      return attach(await this.ensureProvisioned(spec, { machineGone: true }));
+    }
   }
 
   isAlive(backend: WorkspaceBackend): Promise<boolean> {
     const driver = this.driverOf(backend);
-    // Host folders only vanish when Berth deletes them, which it does through a stop or purge job.
-    if (!driver.capabilities.mayVanish) return Promise.resolve(true);
+    // Host folders are stopped and deleted only by Berth's jobs, so liveness is not polled; one deleted
+    // outside Berth is noticed on use (the backend is marked vanished) and checked then.
+    if (!driver.capabilities.mayVanish && !hasVanished(backend)) return Promise.resolve(true);
     return driver.provider.isAlive(backend);
   }
 

@@ -1,5 +1,6 @@
 import { AppError } from "@/server/shared/errors";
 import type { WorkspaceDriver } from "@/server/workspace/backend/driver";
+import type { InstallationIdSource } from "@/server/workspace/backend/installation";
 import type { BackendKind } from "@/server/workspace/backend/port";
 import {
   DRIVERS,
@@ -25,10 +26,22 @@ export type DriverSet = {
   close(): Promise<void>;
 };
 
-/** Builds every enabled driver from its validated config. */
-export function createDriverSet(config: EngineConfig, registry: DriverRegistry = DRIVERS): DriverSet {
+/**
+ * Builds every enabled driver from its validated config. `installationId`: this installation's id (the
+ * composition passes the database's; see server/workspace/backend/installation.ts).
+ */
+export function createDriverSet(
+  config: EngineConfig,
+  registry: DriverRegistry = DRIVERS,
+  options: { installationId?: InstallationIdSource } = {},
+): DriverSet {
   const names: readonly DriverName[] = config.backends ?? [config.backend];
-  const context = { basedir: config.basedir, cwd: process.cwd(), uid: process.getuid?.() ?? -1 };
+  const context = {
+    basedir: config.basedir,
+    cwd: process.cwd(),
+    uid: process.getuid?.() ?? -1,
+    ...(options.installationId ? { installationId: options.installationId } : {}),
+  };
   const drivers = names.map((name) => {
     const definition = driverDefinition(name, registry);
     const input = config.drivers?.[name] ?? definition.configFromEnv({}, context);

@@ -6,10 +6,10 @@ import type { QueueSet } from "@/server/queue/queues";
 import { WorkspaceManager } from "@/server/workspace/manager/workspace-manager";
 import type { EngineLogger } from "@/server/workspace/mcp/types";
 import type { Workspace } from "@/server/workspace/workspace";
-import { AttachingProvider, type ProvisionedMachine } from "./attach-provider";
+import type { InstallationIdSource } from "@/server/workspace/backend/installation";
+import { AttachingProvider, type EnsureProvisioned } from "./attach-provider";
 import { createDriverSet, type DriverSet } from "./driver-set";
 import type { EngineConfig } from "./engine-config";
-import type { WorkspaceSpec } from "@/server/workspace/backend/driver";
 
 /**
  * The per-process composition of the workspace engine: ONE WorkspaceManager (shared by routers, chat, team
@@ -45,13 +45,15 @@ export type CreateEngineOptions = {
   /** Secret the download-link key is derived from (the auth secret in production). */
   secret: string;
   log: Logger;
+  /** This installation's id, labelled on shared-engine resources (the database's; see installation.ts). */
+  installationId?: InstallationIdSource;
   /** Overrides the drivers (tests: a controller that blocks or counts). */
   drivers?: DriverSet;
   /**
    * Makes sure the workers provisioned a workspace and answers its backend and stored handle (the API's
    * provision gate: enqueue `workspace.provision` and wait). Passed in, so the engine imports no module.
    */
-  ensureProvisioned: (spec: WorkspaceSpec) => Promise<ProvisionedMachine>;
+  ensureProvisioned: EnsureProvisioned;
 };
 
 export function createEngine(options: CreateEngineOptions): WorkspaceEngine {
@@ -59,7 +61,8 @@ export function createEngine(options: CreateEngineOptions): WorkspaceEngine {
   // Where workspaces and the install live on the host: never shown to a client (see host-paths.ts).
   registerHostPath(config.basedir);
   registerHostPath(process.cwd());
-  const drivers = options.drivers ?? createDriverSet(config);
+  const drivers =
+    options.drivers ?? createDriverSet(config, undefined, { installationId: options.installationId });
   const engineLog = log.child({ component: "workspace-engine" });
   const attachedAt = new WeakMap<Workspace, number>();
   const generations = new WeakMap<Workspace, number>();

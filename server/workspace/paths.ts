@@ -1,3 +1,4 @@
+import { workspaceVanished } from "@/server/workspace/backend/vanished";
 import path from "node:path";
 import { AppError } from "@/server/shared/errors";
 import type { WorkspaceBackend } from "@/server/workspace/backend/port";
@@ -94,6 +95,8 @@ export async function resolveConfined(backend: WorkspaceBackend, userPath: strin
   let current = lexical;
   for (;;) {
     const real = await backend.realpath(current);
+    // The workdir itself is gone: say so, rather than that the path escapes (issue 11).
+    if (real === null && current === backend.workdir) throw workspaceVanished(backend);
     if (real !== null) {
       if (!isInside(root, real)) throw escapeError(userPath);
       return tail.length === 0 ? real : path.posix.join(real, ...tail.reverse());

@@ -1,3 +1,4 @@
+import { hasVanished } from "@/server/workspace/backend/vanished";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import { AppError } from "@/server/shared/errors";
@@ -178,6 +179,14 @@ export class Workspace implements AsyncDisposable {
   /** True when files survive close and re-provision (local dirs, bind mounts, volumes). */
   isPersistent(): boolean {
     return this.provider.persistent;
+  }
+
+  /**
+   * An operation found this workspace's files gone (see backend/vanished.ts): the manager re-checks its
+   * liveness on the next use, whatever its interval (no provider call).
+   */
+  get vanished(): boolean {
+    return this.live !== null && hasVanished(this.live.backend);
   }
 
   /** Whether `initialize` has completed and `close` has not run since (no provider call). */

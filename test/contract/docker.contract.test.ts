@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { dockerDriver } from "@/server/workspace/backends/docker/driver";
 import { specOf } from "../unit/workspace/support/sandbox-env";
-import { BASE_IMAGE, describeDocker, SOCKET_PATH } from "../docker/support/docker-env";
+import { BASE_IMAGE, describeDocker, SOCKET_PATH, testInstallationId } from "../docker/support/docker-env";
 import { describeBackendContract } from "./backend-contract";
 
 // `docker`: one container per workspace on this host's engine (network none). Fails in CI without an
@@ -12,7 +12,12 @@ import { describeBackendContract } from "./backend-contract";
 describeDocker("docker", () => {
   describeBackendContract("docker", async () => {
     const basedir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-contract-docker-")));
-    const context = { basedir, cwd: process.cwd(), uid: process.getuid?.() ?? -1 };
+    const context = {
+      basedir,
+      cwd: process.cwd(),
+      uid: process.getuid?.() ?? -1,
+      installationId: testInstallationId,
+    };
     const runtimeRoot = path.join("/tmp", `berth-crt-${randomBytes(3).toString("hex")}`);
     const fromEnv = dockerDriver.configFromEnv(
       {

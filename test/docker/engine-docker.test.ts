@@ -14,6 +14,7 @@ import {
   describeDocker,
   SOCKET_PATH,
   TEST_OWNER,
+  testInstallationId,
   uniqueWorkspaceId,
 } from "./support/docker-env";
 
@@ -44,7 +45,7 @@ describeDocker("engine with the Docker backend: worker provisions, API attaches"
       BERTH_DOCKER_RUNTIME_ROOT: testbed.config.runtimeRoot,
       BERTH_DOCKER_MEMORY_BYTES: String(512 * 1024 * 1024),
     });
-    const driver = createDriverSet(config).default;
+    const driver = createDriverSet(config, undefined, { installationId: testInstallationId }).default;
     if (!(driver.machine instanceof DockerMachineController))
       throw new Error("expected the Docker controller");
     return driver.machine;
@@ -63,7 +64,9 @@ describeDocker("engine with the Docker backend: worker provisions, API attaches"
   };
   /** The registry's docker driver with this controller (and its provider) in it. */
   const dockerDriverOver = (machine: DockerMachineController) => {
-    const driver = createDriverSet(loadEngineConfig({ BERTH_WORKSPACE_BACKEND: "docker" })).default;
+    const driver = createDriverSet(loadEngineConfig({ BERTH_WORKSPACE_BACKEND: "docker" }), undefined, {
+      installationId: testInstallationId,
+    }).default;
     return driverSetOf([{ ...driver, machine, provider: machine.provider }]);
   };
   const credentialsFile = () => gatewayCredentialsPath(`${testbed.config.runtimeRoot}/${containerKey(spec)}`);

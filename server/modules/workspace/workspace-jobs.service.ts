@@ -64,15 +64,22 @@ export async function provisionWorkspace(
   const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId);
   const machine = deps.drivers.forKind(record.backendKind).machine;
   const spec = specOfRecord(record);
+  // The data-lost event is recorded once per job, whoever notices first (this job or the driver).
+  let dataLost = false;
+  const recordDataLost = async (reason: string) => {
+    dataLost = true;
+    await recordDataLostEvent(scope, record, reason);
+  };
   switch (record.state) {
     case "READY":
       if (await machine.exists(spec)) return { outcome: "already-ready" };
       await transitionFrom(scope, record.id, {
         from: ["READY"],
         to: "FAILED",
-        reason: "machine vanished",
+        reason: payload.machineGone ? "machine vanished (found on use)" : "machine vanished",
         error: "machine vanished",
       });
+      await recordDataLost("its machine vanished while it was READY");
       await transitionFrom(scope, record.id, {
         from: ["FAILED"],
         to: "PROVISIONING",
@@ -105,6 +112,9 @@ export async function provisionWorkspace(
     case "PENDING":
     case "STOPPED":
     case "FAILED":
+      // A stopped workspace keeps its data; if its machine is gone now, that data went with it.
+      if (record.state === "STOPPED" && record.backendHandle !== null && !(await machine.exists(spec)))
+        await recordDataLost("its machine vanished while it was stopped");
       await transitionFrom(scope, record.id, {
         from: [record.state],
         to: "PROVISIONING",
@@ -118,9 +128,12 @@ export async function provisionWorkspace(
   const onProgress = (progress: ProvisionProgress) => {
     progressEvents = progressEvents
       .then(async () => {
+        const reason = progress.detail ? `${progress.step}: ${progress.detail.slice(0, 500)}` : progress.step;
+        // The driver found the machine's files gone (an E2B sandbox that vanished or came back empty).
+        if (progress.dataLost && !dataLost) return recordDataLost(reason);
         await appendWorkspaceEvent(scope, record.id, {
           kind: "provisioning",
-          reason: progress.detail ? `${progress.step}: ${progress.detail.slice(0, 500)}` : progress.step,
+          reason,
           data: { step: progress.step },
         });
       })
@@ -352,9 +365,11 @@ async function reconcileDriver(
       to: "FAILED",
       reason: "reconcile: backend resources vanished",
       error: "backend resources vanished",
-    }).catch((error: unknown) =>
-      log.warn({ err: error, workspaceId: record.id }, "could not mark a vanished workspace"),
-    );
+    })
+      .then(() => recordDataLostEvent(scope, record, "reconcile found its machine gone"))
+      .catch((error: unknown) =>
+        log.warn({ err: error, workspaceId: record.id }, "could not mark a vanished workspace"),
+      );
   }
   // After the orphans went: their containers no longer hold their images.
   const pruned =
@@ -364,4 +379,20 @@ async function reconcileDriver(
       return [];
     })) ?? [];
   report.prunedImages.push(...pruned);
+}
+
+/**
+ * The `data_lost` ledger entry: the workspace's machine (host folder, container data, sandbox) went away
+ * behind Berth's back, so what it held is gone and the next provision starts empty (issue 11).
+ */
+async function recordDataLostEvent(
+  scope: TenantScope,
+  record: WorkspaceRecord,
+  reason: string,
+): Promise<void> {
+  await appendWorkspaceEvent(scope, record.id, {
+    kind: "data_lost",
+    reason: `${reason}: the workspace's files are lost; it is provisioned again, empty`,
+    data: { backend: record.backendKind, generation: record.generation, state: record.state },
+  });
 }

@@ -5,7 +5,7 @@ import { createEnqueue } from "@/server/queue/enqueue";
 import type { QueueSet } from "@/server/queue/queues";
 import { deterministicJobId } from "@/server/queue/types";
 import { AppError } from "@/server/shared/errors";
-import type { ProvisionedMachine } from "@/server/engine/attach-provider";
+import type { EnsureProvisioned, ProvisionedMachine } from "@/server/engine/attach-provider";
 import type { WorkspaceSpec } from "@/server/workspace/backend/driver";
 import { findWorkspaceRecordForSystem, type WorkspaceRecord } from "./workspace-lifecycle.data";
 import { handleOfRecord } from "./workspace-spec";
@@ -24,18 +24,18 @@ export type ProvisionGateDeps = {
  * for it on the queue's events. A finished provision job under the id is replaced, so a later call can
  * try again after a failure (which stays recorded on the workspace: state FAILED, error, event) or a stop.
  */
-export function createProvisionGate(
-  deps: ProvisionGateDeps,
-): (spec: WorkspaceSpec) => Promise<ProvisionedMachine> {
+export function createProvisionGate(deps: ProvisionGateDeps): EnsureProvisioned {
   const enqueue = createEnqueue(deps.queues);
-  return async (spec) => {
+  return async (spec, options = {}) => {
     // Two rounds at most: the job we waited for may have finished (and been removed) in between, in which
     // case the record, not the job, says whether the workspace is ready.
     for (let round = 0; ; round++) {
       const record = await currentRecord(spec);
-      if (record.state === "READY") return machineOf(record);
+      // A READY record whose machine an attach found gone is not ready: the workers look first.
+      const trustReady = !(options.machineGone && round === 0);
+      if (record.state === "READY" && trustReady) return machineOf(record);
       try {
-        await provisionOnce(spec, record.state);
+        await provisionOnce(spec, record.state, options.machineGone === true);
         const after = await currentRecord(spec);
         if (after.state === "READY") return machineOf(after);
         throw new Error(`the provision job finished but the workspace is ${after.state}`);
@@ -58,13 +58,18 @@ export function createProvisionGate(
     }
   };
 
-  async function provisionOnce(spec: WorkspaceSpec, state: string): Promise<void> {
+  async function provisionOnce(spec: WorkspaceSpec, state: string, machineGone: boolean): Promise<void> {
     // A finished job under the id (a provision before the last stop, or one that failed for good) is
     // replaced by enqueue: `workspace.provision` is rerunnable (server/modules/workspace/workspace.jobs.ts).
     const jobId = deterministicJobId("workspace.provision", spec.workspaceId);
     const job: Job = await enqueue(
       "workspace.provision",
-      { tenantId: spec.tenantId, workspaceId: spec.workspaceId, reason: `first use (was ${state})` },
+      {
+        tenantId: spec.tenantId,
+        workspaceId: spec.workspaceId,
+        reason: machineGone ? "the machine was found gone on use" : `first use (was ${state})`,
+        machineGone,
+      },
       { jobId },
     );
     await job.waitUntilFinished(await deps.queues.events("workspace"), deps.waitMs);

@@ -21,6 +21,8 @@ const ZWorkspaceRef = z.object({
 
 export const ZWorkspaceProvisionPayload = ZWorkspaceRef.extend({
   reason: z.string().max(500).default("first use"),
+  /** An attach found the machine of a READY record gone: the provision checks it, never trusts READY. */
+  machineGone: z.boolean().default(false),
 });
 export const ZWorkspaceStopPayload = ZWorkspaceRef.extend({
   reason: z.string().max(500).default("stop requested"),

@@ -50,6 +50,7 @@ const WORKSPACE_EVENT_KINDS = [
   "failed",
   "lease_acquired",
   "lease_released",
+  "data_lost",
 ] as const;
 export const ZWorkspaceEventKind = z.enum(WORKSPACE_EVENT_KINDS);
 export type WorkspaceEventKind = z.infer<typeof ZWorkspaceEventKind>;

@@ -1,3 +1,4 @@
+import type { InstallationIdSource } from "./installation";
 import type { z } from "zod";
 import type { McpNetworkPolicy } from "@/server/workspace/mcp/mcp-network-policy";
 import type { IsolationPolicy } from "@/server/workspace/manager/isolation";
@@ -122,7 +123,12 @@ export type MachineResource = {
 };
 
 /** One step of a machine's provisioning (image build lines, container created, gateway ready, ...). */
-export type ProvisionProgress = { step: string; detail?: string | undefined };
+export type ProvisionProgress = {
+  step: string;
+  detail?: string | undefined;
+  /** The step found the machine's files gone (recorded as a `data_lost` event, not a provisioning step). */
+  dataLost?: boolean;
+};
 
 /**
  * What the WORKERS do to a workspace's machine. The API process never calls these: it only attaches
@@ -184,6 +190,12 @@ export type DriverContext = {
   cwd: string;
   /** The uid Berth runs as (-1 where there are none): a driver may refuse root. */
   uid: number;
+  /**
+   * This installation's id (see backend/installation.ts): drivers whose resources live on an engine other
+   * installations may share label them with it and reconcile only their own. Absent: such a driver fails
+   * when it first needs it.
+   */
+  installationId?: InstallationIdSource;
 };
 
 /**

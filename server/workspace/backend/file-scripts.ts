@@ -12,6 +12,18 @@ import type { DirEntry, FileStat } from "@/server/workspace/backend/port";
  */
 const EXIT = { notFound: 44, wrongType: 45, exists: 47 } as const;
 
+/**
+ * Shell that opens `file` (a quoted shell expression) for appending as fd 9 and takes an exclusive flock(2) on it (util-linux `flock`,
+ * which the images carry with setpriv); the lock ends with the script. Waits up to 60 s for another writer.
+ */
+export function appendLockScript(file: string): string {
+  return [
+    'command -v flock >/dev/null || { echo "appending needs util-linux flock" >&2; exit 1; }',
+    `exec 9>>${file} || exit 1`,
+    'flock -x -w 60 9 || { echo "timed out waiting for another append" >&2; exit 1; }',
+  ].join("; ");
+}
+
 export const SCRIPTS = {
   /** $1 path, $2 start (or ""), $3 byte count (or ""). */
   read: [
@@ -31,7 +43,12 @@ export const SCRIPTS = {
   write: [
     'f="$1"; d=$(dirname -- "$f"); b=$(basename -- "$f")',
     'mkdir -p -- "$d" || exit 1',
-    'if [ "$2" = append ]; then cat >> "$f" || exit 1; [ -z "$3" ] || chmod "$3" -- "$f"; exit 0; fi',
+    // Appends hold an exclusive flock on their own `>>` descriptor (as every appender does, the gateway's
+    // file endpoint included), so one call's bytes stay contiguous at any size, across processes.
+    'if [ "$2" = append ]; then',
+    `  ${appendLockScript('"$f"')}`,
+    '  cat >&9 || exit 1; [ -z "$3" ] || chmod "$3" -- "$f"; exit 0',
+    "fi",
     't="$d/.$b.tmp-$$"',
     "trap 'rm -f -- \"$t\"' EXIT",
     'cat > "$t" || exit 1',

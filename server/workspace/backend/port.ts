@@ -96,7 +96,10 @@ export interface PtyProcess {
 
 export type WriteFileOptions = {
   mode?: number;
-  /** Append to the file (created if missing). One call's bytes must land contiguously (O_APPEND). */
+  /**
+   * Append to the file (created if missing). One call's bytes must land contiguously at any size, also
+   * against other processes' appends (O_APPEND plus an exclusive flock held for the call).
+   */
   append?: boolean;
   /**
    * Create only: reject with AppError CONFLICT when the path already exists, atomically (no check-then-write

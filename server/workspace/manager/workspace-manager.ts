@@ -143,8 +143,9 @@ export class WorkspaceManager implements AsyncDisposable {
       const now = this.now();
       entry.lastAccess = now;
       if (entry.probe !== null) return entry.probe;
-      // Closed behind the manager's back (someone called workspace.close()): replace it right away.
-      if (!entry.workspace.isInitialized) return this.probe(entry, input, now);
+      // Closed behind the manager's back (someone called workspace.close()), or an operation found its
+      // files gone: check and replace it right away.
+      if (!entry.workspace.isInitialized || entry.workspace.vanished) return this.probe(entry, input, now);
       if (!this.checkLiveness || now - entry.lastLivenessCheck < this.livenessIntervalMs) {
         return Promise.resolve(entry.workspace);
       }

@@ -7,6 +7,7 @@ import {
   readMcpFile,
   readMcpText,
   serializeMcpFile,
+  mcpNotPersisted,
   writeMcpFile,
   type McpSpecs,
 } from "@/server/workspace/mcp/mcp-file";
@@ -97,32 +98,32 @@ export class McpFileSync {
   async withLock<T>(change: () => Promise<T>): Promise<T> {
     const lockPath = `${this.path}.lock`;
     const token = randomBytes(8).toString("hex");
-    const held = await this.acquire(lockPath, token);
+    await this.acquire(lockPath, token);
     try {
       return await change();
     } finally {
-      if (held) await this.release(lockPath, token);
+      await this.release(lockPath, token);
     }
   }
 
   /**
-   * True once the lock is ours. False when it cannot be taken at all (an unwritable workdir, a backend
-   * failing): the change then goes ahead unlocked, as writes of `.mcp` do (logged, never fatal).
+   * Returns once the lock is ours. When it cannot be taken at all (an unwritable workdir, a backend
+   * failing) the change could not be stored either: it is refused (`mcpNotPersisted`), never made unlocked.
    */
-  private async acquire(lockPath: string, token: string): Promise<boolean> {
+  private async acquire(lockPath: string, token: string): Promise<void> {
     const deadline = this.now() + LOCK_WAIT_MS;
     let wait = 2;
     for (;;) {
       try {
         await this.backend.writeFile(lockPath, token, { exclusive: true });
-        return true;
+        return;
       } catch (error) {
         if (!isAppError(error) || error.code !== "CONFLICT") {
           this.logger.warn(
             { path: lockPath, error: String(error) },
-            "Could not lock .mcp; changing it unlocked",
+            "Could not lock .mcp; refusing the change",
           );
-          return false;
+          throw mcpNotPersisted(this.path, error);
         }
       }
       const held = await this.backend.stat(lockPath).catch(() => null);
@@ -151,9 +152,10 @@ export class McpFileSync {
     }
   }
 
-  /** Writes the declarations (atomically; failures logged, see writeMcpFile) and remembers them. */
+  /** Writes the declarations (atomically; a failure throws, see writeMcpFile) and remembers them. */
   async write(specs: McpSpecs): Promise<void> {
-    if (await writeMcpFile(this.backend, this.path, specs, this.logger)) await this.remember(specs);
+    await writeMcpFile(this.backend, this.path, specs, this.logger);
+    await this.remember(specs);
   }
 
   private async remember(specs: McpSpecs): Promise<void> {

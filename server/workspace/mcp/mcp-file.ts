@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Readable } from "node:stream";
+import { AppError, isAppError } from "@/server/shared/errors";
 import type { WorkspaceBackend } from "@/server/workspace/backend/port";
 import {
   ZMcpDeclaration,
@@ -123,25 +124,44 @@ export async function readMcpFile(
 }
 
 /**
- * Writes `.mcp` atomically (temp file beside it, then move). Failures are logged and swallowed: the
- * in-memory state stays authoritative and the next save tries again. Returns whether the write landed.
+ * Writes `.mcp` atomically (temp file beside it, then move). A failed write is an error
+ * (`mcpNotPersisted`): a change other processes cannot see and a restart would lose must not be
+ * reported as done (issue 11: a read-only workdir answered success while nothing was written).
  */
 export async function writeMcpFile(
   backend: WorkspaceBackend,
   path: string,
   specs: McpSpecs,
   logger: EngineLogger,
-): Promise<boolean> {
+): Promise<void> {
   const temp = `${path}.tmp-${randomBytes(6).toString("hex")}`;
   try {
     await backend.writeFile(temp, serializeMcpFile(specs));
     await backend.move(temp, path);
-    return true;
   } catch (error) {
-    logger.warn({ path, error: String(error) }, "Failed to save .mcp; keeping the in-memory state");
+    logger.warn({ path, error: String(error) }, "Failed to save .mcp; the change is refused");
     await backend.remove(temp).catch(() => undefined);
-    return false;
+    throw mcpNotPersisted(path, error);
   }
+}
+
+/** The reason in `details` of every error saying a change of the MCP declarations was not stored. */
+export const MCP_NOT_PERSISTED = "mcp_not_persisted";
+
+/**
+ * UNAVAILABLE (retryable once the workspace's storage takes writes again) with `details.reason`
+ * `mcp_not_persisted`: the change was not made, here or anywhere.
+ */
+export function mcpNotPersisted(path: string, cause: unknown): AppError {
+  return new AppError("UNAVAILABLE", `could not save ${path}: ${String(cause)}`, {
+    cause,
+    userMessage:
+      "The change to the workspace's MCP servers could not be saved (its files are not writable); nothing was changed.",
+    details: {
+      reason: MCP_NOT_PERSISTED,
+      ...(isAppError(cause) ? { storageError: cause.code } : {}),
+    },
+  });
 }
 
 /** An object whose keys keep the order given (integer-like keys included). */

@@ -266,11 +266,18 @@ export class McpRegistry {
       const client = await this.start(key, scope, declaration, live);
       this.failures.clear(key, declaration.name);
       // The connect may have taken a while: write on top of the file as it is now, not as it was.
-      await this.change(() => {
-        const others = this.declared(key).filter((existing) => existing.name !== declaration.name);
-        this.specs.set(key, { scope: { ...scope }, declarations: [...others, declaration] });
-        return true;
-      });
+      try {
+        await this.change(() => {
+          const others = this.declared(key).filter((existing) => existing.name !== declaration.name);
+          this.specs.set(key, { scope: { ...scope }, declarations: [...others, declaration] });
+          return true;
+        });
+      } catch (error) {
+        // Not stored, so not declared: the instance started for it goes too (no process would list it).
+        if (live.get(declaration.name) === client) live.delete(declaration.name);
+        await client.close().catch(() => undefined);
+        throw error;
+      }
       return client;
     });
   }
@@ -517,8 +524,7 @@ export class McpRegistry {
         if (this.specs.delete(key)) hadDeclarations = true;
       }
       return hadDeclarations;
-    });
-    await Promise.all(dropped.map((client) => client.close()));
+    }).finally(() => Promise.all(dropped.map((client) => client.close())));
   }
 
   private track(closing: Promise<void>): void {
@@ -529,7 +535,9 @@ export class McpRegistry {
   /**
    * One change of the declarations. With a `.mcp`, under its cross-process lock: take in what other
    * processes wrote, apply `mutate` (true when it changed something) and write the result before letting
-   * go, so concurrent changes from several processes all land. Without one, just `mutate`.
+   * go, so concurrent changes from several processes all land. A change the file did not take is undone
+   * here too and thrown (`mcpNotPersisted`): this process never declares what the others cannot see.
+   * Without a `.mcp`, just `mutate`.
    */
   private async change(mutate: () => boolean): Promise<void> {
     const file = this.file;
@@ -539,7 +547,14 @@ export class McpRegistry {
     }
     await file.withLock(async () => {
       await this.follow();
-      if (mutate()) await file.write(this.specs);
+      const before = new Map(this.specs);
+      if (!mutate()) return;
+      try {
+        await file.write(this.specs);
+      } catch (error) {
+        this.specs = before;
+        throw error;
+      }
     });
   }
 }

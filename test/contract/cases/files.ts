@@ -107,6 +107,38 @@ export function registerFileCases(context: ContractContext): void {
     expect(runs.map((run) => run[0]).sort()).toEqual(letters);
   });
 
+  // Issue 11: O_APPEND keeps one write(2) whole, but Node splits buffers over 512 KiB, `cat` writes 128 KiB
+  // at a time and a stream arrives in pieces: without a lock held across the call, big appends interleave.
+  context.it("files: appends over 512 KiB (bytes and slow streams) each land contiguously", async () => {
+    const { backend } = context;
+    const bytes = (letter: string) => Buffer.alloc(600 * 1024, letter);
+    // A stream that yields between its pieces, so a concurrent append can get in between (if it may).
+    const stream = (letter: string) =>
+      Readable.from(
+        (async function* () {
+          for (let piece = 0; piece < 18; piece++) {
+            await new Promise((resolve) => setImmediate(resolve));
+            yield Buffer.alloc(256 * 1024, letter);
+          }
+        })(),
+      );
+    const writes = [
+      { letter: "a", size: 600 * 1024, data: () => bytes("a") },
+      { letter: "b", size: 600 * 1024, data: () => bytes("b") },
+      { letter: "c", size: 600 * 1024, data: () => bytes("c") },
+      { letter: "d", size: 600 * 1024, data: () => bytes("d") },
+      { letter: "e", size: 18 * 256 * 1024, data: () => stream("e") },
+      { letter: "f", size: 18 * 256 * 1024, data: () => stream("f") },
+    ];
+    await Promise.all(
+      writes.map((write) => backend.writeFile("files/big-appends.log", write.data(), { append: true })),
+    );
+    const all = (await bytesOf(await backend.readFile("files/big-appends.log"))).toString("latin1");
+    expect(all.length).toBe(writes.reduce((sum, write) => sum + write.size, 0));
+    const runs = (all.match(/(.)\1*/g) ?? []).map((run) => [run[0], run.length]);
+    expect(runs.sort()).toEqual(writes.map((write) => [write.letter, write.size]));
+  });
+
   context.it("files: stat, list, mkdir -p, remove, move and realpath", async () => {
     const { backend } = context;
     await backend.mkdir("tree/a/b/c");

@@ -51,6 +51,13 @@ export function uniqueWorkspaceId(prefix = "t"): string {
   return `${prefix}${randomBytes(6).toString("hex")}`;
 }
 
+/**
+ * The installation id this test process labels its containers with: its own, so test files sharing the
+ * engine (and a developer's Berth) never list or reap each other's containers.
+ */
+export const TEST_INSTALLATION_ID = `test${randomBytes(6).toString("hex")}`;
+export const testInstallationId = () => Promise.resolve(TEST_INSTALLATION_ID);
+
 export const TEST_OWNER = { tenantId: "tenant-test", userId: "user-test", agentId: "agent-test" };
 
 /** A throwaway data root plus a provider factory; `cleanup` purges every workspace it opened. */
@@ -71,7 +78,10 @@ export async function createDockerTestbed(overrides: Partial<TDockerProviderConf
   const opened: DockerWorkspaceRef[] = [];
   const providers: DockerWorkspaceProvider[] = [];
   const newProvider = (extra: Partial<TDockerProviderConfigInput> = {}) => {
-    const provider = new DockerWorkspaceProvider({ ...config, ...extra });
+    const provider = new DockerWorkspaceProvider(
+      { ...config, ...extra },
+      { installationId: testInstallationId },
+    );
     providers.push(provider);
     return provider;
   };

@@ -28,9 +28,11 @@ const spec: WorkspaceSpec = {
   isolation: "per_agent",
 };
 
-const worker = createDriverSet(config).default.machine;
+// One installation: the worker's and the API's drivers share its id.
+const installationId = () => Promise.resolve("test-engine-close");
+const worker = createDriverSet(config, undefined, { installationId }).default.machine;
 const handle = await worker.provision(spec);
-const api = createDriverSet(config);
+const api = createDriverSet(config, undefined, { installationId });
 const manager = new WorkspaceManager({
   provider: new AttachingProvider(api, () => Promise.resolve({ kind: "docker", handle })),
   evictIntervalMs: null,

@@ -3,6 +3,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type { BackendHandle, WorkspaceDriver, WorkspaceSpec } from "@/server/workspace/backend/driver";
+import type { InstallationIdSource } from "@/server/workspace/backend/installation";
 import { e2bDriver } from "@/server/workspace/backends/e2b/driver";
 import { ZE2bDriverConfig, type E2bDriverConfigInput } from "@/server/workspace/backends/e2b/e2b-config";
 import type { E2bEmulator } from "../../fixtures/e2b-emulator/e2b-emulator";
@@ -11,8 +12,14 @@ import { withEmulator } from "./e2b-env";
 export type DriverTestbed = {
   emulator: E2bEmulator;
   basedir: string;
-  /** A driver over the emulator, as a fresh process would build it (overrides merged into the config). */
-  newDriver(overrides?: Partial<E2bDriverConfigInput>): WorkspaceDriver;
+  /**
+   * A driver over the emulator, as a fresh process would build it (overrides merged into the config;
+   * `installationId`: the installation's id, used when `installation` is overridden to undefined).
+   */
+  newDriver(
+    overrides?: Partial<E2bDriverConfigInput>,
+    installationId?: InstallationIdSource,
+  ): WorkspaceDriver;
   spec(workspaceId?: string, handle?: BackendHandle | null): WorkspaceSpec;
   cleanup(): Promise<void>;
 };
@@ -21,7 +28,10 @@ export async function createDriverTestbed(base: Partial<E2bDriverConfigInput> = 
   const emulator = await withEmulator();
   const basedir = await fs.mkdtemp(path.join(os.tmpdir(), "berth-e2b-"));
   const drivers: WorkspaceDriver[] = [];
-  const newDriver = (overrides: Partial<E2bDriverConfigInput> = {}) => {
+  const newDriver = (
+    overrides: Partial<E2bDriverConfigInput> = {},
+    installationId?: InstallationIdSource,
+  ) => {
     // Through the same path as boot: env → configFromEnv → schema → create.
     const fromEnv = e2bDriver.configFromEnv(
       {
@@ -35,7 +45,12 @@ export async function createDriverTestbed(base: Partial<E2bDriverConfigInput> = 
       { basedir, cwd: process.cwd(), uid: process.getuid?.() ?? -1 },
     ) as Record<string, unknown>;
     const config = ZE2bDriverConfig.parse({ ...fromEnv, ...base, ...overrides });
-    const driver = e2bDriver.create(config, { basedir, cwd: process.cwd(), uid: process.getuid?.() ?? -1 });
+    const driver = e2bDriver.create(config, {
+      basedir,
+      cwd: process.cwd(),
+      uid: process.getuid?.() ?? -1,
+      ...(installationId ? { installationId } : {}),
+    });
     drivers.push(driver);
     return driver;
   };

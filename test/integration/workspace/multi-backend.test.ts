@@ -6,7 +6,7 @@ import { getDb } from "@/server/db";
 import { getWorkspace } from "@/server/modules/workspace/workspace.data";
 import { containerName } from "@/server/workspace/backends/docker/docker-config";
 import { dockerDriver } from "@/server/workspace/backends/docker/driver";
-import { BASE_IMAGE, describeDocker, SOCKET_PATH } from "../../docker/support/docker-env";
+import { BASE_IMAGE, describeDocker, SOCKET_PATH, testInstallationId } from "../../docker/support/docker-env";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "./harness";
 
@@ -35,7 +35,12 @@ describeDocker("several backends in one deployment (local + docker, real workers
               memoryBytes: 512 * 1024 * 1024,
               stopTimeoutSeconds: 1,
             }),
-            { basedir, cwd: process.cwd(), uid: process.getuid?.() ?? -1 },
+            {
+              basedir,
+              cwd: process.cwd(),
+              uid: process.getuid?.() ?? -1,
+              installationId: testInstallationId,
+            },
           ),
         ],
       },

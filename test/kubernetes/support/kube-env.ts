@@ -86,6 +86,8 @@ export async function createDriverTestbed(
     basedir: path.join(os.tmpdir(), "unused-basedir"),
     cwd: process.cwd(),
     uid: process.getuid?.() ?? -1,
+    // One installation per test process: its objects are the only ones it lists and reaps.
+    installationId: () => Promise.resolve("test-kubernetes"),
   };
   const newDriver = (extra: Partial<KubernetesDriverConfigInput> = {}) => {
     const config = kubernetesDriver.configSchema.parse({

@@ -21,12 +21,13 @@ describe("E2B driver configuration from the environment", () => {
       template: "base",
       user: "user",
       workdir: "/home/user/workspace",
-      installation: "berth",
       onTimeout: "pause",
       pauseKeepsMemory: true,
       allowInternetAccess: false,
       gateway: { port: 49990, callTimeoutMs: 30_000, startTimeoutMs: 30_000 },
     });
+    // Unset: the driver labels with the installation's own id (server/modules/installation).
+    expect(result.data?.installation).toBeUndefined();
     expect(sandboxTimeoutMs(result.data!)).toBe(3_600_000); // 1 h idle TTL + 5 min, capped at E2B's 1 h
   });
 

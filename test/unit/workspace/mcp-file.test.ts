@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
+  MCP_NOT_PERSISTED,
   parseMcpFile,
   readMcpFile,
   scopeKey,
@@ -190,20 +191,23 @@ describe(".mcp through a backend", () => {
   it("writes atomically (no temp file left) and reads back the same specs", async () => {
     const backend = new LocalBackend({ workdir: dir });
     const specs = specsOf([["agent-1", "session-1", [browser, search]]]);
-    expect(await writeMcpFile(backend, ".mcp", specs, recordingLogger())).toBe(true);
+    await writeMcpFile(backend, ".mcp", specs, recordingLogger());
     expect(await fs.readdir(dir)).toEqual([".mcp"]);
     const restored = await readMcpFile(backend, ".mcp", recordingLogger());
     expect(serializeMcpFile(restored)).toBe(serializeMcpFile(specs));
   });
 
-  it("returns no specs for a missing file and logs instead of throwing when the write fails", async () => {
+  it("returns no specs for a missing file, and a write that fails is a typed error (nothing left behind)", async () => {
     const backend = new LocalBackend({ workdir: dir });
     expect((await readMcpFile(backend, ".mcp", recordingLogger())).size).toBe(0);
     // A directory squatting on the target makes the final move fail.
     await fs.mkdir(path.join(dir, ".mcp", "occupied"), { recursive: true });
     const logger = recordingLogger();
-    expect(await writeMcpFile(backend, ".mcp", specsOf([["a", "b", []]]), logger)).toBe(false);
-    expect(logger.warnings).toEqual(["Failed to save .mcp; keeping the in-memory state"]);
+    await expect(writeMcpFile(backend, ".mcp", specsOf([["a", "b", []]]), logger)).rejects.toMatchObject({
+      code: "UNAVAILABLE",
+      details: { reason: MCP_NOT_PERSISTED },
+    });
+    expect(logger.warnings).toEqual(["Failed to save .mcp; the change is refused"]);
     expect((await fs.readdir(dir)).sort()).toEqual([".mcp"]);
   });
 });

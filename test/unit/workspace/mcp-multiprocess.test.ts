@@ -3,11 +3,12 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { LocalBackend } from "@/server/workspace/backends/local/local-backend";
-import { readMcpFile } from "@/server/workspace/mcp/mcp-file";
+import { MCP_NOT_PERSISTED, readMcpFile } from "@/server/workspace/mcp/mcp-file";
 import { LocalMcpConnector } from "@/server/workspace/mcp/local-connector";
 import { McpRegistry } from "@/server/workspace/mcp/mcp-registry";
 import { silentLogger, type McpScope, type TMcpDeclaration } from "@/server/workspace/mcp/types";
 import { httpMcp, startHttpMcpServer, type TestHttpMcpServer } from "./support/mcp-servers";
+import { makeUnwritable } from "./support/unwritable-dir";
 
 const SCOPE: McpScope = { agentId: "agent", sessionId: "s1" };
 
@@ -120,5 +121,30 @@ describe("MCP declarations across processes sharing one workspace", () => {
 
     await fs.rm(path.join(workdir, ".mcp"));
     expect(await names(one)).toEqual(["default"]);
+  });
+
+  // Issue 11: with a read-only workdir `workspace.mcp.add` answered success while nothing was written; one
+  // replica listed the server, the other did not, and a restart would have lost it.
+  it("a change the workdir does not take is an error, and no process declares it", async () => {
+    const one = await processAttached();
+    const two = await processAttached();
+    await one.add(httpMcp("kept", upstream.url, true), SCOPE);
+    const undo = await makeUnwritable(workdir);
+    try {
+      const added = one.add(httpMcp("lost", upstream.url, true), SCOPE);
+      await expect(added).rejects.toMatchObject({
+        code: "UNAVAILABLE",
+        details: { reason: MCP_NOT_PERSISTED },
+      });
+      await expect(one.remove("kept", SCOPE)).rejects.toMatchObject({
+        details: { reason: MCP_NOT_PERSISTED },
+      });
+      expect(await names(one)).toEqual(["kept"]);
+      expect(await names(two)).toEqual(["kept"]);
+    } finally {
+      await undo();
+    }
+    const restarted = await processAttached();
+    expect(await names(restarted)).toEqual(["kept"]);
   });
 });

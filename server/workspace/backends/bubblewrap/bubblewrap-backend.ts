@@ -15,6 +15,7 @@ import type {
 } from "@/server/workspace/backend/port";
 import { DEFAULT_LOCAL_PATH, fsError, LocalBackend } from "@/server/workspace/backends/local/local-backend";
 import { execLocal } from "@/server/workspace/backends/local/local-exec";
+import { workspaceVanished } from "@/server/workspace/backend/vanished";
 import { isInside } from "@/server/workspace/paths";
 import { mkdirAnchored, withAnchoredDir, withAnchoredParent } from "./anchored-paths";
 import { sandboxArgv, type SandboxIdentity, type SandboxMount } from "./sandbox-args";
@@ -95,9 +96,16 @@ export class BubblewrapBackend implements WorkspaceBackend {
     const cwd = path.posix.resolve(SANDBOX_WORKDIR, options.cwd ?? SANDBOX_WORKDIR);
     const { config, key, identity, registry } = this.options;
     // Opened by Berth, mounted by fd: bwrap runs unprivileged and needs no access to the host path.
-    const fds = [this.options.hostWorkdir, ...extras.mounts.map((mount) => mount.hostPath)].map((p) =>
-      fs.openSync(p, fs.constants.O_RDONLY),
-    );
+    let fds: number[];
+    try {
+      fds = [this.options.hostWorkdir, ...extras.mounts.map((mount) => mount.hostPath)].map((p) =>
+        fs.openSync(p, fs.constants.O_RDONLY),
+      );
+    } catch (error) {
+      // The workspace folder is gone (deleted outside Berth): say so, never the host path's ENOENT.
+      if (!fs.existsSync(this.options.hostWorkdir)) return Promise.reject(workspaceVanished(this, error));
+      throw error;
+    }
     const argv = sandboxArgv(
       config,
       {

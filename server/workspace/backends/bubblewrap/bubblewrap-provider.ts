@@ -3,6 +3,8 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { AppError } from "@/server/shared/errors";
 import type { WorkspaceBackend } from "@/server/workspace/backend/port";
+import { workspaceVanished } from "@/server/workspace/backend/vanished";
+import { isDirectory } from "@/server/workspace/backends/local/local-backend";
 import { safePathSegment } from "@/server/workspace/backends/local/local-provider";
 import type { McpConnector } from "@/server/workspace/mcp/types";
 import { isInside } from "@/server/workspace/paths";
@@ -25,7 +27,7 @@ type Owner = Pick<WorkspaceSpec, "tenantId" | "userId" | "workspaceId">;
 export class BubblewrapBackendProvider implements BackendProvider {
   readonly kind = "local" as const;
   readonly persistent = true;
-  /** Only Berth deletes its host folders. */
+  /** Only Berth stops or deletes its host folders (one deleted outside Berth is noticed on use). */
   readonly mayVanish = false;
   readonly config: TSandboxConfig;
   readonly registry: SandboxRegistry;
@@ -53,7 +55,14 @@ export class BubblewrapBackendProvider implements BackendProvider {
     return sandboxKey(spec);
   }
 
+  /** Attaches; a folder provisioned before (a stored handle) that is missing vanished (see LocalBackendProvider). */
   async provision(spec: WorkspaceSpec): Promise<BubblewrapBackend> {
+    if (spec.handle && !(await isDirectory(this.workdirFor(spec)))) throw workspaceVanished();
+    return this.create(spec);
+  }
+
+  /** Creates the folder if missing and returns its backend (the machine controller's provision). */
+  async create(spec: WorkspaceSpec): Promise<BubblewrapBackend> {
     const workdir = this.workdirFor(spec);
     // Only the workspace folder belongs to the workspace uid (0700). The levels above stay Berth's and
     // traverse-only (0711): bwrap, running as the workspace uid, must reach the folder to mount it, and
@@ -81,9 +90,7 @@ export class BubblewrapBackendProvider implements BackendProvider {
   }
 
   async isAlive(backend: WorkspaceBackend): Promise<boolean> {
-    if (!(backend instanceof BubblewrapBackend)) return false;
-    const info = await fs.stat(backend.hostWorkdir).catch(() => null);
-    return info?.isDirectory() ?? false;
+    return backend instanceof BubblewrapBackend && (await isDirectory(backend.hostWorkdir));
   }
 
   createMcpConnector(

@@ -96,6 +96,8 @@ export const CONTAINER_PATHS = {
 
 export const LABELS = {
   managed: "dev.berth.managed",
+  /** The installation that created the container (server/workspace/backend/installation.ts). */
+  installation: "dev.berth.installation",
   workspace: "dev.berth.workspace",
   tenant: "dev.berth.tenant",
   user: "dev.berth.user",

@@ -1,6 +1,9 @@
 import fs from "node:fs/promises";
 import { DockerBackendProvider } from "@/server/workspace/backends/docker/docker-backend-provider";
-import { DockerWorkspaceProvider } from "@/server/workspace/backends/docker/docker-provider";
+import {
+  DockerWorkspaceProvider,
+  type DockerProviderDeps,
+} from "@/server/workspace/backends/docker/docker-provider";
 import {
   containerName,
   LABELS,
@@ -27,8 +30,8 @@ export class DockerMachineController implements MachineController {
   readonly provider: DockerBackendProvider;
   readonly workspaces: DockerWorkspaceProvider;
 
-  constructor(config: TDockerProviderConfigInput) {
-    this.workspaces = new DockerWorkspaceProvider(config);
+  constructor(config: TDockerProviderConfigInput, deps: DockerProviderDeps = {}) {
+    this.workspaces = new DockerWorkspaceProvider(config, deps);
     this.provider = new DockerBackendProvider(this.workspaces, { reuseToken: true });
   }
 
@@ -74,11 +77,17 @@ export class DockerMachineController implements MachineController {
     return (await pathExists(this.workspaces.hostWorkdirOf(ref))) || (await this.containerOf(ref)) !== null;
   }
 
-  /** Containers carrying Berth's managed label (data folders without a container are not listed). */
+  /**
+   * Containers carrying Berth's managed label AND this installation's id (data folders without a container
+   * are not listed). Another installation's containers on the same engine are never listed, nor are those
+   * created before installations were labelled: their owner is unknown, so none reaps them (this
+   * installation's own are relabelled when they next provision; see ensureRunningContainer).
+   */
   async listResources(): Promise<MachineResource[]> {
+    const installation = await this.workspaces.installationId();
     const containers = await this.workspaces.docker.listContainers({
       all: true,
-      filters: { label: [`${LABELS.managed}=true`] },
+      filters: { label: [`${LABELS.managed}=true`, `${LABELS.installation}=${installation}`] },
     });
     return containers.map((container) => ({
       workspaceId: container.Labels[LABELS.workspace] ?? null,
@@ -102,6 +111,9 @@ export class DockerMachineController implements MachineController {
     };
     if (labels[LABELS.managed] !== "true" || !ref.tenantId || !ref.userId || !ref.workspaceId) {
       throw new Error(`refusing to reap ${resource.locator}: not a Berth workspace container`);
+    }
+    if (labels[LABELS.installation] !== (await this.workspaces.installationId())) {
+      throw new Error(`refusing to reap ${resource.locator}: not this installation's container`);
     }
     await this.workspaces.purge({ tenantId: ref.tenantId, userId: ref.userId, workspaceId: ref.workspaceId });
   }

@@ -1,3 +1,4 @@
+import { installationIdOf, type InstallationIdSource } from "@/server/workspace/backend/installation";
 import fs from "node:fs/promises";
 import path from "node:path";
 import Docker from "dockerode";
@@ -68,6 +69,8 @@ export type DockerWorkspaceHandle = {
 
 export type DockerProviderDeps = {
   docker?: Docker;
+  /** This installation's id, labelled on every container (see server/workspace/backend/installation.ts). */
+  installationId?: InstallationIdSource;
   /** Where the gateway bundle comes from (default: prebuilt file, else built from source). */
   loadGatewayBundle?: () => Promise<GatewayBundle>;
 };
@@ -83,9 +86,12 @@ export class DockerWorkspaceProvider {
   private readonly images: WorkspaceImageBuilder;
   private readonly bundle: () => Promise<GatewayBundle>;
   private readonly opening = new Map<string, Promise<DockerWorkspaceHandle>>();
+  /** This installation's id (memoised; fails loudly when none was given). */
+  readonly installationId: InstallationIdSource;
 
   constructor(config: TDockerProviderConfigInput, deps: DockerProviderDeps = {}) {
     this.config = ZDockerProviderConfig.parse(config);
+    this.installationId = installationIdOf(deps.installationId);
     this.docker = deps.docker ?? new Docker({ socketPath: this.config.socketPath });
     this.images = new WorkspaceImageBuilder(this.docker, this.config);
     const prebuilt = this.config.gatewayBundlePath;
@@ -162,6 +168,7 @@ export class DockerWorkspaceProvider {
     const { container, created } = await ensureRunningContainer(this.docker, this.config, {
       ...ref,
       agentId: request.agentId,
+      installation: await this.installationId(),
       image,
       hostWorkdir,
       hostRuntimeDir,

@@ -45,8 +45,8 @@ export const dockerDriver: DriverDefinition<TDockerProviderConfig> = {
       imageGcMinAgeMs: vars.BERTH_DOCKER_IMAGE_GC_MIN_AGE_MS,
     });
   },
-  create(config): WorkspaceDriver {
-    const machine = new DockerMachineController(config);
+  create(config, { installationId }): WorkspaceDriver {
+    const machine = new DockerMachineController(config, installationId ? { installationId } : {});
     return {
       name: "docker",
       kind: "docker",

@@ -12,6 +12,8 @@ import {
 /** The workspace plus the agent that created it; all written as labels so operators can find containers. */
 export type ContainerSpec = DockerWorkspaceRef & {
   agentId: string;
+  /** This installation's id, a label: reconcile lists and reaps only containers that carry its own. */
+  installation: string;
   image: string;
   hostWorkdir: string;
   hostRuntimeDir: string;
@@ -54,6 +56,7 @@ function containerCreateOptions(
     Env: Object.entries(containerEnv(config)).map(([key, value]) => `${key}=${value}`),
     Labels: {
       [LABELS.managed]: "true",
+      [LABELS.installation]: spec.installation,
       [LABELS.workspace]: spec.workspaceId,
       [LABELS.tenant]: spec.tenantId,
       [LABELS.user]: spec.userId,
@@ -95,6 +98,17 @@ export async function ensureRunningContainer(
   const name = options.name!;
   for (let attempt = 0; attempt < 3; attempt++) {
     const existing = await inspectOrNull(docker.getContainer(name));
+    const owner = existing?.Config.Labels[LABELS.installation];
+    if (owner && owner !== spec.installation) {
+      // Another installation's container under this name: never replaced or used from here.
+      throw new AppError("CONFLICT", `container ${name} belongs to another Berth installation (${owner})`, {
+        userMessage:
+          "This workspace's container belongs to another Berth installation on the same Docker engine.",
+        details: { container: name },
+      });
+    }
+    // A container created before installations were labelled (no label) has another config hash, so it is
+    // replaced by one carrying this installation's label; its data lives in the bind mount and stays.
     if (existing && existing.Config.Labels[LABELS.configHash] !== wantedHash) {
       await removeContainer(docker, name);
       continue;

@@ -145,6 +145,8 @@ function renderDockerfile(config: TDockerProviderConfig): string {
       `command -v node >/dev/null || { echo "the base image needs Node.js >= ${MIN_NODE_MAJOR}" >&2; exit 1; }`,
       `node -e 'process.exit(+process.versions.node.split(".")[0] >= ${MIN_NODE_MAJOR} ? 0 : 1)' || { echo "Node.js >= ${MIN_NODE_MAJOR} required" >&2; exit 1; }`,
       `command -v setpriv >/dev/null || { echo "the base image needs setpriv (util-linux)" >&2; exit 1; }`,
+      // Appends hold a flock on their target (server/workspace/backend/file-scripts.ts).
+      `command -v flock >/dev/null || { echo "the base image needs flock (util-linux)" >&2; exit 1; }`,
       `(getent group ${gid} >/dev/null || echo "berth:x:${gid}:" >> /etc/group)`,
       `(getent passwd ${uid} >/dev/null || echo "berth:x:${uid}:${gid}:Berth workspace user:${CONTAINER_PATHS.home}:/bin/sh" >> /etc/passwd)`,
       `mkdir -p ${CONTAINER_PATHS.workdir} ${CONTAINER_PATHS.runtimeDir} ${CONTAINER_PATHS.home}`,

@@ -54,12 +54,14 @@ export const ZE2bDriverConfig = z
     workdir: absolutePosix("BERTH_E2B_WORKDIR").default("/home/user/workspace"),
     /**
      * Written into every sandbox's metadata: reconcile lists and reaps only this installation's sandboxes
-     * when several Berth installations (or other software) share one E2B team.
+     * when several Berth installations (or other software) share one E2B team. Unset: the installation's
+     * own id (server/modules/installation), and sandboxes made before under the old default `berth` stay
+     * usable through their stored handles (never listed or reaped).
      */
     installation: z
       .string()
       .regex(/^[a-zA-Z0-9_.-]{1,64}$/, "BERTH_E2B_INSTALLATION must be 1-64 letters, digits, '.', '_' or '-'")
-      .default("berth"),
+      .optional(),
     /** Berth's idle TTL (BERTH_WORKSPACE_IDLE_TTL_MS): the sandbox's E2B timeout is kept above it. */
     idleTtlMs: milliseconds("BERTH_WORKSPACE_IDLE_TTL_MS", 1_000).default(3_600_000),
     /** How far the E2B timeout reaches past Berth's idle TTL, so Berth's sweep (recorded) acts first. */

@@ -5,6 +5,7 @@ import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { FileNotFoundError, FileType, InvalidArgumentError, type EntryInfo, type Sandbox } from "e2b";
 import { AppError } from "@/server/shared/errors";
 import type { DirEntry, FileStat, WriteFileOptions } from "@/server/workspace/backend/port";
+import { appendLockScript } from "@/server/workspace/backend/file-scripts";
 import { runChore, type ChoreResult } from "./e2b-commands";
 import { toAppError } from "./e2b-errors";
 
@@ -13,7 +14,7 @@ import { toAppError } from "./e2b-errors";
  * streams both ways. What that API lacks is built from it plus a small script: ranges (a slice copied to a
  * temporary file first when it starts far in), atomic replace (upload beside the target, then one rename),
  * exclusive create (upload, then a hard link that fails when the name exists), append (upload, then
- * `cat >>`), realpath, and archives (tar to or from a temporary file, streamed through /files).
+ * `cat` into the target under its flock), realpath, and archives (tar to or from a temporary file, streamed through /files).
  *
  * envd acts as root and hands what it creates to the user; the scripts run as the user.
  */
@@ -30,8 +31,11 @@ const SCRIPTS = {
     'else tail -c +"$(($2 + 1))" -- "$1" > "$4"; fi',
   ].join("\n"),
   /** $1 uploaded temp, $2 target, $3 octal mode (or ""). */
-  append:
-    'cat -- "$1" >> "$2"; rc=$?; rm -f -- "$1"; [ $rc -eq 0 ] && [ -n "$3" ] && chmod "$3" -- "$2"; exit $rc',
+  /** Under the target's flock (see appendLockScript): contiguous at any size, across processes. */
+  append: [
+    `trap 'rm -f -- "$1"' EXIT; ${appendLockScript('"$2"')}`,
+    'cat -- "$1" >&9; rc=$?; [ $rc -eq 0 ] && [ -n "$3" ] && chmod "$3" -- "$2"; exit $rc',
+  ].join("\n"),
   exclusive: [
     '[ -z "$3" ] || chmod "$3" -- "$1"',
     `if ln -- "$1" "$2" 2>/dev/null; then rc=0; elif [ -e "$2" ] || [ -L "$2" ]; then rc=${EXIT.exists}; else ln -- "$1" "$2"; rc=$?; fi`,

@@ -1,6 +1,5 @@
 import { z } from "zod";
 import type { BackendHandle, WorkspaceSpec } from "@/server/workspace/backend/driver";
-import type { E2bDriverConfig } from "./e2b-config";
 
 /**
  * How a workspace's sandbox is named at E2B. Sandbox ids are assigned by E2B, so the sandbox is found again
@@ -15,13 +14,23 @@ export const METADATA = {
   agent: "berth.agent",
 } as const;
 
+/**
+ * Which installation's sandboxes these are: `installation` (BERTH_E2B_INSTALLATION, else the installation
+ * id); `acceptLegacy` when it was not configured, so this installation's sandboxes from before installation
+ * ids, made under the old default, are still its own when a stored handle names them.
+ */
+export type SandboxNaming = { installation: string; acceptLegacy: boolean };
+
+/** The metadata value every sandbox had when BERTH_E2B_INSTALLATION was unset, before installation ids. */
+const LEGACY_INSTALLATION = "berth";
+
 /** What every sandbox of this installation carries. */
-export function installationMetadata(config: E2bDriverConfig): Record<string, string> {
+export function installationMetadata(config: SandboxNaming): Record<string, string> {
   return { [METADATA.managed]: "true", [METADATA.installation]: config.installation };
 }
 
 /** The filter that finds one workspace's sandbox: the same id under another tenant is another workspace. */
-export function workspaceFilter(config: E2bDriverConfig, spec: WorkspaceSpec): Record<string, string> {
+export function workspaceFilter(config: SandboxNaming, spec: WorkspaceSpec): Record<string, string> {
   return {
     ...installationMetadata(config),
     [METADATA.workspace]: spec.workspaceId,
@@ -29,17 +38,24 @@ export function workspaceFilter(config: E2bDriverConfig, spec: WorkspaceSpec): R
   };
 }
 
-export function workspaceMetadata(config: E2bDriverConfig, spec: WorkspaceSpec): Record<string, string> {
+export function workspaceMetadata(config: SandboxNaming, spec: WorkspaceSpec): Record<string, string> {
   return { ...workspaceFilter(config, spec), [METADATA.user]: spec.userId, [METADATA.agent]: spec.agentId };
 }
 
 /** True when a sandbox's metadata says it is this workspace's (a stored handle is checked against it). */
 export function belongsTo(
   metadata: Record<string, string>,
-  config: E2bDriverConfig,
+  config: SandboxNaming,
   spec: WorkspaceSpec,
 ): boolean {
+  if (isLegacyOf(metadata, config))
+    return belongsTo(metadata, { installation: LEGACY_INSTALLATION, acceptLegacy: false }, spec);
   return Object.entries(workspaceFilter(config, spec)).every(([key, value]) => metadata[key] === value);
+}
+
+/** A sandbox this installation made before installation ids (see SandboxNaming.acceptLegacy). */
+export function isLegacyOf(metadata: Record<string, string>, config: SandboxNaming): boolean {
+  return config.acceptLegacy && metadata[METADATA.installation] === LEGACY_INSTALLATION;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { installationIdOf, type InstallationIdSource } from "@/server/workspace/backend/installation";
 import { randomBytes } from "node:crypto";
 import type { Sandbox } from "e2b";
 import { AppError } from "@/server/shared/errors";
@@ -16,11 +17,13 @@ import { SandboxKeepAlive } from "./e2b-keepalive";
 import {
   belongsTo,
   installationMetadata,
+  isLegacyOf,
   METADATA,
   parseHandle,
   SANDBOX_PATHS,
   workspaceFilter,
   workspaceMetadata,
+  type SandboxNaming,
   ZMarker,
   type E2bHandle,
 } from "./e2b-naming";
@@ -56,6 +59,7 @@ export class E2bSandboxes {
   readonly client: E2bClient;
   readonly runtimeDir: string;
   readonly timeoutMs: number;
+  private readonly installationId: InstallationIdSource;
 
   constructor(
     readonly config: E2bDriverConfig,
@@ -64,6 +68,19 @@ export class E2bSandboxes {
     this.client = new E2bClient(config);
     this.runtimeDir = runtimeDirOf(config, context);
     this.timeoutMs = sandboxTimeoutMs(config);
+    // Configured explicitly, BERTH_E2B_INSTALLATION wins (and no database lookup is needed).
+    const configured = config.installation;
+    this.installationId = configured
+      ? () => Promise.resolve(configured)
+      : installationIdOf(context.installationId);
+  }
+
+  /** Whose sandboxes this driver makes, lists and reaps (see SandboxNaming). */
+  private async naming(): Promise<SandboxNaming> {
+    return {
+      installation: await this.installationId(),
+      acceptLegacy: this.config.installation === undefined,
+    };
   }
 
   async provision(spec: WorkspaceSpec, progress: Progress = () => undefined): Promise<E2bHandle> {
@@ -77,6 +94,7 @@ export class E2bSandboxes {
       };
       progress({
         step: "sandbox.lost",
+        dataLost: true,
         detail: `sandbox ${previous.sandboxId} ${located.handleState === "foreign" ? "belongs to another workspace" : "no longer exists at E2B"}: the workspace's files in it are lost`,
       });
     }
@@ -116,6 +134,7 @@ export class E2bSandboxes {
     if (missing.length > 0) {
       progress({
         step: "workspace.verify-failed",
+        dataLost: true,
         detail: `sandbox ${sandbox.sandboxId} ${resumed ? "resumed" : "reattached"} without its ${missing.join(" and ")}: the workspace's files did not survive`,
       });
     }
@@ -148,7 +167,8 @@ export class E2bSandboxes {
   async attach(spec: WorkspaceSpec): Promise<E2bBackend> {
     const handle = parseHandle(spec.handle);
     const sandboxId =
-      handle?.sandboxId ?? oldest(await this.client.list(workspaceFilter(this.config, spec)))?.sandboxId;
+      handle?.sandboxId ??
+      oldest(await this.client.list(workspaceFilter(await this.naming(), spec)))?.sandboxId;
     const sandbox = sandboxId ? await this.client.connect(sandboxId, this.timeoutMs) : null;
     if (!sandbox) {
       throw new AppError("UNAVAILABLE", `The E2B sandbox of workspace ${spec.workspaceId} is gone`, {
@@ -186,7 +206,7 @@ export class E2bSandboxes {
   }
 
   async listResources(): Promise<MachineResource[]> {
-    return (await this.client.list(installationMetadata(this.config))).map((sandbox) => ({
+    return (await this.client.list(installationMetadata(await this.naming()))).map((sandbox) => ({
       workspaceId: sandbox.metadata[METADATA.workspace] ?? null,
       tenantId: sandbox.metadata[METADATA.tenant] ?? null,
       locator: sandbox.sandboxId,
@@ -196,7 +216,7 @@ export class E2bSandboxes {
   async reap(resource: MachineResource): Promise<void> {
     const info = await this.client.info(resource.locator);
     if (!info) return;
-    const ours = Object.entries(installationMetadata(this.config)).every(
+    const ours = Object.entries(installationMetadata(await this.naming())).every(
       ([key, value]) => info.metadata[key] === value,
     );
     if (!ours)
@@ -218,7 +238,7 @@ export class E2bSandboxes {
     handleState: "ok" | "gone" | "foreign" | "none";
   }> {
     const handle = parseHandle(spec.handle);
-    const listed = await this.client.list(workspaceFilter(this.config, spec));
+    const listed = await this.client.list(workspaceFilter(await this.naming(), spec));
     let handleState: "ok" | "gone" | "foreign" | "none" = "none";
     let chosen: ListedSandbox | undefined;
     if (handle) {
@@ -226,7 +246,12 @@ export class E2bSandboxes {
       if (chosen) handleState = "ok";
       else {
         const info = await this.client.info(handle.sandboxId);
-        handleState = info && !belongsTo(info.metadata, this.config, spec) ? "foreign" : "gone";
+        const naming = await this.naming();
+        if (info && isLegacyOf(info.metadata, naming) && belongsTo(info.metadata, naming, spec)) {
+          // Made before installation ids (metadata cannot change): still this workspace's, by its handle.
+          chosen = info;
+          handleState = "ok";
+        } else handleState = info && !belongsTo(info.metadata, naming, spec) ? "foreign" : "gone";
       }
     }
     chosen ??= oldest(listed);
@@ -242,10 +267,10 @@ export class E2bSandboxes {
     progress: Progress,
   ): Promise<{ sandbox: Sandbox; fresh: boolean }> {
     for (let attempt = 1; ; attempt++) {
-      const mine = await this.client.create(workspaceMetadata(this.config, spec), this.timeoutMs);
+      const mine = await this.client.create(workspaceMetadata(await this.naming(), spec), this.timeoutMs);
       progress({ step: "sandbox.created", detail: mine.sandboxId });
       await this.checkResources(mine);
-      const winner = oldest(await this.client.list(workspaceFilter(this.config, spec)));
+      const winner = oldest(await this.client.list(workspaceFilter(await this.naming(), spec)));
       if (!winner || winner.sandboxId === mine.sandboxId) return { sandbox: mine, fresh: true };
       await this.client.kill(mine.sandboxId);
       progress({
@@ -319,12 +344,14 @@ export class E2bSandboxes {
 
   private async sandboxIdsOf(spec: WorkspaceSpec): Promise<string[]> {
     const ids = new Set(
-      (await this.client.list(workspaceFilter(this.config, spec))).map((sandbox) => sandbox.sandboxId),
+      (await this.client.list(workspaceFilter(await this.naming(), spec))).map(
+        (sandbox) => sandbox.sandboxId,
+      ),
     );
     const handle = parseHandle(spec.handle);
     if (handle && !ids.has(handle.sandboxId)) {
       const info = await this.client.info(handle.sandboxId);
-      if (info && belongsTo(info.metadata, this.config, spec)) ids.add(handle.sandboxId);
+      if (info && belongsTo(info.metadata, await this.naming(), spec)) ids.add(handle.sandboxId);
     }
     return [...ids];
   }

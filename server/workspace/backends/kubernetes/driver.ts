@@ -1,3 +1,4 @@
+import { installationIdOf } from "@/server/workspace/backend/installation";
 import type {
   DriverCapabilities,
   DriverDefinition,
@@ -34,13 +35,14 @@ export const kubernetesDriver: DriverDefinition<KubernetesDriverConfig> = {
     "One Pod and one PersistentVolumeClaim per workspace on a Kubernetes cluster (kubeconfig or in-cluster); for installations whose workspaces outgrow one host.",
   configSchema: ZKubernetesDriverConfig,
   configFromEnv: kubernetesConfigFromEnv,
-  create(config): WorkspaceDriver {
+  create(config, { installationId }): WorkspaceDriver {
     const kube = new KubeClient(config);
     const prebuilt = config.gatewayBundlePath;
     const context: KubernetesContext = {
       kube,
       config,
       bundle: prebuilt ? () => readGatewayBundle(prebuilt) : () => loadGatewayBundle(),
+      installationId: installationIdOf(installationId),
     };
     const machine = new KubernetesMachineController(context);
     const provider = new KubernetesBackendProvider(context, machine);

@@ -7,6 +7,7 @@ import type {
   ProvisionProgress,
   WorkspaceSpec,
 } from "@/server/workspace/backend/driver";
+import type { InstallationIdSource } from "@/server/workspace/backend/installation";
 import type { GatewayBundle } from "@/server/workspace/gateway/bundle-gateway";
 import type { KubeClient } from "./kube-client";
 import type { KubernetesDriverConfig } from "./kubernetes-config";
@@ -15,8 +16,8 @@ import {
   ANNOTATIONS,
   claimName,
   gatewaySecretName,
+  installationSelector,
   LABELS,
-  MANAGED_SELECTOR,
   podName,
   specHash,
 } from "./kubernetes-names";
@@ -28,6 +29,8 @@ export type KubernetesContext = {
   kube: KubeClient;
   config: KubernetesDriverConfig;
   bundle: () => Promise<GatewayBundle>;
+  /** This installation's id: labelled on every Pod and claim; reconcile lists and reaps only those. */
+  installationId: InstallationIdSource;
 };
 
 export function ownerOf(spec: WorkspaceSpec): WorkspaceOwner {
@@ -56,7 +59,7 @@ export class KubernetesMachineController implements MachineController {
   ): Promise<BackendHandle> {
     const { kube, config, bundle } = this.context;
     const progress = options.onProgress ?? (() => undefined);
-    const owner = ownerOf(spec);
+    const owner = { ...ownerOf(spec), installation: await this.context.installationId() };
     await this.ensurePolicies(spec.tenantId);
     await ensureClaim(kube, config, owner, progress);
     const pod = await ensureRunningPod(kube, config, owner, progress);
@@ -113,18 +116,20 @@ export class KubernetesMachineController implements MachineController {
     return pod !== null;
   }
 
-  /** One entry per workspace that has a Pod or a claim carrying Berth's labels; locator `<namespace>/<pod>`. */
+  /**
+   * One entry per workspace that has a Pod or a claim carrying Berth's labels AND this installation's id;
+   * locator `<namespace>/<pod>`. Other installations' objects in the namespace are never listed, nor are
+   * objects made before installations were labelled (their owner is unknown: none reaps them).
+   */
   async listResources(): Promise<MachineResource[]> {
     const { kube } = this.context;
+    const labelSelector = installationSelector(await this.context.installationId());
     const [pods, claims] = await Promise.all([
       kube.call("list workspace Pods", () =>
-        kube.core.listNamespacedPod({ namespace: kube.namespace, labelSelector: MANAGED_SELECTOR }),
+        kube.core.listNamespacedPod({ namespace: kube.namespace, labelSelector }),
       ),
       kube.call("list workspace claims", () =>
-        kube.core.listNamespacedPersistentVolumeClaim({
-          namespace: kube.namespace,
-          labelSelector: MANAGED_SELECTOR,
-        }),
+        kube.core.listNamespacedPersistentVolumeClaim({ namespace: kube.namespace, labelSelector }),
       ),
     ]);
     const byKey = new Map<string, MachineResource>();
@@ -151,7 +156,8 @@ export class KubernetesMachineController implements MachineController {
         `refusing to reap ${resource.locator}: not a workspace of namespace ${kube.namespace}`,
       );
     }
-    const selector = `${MANAGED_SELECTOR},${LABELS.key}=${match[2]}`;
+    // Only this installation's objects of that key (another installation's are never touched).
+    const selector = `${installationSelector(await this.context.installationId())},${LABELS.key}=${match[2]}`;
     const namespace = kube.namespace;
     const pods = await kube.call("list workspace Pods", () =>
       kube.core.listNamespacedPod({ namespace, labelSelector: selector }),

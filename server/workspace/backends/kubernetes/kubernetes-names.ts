@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { AppError } from "@/server/shared/errors";
 
 /** A workspace's identity: the same workspace id under another tenant or user is another workspace. */
 export type KubernetesWorkspaceRef = { tenantId: string; userId: string; workspaceId: string };
@@ -8,6 +9,8 @@ export const LABELS = {
   component: "app.kubernetes.io/component",
   /** The workspace key (names derive from it): selects the objects of one workspace. */
   key: "berth.dev/workspace-key",
+  /** The installation that created the object (server/workspace/backend/installation.ts). */
+  installation: "berth.dev/installation",
   workspace: "berth.dev/workspace",
   tenant: "berth.dev/tenant",
   user: "berth.dev/user",
@@ -26,8 +29,34 @@ export const ANNOTATIONS = {
 
 export const MANAGED_BY = "berth";
 export const COMPONENT = "workspace";
-/** Every object of every workspace this driver created. */
-export const MANAGED_SELECTOR = `${LABELS.managedBy}=${MANAGED_BY},${LABELS.component}=${COMPONENT}`;
+/** Every object of every workspace this driver created (any installation's: see installationSelector). */
+const MANAGED_SELECTOR = `${LABELS.managedBy}=${MANAGED_BY},${LABELS.component}=${COMPONENT}`;
+
+/** The workspace objects of one installation: what reconcile lists and reaps. */
+export function installationSelector(installation: string): string {
+  return `${MANAGED_SELECTOR},${LABELS.installation}=${installation}`;
+}
+
+/**
+ * CONFLICT when an object (Pod, claim) under a workspace's name carries ANOTHER installation's label: it is
+ * never reused or replaced from here. Objects without the label (made before installations were labelled)
+ * are this installation's own legacy ones and reused.
+ */
+export function assertOwnObject(
+  object: { metadata?: { name?: string; labels?: Record<string, string> } },
+  installation: string | undefined,
+): void {
+  const owner = object.metadata?.labels?.[LABELS.installation];
+  if (!owner || !installation || owner === installation) return;
+  throw new AppError(
+    "CONFLICT",
+    `${object.metadata?.name} belongs to another Berth installation (${owner})`,
+    {
+      userMessage: "This workspace's Kubernetes objects belong to another Berth installation.",
+      details: { name: object.metadata?.name ?? null },
+    },
+  );
+}
 
 /** Lowercase alphanumerics only: the workspace ids Berth assigns (hex). Others are hashed. */
 const PLAIN_ID = /^[a-z0-9]{1,40}$/;
@@ -76,10 +105,13 @@ export function labelValue(id: string): string {
   return id.length <= 63 && LABEL_VALUE.test(id) ? id : `h${sha256Hex(id).slice(0, 40)}`;
 }
 
-export function workspaceLabels(ref: KubernetesWorkspaceRef & { agentId: string }): Record<string, string> {
+export function workspaceLabels(
+  ref: KubernetesWorkspaceRef & { agentId: string; installation?: string },
+): Record<string, string> {
   return {
     [LABELS.managedBy]: MANAGED_BY,
     [LABELS.component]: COMPONENT,
+    ...(ref.installation ? { [LABELS.installation]: ref.installation } : {}),
     [LABELS.key]: workspaceKey(ref),
     [LABELS.workspace]: labelValue(ref.workspaceId),
     [LABELS.tenant]: labelValue(ref.tenantId),

@@ -3,7 +3,7 @@ import { AppError, isAppError } from "@/server/shared/errors";
 import type { ProvisionProgress } from "@/server/workspace/backend/driver";
 import type { KubeClient } from "./kube-client";
 import type { KubernetesDriverConfig } from "./kubernetes-config";
-import { ANNOTATIONS } from "./kubernetes-names";
+import { ANNOTATIONS, assertOwnObject } from "./kubernetes-names";
 import { claimManifest, podManifest, type WorkspaceOwner } from "./workspace-manifests";
 
 export type Progress = (progress: ProvisionProgress) => void;
@@ -169,6 +169,7 @@ export async function ensureClaim(
       kube.core.readNamespacedPersistentVolumeClaim({ namespace: kube.namespace, name }),
     );
     if (existing && !existing.metadata?.deletionTimestamp) {
+      assertOwnObject(existing, owner.installation);
       progress({ step: "claim.reused", detail: name });
       return existing;
     }
@@ -227,6 +228,7 @@ export async function ensureRunningPod(
       }
       continue;
     }
+    assertOwnObject(pod, owner.installation);
     const verdict = podVerdict(pod);
     if (verdict.state === "terminating") {
       progress({ step: "pod.terminating", detail: name });

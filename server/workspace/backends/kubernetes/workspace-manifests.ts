@@ -16,7 +16,8 @@ import {
   type KubernetesWorkspaceRef,
 } from "./kubernetes-names";
 
-export type WorkspaceOwner = KubernetesWorkspaceRef & { agentId: string };
+/** `installation`: set by the workers' provision (labelled on what it creates); absent when only attaching. */
+export type WorkspaceOwner = KubernetesWorkspaceRef & { agentId: string; installation?: string };
 
 /** Containers of a workspace Pod and the paths inside them. */
 export const POD = {

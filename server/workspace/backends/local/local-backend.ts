@@ -5,7 +5,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { PassThrough, Readable, type Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { AppError } from "@/server/shared/errors";
+import { AppError, isAppError } from "@/server/shared/errors";
 import type {
   DirEntry,
   ExecOptions,
@@ -14,7 +14,9 @@ import type {
   WorkspaceBackend,
   WriteFileOptions,
 } from "@/server/workspace/backend/port";
+import { workspaceVanished } from "@/server/workspace/backend/vanished";
 import { execLocal } from "./local-exec";
+import { appendUnderLock } from "./locked-append";
 
 const APPEND_NO_FOLLOW =
   fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW;
@@ -59,12 +61,15 @@ export class LocalBackend implements WorkspaceBackend {
     return path.resolve(this.workdir, p);
   }
 
-  exec(command: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
-    return execLocal(command, {
+  async exec(command: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+    const result = await execLocal(command, {
       ...options,
       cwd: this.resolve(options.cwd ?? this.workdir),
       env: { ...this.env, ...options.env },
     });
+    // A command that could not start because the workdir is gone (spawn ... ENOENT): say what happened.
+    if (result.exitCode === 127 && !(await isDirectory(this.workdir))) throw workspaceVanished(this);
+    return result;
   }
 
   async readFile(p: string, options: { start?: number; end?: number } = {}): Promise<Readable> {
@@ -87,7 +92,7 @@ export class LocalBackend implements WorkspaceBackend {
   ): Promise<void> {
     const target = this.resolve(p);
     if (options.append) {
-      // O_APPEND: the kernel positions every write at the end, so whole-buffer appends never interleave.
+      // O_APPEND under an exclusive flock: one call's bytes stay contiguous at any size, across processes.
       await this.appendFile(target, data, options.mode);
       return;
     }
@@ -117,23 +122,22 @@ export class LocalBackend implements WorkspaceBackend {
     data: Readable | Uint8Array | string,
     mode?: number,
   ): Promise<void> {
-    const append = async () => {
-      if (!(data instanceof Readable)) {
-        // O_APPEND writes (Node splits buffers over 512 KiB into several); offload serialises per session anyway.
-        await fs.appendFile(target, data, { mode, flag: APPEND_NO_FOLLOW });
-        return;
-      }
-      // O_NOFOLLOW: a symlink at the target is refused, never followed (the sandboxed backend's anchor).
-      const handle = await fs.open(target, APPEND_NO_FOLLOW, mode);
-      await pipeline(data, handle.createWriteStream());
-    };
-    try {
-      await append();
-    } catch (error) {
+    // O_NOFOLLOW: a symlink at the target is refused, never followed (the sandboxed backend's anchor).
+    const open = () => fs.open(target, APPEND_NO_FOLLOW, mode);
+    const handle = await open().catch(async (error: unknown) => {
       if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw fsError(error, target);
       // Parent folder missing: create it once and retry (cheaper than a mkdir before every append).
       await fs.mkdir(path.dirname(target), { recursive: true });
-      await append();
+      return open().catch((again: unknown) => {
+        throw fsError(again, target);
+      });
+    });
+    try {
+      await appendUnderLock(handle, data, target);
+    } catch (error) {
+      throw isAppError(error) ? error : fsError(error, target);
+    } finally {
+      await handle.close();
     }
   }
 
@@ -285,4 +289,10 @@ export function fsError(error: unknown, p: string): AppError {
         details,
       });
   }
+}
+
+/** True when `p` is an existing directory (false for anything missing or unreadable). */
+export async function isDirectory(p: string): Promise<boolean> {
+  const info = await fs.stat(p).catch(() => null);
+  return info?.isDirectory() ?? false;
 }

@@ -12,7 +12,8 @@ import type { WorkspaceBackend } from "@/server/workspace/backend/port";
 /** What the host-folder machine needs of its provider (the bubblewrap one or the unconfined one). */
 type HostFolderProvider = {
   workdirFor(spec: Pick<WorkspaceSpec, "tenantId" | "userId" | "workspaceId">): string;
-  provision(spec: WorkspaceSpec): Promise<WorkspaceBackend>;
+  /** Creates the folder when missing (attaching, `provision`, refuses a vanished one). */
+  create(spec: WorkspaceSpec): Promise<WorkspaceBackend>;
 };
 
 export type LocalMachineOptions = {
@@ -42,7 +43,7 @@ export class LocalMachineController implements MachineController {
 
   /** The folder is named by the ids: the handle only records where it is, for operators. */
   async provision(spec: WorkspaceSpec): Promise<BackendHandle> {
-    const backend = await this.provider.provision(spec);
+    const backend = await this.provider.create(spec);
     await backend.close();
     return { folder: this.provider.workdirFor(spec) };
   }

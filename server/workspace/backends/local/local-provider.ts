@@ -5,7 +5,8 @@ import { AppError } from "@/server/shared/errors";
 import type { WorkspaceBackend } from "@/server/workspace/backend/port";
 import { isInside } from "@/server/workspace/paths";
 import type { BackendProvider, WorkspaceSpec } from "@/server/workspace/backend/driver";
-import { LocalBackend } from "./local-backend";
+import { workspaceVanished } from "@/server/workspace/backend/vanished";
+import { isDirectory, LocalBackend } from "./local-backend";
 
 export type LocalBackendProviderOptions = {
   /** Host folder under which every workspace lives as `<basedir>/<tenant>/<user>/<workspaceId>`. */
@@ -21,7 +22,10 @@ export type LocalBackendProviderOptions = {
 export class LocalBackendProvider implements BackendProvider {
   readonly kind = "local" as const;
   readonly persistent = true;
-  /** Only Berth deletes its host folders. */
+  /**
+   * Only Berth stops or deletes its host folders; one deleted outside Berth is noticed on use instead
+   * (`workspaceVanished` marks the backend and the manager re-checks `isAlive` right away).
+   */
   readonly mayVanish = false;
   private readonly basedir: string;
 
@@ -42,7 +46,18 @@ export class LocalBackendProvider implements BackendProvider {
     );
   }
 
+  /**
+   * Attaches. With a stored handle the folder was provisioned before, so a missing one vanished behind
+   * Berth's back: that is reported (`workspaceVanished`), never papered over with a new empty folder
+   * (the workers re-provision it and record that the data was lost). Without one (library use), creates.
+   */
   async provision(spec: WorkspaceSpec): Promise<LocalBackend> {
+    if (spec.handle && !(await isDirectory(this.workdirFor(spec)))) throw workspaceVanished();
+    return this.create(spec);
+  }
+
+  /** Creates the folder if missing and returns its backend (the machine controller's provision). */
+  async create(spec: WorkspaceSpec): Promise<LocalBackend> {
     const workdir = this.workdirFor(spec);
     await fs.mkdir(workdir, { recursive: true, mode: 0o700 });
     // Confinement compares realpaths, so hand the backend the physical path (basedir may sit behind a symlink).
@@ -54,9 +69,8 @@ export class LocalBackendProvider implements BackendProvider {
     return new LocalBackend({ workdir: real, env: { HOME: real, ...this.options.env } });
   }
 
-  async isAlive(backend: WorkspaceBackend): Promise<boolean> {
-    const info = await fs.stat(backend.workdir).catch(() => null);
-    return info?.isDirectory() ?? false;
+  isAlive(backend: WorkspaceBackend): Promise<boolean> {
+    return isDirectory(backend.workdir);
   }
 
   async teardown(backend: WorkspaceBackend, options: { purge: boolean }): Promise<void> {

@@ -8,6 +8,7 @@ import { z } from "zod";
 import { AppError, isAppError } from "@/server/shared/errors";
 import type { DirEntry, FileStat } from "@/server/workspace/backend/port";
 import { fsError, toFileStat as toLocalFileStat } from "@/server/workspace/backends/local/local-backend";
+import { appendUnderLock } from "@/server/workspace/backends/local/locked-append";
 import { ZGatewayFileOp, ZGatewayWriteMode, type TGatewayFileOp } from "../gateway-protocol";
 import { expectsContinue, sendError, sendJson } from "./http-util";
 
@@ -25,9 +26,6 @@ const ZAbsolutePath = z
   .refine((value) => path.posix.isAbsolute(value), "path must be absolute");
 const ZOffset = z.coerce.number().int().min(0).optional();
 const ZPerm = z.coerce.number().int().min(0).max(0o7777).optional();
-
-/** Appends up to this size are written with ONE write(2), so concurrent appends never interleave. */
-const SINGLE_WRITE_APPEND_BYTES = 4 * 1024 * 1024;
 
 export async function handleFileRequest(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
   try {
@@ -122,7 +120,8 @@ async function writeFile(
     const handle = await fs.open(target, "a").catch(rethrowFor(target));
     try {
       if (expectsContinue(req)) res.writeContinue();
-      await appendBody(req, handle);
+      // Under the file's flock, like every other appender of the machine: contiguous at any size.
+      await appendUnderLock(handle, req, target);
       if (perm !== undefined) await handle.chmod(perm);
     } finally {
       await handle.close();
@@ -146,36 +145,6 @@ async function writeFile(
     await fs.rm(temp, { force: true });
   }
   sendJson(res, 200, { ok: true });
-}
-
-/** Small bodies (what offload appends) go down in one write(2) under O_APPEND; larger ones stream. */
-async function appendBody(req: http.IncomingMessage, handle: fs.FileHandle): Promise<void> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  const iterator = req[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-  for (;;) {
-    const next = await iterator.next();
-    if (next.done) break;
-    chunks.push(next.value);
-    size += next.value.length;
-    if (size > SINGLE_WRITE_APPEND_BYTES) {
-      await writeAll(handle, Buffer.concat(chunks));
-      for (;;) {
-        const more = await iterator.next();
-        if (more.done) return;
-        await writeAll(handle, more.value);
-      }
-    }
-  }
-  if (size > 0) await writeAll(handle, Buffer.concat(chunks));
-}
-
-async function writeAll(handle: fs.FileHandle, buffer: Buffer): Promise<void> {
-  let offset = 0;
-  while (offset < buffer.length) {
-    const { bytesWritten } = await handle.write(buffer, offset, buffer.length - offset);
-    offset += bytesWritten;
-  }
 }
 
 async function statOrNull(target: string): Promise<FileStat | null> {

@@ -43,9 +43,30 @@ const EVENT_KINDS: Record<WorkspaceEventKind, { transition: boolean }> = {
   failed: { transition: true },
   lease_acquired: { transition: false },
   lease_released: { transition: false },
+  data_lost: { transition: false },
 };
 export const EVENT_KIND_LIST = Object.keys(EVENT_KINDS) as WorkspaceEventKind[];
 export const TRANSITION_KIND_LIST = EVENT_KIND_LIST.filter((kind) => EVENT_KINDS[kind].transition);
+
+/** What the events tab and its filter call a kind: the stored name, except where it needs saying plainly. */
+export function eventKindLabel(kind: WorkspaceEventKind): string {
+  return kind === "data_lost" ? "data lost" : kind;
+}
+
+/**
+ * An event's kind as the events tab shows it. `data_lost` (the machine vanished behind Berth's back, its
+ * files are gone) is a red badge: the one entry an admin must not miss.
+ */
+export function EventKindLabel({ kind }: { kind: WorkspaceEventKind }) {
+  if (kind === "data_lost") {
+    return (
+      <Badge tone="danger" dot data-testid="event-data-lost">
+        {eventKindLabel(kind)}
+      </Badge>
+    );
+  }
+  return <code className="text-xs">{kind}</code>;
+}
 
 /** States a worker is about to move on from: pages poll while a workspace is in one of them. */
 export const TRANSITIONAL_STATES: readonly WorkspaceState[] = [

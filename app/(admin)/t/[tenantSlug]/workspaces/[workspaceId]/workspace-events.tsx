@@ -14,7 +14,7 @@ import type { AppRouter } from "@/server/api/root";
 import type { WorkspaceEventKind } from "@/server/modules/workspace/workspace.types";
 import { FilterSelect } from "../../_components/filter-select";
 import { LoadMore } from "../../_components/load-more";
-import { EVENT_KIND_LIST, TRANSITION_KIND_LIST } from "../workspace-format";
+import { EVENT_KIND_LIST, EventKindLabel, eventKindLabel, TRANSITION_KIND_LIST } from "../workspace-format";
 
 type EventRow = inferRouterOutputs<AppRouter>["workspace"]["events"]["items"][number];
 
@@ -74,7 +74,7 @@ export function WorkspaceEvents({
       id: "kind",
       header: "Event",
       accessorFn: (event) => event.kind,
-      cell: ({ getValue }) => <code className="text-xs">{String(getValue())}</code>,
+      cell: ({ row: { original: event } }) => <EventKindLabel kind={event.kind} />,
     },
     {
       id: "reason",
@@ -119,7 +119,7 @@ export function WorkspaceEvents({
               className="w-48"
               options={[
                 { value: "transitions", label: "State changes" },
-                ...EVENT_KIND_LIST.map((kind) => ({ value: kind, label: kind })),
+                ...EVENT_KIND_LIST.map((kind) => ({ value: kind, label: eventKindLabel(kind) })),
               ]}
             />
           }

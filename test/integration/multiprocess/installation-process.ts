@@ -1,0 +1,71 @@
+/**
+ * One Berth installation's worker side, for installations.test.ts: the production composition (getEngine:
+ * drivers labelled with the installation id its own database holds) over its own DATABASE_URL, basedir and
+ * Redis prefix, on the Docker backend. Prints "ready"; then per stdin line `{"id", "op", ...}` runs the
+ * worker's own job function and prints `{"id", "ok", "result" | "error"}`:
+ *   installation → its id; provision {workspaceId} → a tenant's workspace provisioned (its container name);
+ *   forget {workspaceId} → the record deleted (the container becomes this installation's orphan);
+ *   reconcile → `workspace.reconcile`'s report.
+ */
+import { createInterface } from "node:readline";
+import { resolveSystemTenantScope } from "@/server/auth/resolve";
+import { getEngine } from "@/server/composition/services";
+import { disconnectDb, getDb } from "@/server/db";
+import { createLogger } from "@/server/logger";
+import { ensureInstallationId } from "@/server/modules/installation/installation.data";
+import { provisionWorkspace, reconcileWorkspaces } from "@/server/modules/workspace/workspace-jobs.service";
+import { upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
+import { getQueues } from "@/server/queue/queues";
+import { containerName } from "@/server/workspace/backends/docker/docker-config";
+import { createTestTenant } from "../db/fixtures";
+
+const log = createLogger({ level: "silent" });
+const engine = getEngine();
+const tenant = await createTestTenant();
+
+type Request = { id: number; op: string; workspaceId?: string };
+
+async function run(request: Request): Promise<unknown> {
+  switch (request.op) {
+    case "installation":
+      return ensureInstallationId();
+    case "provision": {
+      const workspaceId = request.workspaceId!;
+      const scope = await resolveSystemTenantScope(tenant.tenantId);
+      await upsertWorkspaceBinding(scope, {
+        id: workspaceId,
+        backendKind: "docker",
+        isolationPolicy: "PER_AGENT",
+        userId: tenant.owner.id,
+      });
+      await provisionWorkspace(
+        { drivers: engine.drivers },
+        { tenantId: tenant.tenantId, workspaceId, reason: "test", machineGone: false },
+        log,
+      );
+      return containerName({ tenantId: tenant.tenantId, userId: tenant.owner.id, workspaceId });
+    }
+    case "forget":
+      await getDb().workspace.delete({ where: { id: request.workspaceId! } });
+      return null;
+    case "reconcile":
+      return reconcileWorkspaces({ drivers: engine.drivers }, { trigger: "manual", dryRun: false }, log);
+    default:
+      throw new Error(`unknown op ${request.op}`);
+  }
+}
+
+process.stdout.write("ready\n");
+for await (const line of createInterface({ input: process.stdin })) {
+  if (line.trim() === "exit") break;
+  const request = JSON.parse(line) as Request;
+  try {
+    process.stdout.write(`${JSON.stringify({ id: request.id, ok: true, result: await run(request) })}\n`);
+  } catch (error) {
+    process.stdout.write(`${JSON.stringify({ id: request.id, ok: false, error: String(error) })}\n`);
+  }
+}
+await engine.close();
+await getQueues().close();
+await disconnectDb();
+process.exit(0);
