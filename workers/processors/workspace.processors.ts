@@ -9,6 +9,7 @@ import {
 } from "@/server/modules/workspace/workspace-jobs.service";
 import { purgeAgent, purgeSessions } from "@/server/modules/workspace/workspace-scope-purge.service";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
+import type { BerthSchedulerId } from "@/server/queue/schedulers";
 import { createEnqueue } from "@/server/queue/enqueue";
 import type { ProcessorRegistry } from "../registry";
 import { defineSchedule, type Schedule } from "../schedules";
@@ -43,13 +44,13 @@ export function workspaceSchedules(
 ): Schedule<BerthJobCatalog>[] {
   return [
     defineSchedule<BerthJobCatalog, "workspace.sweep">({
-      id: "workspace.sweep.tick",
+      id: "workspace.sweep.tick" satisfies BerthSchedulerId,
       job: "workspace.sweep",
       payload: { trigger: "schedule" },
       every: config.sweepIntervalMs,
     }),
     defineSchedule<BerthJobCatalog, "workspace.reconcile">({
-      id: "workspace.reconcile.tick",
+      id: "workspace.reconcile.tick" satisfies BerthSchedulerId,
       job: "workspace.reconcile",
       payload: { trigger: "schedule", dryRun: false },
       every: config.reconcileIntervalMs,
