@@ -5,7 +5,7 @@ import type { Logger } from "@/server/logger";
 import { bullPrefix, queueNamesOf } from "@/server/queue/queues";
 import type { JobCatalog, JobNameOf, JobPayload, QueueNameOf } from "@/server/queue/types";
 import { createRedisConnection } from "@/server/redis";
-import { isAppError } from "@/server/shared/errors";
+import { isAppError, toAppError } from "@/server/shared/errors";
 
 type ProcessorContext<P> = {
   /** The payload, re-validated against the catalog schema at dequeue time. */
@@ -87,8 +87,9 @@ export class ProcessorRegistry<C extends JobCatalog> {
         throw new UnrecoverableError(`${error.code}: ${error.message}`);
       }
       const willRetry = job.attemptsMade + 1 < maxAttempts;
+      // Retryable: an AppError that says so, or anything else (a lost database connection is UNAVAILABLE).
       log[willRetry ? "warn" : "error"](
-        { err: error, durationMs, maxAttempts },
+        { err: error, code: toAppError(error).code, durationMs, maxAttempts },
         willRetry ? "job failed; will retry" : "job failed; no attempts left",
       );
       throw error;
