@@ -27,6 +27,7 @@ export function registerWorkspaceProcessors(
     drivers: engine.drivers,
     config: engine.config,
     requestStop: (payload) => enqueue("workspace.stop", payload),
+    requestProvision: (payload) => enqueue("workspace.provision", payload),
   };
   registry
     .registerProcessor("workspace.provision", ({ payload, log }) => provisionWorkspace(deps, payload, log))

@@ -21,6 +21,7 @@ import {
   findSweepCandidates,
   findWorkspaceRecordForSystem,
   listLiveRecordsForSystem,
+  listStuckTransitionsForSystem,
   stopIfIdle,
   transitionFrom,
   type WorkspaceRecord,
@@ -35,6 +36,8 @@ export type WorkspaceJobDeps = {
   config: EngineConfig;
   /** Enqueues `workspace.stop` (the sweeper hands each idle workspace to its own retryable job). */
   requestStop: (payload: z.input<typeof ZWorkspaceStopPayload>) => Promise<unknown>;
+  /** Enqueues `workspace.provision` (reconcile resumes a provision whose job was lost). */
+  requestProvision: (payload: z.input<typeof ZWorkspaceProvisionPayload>) => Promise<unknown>;
 };
 
 async function loadRecord(
@@ -295,27 +298,73 @@ export type ReconcileReport = {
   markedVanished: string[];
   /** Machine images nothing needs any more (an earlier Berth's or config's), removed. */
   prunedImages: string[];
+  /** Records stuck in PROVISIONING or STOPPING (their job lost or out of attempts), whose job was enqueued again. */
+  resumed: { workspaceId: string; state: "PROVISIONING" | "STOPPING"; since: string }[];
 };
+
+/**
+ * How long a record may sit in PROVISIONING or STOPPING before reconcile resumes it. Re-enqueueing is safe
+ * at any age (the deterministic job id joins a job that is still waiting or running), so this only keeps
+ * reconcile from racing the job that is about to take a fresh record.
+ */
+const STUCK_AFTER_MS = 10 * 60_000;
 
 /**
  * `workspace.reconcile`: brings records and backend resources back in agreement on every enabled backend,
  * reporting what it did.
  */
 export async function reconcileWorkspaces(
-  deps: Pick<WorkspaceJobDeps, "drivers">,
+  deps: Pick<WorkspaceJobDeps, "drivers" | "requestProvision" | "requestStop">,
   payload: z.output<typeof ZWorkspaceReconcilePayload>,
   log: Logger,
+  now = new Date(),
 ): Promise<ReconcileReport> {
   const report: ReconcileReport = {
     dryRun: payload.dryRun,
     reapedOrphans: [],
     markedVanished: [],
     prunedImages: [],
+    resumed: [],
   };
   for (const driver of deps.drivers.all) await reconcileDriver(driver, payload, report, log);
-  if (report.reapedOrphans.length + report.markedVanished.length + report.prunedImages.length > 0)
-    log.info(report, "workspace reconcile");
+  await resumeStuckTransitions(deps, payload, report, now);
+  const changes =
+    report.reapedOrphans.length +
+    report.markedVanished.length +
+    report.prunedImages.length +
+    report.resumed.length;
+  if (changes > 0) log.info(report, "workspace reconcile");
   return report;
+}
+
+/**
+ * A record in PROVISIONING or STOPPING whose job is gone (lost with Redis' data) or spent its attempts while
+ * the database was away (so even its FAILED write failed) would stay there for good: nothing else looks at
+ * it. Its job is enqueued again under the deterministic id (a live job is simply joined), which finishes
+ * the transition (provision and stop both resume an interrupted run), and an event says why.
+ */
+async function resumeStuckTransitions(
+  deps: Pick<WorkspaceJobDeps, "requestProvision" | "requestStop">,
+  payload: z.output<typeof ZWorkspaceReconcilePayload>,
+  report: ReconcileReport,
+  now: Date,
+): Promise<void> {
+  const before = new Date(now.getTime() - (payload.stuckAfterMs ?? STUCK_AFTER_MS));
+  for (const record of await listStuckTransitionsForSystem(before)) {
+    const state = record.state === "PROVISIONING" ? "PROVISIONING" : "STOPPING";
+    const since = record.stateChangedAt.toISOString();
+    report.resumed.push({ workspaceId: record.id, state, since });
+    if (payload.dryRun) continue;
+    const scope = await resolveSystemTenantScope(record.tenantId);
+    const reason = `reconcile: ${state} since ${since}; its job enqueued again (a live one is joined)`;
+    await appendWorkspaceEvent(scope, record.id, {
+      kind: state === "PROVISIONING" ? "provisioning" : "stopping",
+      reason,
+      data: { stuckSince: since },
+    });
+    const ref = { tenantId: record.tenantId, workspaceId: record.id, reason };
+    await (state === "PROVISIONING" ? deps.requestProvision(ref) : deps.requestStop(ref));
+  }
 }
 
 async function reconcileDriver(
