@@ -2,11 +2,11 @@ import type { WorkspaceEngine } from "@/server/engine/engine";
 import {
   provisionWorkspace,
   purgeWorkspace,
-  reconcileWorkspaces,
   stopWorkspace,
   sweepIdleWorkspaces,
   type WorkspaceJobDeps,
 } from "@/server/modules/workspace/workspace-jobs.service";
+import { reconcileWorkspaces } from "@/server/modules/workspace/workspace-reconcile.service";
 import { purgeAgent, purgeSessions } from "@/server/modules/workspace/workspace-scope-purge.service";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
 import type { BerthSchedulerId } from "@/server/queue/schedulers";
