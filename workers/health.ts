@@ -1,15 +1,19 @@
 import { createServer, type Server } from "node:http";
 import type { Logger } from "@/server/logger";
 
+/** What `/ready` answers: ready or not, and why not (ids of missing schedules, …; no error texts). */
+export type Readiness = { ready: boolean; detail?: Record<string, unknown> };
+
 /**
  * The worker process's own probes: `/live` is 200 while the process serves HTTP at all; `/ready` is 200
- * only while workers are running and turns 503 as soon as shutdown begins (so an orchestrator stops
- * routing to, and stops waiting on, a draining worker).
+ * only while workers are running and their schedules exist in Redis, and turns 503 as soon as shutdown
+ * begins (so an orchestrator stops routing to, and stops waiting on, a draining worker). It listens before
+ * the workers start, so a port clash fails the process before it takes a job.
  */
 export async function startHealthServer(params: {
   port: number;
   host?: string;
-  isReady: () => boolean;
+  readiness: () => Readiness | Promise<Readiness>;
   log: Logger;
 }): Promise<{ server: Server; port: number; close(): Promise<void> }> {
   const server = createServer((req, res) => {
@@ -20,8 +24,13 @@ export async function startHealthServer(params: {
     };
     if (path === "/live") return respond(200, { status: "live" });
     if (path === "/ready") {
-      const ready = params.isReady();
-      return respond(ready ? 200 : 503, { status: ready ? "ready" : "not ready" });
+      void Promise.resolve()
+        .then(() => params.readiness())
+        .catch((): Readiness => ({ ready: false, detail: { error: "check failed" } }))
+        .then(({ ready, detail }) =>
+          respond(ready ? 200 : 503, { status: ready ? "ready" : "not ready", ...detail }),
+        );
+      return;
     }
     respond(404, { error: "not found" });
   });
@@ -35,6 +44,11 @@ export async function startHealthServer(params: {
   return {
     server,
     port,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // Keep-alive connections of probes would otherwise hold the port until they time out.
+        server.closeAllConnections();
+      }),
   };
 }

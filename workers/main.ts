@@ -4,16 +4,26 @@ import { closeEngine } from "@/server/composition/services";
 import { getLogger } from "@/server/logger";
 import { closeSharedQueues } from "@/server/queue/queues";
 import { closeSharedRedis } from "@/server/redis";
-import { startWorkerRuntime } from "./runtime";
+import { settlesWithin } from "./registry";
+import { startWorkerRuntime, type WorkerRuntime } from "./runtime";
 
 // Composition root of the standalone worker process (`npm run workers`): config → workers → signals.
 const config = getConfig();
 const log = getLogger().child({ process: "workers" });
 
-const runtime = await startWorkerRuntime({ redis: config.redis, workers: config.workers, log });
+let runtime: WorkerRuntime;
+try {
+  runtime = await startWorkerRuntime({ redis: config.redis, workers: config.workers, log });
+} catch (error) {
+  // E.g. EADDRINUSE on the health port: the runtime binds it before taking any job, so nothing ran.
+  log.error({ err: error }, "workers could not start");
+  process.exit(1);
+}
 
 /** Jobs in flight get this long to finish before the process gives up on a clean stop. */
 const SHUTDOWN_DEADLINE_MS = 20_000;
+/** Each shared resource gets this long to close; with Redis or the database down a close can hang. */
+const CLOSE_STEP_MS = 3_000;
 
 // Once per process, for SIGINT or SIGTERM to the process or its group; a repeated signal is ignored
 // rather than left to Node's default (which would kill the process mid-shutdown).
@@ -27,10 +37,15 @@ async function shutdown(signal: string): Promise<void> {
     process.exit(1);
   }, SHUTDOWN_DEADLINE_MS);
   try {
+    // Bounded by itself (no wait without jobs in flight, whatever Redis does).
     await runtime.stop();
     // Every workspace this process attached (MCP children, gateway connections), then the connections.
-    await closeEngine();
-    await Promise.all([closeSharedQueues(), closeSharedRedis(), disconnectDb()]);
+    await settlesWithin(closeEngine(), CLOSE_STEP_MS);
+    await Promise.all(
+      [closeSharedQueues(), closeSharedRedis(), disconnectDb()].map((closing) =>
+        settlesWithin(closing, CLOSE_STEP_MS),
+      ),
+    );
     clearTimeout(deadline);
     log.info("stopped");
     process.exit(0);

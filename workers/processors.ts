@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
+import type { BerthSchedulerId } from "@/server/queue/schedulers";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import { getEngine } from "@/server/composition/services";
 import { auditFlushProcessor } from "./processors/audit.flush";
@@ -27,7 +28,7 @@ export function registerBerthProcessors(
 /** Repeating jobs. Each write also requests a flush; this tick only catches writes that raced a flush. */
 export const berthSchedules: readonly Schedule<BerthJobCatalog>[] = [
   defineSchedule<BerthJobCatalog, "audit.flush">({
-    id: "audit.flush.tick",
+    id: "audit.flush.tick" satisfies BerthSchedulerId,
     job: "audit.flush",
     payload: { trigger: "schedule" },
     every: 10_000,

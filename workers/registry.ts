@@ -5,7 +5,7 @@ import type { Logger } from "@/server/logger";
 import { bullPrefix, queueNamesOf } from "@/server/queue/queues";
 import type { JobCatalog, JobNameOf, JobPayload, QueueNameOf } from "@/server/queue/types";
 import { createRedisConnection } from "@/server/redis";
-import { isAppError } from "@/server/shared/errors";
+import { isAppError, toAppError } from "@/server/shared/errors";
 
 type ProcessorContext<P> = {
   /** The payload, re-validated against the catalog schema at dequeue time. */
@@ -87,8 +87,9 @@ export class ProcessorRegistry<C extends JobCatalog> {
         throw new UnrecoverableError(`${error.code}: ${error.message}`);
       }
       const willRetry = job.attemptsMade + 1 < maxAttempts;
+      // Retryable: an AppError that says so, or anything else (a lost database connection is UNAVAILABLE).
       log[willRetry ? "warn" : "error"](
-        { err: error, durationMs, maxAttempts },
+        { err: error, code: toAppError(error).code, durationMs, maxAttempts },
         willRetry ? "job failed; will retry" : "job failed; no attempts left",
       );
       throw error;
@@ -98,9 +99,45 @@ export class ProcessorRegistry<C extends JobCatalog> {
 
 export type WorkerPool = {
   readonly workers: readonly Worker[];
-  /** Stops taking jobs, waits for the jobs in flight to finish, then closes the connections. */
-  close(): Promise<void>;
+  /** Jobs this pool is running now. */
+  inFlight(): number;
+  /**
+   * Stops taking jobs and lets the jobs in flight finish for at most `drainMs` (none in flight: no wait at
+   * all), then closes the connections. Bounded whatever Redis does: a Redis that is down (or just back)
+   * must not hold a stopping worker for minutes.
+   */
+  close(options?: { drainMs?: number }): Promise<void>;
 };
+
+/** How long a closing pool lets its jobs in flight finish by default. */
+const DEFAULT_DRAIN_MS = 15_000;
+/** How long a close step that should be instant (no job in flight, a quit) may take before it is cut. */
+const CLOSE_STEP_MS = 2_000;
+
+/** True when `promise` settled within `ms` (its rejection counts as settled: closing is best effort). */
+export async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([
+      promise.then(
+        () => true,
+        () => true,
+      ),
+      timeout,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** QUIT while connected (bounded); a connection that is down or reconnecting is simply dropped. */
+export async function closeConnection(connection: Redis): Promise<void> {
+  if (connection.status === "ready" && (await settlesWithin(connection.quit(), CLOSE_STEP_MS))) return;
+  connection.disconnect();
+}
 
 /** Starts one BullMQ Worker per queue that has processors. */
 export async function startWorkers<C extends JobCatalog>(params: {
@@ -117,10 +154,19 @@ export async function startWorkers<C extends JobCatalog>(params: {
 }): Promise<WorkerPool> {
   const { registry, log } = params;
   const connections: Redis[] = [];
+  let inFlight = 0;
+  const run = async (job: Job) => {
+    inFlight++;
+    try {
+      return await registry.run(job, log);
+    } finally {
+      inFlight--;
+    }
+  };
   const workers = registry.queues().map((queue) => {
     const connection = createRedisConnection(params.redis, "worker", `berth-worker-${queue}`);
     connections.push(connection);
-    const worker = new Worker(queue, (job) => registry.run(job, log), {
+    const worker = new Worker(queue, run, {
       connection,
       prefix: bullPrefix(params.redis.prefix),
       concurrency: params.concurrencyByQueue?.[queue] ?? params.concurrency,
@@ -136,9 +182,22 @@ export async function startWorkers<C extends JobCatalog>(params: {
 
   return {
     workers,
-    async close() {
-      await Promise.all(workers.map((worker) => worker.close()));
-      await Promise.all(connections.map((c) => c.quit().catch(() => c.disconnect())));
+    inFlight: () => inFlight,
+    async close(options = {}) {
+      const running = inFlight;
+      const drained =
+        running === 0
+          ? // Nothing to wait for: force, so a Redis that is down cannot make BullMQ wait for it.
+            await settlesWithin(Promise.all(workers.map((worker) => worker.close(true))), CLOSE_STEP_MS)
+          : await settlesWithin(
+              Promise.all(workers.map((worker) => worker.close())),
+              options.drainMs ?? DEFAULT_DRAIN_MS,
+            );
+      if (!drained) {
+        log.warn({ inFlight }, "workers did not close in time; dropping their connections");
+        void Promise.all(workers.map((worker) => worker.close(true))).catch(() => undefined);
+      }
+      await Promise.all(connections.map((connection) => closeConnection(connection)));
       log.info("workers stopped");
     },
   };

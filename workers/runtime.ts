@@ -12,22 +12,31 @@ import type { WorkspaceEngine } from "@/server/engine/engine";
 import { getEngine } from "@/server/composition/services";
 import { berthConcurrencyByQueue, berthSchedules, registerBerthProcessors } from "./processors";
 import { workspaceSchedules } from "./processors/workspace.processors";
-import { ProcessorRegistry, startWorkers } from "./registry";
-import { applySchedules, type Schedule } from "./schedules";
+import { closeConnection, ProcessorRegistry, settlesWithin, startWorkers } from "./registry";
+import { applySchedules, keepSchedules, missingSchedules, type Schedule } from "./schedules";
 
 export type WorkerRuntime = {
   readonly workerId: string;
   /** Port of the /live + /ready server, or undefined when disabled. */
   readonly healthPort: number | undefined;
   isReady(): boolean;
-  /** Graceful: readiness off → stop taking jobs and let in-flight ones finish → close connections. */
+  /** Declared schedules missing from Redis now (what /ready reports; re-created by the keeper). */
+  missingSchedules(): Promise<string[]>;
+  /**
+   * Graceful and bounded: readiness off → stop taking jobs and let in-flight ones finish (no wait when none
+   * is in flight; at most `drainMs` otherwise) → close connections, whatever state Redis is in.
+   */
   stop(): Promise<void>;
 };
 
+/** How often a running worker checks that its schedules still exist in Redis (and re-creates them). */
+const SCHEDULE_CHECK_INTERVAL_MS = 30_000;
+
 /**
- * Starts Berth's workers in this process: processors for every catalog job, the schedules, a Redis
- * heartbeat (what /api/health reads) and optionally the /live + /ready endpoint. Used by workers/main.ts
- * (standalone process) and scripts/start.ts (in-process next to the web server).
+ * Starts Berth's workers in this process: processors for every catalog job, the schedules (kept in Redis
+ * while it runs), a Redis heartbeat (what /api/health reads) and optionally the /live + /ready endpoint,
+ * which listens first, so a port clash fails before any job is taken. Used by workers/main.ts (standalone
+ * process) and scripts/start.ts (in-process next to the web server).
  */
 export async function startWorkerRuntime(params: {
   redis: RedisConfig;
@@ -38,71 +47,110 @@ export async function startWorkerRuntime(params: {
   /** Override the processors (tests); defaults to Berth's. */
   register?: (registry: ProcessorRegistry<BerthJobCatalog>) => void;
   schedules?: readonly Schedule<BerthJobCatalog>[];
+  /** How often the schedules are checked and re-created when missing (default 30 s; also on reconnect). */
+  scheduleCheckIntervalMs?: number;
   /** The workspace engine the workspace jobs use; defaults to the process-wide getEngine(). */
   engine?: Pick<WorkspaceEngine, "drivers" | "config" | "queues">;
 }): Promise<WorkerRuntime> {
   const workerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const log = params.log.child({ component: "workers", workerId });
-  const connection = createRedisConnection(params.redis, "producer", "berth-worker-runtime");
-  const queues = createQueues(jobCatalog, { connection, redis: params.redis, log });
-
-  const registry = new ProcessorRegistry(jobCatalog);
-  if (params.register) params.register(registry);
-  else
-    registerBerthProcessors(registry, {
-      redis: connection,
-      redisPrefix: params.redis.prefix,
-      engine: params.engine ?? getEngine(),
-    });
-
-  const pool = await startWorkers({
-    registry,
-    redis: params.redis,
-    concurrency: params.workers.concurrency,
-    concurrencyByQueue: berthConcurrencyByQueue,
-    stalledIntervalMs: params.workers.stalledIntervalMs,
-    lockDurationMs: params.workers.lockDurationMs,
-    log,
-  });
-  await applySchedules(
-    queues,
-    params.schedules ?? [...berthSchedules, ...workspaceSchedules((params.engine ?? getEngine()).config)],
-    log,
-  );
-
-  const heartbeat = startHeartbeat({
-    redis: connection,
-    redisPrefix: params.redis.prefix,
-    workerId,
-    // Three beats per TTL window: one lost beat must not make a healthy worker look dead.
-    intervalMs: Math.max(500, Math.floor(params.workers.heartbeatTtlMs / 3)),
-    onError: (error) => log.warn({ err: error }, "heartbeat failed"),
-  });
-  await heartbeat.ready;
-
-  let ready = true;
+  let ready = false;
+  let keeper: ReturnType<typeof keepSchedules<BerthJobCatalog>> | undefined;
+  const missing = async (): Promise<string[]> =>
+    keeper ? missingSchedules(queues, connection, schedules) : [];
   const healthPort = params.healthPort === undefined ? params.workers.healthPort || null : params.healthPort;
+  // First: a port clash (EADDRINUSE, e.g. the previous worker still draining) must fail this process
+  // before it takes a job, not after.
   const health =
     healthPort === null
       ? undefined
-      : await startHealthServer({ port: healthPort, isReady: () => ready, log });
+      : await startHealthServer({
+          port: healthPort,
+          readiness: async () => {
+            if (!ready) return { ready: false };
+            const absent = await missing();
+            return absent.length === 0
+              ? { ready: true }
+              : { ready: false, detail: { missingSchedules: absent } };
+          },
+          log,
+        });
 
-  let stopping: Promise<void> | undefined;
-  return {
-    workerId,
-    healthPort: health?.port,
-    isReady: () => ready,
-    stop() {
-      stopping ??= (async () => {
-        ready = false;
-        log.info("stopping workers (waiting for jobs in flight)");
-        await heartbeat.stop();
-        await pool.close();
-        await queues.close();
-        await connection.quit().catch(() => connection.disconnect());
-        await health?.close();
-      })();
-      return stopping;
-    },
-  };
+  const connection = createRedisConnection(params.redis, "producer", "berth-worker-runtime");
+  const queues = createQueues(jobCatalog, { connection, redis: params.redis, log });
+  const schedules = params.schedules ?? [
+    ...berthSchedules,
+    ...workspaceSchedules((params.engine ?? getEngine()).config),
+  ];
+  try {
+    const registry = new ProcessorRegistry(jobCatalog);
+    if (params.register) params.register(registry);
+    else
+      registerBerthProcessors(registry, {
+        redis: connection,
+        redisPrefix: params.redis.prefix,
+        engine: params.engine ?? getEngine(),
+      });
+
+    const pool = await startWorkers({
+      registry,
+      redis: params.redis,
+      concurrency: params.workers.concurrency,
+      concurrencyByQueue: berthConcurrencyByQueue,
+      stalledIntervalMs: params.workers.stalledIntervalMs,
+      lockDurationMs: params.workers.lockDurationMs,
+      log,
+    });
+    await applySchedules(queues, schedules, log);
+    keeper = keepSchedules({
+      queues,
+      connection,
+      schedules,
+      intervalMs: params.scheduleCheckIntervalMs ?? SCHEDULE_CHECK_INTERVAL_MS,
+      log,
+    });
+
+    const heartbeat = startHeartbeat({
+      redis: connection,
+      redisPrefix: params.redis.prefix,
+      workerId,
+      // Three beats per TTL window: one lost beat must not make a healthy worker look dead.
+      intervalMs: Math.max(500, Math.floor(params.workers.heartbeatTtlMs / 3)),
+      onError: (error) => log.warn({ err: error }, "heartbeat failed"),
+    });
+    await heartbeat.ready;
+    ready = true;
+
+    let stopping: Promise<void> | undefined;
+    return {
+      workerId,
+      healthPort: health?.port,
+      isReady: () => ready,
+      missingSchedules: missing,
+      stop() {
+        stopping ??= (async () => {
+          ready = false;
+          keeper?.stop();
+          const inFlight = pool.inFlight();
+          log.info(
+            { inFlight },
+            inFlight > 0 ? "stopping workers (waiting for jobs in flight)" : "stopping workers",
+          );
+          // Each step is bounded: with Redis down, a deregistration or a QUIT would otherwise wait for it.
+          await settlesWithin(heartbeat.stop(), 2_000);
+          await pool.close();
+          await settlesWithin(queues.close(), 2_000);
+          await closeConnection(connection);
+          await health?.close();
+        })();
+        return stopping;
+      },
+    };
+  } catch (error) {
+    keeper?.stop();
+    await settlesWithin(queues.close(), 2_000);
+    await closeConnection(connection);
+    await health?.close();
+    throw error;
+  }
 }

@@ -1,7 +1,7 @@
 import { TRPCError } from "@trpc/server";
 import { type TRPC_ERROR_CODE_KEY } from "@trpc/server/rpc";
 import { ZodError } from "zod";
-import { type AppErrorCode, isAppError, toAppError } from "@/server/shared/errors";
+import { type AppErrorCode, isAppError, isConnectionError, toAppError } from "@/server/shared/errors";
 import { redactHostPaths, redactHostPathsDeep } from "@/server/shared/host-paths";
 
 /** AppError code → tRPC code. Exhaustive on purpose: a new AppError code must be mapped here. */
@@ -34,15 +34,29 @@ export function isServerErrorCode(code: TRPC_ERROR_CODE_KEY): boolean {
   return SERVER_ERROR_CODES.has(code);
 }
 
+// The codes a client should retry as they are (after a pause): the request was fine, a dependency was not.
+const RETRYABLE_CODES: ReadonlySet<TRPC_ERROR_CODE_KEY> = new Set([
+  "TOO_MANY_REQUESTS",
+  "SERVICE_UNAVAILABLE",
+  "GATEWAY_TIMEOUT",
+]);
+
+/** Whether a client may retry the same call unchanged (sent to clients as `data.retryable`). */
+export function isRetryableErrorCode(code: TRPC_ERROR_CODE_KEY): boolean {
+  return RETRYABLE_CODES.has(code);
+}
+
 /**
  * The one mapping from whatever a procedure threw to what a client may see:
- * - AppError → its tRPC code with its `userMessage` (4xx) or the masked message (5xx);
+ * - AppError → its tRPC code with its `userMessage` (4xx) or the masked message (5xx); a lost database or
+ *   Redis connection → SERVICE_UNAVAILABLE (503, retryable), masked like any 5xx;
  * - TRPCError (thrown by tRPC itself, e.g. input validation) → kept, but 5xx messages are masked;
  * - anything else → INTERNAL_SERVER_ERROR with the masked message.
  * The original error is kept as `cause` so the server log shows what really happened.
  */
 export function toClientSafeTRPCError(error: TRPCError): TRPCError {
-  const original = error.cause;
+  // A lost database or Redis connection is UNAVAILABLE (retryable 503), not a masked 500.
+  const original = isConnectionError(error.cause) ? toAppError(error.cause) : error.cause;
   if (isAppError(original)) {
     const code = TRPC_CODE_BY_APP_CODE[original.code];
     const message = isServerErrorCode(code) ? MASKED_ERROR_MESSAGE : original.userMessage;

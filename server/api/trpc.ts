@@ -9,6 +9,7 @@ import { z, ZodError } from "zod";
 import { type ApiContext } from "@/server/api/context";
 import {
   describeValidationError,
+  isRetryableErrorCode,
   isServerErrorCode,
   toClientSafeTRPCError,
 } from "@/server/api/error-mapping";
@@ -34,6 +35,8 @@ const t = initTRPC.context<ApiContext>().create({
       data: {
         ...data,
         requestId: ctx?.requestId ?? null,
+        /** The same call may succeed later unchanged (503 UNAVAILABLE, 504, 429): the client should retry. */
+        retryable: isRetryableErrorCode(error.code),
         /** Messages per field path ("modelConfig.temperature"), for forms. */
         fieldErrors: validation ? validation.fieldErrors : null,
         issues: validation ? validation.issues : null,

@@ -16,5 +16,6 @@ export {
   type ChatRunToolCall,
 } from "./chat-run";
 export type { TChatTurnEvent, TTurnUsage, TTurnStatus } from "@/server/modules/chat/chat.schema";
+export { isRetryableError } from "./retryable";
 export type { AppRouter } from "@/server/api/root";
 export { TRPCClientError } from "@trpc/client";

@@ -71,11 +71,69 @@ export function isAppError(value: unknown): value is AppError {
   );
 }
 
-/** Wraps anything thrown into an AppError, keeping AppErrors as they are. */
+/**
+ * Wraps anything thrown into an AppError, keeping AppErrors as they are. A lost connection to PostgreSQL or
+ * Redis (see isConnectionError) is UNAVAILABLE: retryable, a 503, never a 500 that reads like a bug.
+ */
 export function toAppError(value: unknown): AppError {
   if (isAppError(value)) return value;
   const message = value instanceof Error ? value.message : String(value);
+  if (isConnectionError(value)) {
+    return new AppError("UNAVAILABLE", message, {
+      cause: value,
+      userMessage: "A service Berth depends on is unavailable; retry shortly.",
+    });
+  }
   return new AppError("INTERNAL", message, { cause: value, userMessage: "Internal error" });
+}
+
+// Prisma: P1001 can't reach the server, P1002 timed out reaching it, P1008 operation timed out, P1017 the
+// server closed the connection, P2024 no pool connection in time (the pool is waiting on a dead server).
+const PRISMA_CONNECTION_CODES = new Set(["P1001", "P1002", "P1008", "P1017", "P2024"]);
+// What the driver adapter (adapter-pg) reports under `meta.driverAdapterError.cause.kind`, raw queries too.
+const ADAPTER_CONNECTION_KINDS = new Set([
+  "DatabaseNotReachable",
+  "ConnectionClosed",
+  "SocketTimeout",
+  "TooManyConnections",
+]);
+// Node socket errors, and PostgreSQL's SQLSTATE classes 08 (connection exception) and 57P0x (the server
+// shutting down or starting: admin/crash shutdown, cannot connect now).
+const SOCKET_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "EHOSTUNREACH",
+  "ENOTCONN",
+]);
+const CONNECTION_MESSAGES =
+  /Can't reach database server|Server has closed the connection|Connection terminated (unexpectedly|due to connection timeout)|timeout exceeded when trying to connect|Timed out fetching a new connection|Reached the max retries per request limit/i;
+
+/**
+ * True when `value` (or its cause, a few levels down) says a connection to the database or Redis failed,
+ * not that the request or its data was wrong: Prisma's connection codes, the driver adapter's connection
+ * kinds, pg's and Node's socket errors, ioredis giving up on a command. Duck-typed: this bottom layer
+ * imports neither Prisma nor pg.
+ */
+export function isConnectionError(value: unknown, depth = 0): boolean {
+  if (typeof value !== "object" || value === null || depth > 4) return false;
+  const candidate = value as {
+    code?: unknown;
+    errorCode?: unknown;
+    meta?: { driverAdapterError?: { cause?: { kind?: unknown } } };
+    message?: unknown;
+    cause?: unknown;
+  };
+  const code = typeof candidate.code === "string" ? candidate.code : null;
+  if (code !== null && (PRISMA_CONNECTION_CODES.has(code) || SOCKET_CODES.has(code))) return true;
+  if (code !== null && /^(08[0-9A-Z]{3}|57P0[123])$/.test(code)) return true;
+  if (typeof candidate.errorCode === "string" && PRISMA_CONNECTION_CODES.has(candidate.errorCode))
+    return true;
+  const kind = candidate.meta?.driverAdapterError?.cause?.kind;
+  if (typeof kind === "string" && ADAPTER_CONNECTION_KINDS.has(kind)) return true;
+  if (typeof candidate.message === "string" && CONNECTION_MESSAGES.test(candidate.message)) return true;
+  return isConnectionError(candidate.cause, depth + 1);
 }
 
 /**

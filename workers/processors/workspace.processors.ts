@@ -2,13 +2,14 @@ import type { WorkspaceEngine } from "@/server/engine/engine";
 import {
   provisionWorkspace,
   purgeWorkspace,
-  reconcileWorkspaces,
   stopWorkspace,
   sweepIdleWorkspaces,
   type WorkspaceJobDeps,
 } from "@/server/modules/workspace/workspace-jobs.service";
+import { reconcileWorkspaces } from "@/server/modules/workspace/workspace-reconcile.service";
 import { purgeAgent, purgeSessions } from "@/server/modules/workspace/workspace-scope-purge.service";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
+import type { BerthSchedulerId } from "@/server/queue/schedulers";
 import { createEnqueue } from "@/server/queue/enqueue";
 import type { ProcessorRegistry } from "../registry";
 import { defineSchedule, type Schedule } from "../schedules";
@@ -26,6 +27,7 @@ export function registerWorkspaceProcessors(
     drivers: engine.drivers,
     config: engine.config,
     requestStop: (payload) => enqueue("workspace.stop", payload),
+    requestProvision: (payload) => enqueue("workspace.provision", payload),
   };
   registry
     .registerProcessor("workspace.provision", ({ payload, log }) => provisionWorkspace(deps, payload, log))
@@ -43,13 +45,13 @@ export function workspaceSchedules(
 ): Schedule<BerthJobCatalog>[] {
   return [
     defineSchedule<BerthJobCatalog, "workspace.sweep">({
-      id: "workspace.sweep.tick",
+      id: "workspace.sweep.tick" satisfies BerthSchedulerId,
       job: "workspace.sweep",
       payload: { trigger: "schedule" },
       every: config.sweepIntervalMs,
     }),
     defineSchedule<BerthJobCatalog, "workspace.reconcile">({
-      id: "workspace.reconcile.tick",
+      id: "workspace.reconcile.tick" satisfies BerthSchedulerId,
       job: "workspace.reconcile",
       payload: { trigger: "schedule", dryRun: false },
       every: config.reconcileIntervalMs,

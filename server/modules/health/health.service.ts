@@ -2,6 +2,7 @@ import type { Redis } from "ioredis";
 import type { Logger } from "@/server/logger";
 import { auditDeadLetters, pendingAuditEntries } from "@/server/modules/audit/audit-buffer.service";
 import { aliveWorkers } from "@/server/queue/heartbeat";
+import { BERTH_SCHEDULERS, missingSchedulers } from "@/server/queue/schedulers";
 import { pingDatabase } from "./health.data";
 import type { HealthCheckDTO, HealthReportDTO } from "./health.types";
 
@@ -13,6 +14,8 @@ export type HealthDeps = {
   /** Per-check bound, so a hung dependency yields "timeout" rather than a hung health probe. */
   timeoutMs?: number;
   pingDatabase?: () => Promise<void>;
+  /** The job schedulers that must exist in Redis (default: Berth's sweep, reconcile and audit flush). */
+  expectedSchedulers?: readonly { id: string; queue: string }[];
   log?: Logger;
 };
 
@@ -45,17 +48,35 @@ async function timed<T>(
 }
 
 /**
- * Database, Redis and worker liveness, checked in parallel. `status` is "ok" only if all three are. The
+ * Database, Redis, worker liveness and the job schedulers, checked in parallel. `status` is "ok" only if all
+ * four are: a Redis that lost its data also lost the sweep, reconcile and audit-flush schedulers, and until
+ * a worker re-creates them nothing stops idle workspaces, so that is not "ok" either. The
  * audit backlog (entries waiting for a flush, entries set aside because they cannot be stored) is reported
  * beside them: dead letters need an operator's look but do not make the service unavailable.
  */
 export async function checkHealth(deps: HealthDeps): Promise<HealthReportDTO> {
-  const [database, redis, workers, audit] = await Promise.all([
+  const [database, redis, workers, schedulers, audit] = await Promise.all([
     timed("database", deps.pingDatabase ?? (() => pingDatabase()), deps),
     timed("redis", () => deps.redis.ping(), deps),
     timed("workers", () => aliveWorkers(deps.redis, deps.redisPrefix, deps.heartbeatTtlMs), deps),
+    timed(
+      "schedulers",
+      () => missingSchedulers(deps.redis, deps.redisPrefix, deps.expectedSchedulers ?? BERTH_SCHEDULERS),
+      deps,
+    ),
     timed("audit", () => auditBacklog(deps), deps),
   ]);
+  const missing = schedulers.value ?? null;
+  const schedulersCheck = {
+    ok: schedulers.ok && missing?.length === 0,
+    latencyMs: schedulers.latencyMs,
+    missing,
+    ...(schedulers.ok
+      ? missing?.length
+        ? { error: "missing scheduler" }
+        : {}
+      : { error: schedulers.error }),
+  };
   const alive = workers.value?.length ?? 0;
   const workersCheck = {
     ok: workers.ok && alive > 0,
@@ -63,7 +84,7 @@ export async function checkHealth(deps: HealthDeps): Promise<HealthReportDTO> {
     alive,
     ...(workers.ok ? (alive > 0 ? {} : { error: "no live worker" }) : { error: workers.error }),
   };
-  const ok = database.ok && redis.ok && workersCheck.ok;
+  const ok = database.ok && redis.ok && workersCheck.ok && schedulersCheck.ok;
   return {
     status: ok ? "ok" : "unavailable",
     checkedAt: new Date().toISOString(),
@@ -71,6 +92,7 @@ export async function checkHealth(deps: HealthDeps): Promise<HealthReportDTO> {
       database: strip(database),
       redis: strip(redis),
       workers: workersCheck,
+      schedulers: schedulersCheck,
       audit: {
         ...strip(audit),
         pending: audit.value?.pending ?? null,

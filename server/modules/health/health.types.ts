@@ -1,7 +1,7 @@
 export type HealthCheckDTO = {
   readonly ok: boolean;
   readonly latencyMs: number;
-  /** A category only ("timeout", "unreachable", "no live worker"): the endpoint is unauthenticated. */
+  /** A category only ("timeout", "unreachable", "no live worker", "missing scheduler"): the endpoint is unauthenticated. */
   readonly error?: string;
 };
 
@@ -12,6 +12,8 @@ export type HealthReportDTO = {
     readonly database: HealthCheckDTO;
     readonly redis: HealthCheckDTO;
     readonly workers: HealthCheckDTO & { readonly alive: number };
+    /** Job schedulers (sweep, reconcile, audit flush) missing from Redis, by id (null: unknown). */
+    readonly schedulers: HealthCheckDTO & { readonly missing: readonly string[] | null };
     /** Audit entries waiting for a flush, and how many were ever set aside as unstorable (null: unknown). */
     readonly audit: HealthCheckDTO & {
       readonly pending: number | null;

@@ -3,7 +3,7 @@ import { resolveSystemTenantScope } from "@/server/auth/resolve";
 import type { TenantScope } from "@/server/auth/scope";
 import type { EngineConfig } from "@/server/engine/engine-config";
 import type { DriverSet } from "@/server/engine/driver-set";
-import type { BackendHandle, ProvisionProgress, WorkspaceDriver } from "@/server/workspace/backend/driver";
+import type { BackendHandle, ProvisionProgress } from "@/server/workspace/backend/driver";
 import type { Logger } from "@/server/logger";
 import { recordPurgeReceipt } from "@/server/modules/audit/audit.data";
 import { AppError } from "@/server/shared/errors";
@@ -13,19 +13,18 @@ import { appendWorkspaceEvent } from "./workspace.data";
 import type {
   ZWorkspaceProvisionPayload,
   ZWorkspacePurgePayload,
-  ZWorkspaceReconcilePayload,
   ZWorkspaceStopPayload,
 } from "./workspace.jobs";
 import {
   deleteWorkspaceLeases,
   findSweepCandidates,
   findWorkspaceRecordForSystem,
-  listLiveRecordsForSystem,
   stopIfIdle,
   transitionFrom,
   type WorkspaceRecord,
 } from "./workspace-lifecycle.data";
 import { takeInventory } from "./workspace-inventory";
+import { recordDataLostEvent } from "./workspace-data-lost";
 import { specOfRecord } from "./workspace-spec";
 
 /** What the workspace jobs need from the worker's composition root. */
@@ -35,6 +34,8 @@ export type WorkspaceJobDeps = {
   config: EngineConfig;
   /** Enqueues `workspace.stop` (the sweeper hands each idle workspace to its own retryable job). */
   requestStop: (payload: z.input<typeof ZWorkspaceStopPayload>) => Promise<unknown>;
+  /** Enqueues `workspace.provision` (reconcile resumes a provision whose job was lost). */
+  requestProvision: (payload: z.input<typeof ZWorkspaceProvisionPayload>) => Promise<unknown>;
 };
 
 async function loadRecord(
@@ -298,101 +299,4 @@ export async function sweepIdleWorkspaces(
   }
   if (stopping.length > 0 || leased.length > 0) log.info({ stopping, leased }, "workspace sweep");
   return { stopping, leased, skipped };
-}
-
-export type ReconcileReport = {
-  dryRun: boolean;
-  /** Backend resources under Berth's paths/labels without a live record, deleted. */
-  reapedOrphans: { locator: string; workspaceId: string | null; tenantId: string | null }[];
-  /** Records (READY/STOPPED) whose backend resources are gone, marked FAILED. */
-  markedVanished: string[];
-  /** Machine images nothing needs any more (an earlier Berth's or config's), removed. */
-  prunedImages: string[];
-};
-
-/**
- * `workspace.reconcile`: brings records and backend resources back in agreement on every enabled backend,
- * reporting what it did.
- */
-export async function reconcileWorkspaces(
-  deps: Pick<WorkspaceJobDeps, "drivers">,
-  payload: z.output<typeof ZWorkspaceReconcilePayload>,
-  log: Logger,
-): Promise<ReconcileReport> {
-  const report: ReconcileReport = {
-    dryRun: payload.dryRun,
-    reapedOrphans: [],
-    markedVanished: [],
-    prunedImages: [],
-  };
-  for (const driver of deps.drivers.all) await reconcileDriver(driver, payload, report, log);
-  if (report.reapedOrphans.length + report.markedVanished.length + report.prunedImages.length > 0)
-    log.info(report, "workspace reconcile");
-  return report;
-}
-
-async function reconcileDriver(
-  driver: WorkspaceDriver,
-  payload: z.output<typeof ZWorkspaceReconcilePayload>,
-  report: ReconcileReport,
-  log: Logger,
-): Promise<void> {
-  const { machine } = driver;
-  const records = new Map((await listLiveRecordsForSystem(driver.kind)).map((record) => [record.id, record]));
-  for (const resource of await machine.listResources()) {
-    const record = resource.workspaceId === null ? undefined : records.get(resource.workspaceId);
-    if (record && record.tenantId === resource.tenantId) continue;
-    // Re-check right before reaping: a record may have been created since the listing (on any backend:
-    // host-folder backends share the base dir's layout).
-    const fresh =
-      resource.workspaceId === null ? null : await findWorkspaceRecordForSystem(resource.workspaceId);
-    if (fresh && fresh.state !== "PURGED" && fresh.tenantId === resource.tenantId) continue;
-    if (!payload.dryRun) await machine.reap(resource);
-    report.reapedOrphans.push({
-      locator: resource.locator,
-      workspaceId: resource.workspaceId,
-      tenantId: resource.tenantId,
-    });
-  }
-  for (const record of records.values()) {
-    if (record.state !== "READY" && record.state !== "STOPPED") continue;
-    if (await machine.exists(specOfRecord(record))) continue;
-    report.markedVanished.push(record.id);
-    if (payload.dryRun) continue;
-    const scope = await resolveSystemTenantScope(record.tenantId);
-    await transitionFrom(scope, record.id, {
-      from: ["READY", "STOPPED"],
-      to: "FAILED",
-      reason: "reconcile: backend resources vanished",
-      error: "backend resources vanished",
-    })
-      .then(() => recordDataLostEvent(scope, record, "reconcile found its machine gone"))
-      .catch((error: unknown) =>
-        log.warn({ err: error, workspaceId: record.id }, "could not mark a vanished workspace"),
-      );
-  }
-  // After the orphans went: their containers no longer hold their images.
-  const pruned =
-    (await machine.pruneImages?.({ dryRun: payload.dryRun }).catch((error: unknown) => {
-      // Disk hygiene only: it must not fail the reconcile of records and resources above.
-      log.warn({ err: error, backend: driver.name }, "could not prune workspace images");
-      return [];
-    })) ?? [];
-  report.prunedImages.push(...pruned);
-}
-
-/**
- * The `data_lost` ledger entry: the workspace's machine (host folder, container data, sandbox) went away
- * behind Berth's back, so what it held is gone and the next provision starts empty (issue 11).
- */
-async function recordDataLostEvent(
-  scope: TenantScope,
-  record: WorkspaceRecord,
-  reason: string,
-): Promise<void> {
-  await appendWorkspaceEvent(scope, record.id, {
-    kind: "data_lost",
-    reason: `${reason}: the workspace's files are lost; it is provisioned again, empty`,
-    data: { backend: record.backendKind, generation: record.generation, state: record.state },
-  });
 }

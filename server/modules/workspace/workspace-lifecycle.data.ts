@@ -64,6 +64,20 @@ export async function listLiveRecordsForSystem(
   });
 }
 
+/** Records in PROVISIONING or STOPPING since before `before`, oldest first (reconcile resumes them). */
+export async function listStuckTransitionsForSystem(
+  before: Date,
+  db: DbClient = getDb(),
+  limit = 500,
+): Promise<WorkspaceRecord[]> {
+  return db.workspace.findMany({
+    where: { state: { in: ["PROVISIONING", "STOPPING"] }, stateChangedAt: { lt: before } },
+    select: recordSelect,
+    orderBy: { stateChangedAt: "asc" },
+    take: limit,
+  });
+}
+
 const idleSince = (idleBefore: Date): Prisma.WorkspaceWhereInput => ({
   OR: [{ lastActivityAt: null }, { lastActivityAt: { lt: idleBefore } }],
 });

@@ -14,8 +14,15 @@ export type ProvisionGateDeps = {
   queues: QueueSet<BerthJobCatalog>;
   /** How long one call waits for the workers before answering UNAVAILABLE. */
   waitMs: number;
+  /**
+   * While waiting, how often the gate looks at the record and the job itself instead of trusting the queue's
+   * events alone: Redis may lose the job (a restart without persistence, a failover) and its events with it.
+   */
+  checkEveryMs?: number;
   log: Logger;
 };
+
+const DEFAULT_CHECK_EVERY_MS = 2_000;
 
 /**
  * The API side of provisioning: makes sure the workers have provisioned the workspace, without ever
@@ -58,22 +65,84 @@ export function createProvisionGate(deps: ProvisionGateDeps): EnsureProvisioned 
     }
   };
 
+  /**
+   * Enqueues the provision and waits for it, looking every `checkEveryMs` at the record (Postgres holds the
+   * truth: READY means done, whatever happened to the job) and at the job: gone from Redis while the
+   * record is not READY means it was lost with Redis' data, so it is enqueued again (same deterministic id:
+   * every waiter in every replica lands on the one new job); finished without an event reaching us (events
+   * lost across a reconnect) ends the wait with the job's own outcome.
+   */
   async function provisionOnce(spec: WorkspaceSpec, state: string, machineGone: boolean): Promise<void> {
     // A finished job under the id (a provision before the last stop, or one that failed for good) is
     // replaced by enqueue: `workspace.provision` is rerunnable (server/modules/workspace/workspace.jobs.ts).
     const jobId = deterministicJobId("workspace.provision", spec.workspaceId);
-    const job: Job = await enqueue(
-      "workspace.provision",
-      {
-        tenantId: spec.tenantId,
-        workspaceId: spec.workspaceId,
-        reason: machineGone ? "the machine was found gone on use" : `first use (was ${state})`,
-        machineGone,
-      },
-      { jobId },
-    );
-    await job.waitUntilFinished(await deps.queues.events("workspace"), deps.waitMs);
+    const payload = {
+      tenantId: spec.tenantId,
+      workspaceId: spec.workspaceId,
+      reason: machineGone ? "the machine was found gone on use" : `first use (was ${state})`,
+      machineGone,
+    };
+    const checkEveryMs = deps.checkEveryMs ?? DEFAULT_CHECK_EVERY_MS;
+    const deadline = Date.now() + deps.waitMs;
+    let job: Job = await enqueue("workspace.provision", payload, { jobId });
+    for (;;) {
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) throw new Error(`no provision result within ${deps.waitMs} ms`);
+      const finished = await waitForEvent(job, Math.min(checkEveryMs, remaining));
+      if (finished) return;
+      const record = await currentRecord(spec).catch(rethrowIfDefinite);
+      // READY means done, except for a machine found gone: its record stays READY until the job runs.
+      if (record?.state === "READY" && !machineGone) return;
+      const outcome = await jobOutcome(jobId).catch(() => "unknown" as const);
+      if (outcome === "completed") return;
+      if (outcome === "failed") throw new Error(`the provision job ${jobId} failed`);
+      if (outcome === "missing") {
+        deps.log.warn(
+          { workspaceId: spec.workspaceId, state: record?.state },
+          "the provision job vanished from Redis; enqueueing it again",
+        );
+        job = await enqueue(
+          "workspace.provision",
+          { ...payload, reason: `${payload.reason}; re-enqueued: the job was lost` },
+          { jobId },
+        ).catch(() => job);
+      }
+    }
   }
+
+  /** True once the job finished (a failure rejects); false when nothing arrived within `ms`. */
+  async function waitForEvent(job: Job, ms: number): Promise<boolean> {
+    try {
+      await job.waitUntilFinished(await deps.queues.events("workspace"), ms);
+      return true;
+    } catch (error) {
+      if (error instanceof Error && /timed out before finishing/.test(error.message)) return false;
+      // A Redis that is down (or just back) fails the wait itself: keep checking until the deadline.
+      if (error instanceof Error && isConnectionTrouble(error)) return false;
+      throw error;
+    }
+  }
+
+  async function jobOutcome(jobId: string): Promise<"missing" | "completed" | "failed" | "pending"> {
+    const live = (await deps.queues.get("workspace").getJob(jobId)) as Job | undefined;
+    if (!live) return "missing";
+    const jobState = await live.getState();
+    if (jobState === "completed" || jobState === "failed") return jobState;
+    // "unknown": the job's hash survived but it sits in no state list (partially lost): treat as lost.
+    return jobState === "unknown" ? "missing" : "pending";
+  }
+}
+
+/** A NOT_FOUND record is definite; a database hiccup while checking just means "look again later". */
+function rethrowIfDefinite(error: unknown): undefined {
+  if (error instanceof AppError && error.code === "NOT_FOUND") throw error;
+  return undefined;
+}
+
+function isConnectionTrouble(error: Error): boolean {
+  return /Connection is closed|ECONNREFUSED|ECONNRESET|max retries per request|Stream isn't writeable/i.test(
+    error.message,
+  );
 }
 
 async function currentRecord(spec: WorkspaceSpec): Promise<WorkspaceRecord> {

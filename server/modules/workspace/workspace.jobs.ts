@@ -12,7 +12,10 @@ import { deterministicJobId, defineJob } from "@/server/queue/types";
 const WORKSPACE_QUEUE = "workspace";
 const KEEP = { removeOnComplete: JOB_RETENTION.completed, removeOnFail: JOB_RETENTION.failed };
 const KEEP_FAILED = JOB_RETENTION.failed;
-const RETRIES = { attempts: 5, backoff: { type: "exponential", delay: 500 } } as const;
+// Waits of 1, 2, 4 … 64 s between attempts: about two minutes in all, so a short database or Redis outage
+// (a failover, a restart) does not use every attempt up and leave a workspace PROVISIONING for good (five
+// attempts from 0.5 s were spent within 8 s of an outage). Non-retryable AppErrors fail at once anyway.
+const RETRIES = { attempts: 8, backoff: { type: "exponential", delay: 1_000 } } as const;
 
 const ZWorkspaceRef = z.object({
   tenantId: z.string().min(1).max(200),
@@ -40,6 +43,8 @@ export const ZWorkspaceReconcilePayload = z.object({
   trigger: z.enum(["schedule", "manual"]).default("schedule"),
   /** Report only; reap and mark nothing. */
   dryRun: z.boolean().default(false),
+  /** A PROVISIONING or STOPPING record older than this is resumed (its job enqueued again). */
+  stuckAfterMs: z.number().int().min(0).optional(),
 });
 export const ZSessionPurgePayload = z.object({
   tenantId: z.string().min(1).max(200),

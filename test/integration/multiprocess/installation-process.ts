@@ -13,7 +13,8 @@ import { getEngine } from "@/server/composition/services";
 import { disconnectDb, getDb } from "@/server/db";
 import { createLogger } from "@/server/logger";
 import { ensureInstallationId } from "@/server/modules/installation/installation.data";
-import { provisionWorkspace, reconcileWorkspaces } from "@/server/modules/workspace/workspace-jobs.service";
+import { provisionWorkspace } from "@/server/modules/workspace/workspace-jobs.service";
+import { reconcileWorkspaces } from "@/server/modules/workspace/workspace-reconcile.service";
 import { upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
 import { getQueues } from "@/server/queue/queues";
 import { containerName } from "@/server/workspace/backends/docker/docker-config";
@@ -49,7 +50,16 @@ async function run(request: Request): Promise<unknown> {
       await getDb().workspace.delete({ where: { id: request.workspaceId! } });
       return null;
     case "reconcile":
-      return reconcileWorkspaces({ drivers: engine.drivers }, { trigger: "manual", dryRun: false }, log);
+      // No record is left mid-transition here: a re-enqueue would mean the test itself went wrong.
+      return reconcileWorkspaces(
+        {
+          drivers: engine.drivers,
+          requestProvision: () => Promise.reject(new Error("unexpected provision re-enqueue")),
+          requestStop: () => Promise.reject(new Error("unexpected stop re-enqueue")),
+        },
+        { trigger: "manual", dryRun: false },
+        log,
+      );
     default:
       throw new Error(`unknown op ${request.op}`);
   }

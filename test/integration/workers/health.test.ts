@@ -2,11 +2,16 @@ import type { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { RedisConfig } from "@/server/config/redis";
 import { checkHealth } from "@/server/modules/health/health.service";
+import { BERTH_SCHEDULERS } from "@/server/queue/schedulers";
 import { createRedisConnection } from "@/server/redis";
+import { berthSchedules } from "@/workers/processors";
 import { startWorkerRuntime, type WorkerRuntime } from "@/workers/runtime";
 import { isolatedRedisConfig, testLog } from "../queue/queue-fixtures";
 
 const workersConfig = { concurrency: 1, healthPort: 0, heartbeatTtlMs: 15_000 };
+// The runtimes here run the audit flush schedule only (sweep and reconcile would act on this machine's
+// workspaces), so that is the one scheduler health expects.
+const AUDIT_ONLY = BERTH_SCHEDULERS.filter((scheduler) => scheduler.id === "audit.flush.tick");
 
 describe("health service and worker probes (real Postgres and Redis)", () => {
   let redis: RedisConfig;
@@ -23,7 +28,12 @@ describe("health service and worker probes (real Postgres and Redis)", () => {
     await connection.quit();
   });
 
-  const deps = () => ({ redis: connection, redisPrefix: redis.prefix, heartbeatTtlMs: 15_000 });
+  const deps = () => ({
+    redis: connection,
+    redisPrefix: redis.prefix,
+    heartbeatTtlMs: 15_000,
+    expectedSchedulers: AUDIT_ONLY,
+  });
 
   it("is unavailable while no worker beats, even with database and Redis up", async () => {
     const report = await checkHealth(deps());
@@ -39,10 +49,11 @@ describe("health service and worker probes (real Postgres and Redis)", () => {
       workers: workersConfig,
       log: testLog,
       healthPort: 0,
-      schedules: [],
+      schedules: berthSchedules,
     });
     const report = await checkHealth(deps());
     expect(report.status).toBe("ok");
+    expect(report.checks.schedulers).toMatchObject({ ok: true, missing: [] });
     expect(report.checks.workers).toMatchObject({ ok: true, alive: 1 });
 
     const base = `http://127.0.0.1:${runtime.healthPort}`;
