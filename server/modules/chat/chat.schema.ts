@@ -47,7 +47,8 @@ export const ZChatTurnEvent = z.discriminatedUnion("type", [
   z.object({ type: z.literal("error"), code: ZAppErrorCode, message: z.string(), retryable: z.boolean() }),
   z.object({
     type: z.literal("done"),
-    status: z.enum(["completed", "cancelled", "failed"]),
+    /** `interrupted`: reported for a send whose turn died with its server process (see chat-turn.data.ts). */
+    status: z.enum(["completed", "cancelled", "failed", "interrupted"]),
     /** The AI SDK finish reason of the last step ("stop", "tool-calls", "length", ...) or null. */
     finishReason: z.string().nullable(),
     usage: ZTurnUsage,
