@@ -18,7 +18,11 @@ export type TurnOutcome = {
   done: Extract<TChatTurnEvent, { type: "done" }>;
   /** The assistant's text of the turn (every text delta, joined). */
   text: string;
-  error: { code: Extract<TChatTurnEvent, { type: "error" }>["code"]; message: string; retryable: boolean } | null;
+  error: {
+    code: Extract<TChatTurnEvent, { type: "error" }>["code"];
+    message: string;
+    retryable: boolean;
+  } | null;
 };
 
 export type StoredTurn = {
@@ -54,7 +58,8 @@ export const INTERRUPTED_OUTCOME: TurnOutcome = {
   text: "",
   error: {
     code: "UNAVAILABLE",
-    message: "The reply was interrupted because the server running it stopped. Send the message again to continue.",
+    message:
+      "The reply was interrupted because the server running it stopped. Send the message again to continue.",
     retryable: false,
   },
 };
@@ -109,7 +114,10 @@ export async function claimTurn(
       if (same) return { kind: "same-key", turn: toStoredTurn(same) };
     }
     if (session.running_turn_id !== null) {
-      const current = await tx.chatTurn.findUnique({ where: { id: session.running_turn_id }, select: turnSelect });
+      const current = await tx.chatTurn.findUnique({
+        where: { id: session.running_turn_id },
+        select: turnSelect,
+      });
       if (current?.status === "RUNNING") {
         if (current.heartbeatAt >= input.staleBefore) return { kind: "busy", turn: toStoredTurn(current) };
         await interruptLocked(tx, scope, input.sessionId, current.id);
@@ -143,7 +151,10 @@ export async function heartbeatTurn(turnId: string, ownerId: string, db = getDb(
 }
 
 export async function getTurn(scope: TenantScope, turnId: string, db = getDb()): Promise<StoredTurn | null> {
-  const row = await db.chatTurn.findFirst({ where: { tenantId: scope.tenantId, id: turnId }, select: turnSelect });
+  const row = await db.chatTurn.findFirst({
+    where: { tenantId: scope.tenantId, id: turnId },
+    select: turnSelect,
+  });
   return row ? toStoredTurn(row) : null;
 }
 

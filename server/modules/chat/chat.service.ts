@@ -175,12 +175,20 @@ export function createChatService(deps: ChatServiceDeps) {
     const delays = deps.finishRetryDelaysMs ?? [250, 1_000, 2_000, 4_000, 8_000];
     for (let attempt = 0; ; attempt++) {
       try {
-        await finishTurn(scope, turn.sessionId, turn.turnId, { outcome, messages, compaction, sessionStatus });
+        await finishTurn(scope, turn.sessionId, turn.turnId, {
+          outcome,
+          messages,
+          compaction,
+          sessionStatus,
+        });
         return;
       } catch (error) {
         const delay = delays[attempt];
         if (delay === undefined) throw error;
-        deps.log.warn({ err: error, sessionId: turn.sessionId, attempt }, "storing a turn's end failed; retrying");
+        deps.log.warn(
+          { err: error, sessionId: turn.sessionId, attempt },
+          "storing a turn's end failed; retrying",
+        );
         await new Promise((resolve) => setTimeout(resolve, delay));
       }
     }
@@ -270,7 +278,8 @@ export function createChatService(deps: ChatServiceDeps) {
         try {
           result = await runOnWorkspace(scope, agent, session, input.message, turn.signal, (event) => {
             if (event.type === "text-delta") text += event.text;
-            if (event.type === "error") errorEvent = { code: event.code, message: event.message, retryable: event.retryable };
+            if (event.type === "error")
+              errorEvent = { code: event.code, message: event.message, retryable: event.retryable };
             if (event.type !== "done") channel.push(event);
           });
         } catch (thrown) {
@@ -298,11 +307,14 @@ export function createChatService(deps: ChatServiceDeps) {
             };
         try {
           await finish(scope, turn, { done, text, error: errorEvent }, result);
-          await auditTurn(done.status === "completed" || done.status === "cancelled" ? "success" : "failure", {
-            status: done.status,
-            steps: done.steps,
-            ...(errorEvent ? { code: (errorEvent as NonNullable<TurnOutcome["error"]>).code } : {}),
-          });
+          await auditTurn(
+            done.status === "completed" || done.status === "cancelled" ? "success" : "failure",
+            {
+              status: done.status,
+              steps: done.steps,
+              ...(errorEvent ? { code: (errorEvent as NonNullable<TurnOutcome["error"]>).code } : {}),
+            },
+          );
           channel.push(done);
         } catch (thrown) {
           // The database stayed unreachable: the turn ran, but its end could not be stored. The client hears
@@ -312,7 +324,8 @@ export function createChatService(deps: ChatServiceDeps) {
           channel.push({
             type: "error",
             code: "UNAVAILABLE",
-            message: "The reply could not be saved because the database is unavailable. Reload the session later.",
+            message:
+              "The reply could not be saved because the database is unavailable. Reload the session later.",
             retryable: false,
           });
           channel.push({ ...done, status: "failed" });

@@ -51,15 +51,18 @@ export async function reapDeadHolders(deps: {
     "the process holding the lease stopped (no heartbeat)",
   );
   if (releasedLeases > 0) {
-    deps.log.warn({ owners: [...dead], releasedLeases }, "released the workspace leases of stopped processes");
+    deps.log.warn(
+      { owners: [...dead], releasedLeases },
+      "released the workspace leases of stopped processes",
+    );
   }
   return { interruptedTurns, releasedLeases };
 }
 
 /** Runs `reapDeadHolders` every `intervalMs` (unref'd) until stopped; a failed pass is retried next time. */
-export function startDeadHolderReaper(
-  deps: Parameters<typeof reapDeadHolders>[0] & { intervalMs: number },
-): { stop(): void } {
+export function startDeadHolderReaper(deps: Parameters<typeof reapDeadHolders>[0] & { intervalMs: number }): {
+  stop(): void;
+} {
   let running = false;
   const timer = setInterval(() => {
     if (running) return;

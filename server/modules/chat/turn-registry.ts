@@ -119,7 +119,8 @@ export class TurnRegistry {
       });
       if (claimed.kind === "claimed") return { kind: "started", turn: await this.track(claimed.turn) };
       const running = claimed.turn;
-      if (claimed.kind === "same-key" && running.status !== "RUNNING") return { kind: "existing", turn: running };
+      if (claimed.kind === "same-key" && running.status !== "RUNNING")
+        return { kind: "existing", turn: running };
       if (!(await this.isDead(running))) {
         if (claimed.kind === "same-key") return { kind: "existing", turn: running };
         throw conflict(sessionId);

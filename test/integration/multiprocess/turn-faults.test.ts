@@ -41,7 +41,9 @@ const children: Child[] = [];
 const relays: Relay[] = [];
 
 /** A web replica; resolves once it serves (its URL's port). */
-async function startApi(extraEnv: Record<string, string> = {}): Promise<{ child: Child; port: number; url: string }> {
+async function startApi(
+  extraEnv: Record<string, string> = {},
+): Promise<{ child: Child; port: number; url: string }> {
   const child = startChild("chat-http-process.ts", { ...env, ...extraEnv });
   children.push(child);
   const url = (await child.nextLine((line) => line.startsWith("ready "))).slice("ready ".length);
@@ -113,7 +115,8 @@ beforeAll(async () => {
 
 afterEach(async (context) => {
   if (context.task.result?.state === "fail") {
-    for (const child of children) console.error(`--- child ${child.process.pid}:\n${child.stderr().slice(-3000)}`);
+    for (const child of children)
+      console.error(`--- child ${child.process.pid}:\n${child.stderr().slice(-3000)}`);
   }
 });
 
@@ -202,9 +205,94 @@ describe("turn faults across processes", { timeout: 180_000 }, () => {
       { timeout: 15_000, interval: 200 },
     );
     const released = await listWorkspaceEvents(tenant.ownerScope, workspaceId, { kinds: ["lease_released"] });
-    expect(released.filter((event) => event.reason?.includes("no heartbeat")).length).toBeGreaterThanOrEqual(1);
+    expect(released.filter((event) => event.reason?.includes("no heartbeat")).length).toBeGreaterThanOrEqual(
+      1,
+    );
 
     // The session is free again at once.
-    expect(await client.chat.run({ sessionId, message: "quick after" })).toMatchObject({ status: "completed" });
+    expect(await client.chat.run({ sessionId, message: "quick after" })).toMatchObject({
+      status: "completed",
+    });
+  });
+
+  it("a server that dies mid-stream is an error for the typed client, never a stream left open", async () => {
+    const a = await startApi();
+    const client = clientOf(a.url);
+    const { sessionId, workspaceId } = await newSession(client);
+    const stream = await client.chat.send.mutate({
+      sessionId,
+      message: "slow dies",
+      idempotencyKey: `send-${randomUUID()}`,
+    });
+    // Settled into a value at once: the stream fails as soon as the connection drops.
+    const drained = (async () => {
+      for await (const event of stream) void event;
+    })().then(
+      () => "ended without an error",
+      (error: unknown) => error,
+    );
+    const workdir = await untilBashRan(workspaceId, "dies");
+    a.child.process.kill("SIGKILL");
+    await a.child.exited;
+    expect(await drained).toBeInstanceOf(Error);
+    // chat.run: the resend finds no server either, and says the outcome is unknown (with the key to ask).
+    const b = await startApi();
+    const other = await newSession(clientOf(b.url));
+    const run = clientOf(b.url).chat.run(
+      { sessionId: other.sessionId, message: "slow dies2" },
+      { resends: 1 },
+    );
+    await untilBashRan(other.workspaceId, "dies2");
+    b.child.process.kill("SIGKILL");
+    await expect(run).rejects.toThrow(/outcome is unknown: send again with idempotencyKey/);
+    await release(workdir, "dies");
+    await release(await workdirOf(other.workspaceId), "dies2");
+  });
+
+  it("the database goes away mid-turn: nothing internal reaches the client, and what ran is stored once it is back", async () => {
+    const database = new URL(process.env.DATABASE_URL!);
+    const socket = path.join(database.searchParams.get("host") ?? "/var/run/postgresql", ".s.PGSQL.5432");
+    const outage = await startRelay(() => [{ path: socket }]);
+    relays.push(outage);
+    const viaRelay = `postgresql://${database.username}@127.0.0.1:${outage.port}${database.pathname}`;
+    const c = await startApi({ DATABASE_URL: viaRelay });
+    const client = clientOf(c.url);
+    const { sessionId, workspaceId } = await newSession(client);
+    const events: TChatTurnEvent[] = [];
+    const run = client.chat.run(
+      { sessionId, message: "slow outage" },
+      { onEvent: (event) => events.push(event) },
+    );
+    const workdir = await untilBashRan(workspaceId, "outage");
+
+    outage.cut();
+    await release(workdir, "outage");
+    // The turn goes on without the database (tool result, the model's answer) ...
+    await vi.waitFor(() => expect(modelRequestsFor("outage", "tool")).toBe(1), {
+      timeout: 60_000,
+      interval: 50,
+    });
+    // ... and stores its end once the database is back.
+    outage.restore();
+    const result = await run;
+    expect(result).toMatchObject({ status: "completed", text: "finished outage", error: null });
+    const history = await client.chat.history.query({ sessionId });
+    expect(history.map((message) => message.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+    expect((await client.session.get.query({ sessionId })).status).toBe("IDLE");
+
+    // A send while this replica has no database: a typed error, in words that quote nothing internal.
+    outage.cut();
+    const refused = await client.chat
+      .run({ sessionId, message: "quick refused" })
+      .catch((error: unknown) => error);
+    outage.restore();
+    expect(refused).toBeInstanceOf(TRPCClientError);
+    const everything = JSON.stringify({
+      events,
+      message: (refused as Error).message,
+      data: (refused as TRPCClientError<never>).data,
+    });
+    expect(everything).not.toMatch(/Prisma|database server|127\.0\.0\.1|ECONNREFUSED/);
+    expect(await runsOf(workdir, "outage")).toBe(1);
   });
 });

@@ -90,10 +90,12 @@ describe("TurnRegistry", () => {
     const b = new TurnRegistry({ claims, liveness: alive("b") });
     const first = await started(a, "s1");
     for (const registry of [a, b]) {
-      const error = await registry.start(scope, { sessionId: "s1", idempotencyKey: null, userMessage: "x" }).then(
-        () => null,
-        (thrown: unknown) => thrown,
-      );
+      const error = await registry
+        .start(scope, { sessionId: "s1", idempotencyKey: null, userMessage: "x" })
+        .then(
+          () => null,
+          (thrown: unknown) => thrown,
+        );
       expect(error).toBeInstanceOf(AppError);
       expect((error as AppError).code).toBe("CONFLICT");
       expect((error as AppError).userMessage).toMatch(/already in progress/);
@@ -109,11 +111,19 @@ describe("TurnRegistry", () => {
     const claims = new MemoryClaims();
     const a = new TurnRegistry({ claims, liveness: alive("a") });
     const turn = await started(a, "s1", "key-00000001");
-    const again = await a.start(scope, { sessionId: "s1", idempotencyKey: "key-00000001", userMessage: "hi" });
+    const again = await a.start(scope, {
+      sessionId: "s1",
+      idempotencyKey: "key-00000001",
+      userMessage: "hi",
+    });
     expect(again).toMatchObject({ kind: "existing", turn: { id: turn.turnId, status: "RUNNING" } });
     claims.finish(turn.turnId);
     await turn.end();
-    const ended = await a.start(scope, { sessionId: "s1", idempotencyKey: "key-00000001", userMessage: "hi" });
+    const ended = await a.start(scope, {
+      sessionId: "s1",
+      idempotencyKey: "key-00000001",
+      userMessage: "hi",
+    });
     expect(ended).toMatchObject({ kind: "existing", turn: { status: "COMPLETED" } });
   });
 
@@ -122,7 +132,11 @@ describe("TurnRegistry", () => {
     const crashed = new TurnRegistry({ claims, liveness: alive("a") });
     const survivor = new TurnRegistry({ claims, liveness: alive("b", ["a"]) });
     const lost = await started(crashed, "s1", "key-00000002");
-    const report = await survivor.start(scope, { sessionId: "s1", idempotencyKey: "key-00000002", userMessage: "hi" });
+    const report = await survivor.start(scope, {
+      sessionId: "s1",
+      idempotencyKey: "key-00000002",
+      userMessage: "hi",
+    });
     expect(report.kind).toBe("existing");
     const outcome = await survivor.awaitOutcome(scope, (report as { turn: StoredTurn }).turn);
     expect(outcome?.status).toBe("INTERRUPTED");

@@ -161,7 +161,8 @@ export function useChatTurn({
               else update(next);
             }
             const current = turnRef.current;
-            if (current && current.phase !== "done") throw new Error("The connection closed before the reply ended.");
+            if (current && current.phase !== "done")
+              throw new Error("The connection closed before the reply ended.");
             return;
           } catch (error) {
             // Rejected before the turn started (a running turn, no access) or the connection broke;
