@@ -11,17 +11,28 @@ import type { FakeTurn, RecordedRequest } from "@/test/fixtures/fake-model/scrip
  * installation's prefix (Redis losing its data, without touching anyone else's keys).
  */
 
-export type Relay = { port: number; cut(): void; restore(): void; close(): Promise<void> };
+export type Relay = {
+  port: number;
+  cut(): void;
+  restore(): void;
+  /** Connections refused while cut (a process trying to reach the target). */
+  refused(): number;
+  close(): Promise<void>;
+};
 
 /** Relays every connection on a loopback port to the first of `targets()` that accepts it. */
 export async function startRelay(targets: () => net.NetConnectOpts[]): Promise<Relay> {
   const sockets = new Set<net.Socket>();
   let open = true;
+  let refused = 0;
   const server = net.createServer((client) => {
     sockets.add(client);
     client.on("close", () => sockets.delete(client));
     client.on("error", () => client.destroy());
-    if (!open) return void client.destroy();
+    if (!open) {
+      refused += 1;
+      return void client.destroy();
+    }
     const candidates = [...targets()];
     const tryNext = () => {
       const target = candidates.shift();
@@ -56,6 +67,7 @@ export async function startRelay(targets: () => net.NetConnectOpts[]): Promise<R
     restore() {
       open = true;
     },
+    refused: () => refused,
     async close() {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -83,17 +95,28 @@ function textOf(content: unknown): string {
 
 /**
  * The model: "slow <tag>" → a Bash call that appends a line to runs-<tag>.log (the side effect that must
- * happen once) and then waits until release-<tag> exists in the workspace (at most 120 s); "quick <tag>" →
- * a text answer; a tool result → "finished <tag>".
+ * happen once) and then waits until release-<tag> exists in the workspace (at most 120 s); its result →
+ * "finished <tag>". "team <tag>": the same Bash, then an AgentCreate call (a tool that needs the database),
+ * then the answer. "quick <tag>" → a text answer.
  */
 export function scriptedModel(request: RecordedRequest): FakeTurn | undefined {
   const last = request.messages.at(-1);
   const lastUser = [...request.messages].reverse().find((message) => message.role === "user");
+  const toolResults = request.messages
+    .slice(request.messages.lastIndexOf(lastUser!))
+    .filter((m) => m.role === "tool");
   const [kind, tag] = textOf(lastUser?.content).split(" ");
-  if (last?.role === "tool") return { kind: "text", text: `finished ${tag}` };
-  if (last?.role !== "user" || !tag) return undefined;
+  if (!tag) return undefined;
+  if (last?.role === "tool") {
+    if (kind === "team" && toolResults.length === 1) {
+      const args = { name: `member-${tag}`, description: "helps", prompt: "say hi" };
+      return { kind: "tool-calls", calls: [{ name: "AgentCreate", arguments: args }] };
+    }
+    return { kind: "text", text: `finished ${tag}` };
+  }
+  if (last?.role !== "user") return undefined;
   if (kind === "quick") return { kind: "text", text: `quick answer ${tag}` };
-  if (kind !== "slow") return undefined;
+  if (kind !== "slow" && kind !== "team") return undefined;
   const command =
     `echo ran >> runs-${tag}.log; for i in $(seq 1 1200); do [ -f release-${tag} ] && break; sleep 0.1; done; ` +
     `echo released`;

@@ -260,24 +260,39 @@ describe("turn faults across processes", { timeout: 180_000 }, () => {
     const { sessionId, workspaceId } = await newSession(client);
     const events: TChatTurnEvent[] = [];
     const run = client.chat.run(
-      { sessionId, message: "slow outage" },
+      { sessionId, message: "team outage" },
       { onEvent: (event) => events.push(event) },
     );
     const workdir = await untilBashRan(workspaceId, "outage");
 
     outage.cut();
     await release(workdir, "outage");
-    // The turn goes on without the database (tool result, the model's answer) ...
-    await vi.waitFor(() => expect(modelRequestsFor("outage", "tool")).toBe(1), {
+    // The turn goes on without the database: its next tool (AgentCreate) needs it and fails, the model
+    // answers, and storing the turn's end fails too (the relay refuses its connections) ...
+    await vi.waitFor(() => expect(modelRequestsFor("outage", "tool")).toBe(2), {
       timeout: 60_000,
       interval: 50,
     });
-    // ... and stores its end once the database is back.
+    const refusedBefore = outage.refused();
+    await vi.waitFor(() => expect(outage.refused()).toBeGreaterThan(refusedBefore), {
+      timeout: 30_000,
+      interval: 20,
+    });
+    // ... until the database is back: then it is stored, whole.
     outage.restore();
     const result = await run;
     expect(result).toMatchObject({ status: "completed", text: "finished outage", error: null });
+    const failedTool = result.toolCalls.find((call) => call.toolName === "AgentCreate");
+    expect(failedTool).toMatchObject({ isError: true });
     const history = await client.chat.history.query({ sessionId });
-    expect(history.map((message) => message.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+    expect(history.map((message) => message.role)).toEqual([
+      "user",
+      "assistant",
+      "tool",
+      "assistant",
+      "tool",
+      "assistant",
+    ]);
     expect((await client.session.get.query({ sessionId })).status).toBe("IDLE");
 
     // A send while this replica has no database: a typed error, in words that quote nothing internal.
