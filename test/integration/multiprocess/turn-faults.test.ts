@@ -273,11 +273,18 @@ describe("turn faults across processes", { timeout: 180_000 }, () => {
       timeout: 60_000,
       interval: 50,
     });
+    const settled = run.then(
+      () => "settled",
+      () => "settled",
+    );
     const refusedBefore = outage.refused();
-    await vi.waitFor(() => expect(outage.refused()).toBeGreaterThan(refusedBefore), {
-      timeout: 30_000,
-      interval: 20,
-    });
+    await Promise.race([
+      settled, // (without retries the turn ends here, its end lost)
+      vi.waitFor(() => expect(outage.refused()).toBeGreaterThan(refusedBefore), {
+        timeout: 30_000,
+        interval: 20,
+      }),
+    ]);
     // ... until the database is back: then it is stored, whole.
     outage.restore();
     const result = await run;
