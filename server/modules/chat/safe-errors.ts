@@ -31,5 +31,5 @@ export function safeThrownText(thrown: unknown): string {
 
 // Texts of Berth's own infrastructure (Prisma, the database driver) are never shown.
 function looksInternal(text: string): boolean {
-  return /Prisma|Can't reach database server/i.test(text);
+  return /Prisma|DriverAdapterError|Can't reach database server|Invalid `[^`]*` invocation/i.test(text);
 }
