@@ -131,8 +131,10 @@ function withInternalCausesMasked(port: TeamPort): TeamPort {
         throw toAppError(error);
       });
   return {
-    createWorkerSession: masked(port.createWorkerSession),
-    inviteAgent: masked(port.inviteAgent),
-    runSubTurn: masked(port.runSubTurn),
+    createWorkerSession: masked((input: Parameters<TeamPort["createWorkerSession"]>[0]) =>
+      port.createWorkerSession(input),
+    ),
+    inviteAgent: masked((input: Parameters<TeamPort["inviteAgent"]>[0]) => port.inviteAgent(input)),
+    runSubTurn: masked((input: Parameters<TeamPort["runSubTurn"]>[0]) => port.runSubTurn(input)),
   };
 }

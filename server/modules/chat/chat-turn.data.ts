@@ -1,4 +1,4 @@
-import { Prisma } from "@/generated/prisma/client";
+import { type Prisma } from "@/generated/prisma/client";
 import type { TenantScope } from "@/server/auth/scope";
 import { type DbClient, getDb } from "@/server/db";
 import { appendChatMessages } from "@/server/modules/session/session.data";
@@ -47,7 +47,7 @@ export const INTERRUPTED_MARKER =
   "[This reply was interrupted: the server process running it stopped before it finished. Tools it " +
   "started may have run; what they did is in the workspace. Send the message again to continue.]";
 
-export const INTERRUPTED_OUTCOME: TurnOutcome = {
+const INTERRUPTED_OUTCOME: TurnOutcome = {
   done: {
     type: "done",
     status: "interrupted",
@@ -189,7 +189,7 @@ export async function finishTurn(
       where: { tenantId: scope.tenantId, id: turnId, status: "RUNNING" },
       data: {
         status: STATUS_OF_DONE[result.outcome.done.status],
-        outcome: result.outcome as unknown as Prisma.InputJsonValue,
+        outcome: result.outcome,
         endedAt: new Date(),
       },
     });
@@ -234,7 +234,7 @@ async function interruptLocked(
     where: { id: turnId },
     data: {
       status: "INTERRUPTED",
-      outcome: INTERRUPTED_OUTCOME as unknown as Prisma.InputJsonValue,
+      outcome: INTERRUPTED_OUTCOME,
       endedAt: new Date(),
     },
   });

@@ -312,7 +312,7 @@ export function createChatService(deps: ChatServiceDeps) {
             {
               status: done.status,
               steps: done.steps,
-              ...(errorEvent ? { code: (errorEvent as NonNullable<TurnOutcome["error"]>).code } : {}),
+              ...(errorEvent ? { code: errorEvent.code } : {}),
             },
           );
           channel.push(done);

@@ -1,4 +1,4 @@
-import { AppError, isAppError, toAppError } from "@/server/shared/errors";
+import { type AppError, isAppError, toAppError } from "@/server/shared/errors";
 import { redactHostPaths } from "@/server/shared/host-paths";
 import type { TChatTurnEvent } from "./chat.schema";
 

@@ -113,7 +113,7 @@ beforeAll(async () => {
   agentId = agent.id;
 }, 120_000);
 
-afterEach(async (context) => {
+afterEach((context) => {
   if (context.task.result?.state === "fail") {
     for (const child of children)
       console.error(`--- child ${child.process.pid}:\n${child.stderr().slice(-3000)}`);
