@@ -23,6 +23,11 @@ export type ChatRunOptions = {
    * (default 3, with 0.5 s, 1 s, 2 s … between): the server then reports the original turn's outcome.
    */
   resends?: number;
+  /**
+   * A stream that delivers nothing (not even the server's 15 s `keepalive`) for this long is taken for a
+   * dead connection and the send goes again (default 60 s).
+   */
+  idleTimeoutMs?: number;
 };
 
 /** A tool call of the turn with its result (when the tool finished). */
@@ -117,47 +122,80 @@ async function streamOnce(
   // A resend's stream reports the whole turn again: the text starts over.
   let text = "";
   let error: ChatRunResult["error"] = null;
-  const stream = await send(input, options.signal ? { signal: options.signal } : {});
-  for await (const event of stream) {
-    events.push(event);
-    options.onEvent?.(event);
-    switch (event.type) {
-      case "text-delta":
-        text += event.text;
-        break;
-      case "tool-call":
-        toolCalls.set(event.toolCallId, { ...event, output: null, isError: false });
-        break;
-      case "tool-result": {
-        const call = toolCalls.get(event.toolCallId);
-        toolCalls.set(event.toolCallId, {
-          toolCallId: event.toolCallId,
-          toolName: event.toolName,
-          input: call?.input ?? null,
-          output: event.output,
-          isError: event.isError,
-        });
-        break;
-      }
-      case "error":
-        error = event;
-        break;
-      case "done":
-        return {
-          status: event.status,
-          text,
-          usage: event.usage,
-          finishReason: event.finishReason,
-          steps: event.steps,
-          toolCalls: [...toolCalls.values()],
-          error,
-          events,
-        };
-      case "offload":
-        break;
-    }
+  // The request's own signal: the caller's, or the idle watchdog's when the stream goes silent.
+  const request = new AbortController();
+  const forward = () => request.abort(options.signal?.reason);
+  options.signal?.addEventListener("abort", forward, { once: true });
+  if (options.signal?.aborted) forward();
+  const idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
+  let silent: ReturnType<typeof setTimeout> | undefined;
+  const watch = () => {
+    clearTimeout(silent);
+    silent = setTimeout(() => request.abort(new IdleStreamError(idleTimeoutMs)), idleTimeoutMs);
+  };
+  try {
+    watch();
+    return await consume(await send(input, { signal: request.signal }));
+  } catch (thrown) {
+    const reason: unknown = request.signal.reason;
+    throw reason instanceof IdleStreamError ? reason : thrown;
+  } finally {
+    clearTimeout(silent);
+    options.signal?.removeEventListener("abort", forward);
   }
-  throw new Error("chat.send ended without a done event (the connection closed before the turn finished)");
+
+  async function consume(stream: AsyncIterable<TChatTurnEvent>): Promise<ChatRunResult> {
+    for await (const event of stream) {
+      watch();
+      events.push(event);
+      options.onEvent?.(event);
+      switch (event.type) {
+        case "text-delta":
+          text += event.text;
+          break;
+        case "tool-call":
+          toolCalls.set(event.toolCallId, { ...event, output: null, isError: false });
+          break;
+        case "tool-result": {
+          const call = toolCalls.get(event.toolCallId);
+          toolCalls.set(event.toolCallId, {
+            toolCallId: event.toolCallId,
+            toolName: event.toolName,
+            input: call?.input ?? null,
+            output: event.output,
+            isError: event.isError,
+          });
+          break;
+        }
+        case "error":
+          error = event;
+          break;
+        case "done":
+          return {
+            status: event.status,
+            text,
+            usage: event.usage,
+            finishReason: event.finishReason,
+            steps: event.steps,
+            toolCalls: [...toolCalls.values()],
+            error,
+            events,
+          };
+        case "offload":
+        case "keepalive":
+          break;
+      }
+    }
+    throw new Error("chat.send ended without a done event (the connection closed before the turn finished)");
+  }
+}
+
+/** The stream went silent for longer than the idle timeout: the connection is taken for dead. */
+class IdleStreamError extends Error {
+  constructor(idleTimeoutMs: number) {
+    super(`chat.send delivered nothing for ${idleTimeoutMs} ms (not even a keepalive)`);
+    this.name = "IdleStreamError";
+  }
 }
 
 function describeError(error: unknown): string {

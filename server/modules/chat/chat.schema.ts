@@ -43,6 +43,11 @@ export const ZChatTurnEvent = z.discriminatedUnion("type", [
     toolCallId: z.string().optional(),
     messageCount: z.number().int().nonnegative().optional(),
   }),
+  /**
+   * Sent every 15 s while nothing else is (a long tool call): a client that hears nothing for much longer
+   * knows its connection is dead even when no socket error arrives (a half-open connection).
+   */
+  z.object({ type: z.literal("keepalive") }),
   /** The turn failed (model/provider error, configuration problem). `message` is safe to show. */
   z.object({ type: z.literal("error"), code: ZAppErrorCode, message: z.string(), retryable: z.boolean() }),
   z.object({

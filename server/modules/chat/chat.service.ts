@@ -72,6 +72,17 @@ export type ChatServiceDeps = {
   finishRetryDelaysMs?: readonly number[];
 };
 
+/** A `keepalive` event on a quiet stream every this often (chat.schema.ts). */
+const KEEPALIVE_MS = 15_000;
+
+function keepAlive(channel: EventChannel<TChatTurnEvent>): NodeJS.Timeout {
+  const timer = setInterval(() => {
+    if (channel.idleMs() >= KEEPALIVE_MS) channel.push({ type: "keepalive" });
+  }, KEEPALIVE_MS / 3);
+  timer.unref();
+  return timer;
+}
+
 /** Read-before-Write bookkeeping survives between a session's turns (bounded: oldest sessions dropped). */
 const MAX_READ_STATES = 1_000;
 
@@ -197,6 +208,7 @@ export function createChatService(deps: ChatServiceDeps) {
   /** The stream of a send whose key the session has seen: that turn's outcome (awaited while it runs). */
   function replay(scope: TenantScope, turn: StoredTurn, signal: AbortSignal | undefined) {
     const channel = new EventChannel<TChatTurnEvent>();
+    const keepalive = keepAlive(channel);
     void (async () => {
       try {
         const ended = await deps.registry.awaitOutcome(scope, turn, signal);
@@ -209,6 +221,7 @@ export function createChatService(deps: ChatServiceDeps) {
         deps.log.error({ err: thrown, sessionId: turn.sessionId }, "reporting a turn's outcome failed");
         channel.push(safeErrorEvent(thrown));
       } finally {
+        clearInterval(keepalive);
         channel.close();
       }
     })();
@@ -261,6 +274,7 @@ export function createChatService(deps: ChatServiceDeps) {
       options.signal?.addEventListener("abort", cancelOnAbort, { once: true });
       if (options.signal?.aborted) cancelOnAbort(); // aborted while the turn was being claimed
       const channel = new EventChannel<TChatTurnEvent>();
+      const keepalive = keepAlive(channel);
       // A turn is a mutation (messages, workspace files): audited once it ends, with its outcome. Never
       // the message text, which may hold secrets.
       const auditTurn = (outcome: "success" | "failure", details: Record<string, unknown>) =>
@@ -330,6 +344,7 @@ export function createChatService(deps: ChatServiceDeps) {
           });
           channel.push({ ...done, status: "failed" });
         } finally {
+          clearInterval(keepalive);
           options.signal?.removeEventListener("abort", cancelOnAbort);
           await turn.end().catch((error: unknown) => deps.log.warn({ err: error }, "ending a turn failed"));
           channel.close();

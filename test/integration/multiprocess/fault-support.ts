@@ -17,6 +17,8 @@ export type Relay = {
   restore(): void;
   /** Connections refused while cut (a process trying to reach the target). */
   refused(): number;
+  /** Open connections stop carrying bytes but stay open (a half-open connection); new ones work. */
+  freeze(): void;
   close(): Promise<void>;
 };
 
@@ -25,6 +27,7 @@ export async function startRelay(targets: () => net.NetConnectOpts[]): Promise<R
   const sockets = new Set<net.Socket>();
   let open = true;
   let refused = 0;
+  const pairs = new Set<[net.Socket, net.Socket]>();
   const server = net.createServer((client) => {
     sockets.add(client);
     client.on("close", () => sockets.delete(client));
@@ -49,6 +52,9 @@ export async function startRelay(targets: () => net.NetConnectOpts[]): Promise<R
           client.destroy();
         });
         client.on("close", () => upstream.destroy());
+        const pair: [net.Socket, net.Socket] = [client, upstream];
+        pairs.add(pair);
+        upstream.on("close", () => pairs.delete(pair));
         client.pipe(upstream);
         upstream.pipe(client);
       });
@@ -68,6 +74,15 @@ export async function startRelay(targets: () => net.NetConnectOpts[]): Promise<R
       open = true;
     },
     refused: () => refused,
+    freeze() {
+      for (const [client, upstream] of pairs) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        client.pause();
+        upstream.pause();
+      }
+      pairs.clear();
+    },
     async close() {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));

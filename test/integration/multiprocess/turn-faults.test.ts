@@ -249,6 +249,22 @@ describe("turn faults across processes", { timeout: 180_000 }, () => {
     await release(await workdirOf(other.workspaceId), "dies2");
   });
 
+  it("a connection that goes silent (half-open): the client gives up on it and gets the turn's outcome, run once", async () => {
+    const a = await startApi();
+    const relay = await startRelay(() => [{ host: "127.0.0.1", port: a.port }]);
+    relays.push(relay);
+    const client = clientOf(`http://127.0.0.1:${relay.port}`);
+    const { sessionId, workspaceId } = await newSession(client);
+    const run = client.chat.run({ sessionId, message: "slow silent" }, { idleTimeoutMs: 20_000 });
+    const workdir = await untilBashRan(workspaceId, "silent");
+    relay.freeze(); // no error, no bytes: the stream would look "connected" forever
+    await release(workdir, "silent"); // the turn ends on the server meanwhile
+    const result = await run;
+    expect(result).toMatchObject({ status: "completed", text: "finished silent" });
+    expect(await runsOf(workdir, "silent")).toBe(1);
+    expect(modelRequestsFor("silent", "user")).toBe(1);
+  });
+
   it("the database goes away mid-turn: nothing internal reaches the client, and what ran is stored once it is back", async () => {
     const database = new URL(process.env.DATABASE_URL!);
     const socket = path.join(database.searchParams.get("host") ?? "/var/run/postgresql", ".s.PGSQL.5432");

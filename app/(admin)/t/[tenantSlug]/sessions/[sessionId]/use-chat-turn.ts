@@ -69,6 +69,8 @@ function applyTurnEvent(turn: LiveTurn, event: TChatTurnEvent): LiveTurn {
       return { ...turn, error: { code: event.code, message: event.message, retryable: event.retryable } };
     case "done":
       return { ...turn, phase: "done", status: event.status, usage: event.usage, steps: event.steps };
+    case "keepalive":
+      return turn;
   }
 }
 
