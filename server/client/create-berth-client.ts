@@ -15,6 +15,8 @@
  *   right after it includes them). A failure during the turn is an `error` event followed by `done`.
  * - One turn per request: aborting `signal` (or the connection dropping) cancels the turn; `chat.cancel`
  *   cancels it from any client or process (the stream then ends with `done` status `cancelled`).
+ * - `idempotencyKey` (one per message): sending it again after a broken or silent stream reports the original
+ *   turn instead of running it twice (`chat.run` does this itself); `keepalive` events come every 15 s.
  * - It must never be batched with other calls or sent over the non-streaming link (the server answers 400
  *   before starting a turn): `berthLinks` below routes it.
  */

@@ -1,12 +1,16 @@
+import { randomUUID } from "node:crypto";
+import os from "node:os";
 import type { Redis } from "ioredis";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { getConfig } from "@/server/config/config";
 import { loadRedisConfig } from "@/server/config/redis";
+import { loadWorkersConfig } from "@/server/config/workers";
 import { createEngine, type CreateEngineOptions, type WorkspaceEngine } from "@/server/engine/engine";
 import { loadEngineConfig } from "@/server/engine/engine-config";
 import { getLogger } from "@/server/logger";
 import { createAgentServices, type AgentServices } from "@/server/modules/chat/chat.composition";
-import { RedisTurnLock } from "@/server/modules/chat/redis-turn-lock";
+import { RedisCancelBus } from "@/server/modules/chat/redis-cancel-bus";
+import type { Liveness } from "@/server/modules/chat/turn-registry";
 import {
   createWorkspaceContentService,
   type WorkspaceContentService,
@@ -18,6 +22,7 @@ import {
 } from "@/server/modules/workspace/workspace-terminal.service";
 import { createProvisionGate } from "@/server/modules/workspace/workspace-provisioning";
 import { createWorkspaceService, type WorkspaceService } from "@/server/modules/workspace/workspace.service";
+import { deadProcesses, startHeartbeat } from "@/server/queue/heartbeat";
 import { getQueues } from "@/server/queue/queues";
 import { createRedisConnection, getRedis } from "@/server/redis";
 import { processSlot } from "@/server/shared/process-registry";
@@ -72,6 +77,37 @@ export async function closeEngine(): Promise<void> {
   await engineSlot.take()?.close();
 }
 
+type Holder = { liveness: Liveness; ttlMs: number; heartbeat: { stop(): Promise<void> } };
+const holderSlot = processSlot<Holder>("holder-liveness");
+
+/**
+ * This process as a holder of chat turns and workspace leases: an id that beats in the `holders`
+ * heartbeat set (WORKERS_HEARTBEAT_TTL_MS, three beats per TTL) from its first use on, and the others'
+ * liveness read from the same set. A crashed process stops beating; the others release what it held.
+ */
+function getHolder(): Holder {
+  return holderSlot.get(() => {
+    const redisConfig = loadRedisConfig();
+    const ttlMs = loadWorkersConfig().heartbeatTtlMs;
+    const id = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    const onError = (error: unknown) => getLogger().warn({ err: error }, "holder heartbeat failed");
+    const heartbeat = startHeartbeat({
+      redis: getRedis(),
+      redisPrefix: redisConfig.prefix,
+      workerId: id,
+      intervalMs: Math.max(300, Math.floor(ttlMs / 3)),
+      onError,
+      group: "holders",
+    });
+    heartbeat.ready.catch(onError);
+    const liveness: Liveness = {
+      ownerId: id,
+      deadAmong: (ids) => deadProcesses(getRedis(), redisConfig.prefix, "holders", ids, ttlMs),
+    };
+    return { liveness, ttlMs, heartbeat };
+  });
+}
+
 type WorkspaceServices = {
   engine: WorkspaceEngine;
   service: WorkspaceService;
@@ -89,7 +125,7 @@ export function getWorkspaceServices(): {
   const engine = getEngine();
   return workspaceServicesSlot.get(
     () => {
-      const service = createWorkspaceService(engine);
+      const service = createWorkspaceService(engine, { leaseOwnerId: getHolder().liveness.ownerId });
       return {
         engine,
         service,
@@ -115,11 +151,13 @@ export function getAgentServices(): AgentServices {
     () => {
       const redisConfig = loadRedisConfig();
       const subscriber = createRedisConnection(redisConfig, "worker", "berth-turn-cancel");
-      const turnLock = new RedisTurnLock({ redis: getRedis(), subscriber, prefix: redisConfig.prefix });
+      const holder = getHolder();
       const services = createAgentServices({
         workspaces,
         secretKey: secretKeyFromBytes(getConfig().secrets.encryptionKey),
-        turnLock,
+        cancelBus: new RedisCancelBus({ redis: getRedis(), subscriber, prefix: redisConfig.prefix }),
+        liveness: holder.liveness,
+        reapIntervalMs: Math.max(300, Math.floor(holder.ttlMs / 3)),
       });
       return { workspaces, services, subscriber };
     },
@@ -127,8 +165,13 @@ export function getAgentServices(): AgentServices {
   ).services;
 }
 
-/** Closes the cancel-channel subscriber of the process-wide services (graceful shutdown). */
+/**
+ * Closes the cancel-channel subscriber and the dead-holder reaper of the process-wide services, and ends
+ * this process' holder heartbeat (graceful shutdown).
+ */
 export async function closeAgentServices(): Promise<void> {
   const current = agentServicesSlot.take();
+  current?.services.close();
   if (current) await current.subscriber.quit().catch(() => current.subscriber.disconnect());
+  await holderSlot.take()?.heartbeat.stop();
 }

@@ -50,6 +50,7 @@ const STATE_TONES: Record<string, BadgeTone> = {
   stopping: "warning",
   purging: "warning",
   cancelled: "warning",
+  interrupted: "warning",
   error: "danger",
   failed: "danger",
   revoked: "danger",

@@ -25,7 +25,11 @@ export const chatRouter = createTRPCRouter({
       }
       return chat().send(
         ctx.scope,
-        { sessionId: input.sessionId, message: input.message },
+        {
+          sessionId: input.sessionId,
+          message: input.message,
+          ...(input.idempotencyKey ? { idempotencyKey: input.idempotencyKey } : {}),
+        },
         signal ? { signal } : {},
       );
     }),

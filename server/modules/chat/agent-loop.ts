@@ -22,6 +22,7 @@ import { compactHistory, type Compaction } from "./context-compaction";
 import { toModelAppError } from "./model-errors";
 import type { ModelCallSettings } from "./model-provider";
 import { silentLogger, type AgentTool, type ChatLogger, type OffloaderPort } from "./ports";
+import { safeErrorMessage } from "./safe-errors";
 import { StepRecorder } from "./step-recorder";
 import { ToolAttachmentRelay } from "./tool-attachments";
 import { shapeToolOutput, thrownToolErrorText, type ShapedToolOutput } from "./tool-output";
@@ -193,7 +194,7 @@ export async function runTurn(input: RunTurnInput): Promise<TurnResult> {
   const status: TTurnStatus = input.signal?.aborted ? "cancelled" : error ? "failed" : "completed";
   if (status === "failed" && error) {
     logger.warn({ sessionId: input.sessionId, code: error.code, error: error.message }, "chat turn failed");
-    emit({ type: "error", code: error.code, message: error.userMessage, retryable: error.isRetryable });
+    emit({ type: "error", code: error.code, message: safeErrorMessage(error), retryable: error.isRetryable });
   }
   const interruption =
     status === "cancelled" ? "the turn was cancelled" : status === "failed" ? "the turn failed" : undefined;

@@ -4,6 +4,7 @@ import type { TenantScope } from "@/server/auth/scope";
 import { createAgent, getAgent, getAgentModelApiKey, listAgents } from "@/server/modules/agent/agent.data";
 import { defaultSystemPrompt } from "@/server/modules/agent/agent.types";
 import type { SessionDTO } from "@/server/modules/session/session.types";
+import { toAppError } from "@/server/shared/errors";
 import type { TChatTurnEvent } from "./chat.schema";
 import type { AgentTool, TeamPort } from "./ports";
 import { createTeamTools } from "./team-tools";
@@ -110,9 +111,30 @@ export async function teamToolsFor(
     .filter((agent) => agent.id !== session.agentId && agent.createdByLeaderSessionId === null)
     .map((agent) => ({ id: agent.id, name: agent.name, description: agent.description }));
   return createTeamTools({
-    team: teamPortFor(deps, scope, session),
+    team: withInternalCausesMasked(teamPortFor(deps, scope, session)),
     leaderSessionId: session.id,
     leaderWorkspaceId: session.workspaceId,
     invitableAgents,
   });
+}
+
+/**
+ * Team operations run Berth's own services (the database above all): what they throw that is not an
+ * AppError is an internal cause (a driver's "Connection terminated unexpectedly", Prisma's invocation
+ * text with file paths), so it becomes INTERNAL ("Internal error" for the model and the client).
+ */
+function withInternalCausesMasked(port: TeamPort): TeamPort {
+  const masked =
+    <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+    (...args: A) =>
+      fn(...args).catch((error: unknown) => {
+        throw toAppError(error);
+      });
+  return {
+    createWorkerSession: masked((input: Parameters<TeamPort["createWorkerSession"]>[0]) =>
+      port.createWorkerSession(input),
+    ),
+    inviteAgent: masked((input: Parameters<TeamPort["inviteAgent"]>[0]) => port.inviteAgent(input)),
+    runSubTurn: masked((input: Parameters<TeamPort["runSubTurn"]>[0]) => port.runSubTurn(input)),
+  };
 }

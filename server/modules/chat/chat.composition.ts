@@ -6,7 +6,9 @@ import type { WorkspaceService } from "@/server/modules/workspace/workspace.serv
 import type { TenantScope } from "@/server/auth/scope";
 import { createChatService, type ChatService } from "./chat.service";
 import { checkAgentModel, type TModelCheckResult } from "./model-check";
-import { TurnRegistry, type TurnLock } from "./turn-registry";
+import { claimTurn, getTurn, heartbeatTurn, interruptTurn } from "./chat-turn.data";
+import { startDeadHolderReaper } from "./dead-holders";
+import { type CancelBus, type Liveness, TurnRegistry } from "./turn-registry";
 
 /**
  * Composition of the agent-facing services (agents, sessions, chat, jobs) over one workspace service, so
@@ -19,16 +21,37 @@ export type AgentServices = {
   jobs: JobsService;
   /** `agent.testConnection`: checks an agent's model endpoint and key (model-check.ts). */
   checkModel: (scope: TenantScope, agentId: string) => Promise<TModelCheckResult>;
+  /** Stops this process' dead-holder reaper (graceful shutdown). */
+  close(): void;
 };
 
 export function createAgentServices(deps: {
   workspaces: WorkspaceService;
   secretKey: SecretKey;
-  turnLock: TurnLock;
+  /** Cancel requests between processes (Redis pub/sub). */
+  cancelBus: CancelBus;
+  /** This process' holder id and the others' liveness (the `holders` heartbeats). */
+  liveness: Liveness;
+  /** How often this process looks for turns and leases of dead processes (about a third of their TTL). */
+  reapIntervalMs: number;
+  turnTtlMs?: number;
 }): AgentServices {
   const log = deps.workspaces.engine.log.child({ component: "chat" });
   const onAuditFailure = (error: unknown) => log.error({ err: error }, "audit write failed");
-  const registry = new TurnRegistry({ lock: deps.turnLock });
+  const turnTtlMs = deps.turnTtlMs ?? 60_000;
+  const registry = new TurnRegistry({
+    claims: { claim: claimTurn, heartbeat: heartbeatTurn, interrupt: interruptTurn, get: getTurn },
+    cancelBus: deps.cancelBus,
+    liveness: deps.liveness,
+    turnTtlMs,
+  });
+  const reaper = startDeadHolderReaper({
+    liveness: deps.liveness,
+    turnTtlMs,
+    isRunningHere: (sessionId) => registry.isRunningHere(sessionId),
+    log,
+    intervalMs: deps.reapIntervalMs,
+  });
   const chat = createChatService({
     workspaces: deps.workspaces,
     registry,
@@ -53,5 +76,6 @@ export function createAgentServices(deps: {
     chat,
     jobs: createJobsService(deps.workspaces.engine.queues),
     checkModel: (scope, agentId) => checkAgentModel(scope, agentId, { secretKey: deps.secretKey }),
+    close: () => reaper.stop(),
   };
 }

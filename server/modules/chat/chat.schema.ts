@@ -43,11 +43,17 @@ export const ZChatTurnEvent = z.discriminatedUnion("type", [
     toolCallId: z.string().optional(),
     messageCount: z.number().int().nonnegative().optional(),
   }),
+  /**
+   * Sent every 15 s while nothing else is (a long tool call): a client that hears nothing for much longer
+   * knows its connection is dead even when no socket error arrives (a half-open connection).
+   */
+  z.object({ type: z.literal("keepalive") }),
   /** The turn failed (model/provider error, configuration problem). `message` is safe to show. */
   z.object({ type: z.literal("error"), code: ZAppErrorCode, message: z.string(), retryable: z.boolean() }),
   z.object({
     type: z.literal("done"),
-    status: z.enum(["completed", "cancelled", "failed"]),
+    /** `interrupted`: reported for a send whose turn died with its server process (see chat-turn.data.ts). */
+    status: z.enum(["completed", "cancelled", "failed", "interrupted"]),
     /** The AI SDK finish reason of the last step ("stop", "tool-calls", "length", ...) or null. */
     finishReason: z.string().nullable(),
     usage: ZTurnUsage,

@@ -7,26 +7,22 @@ import { getAgent, getAgentModelApiKey } from "@/server/modules/agent/agent.data
 import { type AgentDTO, defaultSystemPrompt } from "@/server/modules/agent/agent.types";
 import { audited } from "@/server/modules/audit/audited";
 import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
-import {
-  appendChatMessages,
-  getSession,
-  listChatMessages,
-  updateSession,
-} from "@/server/modules/session/session.data";
+import { getSession, listChatMessages } from "@/server/modules/session/session.data";
 import type { ChatMessageDTO, SessionDTO } from "@/server/modules/session/session.types";
-import { AppError, clientFacingMessage, isAppError } from "@/server/shared/errors";
-import { redactHostPaths } from "@/server/shared/host-paths";
+
 import { parseInput } from "@/server/shared/parse-input";
 import { FileReadState } from "@/server/workspace/tools";
 import { runTurn, type TurnResult } from "./agent-loop";
+import { finishTurn, type StoredTurn, type TurnOutcome } from "./chat-turn.data";
 import type { TChatTurnEvent, TTurnLimitsInput } from "./chat.schema";
 import { teamToolsFor, type TeamDeps } from "./chat-team";
 import { EventChannel } from "./event-channel";
 import { createAgentModel, modelEndpointForAgent } from "./model-provider";
 import type { ChatLogger } from "./ports";
+import { safeErrorEvent } from "./safe-errors";
 import { fromStoredMessages, toStoredMessage, type StoredChatMessage } from "./stored-messages";
 import { assembleToolkit } from "./toolkit";
-import type { TurnRegistry } from "./turn-registry";
+import type { RunningTurn, TurnRegistry } from "./turn-registry";
 import { turnWorkspacePort, type EngineWorkspace } from "./workspace-adapters";
 
 /**
@@ -37,6 +33,14 @@ import { turnWorkspacePort, type EngineWorkspace } from "./workspace-adapters";
 export const ZChatSendRequest = z.object({
   sessionId: z.string().min(1).max(200),
   message: z.string().min(1).max(200_000),
+  /**
+   * The client's key of this send (one per message, reused when it sends the same message again after a
+   * lost connection): a send with a key the session has seen runs nothing and reports that turn instead.
+   */
+  idempotencyKey: z
+    .string()
+    .regex(/^[A-Za-z0-9._:-]{8,128}$/, "8 to 128 letters, digits, '.', '_', ':' or '-'")
+    .optional(),
 });
 export const ZChatHistoryRequest = z.object({
   sessionId: z.string().min(1).max(200),
@@ -64,7 +68,20 @@ export type ChatServiceDeps = {
   createSession?: TeamDeps["createSession"];
   /** The turn's workspace lease; the engine caps it at its hard maximum. */
   turnLeaseMs?: number;
+  /** Backoff of the final write of a turn (messages + status) when the database fails. */
+  finishRetryDelaysMs?: readonly number[];
 };
+
+/** A `keepalive` event on a quiet stream every this often (chat.schema.ts). */
+const KEEPALIVE_MS = 15_000;
+
+function keepAlive(channel: EventChannel<TChatTurnEvent>): NodeJS.Timeout {
+  const timer = setInterval(() => {
+    if (channel.idleMs() >= KEEPALIVE_MS) channel.push({ type: "keepalive" });
+  }, KEEPALIVE_MS / 3);
+  timer.unref();
+  return timer;
+}
 
 /** Read-before-Write bookkeeping survives between a session's turns (bounded: oldest sessions dropped). */
 const MAX_READ_STATES = 1_000;
@@ -150,15 +167,65 @@ export function createChatService(deps: ChatServiceDeps) {
     });
   }
 
-  async function persist(scope: TenantScope, sessionId: string, result: TurnResult): Promise<void> {
-    await appendChatMessages(
-      scope,
-      sessionId,
-      result.newMessages.map(toStoredMessage),
-      result.compaction
-        ? { count: result.compaction.replacedCount, stub: toStoredMessage(result.compaction.stub) }
-        : null,
-    );
+  /**
+   * Stores the turn's end (outcome, messages, session status) in one transaction, retried with backoff
+   * so a short database outage does not lose what ran. When it still fails the claim is left to go stale:
+   * another process then records the turn as interrupted (the user's message and the marker).
+   */
+  async function finish(
+    scope: TenantScope,
+    turn: RunningTurn,
+    outcome: TurnOutcome,
+    result: TurnResult | null,
+  ): Promise<void> {
+    const sessionStatus = outcome.done.status === "failed" ? "ERROR" : "IDLE";
+    const messages = result ? result.newMessages.map(toStoredMessage) : [];
+    const compaction = result?.compaction
+      ? { count: result.compaction.replacedCount, stub: toStoredMessage(result.compaction.stub) }
+      : null;
+    const delays = deps.finishRetryDelaysMs ?? [250, 1_000, 2_000, 4_000, 8_000];
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await finishTurn(scope, turn.sessionId, turn.turnId, {
+          outcome,
+          messages,
+          compaction,
+          sessionStatus,
+        });
+        return;
+      } catch (error) {
+        const delay = delays[attempt];
+        if (delay === undefined) throw error;
+        deps.log.warn(
+          { err: error, sessionId: turn.sessionId, attempt },
+          "storing a turn's end failed; retrying",
+        );
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
+  }
+
+  /** The stream of a send whose key the session has seen: that turn's outcome (awaited while it runs). */
+  function replay(scope: TenantScope, turn: StoredTurn, signal: AbortSignal | undefined) {
+    const channel = new EventChannel<TChatTurnEvent>();
+    const keepalive = keepAlive(channel);
+    void (async () => {
+      try {
+        const ended = await deps.registry.awaitOutcome(scope, turn, signal);
+        const outcome = ended?.outcome;
+        if (!outcome) return;
+        if (outcome.error) channel.push({ type: "error", ...outcome.error });
+        if (outcome.text !== "") channel.push({ type: "text-delta", text: outcome.text });
+        channel.push(outcome.done);
+      } catch (thrown) {
+        deps.log.error({ err: thrown, sessionId: turn.sessionId }, "reporting a turn's outcome failed");
+        channel.push(safeErrorEvent(thrown));
+      } finally {
+        clearInterval(keepalive);
+        channel.close();
+      }
+    })();
+    return channel;
   }
 
   async function teamTools(scope: TenantScope, session: SessionDTO) {
@@ -195,11 +262,19 @@ export function createChatService(deps: ChatServiceDeps) {
       const session = await getSession(scope, input.sessionId);
       const agent = await getAgent(scope, session.agentId);
       options.signal?.throwIfAborted();
-      const turn = await deps.registry.start(session.id);
+      const started = await deps.registry.start(scope, {
+        sessionId: session.id,
+        idempotencyKey: input.idempotencyKey ?? null,
+        userMessage: input.message,
+      });
+      // The same send again (a client that lost its connection): report that turn, never run it twice.
+      if (started.kind === "existing") return replay(scope, started.turn, options.signal);
+      const turn = started.turn;
       const cancelOnAbort = () => void deps.registry.cancel(session.id).catch(() => false);
       options.signal?.addEventListener("abort", cancelOnAbort, { once: true });
       if (options.signal?.aborted) cancelOnAbort(); // aborted while the turn was being claimed
       const channel = new EventChannel<TChatTurnEvent>();
+      const keepalive = keepAlive(channel);
       // A turn is a mutation (messages, workspace files): audited once it ends, with its outcome. Never
       // the message text, which may hold secrets.
       const auditTurn = (outcome: "success" | "failure", details: Record<string, unknown>) =>
@@ -211,47 +286,65 @@ export function createChatService(deps: ChatServiceDeps) {
           details: { agentId: agent.id, ...details },
         }).catch((error: unknown) => deps.log.warn({ err: error }, "could not audit a chat turn"));
       void (async () => {
-        let done: TChatTurnEvent | null = null;
+        let text = "";
+        let errorEvent: TurnOutcome["error"] = null;
+        let result: TurnResult | null = null;
         try {
-          await updateSession(scope, session.id, { status: "RUNNING" });
-          const result = await runOnWorkspace(scope, agent, session, input.message, turn.signal, (event) => {
-            if (event.type === "done") done = event;
-            else channel.push(event);
+          result = await runOnWorkspace(scope, agent, session, input.message, turn.signal, (event) => {
+            if (event.type === "text-delta") text += event.text;
+            if (event.type === "error")
+              errorEvent = { code: event.code, message: event.message, retryable: event.retryable };
+            if (event.type !== "done") channel.push(event);
           });
-          await persist(scope, session.id, result);
-          await updateSession(scope, session.id, { status: result.status === "failed" ? "ERROR" : "IDLE" });
-          await auditTurn(result.status === "failed" ? "failure" : "success", {
-            status: result.status,
-            steps: result.steps,
-            ...(result.error ? { code: result.error.code } : {}),
-          });
-          if (done) channel.push(done);
         } catch (thrown) {
           // Failures outside the loop (workspace provisioning, storage): reported as the turn's end, typed
           // and masked (a storage failure's text quotes the database; it stays in the log).
-          const error = isAppError(thrown)
-            ? thrown
-            : new AppError("INTERNAL", `chat turn failed: ${String(thrown)}`, {
-                cause: thrown,
-                userMessage: "Internal error",
-              });
           deps.log.error({ err: thrown, sessionId: session.id }, "chat turn failed outside the agent loop");
-          await updateSession(scope, session.id, { status: "ERROR" }).catch(() => undefined);
-          await auditTurn("failure", { status: "failed", code: error.code });
+          const event = safeErrorEvent(thrown);
+          errorEvent = { code: event.code, message: event.message, retryable: event.retryable };
+          channel.push(event);
+        }
+        const done: Extract<TChatTurnEvent, { type: "done" }> = result
+          ? {
+              type: "done",
+              status: result.status,
+              finishReason: result.finishReason,
+              usage: result.usage,
+              steps: result.steps,
+            }
+          : {
+              type: "done",
+              status: turn.signal.aborted ? "cancelled" : "failed",
+              finishReason: null,
+              usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 },
+              steps: 0,
+            };
+        try {
+          await finish(scope, turn, { done, text, error: errorEvent }, result);
+          await auditTurn(
+            done.status === "completed" || done.status === "cancelled" ? "success" : "failure",
+            {
+              status: done.status,
+              steps: done.steps,
+              ...(errorEvent ? { code: errorEvent.code } : {}),
+            },
+          );
+          channel.push(done);
+        } catch (thrown) {
+          // The database stayed unreachable: the turn ran, but its end could not be stored. The client hears
+          // so (typed, masked); the claim goes stale and the session is then shown as interrupted.
+          deps.log.error({ err: thrown, sessionId: session.id }, "could not store a chat turn's end");
+          await auditTurn("failure", { status: "failed", code: "UNAVAILABLE" });
           channel.push({
             type: "error",
-            code: error.code,
-            message: redactHostPaths(clientFacingMessage(error)),
-            retryable: error.isRetryable,
+            code: "UNAVAILABLE",
+            message:
+              "The reply could not be saved because the database is unavailable. Reload the session later.",
+            retryable: false,
           });
-          channel.push({
-            type: "done",
-            status: turn.signal.aborted ? "cancelled" : "failed",
-            finishReason: null,
-            usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 },
-            steps: 0,
-          });
+          channel.push({ ...done, status: "failed" });
         } finally {
+          clearInterval(keepalive);
           options.signal?.removeEventListener("abort", cancelOnAbort);
           await turn.end().catch((error: unknown) => deps.log.warn({ err: error }, "ending a turn failed"));
           channel.close();

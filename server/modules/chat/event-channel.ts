@@ -7,9 +7,16 @@ export class EventChannel<T> {
   private wake: (() => void) | null = null;
   private closed = false;
   private failure: { error: unknown } | null = null;
+  private lastPushAt = Date.now();
+
+  /** How long since the last item was pushed. */
+  idleMs(): number {
+    return Date.now() - this.lastPushAt;
+  }
 
   push(item: T): void {
     if (this.closed) return;
+    this.lastPushAt = Date.now();
     this.buffered.push(item);
     this.wake?.();
   }

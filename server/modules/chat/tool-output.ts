@@ -1,4 +1,5 @@
 import { isAppError } from "@/server/shared/errors";
+import { safeThrownText } from "./safe-errors";
 import type { TTurnLimits } from "./chat.schema";
 import type { AgentToolResult, ChatLogger, OffloaderPort } from "./ports";
 
@@ -60,10 +61,7 @@ export async function shapeToolOutput(input: {
 
 /** The text the model sees for a tool that threw instead of returning an error result. */
 export function thrownToolErrorText(toolName: string, error: unknown): string {
-  const message = isAppError(error)
-    ? error.userMessage
-    : error instanceof Error
-      ? error.message
-      : String(error);
+  // Masked like every client-facing error: the model's text reaches the client's tool-result too.
+  const message = safeThrownText(error);
   return message.startsWith("Error") ? message : `Error: ${toolName} failed: ${message}`;
 }

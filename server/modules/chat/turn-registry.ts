@@ -1,59 +1,55 @@
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
+import type { TenantScope } from "@/server/auth/scope";
 import { AppError } from "@/server/shared/errors";
+import type { ClaimResult, StoredTurn } from "./chat-turn.data";
 
 /**
- * One running turn per session. The registry keeps the local turns (their abort controllers) and asks a
- * `TurnLock` for the session, so with a shared lock a second `start` on ANOTHER API process gets the same
- * CONFLICT, and `cancel` reaches a turn running elsewhere.
+ * One running turn per session, across processes, and every send at most once. The claim lives in
+ * Postgres (`TurnClaims`, chat-turn.data.ts): a turn row with its owner process and a heartbeat, which the
+ * session row points at. This registry keeps the local turns (their abort controllers), beats their
+ * claims, and reaches a turn running elsewhere through a `CancelBus` (Redis pub/sub: it carries requests
+ * only, so losing Redis's data loses no turn and frees no session). A claim whose owner process is known
+ * dead (`Liveness`, the process heartbeats) or whose heartbeat is older than the TTL is interrupted and
+ * the session taken over.
  */
 
-/**
- * The cross-process part. The in-memory implementation below serves one process (and tests); a Redis
- * implementation would use `SET turn:<sid> <owner> NX PX ttl` for `acquire`, a compare-and-set script for
- * `renew`/`release`, and a pub/sub channel `turn-cancel:<sid>` for `requestCancel`/`onCancelRequested`.
- */
-export interface TurnLock {
-  /** Takes the session's lock for `ttlMs`; false when another owner holds it. */
-  acquire(sessionId: string, ownerId: string, ttlMs: number): Promise<boolean>;
-  /** Extends a lock this owner holds; false when it was lost (expired and taken). */
-  renew(sessionId: string, ownerId: string, ttlMs: number): Promise<boolean>;
-  /** Releases the lock if this owner still holds it. */
-  release(sessionId: string, ownerId: string): Promise<void>;
-  /** Asks the holder of the session's lock, in any process, to cancel. False when nobody holds it. */
+export interface TurnClaims {
+  claim(
+    scope: TenantScope,
+    input: {
+      sessionId: string;
+      ownerId: string;
+      idempotencyKey: string | null;
+      userMessage: string;
+      staleBefore: Date;
+    },
+  ): Promise<ClaimResult>;
+  heartbeat(turnId: string, ownerId: string): Promise<boolean>;
+  interrupt(scope: TenantScope, sessionId: string, turnId: string): Promise<boolean>;
+  get(scope: TenantScope, turnId: string): Promise<StoredTurn | null>;
+}
+
+/** Cancel requests to whichever process runs a session's turn. */
+export interface CancelBus {
+  /** True when a process running the session's turn received it. */
   requestCancel(sessionId: string): Promise<boolean>;
-  /** The holder listens for cancel requests while its turn runs. Returns the unsubscribe function. */
+  /** The runner listens while its turn runs. Returns the unsubscribe function. */
   onCancelRequested(sessionId: string, listener: () => void): Promise<() => void>;
 }
 
-export class InMemoryTurnLock implements TurnLock {
-  private readonly holders = new Map<string, { ownerId: string; expiresAt: number }>();
+/** This process' id (its heartbeat) and which other holders are known dead. */
+export interface Liveness {
+  readonly ownerId: string;
+  /** The ids of `ownerIds` known dead; empty when unknown (Redis lost its data, or is down). */
+  deadAmong(ownerIds: readonly string[]): Promise<string[]>;
+}
+
+export class InMemoryCancelBus implements CancelBus {
   private readonly cancels = new EventEmitter().setMaxListeners(0);
 
-  acquire(sessionId: string, ownerId: string, ttlMs: number): Promise<boolean> {
-    const holder = this.holders.get(sessionId);
-    if (holder && holder.ownerId !== ownerId && holder.expiresAt > Date.now()) return Promise.resolve(false);
-    this.holders.set(sessionId, { ownerId, expiresAt: Date.now() + ttlMs });
-    return Promise.resolve(true);
-  }
-
-  renew(sessionId: string, ownerId: string, ttlMs: number): Promise<boolean> {
-    const holder = this.holders.get(sessionId);
-    if (holder?.ownerId !== ownerId) return Promise.resolve(false);
-    holder.expiresAt = Date.now() + ttlMs;
-    return Promise.resolve(true);
-  }
-
-  release(sessionId: string, ownerId: string): Promise<void> {
-    if (this.holders.get(sessionId)?.ownerId === ownerId) this.holders.delete(sessionId);
-    return Promise.resolve();
-  }
-
   requestCancel(sessionId: string): Promise<boolean> {
-    const holder = this.holders.get(sessionId);
-    if (!holder || holder.expiresAt <= Date.now()) return Promise.resolve(false);
-    this.cancels.emit(sessionId);
-    return Promise.resolve(true);
+    return Promise.resolve(this.cancels.emit(sessionId));
   }
 
   onCancelRequested(sessionId: string, listener: () => void): Promise<() => void> {
@@ -65,108 +61,165 @@ export class InMemoryTurnLock implements TurnLock {
 /** A turn that holds its session. Call `end()` exactly once when the turn is over (also after errors). */
 export type RunningTurn = {
   readonly sessionId: string;
-  /** Aborted by `cancel`, by a cancel request from another process, or when the lock is lost. */
+  readonly turnId: string;
+  /** Aborted by `cancel`, by a cancel request from another process, or when the claim is lost. */
   readonly signal: AbortSignal;
   end(): Promise<void>;
 };
 
+export type TurnStart =
+  | { kind: "started"; turn: RunningTurn }
+  /** A send with the same idempotency key exists: running (await its outcome) or ended. */
+  | { kind: "existing"; turn: StoredTurn };
+
 export type TurnRegistryOptions = {
-  lock?: TurnLock;
-  /** Lock lifetime; renewed every third of it while the turn runs, so a crashed process frees it soon. */
-  lockTtlMs?: number;
+  claims: TurnClaims;
+  cancelBus?: CancelBus;
+  liveness?: Liveness;
+  /** A claim not renewed for this long is dead; renewed every third of it while the turn runs. */
+  turnTtlMs?: number;
+  /** How often `awaitOutcome` looks at a turn running elsewhere. */
+  pollMs?: number;
 };
 
 export class TurnRegistry {
-  private readonly lock: TurnLock;
-  private readonly lockTtlMs: number;
-  private readonly local = new Map<string, AbortController>();
+  private readonly claims: TurnClaims;
+  private readonly cancelBus: CancelBus;
+  private readonly liveness: Liveness;
+  private readonly turnTtlMs: number;
+  private readonly pollMs: number;
+  private readonly local = new Map<string, { controller: AbortController; turnId: string }>();
 
-  constructor(options: TurnRegistryOptions = {}) {
-    this.lock = options.lock ?? new InMemoryTurnLock();
-    this.lockTtlMs = options.lockTtlMs ?? 60_000;
+  constructor(options: TurnRegistryOptions) {
+    this.claims = options.claims;
+    this.cancelBus = options.cancelBus ?? new InMemoryCancelBus();
+    this.liveness = options.liveness ?? { ownerId: randomUUID(), deadAmong: () => Promise.resolve([]) };
+    this.turnTtlMs = options.turnTtlMs ?? 60_000;
+    this.pollMs = options.pollMs ?? 250;
   }
 
-  /** Claims the session for a new turn. Rejects with AppError CONFLICT while another turn runs. */
-  async start(sessionId: string): Promise<RunningTurn> {
-    const conflict = () =>
-      new AppError("CONFLICT", `A turn is already running in session ${sessionId}`, {
-        userMessage: "A reply is already in progress in this session. Wait for it or cancel it first.",
-        details: { sessionId },
-      });
-    if (this.local.has(sessionId)) throw conflict();
-    const controller = new AbortController();
-    this.local.set(sessionId, controller); // reserve before awaiting, so concurrent local starts conflict
-    const ownerId = randomUUID();
-    let acquired = false;
-    try {
-      acquired = await this.lock.acquire(sessionId, ownerId, this.lockTtlMs);
-    } finally {
-      if (!acquired) this.local.delete(sessionId);
-    }
-    if (!acquired) throw conflict();
+  get ownerId(): string {
+    return this.liveness.ownerId;
+  }
 
-    let unsubscribe: () => void;
+  /**
+   * Claims the session for a new turn, or finds the send with the same idempotency key. Rejects with
+   * AppError CONFLICT while another (live) turn runs.
+   */
+  async start(
+    scope: TenantScope,
+    request: { sessionId: string; idempotencyKey: string | null; userMessage: string },
+  ): Promise<TurnStart> {
+    const { sessionId } = request;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const claimed = await this.claims.claim(scope, {
+        ...request,
+        ownerId: this.ownerId,
+        staleBefore: new Date(Date.now() - this.turnTtlMs),
+      });
+      if (claimed.kind === "claimed") return { kind: "started", turn: await this.track(claimed.turn) };
+      const running = claimed.turn;
+      if (claimed.kind === "same-key" && running.status !== "RUNNING")
+        return { kind: "existing", turn: running };
+      if (!(await this.isDead(running))) {
+        if (claimed.kind === "same-key") return { kind: "existing", turn: running };
+        throw conflict(sessionId);
+      }
+      // Its process is gone: the turn is interrupted (stored as such), then claimed again.
+      await this.claims.interrupt(scope, sessionId, running.id);
+    }
+    throw conflict(sessionId);
+  }
+
+  /**
+   * Waits until the turn (running in another process, or in this one) has ended and returns it; a turn
+   * whose process died meanwhile is interrupted first. Null when `signal` aborts first.
+   */
+  async awaitOutcome(scope: TenantScope, turn: StoredTurn, signal?: AbortSignal): Promise<StoredTurn | null> {
+    let current: StoredTurn | null = turn;
+    while (current?.status === "RUNNING") {
+      if (signal?.aborted) return null;
+      if (await this.isDead(current)) {
+        await this.claims.interrupt(scope, current.sessionId, current.id);
+      } else {
+        await new Promise((resolve) => setTimeout(resolve, this.pollMs));
+      }
+      current = await this.claims.get(scope, turn.id);
+    }
+    return current;
+  }
+
+  private async isDead(turn: StoredTurn): Promise<boolean> {
+    if (turn.status !== "RUNNING") return false;
+    if (turn.heartbeatAt.getTime() < Date.now() - this.turnTtlMs) return true;
+    // This process' own claim is alive exactly while it runs the turn.
+    if (turn.ownerId === this.ownerId) return this.local.get(turn.sessionId)?.turnId !== turn.id;
+    const dead = await this.liveness.deadAmong([turn.ownerId]).catch((): string[] => []);
+    return dead.includes(turn.ownerId);
+  }
+
+  private async track(claimed: StoredTurn): Promise<RunningTurn> {
+    const { sessionId, id: turnId } = claimed;
+    const controller = new AbortController();
+    this.local.set(sessionId, { controller, turnId });
+    let unsubscribe: () => void = () => undefined;
     try {
-      unsubscribe = await this.lock.onCancelRequested(sessionId, () =>
+      unsubscribe = await this.cancelBus.onCancelRequested(sessionId, () =>
         controller.abort(abortReason("The turn was cancelled")),
       );
-    } catch (error) {
-      this.local.delete(sessionId);
-      await this.lock.release(sessionId, ownerId);
-      throw error;
+    } catch {
+      // Without Redis the turn still runs (and is cancelled from this process); cancel from others fails.
     }
     const heartbeat = setInterval(
       () => {
-        this.lock.renew(sessionId, ownerId, this.lockTtlMs).then(
+        this.claims.heartbeat(turnId, this.ownerId).then(
           (held) => {
-            if (!held) controller.abort(abortReason("The turn lost its session lock"));
+            if (!held) controller.abort(abortReason("The turn lost its session claim"));
           },
           () => undefined, // a failed renewal is retried on the next beat; the TTL covers the gap
         );
       },
-      Math.max(1, Math.floor(this.lockTtlMs / 3)),
+      Math.max(1, Math.floor(this.turnTtlMs / 3)),
     );
     heartbeat.unref();
-
     let ended = false;
     return {
       sessionId,
+      turnId,
       signal: controller.signal,
-      end: async () => {
-        if (ended) return;
-        ended = true;
-        clearInterval(heartbeat);
-        unsubscribe();
-        if (this.local.get(sessionId) === controller) this.local.delete(sessionId);
-        await this.lock.release(sessionId, ownerId);
+      end: () => {
+        if (!ended) {
+          ended = true;
+          clearInterval(heartbeat);
+          unsubscribe();
+          if (this.local.get(sessionId)?.controller === controller) this.local.delete(sessionId);
+        }
+        return Promise.resolve();
       },
     };
   }
 
-  /** Starts a turn, runs `work` with its signal and always ends it. */
-  async run<T>(sessionId: string, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
-    const turn = await this.start(sessionId);
-    try {
-      return await work(turn.signal);
-    } finally {
-      await turn.end();
-    }
-  }
-
-  /** Cancels the session's running turn wherever it runs. False when no turn was running. */
+  /** Cancels the session's running turn wherever it runs. False when no live turn received it. */
   async cancel(sessionId: string): Promise<boolean> {
-    const controller = this.local.get(sessionId);
-    if (controller) {
-      controller.abort(abortReason("The turn was cancelled"));
+    const running = this.local.get(sessionId);
+    if (running) {
+      running.controller.abort(abortReason("The turn was cancelled"));
       return true;
     }
-    return this.lock.requestCancel(sessionId);
+    return this.cancelBus.requestCancel(sessionId);
   }
 
   /** Whether a turn of this session runs in THIS process. */
   isRunningHere(sessionId: string): boolean {
     return this.local.has(sessionId);
   }
+}
+
+function conflict(sessionId: string): AppError {
+  return new AppError("CONFLICT", `A turn is already running in session ${sessionId}`, {
+    userMessage: "A reply is already in progress in this session. Wait for it or cancel it first.",
+    details: { sessionId },
+  });
 }
 
 function abortReason(message: string): DOMException {

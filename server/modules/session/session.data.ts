@@ -233,10 +233,11 @@ export async function appendChatMessages(
   sessionId: string,
   rawInputs: TAppendChatMessageInput[],
   replace: { count: number; stub: TAppendChatMessageInput } | null = null,
-  db = getDb(),
+  db: DbClient = getDb(),
 ): Promise<number> {
   const inputs = rawInputs.map((raw) => parseInput(ZAppendChatMessageInput, raw));
-  return db.$transaction(async (tx) => {
+  // Inside the caller's transaction when given one (a turn stores its messages with its outcome).
+  return inTransaction(db, async (tx) => {
     const now = new Date();
     const { count } = await tx.session.updateMany({
       where: { tenantId: scope.tenantId, id: sessionId },

@@ -1,6 +1,6 @@
 import { z } from "zod";
 
-const SESSION_STATUSES = ["IDLE", "RUNNING", "ERROR", "CLOSED"] as const;
+const SESSION_STATUSES = ["IDLE", "RUNNING", "ERROR", "CLOSED", "INTERRUPTED"] as const;
 const ZSessionStatus = z.enum(SESSION_STATUSES);
 type SessionStatus = z.infer<typeof ZSessionStatus>;
 

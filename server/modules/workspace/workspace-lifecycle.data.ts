@@ -172,7 +172,7 @@ export async function stopIfIdle(
 export async function acquireLeaseLocked(
   scope: TenantScope,
   workspaceId: string,
-  lease: { holder: string; reason: string; expiresAt: Date },
+  lease: { holder: string; reason: string; expiresAt: Date; ownerId?: string | null },
   db = getDb(),
   /** `quiet`: a read's lease (the dashboard's browsing) writes no `lease_acquired` ledger event. */
   options: { refuseStates?: readonly WorkspaceState[]; quiet?: boolean } = {},
@@ -195,8 +195,9 @@ export async function acquireLeaseLocked(
         holder: lease.holder,
         reason: lease.reason,
         expiresAt: lease.expiresAt,
+        ownerId: lease.ownerId ?? null,
       },
-      update: { reason: lease.reason, expiresAt: lease.expiresAt },
+      update: { reason: lease.reason, expiresAt: lease.expiresAt, ownerId: lease.ownerId ?? null },
       select: { id: true, workspaceId: true, holder: true, reason: true, expiresAt: true, createdAt: true },
     });
     if (!options.quiet) {

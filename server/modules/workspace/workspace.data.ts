@@ -223,6 +223,45 @@ async function insertEvent(
 
 // -------------------------------------------------------------------------------- system queries
 
+/** The owner processes of current leases (what the dead-holder reaper asks the heartbeats about). */
+export async function listLeaseOwnersForSystem(db: DbClient = getDb()): Promise<string[]> {
+  const rows = await db.workspaceLease.findMany({
+    where: { ownerId: { not: null } },
+    select: { ownerId: true },
+    distinct: ["ownerId"],
+    take: 1_000,
+  });
+  return rows.flatMap((row) => (row.ownerId === null ? [] : [row.ownerId]));
+}
+
+/** Releases every lease these (dead) processes held, each with a `lease_released` event saying why. */
+export async function releaseLeasesOfOwnersForSystem(
+  ownerIds: readonly string[],
+  reason: string,
+  db = getDb(),
+): Promise<number> {
+  if (ownerIds.length === 0) return 0;
+  return db.$transaction(async (tx) => {
+    const leases = await tx.workspaceLease.findMany({
+      where: { ownerId: { in: [...ownerIds] } },
+      select: { id: true, tenantId: true, workspaceId: true, holder: true, ownerId: true },
+    });
+    if (leases.length === 0) return 0;
+    await tx.workspaceLease.deleteMany({ where: { id: { in: leases.map((lease) => lease.id) } } });
+    await tx.workspaceEvent.createMany({
+      data: leases.map((lease) => ({
+        tenantId: lease.tenantId,
+        workspaceId: lease.workspaceId,
+        kind: "lease_released" as const,
+        reason,
+        actor: "system:dead-holders",
+        data: { holder: lease.holder, ownerId: lease.ownerId },
+      })),
+    });
+    return leases.length;
+  });
+}
+
 function notFound(workspaceId: string): AppError {
   return new AppError("NOT_FOUND", `workspace ${workspaceId} not found`, {
     userMessage: "Workspace not found.",

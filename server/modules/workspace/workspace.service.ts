@@ -34,8 +34,10 @@ export type LeaseOptions = { holder: string; reason: string; ttlMs?: number; qui
  * workspace. Every call resolves through the process' WorkspaceManager with the session's stored workspace
  * id; a miss waits for the workers to provision (see AttachingProvider), a stopped workspace comes back
  * transparently. Build one per process with `createWorkspaceService(getEngine())`.
+ * `leaseOwnerId`: this process' liveness id (server/queue/heartbeat.ts, group `holders`), written on every
+ * lease it takes, so the leases of a process that died are released as soon as its heartbeat stops.
  */
-export function createWorkspaceService(engine: WorkspaceEngine) {
+export function createWorkspaceService(engine: WorkspaceEngine, options: { leaseOwnerId?: string } = {}) {
   const enqueue = createEnqueue(engine.queues);
   const bindingsInFlight = new Map<string, Promise<WorkspaceDTO>>();
   const agentReads = new Map<string, ReturnType<typeof getAgentOrNull>>();
@@ -152,7 +154,12 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
     return acquireLeaseLocked(
       scope,
       workspaceId,
-      { holder: lease.holder, reason: lease.reason, expiresAt: new Date(Date.now() + ttlMs) },
+      {
+        holder: lease.holder,
+        reason: lease.reason,
+        expiresAt: new Date(Date.now() + ttlMs),
+        ownerId: options.leaseOwnerId ?? null,
+      },
       undefined,
       { quiet: lease.quiet ?? false },
     );

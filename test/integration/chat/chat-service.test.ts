@@ -8,7 +8,7 @@ import { loadRedisConfig } from "@/server/config/redis";
 import { disconnectDb } from "@/server/db";
 import { flushAuditBuffer } from "@/server/modules/audit/audit-buffer.service";
 import { createAgentServices } from "@/server/modules/chat/chat.composition";
-import { RedisTurnLock } from "@/server/modules/chat/redis-turn-lock";
+import { RedisCancelBus } from "@/server/modules/chat/redis-cancel-bus";
 import { getQueues } from "@/server/queue/queues";
 import { getRedis } from "@/server/redis";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
@@ -17,7 +17,7 @@ import { collect, startAgentApiHarness, type AgentApiHarness } from "../agent/su
 import { hostWorkdirOf } from "../../unit/workspace/support/sandbox-env";
 
 /**
- * chat.send end to end through the tRPC caller: real Postgres, Redis (turn lock, queues), in-process
+ * chat.send end to end through the tRPC caller: real Postgres, Redis (cancel requests, queues), in-process
  * workers provisioning a real local workspace, tools executed for real; only the model is the loopback fake.
  */
 let h: AgentApiHarness;
@@ -110,12 +110,15 @@ describe("chat.send", () => {
       const other = createAgentServices({
         workspaces: h.workspace.replica(),
         secretKey: secretKeyFromBytes(getConfig().secrets.encryptionKey),
-        turnLock: new RedisTurnLock({ redis: commands, subscriber, prefix: redisConfig.prefix }),
+        cancelBus: new RedisCancelBus({ redis: commands, subscriber, prefix: redisConfig.prefix }),
+        liveness: { ownerId: "other-process", deadAmong: () => Promise.resolve([]) },
+        reapIntervalMs: 60_000,
       });
       await expect(
         other.chat.send(h.tenant.ownerScope, { sessionId, message: "me three" }),
       ).rejects.toMatchObject({ code: "CONFLICT" });
       expect(await other.chat.cancel(h.tenant.ownerScope, sessionId)).toEqual({ cancelled: true });
+      other.close();
     } finally {
       commands.disconnect();
       subscriber.disconnect();

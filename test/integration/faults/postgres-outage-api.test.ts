@@ -11,7 +11,12 @@ import { PrismaClient } from "@/generated/prisma/client";
 import { toRouteError } from "@/server/api/error-mapping";
 import { type AppRouter } from "@/server/api/root";
 import { createBerthClient, isRetryableError } from "@/server/client";
-import { startTcpProxy, databaseUrlThrough, type TcpProxy } from "../../fixtures/faults/tcp-proxy";
+import {
+  databaseServerOf,
+  databaseUrlThrough,
+  startTcpProxy,
+  type TcpProxy,
+} from "../../fixtures/faults/tcp-proxy";
 import { createTestApiRuntime } from "../api/support/api-test-runtime";
 import { createTenantFixture, type TenantFixture } from "../api/support/tenant-fixtures";
 import { startChild, stopChildren, type Child } from "../multiprocess/processes";
@@ -32,7 +37,7 @@ describe("a PostgreSQL outage under a running API process", { timeout: 90_000 },
   let url: string;
 
   beforeAll(async () => {
-    proxy = await startTcpProxy({ host: "127.0.0.1", port: 5432 });
+    proxy = await startTcpProxy(databaseServerOf(process.env.DATABASE_URL!));
     fixture = await createTenantFixture(createTestApiRuntime(), "pgout");
     api = startChild("../faults/http-api-process.ts", {
       DATABASE_URL: databaseUrlThrough(proxy, process.env.DATABASE_URL!),

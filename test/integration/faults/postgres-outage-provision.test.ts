@@ -14,7 +14,12 @@ import { jobCatalog } from "@/server/queue/catalog";
 import { createEnqueue } from "@/server/queue/enqueue";
 import { createQueues } from "@/server/queue/queues";
 import { createRedisConnection } from "@/server/redis";
-import { databaseUrlThrough, startTcpProxy, type TcpProxy } from "../../fixtures/faults/tcp-proxy";
+import {
+  databaseServerOf,
+  databaseUrlThrough,
+  startTcpProxy,
+  type TcpProxy,
+} from "../../fixtures/faults/tcp-proxy";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
 import { makeControlDir, startChild, stopChildren, type Child } from "../multiprocess/processes";
 import { isolatedRedisConfig, testLog } from "../queue/queue-fixtures";
@@ -48,7 +53,7 @@ describe("a PostgreSQL outage during a provision", { timeout: 150_000 }, () => {
     });
     expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("PENDING");
 
-    proxy = await startTcpProxy({ host: "127.0.0.1", port: 5432 });
+    proxy = await startTcpProxy(databaseServerOf(process.env.DATABASE_URL!));
     const basedir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-pg-outage-")));
     await fs.chmod(basedir, 0o711);
     const redis = isolatedRedisConfig();

@@ -1,6 +1,13 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { TenantScope } from "@/server/auth/scope";
 import { runTurn } from "@/server/modules/chat/agent-loop";
-import { InMemoryTurnLock, TurnRegistry } from "@/server/modules/chat/turn-registry";
+import type { ClaimResult, StoredTurn } from "@/server/modules/chat/chat-turn.data";
+import {
+  InMemoryCancelBus,
+  type Liveness,
+  type TurnClaims,
+  TurnRegistry,
+} from "@/server/modules/chat/turn-registry";
 import { AppError } from "@/server/shared/errors";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
 import { RecordingOffloader, modelFor } from "./support";
@@ -11,101 +18,175 @@ afterEach(async () => {
   fake = undefined;
 });
 
-async function conflictOf(promise: Promise<unknown>): Promise<AppError> {
-  const error = await promise.then(
-    () => null,
-    (thrown: unknown) => thrown,
-  );
-  expect(error).toBeInstanceOf(AppError);
-  return error as AppError;
+const scope = { tenantId: "t1" } as TenantScope;
+
+/** The Postgres claim semantics of chat-turn.data.ts, in memory (the real ones: the multi-process tests). */
+class MemoryClaims implements TurnClaims {
+  readonly turns = new Map<string, StoredTurn & { key: string | null }>();
+  private running = new Map<string, string>();
+  private next = 0;
+  heartbeats = true;
+
+  claim(_scope: TenantScope, input: Parameters<TurnClaims["claim"]>[1]): Promise<ClaimResult> {
+    const same = [...this.turns.values()].find(
+      (turn) => turn.sessionId === input.sessionId && turn.key !== null && turn.key === input.idempotencyKey,
+    );
+    if (same) return Promise.resolve({ kind: "same-key", turn: same });
+    const current = this.turns.get(this.running.get(input.sessionId) ?? "");
+    if (current?.status === "RUNNING") {
+      if (current.heartbeatAt >= input.staleBefore) return Promise.resolve({ kind: "busy", turn: current });
+      current.status = "INTERRUPTED";
+    }
+    const turn = {
+      id: `turn-${++this.next}`,
+      sessionId: input.sessionId,
+      status: "RUNNING" as const,
+      ownerId: input.ownerId,
+      heartbeatAt: new Date(),
+      outcome: null,
+      key: input.idempotencyKey,
+    };
+    this.turns.set(turn.id, turn);
+    this.running.set(input.sessionId, turn.id);
+    return Promise.resolve({ kind: "claimed", turn });
+  }
+
+  heartbeat(turnId: string, ownerId: string): Promise<boolean> {
+    const turn = this.turns.get(turnId);
+    return Promise.resolve(this.heartbeats && turn?.status === "RUNNING" && turn.ownerId === ownerId);
+  }
+
+  interrupt(_scope: TenantScope, _sessionId: string, turnId: string): Promise<boolean> {
+    const turn = this.turns.get(turnId);
+    if (turn?.status !== "RUNNING") return Promise.resolve(false);
+    turn.status = "INTERRUPTED";
+    return Promise.resolve(true);
+  }
+
+  get(_scope: TenantScope, turnId: string): Promise<StoredTurn | null> {
+    return Promise.resolve(this.turns.get(turnId) ?? null);
+  }
+
+  finish(turnId: string): void {
+    this.turns.get(turnId)!.status = "COMPLETED";
+  }
+}
+
+const alive = (ownerId: string, dead: string[] = []): Liveness => ({
+  ownerId,
+  deadAmong: (ids) => Promise.resolve(ids.filter((id) => dead.includes(id))),
+});
+
+async function started(registry: TurnRegistry, sessionId: string, idempotencyKey: string | null = null) {
+  const start = await registry.start(scope, { sessionId, idempotencyKey, userMessage: "hi" });
+  if (start.kind !== "started") throw new Error(`expected a new turn, got ${start.kind}`);
+  return start.turn;
 }
 
 describe("TurnRegistry", () => {
-  it("rejects a second turn on the same session with CONFLICT, and allows it after the first ends", async () => {
-    const registry = new TurnRegistry();
-    const first = await registry.start("s1");
-    const error = await conflictOf(registry.start("s1"));
-    expect(error.code).toBe("CONFLICT");
-    expect(error.userMessage).toMatch(/already in progress/);
-
-    const other = await registry.start("s2"); // other sessions are independent
+  it("refuses a second turn of a session with CONFLICT while the first's process lives, in any process", async () => {
+    const claims = new MemoryClaims();
+    const a = new TurnRegistry({ claims, liveness: alive("a") });
+    const b = new TurnRegistry({ claims, liveness: alive("b") });
+    const first = await started(a, "s1");
+    for (const registry of [a, b]) {
+      const error = await registry
+        .start(scope, { sessionId: "s1", idempotencyKey: null, userMessage: "x" })
+        .then(
+          () => null,
+          (thrown: unknown) => thrown,
+        );
+      expect(error).toBeInstanceOf(AppError);
+      expect((error as AppError).code).toBe("CONFLICT");
+      expect((error as AppError).userMessage).toMatch(/already in progress/);
+    }
+    const other = await started(b, "s2"); // other sessions are independent
     await other.end();
+    claims.finish(first.turnId);
     await first.end();
-    const again = await registry.start("s1");
-    await again.end();
+    await (await started(b, "s1")).end();
   });
 
-  it("two concurrent starts: exactly one wins", async () => {
-    const registry = new TurnRegistry();
-    const outcomes = await Promise.allSettled([registry.start("s1"), registry.start("s1")]);
-    expect(outcomes.filter((outcome) => outcome.status === "fulfilled")).toHaveLength(1);
-    const rejected = outcomes.find((outcome) => outcome.status === "rejected");
-    expect((rejected?.reason as AppError).code).toBe("CONFLICT");
+  it("a send with a key it has seen reports that turn instead of starting another", async () => {
+    const claims = new MemoryClaims();
+    const a = new TurnRegistry({ claims, liveness: alive("a") });
+    const turn = await started(a, "s1", "key-00000001");
+    const again = await a.start(scope, {
+      sessionId: "s1",
+      idempotencyKey: "key-00000001",
+      userMessage: "hi",
+    });
+    expect(again).toMatchObject({ kind: "existing", turn: { id: turn.turnId, status: "RUNNING" } });
+    claims.finish(turn.turnId);
+    await turn.end();
+    const ended = await a.start(scope, {
+      sessionId: "s1",
+      idempotencyKey: "key-00000001",
+      userMessage: "hi",
+    });
+    expect(ended).toMatchObject({ kind: "existing", turn: { status: "COMPLETED" } });
   });
 
-  it("cancel aborts the running turn's signal; cancelling an idle session reports false", async () => {
-    const registry = new TurnRegistry();
-    expect(await registry.cancel("s1")).toBe(false);
-    const turn = await registry.start("s1");
-    expect(turn.signal.aborted).toBe(false);
-    expect(await registry.cancel("s1")).toBe(true);
+  it("takes over a session whose turn's process is dead, interrupting that turn; same key: reports it", async () => {
+    const claims = new MemoryClaims();
+    const crashed = new TurnRegistry({ claims, liveness: alive("a") });
+    const survivor = new TurnRegistry({ claims, liveness: alive("b", ["a"]) });
+    const lost = await started(crashed, "s1", "key-00000002");
+    const report = await survivor.start(scope, {
+      sessionId: "s1",
+      idempotencyKey: "key-00000002",
+      userMessage: "hi",
+    });
+    expect(report.kind).toBe("existing");
+    const outcome = await survivor.awaitOutcome(scope, (report as { turn: StoredTurn }).turn);
+    expect(outcome?.status).toBe("INTERRUPTED");
+    await (await started(survivor, "s1")).end();
+    await lost.end();
+  });
+
+  it("aborts a turn whose claim was lost (its heartbeat finds it interrupted)", async () => {
+    const claims = new MemoryClaims();
+    const registry = new TurnRegistry({ claims, liveness: alive("a"), turnTtlMs: 30 });
+    const turn = await started(registry, "s1");
+    claims.heartbeats = false;
+    await vi.waitFor(() => expect(turn.signal.aborted).toBe(true), { timeout: 5_000, interval: 10 });
+    await turn.end();
+  });
+
+  it("cancel aborts the running turn's signal here, and reaches a turn running in another process", async () => {
+    const claims = new MemoryClaims();
+    const cancelBus = new InMemoryCancelBus();
+    const a = new TurnRegistry({ claims, cancelBus, liveness: alive("a") });
+    const b = new TurnRegistry({ claims, cancelBus, liveness: alive("b") });
+    expect(await a.cancel("s1")).toBe(false);
+    const turn = await started(a, "s1");
+    expect(await b.cancel("s1")).toBe(true);
     expect(turn.signal.aborted).toBe(true);
     await turn.end();
-    expect(registry.isRunningHere("s1")).toBe(false);
-  });
-
-  it("with a shared lock, a second process gets CONFLICT and its cancel reaches the first", async () => {
-    const lock = new InMemoryTurnLock();
-    const processA = new TurnRegistry({ lock });
-    const processB = new TurnRegistry({ lock });
-    const turn = await processA.start("s1");
-
-    expect((await conflictOf(processB.start("s1"))).code).toBe("CONFLICT");
-    expect(processB.isRunningHere("s1")).toBe(false);
-    expect(await processB.cancel("s1")).toBe(true);
-    expect(turn.signal.aborted).toBe(true);
-
-    await turn.end();
-    const next = await processB.start("s1");
-    await next.end();
-  });
-
-  it("an expired lock can be taken over; the old holder's renewal then fails", async () => {
-    const lock = new InMemoryTurnLock();
-    expect(await lock.acquire("s1", "a", 0)).toBe(true);
-    expect(await lock.acquire("s1", "b", 60_000)).toBe(true);
-    expect(await lock.renew("s1", "a", 60_000)).toBe(false);
-    await lock.release("s1", "a"); // not the holder: no effect
-    expect(await lock.acquire("s1", "c", 60_000)).toBe(false);
-  });
-
-  it("run() ends the turn even when the work throws", async () => {
-    const registry = new TurnRegistry();
-    await expect(registry.run("s1", () => Promise.reject(new Error("boom")))).rejects.toThrow("boom");
-    expect(registry.isRunningHere("s1")).toBe(false);
+    expect(a.isRunningHere("s1")).toBe(false);
   });
 
   it("cancelling through the registry stops a real streaming turn", async () => {
     fake = await startFakeModel();
     fake.enqueue({ kind: "stall", text: ["thinking"] });
-    const registry = new TurnRegistry();
+    const registry = new TurnRegistry({ claims: new MemoryClaims() });
     const agentModel = modelFor(fake);
-    const result = await registry.run("s1", (signal) =>
-      runTurn({
-        sessionId: "s1",
-        model: agentModel.model,
-        system: "sys",
-        history: [],
-        userMessage: "hi",
-        tools: [],
-        offloader: new RecordingOffloader(),
-        signal,
-        limits: { maxRetries: 0 },
-        onEvent: (event) => {
-          if (event.type === "text-delta") void registry.cancel("s1");
-        },
-      }),
-    );
+    const turn = await started(registry, "s1");
+    const result = await runTurn({
+      sessionId: "s1",
+      model: agentModel.model,
+      system: "sys",
+      history: [],
+      userMessage: "hi",
+      tools: [],
+      offloader: new RecordingOffloader(),
+      signal: turn.signal,
+      limits: { maxRetries: 0 },
+      onEvent: (event) => {
+        if (event.type === "text-delta") void registry.cancel("s1");
+      },
+    });
+    await turn.end();
     expect(result.status).toBe("cancelled");
     await fake.requests[0]!.clientAborted;
   });

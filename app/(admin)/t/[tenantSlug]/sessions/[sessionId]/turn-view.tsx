@@ -32,6 +32,11 @@ export function TurnSummary({ turn }: { turn: LiveTurn }) {
           <Ban /> cancelled
         </Badge>
       )}
+      {turn.status === "interrupted" && (
+        <Badge tone="warning" data-testid="turn-interrupted">
+          <AlertTriangle /> interrupted
+        </Badge>
+      )}
       {turn.status === "failed" && (
         <Badge tone="danger">
           <AlertTriangle /> failed

@@ -3,7 +3,8 @@
 import { TRPCClientError } from "@trpc/client";
 import { useCallback, useRef, useState } from "react";
 import { useTRPCClient } from "@/app/_trpc/client";
-import type { TChatTurnEvent, TTurnUsage } from "@/server/modules/chat/chat.schema";
+import type { TChatTurnEvent, TTurnStatus, TTurnUsage } from "@/server/modules/chat/chat.schema";
+import { isTransportFailure } from "@/server/client/chat-run";
 
 /** One tool call of the live turn, its result attached when it arrives. */
 type LiveToolCall = {
@@ -28,7 +29,7 @@ export type LiveTurn = {
   phase: "streaming" | "done";
   error: TurnError | null;
   /** Set by `done`. */
-  status: "completed" | "cancelled" | "failed" | null;
+  status: TTurnStatus | null;
   usage: TTurnUsage | null;
   steps: number | null;
 };
@@ -68,6 +69,8 @@ function applyTurnEvent(turn: LiveTurn, event: TChatTurnEvent): LiveTurn {
       return { ...turn, error: { code: event.code, message: event.message, retryable: event.retryable } };
     case "done":
       return { ...turn, phase: "done", status: event.status, usage: event.usage, steps: event.steps };
+    case "keepalive":
+      return turn;
   }
 }
 
@@ -142,25 +145,39 @@ export function useChatTurn({
             retryable: false,
           },
         });
+      // One key per message: when the connection drops mid-turn (the server process died, a network
+      // blip), the same send goes again and the server reports the original turn instead of running it
+      // twice (it may have run tools).
+      const idempotencyKey = crypto.randomUUID();
       void (async () => {
-        try {
-          const events = await client.chat.send.mutate(
-            { tenantSlug, sessionId, message },
-            { signal: controller.signal },
-          );
-          for await (const event of events) {
-            if (turnRef.current?.items.length === 0 && turnRef.current.phase === "streaming") onStarted?.();
-            const next = applyTurnEvent(turnRef.current ?? start, event);
-            if (next.phase === "done") settle(next);
-            else update(next);
+        for (let attempt = 0; ; attempt++) {
+          try {
+            const events = await client.chat.send.mutate(
+              { tenantSlug, sessionId, message, idempotencyKey },
+              { signal: controller.signal },
+            );
+            for await (const event of events) {
+              if (turnRef.current?.items.length === 0 && turnRef.current.phase === "streaming") onStarted?.();
+              const next = applyTurnEvent(turnRef.current ?? start, event);
+              if (next.phase === "done") settle(next);
+              else update(next);
+            }
+            const current = turnRef.current;
+            if (current && current.phase !== "done")
+              throw new Error("The connection closed before the reply ended.");
+            return;
+          } catch (error) {
+            // Rejected before the turn started (a running turn, no access) or the connection broke;
+            // an abort we asked for after `done` is not a failure.
+            if (controller.signal.aborted && turnRef.current?.phase === "done") return;
+            if (!controller.signal.aborted && attempt < 2 && isTransportFailure(error)) {
+              await new Promise((resolve) => setTimeout(resolve, 1_000 * (attempt + 1)));
+              update(start); // the server reports the whole turn again
+              continue;
+            }
+            fail(error);
+            return;
           }
-          const current = turnRef.current;
-          if (current && current.phase !== "done") settle({ ...current, phase: "done" });
-        } catch (error) {
-          // Rejected before the turn started (a running turn, no access) or the connection broke;
-          // an abort we asked for after `done` is not a failure.
-          if (controller.signal.aborted && turnRef.current?.phase === "done") return;
-          fail(error);
         }
       })();
     },

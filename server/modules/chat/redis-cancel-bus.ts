@@ -1,63 +1,34 @@
 import type { Redis } from "ioredis";
-import type { TurnLock } from "./turn-registry";
+import type { CancelBus } from "./turn-registry";
 
 /**
- * The cross-process `TurnLock` on Redis: `SET <prefix>:turn:<sid> <owner> NX PX ttl` takes a session,
- * compare-and-set scripts renew and release it (only the owner's token matches, so an expired lock taken by
- * another process is never extended or deleted by the old owner), and cancel requests travel on the
- * pub/sub channel `<prefix>:turn-cancel:<sid>` to whichever process runs the turn.
+ * Cancel requests across processes on Redis pub/sub: `chat.cancel` in any process publishes on
+ * `<prefix>:turn-cancel:<sid>`, and the process running that session's turn (subscribed while it runs)
+ * aborts it. Redis holds no turn state: the one-turn-per-session claim is in Postgres (chat-turn.data.ts).
  */
-const RENEW_SCRIPT = `if redis.call("GET", KEYS[1]) == ARGV[1] then
-  return redis.call("PEXPIRE", KEYS[1], ARGV[2])
-end
-return 0`;
-const RELEASE_SCRIPT = `if redis.call("GET", KEYS[1]) == ARGV[1] then
-  return redis.call("DEL", KEYS[1])
-end
-return 0`;
-
-export type RedisTurnLockOptions = {
-  /** Commands (SET/EVAL/PUBLISH). */
+export type RedisCancelBusOptions = {
+  /** Commands (PUBLISH). */
   redis: Redis;
   /** A dedicated connection: once subscribed, ioredis allows only (un)subscribe on it. */
   subscriber: Redis;
   prefix: string;
 };
 
-export class RedisTurnLock implements TurnLock {
+export class RedisCancelBus implements CancelBus {
   private readonly listeners = new Map<string, Set<() => void>>();
   private readonly onMessage = (channel: string) => {
     for (const listener of this.listeners.get(channel) ?? []) listener();
   };
 
-  constructor(private readonly options: RedisTurnLockOptions) {
+  constructor(private readonly options: RedisCancelBusOptions) {
     options.subscriber.on("message", this.onMessage);
-  }
-
-  private lockKey(sessionId: string): string {
-    return `${this.options.prefix}:turn:${sessionId}`;
   }
 
   private cancelChannel(sessionId: string): string {
     return `${this.options.prefix}:turn-cancel:${sessionId}`;
   }
 
-  async acquire(sessionId: string, ownerId: string, ttlMs: number): Promise<boolean> {
-    const result = await this.options.redis.set(this.lockKey(sessionId), ownerId, "PX", ttlMs, "NX");
-    return result === "OK";
-  }
-
-  async renew(sessionId: string, ownerId: string, ttlMs: number): Promise<boolean> {
-    const result = await this.options.redis.eval(RENEW_SCRIPT, 1, this.lockKey(sessionId), ownerId, ttlMs);
-    return result === 1;
-  }
-
-  async release(sessionId: string, ownerId: string): Promise<void> {
-    await this.options.redis.eval(RELEASE_SCRIPT, 1, this.lockKey(sessionId), ownerId);
-  }
-
   async requestCancel(sessionId: string): Promise<boolean> {
-    if ((await this.options.redis.exists(this.lockKey(sessionId))) === 0) return false;
     const receivers = await this.options.redis.publish(this.cancelChannel(sessionId), "cancel");
     return receivers > 0;
   }

@@ -1,0 +1,76 @@
+import { resolveSystemTenantScope } from "@/server/auth/resolve";
+import type { Logger } from "@/server/logger";
+import {
+  listLeaseOwnersForSystem,
+  releaseLeasesOfOwnersForSystem,
+} from "@/server/modules/workspace/workspace.data";
+import { interruptTurn, listRunningTurns } from "./chat-turn.data";
+import type { Liveness } from "./turn-registry";
+
+/**
+ * Releases what a crashed process held, from any live process, within a heartbeat TTL or so: its running
+ * turns are interrupted (the user's message and the marker stored, the session INTERRUPTED), and its
+ * workspace leases (`turn:` and `call:`) are deleted with a `lease_released` event. A turn is dead when
+ * its owner is known dead (the `holders` heartbeats) or its claim's own heartbeat is older than the turn
+ * TTL (which holds even when Redis lost its data). Every update is conditional, so several processes
+ * reaping at once do no harm.
+ */
+export async function reapDeadHolders(deps: {
+  liveness: Liveness;
+  turnTtlMs: number;
+  /** Turns running in this process are never reaped here (their heartbeat may lag during an outage). */
+  isRunningHere: (sessionId: string) => boolean;
+  log: Logger;
+}): Promise<{ interruptedTurns: number; releasedLeases: number }> {
+  const turns = await listRunningTurns();
+  const owners = new Set([...turns.map((turn) => turn.ownerId), ...(await listLeaseOwnersForSystem())]);
+  owners.delete(deps.liveness.ownerId);
+  const dead = new Set(
+    await deps.liveness.deadAmong([...owners]).catch((error: unknown) => {
+      deps.log.warn({ err: error }, "process liveness unknown; only stale turn claims are released");
+      return [];
+    }),
+  );
+  const staleBefore = Date.now() - deps.turnTtlMs;
+  let interruptedTurns = 0;
+  for (const turn of turns) {
+    const mine = turn.ownerId === deps.liveness.ownerId;
+    if (mine && deps.isRunningHere(turn.sessionId)) continue;
+    if (!dead.has(turn.ownerId) && turn.heartbeatAt.getTime() >= staleBefore) continue;
+    const scope = await resolveSystemTenantScope(turn.tenantId).catch(() => null);
+    if (scope && (await interruptTurn(scope, turn.sessionId, turn.id))) {
+      interruptedTurns += 1;
+      deps.log.warn(
+        { sessionId: turn.sessionId, turnId: turn.id, ownerId: turn.ownerId },
+        "interrupted a chat turn whose process stopped",
+      );
+    }
+  }
+  const releasedLeases = await releaseLeasesOfOwnersForSystem(
+    [...dead],
+    "the process holding the lease stopped (no heartbeat)",
+  );
+  if (releasedLeases > 0) {
+    deps.log.warn(
+      { owners: [...dead], releasedLeases },
+      "released the workspace leases of stopped processes",
+    );
+  }
+  return { interruptedTurns, releasedLeases };
+}
+
+/** Runs `reapDeadHolders` every `intervalMs` (unref'd) until stopped; a failed pass is retried next time. */
+export function startDeadHolderReaper(deps: Parameters<typeof reapDeadHolders>[0] & { intervalMs: number }): {
+  stop(): void;
+} {
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    reapDeadHolders(deps)
+      .catch((error: unknown) => deps.log.warn({ err: error }, "releasing dead holders failed"))
+      .finally(() => (running = false));
+  }, deps.intervalMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}

@@ -1,0 +1,125 @@
+/**
+ * The Postgres turn claim (chat-turn.data.ts) on the real database: concurrent claims of one session from
+ * many "processes" leave exactly one turn, a key's sends collapse into one turn, a stale claim is
+ * interrupted with what it stored, and a turn interrupted under its owner keeps the interruption when it
+ * ends (its own messages follow the marker).
+ */
+import { randomUUID } from "node:crypto";
+import { beforeAll, describe, expect, it } from "vitest";
+import { secretKeyFromBytes } from "@/server/auth/secrets";
+import { createAgent } from "@/server/modules/agent/agent.data";
+import {
+  claimTurn,
+  finishTurn,
+  getTurn,
+  heartbeatTurn,
+  INTERRUPTED_MARKER,
+} from "@/server/modules/chat/chat-turn.data";
+import { createSession, getSession, listChatMessages } from "@/server/modules/session/session.data";
+import { createTestTenant, type TestTenant } from "../db/fixtures";
+
+let t: TestTenant;
+let agentId: string;
+
+beforeAll(async () => {
+  t = await createTestTenant();
+  const agent = await createAgent(
+    t.scope,
+    { name: `claims-${randomUUID().slice(0, 8)}`, modelConfig: { provider: "p", model: "m" } },
+    secretKeyFromBytes(Buffer.alloc(32, 7)),
+  );
+  agentId = agent.id;
+});
+
+const newSession = async () =>
+  (await createSession(t.scope, { agentId, workspaceId: `claims-ws-${randomUUID()}` })).id;
+
+const claim = (
+  sessionId: string,
+  ownerId: string,
+  idempotencyKey: string | null = null,
+  staleBefore = new Date(0),
+) => claimTurn(t.scope, { sessionId, ownerId, idempotencyKey, userMessage: `from ${ownerId}`, staleBefore });
+
+const completed = {
+  done: {
+    type: "done" as const,
+    status: "completed" as const,
+    finishReason: "stop",
+    usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 },
+    steps: 1,
+  },
+  text: "hello",
+  error: null,
+};
+
+describe("chat turn claims", () => {
+  it("20 processes claim one session at once: exactly one turn runs", async () => {
+    const sessionId = await newSession();
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, index) => claim(sessionId, `p${index}`)),
+    );
+    expect(results.filter((result) => result.kind === "claimed")).toHaveLength(1);
+    expect(results.filter((result) => result.kind === "busy")).toHaveLength(19);
+    const session = await getSession(t.scope, sessionId);
+    expect(session.status).toBe("RUNNING");
+  });
+
+  it("sends with one key collapse into one turn, which a later send with the key reports", async () => {
+    const sessionId = await newSession();
+    const results = await Promise.all(
+      Array.from({ length: 10 }, () => claim(sessionId, "p1", "key-same-0001")),
+    );
+    const claimed = results.filter((result) => result.kind === "claimed");
+    expect(claimed).toHaveLength(1);
+    expect(results.filter((result) => result.kind === "same-key")).toHaveLength(9);
+    const turnId = claimed[0]!.turn.id;
+    await finishTurn(t.scope, sessionId, turnId, {
+      outcome: completed,
+      messages: [
+        { role: "user", content: "hi" },
+        { role: "assistant", content: [{ type: "text", text: "hello" }] },
+      ],
+      compaction: null,
+      sessionStatus: "IDLE",
+    });
+    const later = await claim(sessionId, "p2", "key-same-0001");
+    expect(later).toMatchObject({
+      kind: "same-key",
+      turn: { id: turnId, status: "COMPLETED", outcome: completed },
+    });
+    expect((await getSession(t.scope, sessionId)).status).toBe("IDLE");
+  });
+
+  it("a stale claim is interrupted (message and marker stored) and the session taken; the old owner then ends after the marker", async () => {
+    const sessionId = await newSession();
+    const first = await claim(sessionId, "crashed");
+    expect(first.kind).toBe("claimed");
+    // Its heartbeat is older than "now": stale.
+    const second = await claim(sessionId, "survivor", null, new Date(Date.now() + 60_000));
+    expect(second.kind).toBe("claimed");
+    expect(await getTurn(t.scope, first.turn.id)).toMatchObject({ status: "INTERRUPTED" });
+    expect(await heartbeatTurn(first.turn.id, "crashed")).toBe(false);
+    expect((await listChatMessages(t.scope, sessionId)).map((m) => [m.role, m.content])).toEqual([
+      ["user", "from crashed"],
+      ["assistant", [{ type: "text", text: INTERRUPTED_MARKER }]],
+    ]);
+    // The "crashed" owner was only slow: its end is stored after the marker, the interruption stands.
+    const late = await finishTurn(t.scope, sessionId, first.turn.id, {
+      outcome: completed,
+      messages: [
+        { role: "user", content: "from crashed" },
+        { role: "assistant", content: [{ type: "text", text: "late" }] },
+      ],
+      compaction: null,
+      sessionStatus: "IDLE",
+    });
+    expect(late).toEqual({ interrupted: true });
+    expect((await listChatMessages(t.scope, sessionId)).map((m) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "assistant",
+    ]);
+    expect((await getSession(t.scope, sessionId)).status).toBe("RUNNING"); // the survivor's turn
+  });
+});
