@@ -222,7 +222,7 @@ export async function writeBufferedAuditEntries(entries: TBufferedAuditEntry[]):
   }
   let written = 0;
   for (const [tenantId, group] of byTenant) {
-    const scope = await resolveSystemTenantScope(tenantId).catch((error: unknown) => {
+    const scope = await resolveSystemTenantScope(tenantId, { allowSuspended: true }).catch((error: unknown) => {
       if (isAppError(error) && error.code === "NOT_FOUND") return null;
       throw error;
     });

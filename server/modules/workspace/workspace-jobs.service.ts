@@ -37,11 +37,16 @@ export type WorkspaceJobDeps = {
   requestStop: (payload: z.input<typeof ZWorkspaceStopPayload>) => Promise<unknown>;
 };
 
+/**
+ * The job's tenant and workspace, re-read. `allowSuspended` for stop and purge: they are how suspending and
+ * deleting a tenant act; a provision for a suspended tenant is refused (typed FORBIDDEN, not retried).
+ */
 async function loadRecord(
   tenantId: string,
   workspaceId: string,
+  options: { allowSuspended?: boolean } = {},
 ): Promise<{ scope: TenantScope; record: WorkspaceRecord }> {
-  const scope = await resolveSystemTenantScope(tenantId);
+  const scope = await resolveSystemTenantScope(tenantId, options);
   const record = await findWorkspaceRecordForSystem(workspaceId);
   if (!record || record.tenantId !== tenantId) {
     throw new AppError("NOT_FOUND", `workspace ${workspaceId} not found in tenant ${tenantId}`);
@@ -160,7 +165,7 @@ export async function stopWorkspace(
   deps: Pick<WorkspaceJobDeps, "drivers">,
   payload: z.output<typeof ZWorkspaceStopPayload>,
 ): Promise<{ outcome: "stopped" | "nothing-to-stop"; state: string }> {
-  const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId);
+  const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId, { allowSuspended: true });
   if (record.state === "READY") {
     await transitionFrom(scope, record.id, { from: ["READY"], to: "STOPPING", reason: payload.reason });
   } else if (record.state !== "STOPPING") {
@@ -181,7 +186,7 @@ export async function purgeWorkspace(
   deps: Pick<WorkspaceJobDeps, "drivers">,
   payload: z.output<typeof ZWorkspacePurgePayload>,
 ): Promise<{ outcome: "purged" | "already-purged"; receiptId?: string; generation?: number }> {
-  const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId);
+  const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId, { allowSuspended: true });
   const requested = payload.generation ?? record.generation;
   if (record.generation > requested) return { outcome: "already-purged" };
   if (record.state === "PURGED") return { outcome: "already-purged" };
@@ -263,7 +268,7 @@ export async function sweepIdleWorkspaces(
   const leased: string[] = [];
   let skipped = 0;
   for (const candidate of await findSweepCandidates({ idleBefore, tenantIdleBefore, limit: 500 })) {
-    const scope = await resolveSystemTenantScope(candidate.tenantId);
+    const scope = await resolveSystemTenantScope(candidate.tenantId, { allowSuspended: true });
     const tenantTtlMs = tenantTtls.get(candidate.tenantId);
     const ttlMs = effectiveIdleTtlMs(tenantTtlMs ?? null, installationTtlMs);
     const reason =
@@ -346,7 +351,7 @@ async function reconcileDriver(
     if (await machine.exists(specOfRecord(record))) continue;
     report.markedVanished.push(record.id);
     if (payload.dryRun) continue;
-    const scope = await resolveSystemTenantScope(record.tenantId);
+    const scope = await resolveSystemTenantScope(record.tenantId, { allowSuspended: true });
     await transitionFrom(scope, record.id, {
       from: ["READY", "STOPPED"],
       to: "FAILED",
