@@ -35,6 +35,11 @@ export default async function TenantLayout({
   if (!tenant) notFound();
   // host-unconfined: agent commands run on this machine with Berth's privileges. Say so on every page.
   const backend = await caller.workspace.backend({ tenantSlug }).catch(() => null);
+  // Operators (above tenants) get a link to the operator pages; nobody else learns they exist.
+  const isOperator = await caller.operator.me().then(
+    () => true,
+    () => false,
+  );
   const who = me.principal.kind === "user" ? me.principal.email : "API key";
   const base = `/t/${encodeURIComponent(tenant.slug)}`;
 
@@ -77,6 +82,15 @@ export default async function TenantLayout({
           </div>
         </div>
         <TenantNav tenantSlug={tenant.slug} />
+        {isOperator && (
+          <Link
+            href="/operator"
+            className="text-muted-foreground hover:text-foreground px-2.5 text-sm font-medium"
+            data-testid="operator-link"
+          >
+            Operator: all tenants →
+          </Link>
+        )}
         <div className="mt-auto border-t pt-3">{account}</div>
       </aside>
       <div className="flex min-w-0 flex-col">
