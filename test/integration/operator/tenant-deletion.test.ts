@@ -58,6 +58,7 @@ describeDocker("a deleted tenant leaves no workspace, no rows and a receipt", ()
   afterAll(async () => {
     uninstall?.();
     await h?.close();
+    await fs.rm(runtimeRoot, { recursive: true, force: true });
   });
 
   it("purges its local and Docker workspaces, deletes its rows and users, and writes the receipt", async () => {
