@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /** A tenant's slug: what its dashboard URL (`/t/<slug>`) and API calls (`tenantSlug`) name it by. */
-export const ZTenantSlug = z
+const ZTenantSlug = z
   .string()
   .trim()
   .min(2)
@@ -35,10 +35,10 @@ export const ZOperatorGrantRequest = z.object({
     .transform((email) => email.toLowerCase()),
 });
 
-export const ZTenantStatus = z.enum(["active", "suspended", "deleting"]);
+const ZTenantStatus = z.enum(["active", "suspended", "deleting"]);
 export type TenantStatus = z.infer<typeof ZTenantStatus>;
 
-export const ZTenantUsage = z.object({
+const ZTenantUsage = z.object({
   members: z.number().int(),
   agents: z.number().int(),
   sessions: z.number().int(),
@@ -57,7 +57,7 @@ export const ZOperatorTenantView = z.object({
 });
 export type OperatorTenantView = z.infer<typeof ZOperatorTenantView>;
 
-export const ZOwnerInviteView = z.object({
+const ZOwnerInviteView = z.object({
   id: z.string(),
   state: z.enum(["pending", "accepted", "revoked", "expired"]),
   expiresAt: z.date(),
