@@ -32,6 +32,8 @@ describe.skipIf(!HAS_CHROMIUM)("operators: create a tenant whose owner accepts t
   const newTenant = { name: `Harbor ${suffix}`, slug: `harbor-${suffix}` };
   const owner = { name: "Ada Owner", email: `ada-${suffix}@example.test`, password: "owner-password-1" };
   let inviteLink = "";
+  /** The owner's signed-in page, kept for the suspension check. */
+  let ownerPage: Page;
 
   beforeAll(async () => {
     e2e = await startE2eApp();
@@ -105,7 +107,7 @@ describe.skipIf(!HAS_CHROMIUM)("operators: create a tenant whose owner accepts t
     await again.page.goto(`${app.url}/operator/tenants/${seeded.scope.tenantId}`);
     await again.page.getByRole("heading", { name: "Page not found" }).waitFor();
     expect(await again.page.content()).not.toContain(seeded.name);
-    await again.page.context().close();
+    ownerPage = again.page;
   });
 
   it("shows the operator the new owner, and suspends and resumes the tenant", async () => {
@@ -119,9 +121,15 @@ describe.skipIf(!HAS_CHROMIUM)("operators: create a tenant whose owner accepts t
     const row = await getDb().tenant.findUnique({ where: { slug: newTenant.slug } });
     expect(row?.status).toBe("suspended");
     await shot(operator, "tenant-suspended");
+    // The owner's dashboard says why instead of failing each page.
+    await ownerPage.goto(`${app.url}/t/${newTenant.slug}`);
+    await ownerPage.getByTestId("tenant-suspended").filter({ hasText: "is suspended" }).waitFor();
+    await shot(ownerPage, "owner-sees-suspension");
     await operator.getByRole("button", { name: "Resume" }).click();
     await operator.getByTestId("tenant-status").filter({ hasText: "active" }).waitFor();
     await operator.getByTestId("tenant-operator-audit").filter({ hasText: "tenant.resume" }).waitFor();
+    await ownerPage.reload();
+    await ownerPage.getByTestId("tenant-role").filter({ hasText: "owner" }).waitFor();
     await shot(operator, "tenant-detail");
     expect(pageErrors.flat()).toEqual([]);
   });

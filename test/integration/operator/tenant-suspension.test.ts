@@ -65,6 +65,9 @@ describe("a suspended tenant is refused everywhere and comes back on resume", ()
     );
 
     const refused = { code: "FORBIDDEN", reason: "tenant_suspended" };
+    // The dashboard learns why (tenant.me is not tenant-scoped); every tenant call is refused.
+    const mine = (await cookie().tenant.me()).tenants.find((row) => row.id === t.tenant.id);
+    expect(mine?.status).toBe("suspended");
     expect(await refusal(cookie().tenant.overview({ tenantId: t.tenant.id }))).toEqual(refused);
     expect(await refusal(cookie().session.list({ tenantSlug: t.tenant.slug }))).toEqual(refused);
     expect(await refusal(bearer().tenant.overview({}))).toEqual(refused);
@@ -100,6 +103,7 @@ describe("a suspended tenant is refused everywhere and comes back on resume", ()
 
     const resumed = await resumeTenant(operator, { tenantId: t.tenant.id });
     expect(resumed.tenant.status).toBe("active");
+    expect((await cookie().tenant.me()).tenants.find((row) => row.id === t.tenant.id)?.status).toBe("active");
     expect((await cookie().tenant.overview({ tenantId: t.tenant.id })).tenant.id).toBe(t.tenant.id);
     expect((await bearer().workspace.get({ workspaceId })).id).toBe(workspaceId);
     expect((await upload(workspaceId)).status).toBe(201);

@@ -33,6 +33,25 @@ export default async function TenantLayout({
   const tenant = me.tenants.find((t) => t.slug === tenantSlug);
   // Same answer for "does not exist" and "not yours": no probing for other tenants' slugs.
   if (!tenant) notFound();
+  // Suspended by an operator: every tenant call is refused, so say why instead of failing each page.
+  if (tenant.status !== "active") {
+    return (
+      <div className="mx-auto flex min-h-screen max-w-lg flex-col justify-center gap-4 px-4">
+        <Brand />
+        <h1 className="text-xl" data-testid="tenant-suspended">
+          {tenant.name} is {tenant.status === "suspended" ? "suspended" : "being deleted"}
+        </h1>
+        <Alert>
+          {tenant.status === "suspended"
+            ? "The operator of this installation suspended this tenant: its workspaces are stopped and its API keys refused. Nothing was deleted; ask the operator to resume it."
+            : "The operator of this installation is deleting this tenant."}
+        </Alert>
+        <div>
+          <SignOutButton />
+        </div>
+      </div>
+    );
+  }
   // host-unconfined: agent commands run on this machine with Berth's privileges. Say so on every page.
   const backend = await caller.workspace.backend({ tenantSlug }).catch(() => null);
   // Operators (above tenants) get a link to the operator pages; nobody else learns they exist.
