@@ -180,6 +180,11 @@ export async function resolveSystemTenantScope(
   return mintTenantScope({ tenantId, userId: null, apiKeyId: null, role: "owner" });
 }
 
+/** True while the tenant exists and is active (not suspended or being deleted): for work already under way. */
+export async function tenantAdmitsWork(tenantId: string): Promise<boolean> {
+  return (await findTenantForGate(tenantId))?.status === "active";
+}
+
 function forbidden(message: string): AppError {
   return new AppError("FORBIDDEN", message, { userMessage: "You do not have access to this tenant." });
 }

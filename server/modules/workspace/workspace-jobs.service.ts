@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { resolveSystemTenantScope } from "@/server/auth/resolve";
+import { resolveSystemTenantScope, tenantAdmitsWork } from "@/server/auth/resolve";
 import type { TenantScope } from "@/server/auth/scope";
 import type { EngineConfig } from "@/server/engine/engine-config";
 import type { DriverSet } from "@/server/engine/driver-set";
@@ -65,7 +65,7 @@ export async function provisionWorkspace(
   deps: Pick<WorkspaceJobDeps, "drivers">,
   payload: z.output<typeof ZWorkspaceProvisionPayload>,
   log: Logger,
-): Promise<{ outcome: "already-ready" | "provisioned"; handle?: BackendHandle }> {
+): Promise<{ outcome: "already-ready" | "provisioned" | "stopped-suspended"; handle?: BackendHandle }> {
   const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId);
   const machine = deps.drivers.forKind(record.backendKind).machine;
   const spec = specOfRecord(record);
@@ -157,6 +157,16 @@ export async function provisionWorkspace(
     reason: "provisioned",
     backendHandle: handle,
   });
+  // An operator suspended the tenant while the machine was being made: that suspension's stop job found the
+  // record PROVISIONING and had nothing to stop, so the machine stops here instead of running on.
+  if (!(await tenantAdmitsWork(payload.tenantId))) {
+    await stopWorkspace(deps, {
+      tenantId: payload.tenantId,
+      workspaceId: record.id,
+      reason: "tenant suspended while provisioning",
+    });
+    return { outcome: "stopped-suspended" };
+  }
   return { outcome: "provisioned", handle };
 }
 

@@ -133,4 +133,27 @@ describe("a suspended tenant is refused everywhere and comes back on resume", ()
     });
     await resumeTenant(operator, { tenantId: other.tenant.id });
   });
+
+  it("stops a workspace whose provision was under way when the tenant was suspended", async () => {
+    const { session, workspaceId } = await freshSession(other.ownerScope);
+    const provision = h.machine.provision.bind(h.machine);
+    // The suspension lands while the machine is being made: its stop job finds PROVISIONING, nothing to stop.
+    h.machine.provision = async (spec, options) => {
+      h.machine.provision = provision;
+      const suspended = await suspendTenant(operator, { tenantId: other.tenant.id });
+      expect(suspended.stopsRequested).toEqual([workspaceId]);
+      return provision(spec, options);
+    };
+    const refusedAttach = await h.service
+      .resolveForSession(other.ownerScope, session.id)
+      .catch((e: unknown) => e);
+    // The caller was admitted before the suspension; its wait for the provision ends in the refusal.
+    expect(String(refusedAttach)).toMatch(/FORBIDDEN: tenant .* is suspended/);
+    await vi.waitFor(
+      async () => expect((await getWorkspace(other.ownerScope, workspaceId)).state).toBe("STOPPED"),
+      { timeout: 20_000 },
+    );
+    expect(h.machine.stopped).toContain(workspaceId);
+    await resumeTenant(operator, { tenantId: other.tenant.id });
+  });
 });
