@@ -15,6 +15,14 @@ export default async function HomePage() {
   if (!me) redirect("/sign-in");
   const first = me.tenants[0];
   if (first) redirect(`/t/${encodeURIComponent(first.slug)}`);
+  // An operator without a tenant of their own runs the installation's tenants.
+  if (
+    await caller.operator.me().then(
+      () => true,
+      () => false,
+    )
+  )
+    redirect("/operator");
   return (
     <AuthCard
       title="No tenant yet"

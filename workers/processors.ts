@@ -4,6 +4,7 @@ import type { BerthSchedulerId } from "@/server/queue/schedulers";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import { getEngine } from "@/server/composition/services";
 import { auditFlushProcessor } from "./processors/audit.flush";
+import { registerTenantProcessors } from "./processors/tenant.processors";
 import { registerWorkspaceProcessors } from "./processors/workspace.processors";
 import type { ProcessorRegistry } from "./registry";
 import { defineSchedule, type Schedule } from "./schedules";
@@ -22,7 +23,9 @@ export function registerBerthProcessors(
   deps: ProcessorDeps,
 ): void {
   registry.registerProcessor("audit.flush", auditFlushProcessor(deps));
-  registerWorkspaceProcessors(registry, deps.engine ?? getEngine());
+  const engine = deps.engine ?? getEngine();
+  registerWorkspaceProcessors(registry, engine);
+  registerTenantProcessors(registry, engine);
 }
 
 /** Repeating jobs. Each write also requests a flush; this tick only catches writes that raced a flush. */

@@ -9,6 +9,7 @@ import { apiKeyRouter } from "@/server/api/routers/api-key.router";
 import { auditRouter } from "@/server/api/routers/audit.router";
 import { inviteRouter } from "@/server/api/routers/invite.router";
 import { memberRouter } from "@/server/api/routers/member.router";
+import { operatorRouter } from "@/server/api/routers/operator.router";
 import { tenantRouter } from "@/server/api/routers/tenant.router";
 import { workspaceRouter } from "@/server/api/routers/workspace.router";
 import { agentRouter } from "@/server/api/routers/agent.router";
@@ -31,6 +32,8 @@ export const appRouter = createTRPCRouter({
   chat: chatRouter,
   jobs: jobsRouter,
   library: libraryRouter,
+  /** Above tenants: operators only. */
+  operator: operatorRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -7,7 +7,15 @@ import type { TenantRole } from "@/server/auth/roles";
  * may use them: every other data function takes a scope.
  */
 
-export type GateMembership = { tenantId: string; tenantSlug: string; role: TenantRole };
+/** A tenant's operator lifecycle state (prisma/operator.prisma): only `active` tenants admit callers. */
+export type GateTenantStatus = "active" | "suspended" | "deleting";
+
+export type GateMembership = {
+  tenantId: string;
+  tenantSlug: string;
+  tenantStatus: GateTenantStatus;
+  role: TenantRole;
+};
 
 /** The user's membership in the tenant named by id or slug, or null. */
 export async function findMembershipForGate(
@@ -17,9 +25,11 @@ export async function findMembershipForGate(
 ): Promise<GateMembership | null> {
   const row = await db.membership.findFirst({
     where: { userId, tenant: { OR: [{ id: tenantIdOrSlug }, { slug: tenantIdOrSlug }] } },
-    select: { tenantId: true, role: true, tenant: { select: { slug: true } } },
+    select: { tenantId: true, role: true, tenant: { select: { slug: true, status: true } } },
   });
-  return row ? { tenantId: row.tenantId, tenantSlug: row.tenant.slug, role: row.role } : null;
+  return row
+    ? { tenantId: row.tenantId, tenantSlug: row.tenant.slug, tenantStatus: row.tenant.status, role: row.role }
+    : null;
 }
 
 export type GateApiKey = {
@@ -39,16 +49,15 @@ export async function findApiKeyForGate(
   return row ? toGateApiKey(row) : null;
 }
 
-/** The tenant id for an id or slug, or null. */
-export async function findTenantIdForGate(
+/** The tenant (id and status) for an id or slug, or null. */
+export async function findTenantForGate(
   tenantIdOrSlug: string,
   db: DbClient = getDb(),
-): Promise<string | null> {
-  const row = await db.tenant.findFirst({
+): Promise<{ id: string; status: GateTenantStatus } | null> {
+  return db.tenant.findFirst({
     where: { OR: [{ id: tenantIdOrSlug }, { slug: tenantIdOrSlug }] },
-    select: { id: true },
+    select: { id: true, status: true },
   });
-  return row?.id ?? null;
 }
 
 const gateKeySelect = {
@@ -97,7 +106,11 @@ export async function findApiKeyByHashForGate(
  * What opening a tenant with an API key needs, read in ONE statement: the key, whether the tenant named
  * by id or slug is the key's own, and the creator's current role there (null when the creator left).
  */
-export type GateApiKeyTenant = GateApiKey & { tenantMatches: boolean; creatorRole: TenantRole | null };
+export type GateApiKeyTenant = GateApiKey & {
+  tenantMatches: boolean;
+  tenantStatus: GateTenantStatus;
+  creatorRole: TenantRole | null;
+};
 
 const ZRole = z.enum(["owner", "admin", "member", "viewer"]);
 const ZKeyTenantRow = z.object({
@@ -109,6 +122,7 @@ const ZKeyTenantRow = z.object({
   revoked_at: z.date().nullable(),
   expires_at: z.date().nullable(),
   tenant_matches: z.boolean(),
+  tenant_status: z.enum(["active", "suspended", "deleting"]),
   creator_role: ZRole.nullable(),
 });
 
@@ -120,7 +134,7 @@ export async function findApiKeyTenantForGate(
   const rows = await db.$queryRaw<unknown[]>`
     SELECT k.id, k.tenant_id, k.role::text AS role, k.created_by_user_id, k.enabled, k.revoked_at,
            k.expires_at, (t.id = ${tenantIdOrSlug} OR t.slug = ${tenantIdOrSlug}) AS tenant_matches,
-           m.role::text AS creator_role
+           t.status::text AS tenant_status, m.role::text AS creator_role
       FROM api_keys k
       JOIN tenants t ON t.id = k.tenant_id
       LEFT JOIN memberships m ON m.tenant_id = k.tenant_id AND m.user_id = k.created_by_user_id
@@ -138,6 +152,7 @@ export async function findApiKeyTenantForGate(
       expiresAt: row.expires_at,
     }),
     tenantMatches: row.tenant_matches,
+    tenantStatus: row.tenant_status,
     creatorRole: row.creator_role,
   };
 }

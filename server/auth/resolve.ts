@@ -6,12 +6,13 @@ import {
   findApiKeyForGate,
   findApiKeyTenantForGate,
   findMembershipForGate,
-  findTenantIdForGate,
+  findTenantForGate,
   touchApiKeyForGate,
   type GateApiKey,
 } from "@/server/auth/gate.data";
 import { isRoleAtLeast, type TenantRole } from "@/server/auth/roles";
 import { mintTenantScope, type TenantScope } from "@/server/auth/scope";
+import { assertTenantAdmits } from "@/server/auth/tenant-suspension";
 
 /** Who is calling, before any tenant is chosen. */
 export type RequestPrincipal =
@@ -88,8 +89,9 @@ function hashApiKey(key: string): string {
  * Checks the principal against the tenant (id or slug) in the database and mints its scope.
  * Users need a membership; API keys must belong to the tenant, and act with the lower of the key's
  * role and its creator's current role (a key stops working when its creator leaves the tenant).
- * Throws AppError FORBIDDEN otherwise. It always reads the database, so calling it again before a
- * mutation is the "re-check membership" step.
+ * Throws AppError FORBIDDEN otherwise, and for a tenant an operator suspended (`details.reason:
+ * "tenant_suspended"`). It always reads the database, so calling it again before a mutation is the
+ * "re-check membership" step.
  */
 export async function resolveTenantScope(
   principal: RequestPrincipal,
@@ -98,6 +100,7 @@ export async function resolveTenantScope(
   if (principal.kind === "user") {
     const membership = await findMembershipForGate(tenantIdOrSlug, principal.userId);
     if (!membership) throw forbidden(`user ${principal.userId} is not a member of ${tenantIdOrSlug}`);
+    assertTenantAdmits(membership.tenantId, membership.tenantStatus);
     return mintTenantScope({
       tenantId: membership.tenantId,
       userId: principal.userId,
@@ -110,6 +113,7 @@ export async function resolveTenantScope(
   if (!key?.usable || !key.tenantMatches) {
     throw forbidden(`api key ${principal.apiKeyId} does not belong to ${tenantIdOrSlug}`);
   }
+  assertTenantAdmits(key.tenantId, key.tenantStatus);
   return scopeForKey(
     { apiKeyId: key.id, tenantId: key.tenantId, role: key.role, userId: key.createdByUserId },
     key.creatorRole,
@@ -148,6 +152,7 @@ export async function reverifyTenantScope(scope: TenantScope): Promise<TenantSco
   if (scope.userId) {
     const membership = await findMembershipForGate(scope.tenantId, scope.userId);
     if (!membership) throw forbidden(`user ${scope.userId} is no longer a member of ${scope.tenantId}`);
+    assertTenantAdmits(membership.tenantId, membership.tenantStatus);
     return mintTenantScope({
       tenantId: scope.tenantId,
       userId: scope.userId,
@@ -160,13 +165,24 @@ export async function reverifyTenantScope(scope: TenantScope): Promise<TenantSco
 
 /**
  * A scope for Berth's own background work (queue jobs, reapers) acting on a tenant. The tenant id
- * comes from a job payload, so it is re-checked against the database rather than trusted.
+ * comes from a job payload, so it is re-checked against the database rather than trusted. A suspended
+ * (or deleting) tenant is refused unless the caller is work suspension and deletion themselves need:
+ * stopping and purging workspaces, the sweep and reconcile, recording audit rows (`allowSuspended`).
  */
-export async function resolveSystemTenantScope(tenantId: string): Promise<TenantScope> {
-  const found = await findTenantIdForGate(tenantId);
-  if (found !== tenantId)
+export async function resolveSystemTenantScope(
+  tenantId: string,
+  options: { allowSuspended?: boolean } = {},
+): Promise<TenantScope> {
+  const found = await findTenantForGate(tenantId);
+  if (found?.id !== tenantId)
     throw new AppError("NOT_FOUND", `tenant ${tenantId} not found`, { userMessage: "Tenant not found." });
+  if (!options.allowSuspended) assertTenantAdmits(tenantId, found.status);
   return mintTenantScope({ tenantId, userId: null, apiKeyId: null, role: "owner" });
+}
+
+/** True while the tenant exists and is active (not suspended or being deleted): for work already under way. */
+export async function tenantAdmitsWork(tenantId: string): Promise<boolean> {
+  return (await findTenantForGate(tenantId))?.status === "active";
 }
 
 function forbidden(message: string): AppError {

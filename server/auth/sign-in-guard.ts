@@ -66,7 +66,7 @@ export function createSignInGuard(deps: SignInGuardDeps) {
       return;
     }
     for (const tenantId of account.tenantIds) {
-      const scope = await resolveSystemTenantScope(tenantId);
+      const scope = await resolveSystemTenantScope(tenantId, { allowSuspended: true });
       await deps.recordAudit(scope, {
         action: "auth.sign-in",
         targetType: "user",

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { operatorJobs } from "@/server/modules/operator/operator.jobs";
 import { workspaceJobs } from "@/server/modules/workspace/workspace.jobs";
 import { JOB_RETENTION } from "./retention";
 import { defineJob, type JobCatalog } from "./types";
@@ -28,6 +29,8 @@ export const jobCatalog = {
   }),
   // workspace.provision | stop | purge | sweep | reconcile, session.purge, agent.purge.
   ...workspaceJobs,
+  // tenant.delete (operators: purge every workspace, delete the rows, leave a receipt).
+  ...operatorJobs,
 } as const satisfies JobCatalog;
 
 export type BerthJobCatalog = typeof jobCatalog;

@@ -21,7 +21,11 @@ const operatorLimits = (): OperatorLimits => ({
   minIdleTtlMs: MIN_TENANT_IDLE_TTL_MS,
 });
 
-const ZMembershipDTO = ZTenantDTO.extend({ role: ZTenantRole });
+const ZMembershipDTO = ZTenantDTO.extend({
+  role: ZTenantRole,
+  /** Not `active`: an operator suspended the tenant (or is deleting it); its tenant calls are refused. */
+  status: z.enum(["active", "suspended", "deleting"]),
+});
 
 const ZMeOutput = z.object({
   principal: z.discriminatedUnion("kind", [
@@ -52,7 +56,8 @@ export const tenantRouter = createTRPCRouter({
       const tenant = await readTenant(scope);
       return {
         principal: { kind: "api_key", apiKeyId: principal.apiKeyId, tenantId: principal.tenantId },
-        tenants: [{ ...tenant, role: scope.role }],
+        // The key opened its tenant: a suspended one would have been refused above.
+        tenants: [{ ...tenant, role: scope.role, status: "active" as const }],
       };
     }),
 

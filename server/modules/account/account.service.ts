@@ -59,7 +59,7 @@ async function audit(email: string, outcome: "success" | "failure"): Promise<voi
   if (!account) return;
   const meta = currentRequestMeta();
   for (const tenantId of account.tenantIds) {
-    await recordAudit(await resolveSystemTenantScope(tenantId), {
+    await recordAudit(await resolveSystemTenantScope(tenantId, { allowSuspended: true }), {
       action: "account.change-password",
       targetType: "user",
       targetId: account.userId,

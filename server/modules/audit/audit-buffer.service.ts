@@ -222,10 +222,12 @@ export async function writeBufferedAuditEntries(entries: TBufferedAuditEntry[]):
   }
   let written = 0;
   for (const [tenantId, group] of byTenant) {
-    const scope = await resolveSystemTenantScope(tenantId).catch((error: unknown) => {
-      if (isAppError(error) && error.code === "NOT_FOUND") return null;
-      throw error;
-    });
+    const scope = await resolveSystemTenantScope(tenantId, { allowSuspended: true }).catch(
+      (error: unknown) => {
+        if (isAppError(error) && error.code === "NOT_FOUND") return null;
+        throw error;
+      },
+    );
     if (!scope) continue;
     written += await appendAuditLogs(
       scope,

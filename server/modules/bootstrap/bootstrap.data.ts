@@ -4,3 +4,17 @@ import { getDb, type DbClient } from "@/server/db";
 export async function hasAnyTenant(db: DbClient = getDb()): Promise<boolean> {
   return (await db.tenant.findFirst({ select: { id: true } })) !== null;
 }
+
+export async function hasAnyOperator(db: DbClient = getDb()): Promise<boolean> {
+  return (await db.operator.findFirst({ select: { id: true } })) !== null;
+}
+
+/** The first owner of the oldest tenant: the admin the first start created, on an installation from before operators. */
+export async function findFirstOwnerOfOldestTenant(db: DbClient = getDb()): Promise<string | null> {
+  const row = await db.membership.findFirst({
+    where: { role: "owner" },
+    orderBy: [{ tenant: { createdAt: "asc" } }, { createdAt: "asc" }],
+    select: { userId: true },
+  });
+  return row?.userId ?? null;
+}

@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import type { BerthAuth } from "@/server/auth/auth";
 import { createTenantWithOwner } from "@/server/modules/tenant/tenant.service";
-import { hasAnyTenant } from "./bootstrap.data";
+import { grantBootstrapOperator } from "@/server/modules/operator/operator.service";
+import { findFirstOwnerOfOldestTenant, hasAnyOperator, hasAnyTenant } from "./bootstrap.data";
 
 export type BootstrapResult =
   | { created: false }
@@ -14,13 +15,18 @@ export type BootstrapResult =
 
 /**
  * First run of an installation: when no tenant exists, creates one with an admin (owner) whose password
- * is random. The caller prints it once; only better-auth's hash is stored. Later runs do nothing.
+ * is random, and makes that admin the installation's first operator. The caller prints it once; only
+ * better-auth's hash is stored. Later runs only make sure an operator exists (an installation from before
+ * operators gets its oldest tenant's first owner as one).
  */
 export async function bootstrapFirstTenant(
   auth: BerthAuth,
   options: { email: string; tenantName?: string; slug?: string },
 ): Promise<BootstrapResult> {
-  if (await hasAnyTenant()) return { created: false };
+  if (await hasAnyTenant()) {
+    await ensureAnOperator();
+    return { created: false };
+  }
   const password = randomBytes(12).toString("base64url");
   const result = await createTenantWithOwner(auth, {
     tenantName: options.tenantName ?? "Default",
@@ -31,5 +37,12 @@ export async function bootstrapFirstTenant(
   });
   // Lost a race against another first start: that one printed the credentials.
   if (!result.created) return { created: false };
+  await grantBootstrapOperator(result.owner.id);
   return { created: true, tenantSlug: result.tenant.slug, email: result.owner.email, password };
+}
+
+async function ensureAnOperator(): Promise<void> {
+  if (await hasAnyOperator()) return;
+  const userId = await findFirstOwnerOfOldestTenant();
+  if (userId) await grantBootstrapOperator(userId);
 }

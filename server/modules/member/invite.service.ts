@@ -2,6 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import type { z } from "zod";
 import type { BerthAuth } from "@/server/auth/auth";
 import { assertCan, canGrantRole } from "@/server/auth/policy";
+import type { TenantRole } from "@/server/auth/roles";
 import type { TenantScope } from "@/server/auth/scope";
 import { appendAuditLog } from "@/server/modules/audit/audit.data";
 import {
@@ -51,12 +52,24 @@ export async function createInvite(
       userMessage: `You cannot invite someone as ${input.role}.`,
     });
   }
+  return issueInviteLink(scope, { ...input, createdById: scope.userId });
+}
+
+/**
+ * Makes the link and records it in the tenant's audit. Callers check who may invite whom: `createInvite`
+ * for admins (never an owner), the operator services for a tenant's first owner (`createdById` is then the
+ * operator, or "cli").
+ */
+export async function issueInviteLink(
+  scope: TenantScope,
+  input: { role: TenantRole; note: string; expiresInHours: number; createdById: string },
+): Promise<{ invite: InviteDTO; token: string }> {
   const token = `${TOKEN_PREFIX}${randomBytes(24).toString("base64url")}`;
   const invite = await insertInvite(scope, {
     tokenHash: hashInviteToken(token),
     role: input.role,
     note: input.note,
-    createdById: scope.userId,
+    createdById: input.createdById,
     expiresAt: new Date(Date.now() + input.expiresInHours * 3600_000),
   });
   await appendAuditLog(scope, {

@@ -45,10 +45,16 @@ export async function updateTenantName(
 export async function listTenantsOfUser(
   userId: string,
   db: DbClient = getDb(),
-): Promise<(TenantDTO & { role: "owner" | "admin" | "member" | "viewer" })[]> {
+): Promise<
+  (TenantDTO & {
+    role: "owner" | "admin" | "member" | "viewer";
+    /** An operator's suspension (prisma/operator.prisma): the dashboard says so instead of failing calls. */
+    status: "active" | "suspended" | "deleting";
+  })[]
+> {
   const rows = await db.membership.findMany({
     where: { userId },
-    select: { role: true, tenant: { select: tenantSelect } },
+    select: { role: true, tenant: { select: { ...tenantSelect, status: true } } },
     orderBy: { createdAt: "asc" },
   });
   return rows.map((r) => ({ ...r.tenant, role: r.role }));

@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { resolveSystemTenantScope } from "@/server/auth/resolve";
+import { resolveSystemTenantScope, tenantAdmitsWork } from "@/server/auth/resolve";
 import type { TenantScope } from "@/server/auth/scope";
 import type { EngineConfig } from "@/server/engine/engine-config";
 import type { DriverSet } from "@/server/engine/driver-set";
@@ -38,11 +38,16 @@ export type WorkspaceJobDeps = {
   requestProvision: (payload: z.input<typeof ZWorkspaceProvisionPayload>) => Promise<unknown>;
 };
 
+/**
+ * The job's tenant and workspace, re-read. `allowSuspended` for stop and purge: they are how suspending and
+ * deleting a tenant act; a provision for a suspended tenant is refused (typed FORBIDDEN, not retried).
+ */
 async function loadRecord(
   tenantId: string,
   workspaceId: string,
+  options: { allowSuspended?: boolean } = {},
 ): Promise<{ scope: TenantScope; record: WorkspaceRecord }> {
-  const scope = await resolveSystemTenantScope(tenantId);
+  const scope = await resolveSystemTenantScope(tenantId, options);
   const record = await findWorkspaceRecordForSystem(workspaceId);
   if (!record || record.tenantId !== tenantId) {
     throw new AppError("NOT_FOUND", `workspace ${workspaceId} not found in tenant ${tenantId}`);
@@ -61,7 +66,7 @@ export async function provisionWorkspace(
   deps: Pick<WorkspaceJobDeps, "drivers">,
   payload: z.output<typeof ZWorkspaceProvisionPayload>,
   log: Logger,
-): Promise<{ outcome: "already-ready" | "provisioned"; handle?: BackendHandle }> {
+): Promise<{ outcome: "already-ready" | "provisioned" | "stopped-suspended"; handle?: BackendHandle }> {
   const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId);
   const machine = deps.drivers.forKind(record.backendKind).machine;
   const spec = specOfRecord(record);
@@ -166,6 +171,16 @@ export async function provisionWorkspace(
     reason: "provisioned",
     backendHandle: handle,
   });
+  // An operator suspended the tenant while the machine was being made: that suspension's stop job found the
+  // record PROVISIONING and had nothing to stop, so the machine stops here instead of running on.
+  if (!(await tenantAdmitsWork(payload.tenantId))) {
+    await stopWorkspace(deps, {
+      tenantId: payload.tenantId,
+      workspaceId: record.id,
+      reason: "tenant suspended while provisioning",
+    });
+    return { outcome: "stopped-suspended" };
+  }
   return { outcome: "provisioned", handle };
 }
 
@@ -174,7 +189,7 @@ export async function stopWorkspace(
   deps: Pick<WorkspaceJobDeps, "drivers">,
   payload: z.output<typeof ZWorkspaceStopPayload>,
 ): Promise<{ outcome: "stopped" | "nothing-to-stop"; state: string }> {
-  const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId);
+  const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId, { allowSuspended: true });
   if (record.state === "READY") {
     await transitionFrom(scope, record.id, { from: ["READY"], to: "STOPPING", reason: payload.reason });
   } else if (record.state !== "STOPPING") {
@@ -195,7 +210,7 @@ export async function purgeWorkspace(
   deps: Pick<WorkspaceJobDeps, "drivers">,
   payload: z.output<typeof ZWorkspacePurgePayload>,
 ): Promise<{ outcome: "purged" | "already-purged"; receiptId?: string; generation?: number }> {
-  const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId);
+  const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId, { allowSuspended: true });
   const requested = payload.generation ?? record.generation;
   if (record.generation > requested) return { outcome: "already-purged" };
   if (record.state === "PURGED") return { outcome: "already-purged" };
@@ -277,7 +292,7 @@ export async function sweepIdleWorkspaces(
   const leased: string[] = [];
   let skipped = 0;
   for (const candidate of await findSweepCandidates({ idleBefore, tenantIdleBefore, limit: 500 })) {
-    const scope = await resolveSystemTenantScope(candidate.tenantId);
+    const scope = await resolveSystemTenantScope(candidate.tenantId, { allowSuspended: true });
     const tenantTtlMs = tenantTtls.get(candidate.tenantId);
     const ttlMs = effectiveIdleTtlMs(tenantTtlMs ?? null, installationTtlMs);
     const reason =

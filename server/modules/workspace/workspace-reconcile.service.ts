@@ -79,7 +79,7 @@ async function resumeStuckTransitions(
     const since = record.stateChangedAt.toISOString();
     report.resumed.push({ workspaceId: record.id, state, since });
     if (payload.dryRun) continue;
-    const scope = await resolveSystemTenantScope(record.tenantId);
+    const scope = await resolveSystemTenantScope(record.tenantId, { allowSuspended: true });
     const reason = `reconcile: ${state} since ${since}; its job enqueued again (a live one is joined)`;
     await appendWorkspaceEvent(scope, record.id, {
       kind: state === "PROVISIONING" ? "provisioning" : "stopping",
@@ -119,7 +119,7 @@ async function reconcileDriver(
     if (await machine.exists(specOfRecord(record))) continue;
     report.markedVanished.push(record.id);
     if (payload.dryRun) continue;
-    const scope = await resolveSystemTenantScope(record.tenantId);
+    const scope = await resolveSystemTenantScope(record.tenantId, { allowSuspended: true });
     await transitionFrom(scope, record.id, {
       from: ["READY", "STOPPED"],
       to: "FAILED",

@@ -46,6 +46,37 @@ type CrossTenantCase =
       check: (caller: ReturnType<typeof createCaller>, a: TenantFixture, b: TenantFixture) => Promise<void>;
     };
 
+/**
+ * `operator.*` sits above tenants: no tenant's owner, admin, viewer or API key may call any of it, whatever
+ * tenant the input names (B's, to try to read or change another tenant), so each answers FORBIDDEN.
+ */
+const OPERATOR_INPUTS: Record<string, (b: TenantFixture) => Input> = {
+  "operator.me": () => ({}),
+  "operator.tenants.list": () => ({}),
+  "operator.tenants.get": (b) => ({ tenantId: b.tenant.id }),
+  "operator.tenants.create": () => ({ name: "Probe", slug: `probe-${randomUUID().slice(0, 8)}` }),
+  "operator.tenants.inviteOwner": (b) => ({ tenantId: b.tenant.id }),
+  "operator.tenants.suspend": (b) => ({ tenantId: b.tenant.id }),
+  "operator.tenants.resume": (b) => ({ tenantId: b.tenant.id }),
+  "operator.tenants.delete": (b) => ({ tenantId: b.tenant.id }),
+  "operator.tenants.deletionReceipts": () => ({}),
+  "operator.operators.list": () => ({}),
+  "operator.operators.grant": (b) => ({ email: b.owner.email }),
+  "operator.operators.revoke": (b) => ({ email: b.owner.email }),
+  "operator.audit": () => ({}),
+};
+
+function operatorOnly(path: string): CrossTenantCase {
+  return {
+    kind: "custom",
+    async check(caller, _a, b) {
+      expect(await rejectionCode(callByPath(caller, path, OPERATOR_INPUTS[path]!(b))), path).toBe(
+        "FORBIDDEN",
+      );
+    },
+  };
+}
+
 const CASES: Record<string, CrossTenantCase> = {
   "tenant.me": {
     kind: "custom",
@@ -89,6 +120,7 @@ const CASES: Record<string, CrossTenantCase> = {
   "audit.list": { kind: "tenant", input: () => ({ limit: 200 }), targetsRows: false },
   "audit.facets": { kind: "tenant", input: () => ({}), targetsRows: false },
   "audit.exportCsv": { kind: "tenant", input: () => ({}), targetsRows: false },
+  ...Object.fromEntries(Object.keys(OPERATOR_INPUTS).map((path) => [path, operatorOnly(path)])),
   // workspace.* (H8): every procedure names a workspace of the tenant (a PENDING binding made in beforeAll),
   // so none of them provisions anything; B's id under A's tenant must be NOT_FOUND.
   "workspace.list": { kind: "tenant", input: () => ({}), targetsRows: false },
@@ -394,6 +426,16 @@ describe("role gates", () => {
     for (const path of mutations) {
       const testCase = CASES[path];
       if (path === "account.changePassword") continue; // the caller's own account: viewers may change theirs
+      const operatorInput = OPERATOR_INPUTS[path];
+      if (operatorInput) {
+        expect(await rejectionCode(callByPath(cookieCaller(a.viewer), path, operatorInput(a))), path).toBe(
+          "FORBIDDEN",
+        );
+        expect(await rejectionCode(callByPath(keyCaller(a.viewerKey), path, operatorInput(a))), path).toBe(
+          "FORBIDDEN",
+        );
+        continue;
+      }
       if (testCase?.kind !== "tenant") throw new Error(`mutation ${path} needs a tenant case`);
       const input = { ...testCase.input(a), tenantId: a.tenant.id };
       expect(await rejectionCode(callByPath(cookieCaller(a.viewer), path, input)), path).toBe("FORBIDDEN");

@@ -62,6 +62,18 @@ describe("npm start on a fresh data folder (embedded PostgreSQL and Redis)", () 
     });
     expect(signIn.status).toBe(200);
     expect(signIn.headers.get("set-cookie")).toMatch(/session_token/);
+
+    // The first admin is the installation's first operator (issue 15): operator.* answers them.
+    const cookie = signIn.headers
+      .getSetCookie()
+      .map((line) => line.split(";")[0])
+      .join("; ");
+    const operator = await fetch(`${base}/api/trpc/operator.tenants.list`, { headers: { cookie } });
+    expect(operator.status).toBe(200);
+    const body = (await operator.json()) as {
+      result: { data: { json: { slug: string; status: string }[] } };
+    };
+    expect(body.result.data.json).toEqual([expect.objectContaining({ slug: "default", status: "active" })]);
   });
 
   it("stores secrets only in 0600 files and never the admin password", async () => {

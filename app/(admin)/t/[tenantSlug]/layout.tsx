@@ -33,8 +33,32 @@ export default async function TenantLayout({
   const tenant = me.tenants.find((t) => t.slug === tenantSlug);
   // Same answer for "does not exist" and "not yours": no probing for other tenants' slugs.
   if (!tenant) notFound();
+  // Suspended by an operator: every tenant call is refused, so say why instead of failing each page.
+  if (tenant.status !== "active") {
+    return (
+      <div className="mx-auto flex min-h-screen max-w-lg flex-col justify-center gap-4 px-4">
+        <Brand />
+        <h1 className="text-xl" data-testid="tenant-suspended">
+          {tenant.name} is {tenant.status === "suspended" ? "suspended" : "being deleted"}
+        </h1>
+        <Alert>
+          {tenant.status === "suspended"
+            ? "The operator of this installation suspended this tenant: its workspaces are stopped and its API keys refused. Nothing was deleted; ask the operator to resume it."
+            : "The operator of this installation is deleting this tenant."}
+        </Alert>
+        <div>
+          <SignOutButton />
+        </div>
+      </div>
+    );
+  }
   // host-unconfined: agent commands run on this machine with Berth's privileges. Say so on every page.
   const backend = await caller.workspace.backend({ tenantSlug }).catch(() => null);
+  // Operators (above tenants) get a link to the operator pages; nobody else learns they exist.
+  const isOperator = await caller.operator.me().then(
+    () => true,
+    () => false,
+  );
   const who = me.principal.kind === "user" ? me.principal.email : "API key";
   const base = `/t/${encodeURIComponent(tenant.slug)}`;
 
@@ -77,6 +101,15 @@ export default async function TenantLayout({
           </div>
         </div>
         <TenantNav tenantSlug={tenant.slug} />
+        {isOperator && (
+          <Link
+            href="/operator"
+            className="text-muted-foreground hover:text-foreground px-2.5 text-sm font-medium"
+            data-testid="operator-link"
+          >
+            Operator: all tenants →
+          </Link>
+        )}
         <div className="mt-auto border-t pt-3">{account}</div>
       </aside>
       <div className="flex min-w-0 flex-col">

@@ -1,0 +1,98 @@
+import { z } from "zod";
+import { operatorProcedure } from "@/server/api/operator-procedure";
+import { createTRPCRouter } from "@/server/api/trpc";
+import {
+  grantOperator,
+  listOperatorsFor,
+  readOperatorAudit,
+  readTenantDeletionReceipts,
+  revokeOperator,
+} from "@/server/modules/operator/operator.service";
+import {
+  ZDeleteRequested,
+  ZOperatorAuditView,
+  ZOperatorGrantRequest,
+  ZOperatorTenantDetail,
+  ZOperatorTenantView,
+  ZOperatorView,
+  ZOwnerInviteCreated,
+  ZSuspendResult,
+  ZTenantCreated,
+  ZTenantCreateRequest,
+  ZTenantDeletionReceiptView,
+  ZTenantRef,
+  ZTenantSuspendRequest,
+} from "@/server/modules/operator/operator.types";
+import {
+  createOwnerInvite,
+  createTenant,
+  listTenantsForOperator,
+  readTenantForOperator,
+  requestTenantDeletion,
+  resumeTenant,
+  suspendTenant,
+} from "@/server/modules/operator/tenant-lifecycle.service";
+
+/**
+ * `operator.*`: the installation's tenants, for operators only (server/api/operator-procedure.ts). The CLI
+ * (`npm run berth`, scripts/berth-cli.ts) calls the same services.
+ */
+export const operatorRouter = createTRPCRouter({
+  /** Whether the caller is an operator: the dashboard shows the operator pages' link from it. */
+  me: operatorProcedure.output(z.object({ operator: z.literal(true) })).query(() => ({ operator: true })),
+
+  tenants: createTRPCRouter({
+    list: operatorProcedure
+      .output(z.array(ZOperatorTenantView))
+      .query(({ ctx }) => listTenantsForOperator(ctx.operator)),
+    get: operatorProcedure
+      .input(ZTenantRef)
+      .output(ZOperatorTenantDetail)
+      .query(({ ctx, input }) => readTenantForOperator(ctx.operator, input)),
+    create: operatorProcedure
+      .input(ZTenantCreateRequest)
+      .output(ZTenantCreated)
+      .mutation(({ ctx, input }) => createTenant(ctx.operator, input)),
+    inviteOwner: operatorProcedure
+      .input(ZTenantRef.extend({ note: z.string().max(200).optional() }))
+      .output(ZOwnerInviteCreated)
+      .mutation(({ ctx, input }) => createOwnerInvite(ctx.operator, input)),
+    suspend: operatorProcedure
+      .input(ZTenantSuspendRequest)
+      .output(ZSuspendResult)
+      .mutation(({ ctx, input }) => suspendTenant(ctx.operator, input)),
+    resume: operatorProcedure
+      .input(ZTenantRef)
+      .output(ZSuspendResult)
+      .mutation(({ ctx, input }) => resumeTenant(ctx.operator, input)),
+    delete: operatorProcedure
+      .input(ZTenantRef)
+      .output(ZDeleteRequested)
+      .mutation(({ ctx, input }) => requestTenantDeletion(ctx.operator, input)),
+    deletionReceipts: operatorProcedure
+      .output(z.array(ZTenantDeletionReceiptView))
+      .query(({ ctx }) => readTenantDeletionReceipts(ctx.operator)),
+  }),
+
+  operators: createTRPCRouter({
+    list: operatorProcedure.output(z.array(ZOperatorView)).query(({ ctx }) => listOperatorsFor(ctx.operator)),
+    grant: operatorProcedure
+      .input(ZOperatorGrantRequest)
+      .output(z.object({ userId: z.string(), granted: z.boolean() }))
+      .mutation(({ ctx, input }) => grantOperator(ctx.operator, input)),
+    revoke: operatorProcedure
+      .input(ZOperatorGrantRequest)
+      .output(z.object({ userId: z.string() }))
+      .mutation(({ ctx, input }) => revokeOperator(ctx.operator, input)),
+  }),
+
+  audit: operatorProcedure
+    .input(
+      z.object({
+        targetId: z.string().max(200).optional(),
+        limit: z.number().int().min(1).max(500).optional(),
+      }),
+    )
+    .output(z.array(ZOperatorAuditView))
+    .query(({ ctx, input }) => readOperatorAudit(ctx.operator, input)),
+});

@@ -1,0 +1,113 @@
+import type { z } from "zod";
+import { AppError } from "@/server/shared/errors";
+import { parseInput } from "@/server/shared/parse-input";
+import {
+  appendOperatorAudit,
+  deleteOperatorUnlessLast,
+  findUserIdByEmail,
+  insertOperator,
+  listOperatorAudit,
+  listOperators,
+} from "@/server/modules/operator/operator.data";
+import {
+  operatorActorLabel,
+  operatorAuditActor,
+  type OperatorActor,
+} from "@/server/modules/operator/operator-actor";
+import { ZOperatorGrantRequest } from "@/server/modules/operator/operator.types";
+import { listTenantDeletionReceipts } from "@/server/modules/operator/tenant-deletion.data";
+
+/** The operator role: granted by operators (or the CLI), revoked likewise, never from the last operator. */
+
+async function requireUserId(email: string): Promise<string> {
+  const userId = await findUserIdByEmail(email);
+  if (!userId) {
+    throw new AppError("NOT_FOUND", `no user ${email}`, {
+      userMessage: `No account with the email ${email}. The person signs up (or accepts an invitation) first.`,
+    });
+  }
+  return userId;
+}
+
+export async function grantOperator(
+  actor: OperatorActor,
+  raw: z.input<typeof ZOperatorGrantRequest>,
+): Promise<{ userId: string; granted: boolean }> {
+  const { email } = parseInput(ZOperatorGrantRequest, raw);
+  const userId = await requireUserId(email);
+  const granted = await insertOperator(userId, operatorActorLabel(actor));
+  if (granted) {
+    await appendOperatorAudit({
+      actor: operatorAuditActor(actor),
+      action: "operator.grant",
+      targetType: "operator",
+      targetId: userId,
+      targetLabel: email,
+      outcome: "success",
+    });
+  }
+  return { userId, granted };
+}
+
+export async function revokeOperator(
+  actor: OperatorActor,
+  raw: z.input<typeof ZOperatorGrantRequest>,
+): Promise<{ userId: string }> {
+  const { email } = parseInput(ZOperatorGrantRequest, raw);
+  const userId = await requireUserId(email);
+  const outcome = await deleteOperatorUnlessLast(userId);
+  if (outcome === "not-operator") {
+    throw new AppError("NOT_FOUND", `${email} is not an operator`, {
+      userMessage: `${email} is not an operator.`,
+    });
+  }
+  if (outcome === "last") {
+    await appendOperatorAudit({
+      actor: operatorAuditActor(actor),
+      action: "operator.revoke",
+      targetType: "operator",
+      targetId: userId,
+      targetLabel: email,
+      outcome: "failure",
+      details: { reason: "last_operator" },
+    });
+    throw new AppError("CONFLICT", `${email} is the last operator`, {
+      userMessage: `${email} is the last operator: grant the role to someone else first.`,
+      details: { reason: "last_operator" },
+    });
+  }
+  await appendOperatorAudit({
+    actor: operatorAuditActor(actor),
+    action: "operator.revoke",
+    targetType: "operator",
+    targetId: userId,
+    targetLabel: email,
+    outcome: "success",
+  });
+  return { userId };
+}
+
+/** Makes the first admin of a fresh installation an operator (`npm start`'s bootstrap). */
+export async function grantBootstrapOperator(userId: string): Promise<void> {
+  if (await insertOperator(userId, "bootstrap")) {
+    await appendOperatorAudit({
+      actor: { type: "system", id: "bootstrap" },
+      action: "operator.grant",
+      targetType: "operator",
+      targetId: userId,
+      outcome: "success",
+    });
+  }
+}
+
+export function listOperatorsFor(_actor: OperatorActor) {
+  return listOperators();
+}
+
+export function readOperatorAudit(_actor: OperatorActor, filter: { targetId?: string; limit?: number }) {
+  return listOperatorAudit({ targetId: filter.targetId, limit: Math.min(filter.limit ?? 100, 500) });
+}
+
+export function readTenantDeletionReceipts(_actor: OperatorActor, limit = 50) {
+  return listTenantDeletionReceipts(Math.min(limit, 500));
+}

@@ -1,0 +1,221 @@
+import type { z } from "zod";
+import { resolveSystemTenantScope } from "@/server/auth/resolve";
+import { issueInviteLink } from "@/server/modules/member/invite.service";
+import { appendOperatorAudit } from "@/server/modules/operator/operator.data";
+import {
+  operatorActorLabel,
+  operatorAuditActor,
+  type OperatorActor,
+} from "@/server/modules/operator/operator-actor";
+import {
+  type OperatorTenantDetail,
+  type OperatorTenantView,
+  type TenantCreated,
+  type TenantStatus,
+  ZTenantCreateRequest,
+  ZTenantRef,
+  ZTenantSuspendRequest,
+} from "@/server/modules/operator/operator.types";
+import {
+  findTenantWithUsage,
+  insertEmptyTenant,
+  listOwnerInvites,
+  listTenantOwners,
+  listTenantsWithUsage,
+  listTenantWorkspaceIds,
+  liveWorkspaceStates,
+  transitionTenantStatus,
+} from "@/server/modules/operator/tenant-admin.data";
+import { enqueue } from "@/server/queue/enqueue";
+import { AppError } from "@/server/shared/errors";
+import { parseInput } from "@/server/shared/parse-input";
+
+/**
+ * The tenant lifecycle operators drive: create (with the first owner invited), suspend, resume, delete.
+ * Each step is one conditional status change (so two operators racing get one winner and a typed CONFLICT),
+ * recorded in the operator audit. Suspension deletes nothing: it stops workspaces through the ordinary
+ * `workspace.stop` jobs, and the gates (server/auth/resolve.ts) refuse the tenant's cookies, keys and jobs.
+ */
+
+function notFound(ref: string): AppError {
+  return new AppError("NOT_FOUND", `no tenant ${ref}`, { userMessage: `No tenant ${ref}.` });
+}
+
+async function requireTenant(ref: string): Promise<OperatorTenantView> {
+  const tenant = await findTenantWithUsage(ref);
+  if (!tenant) throw notFound(ref);
+  return tenant;
+}
+
+function wrongStatus(tenant: OperatorTenantView, action: string, expected: string): AppError {
+  return new AppError("CONFLICT", `tenant ${tenant.slug} is ${tenant.status}, cannot ${action}`, {
+    userMessage: `Tenant ${tenant.slug} is ${tenant.status}: only ${expected} tenants can be ${action}ed.`,
+    details: { reason: "tenant_status", status: tenant.status },
+  });
+}
+
+export function listTenantsForOperator(_actor: OperatorActor): Promise<OperatorTenantView[]> {
+  return listTenantsWithUsage();
+}
+
+/** One tenant (by id or slug) with its owners and owner invitations. */
+export async function readTenantForOperator(
+  _actor: OperatorActor,
+  raw: z.input<typeof ZTenantRef>,
+): Promise<OperatorTenantDetail> {
+  const { tenantId } = parseInput(ZTenantRef, raw);
+  const tenant = await requireTenant(tenantId);
+  const [owners, ownerInvites] = await Promise.all([
+    listTenantOwners(tenant.id),
+    listOwnerInvites(tenant.id),
+  ]);
+  return { ...tenant, owners, ownerInvites };
+}
+
+/** An invitation to become the tenant's owner: the link (`/invite/<token>`) is returned once. */
+async function inviteOwner(actor: OperatorActor, tenantId: string, note: string, expiresInHours: number) {
+  const scope = await resolveSystemTenantScope(tenantId, { allowSuspended: true });
+  const { invite, token } = await issueInviteLink(scope, {
+    role: "owner",
+    note,
+    expiresInHours,
+    // The operator's user id (tenant admins then see their email on the invitation), or "cli".
+    createdById: actor.userId ?? "cli",
+  });
+  return { inviteId: invite.id, path: `/invite/${token}`, expiresAt: invite.expiresAt };
+}
+
+export async function createTenant(
+  actor: OperatorActor,
+  raw: z.input<typeof ZTenantCreateRequest>,
+): Promise<TenantCreated> {
+  const input = parseInput(ZTenantCreateRequest, raw);
+  const row = await insertEmptyTenant({ name: input.name, slug: input.slug });
+  if (!row) {
+    throw new AppError("CONFLICT", `slug ${input.slug} is taken`, {
+      userMessage: `A tenant with the slug ${input.slug} already exists.`,
+      details: { field: "slug" },
+    });
+  }
+  const ownerInvite = await inviteOwner(actor, row.id, input.ownerNote, input.expiresInHours);
+  await appendOperatorAudit({
+    actor: operatorAuditActor(actor),
+    action: "tenant.create",
+    targetType: "tenant",
+    targetId: row.id,
+    targetLabel: row.slug,
+    outcome: "success",
+    details: { name: row.name, ownerInviteId: ownerInvite.inviteId },
+  });
+  return { tenant: await requireTenant(row.id), ownerInvite };
+}
+
+/** A new owner invitation for an existing tenant (the first one expired, or another owner is wanted). */
+export async function createOwnerInvite(
+  actor: OperatorActor,
+  raw: z.input<typeof ZTenantRef> & { note?: string; expiresInHours?: number },
+) {
+  const { tenantId } = parseInput(ZTenantRef, { tenantId: raw.tenantId });
+  const input = parseInput(ZTenantCreateRequest.pick({ ownerNote: true, expiresInHours: true }), {
+    ownerNote: raw.note,
+    expiresInHours: raw.expiresInHours,
+  });
+  const tenant = await requireTenant(tenantId);
+  if (tenant.status === "deleting") throw wrongStatus(tenant, "invite", "active or suspended");
+  const invite = await inviteOwner(actor, tenant.id, input.ownerNote, input.expiresInHours);
+  await appendOperatorAudit({
+    actor: operatorAuditActor(actor),
+    action: "tenant.invite-owner",
+    targetType: "tenant",
+    targetId: tenant.id,
+    targetLabel: tenant.slug,
+    outcome: "success",
+    details: { inviteId: invite.inviteId },
+  });
+  return invite;
+}
+
+async function moveTenant(
+  actor: OperatorActor,
+  tenantRef: string,
+  move: { action: "suspend" | "resume"; from: TenantStatus; to: TenantStatus; reason?: string },
+): Promise<OperatorTenantView> {
+  const tenant = await requireTenant(tenantRef);
+  if (!(await transitionTenantStatus(tenant.id, [move.from], move.to))) {
+    throw wrongStatus(await requireTenant(tenant.id), move.action, move.from);
+  }
+  await appendOperatorAudit({
+    actor: operatorAuditActor(actor),
+    action: `tenant.${move.action}`,
+    targetType: "tenant",
+    targetId: tenant.id,
+    targetLabel: tenant.slug,
+    outcome: "success",
+    details: move.reason ? { reason: move.reason } : undefined,
+  });
+  return tenant;
+}
+
+/**
+ * active → suspended, then a `workspace.stop` job for each workspace holding a machine. From the status
+ * change on, every gate refuses the tenant (typed FORBIDDEN, `details.reason: "tenant_suspended"`).
+ */
+export async function suspendTenant(
+  actor: OperatorActor,
+  raw: z.input<typeof ZTenantSuspendRequest>,
+): Promise<{ tenant: OperatorTenantView; stopsRequested: string[] }> {
+  const input = parseInput(ZTenantSuspendRequest, raw);
+  const tenant = await moveTenant(actor, input.tenantId, {
+    action: "suspend",
+    from: "active",
+    to: "suspended",
+    reason: input.reason,
+  });
+  const live = await listTenantWorkspaceIds(tenant.id, { states: liveWorkspaceStates });
+  for (const workspaceId of live) {
+    await enqueue("workspace.stop", { tenantId: tenant.id, workspaceId, reason: "tenant suspended" });
+  }
+  return { tenant: await requireTenant(tenant.id), stopsRequested: live };
+}
+
+/** suspended → active. Workspaces stay stopped; each one's next use provisions it again, as after a sweep. */
+export async function resumeTenant(
+  actor: OperatorActor,
+  raw: z.input<typeof ZTenantRef>,
+): Promise<{ tenant: OperatorTenantView; stopsRequested: string[] }> {
+  const input = parseInput(ZTenantRef, raw);
+  const tenant = await moveTenant(actor, input.tenantId, {
+    action: "resume",
+    from: "suspended",
+    to: "active",
+  });
+  return { tenant: await requireTenant(tenant.id), stopsRequested: [] };
+}
+
+/**
+ * active | suspended → deleting (refused from then on, like a suspension), then the `tenant.delete` job
+ * (server/modules/operator/tenant-deletion.service.ts). A tenant already deleting gets its job again
+ * (the id deduplicates), so a retry after a lost response is safe.
+ */
+export async function requestTenantDeletion(
+  actor: OperatorActor,
+  raw: z.input<typeof ZTenantRef>,
+): Promise<{ tenantId: string; jobId: string }> {
+  const { tenantId: ref } = parseInput(ZTenantRef, raw);
+  const tenant = await requireTenant(ref);
+  const moved = await transitionTenantStatus(tenant.id, ["active", "suspended"], "deleting");
+  if (!moved && tenant.status !== "deleting") throw wrongStatus(tenant, "delete", "active or suspended");
+  if (moved) {
+    await appendOperatorAudit({
+      actor: operatorAuditActor(actor),
+      action: "tenant.delete",
+      targetType: "tenant",
+      targetId: tenant.id,
+      targetLabel: tenant.slug,
+      outcome: "success",
+      details: { phase: "requested", previousStatus: tenant.status },
+    });
+  }
+  const job = await enqueue("tenant.delete", { tenantId: tenant.id, actor: operatorActorLabel(actor) });
+  return { tenantId: tenant.id, jobId: job.id ?? "" };
+}

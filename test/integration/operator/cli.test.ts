@@ -1,0 +1,146 @@
+import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { getDb } from "@/server/db";
+import { previewInvite } from "@/server/modules/member/invite.service";
+import { createTestApiRuntime } from "../api/support/api-test-runtime";
+import { createTenantFixture, type TenantFixture } from "../api/support/tenant-fixtures";
+import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "../workspace/harness";
+
+const repoRoot = path.resolve(import.meta.dirname, "..", "..", "..");
+
+/**
+ * The operator CLI as a script runs it: `npm run berth -- …` in a child process, against the run's
+ * database, with the harness' workers (its Redis prefix) taking the jobs it queues.
+ */
+// Each command is a real `npm run` (a few seconds of npm and tsx start-up on a loaded machine).
+describe("npm run berth (operator CLI)", { timeout: 180_000 }, () => {
+  let h: WorkspaceHarness;
+  let t: TenantFixture;
+
+  function berth(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    const child = spawn("npm", ["run", "-s", "berth", "--", ...args], {
+      cwd: repoRoot,
+      env: {
+        ...process.env,
+        BERTH_REDIS_PREFIX: h.redis.prefix,
+        BERTH_BASE_URL: "https://berth.example.test",
+        LOG_LEVEL: "warn",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    return new Promise((resolve) => child.once("exit", (code) => resolve({ code, stdout, stderr })));
+  }
+
+  beforeAll(async () => {
+    h = await startWorkspaceHarness();
+    t = await createTenantFixture(createTestApiRuntime(), "cli");
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it("creates a tenant with an owner invitation link that works, and refuses a taken slug or bad arguments", async () => {
+    const slug = `cli-${randomUUID().slice(0, 8)}`;
+    const created = await berth("tenant", "create", "--name", "Scripted Co", "--slug", slug, "--json");
+    expect(created.code, created.stderr).toBe(0);
+    const out = JSON.parse(created.stdout) as {
+      tenant: { id: string; status: string };
+      ownerInvite: { url: string };
+    };
+    expect(out.tenant.status).toBe("active");
+    expect(out.ownerInvite.url).toMatch(/^https:\/\/berth\.example\.test\/invite\/berth_inv_/);
+    const token = out.ownerInvite.url.split("/invite/")[1]!;
+    expect(await previewInvite(token)).toMatchObject({ tenantName: "Scripted Co", role: "owner" });
+
+    const taken = await berth("tenant", "create", "--name", "Again", "--slug", slug);
+    expect(taken.code).toBe(1);
+    expect(taken.stderr).toContain(`CONFLICT: A tenant with the slug ${slug} already exists.`);
+
+    const missing = await berth("tenant", "create", "--name", "No slug");
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("--slug: --slug <slug> is required");
+    const badSlug = await berth("tenant", "create", "--name", "Bad", "--slug", "Not A Slug");
+    expect(badSlug.code).toBe(2);
+    expect(badSlug.stderr).toContain("slug: lowercase letters, digits and inner dashes only");
+    const unknown = await berth("tenant", "resume", slug, "--force", "yes");
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("unknown flag --force");
+    const noCommand = await berth("tenant", "explode");
+    expect(noCommand.code).toBe(2);
+    expect(noCommand.stderr).toContain('unknown command "tenant explode"');
+
+    const listed = await berth("tenant", "list", "--json");
+    expect(listed.code).toBe(0);
+    const tenants = JSON.parse(listed.stdout) as { slug: string; usage: { members: number } }[];
+    expect(tenants.find((row) => row.slug === slug)?.usage.members).toBe(0);
+    expect(tenants.find((row) => row.slug === t.tenant.slug)?.usage.members).toBe(2);
+    expect(
+      await getDb().operatorAuditLog.count({ where: { targetId: out.tenant.id, action: "tenant.create" } }),
+    ).toBe(1);
+  });
+
+  it("suspends (stopping the workspaces), resumes, and deletes with --yes, waiting for the receipt", async () => {
+    const { session, workspaceId } = await freshSession(t.ownerScope);
+    await h.service.resolveForSession(t.ownerScope, session.id);
+
+    const suspended = await berth("tenant", "suspend", t.tenant.slug, "--reason", "scripted");
+    expect(suspended.code, suspended.stderr).toBe(0);
+    expect(suspended.stdout).toContain(`suspended ${t.tenant.slug}; stopping 1 workspace(s)`);
+    const again = await berth("tenant", "suspend", t.tenant.slug);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain("CONFLICT");
+    const resumed = await berth("tenant", "resume", t.tenant.slug);
+    expect(resumed.code, resumed.stderr).toBe(0);
+
+    const unconfirmed = await berth("tenant", "delete", t.tenant.slug);
+    expect(unconfirmed.code).toBe(2);
+    expect(unconfirmed.stderr).toContain("confirm with --yes");
+    expect(await getDb().tenant.count({ where: { id: t.tenant.id } })).toBe(1);
+
+    const deleted = await berth("tenant", "delete", t.tenant.slug, "--yes", "--wait", "60", "--json");
+    expect(deleted.code, deleted.stderr).toBe(0);
+    const result = JSON.parse(deleted.stdout) as {
+      receipt: { tenantSlug: string; deleted: { workspaces: unknown[] } };
+    };
+    expect(result.receipt.tenantSlug).toBe(t.tenant.slug);
+    expect(result.receipt.deleted.workspaces).toEqual([
+      expect.objectContaining({ workspaceId, outcome: "purged" }),
+    ]);
+    expect(await getDb().tenant.count({ where: { id: t.tenant.id } })).toBe(0);
+    const gone = await berth("tenant", "show", t.tenant.slug);
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toContain("NOT_FOUND");
+  });
+
+  it("grants and revokes operators, never the last one", async () => {
+    const runtime = createTestApiRuntime();
+    const email = `op-${randomUUID().slice(0, 8)}@example.test`;
+    await runtime.auth.api.signUpEmail({ body: { email, password: "correct-horse-battery", name: "Op" } });
+    const granted = await berth("operator", "grant", email);
+    expect(granted.code, granted.stderr).toBe(0);
+    expect(granted.stdout).toContain(`${email} is now an operator`);
+    const listed = JSON.parse((await berth("operator", "list", "--json")).stdout) as {
+      email: string | null;
+    }[];
+    expect(listed.map((row) => row.email)).toContain(email);
+    // Revoke every other operator of this database, then the last one is refused.
+    for (const other of listed.filter((row) => row.email && row.email !== email)) {
+      expect((await berth("operator", "revoke", other.email!)).code).toBe(0);
+    }
+    const last = await berth("operator", "revoke", email);
+    expect(last.code).toBe(1);
+    expect(last.stderr).toContain(`CONFLICT: ${email} is the last operator`);
+    const audit = JSON.parse((await berth("operator", "audit", "--json", "--limit", "5")).stdout) as {
+      action: string;
+      outcome: string;
+      targetLabel: string;
+    }[];
+    expect(audit[0]).toMatchObject({ action: "operator.revoke", outcome: "failure", targetLabel: email });
+  });
+});
