@@ -11,8 +11,10 @@ import {
   createWorkspaceContentService,
   type WorkspaceContentService,
 } from "@/server/modules/workspace/workspace-content.service";
+import { attachTracker } from "@/server/modules/metrics/attach-tracker";
 import { createProvisionGate } from "@/server/modules/workspace/workspace-provisioning";
 import { createWorkspaceService, type WorkspaceService } from "@/server/modules/workspace/workspace.service";
+import { createWebhookService, type WebhookService } from "@/server/modules/webhook/webhook.service";
 import { getQueues } from "@/server/queue/queues";
 import { createRedisConnection, getRedis } from "@/server/redis";
 import { processSlot } from "@/server/shared/process-registry";
@@ -27,6 +29,7 @@ import { processSlot } from "@/server/shared/process-registry";
 /** An engine whose cache misses go through the workers (the provision gate over its queues). */
 export function composeEngine(options: Omit<CreateEngineOptions, "ensureProvisioned">): WorkspaceEngine {
   const { config, queues, log } = options;
+  attachTracker(); // built here, before a composition root seals the process registry
   const ensureProvisioned = createProvisionGate({
     queues,
     waitMs: config.provisionWaitMs,
@@ -113,4 +116,13 @@ export function getAgentServices(): AgentServices {
 export async function closeAgentServices(): Promise<void> {
   const current = agentServicesSlot.take();
   if (current) await current.subscriber.quit().catch(() => current.subscriber.disconnect());
+}
+
+/** The tenant side of lifecycle webhooks (stateless: built per call from the configuration). */
+export function getWebhookService(): WebhookService {
+  const config = getConfig();
+  return createWebhookService({
+    secretKey: secretKeyFromBytes(config.secrets.encryptionKey),
+    policy: { allowedOrigins: config.operations.webhookAllowedOrigins },
+  });
 }

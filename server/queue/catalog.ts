@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { metricsJobs } from "@/server/modules/metrics/metrics.jobs";
+import { webhookJobs } from "@/server/modules/webhook/webhook.jobs";
 import { workspaceJobs } from "@/server/modules/workspace/workspace.jobs";
 import { JOB_RETENTION } from "./retention";
 import { defineJob, type JobCatalog } from "./types";
@@ -28,6 +30,9 @@ export const jobCatalog = {
   }),
   // workspace.provision | stop | purge | sweep | reconcile, session.purge, agent.purge.
   ...workspaceJobs,
+  // metrics.flush (stage timings → Postgres); webhook.dispatch | deliver (lifecycle webhooks).
+  ...metricsJobs,
+  ...webhookJobs,
 } as const satisfies JobCatalog;
 
 export type BerthJobCatalog = typeof jobCatalog;

@@ -18,7 +18,10 @@ import { AppError, clientFacingMessage, isAppError } from "@/server/shared/error
 import { redactHostPaths } from "@/server/shared/host-paths";
 import { parseInput } from "@/server/shared/parse-input";
 import { FileReadState } from "@/server/workspace/tools";
+import { attachTracker } from "@/server/modules/metrics/attach-tracker";
+import { emitLifecycleEvent } from "@/server/modules/webhook/webhook-events";
 import { runTurn, type TurnResult } from "./agent-loop";
+import { TurnTimer } from "./turn-timer";
 import type { TChatTurnEvent, TTurnLimitsInput } from "./chat.schema";
 import { teamToolsFor, type TeamDeps } from "./chat-team";
 import { EventChannel } from "./event-channel";
@@ -50,7 +53,7 @@ type ChatWorkspacePort = {
     scope: TenantScope,
     sessionId: string,
     lease: { holder: string; reason: string; ttlMs?: number },
-    fn: (workspace: EngineWorkspace) => Promise<T>,
+    fn: (workspace: EngineWorkspace, record: { id: string; backendKind: string }) => Promise<T>,
   ): Promise<T>;
 };
 
@@ -65,6 +68,17 @@ export type ChatServiceDeps = {
   /** The turn's workspace lease; the engine caps it at its hard maximum. */
   turnLeaseMs?: number;
 };
+
+/** `turn.completed` / `turn.failed` for the tenant's webhooks (a cancelled turn is neither). */
+function announceTurn(tenantId: string, session: SessionDTO, status: string, code: string | null): void {
+  if (status === "cancelled") return;
+  emitLifecycleEvent(tenantId, status === "failed" ? "turn.failed" : "turn.completed", {
+    sessionId: session.id,
+    agentId: session.agentId,
+    workspaceId: session.workspaceId,
+    code,
+  });
+}
 
 /** Read-before-Write bookkeeping survives between a session's turns (bounded: oldest sessions dropped). */
 const MAX_READ_STATES = 1_000;
@@ -110,6 +124,7 @@ export function createChatService(deps: ChatServiceDeps) {
     message: string,
     signal: AbortSignal,
     emit: (event: TChatTurnEvent) => void,
+    requestedAt: number,
   ): Promise<TurnResult> {
     const sessionId = session.id;
     const apiKey = await getAgentModelApiKey(scope, agent.id, deps.secretKey);
@@ -119,7 +134,8 @@ export function createChatService(deps: ChatServiceDeps) {
       reason: `chat turn of session ${sessionId}`,
       ttlMs: deps.turnLeaseMs ?? 60 * 60_000,
     };
-    return deps.workspaces.withSessionWorkspace(scope, sessionId, lease, async (workspace) => {
+    return deps.workspaces.withSessionWorkspace(scope, sessionId, lease, async (workspace, record) => {
+      const timer = new TurnTimer({ tenantId: scope.tenantId, record, requestedAt });
       const port = turnWorkspacePort(workspace, {
         readState: readStateFor(sessionId),
         acceptedMediaTypes: agent.modelConfig.acceptedMediaTypes ?? [],
@@ -144,8 +160,17 @@ export function createChatService(deps: ChatServiceDeps) {
         offloader: port,
         signal,
         ...(deps.limits ? { limits: deps.limits } : {}),
-        onEvent: emit,
+        onEvent: (event) => {
+          timer.observe(event);
+          if (event.type === "tool-result") attachTracker().answered(workspace);
+          emit(event);
+        },
         logger: chatLogger,
+      }).then((result) => {
+        timer.finish(result.status !== "failed", (error) =>
+          deps.log.warn({ err: error }, "could not buffer turn timings"),
+        );
+        return result;
       });
     });
   }
@@ -210,14 +235,23 @@ export function createChatService(deps: ChatServiceDeps) {
           outcome,
           details: { agentId: agent.id, ...details },
         }).catch((error: unknown) => deps.log.warn({ err: error }, "could not audit a chat turn"));
+      const requestedAt = Date.now();
       void (async () => {
         let done: TChatTurnEvent | null = null;
         try {
           await updateSession(scope, session.id, { status: "RUNNING" });
-          const result = await runOnWorkspace(scope, agent, session, input.message, turn.signal, (event) => {
-            if (event.type === "done") done = event;
-            else channel.push(event);
-          });
+          const result = await runOnWorkspace(
+            scope,
+            agent,
+            session,
+            input.message,
+            turn.signal,
+            (event) => {
+              if (event.type === "done") done = event;
+              else channel.push(event);
+            },
+            requestedAt,
+          );
           await persist(scope, session.id, result);
           await updateSession(scope, session.id, { status: result.status === "failed" ? "ERROR" : "IDLE" });
           await auditTurn(result.status === "failed" ? "failure" : "success", {
@@ -225,6 +259,7 @@ export function createChatService(deps: ChatServiceDeps) {
             steps: result.steps,
             ...(result.error ? { code: result.error.code } : {}),
           });
+          announceTurn(scope.tenantId, session, result.status, result.error?.code ?? null);
           if (done) channel.push(done);
         } catch (thrown) {
           // Failures outside the loop (workspace provisioning, storage): reported as the turn's end, typed
@@ -238,6 +273,7 @@ export function createChatService(deps: ChatServiceDeps) {
           deps.log.error({ err: thrown, sessionId: session.id }, "chat turn failed outside the agent loop");
           await updateSession(scope, session.id, { status: "ERROR" }).catch(() => undefined);
           await auditTurn("failure", { status: "failed", code: error.code });
+          announceTurn(scope.tenantId, session, "failed", error.code);
           channel.push({
             type: "error",
             code: error.code,

@@ -9,6 +9,10 @@ import { recordPurgeReceipt } from "@/server/modules/audit/audit.data";
 import { AppError } from "@/server/shared/errors";
 import { effectiveIdleTtlMs } from "@/server/modules/tenant/tenant-policy";
 import { listTenantIdleTtlsBelow } from "@/server/modules/tenant/tenant-policy.data";
+import { ProvisionStopwatch, provisionPathOf } from "@/server/modules/metrics/provision-stopwatch";
+import type { TStagePath } from "@/server/modules/metrics/stage-sample.schema";
+import { recordStageSamples } from "@/server/modules/metrics/stage-buffer.service";
+import { emitLifecycleEvent } from "@/server/modules/webhook/webhook-events";
 import { appendWorkspaceEvent } from "./workspace.data";
 import type {
   ZWorkspaceProvisionPayload,
@@ -60,10 +64,26 @@ export async function provisionWorkspace(
   deps: Pick<WorkspaceJobDeps, "drivers">,
   payload: z.output<typeof ZWorkspaceProvisionPayload>,
   log: Logger,
-): Promise<{ outcome: "already-ready" | "provisioned"; handle?: BackendHandle }> {
+  /** The job's enqueue and pick-up times (epoch ms): the stage timings start there. */
+  timing: { requestedAt: number; pickedUpAt: number } = { requestedAt: Date.now(), pickedUpAt: Date.now() },
+): Promise<{ outcome: "already-ready" | "provisioned"; handle?: BackendHandle; path?: TStagePath }> {
   const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId);
   const machine = deps.drivers.forKind(record.backendKind).machine;
   const spec = specOfRecord(record);
+  const stopwatch = new ProvisionStopwatch(timing.requestedAt, timing.pickedUpAt);
+  const path = provisionPathOf(record.state, record.backendHandle !== null);
+  // Off the hot path: one un-awaited buffer push when the provision ends (see stage-buffer.service.ts).
+  const recordTimings = (ok: boolean) =>
+    void recordStageSamples(
+      stopwatch.samples({
+        tenantId: record.tenantId,
+        workspaceId: record.id,
+        backend: record.backendKind,
+        path,
+        ok,
+      }),
+      { onError: (error) => log.warn({ err: error }, "could not buffer stage timings") },
+    );
   switch (record.state) {
     case "READY":
       if (await machine.exists(spec)) return { outcome: "already-ready" };
@@ -116,6 +136,7 @@ export async function provisionWorkspace(
   // WorkspaceEvent, in order, so an admin can watch a slow first build and see where a failure happened.
   let progressEvents = Promise.resolve();
   const onProgress = (progress: ProvisionProgress) => {
+    stopwatch.progress(progress.step);
     progressEvents = progressEvents
       .then(async () => {
         await appendWorkspaceEvent(scope, record.id, {
@@ -144,6 +165,12 @@ export async function provisionWorkspace(
     }).catch((transitionError: unknown) =>
       log.warn({ err: transitionError }, "could not record the failed provision"),
     );
+    recordTimings(false);
+    emitLifecycleEvent(record.tenantId, "workspace.failed", {
+      workspaceId: record.id,
+      backend: record.backendKind,
+      error: message.slice(0, 1_000),
+    });
     throw error;
   }
   await transitionFrom(scope, record.id, {
@@ -152,7 +179,13 @@ export async function provisionWorkspace(
     reason: "provisioned",
     backendHandle: handle,
   });
-  return { outcome: "provisioned", handle };
+  recordTimings(true);
+  emitLifecycleEvent(record.tenantId, "workspace.ready", {
+    workspaceId: record.id,
+    backend: record.backendKind,
+    path,
+  });
+  return { outcome: "provisioned", handle, path };
 }
 
 /** `workspace.stop`: READY | STOPPING → STOPPED; the machine stops, its data stays. */
@@ -168,6 +201,10 @@ export async function stopWorkspace(
   }
   await deps.drivers.forKind(record.backendKind).machine.stop(specOfRecord(record));
   await transitionFrom(scope, record.id, { from: ["STOPPING"], to: "STOPPED", reason: payload.reason });
+  emitLifecycleEvent(record.tenantId, "workspace.stopped", {
+    workspaceId: record.id,
+    reason: payload.reason,
+  });
   return { outcome: "stopped", state: "STOPPED" };
 }
 
@@ -234,6 +271,11 @@ export async function purgeWorkspace(
     },
   });
   const receipt = await recordPurgeReceipt(scope, { targetType: "workspace", targetId: record.id, deleted });
+  emitLifecycleEvent(record.tenantId, "workspace.purged", {
+    workspaceId: record.id,
+    generation: record.generation,
+    receiptId: receipt.id,
+  });
   return { outcome: "purged", receiptId: receipt.id, generation: record.generation };
 }
 

@@ -1,4 +1,7 @@
 import type { Job } from "bullmq";
+import { z } from "zod";
+import { attachTracker } from "@/server/modules/metrics/attach-tracker";
+import { STAGE_PATHS } from "@/server/modules/metrics/stage-sample.schema";
 import type { Logger } from "@/server/logger";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
 import { createEnqueue } from "@/server/queue/enqueue";
@@ -9,6 +12,8 @@ import type { ProvisionedMachine } from "@/server/engine/attach-provider";
 import type { WorkspaceSpec } from "@/server/workspace/backend/driver";
 import { findWorkspaceRecordForSystem, type WorkspaceRecord } from "./workspace-lifecycle.data";
 import { handleOfRecord } from "./workspace-spec";
+
+const ZProvisionResult = z.object({ path: z.enum(STAGE_PATHS).optional() });
 
 export type ProvisionGateDeps = {
   queues: QueueSet<BerthJobCatalog>;
@@ -67,7 +72,12 @@ export function createProvisionGate(
       { tenantId: spec.tenantId, workspaceId: spec.workspaceId, reason: `first use (was ${state})` },
       { jobId },
     );
-    await job.waitUntilFinished(await deps.queues.events("workspace"), deps.waitMs);
+    const result: unknown = await job.waitUntilFinished(await deps.queues.events("workspace"), deps.waitMs);
+    // The path the workers took (cold, resume, replaced) carries over to this process' attach timing.
+    const parsed = ZProvisionResult.safeParse(result);
+    if (parsed.success && parsed.data.path) {
+      attachTracker().noteProvisioned(spec.workspaceId, { path: parsed.data.path, readyAt: Date.now() });
+    }
   }
 }
 
