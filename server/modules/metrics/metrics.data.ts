@@ -62,10 +62,15 @@ export async function stagePercentiles(
     path: row.path,
     stage: row.stage,
     count: Number(row.count),
-    p50: row.p[0]!,
-    p95: row.p[1]!,
-    p99: row.p[2]!,
+    // Rounded to a microsecond: interpolation in floating point leaves 954.9999999999999 for 955.
+    p50: roundMicro(row.p[0]!),
+    p95: roundMicro(row.p[1]!),
+    p99: roundMicro(row.p[2]!),
   }));
+}
+
+function roundMicro(ms: number): number {
+  return Math.round(ms * 1_000) / 1_000;
 }
 
 /** The slowest provisions (their `total` stage) of the tenant in the range, slowest first. */

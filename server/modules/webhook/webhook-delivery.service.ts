@@ -103,7 +103,8 @@ export async function deliverWebhook(
       RESPONSE_KEPT,
     );
   } catch (error) {
-    refused = isAppError(error) && error.code === "FORBIDDEN";
+    // The URL policy's refusals (not https any more, a private address) will not change on a retry.
+    refused = isAppError(error) && !error.isRetryable;
     response = (isAppError(error) ? error.userMessage : String(error)).slice(0, RESPONSE_KEPT);
   }
   const ok = statusCode !== null && statusCode >= 200 && statusCode < 300;

@@ -46,7 +46,7 @@ export function createWebhookService(deps: { secretKey: SecretKey; policy: Webho
       return { endpoint, secret };
     },
 
-    list(scope: TenantScope): Promise<WebhookEndpointView[]> {
+    async list(scope: TenantScope): Promise<WebhookEndpointView[]> {
       assertCan(scope, "webhook:manage");
       return listEndpoints(scope);
     },
@@ -73,7 +73,10 @@ export function createWebhookService(deps: { secretKey: SecretKey; policy: Webho
       return { queued: true };
     },
 
-    deliveries(scope: TenantScope, filter: { endpointId?: string | undefined; limit?: number | undefined }) {
+    async deliveries(
+      scope: TenantScope,
+      filter: { endpointId?: string | undefined; limit?: number | undefined },
+    ) {
       assertCan(scope, "webhook:manage");
       return listDeliveries(scope, { endpointId: filter.endpointId, limit: filter.limit ?? 50 });
     },
