@@ -78,6 +78,7 @@ export function createWebhookService(deps: { secretKey: SecretKey; policy: Webho
       filter: { endpointId?: string | undefined; limit?: number | undefined },
     ) {
       assertCan(scope, "webhook:manage");
+      if (filter.endpointId) await requireEndpoint(scope, filter.endpointId);
       return listDeliveries(scope, { endpointId: filter.endpointId, limit: filter.limit ?? 50 });
     },
   };

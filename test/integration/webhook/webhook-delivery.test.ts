@@ -194,7 +194,10 @@ describe("lifecycle webhooks: signed deliveries, retries with backoff, the URL p
     const [mine] = await service().list(tenant.scope);
     const other = await createTestTenant();
     await expect(service().remove(other.scope, mine!.id)).rejects.toMatchObject({ code: "NOT_FOUND" });
-    expect(await service().deliveries(other.scope, { endpointId: mine!.id })).toEqual([]);
+    await expect(service().deliveries(other.scope, { endpointId: mine!.id })).rejects.toMatchObject({
+      code: "NOT_FOUND",
+    });
+    expect(await service().deliveries(other.scope, {})).toEqual([]);
     await expect(service().remove(tenant.scope, mine!.id)).resolves.toEqual({ deleted: true });
   });
 });
