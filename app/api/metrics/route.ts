@@ -1,6 +1,5 @@
 import { getConfig } from "@/server/config/config";
 import { assertMetricsToken, renderMetrics } from "@/server/modules/metrics/prometheus.service";
-import { getQueues } from "@/server/queue/queues";
 import { toRouteError } from "@/server/api/error-mapping";
 
 export const dynamic = "force-dynamic";
@@ -13,7 +12,7 @@ export const runtime = "nodejs";
 export async function GET(request: Request): Promise<Response> {
   try {
     assertMetricsToken(getConfig().operations.metricsToken, request.headers.get("authorization"));
-    const body = await renderMetrics({ queues: getQueues().all() });
+    const body = await renderMetrics();
     return new Response(body, {
       headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8", "cache-control": "no-store" },
     });

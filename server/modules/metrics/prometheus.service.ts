@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { Queue } from "bullmq";
+import { getQueues } from "@/server/queue/queues";
 import { AppError } from "@/server/shared/errors";
 import { STAGE_BUCKETS_MS, stageHistograms, workspaceCounts } from "./metrics.data";
 
@@ -46,7 +47,10 @@ class Exposition {
 
 const JOB_STATES = ["waiting", "active", "delayed", "prioritized", "failed", "completed"] as const;
 
-export async function renderMetrics(deps: { queues: readonly Queue[] }): Promise<string> {
+/** The exposition; `queues` defaults to the process' queues (tests pass their own). */
+export async function renderMetrics(
+  deps: { queues: readonly Queue[] } = { queues: getQueues().all() },
+): Promise<string> {
   const out = new Exposition();
   out.family("berth_workspaces", "gauge", "Workspaces by state and backend.");
   for (const row of await workspaceCounts()) {
