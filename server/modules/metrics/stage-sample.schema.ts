@@ -7,9 +7,9 @@ import { z } from "zod";
  * (provisioned, or found READY → attached) and `first_answer` (attached → first tool call answered). A chat
  * turn measures `queue_wait` (turn requested → workspace in hand), `model` and `tool`.
  */
-export const STAGE_KINDS = ["provision", "attach", "turn"] as const;
+const STAGE_KINDS = ["provision", "attach", "turn"] as const;
 export const STAGE_PATHS = ["cold", "resume", "reattach", "replaced", "turn"] as const;
-export const STAGES = [
+const STAGES = [
   "queued",
   "machine",
   "gateway",

@@ -12,7 +12,7 @@ export type WebhookUrlPolicy = { readonly allowedOrigins: readonly string[] };
 
 type CheckedUrl = { url: URL; operatorAllowed: boolean };
 
-export function checkWebhookUrl(raw: string, policy: WebhookUrlPolicy): CheckedUrl {
+function checkWebhookUrl(raw: string, policy: WebhookUrlPolicy): CheckedUrl {
   let url: URL;
   try {
     url = new URL(raw);

@@ -10,10 +10,9 @@ export const WEBHOOK_EVENTS = [
   "turn.completed",
   "turn.failed",
 ] as const;
-export const ZWebhookEvent = z.enum(WEBHOOK_EVENTS);
+const ZWebhookEvent = z.enum(WEBHOOK_EVENTS);
 export type TWebhookEvent = z.infer<typeof ZWebhookEvent>;
 export const ZDeliveredEvent = z.union([ZWebhookEvent, z.literal("webhook.test")]);
-export type TDeliveredEvent = z.infer<typeof ZDeliveredEvent>;
 
 export const ZWebhookEndpointCreate = z.object({
   url: z.string().trim().min(1).max(2_000),
@@ -31,7 +30,7 @@ export const ZWebhookEndpointView = z.object({
 });
 export type WebhookEndpointView = z.infer<typeof ZWebhookEndpointView>;
 
-export const ZWebhookAttemptView = z.object({
+const ZWebhookAttemptView = z.object({
   attempt: z.number().int(),
   statusCode: z.number().int().nullable(),
   response: z.string(),
