@@ -66,8 +66,9 @@ export function provisionPathOf(state: string, hasHandle: boolean): TStagePath {
     case "STOPPED":
       return "resume";
     case "READY": // the machine vanished under a READY record
-    case "FAILED":
       return "replaced";
+    case "FAILED": // a machine that ran and died is replaced; one that never came up is still a cold start
+      return hasHandle ? "replaced" : "cold";
     case "PROVISIONING": // the retry of an interrupted attempt
       return hasHandle ? "resume" : "cold";
     default: // PENDING, PURGED (a fresh generation)
