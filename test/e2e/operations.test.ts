@@ -2,8 +2,8 @@
  * Issue 16 (operations) end to end, through `npm start`'s composition (workers in-process, local
  * workspaces), a real Chromium as the tenant admin and the loopback fake model:
  * - a chat turn with a tool call provisions the session's workspace; its stage timings reach Postgres
- *   through the buffer and the `metrics.flush` schedule, and the Readiness page draws them (recharts bars)
- *   with the provision listed and linked to its workspace page;
+ *   through the buffer and the `metrics.flush` schedule, the Readiness page draws them (recharts bars)
+ *   with the provision listed and linked to its workspace page, and the Overview charts the start and turn;
  * - `/api/metrics` answers the configured bearer token only, in a Prometheus text format that parses;
  * - a webhook endpoint added on the Webhooks page (a loopback receiver the operator allow-listed by exact
  *   origin) receives the Test event signed with the secret the page showed once.
@@ -128,6 +128,11 @@ describe.skipIf(!HAS_CHROMIUM)("operations: readiness chart, /api/metrics and we
     await provisionGroup.locator(".recharts-bar-rectangle").first().waitFor();
     expect(await provisionGroup.locator(".recharts-bar-rectangle").count()).toBeGreaterThan(0);
     await page.getByTestId("stage-group").filter({ hasText: "attach · local · cold" }).waitFor();
+    // The Overview charts the same provision (starts per hour) and turn (turns per day).
+    await page.goto(`${e2e.app.url}/t/${e2e.tenant.slug}`);
+    await page.getByTestId("starts-chart").locator(".recharts-bar-rectangle").first().waitFor();
+    await page.getByTestId("turns-chart").locator(".recharts-bar-rectangle").first().waitFor();
+    await page.goto(`${e2e.app.url}/t/${e2e.tenant.slug}/readiness`);
     const slow = page.getByTestId("slow-provision").filter({ hasText: session.workspaceId });
     await slow.getByRole("link", { name: session.workspaceId }).click();
     await page.waitForURL(new RegExp(`/workspaces/${session.workspaceId}$`));

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
 import { getWebhookService } from "@/server/composition/services";
+import { tenantActivity, ZActivityView } from "@/server/modules/metrics/activity.service";
 import { readiness, ZReadinessRange, ZReadinessView } from "@/server/modules/metrics/readiness.service";
 import {
   ZWebhookDeliveryView,
@@ -10,13 +11,19 @@ import {
 
 const ZEndpointTarget = ZTenantInput.extend({ endpointId: z.string().min(1).max(200) });
 
-/** `operations.*`, admins only: the readiness picture and the tenant's lifecycle webhooks. */
+/** `operations.*`: the readiness picture and lifecycle webhooks (admins), the Overview's activity (all). */
 export const operationsRouter = createTRPCRouter({
   /** p50/p95/p99 (ms) per stage, backend and path in [from, to), and the slowest provisions. */
   readiness: tenantProcedureFor("operations:read")
     .input(ZTenantInput.extend(ZReadinessRange.shape))
     .output(ZReadinessView)
     .query(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...range } }) => readiness(ctx.scope, range)),
+
+  /** The Overview's charts (every member may read them): starts per hour, turns per day, ok and failed. */
+  activity: tenantProcedureFor("tenant:read")
+    .input(ZTenantInput)
+    .output(ZActivityView)
+    .query(({ ctx }) => tenantActivity(ctx.scope)),
 
   webhooks: tenantProcedureFor("webhook:manage")
     .input(ZTenantInput)

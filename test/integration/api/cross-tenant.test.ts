@@ -240,6 +240,7 @@ const CASES: Record<string, CrossTenantCase> = {
     input: () => ({ from: new Date(Date.now() - 86_400_000), to: new Date() }),
     targetsRows: false,
   },
+  "operations.activity": { kind: "tenant", input: () => ({}), targetsRows: false },
   "operations.webhooks": { kind: "tenant", input: () => ({}), targetsRows: false },
   "operations.createWebhook": {
     kind: "tenant",

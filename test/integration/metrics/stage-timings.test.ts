@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { getDb } from "@/server/db";
 import { insertStageSamples } from "@/server/modules/metrics/metrics.data";
+import { tenantActivity } from "@/server/modules/metrics/activity.service";
 import { readiness } from "@/server/modules/metrics/readiness.service";
 import { ZStageSample } from "@/server/modules/metrics/stage-sample.schema";
 import { flushStageSamples, recordStageSamples } from "@/server/modules/metrics/stage-buffer.service";
@@ -151,6 +152,50 @@ describe("stage timings: recording, flush, retention and readiness percentiles (
       },
       { timeout: 15_000, interval: 200 },
     );
+  });
+
+  it("counts starts per hour and turns per day for the Overview, zero-filled, ok and failed apart", async () => {
+    const fresh = await createTestTenant();
+    // Today 15:30 UTC (relative to the real date, so the retention prune of a parallel flush never applies).
+    const today = Math.floor(Date.now() / (24 * HOUR)) * 24 * HOUR;
+    const utc = (dayOffset: number, hour: number, minute = 0) =>
+      today + dayOffset * 24 * HOUR + hour * HOUR + minute * 60_000;
+    const now = utc(0, 15, 30);
+    const sample = (kind: "provision" | "turn", at: number, ok = true) =>
+      ZStageSample.parse({
+        tenantId: fresh.tenantId,
+        kind,
+        backend: "local",
+        path: kind === "turn" ? "turn" : "cold",
+        stage: kind === "turn" ? "model" : "total",
+        durationMs: 10,
+        ok,
+        at: new Date(at),
+      });
+    await insertStageSamples([
+      sample("provision", utc(0, 15, 5)),
+      sample("provision", utc(0, 15, 29), false),
+      sample("provision", utc(0, 13, 0)),
+      sample("provision", utc(-1, 15, 0)), // 24.5 h ago: outside the 24 hourly buckets
+      sample("turn", utc(0, 9, 0)),
+      sample("turn", utc(-2, 23, 59), false),
+    ]);
+    const activity = await tenantActivity(fresh.scope, now);
+    expect(activity.startsPerHour).toHaveLength(24);
+    expect(activity.startsPerHour.at(-1)).toEqual({
+      at: new Date(utc(0, 15)),
+      ok: 1,
+      failed: 1,
+    });
+    expect(activity.startsPerHour.at(-3)).toEqual({
+      at: new Date(utc(0, 13)),
+      ok: 1,
+      failed: 0,
+    });
+    expect(activity.startsPerHour.reduce((n, b) => n + b.ok + b.failed, 0)).toBe(3);
+    expect(activity.turnsPerDay).toHaveLength(14);
+    expect(activity.turnsPerDay.at(-1)).toEqual({ at: new Date(utc(0, 0)), ok: 1, failed: 0 });
+    expect(activity.turnsPerDay.at(-3)).toEqual({ at: new Date(utc(-2, 0)), ok: 0, failed: 1 });
   });
 
   it("prunes samples older than the retention window at flush", async () => {
