@@ -19,7 +19,9 @@ export function registerWebhookProcessors(
     requestDelivery: (deliveryId) => enqueue("webhook.deliver", { deliveryId }),
   };
   registry
-    .registerProcessor("webhook.dispatch", ({ payload }) => dispatchWebhookEvent(delivery, payload))
+    .registerProcessor("webhook.dispatch", ({ payload, job }) =>
+      dispatchWebhookEvent(delivery, payload, job.id),
+    )
     .registerProcessor("webhook.deliver", ({ payload, job }) => {
       const number = job.attemptsMade + 1;
       return deliverWebhook(delivery, payload, { number, isLast: number >= (job.opts.attempts ?? 1) });

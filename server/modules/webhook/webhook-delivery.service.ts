@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import type { z } from "zod";
 import { decryptSecret, type SecretKey } from "@/server/auth/secrets";
 import { AppError, isAppError } from "@/server/shared/errors";
@@ -26,16 +26,21 @@ export function sealingContext(tenantId: string, endpointId: string): string {
   return `webhook:${tenantId}:${endpointId}`;
 }
 
-/** `webhook.dispatch`: one delivery row (with its exact body) per subscribed endpoint, each enqueued. */
+/**
+ * `webhook.dispatch`: one delivery row (with its exact body) per subscribed endpoint, each enqueued. The
+ * delivery id derives from the dispatch job's id and the endpoint, so a retried dispatch (after a crash
+ * half-way through the endpoints) neither duplicates a delivery nor loses one.
+ */
 export async function dispatchWebhookEvent(
   deps: Pick<WebhookDeliveryDeps, "requestDelivery">,
   payload: z.output<typeof ZWebhookDispatchPayload>,
+  dispatchId: string = randomUUID(),
 ): Promise<{ deliveries: number }> {
   const endpoints = payload.endpointId
     ? [{ id: payload.endpointId }]
     : await endpointsFor(payload.tenantId, payload.event);
   for (const endpoint of endpoints) {
-    const id = randomUUID();
+    const id = deliveryIdOf(dispatchId, endpoint.id);
     const body = JSON.stringify({
       id,
       event: payload.event,
@@ -55,7 +60,31 @@ export async function dispatchWebhookEvent(
   return { deliveries: endpoints.length };
 }
 
+/** A UUID-shaped id derived from (dispatch, endpoint): stable across retries of the dispatch job. */
+function deliveryIdOf(dispatchId: string, endpointId: string): string {
+  const hex = createHash("sha256").update(`${dispatchId}\0${endpointId}`).digest("hex");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+}
+
 const RESPONSE_KEPT = 2_048;
+
+/** The first `limit` characters of a response, without reading (or buffering) the rest of it. */
+async function readPrefix(reply: Response, limit: number): Promise<string> {
+  if (!reply.body) return "";
+  const reader = reply.body.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  try {
+    while (text.length < limit) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+  return text.slice(0, limit);
+}
 
 /**
  * `webhook.deliver`, one attempt: POST the stored body, signed now, to the endpoint (through the SSRF
@@ -64,7 +93,7 @@ const RESPONSE_KEPT = 2_048;
  * which marks the delivery failed. A refused address or a deleted endpoint fails it at once.
  */
 export async function deliverWebhook(
-  deps: WebhookDeliveryDeps,
+  deps: Omit<WebhookDeliveryDeps, "requestDelivery">,
   payload: z.output<typeof ZWebhookDeliverPayload>,
   attempt: { number: number; isLast: boolean },
 ): Promise<{ status: "succeeded" | "skipped"; statusCode?: number }> {
@@ -98,9 +127,8 @@ export async function deliverWebhook(
       signal: AbortSignal.timeout(deps.timeoutMs ?? 10_000),
     });
     statusCode = reply.status;
-    response = (await reply.text().catch((error: unknown) => `(unreadable body: ${String(error)})`)).slice(
-      0,
-      RESPONSE_KEPT,
+    response = await readPrefix(reply, RESPONSE_KEPT).catch(
+      (error: unknown) => `(unreadable body: ${String(error)})`,
     );
   } catch (error) {
     // The URL policy's refusals (not https any more, a private address) will not change on a retry.

@@ -58,7 +58,8 @@ export async function createDelivery(
   row: { id: string; tenantId: string; endpointId: string; event: string; body: string },
   db: DbClient = getDb(),
 ): Promise<void> {
-  await db.webhookDelivery.create({ data: row });
+  // Idempotent: a retried dispatch finds the rows it wrote before.
+  await db.webhookDelivery.createMany({ data: [row], skipDuplicates: true });
 }
 
 /** A delivery with what sending it needs (the endpoint's URL and sealed secret), or null. */

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
 import type { RedisConfig } from "@/server/config/redis";
 import { createWebhookService } from "@/server/modules/webhook/webhook.service";
+import { deliverWebhook, dispatchWebhookEvent } from "@/server/modules/webhook/webhook-delivery.service";
 import { verifyWebhookSignature } from "@/server/modules/webhook/webhook-signing";
 import { jobCatalog, type BerthJobCatalog } from "@/server/queue/catalog";
 import { createEnqueue } from "@/server/queue/enqueue";
@@ -32,7 +33,9 @@ async function startReceiver() {
         at: Date.now(),
       });
       const status = script.shift() ?? 200;
-      response.writeHead(status, { "content-type": "text/plain" }).end(`answer ${status}`);
+      // `/big` answers 4 MiB: only the start of it may be read and kept.
+      const body = request.url === "/big" ? "x".repeat(4 * 1024 * 1024) : `answer ${status}`;
+      response.writeHead(status, { "content-type": "text/plain" }).end(body);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -131,6 +134,32 @@ describe("lifecycle webhooks: signed deliveries, retries with backoff, the URL p
     const [first, second, third] = receiver.received.map((r) => r.at);
     expect(second! - first!).toBeGreaterThanOrEqual(900);
     expect(third! - second!).toBeGreaterThanOrEqual(1_800);
+  });
+
+  it("keeps only the first 2 KiB of a response, and a retried dispatch makes no second delivery", async () => {
+    const { endpoint } = await service().create(tenant.scope, {
+      url: `${receiver.origin}/big`,
+      events: ["turn.failed"],
+    });
+    const requested: string[] = [];
+    const payload = {
+      tenantId: tenant.tenantId,
+      event: "turn.failed" as const,
+      occurredAt: new Date().toISOString(),
+      data: { sessionId: "s-big" },
+      endpointId: endpoint.id,
+    };
+    const deps = { requestDelivery: (id: string) => Promise.resolve(void requested.push(id)) };
+    await dispatchWebhookEvent(deps, payload, "dispatch-job-1");
+    await dispatchWebhookEvent(deps, payload, "dispatch-job-1"); // the same job, retried
+    expect(new Set(requested).size).toBe(1);
+    expect(await service().deliveries(tenant.scope, { endpointId: endpoint.id })).toHaveLength(1);
+    await expect(
+      deliverWebhook({ secretKey, policy }, { deliveryId: requested[0]! }, { number: 1, isLast: false }),
+    ).resolves.toMatchObject({ status: "succeeded", statusCode: 200 });
+    const [delivery] = await service().deliveries(tenant.scope, { endpointId: endpoint.id });
+    expect(delivery!.attempts[0]!.response).toBe("x".repeat(2_048));
+    await service().remove(tenant.scope, endpoint.id);
   });
 
   it("delivers only to endpoints subscribed to the event", async () => {
