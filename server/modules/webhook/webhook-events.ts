@@ -15,3 +15,15 @@ export function emitLifecycleEvent(tenantId: string, event: TWebhookEvent, data:
       getLogger().warn({ err: error, event, tenantId }, "could not enqueue a webhook event"),
   );
 }
+
+/** `workspace.created`, when a binding row was inserted (not when an existing one was found). */
+export function announceWorkspaceCreated(
+  tenantId: string,
+  workspace: { id: string; backendKind: string; agentId: string | null },
+): void {
+  emitLifecycleEvent(tenantId, "workspace.created", {
+    workspaceId: workspace.id,
+    backend: workspace.backendKind,
+    agentId: workspace.agentId,
+  });
+}

@@ -7,11 +7,11 @@ import type { BackendHandle, ProvisionProgress, WorkspaceDriver } from "@/server
 import type { Logger } from "@/server/logger";
 import { recordPurgeReceipt } from "@/server/modules/audit/audit.data";
 import { AppError } from "@/server/shared/errors";
+import { redactHostPaths } from "@/server/shared/host-paths";
 import { effectiveIdleTtlMs } from "@/server/modules/tenant/tenant-policy";
 import { listTenantIdleTtlsBelow } from "@/server/modules/tenant/tenant-policy.data";
-import { ProvisionStopwatch, provisionPathOf } from "@/server/modules/metrics/provision-stopwatch";
+import { startProvisionTimings } from "@/server/modules/metrics/provision-timings";
 import type { TStagePath } from "@/server/modules/metrics/stage-sample.schema";
-import { recordStageSamples } from "@/server/modules/metrics/stage-buffer.service";
 import { emitLifecycleEvent } from "@/server/modules/webhook/webhook-events";
 import { appendWorkspaceEvent } from "./workspace.data";
 import type {
@@ -70,20 +70,11 @@ export async function provisionWorkspace(
   const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId);
   const machine = deps.drivers.forKind(record.backendKind).machine;
   const spec = specOfRecord(record);
-  const stopwatch = new ProvisionStopwatch(timing.requestedAt, timing.pickedUpAt);
-  const path = provisionPathOf(record.state, record.backendHandle !== null);
   // Off the hot path: one un-awaited buffer push when the provision ends (see stage-buffer.service.ts).
-  const recordTimings = (ok: boolean) =>
-    void recordStageSamples(
-      stopwatch.samples({
-        tenantId: record.tenantId,
-        workspaceId: record.id,
-        backend: record.backendKind,
-        path,
-        ok,
-      }),
-      { onError: (error) => log.warn({ err: error }, "could not buffer stage timings") },
-    );
+  const timings = startProvisionTimings(timing, record, (error) =>
+    log.warn({ err: error }, "could not buffer stage timings"),
+  );
+  const path = timings.path;
   switch (record.state) {
     case "READY":
       if (await machine.exists(spec)) return { outcome: "already-ready" };
@@ -136,7 +127,7 @@ export async function provisionWorkspace(
   // WorkspaceEvent, in order, so an admin can watch a slow first build and see where a failure happened.
   let progressEvents = Promise.resolve();
   const onProgress = (progress: ProvisionProgress) => {
-    stopwatch.progress(progress.step);
+    timings.progress(progress.step);
     progressEvents = progressEvents
       .then(async () => {
         await appendWorkspaceEvent(scope, record.id, {
@@ -165,11 +156,12 @@ export async function provisionWorkspace(
     }).catch((transitionError: unknown) =>
       log.warn({ err: transitionError }, "could not record the failed provision"),
     );
-    recordTimings(false);
+    timings.done(false);
     emitLifecycleEvent(record.tenantId, "workspace.failed", {
       workspaceId: record.id,
       backend: record.backendKind,
-      error: message.slice(0, 1_000),
+      // Sent outside the installation: host paths never leave it (server/shared/host-paths.ts).
+      error: redactHostPaths(message).slice(0, 1_000),
     });
     throw error;
   }
@@ -179,7 +171,7 @@ export async function provisionWorkspace(
     reason: "provisioned",
     backendHandle: handle,
   });
-  recordTimings(true);
+  timings.done(true);
   emitLifecycleEvent(record.tenantId, "workspace.ready", {
     workspaceId: record.id,
     backend: record.backendKind,

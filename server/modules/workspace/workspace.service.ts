@@ -1,5 +1,5 @@
 import { attachTracker } from "@/server/modules/metrics/attach-tracker";
-import { emitLifecycleEvent } from "@/server/modules/webhook/webhook-events";
+import { announceWorkspaceCreated } from "@/server/modules/webhook/webhook-events";
 import { randomUUID } from "node:crypto";
 import type { TenantScope } from "@/server/auth/scope";
 import type { WorkspaceEngine } from "@/server/engine/engine";
@@ -37,15 +37,6 @@ export type LeaseOptions = { holder: string; reason: string; ttlMs?: number; qui
  * id; a miss waits for the workers to provision (see AttachingProvider), a stopped workspace comes back
  * transparently. Build one per process with `createWorkspaceService(getEngine())`.
  */
-/** `workspace.created` for the tenant's webhooks (un-awaited enqueue). */
-function announceCreated(scope: TenantScope, workspace: WorkspaceDTO): void {
-  emitLifecycleEvent(scope.tenantId, "workspace.created", {
-    workspaceId: workspace.id,
-    backend: workspace.backendKind,
-    agentId: workspace.agentId ?? null,
-  });
-}
-
 export function createWorkspaceService(engine: WorkspaceEngine) {
   const enqueue = createEnqueue(engine.queues);
   const bindingsInFlight = new Map<string, Promise<WorkspaceDTO>>();
@@ -72,7 +63,7 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
           agentId: session.agentId,
           userId: session.userId ?? scope.userId,
         });
-        if (created) announceCreated(scope, workspace);
+        if (created) announceWorkspaceCreated(scope.tenantId, workspace);
         return workspace;
       })().finally(() => bindingsInFlight.delete(key));
       bindingsInFlight.set(key, pending);
@@ -306,7 +297,7 @@ export function createWorkspaceService(engine: WorkspaceEngine) {
         agentId: input.agentId,
         userId: input.userId,
       });
-      if (created) announceCreated(scope, workspace);
+      if (created) announceWorkspaceCreated(scope.tenantId, workspace);
       return workspace;
     },
 
