@@ -2,9 +2,14 @@ import type { Redis } from "ioredis";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
 import type { BerthSchedulerId } from "@/server/queue/schedulers";
 import type { WorkspaceEngine } from "@/server/engine/engine";
+import { secretKeyFromBytes } from "@/server/auth/secrets";
+import { getConfig } from "@/server/config/config";
+import type { OperationsConfig } from "@/server/config/operations";
 import { getEngine } from "@/server/composition/services";
 import { auditFlushProcessor } from "./processors/audit.flush";
 import { registerTenantProcessors } from "./processors/tenant.processors";
+import { metricsFlushProcessor } from "./processors/metrics.flush";
+import { registerWebhookProcessors } from "./processors/webhook.processors";
 import { registerWorkspaceProcessors } from "./processors/workspace.processors";
 import type { ProcessorRegistry } from "./registry";
 import { defineSchedule, type Schedule } from "./schedules";
@@ -15,6 +20,10 @@ export type ProcessorDeps = {
   redisPrefix: string;
   /** The process' workspace engine (drivers, config, queues); defaults to getEngine(). */
   engine?: Pick<WorkspaceEngine, "drivers" | "config" | "queues">;
+  /** Stage-timing retention and the webhook URL policy; default: getConfig().operations. */
+  operations?: OperationsConfig;
+  /** Decrypts webhook signing secrets; default: the configured encryption key. */
+  encryptionKey?: Buffer;
 };
 
 /** Every Berth job's processor. Add one line here when a job is added to server/queue/catalog.ts. */
@@ -22,10 +31,20 @@ export function registerBerthProcessors(
   registry: ProcessorRegistry<BerthJobCatalog>,
   deps: ProcessorDeps,
 ): void {
-  registry.registerProcessor("audit.flush", auditFlushProcessor(deps));
   const engine = deps.engine ?? getEngine();
+  const operations = deps.operations ?? getConfig().operations;
+  registry.registerProcessor("audit.flush", auditFlushProcessor(deps));
+  registry.registerProcessor(
+    "metrics.flush",
+    metricsFlushProcessor({ ...deps, retentionDays: operations.metricsRetentionDays }),
+  );
   registerWorkspaceProcessors(registry, engine);
   registerTenantProcessors(registry, engine);
+  registerWebhookProcessors(registry, {
+    queues: engine.queues,
+    secretKey: secretKeyFromBytes(deps.encryptionKey ?? getConfig().secrets.encryptionKey),
+    policy: { allowedOrigins: operations.webhookAllowedOrigins },
+  });
 }
 
 /** Repeating jobs. Each write also requests a flush; this tick only catches writes that raced a flush. */
@@ -36,7 +55,14 @@ export const berthSchedules: readonly Schedule<BerthJobCatalog>[] = [
     payload: { trigger: "schedule" },
     every: 10_000,
   }),
+  // Stage timings reach Postgres within this interval (recording never enqueues: it is on the hot path).
+  defineSchedule<BerthJobCatalog, "metrics.flush">({
+    id: "metrics.flush.tick",
+    job: "metrics.flush",
+    payload: { trigger: "schedule" },
+    every: 5_000,
+  }),
 ];
 
 /** Per-queue concurrency: audit flushes are cheap and must not race each other for the buffer. */
-export const berthConcurrencyByQueue = { audit: 1 } as const;
+export const berthConcurrencyByQueue = { audit: 1, metrics: 1 } as const;

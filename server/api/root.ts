@@ -16,6 +16,7 @@ import { agentRouter } from "@/server/api/routers/agent.router";
 import { chatRouter } from "@/server/api/routers/chat.router";
 import { jobsRouter } from "@/server/api/routers/jobs.router";
 import { libraryRouter } from "@/server/api/routers/library.router";
+import { operationsRouter } from "@/server/api/routers/operations.router";
 import { sessionRouter } from "@/server/api/routers/session.router";
 import { createCallerFactory, createTRPCRouter } from "@/server/api/trpc";
 
@@ -34,6 +35,7 @@ export const appRouter = createTRPCRouter({
   library: libraryRouter,
   /** Above tenants: operators only. */
   operator: operatorRouter,
+  operations: operationsRouter,
 });
 
 export type AppRouter = typeof appRouter;

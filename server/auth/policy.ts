@@ -22,6 +22,8 @@ export const TENANT_ACTIONS = {
   "workspace:manage": "admin",
   "library:manage": "admin",
   "audit:read": "admin",
+  "operations:read": "admin",
+  "webhook:manage": "admin",
   "tenant:manage": "owner",
 } as const satisfies Record<string, TenantRole>;
 

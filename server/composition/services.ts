@@ -23,6 +23,8 @@ import {
 import { createProvisionGate } from "@/server/modules/workspace/workspace-provisioning";
 import { createWorkspaceService, type WorkspaceService } from "@/server/modules/workspace/workspace.service";
 import { deadProcesses, startHeartbeat } from "@/server/queue/heartbeat";
+import { attachTracker } from "@/server/modules/metrics/attach-tracker";
+import { createWebhookService, type WebhookService } from "@/server/modules/webhook/webhook.service";
 import { getQueues } from "@/server/queue/queues";
 import { createRedisConnection, getRedis } from "@/server/redis";
 import { processSlot } from "@/server/shared/process-registry";
@@ -37,6 +39,7 @@ import { processSlot } from "@/server/shared/process-registry";
 /** An engine whose cache misses go through the workers (the provision gate over its queues). */
 export function composeEngine(options: Omit<CreateEngineOptions, "ensureProvisioned">): WorkspaceEngine {
   const { config, queues, log } = options;
+  attachTracker(); // built here, before a composition root seals the process registry
   const ensureProvisioned = createProvisionGate({
     queues,
     waitMs: config.provisionWaitMs,
@@ -174,4 +177,13 @@ export async function closeAgentServices(): Promise<void> {
   current?.services.close();
   if (current) await current.subscriber.quit().catch(() => current.subscriber.disconnect());
   await holderSlot.take()?.heartbeat.stop();
+}
+
+/** The tenant side of lifecycle webhooks (stateless: built per call from the configuration). */
+export function getWebhookService(): WebhookService {
+  const config = getConfig();
+  return createWebhookService({
+    secretKey: secretKeyFromBytes(config.secrets.encryptionKey),
+    policy: { allowedOrigins: config.operations.webhookAllowedOrigins },
+  });
 }

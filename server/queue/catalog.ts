@@ -1,5 +1,7 @@
 import { z } from "zod";
 import { operatorJobs } from "@/server/modules/operator/operator.jobs";
+import { metricsJobs } from "@/server/modules/metrics/metrics.jobs";
+import { webhookJobs } from "@/server/modules/webhook/webhook.jobs";
 import { workspaceJobs } from "@/server/modules/workspace/workspace.jobs";
 import { JOB_RETENTION } from "./retention";
 import { defineJob, type JobCatalog } from "./types";
@@ -31,6 +33,9 @@ export const jobCatalog = {
   ...workspaceJobs,
   // tenant.delete (operators: purge every workspace, delete the rows, leave a receipt).
   ...operatorJobs,
+  // metrics.flush (stage timings → Postgres); webhook.dispatch | deliver (lifecycle webhooks).
+  ...metricsJobs,
+  ...webhookJobs,
 } as const satisfies JobCatalog;
 
 export type BerthJobCatalog = typeof jobCatalog;

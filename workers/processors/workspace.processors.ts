@@ -30,7 +30,12 @@ export function registerWorkspaceProcessors(
     requestProvision: (payload) => enqueue("workspace.provision", payload),
   };
   registry
-    .registerProcessor("workspace.provision", ({ payload, log }) => provisionWorkspace(deps, payload, log))
+    .registerProcessor("workspace.provision", ({ payload, log, job }) =>
+      provisionWorkspace(deps, payload, log, {
+        requestedAt: job.timestamp,
+        pickedUpAt: job.processedOn ?? Date.now(),
+      }),
+    )
     .registerProcessor("workspace.stop", ({ payload }) => stopWorkspace(deps, payload))
     .registerProcessor("workspace.purge", ({ payload }) => purgeWorkspace(deps, payload))
     .registerProcessor("workspace.sweep", ({ log }) => sweepIdleWorkspaces(deps, log))

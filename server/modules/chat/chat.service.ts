@@ -12,8 +12,11 @@ import type { ChatMessageDTO, SessionDTO } from "@/server/modules/session/sessio
 
 import { parseInput } from "@/server/shared/parse-input";
 import { FileReadState } from "@/server/workspace/tools";
+import { attachTracker } from "@/server/modules/metrics/attach-tracker";
+import { emitLifecycleEvent } from "@/server/modules/webhook/webhook-events";
 import { runTurn, type TurnResult } from "./agent-loop";
 import { finishTurn, type StoredTurn, type TurnOutcome } from "./chat-turn.data";
+import { TurnTimer } from "./turn-timer";
 import type { TChatTurnEvent, TTurnLimitsInput } from "./chat.schema";
 import { teamToolsFor, type TeamDeps } from "./chat-team";
 import { EventChannel } from "./event-channel";
@@ -54,7 +57,7 @@ type ChatWorkspacePort = {
     scope: TenantScope,
     sessionId: string,
     lease: { holder: string; reason: string; ttlMs?: number },
-    fn: (workspace: EngineWorkspace) => Promise<T>,
+    fn: (workspace: EngineWorkspace, record: { id: string; backendKind: string }) => Promise<T>,
   ): Promise<T>;
 };
 
@@ -81,6 +84,17 @@ function keepAlive(channel: EventChannel<TChatTurnEvent>): NodeJS.Timeout {
   }, KEEPALIVE_MS / 3);
   timer.unref();
   return timer;
+}
+
+/** `turn.completed` / `turn.failed` for the tenant's webhooks (a cancelled turn is neither). */
+function announceTurn(tenantId: string, session: SessionDTO, status: string, code: string | null): void {
+  if (status === "cancelled") return;
+  emitLifecycleEvent(tenantId, status === "failed" ? "turn.failed" : "turn.completed", {
+    sessionId: session.id,
+    agentId: session.agentId,
+    workspaceId: session.workspaceId,
+    code,
+  });
 }
 
 /** Read-before-Write bookkeeping survives between a session's turns (bounded: oldest sessions dropped). */
@@ -127,6 +141,7 @@ export function createChatService(deps: ChatServiceDeps) {
     message: string,
     signal: AbortSignal,
     emit: (event: TChatTurnEvent) => void,
+    requestedAt: number,
   ): Promise<TurnResult> {
     const sessionId = session.id;
     const apiKey = await getAgentModelApiKey(scope, agent.id, deps.secretKey);
@@ -136,7 +151,8 @@ export function createChatService(deps: ChatServiceDeps) {
       reason: `chat turn of session ${sessionId}`,
       ttlMs: deps.turnLeaseMs ?? 60 * 60_000,
     };
-    return deps.workspaces.withSessionWorkspace(scope, sessionId, lease, async (workspace) => {
+    return deps.workspaces.withSessionWorkspace(scope, sessionId, lease, async (workspace, record) => {
+      const timer = new TurnTimer({ tenantId: scope.tenantId, record, requestedAt });
       const port = turnWorkspacePort(workspace, {
         readState: readStateFor(sessionId),
         acceptedMediaTypes: agent.modelConfig.acceptedMediaTypes ?? [],
@@ -161,8 +177,17 @@ export function createChatService(deps: ChatServiceDeps) {
         offloader: port,
         signal,
         ...(deps.limits ? { limits: deps.limits } : {}),
-        onEvent: emit,
+        onEvent: (event) => {
+          timer.observe(event);
+          if (event.type === "tool-result") attachTracker().answered(workspace);
+          emit(event);
+        },
         logger: chatLogger,
+      }).then((result) => {
+        timer.finish(result.status !== "failed", (error) =>
+          deps.log.warn({ err: error }, "could not buffer turn timings"),
+        );
+        return result;
       });
     });
   }
@@ -285,17 +310,26 @@ export function createChatService(deps: ChatServiceDeps) {
           outcome,
           details: { agentId: agent.id, ...details },
         }).catch((error: unknown) => deps.log.warn({ err: error }, "could not audit a chat turn"));
+      const requestedAt = Date.now();
       void (async () => {
         let text = "";
         let errorEvent: TurnOutcome["error"] = null;
         let result: TurnResult | null = null;
         try {
-          result = await runOnWorkspace(scope, agent, session, input.message, turn.signal, (event) => {
-            if (event.type === "text-delta") text += event.text;
-            if (event.type === "error")
-              errorEvent = { code: event.code, message: event.message, retryable: event.retryable };
-            if (event.type !== "done") channel.push(event);
-          });
+          result = await runOnWorkspace(
+            scope,
+            agent,
+            session,
+            input.message,
+            turn.signal,
+            (event) => {
+              if (event.type === "text-delta") text += event.text;
+              if (event.type === "error")
+                errorEvent = { code: event.code, message: event.message, retryable: event.retryable };
+              if (event.type !== "done") channel.push(event);
+            },
+            requestedAt,
+          );
         } catch (thrown) {
           // Failures outside the loop (workspace provisioning, storage): reported as the turn's end, typed
           // and masked (a storage failure's text quotes the database; it stays in the log).
@@ -329,12 +363,14 @@ export function createChatService(deps: ChatServiceDeps) {
               ...(errorEvent ? { code: errorEvent.code } : {}),
             },
           );
+          announceTurn(scope.tenantId, session, done.status, errorEvent?.code ?? null);
           channel.push(done);
         } catch (thrown) {
           // The database stayed unreachable: the turn ran, but its end could not be stored. The client hears
           // so (typed, masked); the claim goes stale and the session is then shown as interrupted.
           deps.log.error({ err: thrown, sessionId: session.id }, "could not store a chat turn's end");
           await auditTurn("failure", { status: "failed", code: "UNAVAILABLE" });
+          announceTurn(scope.tenantId, session, "failed", "UNAVAILABLE");
           channel.push({
             type: "error",
             code: "UNAVAILABLE",

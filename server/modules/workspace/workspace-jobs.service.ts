@@ -7,8 +7,12 @@ import type { BackendHandle, ProvisionProgress } from "@/server/workspace/backen
 import type { Logger } from "@/server/logger";
 import { recordPurgeReceipt } from "@/server/modules/audit/audit.data";
 import { AppError } from "@/server/shared/errors";
+import { redactHostPaths } from "@/server/shared/host-paths";
 import { effectiveIdleTtlMs } from "@/server/modules/tenant/tenant-policy";
 import { listTenantIdleTtlsBelow } from "@/server/modules/tenant/tenant-policy.data";
+import { startProvisionTimings } from "@/server/modules/metrics/provision-timings";
+import type { TStagePath } from "@/server/modules/metrics/stage-sample.schema";
+import { emitLifecycleEvent } from "@/server/modules/webhook/webhook-events";
 import { appendWorkspaceEvent } from "./workspace.data";
 import type {
   ZWorkspaceProvisionPayload,
@@ -66,7 +70,13 @@ export async function provisionWorkspace(
   deps: Pick<WorkspaceJobDeps, "drivers">,
   payload: z.output<typeof ZWorkspaceProvisionPayload>,
   log: Logger,
-): Promise<{ outcome: "already-ready" | "provisioned" | "stopped-suspended"; handle?: BackendHandle }> {
+  /** The job's enqueue and pick-up times (epoch ms): the stage timings start there. */
+  timing: { requestedAt: number; pickedUpAt: number } = { requestedAt: Date.now(), pickedUpAt: Date.now() },
+): Promise<{
+  outcome: "already-ready" | "provisioned" | "stopped-suspended";
+  handle?: BackendHandle;
+  path?: TStagePath;
+}> {
   const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId);
   const machine = deps.drivers.forKind(record.backendKind).machine;
   const spec = specOfRecord(record);
@@ -76,6 +86,11 @@ export async function provisionWorkspace(
     dataLost = true;
     await recordDataLostEvent(scope, record, reason);
   };
+  // Off the hot path: one un-awaited buffer push when the provision ends (see stage-buffer.service.ts).
+  const timings = startProvisionTimings(timing, record, (error) =>
+    log.warn({ err: error }, "could not buffer stage timings"),
+  );
+  const path = timings.path;
   switch (record.state) {
     case "READY":
       if (await machine.exists(spec)) return { outcome: "already-ready" };
@@ -132,6 +147,7 @@ export async function provisionWorkspace(
   // WorkspaceEvent, in order, so an admin can watch a slow first build and see where a failure happened.
   let progressEvents = Promise.resolve();
   const onProgress = (progress: ProvisionProgress) => {
+    timings.progress(progress.step);
     progressEvents = progressEvents
       .then(async () => {
         const reason = progress.detail ? `${progress.step}: ${progress.detail.slice(0, 500)}` : progress.step;
@@ -163,6 +179,13 @@ export async function provisionWorkspace(
     }).catch((transitionError: unknown) =>
       log.warn({ err: transitionError }, "could not record the failed provision"),
     );
+    timings.done(false);
+    emitLifecycleEvent(record.tenantId, "workspace.failed", {
+      workspaceId: record.id,
+      backend: record.backendKind,
+      // Sent outside the installation: host paths never leave it (server/shared/host-paths.ts).
+      error: redactHostPaths(message).slice(0, 1_000),
+    });
     throw error;
   }
   await transitionFrom(scope, record.id, {
@@ -171,6 +194,7 @@ export async function provisionWorkspace(
     reason: "provisioned",
     backendHandle: handle,
   });
+  timings.done(true);
   // An operator suspended the tenant while the machine was being made: that suspension's stop job found the
   // record PROVISIONING and had nothing to stop, so the machine stops here instead of running on.
   if (!(await tenantAdmitsWork(payload.tenantId))) {
@@ -181,7 +205,12 @@ export async function provisionWorkspace(
     });
     return { outcome: "stopped-suspended" };
   }
-  return { outcome: "provisioned", handle };
+  emitLifecycleEvent(record.tenantId, "workspace.ready", {
+    workspaceId: record.id,
+    backend: record.backendKind,
+    path,
+  });
+  return { outcome: "provisioned", handle, path };
 }
 
 /** `workspace.stop`: READY | STOPPING → STOPPED; the machine stops, its data stays. */
@@ -197,6 +226,10 @@ export async function stopWorkspace(
   }
   await deps.drivers.forKind(record.backendKind).machine.stop(specOfRecord(record));
   await transitionFrom(scope, record.id, { from: ["STOPPING"], to: "STOPPED", reason: payload.reason });
+  emitLifecycleEvent(record.tenantId, "workspace.stopped", {
+    workspaceId: record.id,
+    reason: payload.reason,
+  });
   return { outcome: "stopped", state: "STOPPED" };
 }
 
@@ -263,6 +296,11 @@ export async function purgeWorkspace(
     },
   });
   const receipt = await recordPurgeReceipt(scope, { targetType: "workspace", targetId: record.id, deleted });
+  emitLifecycleEvent(record.tenantId, "workspace.purged", {
+    workspaceId: record.id,
+    generation: record.generation,
+    receiptId: receipt.id,
+  });
   return { outcome: "purged", receiptId: receipt.id, generation: record.generation };
 }
 

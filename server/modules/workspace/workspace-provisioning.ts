@@ -1,4 +1,7 @@
 import type { Job } from "bullmq";
+import { z } from "zod";
+import { attachTracker } from "@/server/modules/metrics/attach-tracker";
+import { STAGE_PATHS } from "@/server/modules/metrics/stage-sample.schema";
 import type { Logger } from "@/server/logger";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
 import { createEnqueue } from "@/server/queue/enqueue";
@@ -9,6 +12,8 @@ import type { EnsureProvisioned, ProvisionedMachine } from "@/server/engine/atta
 import type { WorkspaceSpec } from "@/server/workspace/backend/driver";
 import { findWorkspaceRecordForSystem, type WorkspaceRecord } from "./workspace-lifecycle.data";
 import { handleOfRecord } from "./workspace-spec";
+
+const ZProvisionResult = z.object({ path: z.enum(STAGE_PATHS).optional() });
 
 export type ProvisionGateDeps = {
   queues: QueueSet<BerthJobCatalog>;
@@ -89,7 +94,7 @@ export function createProvisionGate(deps: ProvisionGateDeps): EnsureProvisioned 
       const remaining = deadline - Date.now();
       if (remaining <= 0) throw new Error(`no provision result within ${deps.waitMs} ms`);
       const finished = await waitForEvent(job, Math.min(checkEveryMs, remaining));
-      if (finished) return;
+      if (finished) return notePath(spec.workspaceId, finished.result);
       const record = await currentRecord(spec).catch(rethrowIfDefinite);
       // READY means done, except for a machine found gone: its record stays READY until the job runs.
       if (record?.state === "READY" && !machineGone) return;
@@ -110,11 +115,21 @@ export function createProvisionGate(deps: ProvisionGateDeps): EnsureProvisioned 
     }
   }
 
-  /** True once the job finished (a failure rejects); false when nothing arrived within `ms`. */
-  async function waitForEvent(job: Job, ms: number): Promise<boolean> {
+  /**
+   * The job's result once it finished (a failure rejects); false when nothing arrived within `ms`. The path
+   * the workers took (cold, resume, replaced) carries over to this process' attach timing.
+   */
+  function notePath(workspaceId: string, result: unknown): void {
+    const parsed = ZProvisionResult.safeParse(result);
+    if (parsed.success && parsed.data.path) {
+      attachTracker().noteProvisioned(workspaceId, { path: parsed.data.path, readyAt: Date.now() });
+    }
+  }
+
+  async function waitForEvent(job: Job, ms: number): Promise<false | { result: unknown }> {
     try {
-      await job.waitUntilFinished(await deps.queues.events("workspace"), ms);
-      return true;
+      const result: unknown = await job.waitUntilFinished(await deps.queues.events("workspace"), ms);
+      return { result };
     } catch (error) {
       if (error instanceof Error && /timed out before finishing/.test(error.message)) return false;
       // A Redis that is down (or just back) fails the wait itself: keep checking until the deadline.

@@ -1,3 +1,5 @@
+import { attachTracker } from "@/server/modules/metrics/attach-tracker";
+import { announceWorkspaceCreated } from "@/server/modules/webhook/webhook-events";
 import { randomUUID } from "node:crypto";
 import type { TenantScope } from "@/server/auth/scope";
 import type { WorkspaceEngine } from "@/server/engine/engine";
@@ -56,13 +58,14 @@ export function createWorkspaceService(engine: WorkspaceEngine, options: { lease
     if (!pending) {
       pending = (async () => {
         const agent = await getAgentOrNull(scope, session.agentId);
-        const { workspace } = await upsertWorkspaceBinding(scope, {
+        const { workspace, created } = await upsertWorkspaceBinding(scope, {
           id: session.workspaceId,
           backendKind: await backends.kindFor(scope, session.agentId),
           isolationPolicy: agent?.isolationPolicy ?? (await tenantDefaultIsolation(scope)),
           agentId: session.agentId,
           userId: session.userId ?? scope.userId,
         });
+        if (created) announceWorkspaceCreated(scope.tenantId, workspace);
         return workspace;
       })().finally(() => bindingsInFlight.delete(key));
       bindingsInFlight.set(key, pending);
@@ -97,12 +100,24 @@ export function createWorkspaceService(engine: WorkspaceEngine, options: { lease
           : cachedGeneration !== undefined && cachedGeneration !== record.generation;
       if (stale) await engine.manager.close(address);
     }
+    const requestedAt = Date.now();
     const workspace = await engine.manager.getWorkspace({
       tenantId: address.tenantId,
       userId: address.userId,
       agentId: record.agentId ?? "",
       workspaceId: record.id,
     });
+    const attachedAt = engine.attachedAt(workspace);
+    if (attachedAt !== undefined && attachedAt >= requestedAt) {
+      // This call (or one racing it) attached: the stage timings get `attach` and, later, `first_answer`.
+      attachTracker().attached(workspace, {
+        tenantId: scope.tenantId,
+        workspaceId: record.id,
+        backend: record.backendKind,
+        requestedAt,
+        attachedAt,
+      });
+    }
     if (engine.generationOf(workspace) === undefined) {
       // READY before the attach: nothing was provisioned in between. Otherwise the workers just made it
       // READY, possibly as a new generation: ask the record which one this handle belongs to (once per
@@ -282,13 +297,14 @@ export function createWorkspaceService(engine: WorkspaceEngine, options: { lease
         isolationPolicy: "PER_AGENT" | "PER_SESSION" | "PER_USER";
       },
     ): Promise<WorkspaceDTO> {
-      const { workspace } = await upsertWorkspaceBinding(scope, {
+      const { workspace, created } = await upsertWorkspaceBinding(scope, {
         id: input.workspaceId,
         backendKind: await backends.kindFor(scope, input.agentId),
         isolationPolicy: input.isolationPolicy,
         agentId: input.agentId,
         userId: input.userId,
       });
+      if (created) announceWorkspaceCreated(scope.tenantId, workspace);
       return workspace;
     },
 

@@ -23,7 +23,7 @@ export type E2eApp = {
  * A seeded tenant, Berth started as `npm start` runs it (its own data directory) and Chromium. The seed
  * and the server share the test database (DATABASE_URL from the global setup) and the auth secret.
  */
-export async function startE2eApp(): Promise<E2eApp> {
+export async function startE2eApp(options: { env?: Record<string, string> } = {}): Promise<E2eApp> {
   const port = await findFreePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const dataDir = await mkdtemp(path.join(tmpdir(), "berth-e2e-"));
@@ -44,6 +44,7 @@ export async function startE2eApp(): Promise<E2eApp> {
       // The confined local backend sees only the system and the workspace: the MCP servers the tests
       // declare come from npm, so let the sandbox read this checkout's node_modules (read-only).
       BERTH_SANDBOX_READONLY_PATHS: path.resolve("node_modules"),
+      ...options.env,
     });
     browser = await launchChromium();
     return { app, browser, tenant, baseUrl, dataDir, close };

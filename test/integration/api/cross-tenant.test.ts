@@ -14,7 +14,7 @@ import { resolveTenantScope } from "@/server/auth/resolve";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { createApiKey } from "@/server/modules/api-key/api-key.service";
 import { addMember } from "@/server/modules/member/member.data";
-import { getWorkspaceServices } from "@/server/composition/services";
+import { getWebhookService, getWorkspaceServices } from "@/server/composition/services";
 import { createAgent } from "@/server/modules/agent/agent.data";
 import { createSession } from "@/server/modules/session/session.data";
 import { disconnectDb } from "@/server/db";
@@ -266,7 +266,38 @@ const CASES: Record<string, CrossTenantCase> = {
   },
   "jobs.list": { kind: "tenant", input: () => ({}), targetsRows: false },
   "jobs.retry": { kind: "tenant", input: (t) => ({ jobId: rowsOf(t).jobId }), targetsRows: true },
+  // operations.* (issue 16): a webhook endpoint per tenant (beforeAll) on a public IP literal (no DNS).
+  "operations.readiness": {
+    kind: "tenant",
+    input: () => ({ from: new Date(Date.now() - 86_400_000), to: new Date() }),
+    targetsRows: false,
+  },
+  "operations.activity": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "operations.webhooks": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "operations.createWebhook": {
+    kind: "tenant",
+    input: () => ({ url: PROBE_WEBHOOK_URL, events: ["turn.failed"] }),
+    targetsRows: false,
+  },
+  "operations.deleteWebhook": {
+    kind: "tenant",
+    input: (t) => ({ endpointId: rowsOf(t).webhookId }),
+    targetsRows: true,
+  },
+  "operations.testWebhook": {
+    kind: "tenant",
+    input: (t) => ({ endpointId: rowsOf(t).webhookId }),
+    targetsRows: true,
+  },
+  "operations.webhookDeliveries": {
+    kind: "tenant",
+    input: (t) => ({ endpointId: rowsOf(t).webhookId }),
+    targetsRows: true,
+  },
 };
+
+/** A public address literal (example.com's): registering it needs no DNS, and nothing is delivered here. */
+const PROBE_WEBHOOK_URL = "https://93.184.215.14/berth-cross-tenant-probe";
 
 /** An HTTP MCP declaration nothing ever dials (port 9, discard). */
 const probeMcp = (name: string) => ({
@@ -285,6 +316,7 @@ const tenantRows = new Map<
     inviteId: string;
     mcpEntryId: string;
     skillEntryId: string;
+    webhookId: string;
   }
 >();
 function rowsOf(t: TenantFixture) {
@@ -329,6 +361,8 @@ async function snapshotOfB() {
     jobs: await bOwner.jobs.list(ref),
     invites: await bOwner.invite.list(ref),
     library: await bOwner.library.list(ref),
+    webhooks: await bOwner.operations.webhooks(ref),
+    webhookDeliveries: await bOwner.operations.webhookDeliveries(ref),
   };
 }
 
@@ -363,6 +397,12 @@ beforeAll(async () => {
       inviteId: invite.id,
       mcpEntryId: mcpEntry.id,
       skillEntryId: skillEntry.id,
+      webhookId: (
+        await getWebhookService().create(t.ownerScope, {
+          url: PROBE_WEBHOOK_URL,
+          events: ["workspace.ready"],
+        })
+      ).endpoint.id,
     });
   }
 });

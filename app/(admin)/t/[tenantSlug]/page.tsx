@@ -3,6 +3,7 @@ import type { Metadata } from "next";
 import Link from "next/link";
 import { PageHeader } from "@/app/_components/ui/page-header";
 import { getServerCaller } from "@/app/_trpc/server";
+import { ActivityCharts } from "./_components/activity-charts";
 import { OverviewCounts } from "./_components/overview-counts";
 
 export const metadata: Metadata = { title: "Overview" };
@@ -16,6 +17,7 @@ export default async function OverviewPage({ params }: { params: Promise<{ tenan
     <>
       <PageHeader title="Overview" description="What this tenant is running right now." />
       <OverviewCounts tenantSlug={tenantSlug} counts={counts} />
+      <ActivityCharts tenantSlug={tenantSlug} />
       <div className="mt-8 grid gap-3 md:grid-cols-3">
         {[
           {

@@ -4,6 +4,7 @@ import {
   Activity,
   BookMarked,
   Bot,
+  Gauge,
   KeyRound,
   LayoutDashboard,
   Menu,
@@ -12,6 +13,7 @@ import {
   Server,
   Settings,
   Users,
+  Webhook,
 } from "lucide-react";
 import Link from "next/link";
 import { usePathname } from "next/navigation";
@@ -28,6 +30,8 @@ const SECTIONS = [
   { segment: "workspaces", label: "Workspaces", icon: Server },
   { segment: "library", label: "Library", icon: BookMarked },
   { segment: "jobs", label: "Jobs", icon: Activity },
+  { segment: "readiness", label: "Readiness", icon: Gauge },
+  { segment: "webhooks", label: "Webhooks", icon: Webhook },
   { segment: "audit", label: "Audit", icon: ScrollText },
   { segment: "api-keys", label: "API keys", icon: KeyRound },
   { segment: "members", label: "Members", icon: Users },

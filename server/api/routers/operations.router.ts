@@ -1,0 +1,53 @@
+import { z } from "zod";
+import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
+import { getWebhookService } from "@/server/composition/services";
+import { tenantActivity, ZActivityView } from "@/server/modules/metrics/activity.service";
+import { readiness, ZReadinessRange, ZReadinessView } from "@/server/modules/metrics/readiness.service";
+import {
+  ZWebhookDeliveryView,
+  ZWebhookEndpointCreate,
+  ZWebhookEndpointView,
+} from "@/server/modules/webhook/webhook.types";
+
+const ZEndpointTarget = ZTenantInput.extend({ endpointId: z.string().min(1).max(200) });
+
+/** `operations.*`: the readiness picture and lifecycle webhooks (admins), the Overview's activity (all). */
+export const operationsRouter = createTRPCRouter({
+  /** p50/p95/p99 (ms) per stage, backend and path in [from, to), and the slowest provisions. */
+  readiness: tenantProcedureFor("operations:read")
+    .input(ZTenantInput.extend(ZReadinessRange.shape))
+    .output(ZReadinessView)
+    .query(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...range } }) => readiness(ctx.scope, range)),
+
+  /** The Overview's charts (every member may read them): starts per hour, turns per day, ok and failed. */
+  activity: tenantProcedureFor("tenant:read")
+    .input(ZTenantInput)
+    .output(ZActivityView)
+    .query(({ ctx }) => tenantActivity(ctx.scope)),
+
+  webhooks: tenantProcedureFor("webhook:manage")
+    .input(ZTenantInput)
+    .output(z.array(ZWebhookEndpointView))
+    .query(({ ctx }) => getWebhookService().list(ctx.scope)),
+
+  /** The answer's `secret` is shown once: it is stored encrypted and never returned again. */
+  createWebhook: tenantProcedureFor("webhook:manage")
+    .input(ZTenantInput.extend(ZWebhookEndpointCreate.shape))
+    .output(z.object({ endpoint: ZWebhookEndpointView, secret: z.string() }))
+    .mutation(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...input } }) =>
+      getWebhookService().create(ctx.scope, input),
+    ),
+
+  deleteWebhook: tenantProcedureFor("webhook:manage")
+    .input(ZEndpointTarget)
+    .mutation(({ ctx, input }) => getWebhookService().remove(ctx.scope, input.endpointId)),
+
+  testWebhook: tenantProcedureFor("webhook:manage")
+    .input(ZEndpointTarget)
+    .mutation(({ ctx, input }) => getWebhookService().test(ctx.scope, input.endpointId)),
+
+  webhookDeliveries: tenantProcedureFor("webhook:manage")
+    .input(ZTenantInput.extend({ endpointId: z.string().min(1).max(200).optional() }))
+    .output(z.array(ZWebhookDeliveryView))
+    .query(({ ctx, input }) => getWebhookService().deliveries(ctx.scope, { endpointId: input.endpointId })),
+});

@@ -1,0 +1,87 @@
+import { randomUUID } from "node:crypto";
+import type { z } from "zod";
+import { assertCan } from "@/server/auth/policy";
+import type { TenantScope } from "@/server/auth/scope";
+import { encryptSecret, type SecretKey } from "@/server/auth/secrets";
+import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
+import { enqueue } from "@/server/queue/enqueue";
+import { AppError } from "@/server/shared/errors";
+import { parseInput } from "@/server/shared/parse-input";
+import { createEndpoint, deleteEndpoint, findEndpoint, listDeliveries, listEndpoints } from "./webhook.data";
+import { sealingContext } from "./webhook-delivery.service";
+import { newWebhookSecret } from "./webhook-signing";
+import { ZWebhookEndpointCreate, type WebhookEndpointView } from "./webhook.types";
+import { assertWebhookUrlAllowed, type WebhookUrlPolicy } from "./webhook-url-policy";
+
+/** Tenant admins' side of lifecycle webhooks: endpoints (secret shown once), test sends, delivery log. */
+export function createWebhookService(deps: { secretKey: SecretKey; policy: WebhookUrlPolicy }) {
+  const audit = (scope: TenantScope, action: string, targetId: string, details: Record<string, unknown>) =>
+    recordAudit(scope, { action, targetType: "webhook", targetId, outcome: "success", details });
+
+  async function requireEndpoint(scope: TenantScope, endpointId: string): Promise<WebhookEndpointView> {
+    const endpoint = await findEndpoint(scope, endpointId);
+    if (!endpoint) throw new AppError("NOT_FOUND", `webhook endpoint ${endpointId} not found`);
+    return endpoint;
+  }
+
+  return {
+    /** Registers an endpoint; the answer holds its signing secret, which is never shown again. */
+    async create(
+      scope: TenantScope,
+      raw: z.input<typeof ZWebhookEndpointCreate>,
+    ): Promise<{ endpoint: WebhookEndpointView; secret: string }> {
+      assertCan(scope, "webhook:manage");
+      const input = parseInput(ZWebhookEndpointCreate, raw);
+      await assertWebhookUrlAllowed(input.url, deps.policy);
+      const id = randomUUID();
+      const secret = newWebhookSecret();
+      const endpoint = await createEndpoint(scope, {
+        id,
+        url: new URL(input.url).href,
+        description: input.description,
+        events: [...new Set(input.events)],
+        secretSealed: encryptSecret(deps.secretKey, secret, sealingContext(scope.tenantId, id)),
+      });
+      await audit(scope, "webhook.create", id, { url: endpoint.url, events: endpoint.events });
+      return { endpoint, secret };
+    },
+
+    async list(scope: TenantScope): Promise<WebhookEndpointView[]> {
+      assertCan(scope, "webhook:manage");
+      return listEndpoints(scope);
+    },
+
+    async remove(scope: TenantScope, endpointId: string): Promise<{ deleted: boolean }> {
+      assertCan(scope, "webhook:manage");
+      await requireEndpoint(scope, endpointId);
+      const deleted = await deleteEndpoint(scope, endpointId);
+      await audit(scope, "webhook.delete", endpointId, {});
+      return { deleted };
+    },
+
+    /** Sends a `webhook.test` event to this endpoint only (through the same queue, signing and retries). */
+    async test(scope: TenantScope, endpointId: string): Promise<{ queued: true }> {
+      assertCan(scope, "webhook:manage");
+      await requireEndpoint(scope, endpointId);
+      await enqueue("webhook.dispatch", {
+        tenantId: scope.tenantId,
+        event: "webhook.test",
+        occurredAt: new Date().toISOString(),
+        data: { endpointId },
+        endpointId,
+      });
+      return { queued: true };
+    },
+
+    async deliveries(
+      scope: TenantScope,
+      filter: { endpointId?: string | undefined; limit?: number | undefined },
+    ) {
+      assertCan(scope, "webhook:manage");
+      if (filter.endpointId) await requireEndpoint(scope, filter.endpointId);
+      return listDeliveries(scope, { endpointId: filter.endpointId, limit: filter.limit ?? 50 });
+    },
+  };
+}
+
+export type WebhookService = ReturnType<typeof createWebhookService>;

@@ -1,0 +1,186 @@
+/**
+ * Issue 16 (operations) end to end, through `npm start`'s composition (workers in-process, local
+ * workspaces), a real Chromium as the tenant admin and the loopback fake model:
+ * - a chat turn with a tool call provisions the session's workspace; its stage timings reach Postgres
+ *   through the buffer and the `metrics.flush` schedule, the Readiness page draws them (recharts bars)
+ *   with the provision listed and linked to its workspace page, and the Overview charts the start and turn;
+ * - `/api/metrics` answers the configured bearer token only, in a Prometheus text format that parses;
+ * - a webhook endpoint added on the Webhooks page (a loopback receiver the operator allow-listed by exact
+ *   origin) receives the Test event signed with the secret the page showed once.
+ * Needs /usr/bin/chromium: a missing browser FAILS under CI=1 and skips (with the reason printed) elsewhere.
+ */
+import { randomBytes } from "node:crypto";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { createAuth } from "@/server/auth/auth";
+import { createBerthClient, type BerthClient } from "@/server/client/create-berth-client";
+import { getDb } from "@/server/db";
+import { createApiKey } from "@/server/modules/api-key/api-key.service";
+import { verifyWebhookSignature } from "@/server/modules/webhook/webhook-signing";
+import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
+import { parseExposition } from "@/test/integration/metrics/prometheus-exposition";
+import { sendChatTurn } from "./support/chat-turn";
+import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
+import { type E2eApp, startE2eApp, submitSignIn, watchedPage } from "./support/e2e-app";
+
+requireChromium();
+
+const MODEL_KEY = "sk-e2e-operations";
+const METRICS_TOKEN = randomBytes(24).toString("hex");
+
+type Received = { headers: http.IncomingHttpHeaders; body: string };
+
+describe.skipIf(!HAS_CHROMIUM)("operations: readiness chart, /api/metrics and webhooks, end to end", () => {
+  let e2e: E2eApp;
+  let client: BerthClient;
+  let fake: FakeModelServer;
+  let page: Page;
+  let pageErrors: string[];
+  let receiver: http.Server;
+  let receiverOrigin: string;
+  const received: Received[] = [];
+  let session: { sessionId: string; workspaceId: string };
+
+  beforeAll(async () => {
+    receiver = http.createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on("data", (chunk: Buffer) => chunks.push(chunk));
+      request.on("end", () => {
+        received.push({ headers: request.headers, body: Buffer.concat(chunks).toString("utf8") });
+        response.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+    receiverOrigin = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+    e2e = await startE2eApp({
+      env: { BERTH_METRICS_TOKEN: METRICS_TOKEN, BERTH_WEBHOOK_ALLOWED_ORIGINS: receiverOrigin },
+    });
+    fake = await startFakeModel({ apiKey: MODEL_KEY });
+    const auth = createAuth({
+      secret: process.env.BERTH_AUTH_SECRET!,
+      baseUrl: e2e.baseUrl,
+      prisma: getDb(),
+      log: () => {},
+    });
+    const { plainKey } = await createApiKey(auth, e2e.tenant.scope, {
+      name: "e2e operations",
+      role: "admin",
+    });
+    client = createBerthClient({ url: e2e.baseUrl, apiKey: plainKey });
+    const agent = await client.agent.create.mutate({
+      tenantId: e2e.tenant.scope.tenantId,
+      name: "e2e-operations",
+      modelConfig: { baseUrl: fake.baseUrl, model: "fake-model", apiKey: MODEL_KEY },
+    });
+    session = await client.session.create.mutate({
+      tenantId: e2e.tenant.scope.tenantId,
+      agentId: agent.id,
+      name: "operations",
+    });
+    ({ page, pageErrors } = await watchedPage(await e2e.browser.newContext()));
+    await page.goto(`${e2e.app.url}/sign-in`);
+    await submitSignIn(page, e2e.tenant.email, e2e.tenant.password);
+    await page.waitForURL(new RegExp(`/t/${e2e.tenant.slug}$`));
+  });
+
+  afterAll(async () => {
+    await fake?.close();
+    await e2e?.close();
+    await new Promise<void>((resolve) => (receiver ? receiver.close(() => resolve()) : resolve()));
+  });
+
+  it("draws the readiness chart from a real provision, attach and turn, and links the slowest provision", async () => {
+    fake.enqueue(
+      { kind: "tool-calls", calls: [{ id: "c-ops-1", name: "Bash", arguments: { command: "echo ready" } }] },
+      { kind: "text", text: "done" },
+    );
+    const events = await sendChatTurn(client, {
+      tenantId: e2e.tenant.scope.tenantId,
+      sessionId: session.sessionId,
+      message: "run it",
+    });
+    expect(events.at(-1)).toMatchObject({ type: "done", status: "completed" });
+    // The flush schedule (every 5 s) moves the buffered timings into Postgres.
+    await vi.waitFor(
+      async () => {
+        const stages = await getDb().stageSample.findMany({
+          where: { tenantId: e2e.tenant.scope.tenantId },
+          select: { kind: true, path: true, stage: true },
+        });
+        const names = new Set(stages.map((s) => `${s.kind}/${s.path}/${s.stage}`));
+        for (const name of [
+          "provision/cold/total",
+          "attach/cold/attach",
+          "attach/cold/first_answer",
+          "turn/turn/model",
+        ])
+          expect(names).toContain(name);
+      },
+      { timeout: 60_000, interval: 500 },
+    );
+
+    await page.goto(`${e2e.app.url}/t/${e2e.tenant.slug}/readiness`);
+    const provisionGroup = page.getByTestId("stage-group").filter({ hasText: "provision · local · cold" });
+    await provisionGroup.waitFor();
+    // recharts drew bars (one rectangle per stage and percentile with a non-zero height).
+    await provisionGroup.locator(".recharts-bar-rectangle").first().waitFor();
+    expect(await provisionGroup.locator(".recharts-bar-rectangle").count()).toBeGreaterThan(0);
+    await page.getByTestId("stage-group").filter({ hasText: "attach · local · cold" }).waitFor();
+    // The Overview charts the same provision (starts per hour) and turn (turns per day).
+    await page.goto(`${e2e.app.url}/t/${e2e.tenant.slug}`);
+    await page.getByTestId("starts-chart").locator(".recharts-bar-rectangle").first().waitFor();
+    await page.getByTestId("turns-chart").locator(".recharts-bar-rectangle").first().waitFor();
+    await page.goto(`${e2e.app.url}/t/${e2e.tenant.slug}/readiness`);
+    const slow = page.getByTestId("slow-provision").filter({ hasText: session.workspaceId });
+    await slow.getByRole("link", { name: session.workspaceId }).click();
+    await page.waitForURL(new RegExp(`/workspaces/${session.workspaceId}$`));
+    expect(pageErrors).toEqual([]);
+  });
+
+  it("serves /api/metrics to the configured bearer token only, in a format Prometheus parses", async () => {
+    expect((await fetch(`${e2e.app.url}/api/metrics`)).status).toBe(401);
+    const response = await fetch(`${e2e.app.url}/api/metrics`, {
+      headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toContain("text/plain; version=0.0.4");
+    const { samples } = parseExposition(await response.text());
+    const provisions = samples.filter(
+      (s) => s.name === "berth_provisions_total" && s.labels.backend === "local" && s.labels.path === "cold",
+    );
+    expect(provisions.reduce((sum, s) => sum + s.value, 0)).toBeGreaterThanOrEqual(1);
+    expect(samples.some((s) => s.name === "berth_queue_depth" && s.labels.queue === "workspace")).toBe(true);
+  });
+
+  it("adds a webhook endpoint, shows its secret once, and delivers a signed test event", async () => {
+    await page.goto(`${e2e.app.url}/t/${e2e.tenant.slug}/webhooks`);
+    const form = page.getByRole("form", { name: "Add webhook endpoint" });
+    await form.getByLabel("URL").fill(`${receiverOrigin}/berth`);
+    await form.getByRole("button", { name: "Add endpoint" }).click();
+    const secret = (await page.getByTestId("created-webhook-secret").textContent())!;
+    expect(secret).toMatch(/^whsec_/);
+    const row = page.getByTestId("webhook-row").filter({ hasText: `${receiverOrigin}/berth` });
+    await row.getByRole("button", { name: "Send test" }).click();
+    await vi.waitFor(
+      () => expect(received.some((r) => r.headers["berth-event"] === "webhook.test")).toBe(true),
+      {
+        timeout: 30_000,
+        interval: 200,
+      },
+    );
+    const test = received.find((r) => r.headers["berth-event"] === "webhook.test")!;
+    expect(verifyWebhookSignature(secret, test.body, String(test.headers["berth-signature"]))).toBe(true);
+    await page
+      .getByTestId("webhook-delivery")
+      .filter({ hasText: "webhook.test" })
+      .filter({ hasText: "succeeded" })
+      .waitFor();
+    await page.reload();
+    // Shown once: a reload does not bring the secret back.
+    await page.getByTestId("webhook-row").first().waitFor();
+    expect(await page.getByTestId("created-webhook-secret").count()).toBe(0);
+    expect(pageErrors).toEqual([]);
+  });
+});

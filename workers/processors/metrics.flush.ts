@@ -1,0 +1,16 @@
+import type { BerthJobCatalog } from "@/server/queue/catalog";
+import { flushStageSamples, type StageBufferDeps } from "@/server/modules/metrics/stage-buffer.service";
+import type { JobProcessor } from "../registry";
+
+/** `metrics.flush`: stage timings from the Redis buffer into Postgres, then the retention prune. */
+export function metricsFlushProcessor(
+  deps: StageBufferDeps & { retentionDays: number },
+): JobProcessor<BerthJobCatalog, "metrics.flush"> {
+  return async ({ payload, log }) => {
+    const result = await flushStageSamples({ retentionDays: deps.retentionDays }, deps);
+    if (result.written > 0 || result.pruned > 0 || result.unreadable > 0) {
+      log.info({ ...result, trigger: payload.trigger }, "stage timings flushed");
+    }
+    return result;
+  };
+}
