@@ -3,6 +3,7 @@ import { loadDatabaseConfig, type DatabaseConfig } from "./database";
 import { readProcessEnv, type RawEnv } from "./env";
 import { loadHttpConfig, type HttpConfig } from "./http";
 import { loadLoggingConfig, type LoggingConfig } from "./logging";
+import { loadQuotaConfig, type QuotaConfig } from "./quotas";
 import { loadRedisConfig, type RedisConfig } from "./redis";
 import { loadSecretsConfig, type SecretsConfig } from "./secrets";
 import { loadWorkersConfig, type WorkersConfig } from "./workers";
@@ -15,6 +16,7 @@ export type BerthConfig = {
   readonly secrets: SecretsConfig;
   readonly logging: LoggingConfig;
   readonly workers: WorkersConfig;
+  readonly quotas: QuotaConfig;
 };
 
 /**
@@ -29,6 +31,7 @@ export function loadConfig(env: RawEnv = readProcessEnv()): BerthConfig {
     secrets: loadSecretsConfig(env),
     logging: loadLoggingConfig(env),
     workers: loadWorkersConfig(env),
+    quotas: loadQuotaConfig(env),
   };
 }
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { meteringJobs } from "@/server/modules/metering/metering.jobs";
 import { workspaceJobs } from "@/server/modules/workspace/workspace.jobs";
 import { JOB_RETENTION } from "./retention";
 import { defineJob, type JobCatalog } from "./types";
@@ -28,6 +29,8 @@ export const jobCatalog = {
   }),
   // workspace.provision | stop | purge | sweep | reconcile, session.purge, agent.purge.
   ...workspaceJobs,
+  // metering.flush: the usage buffer → the UsageRecord ledger, then the budgets.
+  ...meteringJobs,
 } as const satisfies JobCatalog;
 
 export type BerthJobCatalog = typeof jobCatalog;
