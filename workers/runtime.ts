@@ -10,7 +10,13 @@ import { createRedisConnection } from "@/server/redis";
 import { startHealthServer } from "./health";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import { getEngine } from "@/server/composition/services";
-import { berthConcurrencyByQueue, berthSchedules, registerBerthProcessors } from "./processors";
+import { loadQuotaConfig, type QuotaConfig } from "@/server/config/quotas";
+import {
+  berthConcurrencyByQueue,
+  berthSchedules,
+  meteringSchedules,
+  registerBerthProcessors,
+} from "./processors";
 import { workspaceSchedules } from "./processors/workspace.processors";
 import { ProcessorRegistry, startWorkers } from "./registry";
 import { applySchedules, type Schedule } from "./schedules";
@@ -40,7 +46,10 @@ export async function startWorkerRuntime(params: {
   schedules?: readonly Schedule<BerthJobCatalog>[];
   /** The workspace engine the workspace jobs use; defaults to the process-wide getEngine(). */
   engine?: Pick<WorkspaceEngine, "drivers" | "config" | "queues">;
+  /** Quotas and metering rates; defaults to the environment's. */
+  quotas?: QuotaConfig;
 }): Promise<WorkerRuntime> {
+  const quotas = params.quotas ?? loadQuotaConfig();
   const workerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const log = params.log.child({ component: "workers", workerId });
   const connection = createRedisConnection(params.redis, "producer", "berth-worker-runtime");
@@ -53,6 +62,7 @@ export async function startWorkerRuntime(params: {
       redis: connection,
       redisPrefix: params.redis.prefix,
       engine: params.engine ?? getEngine(),
+      quotas,
     });
 
   const pool = await startWorkers({
@@ -66,7 +76,11 @@ export async function startWorkerRuntime(params: {
   });
   await applySchedules(
     queues,
-    params.schedules ?? [...berthSchedules, ...workspaceSchedules((params.engine ?? getEngine()).config)],
+    params.schedules ?? [
+      ...berthSchedules,
+      ...meteringSchedules(quotas),
+      ...workspaceSchedules((params.engine ?? getEngine()).config),
+    ],
     log,
   );
 

@@ -7,6 +7,13 @@ import type { TenantScope } from "@/server/auth/scope";
 import { createChatService, type ChatService } from "./chat.service";
 import { checkAgentModel, type TModelCheckResult } from "./model-check";
 import { TurnRegistry, type TurnLock } from "./turn-registry";
+import { recordUsage } from "@/server/modules/metering/metering.service";
+import {
+  admitTurn,
+  defaultQuotaDeps,
+  TURN_SLOT_RENEW_MS,
+  type QuotaDeps,
+} from "@/server/modules/quota/quota.service";
 
 /**
  * Composition of the agent-facing services (agents, sessions, chat, jobs) over one workspace service, so
@@ -25,16 +32,24 @@ export function createAgentServices(deps: {
   workspaces: WorkspaceService;
   secretKey: SecretKey;
   turnLock: TurnLock;
+  /** Quota admission of turns (default: the installation's, built on first use). */
+  quota?: QuotaDeps;
 }): AgentServices {
   const log = deps.workspaces.engine.log.child({ component: "chat" });
   const onAuditFailure = (error: unknown) => log.error({ err: error }, "audit write failed");
   const registry = new TurnRegistry({ lock: deps.turnLock });
+  let quota = deps.quota;
   const chat = createChatService({
     workspaces: deps.workspaces,
     registry,
     secretKey: deps.secretKey,
     log,
     createSession: (scope, request, extra) => session.create(scope, request, extra),
+    quota: {
+      admitTurn: (tenantId, turnId) => admitTurn(tenantId, turnId, (quota ??= defaultQuotaDeps())),
+      renewEveryMs: TURN_SLOT_RENEW_MS,
+      recordUsage: (entries) => recordUsage(entries),
+    },
   });
   const session = createSessionService({
     workspaces: deps.workspaces,

@@ -28,6 +28,7 @@ import { fromStoredMessages, toStoredMessage, type StoredChatMessage } from "./s
 import { assembleToolkit } from "./toolkit";
 import type { TurnRegistry } from "./turn-registry";
 import { turnWorkspacePort, type EngineWorkspace } from "./workspace-adapters";
+import { turnUsage, type TurnQuotaPort } from "./turn-quota";
 
 /**
  * The chat service: `send` runs one turn of a session end to end (turn lock → workspace under a turn lease →
@@ -50,7 +51,7 @@ type ChatWorkspacePort = {
     scope: TenantScope,
     sessionId: string,
     lease: { holder: string; reason: string; ttlMs?: number },
-    fn: (workspace: EngineWorkspace) => Promise<T>,
+    fn: (workspace: EngineWorkspace, record: { id: string; backendKind: string }) => Promise<T>,
   ): Promise<T>;
 };
 
@@ -64,6 +65,8 @@ export type ChatServiceDeps = {
   createSession?: TeamDeps["createSession"];
   /** The turn's workspace lease; the engine caps it at its hard maximum. */
   turnLeaseMs?: number;
+  /** Quota admission and metering of turns; without it turns are neither limited nor metered (unit tests). */
+  quota?: TurnQuotaPort;
 };
 
 /** Read-before-Write bookkeeping survives between a session's turns (bounded: oldest sessions dropped). */
@@ -110,7 +113,7 @@ export function createChatService(deps: ChatServiceDeps) {
     message: string,
     signal: AbortSignal,
     emit: (event: TChatTurnEvent) => void,
-  ): Promise<TurnResult> {
+  ): Promise<TurnResult & { backend: string; workspaceId: string }> {
     const sessionId = session.id;
     const apiKey = await getAgentModelApiKey(scope, agent.id, deps.secretKey);
     const agentModel = createAgentModel(modelEndpointForAgent(agent.modelConfig, apiKey));
@@ -119,7 +122,7 @@ export function createChatService(deps: ChatServiceDeps) {
       reason: `chat turn of session ${sessionId}`,
       ttlMs: deps.turnLeaseMs ?? 60 * 60_000,
     };
-    return deps.workspaces.withSessionWorkspace(scope, sessionId, lease, async (workspace) => {
+    return deps.workspaces.withSessionWorkspace(scope, sessionId, lease, async (workspace, record) => {
       const port = turnWorkspacePort(workspace, {
         readState: readStateFor(sessionId),
         acceptedMediaTypes: agent.modelConfig.acceptedMediaTypes ?? [],
@@ -133,7 +136,7 @@ export function createChatService(deps: ChatServiceDeps) {
         logger: chatLogger,
       });
       const history = fromStoredMessages(await loadHistory(scope, sessionId));
-      return runTurn({
+      const result = await runTurn({
         sessionId,
         model: agentModel.model,
         modelSettings: agentModel.settings,
@@ -147,6 +150,7 @@ export function createChatService(deps: ChatServiceDeps) {
         onEvent: emit,
         logger: chatLogger,
       });
+      return { ...result, backend: record.backendKind, workspaceId: record.id };
     });
   }
 
@@ -195,7 +199,20 @@ export function createChatService(deps: ChatServiceDeps) {
       const session = await getSession(scope, input.sessionId);
       const agent = await getAgent(scope, session.agentId);
       options.signal?.throwIfAborted();
-      const turn = await deps.registry.start(session.id);
+      // Before the session is claimed or any workspace touched: the budget's hard stop and one of the
+      // tenant's concurrent-turn slots (QUOTA_EXCEEDED names the limit), held until the turn ends.
+      const admission = await deps.quota?.admitTurn(scope.tenantId, randomUUID());
+      let turn: Awaited<ReturnType<TurnRegistry["start"]>>;
+      try {
+        turn = await deps.registry.start(session.id);
+      } catch (error) {
+        await admission?.release();
+        throw error;
+      }
+      const renewal = admission
+        ? setInterval(() => void admission.renew().catch(() => undefined), deps.quota!.renewEveryMs)
+        : null;
+      renewal?.unref();
       const cancelOnAbort = () => void deps.registry.cancel(session.id).catch(() => false);
       options.signal?.addEventListener("abort", cancelOnAbort, { once: true });
       if (options.signal?.aborted) cancelOnAbort(); // aborted while the turn was being claimed
@@ -212,12 +229,18 @@ export function createChatService(deps: ChatServiceDeps) {
         }).catch((error: unknown) => deps.log.warn({ err: error }, "could not audit a chat turn"));
       void (async () => {
         let done: TChatTurnEvent | null = null;
+        let toolCalls = 0;
         try {
           await updateSession(scope, session.id, { status: "RUNNING" });
           const result = await runOnWorkspace(scope, agent, session, input.message, turn.signal, (event) => {
+            if (event.type === "tool-call") toolCalls += 1;
             if (event.type === "done") done = event;
             else channel.push(event);
           });
+          // Metered once the model ran, whatever the outcome (buffered: one RPUSH).
+          await deps.quota
+            ?.recordUsage(turnUsage(scope, session, result, { toolCalls, ...result }))
+            .catch((error: unknown) => deps.log.warn({ err: error }, "could not meter a chat turn"));
           await persist(scope, session.id, result);
           await updateSession(scope, session.id, { status: result.status === "failed" ? "ERROR" : "IDLE" });
           await auditTurn(result.status === "failed" ? "failure" : "success", {
@@ -253,6 +276,10 @@ export function createChatService(deps: ChatServiceDeps) {
           });
         } finally {
           options.signal?.removeEventListener("abort", cancelOnAbort);
+          if (renewal) clearInterval(renewal);
+          await admission
+            ?.release()
+            .catch((error: unknown) => deps.log.warn({ err: error }, "releasing a turn slot failed"));
           await turn.end().catch((error: unknown) => deps.log.warn({ err: error }, "ending a turn failed"));
           channel.close();
         }

@@ -8,6 +8,13 @@ import type { Logger } from "@/server/logger";
 import { recordPurgeReceipt } from "@/server/modules/audit/audit.data";
 import { AppError } from "@/server/shared/errors";
 import { effectiveIdleTtlMs } from "@/server/modules/tenant/tenant-policy";
+import { recordUsage } from "@/server/modules/metering/metering.service";
+import {
+  defaultQuotaDeps,
+  provisionAdmission,
+  workspaceResources,
+  type QuotaDeps,
+} from "@/server/modules/quota/quota.service";
 import { listTenantIdleTtlsBelow } from "@/server/modules/tenant/tenant-policy.data";
 import { appendWorkspaceEvent } from "./workspace.data";
 import type {
@@ -35,6 +42,8 @@ export type WorkspaceJobDeps = {
   config: EngineConfig;
   /** Enqueues `workspace.stop` (the sweeper hands each idle workspace to its own retryable job). */
   requestStop: (payload: z.input<typeof ZWorkspaceStopPayload>) => Promise<unknown>;
+  /** Quota admission and limits (default: the installation's, over the process' Redis). */
+  quota?: QuotaDeps;
 };
 
 async function loadRecord(
@@ -57,13 +66,18 @@ async function loadRecord(
  * (machine provisioning is create-or-get).
  */
 export async function provisionWorkspace(
-  deps: Pick<WorkspaceJobDeps, "drivers">,
+  deps: Pick<WorkspaceJobDeps, "drivers" | "quota">,
   payload: z.output<typeof ZWorkspaceProvisionPayload>,
   log: Logger,
 ): Promise<{ outcome: "already-ready" | "provisioned"; handle?: BackendHandle }> {
   const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId);
   const machine = deps.drivers.forKind(record.backendKind).machine;
-  const spec = specOfRecord(record);
+  const quota = deps.quota ?? defaultQuotaDeps();
+  // A workspace that starts holding a machine is admitted against the tenant's quotas (live workspaces,
+  // budget, provisions per minute) inside its transition, under the tenant's quota lock.
+  const admit = provisionAdmission(record.tenantId, record.id, quota);
+  const { resources, size } = await workspaceResources(record.tenantId, quota);
+  const spec = { ...specOfRecord(record), resources };
   switch (record.state) {
     case "READY":
       if (await machine.exists(spec)) return { outcome: "already-ready" };
@@ -86,6 +100,7 @@ export async function provisionWorkspace(
         from: ["PURGED"],
         to: "PROVISIONING",
         reason: `${payload.reason}: generation ${next} after a purge`,
+        admit,
       });
       break;
     }
@@ -109,6 +124,7 @@ export async function provisionWorkspace(
         from: [record.state],
         to: "PROVISIONING",
         reason: payload.reason,
+        admit,
       });
       break;
   }
@@ -151,7 +167,20 @@ export async function provisionWorkspace(
     to: "READY",
     reason: "provisioned",
     backendHandle: handle,
+    meteredSize: size,
   });
+  await recordUsage([
+    {
+      tenantId: record.tenantId,
+      kind: "provision",
+      quantity: 1,
+      backend: record.backendKind,
+      size,
+      agentId: record.agentId,
+      userId: record.userId,
+      workspaceId: record.id,
+    },
+  ]).catch((error: unknown) => log.warn({ err: error }, "could not meter a provision"));
   return { outcome: "provisioned", handle };
 }
 

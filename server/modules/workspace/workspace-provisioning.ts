@@ -4,7 +4,8 @@ import type { BerthJobCatalog } from "@/server/queue/catalog";
 import { createEnqueue } from "@/server/queue/enqueue";
 import type { QueueSet } from "@/server/queue/queues";
 import { deterministicJobId } from "@/server/queue/types";
-import { AppError } from "@/server/shared/errors";
+import { AppError, isAppError } from "@/server/shared/errors";
+import { defaultQuotaDeps, precheckProvision, type QuotaDeps } from "@/server/modules/quota/quota.service";
 import type { ProvisionedMachine } from "@/server/engine/attach-provider";
 import type { WorkspaceSpec } from "@/server/workspace/backend/driver";
 import { findWorkspaceRecordForSystem, type WorkspaceRecord } from "./workspace-lifecycle.data";
@@ -15,6 +16,8 @@ export type ProvisionGateDeps = {
   /** How long one call waits for the workers before answering UNAVAILABLE. */
   waitMs: number;
   log: Logger;
+  /** Quota checks before a provision is asked for (default: the installation's, built on first use). */
+  quota?: QuotaDeps;
 };
 
 /**
@@ -28,12 +31,19 @@ export function createProvisionGate(
   deps: ProvisionGateDeps,
 ): (spec: WorkspaceSpec) => Promise<ProvisionedMachine> {
   const enqueue = createEnqueue(deps.queues);
+  let quota = deps.quota;
+  // Refused before any job or backend call: live workspaces, budget, provisions per minute. The worker's
+  // transition is the admission itself (atomic); this only answers the caller at once, with the limit.
+  const precheck = (spec: WorkspaceSpec) =>
+    precheckProvision(spec.tenantId, spec.workspaceId, (quota ??= defaultQuotaDeps()));
   return async (spec) => {
     // Two rounds at most: the job we waited for may have finished (and been removed) in between, in which
     // case the record, not the job, says whether the workspace is ready.
     for (let round = 0; ; round++) {
       const record = await currentRecord(spec);
       if (record.state === "READY") return machineOf(record);
+      // A workspace already being provisioned holds its slot: only a new provision is checked.
+      if (record.state !== "PROVISIONING") await precheck(spec);
       try {
         await provisionOnce(spec, record.state);
         const after = await currentRecord(spec);
@@ -42,6 +52,11 @@ export function createProvisionGate(
       } catch (error) {
         const after = await currentRecord(spec);
         if (after.state === "READY") return machineOf(after);
+        // The worker refused it at admission (another replica took the last slot meanwhile): the typed
+        // refusal, not "try again shortly".
+        await precheck(spec).catch((refusal: unknown) => {
+          if (isAppError(refusal) && refusal.code === "QUOTA_EXCEEDED") throw refusal;
+        });
         if (round >= 1) {
           deps.log.warn({ workspaceId: spec.workspaceId, err: error }, "workspace provisioning failed");
           throw new AppError(

@@ -1,3 +1,4 @@
+import type { WorkspaceResources } from "@/server/workspace/backend/driver";
 import { createHash } from "node:crypto";
 import type Docker from "dockerode";
 import { AppError, isAppError } from "@/server/shared/errors";
@@ -15,6 +16,7 @@ export type ContainerSpec = DockerWorkspaceRef & {
   image: string;
   hostWorkdir: string;
   hostRuntimeDir: string;
+  resources?: WorkspaceResources;
 };
 
 /** The PATH, HOME and locale every command starts from. */
@@ -65,9 +67,10 @@ function containerCreateOptions(
         `${spec.hostRuntimeDir}:${CONTAINER_PATHS.runtimeDir}:rw`,
       ],
       NetworkMode: config.networkMode,
-      NanoCpus: Math.round(config.cpus * 1e9),
-      Memory: config.memoryBytes,
-      MemorySwap: config.memoryBytes,
+      // The tenant's per-workspace quota lowers the installation's limits, never raises them.
+      NanoCpus: Math.round(Math.min(config.cpus, spec.resources?.cpus ?? Infinity) * 1e9),
+      Memory: Math.min(config.memoryBytes, spec.resources?.memoryBytes ?? Infinity),
+      MemorySwap: Math.min(config.memoryBytes, spec.resources?.memoryBytes ?? Infinity),
       PidsLimit: config.pidsLimit,
       SecurityOpt: ["no-new-privileges"],
       CapDrop: ["NET_RAW", "MKNOD", "AUDIT_WRITE", "SYS_CHROOT"],

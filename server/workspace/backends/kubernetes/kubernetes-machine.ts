@@ -36,6 +36,7 @@ export function ownerOf(spec: WorkspaceSpec): WorkspaceOwner {
     userId: spec.userId,
     workspaceId: spec.workspaceId,
     agentId: spec.agentId,
+    ...(spec.resources ? { resources: spec.resources } : {}),
   };
 }
 
