@@ -15,6 +15,7 @@ import { agentRouter } from "@/server/api/routers/agent.router";
 import { chatRouter } from "@/server/api/routers/chat.router";
 import { jobsRouter } from "@/server/api/routers/jobs.router";
 import { libraryRouter } from "@/server/api/routers/library.router";
+import { quotaRouter } from "@/server/api/routers/quota.router";
 import { sessionRouter } from "@/server/api/routers/session.router";
 import { createCallerFactory, createTRPCRouter } from "@/server/api/trpc";
 
@@ -31,6 +32,7 @@ export const appRouter = createTRPCRouter({
   chat: chatRouter,
   jobs: jobsRouter,
   library: libraryRouter,
+  quota: quotaRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -51,29 +51,32 @@ export const ZBudgetSettings = z
 export type TBudgetSettings = z.output<typeof ZBudgetSettings>;
 
 /** One limit against the tenant's use of it, for the Settings card. */
-export type QuotaUsageItem = {
-  limit: QuotaLimitName;
-  label: string;
+const ZQuotaUsageItem = z.object({
+  limit: z.string(),
+  label: z.string(),
   /** The effective value (override or default); 0 for a resource: the backend's own setting. */
-  value: number;
-  overridden: boolean;
+  value: z.number(),
+  overridden: z.boolean(),
   /** Current use, where it is countable (resources per workspace have none). */
-  used: number | null;
-};
+  used: z.number().nullable(),
+});
+export type QuotaUsageItem = z.output<typeof ZQuotaUsageItem>;
 
-export type TenantUsageView = {
-  limits: QuotaUsageItem[];
-  budget: {
-    monthlyBudgetUnits: number | null;
-    spentUnits: number;
-    alertPercents: number[];
-    hardStop: boolean;
-    stopWorkspaces: boolean;
-    month: string;
-  };
+export const ZTenantUsageView = z.object({
+  limits: z.array(ZQuotaUsageItem),
+  budget: z.object({
+    monthlyBudgetUnits: z.number().nullable(),
+    spentUnits: z.number(),
+    alertPercents: z.array(z.number()),
+    hardStop: z.boolean(),
+    stopWorkspaces: z.boolean(),
+    /** `YYYY-MM` (UTC). */
+    month: z.string(),
+  }),
   /** This month's metered quantities by kind (workspace_seconds, turn, input_tokens, ...). */
-  usage: Record<string, number>;
-};
+  usage: z.record(z.string(), z.number()),
+});
+export type TenantUsageView = z.output<typeof ZTenantUsageView>;
 
 /** THE refusal of a quota or budget: says which limit, its value and the use that hit it. */
 export function quotaExceeded(limit: QuotaLimitName, value: number, used: number): AppError {

@@ -191,7 +191,9 @@ export async function acquireLeaseLocked(
     }
     return { lease: saved, state: row.state };
   });
-  await touchWorkspaceActivity(scope, workspaceId, new Date(), db);
+  // Only work moves the idle clock: a read's quiet lease (dashboard browsing, file listings, status
+  // probes) holds the workspace while it runs but never keeps it awake afterwards.
+  if (!options.quiet) await touchWorkspaceActivity(scope, workspaceId, new Date(), db);
   return acquired;
 }
 
