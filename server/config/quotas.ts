@@ -23,7 +23,7 @@ export const ZMeteringRate = z
 export type MeteringRate = z.output<typeof ZMeteringRate>;
 
 /** `{ "*": {...}, "docker": {...} }`: a backend's own rate, else the `*` rate, else nothing costs anything. */
-const ZMeteringRates = z.record(
+const ZMeteringRates = z.partialRecord(
   z.enum(["*", "local", "docker", "e2b", "kubernetes"]),
   ZMeteringRate,
 );

@@ -58,6 +58,14 @@ const CASES: Record<string, CrossTenantCase> = {
   "tenant.overview": { kind: "tenant", input: () => ({}), targetsRows: false },
   "tenant.policy": { kind: "tenant", input: () => ({}), targetsRows: false },
   "tenant.setPolicy": { kind: "tenant", input: () => ({ stdioMcpMinRole: "member" }), targetsRows: false },
+  // quota.* (issue 15): the tenant's limits, usage and budget.
+  "quota.usage": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "quota.setOverrides": { kind: "tenant", input: () => ({ liveWorkspaces: 1 }), targetsRows: false },
+  "quota.setBudget": {
+    kind: "tenant",
+    input: () => ({ monthlyBudgetUnits: 1, hardStop: true }),
+    targetsRows: false,
+  },
   "account.changePassword": {
     kind: "custom",
     // Not tenant-scoped: it only ever acts on the caller's own account (a wrong current password changes nothing).
@@ -297,6 +305,7 @@ async function snapshotOfB() {
     jobs: await bOwner.jobs.list(ref),
     invites: await bOwner.invite.list(ref),
     library: await bOwner.library.list(ref),
+    quota: await bOwner.quota.usage(ref),
   };
 }
 
