@@ -105,3 +105,33 @@ export async function admitProvisionInWindow(
   )) as [number, number];
   return { admitted: admitted === 1, count };
 }
+
+const RELEASE_LOCK = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
+/**
+ * Runs `fn` holding a per-key Redis lock (SET NX PX), for quotas whose use lives outside the database
+ * (MCP declarations in a workspace's `.mcp`): count and add happen under it, so replicas never both add
+ * the last allowed one. Waits up to `waitMs` for the lock (UNAVAILABLE-free: callers get the refusal or go).
+ */
+export async function withQuotaLock<T>(
+  deps: QuotaCounterDeps,
+  key: string,
+  fn: () => Promise<T>,
+  options: { ttlMs?: number; waitMs?: number } = {},
+): Promise<T> {
+  const lockKey = redisKey(deps.redisPrefix, "quota", "lock", key);
+  const token = crypto.randomUUID();
+  const deadline = Date.now() + (options.waitMs ?? 30_000);
+  for (let delay = 10; ; delay = Math.min(delay * 2, 250)) {
+    if ((await deps.redis.set(lockKey, token, "PX", options.ttlMs ?? 60_000, "NX")) === "OK") break;
+    if (Date.now() > deadline) throw new Error(`quota lock ${key} not acquired in time`);
+    await new Promise((resolve) => setTimeout(resolve, delay));
+  }
+  try {
+    return await fn();
+  } finally {
+    await deps.redis.eval(RELEASE_LOCK, 1, lockKey, token);
+  }
+}

@@ -9,6 +9,7 @@ import {
   admitProvisionInWindow,
   releaseHeldTurn,
   renewHeldTurn,
+  withQuotaLock,
   type QuotaCounterDeps,
 } from "./quota-counters";
 import {
@@ -154,4 +155,23 @@ export async function workspaceResources(
     resources.diskBytes !== undefined ? `${Math.round(resources.diskBytes / 2 ** 30)}gib-disk` : null,
   ].filter(Boolean);
   return { resources, size: parts.length > 0 ? parts.join("-") : "default" };
+}
+
+/**
+ * Adds an MCP server to a scope within `mcpServersPerScope`: counts the scope's declarations and adds
+ * under one lock per workspace and scope, so two replicas never both add the last allowed one.
+ */
+export async function withinMcpQuota<T>(
+  tenantId: string,
+  key: { workspaceId: string; agentId: string; sessionId: string },
+  count: () => Promise<number>,
+  add: () => Promise<T>,
+  deps: QuotaDeps,
+): Promise<T> {
+  const limit = (await tenantLimits(tenantId, deps)).mcpServersPerScope;
+  return withQuotaLock(deps, `mcp:${key.workspaceId}:${key.agentId}:${key.sessionId}`, async () => {
+    const used = await count();
+    if (used >= limit) throw quotaExceeded("mcpServersPerScope", limit, used);
+    return add();
+  });
 }
