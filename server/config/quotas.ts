@@ -7,10 +7,11 @@ import { parseEnv, readProcessEnv, type RawEnv } from "./env";
  * resource means "the backend's own setting" (BERTH_DOCKER_CPUS, BERTH_K8S_CPU_LIMIT, ...).
  */
 const count = (fallback: number) => z.coerce.number().int().min(0).max(1_000_000_000).default(fallback);
-const bytes = (fallback: number) => z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(fallback);
+const bytes = (fallback: number) =>
+  z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(fallback);
 
 /** Units one quantity of usage costs, per backend (an operator's price list, in any unit it likes). */
-export const ZMeteringRate = z
+const ZMeteringRate = z
   .object({
     workspaceHour: z.number().min(0).default(0),
     provision: z.number().min(0).default(0),
@@ -23,10 +24,7 @@ export const ZMeteringRate = z
 export type MeteringRate = z.output<typeof ZMeteringRate>;
 
 /** `{ "*": {...}, "docker": {...} }`: a backend's own rate, else the `*` rate, else nothing costs anything. */
-const ZMeteringRates = z.partialRecord(
-  z.enum(["*", "local", "docker", "e2b", "kubernetes"]),
-  ZMeteringRate,
-);
+const ZMeteringRates = z.partialRecord(z.enum(["*", "local", "docker", "e2b", "kubernetes"]), ZMeteringRate);
 
 const ZQuotaEnv = z.object({
   BERTH_QUOTA_LIVE_WORKSPACES: count(50),

@@ -18,7 +18,10 @@ export function meteringFlushProcessor(
   return async ({ payload, log }) => {
     const result = await runMeteringFlush({ ...deps, log });
     if (result.written > 0 || result.unreadable > 0)
-      log.info({ written: result.written, unreadable: result.unreadable, trigger: payload.trigger }, "usage flushed");
+      log.info(
+        { written: result.written, unreadable: result.unreadable, trigger: payload.trigger },
+        "usage flushed",
+      );
     return { written: result.written, accrued: result.accrued, budgets: result.budgets.length };
   };
 }

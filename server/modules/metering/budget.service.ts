@@ -78,7 +78,11 @@ export async function evaluateBudgets(
     }
     if (percentUsed >= 100 && quota.budgetHardStop && quota.budgetStopWorkspaces) {
       for (const workspaceId of await listReadyWorkspaceIds(tenantId)) {
-        await deps.requestStop({ tenantId, workspaceId, reason: `monthly budget (${budget} units) exceeded` });
+        await deps.requestStop({
+          tenantId,
+          workspaceId,
+          reason: `monthly budget (${budget} units) exceeded`,
+        });
         result.stopped.push(workspaceId);
       }
     }

@@ -1,6 +1,6 @@
 import type { Prisma } from "@/generated/prisma/client";
 import { type DbClient, getDb } from "@/server/db";
-import type { TUsageEntry, UsageKind, UsageSums } from "./metering.types";
+import type { TUsageEntry, UsageSums } from "./metering.types";
 
 /** The metering ledger (UsageRecord) and the budget alerts: the only Prisma importer of the module. */
 
@@ -28,7 +28,7 @@ export async function sumUsageSince(
     _sum: { quantity: true },
   });
   return rows.map((row) => ({
-    kind: row.kind as UsageKind,
+    kind: row.kind,
     backend: row.backend,
     quantity: row._sum.quantity ?? 0,
   }));

@@ -16,7 +16,7 @@ export type MeteringBufferDeps = {
   requestFlush: () => Promise<unknown>;
 };
 
-export function defaultMeteringDeps(): MeteringBufferDeps {
+function defaultMeteringDeps(): MeteringBufferDeps {
   const queues = getQueues();
   return {
     redis: getRedis(),
@@ -37,7 +37,9 @@ export async function recordUsage(
   const now = new Date();
   const lines = entries
     .filter((entry) => entry.quantity > 0)
-    .map((entry) => JSON.stringify(ZUsageEntry.parse({ ...entry, id: crypto.randomUUID(), at: entry.at ?? now })));
+    .map((entry) =>
+      JSON.stringify(ZUsageEntry.parse({ ...entry, id: crypto.randomUUID(), at: entry.at ?? now })),
+    );
   if (lines.length === 0) return;
   await deps.redis.rpush(bufferKey(deps.redisPrefix), ...lines);
   await deps.requestFlush();
@@ -55,7 +57,12 @@ const ACK_SCRIPT = `
 if redis.call('LINDEX', KEYS[1], 0) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
-export type MeteringFlushResult = { written: number; batches: number; unreadable: number; tenantIds: string[] };
+export type MeteringFlushResult = {
+  written: number;
+  batches: number;
+  unreadable: number;
+  tenantIds: string[];
+};
 
 /** Drains the buffer into the ledger. Safe to run concurrently and to retry after a crash. */
 export async function flushMeteringBuffer(

@@ -1,6 +1,6 @@
 import { z } from "zod";
 
-export const USAGE_KINDS = [
+const USAGE_KINDS = [
   "workspace_seconds",
   "provision",
   "turn",

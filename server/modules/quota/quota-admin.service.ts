@@ -80,8 +80,10 @@ export async function changeQuotaOverrides(
 ): Promise<TenantUsageView> {
   assertCan(scope, "tenant:manage");
   const overrides = parseInput(ZQuotaOverrides, raw);
-  await audited(scope, { action: "quota.update", targetType: "tenant", targetId: scope.tenantId, details: overrides }, () =>
-    saveQuotaOverrides(scope.tenantId, overrides),
+  await audited(
+    scope,
+    { action: "quota.update", targetType: "tenant", targetId: scope.tenantId, details: overrides },
+    () => saveQuotaOverrides(scope.tenantId, overrides),
   );
   return readTenantUsage(scope, deps);
 }
@@ -94,8 +96,10 @@ export async function changeBudget(
 ): Promise<TenantUsageView> {
   assertCan(scope, "tenant:manage");
   const budget = parseInput(ZBudgetSettings, raw);
-  await audited(scope, { action: "budget.update", targetType: "tenant", targetId: scope.tenantId, details: budget }, () =>
-    saveBudgetSettings(scope.tenantId, budget),
+  await audited(
+    scope,
+    { action: "budget.update", targetType: "tenant", targetId: scope.tenantId, details: budget },
+    () => saveBudgetSettings(scope.tenantId, budget),
   );
   return readTenantUsage(scope, deps);
 }

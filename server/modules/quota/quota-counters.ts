@@ -55,7 +55,7 @@ const turnsKey = (deps: QuotaCounterDeps, tenantId: string) =>
 const provisionsKey = (deps: QuotaCounterDeps, tenantId: string) =>
   redisKey(deps.redisPrefix, "quota", "provisions", tenantId);
 
-export const PROVISION_WINDOW_MS = 60_000;
+const PROVISION_WINDOW_MS = 60_000;
 
 export async function admitHeldTurn(
   deps: QuotaCounterDeps,

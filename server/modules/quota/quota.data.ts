@@ -1,4 +1,4 @@
-import { Prisma } from "@/generated/prisma/client";
+import type { Prisma } from "@/generated/prisma/client";
 import { type DbClient, getDb } from "@/server/db";
 import type { TBudgetSettings, TQuotaOverrides } from "./quota.types";
 
@@ -34,7 +34,13 @@ type RawRow = {
 const num = (value: bigint | null): number | null => (value === null ? null : Number(value));
 
 function fromRaw(row: RawRow | undefined): TenantQuotaRow {
-  if (!row) return { monthlyBudgetUnits: null, budgetAlertPercents: [], budgetHardStop: false, budgetStopWorkspaces: false };
+  if (!row)
+    return {
+      monthlyBudgetUnits: null,
+      budgetAlertPercents: [],
+      budgetHardStop: false,
+      budgetStopWorkspaces: false,
+    };
   return {
     liveWorkspaces: row.live_workspaces,
     totalWorkspaces: row.total_workspaces,
@@ -73,8 +79,15 @@ export async function lockTenantQuota(
   return fromRaw(rows[0]);
 }
 
+/** The transaction an admission runs in (the caller's: the write it admits commits with it). */
+export type QuotaTx = Prisma.TransactionClient;
+
+export async function workspaceExists(tx: QuotaTx, workspaceId: string): Promise<boolean> {
+  return (await tx.workspace.count({ where: { id: workspaceId } })) > 0;
+}
+
 /** Workspaces holding a machine (or about to): what `liveWorkspaces` counts. */
-export const LIVE_STATES = ["PROVISIONING", "READY", "STOPPING"] as const;
+const LIVE_STATES = ["PROVISIONING", "READY", "STOPPING"] as const;
 
 export async function countLiveWorkspaces(
   tenantId: string,

@@ -1,4 +1,3 @@
-import type { Prisma } from "@/generated/prisma/client";
 import { getConfig } from "@/server/config/config";
 import type { QuotaConfig, QuotaLimits } from "@/server/config/quotas";
 import { monthSpend } from "@/server/modules/metering/budget.service";
@@ -17,6 +16,8 @@ import {
   countTotalWorkspaces,
   getTenantQuota,
   lockTenantQuota,
+  workspaceExists,
+  type QuotaTx,
   type TenantQuotaRow,
 } from "./quota.data";
 import { quotaExceeded } from "./quota.types";
@@ -54,7 +55,7 @@ export async function tenantLimits(tenantId: string, deps: Pick<QuotaDeps, "conf
 }
 
 /** The hard stop: QUOTA_EXCEEDED once this month's spend reached a budget that has `budgetHardStop`. */
-export async function assertWithinBudget(
+async function assertWithinBudget(
   tenantId: string,
   deps: Pick<QuotaDeps, "config">,
   row?: TenantQuotaRow,
@@ -62,7 +63,8 @@ export async function assertWithinBudget(
   const quota = row ?? (await getTenantQuota(tenantId));
   if (quota.monthlyBudgetUnits === null || !quota.budgetHardStop) return;
   const spent = await monthSpend(tenantId, deps.config.rates);
-  if (spent >= quota.monthlyBudgetUnits) throw quotaExceeded("monthlyBudgetUnits", quota.monthlyBudgetUnits, spent);
+  if (spent >= quota.monthlyBudgetUnits)
+    throw quotaExceeded("monthlyBudgetUnits", quota.monthlyBudgetUnits, spent);
 }
 
 /** A turn's hold on one of the tenant's concurrent-turn slots; renew it while the turn runs. */
@@ -91,14 +93,14 @@ export const TURN_SLOT_RENEW_MS = TURN_SLOT_TTL_MS / 3;
  * record past `totalWorkspaces`.
  */
 export async function admitWorkspaceRecord(
-  tx: Prisma.TransactionClient,
+  tx: QuotaTx,
   tenantId: string,
   workspaceId: string,
   deps: Pick<QuotaDeps, "config"> = { config: getConfig().quotas },
 ): Promise<void> {
   const row = await lockTenantQuota(tx, tenantId);
   // A racing request for the same id inserted it while this one waited for the lock: nothing new.
-  if ((await tx.workspace.count({ where: { id: workspaceId } })) > 0) return;
+  if (await workspaceExists(tx, workspaceId)) return;
   const limit = effectiveLimits(row, deps.config.defaults).totalWorkspaces;
   const used = await countTotalWorkspaces(tenantId, tx);
   if (used >= limit) throw quotaExceeded("totalWorkspaces", limit, used);
@@ -112,7 +114,7 @@ export function provisionAdmission(
   tenantId: string,
   workspaceId: string,
   deps: QuotaDeps,
-): (tx: Prisma.TransactionClient) => Promise<void> {
+): (tx: QuotaTx) => Promise<void> {
   return async (tx) => {
     const row = await lockTenantQuota(tx, tenantId);
     const limits = effectiveLimits(row, deps.config.defaults);
@@ -128,7 +130,11 @@ export function provisionAdmission(
  * The API side's check before it asks the workers for a provision, so a refusal is typed and immediate.
  * Not the admission (the worker's transition is): it only spares a job that would be refused.
  */
-export async function precheckProvision(tenantId: string, workspaceId: string, deps: QuotaDeps): Promise<void> {
+export async function precheckProvision(
+  tenantId: string,
+  workspaceId: string,
+  deps: QuotaDeps,
+): Promise<void> {
   const row = await getTenantQuota(tenantId);
   const limits = effectiveLimits(row, deps.config.defaults);
   const live = await countLiveWorkspaces(tenantId, { except: workspaceId });

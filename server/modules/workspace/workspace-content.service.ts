@@ -28,7 +28,10 @@ export type SkillArchiveUpload = {
  * What the `workspace.mcp | skill | files | status` procedures and the upload/download routes do, on top of
  * the workspace service (each call resolves the workspace under a short lease). Mutations are audited.
  */
-export function createWorkspaceContentService(service: WorkspaceService, options: { quota?: QuotaDeps } = {}) {
+export function createWorkspaceContentService(
+  service: WorkspaceService,
+  options: { quota?: QuotaDeps } = {},
+) {
   let quotaDeps = options.quota;
   const quota = () => (quotaDeps ??= defaultQuotaDeps());
   // `agentId`: the agent whose scope or partition the call works on; its stored defaults apply first.

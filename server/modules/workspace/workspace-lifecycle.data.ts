@@ -299,7 +299,13 @@ type LockedRow = {
   state: WorkspaceState;
   generation: number;
   lastActivityAt: Date | null;
-  metering: { meteredAt: Date | null; meteredSize: string | null; backendKind: string; agentId: string | null; userId: string | null };
+  metering: {
+    meteredAt: Date | null;
+    meteredSize: string | null;
+    backendKind: string;
+    agentId: string | null;
+    userId: string | null;
+  };
 };
 
 type RawLockedRow = {

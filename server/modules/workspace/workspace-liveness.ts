@@ -27,8 +27,17 @@ export function explainLiveness(
       lease.createdAt.getTime() > now.getTime() - options.maxLeaseMs,
   );
   const reasons: WorkspaceLiveness["reasons"] = live.map((lease) => {
-    const kind = lease.holder.startsWith("turn:") ? "turn" : lease.holder.startsWith("call:") ? "call" : "lease";
-    const what = kind === "turn" ? "a chat turn is running" : kind === "call" ? "an API call is working on it" : `held by ${lease.holder}`;
+    const kind = lease.holder.startsWith("turn:")
+      ? "turn"
+      : lease.holder.startsWith("call:")
+        ? "call"
+        : "lease";
+    const what =
+      kind === "turn"
+        ? "a chat turn is running"
+        : kind === "call"
+          ? "an API call is working on it"
+          : `held by ${lease.holder}`;
     return { kind, text: `${what}${lease.reason ? ` (${lease.reason})` : ""}`, until: lease.expiresAt };
   });
   const lastWork = record.lastActivityAt ?? record.stateChangedAt;

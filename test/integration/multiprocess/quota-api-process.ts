@@ -35,8 +35,9 @@ async function runTurn(sessionId: string): Promise<TurnOutcome> {
   try {
     events = await caller.chat.send({ tenantId, sessionId, message: `turn for ${sessionId}` });
   } catch (error) {
-    const cause = (error as { cause?: { code?: string; userMessage?: string; details?: Record<string, unknown> } })
-      .cause;
+    const cause = (
+      error as { cause?: { code?: string; userMessage?: string; details?: Record<string, unknown> } }
+    ).cause;
     outcome.refused = {
       code: cause?.code ?? "UNKNOWN",
       message: cause?.userMessage ?? String(error),
@@ -59,7 +60,9 @@ for await (const line of lines) {
   if (command === "exit") break;
   if (command !== "send") continue;
   for (const sessionId of ids) {
-    running.push(runTurn(sessionId).then((outcome) => void process.stdout.write(`${JSON.stringify(outcome)}\n`)));
+    running.push(
+      runTurn(sessionId).then((outcome) => void process.stdout.write(`${JSON.stringify(outcome)}\n`)),
+    );
   }
 }
 await Promise.all(running);

@@ -21,7 +21,11 @@ import { getDb } from "@/server/db";
 import { createLogger } from "@/server/logger";
 import { createAgentService } from "@/server/modules/agent/agent.service";
 import { sumUsageSince } from "@/server/modules/metering/metering.data";
-import { changeBudget, changeQuotaOverrides, readTenantUsage } from "@/server/modules/quota/quota-admin.service";
+import {
+  changeBudget,
+  changeQuotaOverrides,
+  readTenantUsage,
+} from "@/server/modules/quota/quota-admin.service";
 import type { QuotaDeps } from "@/server/modules/quota/quota.service";
 import { createSessionService } from "@/server/modules/session/session.service";
 import { listWorkspaceEvents } from "@/server/modules/workspace/workspace.data";
@@ -124,8 +128,15 @@ describe("quotas, metering and budgets across two API processes", { timeout: 240
     // This process' view of the children's Redis (their prefix): counters and the jobs it enqueues.
     const redisConfig = { ...loadRedisConfig(), prefix };
     const connection = createRedisConnection(redisConfig, "producer", "quota-test");
-    const queues = createQueues(jobCatalog, { connection, redis: redisConfig, log: createLogger({ level: "silent" }) });
-    closers.push(() => queues.close(), () => connection.quit());
+    const queues = createQueues(jobCatalog, {
+      connection,
+      redis: redisConfig,
+      log: createLogger({ level: "silent" }),
+    });
+    closers.push(
+      () => queues.close(),
+      () => connection.quit(),
+    );
     const quota: QuotaDeps = { redis: connection, redisPrefix: prefix, config: getConfig().quotas };
 
     const workers = [startChild("worker-process.ts", env), startChild("worker-process.ts", env)];
@@ -145,7 +156,17 @@ describe("quotas, metering and budgets across two API processes", { timeout: 240
       })().catch(() => undefined); // ends when the child exits
     }
     const send = (api: Child, ids: readonly string[]) => api.process.stdin.write(`send ${ids.join(" ")}\n`);
-    return { tenant, agent, sessions, apis, outcomes, send, quota, controlDir, enqueue: createEnqueue(queues) };
+    return {
+      tenant,
+      agent,
+      sessions,
+      apis,
+      outcomes,
+      send,
+      quota,
+      controlDir,
+      enqueue: createEnqueue(queues),
+    };
   }
 
   it("concurrent turns: 200 at once from two replicas → exactly the limit runs; the ledger matches the hand count", async () => {
@@ -153,7 +174,8 @@ describe("quotas, metering and budgets across two API processes", { timeout: 240
     const released = new Promise<void>((resolve) => (release = resolve));
     const respond = async (request: RecordedRequest): Promise<FakeTurn | undefined> => {
       const last = request.messages.at(-1);
-      if (last?.role === "tool") return { kind: "text", text: "Done.", usage: { promptTokens: 200, completionTokens: 20 } };
+      if (last?.role === "tool")
+        return { kind: "text", text: "Done.", usage: { promptTokens: 200, completionTokens: 20 } };
       if (last?.role !== "user" || !/^turn for /.test(textOf(last.content))) return undefined;
       await released; // every admitted turn is held here until the refusals are all in
       return {
@@ -173,7 +195,10 @@ describe("quotas, metering and budgets across two API processes", { timeout: 240
       run.outcomes.length === SESSIONS - 5 && fake!.requests.length === 5 ? true : undefined,
     );
     const usageWhileHeld = await readTenantUsage(run.tenant.scope, run.quota);
-    expect(usageWhileHeld.limits.find((l) => l.limit === "concurrentTurns")).toMatchObject({ value: 5, used: 5 });
+    expect(usageWhileHeld.limits.find((l) => l.limit === "concurrentTurns")).toMatchObject({
+      value: 5,
+      used: 5,
+    });
     release();
     await until("every turn's outcome", () => (run.outcomes.length === SESSIONS ? true : undefined));
     expect(fake!.requests.length).toBe(10); // 5 turns × (tool call + answer), nothing else ever got in
@@ -194,7 +219,9 @@ describe("quotas, metering and budgets across two API processes", { timeout: 240
       const row = await getDb().workspace.findUnique({ where: { id: workspaceId }, select: { state: true } });
       return row?.state === "STOPPED" ? true : undefined;
     });
-    const [provisioned] = await listWorkspaceEvents(run.tenant.scope, workspaceId, { kinds: ["provisioned"] });
+    const [provisioned] = await listWorkspaceEvents(run.tenant.scope, workspaceId, {
+      kinds: ["provisioned"],
+    });
     const [stopping] = await listWorkspaceEvents(run.tenant.scope, workspaceId, { kinds: ["stopping"] });
     const readySeconds = (stopping!.at.getTime() - provisioned!.at.getTime()) / 1000;
     const sums = await until("the ledger to hold the run", async () => {
@@ -212,7 +239,9 @@ describe("quotas, metering and budgets across two API processes", { timeout: 240
     expect(Math.abs(sums.total("workspace_seconds") - readySeconds)).toBeLessThan(1);
     expect(new Set(sums.rows.map((r) => r.backend))).toEqual(new Set(["local"]));
     // Attribution: each turn record names its session, agent and user.
-    const turnRows = await getDb().usageRecord.findMany({ where: { tenantId: run.tenant.tenantId, kind: "turn" } });
+    const turnRows = await getDb().usageRecord.findMany({
+      where: { tenantId: run.tenant.tenantId, kind: "turn" },
+    });
     expect(new Set(turnRows.map((r) => r.sessionId))).toEqual(new Set(completed.map((o) => o.sessionId)));
     expect(new Set(turnRows.map((r) => `${r.agentId} ${r.userId} ${r.workspaceId}`))).toEqual(
       new Set([`${run.agent.id} ${run.tenant.owner.id} ${workspaceId}`]),
@@ -296,4 +325,3 @@ describe("quotas, metering and budgets across two API processes", { timeout: 240
     expect(thresholds.map((row) => (row.details as { percent: number }).percent).sort()).toEqual([100, 50]);
   });
 });
-
