@@ -67,10 +67,9 @@ function containerCreateOptions(
         `${spec.hostRuntimeDir}:${CONTAINER_PATHS.runtimeDir}:rw`,
       ],
       NetworkMode: config.networkMode,
-      // The tenant's per-workspace quota lowers the installation's limits, never raises them.
-      NanoCpus: Math.round(Math.min(config.cpus, spec.resources?.cpus ?? Infinity) * 1e9),
-      Memory: Math.min(config.memoryBytes, spec.resources?.memoryBytes ?? Infinity),
-      MemorySwap: Math.min(config.memoryBytes, spec.resources?.memoryBytes ?? Infinity),
+      NanoCpus: Math.round(config.cpus * 1e9),
+      Memory: config.memoryBytes,
+      MemorySwap: config.memoryBytes,
       PidsLimit: config.pidsLimit,
       SecurityOpt: ["no-new-privileges"],
       CapDrop: ["NET_RAW", "MKNOD", "AUDIT_WRITE", "SYS_CHROOT"],
@@ -80,6 +79,13 @@ function containerCreateOptions(
   };
   const hash = createHash("sha256").update(JSON.stringify(options)).digest("hex").slice(0, 16);
   options.Labels = { ...options.Labels, [LABELS.configHash]: hash };
+  // The tenant's per-workspace quota lowers the installation's limits, never raises them. Applied after the
+  // hash: an API process attaching (which knows no quotas) must find the worker's container, not replace it.
+  const { cpus, memoryBytes } = spec.resources ?? {};
+  if (options.HostConfig && cpus !== undefined && cpus < config.cpus)
+    options.HostConfig.NanoCpus = Math.round(cpus * 1e9);
+  if (options.HostConfig && memoryBytes !== undefined && memoryBytes < config.memoryBytes)
+    options.HostConfig = { ...options.HostConfig, Memory: memoryBytes, MemorySwap: memoryBytes };
   return options;
 }
 
