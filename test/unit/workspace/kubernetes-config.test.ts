@@ -132,7 +132,7 @@ describe("Kubernetes names and labels", () => {
       tenantId: "t1",
       userId: "u1",
       agentId: "a1",
-      isolation: "PER_AGENT" as const,
+      isolation: "per_agent" as const,
     };
     const quota = ownerOf({ ...spec, resources: { cpus: 2, memoryBytes: 2 ** 31, diskBytes: 5 * 2 ** 30 } });
     const workspaceContainer = (owner: typeof quota) =>
