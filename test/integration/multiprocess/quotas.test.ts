@@ -5,8 +5,8 @@
  *     error; the ledger then holds exactly the hand-counted turns, tokens, tool calls, provision and seconds;
  *   - 200 concurrent first turns of 200 PER_SESSION workspaces against `liveWorkspaces: 3` → exactly 3
  *     machines are ever provisioned, 197 turns refused with the typed error;
- *   - a budget of one turn with the hard stop → the next turn is refused with the typed error, and the
- *     100 % alert is raised once.
+ *   - a budget of one turn with the hard stop → the 50 % and 100 % alerts are raised once each, the running
+ *     workspace is stopped (`stopWorkspaces`), and the next turn is refused with the typed error.
  */
 import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
@@ -63,7 +63,7 @@ async function until<T>(what: string, probe: () => Promise<T | undefined> | T | 
   }
 }
 
-describe("quotas, metering and budgets across two API processes", { timeout: 240_000 }, () => {
+describe("quotas, metering and budgets across two API processes", { timeout: 300_000 }, () => {
   let children: Child[] = [];
   let fake: FakeModelServer | undefined;
   let basedir: string | undefined;
@@ -287,7 +287,7 @@ describe("quotas, metering and budgets across two API processes", { timeout: 240
     });
     await changeBudget(
       run.tenant.scope,
-      { monthlyBudgetUnits: 1, alertPercents: [50, 100], hardStop: true, stopWorkspaces: false },
+      { monthlyBudgetUnits: 1, alertPercents: [50, 100], hardStop: true, stopWorkspaces: true },
       run.quota,
     );
     const [first, second] = run.sessions.map((s) => s.sessionId);
@@ -303,6 +303,14 @@ describe("quotas, metering and budgets across two API processes", { timeout: 240
       [100, 1, 1],
       [50, 1, 1],
     ]);
+    // `stopWorkspaces`: the tenant's running workspace is stopped, saying why.
+    const workspaceId = run.sessions[0]!.workspaceId;
+    await until("the budget stop of the workspace", async () => {
+      const row = await getDb().workspace.findUnique({ where: { id: workspaceId }, select: { state: true } });
+      return row?.state === "STOPPED" ? true : undefined;
+    });
+    const [stopping] = await listWorkspaceEvents(run.tenant.scope, workspaceId, { kinds: ["stopping"] });
+    expect(stopping?.reason).toBe("monthly budget (1 units) exceeded");
 
     run.send(run.apis[1]!, [second!]);
     await until("the second turn", () => (run.outcomes.length === 2 ? true : undefined));
