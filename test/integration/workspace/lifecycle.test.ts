@@ -179,7 +179,9 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
     // The dashboard browses one (a file listing, status: quiet call leases); a mutating call works on the other.
     await h.content().listFiles(tenant.scope, browsed.workspaceId, ".");
     await h.content().status(tenant.scope, browsed.workspaceId);
-    await h.service.withWorkspace(tenant.scope, worked.workspaceId, "workspace.file.write", async () => "ok");
+    await h.service.withWorkspace(tenant.scope, worked.workspaceId, "workspace.file.write", () =>
+      Promise.resolve("ok"),
+    );
     const activity = await getDb().workspace.findMany({
       where: { id: { in: ids } },
       select: { id: true, lastActivityAt: true },
