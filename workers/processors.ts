@@ -6,10 +6,13 @@ import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { getConfig } from "@/server/config/config";
 import type { OperationsConfig } from "@/server/config/operations";
 import { getEngine } from "@/server/composition/services";
+import type { QuotaConfig } from "@/server/config/quotas";
+import { createEnqueue } from "@/server/queue/enqueue";
 import { auditFlushProcessor } from "./processors/audit.flush";
 import { registerTenantProcessors } from "./processors/tenant.processors";
 import { metricsFlushProcessor } from "./processors/metrics.flush";
 import { registerWebhookProcessors } from "./processors/webhook.processors";
+import { meteringFlushProcessor } from "./processors/metering.flush";
 import { registerWorkspaceProcessors } from "./processors/workspace.processors";
 import type { ProcessorRegistry } from "./registry";
 import { defineSchedule, type Schedule } from "./schedules";
@@ -24,6 +27,8 @@ export type ProcessorDeps = {
   operations?: OperationsConfig;
   /** Decrypts webhook signing secrets; default: the configured encryption key. */
   encryptionKey?: Buffer;
+  /** Metering rates (budgets) of the installation. */
+  quotas: QuotaConfig;
 };
 
 /** Every Berth job's processor. Add one line here when a job is added to server/queue/catalog.ts. */
@@ -45,6 +50,23 @@ export function registerBerthProcessors(
     secretKey: secretKeyFromBytes(deps.encryptionKey ?? getConfig().secrets.encryptionKey),
     policy: { allowedOrigins: operations.webhookAllowedOrigins },
   });
+  const enqueue = createEnqueue(engine.queues);
+  registry.registerProcessor(
+    "metering.flush",
+    meteringFlushProcessor({ ...deps, requestStop: (payload) => enqueue("workspace.stop", payload) }),
+  );
+}
+
+/** The metering flush's tick: catches writes that raced a flush and accrues running workspaces. */
+export function meteringSchedules(quotas: Pick<QuotaConfig, "meteringFlushMs">): Schedule<BerthJobCatalog>[] {
+  return [
+    defineSchedule<BerthJobCatalog, "metering.flush">({
+      id: "metering.flush.tick",
+      job: "metering.flush",
+      payload: { trigger: "schedule" },
+      every: quotas.meteringFlushMs,
+    }),
+  ];
 }
 
 /** Repeating jobs. Each write also requests a flush; this tick only catches writes that raced a flush. */
@@ -65,4 +87,4 @@ export const berthSchedules: readonly Schedule<BerthJobCatalog>[] = [
 ];
 
 /** Per-queue concurrency: audit flushes are cheap and must not race each other for the buffer. */
-export const berthConcurrencyByQueue = { audit: 1, metrics: 1 } as const;
+export const berthConcurrencyByQueue = { audit: 1, metrics: 1, metering: 1 } as const;

@@ -10,7 +10,13 @@ import { createRedisConnection } from "@/server/redis";
 import { startHealthServer } from "./health";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import { getEngine } from "@/server/composition/services";
-import { berthConcurrencyByQueue, berthSchedules, registerBerthProcessors } from "./processors";
+import { loadQuotaConfig, type QuotaConfig } from "@/server/config/quotas";
+import {
+  berthConcurrencyByQueue,
+  berthSchedules,
+  meteringSchedules,
+  registerBerthProcessors,
+} from "./processors";
 import { workspaceSchedules } from "./processors/workspace.processors";
 import { closeConnection, ProcessorRegistry, settlesWithin, startWorkers } from "./registry";
 import { applySchedules, keepSchedules, missingSchedules, type Schedule } from "./schedules";
@@ -51,7 +57,10 @@ export async function startWorkerRuntime(params: {
   scheduleCheckIntervalMs?: number;
   /** The workspace engine the workspace jobs use; defaults to the process-wide getEngine(). */
   engine?: Pick<WorkspaceEngine, "drivers" | "config" | "queues">;
+  /** Quotas and metering rates; defaults to the environment's. */
+  quotas?: QuotaConfig;
 }): Promise<WorkerRuntime> {
+  const quotas = params.quotas ?? loadQuotaConfig();
   const workerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const log = params.log.child({ component: "workers", workerId });
   let ready = false;
@@ -80,6 +89,7 @@ export async function startWorkerRuntime(params: {
   const queues = createQueues(jobCatalog, { connection, redis: params.redis, log });
   const schedules = params.schedules ?? [
     ...berthSchedules,
+    ...meteringSchedules(quotas),
     ...workspaceSchedules((params.engine ?? getEngine()).config),
   ];
   try {
@@ -90,6 +100,7 @@ export async function startWorkerRuntime(params: {
         redis: connection,
         redisPrefix: params.redis.prefix,
         engine: params.engine ?? getEngine(),
+        quotas,
       });
 
     const pool = await startWorkers({

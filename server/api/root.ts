@@ -17,6 +17,7 @@ import { chatRouter } from "@/server/api/routers/chat.router";
 import { jobsRouter } from "@/server/api/routers/jobs.router";
 import { libraryRouter } from "@/server/api/routers/library.router";
 import { operationsRouter } from "@/server/api/routers/operations.router";
+import { quotaRouter } from "@/server/api/routers/quota.router";
 import { sessionRouter } from "@/server/api/routers/session.router";
 import { createCallerFactory, createTRPCRouter } from "@/server/api/trpc";
 
@@ -36,6 +37,7 @@ export const appRouter = createTRPCRouter({
   /** Above tenants: operators only. */
   operator: operatorRouter,
   operations: operationsRouter,
+  quota: quotaRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -4,6 +4,7 @@ import { readProcessEnv, type RawEnv } from "./env";
 import { loadHttpConfig, type HttpConfig } from "./http";
 import { loadLoggingConfig, type LoggingConfig } from "./logging";
 import { loadOperationsConfig, type OperationsConfig } from "./operations";
+import { loadQuotaConfig, type QuotaConfig } from "./quotas";
 import { loadRedisConfig, type RedisConfig } from "./redis";
 import { loadSecretsConfig, type SecretsConfig } from "./secrets";
 import { loadWorkersConfig, type WorkersConfig } from "./workers";
@@ -17,6 +18,7 @@ export type BerthConfig = {
   readonly logging: LoggingConfig;
   readonly workers: WorkersConfig;
   readonly operations: OperationsConfig;
+  readonly quotas: QuotaConfig;
 };
 
 /**
@@ -32,6 +34,7 @@ export function loadConfig(env: RawEnv = readProcessEnv()): BerthConfig {
     logging: loadLoggingConfig(env),
     workers: loadWorkersConfig(env),
     operations: loadOperationsConfig(env),
+    quotas: loadQuotaConfig(env),
   };
 }
 

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { operatorJobs } from "@/server/modules/operator/operator.jobs";
 import { metricsJobs } from "@/server/modules/metrics/metrics.jobs";
 import { webhookJobs } from "@/server/modules/webhook/webhook.jobs";
+import { meteringJobs } from "@/server/modules/metering/metering.jobs";
 import { workspaceJobs } from "@/server/modules/workspace/workspace.jobs";
 import { JOB_RETENTION } from "./retention";
 import { defineJob, type JobCatalog } from "./types";
@@ -36,6 +37,8 @@ export const jobCatalog = {
   // metrics.flush (stage timings → Postgres); webhook.dispatch | deliver (lifecycle webhooks).
   ...metricsJobs,
   ...webhookJobs,
+  // metering.flush: the usage buffer → the UsageRecord ledger, then the budgets.
+  ...meteringJobs,
 } as const satisfies JobCatalog;
 
 export type BerthJobCatalog = typeof jobCatalog;

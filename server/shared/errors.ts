@@ -12,6 +12,8 @@ export const APP_ERROR_CODES = {
   PAYLOAD_TOO_LARGE: { http: 413, retryable: false },
   UNPROCESSABLE: { http: 422, retryable: false },
   TOO_MANY_REQUESTS: { http: 429, retryable: true },
+  /** A tenant quota or budget refused the request; `details` names the limit and its value. */
+  QUOTA_EXCEEDED: { http: 429, retryable: false },
   TIMEOUT: { http: 504, retryable: true },
   UNAVAILABLE: { http: 503, retryable: true },
   INTERNAL: { http: 500, retryable: true },

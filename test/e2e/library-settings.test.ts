@@ -12,6 +12,8 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { getDb } from "@/server/db";
 import { getAgentByName } from "@/server/modules/agent/agent.data";
+import { changeBudget, changeQuotaOverrides } from "@/server/modules/quota/quota-admin.service";
+import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
 import { getTenantPolicy } from "@/server/modules/tenant/tenant-policy.data";
 import type { RunningBerth } from "./support/berth-server";
 import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
@@ -227,6 +229,28 @@ describe.skipIf(!HAS_CHROMIUM)("library, agent defaults and settings, end to end
       "Tenant default (local)",
       expect.stringMatching(/^local — host folders; every command and MCP server confined by bubblewrap/),
     ]);
+    expect(pageErrors).toEqual([]);
+  });
+
+  it("shows admins each quota against the tenant's use, its own overrides marked, and the month's budget", async () => {
+    await changeQuotaOverrides(tenant.scope, { liveWorkspaces: 7 }, defaultQuotaDeps());
+    await changeBudget(
+      tenant.scope,
+      { monthlyBudgetUnits: 40, alertPercents: [80], hardStop: true, stopWorkspaces: false },
+      defaultQuotaDeps(),
+    );
+    await nav("Settings");
+    await page.waitForURL(/\/settings$/);
+    await page.reload(); // the previous visit's answer is still fresh for the query cache
+    const card = page.getByTestId("settings-quotas");
+    const liveRow = card.getByTestId("quota-liveWorkspaces");
+    await vi.waitFor(async () => expect(await liveRow.textContent()).toMatch(/\d+ of 7$/));
+    expect(await liveRow.textContent()).toMatch(/^live workspaces\s*tenant/);
+    expect(await card.getByTestId("quota-concurrentTurns").textContent()).toMatch(/0 of 50$/);
+    expect(await card.getByTestId("quota-workspaceCpus").textContent()).toContain("backend's setting");
+    const budget = await card.getByTestId("quota-budget").textContent();
+    expect(budget).toContain("of 40 units; new turns and provisions stop when it is used up");
+    await shot(page, "settings-quotas");
     expect(pageErrors).toEqual([]);
   });
 });

@@ -9,6 +9,13 @@ import { checkAgentModel, type TModelCheckResult } from "./model-check";
 import { claimTurn, getTurn, heartbeatTurn, interruptTurn } from "./chat-turn.data";
 import { startDeadHolderReaper } from "./dead-holders";
 import { type CancelBus, type Liveness, TurnRegistry } from "./turn-registry";
+import { recordUsage } from "@/server/modules/metering/metering.service";
+import {
+  admitTurn,
+  defaultQuotaDeps,
+  TURN_SLOT_RENEW_MS,
+  type QuotaDeps,
+} from "@/server/modules/quota/quota.service";
 
 /**
  * Composition of the agent-facing services (agents, sessions, chat, jobs) over one workspace service, so
@@ -35,10 +42,13 @@ export function createAgentServices(deps: {
   /** How often this process looks for turns and leases of dead processes (about a third of their TTL). */
   reapIntervalMs: number;
   turnTtlMs?: number;
+  /** Quota admission of turns (default: the installation's, built on first use). */
+  quota?: QuotaDeps;
 }): AgentServices {
   const log = deps.workspaces.engine.log.child({ component: "chat" });
   const onAuditFailure = (error: unknown) => log.error({ err: error }, "audit write failed");
   const turnTtlMs = deps.turnTtlMs ?? 60_000;
+  let quota = deps.quota;
   const registry = new TurnRegistry({
     claims: { claim: claimTurn, heartbeat: heartbeatTurn, interrupt: interruptTurn, get: getTurn },
     cancelBus: deps.cancelBus,
@@ -58,6 +68,11 @@ export function createAgentServices(deps: {
     secretKey: deps.secretKey,
     log,
     createSession: (scope, request, extra) => session.create(scope, request, extra),
+    quota: {
+      admitTurn: (tenantId, turnId) => admitTurn(tenantId, turnId, (quota ??= defaultQuotaDeps())),
+      renewEveryMs: TURN_SLOT_RENEW_MS,
+      recordUsage: (entries) => recordUsage(entries),
+    },
   });
   const session = createSessionService({
     workspaces: deps.workspaces,

@@ -27,6 +27,7 @@ import { fromStoredMessages, toStoredMessage, type StoredChatMessage } from "./s
 import { assembleToolkit } from "./toolkit";
 import type { RunningTurn, TurnRegistry } from "./turn-registry";
 import { turnWorkspacePort, type EngineWorkspace } from "./workspace-adapters";
+import { turnUsage, type TurnQuotaPort } from "./turn-quota";
 
 /**
  * The chat service: `send` runs one turn of a session end to end (turn lock → workspace under a turn lease →
@@ -71,6 +72,8 @@ export type ChatServiceDeps = {
   createSession?: TeamDeps["createSession"];
   /** The turn's workspace lease; the engine caps it at its hard maximum. */
   turnLeaseMs?: number;
+  /** Quota admission and metering of turns; without it turns are neither limited nor metered (unit tests). */
+  quota?: TurnQuotaPort;
   /** Backoff of the final write of a turn (messages + status) when the database fails. */
   finishRetryDelaysMs?: readonly number[];
 };
@@ -142,7 +145,7 @@ export function createChatService(deps: ChatServiceDeps) {
     signal: AbortSignal,
     emit: (event: TChatTurnEvent) => void,
     requestedAt: number,
-  ): Promise<TurnResult> {
+  ): Promise<TurnResult & { backend: string; workspaceId: string }> {
     const sessionId = session.id;
     const apiKey = await getAgentModelApiKey(scope, agent.id, deps.secretKey);
     const agentModel = createAgentModel(modelEndpointForAgent(agent.modelConfig, apiKey));
@@ -187,7 +190,7 @@ export function createChatService(deps: ChatServiceDeps) {
         timer.finish(result.status !== "failed", (error) =>
           deps.log.warn({ err: error }, "could not buffer turn timings"),
         );
-        return result;
+        return { ...result, backend: record.backendKind, workspaceId: record.id };
       });
     });
   }
@@ -287,14 +290,27 @@ export function createChatService(deps: ChatServiceDeps) {
       const session = await getSession(scope, input.sessionId);
       const agent = await getAgent(scope, session.agentId);
       options.signal?.throwIfAborted();
+      // Before the session is claimed or any workspace touched: the budget's hard stop and one of the
+      // tenant's concurrent-turn slots (QUOTA_EXCEEDED names the limit), held until the turn ends.
+      const admission = await deps.quota?.admitTurn(scope.tenantId, randomUUID());
       const started = await deps.registry.start(scope, {
         sessionId: session.id,
         idempotencyKey: input.idempotencyKey ?? null,
         userMessage: input.message,
+      }).catch(async (error: unknown) => {
+        await admission?.release();
+        throw error;
       });
       // The same send again (a client that lost its connection): report that turn, never run it twice.
-      if (started.kind === "existing") return replay(scope, started.turn, options.signal);
+      if (started.kind === "existing") {
+        await admission?.release();
+        return replay(scope, started.turn, options.signal);
+      }
       const turn = started.turn;
+      const renewal = admission
+        ? setInterval(() => void admission.renew().catch(() => undefined), deps.quota!.renewEveryMs)
+        : null;
+      renewal?.unref();
       const cancelOnAbort = () => void deps.registry.cancel(session.id).catch(() => false);
       options.signal?.addEventListener("abort", cancelOnAbort, { once: true });
       if (options.signal?.aborted) cancelOnAbort(); // aborted while the turn was being claimed
@@ -314,7 +330,8 @@ export function createChatService(deps: ChatServiceDeps) {
       void (async () => {
         let text = "";
         let errorEvent: TurnOutcome["error"] = null;
-        let result: TurnResult | null = null;
+        let result: Awaited<ReturnType<typeof runOnWorkspace>> | null = null;
+        let toolCalls = 0;
         try {
           result = await runOnWorkspace(
             scope,
@@ -324,12 +341,18 @@ export function createChatService(deps: ChatServiceDeps) {
             turn.signal,
             (event) => {
               if (event.type === "text-delta") text += event.text;
+              if (event.type === "tool-call") toolCalls += 1;
               if (event.type === "error")
                 errorEvent = { code: event.code, message: event.message, retryable: event.retryable };
               if (event.type !== "done") channel.push(event);
             },
             requestedAt,
           );
+          // Metered once the model ran, whatever the outcome (buffered: one RPUSH).
+          const ran = result;
+          await deps.quota
+            ?.recordUsage(turnUsage(scope, session, ran, { toolCalls, ...ran }))
+            .catch((error: unknown) => deps.log.warn({ err: error }, "could not meter a chat turn"));
         } catch (thrown) {
           // Failures outside the loop (workspace provisioning, storage): reported as the turn's end, typed
           // and masked (a storage failure's text quotes the database; it stays in the log).
@@ -381,6 +404,10 @@ export function createChatService(deps: ChatServiceDeps) {
           channel.push({ ...done, status: "failed" });
         } finally {
           clearInterval(keepalive);
+          if (renewal) clearInterval(renewal);
+          await admission
+            ?.release()
+            .catch((error: unknown) => deps.log.warn({ err: error }, "releasing a turn slot failed"));
           options.signal?.removeEventListener("abort", cancelOnAbort);
           await turn.end().catch((error: unknown) => deps.log.warn({ err: error }, "ending a turn failed"));
           channel.close();

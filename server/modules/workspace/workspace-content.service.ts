@@ -6,6 +6,12 @@ import { ZMcpDeclaration } from "@/server/workspace/mcp/types";
 import { resolveConfined } from "@/server/workspace/paths";
 import type { Workspace } from "@/server/workspace/workspace";
 import { assertMayDeclareStdioMcp } from "@/server/modules/tenant/tenant-policy";
+import {
+  defaultQuotaDeps,
+  tenantLimits,
+  withinMcpQuota,
+  type QuotaDeps,
+} from "@/server/modules/quota/quota.service";
 import { readGitStatus } from "./git-status";
 import { createWorkspaceFilesService } from "./workspace-files.service";
 import type { WorkspaceService } from "./workspace.service";
@@ -22,7 +28,12 @@ export type SkillArchiveUpload = {
  * What the `workspace.mcp | skill | files | status` procedures and the upload/download routes do, on top of
  * the workspace service (each call resolves the workspace under a short lease). Mutations are audited.
  */
-export function createWorkspaceContentService(service: WorkspaceService) {
+export function createWorkspaceContentService(
+  service: WorkspaceService,
+  options: { quota?: QuotaDeps } = {},
+) {
+  let quotaDeps = options.quota;
+  const quota = () => (quotaDeps ??= defaultQuotaDeps());
   // `agentId`: the agent whose scope or partition the call works on; its stored defaults apply first.
   const use = <T>(
     scope: TenantScope,
@@ -106,10 +117,18 @@ export function createWorkspaceContentService(service: WorkspaceService) {
             scope,
             workspaceId,
             "workspace.mcp.add",
-            async (ws) => {
-              await ws.addMcp(parsed.data, mcpScope);
-              return { name: parsed.data.name };
-            },
+            async (ws) =>
+              // The tenant's `mcpServersPerScope`, counted and added under one lock.
+              withinMcpQuota(
+                scope.tenantId,
+                { workspaceId, ...mcpScope },
+                async () => (await ws.readMcpDeclarations(mcpScope)).length,
+                async () => {
+                  await ws.addMcp(parsed.data, mcpScope);
+                  return { name: parsed.data.name };
+                },
+                quota(),
+              ),
             mcpScope.agentId,
           ),
       );
@@ -182,13 +201,14 @@ export function createWorkspaceContentService(service: WorkspaceService) {
         { agentId: input.agentId, format: input.format },
         () =>
           use(scope, workspaceId, "workspace.skill.upload", async (ws) => {
+            // The tenant's `skillStorageBytes` bounds one upload (0 would refuse all: treated as no cap).
+            const cap = (await tenantLimits(scope.tenantId, quota())).skillStorageBytes || Infinity;
+            const maxArchiveBytes = Math.min(input.maxArchiveBytes ?? Infinity, cap);
             const result = await ws.addSkillArchive(
               input.stream,
               input.format,
               input.agentId,
-              input.maxArchiveBytes === undefined
-                ? {}
-                : { limits: { maxArchiveBytes: input.maxArchiveBytes } },
+              Number.isFinite(maxArchiveBytes) ? { limits: { maxArchiveBytes } } : {},
             );
             return { name: result.skill.name, dir: result.skill.dir, deduplicated: result.deduplicated };
           }),

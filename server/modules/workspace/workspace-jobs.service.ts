@@ -9,6 +9,13 @@ import { recordPurgeReceipt } from "@/server/modules/audit/audit.data";
 import { AppError } from "@/server/shared/errors";
 import { redactHostPaths } from "@/server/shared/host-paths";
 import { effectiveIdleTtlMs } from "@/server/modules/tenant/tenant-policy";
+import { recordUsage } from "@/server/modules/metering/metering.service";
+import {
+  defaultQuotaDeps,
+  provisionAdmission,
+  workspaceResources,
+  type QuotaDeps,
+} from "@/server/modules/quota/quota.service";
 import { listTenantIdleTtlsBelow } from "@/server/modules/tenant/tenant-policy.data";
 import { startProvisionTimings } from "@/server/modules/metrics/provision-timings";
 import type { TStagePath } from "@/server/modules/metrics/stage-sample.schema";
@@ -40,6 +47,8 @@ export type WorkspaceJobDeps = {
   requestStop: (payload: z.input<typeof ZWorkspaceStopPayload>) => Promise<unknown>;
   /** Enqueues `workspace.provision` (reconcile resumes a provision whose job was lost). */
   requestProvision: (payload: z.input<typeof ZWorkspaceProvisionPayload>) => Promise<unknown>;
+  /** Quota admission and limits (default: the installation's, over the process' Redis). */
+  quota?: QuotaDeps;
 };
 
 /**
@@ -67,7 +76,7 @@ async function loadRecord(
  * (machine provisioning is create-or-get).
  */
 export async function provisionWorkspace(
-  deps: Pick<WorkspaceJobDeps, "drivers">,
+  deps: Pick<WorkspaceJobDeps, "drivers" | "quota">,
   payload: z.output<typeof ZWorkspaceProvisionPayload>,
   log: Logger,
   /** The job's enqueue and pick-up times (epoch ms): the stage timings start there. */
@@ -79,7 +88,12 @@ export async function provisionWorkspace(
 }> {
   const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId);
   const machine = deps.drivers.forKind(record.backendKind).machine;
-  const spec = specOfRecord(record);
+  const quota = deps.quota ?? defaultQuotaDeps();
+  // A workspace that starts holding a machine is admitted against the tenant's quotas (live workspaces,
+  // budget, provisions per minute) inside its transition, under the tenant's quota lock.
+  const admit = provisionAdmission(record.tenantId, record.id, quota);
+  const { resources, size } = await workspaceResources(record.tenantId, quota);
+  const spec = { ...specOfRecord(record), resources };
   // The data-lost event is recorded once per job, whoever notices first (this job or the driver).
   let dataLost = false;
   const recordDataLost = async (reason: string) => {
@@ -114,6 +128,7 @@ export async function provisionWorkspace(
         from: ["PURGED"],
         to: "PROVISIONING",
         reason: `${payload.reason}: generation ${next} after a purge`,
+        admit,
       });
       break;
     }
@@ -140,6 +155,7 @@ export async function provisionWorkspace(
         from: [record.state],
         to: "PROVISIONING",
         reason: payload.reason,
+        admit,
       });
       break;
   }
@@ -193,8 +209,21 @@ export async function provisionWorkspace(
     to: "READY",
     reason: "provisioned",
     backendHandle: handle,
+    meteredSize: size,
   });
   timings.done(true);
+  await recordUsage([
+    {
+      tenantId: record.tenantId,
+      kind: "provision",
+      quantity: 1,
+      backend: record.backendKind,
+      size,
+      agentId: record.agentId,
+      userId: record.userId,
+      workspaceId: record.id,
+    },
+  ]).catch((error: unknown) => log.warn({ err: error }, "could not meter a provision"));
   // An operator suspended the tenant while the machine was being made: that suspension's stop job found the
   // record PROVISIONING and had nothing to stop, so the machine stops here instead of running on.
   if (!(await tenantAdmitsWork(payload.tenantId))) {

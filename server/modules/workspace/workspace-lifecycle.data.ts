@@ -7,6 +7,7 @@ import { actorLabel, type TenantScope } from "@/server/auth/scope";
 import { type DbClient, getDb } from "@/server/db";
 import { AppError } from "@/server/shared/errors";
 import { canTransitionWorkspace, type WorkspaceLeaseDTO } from "@/server/modules/workspace/workspace.types";
+import { accrueWorkspaceSeconds } from "./workspace-metering.data";
 
 /**
  * Lifecycle queries that need row locks or cross-tenant reads (workers, the sweeper, reconcile), next to
@@ -205,7 +206,9 @@ export async function acquireLeaseLocked(
     }
     return { lease: saved, state: row.state };
   });
-  await touchWorkspaceActivity(scope, workspaceId, new Date(), db);
+  // Only work moves the idle clock: a read's quiet lease (dashboard browsing, file listings, status
+  // probes) holds the workspace while it runs but never keeps it awake afterwards.
+  if (!options.quiet) await touchWorkspaceActivity(scope, workspaceId, new Date(), db);
   return acquired;
 }
 
@@ -248,6 +251,10 @@ export async function transitionFrom(
     error?: string;
     backendHandle?: Record<string, unknown> | null;
     data?: Record<string, unknown>;
+    /** Runs first in the transition's transaction (a quota admission: it may lock and refuse). */
+    admit?: (tx: Prisma.TransactionClient) => Promise<void>;
+    /** On → READY: the size class the READY period is metered at. */
+    meteredSize?: string;
   },
   db = getDb(),
 ): Promise<WorkspaceState> {
@@ -261,6 +268,8 @@ async function transitionWithGeneration(
   db = getDb(),
 ): Promise<{ from: WorkspaceState; generation: number }> {
   return db.$transaction(async (tx) => {
+    // The tenant's quota lock (if any) before the workspace's: one order everywhere, no deadlock.
+    if (change.admit) await change.admit(tx);
     const row = await lockWorkspace(tx, scope, workspaceId);
     if (!row) throw notFound(workspaceId);
     if (!change.from.includes(row.state)) {
@@ -284,6 +293,7 @@ async function transitionWithGeneration(
       {
         ...(change.error !== undefined ? { error: change.error } : {}),
         ...(change.backendHandle !== undefined ? { backendHandle: change.backendHandle } : {}),
+        ...(change.meteredSize !== undefined ? { meteredSize: change.meteredSize } : {}),
       },
     );
     return { from: row.state, generation };
@@ -300,9 +310,29 @@ export async function deleteWorkspaceLeases(
   return count;
 }
 
-type LockedRow = { state: WorkspaceState; generation: number; lastActivityAt: Date | null };
+type LockedRow = {
+  state: WorkspaceState;
+  generation: number;
+  lastActivityAt: Date | null;
+  metering: {
+    meteredAt: Date | null;
+    meteredSize: string | null;
+    backendKind: string;
+    agentId: string | null;
+    userId: string | null;
+  };
+};
 
-type RawLockedRow = { state: WorkspaceState; generation: number; last_activity_at: Date | null };
+type RawLockedRow = {
+  state: WorkspaceState;
+  generation: number;
+  last_activity_at: Date | null;
+  metered_at: Date | null;
+  metered_size: string | null;
+  backend_kind: string;
+  agent_id: string | null;
+  user_id: string | null;
+};
 
 async function lockWorkspace(
   tx: Prisma.TransactionClient,
@@ -313,13 +343,25 @@ async function lockWorkspace(
   const rows =
     mode === "update"
       ? await tx.$queryRaw<RawLockedRow[]>`
-          SELECT state, generation, last_activity_at FROM workspaces
-          WHERE id = ${workspaceId} AND tenant_id = ${scope.tenantId} FOR UPDATE`
+          SELECT state, generation, last_activity_at, metered_at, metered_size, backend_kind::text, agent_id, user_id
+          FROM workspaces WHERE id = ${workspaceId} AND tenant_id = ${scope.tenantId} FOR UPDATE`
       : await tx.$queryRaw<RawLockedRow[]>`
-          SELECT state, generation, last_activity_at FROM workspaces
-          WHERE id = ${workspaceId} AND tenant_id = ${scope.tenantId} FOR SHARE`;
+          SELECT state, generation, last_activity_at, metered_at, metered_size, backend_kind::text, agent_id, user_id
+          FROM workspaces WHERE id = ${workspaceId} AND tenant_id = ${scope.tenantId} FOR SHARE`;
   const row = rows[0];
-  return row ? { state: row.state, generation: row.generation, lastActivityAt: row.last_activity_at } : null;
+  if (!row) return null;
+  return {
+    state: row.state,
+    generation: row.generation,
+    lastActivityAt: row.last_activity_at,
+    metering: {
+      meteredAt: row.metered_at,
+      meteredSize: row.metered_size,
+      backendKind: row.backend_kind,
+      agentId: row.agent_id,
+      userId: row.user_id,
+    },
+  };
 }
 
 const EVENT_FOR: Record<WorkspaceState, Prisma.WorkspaceEventCreateManyInput["kind"]> = {
@@ -337,11 +379,11 @@ async function setState(
   tx: Prisma.TransactionClient,
   scope: TenantScope,
   workspaceId: string,
-  current: Pick<LockedRow, "state" | "generation">,
+  current: Pick<LockedRow, "state" | "generation" | "metering">,
   to: WorkspaceState,
   reason: string,
   data: Record<string, unknown>,
-  extra: { error?: string; backendHandle?: Record<string, unknown> | null } = {},
+  extra: { error?: string; backendHandle?: Record<string, unknown> | null; meteredSize?: string } = {},
 ): Promise<number> {
   const from = current.state;
   // The one lifecycle: whatever `from` set a caller names, only the table's transitions happen.
@@ -354,6 +396,9 @@ async function setState(
   const now = new Date();
   const nextGeneration = from === "PURGED" && to === "PROVISIONING";
   const generation = nextGeneration ? current.generation + 1 : current.generation;
+  // Leaving READY ends a metered period: its seconds go to the ledger in this transaction (exactly once).
+  if (from === "READY" && to !== "READY")
+    await accrueWorkspaceSeconds(tx, scope.tenantId, workspaceId, current.metering, now);
   await tx.workspace.update({
     where: { id: workspaceId },
     data: {
@@ -367,7 +412,9 @@ async function setState(
               extra.backendHandle === null ? Prisma.DbNull : (extra.backendHandle as Prisma.InputJsonValue),
           }
         : {}),
-      ...(to === "READY" ? { lastActivityAt: now } : {}),
+      ...(to === "READY"
+        ? { lastActivityAt: now, meteredAt: now, meteredSize: extra.meteredSize ?? "default" }
+        : { meteredAt: null }),
     },
   });
   await insertEvent(tx, scope, workspaceId, EVENT_FOR[to], reason, {

@@ -7,7 +7,8 @@ import type { BerthJobCatalog } from "@/server/queue/catalog";
 import { createEnqueue } from "@/server/queue/enqueue";
 import type { QueueSet } from "@/server/queue/queues";
 import { deterministicJobId } from "@/server/queue/types";
-import { AppError } from "@/server/shared/errors";
+import { AppError, isAppError } from "@/server/shared/errors";
+import { defaultQuotaDeps, precheckProvision, type QuotaDeps } from "@/server/modules/quota/quota.service";
 import type { EnsureProvisioned, ProvisionedMachine } from "@/server/engine/attach-provider";
 import type { WorkspaceSpec } from "@/server/workspace/backend/driver";
 import { findWorkspaceRecordForSystem, type WorkspaceRecord } from "./workspace-lifecycle.data";
@@ -25,6 +26,8 @@ export type ProvisionGateDeps = {
    */
   checkEveryMs?: number;
   log: Logger;
+  /** Quota checks before a provision is asked for (default: the installation's, built on first use). */
+  quota?: QuotaDeps;
 };
 
 const DEFAULT_CHECK_EVERY_MS = 2_000;
@@ -38,6 +41,11 @@ const DEFAULT_CHECK_EVERY_MS = 2_000;
  */
 export function createProvisionGate(deps: ProvisionGateDeps): EnsureProvisioned {
   const enqueue = createEnqueue(deps.queues);
+  let quota = deps.quota;
+  // Refused before any job or backend call: live workspaces, budget, provisions per minute. The worker's
+  // transition is the admission itself (atomic); this only answers the caller at once, with the limit.
+  const precheck = (spec: WorkspaceSpec) =>
+    precheckProvision(spec.tenantId, spec.workspaceId, (quota ??= defaultQuotaDeps()));
   return async (spec, options = {}) => {
     // Two rounds at most: the job we waited for may have finished (and been removed) in between, in which
     // case the record, not the job, says whether the workspace is ready.
@@ -46,6 +54,9 @@ export function createProvisionGate(deps: ProvisionGateDeps): EnsureProvisioned 
       // A READY record whose machine an attach found gone is not ready: the workers look first.
       const trustReady = !(options.machineGone && round === 0);
       if (record.state === "READY" && trustReady) return machineOf(record);
+      // A workspace already being provisioned holds its slot (and a machine found gone keeps its own):
+      // only a new provision is checked.
+      if (record.state !== "PROVISIONING" && record.state !== "READY") await precheck(spec);
       try {
         await provisionOnce(spec, record.state, options.machineGone === true);
         const after = await currentRecord(spec);
@@ -54,6 +65,11 @@ export function createProvisionGate(deps: ProvisionGateDeps): EnsureProvisioned 
       } catch (error) {
         const after = await currentRecord(spec);
         if (after.state === "READY") return machineOf(after);
+        // The worker refused it at admission (another replica took the last slot meanwhile): the typed
+        // refusal, not "try again shortly".
+        await precheck(spec).catch((refusal: unknown) => {
+          if (isAppError(refusal) && refusal.code === "QUOTA_EXCEEDED") throw refusal;
+        });
         if (round >= 1) {
           deps.log.warn({ workspaceId: spec.workspaceId, err: error }, "workspace provisioning failed");
           throw new AppError(

@@ -1,3 +1,4 @@
+import { admitWorkspaceRecord } from "@/server/modules/quota/quota.service";
 import { parseInput } from "@/server/shared/parse-input";
 import { Prisma } from "@/generated/prisma/client";
 import { type DbClient, getDb, inTransaction, pageSize } from "@/server/db";
@@ -56,6 +57,8 @@ export async function upsertWorkspaceBinding(
   // Joins the caller's transaction when given one (session.create binds in the session's transaction).
   // ON CONFLICT DO NOTHING instead of catching a unique violation: a failed statement would abort it.
   return inTransaction(db, async (tx) => {
+    // A new id counts against the tenant's `totalWorkspaces`, admitted under its quota lock.
+    await admitWorkspaceRecord(tx, scope.tenantId, input.id);
     const { count } = await tx.workspace.createMany({
       data: [
         {

@@ -27,6 +27,9 @@ import { acquireLeaseLocked, touchWorkspaceActivity } from "./workspace-lifecycl
 import { createWorkspaceRequests } from "./workspace-requests";
 import { addressOfRecord } from "./workspace-spec";
 import { createBackendChoice } from "./workspace-backend.service";
+import { explainLiveness } from "./workspace-liveness";
+import { getTenantPolicy } from "@/server/modules/tenant/tenant-policy.data";
+import { effectiveIdleTtlMs } from "@/server/modules/tenant/tenant-policy";
 
 /** `quiet`: a read's lease (dashboard browsing), kept out of the ledger so reads do not flood its events. */
 export type LeaseOptions = { holder: string; reason: string; ttlMs?: number; quiet?: boolean };
@@ -187,8 +190,9 @@ export function createWorkspaceService(engine: WorkspaceEngine, options: { lease
     options: { quiet?: boolean } = {},
   ): Promise<boolean> {
     const released = await releaseWorkspaceLease(scope, workspaceId, holder, undefined, options);
-    // The end of a turn is activity too: the idle clock starts now, not when the turn began.
-    if (released) await touchWorkspaceActivity(scope, workspaceId, new Date());
+    // The end of a turn is activity too: the idle clock starts now, not when the turn began. The end of a
+    // read is not (quiet): browsing never keeps a workspace awake.
+    if (released && !options.quiet) await touchWorkspaceActivity(scope, workspaceId, new Date());
     return released;
   }
 
@@ -319,17 +323,22 @@ export function createWorkspaceService(engine: WorkspaceEngine, options: { lease
     async get(scope: TenantScope, workspaceId: string) {
       const record = await requireRecord(scope, workspaceId);
       await assertMayActOnWorkspace(scope, record);
-      const [leases, events, [lastTransition], agent] = await Promise.all([
+      const [leases, events, [lastTransition], agent, policy] = await Promise.all([
         listWorkspaceLeases(scope, workspaceId),
         listWorkspaceEvents(scope, workspaceId, { limit: 50 }),
         // Why it is in its state, however many lease events came after the change.
         listWorkspaceEvents(scope, workspaceId, { limit: 1, kinds: [...TRANSITION_EVENT_KINDS] }),
         record.agentId ? getAgentOrNull(scope, record.agentId) : null,
+        getTenantPolicy(scope),
       ]);
       return {
         ...describe(record),
         agentName: agent?.name ?? null,
         leases,
+        liveness: explainLiveness(record, leases, {
+          idleTtlMs: effectiveIdleTtlMs(policy.workspaceIdleTtlMs, engine.config.idleTtlMs),
+          maxLeaseMs: engine.config.maxLeaseMs,
+        }),
         events,
         lastTransition: lastTransition ?? null,
       };

@@ -32,7 +32,15 @@ export type WorkspaceSpec = {
   isolation: IsolationPolicy;
   /** The stored handle of the last provision (null or absent before the first one, and after a purge). */
   handle?: BackendHandle | null;
+  /**
+   * The tenant's per-workspace resource quotas, for the machine a provision creates. Docker lowers its
+   * CPU and memory limits to them; Kubernetes uses them as the Pod's CPU and memory limits and the claim's
+   * size; the host-folder backends and E2B ignore them. Absent fields leave the backend's own setting.
+   */
+  resources?: WorkspaceResources;
 };
+
+export type WorkspaceResources = { cpus?: number; memoryBytes?: number; diskBytes?: number };
 
 /** What a backend can and cannot do, for the engine, the API and the dashboard. */
 export type DriverCapabilities = {

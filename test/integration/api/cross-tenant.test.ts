@@ -89,6 +89,14 @@ const CASES: Record<string, CrossTenantCase> = {
   "tenant.overview": { kind: "tenant", input: () => ({}), targetsRows: false },
   "tenant.policy": { kind: "tenant", input: () => ({}), targetsRows: false },
   "tenant.setPolicy": { kind: "tenant", input: () => ({ stdioMcpMinRole: "member" }), targetsRows: false },
+  // quota.* (issue 15): the tenant's limits, usage and budget.
+  "quota.usage": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "quota.setOverrides": { kind: "tenant", input: () => ({ liveWorkspaces: 1 }), targetsRows: false },
+  "quota.setBudget": {
+    kind: "tenant",
+    input: () => ({ monthlyBudgetUnits: 1, hardStop: true }),
+    targetsRows: false,
+  },
   "account.changePassword": {
     kind: "custom",
     // Not tenant-scoped: it only ever acts on the caller's own account (a wrong current password changes nothing).
@@ -363,6 +371,7 @@ async function snapshotOfB() {
     library: await bOwner.library.list(ref),
     webhooks: await bOwner.operations.webhooks(ref),
     webhookDeliveries: await bOwner.operations.webhookDeliveries(ref),
+    quota: await bOwner.quota.usage(ref),
   };
 }
 

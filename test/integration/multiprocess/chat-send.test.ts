@@ -81,6 +81,8 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
       MP_CONTROL_DIR: controlDir,
       WORKERS_CONCURRENCY: "4",
       LOG_LEVEL: "silent",
+      // 200 turns of one tenant at once: above the installation's default concurrent-turn quota (50).
+      BERTH_QUOTA_CONCURRENT_TURNS: "1000",
     };
 
     fake = await startFakeModel({ apiKey: API_KEY, respond });

@@ -169,6 +169,49 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
     expect(idleStop?.actor).toBe("system");
   });
 
+  it("idle time counts work, not traffic: reads never keep a workspace alive, and its page says what does", async () => {
+    const browsed = await freshSession(tenant.scope);
+    const worked = await freshSession(tenant.scope);
+    for (const s of [browsed, worked]) await h.service.resolveForSession(tenant.scope, s.session.id);
+    const longAgo = new Date(Date.now() - 60_000);
+    const ids = [browsed.workspaceId, worked.workspaceId];
+    await getDb().workspace.updateMany({ where: { id: { in: ids } }, data: { lastActivityAt: longAgo } });
+    // The dashboard browses one (a file listing, status: quiet call leases); a mutating call works on the other.
+    await h.content().listFiles(tenant.scope, browsed.workspaceId, ".");
+    await h.content().status(tenant.scope, browsed.workspaceId);
+    await h.service.withWorkspace(tenant.scope, worked.workspaceId, "workspace.file.write", () =>
+      Promise.resolve("ok"),
+    );
+    const activity = await getDb().workspace.findMany({
+      where: { id: { in: ids } },
+      select: { id: true, lastActivityAt: true },
+    });
+    const clockOf = (id: string) => activity.find((row) => row.id === id)!.lastActivityAt!.getTime();
+    expect(clockOf(browsed.workspaceId)).toBe(longAgo.getTime());
+    expect(clockOf(worked.workspaceId)).toBeGreaterThan(longAgo.getTime());
+
+    // A running turn is what the page names as keeping it alive.
+    await h.service.acquireLease(tenant.scope, worked.workspaceId, {
+      holder: "turn:t1",
+      reason: "chat turn",
+    });
+    const page = await h.service.get(tenant.scope, worked.workspaceId);
+    expect(page.liveness.running).toBe(true);
+    expect(page.liveness.reasons[0]).toMatchObject({
+      kind: "turn",
+      text: "a chat turn is running (chat turn)",
+    });
+    expect(page.liveness.stopsAfter).toBeNull();
+    await h.service.releaseLease(tenant.scope, worked.workspaceId, "turn:t1");
+
+    const report = await runJob("workspace.sweep", { trigger: "manual" });
+    // (The worked one's clock is recent, but the harness' idle TTL is 1 s: only the browsed one is asserted.)
+    expect(report.stopping as string[]).toContain(browsed.workspaceId);
+    await vi.waitFor(async () => expect(await stateOf(browsed.workspaceId)).toBe("STOPPED"), {
+      timeout: 15_000,
+    });
+  });
+
   it("reconcile reaps an orphan folder and marks a record whose folder vanished", async () => {
     const orphan = path.join(h.basedir, "ghost-tenant", "ghost-user", "ghostworkspace");
     await fs.mkdir(orphan, { recursive: true });

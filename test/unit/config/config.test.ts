@@ -3,6 +3,7 @@ import { loadConfig } from "@/server/config/config";
 import { loadDatabaseConfig } from "@/server/config/database";
 import { loadHttpConfig } from "@/server/config/http";
 import { loadLoggingConfig } from "@/server/config/logging";
+import { loadQuotaConfig } from "@/server/config/quotas";
 import { loadRedisConfig } from "@/server/config/redis";
 import { loadSecretsConfig } from "@/server/config/secrets";
 import { loadWorkersConfig } from "@/server/config/workers";
@@ -29,6 +30,47 @@ describe("config", () => {
     expect(config.secrets.encryptionKey).toEqual(Buffer.alloc(32, 7));
     expect(config.logging.level).toBe("info");
     expect(config.workers).toMatchObject({ concurrency: 4, healthPort: 3001, heartbeatTtlMs: 15_000 });
+  });
+
+  it("quotas: installation defaults, overridable per variable; metering rates are JSON per backend", () => {
+    const defaults = loadQuotaConfig({});
+    expect(defaults.defaults).toEqual({
+      liveWorkspaces: 50,
+      totalWorkspaces: 1_000,
+      concurrentTurns: 50,
+      provisionsPerMinute: 60,
+      workspaceCpus: 0,
+      workspaceMemoryBytes: 0,
+      workspaceDiskBytes: 0,
+      mcpServersPerScope: 20,
+      skillStorageBytes: 512 * 1024 * 1024,
+    });
+    expect(defaults.rates).toEqual({
+      "*": {
+        workspaceHour: 1,
+        provision: 0,
+        turn: 0,
+        inputTokensPerMillion: 0,
+        outputTokensPerMillion: 0,
+        toolCall: 0,
+      },
+    });
+    const custom = loadQuotaConfig({
+      BERTH_QUOTA_LIVE_WORKSPACES: "3",
+      BERTH_METERING_RATES: JSON.stringify({ docker: { workspaceHour: 4, turn: 0.5 } }),
+    });
+    expect(custom.defaults.liveWorkspaces).toBe(3);
+    expect(custom.rates.docker).toMatchObject({ workspaceHour: 4, turn: 0.5, provision: 0 });
+    for (const bad of [
+      "{not json",
+      JSON.stringify({ moon: { turn: 1 } }),
+      JSON.stringify({ "*": { tunr: 1 } }),
+    ]) {
+      expect(() => loadQuotaConfig({ BERTH_METERING_RATES: bad })).toThrow(/BERTH_METERING_RATES/);
+    }
+    expect(() => loadQuotaConfig({ BERTH_QUOTA_CONCURRENT_TURNS: "-1" })).toThrow(
+      /BERTH_QUOTA_CONCURRENT_TURNS/,
+    );
   });
 
   it("fails at load with every missing variable named, and how to get it", () => {

@@ -8,7 +8,8 @@ import {
   workspaceKey,
   workspaceLabels,
 } from "@/server/workspace/backends/kubernetes/kubernetes-names";
-import { podManifest } from "@/server/workspace/backends/kubernetes/workspace-manifests";
+import { claimManifest, podManifest } from "@/server/workspace/backends/kubernetes/workspace-manifests";
+import { ownerOf } from "@/server/workspace/backends/kubernetes/kubernetes-machine";
 
 const context = { basedir: "/var/lib/berth", cwd: "/srv/berth", uid: 1000 };
 const fromEnv = (env: Record<string, string>) =>
@@ -122,5 +123,25 @@ describe("Kubernetes names and labels", () => {
     expect(other.metadata?.annotations?.["berth.dev/spec-hash"]).not.toBe(
       pod.metadata?.annotations?.["berth.dev/spec-hash"],
     );
+  });
+
+  it("gives a workspace the tenant's per-workspace quotas as its limits and claim size", () => {
+    const config = kubernetesDriver.configSchema.parse({ connection: { source: "kubeconfig", path: "/k" } });
+    const spec = {
+      workspaceId: "w1",
+      tenantId: "t1",
+      userId: "u1",
+      agentId: "a1",
+      isolation: "per_agent" as const,
+    };
+    const quota = ownerOf({ ...spec, resources: { cpus: 2, memoryBytes: 2 ** 31, diskBytes: 5 * 2 ** 30 } });
+    const workspaceContainer = (owner: typeof quota) =>
+      podManifest(config, owner).spec!.containers.find((container) => container.name === "workspace")!;
+    expect(workspaceContainer(quota).resources?.limits).toEqual({ cpu: "2", memory: String(2 ** 31) });
+    expect(claimManifest(config, quota).spec?.resources?.requests).toEqual({ storage: String(5 * 2 ** 30) });
+    // Without quotas: the configured limits and size.
+    const plain = ownerOf(spec);
+    expect(workspaceContainer(plain).resources?.limits).toEqual(config.limits);
+    expect(claimManifest(config, plain).spec?.resources?.requests).toEqual({ storage: config.storageSize });
   });
 });

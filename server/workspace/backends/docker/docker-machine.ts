@@ -45,6 +45,7 @@ export class DockerMachineController implements MachineController {
       ...refOf(spec),
       agentId: spec.agentId,
       reuseToken: true,
+      ...(spec.resources ? { resources: spec.resources } : {}),
       onProgress: onProgress && ((event) => onProgress(progressOf(event))),
     });
     // The container is named by the ids; the handle records it for operators and for reconcile.

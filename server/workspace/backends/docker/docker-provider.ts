@@ -1,4 +1,5 @@
 import { installationIdOf, type InstallationIdSource } from "@/server/workspace/backend/installation";
+import type { WorkspaceResources } from "@/server/workspace/backend/driver";
 import fs from "node:fs/promises";
 import path from "node:path";
 import Docker from "dockerode";
@@ -49,6 +50,8 @@ export type DockerWorkspaceRequest = DockerWorkspaceRef & {
    * a new token, which would cut off every other process attached to it. Default false: always rotate.
    */
   reuseToken?: boolean;
+  /** The tenant's per-workspace quotas (CPUs, memory): the container gets the smaller of these and the config. */
+  resources?: WorkspaceResources;
 };
 
 /** A ready workspace container: its gateway answered a health check with this instance's nonce. */
@@ -172,6 +175,7 @@ export class DockerWorkspaceProvider {
       image,
       hostWorkdir,
       hostRuntimeDir,
+      ...(request.resources ? { resources: request.resources } : {}),
     });
     const name = containerName(ref);
     onProgress?.({ type: "container", state: created ? "created" : "reattached", name });

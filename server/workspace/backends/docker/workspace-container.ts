@@ -1,3 +1,4 @@
+import type { WorkspaceResources } from "@/server/workspace/backend/driver";
 import { createHash } from "node:crypto";
 import type Docker from "dockerode";
 import { AppError, isAppError } from "@/server/shared/errors";
@@ -17,6 +18,7 @@ export type ContainerSpec = DockerWorkspaceRef & {
   image: string;
   hostWorkdir: string;
   hostRuntimeDir: string;
+  resources?: WorkspaceResources;
 };
 
 /** The PATH, HOME and locale every command starts from. */
@@ -80,6 +82,13 @@ function containerCreateOptions(
   };
   const hash = createHash("sha256").update(JSON.stringify(options)).digest("hex").slice(0, 16);
   options.Labels = { ...options.Labels, [LABELS.configHash]: hash };
+  // The tenant's per-workspace quota lowers the installation's limits, never raises them. Applied after the
+  // hash: an API process attaching (which knows no quotas) must find the worker's container, not replace it.
+  const { cpus, memoryBytes } = spec.resources ?? {};
+  if (options.HostConfig && cpus !== undefined && cpus < config.cpus)
+    options.HostConfig.NanoCpus = Math.round(cpus * 1e9);
+  if (options.HostConfig && memoryBytes !== undefined && memoryBytes < config.memoryBytes)
+    options.HostConfig = { ...options.HostConfig, Memory: memoryBytes, MemorySwap: memoryBytes };
   return options;
 }
 

@@ -39,6 +39,7 @@ export function ownerOf(spec: WorkspaceSpec): WorkspaceOwner {
     userId: spec.userId,
     workspaceId: spec.workspaceId,
     agentId: spec.agentId,
+    ...(spec.resources ? { resources: spec.resources } : {}),
   };
 }
 

@@ -1,3 +1,4 @@
+import type { WorkspaceResources } from "@/server/workspace/backend/driver";
 import type * as k8s from "@kubernetes/client-node";
 import type { KubernetesDriverConfig } from "./kubernetes-config";
 import {
@@ -17,7 +18,12 @@ import {
 } from "./kubernetes-names";
 
 /** `installation`: set by the workers' provision (labelled on what it creates); absent when only attaching. */
-export type WorkspaceOwner = KubernetesWorkspaceRef & { agentId: string; installation?: string };
+export type WorkspaceOwner = KubernetesWorkspaceRef & {
+  agentId: string;
+  installation?: string;
+  /** The tenant's per-workspace quotas: they replace the configured limits (and the claim's size). */
+  resources?: WorkspaceResources;
+};
 
 /** Containers of a workspace Pod and the paths inside them. */
 export const POD = {
@@ -103,7 +109,7 @@ export function podManifest(config: KubernetesDriverConfig, owner: WorkspaceOwne
         command: INIT,
         workingDir: POD.workdir,
         env,
-        resources: { requests: { ...config.requests }, limits: { ...config.limits } },
+        resources: { requests: { ...config.requests }, limits: quotaLimits(config.limits, owner.resources) },
         securityContext: hardened,
         volumeMounts: [
           { name: "workdir", mountPath: POD.workdir },
@@ -165,7 +171,11 @@ export function claimManifest(
     },
     spec: {
       accessModes: [config.accessMode],
-      resources: { requests: { storage: config.storageSize } },
+      resources: {
+        requests: {
+          storage: owner.resources?.diskBytes ? String(owner.resources.diskBytes) : config.storageSize,
+        },
+      },
       ...(config.storageClassName ? { storageClassName: config.storageClassName } : {}),
     },
   };
@@ -204,5 +214,14 @@ export function tenantEgressPolicy(
         ...(rule.ports.length > 0 ? { ports: rule.ports.map((port) => ({ protocol: "TCP", port })) } : {}),
       })),
     },
+  };
+}
+
+/** The configured limits with the tenant's per-workspace quotas in place of CPU and memory. */
+function quotaLimits(limits: Record<string, string>, resources: WorkspaceResources | undefined) {
+  return {
+    ...limits,
+    ...(resources?.cpus ? { cpu: String(resources.cpus) } : {}),
+    ...(resources?.memoryBytes ? { memory: String(resources.memoryBytes) } : {}),
   };
 }

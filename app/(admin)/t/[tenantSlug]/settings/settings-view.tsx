@@ -22,6 +22,7 @@ import {
 } from "../agents/agent-ui";
 import { useTenantRole } from "../_components/tenant-role";
 import { BackendCard } from "./backend-card";
+import { QuotaCard } from "./quota-card";
 
 const MINUTE_MS = 60_000;
 const STDIO_ROLES = ["owner", "admin", "member"] as const;
@@ -181,6 +182,7 @@ export function SettingsView({ tenantSlug }: { tenantSlug: string }) {
         </Card>
 
         <BackendCard tenantSlug={tenantSlug} canManage={canManage} />
+        {can("workspace:manage", false) && <QuotaCard tenantSlug={tenantSlug} />}
       </div>
     </div>
   );

@@ -202,10 +202,15 @@ export function useChatTurn({
   return { turn, send, cancel, reset, cancelling, streaming: turn?.phase === "streaming" };
 }
 
-/** The tRPC error code of a failed call (`FORBIDDEN`, `CONFLICT`, …), or `ERROR` when the call never got one. */
+/**
+ * The code of a failed call: Berth's own when the server sent one (`QUOTA_EXCEEDED` rather than tRPC's
+ * `TOO_MANY_REQUESTS`), else tRPC's (`FORBIDDEN`, `CONFLICT`, …), or `ERROR` when the call never got one.
+ */
 function errorCodeOf(error: unknown): string {
   if (!(error instanceof TRPCClientError)) return "ERROR";
   const data: unknown = error.data;
+  const appCode = (data as { appError?: { code?: unknown } } | null)?.appError?.code;
+  if (typeof appCode === "string") return appCode;
   if (typeof data === "object" && data !== null && "code" in data && typeof data.code === "string")
     return data.code;
   return "ERROR";

@@ -28,6 +28,31 @@ function Row({ label, children }: { label: string; children: ReactNode }) {
   );
 }
 
+/**
+ * Why a running workspace is still running: only work keeps it (turns, API calls that change it, the idle
+ * timer their last use set); browsing this page never does.
+ */
+function StillAlive({ liveness }: { liveness: WorkspaceView["liveness"] }) {
+  if (!liveness.running) return <span className="text-muted-foreground">not running</span>;
+  return (
+    <ul className="grid gap-1" data-testid="workspace-liveness">
+      {liveness.reasons.map((reason, index) => (
+        <li key={index}>
+          {reason.text}
+          {reason.until && (
+            <span className="text-muted-foreground text-xs">
+              {" "}
+              (until <RelativeTime value={reason.until} />)
+            </span>
+          )}
+        </li>
+      ))}
+      {liveness.reasons.length === 0 && <li>nothing: the next sweep stops it</li>}
+      <li className="text-muted-foreground text-xs">Viewing files or this page does not keep it running.</li>
+    </ul>
+  );
+}
+
 /** The workspace at a glance: its state and why, where it runs, whose it is, and the leases that hold it. */
 export function WorkspaceOverview({ tenantSlug, data }: { tenantSlug: string; data: WorkspaceView }) {
   const base = `/t/${encodeURIComponent(tenantSlug)}`;
@@ -76,6 +101,9 @@ export function WorkspaceOverview({ tenantSlug, data }: { tenantSlug: string; da
               )}
             </Row>
             <Row label="Idle">{formatDuration(data.idleMs)}</Row>
+            <Row label="Kept alive by">
+              <StillAlive liveness={data.liveness} />
+            </Row>
             <Row label="Last activity">
               <RelativeTime value={data.lastActivityAt} />
             </Row>

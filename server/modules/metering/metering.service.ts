@@ -1,0 +1,105 @@
+import type { Redis } from "ioredis";
+import { enqueue } from "@/server/queue/enqueue";
+import { getQueues } from "@/server/queue/queues";
+import { getRedis, redisKey } from "@/server/redis";
+import { insertUsageRecords } from "./metering.data";
+import { ZUsageEntry, type TUsageEntry, type UsageInput } from "./metering.types";
+
+/**
+ * Metering off the hot path, like the audit buffer: a turn or a provision appends its usage to a Redis
+ * list (one RPUSH) and asks for a deduplicated `metering.flush`; the flush moves the list into the
+ * UsageRecord ledger in batches, idempotent by entry id, and then evaluates the tenants' budgets.
+ */
+export type MeteringBufferDeps = {
+  redis: Redis;
+  redisPrefix: string;
+  requestFlush: () => Promise<unknown>;
+};
+
+function defaultMeteringDeps(): MeteringBufferDeps {
+  const queues = getQueues();
+  return {
+    redis: getRedis(),
+    redisPrefix: queues.redisPrefix,
+    requestFlush: () =>
+      enqueue("metering.flush", { trigger: "write" }, { deduplicationId: "metering.flush" }),
+  };
+}
+
+const bufferKey = (prefix: string) => redisKey(prefix, "metering", "buffer");
+const inflightKey = (prefix: string) => redisKey(prefix, "metering", "inflight");
+
+/** Buffers usage for the next flush. Entries with a zero quantity are dropped (nothing to count). */
+export async function recordUsage(
+  entries: readonly UsageInput[],
+  deps: MeteringBufferDeps = defaultMeteringDeps(),
+): Promise<void> {
+  const now = new Date();
+  const lines = entries
+    .filter((entry) => entry.quantity > 0)
+    .map((entry) =>
+      JSON.stringify(ZUsageEntry.parse({ ...entry, id: crypto.randomUUID(), at: entry.at ?? now })),
+    );
+  if (lines.length === 0) return;
+  await deps.redis.rpush(bufferKey(deps.redisPrefix), ...lines);
+  await deps.requestFlush();
+}
+
+// The audit buffer's claim/ack pair (server/modules/audit/audit-buffer.service.ts): a claimed batch stays in
+// the in-flight list until it is stored, so a crashed flush hands the same batch to the next one.
+const CLAIM_SCRIPT = `
+if redis.call('EXISTS', KEYS[2]) == 1 then return redis.call('LRANGE', KEYS[2], 0, -1) end
+local items = redis.call('LPOP', KEYS[1], ARGV[1])
+if not items then return {} end
+redis.call('RPUSH', KEYS[2], unpack(items))
+return items`;
+const ACK_SCRIPT = `
+if redis.call('LINDEX', KEYS[1], 0) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
+export type MeteringFlushResult = {
+  written: number;
+  batches: number;
+  unreadable: number;
+  tenantIds: string[];
+};
+
+/** Drains the buffer into the ledger. Safe to run concurrently and to retry after a crash. */
+export async function flushMeteringBuffer(
+  deps: Pick<MeteringBufferDeps, "redis" | "redisPrefix"> & {
+    write?: (entries: TUsageEntry[]) => Promise<number>;
+    batchSize?: number;
+    maxBatches?: number;
+  },
+): Promise<MeteringFlushResult> {
+  const keys = [bufferKey(deps.redisPrefix), inflightKey(deps.redisPrefix)];
+  const write = deps.write ?? ((entries: TUsageEntry[]) => insertUsageRecords(entries));
+  const tenantIds = new Set<string>();
+  let written = 0;
+  let batches = 0;
+  let unreadable = 0;
+  while (batches < (deps.maxBatches ?? 20)) {
+    const raw = (await deps.redis.eval(CLAIM_SCRIPT, 2, ...keys, deps.batchSize ?? 1_000)) as string[];
+    if (raw.length === 0) break;
+    const entries: TUsageEntry[] = [];
+    for (const line of raw) {
+      const parsed = ZUsageEntry.safeParse(safeJson(line));
+      // Only this module writes the buffer, so an unreadable line is a bug: counted, never blocking.
+      if (parsed.success) entries.push(parsed.data);
+      else unreadable += 1;
+    }
+    written += await write(entries);
+    for (const entry of entries) tenantIds.add(entry.tenantId);
+    await deps.redis.eval(ACK_SCRIPT, 1, keys[1]!, raw[0]!);
+    batches += 1;
+  }
+  return { written, batches, unreadable, tenantIds: [...tenantIds] };
+}
+
+function safeJson(line: string): unknown {
+  try {
+    return JSON.parse(line) as unknown;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,105 @@
+import type { QuotaLimits } from "@/server/config/quotas";
+import { assertCan } from "@/server/auth/policy";
+import type { TenantScope } from "@/server/auth/scope";
+import { audited } from "@/server/modules/audit/audited";
+import { spendOf } from "@/server/modules/metering/budget.service";
+import { sumUsageSince } from "@/server/modules/metering/metering.data";
+import { monthOf } from "@/server/modules/metering/metering.types";
+import { parseInput } from "@/server/shared/parse-input";
+import { admitProvisionInWindow, countHeldTurns } from "./quota-counters";
+import {
+  countLiveWorkspaces,
+  countTotalWorkspaces,
+  getTenantQuota,
+  saveBudgetSettings,
+  saveQuotaOverrides,
+} from "./quota.data";
+import { effectiveLimits, type QuotaDeps } from "./quota.service";
+import {
+  QUOTA_LIMIT_LABELS,
+  ZBudgetSettings,
+  ZQuotaOverrides,
+  type QuotaUsageItem,
+  type TBudgetSettings,
+  type TenantUsageView,
+  type TQuotaOverrides,
+} from "./quota.types";
+
+/**
+ * The tenant's quotas and budget as its admins see them (usage against each limit, this month's spend),
+ * and the owner's changes to them. Issue 15's operator role takes over the changes once it exists; until
+ * then the owner gate (`tenant:manage`) guards them.
+ */
+export async function readTenantUsage(scope: TenantScope, deps: QuotaDeps): Promise<TenantUsageView> {
+  assertCan(scope, "workspace:manage");
+  const tenantId = scope.tenantId;
+  const row = await getTenantQuota(tenantId);
+  const limits = effectiveLimits(row, deps.config.defaults);
+  const month = monthOf(new Date());
+  const [live, total, turns, provisions, sums] = await Promise.all([
+    countLiveWorkspaces(tenantId),
+    countTotalWorkspaces(tenantId),
+    countHeldTurns(deps, tenantId),
+    admitProvisionInWindow(deps, tenantId, Number.MAX_SAFE_INTEGER, { consume: false }),
+    sumUsageSince(tenantId, month.start),
+  ]);
+  const used: Partial<Record<keyof QuotaLimits, number>> = {
+    liveWorkspaces: live,
+    totalWorkspaces: total,
+    concurrentTurns: turns,
+    provisionsPerMinute: provisions.count,
+  };
+  const items: QuotaUsageItem[] = (Object.keys(limits) as (keyof QuotaLimits)[]).map((limit) => ({
+    limit,
+    label: QUOTA_LIMIT_LABELS[limit],
+    value: limits[limit],
+    overridden: row[limit] !== null && row[limit] !== undefined,
+    used: used[limit] ?? null,
+  }));
+  const usage: Record<string, number> = {};
+  for (const sum of sums) usage[sum.kind] = (usage[sum.kind] ?? 0) + sum.quantity;
+  return {
+    limits: items,
+    budget: {
+      monthlyBudgetUnits: row.monthlyBudgetUnits,
+      spentUnits: spendOf(sums, deps.config.rates),
+      alertPercents: row.budgetAlertPercents,
+      hardStop: row.budgetHardStop,
+      stopWorkspaces: row.budgetStopWorkspaces,
+      month: month.label,
+    },
+    usage,
+  };
+}
+
+/** Owners: replaces the tenant's overrides (absent or null: the installation's default). Audited. */
+export async function changeQuotaOverrides(
+  scope: TenantScope,
+  raw: TQuotaOverrides,
+  deps: QuotaDeps,
+): Promise<TenantUsageView> {
+  assertCan(scope, "tenant:manage");
+  const overrides = parseInput(ZQuotaOverrides, raw);
+  await audited(
+    scope,
+    { action: "quota.update", targetType: "tenant", targetId: scope.tenantId, details: overrides },
+    () => saveQuotaOverrides(scope.tenantId, overrides),
+  );
+  return readTenantUsage(scope, deps);
+}
+
+/** Owners: the monthly budget, its alert percentages and its hard stop. Audited. */
+export async function changeBudget(
+  scope: TenantScope,
+  raw: TBudgetSettings,
+  deps: QuotaDeps,
+): Promise<TenantUsageView> {
+  assertCan(scope, "tenant:manage");
+  const budget = parseInput(ZBudgetSettings, raw);
+  await audited(
+    scope,
+    { action: "budget.update", targetType: "tenant", targetId: scope.tenantId, details: budget },
+    () => saveBudgetSettings(scope.tenantId, budget),
+  );
+  return readTenantUsage(scope, deps);
+}

@@ -1,0 +1,91 @@
+/**
+ * `totalWorkspaces` is admitted in the transaction that creates the workspace record, under the tenant's
+ * quota row lock: concurrent session creations never bind one workspace over the limit, and the refused
+ * ones leave no session behind. Only owners change quotas; admins read them.
+ */
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { secretKeyFromBytes } from "@/server/auth/secrets";
+import { getConfig } from "@/server/config/config";
+import { composeEngine } from "@/server/composition/services";
+import type { WorkspaceEngine } from "@/server/engine/engine";
+import { getDb } from "@/server/db";
+import { createLogger } from "@/server/logger";
+import { createAgentService } from "@/server/modules/agent/agent.service";
+import { changeQuotaOverrides, readTenantUsage } from "@/server/modules/quota/quota-admin.service";
+import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
+import { createSessionService } from "@/server/modules/session/session.service";
+import { createWorkspaceService } from "@/server/modules/workspace/workspace.service";
+import { closeSharedQueues, getQueues } from "@/server/queue/queues";
+import { AppError, isAppError } from "@/server/shared/errors";
+import { addTestMember, createTestTenant, type TestTenant } from "../db/fixtures";
+import { testEngineConfig } from "../workspace/harness";
+
+describe("the total-workspaces quota", () => {
+  let engine: WorkspaceEngine;
+  let basedir: string;
+  let tenant: TestTenant;
+
+  beforeAll(async () => {
+    basedir = await fs.mkdtemp(path.join(os.tmpdir(), "berth-quota-total-"));
+    engine = composeEngine({
+      config: testEngineConfig(basedir),
+      queues: getQueues(),
+      secret: "quota-test-secret",
+      log: createLogger({ level: "silent" }),
+    });
+    tenant = await createTestTenant();
+  });
+  afterAll(async () => {
+    await engine.close();
+    await closeSharedQueues();
+    await fs.rm(basedir, { recursive: true, force: true });
+  });
+
+  it("binds exactly the limit under 30 concurrent session creations; the refused leave no session", async () => {
+    const agent = await createAgentService({
+      secretKey: secretKeyFromBytes(getConfig().secrets.encryptionKey),
+      enqueueSessionPurge: () => Promise.reject(new AppError("INTERNAL", "not used here")),
+      enqueueAgentPurge: () => Promise.reject(new AppError("INTERNAL", "not used here")),
+      assertBackendChoosable: () => undefined,
+    }).create(tenant.scope, {
+      name: "per-session",
+      modelConfig: { baseUrl: "http://127.0.0.1:9/v1", model: "m", apiKey: "k" },
+      isolationPolicy: "PER_SESSION",
+    });
+    const deps = defaultQuotaDeps();
+    await changeQuotaOverrides(tenant.scope, { totalWorkspaces: 5 }, deps);
+    const sessions = createSessionService({ workspaces: createWorkspaceService(engine) });
+    const results = await Promise.allSettled(
+      Array.from({ length: 30 }, () => sessions.create(tenant.scope, { agentId: agent.id })),
+    );
+    const refusals = results.flatMap((r) => (r.status === "rejected" ? [r.reason as unknown] : []));
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(5);
+    expect(refusals).toHaveLength(25);
+    for (const refusal of refusals) {
+      expect(isAppError(refusal) && [refusal.code, refusal.details]).toEqual([
+        "QUOTA_EXCEEDED",
+        { limit: "totalWorkspaces", value: 5, used: 5 },
+      ]);
+    }
+    expect(await getDb().workspace.count({ where: { tenantId: tenant.tenantId } })).toBe(5);
+    expect(await getDb().session.count({ where: { tenantId: tenant.tenantId } })).toBe(5);
+    const usage = await readTenantUsage(tenant.scope, deps);
+    expect(usage.limits.find((l) => l.limit === "totalWorkspaces")).toMatchObject({
+      value: 5,
+      overridden: true,
+      used: 5,
+    });
+  });
+
+  it("lets admins read the quotas and only owners change them", async () => {
+    const admin = await addTestMember(tenant, "admin");
+    const deps = defaultQuotaDeps();
+    await expect(readTenantUsage(admin.scope, deps)).resolves.toMatchObject({ budget: { hardStop: false } });
+    await expect(changeQuotaOverrides(admin.scope, { liveWorkspaces: 1_000 }, deps)).rejects.toMatchObject({
+      code: "FORBIDDEN",
+    });
+  });
+});

@@ -1,0 +1,27 @@
+import type { Redis } from "ioredis";
+import type { QuotaConfig } from "@/server/config/quotas";
+import { runMeteringFlush } from "@/server/modules/metering/metering-flush.service";
+import type { BerthJobCatalog } from "@/server/queue/catalog";
+import type { JobProcessor } from "../registry";
+
+export type MeteringFlushDeps = {
+  redis: Redis;
+  redisPrefix: string;
+  quotas: QuotaConfig;
+  requestStop: (payload: { tenantId: string; workspaceId: string; reason: string }) => Promise<unknown>;
+};
+
+/** `metering.flush`: the usage buffer → the UsageRecord ledger, then the budgets (transport-thin). */
+export function meteringFlushProcessor(
+  deps: MeteringFlushDeps,
+): JobProcessor<BerthJobCatalog, "metering.flush"> {
+  return async ({ payload, log }) => {
+    const result = await runMeteringFlush({ ...deps, log });
+    if (result.written > 0 || result.unreadable > 0)
+      log.info(
+        { written: result.written, unreadable: result.unreadable, trigger: payload.trigger },
+        "usage flushed",
+      );
+    return { written: result.written, accrued: result.accrued, budgets: result.budgets.length };
+  };
+}
