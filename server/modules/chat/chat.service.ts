@@ -293,14 +293,16 @@ export function createChatService(deps: ChatServiceDeps) {
       // Before the session is claimed or any workspace touched: the budget's hard stop and one of the
       // tenant's concurrent-turn slots (QUOTA_EXCEEDED names the limit), held until the turn ends.
       const admission = await deps.quota?.admitTurn(scope.tenantId, randomUUID());
-      const started = await deps.registry.start(scope, {
-        sessionId: session.id,
-        idempotencyKey: input.idempotencyKey ?? null,
-        userMessage: input.message,
-      }).catch(async (error: unknown) => {
-        await admission?.release();
-        throw error;
-      });
+      const started = await deps.registry
+        .start(scope, {
+          sessionId: session.id,
+          idempotencyKey: input.idempotencyKey ?? null,
+          userMessage: input.message,
+        })
+        .catch(async (error: unknown) => {
+          await admission?.release();
+          throw error;
+        });
       // The same send again (a client that lost its connection): report that turn, never run it twice.
       if (started.kind === "existing") {
         await admission?.release();
