@@ -9,13 +9,14 @@ import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { loadRedisConfig } from "@/server/config/redis";
 import { getDb } from "@/server/db";
+import { toAppError } from "@/server/shared/errors";
 import { auditDeadLetters, recordAudit } from "@/server/modules/audit/audit-buffer.service";
 import { getAgentServices } from "@/server/composition/services";
 import { checkHealth } from "@/server/modules/health/health.service";
 import { createRedisConnection, redisKey } from "@/server/redis";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
 import { startWorkerRuntime, type WorkerRuntime } from "@/workers/runtime";
-import { collect, startAgentApiHarness, type AgentApiHarness } from "../agent/support";
+import { startAgentApiHarness, type AgentApiHarness } from "../agent/support";
 import { testLog } from "../queue/queue-fixtures";
 import { createTenantFixture, type TenantFixture } from "./support/tenant-fixtures";
 
@@ -114,22 +115,24 @@ describe("the audit buffer under hostile strings", () => {
 });
 
 describe("chat.send when storage refuses the turn", () => {
-  it("emits a typed, masked error event, never the database's error text", async () => {
+  it("refuses it as a masked internal error before anything runs, never with the database's error text", async () => {
     const agent = await h.owner.agent.create({
       ...h.ref,
       name: `hostile-chat-${randomUUID().slice(0, 8)}`,
       modelConfig: { baseUrl: fake.baseUrl, model: "fake-model", apiKey: "sk-hostile" },
     });
     const { sessionId } = await h.owner.session.create({ ...h.ref, agentId: agent.id });
-    fake.enqueue({ kind: "text", text: "ok" });
-    // Past the HTTP boundary (which answers 400): the message reaches storage, which refuses the NUL.
-    const events = await collect(
-      await getAgentServices().chat.send(h.tenant.ownerScope, { sessionId, message: "hi\u0000there" }),
-    );
-    const error = events.find((event) => event.type === "error");
-    expect(error).toEqual({ type: "error", code: "INTERNAL", message: "Internal error", retryable: true });
-    expect(events.at(-1)).toMatchObject({ type: "done", status: "failed" });
-    expect(JSON.stringify(events)).not.toMatch(/prisma|invalid input|P20\d\d|22P05|invocation/i);
-    expect((await h.owner.session.get({ ...h.ref, sessionId })).status).toBe("ERROR");
+    // Past the HTTP boundary (which answers 400): the message reaches storage when the turn is claimed
+    // (the claim stores the user's message), which refuses the NUL. No turn starts, no model is called.
+    const refused = await getAgentServices()
+      .chat.send(h.tenant.ownerScope, { sessionId, message: "hi\u0000there" })
+      .then(
+        () => null,
+        (error: unknown) => toAppError(error),
+      );
+    expect(refused).toMatchObject({ code: "INTERNAL", userMessage: "Internal error" });
+    expect(JSON.stringify({ message: refused?.userMessage })).not.toMatch(/prisma|invalid|22021|invocation/i);
+    expect((await h.owner.session.get({ ...h.ref, sessionId })).status).toBe("IDLE");
+    expect(await getDb().chatTurn.count({ where: { sessionId } })).toBe(0);
   });
 });
