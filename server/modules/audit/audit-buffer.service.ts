@@ -11,6 +11,7 @@ import { sanitizeStrings } from "@/server/shared/unsafe-strings";
 import { appendAuditLogs, isRejectedAuditWrite } from "./audit.data";
 import { ZBufferedAuditEntry, type TBufferedAuditEntry } from "./audit-buffer.schema";
 import { ZAuditEntryInput, type TAuditEntryInput } from "./audit.types";
+import { ackBatch, claimBatch } from "@/server/shared/claimed-batches";
 
 /**
  * Audit writes are on every mutation's path, so the API only appends to a Redis list (one RPUSH) and
@@ -82,22 +83,6 @@ export async function recordAudit(
   return { id: buffered.id };
 }
 
-// Moves up to ARGV[1] entries from the buffer to the in-flight list, atomically. If an in-flight batch
-// already exists (a previous flush crashed after claiming), that batch is returned again instead, so
-// nothing claimed is ever lost: it is re-written (idempotent by id) and only then acknowledged.
-const CLAIM_SCRIPT = `
-if redis.call('EXISTS', KEYS[2]) == 1 then return redis.call('LRANGE', KEYS[2], 0, -1) end
-local items = redis.call('LPOP', KEYS[1], ARGV[1])
-if not items then return {} end
-redis.call('RPUSH', KEYS[2], unpack(items))
-return items`;
-
-// Deletes the in-flight list only if it still holds the batch we wrote (checked by its first entry,
-// whose id is unique): a concurrent flush may already have acknowledged it and claimed the next one.
-const ACK_SCRIPT = `
-if redis.call('LINDEX', KEYS[1], 0) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`;
-
 export type FlushDeps = {
   redis: Redis;
   redisPrefix: string;
@@ -119,7 +104,7 @@ export type FlushResult = { written: number; batches: number; deadLettered: numb
  * (connection, timeout) still fails the flush, and the claimed batch is retried whole.
  */
 export async function flushAuditBuffer(deps: FlushDeps): Promise<FlushResult> {
-  const keys = [bufferKey(deps.redisPrefix), inflightKey(deps.redisPrefix)];
+  const keys = { buffer: bufferKey(deps.redisPrefix), inflight: inflightKey(deps.redisPrefix) };
   const batchSize = deps.batchSize ?? 500;
   const write = deps.writeEntries ?? writeBufferedAuditEntries;
   let written = 0;
@@ -131,7 +116,7 @@ export async function flushAuditBuffer(deps: FlushDeps): Promise<FlushResult> {
     deps.onDeadLetter?.({ raw: raw.slice(0, 200), reason });
   };
   while (batches < (deps.maxBatches ?? 20)) {
-    const raw = (await deps.redis.eval(CLAIM_SCRIPT, 2, ...keys, batchSize)) as string[];
+    const raw = await claimBatch(deps.redis, keys, batchSize);
     if (raw.length === 0) break;
     const entries: { raw: string; entry: TBufferedAuditEntry }[] = [];
     for (const line of raw) {
@@ -141,7 +126,7 @@ export async function flushAuditBuffer(deps: FlushDeps): Promise<FlushResult> {
       else await setAside(line, `unreadable: ${parsed.error.message.slice(0, 300)}`);
     }
     written += await writeOrSetAside(entries, write, setAside);
-    await deps.redis.eval(ACK_SCRIPT, 1, keys[1]!, raw[0]!);
+    await ackBatch(deps.redis, keys.inflight, raw[0]!);
     batches += 1;
   }
   return { written, batches, deadLettered };

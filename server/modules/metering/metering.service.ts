@@ -4,6 +4,7 @@ import { getQueues } from "@/server/queue/queues";
 import { getRedis, redisKey } from "@/server/redis";
 import { insertUsageRecords } from "./metering.data";
 import { ZUsageEntry, type TUsageEntry, type UsageInput } from "./metering.types";
+import { ackBatch, claimBatch } from "@/server/shared/claimed-batches";
 
 /**
  * Metering off the hot path, like the audit buffer: a turn or a provision appends its usage to a Redis
@@ -45,18 +46,6 @@ export async function recordUsage(
   await deps.requestFlush();
 }
 
-// The audit buffer's claim/ack pair (server/modules/audit/audit-buffer.service.ts): a claimed batch stays in
-// the in-flight list until it is stored, so a crashed flush hands the same batch to the next one.
-const CLAIM_SCRIPT = `
-if redis.call('EXISTS', KEYS[2]) == 1 then return redis.call('LRANGE', KEYS[2], 0, -1) end
-local items = redis.call('LPOP', KEYS[1], ARGV[1])
-if not items then return {} end
-redis.call('RPUSH', KEYS[2], unpack(items))
-return items`;
-const ACK_SCRIPT = `
-if redis.call('LINDEX', KEYS[1], 0) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`;
-
 export type MeteringFlushResult = {
   written: number;
   batches: number;
@@ -72,14 +61,14 @@ export async function flushMeteringBuffer(
     maxBatches?: number;
   },
 ): Promise<MeteringFlushResult> {
-  const keys = [bufferKey(deps.redisPrefix), inflightKey(deps.redisPrefix)];
+  const keys = { buffer: bufferKey(deps.redisPrefix), inflight: inflightKey(deps.redisPrefix) };
   const write = deps.write ?? ((entries: TUsageEntry[]) => insertUsageRecords(entries));
   const tenantIds = new Set<string>();
   let written = 0;
   let batches = 0;
   let unreadable = 0;
   while (batches < (deps.maxBatches ?? 20)) {
-    const raw = (await deps.redis.eval(CLAIM_SCRIPT, 2, ...keys, deps.batchSize ?? 1_000)) as string[];
+    const raw = await claimBatch(deps.redis, keys, deps.batchSize ?? 1_000);
     if (raw.length === 0) break;
     const entries: TUsageEntry[] = [];
     for (const line of raw) {
@@ -90,7 +79,7 @@ export async function flushMeteringBuffer(
     }
     written += await write(entries);
     for (const entry of entries) tenantIds.add(entry.tenantId);
-    await deps.redis.eval(ACK_SCRIPT, 1, keys[1]!, raw[0]!);
+    await ackBatch(deps.redis, keys.inflight, raw[0]!);
     batches += 1;
   }
   return { written, batches, unreadable, tenantIds: [...tenantIds] };
