@@ -81,7 +81,7 @@ export default defineConfig({
           name: "e2e",
           include: ["test/e2e/**/*.test.ts"],
           globalSetup: ["test/setup/services.ts"],
-          setupFiles: ["test/setup/services-env.ts"],
+          setupFiles: ["test/setup/services-env.ts", "test/setup/e2e-failure-output.ts"],
           testTimeout: 120_000,
           hookTimeout: 900_000,
           fileParallelism: false,

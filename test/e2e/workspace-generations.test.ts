@@ -123,6 +123,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspace generations and the agent's MCP scope,
     await outcome.waitFor();
     expect(await outcome.textContent()).toContain("next use starts generation 2");
     await stateIs("purged");
+    await page.getByTestId("action-result").filter({ hasText: "Generation 1 purged" }).waitFor();
     await page.getByTestId("purged-note").filter({ hasText: "generation 2" }).waitFor();
     await page.getByRole("tab", { name: "Receipts" }).click();
     await page.getByTestId("purge-receipt").waitFor();

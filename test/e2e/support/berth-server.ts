@@ -2,6 +2,17 @@ import { startBerthProcess, waitUntilServing } from "@/test/integration/start/su
 
 export type RunningBerth = { url: string; output: () => string; stop: () => Promise<void> };
 
+/** The servers this test process started and has not stopped: a failing test prints their output. */
+const running = new Set<RunningBerth>();
+
+/** The last lines of every running server's output (LOG_LEVEL=warn: its warnings and errors). */
+export function runningServersOutput(lastLines = 80): string[] {
+  return [...running].map(
+    (berth) =>
+      `--- ${berth.url}, last ${lastLines} lines ---\n${berth.output().split("\n").slice(-lastLines).join("\n")}`,
+  );
+}
+
 /**
  * Runs Berth exactly as `npm start` does (scripts/start.ts: migrations, bootstrap, `next build` when the
  * sources changed, dashboard + API on one port, workers in-process) against the given services.
@@ -15,12 +26,20 @@ export async function startBerth(port: number, env: NodeJS.ProcessEnv): Promise<
     port,
     env: { ...env, HOST: "127.0.0.1", BERTH_BASE_URL: url },
   });
-  const stop = async () => void (await berth.stop());
+  const server: RunningBerth = {
+    url,
+    output: () => berth.lines.join("\n"),
+    stop: async () => {
+      running.delete(server);
+      await berth.stop();
+    },
+  };
   try {
     await waitUntilServing(berth, url);
   } catch (error) {
-    await stop();
+    await server.stop();
     throw error;
   }
-  return { url, output: () => berth.lines.join("\n"), stop };
+  running.add(server);
+  return server;
 }

@@ -21,13 +21,47 @@ import { useTenantRole } from "../../_components/tenant-role";
 import { TRANSITIONAL_STATES } from "../workspace-format";
 
 type Confirming = "stop" | "purge" | null;
-/** The last request's outcome and the state the workspace was in when it was made. */
-type Requested = { text: string; atState: WorkspaceState };
+/**
+ * The last request, the state the workspace was in when it was made and, once it has left that state and
+ * its transitions, the state it settled in.
+ */
+type Requested = {
+  kind: "stop" | "purge";
+  /** The worker had nothing to do (already stopped, purged or being purged). */
+  noop: boolean;
+  generation: number;
+  atState: WorkspaceState;
+  settledIn?: WorkspaceState;
+};
+
+/**
+ * What the note says: the request while a worker carries it out, then its outcome. A fast worker can
+ * finish before the page's next poll, so the outcome must stay readable after the state has settled.
+ */
+function requestedText(requested: Requested, state: WorkspaceState): string {
+  if (requested.noop) {
+    return requested.kind === "stop"
+      ? `Nothing to stop: the workspace is ${state.toLowerCase()}.`
+      : "Already purged (or being purged).";
+  }
+  const next = requested.generation + 1;
+  if (requested.kind === "stop") {
+    if (requested.settledIn === "STOPPED") return "Stopped: files stay, and the next use starts it again.";
+    if (requested.settledIn) return `The stop ended with the workspace ${requested.settledIn.toLowerCase()}.`;
+    return "Stop requested: a worker is stopping the workspace.";
+  }
+  if (requested.settledIn === "PURGED") {
+    return `Generation ${requested.generation} purged: the next use starts generation ${next}, fresh and empty.`;
+  }
+  if (requested.settledIn) return `The purge ended with the workspace ${requested.settledIn.toLowerCase()}.`;
+  return `Purge requested: a worker is deleting generation ${requested.generation}; the next use starts generation ${next}.`;
+}
 
 /**
  * Stop and Purge, each behind a confirmation dialog (purge asks for the workspace id to be typed). Both only
- * enqueue a worker job; the page polls until the state shows the outcome. The "requested" note stays while
- * the workspace is on its way and goes once it has settled in a new state (it would be stale after that).
+ * enqueue a worker job; the page polls until the state shows the outcome. The note says what was requested
+ * while the workspace is on its way, then the outcome once it has settled; it goes when the workspace
+ * moves on from that state (a later use or action) or another action is opened.
  */
 export function WorkspaceActions({
   tenantSlug,
@@ -53,7 +87,9 @@ export function WorkspaceActions({
   const canManage = can("workspace:manage", true);
 
   useEffect(() => {
-    if (requested && state !== requested.atState && !TRANSITIONAL_STATES.includes(state)) setRequested(null);
+    if (!requested || state === requested.atState || TRANSITIONAL_STATES.includes(state)) return;
+    if (!requested.settledIn) setRequested({ ...requested, settledIn: state });
+    else if (state !== requested.settledIn) setRequested(null);
   }, [state, requested]);
 
   const refresh = () =>
@@ -66,12 +102,7 @@ export function WorkspaceActions({
     trpc.workspace.stop.mutationOptions({
       onSuccess: async (outcome) => {
         setConfirming(null);
-        setRequested({
-          atState: state,
-          text: outcome.jobId
-            ? "Stop requested: a worker is stopping the workspace."
-            : `Nothing to stop: the workspace is ${outcome.state.toLowerCase()}.`,
-        });
+        setRequested({ kind: "stop", noop: !outcome.jobId, generation, atState: state });
         await refresh();
       },
     }),
@@ -81,12 +112,7 @@ export function WorkspaceActions({
       onSuccess: async (outcome) => {
         setConfirming(null);
         setTypedId("");
-        setRequested({
-          atState: state,
-          text: outcome.jobId
-            ? `Purge requested: a worker is deleting generation ${outcome.generation}; the next use starts generation ${outcome.generation + 1}.`
-            : "Already purged (or being purged).",
-        });
+        setRequested({ kind: "purge", noop: !outcome.jobId, generation: outcome.generation, atState: state });
         if (outcome.jobId) onPurgeRequested();
         await refresh();
       },
@@ -96,6 +122,7 @@ export function WorkspaceActions({
   function open(next: Confirming) {
     stop.reset();
     purge.reset();
+    setRequested(null);
     setTypedId("");
     setConfirming(next);
   }
@@ -149,7 +176,7 @@ export function WorkspaceActions({
       )}
       {requested && (
         <Alert tone="success" data-testid="action-result">
-          {requested.text}
+          {requestedText(requested, state)}
         </Alert>
       )}
 
