@@ -50,6 +50,20 @@ describeSandbox("bubblewrap sandbox: confinement of commands", () => {
     expect(mine.workdir).toBe("/workspace");
   });
 
+  it("has an account for its uid (whoami, id, ~): tools that look the user up work", async () => {
+    const result = await sh(
+      mine,
+      'whoami; id -un; id -gn; echo ~agent; getent passwd "$(id -u)" | cut -d: -f1',
+    );
+    expect(result.stderr.toString()).toBe("");
+    expect(result.stdout.toString()).toBe("agent\nagent\nagent\n/workspace\nagent\n");
+    // The host's files are untouched: the entry exists only inside the sandbox.
+    if ((process.getuid?.() ?? 0) === 0) {
+      const hostPasswd = await fs.readFile("/etc/passwd", "utf8");
+      expect(hostPasswd).not.toMatch(/^agent:x:/m);
+    }
+  });
+
   it("cannot read another workspace, by its host path or by looking around", async () => {
     const hostPath = path.join(theirs.hostWorkdir, "private.txt");
     await expect(fs.readFile(hostPath, "utf8")).resolves.toBe("tenant b's secret"); // it is there

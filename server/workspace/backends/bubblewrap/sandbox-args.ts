@@ -3,6 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { TSandboxConfig } from "./sandbox-config";
 import { SANDBOX_WORKDIR } from "./sandbox-config";
+import { sandboxAccountMounts } from "./sandbox-account";
 
 /** Who a workspace's sandboxes run as. `dropped` is false when Berth is not root and cannot change uid. */
 export type SandboxIdentity = { uid: number; gid: number; dropped: boolean };
@@ -109,6 +110,7 @@ export function sandboxArgv(
     SANDBOX_MARKER_ENV,
     profile.key,
     ...systemMounts(),
+    ...sandboxAccountMounts(config.runtimeRoot, profile.identity),
     "--proc",
     "/proc",
     "--dev",
