@@ -23,7 +23,12 @@ import {
   specHash,
 } from "./kubernetes-names";
 import { deleteClaimAndWait, deletePodAndWait, ensureClaim, ensureRunningPod } from "./pod-lifecycle";
-import { denyEgressPolicy, tenantEgressPolicy, type WorkspaceOwner } from "./workspace-manifests";
+import {
+  claimLayoutOf,
+  denyEgressPolicy,
+  tenantEgressPolicy,
+  type WorkspaceOwner,
+} from "./workspace-manifests";
 
 /** What the driver's parts share: one cluster connection, one config, one gateway bundle. */
 export type KubernetesContext = {
@@ -63,8 +68,8 @@ export class KubernetesMachineController implements MachineController {
     const progress = options.onProgress ?? (() => undefined);
     const owner = { ...ownerOf(spec), installation: await this.context.installationId() };
     await this.ensurePolicies(spec.tenantId);
-    await ensureClaim(kube, config, owner, progress);
-    const pod = await ensureRunningPod(kube, config, owner, progress);
+    const claim = await ensureClaim(kube, config, owner, progress);
+    const pod = await ensureRunningPod(kube, config, owner, progress, claimLayoutOf(claim));
     const gateway = await attachGateway(kube, config, owner, pod, bundle, () =>
       progress({ step: "gateway.starting" }),
     );
