@@ -76,6 +76,66 @@ describeKube("Kubernetes driver: Pods that fail, vanish or never start", () => {
     await backend.close();
   });
 
+  it("keeps the agent's HOME on the claim: dotfiles and shell history survive the Pod's replacement", async () => {
+    const spec = bed.specFor();
+    const first = await provision(driver, spec);
+    const backend = await driver.provider.provision(spec);
+    const wrote = await backend.exec([
+      "sh",
+      "-c",
+      'mkdir -p ~/.config/tool && echo "theme=dark" > ~/.config/tool/settings && echo "ls -la" >> ~/.bash_history && echo "$HOME"',
+    ]);
+    expect([wrote.exitCode, wrote.stdout.toString()]).toEqual([0, "/home/berth\n"]);
+    await backend.writeFile("work.txt", "in the workdir");
+    await backend.close();
+
+    // Deleted behind Berth's back (as an eviction or a node drain would): a new Pod on the same claim.
+    await bed.core.deleteNamespacedPod({
+      namespace: bed.namespace,
+      name: first.handle.pod as string,
+      gracePeriodSeconds: 0,
+    });
+    const again = await provision(driver, spec);
+    expect(again.handle.podUid).not.toBe(first.handle.podUid);
+    const replaced = await driver.provider.provision(spec);
+    const read = await replaced.exec(["sh", "-c", "cat ~/.config/tool/settings ~/.bash_history && ls -A"]);
+    // The workdir shows only the agent's files (HOME is a folder of the claim beside it, not inside it).
+    expect(read.stdout.toString()).toBe("theme=dark\nls -la\nwork.txt\n");
+    await replaced.close();
+  });
+
+  it("reuses a claim made before HOME moved onto claims as the whole workdir, with HOME in an emptyDir", async () => {
+    const spec = bed.specFor();
+    const pod = (await provision(driver, spec)).handle.pod as string;
+    await driver.machine.purge(spec);
+    // The claim as the driver made it before: no layout annotation.
+    const claim = await bed.core.createNamespacedPersistentVolumeClaim({
+      namespace: bed.namespace,
+      body: {
+        metadata: {
+          name: `${pod}-data`,
+          labels: { "app.kubernetes.io/managed-by": "berth", "app.kubernetes.io/component": "workspace" },
+        },
+        spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
+      },
+    });
+    const { steps } = await provision(driver, spec);
+    expect(steps[0]).toBe("claim.reused");
+    const created = await bed.core.readNamespacedPod({ namespace: bed.namespace, name: pod });
+    const mounts = created.spec!.containers.find((container) => container.name === "workspace")!.volumeMounts;
+    expect(mounts).toEqual(
+      expect.arrayContaining([
+        { name: "workdir", mountPath: "/workspace" },
+        { name: "home", mountPath: "/home/berth" },
+      ]),
+    );
+    const backend = await driver.provider.provision(spec);
+    await backend.writeFile("legacy.txt", "at the claim's root");
+    expect((await backend.exec(["ls", "-A"])).stdout.toString()).toBe("legacy.txt\n");
+    await backend.close();
+    expect(claim.metadata?.annotations?.["berth.dev/claim-layout"]).toBeUndefined();
+  });
+
   it("detects an OOM-killed container and a Pod deleted behind Berth's back", async () => {
     const spec = bed.specFor();
     const first = await provision(driver, spec);

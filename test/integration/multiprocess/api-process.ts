@@ -1,7 +1,8 @@
 /**
  * An API-side process for the multi-process tests: its own engine (one WorkspaceManager) and workspace
  * service, exactly as a web replica builds them. Prints "ready", waits for a "go" line on stdin, then makes
- * MP_CALLS concurrent `resolveForSession` calls for MP_SESSION_ID and prints one JSON result line.
+ * MP_CALLS concurrent `resolveForSession` calls for MP_SESSION_ID (a comma-separated list: the calls go
+ * round-robin over its sessions) and prints one JSON result line.
  */
 import { createInterface } from "node:readline";
 import { mintTenantScope } from "@/server/auth/scope";
@@ -31,12 +32,15 @@ const lines = createInterface({ input: process.stdin });
 for await (const line of lines) {
   if (line.trim() !== "go") continue;
   const calls = Number(process.env.MP_CALLS ?? "100");
+  const sessionIds = process.env.MP_SESSION_ID!.split(",");
   const results = await Promise.allSettled(
-    Array.from({ length: calls }, () => service.resolveForSession(scope, process.env.MP_SESSION_ID!)),
+    Array.from({ length: calls }, (_, index) =>
+      service.resolveForSession(scope, sessionIds[index % sessionIds.length]!),
+    ),
   );
   const workspaceIds = [
     ...new Set(results.flatMap((r) => (r.status === "fulfilled" ? [r.value.workspace.id] : []))),
-  ];
+  ].sort();
   const errors = results.flatMap((r) => (r.status === "rejected" ? [String(r.reason)] : []));
   process.stdout.write(
     `${JSON.stringify({ ok: calls - errors.length, workspaceIds, errors: errors.slice(0, 3) })}\n`,

@@ -1,9 +1,10 @@
 /**
  * One Berth installation's worker side, for installations.test.ts: the production composition (getEngine:
  * drivers labelled with the installation id its own database holds) over its own DATABASE_URL, basedir and
- * Redis prefix, on the Docker backend. Prints "ready"; then per stdin line `{"id", "op", ...}` runs the
- * worker's own job function and prints `{"id", "ok", "result" | "error"}`:
- *   installation → its id; provision {workspaceId} → a tenant's workspace provisioned (its container name);
+ * Redis prefix, on the Docker or the Kubernetes backend (BERTH_WORKSPACE_BACKEND). Prints "ready"; then per
+ * stdin line `{"id", "op", ...}` runs the worker's own job function and prints `{"id", "ok", "result" | "error"}`:
+ *   installation → its id; provision {workspaceId} → a tenant's workspace provisioned (its container's or
+ *   Pod's name);
  *   forget {workspaceId} → the record deleted (the container becomes this installation's orphan);
  *   reconcile → `workspace.reconcile`'s report.
  */
@@ -18,11 +19,14 @@ import { reconcileWorkspaces } from "@/server/modules/workspace/workspace-reconc
 import { upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
 import { getQueues } from "@/server/queue/queues";
 import { containerName } from "@/server/workspace/backends/docker/docker-config";
+import { podName } from "@/server/workspace/backends/kubernetes/kubernetes-names";
 import { createTestTenant } from "../db/fixtures";
 
 const log = createLogger({ level: "silent" });
 const engine = getEngine();
 const tenant = await createTestTenant();
+const backendKind = process.env.BERTH_WORKSPACE_BACKEND === "kubernetes" ? "kubernetes" : "docker";
+const machineName = backendKind === "kubernetes" ? podName : containerName;
 
 type Request = { id: number; op: string; workspaceId?: string };
 
@@ -35,7 +39,7 @@ async function run(request: Request): Promise<unknown> {
       const scope = await resolveSystemTenantScope(tenant.tenantId);
       await upsertWorkspaceBinding(scope, {
         id: workspaceId,
-        backendKind: "docker",
+        backendKind,
         isolationPolicy: "PER_AGENT",
         userId: tenant.owner.id,
       });
@@ -44,7 +48,7 @@ async function run(request: Request): Promise<unknown> {
         { tenantId: tenant.tenantId, workspaceId, reason: "test", machineGone: false },
         log,
       );
-      return containerName({ tenantId: tenant.tenantId, userId: tenant.owner.id, workspaceId });
+      return machineName({ tenantId: tenant.tenantId, userId: tenant.owner.id, workspaceId });
     }
     case "forget":
       await getDb().workspace.delete({ where: { id: request.workspaceId! } });

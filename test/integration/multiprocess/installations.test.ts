@@ -20,9 +20,8 @@ import {
   databaseName,
 } from "@/scripts/services/database";
 import { BASE_IMAGE, describeDocker, SOCKET_PATH } from "../../docker/support/docker-env";
-import { startChild, stopChildren, type Child } from "./processes";
+import { installationCalls, startChild, stopChildren, type Child } from "./processes";
 
-type Answer = { id: number; ok: true; result: unknown } | { id: number; ok: false; error: string };
 type Report = { reapedOrphans: Array<{ workspaceId: string | null }> };
 
 describeDocker("installations sharing one Docker engine", { timeout: 600_000 }, () => {
@@ -71,14 +70,7 @@ describeDocker("installations sharing one Docker engine", { timeout: 600_000 }, 
     });
     children.push(child);
     await child.nextLine((line) => line === "ready");
-    let nextId = 0;
-    return async (op: string, extra: Record<string, unknown> = {}) => {
-      const id = ++nextId;
-      child.process.stdin.write(`${JSON.stringify({ id, op, ...extra })}\n`);
-      const answer = JSON.parse(await child.nextLine((l) => l.startsWith(`{"id":${id},`))) as Answer;
-      if (!answer.ok) throw new Error(`${name} ${op}: ${answer.error}`);
-      return answer.result;
-    };
+    return installationCalls(child, name);
   }
 
   const exists = (name: string) =>

@@ -83,3 +83,20 @@ export function ownerPrincipalFromEnv(): RequestPrincipal {
     authSessionId: "multiprocess-test",
   };
 }
+
+type Answer = { id: number; ok: true; result: unknown } | { id: number; ok: false; error: string };
+
+/**
+ * Requests to an installation-process.ts child: each call writes `{"id", "op", ...extra}` and resolves with
+ * that id's result (throws with the child's error).
+ */
+export function installationCalls(child: Child, name: string) {
+  let nextId = 0;
+  return async (op: string, extra: Record<string, unknown> = {}) => {
+    const id = ++nextId;
+    child.process.stdin.write(`${JSON.stringify({ id, op, ...extra })}\n`);
+    const answer = JSON.parse(await child.nextLine((l) => l.startsWith(`{"id":${id},`))) as Answer;
+    if (!answer.ok) throw new Error(`${name} ${op}: ${answer.error}`);
+    return answer.result;
+  };
+}

@@ -11,6 +11,7 @@ import { loadConfig } from "@/server/config/config";
 import { createDriverSet, driverSetOf } from "@/server/engine/driver-set";
 import { loadEngineConfig, type EngineConfig } from "@/server/engine/engine-config";
 import { createLogger } from "@/server/logger";
+import { ensureInstallationId } from "@/server/modules/installation/installation.data";
 import { getQueues } from "@/server/queue/queues";
 import type { MachineController, WorkspaceSpec } from "@/server/workspace/backend/driver";
 import { startWorkerRuntime } from "@/workers/runtime";
@@ -33,10 +34,16 @@ function waitForFile(file: string): Promise<void> {
   });
 }
 
-/** The configured drivers, each machine's provisions logged (and held at the "block" file). */
+/**
+ * The configured drivers, each machine's provisions logged (and held at the "block" file). Labelled with the
+ * database's installation id, as the production composition does (the Kubernetes driver refuses to run
+ * without one).
+ */
 function observedDrivers(config: EngineConfig) {
   return driverSetOf(
-    createDriverSet(config).all.map((driver) => ({ ...driver, machine: observed(driver.machine) })),
+    createDriverSet(config, undefined, { installationId: () => ensureInstallationId() }).all.map(
+      (driver) => ({ ...driver, machine: observed(driver.machine) }),
+    ),
   );
 }
 

@@ -89,7 +89,8 @@ export async function createDriverTestbed(
     // One installation per test process: its objects are the only ones it lists and reaps.
     installationId: () => Promise.resolve("test-kubernetes"),
   };
-  const newDriver = (extra: Partial<KubernetesDriverConfigInput> = {}) => {
+  /** `installationId`: another installation's process (default: this test process' installation). */
+  const newDriver = (extra: Partial<KubernetesDriverConfigInput> = {}, installationId?: string) => {
     const config = kubernetesDriver.configSchema.parse({
       connection: { source: "kubeconfig", path: emulator.kubeconfigPath },
       image: BASE_IMAGE,
@@ -101,7 +102,10 @@ export async function createDriverTestbed(
       ...overrides,
       ...extra,
     });
-    const driver = kubernetesDriver.create(config, context);
+    const driver = kubernetesDriver.create(
+      config,
+      installationId ? { ...context, installationId: () => Promise.resolve(installationId) } : context,
+    );
     drivers.push(driver);
     return driver;
   };

@@ -14,6 +14,7 @@ import type { KubernetesDriverConfig } from "./kubernetes-config";
 import { attachGateway } from "./kubernetes-gateway";
 import {
   ANNOTATIONS,
+  assertOwnObject,
   claimName,
   gatewaySecretName,
   installationSelector,
@@ -22,7 +23,12 @@ import {
   specHash,
 } from "./kubernetes-names";
 import { deleteClaimAndWait, deletePodAndWait, ensureClaim, ensureRunningPod } from "./pod-lifecycle";
-import { denyEgressPolicy, tenantEgressPolicy, type WorkspaceOwner } from "./workspace-manifests";
+import {
+  claimLayoutOf,
+  denyEgressPolicy,
+  tenantEgressPolicy,
+  type WorkspaceOwner,
+} from "./workspace-manifests";
 
 /** What the driver's parts share: one cluster connection, one config, one gateway bundle. */
 export type KubernetesContext = {
@@ -62,8 +68,8 @@ export class KubernetesMachineController implements MachineController {
     const progress = options.onProgress ?? (() => undefined);
     const owner = { ...ownerOf(spec), installation: await this.context.installationId() };
     await this.ensurePolicies(spec.tenantId);
-    await ensureClaim(kube, config, owner, progress);
-    const pod = await ensureRunningPod(kube, config, owner, progress);
+    const claim = await ensureClaim(kube, config, owner, progress);
+    const pod = await ensureRunningPod(kube, config, owner, progress, claimLayoutOf(claim));
     const gateway = await attachGateway(kube, config, owner, pod, bundle, () =>
       progress({ step: "gateway.starting" }),
     );
@@ -82,6 +88,7 @@ export class KubernetesMachineController implements MachineController {
   async stop(spec: WorkspaceSpec): Promise<void> {
     const { kube, config } = this.context;
     const owner = ownerOf(spec);
+    await this.refuseForeign(owner);
     await deletePodAndWait(
       kube,
       podName(owner),
@@ -94,6 +101,7 @@ export class KubernetesMachineController implements MachineController {
   async purge(spec: WorkspaceSpec): Promise<string[]> {
     const { kube, config } = this.context;
     const owner = ownerOf(spec);
+    await this.refuseForeign(owner);
     const deletedPod = await deletePodAndWait(kube, podName(owner), 0, config.deleteTimeoutMs);
     await this.deleteSecret(owner);
     const deletedClaim = await deleteClaimAndWait(kube, claimName(owner), config.deleteTimeoutMs);
@@ -165,6 +173,12 @@ export class KubernetesMachineController implements MachineController {
     );
     for (const pod of pods.items)
       await deletePodAndWait(kube, pod.metadata!.name!, 0, config.deleteTimeoutMs);
+    const claims = await kube.call("list workspace claims", () =>
+      kube.core.listNamespacedPersistentVolumeClaim({ namespace, labelSelector: selector }),
+    );
+    // The credentials Secret carries no installation label: it is touched only when the key's Pod or
+    // claim is this installation's (a key of another installation's workspace keeps its credentials).
+    if (pods.items.length === 0 && claims.items.length === 0) return;
     const secrets = await kube.call("list gateway credentials", () =>
       kube.core.listNamespacedSecret({ namespace, labelSelector: `${LABELS.key}=${match[2]}` }),
     );
@@ -173,11 +187,26 @@ export class KubernetesMachineController implements MachineController {
         kube.core.deleteNamespacedSecret({ namespace, name: secret.metadata!.name! }),
       );
     }
-    const claims = await kube.call("list workspace claims", () =>
-      kube.core.listNamespacedPersistentVolumeClaim({ namespace, labelSelector: selector }),
-    );
     for (const claim of claims.items)
       await deleteClaimAndWait(kube, claim.metadata!.name!, config.deleteTimeoutMs);
+  }
+
+  /**
+   * CONFLICT when the Pod or claim under this workspace's names carries another installation's id: stop
+   * and purge never delete what another installation made (provision refuses it the same way).
+   */
+  private async refuseForeign(owner: WorkspaceOwner) {
+    const { kube } = this.context;
+    const installation = await this.context.installationId();
+    const [pod, claim] = await Promise.all([
+      kube.readOrNull("read the workspace Pod", () =>
+        kube.core.readNamespacedPod({ namespace: kube.namespace, name: podName(owner) }),
+      ),
+      kube.readOrNull("read the workspace claim", () =>
+        kube.core.readNamespacedPersistentVolumeClaim({ namespace: kube.namespace, name: claimName(owner) }),
+      ),
+    ]);
+    for (const object of [pod, claim]) if (object) assertOwnObject(object, installation);
   }
 
   private async deleteSecret(owner: WorkspaceOwner) {

@@ -25,6 +25,8 @@ export const ANNOTATIONS = {
   agent: "berth.dev/agent-id",
   /** Hash of the Pod's spec: a Pod created under another configuration or image is replaced. */
   specHash: "berth.dev/spec-hash",
+  /** How a claim holds the workspace (workspace-manifests.ts ClaimLayout); absent on claims made before. */
+  claimLayout: "berth.dev/claim-layout",
 } as const;
 
 export const MANAGED_BY = "berth";

@@ -4,7 +4,7 @@ import type { ProvisionProgress } from "@/server/workspace/backend/driver";
 import type { KubeClient } from "./kube-client";
 import type { KubernetesDriverConfig } from "./kubernetes-config";
 import { ANNOTATIONS, assertOwnObject } from "./kubernetes-names";
-import { claimManifest, podManifest, type WorkspaceOwner } from "./workspace-manifests";
+import { claimManifest, podManifest, type ClaimLayout, type WorkspaceOwner } from "./workspace-manifests";
 
 export type Progress = (progress: ProvisionProgress) => void;
 
@@ -202,8 +202,9 @@ export async function ensureRunningPod(
   config: KubernetesDriverConfig,
   owner: WorkspaceOwner,
   progress: Progress,
+  layout: ClaimLayout,
 ) {
-  const body = podManifest(config, owner);
+  const body = podManifest(config, owner, layout);
   const name = body.metadata!.name!;
   const wantedHash = body.metadata!.annotations![ANNOTATIONS.specHash];
   const read = () =>

@@ -41,6 +41,19 @@ export const POD = {
   gatewayTokenFile: "/run/berth/gateway.token",
 } as const;
 
+/**
+ * How a claim holds a workspace. `workdir-and-home` (every claim made now, annotated so): the workdir and
+ * the agent's HOME are the claim's `workdir/` and `home/` folders, so dotfiles, tool configs and shell
+ * history survive a Pod's replacement as the files do. `workdir` (claims made before, without the
+ * annotation): the whole claim is the workdir, as it always was, and HOME is an emptyDir.
+ */
+export type ClaimLayout = "workdir" | "workdir-and-home";
+const CLAIM_LAYOUT: ClaimLayout = "workdir-and-home";
+
+export function claimLayoutOf(claim: k8s.V1PersistentVolumeClaim): ClaimLayout {
+  return claim.metadata?.annotations?.[ANNOTATIONS.claimLayout] === CLAIM_LAYOUT ? CLAIM_LAYOUT : "workdir";
+}
+
 /** tini as PID 1 when the image has it: it reaps what killed commands leave behind. */
 const INIT = [
   "/bin/sh",
@@ -72,10 +85,24 @@ const hardened: k8s.V1SecurityContext = {
  * `gateway` (the MCP gateway, its token and its MCP servers), so the agent can neither see the gateway's
  * processes nor reach its socket (an emptyDir only the gateway container mounts). Both run as the non-root
  * workspace user with no capabilities, no privilege escalation and a read-only root filesystem; the claim
- * is the workdir (writable through fsGroup), /tmp and HOME are emptyDirs. No service account token is
- * mounted and restartPolicy is Never: a container that dies fails the Pod, which the driver replaces.
+ * holds the workdir and the agent's HOME (writable through fsGroup; see ClaimLayout), /tmp is an emptyDir.
+ * No service account token is mounted and restartPolicy is Never: a container that dies fails the Pod,
+ * which the driver replaces.
  */
-export function podManifest(config: KubernetesDriverConfig, owner: WorkspaceOwner): k8s.V1Pod {
+export function podManifest(
+  config: KubernetesDriverConfig,
+  owner: WorkspaceOwner,
+  layout: ClaimLayout = CLAIM_LAYOUT,
+): k8s.V1Pod {
+  const homeOnClaim = layout === "workdir-and-home";
+  const workdirMount = {
+    name: "workdir",
+    mountPath: POD.workdir,
+    ...(homeOnClaim ? { subPath: "workdir" } : {}),
+  };
+  const homeMount = homeOnClaim
+    ? { name: "workdir", mountPath: POD.home, subPath: "home" }
+    : { name: "home", mountPath: POD.home };
   const env = Object.entries(commandEnv(config)).map(([name, value]) => ({ name, value }));
   const scratch = (name: string, medium?: string): k8s.V1Volume => ({
     name,
@@ -111,11 +138,7 @@ export function podManifest(config: KubernetesDriverConfig, owner: WorkspaceOwne
         env,
         resources: { requests: { ...config.requests }, limits: quotaLimits(config.limits, owner.resources) },
         securityContext: hardened,
-        volumeMounts: [
-          { name: "workdir", mountPath: POD.workdir },
-          { name: "tmp", mountPath: "/tmp" },
-          { name: "home", mountPath: POD.home },
-        ],
+        volumeMounts: [workdirMount, { name: "tmp", mountPath: "/tmp" }, homeMount],
       },
       {
         name: POD.gateway,
@@ -127,7 +150,7 @@ export function podManifest(config: KubernetesDriverConfig, owner: WorkspaceOwne
         resources: { requests: { ...config.gatewayRequests }, limits: { ...config.gatewayLimits } },
         securityContext: hardened,
         volumeMounts: [
-          { name: "workdir", mountPath: POD.workdir },
+          workdirMount,
           { name: "gateway-run", mountPath: POD.runtimeDir },
           { name: "gateway-tmp", mountPath: "/tmp" },
           { name: "gateway-home", mountPath: POD.home },
@@ -137,7 +160,7 @@ export function podManifest(config: KubernetesDriverConfig, owner: WorkspaceOwne
     volumes: [
       { name: "workdir", persistentVolumeClaim: { claimName: claimName(owner) } },
       scratch("tmp"),
-      scratch("home"),
+      ...(homeOnClaim ? [] : [scratch("home")]),
       // In memory: the token file the gateway reads (and deletes) never reaches a node's disk.
       scratch("gateway-run", "Memory"),
       scratch("gateway-tmp"),
@@ -167,7 +190,7 @@ export function claimManifest(
     metadata: {
       name: claimName(owner),
       labels: workspaceLabels(owner),
-      annotations: workspaceAnnotations(owner),
+      annotations: { ...workspaceAnnotations(owner), [ANNOTATIONS.claimLayout]: CLAIM_LAYOUT },
     },
     spec: {
       accessModes: [config.accessMode],

@@ -1,0 +1,133 @@
+/**
+ * Issue 14's proof through the engine, not the driver alone: two API processes and two worker processes
+ * (separate Node processes over real Postgres and Redis, BERTH_WORKSPACE_BACKEND=kubernetes) against the
+ * loopback kube-apiserver emulator. Concurrent first uses of one session's workspace provision it once:
+ * one Pod, one claim. Under PER_SESSION, concurrent first uses of several sessions give each its own Pod
+ * and claim, and none twice.
+ */
+import { randomBytes } from "node:crypto";
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { getWorkspace } from "@/server/modules/workspace/workspace.data";
+import { BASE_IMAGE, describeKube, startEmulatorWithClients } from "../../kubernetes/support/kube-env";
+import { createTestTenant, type TestTenant } from "../db/fixtures";
+import { freshSession } from "../workspace/harness";
+import { makeControlDir, readProvisionLog, startChild, stopChildren, type Child } from "./processes";
+
+type Result = { ok: number; workspaceIds: string[]; errors: string[] };
+
+describeKube("multi-process provisioning on the Kubernetes backend", { timeout: 300_000 }, () => {
+  let tenant: TestTenant;
+  let kube: Awaited<ReturnType<typeof startEmulatorWithClients>>;
+  let basedir: string;
+  let children: Child[] = [];
+
+  beforeAll(async () => {
+    tenant = await createTestTenant();
+    kube = await startEmulatorWithClients();
+    basedir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-mp-k8s-")));
+  });
+  afterEach(async (context) => {
+    await stopChildren(children, context.task.result?.state === "fail");
+    children = [];
+  });
+  afterAll(async () => {
+    // Closing the emulator removes every Pod's containers and every claim's folder.
+    await kube?.emulator.close();
+    if (basedir) await fs.rm(basedir, { recursive: true, force: true });
+  });
+
+  async function processes(name: string) {
+    const controlDir = await makeControlDir(await fs.mkdtemp(path.join(basedir, `${name}-`)));
+    const env = {
+      BERTH_REDIS_PREFIX: `${process.env.BERTH_REDIS_PREFIX}-mpk-${randomBytes(3).toString("hex")}`,
+      BERTH_WORKSPACE_BACKEND: "kubernetes",
+      BERTH_WORKSPACE_BASEDIR: path.join(basedir, "workspaces"),
+      BERTH_K8S_KUBECONFIG: kube.emulator.kubeconfigPath,
+      BERTH_K8S_IMAGE: BASE_IMAGE,
+      BERTH_K8S_MEMORY_LIMIT: "768Mi",
+      BERTH_K8S_PENDING_TIMEOUT_MS: "60000",
+      MP_CONTROL_DIR: controlDir,
+      WORKERS_CONCURRENCY: "4",
+      LOG_LEVEL: "silent",
+    };
+    const workers = [startChild("worker-process.ts", env), startChild("worker-process.ts", env)];
+    children.push(...workers);
+    await Promise.all(workers.map((worker) => worker.nextLine((line) => line === "ready")));
+    /** Two API replicas, each making `calls` concurrent first uses spread over the sessions. */
+    const resolveFromTwoApis = async (sessionIds: string[], calls: number): Promise<Result[]> => {
+      const apis = [0, 1].map(() =>
+        startChild("api-process.ts", {
+          ...env,
+          MP_TENANT_ID: tenant.tenantId,
+          MP_USER_ID: tenant.owner.id,
+          MP_SESSION_ID: sessionIds.join(","),
+          MP_CALLS: String(calls),
+        }),
+      );
+      children.push(...apis);
+      await Promise.all(apis.map((api) => api.nextLine((line) => line === "ready")));
+      for (const api of apis) api.process.stdin.write("go\n");
+      return Promise.all(
+        apis.map(async (api) => JSON.parse(await api.nextLine((line) => line.startsWith("{"))) as Result),
+      );
+    };
+    const provisionStarts = async () =>
+      (await readProvisionLog(controlDir)).filter((line) => line.startsWith("start"));
+    return { resolveFromTwoApis, provisionStarts };
+  }
+
+  /** Pod and claim names of one workspace, as the cluster has them (found by the workspace label). */
+  async function objectsOf(workspaceId: string) {
+    const labelSelector = `berth.dev/workspace=${workspaceId}`;
+    const [pods, claims] = await Promise.all([
+      kube.core.listNamespacedPod({ namespace: kube.namespace, labelSelector }),
+      kube.core.listNamespacedPersistentVolumeClaim({ namespace: kube.namespace, labelSelector }),
+    ]);
+    return {
+      pods: pods.items.map((pod) => pod.metadata!.name!),
+      claims: claims.items.map((claim) => claim.metadata!.name!),
+      running: pods.items.every((pod) => pod.status?.phase === "Running"),
+    };
+  }
+
+  it("100 concurrent first uses of one workspace from two API processes → one provision, one Pod, one claim", async () => {
+    const { resolveFromTwoApis, provisionStarts } = await processes("one");
+    const { session, workspaceId } = await freshSession(tenant.scope, "PER_AGENT", { backend: "kubernetes" });
+
+    const results = await resolveFromTwoApis([session.id], 50);
+    for (const result of results) expect(result).toEqual({ ok: 50, workspaceIds: [workspaceId], errors: [] });
+
+    expect(await provisionStarts()).toHaveLength(1);
+    const objects = await objectsOf(workspaceId);
+    expect([objects.pods.length, objects.claims.length, objects.running]).toEqual([1, 1, true]);
+    expect(objects.claims).toEqual([`${objects.pods[0]}-data`]);
+    const record = await getWorkspace(tenant.scope, workspaceId);
+    expect([record.state, record.backendKind]).toEqual(["READY", "kubernetes"]);
+  });
+
+  it("PER_SESSION: concurrent first uses of three sessions → three distinct Pods and claims, each made once", async () => {
+    const { resolveFromTwoApis, provisionStarts } = await processes("sessions");
+    const sessions = await Promise.all(
+      [0, 1, 2].map(() => freshSession(tenant.scope, "PER_SESSION", { backend: "kubernetes" })),
+    );
+    const workspaceIds = sessions.map((fresh) => fresh.workspaceId).sort();
+    expect(new Set(workspaceIds).size).toBe(3);
+
+    const results = await resolveFromTwoApis(
+      sessions.map((fresh) => fresh.session.id),
+      30,
+    );
+    for (const result of results) expect(result).toEqual({ ok: 30, workspaceIds, errors: [] });
+
+    const starts = await provisionStarts();
+    expect(starts.map((line) => line.split(" ")[2]).sort()).toEqual(workspaceIds);
+    const objects = await Promise.all(workspaceIds.map((workspaceId) => objectsOf(workspaceId)));
+    for (const each of objects)
+      expect([each.pods.length, each.claims.length, each.running]).toEqual([1, 1, true]);
+    expect(new Set(objects.map((each) => each.pods[0])).size).toBe(3);
+    expect(new Set(objects.map((each) => each.claims[0])).size).toBe(3);
+  });
+});
