@@ -34,19 +34,6 @@ const gateKeySelect = {
   revokedAt: true,
   expiresAt: true,
 } as const;
-const agentSelect = {
-  id: true,
-  name: true,
-  description: true,
-  modelConfig: true,
-  defaultMcpConfigs: true,
-  defaultSkills: true,
-  isolationPolicy: true,
-  createdByUserId: true,
-  createdAt: true,
-  updatedAt: true,
-  modelApiKeyEncrypted: true,
-} as const;
 const leaseSelect = {
   id: true,
   workspaceId: true,
@@ -111,18 +98,28 @@ function createBareHandler(deps: BareDeps) {
 
   async function createSession(caller: Caller, agentId: string) {
     const { tenantId, userId } = caller;
-    const agent = await db.agent.findFirst({ where: { tenantId, id: agentId }, select: agentSelect });
+    // The agent with what its workspace is decided from (its isolation policy and backend, else the
+    // tenant's defaults): Berth needs them to name and bind the workspace, in this one statement.
+    const [agent] = await db.$queryRaw<{ id: string; isolation_policy: string | null }[]>`
+      SELECT a.id, a.isolation_policy::text AS isolation_policy, a.backend::text AS backend,
+             t.default_isolation_policy::text AS default_isolation_policy,
+             t.default_backend::text AS default_backend
+        FROM agents a
+        JOIN tenants t ON t.id = a.tenant_id
+       WHERE a.tenant_id = ${tenantId} AND a.id = ${agentId}`;
     if (!agent) return null;
     const workspaceId = deps.workspaceIdFor(agent.id);
     const session = await db.$transaction(async (tx) => {
       await tx.agent.findFirst({ where: { tenantId, id: agentId }, select: { id: true } });
       if (userId) await tx.membership.findFirst({ where: { tenantId, userId }, select: { id: true } });
+      // The session's workspace binding, in the session's transaction: it exists (the bench's first
+      // session.create wrote it), so Berth only reads it. Only a new id would take the quota lock.
+      await tx.workspace.findFirst({ where: { tenantId, id: workspaceId }, select: workspaceSelect() });
       return tx.session.create({
         data: { tenantId, agentId, userId, workspaceId, name: "", leaderSessionId: null },
         select: { id: true, workspaceId: true },
       });
     });
-    await db.workspace.findFirst({ where: { tenantId, id: workspaceId }, select: workspaceSelect() });
     const audit = {
       id: randomUUID(),
       tenantId,
@@ -151,20 +148,35 @@ function createBareHandler(deps: BareDeps) {
       select: workspaceSelect(),
     });
     if (!record) return null;
-    const [leases, events] = await Promise.all([
+    const [leases, events, [context]] = await Promise.all([
       db.workspaceLease.findMany({
         where: { tenantId, workspaceId, ...liveLeases() },
         select: leaseSelect,
         orderBy: { createdAt: "asc" },
       }),
+      // One more than the page shows: Berth knows from it whether the page holds every event, and so
+      // whether the newest state change is among them (it then needs no read of its own).
       db.workspaceEvent.findMany({
         where: { tenantId, workspaceId },
         select: eventSelect,
         orderBy: [{ at: "desc" }, { id: "desc" }],
-        take: 50,
+        take: 51,
       }),
+      // The page shows the agent's name and why the workspace is still running, which needs the
+      // tenant's idle TTL: Berth reads both in this one statement.
+      db.$queryRaw<{ agent_name: string | null; workspace_idle_ttl_ms: number | null }[]>`
+        SELECT a.name AS agent_name, t.workspace_idle_ttl_ms
+          FROM tenants t
+          LEFT JOIN agents a ON a.tenant_id = t.id AND a.id = ${record.agentId}
+         WHERE t.id = ${tenantId}`,
     ]);
-    return { ...record, leases, events };
+    return {
+      ...record,
+      agentName: context?.agent_name ?? null,
+      idleTtlMs: context?.workspace_idle_ttl_ms ?? null,
+      leases,
+      events: events.slice(0, 50),
+    };
   }
 
   return async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

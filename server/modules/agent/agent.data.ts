@@ -108,7 +108,7 @@ export async function getAgent(
   db: DbClient = getDb(),
 ): Promise<AgentDTO> {
   const agent = await getAgentOrNull(scope, agentId, db);
-  if (!agent) throw notFound(agentId);
+  if (!agent) throw agentNotFound(agentId);
   return agent;
 }
 
@@ -157,7 +157,7 @@ export async function patchAgent(
     return await db.$transaction(async (tx) => {
       const locked = await tx.$queryRaw<{ id: string }[]>`
         SELECT id FROM agents WHERE tenant_id = ${scope.tenantId} AND id = ${agentId} FOR UPDATE`;
-      if (locked.length === 0) throw notFound(agentId);
+      if (locked.length === 0) throw agentNotFound(agentId);
       const current = await tx.agent.findFirstOrThrow({
         where: { tenantId: scope.tenantId, id: agentId },
         select: { ...agentSelect, modelApiKeyEncrypted: true },
@@ -244,7 +244,7 @@ export async function editAgentDefaults(
   return db.$transaction(async (tx) => {
     const locked = await tx.$queryRaw<{ id: string }[]>`
       SELECT id FROM agents WHERE tenant_id = ${scope.tenantId} AND id = ${agentId} FOR UPDATE`;
-    if (locked.length === 0) throw notFound(agentId);
+    if (locked.length === 0) throw agentNotFound(agentId);
     const row = await tx.agent.findFirstOrThrow({
       where: { tenantId: scope.tenantId, id: agentId },
       select: { defaultMcpConfigs: true, defaultSkills: true },
@@ -289,7 +289,7 @@ export async function deleteAgent(
   db: DbClient = getDb(),
 ): Promise<void> {
   const { count } = await db.agent.deleteMany({ where: { tenantId: scope.tenantId, id: agentId } });
-  if (count === 0) throw notFound(agentId);
+  if (count === 0) throw agentNotFound(agentId);
 }
 
 /** The team workers that these (leader) sessions created with `AgentCreate`; invited agents are not among them. */
@@ -321,7 +321,7 @@ export async function getAgentModelApiKey(
     where: { tenantId: scope.tenantId, id: agentId },
     select: { modelApiKeyEncrypted: true },
   });
-  if (!row) throw notFound(agentId);
+  if (!row) throw agentNotFound(agentId);
   return row.modelApiKeyEncrypted === null
     ? null
     : decryptSecret(secretKey, row.modelApiKeyEncrypted, secretContext(scope.tenantId, agentId));
@@ -337,6 +337,6 @@ function mapNameConflict(error: unknown, name: string): unknown {
   return error;
 }
 
-function notFound(agentId: string): AppError {
+export function agentNotFound(agentId: string): AppError {
   return new AppError("NOT_FOUND", `agent ${agentId} not found`, { userMessage: "Agent not found." });
 }

@@ -1,5 +1,5 @@
 import type { TenantScope } from "@/server/auth/scope";
-import { getAgent } from "@/server/modules/agent/agent.data";
+import { agentNotFound } from "@/server/modules/agent/agent.data";
 import type { IsolationPolicy } from "@/server/modules/agent/agent.types";
 import { removeWorkerAgentsOf } from "@/server/modules/agent/agent-removal";
 import { audited } from "@/server/modules/audit/audited";
@@ -22,8 +22,10 @@ import {
   workspaceRefusalError,
 } from "@/server/modules/session/session.policy";
 import type { SessionDTO } from "@/server/modules/session/session.types";
-import { tenantDefaultIsolation } from "@/server/modules/tenant/tenant-policy";
+import { effectiveDefaultIsolation } from "@/server/modules/tenant/tenant-policy";
 import { getWorkspaceOrNull } from "@/server/modules/workspace/workspace.data";
+import type { BackendPreferences } from "@/server/modules/workspace/workspace-backend.data";
+import { readWorkspaceDefaults } from "@/server/modules/workspace/workspace-context.data";
 import type { TUpsertWorkspaceInput } from "@/server/modules/workspace/workspace.types";
 import { parseInput } from "@/server/shared/parse-input";
 import type { z } from "zod";
@@ -31,15 +33,14 @@ import type { z } from "zod";
 /** What the session service needs from the workspace service (H8): bindings and the purge producer. */
 type SessionWorkspacePort = {
   /** The binding row a new session's workspace gets (written by session.data in the session's transaction). */
-  bindingFor(
-    scope: TenantScope,
-    input: {
-      workspaceId: string;
-      agentId: string;
-      userId: string | null;
-      isolationPolicy: IsolationPolicy;
-    },
-  ): Promise<TUpsertWorkspaceInput>;
+  bindingFor(input: {
+    workspaceId: string;
+    agentId: string;
+    userId: string | null;
+    isolationPolicy: IsolationPolicy;
+    /** Read with the agent (readWorkspaceDefaults), so the binding needs no read of its own. */
+    backendPreferences: BackendPreferences;
+  }): TUpsertWorkspaceInput;
   enqueueSessionPurge(
     scope: TenantScope,
     input: { workspaceId: string; agentId: string; sessionIds: string[] },
@@ -65,22 +66,30 @@ export function createSessionService(deps: SessionServiceDeps) {
    * The session's workspace id, decided once: the requested one, which must be usable by the caller (an
    * existing, not purged, shareable workspace of theirs; anything else is a typed error saying why, never a
    * silent substitute), else the isolation policy's (the agent's own, else the tenant's default policy).
+   * The agent's and the tenant's choices (isolation, backend) come in one read.
    */
   async function chooseWorkspace(scope: TenantScope, agentId: string, requested: string | undefined) {
-    const agent = await getAgent(scope, agentId);
+    const defaults = await readWorkspaceDefaults(scope, agentId);
+    if (!defaults) throw agentNotFound(agentId);
+    const backendPreferences = { agent: defaults.agent.backend, tenant: defaults.tenant.defaultBackend };
     if (requested !== undefined) {
       const record = await getWorkspaceOrNull(scope, requested);
       const refusal = workspaceRefusal(record, scope);
       if (refusal !== null || !record) throw workspaceRefusalError(requested, refusal ?? "not_found");
-      return { workspaceId: record.id, policy: record.isolationPolicy, shared: true };
+      return { workspaceId: record.id, policy: record.isolationPolicy, backendPreferences };
     }
-    const policy = agent.isolationPolicy ?? (await tenantDefaultIsolation(scope));
+    const policy =
+      defaults.agent.isolationPolicy ?? effectiveDefaultIsolation(defaults.tenant.defaultIsolationPolicy);
     // A PER_USER workspace bound before the tenant was part of the id keeps serving its user in this tenant.
     const legacyId = legacySessionWorkspaceId(policy, scope);
     if (legacyId !== null && mayShareWorkspace(await getWorkspaceOrNull(scope, legacyId), scope)) {
-      return { workspaceId: legacyId, policy, shared: false };
+      return { workspaceId: legacyId, policy, backendPreferences };
     }
-    return { workspaceId: assignSessionWorkspaceId(policy, scope, agent.id), policy, shared: false };
+    return {
+      workspaceId: assignSessionWorkspaceId(policy, scope, agentId),
+      policy,
+      backendPreferences,
+    };
   }
 
   async function create(
@@ -99,18 +108,20 @@ export function createSessionService(deps: SessionServiceDeps) {
       },
       async () => {
         const chosen = extra.trustedWorkspaceId
-          ? { workspaceId: extra.trustedWorkspaceId, policy: null, shared: true }
+          ? { workspaceId: extra.trustedWorkspaceId, policy: null, backendPreferences: null }
           : await chooseWorkspace(scope, input.agentId, input.workspaceId);
         // The session and its (PENDING, not provisioned) binding row land together or not at all: the
         // binding makes the workspace visible and shareable.
-        const binding = chosen.policy
-          ? await deps.workspaces.bindingFor(scope, {
-              workspaceId: chosen.workspaceId,
-              agentId: input.agentId,
-              userId: scope.userId,
-              isolationPolicy: chosen.policy,
-            })
-          : undefined;
+        const binding =
+          chosen.policy && chosen.backendPreferences
+            ? deps.workspaces.bindingFor({
+                workspaceId: chosen.workspaceId,
+                agentId: input.agentId,
+                userId: scope.userId,
+                isolationPolicy: chosen.policy,
+                backendPreferences: chosen.backendPreferences,
+              })
+            : undefined;
         const session = await createSession(
           scope,
           {

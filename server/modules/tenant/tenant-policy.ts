@@ -50,7 +50,7 @@ export function viewTenantPolicy(policy: TenantPolicyDTO, installationTtlMs: num
     ...policy,
     operator: { idleTtlMs: installationTtlMs, minIdleTtlMs: MIN_TENANT_IDLE_TTL_MS },
     effective: {
-      isolationPolicy: policy.defaultIsolationPolicy ?? INSTALLATION_DEFAULT_ISOLATION,
+      isolationPolicy: effectiveDefaultIsolation(policy.defaultIsolationPolicy),
       idleTtlMs: effectiveIdleTtlMs(policy.workspaceIdleTtlMs, installationTtlMs),
     },
   };
@@ -63,7 +63,12 @@ export async function readTenantPolicy(scope: TenantScope): Promise<TenantPolicy
 
 /** The isolation policy a session of an agent without its own gets: the tenant's default, else PER_AGENT. */
 export async function tenantDefaultIsolation(scope: TenantScope): Promise<IsolationPolicy> {
-  return (await getTenantPolicy(scope)).defaultIsolationPolicy ?? INSTALLATION_DEFAULT_ISOLATION;
+  return effectiveDefaultIsolation((await getTenantPolicy(scope)).defaultIsolationPolicy);
+}
+
+/** The same from a tenant default the caller already read (null: the tenant names none). */
+export function effectiveDefaultIsolation(tenantDefault: IsolationPolicy | null): IsolationPolicy {
+  return tenantDefault ?? INSTALLATION_DEFAULT_ISOLATION;
 }
 
 /**

@@ -3,11 +3,13 @@ import type { TenantScope } from "@/server/auth/scope";
 import { type DbClient, getDb } from "@/server/db";
 
 /** What a new workspace's backend is chosen from: the agent's own choice, then the tenant's default. */
+export type BackendPreferences = { agent: WorkspaceBackendKind | null; tenant: WorkspaceBackendKind | null };
+
 export async function readBackendPreferences(
   scope: TenantScope,
   agentId: string | null,
   db: DbClient = getDb(),
-): Promise<{ agent: WorkspaceBackendKind | null; tenant: WorkspaceBackendKind | null }> {
+): Promise<BackendPreferences> {
   const [tenant, agent] = await Promise.all([
     db.tenant.findFirst({ where: { id: scope.tenantId }, select: { defaultBackend: true } }),
     agentId

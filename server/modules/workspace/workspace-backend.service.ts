@@ -7,7 +7,11 @@ import { AppError } from "@/server/shared/errors";
 import { parseInput } from "@/server/shared/parse-input";
 import type { BackendKind } from "@/server/workspace/backend/port";
 import { driverSummary } from "@/server/workspace/backends/registry";
-import { readBackendPreferences, writeTenantDefaultBackend } from "./workspace-backend.data";
+import {
+  type BackendPreferences,
+  readBackendPreferences,
+  writeTenantDefaultBackend,
+} from "./workspace-backend.data";
 import { ZBackendKind } from "@/server/modules/agent/agent.types";
 
 export const ZTenantBackendPatch = z.object({ defaultBackend: ZBackendKind.nullable() }).strict();
@@ -49,6 +53,12 @@ export function createBackendChoice(drivers: DriverSet) {
     });
   }
 
+  function kindFrom(preferences: BackendPreferences): BackendKind {
+    if (preferences.agent) return requireEnabled(preferences.agent, "its agent");
+    if (preferences.tenant) return requireEnabled(preferences.tenant, "the tenant default");
+    return drivers.default.kind;
+  }
+
   return {
     /** The backends tenants and agents may choose, the installation's and the tenant's defaults. */
     async options(scope: TenantScope) {
@@ -84,10 +94,10 @@ export function createBackendChoice(drivers: DriverSet) {
 
     /** The backend a new workspace of `agentId` is created on. */
     async kindFor(scope: TenantScope, agentId: string | null): Promise<BackendKind> {
-      const preferences = await readBackendPreferences(scope, agentId);
-      if (preferences.agent) return requireEnabled(preferences.agent, "its agent");
-      if (preferences.tenant) return requireEnabled(preferences.tenant, "the tenant default");
-      return drivers.default.kind;
+      return kindFrom(await readBackendPreferences(scope, agentId));
     },
+
+    /** The same choice from preferences the caller already read (session.create reads them with the agent). */
+    kindFrom,
   };
 }

@@ -27,8 +27,9 @@ import { acquireLeaseLocked, touchWorkspaceActivity } from "./workspace-lifecycl
 import { createWorkspaceRequests } from "./workspace-requests";
 import { addressOfRecord } from "./workspace-spec";
 import { createBackendChoice } from "./workspace-backend.service";
+import type { BackendPreferences } from "./workspace-backend.data";
+import { readWorkspacePageContext } from "./workspace-context.data";
 import { explainLiveness } from "./workspace-liveness";
-import { getTenantPolicy } from "@/server/modules/tenant/tenant-policy.data";
 import { effectiveIdleTtlMs } from "@/server/modules/tenant/tenant-policy";
 
 /** `quiet`: a read's lease (dashboard browsing), kept out of the ledger so reads do not flood its events. */
@@ -234,6 +235,23 @@ export function createWorkspaceService(engine: WorkspaceEngine, options: { lease
       engine.log.error({ err: error, action, targetId }, "audit write failed"),
     );
 
+  /**
+   * The workspace page's 50 newest events, and why it is in its state (its newest transition, however many
+   * lease events came after it): found among those 50 when it is one of them, else read on its own.
+   */
+  async function recentEventsAndLastTransition(scope: TenantScope, workspaceId: string) {
+    const page = await pageWorkspaceEvents(scope, workspaceId, { limit: 50 });
+    const transitionKinds = new Set<WorkspaceEventKind>(TRANSITION_EVENT_KINDS);
+    const seen = page.items.find((event) => transitionKinds.has(event.kind));
+    // Every event is on the page when there is no next one: no transition among them means none at all.
+    if (seen || page.nextCursor === null) return { events: page.items, lastTransition: seen ?? null };
+    const [older] = await listWorkspaceEvents(scope, workspaceId, {
+      limit: 1,
+      kinds: [...TRANSITION_EVENT_KINDS],
+    });
+    return { events: page.items, lastTransition: older ?? null };
+  }
+
   const requests = createWorkspaceRequests({ enqueue, audited, requireRecord });
 
   return {
@@ -271,20 +289,18 @@ export function createWorkspaceService(engine: WorkspaceEngine, options: { lease
 
     /**
      * The binding row (PENDING, on the backend the agent, the tenant or the installation chooses) that
-     * session.create writes with a new session.
+     * session.create writes with a new session; it read the backend preferences with the agent.
      */
-    async bindingFor(
-      scope: TenantScope,
-      input: {
-        workspaceId: string;
-        agentId: string;
-        userId: string | null;
-        isolationPolicy: "PER_AGENT" | "PER_SESSION" | "PER_USER";
-      },
-    ) {
+    bindingFor(input: {
+      workspaceId: string;
+      agentId: string;
+      userId: string | null;
+      isolationPolicy: "PER_AGENT" | "PER_SESSION" | "PER_USER";
+      backendPreferences: BackendPreferences;
+    }) {
       return {
         id: input.workspaceId,
-        backendKind: await backends.kindFor(scope, input.agentId),
+        backendKind: backends.kindFrom(input.backendPreferences),
         isolationPolicy: input.isolationPolicy,
         agentId: input.agentId,
         userId: input.userId,
@@ -323,24 +339,21 @@ export function createWorkspaceService(engine: WorkspaceEngine, options: { lease
     async get(scope: TenantScope, workspaceId: string) {
       const record = await requireRecord(scope, workspaceId);
       await assertMayActOnWorkspace(scope, record);
-      const [leases, events, [lastTransition], agent, policy] = await Promise.all([
+      const [leases, { events, lastTransition }, context] = await Promise.all([
         listWorkspaceLeases(scope, workspaceId),
-        listWorkspaceEvents(scope, workspaceId, { limit: 50 }),
-        // Why it is in its state, however many lease events came after the change.
-        listWorkspaceEvents(scope, workspaceId, { limit: 1, kinds: [...TRANSITION_EVENT_KINDS] }),
-        record.agentId ? getAgentOrNull(scope, record.agentId) : null,
-        getTenantPolicy(scope),
+        recentEventsAndLastTransition(scope, workspaceId),
+        readWorkspacePageContext(scope, record.agentId),
       ]);
       return {
         ...describe(record),
-        agentName: agent?.name ?? null,
+        agentName: context.agentName,
         leases,
         liveness: explainLiveness(record, leases, {
-          idleTtlMs: effectiveIdleTtlMs(policy.workspaceIdleTtlMs, engine.config.idleTtlMs),
+          idleTtlMs: effectiveIdleTtlMs(context.tenantIdleTtlMs, engine.config.idleTtlMs),
           maxLeaseMs: engine.config.maxLeaseMs,
         }),
         events,
-        lastTransition: lastTransition ?? null,
+        lastTransition,
       };
     },
 

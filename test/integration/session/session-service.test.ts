@@ -30,6 +30,8 @@ const newAgent = async (isolationPolicy?: "PER_AGENT" | "PER_SESSION" | "PER_USE
     ...(isolationPolicy ? { isolationPolicy } : {}),
   });
 
+const bindFresh = async () => h.owner.session.create({ ...h.ref, agentId: (await newAgent()).id });
+
 describe("session.create", () => {
   it("binds sessions of an agent without a policy to the PER_AGENT id (tenant default), provisioning nothing", async () => {
     const agent = await newAgent();
@@ -126,6 +128,41 @@ describe("session.create", () => {
     // A purged workspace is not gone: a purge ends a generation, and the next use starts the next one.
     const onPurged = await h.owner.session.create({ ...h.ref, agentId: helper.id, workspaceId: purgedId });
     expect(onPurged.workspaceId).toBe(purgedId);
+  });
+
+  it("binds on the backend the agent chooses, else the tenant's default, and refuses one the installation does not run", async () => {
+    const installed = (
+      await h.owner.workspace.get({ ...h.ref, workspaceId: (await bindFresh()).workspaceId })
+    ).backendKind;
+    const absent = installed === "docker" ? "e2b" : "docker";
+    const db = getDb();
+    const refusal = async (agentId: string) => {
+      const error = await h.owner.session.create({ ...h.ref, agentId }).then(
+        () => expect.fail("expected a refusal"),
+        (caught: unknown) => caught as TRPCError,
+      );
+      expect(error.code).toBe("UNPROCESSABLE_CONTENT");
+      // Nothing is left behind: no session without its binding.
+      expect(await db.session.count({ where: { agentId } })).toBe(0);
+      return error.message;
+    };
+    // Choices stored before the operator disabled their backend (the API refuses them today).
+    const choosesAbsent = await newAgent();
+    await db.agent.update({ where: { id: choosesAbsent.id }, data: { backend: absent } });
+    expect(await refusal(choosesAbsent.id)).toContain("its agent");
+
+    await db.tenant.update({ where: { id: h.tenant.tenant.id }, data: { defaultBackend: absent } });
+    try {
+      expect(await refusal((await newAgent()).id)).toContain("the tenant default");
+      // The agent's own choice comes first.
+      const choosesInstalled = await newAgent();
+      await db.agent.update({ where: { id: choosesInstalled.id }, data: { backend: installed } });
+      const bound = await h.owner.session.create({ ...h.ref, agentId: choosesInstalled.id });
+      const record = await h.owner.workspace.get({ ...h.ref, workspaceId: bound.workspaceId });
+      expect(record.backendKind).toBe(installed);
+    } finally {
+      await db.tenant.update({ where: { id: h.tenant.tenant.id }, data: { defaultBackend: null } });
+    }
   });
 
   it("rejects viewers and unknown agents", async () => {

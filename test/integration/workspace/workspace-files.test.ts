@@ -212,4 +212,13 @@ describe("workspace files", () => {
     // The newest state change, whatever came after it.
     expect((await h.owner.workspace.get(target())).lastTransition?.kind).toBe("provisioned");
   });
+
+  it("still names the newest state change once more than a page of events came after it", async () => {
+    // Each change is a lease taken and released: two events, none of them a transition.
+    for (let i = 0; i < 26; i++) await h.owner.workspace.files.mkdir({ ...target(), path: `page-${i}` });
+    const page = await h.owner.workspace.get(target());
+    expect(page.events).toHaveLength(50);
+    expect(page.events.map((event) => event.kind)).not.toContain("provisioned");
+    expect(page.lastTransition?.kind).toBe("provisioned");
+  });
 });
