@@ -15,6 +15,7 @@ import type {
 import { execInSandbox, runChore } from "./e2b-commands";
 import { FRAMING_PROBE, parseFramingProbe, type OutputFraming } from "./e2b-output-framing";
 import { openE2bPty } from "./e2b-pty";
+import type { E2bClient } from "./e2b-client";
 import type { E2bDriverConfig } from "./e2b-config";
 import { E2bFiles } from "./e2b-files";
 import type { RunningGateway } from "./e2b-gateway";
@@ -40,6 +41,8 @@ export class E2bBackend implements WorkspaceBackend {
     private readonly config: E2bDriverConfig,
     private readonly keepAlive: SandboxKeepAlive,
     readonly gateway: RunningGateway,
+    /** The control plane of the team the sandbox is in (the tenant's or the installation's). */
+    readonly client: E2bClient,
   ) {
     this.workdir = config.workdir;
     this.files = new E2bFiles(sandbox, {
