@@ -16,7 +16,6 @@ export const ZE2bSettingsPatch = z
     minMemoryMB: fields.minMemoryMB.unwrap().nullable().optional(),
   })
   .strict();
-export type E2bSettingsPatch = z.infer<typeof ZE2bSettingsPatch>;
 
 /** What a tenant admin sees: the non-secret fields and a masked hint of the key, never the key. */
 export const ZE2bSettingsView = z.object({
