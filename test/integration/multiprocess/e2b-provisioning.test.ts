@@ -7,12 +7,17 @@
  *     intact.
  *   - Two API processes and two workers (Berth's own, Postgres and Redis): 100 concurrent first uses of one
  *     E2B workspace → one workspace, one sandbox.
+ *   - A tenant admin stores the tenant's own E2B key (sealed in the database): the workers provision and the
+ *     API process attaches the tenant's workspace in that team, not the installation's.
  */
 import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { secretKeyFromBytes } from "@/server/auth/secrets";
+import { getConfig } from "@/server/config/config";
+import { createBackendSettingsService } from "@/server/modules/backend-settings/backend-settings.service";
 import { getWorkspace } from "@/server/modules/workspace/workspace.data";
 import type { E2bEmulator } from "../../fixtures/e2b-emulator/e2b-emulator";
 import { describeE2b, withEmulator } from "../../e2b/support/e2b-env";
@@ -24,6 +29,8 @@ type Answer =
   | { ok: true; handle?: { sandboxId: string } & Record<string, unknown>; exitCode?: number; stdout?: string }
   | { ok: false; error: string };
 
+const TENANT_TEAM_KEY = `e2b_${randomBytes(20).toString("hex")}`;
+
 describeE2b("E2B workspaces across processes", { timeout: 300_000 }, () => {
   let emulator: E2bEmulator;
   let basedir: string;
@@ -32,7 +39,7 @@ describeE2b("E2B workspaces across processes", { timeout: 300_000 }, () => {
   const installation = `mp-${randomBytes(3).toString("hex")}`;
 
   beforeAll(async () => {
-    emulator = await withEmulator();
+    emulator = await withEmulator({ teamKeys: [TENANT_TEAM_KEY] });
     basedir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-mp-e2b-")));
     env = {
       E2B_API_KEY: emulator.apiKey,
@@ -111,7 +118,8 @@ describeE2b("E2B workspaces across processes", { timeout: 300_000 }, () => {
 
     // A file written through one process; then every process dies; a fresh one reattaches by the handle.
     const [first] = workspaces;
-    const handle = handleOf(answers[0]!);
+    // Answers arrive in completion order: take the handle of `first`'s sandbox.
+    const handle = answers.map(handleOf).find((each) => each.sandboxId === sandboxOf.get(first!))!;
     const stored = spec(first!, "tenant-mp", handle);
     const wrote = await ask(a, { op: "exec", spec: stored, argv: ["sh", "-c", "printf kept > proof.txt"] });
     expect(wrote).toMatchObject({ ok: true, exitCode: 0 });
@@ -130,9 +138,9 @@ describeE2b("E2B workspaces across processes", { timeout: 300_000 }, () => {
     expect(live(first!)).toEqual([handle.sandboxId]);
   });
 
-  it("two API processes and two workers: 100 concurrent first uses of one E2B workspace → one sandbox", async () => {
-    const tenant: TestTenant = await createTestTenant();
-    const controlDir = await makeControlDir(basedir);
+  /** Two workers and `apis` API processes of one installation on the e2b backend (Postgres, Redis). */
+  async function startStack(tenant: TestTenant, sessionId: string, apis: number, calls: number) {
+    const controlDir = await makeControlDir(await fs.mkdtemp(path.join(basedir, "stack-")));
     const stackEnv = {
       ...env,
       BERTH_WORKSPACE_BACKEND: "e2b",
@@ -140,25 +148,30 @@ describeE2b("E2B workspaces across processes", { timeout: 300_000 }, () => {
       MP_CONTROL_DIR: controlDir,
       WORKERS_CONCURRENCY: "4",
     };
-    const { session, workspaceId } = await freshSession(tenant.scope, "PER_AGENT", { backend: "e2b" });
     const workers = Array.from({ length: 2 }, () => startChild("worker-process.ts", stackEnv));
     children.push(...workers);
     await Promise.all(workers.map((worker) => worker.nextLine((line) => line === "ready")));
-    const apis = Array.from({ length: 2 }, () =>
+    const started = Array.from({ length: apis }, () =>
       startChild("api-process.ts", {
         ...stackEnv,
         MP_TENANT_ID: tenant.tenantId,
         MP_USER_ID: tenant.owner.id,
-        MP_SESSION_ID: session.id,
-        MP_CALLS: "50",
+        MP_SESSION_ID: sessionId,
+        MP_CALLS: String(calls),
       }),
     );
-    children.push(...apis);
-    await Promise.all(apis.map((api) => api.nextLine((line) => line === "ready")));
-    for (const api of apis) api.process.stdin.write("go\n");
-    const results = await Promise.all(
-      apis.map(async (api) => JSON.parse(await api.nextLine((line) => line.startsWith("{"))) as unknown),
+    children.push(...started);
+    await Promise.all(started.map((api) => api.nextLine((line) => line === "ready")));
+    for (const api of started) api.process.stdin.write("go\n");
+    return Promise.all(
+      started.map(async (api) => JSON.parse(await api.nextLine((line) => line.startsWith("{"))) as unknown),
     );
+  }
+
+  it("two API processes and two workers: 100 concurrent first uses of one E2B workspace → one sandbox", async () => {
+    const tenant: TestTenant = await createTestTenant();
+    const { session, workspaceId } = await freshSession(tenant.scope, "PER_AGENT", { backend: "e2b" });
+    const results = await startStack(tenant, session.id, 2, 50);
     for (const result of results) expect(result).toEqual({ ok: 50, workspaceIds: [workspaceId], errors: [] });
 
     const record = await getWorkspace(tenant.scope, workspaceId);
@@ -166,5 +179,20 @@ describeE2b("E2B workspaces across processes", { timeout: 300_000 }, () => {
     const sandboxes = live(workspaceId);
     expect(sandboxes).toHaveLength(1);
     expect((record.backendHandle as { sandboxId?: string } | null)?.sandboxId).toBe(sandboxes[0]);
+    expect(emulator.sandbox(sandboxes[0]!)?.team).toBe(emulator.apiKey);
+  });
+
+  it("a tenant's own E2B key, stored sealed by its admin, is the team its workspaces are made in", async () => {
+    const tenant: TestTenant = await createTestTenant();
+    const settings = createBackendSettingsService({
+      secretKey: secretKeyFromBytes(getConfig().secrets.encryptionKey),
+    });
+    await settings.setE2b(tenant.scope, { apiKey: TENANT_TEAM_KEY });
+    const { session, workspaceId } = await freshSession(tenant.scope, "PER_AGENT", { backend: "e2b" });
+    const results = await startStack(tenant, session.id, 1, 10);
+    expect(results).toEqual([{ ok: 10, workspaceIds: [workspaceId], errors: [] }]);
+    const sandboxes = live(workspaceId);
+    expect(sandboxes).toHaveLength(1);
+    expect(emulator.sandbox(sandboxes[0]!)?.team).toBe(TENANT_TEAM_KEY);
   });
 });

@@ -7,10 +7,12 @@
  */
 import fs from "node:fs";
 import path from "node:path";
+import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { loadConfig } from "@/server/config/config";
 import { createDriverSet, driverSetOf } from "@/server/engine/driver-set";
 import { loadEngineConfig, type EngineConfig } from "@/server/engine/engine-config";
 import { createLogger } from "@/server/logger";
+import { tenantDriverSettings } from "@/server/modules/backend-settings/backend-settings.service";
 import { getQueues } from "@/server/queue/queues";
 import type { MachineController, WorkspaceSpec } from "@/server/workspace/backend/driver";
 import { startWorkerRuntime } from "@/workers/runtime";
@@ -33,10 +35,17 @@ function waitForFile(file: string): Promise<void> {
   });
 }
 
-/** The configured drivers, each machine's provisions logged (and held at the "block" file). */
-function observedDrivers(config: EngineConfig) {
+/**
+ * The configured drivers, each machine's provisions logged (and held at the "block" file). Tenants' own
+ * backend settings come from the database, as in the composition's engine.
+ */
+function observedDrivers(config: EngineConfig, secrets: { encryptionKey: Buffer }) {
+  const tenantSettings = tenantDriverSettings(secretKeyFromBytes(secrets.encryptionKey));
   return driverSetOf(
-    createDriverSet(config).all.map((driver) => ({ ...driver, machine: observed(driver.machine) })),
+    createDriverSet(config, undefined, { tenantSettings }).all.map((driver) => ({
+      ...driver,
+      machine: observed(driver.machine),
+    })),
   );
 }
 
@@ -63,7 +72,7 @@ const runtime = await startWorkerRuntime({
   schedules: [],
   engine: {
     // The configured driver, exactly as the registry builds it, with an observed machine over its provider.
-    drivers: observedDrivers(engineConfig),
+    drivers: observedDrivers(engineConfig, config.secrets),
     config: engineConfig,
     queues: getQueues(),
   },
