@@ -7,6 +7,7 @@
 import { accountRouter } from "@/server/api/routers/account.router";
 import { apiKeyRouter } from "@/server/api/routers/api-key.router";
 import { auditRouter } from "@/server/api/routers/audit.router";
+import { backendSettingsRouter } from "@/server/api/routers/backend-settings.router";
 import { inviteRouter } from "@/server/api/routers/invite.router";
 import { memberRouter } from "@/server/api/routers/member.router";
 import { operatorRouter } from "@/server/api/routers/operator.router";
@@ -28,6 +29,7 @@ export const appRouter = createTRPCRouter({
   invite: inviteRouter,
   apiKey: apiKeyRouter,
   audit: auditRouter,
+  backendSettings: backendSettingsRouter,
   workspace: workspaceRouter,
   agent: agentRouter,
   session: sessionRouter,

@@ -15,6 +15,11 @@ import {
   createWorkspaceContentService,
   type WorkspaceContentService,
 } from "@/server/modules/workspace/workspace-content.service";
+import {
+  type BackendSettingsService,
+  createBackendSettingsService,
+  tenantDriverSettings,
+} from "@/server/modules/backend-settings/backend-settings.service";
 import { ensureInstallationId } from "@/server/modules/installation/installation.data";
 import {
   createWorkspaceTerminalService,
@@ -45,8 +50,14 @@ export function composeEngine(options: Omit<CreateEngineOptions, "ensureProvisio
     waitMs: config.provisionWaitMs,
     log: log.child({ component: "workspace-engine" }),
   });
-  // The database's installation id labels every shared-engine resource (reconcile touches only its own).
-  return createEngine({ installationId: () => ensureInstallationId(), ...options, ensureProvisioned });
+  // The database's installation id labels every shared-engine resource (reconcile touches only its own);
+  // tenants' own backend settings (an E2B team's key, sealed) come from the database too.
+  return createEngine({
+    installationId: () => ensureInstallationId(),
+    tenantSettings: tenantDriverSettings(secretKeyFromBytes(getConfig().secrets.encryptionKey)),
+    ...options,
+    ensureProvisioned,
+  });
 }
 
 // One engine per process (one WorkspaceManager, one set of MCP children), whichever copy of this module asks.
@@ -177,6 +188,11 @@ export async function closeAgentServices(): Promise<void> {
   current?.services.close();
   if (current) await current.subscriber.quit().catch(() => current.subscriber.disconnect());
   await holderSlot.take()?.heartbeat.stop();
+}
+
+/** Tenants' own backend settings (stateless: built per call from the configuration). */
+export function getBackendSettingsService(): BackendSettingsService {
+  return createBackendSettingsService({ secretKey: secretKeyFromBytes(getConfig().secrets.encryptionKey) });
 }
 
 /** The tenant side of lifecycle webhooks (stateless: built per call from the configuration). */

@@ -1,5 +1,5 @@
 import { AppError } from "@/server/shared/errors";
-import type { WorkspaceDriver } from "@/server/workspace/backend/driver";
+import type { TenantDriverSettings, WorkspaceDriver } from "@/server/workspace/backend/driver";
 import type { InstallationIdSource } from "@/server/workspace/backend/installation";
 import type { BackendKind } from "@/server/workspace/backend/port";
 import {
@@ -33,7 +33,7 @@ export type DriverSet = {
 export function createDriverSet(
   config: EngineConfig,
   registry: DriverRegistry = DRIVERS,
-  options: { installationId?: InstallationIdSource } = {},
+  options: { installationId?: InstallationIdSource; tenantSettings?: TenantDriverSettings } = {},
 ): DriverSet {
   const names: readonly DriverName[] = config.backends ?? [config.backend];
   const context = {
@@ -41,6 +41,7 @@ export function createDriverSet(
     cwd: process.cwd(),
     uid: process.getuid?.() ?? -1,
     ...(options.installationId ? { installationId: options.installationId } : {}),
+    ...(options.tenantSettings ? { tenantSettings: options.tenantSettings } : {}),
   };
   const drivers = names.map((name) => {
     const definition = driverDefinition(name, registry);

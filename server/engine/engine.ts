@@ -7,6 +7,7 @@ import { WorkspaceManager } from "@/server/workspace/manager/workspace-manager";
 import type { EngineLogger } from "@/server/workspace/mcp/types";
 import type { Workspace } from "@/server/workspace/workspace";
 import type { InstallationIdSource } from "@/server/workspace/backend/installation";
+import type { TenantDriverSettings } from "@/server/workspace/backend/driver";
 import { AttachingProvider, type EnsureProvisioned } from "./attach-provider";
 import { createDriverSet, type DriverSet } from "./driver-set";
 import type { EngineConfig } from "./engine-config";
@@ -47,6 +48,8 @@ export type CreateEngineOptions = {
   log: Logger;
   /** This installation's id, labelled on shared-engine resources (the database's; see installation.ts). */
   installationId?: InstallationIdSource;
+  /** Tenants' own backend settings (a tenant's E2B key), read by the drivers that support them. */
+  tenantSettings?: TenantDriverSettings;
   /** Overrides the drivers (tests: a controller that blocks or counts). */
   drivers?: DriverSet;
   /**
@@ -62,7 +65,11 @@ export function createEngine(options: CreateEngineOptions): WorkspaceEngine {
   registerHostPath(config.basedir);
   registerHostPath(process.cwd());
   const drivers =
-    options.drivers ?? createDriverSet(config, undefined, { installationId: options.installationId });
+    options.drivers ??
+    createDriverSet(config, undefined, {
+      installationId: options.installationId,
+      tenantSettings: options.tenantSettings,
+    });
   const engineLog = log.child({ component: "workspace-engine" });
   const attachedAt = new WeakMap<Workspace, number>();
   const generations = new WeakMap<Workspace, number>();

@@ -5,22 +5,12 @@ import { describeBackendContract } from "./backend-contract";
 // `e2b`: the unmodified e2b SDK against the loopback E2B emulator, whose sandboxes are network-none
 // containers (test/fixtures/e2b-emulator). Same Docker rule as the docker suites.
 describeE2b("e2b", () => {
-  describeBackendContract(
-    "e2b",
-    async () => {
-      const testbed = await createDriverTestbed();
-      return {
-        newDriver: () => testbed.newDriver(),
-        spec: (workspaceId) => testbed.spec(workspaceId),
-        cleanup: () => testbed.cleanup(),
-      };
-    },
-    {
-      knownDefects: {
-        "binary output:":
-          "the e2b SDK hands command output to the driver as UTF-8 strings (e2b-commands.ts re-encodes them), " +
-          "so bytes that are not valid UTF-8 come back as U+FFFD: a binary stdout is not byte-exact",
-      },
-    },
-  );
+  describeBackendContract("e2b", async () => {
+    const testbed = await createDriverTestbed();
+    return {
+      newDriver: () => testbed.newDriver(),
+      spec: (workspaceId) => testbed.spec(workspaceId),
+      cleanup: () => testbed.cleanup(),
+    };
+  });
 });

@@ -13,10 +13,10 @@ import { copyPackageClosure } from "../docker/support/docker-env";
 import { createDriverTestbed, type DriverTestbed } from "./support/e2b-driver-env";
 import { describeE2b } from "./support/e2b-env";
 
-async function text(stream: Readable): Promise<string> {
+async function text(stream: Readable, encoding: BufferEncoding = "utf8"): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString("utf8");
+  return Buffer.concat(chunks).toString(encoding);
 }
 
 async function digest(stream: Readable): Promise<{ sha: string; size: number }> {
@@ -104,6 +104,29 @@ describeE2b("E2B driver against the emulator: exec, files, archives and MCP thro
     expect(capped.stdout.length).toBe(1000);
     expect(capped.truncated).toBe(true);
     expect(streamed).toBe(300000);
+  });
+
+  it("exec output that is not UTF-8 arrives byte-exact, streamed and collected, on stdout and stderr", async () => {
+    // The SDK decodes output with a non-fatal TextDecoder: without the in-sandbox relay these bytes came
+    // back as U+FFFD (ef bf bd).
+    const invalid = await backend.exec(["sh", "-c", "printf '\\377\\376'; printf '\\200x\\300' >&2"]);
+    expect(invalid.stdout.toString("hex")).toBe("fffe");
+    expect(invalid.stderr.toString("hex")).toBe("8078c0");
+
+    const seen: Buffer[] = [];
+    const random = await backend.exec(["sh", "-c", "head -c 256 /dev/urandom | tee random.bin"], {
+      onStdout: (chunk) => seen.push(chunk),
+    });
+    const written = Buffer.from(await text(await backend.readFile("random.bin"), "latin1"), "latin1");
+    expect(written.length).toBe(256);
+    expect(random.stdout.equals(written)).toBe(true);
+    expect(Buffer.concat(seen).equals(written)).toBe(true);
+
+    // Exit statuses are the command's as sh reports them, through the relay too.
+    expect((await backend.exec(["sh", "-c", "kill -9 $$"])).exitCode).toBe(137);
+    expect((await backend.exec(["sh", "-c", "exit 42"])).exitCode).toBe(42);
+    const notRunnable = await backend.exec(["/etc/hostname"]);
+    expect(notRunnable.exitCode).toBe(126);
   });
 
   it("a timeout kills the whole process tree; an abort kills it too", async () => {

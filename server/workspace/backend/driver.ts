@@ -204,6 +204,18 @@ export type DriverContext = {
    * when it first needs it.
    */
   installationId?: InstallationIdSource;
+  /**
+   * Tenants' own settings of a backend (an E2B team's API key and template), stored by the installation with
+   * secrets decrypted here. Absent, or null for a tenant: the installation's configuration applies.
+   */
+  tenantSettings?: TenantDriverSettings;
+};
+
+/** Where a driver reads tenants' settings of its backend (raw: each driver validates its own fields). */
+export type TenantDriverSettings = {
+  forTenant(backend: BackendKind, tenantId: string): Promise<Record<string, unknown> | null>;
+  /** The tenants that have settings of `backend` (reconcile lists their teams' resources too). */
+  tenants(backend: BackendKind): Promise<string[]>;
 };
 
 /**

@@ -2,11 +2,16 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import type { BackendHandle, WorkspaceDriver, WorkspaceSpec } from "@/server/workspace/backend/driver";
+import type {
+  BackendHandle,
+  TenantDriverSettings,
+  WorkspaceDriver,
+  WorkspaceSpec,
+} from "@/server/workspace/backend/driver";
 import type { InstallationIdSource } from "@/server/workspace/backend/installation";
 import { e2bDriver } from "@/server/workspace/backends/e2b/driver";
 import { ZE2bDriverConfig, type E2bDriverConfigInput } from "@/server/workspace/backends/e2b/e2b-config";
-import type { E2bEmulator } from "../../fixtures/e2b-emulator/e2b-emulator";
+import type { E2bEmulator, E2bEmulatorOptions } from "../../fixtures/e2b-emulator/e2b-emulator";
 import { withEmulator } from "./e2b-env";
 
 export type DriverTestbed = {
@@ -14,23 +19,29 @@ export type DriverTestbed = {
   basedir: string;
   /**
    * A driver over the emulator, as a fresh process would build it (overrides merged into the config;
-   * `installationId`: the installation's id, used when `installation` is overridden to undefined).
+   * `installationId`: the installation's id, used when `installation` is overridden to undefined;
+   * `tenantSettings`: tenants' own E2B settings, as the composition reads them from the database).
    */
   newDriver(
     overrides?: Partial<E2bDriverConfigInput>,
     installationId?: InstallationIdSource,
+    tenantSettings?: TenantDriverSettings,
   ): WorkspaceDriver;
   spec(workspaceId?: string, handle?: BackendHandle | null): WorkspaceSpec;
   cleanup(): Promise<void>;
 };
 
-export async function createDriverTestbed(base: Partial<E2bDriverConfigInput> = {}): Promise<DriverTestbed> {
-  const emulator = await withEmulator();
+export async function createDriverTestbed(
+  base: Partial<E2bDriverConfigInput> = {},
+  emulatorOptions: E2bEmulatorOptions = {},
+): Promise<DriverTestbed> {
+  const emulator = await withEmulator(emulatorOptions);
   const basedir = await fs.mkdtemp(path.join(os.tmpdir(), "berth-e2b-"));
   const drivers: WorkspaceDriver[] = [];
   const newDriver = (
     overrides: Partial<E2bDriverConfigInput> = {},
     installationId?: InstallationIdSource,
+    tenantSettings?: TenantDriverSettings,
   ) => {
     // Through the same path as boot: env → configFromEnv → schema → create.
     const fromEnv = e2bDriver.configFromEnv(
@@ -50,6 +61,7 @@ export async function createDriverTestbed(base: Partial<E2bDriverConfigInput> = 
       cwd: process.cwd(),
       uid: process.getuid?.() ?? -1,
       ...(installationId ? { installationId } : {}),
+      ...(tenantSettings ? { tenantSettings } : {}),
     });
     drivers.push(driver);
     return driver;

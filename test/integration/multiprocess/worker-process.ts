@@ -7,10 +7,12 @@
  */
 import fs from "node:fs";
 import path from "node:path";
+import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { loadConfig } from "@/server/config/config";
 import { createDriverSet, driverSetOf } from "@/server/engine/driver-set";
 import { loadEngineConfig, type EngineConfig } from "@/server/engine/engine-config";
 import { createLogger } from "@/server/logger";
+import { tenantDriverSettings } from "@/server/modules/backend-settings/backend-settings.service";
 import { ensureInstallationId } from "@/server/modules/installation/installation.data";
 import { getQueues } from "@/server/queue/queues";
 import type { MachineController, WorkspaceSpec } from "@/server/workspace/backend/driver";
@@ -36,14 +38,16 @@ function waitForFile(file: string): Promise<void> {
 
 /**
  * The configured drivers, each machine's provisions logged (and held at the "block" file). Labelled with the
- * database's installation id, as the production composition does (the Kubernetes driver refuses to run
- * without one).
+ * database's installation id and given the tenants' own backend settings from the database, as the
+ * production composition does (the Kubernetes driver refuses to run without an installation id).
  */
-function observedDrivers(config: EngineConfig) {
+function observedDrivers(config: EngineConfig, secrets: { encryptionKey: Buffer }) {
+  const tenantSettings = tenantDriverSettings(secretKeyFromBytes(secrets.encryptionKey));
   return driverSetOf(
-    createDriverSet(config, undefined, { installationId: () => ensureInstallationId() }).all.map(
-      (driver) => ({ ...driver, machine: observed(driver.machine) }),
-    ),
+    createDriverSet(config, undefined, {
+      installationId: () => ensureInstallationId(),
+      tenantSettings,
+    }).all.map((driver) => ({ ...driver, machine: observed(driver.machine) })),
   );
 }
 
@@ -70,7 +74,7 @@ const runtime = await startWorkerRuntime({
   schedules: [],
   engine: {
     // The configured driver, exactly as the registry builds it, with an observed machine over its provider.
-    drivers: observedDrivers(engineConfig),
+    drivers: observedDrivers(engineConfig, config.secrets),
     config: engineConfig,
     queues: getQueues(),
   },

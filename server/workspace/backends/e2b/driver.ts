@@ -1,7 +1,7 @@
 import type { DriverDefinition, WorkspaceDriver } from "@/server/workspace/backend/driver";
 import { e2bConfigFromEnv, ZE2bDriverConfig, type E2bDriverConfig } from "./e2b-config";
 import { E2bBackendProvider, E2bMachineController } from "./e2b-provider";
-import { E2bSandboxes } from "./e2b-sandboxes";
+import { E2bTeams } from "./e2b-teams";
 
 /**
  * E2B cloud sandboxes (README.md in this folder): one sandbox per workspace through the official `e2b` SDK,
@@ -15,7 +15,7 @@ export const e2bDriver: DriverDefinition<E2bDriverConfig> = {
   configSchema: ZE2bDriverConfig,
   configFromEnv: (env) => e2bConfigFromEnv(env),
   create(config, context): WorkspaceDriver {
-    const sandboxes = new E2bSandboxes(config, context);
+    const teams = new E2bTeams(config, context);
     return {
       name: "e2b",
       kind: "e2b",
@@ -29,8 +29,8 @@ export const e2bDriver: DriverDefinition<E2bDriverConfig> = {
         pty: true,
       },
       isolation: { backend: "e2b", isolated: true, sandbox: null },
-      provider: new E2bBackendProvider(sandboxes),
-      machine: new E2bMachineController(sandboxes),
+      provider: new E2bBackendProvider(teams),
+      machine: new E2bMachineController(teams),
     };
   },
 };

@@ -12,8 +12,10 @@ import type {
   WorkspaceBackend,
   WriteFileOptions,
 } from "@/server/workspace/backend/port";
-import { execInSandbox } from "./e2b-commands";
+import { execInSandbox, runChore } from "./e2b-commands";
+import { FRAMING_PROBE, parseFramingProbe, type OutputFraming } from "./e2b-output-framing";
 import { openE2bPty } from "./e2b-pty";
+import type { E2bClient } from "./e2b-client";
 import type { E2bDriverConfig } from "./e2b-config";
 import { E2bFiles } from "./e2b-files";
 import type { RunningGateway } from "./e2b-gateway";
@@ -31,12 +33,16 @@ export class E2bBackend implements WorkspaceBackend {
   readonly workdir: string;
   private readonly files: E2bFiles;
   private closed = false;
+  /** Learnt on the first exec of this attachment (the template decides whether Perl is there). */
+  private framing: Promise<OutputFraming> | null = null;
 
   constructor(
     readonly sandbox: Sandbox,
     private readonly config: E2bDriverConfig,
     private readonly keepAlive: SandboxKeepAlive,
     readonly gateway: RunningGateway,
+    /** The control plane of the team the sandbox is in (the tenant's or the installation's). */
+    readonly client: E2bClient,
   ) {
     this.workdir = config.workdir;
     this.files = new E2bFiles(sandbox, {
@@ -64,14 +70,35 @@ export class E2bBackend implements WorkspaceBackend {
 
   async exec(command: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
     const cwd = options.cwd === undefined ? this.workdir : this.resolve(options.cwd);
-    return this.run(() =>
+    return this.run(async () =>
       execInSandbox(
         this.sandbox,
         command,
-        { user: this.config.user, cwd, env: this.config.env, requestTimeoutMs: this.config.requestTimeoutMs },
+        {
+          user: this.config.user,
+          cwd,
+          env: this.config.env,
+          requestTimeoutMs: this.config.requestTimeoutMs,
+          framing: await this.outputFraming(),
+        },
         options,
       ),
     );
+  }
+
+  private outputFraming(): Promise<OutputFraming> {
+    this.framing ??= runChore(this.sandbox, FRAMING_PROBE, [], {
+      user: this.config.user,
+      timeoutMs: 30_000,
+      requestTimeoutMs: this.config.requestTimeoutMs,
+    }).then(
+      (result) => parseFramingProbe(result.stdout),
+      (error: unknown) => {
+        this.framing = null; // a failed probe (envd hiccup) is asked again next time
+        throw error;
+      },
+    );
+    return this.framing;
   }
 
   /** A terminal through the SDK's PTY API (e2b-pty.ts); the sandbox is kept fresh while it is open. */

@@ -4,6 +4,7 @@ import { CommandExitError, type CommandHandle, type Sandbox } from "e2b";
 import { AppError } from "@/server/shared/errors";
 import type { ExecOptions, ExecResult } from "@/server/workspace/backend/port";
 import { toAppError } from "./e2b-errors";
+import { framedArgv, outputDecoder, type OutputFraming } from "./e2b-output-framing";
 
 /**
  * Commands through `sandbox.commands`, which runs a STRING with `/bin/bash -l -c`. Argv is therefore
@@ -63,6 +64,8 @@ export type ExecContext = {
   cwd: string;
   env: Record<string, string>;
   requestTimeoutMs: number;
+  /** How output crosses the SDK (e2b-output-framing.ts): byte-exact through the relay, or as text. */
+  framing: OutputFraming;
 };
 
 export async function execInSandbox(
@@ -75,16 +78,14 @@ export async function execInSandbox(
   const empty = { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), truncated: false };
   if (options.signal?.aborted) return { exitCode: -1, ...empty, timedOut: false, killed: true };
   const pidFile = `/tmp/.berth-exec-${randomBytes(8).toString("hex")}.pid`;
-  const words = [WRAPPER, pidFile, ...argv].map(shellQuote).join(" ");
+  const words = [WRAPPER, pidFile, ...framedArgv(context.framing, argv)].map(shellQuote).join(" ");
   const line = `if command -v setsid >/dev/null 2>&1; then exec setsid /bin/sh -c ${words}; else exec /bin/sh -c ${words}; fi`;
 
   const cap = options.maxBufferBytes ?? 10 * 1024 * 1024;
   const kept = { stdout: [] as Buffer[], stderr: [] as Buffer[] };
   const size = { stdout: 0, stderr: 0 };
   let truncated = false;
-  const sink = (type: "stdout" | "stderr") => (text: string) => {
-    // The SDK decodes output as UTF-8 text; bytes that are not UTF-8 arrive as U+FFFD (see README).
-    const chunk = Buffer.from(text, "utf8");
+  const keep = (type: "stdout" | "stderr") => (chunk: Buffer) => {
     (type === "stdout" ? options.onStdout : options.onStderr)?.(chunk);
     const room = cap - size[type];
     if (room > 0) {
@@ -93,6 +94,10 @@ export async function execInSandbox(
       size[type] += part.length;
     }
     if (chunk.length > room) truncated = true;
+  };
+  const decoders = {
+    stdout: outputDecoder(context.framing, keep("stdout")),
+    stderr: outputDecoder(context.framing, keep("stderr")),
   };
 
   let handle: CommandHandle;
@@ -105,8 +110,8 @@ export async function execInSandbox(
       stdin: options.stdin !== undefined,
       timeoutMs: 0,
       requestTimeoutMs: context.requestTimeoutMs,
-      onStdout: sink("stdout"),
-      onStderr: sink("stderr"),
+      onStdout: (text) => decoders.stdout.push(text),
+      onStderr: (text) => decoders.stderr.push(text),
     });
   } catch (error) {
     throw toAppError(error, "start a command", { sandboxId: sandbox.sandboxId });
@@ -143,6 +148,8 @@ export async function execInSandbox(
     options.signal?.removeEventListener("abort", onAbort);
   }
   if (kill.pending) await kill.pending;
+  decoders.stdout.end();
+  decoders.stderr.end();
   return {
     exitCode: timedOut || killed ? -1 : exitCode,
     stdout: Buffer.concat(kept.stdout),

@@ -161,3 +161,34 @@ export function e2bConfigFromEnv(env: Readonly<Record<string, string | undefined
     runtimeDir: set(env.BERTH_E2B_RUNTIME_DIR),
   };
 }
+
+/**
+ * What a tenant may set for its own workspaces (stored per tenant, the key sealed; see
+ * server/modules/backend-settings): its E2B team's API key, the installation's domain, the template and the
+ * minimum size. The API URL is not a tenant setting: a tenant cannot point the workers at a host of its
+ * choosing. Absent fields are the installation's.
+ */
+export const ZE2bTenantSettings = z
+  .object({
+    apiKey: z.string().trim().min(8, "an E2B API key has at least 8 characters").max(512).optional(),
+    domain: z
+      .string()
+      .trim()
+      .regex(/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i, "a domain like e2b.app")
+      .optional(),
+    template: z
+      .string()
+      .trim()
+      .regex(/^[a-zA-Z0-9][a-zA-Z0-9_./:-]{0,127}$/, "a template name or id")
+      .optional(),
+    minCpuCount: z.number().int().min(1).max(64).optional(),
+    minMemoryMB: z.number().int().min(128).max(262_144).optional(),
+  })
+  .strict();
+export type E2bTenantSettings = z.infer<typeof ZE2bTenantSettings>;
+
+/** The installation's config with a tenant's settings over it. */
+export function withTenantSettings(config: E2bDriverConfig, settings: E2bTenantSettings): E2bDriverConfig {
+  const defined = Object.fromEntries(Object.entries(settings).filter(([, value]) => value !== undefined));
+  return { ...config, ...defined };
+}

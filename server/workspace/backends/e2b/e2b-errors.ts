@@ -26,7 +26,10 @@ export function toAppError(error: unknown, action: string, details: Record<strin
       ...(userMessage ? { userMessage } : {}),
     });
   if (error instanceof AuthenticationError) {
-    return make("INTERNAL", "E2B rejected the configured API key (E2B_API_KEY)");
+    return make(
+      "INTERNAL",
+      "E2B rejected the API key (the tenant's own, set in Settings, or else the installation's E2B_API_KEY)",
+    );
   }
   if (error instanceof FileNotFoundError) return make("NOT_FOUND");
   if (error instanceof InvalidArgumentError) return make("BAD_REQUEST");

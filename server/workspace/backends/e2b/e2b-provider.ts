@@ -11,7 +11,7 @@ import type { WorkspaceBackend } from "@/server/workspace/backend/port";
 import type { McpConnector } from "@/server/workspace/mcp/types";
 import { E2bBackend } from "./e2b-backend";
 import { removeCredentials } from "./e2b-gateway";
-import type { E2bSandboxes } from "./e2b-sandboxes";
+import type { E2bTeams } from "./e2b-teams";
 
 function e2bBackendOf(backend: WorkspaceBackend): E2bBackend {
   if (backend instanceof E2bBackend) return backend;
@@ -27,11 +27,11 @@ export class E2bBackendProvider implements BackendProvider {
   readonly kind = "e2b" as const;
   readonly persistent = true;
 
-  constructor(private readonly sandboxes: E2bSandboxes) {}
+  constructor(private readonly teams: E2bTeams) {}
 
   async provision(spec: WorkspaceSpec, options: { signal?: AbortSignal } = {}): Promise<WorkspaceBackend> {
     options.signal?.throwIfAborted();
-    return this.sandboxes.attach(spec);
+    return (await this.teams.forTenant(spec.tenantId)).attach(spec);
   }
 
   isAlive(backend: WorkspaceBackend): Promise<boolean> {
@@ -41,12 +41,13 @@ export class E2bBackendProvider implements BackendProvider {
   async teardown(backend: WorkspaceBackend, options: { purge: boolean }): Promise<void> {
     const e2b = e2bBackendOf(backend);
     await e2b.close();
+    // Through the client it was attached with: the sandbox is in that (tenant's or installation's) team.
     if (options.purge) {
-      await this.sandboxes.client.kill(e2b.sandboxId);
-      await removeCredentials(this.sandboxes.runtimeDir, e2b.sandboxId);
+      await e2b.client.kill(e2b.sandboxId);
+      await removeCredentials(this.teams.installation.runtimeDir, e2b.sandboxId);
       return;
     }
-    await this.sandboxes.client.pause(e2b.sandboxId);
+    await e2b.client.pause(e2b.sandboxId);
   }
 
   detach(backend: WorkspaceBackend): Promise<void> {
@@ -62,32 +63,32 @@ export class E2bBackendProvider implements BackendProvider {
 export class E2bMachineController implements MachineController {
   readonly kind = "e2b" as const;
 
-  constructor(private readonly sandboxes: E2bSandboxes) {}
+  constructor(private readonly teams: E2bTeams) {}
 
   async provision(
     spec: WorkspaceSpec,
     options: { onProgress?: (progress: ProvisionProgress) => void } = {},
   ): Promise<BackendHandle> {
-    return this.sandboxes.provision(spec, options.onProgress);
+    return (await this.teams.forTenant(spec.tenantId)).provision(spec, options.onProgress);
   }
 
-  stop(spec: WorkspaceSpec): Promise<void> {
-    return this.sandboxes.stop(spec);
+  async stop(spec: WorkspaceSpec): Promise<void> {
+    return (await this.teams.forTenant(spec.tenantId)).stop(spec);
   }
 
-  purge(spec: WorkspaceSpec): Promise<string[]> {
-    return this.sandboxes.purge(spec);
+  async purge(spec: WorkspaceSpec): Promise<string[]> {
+    return (await this.teams.forTenant(spec.tenantId)).purge(spec);
   }
 
-  exists(spec: WorkspaceSpec): Promise<boolean> {
-    return this.sandboxes.exists(spec);
+  async exists(spec: WorkspaceSpec): Promise<boolean> {
+    return (await this.teams.forTenant(spec.tenantId)).exists(spec);
   }
 
   listResources(): Promise<MachineResource[]> {
-    return this.sandboxes.listResources();
+    return this.teams.listResources();
   }
 
   reap(resource: MachineResource): Promise<void> {
-    return this.sandboxes.reap(resource);
+    return this.teams.reap(resource);
   }
 }

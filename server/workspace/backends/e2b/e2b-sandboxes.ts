@@ -184,7 +184,7 @@ export class E2bSandboxes {
       (ms) => this.client.setTimeout(sandbox.sandboxId, ms),
       this.timeoutMs,
     );
-    return new E2bBackend(sandbox, this.config, keepAlive, gateway);
+    return new E2bBackend(sandbox, this.config, keepAlive, gateway, this.client);
   }
 
   /** Pauses the workspace's sandbox(es): files (and memory, when configured) kept. */

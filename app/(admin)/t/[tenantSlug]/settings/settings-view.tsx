@@ -22,6 +22,7 @@ import {
 } from "../agents/agent-ui";
 import { useTenantRole } from "../_components/tenant-role";
 import { BackendCard } from "./backend-card";
+import { E2bCard } from "./e2b-card";
 import { QuotaCard } from "./quota-card";
 
 const MINUTE_MS = 60_000;
@@ -182,6 +183,7 @@ export function SettingsView({ tenantSlug }: { tenantSlug: string }) {
         </Card>
 
         <BackendCard tenantSlug={tenantSlug} canManage={canManage} />
+        {can("workspace:manage", false) && <E2bCard tenantSlug={tenantSlug} />}
         {can("workspace:manage", false) && <QuotaCard tenantSlug={tenantSlug} />}
       </div>
     </div>
