@@ -4,11 +4,19 @@ import { getWebhookService } from "@/server/composition/services";
 import { tenantActivity, ZActivityView } from "@/server/modules/metrics/activity.service";
 import { readiness, ZReadinessRange, ZReadinessView } from "@/server/modules/metrics/readiness.service";
 import {
+  workspaceTimeline,
+  workspaceTimings,
+  ZTimelineQuery,
+  ZWorkspaceTimelineView,
+  ZWorkspaceTimingsView,
+} from "@/server/modules/metrics/workspace-timings.service";
+import {
   ZWebhookDeliveryView,
   ZWebhookEndpointCreate,
   ZWebhookEndpointView,
 } from "@/server/modules/webhook/webhook.types";
 
+const ZWorkspaceTarget = ZTenantInput.extend({ workspaceId: z.string().min(1).max(200) });
 const ZEndpointTarget = ZTenantInput.extend({ endpointId: z.string().min(1).max(200) });
 
 /** `operations.*`: the readiness picture and lifecycle webhooks (admins), the Overview's activity (all). */
@@ -24,6 +32,20 @@ export const operationsRouter = createTRPCRouter({
     .input(ZTenantInput)
     .output(ZActivityView)
     .query(({ ctx }) => tenantActivity(ctx.scope)),
+
+  /** One workspace's stage figures and latest provisions (whoever may read the workspace). */
+  workspaceTimings: tenantProcedureFor("workspace:read")
+    .input(ZWorkspaceTarget)
+    .output(ZWorkspaceTimingsView)
+    .query(({ ctx, input }) => workspaceTimings(ctx.scope, input.workspaceId)),
+
+  /** One workspace's lifecycle (events, provisions, attaches) in time order, paged back by `before`. */
+  workspaceTimeline: tenantProcedureFor("workspace:read")
+    .input(ZWorkspaceTarget.extend(ZTimelineQuery.shape))
+    .output(ZWorkspaceTimelineView)
+    .query(({ ctx, input: { workspaceId, limit, before } }) =>
+      workspaceTimeline(ctx.scope, workspaceId, { limit, before }),
+    ),
 
   webhooks: tenantProcedureFor("webhook:manage")
     .input(ZTenantInput)
