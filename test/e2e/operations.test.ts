@@ -4,6 +4,8 @@
  * - a chat turn with a tool call provisions the session's workspace; its stage timings reach Postgres
  *   through the buffer and the `metrics.flush` schedule, the Readiness page draws them (recharts bars)
  *   with the provision listed and linked to its workspace page, and the Overview charts the start and turn;
+ * - the workspace page's Operations tab charts that provision stage by stage, lists its stage timings and
+ *   puts its events and measured provision on a timeline in time order;
  * - `/api/metrics` answers the configured bearer token only, in a Prometheus text format that parses;
  * - a webhook endpoint added on the Webhooks page (a loopback receiver the operator allow-listed by exact
  *   origin) receives the Test event signed with the secret the page showed once.
@@ -136,6 +138,29 @@ describe.skipIf(!HAS_CHROMIUM)("operations: readiness chart, /api/metrics and we
     const slow = page.getByTestId("slow-provision").filter({ hasText: session.workspaceId });
     await slow.getByRole("link", { name: session.workspaceId }).click();
     await page.waitForURL(new RegExp(`/workspaces/${session.workspaceId}$`));
+    expect(pageErrors).toEqual([]);
+  });
+
+  it("shows the workspace's provision stage by stage, its stage timings and its lifecycle on a timeline", async () => {
+    await page.goto(
+      `${e2e.app.url}/t/${e2e.tenant.slug}/workspaces/${encodeURIComponent(session.workspaceId)}?tab=operations`,
+    );
+    // The cold provision of the first test, one stacked bar (queued, machine, the rest up to ready).
+    await page.getByTestId("provision-chart").locator(".recharts-bar-rectangle").first().waitFor();
+    const stageRows = page.getByTestId("stage-row");
+    await stageRows.filter({ hasText: "provision" }).filter({ hasText: "total" }).first().waitFor();
+    await stageRows.filter({ hasText: "turn" }).filter({ hasText: "model" }).first().waitFor();
+    // The timeline, in time order: created, then provisioning, provisioned and the measured provision.
+    const timeline = page.getByTestId("timeline-entry");
+    await timeline.filter({ hasText: "Provision (cold) took" }).waitFor();
+    const order = await timeline.evaluateAll((items) =>
+      items.map((item) => `${item.getAttribute("data-source")}:${item.getAttribute("data-kind")}`),
+    );
+    const positions = ["event:created", "event:provisioned", "stage:provision"].map((name) =>
+      order.indexOf(name),
+    );
+    expect(positions.every((position) => position >= 0)).toBe(true);
+    expect(positions).toEqual(positions.toSorted((a, b) => a - b));
     expect(pageErrors).toEqual([]);
   });
 

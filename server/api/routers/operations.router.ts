@@ -39,12 +39,12 @@ export const operationsRouter = createTRPCRouter({
     .output(ZWorkspaceTimingsView)
     .query(({ ctx, input }) => workspaceTimings(ctx.scope, input.workspaceId)),
 
-  /** One workspace's lifecycle (events, provisions, attaches) in time order, paged back by `before`. */
+  /** One workspace's lifecycle (events, provisions, attaches) in time order, paged back by `cursor`. */
   workspaceTimeline: tenantProcedureFor("workspace:read")
     .input(ZWorkspaceTarget.extend(ZTimelineQuery.shape))
     .output(ZWorkspaceTimelineView)
-    .query(({ ctx, input: { workspaceId, limit, before } }) =>
-      workspaceTimeline(ctx.scope, workspaceId, { limit, before }),
+    .query(({ ctx, input: { workspaceId, limit, cursor } }) =>
+      workspaceTimeline(ctx.scope, workspaceId, { limit, cursor }),
     ),
 
   webhooks: tenantProcedureFor("webhook:manage")

@@ -39,8 +39,8 @@ export const ZWorkspaceTimingsView = z.object({
 
 export const ZTimelineQuery = z.object({
   limit: z.number().int().min(1).max(200).default(50),
-  /** The `earlier` cursor of the previous page. */
-  before: z.string().min(1).max(200).optional(),
+  /** The `earlier` cursor of the previous page (named `cursor` for tRPC's infinite queries). */
+  cursor: z.string().min(1).max(200).optional(),
 });
 
 const ZTimelineEntry = z.discriminatedUnion("source", [
@@ -120,7 +120,7 @@ export async function workspaceTimeline(
   input: z.output<typeof ZTimelineQuery>,
 ): Promise<z.output<typeof ZWorkspaceTimelineView>> {
   await assertReadable(scope, workspaceId);
-  const before = input.before ? decodeCursor(input.before) : null;
+  const before = input.cursor ? decodeCursor(input.cursor) : null;
   // One more than asked: it says whether an earlier page exists.
   const rows = await workspaceTimelinePage(scope, workspaceId, { before, limit: input.limit + 1 });
   const page = rows.slice(0, input.limit);

@@ -89,12 +89,12 @@ describe("a workspace's stage timings and lifecycle timeline (real Postgres, Red
 
     // Pages of 3 going back, put together, are the whole timeline.
     const pages: string[][] = [];
-    let before: string | undefined;
+    let cursor: string | undefined;
     for (;;) {
-      const page = await workspaceTimeline(tenant.scope, workspaceId, { limit: 3, before });
+      const page = await workspaceTimeline(tenant.scope, workspaceId, { limit: 3, cursor });
       pages.unshift(page.items.map((item) => item.key));
       if (!page.earlier) break;
-      before = page.earlier;
+      cursor = page.earlier;
     }
     expect(pages.flat()).toEqual(whole.items.map((item) => item.key));
     expect(pages.length).toBeGreaterThan(1);
@@ -109,7 +109,7 @@ describe("a workspace's stage timings and lifecycle timeline (real Postgres, Red
     const viewer = await addTestMember(tenant, "viewer");
     expect((await workspaceTimings(viewer.scope, workspaceId)).provisions).toHaveLength(2);
     await expectAppError(
-      workspaceTimeline(tenant.scope, workspaceId, { limit: 10, before: "not-a-cursor" }),
+      workspaceTimeline(tenant.scope, workspaceId, { limit: 10, cursor: "not-a-cursor" }),
       "BAD_REQUEST",
     );
   });
