@@ -1,7 +1,9 @@
 import { z } from "zod";
-import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
-import { getWebhookService } from "@/server/composition/services";
+import { createTRPCRouter, tenantAdminProcedure, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
+import { getAgentServices, getWebhookService } from "@/server/composition/services";
+import { ZQueueDepthView } from "@/server/modules/jobs/jobs.service";
 import { tenantActivity, ZActivityView } from "@/server/modules/metrics/activity.service";
+import { tenantUsageOverview, ZUsageOverview } from "@/server/modules/metrics/usage-overview.service";
 import { readiness, ZReadinessRange, ZReadinessView } from "@/server/modules/metrics/readiness.service";
 import {
   workspaceTimeline,
@@ -32,6 +34,18 @@ export const operationsRouter = createTRPCRouter({
     .input(ZTenantInput)
     .output(ZActivityView)
     .query(({ ctx }) => tenantActivity(ctx.scope)),
+
+  /** The Overview's usage tiles (every member): tokens per day and the top agents, from the ledger. */
+  usage: tenantProcedureFor("tenant:read")
+    .input(ZTenantInput)
+    .output(ZUsageOverview)
+    .query(({ ctx }) => tenantUsageOverview(ctx.scope)),
+
+  /** The Overview's queue tile (admins, as the Jobs page): the tenant's waiting/active/delayed/failed jobs. */
+  queueDepth: tenantAdminProcedure
+    .input(ZTenantInput)
+    .output(z.array(ZQueueDepthView))
+    .query(({ ctx }) => getAgentServices().jobs.depth(ctx.scope)),
 
   /** One workspace's stage figures and latest provisions (whoever may read the workspace). */
   workspaceTimings: tenantProcedureFor("workspace:read")
