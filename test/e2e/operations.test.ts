@@ -6,6 +6,8 @@
  *   with the provision listed and linked to its workspace page, and the Overview charts the start and turn;
  * - the workspace page's Operations tab charts that provision stage by stage, lists its stage timings and
  *   puts its events and measured provision on a timeline in time order;
+ * - the Overview tiles the turn's tokens (the metering ledger), the agent among the top ones and the
+ *   tenant's queue depth;
  * - `/api/metrics` answers the configured bearer token only, in a Prometheus text format that parses;
  * - a webhook endpoint added on the Webhooks page (a loopback receiver the operator allow-listed by exact
  *   origin) receives the Test event signed with the secret the page showed once.
@@ -161,6 +163,26 @@ describe.skipIf(!HAS_CHROMIUM)("operations: readiness chart, /api/metrics and we
     );
     expect(positions.every((position) => position >= 0)).toBe(true);
     expect(positions).toEqual(positions.toSorted((a, b) => a - b));
+    expect(pageErrors).toEqual([]);
+  });
+
+  it("tiles the Overview with the turn's tokens, the agent on top and the tenant's queue depth", async () => {
+    // The metering flush (a schedule) moves the turn's tokens into the ledger.
+    await vi.waitFor(
+      async () =>
+        expect(
+          await getDb().usageRecord.count({
+            where: { tenantId: e2e.tenant.scope.tenantId, kind: "input_tokens" },
+          }),
+        ).toBeGreaterThan(0),
+      { timeout: 60_000, interval: 500 },
+    );
+    await page.goto(`${e2e.app.url}/t/${e2e.tenant.slug}`);
+    await page.getByTestId("tokens-chart").locator(".recharts-bar-rectangle").first().waitFor();
+    const top = page.getByTestId("top-agent").filter({ hasText: "e2e-operations" });
+    await top.getByRole("link", { name: "e2e-operations" }).waitFor();
+    // The owner sees the queue tile: a row per queue, the workspace queue among them.
+    await page.locator('[data-testid="queue-depth-row"][data-queue="workspace"]').waitFor();
     expect(pageErrors).toEqual([]);
   });
 
