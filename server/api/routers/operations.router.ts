@@ -1,8 +1,13 @@
 import { z } from "zod";
 import { createTRPCRouter, tenantAdminProcedure, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
-import { getAgentServices, getWebhookService } from "@/server/composition/services";
+import { getAgentServices, getEngine, getWebhookService } from "@/server/composition/services";
 import { ZQueueDepthView } from "@/server/modules/jobs/jobs.service";
 import { tenantActivity, ZActivityView } from "@/server/modules/metrics/activity.service";
+import {
+  workspaceResources,
+  ZResourceRange,
+  ZWorkspaceResourcesView,
+} from "@/server/modules/metrics/resource-usage.service";
 import { tenantUsageOverview, ZUsageOverview } from "@/server/modules/metrics/usage-overview.service";
 import { readiness, ZReadinessRange, ZReadinessView } from "@/server/modules/metrics/readiness.service";
 import {
@@ -59,6 +64,19 @@ export const operationsRouter = createTRPCRouter({
     .output(ZWorkspaceTimelineView)
     .query(({ ctx, input: { workspaceId, limit, cursor } }) =>
       workspaceTimeline(ctx.scope, workspaceId, { limit, cursor }),
+    ),
+
+  /** One workspace's CPU, memory, disk and processes over a range; `supported` false: none is sampled. */
+  workspaceResources: tenantProcedureFor("workspace:read")
+    .input(ZWorkspaceTarget.extend(ZResourceRange.shape))
+    .output(ZWorkspaceResourcesView)
+    .query(({ ctx, input }) =>
+      workspaceResources(
+        ctx.scope,
+        input.workspaceId,
+        { range: input.range },
+        { drivers: getEngine().drivers },
+      ),
     ),
 
   webhooks: tenantProcedureFor("webhook:manage")
