@@ -4,8 +4,9 @@
  * - a chat turn with a tool call provisions the session's workspace; its stage timings reach Postgres
  *   through the buffer and the `metrics.flush` schedule, the Readiness page draws them (recharts bars)
  *   with the provision listed and linked to its workspace page, and the Overview charts the start and turn;
- * - the workspace page's Operations tab charts that provision stage by stage, lists its stage timings and
- *   puts its events and measured provision on a timeline in time order;
+ * - the workspace page's Operations tab charts that provision stage by stage, lists its stage timings,
+ *   puts its events and measured provision on a timeline in time order, and charts its disk use from the
+ *   `metrics.sample` schedule;
  * - the Overview tiles the turn's tokens (the metering ledger), the agent among the top ones and the
  *   tenant's queue depth;
  * - `/api/metrics` answers the configured bearer token only, in a Prometheus text format that parses;
@@ -143,7 +144,7 @@ describe.skipIf(!HAS_CHROMIUM)("operations: readiness chart, /api/metrics and we
     expect(pageErrors).toEqual([]);
   });
 
-  it("shows the workspace's provision stage by stage, its stage timings and its lifecycle on a timeline", async () => {
+  it("shows the workspace's provision stage by stage, its stage timings, its lifecycle and its resource charts", async () => {
     await page.goto(
       `${e2e.app.url}/t/${e2e.tenant.slug}/workspaces/${encodeURIComponent(session.workspaceId)}?tab=operations`,
     );
@@ -163,6 +164,17 @@ describe.skipIf(!HAS_CHROMIUM)("operations: readiness chart, /api/metrics and we
     );
     expect(positions.every((position) => position >= 0)).toBe(true);
     expect(positions).toEqual(positions.toSorted((a, b) => a - b));
+
+    // The metrics.sample schedule (every 15 s) samples the READY workspace; two samples draw a line.
+    await vi.waitFor(
+      async () =>
+        expect(
+          await getDb().resourceSample.count({ where: { workspaceId: session.workspaceId } }),
+        ).toBeGreaterThanOrEqual(2),
+      { timeout: 90_000, interval: 1_000 },
+    );
+    await page.reload();
+    await page.getByTestId("disk-chart").locator(".recharts-line-curve").first().waitFor();
     expect(pageErrors).toEqual([]);
   });
 
