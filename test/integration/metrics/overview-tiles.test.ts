@@ -52,7 +52,7 @@ describe("the Overview's tiles: tokens per day, top agents (the ledger) and the 
       entry(tenant, quiet!.id, "turn", 1, today - 2 * DAY),
       // 20 days ago: outside both windows. Another tenant's and a workspace-second: never counted.
       entry(tenant, quiet!.id, "input_tokens", 50_000, today - 20 * DAY),
-      entry(other, theirs!.id, "input_tokens", 9_999, today),
+      entry(other, theirs.id, "input_tokens", 9_999, today),
       entry(tenant, busy!.id, "workspace_seconds", 7_777, today),
     ]);
     const view = await tenantUsageOverview(tenant.scope, now);
