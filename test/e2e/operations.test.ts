@@ -174,7 +174,10 @@ describe.skipIf(!HAS_CHROMIUM)("operations: readiness chart, /api/metrics and we
       { timeout: 90_000, interval: 1_000 },
     );
     await page.reload();
-    await page.getByTestId("disk-chart").locator(".recharts-line-curve").first().waitFor();
+    // Attached, not visible: a disk use that did not change is a flat line, a box of zero height.
+    const curve = page.getByTestId("disk-chart").locator(".recharts-line-curve").first();
+    await curve.waitFor({ state: "attached" });
+    expect(await curve.getAttribute("d")).toMatch(/^M[\d.]+,[\d.]+[LC]/);
     expect(pageErrors).toEqual([]);
   });
 
