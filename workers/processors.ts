@@ -10,7 +10,8 @@ import type { QuotaConfig } from "@/server/config/quotas";
 import { createEnqueue } from "@/server/queue/enqueue";
 import { auditFlushProcessor } from "./processors/audit.flush";
 import { registerTenantProcessors } from "./processors/tenant.processors";
-import { metricsFlushProcessor } from "./processors/metrics.flush";
+import { metricsFlushProcessor, metricsSampleProcessor } from "./processors/metrics.flush";
+import { RESOURCE_SAMPLE_EVERY_MS } from "@/server/modules/metrics/resource-usage.service";
 import { registerWebhookProcessors } from "./processors/webhook.processors";
 import { meteringFlushProcessor } from "./processors/metering.flush";
 import { registerWorkspaceProcessors } from "./processors/workspace.processors";
@@ -42,6 +43,10 @@ export function registerBerthProcessors(
   registry.registerProcessor(
     "metrics.flush",
     metricsFlushProcessor({ ...deps, retentionDays: operations.metricsRetentionDays }),
+  );
+  registry.registerProcessor(
+    "metrics.sample",
+    metricsSampleProcessor({ drivers: engine.drivers, retentionDays: operations.metricsRetentionDays }),
   );
   registerWorkspaceProcessors(registry, engine);
   registerTenantProcessors(registry, engine);
@@ -83,6 +88,13 @@ export const berthSchedules: readonly Schedule<BerthJobCatalog>[] = [
     job: "metrics.flush",
     payload: { trigger: "schedule" },
     every: 5_000,
+  }),
+  // Per-workspace CPU, memory and disk for the workspace page's charts.
+  defineSchedule<BerthJobCatalog, "metrics.sample">({
+    id: "metrics.sample.tick" satisfies BerthSchedulerId,
+    job: "metrics.sample",
+    payload: { trigger: "schedule" },
+    every: RESOURCE_SAMPLE_EVERY_MS,
   }),
 ];
 

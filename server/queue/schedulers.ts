@@ -9,6 +9,7 @@ import { bullPrefix } from "./queues";
 export const BERTH_SCHEDULERS = [
   { id: "audit.flush.tick", queue: "audit" },
   { id: "metrics.flush.tick", queue: "metrics" },
+  { id: "metrics.sample.tick", queue: "metrics" },
   { id: "metering.flush.tick", queue: "metering" },
   { id: "workspace.sweep.tick", queue: "workspace" },
   { id: "workspace.reconcile.tick", queue: "workspace" },

@@ -4,6 +4,11 @@
  * - a chat turn with a tool call provisions the session's workspace; its stage timings reach Postgres
  *   through the buffer and the `metrics.flush` schedule, the Readiness page draws them (recharts bars)
  *   with the provision listed and linked to its workspace page, and the Overview charts the start and turn;
+ * - the workspace page's Operations tab charts that provision stage by stage, lists its stage timings,
+ *   puts its events and measured provision on a timeline in time order, and charts its disk use from the
+ *   `metrics.sample` schedule;
+ * - the Overview tiles the turn's tokens (the metering ledger), the agent among the top ones and the
+ *   tenant's queue depth;
  * - `/api/metrics` answers the configured bearer token only, in a Prometheus text format that parses;
  * - a webhook endpoint added on the Webhooks page (a loopback receiver the operator allow-listed by exact
  *   origin) receives the Test event signed with the secret the page showed once.
@@ -136,6 +141,63 @@ describe.skipIf(!HAS_CHROMIUM)("operations: readiness chart, /api/metrics and we
     const slow = page.getByTestId("slow-provision").filter({ hasText: session.workspaceId });
     await slow.getByRole("link", { name: session.workspaceId }).click();
     await page.waitForURL(new RegExp(`/workspaces/${session.workspaceId}$`));
+    expect(pageErrors).toEqual([]);
+  });
+
+  it("shows the workspace's provision stage by stage, its stage timings, its lifecycle and its resource charts", async () => {
+    await page.goto(
+      `${e2e.app.url}/t/${e2e.tenant.slug}/workspaces/${encodeURIComponent(session.workspaceId)}?tab=operations`,
+    );
+    // The cold provision of the first test, one stacked bar (queued, machine, the rest up to ready).
+    await page.getByTestId("provision-chart").locator(".recharts-bar-rectangle").first().waitFor();
+    const stageRows = page.getByTestId("stage-row");
+    await stageRows.filter({ hasText: "provision" }).filter({ hasText: "total" }).first().waitFor();
+    await stageRows.filter({ hasText: "turn" }).filter({ hasText: "model" }).first().waitFor();
+    // The timeline, in time order: created, then provisioning, provisioned and the measured provision.
+    const timeline = page.getByTestId("timeline-entry");
+    await timeline.filter({ hasText: "Provision (cold) took" }).waitFor();
+    const order = await timeline.evaluateAll((items) =>
+      items.map((item) => `${item.getAttribute("data-source")}:${item.getAttribute("data-kind")}`),
+    );
+    const positions = ["event:created", "event:provisioned", "stage:provision"].map((name) =>
+      order.indexOf(name),
+    );
+    expect(positions.every((position) => position >= 0)).toBe(true);
+    expect(positions).toEqual(positions.toSorted((a, b) => a - b));
+
+    // The metrics.sample schedule (every 15 s) samples the READY workspace; two samples draw a line.
+    await vi.waitFor(
+      async () =>
+        expect(
+          await getDb().resourceSample.count({ where: { workspaceId: session.workspaceId } }),
+        ).toBeGreaterThanOrEqual(2),
+      { timeout: 90_000, interval: 1_000 },
+    );
+    await page.reload();
+    // Attached, not visible: a disk use that did not change is a flat line, a box of zero height.
+    const curve = page.getByTestId("disk-chart").locator(".recharts-line-curve").first();
+    await curve.waitFor({ state: "attached" });
+    expect(await curve.getAttribute("d")).toMatch(/^M[\d.]+,[\d.]+[LC]/);
+    expect(pageErrors).toEqual([]);
+  });
+
+  it("tiles the Overview with the turn's tokens, the agent on top and the tenant's queue depth", async () => {
+    // The metering flush (a schedule) moves the turn's tokens into the ledger.
+    await vi.waitFor(
+      async () =>
+        expect(
+          await getDb().usageRecord.count({
+            where: { tenantId: e2e.tenant.scope.tenantId, kind: "input_tokens" },
+          }),
+        ).toBeGreaterThan(0),
+      { timeout: 60_000, interval: 500 },
+    );
+    await page.goto(`${e2e.app.url}/t/${e2e.tenant.slug}`);
+    await page.getByTestId("tokens-chart").locator(".recharts-bar-rectangle").first().waitFor();
+    const top = page.getByTestId("top-agent").filter({ hasText: "e2e-operations" });
+    await top.getByRole("link", { name: "e2e-operations" }).waitFor();
+    // The owner sees the queue tile: a row per queue, the workspace queue among them.
+    await page.locator('[data-testid="queue-depth-row"][data-queue="workspace"]').waitFor();
     expect(pageErrors).toEqual([]);
   });
 

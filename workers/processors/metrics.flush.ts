@@ -1,5 +1,7 @@
 import type { BerthJobCatalog } from "@/server/queue/catalog";
 import { flushStageSamples, type StageBufferDeps } from "@/server/modules/metrics/stage-buffer.service";
+import type { DriverSet } from "@/server/engine/driver-set";
+import { sampleWorkspaceResources } from "@/server/modules/metrics/resource-usage.service";
 import type { JobProcessor } from "../registry";
 
 /** `metrics.flush`: stage timings from the Redis buffer into Postgres, then the retention prune. */
@@ -11,6 +13,18 @@ export function metricsFlushProcessor(
     if (result.written > 0 || result.pruned > 0 || result.unreadable > 0) {
       log.info({ ...result, trigger: payload.trigger }, "stage timings flushed");
     }
+    return result;
+  };
+}
+
+/** `metrics.sample`: every READY workspace's CPU, memory, disk and processes from its backend. */
+export function metricsSampleProcessor(deps: {
+  drivers: Pick<DriverSet, "forKind">;
+  retentionDays: number;
+}): JobProcessor<BerthJobCatalog, "metrics.sample"> {
+  return async ({ log }) => {
+    const result = await sampleWorkspaceResources({ ...deps, log });
+    if (result.failed > 0) log.warn(result, "some workspaces' resources could not be sampled");
     return result;
   };
 }

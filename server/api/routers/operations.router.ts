@@ -1,14 +1,29 @@
 import { z } from "zod";
-import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
-import { getWebhookService } from "@/server/composition/services";
+import { createTRPCRouter, tenantAdminProcedure, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
+import { getAgentServices, getEngine, getWebhookService } from "@/server/composition/services";
+import { ZQueueDepthView } from "@/server/modules/jobs/jobs.service";
 import { tenantActivity, ZActivityView } from "@/server/modules/metrics/activity.service";
+import {
+  workspaceResources,
+  ZResourceRange,
+  ZWorkspaceResourcesView,
+} from "@/server/modules/metrics/resource-usage.service";
+import { tenantUsageOverview, ZUsageOverview } from "@/server/modules/metrics/usage-overview.service";
 import { readiness, ZReadinessRange, ZReadinessView } from "@/server/modules/metrics/readiness.service";
+import {
+  workspaceTimeline,
+  workspaceTimings,
+  ZTimelineQuery,
+  ZWorkspaceTimelineView,
+  ZWorkspaceTimingsView,
+} from "@/server/modules/metrics/workspace-timings.service";
 import {
   ZWebhookDeliveryView,
   ZWebhookEndpointCreate,
   ZWebhookEndpointView,
 } from "@/server/modules/webhook/webhook.types";
 
+const ZWorkspaceTarget = ZTenantInput.extend({ workspaceId: z.string().min(1).max(200) });
 const ZEndpointTarget = ZTenantInput.extend({ endpointId: z.string().min(1).max(200) });
 
 /** `operations.*`: the readiness picture and lifecycle webhooks (admins), the Overview's activity (all). */
@@ -24,6 +39,45 @@ export const operationsRouter = createTRPCRouter({
     .input(ZTenantInput)
     .output(ZActivityView)
     .query(({ ctx }) => tenantActivity(ctx.scope)),
+
+  /** The Overview's usage tiles (every member): tokens per day and the top agents, from the ledger. */
+  usage: tenantProcedureFor("tenant:read")
+    .input(ZTenantInput)
+    .output(ZUsageOverview)
+    .query(({ ctx }) => tenantUsageOverview(ctx.scope)),
+
+  /** The Overview's queue tile (admins, as the Jobs page): the tenant's waiting/active/delayed/failed jobs. */
+  queueDepth: tenantAdminProcedure
+    .input(ZTenantInput)
+    .output(z.array(ZQueueDepthView))
+    .query(({ ctx }) => getAgentServices().jobs.depth(ctx.scope)),
+
+  /** One workspace's stage figures and latest provisions (whoever may read the workspace). */
+  workspaceTimings: tenantProcedureFor("workspace:read")
+    .input(ZWorkspaceTarget)
+    .output(ZWorkspaceTimingsView)
+    .query(({ ctx, input }) => workspaceTimings(ctx.scope, input.workspaceId)),
+
+  /** One workspace's lifecycle (events, provisions, attaches) in time order, paged back by `cursor`. */
+  workspaceTimeline: tenantProcedureFor("workspace:read")
+    .input(ZWorkspaceTarget.extend(ZTimelineQuery.shape))
+    .output(ZWorkspaceTimelineView)
+    .query(({ ctx, input: { workspaceId, limit, cursor } }) =>
+      workspaceTimeline(ctx.scope, workspaceId, { limit, cursor }),
+    ),
+
+  /** One workspace's CPU, memory, disk and processes over a range; `supported` false: none is sampled. */
+  workspaceResources: tenantProcedureFor("workspace:read")
+    .input(ZWorkspaceTarget.extend(ZResourceRange.shape))
+    .output(ZWorkspaceResourcesView)
+    .query(({ ctx, input }) =>
+      workspaceResources(
+        ctx.scope,
+        input.workspaceId,
+        { range: input.range },
+        { drivers: getEngine().drivers },
+      ),
+    ),
 
   webhooks: tenantProcedureFor("webhook:manage")
     .input(ZTenantInput)

@@ -36,6 +36,18 @@ export type JobView = {
   finishedAt: Date | null;
 };
 
+const DEPTH_STATES = ["waiting", "active", "delayed", "failed"] as const;
+
+export const ZQueueDepthView = z.object({
+  queue: z.string(),
+  waiting: z.number().int(),
+  active: z.number().int(),
+  delayed: z.number().int(),
+  failed: z.number().int(),
+  capped: z.boolean(),
+});
+type QueueDepthView = z.output<typeof ZQueueDepthView>;
+
 /** How many recent jobs per queue and state are scanned for the tenant's (a dashboard, not an archive). */
 const SCAN_PER_STATE = 1_000;
 
@@ -74,6 +86,32 @@ export function createJobsService<C extends JobCatalog>(queues: QueueSet<C>) {
       }
       views.sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime());
       return views.slice(0, input.limit);
+    },
+
+    /**
+     * The tenant's jobs per queue that are waiting, active, delayed (retries, schedules) or failed: the
+     * Overview's queue-depth tile. Each state counts among its newest SCAN_PER_STATE jobs; `capped` says a
+     * state held more than that (the count is then a lower bound).
+     */
+    async depth(scope: TenantScope): Promise<QueueDepthView[]> {
+      const views: QueueDepthView[] = [];
+      for (const queue of queues.all()) {
+        const view: QueueDepthView = {
+          queue: queue.name,
+          waiting: 0,
+          active: 0,
+          delayed: 0,
+          failed: 0,
+          capped: false,
+        };
+        for (const state of DEPTH_STATES) {
+          const jobs = (await queue.getJobs([state], 0, SCAN_PER_STATE - 1)) as (Job | undefined)[];
+          if (jobs.length >= SCAN_PER_STATE) view.capped = true;
+          view[state] = jobs.filter((job) => ownedBy(scope, job)).length;
+        }
+        views.push(view);
+      }
+      return views;
     },
 
     /** Retries a failed job of the tenant; anything else is a CONFLICT (it is not failed) or NOT_FOUND. */

@@ -3,6 +3,7 @@ import type { z } from "zod";
 import type { McpNetworkPolicy } from "@/server/workspace/mcp/mcp-network-policy";
 import type { IsolationPolicy } from "@/server/workspace/manager/isolation";
 import type { McpConnector } from "@/server/workspace/mcp/types";
+import type { MachineUsage } from "./machine-usage";
 import type { BackendKind, WorkspaceBackend } from "./port";
 
 /**
@@ -165,6 +166,11 @@ export interface MachineController {
    * that no container uses); returns what it removed, or would remove on a dry run. Absent: nothing to do.
    */
   pruneImages?(options: { dryRun: boolean }): Promise<string[]>;
+  /**
+   * The machine's resource use now (machine-usage.ts), or null when it is not running. Absent: the backend
+   * can tell none of it (the dashboard says so instead of charting zeros).
+   */
+  usage?(spec: WorkspaceSpec): Promise<MachineUsage | null>;
 }
 
 /** One configured backend of this installation: what the engine, the workers and the API use. */

@@ -5,6 +5,7 @@ import { PageHeader } from "@/app/_components/ui/page-header";
 import { getServerCaller } from "@/app/_trpc/server";
 import { ActivityCharts } from "./_components/activity-charts";
 import { OverviewCounts } from "./_components/overview-counts";
+import { UsageTiles } from "./_components/usage-tiles";
 
 export const metadata: Metadata = { title: "Overview" };
 export const dynamic = "force-dynamic";
@@ -18,6 +19,7 @@ export default async function OverviewPage({ params }: { params: Promise<{ tenan
       <PageHeader title="Overview" description="What this tenant is running right now." />
       <OverviewCounts tenantSlug={tenantSlug} counts={counts} />
       <ActivityCharts tenantSlug={tenantSlug} />
+      <UsageTiles tenantSlug={tenantSlug} />
       <div className="mt-8 grid gap-3 md:grid-cols-3">
         {[
           {

@@ -14,7 +14,7 @@ import { sandboxIdentity, sandboxKey } from "./sandbox-args";
 import { assertTraversable, traversableTree } from "./sandbox-dirs";
 import { SandboxMcpConnector } from "./sandbox-mcp-connector";
 import { ZSandboxConfig, type TSandboxConfig, type TSandboxConfigInput } from "./sandbox-config";
-import { detectCgroups } from "./sandbox-cgroup";
+import { detectCgroups, workspaceCgroupUsage } from "./sandbox-cgroup";
 import { SandboxRegistry } from "./sandbox-registry";
 
 type Owner = Pick<WorkspaceSpec, "tenantId" | "userId" | "workspaceId">;
@@ -113,6 +113,11 @@ export class BubblewrapBackendProvider implements BackendProvider {
       await this.registry.killAll(backend.options.key);
       await fs.rm(backend.hostWorkdir, { recursive: true, force: true });
     }
+  }
+
+  /** The workspace's memory group now (every Berth process' sandboxes of it), null without cgroups. */
+  cgroupUsage(spec: Owner) {
+    return workspaceCgroupUsage(this.registry.cgroups, sandboxKey(spec));
   }
 
   /** Ends every sandbox of the workspace, whichever Berth process started it (workspace.stop/purge). */

@@ -75,6 +75,7 @@ export const bubblewrapDriver: DriverDefinition<TSandboxConfig> = {
         basedir,
         provider,
         stopProcesses: (spec) => provider.stopAll(spec),
+        processUsage: (spec) => provider.cgroupUsage(spec),
       }),
       async probe() {
         const madeSearchable = await makeSearchableUpwards(basedir);

@@ -112,3 +112,32 @@ function processesIn(dir: string): number[] {
     return [];
   }
 }
+
+/**
+ * What a workspace's group says about its processes now: memory in use (`memory.current`, v1's
+ * `memory.usage_in_bytes`), CPU time (v2's `cpu.stat` usage_usec, kept by every v2 group; v1 mounts only
+ * the memory controller here, so none) and how many processes it holds. A workspace with no group yet (no
+ * sandbox ran since the last stop) holds nothing. Null when this host has no groups (Berth not root).
+ */
+export function workspaceCgroupUsage(
+  cgroups: SandboxCgroups,
+  key: string,
+): { cpuSeconds: number | null; memoryBytes: number; processes: number } | null {
+  if (!cgroups.available) return null;
+  const dir = path.join(cgroups.root, key);
+  if (!fs.existsSync(dir)) return { cpuSeconds: 0, memoryBytes: 0, processes: 0 };
+  const read = (file: string) => {
+    try {
+      return fs.readFileSync(path.join(dir, file), "utf8");
+    } catch {
+      return null;
+    }
+  };
+  const memory = read(cgroups.version === 2 ? "memory.current" : "memory.usage_in_bytes");
+  const usec = cgroups.version === 2 ? /^usage_usec (\d+)$/m.exec(read("cpu.stat") ?? "")?.[1] : undefined;
+  return {
+    cpuSeconds: usec === undefined ? null : Number(usec) / 1e6,
+    memoryBytes: memory === null ? 0 : Number(memory.trim()) || 0,
+    processes: processesIn(dir).length,
+  };
+}

@@ -11,6 +11,7 @@ import {
   type TDockerProviderConfigInput,
 } from "@/server/workspace/backends/docker/docker-config";
 import type { WorkspaceSpec } from "@/server/workspace/backend/driver";
+import { directoryBytes, type MachineUsage } from "@/server/workspace/backend/machine-usage";
 import type { DockerProvisionEvent } from "@/server/workspace/backends/docker/docker-provider";
 import type {
   BackendHandle,
@@ -72,6 +73,30 @@ export class DockerMachineController implements MachineController {
     ];
   }
 
+  /**
+   * The container's stats (one read, no stream): CPU time, memory in use less the reclaimable page cache
+   * (what `docker stats` shows), its process count; disk is the bind-mounted work folder on the host.
+   * Null when the container is not running.
+   */
+  async usage(spec: WorkspaceSpec): Promise<MachineUsage | null> {
+    const ref = refOf(spec);
+    const container = this.workspaces.docker.getContainer(containerName(ref));
+    const info = await container.inspect().catch(() => null);
+    if (!info?.State.Running) return null;
+    const stats = (await container.stats({ stream: false, "one-shot": true })) as DockerStats;
+    const memory = stats.memory_stats;
+    const cache =
+      memory?.stats?.inactive_file ?? memory?.stats?.total_inactive_file ?? memory?.stats?.cache ?? 0;
+    return {
+      cpuSeconds: stats.cpu_stats?.cpu_usage?.total_usage
+        ? stats.cpu_stats.cpu_usage.total_usage / 1e9
+        : null,
+      memoryBytes: typeof memory?.usage === "number" ? Math.max(memory.usage - cache, 0) : null,
+      diskBytes: await directoryBytes(this.workspaces.hostWorkdirOf(ref)),
+      processes: typeof stats.pids_stats?.current === "number" ? stats.pids_stats.current : null,
+    };
+  }
+
   /** The data is the workspace; a missing container is recreated from it by the next provision. */
   async exists(spec: WorkspaceSpec): Promise<boolean> {
     const ref = refOf(spec);
@@ -126,6 +151,16 @@ export class DockerMachineController implements MachineController {
       .catch(() => null);
   }
 }
+
+/** The fields of the engine's stats answer read here (cgroup v2 names first, v1's as fallbacks). */
+type DockerStats = {
+  cpu_stats?: { cpu_usage?: { total_usage?: number } };
+  memory_stats?: {
+    usage?: number;
+    stats?: { inactive_file?: number; total_inactive_file?: number; cache?: number };
+  };
+  pids_stats?: { current?: number };
+};
 
 function refOf(spec: WorkspaceSpec): DockerWorkspaceRef {
   return { tenantId: spec.tenantId, userId: spec.userId, workspaceId: spec.workspaceId };

@@ -7,6 +7,7 @@ import type {
   MachineResource,
   WorkspaceSpec,
 } from "@/server/workspace/backend/driver";
+import { directoryBytes, type MachineUsage } from "@/server/workspace/backend/machine-usage";
 import type { WorkspaceBackend } from "@/server/workspace/backend/port";
 
 /** What the host-folder machine needs of its provider (the bubblewrap one or the unconfined one). */
@@ -25,6 +26,13 @@ export type LocalMachineOptions = {
    * nothing to find them by (trusted agents only).
    */
   stopProcesses?: (spec: WorkspaceSpec) => Promise<unknown>;
+  /**
+   * CPU, memory and processes of the workspace (the bubblewrap driver's memory cgroup), null where none
+   * can be told. Absent for host-unconfined, for the same reason as `stopProcesses`.
+   */
+  processUsage?: (
+    spec: WorkspaceSpec,
+  ) => { cpuSeconds: number | null; memoryBytes: number; processes: number } | null;
 };
 
 /**
@@ -61,6 +69,18 @@ export class LocalMachineController implements MachineController {
     await this.stop(spec);
     await fs.rm(workdir, { recursive: true, force: true });
     return existed ? [`directory:${workdir}`] : [];
+  }
+
+  /** The folder's size on disk, and what the sandboxes' cgroup says (bubblewrap as root). */
+  async usage(spec: WorkspaceSpec): Promise<MachineUsage | null> {
+    const diskBytes = await directoryBytes(this.provider.workdirFor(spec));
+    const processes = this.options.processUsage?.(spec) ?? null;
+    return {
+      cpuSeconds: processes?.cpuSeconds ?? null,
+      memoryBytes: processes?.memoryBytes ?? null,
+      diskBytes,
+      processes: processes?.processes ?? null,
+    };
   }
 
   async exists(spec: WorkspaceSpec): Promise<boolean> {

@@ -114,7 +114,12 @@ export function sandboxDriver(
   });
   if (!options.machine) return driver;
   const provider = driver.provider as BubblewrapBackendProvider;
-  const machine = options.machine({ basedir, provider, stopProcesses: (spec) => provider.stopAll(spec) });
+  const machine = options.machine({
+    basedir,
+    provider,
+    stopProcesses: (spec) => provider.stopAll(spec),
+    processUsage: (spec) => provider.cgroupUsage(spec),
+  });
   return { ...driver, machine };
 }
 

@@ -14,6 +14,7 @@ import { WorkspaceActions } from "./workspace-actions";
 import { WorkspaceEvents } from "./workspace-events";
 import { WorkspaceFiles } from "./workspace-files";
 import { WorkspaceMcps } from "./workspace-mcps";
+import { WorkspaceOperations } from "./workspace-operations";
 import { WorkspaceOverview } from "./workspace-overview";
 import { WorkspaceSkills } from "./workspace-skills";
 import { WorkspaceTerminal } from "./workspace-terminal";
@@ -26,6 +27,7 @@ const TABS = [
   { value: "mcp", label: "MCP servers" },
   { value: "terminal", label: "Terminal" },
   { value: "events", label: "Events" },
+  { value: "operations", label: "Operations" },
   { value: "receipts", label: "Receipts" },
 ] as const;
 type Tab = (typeof TABS)[number]["value"];
@@ -44,7 +46,7 @@ function NotReady() {
 
 /**
  * A workspace in tabs (overview, files, skills, MCP servers, a terminal where the backend offers one,
- * events, purge receipts), the tab in the URL
+ * events, operations: stage timings and a timeline, purge receipts), the tab in the URL
  * (`?tab=`), with Stop and Purge above them. Polls while a worker is moving it from one state to the next.
  */
 export function WorkspaceDetail({ tenantSlug, workspaceId }: { tenantSlug: string; workspaceId: string }) {
@@ -138,6 +140,13 @@ export function WorkspaceDetail({ tenantSlug, workspaceId }: { tenantSlug: strin
         </TabsContent>
         <TabsContent value="events">
           <WorkspaceEvents
+            tenantSlug={tenantSlug}
+            workspaceId={workspaceId}
+            live={TRANSITIONAL_STATES.includes(data.state)}
+          />
+        </TabsContent>
+        <TabsContent value="operations">
+          <WorkspaceOperations
             tenantSlug={tenantSlug}
             workspaceId={workspaceId}
             live={TRANSITIONAL_STATES.includes(data.state)}

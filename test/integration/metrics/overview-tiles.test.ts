@@ -1,0 +1,100 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { secretKeyFromBytes } from "@/server/auth/secrets";
+import { createAgent } from "@/server/modules/agent/agent.data";
+import { createJobsService } from "@/server/modules/jobs/jobs.service";
+import { insertUsageRecords } from "@/server/modules/metering/metering.data";
+import type { UsageKind } from "@/server/modules/metering/metering.types";
+import { tenantUsageOverview } from "@/server/modules/metrics/usage-overview.service";
+import { createTestTenant, type TestTenant } from "../db/fixtures";
+import { isolatedRedisConfig, openTestQueues } from "../queue/queue-fixtures";
+
+const DAY = 86_400_000;
+
+describe("the Overview's tiles: tokens per day, top agents (the ledger) and the tenant's queue depth", () => {
+  let tenant: TestTenant;
+  let other: TestTenant;
+  const key = secretKeyFromBytes(randomBytes(32));
+  const agentOf = (t: TestTenant, name: string) =>
+    createAgent(t.scope, { name, modelConfig: { provider: "openai", model: "test" } }, key);
+
+  beforeAll(async () => {
+    tenant = await createTestTenant();
+    other = await createTestTenant();
+  });
+
+  it("sums input and output tokens per UTC day (zero-filled) and ranks agents by tokens, then turns", async () => {
+    const today = Math.floor(Date.now() / DAY) * DAY;
+    const now = today + 12 * 3_600_000;
+    const [busy, chatty, quiet] = await Promise.all(
+      ["busy", "chatty", "quiet"].map((name) => agentOf(tenant, name)),
+    );
+    const theirs = await agentOf(other, "theirs");
+    const entry = (t: TestTenant, agentId: string | null, kind: UsageKind, quantity: number, at: number) => ({
+      id: randomUUID(),
+      tenantId: t.tenantId,
+      kind,
+      quantity,
+      backend: null,
+      size: null,
+      agentId,
+      sessionId: null,
+      userId: null,
+      workspaceId: null,
+      at: new Date(at),
+    });
+    await insertUsageRecords([
+      entry(tenant, busy!.id, "input_tokens", 1_000, today + 3_600_000),
+      entry(tenant, busy!.id, "output_tokens", 200, today + 3_600_000),
+      entry(tenant, busy!.id, "turn", 1, today + 3_600_000),
+      entry(tenant, chatty!.id, "input_tokens", 300, today - DAY + 60_000),
+      entry(tenant, chatty!.id, "turn", 5, today - DAY + 60_000),
+      entry(tenant, quiet!.id, "turn", 1, today - 2 * DAY),
+      // 20 days ago: outside both windows. Another tenant's and a workspace-second: never counted.
+      entry(tenant, quiet!.id, "input_tokens", 50_000, today - 20 * DAY),
+      entry(other, theirs.id, "input_tokens", 9_999, today),
+      entry(tenant, busy!.id, "workspace_seconds", 7_777, today),
+    ]);
+    const view = await tenantUsageOverview(tenant.scope, now);
+    expect(view.tokensPerDay).toHaveLength(14);
+    expect(view.tokensPerDay.at(-1)).toEqual({ at: new Date(today), input: 1_000, output: 200 });
+    expect(view.tokensPerDay.at(-2)).toEqual({ at: new Date(today - DAY), input: 300, output: 0 });
+    expect(view.tokensPerDay.at(0)).toEqual({ at: new Date(today - 13 * DAY), input: 0, output: 0 });
+    expect(view.topAgents).toEqual([
+      { agentId: busy!.id, name: "busy", turns: 1, tokens: 1_200 },
+      { agentId: chatty!.id, name: "chatty", turns: 5, tokens: 300 },
+      { agentId: quiet!.id, name: "quiet", turns: 1, tokens: 0 },
+    ]);
+  });
+
+  describe("queue depth", () => {
+    const { queues, connection } = openTestQueues(isolatedRedisConfig());
+    afterAll(async () => {
+      await queues.close();
+      connection.disconnect();
+    });
+
+    it("counts the tenant's waiting, delayed and failed jobs per queue, never another tenant's", async () => {
+      const main = queues.all().find((queue) => queue.name === "test-main")!;
+      // No worker runs on these queues: what is added stays where it was put.
+      await main.add("test.echo", { tenantId: tenant.tenantId, itemId: "a" });
+      await main.add("test.echo", { tenantId: tenant.tenantId, itemId: "b" });
+      await main.add("test.echo", { tenantId: tenant.tenantId, itemId: "c" }, { delay: 3_600_000 });
+      await main.add("test.echo", { tenantId: other.tenantId, itemId: "d" });
+      await main.add("test.echo", { itemId: "system" });
+      const depth = await createJobsService(queues).depth(tenant.scope);
+      expect(depth.find((row) => row.queue === "test-main")).toEqual({
+        queue: "test-main",
+        waiting: 2,
+        active: 0,
+        delayed: 1,
+        failed: 0,
+        capped: false,
+      });
+      expect(depth.find((row) => row.queue === "test-slow")).toMatchObject({ waiting: 0, delayed: 0 });
+      expect(
+        (await createJobsService(queues).depth(other.scope)).find((r) => r.queue === "test-main"),
+      ).toMatchObject({ waiting: 1, delayed: 0 });
+    });
+  });
+});
