@@ -23,7 +23,8 @@ import { assertNoUnsafeStrings } from "@/server/shared/unsafe-strings";
  * Protocol: server → client binary frames are terminal output; text frames are JSON control messages
  * (`ready`, `exit`, `error`). Client → server text frames are JSON: `input`, `resize`, `close` (the
  * goodbye of a closed tab: the shell ends at once). A connection that drops without one, or stops answering
- * pings, detaches: the shell waits for a reattach (`terminal=<id>`) during the grace period.
+ * pings, detaches: the shell waits for a reattach (`terminal=<id>`) during the grace period. The reattach
+ * may reach any replica: one that does not own the shell relays it to the owner (terminal-relay.ts).
  */
 const TERMINAL_PATH = /^\/api\/workspaces\/([^/]+)\/terminal$/;
 const PING_INTERVAL_MS = 15_000;
@@ -119,11 +120,13 @@ async function accept(
     },
     // 4409: another connection took the terminal over (a client must not reattach again on its own).
     superseded: () => ws?.close(4409, "taken over"),
+    // The relay to the replica that owns the shell broke: the client reattaches (and may land elsewhere).
+    interrupted: () => ws?.close(1011, "relay interrupted"),
   };
   const { cols, rows, terminal } = query.data;
   const reattached = terminal !== undefined;
   const handle = reattached
-    ? terminals.reattach(scope, workspaceId, terminal, sink)
+    ? await terminals.reattach(scope, workspaceId, terminal, sink)
     : await terminals.open(scope, workspaceId, { cols, rows }, sink);
   if (reattached) await handle.resize(cols, rows).catch(() => undefined);
   // The client gave up while the shell was starting: nobody will ever read it.

@@ -20,6 +20,7 @@ import {
   createWorkspaceTerminalService,
   type WorkspaceTerminalService,
 } from "@/server/modules/workspace/workspace-terminal.service";
+import { createTerminalRelay } from "@/server/modules/workspace/terminal-relay";
 import { createProvisionGate } from "@/server/modules/workspace/workspace-provisioning";
 import { createWorkspaceService, type WorkspaceService } from "@/server/modules/workspace/workspace.service";
 import { deadProcesses, startHeartbeat } from "@/server/queue/heartbeat";
@@ -128,12 +129,21 @@ export function getWorkspaceServices(): {
   const engine = getEngine();
   return workspaceServicesSlot.get(
     () => {
-      const service = createWorkspaceService(engine, { leaseOwnerId: getHolder().liveness.ownerId });
+      const holderId = getHolder().liveness.ownerId;
+      const service = createWorkspaceService(engine, { leaseOwnerId: holderId });
+      const redisConfig = loadRedisConfig();
+      // Reattaches across replicas: this process owns its terminals under its holder id.
+      const relay = createTerminalRelay({
+        redis: getRedis(),
+        subscriber: () => createRedisConnection(redisConfig, "worker", "berth-terminal-relay"),
+        prefix: redisConfig.prefix,
+        processId: holderId,
+      });
       return {
         engine,
         service,
         content: createWorkspaceContentService(service),
-        terminals: createWorkspaceTerminalService(service),
+        terminals: createWorkspaceTerminalService(service, undefined, relay),
       };
     },
     (held) => held.engine === engine,
