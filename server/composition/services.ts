@@ -21,6 +21,7 @@ import {
   type WorkspaceTerminalService,
 } from "@/server/modules/workspace/workspace-terminal.service";
 import { createTerminalRelay } from "@/server/modules/workspace/terminal-relay";
+import { listTenantIdleTtlsBelow } from "@/server/modules/tenant/tenant-policy.data";
 import { createProvisionGate } from "@/server/modules/workspace/workspace-provisioning";
 import { createWorkspaceService, type WorkspaceService } from "@/server/modules/workspace/workspace.service";
 import { deadProcesses, startHeartbeat } from "@/server/queue/heartbeat";
@@ -47,7 +48,19 @@ export function composeEngine(options: Omit<CreateEngineOptions, "ensureProvisio
     log: log.child({ component: "workspace-engine" }),
   });
   // The database's installation id labels every shared-engine resource (reconcile touches only its own).
-  return createEngine({ installationId: () => ensureInstallationId(), ...options, ensureProvisioned });
+  return createEngine({
+    installationId: () => ensureInstallationId(),
+    // Each tenant's own idle TTL (its policy; the installation's caps it) for the cache, as for the sweep.
+    tenantIdleTtls: async () =>
+      new Map(
+        (await listTenantIdleTtlsBelow(config.idleTtlMs)).map(({ tenantId, idleTtlMs }) => [
+          tenantId,
+          idleTtlMs,
+        ]),
+      ),
+    ...options,
+    ensureProvisioned,
+  });
 }
 
 // One engine per process (one WorkspaceManager, one set of MCP children), whichever copy of this module asks.
