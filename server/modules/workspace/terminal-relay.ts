@@ -339,17 +339,20 @@ export function createTerminalRelay(options: TerminalRelayOptions) {
       }
       const live = () => links.has(link.id);
       return {
-        write: (data) => live() && send(link, { k: "in", d: data }),
-        resize: async (cols, rows) => void (live() && send(link, { k: "resize", cols, rows })),
+        write: (data) => void (live() && send(link, { k: "in", d: data })),
+        // Fire and forget, like a keystroke: the owner applies it in order with the input.
+        resize: (cols, rows) => Promise.resolve(void (live() && send(link, { k: "resize", cols, rows }))),
         detach() {
           if (!live()) return;
           send(link, { k: "detach" });
           drop(link);
         },
-        close: async () => {
-          if (!live()) return;
-          send(link, { k: "close" });
-          drop(link);
+        close: () => {
+          if (live()) {
+            send(link, { k: "close" });
+            drop(link);
+          }
+          return Promise.resolve();
         },
       };
     },

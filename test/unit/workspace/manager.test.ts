@@ -194,7 +194,10 @@ describe("TTL, close and closeAll", () => {
 
   it("evicts each workspace after its tenant's idle TTL, and a changed TTL applies to cached ones", async () => {
     const tenantTtls = new Map([["short", 2_000]]);
-    const { manager, evictions } = setup({ ttlMs: 10_000, tenantTtls: async () => new Map(tenantTtls) });
+    const { manager, evictions } = setup({
+      ttlMs: 10_000,
+      tenantTtls: () => Promise.resolve(new Map(tenantTtls)),
+    });
     expect(await manager.evictIdle()).toBe(0); // the first pass reads the tenants' TTLs
     const short = await manager.getWorkspace({ ...who, tenantId: "short" });
     const other = await manager.getWorkspace({ ...who, tenantId: "other" });
@@ -219,9 +222,7 @@ describe("TTL, close and closeAll", () => {
     // A failed read keeps the TTLs of the previous pass.
     const kept = setup({
       ttlMs: 10_000,
-      tenantTtls: async () => {
-        throw new Error("database down");
-      },
+      tenantTtls: () => Promise.reject(new Error("database down")),
     });
     await kept.manager.getWorkspace(who);
     clock += 10_500;
