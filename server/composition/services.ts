@@ -148,7 +148,8 @@ export function getWorkspaceServices(): {
       // Reattaches across replicas: this process owns its terminals under its holder id.
       const relay = createTerminalRelay({
         redis: getRedis(),
-        subscriber: () => createRedisConnection(redisConfig, "worker", "berth-terminal-relay"),
+        // Bounded retries: a terminal opened while Redis is away works locally instead of waiting.
+        subscriber: () => createRedisConnection(redisConfig, "producer", "berth-terminal-relay"),
         prefix: redisConfig.prefix,
         processId: holderId,
       });

@@ -131,7 +131,13 @@ export function createTerminalRelay(options: TerminalRelayOptions) {
     if (!subscribed) {
       const connection = (subscriber = options.subscriber());
       connection.on("messageBuffer", (_channel: Buffer, payload: Buffer) => receive(payload));
-      subscribed = connection.subscribe(channelOf(options.processId));
+      // A refused SUBSCRIBE (Redis unreachable) is tried again by the next terminal, on a new connection.
+      subscribed = connection.subscribe(channelOf(options.processId)).catch((error: unknown) => {
+        subscribed = null;
+        subscriber = null;
+        connection.disconnect();
+        throw error;
+      });
     }
     return subscribed;
   };
@@ -362,7 +368,11 @@ export function createTerminalRelay(options: TerminalRelayOptions) {
      * restart moves them to another replica), owned ones are detached; then the subscriber goes.
      */
     async close(): Promise<void> {
-      for (const link of [...links.values()]) lose(link);
+      for (const link of [...links.values()]) {
+        // The owner starts the shell's reattach grace now rather than after the keepalives run out.
+        send(link, { k: "detach" });
+        lose(link);
+      }
       const connection = subscriber;
       subscriber = null;
       subscribed = null;
