@@ -224,9 +224,13 @@ export class WorkspaceManager implements AsyncDisposable {
     return expired.length;
   }
 
-  /** The idle TTL of a cached workspace: its tenant's own, else the manager's. */
+  /** The idle time after which a tenant's cached workspaces are detached (as of the last eviction pass). */
+  idleTtlOf(tenantId: string): number {
+    return this.tenantTtls.get(tenantId) ?? this.ttlMs;
+  }
+
   private ttlOf(entry: Entry): number {
-    return this.tenantTtls.get(entry.address.tenantId) ?? this.ttlMs;
+    return this.idleTtlOf(entry.address.tenantId);
   }
 
   private queue(entry: Entry, deadline: number): void {
