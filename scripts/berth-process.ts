@@ -39,6 +39,12 @@ export async function startBerthProcess(options: {
   adminEmail: string;
   /** Runs `next build` when needed, before Next loads the build. */
   ensureBuild: () => Promise<void>;
+  /**
+   * `npm run dev` (scripts/dev.ts): Next's development server (Turbopack, compiled on demand, hot reload
+   * over its own WebSocket) and no workers in this process (`npm run workers` runs them, restartable on
+   * their own). Default: production, workers in-process (`npm start`).
+   */
+  development?: boolean;
 }): Promise<BerthProcess> {
   const config = getConfig();
   const log = getLogger().child({ process: "start" });
@@ -56,7 +62,14 @@ export async function startBerthProcess(options: {
   const bootstrap = await bootstrapFirstTenant(api.auth, { email: options.adminEmail });
   await options.ensureBuild();
 
-  const app = next({ dev: false, dir: options.repoRoot, hostname: config.http.host, port: config.http.port });
+  const development = options.development ?? false;
+  const app = next({
+    dev: development,
+    ...(development ? { turbopack: true } : {}),
+    dir: options.repoRoot,
+    hostname: config.http.host,
+    port: config.http.port,
+  });
   const handle = app.getRequestHandler();
   await app.prepare();
   // Client address from trusted proxies only; unread upload bodies drained or the connection closed.
@@ -65,7 +78,8 @@ export async function startBerthProcess(options: {
     prepareIncomingRequest(req, res, trustedProxies);
     void handle(req, res);
   });
-  // The dashboard terminal's WebSocket (server/api/terminal-socket.ts); Next serves no upgrades here.
+  // The dashboard terminal's WebSocket (server/api/terminal-socket.ts). In production Next serves no
+  // upgrades; the development server listens for its hot reload's on this server itself.
   server.on("upgrade", (req) => {
     const client = resolveClientAddress(
       req.socket.remoteAddress,
@@ -75,25 +89,27 @@ export async function startBerthProcess(options: {
     if (client) req.headers["x-forwarded-for"] = client;
     else delete req.headers["x-forwarded-for"];
   });
-  serveTerminalUpgrades(server);
+  serveTerminalUpgrades(server, { othersBelongToNext: development });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.http.port, config.http.host, () => resolve());
   });
 
-  const workers = await startWorkerRuntime({
-    redis: config.redis,
-    workers: config.workers,
-    log,
-    healthPort: null, // /api/health reports the workers of this process through their heartbeat
-  });
+  const workers = development
+    ? null
+    : await startWorkerRuntime({
+        redis: config.redis,
+        workers: config.workers,
+        log,
+        healthPort: null, // /api/health reports the workers of this process through their heartbeat
+      });
   return { url: config.http.baseUrl, log, bootstrap, close: () => closeBerthProcess(server, workers) };
 }
 
-async function closeBerthProcess(server: Server, workers: WorkerRuntime): Promise<void> {
+async function closeBerthProcess(server: Server, workers: WorkerRuntime | null): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
-  await workers.stop();
+  await workers?.stop();
   await closeAgentServices();
   await closeEngine();
   await Promise.all([closeSharedQueues(), closeSharedRedis(), disconnectDb()]);

@@ -2,6 +2,9 @@
  * `npm start`: Berth on one port, from a fresh clone. Composition root (reads process.env):
  * services (embedded when DATABASE_URL / REDIS_URL are unset) → secrets → migrations → first tenant and
  * admin → `next build` when needed → dashboard + API on PORT → workers in-process → graceful shutdown.
+ *
+ * `npm run dev` (`--dev`): the same server around Next's development server (no build, hot reload), so
+ * the terminal WebSocket works in development too; the workers run apart (`npm run workers`).
  */
 import path from "node:path";
 import { z } from "zod";
@@ -26,6 +29,7 @@ const ZStartEnv = z.object({
 });
 
 const say = (line: string) => process.stdout.write(`[berth] ${line}\n`);
+const development = process.argv.includes("--dev");
 
 async function main(): Promise<void> {
   const startEnv = ZStartEnv.parse(
@@ -56,8 +60,8 @@ async function main(): Promise<void> {
   process.env.REDIS_URL = services.redisUrl;
   process.env.BERTH_AUTH_SECRET ||= secrets.authSecret;
   process.env.BERTH_ENCRYPTION_KEY ||= secrets.encryptionKey;
-  // Next expects a standard NODE_ENV for a production server.
-  (process.env as Record<string, string>).NODE_ENV = "production";
+  // Next expects a standard NODE_ENV for its server.
+  (process.env as Record<string, string>).NODE_ENV = development ? "development" : "production";
 
   say("applying database migrations");
   await migrateDeploy(services.databaseUrl);
@@ -67,8 +71,10 @@ async function main(): Promise<void> {
   const berth = await startBerthProcess({
     repoRoot,
     adminEmail: startEnv.BERTH_ADMIN_EMAIL,
+    development,
     ensureBuild: async () => {
-      if (startEnv.BERTH_SKIP_BUILD) return;
+      // The development server compiles on demand.
+      if (startEnv.BERTH_SKIP_BUILD || development) return;
       const state = await buildState(repoRoot);
       if (state === "fresh") return;
       say(
@@ -82,6 +88,7 @@ async function main(): Promise<void> {
   running.berth = berth;
   const { url, bootstrap } = berth;
   say(`Berth is running at ${url} (health: ${url}/api/health)`);
+  if (development) say("development server: run the workers with `npm run workers` in another terminal");
   if (bootstrap.created) {
     say("");
     say("First start: created the tenant and its admin. Sign in at:");

@@ -15,7 +15,8 @@ import { assertNoUnsafeStrings } from "@/server/shared/unsafe-strings";
 
 /**
  * The dashboard terminal's transport: `GET /api/workspaces/:id/terminal?tenantSlug=&cols=&rows=[&terminal=]`
- * upgraded to a WebSocket by the server `npm start` builds (Next serves no upgrades in production).
+ * upgraded to a WebSocket by the server `npm start` and `npm run dev` build (scripts/berth-process.ts;
+ * Next's own servers serve no application upgrades).
  * Everything is checked BEFORE the upgrade, answered as a plain HTTP error otherwise: the Origin (a
  * cookie-authenticated upgrade from another site is refused: WebSockets have no CORS), the session cookie
  * or API key, the tenant, the role and the workspace (workspace-terminal.service.ts).
@@ -23,7 +24,8 @@ import { assertNoUnsafeStrings } from "@/server/shared/unsafe-strings";
  * Protocol: server → client binary frames are terminal output; text frames are JSON control messages
  * (`ready`, `exit`, `error`). Client → server text frames are JSON: `input`, `resize`, `close` (the
  * goodbye of a closed tab: the shell ends at once). A connection that drops without one, or stops answering
- * pings, detaches: the shell waits for a reattach (`terminal=<id>`) during the grace period.
+ * pings, detaches: the shell waits for a reattach (`terminal=<id>`) during the grace period. The reattach
+ * may reach any replica: one that does not own the shell relays it to the owner (terminal-relay.ts).
  */
 const TERMINAL_PATH = /^\/api\/workspaces\/([^/]+)\/terminal$/;
 const PING_INTERVAL_MS = 15_000;
@@ -63,13 +65,18 @@ function refuse(socket: Duplex, error: unknown): void {
   );
 }
 
-/** Serves terminal upgrades on `server`; every other upgrade is refused (there is nothing else to upgrade to). */
-export function serveTerminalUpgrades(server: Server): void {
+/**
+ * Serves terminal upgrades on `server`. Every other upgrade is refused (in production there is nothing
+ * else to upgrade to) unless `othersBelongToNext`: Next's development server adds its own upgrade
+ * listener to the same server on its first request (its hot reload), and must be left those.
+ */
+export function serveTerminalUpgrades(server: Server, options: { othersBelongToNext?: boolean } = {}): void {
   const sockets = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES * 2 });
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    socket.on("error", () => socket.destroy());
     const url = new URL(req.url ?? "/", "http://berth.invalid");
     const match = TERMINAL_PATH.exec(url.pathname);
+    if (!match && options.othersBelongToNext) return;
+    socket.on("error", () => socket.destroy());
     if (!match) {
       refuse(socket, new AppError("NOT_FOUND", `no upgrade at ${url.pathname}`));
       return;
@@ -119,11 +126,13 @@ async function accept(
     },
     // 4409: another connection took the terminal over (a client must not reattach again on its own).
     superseded: () => ws?.close(4409, "taken over"),
+    // The relay to the replica that owns the shell broke: the client reattaches (and may land elsewhere).
+    interrupted: () => ws?.close(1011, "relay interrupted"),
   };
   const { cols, rows, terminal } = query.data;
   const reattached = terminal !== undefined;
   const handle = reattached
-    ? terminals.reattach(scope, workspaceId, terminal, sink)
+    ? await terminals.reattach(scope, workspaceId, terminal, sink)
     : await terminals.open(scope, workspaceId, { cols, rows }, sink);
   if (reattached) await handle.resize(cols, rows).catch(() => undefined);
   // The client gave up while the shell was starting: nobody will ever read it.

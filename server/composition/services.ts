@@ -25,6 +25,8 @@ import {
   createWorkspaceTerminalService,
   type WorkspaceTerminalService,
 } from "@/server/modules/workspace/workspace-terminal.service";
+import { createTerminalRelay } from "@/server/modules/workspace/terminal-relay";
+import { listTenantIdleTtlsBelow } from "@/server/modules/tenant/tenant-policy.data";
 import { createProvisionGate } from "@/server/modules/workspace/workspace-provisioning";
 import { createWorkspaceService, type WorkspaceService } from "@/server/modules/workspace/workspace.service";
 import { deadProcesses, startHeartbeat } from "@/server/queue/heartbeat";
@@ -55,6 +57,14 @@ export function composeEngine(options: Omit<CreateEngineOptions, "ensureProvisio
   return createEngine({
     installationId: () => ensureInstallationId(),
     tenantSettings: tenantDriverSettings(secretKeyFromBytes(getConfig().secrets.encryptionKey)),
+    // Each tenant's own idle TTL (its policy; the installation's caps it) for the cache, as for the sweep.
+    tenantIdleTtls: async () =>
+      new Map(
+        (await listTenantIdleTtlsBelow(config.idleTtlMs)).map(({ tenantId, idleTtlMs }) => [
+          tenantId,
+          idleTtlMs,
+        ]),
+      ),
     ...options,
     ensureProvisioned,
   });
@@ -139,12 +149,22 @@ export function getWorkspaceServices(): {
   const engine = getEngine();
   return workspaceServicesSlot.get(
     () => {
-      const service = createWorkspaceService(engine, { leaseOwnerId: getHolder().liveness.ownerId });
+      const holderId = getHolder().liveness.ownerId;
+      const service = createWorkspaceService(engine, { leaseOwnerId: holderId });
+      const redisConfig = loadRedisConfig();
+      // Reattaches across replicas: this process owns its terminals under its holder id.
+      const relay = createTerminalRelay({
+        redis: getRedis(),
+        // Bounded retries: a terminal opened while Redis is away works locally instead of waiting.
+        subscriber: () => createRedisConnection(redisConfig, "producer", "berth-terminal-relay"),
+        prefix: redisConfig.prefix,
+        processId: holderId,
+      });
       return {
         engine,
         service,
         content: createWorkspaceContentService(service),
-        terminals: createWorkspaceTerminalService(service),
+        terminals: createWorkspaceTerminalService(service, undefined, relay),
       };
     },
     (held) => held.engine === engine,

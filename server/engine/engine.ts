@@ -57,6 +57,11 @@ export type CreateEngineOptions = {
    * provision gate: enqueue `workspace.provision` and wait). Passed in, so the engine imports no module.
    */
   ensureProvisioned: EnsureProvisioned;
+  /**
+   * The tenants whose idle TTL is shorter than the installation's (their policy): the cache detaches
+   * their workspaces after their own idle time. Passed in, like the gate: the engine reads no database.
+   */
+  tenantIdleTtls?: () => Promise<ReadonlyMap<string, number>>;
 };
 
 export function createEngine(options: CreateEngineOptions): WorkspaceEngine {
@@ -76,6 +81,7 @@ export function createEngine(options: CreateEngineOptions): WorkspaceEngine {
   const manager = new WorkspaceManager({
     provider: new AttachingProvider(drivers, options.ensureProvisioned),
     ttlMs: config.idleTtlMs,
+    ...(options.tenantIdleTtls ? { tenantTtls: options.tenantIdleTtls } : {}),
     evictIntervalMs: Math.min(config.sweepIntervalMs, config.idleTtlMs),
     workspaceOptions: {
       logger: toEngineLogger(engineLog),

@@ -4,6 +4,13 @@ import { assertCan } from "@/server/auth/policy";
 import type { TenantScope } from "@/server/auth/scope";
 import { AppError } from "@/server/shared/errors";
 import type { PtyProcess } from "@/server/workspace/backend/port";
+import type {
+  AttachRequest,
+  RelayedHandle,
+  RelaySink,
+  TerminalCaller,
+  TerminalRelay,
+} from "./terminal-relay";
 import { assertMayActOnWorkspace } from "./workspace-access";
 import { getWorkspace } from "./workspace.data";
 import type { WorkspaceService } from "./workspace.service";
@@ -18,6 +25,9 @@ import type { WorkspaceService } from "./workspace.service";
  * A terminal outlives a dropped connection for `reattachGraceMs` (a reload, a network blip): the client
  * reattaches with its id and gets the recent output back. A client that says goodbye (a closed tab) ends
  * it at once; an unattached one is ended when the grace runs out. Open and close are audited.
+ *
+ * With a `relay` (terminal-relay.ts), every terminal is announced in Redis with this process as its owner,
+ * and a reattach that reaches another replica is relayed here: no sticky sessions needed.
  */
 export type TerminalOptions = {
   /** Lease TTL; renewed every third of it while the terminal lives. */
@@ -37,12 +47,7 @@ const DEFAULT_TERMINAL_OPTIONS: TerminalOptions = {
 };
 
 /** What a connection receives from its terminal. */
-export type TerminalSink = {
-  output(chunk: Buffer): void;
-  exit(exitCode: number): void;
-  /** Another connection took this terminal over. */
-  superseded?(): void;
-};
+export type TerminalSink = RelaySink;
 
 export type TerminalHandle = {
   readonly id: string;
@@ -69,12 +74,22 @@ type Terminal = {
   end: (reason: string) => Promise<void>;
 };
 
-const sameCaller = (a: TenantScope, b: TenantScope) =>
+const sameCaller = (a: TerminalCaller, b: TerminalCaller) =>
   a.tenantId === b.tenantId && a.userId === b.userId && a.apiKeyId === b.apiKeyId;
+const callerOf = ({ tenantId, userId, apiKeyId }: TenantScope): TerminalCaller => ({
+  tenantId,
+  userId,
+  apiKeyId,
+});
+const notOpen = (terminalId: string) =>
+  new AppError("NOT_FOUND", `terminal ${terminalId} is not open`, {
+    userMessage: "That terminal has ended; open a new one.",
+  });
 
 export function createWorkspaceTerminalService(
   service: WorkspaceService,
   options: TerminalOptions = DEFAULT_TERMINAL_OPTIONS,
+  relay?: TerminalRelay,
 ) {
   const open = new Map<string, Terminal>();
   // Each terminal's whole life, lease release included (shutdown waits for them before the pool closes).
@@ -94,11 +109,13 @@ export function createWorkspaceTerminalService(
    * The handle of one connection: once another connection took the terminal over (a second tab, a
    * reattach after a drop the server had not noticed yet), this one's detach and close do nothing.
    */
-  function bind(terminal: Terminal, sink: TerminalSink): TerminalHandle {
+  function bind(terminal: Terminal, sink: TerminalSink): TerminalHandle & RelayedHandle {
     if (terminal.graceTimer) clearTimeout(terminal.graceTimer);
     terminal.graceTimer = null;
     const previous = terminal.sink;
     terminal.sink = sink;
+    // A relayed connection may have paused the output (flow control); the new one starts it again.
+    terminal.pty.output.resume();
     if (previous && previous !== sink) previous.superseded?.();
     const current = () => terminal.sink === sink;
     return {
@@ -110,9 +127,17 @@ export function createWorkspaceTerminalService(
       resize: async (cols, rows) => {
         if (current()) await terminal.pty.resize(cols, rows);
       },
+      pause() {
+        if (current()) terminal.pty.output.pause();
+      },
+      resume() {
+        if (current()) terminal.pty.output.resume();
+      },
       detach() {
         if (!current()) return;
         terminal.sink = null;
+        // Detached output still goes to the replay buffer.
+        terminal.pty.output.resume();
         if (terminal.closing) return;
         terminal.graceTimer = setTimeout(() => void terminal.end("detached"), options.reattachGraceMs);
         terminal.graceTimer.unref();
@@ -122,6 +147,25 @@ export function createWorkspaceTerminalService(
       },
     };
   }
+
+  /** Binds a terminal of this process to a connection (here or relayed), the recent output first. */
+  function attachLocal(request: AttachRequest, sink: TerminalSink) {
+    const terminal = open.get(request.terminalId);
+    if (
+      !terminal ||
+      terminal.closing ||
+      terminal.workspaceId !== request.workspaceId ||
+      !sameCaller(callerOf(terminal.scope), request.caller)
+    ) {
+      throw notOpen(request.terminalId);
+    }
+    // A second tab taking the terminal over: the first one is told and stops receiving.
+    const replay = Buffer.concat(terminal.replay);
+    const handle = bind(terminal, sink);
+    if (replay.length > 0) sink.output(replay);
+    return handle;
+  }
+  relay?.serve(attachLocal);
 
   return {
     /** Terminals open in this process (tests, shutdown). */
@@ -170,8 +214,13 @@ export function createWorkspaceTerminalService(
             .catch((error: unknown) =>
               log.warn({ err: error, workspaceId }, "renewing a terminal lease failed"),
             );
+          void announce();
         }, options.leaseTtlMs / 3);
         renew.unref();
+        const announce = () =>
+          relay
+            ?.register(id, { ...callerOf(scope), workspaceId }, options.leaseTtlMs)
+            .catch((error: unknown) => log.warn({ err: error, workspaceId }, "announcing a terminal failed"));
         const terminal: Terminal = {
           id,
           scope,
@@ -208,6 +257,8 @@ export function createWorkspaceTerminalService(
           terminal.sink?.output(chunk);
         });
         open.set(id, terminal);
+        // Announced before the client hears the id: a reattach through any replica finds the owner.
+        await announce();
         started(terminal);
         try {
           const { exitCode } = await pty.exited;
@@ -217,6 +268,11 @@ export function createWorkspaceTerminalService(
         } finally {
           clearInterval(renew);
           open.delete(id);
+          await relay
+            ?.unregister(id)
+            .catch((error: unknown) =>
+              log.warn({ err: error, workspaceId }, "unannouncing a terminal failed"),
+            );
         }
       });
       const settled = life.catch(() => undefined).finally(() => lives.delete(settled));
@@ -227,31 +283,36 @@ export function createWorkspaceTerminalService(
       return bind(terminal, sink);
     },
 
-    /** The caller's own terminal on this workspace, still open (in its grace period or attached elsewhere). */
-    reattach(scope: TenantScope, workspaceId: string, terminalId: string, sink: TerminalSink) {
+    /**
+     * The caller's own terminal on this workspace, still open (in its grace period or attached
+     * elsewhere): in this process, or through the relay in the process that owns it.
+     */
+    async reattach(
+      scope: TenantScope,
+      workspaceId: string,
+      terminalId: string,
+      sink: TerminalSink,
+    ): Promise<TerminalHandle> {
       assertCan(scope, "session:use");
-      const terminal = open.get(terminalId);
+      const request = { terminalId, workspaceId, caller: callerOf(scope) };
+      if (open.has(terminalId) || !relay) return attachLocal(request, sink);
+      const entry = await relay.lookup(terminalId);
       if (
-        !terminal ||
-        terminal.closing ||
-        terminal.workspaceId !== workspaceId ||
-        !sameCaller(terminal.scope, scope)
+        !entry ||
+        entry.owner === relay.processId ||
+        entry.workspaceId !== workspaceId ||
+        !sameCaller(entry, request.caller)
       ) {
-        throw new AppError("NOT_FOUND", `terminal ${terminalId} is not open`, {
-          userMessage: "That terminal has ended; open a new one.",
-        });
+        throw notOpen(terminalId);
       }
-      // A second tab taking the terminal over: the first one is told and stops receiving.
-      const replay = Buffer.concat(terminal.replay);
-      const handle = bind(terminal, sink);
-      if (replay.length > 0) sink.output(replay);
-      return handle;
+      return { ...(await relay.attach(entry, request, sink)), id: terminalId, workspaceId };
     },
 
     /** Ends every terminal of this process (graceful shutdown). */
     async closeAll(): Promise<void> {
       await Promise.all([...open.values()].map((terminal) => terminal.end("shutdown")));
       await Promise.all([...lives]);
+      await relay?.close();
     },
   };
 }

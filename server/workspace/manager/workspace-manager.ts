@@ -39,6 +39,12 @@ export type WorkspaceManagerOptions = {
   /** Idle time after which a cached workspace is closed. Default 3 600 000 ms (the reference's 3600 s). */
   ttlMs?: number;
   /**
+   * The tenants whose own idle TTL differs from `ttlMs` (a tenant's policy), read at the start of every
+   * eviction pass: a workspace is detached after ITS tenant's idle time, and a changed setting applies to
+   * the workspaces already cached. A failed read keeps the TTLs of the previous pass.
+   */
+  tenantTtls?: () => Promise<ReadonlyMap<string, number>>;
+  /**
    * Period of the background eviction of idle cache entries; null = no timer (call `evictIdle()` yourself).
    * Default 300 000 ms. (Not the `workspace.sweep` job, which STOPS idle machines; this only detaches.)
    */
@@ -57,6 +63,8 @@ type Entry = {
   readonly address: WorkspaceAddress;
   readonly workspace: Workspace;
   lastAccess: number;
+  /** The deadline of its one live heap item; items with another key are stale (a retuned TTL). */
+  queuedAt: number;
   lastLivenessCheck: number;
   probe: Promise<Workspace> | null;
 };
@@ -73,13 +81,15 @@ const ID_MEMO_LIMIT = 50_000;
  *   one is evicted and provisioned again (reference issues #2202, #2483).
  * - Idle TTL: a min-heap of deadlines with lazy invalidation. A hit only updates its timestamp; an eviction pass pops
  *   the deadlines that passed and re-queues entries touched since, so a tick costs O((evicted + re-queued) ·
- *   log n) instead of a scan of every entry.
+ *   log n) instead of a scan of every entry. Each entry's TTL is its tenant's (`tenantTtls`), re-read every pass.
  */
 export class WorkspaceManager implements AsyncDisposable {
   readonly isolation: IsolationPolicy;
   private readonly provider: BackendProvider;
   private readonly workspaceOptions: Omit<WorkspaceOptions, "spec" | "provider">;
   private readonly ttlMs: number;
+  private readonly loadTenantTtls: (() => Promise<ReadonlyMap<string, number>>) | null;
+  private tenantTtls: ReadonlyMap<string, number> = new Map();
   private readonly livenessIntervalMs: number;
   private readonly checkLiveness: boolean;
   private readonly hooks: WorkspaceManagerHooks;
@@ -98,6 +108,7 @@ export class WorkspaceManager implements AsyncDisposable {
     this.isolation = options.isolation ?? DEFAULT_ISOLATION;
     this.workspaceOptions = options.workspaceOptions ?? {};
     this.ttlMs = options.ttlMs ?? 3_600_000;
+    this.loadTenantTtls = options.tenantTtls ?? null;
     this.livenessIntervalMs = options.livenessIntervalMs ?? 10_000;
     this.checkLiveness = options.checkLiveness ?? options.provider.mayVanish ?? true;
     this.hooks = options.hooks ?? {};
@@ -194,6 +205,7 @@ export class WorkspaceManager implements AsyncDisposable {
    * have passed: entries touched since are re-queued with their new deadline, stale items dropped.
    */
   async evictIdle(): Promise<number> {
+    if (this.loadTenantTtls) await this.retune(this.loadTenantTtls);
     const now = this.now();
     const expired: Entry[] = [];
     for (
@@ -201,14 +213,50 @@ export class WorkspaceManager implements AsyncDisposable {
       top !== undefined && top <= now;
       top = this.deadlines.peekKey()
     ) {
-      const entry = this.deadlines.pop()!.value;
-      if (this.lookup(entry.address) !== entry) continue; // closed or replaced since it was queued
-      const due = entry.lastAccess + this.ttlMs;
-      if (due > now) this.deadlines.push(due, entry);
+      const { key, value: entry } = this.deadlines.pop()!;
+      // Closed or replaced since it was queued, or queued again with a retuned TTL.
+      if (this.lookup(entry.address) !== entry || key !== entry.queuedAt) continue;
+      const due = entry.lastAccess + this.ttlOf(entry);
+      if (due > now) this.queue(entry, due);
       else expired.push(entry);
     }
     await Promise.all(expired.map((entry) => this.evict(entry, "ttl")));
     return expired.length;
+  }
+
+  /** The idle time after which a tenant's cached workspaces are detached (as of the last eviction pass). */
+  idleTtlOf(tenantId: string): number {
+    return this.tenantTtls.get(tenantId) ?? this.ttlMs;
+  }
+
+  private ttlOf(entry: Entry): number {
+    return this.idleTtlOf(entry.address.tenantId);
+  }
+
+  private queue(entry: Entry, deadline: number): void {
+    entry.queuedAt = deadline;
+    this.deadlines.push(deadline, entry);
+  }
+
+  /**
+   * Reads the tenants' TTLs; the cached workspaces of a tenant whose TTL changed are queued again at
+   * their new deadline (their old heap items go stale), so a shortened TTL applies now, not an old TTL later.
+   */
+  private async retune(load: () => Promise<ReadonlyMap<string, number>>): Promise<void> {
+    let next: ReadonlyMap<string, number>;
+    try {
+      next = await load();
+    } catch {
+      return;
+    }
+    const previous = this.tenantTtls;
+    this.tenantTtls = next;
+    for (const tenantId of new Set([...previous.keys(), ...next.keys()])) {
+      if (previous.get(tenantId) === next.get(tenantId)) continue;
+      for (const workspaces of this.entries.get(tenantId)?.values() ?? []) {
+        for (const entry of workspaces.values()) this.queue(entry, entry.lastAccess + this.ttlOf(entry));
+      }
+    }
   }
 
   /** Stops the eviction timer and closes everything (`await using manager = ...`). */
@@ -237,9 +285,17 @@ export class WorkspaceManager implements AsyncDisposable {
         throw appError;
       }
       const now = this.now();
-      const entry: Entry = { key, address, workspace, lastAccess: now, lastLivenessCheck: now, probe: null };
+      const entry: Entry = {
+        key,
+        address,
+        workspace,
+        lastAccess: now,
+        queuedAt: 0,
+        lastLivenessCheck: now,
+        probe: null,
+      };
       this.store(entry);
-      this.deadlines.push(now + this.ttlMs, entry);
+      this.queue(entry, now + this.ttlOf(entry));
       this.emit(() => this.hooks.onProvision?.({ address, workspace, durationMs: now - started, replaced }));
       return workspace;
     })();

@@ -192,6 +192,43 @@ describe("TTL, close and closeAll", () => {
     expect((await manager.getWorkspace({ ...who, agentId: "idle" })).isInitialized).toBe(true);
   });
 
+  it("evicts each workspace after its tenant's idle TTL, and a changed TTL applies to cached ones", async () => {
+    const tenantTtls = new Map([["short", 2_000]]);
+    const { manager, evictions } = setup({
+      ttlMs: 10_000,
+      tenantTtls: () => Promise.resolve(new Map(tenantTtls)),
+    });
+    expect(await manager.evictIdle()).toBe(0); // the first pass reads the tenants' TTLs
+    const short = await manager.getWorkspace({ ...who, tenantId: "short" });
+    const other = await manager.getWorkspace({ ...who, tenantId: "other" });
+    clock += 2_500;
+    expect(await manager.evictIdle()).toBe(1);
+    expect(evictions).toEqual([{ id: short.id, reason: "ttl" }]);
+    expect(other.isInitialized).toBe(true);
+
+    // Tenant "other" shortens its TTL while its workspace is cached: the next pass detaches it.
+    tenantTtls.set("other", 2_000);
+    expect(await manager.evictIdle()).toBe(1);
+    expect(other.isInitialized).toBe(false);
+
+    // A lengthened TTL (back to the installation's): a workspace queued at the short one stays.
+    const again = await manager.getWorkspace({ ...who, tenantId: "other" });
+    tenantTtls.delete("other");
+    clock += 2_500;
+    expect(await manager.evictIdle()).toBe(0);
+    expect(again.isInitialized).toBe(true);
+    clock += 8_000;
+    expect(await manager.evictIdle()).toBe(1);
+    // A failed read keeps the TTLs of the previous pass.
+    const kept = setup({
+      ttlMs: 10_000,
+      tenantTtls: () => Promise.reject(new Error("database down")),
+    });
+    await kept.manager.getWorkspace(who);
+    clock += 10_500;
+    expect(await kept.manager.evictIdle()).toBe(1);
+  });
+
   it("close(address) closes and forgets one workspace; closeAll closes all and stays usable", async () => {
     const { manager, evictions } = setup();
     const a = await manager.getWorkspace({ ...who, agentId: "a" });

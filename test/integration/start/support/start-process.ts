@@ -34,22 +34,24 @@ export const FRESH_MACHINE_UNSET = [
  * as the leader of its own process group, so a test can signal npm alone or the whole group the way Ctrl-C
  * and process managers do; `via: "node"` runs scripts/start.ts in one process, what `npm start` ends up
  * executing. `env` is the whole environment (start from `process.env`, delete what a fresh machine lacks).
+ * `dev`: `npm run dev` instead (scripts/start.ts --dev).
  */
 export function startBerthProcess(options: {
   via: "npm" | "node";
   port: number;
   env: NodeJS.ProcessEnv;
+  dev?: boolean;
 }): StartedBerth {
   const env: NodeJS.ProcessEnv = { ...options.env, PORT: String(options.port), NEXT_TELEMETRY_DISABLED: "1" };
   const child =
     options.via === "npm"
-      ? spawn("npm", ["start", "--silent"], {
+      ? spawn("npm", options.dev ? ["run", "dev", "--silent"] : ["start", "--silent"], {
           cwd: REPO_ROOT,
           env,
           stdio: ["ignore", "pipe", "pipe"],
           detached: true,
         })
-      : spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
+      : spawn(process.execPath, ["--import", "tsx", "scripts/start.ts", ...(options.dev ? ["--dev"] : [])], {
           cwd: REPO_ROOT,
           env,
           stdio: ["ignore", "pipe", "pipe"],
