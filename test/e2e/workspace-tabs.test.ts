@@ -12,12 +12,11 @@ import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { getDb } from "@/server/db";
-import { getWorkspace, upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
-import { enqueue } from "@/server/queue/enqueue";
-import { closeSharedQueues, getQueues } from "@/server/queue/queues";
+import { closeSharedQueues } from "@/server/queue/queues";
 import type { RunningBerth } from "./support/berth-server";
 import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp } from "./support/e2e-app";
+import { provisionLocalWorkspace } from "./support/local-workspace";
 import { printScreenshotListing, screenshotter } from "./support/screenshots";
 import type { SeededTenant } from "./support/seed";
 import { signedInPages } from "./support/signed-in";
@@ -42,19 +41,7 @@ describe.skipIf(!HAS_CHROMIUM)("a workspace's files, events, skills and MCP tabs
     ({ app, browser, tenant } = e2e);
     open = signedInPages(app, browser, tenant.slug);
     folder = await fs.mkdtemp(path.join(os.tmpdir(), "berth-e2e-tabs-"));
-    workspaceId = `ws-tabs-${tenant.slug.slice("e2e-".length)}`;
-    await upsertWorkspaceBinding(tenant.scope, {
-      id: workspaceId,
-      backendKind: "local",
-      isolationPolicy: "PER_AGENT",
-    });
-    const job = await enqueue("workspace.provision", {
-      tenantId: tenant.scope.tenantId,
-      workspaceId,
-      reason: "e2e: tabs",
-    });
-    await job.waitUntilFinished(await getQueues().events("workspace"), 60_000);
-    expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("READY");
+    workspaceId = await provisionLocalWorkspace(tenant, "tabs");
   });
 
   afterAll(async () => {

@@ -8,11 +8,10 @@
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getDb } from "@/server/db";
-import { getWorkspace, upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
-import { enqueue } from "@/server/queue/enqueue";
-import { closeSharedQueues, getQueues } from "@/server/queue/queues";
+import { closeSharedQueues } from "@/server/queue/queues";
 import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp } from "./support/e2e-app";
+import { provisionLocalWorkspace } from "./support/local-workspace";
 import { printScreenshotListing, screenshotter } from "./support/screenshots";
 import { signedInPages } from "./support/signed-in";
 
@@ -28,19 +27,7 @@ describe.skipIf(!HAS_CHROMIUM)("the workspace terminal, end to end", () => {
   beforeAll(async () => {
     e2e = await startE2eApp();
     open = signedInPages(e2e.app, e2e.browser, e2e.tenant.slug);
-    workspaceId = `ws-term-${e2e.tenant.slug.slice("e2e-".length)}`;
-    await upsertWorkspaceBinding(e2e.tenant.scope, {
-      id: workspaceId,
-      backendKind: "local",
-      isolationPolicy: "PER_AGENT",
-    });
-    const job = await enqueue("workspace.provision", {
-      tenantId: e2e.tenant.scope.tenantId,
-      workspaceId,
-      reason: "e2e: terminal",
-    });
-    await job.waitUntilFinished(await getQueues().events("workspace"), 60_000);
-    expect((await getWorkspace(e2e.tenant.scope, workspaceId)).state).toBe("READY");
+    workspaceId = await provisionLocalWorkspace(e2e.tenant, "term");
   });
 
   afterAll(async () => {

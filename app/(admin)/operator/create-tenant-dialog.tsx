@@ -5,17 +5,9 @@ import { Plus } from "lucide-react";
 import { type FormEvent, useState } from "react";
 import { Alert } from "@/app/_components/ui/alert";
 import { Button } from "@/app/_components/ui/button";
-import {
-  Dialog,
-  DialogContent,
-  DialogDescription,
-  DialogFooter,
-  DialogHeader,
-  DialogTitle,
-  DialogTrigger,
-} from "@/app/_components/ui/dialog";
 import { Field } from "@/app/_components/ui/field";
 import { formString } from "@/app/_components/ui/form-data";
+import { DoneFooter, FormDialog, SubmitFooter } from "@/app/_components/ui/form-dialog";
 import { Input } from "@/app/_components/ui/input";
 import { useTRPC } from "@/app/_trpc/client";
 import { InviteLinkBox } from "./_components/invite-link";
@@ -48,56 +40,45 @@ export function CreateTenantDialog() {
   }
 
   return (
-    <Dialog open={open} onOpenChange={(next) => (next ? setOpen(true) : close())}>
-      <DialogTrigger asChild>
+    <FormDialog
+      open={open}
+      onOpen={() => setOpen(true)}
+      onClose={close}
+      trigger={
         <Button size="sm">
           <Plus /> New tenant
         </Button>
-      </DialogTrigger>
-      <DialogContent>
-        <DialogHeader>
-          <DialogTitle>New tenant</DialogTitle>
-          <DialogDescription>
-            The tenant starts empty. Its first owner joins through a single-use invitation link: send it
-            yourself (no email is sent).
-          </DialogDescription>
-        </DialogHeader>
-        {create.data ? (
-          <div className="grid gap-3">
-            <p className="text-sm">
-              Created <strong>{create.data.tenant.name}</strong> (<code>{create.data.tenant.slug}</code>).
-            </p>
-            <InviteLinkBox path={create.data.ownerInvite.path} />
-            <DialogFooter>
-              <Button variant="outline" onClick={() => close()}>
-                Done
-              </Button>
-            </DialogFooter>
-          </div>
-        ) : (
-          <form className="grid gap-4" onSubmit={onSubmit} aria-label="Create tenant">
-            <Field label="Name" error={fieldErrors?.name?.[0]}>
-              <Input name="name" required maxLength={100} placeholder="Acme Inc." />
-            </Field>
-            <Field
-              label="Slug"
-              hint="In its URLs: /t/<slug>. Lowercase letters, digits, dashes."
-              error={fieldErrors?.slug?.[0]}
-            >
-              <Input name="slug" required maxLength={48} placeholder="acme" />
-            </Field>
-            <Field label="Owner" hint="Who the owner invitation is for (a reminder).">
-              <Input name="ownerNote" maxLength={200} placeholder="Grace Hopper" />
-            </Field>
-            {create.error && !fieldErrors && <Alert>{create.error.message}</Alert>}
-            <DialogFooter>
-              <Button type="submit" disabled={create.isPending}>
-                {create.isPending ? "Creating…" : "Create tenant"}
-              </Button>
-            </DialogFooter>
-          </form>
-        )}
-      </DialogContent>
-    </Dialog>
+      }
+      title="New tenant"
+      description="The tenant starts empty. Its first owner joins through a single-use invitation link: send it yourself (no email is sent)."
+    >
+      {create.data ? (
+        <div className="grid gap-3">
+          <p className="text-sm">
+            Created <strong>{create.data.tenant.name}</strong> (<code>{create.data.tenant.slug}</code>).
+          </p>
+          <InviteLinkBox path={create.data.ownerInvite.path} />
+          <DoneFooter onDone={close} />
+        </div>
+      ) : (
+        <form className="grid gap-4" onSubmit={onSubmit} aria-label="Create tenant">
+          <Field label="Name" error={fieldErrors?.name?.[0]}>
+            <Input name="name" required maxLength={100} placeholder="Acme Inc." />
+          </Field>
+          <Field
+            label="Slug"
+            hint="In its URLs: /t/<slug>. Lowercase letters, digits, dashes."
+            error={fieldErrors?.slug?.[0]}
+          >
+            <Input name="slug" required maxLength={48} placeholder="acme" />
+          </Field>
+          <Field label="Owner" hint="Who the owner invitation is for (a reminder).">
+            <Input name="ownerNote" maxLength={200} placeholder="Grace Hopper" />
+          </Field>
+          {create.error && !fieldErrors && <Alert>{create.error.message}</Alert>}
+          <SubmitFooter pending={create.isPending} label="Create tenant" pendingLabel="Creating…" />
+        </form>
+      )}
+    </FormDialog>
   );
 }

@@ -12,7 +12,17 @@ import { RelativeTime } from "@/app/_components/ui/relative-time";
 import { useTRPC } from "@/app/_trpc/client";
 import type { OperatorTenantView } from "@/server/modules/operator/operator.types";
 
-const number = (value: number) => <span className="tabular-nums">{value}</span>;
+/** A sortable column of one of the tenant's usage counts. */
+const countColumn = (
+  id: string,
+  header: string,
+  count: (tenant: OperatorTenantView) => number,
+): ColumnDef<OperatorTenantView, unknown> => ({
+  id,
+  header,
+  accessorFn: count,
+  cell: ({ row: { original: tenant } }) => <span className="tabular-nums">{count(tenant)}</span>,
+});
 
 const columns: ColumnDef<OperatorTenantView, unknown>[] = [
   {
@@ -31,18 +41,8 @@ const columns: ColumnDef<OperatorTenantView, unknown>[] = [
     accessorFn: (tenant) => tenant.status,
     cell: ({ row: { original: tenant } }) => <StateBadge state={tenant.status} />,
   },
-  {
-    id: "members",
-    header: "Members",
-    accessorFn: (t) => t.usage.members,
-    cell: (c) => number(c.getValue() as number),
-  },
-  {
-    id: "agents",
-    header: "Agents",
-    accessorFn: (t) => t.usage.agents,
-    cell: (c) => number(c.getValue() as number),
-  },
+  countColumn("members", "Members", (t) => t.usage.members),
+  countColumn("agents", "Agents", (t) => t.usage.agents),
   {
     id: "workspaces",
     header: "Workspaces (live / total)",
@@ -53,12 +53,7 @@ const columns: ColumnDef<OperatorTenantView, unknown>[] = [
       </span>
     ),
   },
-  {
-    id: "sessions",
-    header: "Sessions",
-    accessorFn: (t) => t.usage.sessions,
-    cell: (c) => number(c.getValue() as number),
-  },
+  countColumn("sessions", "Sessions", (t) => t.usage.sessions),
   {
     id: "created",
     header: "Created",

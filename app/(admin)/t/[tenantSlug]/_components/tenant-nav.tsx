@@ -15,13 +15,11 @@ import {
   Users,
   Webhook,
 } from "lucide-react";
-import Link from "next/link";
-import { usePathname } from "next/navigation";
 import { useState } from "react";
 import { Brand } from "@/app/_components/brand";
 import { Button } from "@/app/_components/ui/button";
-import { cn } from "@/app/_components/ui/cn";
 import { Dialog, DialogContent, DialogTitle, DialogTrigger } from "@/app/_components/ui/dialog";
+import { SideNav, type SideNavItem } from "@/app/_components/ui/side-nav";
 
 const SECTIONS = [
   { segment: "", label: "Overview", icon: LayoutDashboard },
@@ -39,31 +37,17 @@ const SECTIONS = [
 ] as const;
 
 export function TenantNav({ tenantSlug, onNavigate }: { tenantSlug: string; onNavigate?: () => void }) {
-  const pathname = usePathname();
   const base = `/t/${encodeURIComponent(tenantSlug)}`;
-  return (
-    <nav className="flex flex-col gap-0.5" aria-label="Tenant">
-      {SECTIONS.map(({ segment, label, icon: Icon }) => {
-        const href = segment ? `${base}/${segment}` : base;
-        const isCurrent = segment ? pathname.startsWith(href) : pathname === base;
-        return (
-          <Link
-            key={label}
-            href={href}
-            onClick={onNavigate}
-            aria-current={isCurrent ? "page" : undefined}
-            className={cn(
-              "text-muted-foreground hover:bg-accent hover:text-foreground flex h-8 items-center gap-2.5 rounded-md px-2.5 text-sm font-medium transition-colors",
-              isCurrent && "bg-accent text-foreground",
-            )}
-          >
-            <Icon className="size-4" aria-hidden />
-            {label}
-          </Link>
-        );
-      })}
-    </nav>
-  );
+  const items = SECTIONS.map(({ segment, label, icon }): SideNavItem => {
+    const href = segment ? `${base}/${segment}` : base;
+    return {
+      href,
+      label,
+      icon,
+      isCurrent: (pathname) => (segment ? pathname.startsWith(href) : pathname === base),
+    };
+  });
+  return <SideNav label="Tenant" items={items} onNavigate={onNavigate} />;
 }
 
 /** Below the `md` breakpoint the sidebar folds into a menu button that opens it as a sheet. */

@@ -5,19 +5,11 @@ import { UserPlus } from "lucide-react";
 import { type FormEvent, useState } from "react";
 import { Alert } from "@/app/_components/ui/alert";
 import { Button } from "@/app/_components/ui/button";
-import { CopyButton } from "@/app/_components/ui/copy-button";
-import {
-  Dialog,
-  DialogContent,
-  DialogDescription,
-  DialogFooter,
-  DialogHeader,
-  DialogTitle,
-  DialogTrigger,
-} from "@/app/_components/ui/dialog";
 import { Field } from "@/app/_components/ui/field";
 import { formString } from "@/app/_components/ui/form-data";
+import { DoneFooter, FormDialog, SubmitFooter } from "@/app/_components/ui/form-dialog";
 import { Input } from "@/app/_components/ui/input";
+import { OneTimeLink } from "@/app/_components/ui/one-time-link";
 import { Select } from "@/app/_components/ui/select";
 import { useTRPC } from "@/app/_trpc/client";
 import { canGrantRole } from "@/server/auth/policy";
@@ -69,67 +61,54 @@ export function InviteDialog({ tenantSlug, myRole }: { tenantSlug: string; myRol
   }
 
   return (
-    <Dialog open={open} onOpenChange={(next) => (next ? setOpen(true) : close())}>
-      <DialogTrigger asChild>
+    <FormDialog
+      open={open}
+      onOpen={() => setOpen(true)}
+      onClose={close}
+      trigger={
         <Button size="sm">
           <UserPlus /> Invite people
         </Button>
-      </DialogTrigger>
-      <DialogContent>
-        <DialogHeader>
-          <DialogTitle>Invite someone</DialogTitle>
-          <DialogDescription>
-            A single-use link: whoever opens it sets a name and password and joins with the role you choose.
-            No email is sent; share the link yourself.
-          </DialogDescription>
-        </DialogHeader>
-        {link ? (
-          <div className="grid gap-3">
-            <Alert tone="success">Invitation created. Copy the link now: it is shown only once.</Alert>
-            <div className="flex items-center gap-1 rounded-md border p-1 pl-3">
-              <code className="min-w-0 flex-1 truncate text-xs" data-testid="invite-link">
-                {link}
-              </code>
-              <CopyButton value={link} label="Copy invitation link" />
-            </div>
-            <DialogFooter>
-              <Button variant="outline" onClick={() => close()}>
-                Done
-              </Button>
-            </DialogFooter>
-          </div>
-        ) : (
-          <form className="grid gap-4" onSubmit={onSubmit} aria-label="Create invitation">
-            <Field label="Role">
-              <Select name="role" defaultValue="member">
-                {INVITABLE.filter((option) => canGrantRole(myRole, option.role)).map((option) => (
-                  <option key={option.role} value={option.role}>
-                    {option.role} — {option.help}
-                  </option>
-                ))}
-              </Select>
-            </Field>
-            <Field label="Note" hint="Who it is for, shown in the pending list.">
-              <Input name="note" maxLength={200} placeholder="Grace, platform team" />
-            </Field>
-            <Field label="Expires after">
-              <Select name="expires" defaultValue={String(24 * 7)}>
-                {EXPIRY.map((option) => (
-                  <option key={option.hours} value={option.hours}>
-                    {option.label}
-                  </option>
-                ))}
-              </Select>
-            </Field>
-            {create.error && <Alert>{create.error.message}</Alert>}
-            <DialogFooter>
-              <Button type="submit" disabled={create.isPending}>
-                {create.isPending ? "Creating…" : "Create invitation link"}
-              </Button>
-            </DialogFooter>
-          </form>
-        )}
-      </DialogContent>
-    </Dialog>
+      }
+      title="Invite someone"
+      description="A single-use link: whoever opens it sets a name and password and joins with the role you choose. No email is sent; share the link yourself."
+    >
+      {link ? (
+        <div className="grid gap-3">
+          <OneTimeLink
+            notice="Invitation created. Copy the link now: it is shown only once."
+            link={link}
+            testId="invite-link"
+          />
+          <DoneFooter onDone={close} />
+        </div>
+      ) : (
+        <form className="grid gap-4" onSubmit={onSubmit} aria-label="Create invitation">
+          <Field label="Role">
+            <Select name="role" defaultValue="member">
+              {INVITABLE.filter((option) => canGrantRole(myRole, option.role)).map((option) => (
+                <option key={option.role} value={option.role}>
+                  {option.role} — {option.help}
+                </option>
+              ))}
+            </Select>
+          </Field>
+          <Field label="Note" hint="Who it is for, shown in the pending list.">
+            <Input name="note" maxLength={200} placeholder="Grace, platform team" />
+          </Field>
+          <Field label="Expires after">
+            <Select name="expires" defaultValue={String(24 * 7)}>
+              {EXPIRY.map((option) => (
+                <option key={option.hours} value={option.hours}>
+                  {option.label}
+                </option>
+              ))}
+            </Select>
+          </Field>
+          {create.error && <Alert>{create.error.message}</Alert>}
+          <SubmitFooter pending={create.isPending} label="Create invitation link" pendingLabel="Creating…" />
+        </form>
+      )}
+    </FormDialog>
   );
 }
