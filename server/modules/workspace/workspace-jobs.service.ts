@@ -1,3 +1,4 @@
+import { releaseStoredSkills } from "@/server/modules/quota/skill-storage.service";
 import type { z } from "zod";
 import { resolveSystemTenantScope, tenantAdmitsWork } from "@/server/auth/resolve";
 import type { TenantScope } from "@/server/auth/scope";
@@ -302,6 +303,8 @@ export async function purgeWorkspace(
     : { skills: [], mcpDeclarations: [], offloadFiles: 0, dataFiles: 0 };
   const resources = await driver.machine.purge(spec);
   const leaseRows = await deleteWorkspaceLeases(scope, record.id);
+  // Its skills' bytes no longer count against the tenant's skill storage.
+  const skillStorageRows = await releaseStoredSkills({ workspaceId: record.id });
   const deleted = {
     reason: payload.reason,
     requestedBy: payload.actor,
@@ -309,7 +312,7 @@ export async function purgeWorkspace(
     generation: record.generation,
     resources,
     ...inventory,
-    databaseRows: { workspaceLeases: leaseRows },
+    databaseRows: { workspaceLeases: leaseRows, skillStorage: skillStorageRows },
     deletedAt: new Date().toISOString(),
   };
   await transitionFrom(scope, record.id, {
