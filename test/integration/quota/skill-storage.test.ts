@@ -4,13 +4,14 @@
  * quota lock), the refused ones leave no folder behind, the route answers 429, and deleting a skill or
  * purging a workspace frees its bytes.
  */
+import { cliOperatorActor } from "@/server/modules/operator/operator-actor";
+import { setTenantQuotaOverrides } from "@/server/modules/operator/tenant-quota.service";
 import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { POST as uploadSkill } from "@/app/api/workspaces/[id]/skills/route";
 import { getApiComposition } from "@/server/api/composition";
 import { setEngine } from "@/server/composition/services";
 import { createApiKey } from "@/server/modules/api-key/api-key.service";
-import { changeQuotaOverrides } from "@/server/modules/quota/quota-admin.service";
 import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
 import { sumStoredSkillBytes } from "@/server/modules/quota/skill-storage.data";
 import { findWorkspaceRecordForSystem } from "@/server/modules/workspace/workspace-lifecycle.data";
@@ -48,7 +49,11 @@ describe("the skill storage quota (a tenant's total across workspaces)", () => {
     const size = sizeOf(names[0]!);
     // Room for three skills and a half: never four.
     const limit = Math.floor(size * 3.5);
-    await changeQuotaOverrides(tenant.scope, { skillStorageBytes: limit }, defaultQuotaDeps());
+    await setTenantQuotaOverrides(
+      cliOperatorActor(),
+      { tenantId: tenant.scope.tenantId, overrides: { skillStorageBytes: limit } },
+      defaultQuotaDeps(),
+    );
     const [a, b] = [await freshSession(tenant.scope), await freshSession(tenant.scope)];
     await h.service.resolveForSession(tenant.scope, a.session.id);
     await h.service.resolveForSession(tenant.scope, b.session.id);
