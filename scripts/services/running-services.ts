@@ -37,7 +37,7 @@ export async function recordRunningServices(
   // Every way out (a clean stop, a failed start, process.exit anywhere) forgets it; only a SIGKILL leaves
   // a stale record, which findRunningServices recognises by its dead process.
   process.once("exit", forget);
-  return async () => forget();
+  return () => Promise.resolve(forget());
 }
 
 async function readRecord(dataDir: string): Promise<RunningServices | null> {

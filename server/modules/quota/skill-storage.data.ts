@@ -1,5 +1,6 @@
 import type { Prisma } from "@/generated/prisma/client";
-import { type DbClient, getDb } from "@/server/db";
+import { type DbClient, getDb, inTransaction } from "@/server/db";
+import { lockTenantQuota, type TenantQuotaRow } from "./quota.data";
 
 /**
  * The `skill_storage` ledger: one row per uploaded skill (workspace, partition, folder) with the bytes it
@@ -16,16 +17,27 @@ export async function sumStoredSkillBytes(
   return Number(result._sum.bytes ?? 0n);
 }
 
-export async function insertStoredSkill(
-  tx: Prisma.TransactionClient,
+/**
+ * Under the tenant's quota row lock: counts the tenant's stored bytes and, unless `limitOf(row)` (0: no
+ * cap) would be passed, records the skill's. Returns what it counted when it refused.
+ */
+export async function insertStoredSkillWithin(
   tenantId: string,
   key: StoredSkillKey,
   bytes: number,
-): Promise<void> {
-  await tx.skillStorageEntry.upsert({
-    where: { workspaceId_partition_dir: key },
-    create: { tenantId, ...key, bytes: BigInt(bytes) },
-    update: { bytes: BigInt(bytes) },
+  limitOf: (row: TenantQuotaRow) => number,
+  db: DbClient = getDb(),
+): Promise<{ admitted: true } | { admitted: false; limit: number; used: number }> {
+  return inTransaction(db, async (tx) => {
+    const limit = limitOf(await lockTenantQuota(tx, tenantId));
+    const used = await sumStoredSkillBytes(tenantId, tx);
+    if (limit > 0 && used + bytes > limit) return { admitted: false as const, limit, used };
+    await tx.skillStorageEntry.upsert({
+      where: { workspaceId_partition_dir: key },
+      create: { tenantId, ...key, bytes: BigInt(bytes) },
+      update: { bytes: BigInt(bytes) },
+    });
+    return { admitted: true as const };
   });
 }
 

@@ -1,9 +1,7 @@
-import { getDb } from "@/server/db";
 import { isAppError } from "@/server/shared/errors";
-import { lockTenantQuota } from "./quota.data";
 import { effectiveLimits, tenantLimits, type QuotaDeps } from "./quota.service";
 import { quotaExceeded } from "./quota.types";
-import { deleteStoredSkills, insertStoredSkill, sumStoredSkillBytes } from "./skill-storage.data";
+import { deleteStoredSkills, insertStoredSkillWithin, sumStoredSkillBytes } from "./skill-storage.data";
 
 /**
  * `skillStorageBytes`: the bytes of every skill a tenant uploaded, across its workspaces (0: no cap). An
@@ -40,23 +38,18 @@ export async function withinSkillStorage<T extends InstalledSkill>(
   }
   // An identical skill was there already: nothing new is stored.
   if (installed.storedBytes === 0) return installed;
-  try {
-    await getDb().$transaction(async (tx) => {
-      const row = await lockTenantQuota(tx, tenantId);
-      const lockedLimit = effectiveLimits(row, deps.config.defaults).skillStorageBytes;
-      const lockedUsed = await sumStoredSkillBytes(tenantId, tx);
-      if (lockedLimit > 0 && lockedUsed + installed.storedBytes > lockedLimit)
-        throw quotaExceeded("skillStorageBytes", lockedLimit, lockedUsed);
-      await insertStoredSkill(
-        tx,
-        tenantId,
-        { workspaceId, partition, dir: installed.dir },
-        installed.storedBytes,
-      );
-    });
-  } catch (error) {
+  const admission = await insertStoredSkillWithin(
+    tenantId,
+    { workspaceId, partition, dir: installed.dir },
+    installed.storedBytes,
+    (row) => effectiveLimits(row, deps.config.defaults).skillStorageBytes,
+  ).catch(async (error: unknown) => {
     await remove(installed.dir);
     throw error;
+  });
+  if (!admission.admitted) {
+    await remove(installed.dir);
+    throw quotaExceeded("skillStorageBytes", admission.limit, admission.used);
   }
   return installed;
 }

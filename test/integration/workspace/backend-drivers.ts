@@ -29,7 +29,7 @@ export function dockerTestDriver(basedir: string, runtimeRoot: string): Workspac
 /** The E2B emulator and a driver over it (`emulator.sandbox(id)` shows what it still holds). */
 export async function startE2bTestBackend() {
   const testbed = await createE2bTestbed();
-  return { emulator: testbed.emulator, driver: testbed.newDriver(), close: testbed.cleanup };
+  return { emulator: testbed.emulator, driver: testbed.newDriver(), close: () => testbed.cleanup() };
 }
 
 /** The Kubernetes emulator (its own namespace), a driver over it and a CoreV1 client to inspect it. */
@@ -39,6 +39,6 @@ export async function startKubeTestBackend() {
     core: testbed.core,
     namespace: testbed.namespace,
     driver: testbed.newDriver(),
-    close: testbed.cleanup,
+    close: () => testbed.cleanup(),
   };
 }
