@@ -9,6 +9,7 @@ import { type z } from "zod";
 import { loadHttpConfig } from "@/server/config/http";
 import { disconnectDb } from "@/server/db";
 import { closeSharedQueues } from "@/server/queue/queues";
+import { closeSharedRedis } from "@/server/redis";
 import { isAppError } from "@/server/shared/errors";
 import { parseArgv, UsageError } from "./cli/argv";
 import { COMMANDS } from "./cli/commands";
@@ -85,7 +86,7 @@ async function run(argv: readonly string[]): Promise<number> {
     err(`berth: failed: ${error instanceof Error ? error.message : String(error)}`);
     return EXIT.failed;
   } finally {
-    await Promise.allSettled([closeSharedQueues(), disconnectDb()]);
+    await Promise.allSettled([closeSharedQueues(), closeSharedRedis(), disconnectDb()]);
   }
 }
 
