@@ -2,16 +2,18 @@
  * `npm run berth -- <group> <command> …`: the operator CLI for scripted installs (tenants and operators),
  * over the same services as the `operator.*` API. Composition root: reads DATABASE_URL, REDIS_URL (the
  * queues for workspace stops and tenant deletion) and BERTH_BASE_URL (invitation links) from the
- * environment. Exit codes: 0 done, 2 usage or invalid arguments, 1 refused (a typed error: its code is
+ * environment; without DATABASE_URL, those of the `npm start` running on BERTH_DATA_DIR (cli/running-berth.ts). Exit codes: 0 done, 2 usage or invalid arguments, 1 refused (a typed error: its code is
  * printed), 3 failed (the database or Redis unreachable, an internal error).
  */
 import { type z } from "zod";
 import { loadHttpConfig } from "@/server/config/http";
 import { disconnectDb } from "@/server/db";
 import { closeSharedQueues } from "@/server/queue/queues";
+import { closeSharedRedis } from "@/server/redis";
 import { isAppError } from "@/server/shared/errors";
 import { parseArgv, UsageError } from "./cli/argv";
 import { COMMANDS } from "./cli/commands";
+import { NothingRunningError, useRunningBerth } from "./cli/running-berth";
 
 const EXIT = { ok: 0, refused: 1, usage: 2, failed: 3 } as const;
 
@@ -55,6 +57,7 @@ async function run(argv: readonly string[]): Promise<number> {
     if (!parsed.success) {
       throw new UsageError(`${describeIssues(parsed.error)}\n  usage: ${spec.usage}`);
     }
+    await useRunningBerth();
     const result = await spec.run(parsed.data as never, {
       baseUrl: loadHttpConfig().baseUrl,
       print: (line) => process.stdout.write(`${line}\n`),
@@ -76,10 +79,14 @@ async function run(argv: readonly string[]): Promise<number> {
       err(`berth: ${error.code}: ${error.userMessage}`);
       return error.code === "BAD_REQUEST" ? EXIT.usage : EXIT.refused;
     }
+    if (error instanceof NothingRunningError) {
+      err(`berth: ${error.message}`);
+      return EXIT.failed;
+    }
     err(`berth: failed: ${error instanceof Error ? error.message : String(error)}`);
     return EXIT.failed;
   } finally {
-    await Promise.allSettled([closeSharedQueues(), disconnectDb()]);
+    await Promise.allSettled([closeSharedQueues(), closeSharedRedis(), disconnectDb()]);
   }
 }
 

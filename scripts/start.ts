@@ -11,6 +11,7 @@ import { z } from "zod";
 import { isAppError } from "@/server/shared/errors";
 import { loadOrCreateLocalSecrets } from "./services/secrets";
 import { startLocalServices, type LocalServices } from "./services/local-services";
+import { recordRunningServices } from "./services/running-services";
 import { migrateDeploy } from "./services/database";
 import { buildState, nextBuild } from "./services/next-build";
 import { RedisServerNotFoundError } from "./services/redis";
@@ -52,8 +53,11 @@ async function main(): Promise<void> {
   });
 
   // From here on a signal must stop the embedded services: they are in their own process groups.
-  const running: { berth?: BerthProcess } = {};
-  installShutdown(services, () => running.berth);
+  const running: { berth?: BerthProcess; forgetServices?: () => Promise<void> } = {};
+  installShutdown(
+    { stop: async () => void (await Promise.allSettled([running.forgetServices?.(), services.stop()])) },
+    () => running.berth,
+  );
 
   // The rest of the process (config, Next route handlers, workers) reads these.
   process.env.DATABASE_URL = services.databaseUrl;
@@ -65,6 +69,9 @@ async function main(): Promise<void> {
 
   say("applying database migrations");
   await migrateDeploy(services.databaseUrl);
+  // `npm run berth` on this machine finds the services here (the embedded ones are on free ports).
+  running.forgetServices = await recordRunningServices(dataDir, services);
+  say(`services recorded in ${path.join(dataDir, "services.json")} for npm run berth`);
 
   // Imported after the environment is complete: its modules build the process' instances from it.
   const { startBerthProcess } = await import("./berth-process");
@@ -109,7 +116,10 @@ const SHUTDOWN_DEADLINE_MS = 20_000;
  * ignored rather than left to Node's default, which would kill the process mid-shutdown. The embedded
  * services run in their own process groups, so they are still up until Berth has closed its connections.
  */
-function installShutdown(services: LocalServices, current: () => BerthProcess | undefined): void {
+function installShutdown(
+  services: Pick<LocalServices, "stop">,
+  current: () => BerthProcess | undefined,
+): void {
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;

@@ -16,6 +16,8 @@ import {
   resumeTenant,
   suspendTenant,
 } from "@/server/modules/operator/tenant-lifecycle.service";
+import { setTenantQuotaOverrides } from "@/server/modules/operator/tenant-quota.service";
+import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
 import { AppError } from "@/server/shared/errors";
 
 /**
@@ -36,6 +38,24 @@ const operator = cliOperatorActor();
 const tenantArg = z.string({ error: "the tenant (slug or id) is required" }).min(1);
 const flagNumber = z.string().regex(/^\d+$/, "must be a whole number").transform(Number).optional();
 const flagString = z.string().optional();
+/** A quota flag's value: a number, or `default` (null: the installation's value). */
+const flagLimit = z
+  .string()
+  .regex(/^(\d+(\.\d+)?|default)$/, "must be a number or default")
+  .transform((value) => (value === "default" ? null : Number(value)))
+  .optional();
+/** `tenant quota` flags → the override they set. */
+const QUOTA_FLAGS = {
+  "live-workspaces": "liveWorkspaces",
+  "total-workspaces": "totalWorkspaces",
+  "concurrent-turns": "concurrentTurns",
+  "provisions-per-minute": "provisionsPerMinute",
+  "workspace-cpus": "workspaceCpus",
+  "workspace-memory-bytes": "workspaceMemoryBytes",
+  "workspace-disk-bytes": "workspaceDiskBytes",
+  "mcp-servers-per-scope": "mcpServersPerScope",
+  "skill-storage-bytes": "skillStorageBytes",
+} as const;
 
 /** A command's arguments: the positional words after the command and its flags (no others). */
 function args<P extends z.ZodTuple, F extends z.core.$ZodShape>(tuple: P, flags: F = {} as F) {
@@ -124,6 +144,27 @@ export const COMMANDS: Record<string, Command> = {
       const invite = await createOwnerInvite(operator, { tenantId: ref, note: flags.note });
       const url = `${ctx.baseUrl}${invite.path}`;
       return { json: { ...invite, url }, text: ["owner invitation (shown once):", `  ${url}`] };
+    },
+  ),
+  "tenant quota": command(
+    "tenant quota <slug|id> [--<limit> <n|default> ...] (limits: " +
+      Object.keys(QUOTA_FLAGS).join(", ") +
+      ")",
+    oneTenant(Object.fromEntries(Object.keys(QUOTA_FLAGS).map((flag) => [flag, flagLimit]))),
+    async ({ positionals: [ref], flags }) => {
+      // Only the limits named change; `default` gives one back to the installation's value.
+      const overrides = Object.fromEntries(
+        Object.entries(flags).map(([flag, value]) => [QUOTA_FLAGS[flag as keyof typeof QUOTA_FLAGS], value]),
+      );
+      const usage = await setTenantQuotaOverrides(operator, { tenantId: ref, overrides }, defaultQuotaDeps());
+      return {
+        json: usage,
+        text: usage.limits.map(
+          (l) =>
+            `${l.label.padEnd(24)} ${String(l.value).padStart(12)}${l.overridden ? " (override)" : ""}` +
+            (l.used === null ? "" : `  used ${l.used}`),
+        ),
+      };
     },
   ),
   "tenant suspend": command(

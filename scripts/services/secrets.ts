@@ -42,3 +42,13 @@ export async function loadOrCreateLocalSecrets(dataDir: string): Promise<LocalSe
   await chmod(file, 0o600);
   return secrets;
 }
+
+/** The local secrets if `npm start` generated them (the CLI reads, never creates, them). */
+export async function readLocalSecrets(dataDir: string): Promise<Partial<LocalSecrets>> {
+  try {
+    return ZLocalSecrets.parse(JSON.parse(await readFile(path.join(dataDir, "secrets.json"), "utf8")));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return {};
+    throw error;
+  }
+}

@@ -334,7 +334,7 @@ export class Workspace implements AsyncDisposable {
   }
 
   /** Deletes a skill by folder, or by a name only one skill answers to (else CONFLICT). NOT_FOUND when unknown. */
-  async removeSkill(ref: SkillRef, agentId?: string | null): Promise<void> {
+  async removeSkill(ref: SkillRef, agentId?: string | null): Promise<{ dir: string }> {
     return this.requireLive().skills.remove(ref, agentId);
   }
 

@@ -7,12 +7,14 @@
  * Postgres/Redis, Debian Chromium; what the pages did is checked in the database through the data layers.
  * Screenshots go to test-results/screenshots/.
  */
+import { cliOperatorActor } from "@/server/modules/operator/operator-actor";
+import { setTenantQuotaOverrides } from "@/server/modules/operator/tenant-quota.service";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { getDb } from "@/server/db";
 import { getAgentByName } from "@/server/modules/agent/agent.data";
-import { changeBudget, changeQuotaOverrides } from "@/server/modules/quota/quota-admin.service";
+import { changeBudget } from "@/server/modules/quota/quota-admin.service";
 import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
 import { getTenantPolicy } from "@/server/modules/tenant/tenant-policy.data";
 import type { RunningBerth } from "./support/berth-server";
@@ -233,7 +235,11 @@ describe.skipIf(!HAS_CHROMIUM)("library, agent defaults and settings, end to end
   });
 
   it("shows admins each quota against the tenant's use, its own overrides marked, and the month's budget", async () => {
-    await changeQuotaOverrides(tenant.scope, { liveWorkspaces: 7 }, defaultQuotaDeps());
+    await setTenantQuotaOverrides(
+      cliOperatorActor(),
+      { tenantId: tenant.scope.tenantId, overrides: { liveWorkspaces: 7 } },
+      defaultQuotaDeps(),
+    );
     await changeBudget(
       tenant.scope,
       { monthlyBudgetUnits: 40, alertPercents: [80], hardStop: true, stopWorkspaces: false },

@@ -20,6 +20,7 @@ import {
   ZTenantCreated,
   ZTenantCreateRequest,
   ZTenantDeletionReceiptView,
+  ZTenantQuotaOverridesRequest,
   ZTenantRef,
   ZTenantSuspendRequest,
 } from "@/server/modules/operator/operator.types";
@@ -32,6 +33,9 @@ import {
   resumeTenant,
   suspendTenant,
 } from "@/server/modules/operator/tenant-lifecycle.service";
+import { setTenantQuotaOverrides } from "@/server/modules/operator/tenant-quota.service";
+import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
+import { ZTenantUsageView } from "@/server/modules/quota/quota.types";
 
 /**
  * `operator.*`: the installation's tenants, for operators only (server/api/operator-procedure.ts). The CLI
@@ -69,6 +73,11 @@ export const operatorRouter = createTRPCRouter({
       .input(ZTenantRef)
       .output(ZDeleteRequested)
       .mutation(({ ctx, input }) => requestTenantDeletion(ctx.operator, input)),
+    /** Replaces the tenant's quota overrides; answers its limits and usage. */
+    setQuotaOverrides: operatorProcedure
+      .input(ZTenantQuotaOverridesRequest)
+      .output(ZTenantUsageView)
+      .mutation(({ ctx, input }) => setTenantQuotaOverrides(ctx.operator, input, defaultQuotaDeps())),
     deletionReceipts: operatorProcedure
       .output(z.array(ZTenantDeletionReceiptView))
       .query(({ ctx }) => readTenantDeletionReceipts(ctx.operator)),

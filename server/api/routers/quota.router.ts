@@ -1,15 +1,11 @@
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
 import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
-import {
-  changeBudget,
-  changeQuotaOverrides,
-  readTenantUsage,
-} from "@/server/modules/quota/quota-admin.service";
-import { ZBudgetSettings, ZQuotaOverrides, ZTenantUsageView } from "@/server/modules/quota/quota.types";
+import { changeBudget, readTenantUsage } from "@/server/modules/quota/quota-admin.service";
+import { ZBudgetSettings, ZTenantUsageView } from "@/server/modules/quota/quota.types";
 
 /**
- * The tenant's quotas, usage and budget. Reading is for admins; changing is for owners until issue 15's
- * operator role exists (the service checks both).
+ * The tenant's quotas, usage and budget. Reading is for admins, the budget for owners; the quota overrides
+ * are set by operators (`operator.tenants.setQuotaOverrides`).
  */
 export const quotaRouter = createTRPCRouter({
   /** Every limit with its value and the tenant's use of it, and this month's spend and metered usage. */
@@ -17,14 +13,6 @@ export const quotaRouter = createTRPCRouter({
     .input(ZTenantInput)
     .output(ZTenantUsageView)
     .query(({ ctx }) => readTenantUsage(ctx.scope, defaultQuotaDeps())),
-
-  /** Replaces the tenant's overrides (absent or null: the installation's default). */
-  setOverrides: tenantProcedureFor("tenant:manage")
-    .input(ZTenantInput.extend(ZQuotaOverrides.shape))
-    .output(ZTenantUsageView)
-    .mutation(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...overrides } }) =>
-      changeQuotaOverrides(ctx.scope, overrides, defaultQuotaDeps()),
-    ),
 
   /** The monthly budget (units of BERTH_METERING_RATES), alert percentages and hard stop. */
   setBudget: tenantProcedureFor("tenant:manage")

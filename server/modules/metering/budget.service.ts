@@ -3,13 +3,16 @@ import type { Logger } from "@/server/logger";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
 import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
 import { getTenantQuota } from "@/server/modules/quota/quota.data";
+import { emitLifecycleEvent } from "@/server/modules/webhook/webhook-events";
 import { claimBudgetAlert, listReadyWorkspaceIds, sumUsageSince } from "./metering.data";
 import { monthOf, type UsageKind, type UsageSums } from "./metering.types";
 
 /**
  * Budgets: a tenant's monthly spend is its ledger's quantities this UTC month priced by the installation's
  * rates (BERTH_METERING_RATES: units per backend, the `*` rate for the rest). The hard stop reads it before
- * a turn or a provision; the flush raises the threshold alerts once each and, when asked, stops workspaces.
+ * a turn or a provision; the flush raises the threshold alerts once each (an audit event and a
+ * `budget.threshold_reached` or, at 100 % or more, `budget.exhausted` webhook) and, when asked, stops
+ * workspaces.
  * The ledger is buffered, so the spend lags real use by one flush (BERTH_METERING_FLUSH_MS at most).
  */
 type Rates = QuotaConfig["rates"];
@@ -74,6 +77,14 @@ export async function evaluateBudgets(
         targetId: tenantId,
         outcome: "success",
         details: { percent, month, spentUnits: spent, budgetUnits: budget },
+      });
+      // The tenant's lifecycle webhooks hear it too: an alert at 100 % or more says the budget is spent.
+      emitLifecycleEvent(tenantId, percent >= 100 ? "budget.exhausted" : "budget.threshold_reached", {
+        percent,
+        month,
+        spentUnits: spent,
+        budgetUnits: budget,
+        hardStop: quota.budgetHardStop,
       });
     }
     if (percentUsed >= 100 && quota.budgetHardStop && quota.budgetStopWorkspaces) {

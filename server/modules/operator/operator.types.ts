@@ -1,3 +1,4 @@
+import { ZQuotaOverrides } from "@/server/modules/quota/quota.types";
 import { z } from "zod";
 
 /** A tenant's slug: what its dashboard URL (`/t/<slug>`) and API calls (`tenantSlug`) name it by. */
@@ -23,6 +24,9 @@ export const ZTenantCreateRequest = z.object({
 });
 
 export const ZTenantRef = z.object({ tenantId: z.string().trim().min(1).max(200) });
+
+/** Replaces a tenant's quota overrides (absent or null: the installation's default). */
+export const ZTenantQuotaOverridesRequest = ZTenantRef.extend({ overrides: ZQuotaOverrides });
 
 export const ZTenantSuspendRequest = ZTenantRef.extend({
   reason: z.string().trim().max(500).default("suspended by an operator"),

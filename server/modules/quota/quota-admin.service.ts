@@ -7,28 +7,19 @@ import { sumUsageSince } from "@/server/modules/metering/metering.data";
 import { monthOf } from "@/server/modules/metering/metering.types";
 import { parseInput } from "@/server/shared/parse-input";
 import { admitProvisionInWindow, countHeldTurns } from "./quota-counters";
-import {
-  countLiveWorkspaces,
-  countTotalWorkspaces,
-  getTenantQuota,
-  saveBudgetSettings,
-  saveQuotaOverrides,
-} from "./quota.data";
+import { countLiveWorkspaces, countTotalWorkspaces, getTenantQuota, saveBudgetSettings } from "./quota.data";
 import { effectiveLimits, type QuotaDeps } from "./quota.service";
 import {
   QUOTA_LIMIT_LABELS,
   ZBudgetSettings,
-  ZQuotaOverrides,
   type QuotaUsageItem,
   type TBudgetSettings,
   type TenantUsageView,
-  type TQuotaOverrides,
 } from "./quota.types";
 
 /**
  * The tenant's quotas and budget as its admins see them (usage against each limit, this month's spend),
- * and the owner's changes to them. Issue 15's operator role takes over the changes once it exists; until
- * then the owner gate (`tenant:manage`) guards them.
+ * and the owner's budget. The quota overrides are an operator's (operator/tenant-quota.service.ts).
  */
 export async function readTenantUsage(scope: TenantScope, deps: QuotaDeps): Promise<TenantUsageView> {
   assertCan(scope, "workspace:manage");
@@ -70,22 +61,6 @@ export async function readTenantUsage(scope: TenantScope, deps: QuotaDeps): Prom
     },
     usage,
   };
-}
-
-/** Owners: replaces the tenant's overrides (absent or null: the installation's default). Audited. */
-export async function changeQuotaOverrides(
-  scope: TenantScope,
-  raw: TQuotaOverrides,
-  deps: QuotaDeps,
-): Promise<TenantUsageView> {
-  assertCan(scope, "tenant:manage");
-  const overrides = parseInput(ZQuotaOverrides, raw);
-  await audited(
-    scope,
-    { action: "quota.update", targetType: "tenant", targetId: scope.tenantId, details: overrides },
-    () => saveQuotaOverrides(scope.tenantId, overrides),
-  );
-  return readTenantUsage(scope, deps);
 }
 
 /** Owners: the monthly budget, its alert percentages and its hard stop. Audited. */

@@ -9,6 +9,8 @@ export const WEBHOOK_EVENTS = [
   "workspace.failed",
   "turn.completed",
   "turn.failed",
+  "budget.threshold_reached",
+  "budget.exhausted",
 ] as const;
 const ZWebhookEvent = z.enum(WEBHOOK_EVENTS);
 export type TWebhookEvent = z.infer<typeof ZWebhookEvent>;

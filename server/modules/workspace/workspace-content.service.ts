@@ -6,12 +6,9 @@ import { ZMcpDeclaration } from "@/server/workspace/mcp/types";
 import { resolveConfined } from "@/server/workspace/paths";
 import type { Workspace } from "@/server/workspace/workspace";
 import { assertMayDeclareStdioMcp } from "@/server/modules/tenant/tenant-policy";
-import {
-  defaultQuotaDeps,
-  tenantLimits,
-  withinMcpQuota,
-  type QuotaDeps,
-} from "@/server/modules/quota/quota.service";
+import { defaultQuotaDeps, withinMcpQuota, type QuotaDeps } from "@/server/modules/quota/quota.service";
+import { releaseStoredSkills, withinSkillStorage } from "@/server/modules/quota/skill-storage.service";
+import { partitionName } from "@/server/workspace/skills/skill-names";
 import { readGitStatus } from "./git-status";
 import { createWorkspaceFilesService } from "./workspace-files.service";
 import type { WorkspaceService } from "./workspace.service";
@@ -183,7 +180,8 @@ export function createWorkspaceContentService(
     ) {
       return service.audited(scope, "workspace.skill.remove", workspaceId, { ...target, agentId }, () =>
         use(scope, workspaceId, "workspace.skill.remove", async (ws) => {
-          await ws.removeSkill("dir" in target ? { dir: target.dir } : target.name, agentId);
+          const { dir } = await ws.removeSkill("dir" in target ? { dir: target.dir } : target.name, agentId);
+          await releaseStoredSkills({ workspaceId, partition: partitionName(agentId), dir });
           return { removed: true as const };
         }),
       );
@@ -201,14 +199,24 @@ export function createWorkspaceContentService(
         { agentId: input.agentId, format: input.format },
         () =>
           use(scope, workspaceId, "workspace.skill.upload", async (ws) => {
-            // The tenant's `skillStorageBytes` bounds one upload (0 would refuse all: treated as no cap).
-            const cap = (await tenantLimits(scope.tenantId, quota())).skillStorageBytes || Infinity;
-            const maxArchiveBytes = Math.min(input.maxArchiveBytes ?? Infinity, cap);
-            const result = await ws.addSkillArchive(
-              input.stream,
-              input.format,
-              input.agentId,
-              Number.isFinite(maxArchiveBytes) ? { limits: { maxArchiveBytes } } : {},
+            // The tenant's `skillStorageBytes` caps what all its uploaded skills store, across workspaces.
+            const result = await withinSkillStorage(
+              { tenantId: scope.tenantId, workspaceId, partition: partitionName(input.agentId) },
+              async (maxExpandedBytes) => {
+                const installed = await ws.addSkillArchive(input.stream, input.format, input.agentId, {
+                  limits: {
+                    ...(input.maxArchiveBytes !== undefined
+                      ? { maxArchiveBytes: input.maxArchiveBytes }
+                      : {}),
+                    ...(maxExpandedBytes !== undefined ? { maxExpandedBytes } : {}),
+                  },
+                });
+                return { ...installed, dir: installed.skill.dir };
+              },
+              async (dir) => {
+                await ws.removeSkill({ dir }, input.agentId);
+              },
+              quota(),
             );
             return { name: result.skill.name, dir: result.skill.dir, deduplicated: result.deduplicated };
           }),

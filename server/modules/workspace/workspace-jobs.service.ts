@@ -1,3 +1,4 @@
+import { releaseStoredSkills } from "@/server/modules/quota/skill-storage.service";
 import type { z } from "zod";
 import { resolveSystemTenantScope, tenantAdmitsWork } from "@/server/auth/resolve";
 import type { TenantScope } from "@/server/auth/scope";
@@ -262,6 +263,25 @@ export async function stopWorkspace(
   return { outcome: "stopped", state: "STOPPED" };
 }
 
+const EMPTY_INVENTORY = { skills: [], mcpDeclarations: [], offloadFiles: 0, dataFiles: 0 };
+
+async function inventoryOf(
+  driver: ReturnType<WorkspaceJobDeps["drivers"]["forKind"]>,
+  spec: ReturnType<typeof specOfRecord>,
+): Promise<Awaited<ReturnType<typeof takeInventory>> & { inventoryError?: string }> {
+  if (!(await driver.machine.exists(spec))) return EMPTY_INVENTORY;
+  try {
+    const backend = await driver.provider.provision(spec);
+    try {
+      return await takeInventory(backend);
+    } finally {
+      await (driver.provider.detach ? driver.provider.detach(backend) : backend.close());
+    }
+  } catch (error) {
+    return { ...EMPTY_INVENTORY, inventoryError: error instanceof Error ? error.message : String(error) };
+  }
+}
+
 /**
  * `workspace.purge`: claims the workspace (→ PURGING, so no use provisions it while its data goes), stops
  * it, lists what it holds, deletes the machine and its data and its lease rows, ends the generation
@@ -287,21 +307,17 @@ export async function purgeWorkspace(
       data: { requestedBy: payload.actor },
     });
   }
+  // The inventory is read before the machine stops: a backend whose stopped machine cannot be attached
+  // (a Kubernetes workspace keeps its claim, not its Pod) is listed while it still runs. It is the receipt's
+  // account, never a condition of the purge: an unreadable machine is purged all the same, and says so.
+  const inventory = await inventoryOf(driver, spec);
   // What was running (or may be, after an interrupted purge) stops before its data goes.
   if (["READY", "PROVISIONING", "STOPPING", "PURGING"].includes(record.state))
     await driver.machine.stop(spec);
-  const inventory = (await driver.machine.exists(spec))
-    ? await (async () => {
-        const backend = await driver.provider.provision(spec);
-        try {
-          return await takeInventory(backend);
-        } finally {
-          await (driver.provider.detach ? driver.provider.detach(backend) : backend.close());
-        }
-      })()
-    : { skills: [], mcpDeclarations: [], offloadFiles: 0, dataFiles: 0 };
   const resources = await driver.machine.purge(spec);
   const leaseRows = await deleteWorkspaceLeases(scope, record.id);
+  // Its skills' bytes no longer count against the tenant's skill storage.
+  const skillStorageRows = await releaseStoredSkills({ workspaceId: record.id });
   const deleted = {
     reason: payload.reason,
     requestedBy: payload.actor,
@@ -309,7 +325,7 @@ export async function purgeWorkspace(
     generation: record.generation,
     resources,
     ...inventory,
-    databaseRows: { workspaceLeases: leaseRows },
+    databaseRows: { workspaceLeases: leaseRows, skillStorage: skillStorageRows },
     deletedAt: new Date().toISOString(),
   };
   await transitionFrom(scope, record.id, {

@@ -1,3 +1,5 @@
+import { releaseStoredSkills } from "@/server/modules/quota/skill-storage.service";
+import { partitionName } from "@/server/workspace/skills/skill-names";
 import type { z } from "zod";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
 import type { TenantScope } from "@/server/auth/scope";
@@ -128,6 +130,7 @@ export async function purgeAgent(
       async (workspace) => {
         const skills = (await workspace.listSkills(payload.agentId)).skills.map((skill) => skill.name);
         await workspace.purgeAgent({ agentId: payload.agentId });
+        await releaseStoredSkills({ workspaceId, partition: partitionName(payload.agentId) });
         purged.push({ workspaceId, skills });
       },
     );

@@ -63,7 +63,8 @@ export type Skill = {
 
 export type SkippedSkill = { dir: string; reason: string };
 export type SkillListing = { skills: Skill[]; skipped: SkippedSkill[] };
-export type SkillInstallResult = { skill: Skill; deduplicated: boolean };
+/** `storedBytes`: file bytes the install added to the workspace (0 when an identical skill was there). */
+export type SkillInstallResult = { skill: Skill; deduplicated: boolean; storedBytes: number };
 export type { SkillRef };
 
 export type SkillStoreOptions = {
@@ -165,7 +166,13 @@ export class SkillStore {
     agentId?: string | null,
     options: { dirName?: string; limits?: Partial<ArchiveLimits> } = {},
   ): Promise<SkillInstallResult> {
-    const limits = { ...this.limits, ...options.limits };
+    // A call's limits only lower the store's (a tenant's quota room, a route's upload cap).
+    const lower = (key: keyof ArchiveLimits) => Math.min(this.limits[key], options.limits?.[key] ?? Infinity);
+    const limits: ArchiveLimits = {
+      maxExpandedBytes: lower("maxExpandedBytes"),
+      maxEntries: lower("maxEntries"),
+      maxArchiveBytes: lower("maxArchiveBytes"),
+    };
     if (options.dirName !== undefined) assertPlainName(options.dirName);
     const partition = partitionName(agentId);
     await this.equip(partition);
@@ -181,7 +188,7 @@ export class SkillStore {
    * name (`helper (1)`), or a front-matter name only one skill has; a name several skills share is a CONFLICT
    * listing them (dir and agent-facing name), never a guess. Unknown → NOT_FOUND.
    */
-  async remove(ref: SkillRef, agentId?: string | null): Promise<void> {
+  async remove(ref: SkillRef, agentId?: string | null): Promise<{ dir: string }> {
     const partition = partitionName(agentId);
     const skill = await this.find(ref, agentId, { strict: true });
     await this.locks.run(partition, async () => {
@@ -193,6 +200,7 @@ export class SkillStore {
         await this.writeIndex(dir, index);
       }
     });
+    return { dir: skill.dir };
   }
 
   /** Deletes the agent's partition; the next skill call re-equips it from the seed. */
@@ -280,7 +288,7 @@ export class SkillStore {
         });
         const current = await this.listIn(dir, index);
         const existing = current.skills.find((skill) => skill.dir === duplicate);
-        if (existing) return { skill: existing, deduplicated: true };
+        if (existing) return { skill: existing, deduplicated: true, storedBytes: 0 };
         const base = options.dirName ?? sanitizeDirName(root ? path.posix.basename(root) : parsed.skill.name);
         const folder = await this.freeFolder(dir, base);
         await this.backend.move(rootPath, path.posix.join(dir, folder));
@@ -297,7 +305,12 @@ export class SkillStore {
         await this.writeIndex(dir, index);
         const installed = (await this.listIn(dir, index)).skills.find((skill) => skill.dir === folder);
         if (!installed) throw new AppError("INTERNAL", `Installed skill ${folder} is unreadable`);
-        return { skill: installed, deduplicated: false };
+        // The skill root's files only: what sits beside it in the archive goes with the staging folder.
+        const prefix = root ? `${root}/` : "";
+        const storedBytes = manifest.files
+          .filter((file) => file.path.startsWith(prefix))
+          .reduce((sum, file) => sum + file.size, 0);
+        return { skill: installed, deduplicated: false, storedBytes };
       });
     } finally {
       await this.backend.remove(staging).catch((error: unknown) => {

@@ -59,6 +59,7 @@ const OPERATOR_INPUTS: Record<string, (b: TenantFixture) => Input> = {
   "operator.tenants.suspend": (b) => ({ tenantId: b.tenant.id }),
   "operator.tenants.resume": (b) => ({ tenantId: b.tenant.id }),
   "operator.tenants.delete": (b) => ({ tenantId: b.tenant.id }),
+  "operator.tenants.setQuotaOverrides": (b) => ({ tenantId: b.tenant.id, overrides: { liveWorkspaces: 1 } }),
   "operator.tenants.deletionReceipts": () => ({}),
   "operator.operators.list": () => ({}),
   "operator.operators.grant": (b) => ({ email: b.owner.email }),
@@ -91,7 +92,6 @@ const CASES: Record<string, CrossTenantCase> = {
   "tenant.setPolicy": { kind: "tenant", input: () => ({ stdioMcpMinRole: "member" }), targetsRows: false },
   // quota.* (issue 15): the tenant's limits, usage and budget.
   "quota.usage": { kind: "tenant", input: () => ({}), targetsRows: false },
-  "quota.setOverrides": { kind: "tenant", input: () => ({ liveWorkspaces: 1 }), targetsRows: false },
   "quota.setBudget": {
     kind: "tenant",
     input: () => ({ monthlyBudgetUnits: 1, hardStop: true }),

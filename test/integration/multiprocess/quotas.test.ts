@@ -8,6 +8,8 @@
  *   - a budget of one turn with the hard stop → the 50 % and 100 % alerts are raised once each, the running
  *     workspace is stopped (`stopWorkspaces`), and the next turn is refused with the typed error.
  */
+import { cliOperatorActor } from "@/server/modules/operator/operator-actor";
+import { setTenantQuotaOverrides } from "@/server/modules/operator/tenant-quota.service";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import os from "node:os";
@@ -21,11 +23,7 @@ import { getDb } from "@/server/db";
 import { createLogger } from "@/server/logger";
 import { createAgentService } from "@/server/modules/agent/agent.service";
 import { sumUsageSince } from "@/server/modules/metering/metering.data";
-import {
-  changeBudget,
-  changeQuotaOverrides,
-  readTenantUsage,
-} from "@/server/modules/quota/quota-admin.service";
+import { changeBudget, readTenantUsage } from "@/server/modules/quota/quota-admin.service";
 import type { QuotaDeps } from "@/server/modules/quota/quota.service";
 import { createSessionService } from "@/server/modules/session/session.service";
 import { listWorkspaceEvents } from "@/server/modules/workspace/workspace.data";
@@ -185,7 +183,11 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
       };
     };
     const run = await setUp({ isolationPolicy: "PER_AGENT", sessions: SESSIONS, respond });
-    await changeQuotaOverrides(run.tenant.scope, { concurrentTurns: 5 }, run.quota);
+    await setTenantQuotaOverrides(
+      cliOperatorActor(),
+      { tenantId: run.tenant.scope.tenantId, overrides: { concurrentTurns: 5 } },
+      run.quota,
+    );
 
     const ids = run.sessions.map((s) => s.sessionId);
     run.send(run.apis[0]!, ids.slice(0, SESSIONS / 2));
@@ -252,7 +254,11 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
     const respond = (request: RecordedRequest): FakeTurn | undefined =>
       request.messages.at(-1)?.role === "user" ? { kind: "text", text: "Hello." } : undefined;
     const run = await setUp({ isolationPolicy: "PER_SESSION", sessions: SESSIONS, respond });
-    await changeQuotaOverrides(run.tenant.scope, { liveWorkspaces: 3, concurrentTurns: 1_000 }, run.quota);
+    await setTenantQuotaOverrides(
+      cliOperatorActor(),
+      { tenantId: run.tenant.scope.tenantId, overrides: { liveWorkspaces: 3, concurrentTurns: 1_000 } },
+      run.quota,
+    );
     expect(new Set(run.sessions.map((s) => s.workspaceId)).size).toBe(SESSIONS);
 
     const ids = run.sessions.map((s) => s.sessionId);

@@ -75,6 +75,27 @@ describe("npm run berth (operator CLI)", { timeout: 180_000 }, () => {
     expect(noCommand.code).toBe(2);
     expect(noCommand.stderr).toContain('unknown command "tenant explode"');
 
+    // Quota overrides are the operator's: the CLI sets one limit and gives another back to the default.
+    const quota = await berth(
+      "tenant",
+      "quota",
+      slug,
+      "--live-workspaces",
+      "3",
+      "--total-workspaces",
+      "default",
+      "--json",
+    );
+    expect(quota.code, quota.stderr).toBe(0);
+    const limits = (
+      JSON.parse(quota.stdout) as { limits: { limit: string; value: number; overridden: boolean }[] }
+    ).limits;
+    expect(limits.find((l) => l.limit === "liveWorkspaces")).toMatchObject({ value: 3, overridden: true });
+    expect(limits.find((l) => l.limit === "totalWorkspaces")).toMatchObject({ overridden: false });
+    const badLimit = await berth("tenant", "quota", slug, "--live-workspaces", "lots");
+    expect(badLimit.code).toBe(2);
+    expect(badLimit.stderr).toContain("--live-workspaces: must be a number or default");
+
     const listed = await berth("tenant", "list", "--json");
     expect(listed.code).toBe(0);
     const tenants = JSON.parse(listed.stdout) as { slug: string; usage: { members: number } }[];

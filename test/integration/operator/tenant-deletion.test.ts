@@ -9,51 +9,38 @@ import { cliOperatorActor } from "@/server/modules/operator/operator-actor";
 import { countTenantRows, tenantOwnedTables } from "@/server/modules/operator/tenant-deletion.data";
 import { requestTenantDeletion } from "@/server/modules/operator/tenant-lifecycle.service";
 import { containerName } from "@/server/workspace/backends/docker/docker-config";
-import { dockerDriver } from "@/server/workspace/backends/docker/driver";
-import { BASE_IMAGE, describeDocker, SOCKET_PATH, testInstallationId } from "../../docker/support/docker-env";
+import { describeDocker, SOCKET_PATH } from "../../docker/support/docker-env";
 import { createTestApiRuntime } from "../api/support/api-test-runtime";
 import { createTenantFixture, type TenantFixture } from "../api/support/tenant-fixtures";
+import { dockerTestDriver, startE2bTestBackend, startKubeTestBackend } from "../workspace/backend-drivers";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "../workspace/harness";
 import { callerWith, installProcessQueues, refusal } from "./support";
 
 /**
  * Deleting a tenant (issue 15): the `tenant.delete` job purges every workspace on its own backend (a
- * bubblewrap folder and a Docker container here, side by side), deletes every row that names the tenant
+ * bubblewrap folder, a Docker container, an E2B sandbox and a Kubernetes Pod with its claim, side by side,
+ * the last two on their loopback emulators), deletes every row that names the tenant
  * (tables found by their tenant_id column) and the accounts that belonged to it alone, and leaves a
- * receipt that outlives it. Real Postgres, Redis, in-process workers, bubblewrap and Docker.
+ * receipt that outlives it. Real Postgres, Redis, in-process workers, bubblewrap and Docker; the official
+ * E2B and Kubernetes SDKs unmodified.
  */
-describeDocker("a deleted tenant leaves no workspace, no rows and a receipt", () => {
+// Four provisions (two of them through emulators) and their purges, one after the other.
+describeDocker("a deleted tenant leaves no workspace, no rows and a receipt", { timeout: 180_000 }, () => {
   let h: WorkspaceHarness;
   let runtime: ApiRuntime;
   let t: TenantFixture;
   let kept: TenantFixture;
   let uninstall: () => void;
+  let e2b: Awaited<ReturnType<typeof startE2bTestBackend>>;
+  let kube: Awaited<ReturnType<typeof startKubeTestBackend>>;
   const docker = new Docker({ socketPath: SOCKET_PATH });
   const runtimeRoot = path.join("/tmp", `berth-td-${randomBytes(3).toString("hex")}`);
 
   beforeAll(async () => {
+    [e2b, kube] = await Promise.all([startE2bTestBackend(), startKubeTestBackend()]);
     h = await startWorkspaceHarness(
-      { backends: ["local", "docker"] },
-      {
-        moreDrivers: (basedir) => [
-          dockerDriver.create(
-            dockerDriver.configSchema.parse({
-              dataRoot: basedir,
-              socketPath: SOCKET_PATH,
-              baseImage: BASE_IMAGE,
-              runtimeRoot,
-              memoryBytes: 512 * 1024 * 1024,
-              stopTimeoutSeconds: 1,
-            }),
-            {
-              basedir,
-              cwd: process.cwd(),
-              uid: process.getuid?.() ?? -1,
-              installationId: testInstallationId,
-            },
-          ),
-        ],
-      },
+      { backends: ["local", "docker", "e2b", "kubernetes"] },
+      { moreDrivers: (basedir) => [dockerTestDriver(basedir, runtimeRoot), e2b.driver, kube.driver] },
     );
     uninstall = installProcessQueues(h.queues);
     runtime = createTestApiRuntime();
@@ -63,16 +50,35 @@ describeDocker("a deleted tenant leaves no workspace, no rows and a receipt", ()
   afterAll(async () => {
     uninstall?.();
     await h?.close();
+    await Promise.allSettled([e2b?.close(), kube?.close()]);
     await fs.rm(runtimeRoot, { recursive: true, force: true });
   });
 
-  it("purges its local and Docker workspaces, deletes its rows and users, and writes the receipt", async () => {
+  it("purges its local, Docker, E2B and Kubernetes workspaces, deletes its rows and users, and writes the receipt", async () => {
     const onLocal = await freshSession(t.ownerScope);
     const onDocker = await freshSession(t.ownerScope, "PER_AGENT", { backend: "docker" });
-    const local = await h.service.resolveForSession(t.ownerScope, onLocal.session.id);
-    const container = await h.service.resolveForSession(t.ownerScope, onDocker.session.id);
-    await local.workspace.backend.writeFile(path.posix.join(local.workspace.workdir, "keep.txt"), "data");
-    expect(container.workspace.backend.kind).toBe("docker");
+    const onE2b = await freshSession(t.ownerScope, "PER_AGENT", { backend: "e2b" });
+    const onKube = await freshSession(t.ownerScope, "PER_AGENT", { backend: "kubernetes" });
+    const [local, container, sandbox, pod] = await Promise.all(
+      [onLocal, onDocker, onE2b, onKube].map((s) => h.service.resolveForSession(t.ownerScope, s.session.id)),
+    );
+    expect(sandbox!.workspace.backend.kind).toBe("e2b");
+    expect(pod!.workspace.backend.kind).toBe("kubernetes");
+    // The E2B sandbox the provision stored as its handle, and the Pod and claim in the emulator's namespace.
+    const sandboxId = (
+      (await getDb().workspace.findUnique({ where: { id: onE2b.workspaceId } }))?.backendHandle as {
+        sandboxId: string;
+      }
+    ).sandboxId;
+    expect(e2b.emulator.sandbox(sandboxId)).toBeDefined();
+    const kubeObjects = async () => ({
+      pods: (await kube.core.listNamespacedPod({ namespace: kube.namespace })).items.length,
+      claims: (await kube.core.listNamespacedPersistentVolumeClaim({ namespace: kube.namespace })).items
+        .length,
+    });
+    expect(await kubeObjects()).toEqual({ pods: 1, claims: 1 });
+    await local!.workspace.backend.writeFile(path.posix.join(local!.workspace.workdir, "keep.txt"), "data");
+    expect(container!.workspace.backend.kind).toBe("docker");
     // The local backend's layout: <basedir>/<tenant>/…/<workspace id>.
     const tenantDir = path.join(h.basedir, t.tenant.id);
     const entries = await fs.readdir(tenantDir, { recursive: true });
@@ -85,7 +91,7 @@ describeDocker("a deleted tenant leaves no workspace, no rows and a receipt", ()
     expect((await docker.getContainer(name).inspect()).State.Running).toBe(true);
     const keptRows = await countTenantRows(kept.tenant.id);
     const before = await countTenantRows(t.tenant.id);
-    expect(before).toMatchObject({ workspaces: 2, sessions: 2, agents: 2, memberships: 2 });
+    expect(before).toMatchObject({ workspaces: 4, sessions: 4, agents: 4, memberships: 2 });
 
     const { jobId } = await requestTenantDeletion(cliOperatorActor(), { tenantId: t.tenant.id });
     expect(jobId).toBe(`tenant.delete__${t.tenant.id}`);
@@ -109,6 +115,8 @@ describeDocker("a deleted tenant leaves no workspace, no rows and a receipt", ()
     const left = await fs.readdir(tenantDir, { recursive: true }).catch(() => [] as string[]);
     expect(left.filter((entry) => entry.includes(onLocal.workspaceId))).toEqual([]);
     await expect(docker.getContainer(name).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    expect(e2b.emulator.sandbox(sandboxId)).toBeUndefined();
+    expect(await kubeObjects()).toEqual({ pods: 0, claims: 0 });
     // No rows in any table that names a tenant, and the tenant's own accounts went with it.
     for (const table of await tenantOwnedTables()) {
       const rows = await getDb().$queryRawUnsafe<{ n: bigint }[]>(
@@ -123,7 +131,7 @@ describeDocker("a deleted tenant leaves no workspace, no rows and a receipt", ()
     // The receipt says what went: both workspaces with their purge receipts, and the row counts.
     const deleted = receipt.deleted as {
       workspaces: { workspaceId: string; outcome: string; receiptId: string | null }[];
-      purgeReceipts: { targetId: string; deleted: { backend: string } }[];
+      purgeReceipts: { targetId: string; deleted: { backend: string; inventoryError?: string } }[];
       databaseRows: Record<string, number>;
       users: number;
     };
@@ -132,15 +140,26 @@ describeDocker("a deleted tenant leaves no workspace, no rows and a receipt", ()
       [
         [onLocal.workspaceId, "purged"],
         [onDocker.workspaceId, "purged"],
+        [onE2b.workspaceId, "purged"],
+        [onKube.workspaceId, "purged"],
       ].sort(),
     );
     expect(deleted.purgeReceipts.map((r) => [r.targetId, r.deleted.backend]).sort()).toEqual(
       [
         [onLocal.workspaceId, "local"],
         [onDocker.workspaceId, "docker"],
+        [onE2b.workspaceId, "e2b"],
+        [onKube.workspaceId, "kubernetes"],
       ].sort(),
     );
-    expect(deleted.databaseRows).toMatchObject({ workspaces: 2, sessions: 2, agents: 2, memberships: 2 });
+    // Each machine was listed before it went (a Kubernetes Pod cannot be attached once stopped).
+    expect(deleted.purgeReceipts.map((r) => r.deleted.inventoryError ?? null)).toEqual([
+      null,
+      null,
+      null,
+      null,
+    ]);
+    expect(deleted.databaseRows).toMatchObject({ workspaces: 4, sessions: 4, agents: 4, memberships: 2 });
     expect(deleted.users).toBe(2);
     // The key is gone: it no longer authenticates at all.
     expect(

@@ -2,9 +2,10 @@
  * `mcpServersPerScope`: the scope's declarations are counted and the new one added under one lock, so
  * concurrent adds never pass the limit; another scope of the same workspace has its own count.
  */
+import { cliOperatorActor } from "@/server/modules/operator/operator-actor";
+import { setTenantQuotaOverrides } from "@/server/modules/operator/tenant-quota.service";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { changeQuotaOverrides } from "@/server/modules/quota/quota-admin.service";
 import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
 import { isAppError } from "@/server/shared/errors";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
@@ -25,7 +26,11 @@ describe("the MCP servers per scope quota", () => {
   });
 
   it("admits exactly the limit of 6 concurrent adds to one scope, naming the limit in the refusals", async () => {
-    await changeQuotaOverrides(tenant.scope, { mcpServersPerScope: 2 }, defaultQuotaDeps());
+    await setTenantQuotaOverrides(
+      cliOperatorActor(),
+      { tenantId: tenant.scope.tenantId, overrides: { mcpServersPerScope: 2 } },
+      defaultQuotaDeps(),
+    );
     const { agent, session, workspaceId } = await freshSession(tenant.scope);
     await h.service.resolveForSession(tenant.scope, session.id);
     const declaration = (name: string) => ({

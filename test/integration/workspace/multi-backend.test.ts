@@ -5,9 +5,9 @@ import Docker from "dockerode";
 import { getDb } from "@/server/db";
 import { getWorkspace } from "@/server/modules/workspace/workspace.data";
 import { containerName } from "@/server/workspace/backends/docker/docker-config";
-import { dockerDriver } from "@/server/workspace/backends/docker/driver";
-import { BASE_IMAGE, describeDocker, SOCKET_PATH, testInstallationId } from "../../docker/support/docker-env";
+import { describeDocker, SOCKET_PATH } from "../../docker/support/docker-env";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
+import { dockerTestDriver } from "./backend-drivers";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "./harness";
 
 /**
@@ -25,24 +25,7 @@ describeDocker("several backends in one deployment (local + docker, real workers
     h = await startWorkspaceHarness(
       { backends: ["local", "docker"] },
       {
-        moreDrivers: (basedir) => [
-          dockerDriver.create(
-            dockerDriver.configSchema.parse({
-              dataRoot: basedir,
-              socketPath: SOCKET_PATH,
-              baseImage: BASE_IMAGE,
-              runtimeRoot,
-              memoryBytes: 512 * 1024 * 1024,
-              stopTimeoutSeconds: 1,
-            }),
-            {
-              basedir,
-              cwd: process.cwd(),
-              uid: process.getuid?.() ?? -1,
-              installationId: testInstallationId,
-            },
-          ),
-        ],
+        moreDrivers: (basedir) => [dockerTestDriver(basedir, runtimeRoot)],
       },
     );
     tenant = await createTestTenant();

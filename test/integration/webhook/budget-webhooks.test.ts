@@ -1,0 +1,158 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { secretKeyFromBytes } from "@/server/auth/secrets";
+import type { RedisConfig } from "@/server/config/redis";
+import { getDb } from "@/server/db";
+import { evaluateBudgets } from "@/server/modules/metering/budget.service";
+import { changeBudget } from "@/server/modules/quota/quota-admin.service";
+import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
+import { createWebhookService } from "@/server/modules/webhook/webhook.service";
+import { verifyWebhookSignature } from "@/server/modules/webhook/webhook-signing";
+import { jobCatalog, type BerthJobCatalog } from "@/server/queue/catalog";
+import { createQueues, type QueueSet } from "@/server/queue/queues";
+import { createRedisConnection } from "@/server/redis";
+import { registerWebhookProcessors } from "@/workers/processors/webhook.processors";
+import { startWorkerRuntime, type WorkerRuntime } from "@/workers/runtime";
+import { createTestTenant, type TestTenant } from "../db/fixtures";
+import { installProcessQueues } from "../operator/support";
+import { isolatedRedisConfig, testLog } from "../queue/queue-fixtures";
+
+type Received = { headers: http.IncomingHttpHeaders; body: string };
+
+/** A loopback receiver answering each request with the next scripted status (then 200). */
+async function startReceiver() {
+  const received: Received[] = [];
+  const script: number[] = [];
+  const server = http.createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on("data", (chunk: Buffer) => chunks.push(chunk));
+    request.on("end", () => {
+      received.push({ headers: request.headers, body: Buffer.concat(chunks).toString("utf8") });
+      response.writeHead(script.shift() ?? 200).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { origin, received, script, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+/**
+ * A budget alert reaches the tenant's lifecycle webhooks (issue 15): each alert percentage crossed this month
+ * is one signed delivery, `budget.threshold_reached` below 100 % and `budget.exhausted` at 100 %, retried
+ * like every delivery, and never sent twice when the budgets are evaluated again.
+ */
+describe("budget alerts as lifecycle webhooks (real Postgres, Redis, workers, a loopback receiver)", () => {
+  const secretKey = secretKeyFromBytes(randomBytes(32));
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let redis: RedisConfig;
+  let connection: Redis;
+  let queues: QueueSet<BerthJobCatalog>;
+  let runtime: WorkerRuntime;
+  let tenant: TestTenant;
+  let uninstall: () => void;
+  let policy: { allowedOrigins: string[] };
+
+  beforeAll(async () => {
+    receiver = await startReceiver();
+    policy = { allowedOrigins: [receiver.origin] };
+    redis = isolatedRedisConfig();
+    connection = createRedisConnection(redis, "producer", "test-budget-webhooks");
+    queues = createQueues(jobCatalog, { connection, redis, log: testLog });
+    // The budget evaluation emits through the process' queues, as in the worker that runs it.
+    uninstall = installProcessQueues(queues);
+    tenant = await createTestTenant();
+    runtime = await startWorkerRuntime({
+      redis,
+      workers: { concurrency: 2, healthPort: 0, heartbeatTtlMs: 15_000 },
+      log: testLog,
+      healthPort: null,
+      schedules: [],
+      register: (registry) => registerWebhookProcessors(registry, { queues, secretKey, policy }),
+    });
+  });
+  afterAll(async () => {
+    await runtime.stop();
+    uninstall();
+    await queues.close();
+    await connection.quit();
+    await receiver.close();
+  });
+
+  it("sends budget.threshold_reached at 50 % and budget.exhausted at 100 %, signed, retried, once each", async () => {
+    const service = createWebhookService({ secretKey, policy });
+    const { endpoint, secret } = await service.create(tenant.scope, {
+      url: `${receiver.origin}/budget`,
+      events: ["budget.threshold_reached", "budget.exhausted"],
+    });
+    await changeBudget(
+      tenant.scope,
+      { monthlyBudgetUnits: 4, alertPercents: [50, 100], hardStop: true, stopWorkspaces: false },
+      defaultQuotaDeps(),
+    );
+    const rates = {
+      "*": {
+        workspaceHour: 0,
+        provision: 0,
+        turn: 1,
+        inputTokensPerMillion: 0,
+        outputTokensPerMillion: 0,
+        toolCall: 0,
+      },
+    };
+    const deps = { rates, requestStop: () => Promise.resolve(), log: testLog };
+    const turns = (count: number) =>
+      getDb().usageRecord.createMany({
+        data: Array.from({ length: count }, () => ({
+          id: randomUUID(),
+          tenantId: tenant.tenantId,
+          kind: "turn" as const,
+          quantity: 1,
+          at: new Date(),
+        })),
+      });
+    const delivered = (event: string) =>
+      receiver.received.filter((r) => r.headers["berth-event"] === event && r.headers["berth-delivery"]);
+
+    // Two turns of a 4-unit budget: 50 %. The endpoint fails once first: the delivery is retried.
+    receiver.script.push(503);
+    await turns(2);
+    await evaluateBudgets([tenant.tenantId], deps);
+    await vi.waitFor(() => expect(receiver.received).toHaveLength(2), { timeout: 30_000, interval: 100 });
+    const [failed, retried] = receiver.received;
+    expect(failed!.headers["berth-delivery"]).toBe(retried!.headers["berth-delivery"]);
+    expect(JSON.parse(retried!.body)).toMatchObject({
+      event: "budget.threshold_reached",
+      tenantId: tenant.tenantId,
+      data: { percent: 50, spentUnits: 2, budgetUnits: 4, hardStop: true },
+    });
+
+    // Two more: 100 %, the budget is spent.
+    await turns(2);
+    await evaluateBudgets([tenant.tenantId], deps);
+    await vi.waitFor(() => expect(delivered("budget.exhausted")).toHaveLength(1), { timeout: 30_000 });
+    expect(JSON.parse(delivered("budget.exhausted")[0]!.body)).toMatchObject({
+      event: "budget.exhausted",
+      data: { percent: 100, spentUnits: 4, budgetUnits: 4 },
+    });
+    for (const request of receiver.received) {
+      expect(verifyWebhookSignature(secret, request.body, String(request.headers["berth-signature"]))).toBe(
+        true,
+      );
+    }
+
+    // Evaluated again (the next flush): both alerts were raised this month, nothing is emitted twice.
+    expect(await evaluateBudgets([tenant.tenantId], deps)).toEqual([
+      { tenantId: tenant.tenantId, alerts: [], stopped: [] },
+    ]);
+    await vi.waitFor(async () => {
+      const deliveries = await service.deliveries(tenant.scope, { endpointId: endpoint.id });
+      expect(deliveries.map((d) => [d.event, d.status]).sort()).toEqual([
+        ["budget.exhausted", "succeeded"],
+        ["budget.threshold_reached", "succeeded"],
+      ]);
+    });
+  });
+});
