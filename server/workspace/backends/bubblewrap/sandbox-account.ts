@@ -3,7 +3,7 @@ import path from "node:path";
 import { SANDBOX_WORKDIR } from "./sandbox-config";
 
 /** The account name a workspace's uid has inside its sandboxes. */
-export const SANDBOX_USER = "agent";
+const SANDBOX_USER = "agent";
 
 /** The identities this process has written files for (a file is only rewritten when it vanished). */
 const written = new Set<string>();
