@@ -42,7 +42,11 @@ export function registerBerthProcessors(
   registry.registerProcessor("audit.flush", auditFlushProcessor(deps));
   registry.registerProcessor(
     "metrics.flush",
-    metricsFlushProcessor({ ...deps, retentionDays: operations.metricsRetentionDays }),
+    metricsFlushProcessor({
+      ...deps,
+      retentionDays: operations.metricsRetentionDays,
+      otlp: operations.otlp,
+    }),
   );
   registry.registerProcessor(
     "metrics.sample",

@@ -2,18 +2,29 @@ import type { BerthJobCatalog } from "@/server/queue/catalog";
 import { flushStageSamples, type StageBufferDeps } from "@/server/modules/metrics/stage-buffer.service";
 import type { DriverSet } from "@/server/engine/driver-set";
 import { sampleWorkspaceResources } from "@/server/modules/metrics/resource-usage.service";
+import { exportMetricsIfDue } from "@/server/modules/metrics/otlp-export.service";
+import type { OtlpExportConfig } from "@/server/config/operations";
 import type { JobProcessor } from "../registry";
 
-/** `metrics.flush`: stage timings from the Redis buffer into Postgres, then the retention prune. */
+/**
+ * `metrics.flush`: stage timings from the Redis buffer into Postgres, then the retention prune, then (when
+ * an OTLP endpoint is configured and the interval is due) the figures to the OpenTelemetry collector. A
+ * collector that fails is logged, never a failed flush: the timings are already safe in Postgres.
+ */
 export function metricsFlushProcessor(
-  deps: StageBufferDeps & { retentionDays: number },
+  deps: StageBufferDeps & { retentionDays: number; otlp: OtlpExportConfig | null },
 ): JobProcessor<BerthJobCatalog, "metrics.flush"> {
+  const startedAt = new Date();
   return async ({ payload, log }) => {
     const result = await flushStageSamples({ retentionDays: deps.retentionDays }, deps);
     if (result.written > 0 || result.pruned > 0 || result.unreadable > 0) {
       log.info({ ...result, trigger: payload.trigger }, "stage timings flushed");
     }
-    return result;
+    const exported = await exportMetricsIfDue(deps.otlp, { ...deps, startedAt }).catch((error: unknown) => {
+      log.warn({ err: error }, "OpenTelemetry export failed; retried at the next interval");
+      return "failed" as const;
+    });
+    return { ...result, otlp: exported };
   };
 }
 

@@ -1,8 +1,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { Queue } from "bullmq";
-import { getQueues } from "@/server/queue/queues";
 import { AppError } from "@/server/shared/errors";
-import { STAGE_BUCKETS_MS, stageHistograms, workspaceCounts } from "./metrics.data";
+import { type Labels, metricsSnapshot } from "./metrics-snapshot";
 
 /**
  * `GET /api/metrics` in the Prometheus text format (0.0.4). Every name and label is listed in
@@ -20,8 +19,6 @@ export function assertMetricsToken(configured: string | null, authorization: str
     throw new AppError("UNAUTHORIZED", "a valid metrics bearer token is required");
   }
 }
-
-type Labels = Record<string, string>;
 
 function labelText(labels: Labels): string {
   const parts = Object.entries(labels).map(
@@ -45,66 +42,23 @@ class Exposition {
   }
 }
 
-const JOB_STATES = ["waiting", "active", "delayed", "prioritized", "failed", "completed"] as const;
-
 /** The exposition; `queues` defaults to the process' queues (tests pass their own). */
-export async function renderMetrics(
-  deps: { queues: readonly Queue[] } = { queues: getQueues().all() },
-): Promise<string> {
+export async function renderMetrics(deps?: { queues: readonly Queue[] }): Promise<string> {
   const out = new Exposition();
-  out.family("berth_workspaces", "gauge", "Workspaces by state and backend.");
-  for (const row of await workspaceCounts()) {
-    out.sample("berth_workspaces", { state: row.state, backend: row.backend }, row.count);
-  }
-
-  const histograms = await stageHistograms();
-  out.family(
-    "berth_provisions_total",
-    "counter",
-    "Provision jobs by backend, path and outcome (stored samples).",
-  );
-  out.family("berth_turns_total", "counter", "Chat turns by backend and outcome (stored samples).");
-  for (const row of histograms) {
-    const outcome = row.ok ? "ok" : "failed";
-    if (row.kind === "provision" && row.stage === "total") {
-      out.sample("berth_provisions_total", { backend: row.backend, path: row.path, outcome }, row.count);
+  for (const family of await metricsSnapshot(deps)) {
+    out.family(family.name, family.type, family.help);
+    if (family.type !== "histogram") {
+      for (const point of family.points) out.sample(family.name, point.labels, point.value);
+      continue;
     }
-    if (row.kind === "turn" && row.stage === "model") {
-      out.sample("berth_turns_total", { backend: row.backend, outcome }, row.count);
+    for (const point of family.points) {
+      point.bounds.forEach((bound, index) => {
+        out.sample(`${family.name}_bucket`, { ...point.labels, le: String(bound) }, point.cumulative[index]!);
+      });
+      out.sample(`${family.name}_bucket`, { ...point.labels, le: "+Inf" }, point.count);
+      out.sample(`${family.name}_sum`, point.labels, point.sum);
+      out.sample(`${family.name}_count`, point.labels, point.count);
     }
-  }
-  out.family(
-    "berth_stage_duration_seconds",
-    "histogram",
-    "Duration of each stage of provisions, attaches and turns, by kind, backend, path, stage and outcome.",
-  );
-  for (const row of histograms) {
-    const labels = {
-      kind: row.kind,
-      backend: row.backend,
-      path: row.path,
-      stage: row.stage,
-      outcome: row.ok ? "ok" : "failed",
-    };
-    STAGE_BUCKETS_MS.forEach((bound, index) => {
-      out.sample(
-        "berth_stage_duration_seconds_bucket",
-        { ...labels, le: String(bound / 1000) },
-        row.buckets[index]!,
-      );
-    });
-    out.sample("berth_stage_duration_seconds_bucket", { ...labels, le: "+Inf" }, row.count);
-    out.sample("berth_stage_duration_seconds_sum", labels, row.sumMs / 1000);
-    out.sample("berth_stage_duration_seconds_count", labels, row.count);
-  }
-
-  out.family("berth_jobs", "gauge", "BullMQ jobs by queue and state (waiting + prioritized = queue depth).");
-  out.family("berth_queue_depth", "gauge", "Jobs waiting to be picked up, by queue.");
-  for (const queue of deps.queues) {
-    const counts = await queue.getJobCounts(...JOB_STATES);
-    for (const state of JOB_STATES)
-      out.sample("berth_jobs", { queue: queue.name, state }, counts[state] ?? 0);
-    out.sample("berth_queue_depth", { queue: queue.name }, (counts.waiting ?? 0) + (counts.prioritized ?? 0));
   }
   return out.text();
 }
