@@ -54,7 +54,10 @@ export type DockerWorkspaceRequest = DockerWorkspaceRef & {
   resources?: WorkspaceResources;
 };
 
-/** A ready workspace container: its gateway answered a health check with this instance's nonce. */
+/**
+ * A running workspace container whose workdir is the workspace user's: commands can run. Its gateway may
+ * still be starting (`gateway.ready`); MCP and file requests through it wait for it.
+ */
 export type DockerWorkspaceHandle = {
   ref: DockerWorkspaceRef;
   containerName: string;
@@ -140,9 +143,9 @@ export class DockerWorkspaceProvider {
   }
 
   /**
-   * Create-or-reattach: builds the image if needed, gets the container running (replacing a dead one),
-   * (re)starts the gateway with a fresh token, and resolves once it is healthy. Concurrent calls for one
-   * id share one attempt.
+   * Create-or-reattach: builds the image if needed, gets the container running (replacing a dead one) and
+   * (re)starts the gateway with a fresh token. Resolves as soon as commands can run; the gateway's health is
+   * `handle.gateway.ready` (progress reports it). Concurrent calls for one id share one attempt.
    */
   open(request: DockerWorkspaceRequest): Promise<DockerWorkspaceHandle> {
     const id = containerKey(request);
@@ -181,10 +184,15 @@ export class DockerWorkspaceProvider {
     onProgress?.({ type: "container", state: created ? "created" : "reattached", name });
 
     onProgress?.({ type: "gateway", state: "starting" });
-    const gateway = await startDockerGateway(container, this.config, hostRuntimeDir, {
-      reuseToken: request.reuseToken ?? false,
-    });
-    onProgress?.({ type: "gateway", state: "ready" });
+    const gateway = await startDockerGateway(
+      container,
+      this.config,
+      { hostRuntimeDir, hostWorkdir },
+      {
+        reuseToken: request.reuseToken ?? false,
+        onReady: () => onProgress?.({ type: "gateway", state: "ready" }),
+      },
+    );
 
     const backend = new DockerBackend({
       container,
