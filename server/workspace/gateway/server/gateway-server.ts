@@ -73,10 +73,12 @@ export function createGatewayServer(options: GatewayServerOptions): http.Server 
     socket.once("close", () => channels.delete(socket));
     serveChannel(socket, maxBodyBytes, (request, signal) => route(request, options, signal));
   });
-  // Upgraded connections are the server's no more: close them with it (a stopping gateway).
-  server.on("close", () => {
+  // Upgraded connections are no longer the server's, so close() would wait for them forever: it drops them.
+  const close = server.close.bind(server);
+  server.close = (callback) => {
     for (const socket of channels) socket.destroy();
-  });
+    return close(callback);
+  };
   return server;
 }
 
