@@ -144,7 +144,7 @@ describeDocker("Docker file operations through the gateway's file worker, exec a
     const other = await testbed.open(testbed.newProvider(), ws.ref);
     await other.gateway.ready;
     expect(other.gateway.instanceNonce).not.toBe(ws.gateway.instanceNonce);
-    const askedGateway = vi.spyOn(ws.gateway.files!, "readFile");
+    const askedGateway = vi.spyOn(ws.gateway.files, "readFile");
     const rotated = await execsDuring(ws, async () => {
       await ws.backend.writeFile("fallback/rotated.txt", "via exec");
       expect(await text(await ws.backend.readFile("fallback/rotated.txt"))).toBe("via exec");

@@ -146,7 +146,10 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
       .waitFor();
     await stateIn(summary, "stopped").waitFor();
     // Settled in the new state: the note now says the outcome.
-    await page.getByTestId("action-result").filter({ hasText: /^Stopped: files stay/ }).waitFor();
+    await page
+      .getByTestId("action-result")
+      .filter({ hasText: /^Stopped: files stay/ })
+      .waitFor();
     expect(await page.getByTestId("state-reason").textContent()).toContain("e2e: admin stop");
     expect((await getWorkspace(tenant.scope, liveId)).state).toBe("STOPPED");
 

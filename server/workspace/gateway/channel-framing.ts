@@ -13,7 +13,7 @@ export const CHANNEL_PATH = "/channel";
 export const CHANNEL_PROTOCOL = "berth-gateway-channel";
 export const CHANNEL_CANCEL = "CANCEL";
 /** A longer line is a broken peer: the connection is dropped. Above the gateway's 32 MiB body bound. */
-export const MAX_CHANNEL_LINE_BYTES = 64 * 1024 * 1024;
+const MAX_CHANNEL_LINE_BYTES = 64 * 1024 * 1024;
 
 /**
  * A `data` handler that calls `onLine` with each complete line (without its newline). Returns false (and

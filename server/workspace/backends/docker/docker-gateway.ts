@@ -75,20 +75,20 @@ const HEALTH_POLL_MAX_MS = 25;
 export async function startDockerGateway(
   container: Docker.Container,
   config: TDockerProviderConfig,
-  runtime: { hostRuntimeDir: string; hostWorkdir: string },
+  runtime: { hostRuntimeDir: string; hostWorkdir: string; containerStartedAt?: number },
   options: { reuseToken?: boolean; onReady?: () => void } = {},
 ): Promise<RunningGateway> {
   const { hostRuntimeDir } = runtime;
   const socketPath = path.join(hostRuntimeDir, path.basename(CONTAINER_PATHS.gatewaySocket));
   if (options.reuseToken) {
-    const running = await attachRunningGateway(config, hostRuntimeDir, socketPath);
+    const running = await attachRunningGateway(config, runtime, socketPath);
     if (running) return running;
   }
   const token = randomBytes(32).toString("base64url");
   const instanceNonce = randomBytes(16).toString("hex");
   const hostLog = path.join(hostRuntimeDir, path.basename(CONTAINER_PATHS.gatewayLog));
   // Written before the launch so a concurrent attacher never sees a healthy gateway without its token.
-  await writeCredentials(hostRuntimeDir, { token, instanceNonce });
+  await writeCredentials(hostRuntimeDir, { token, instanceNonce, launchedAt: Date.now() });
 
   const started = launchGateway(container, config, { token, instanceNonce });
   // The first command needs the workdir to be the workspace user's: chown it unless it already is.
@@ -193,7 +193,12 @@ function runningGateway(
   };
 }
 
-const ZGatewayCredentials = z.object({ token: z.string().min(1), instanceNonce: z.string().min(1) });
+const ZGatewayCredentials = z.object({
+  token: z.string().min(1),
+  instanceNonce: z.string().min(1),
+  /** Epoch ms of the launch: a gateway launched moments ago may still be booting. */
+  launchedAt: z.number().optional(),
+});
 
 /**
  * Where the running gateway's token lives so OTHER host processes (API replicas attaching after a worker
@@ -211,18 +216,32 @@ async function writeCredentials(hostRuntimeDir: string, credentials: z.infer<typ
   await fs.rename(temporary, file);
 }
 
-/** The gateway already running with the credentials on file, or null when there is none (or it is dead). */
+/**
+ * The gateway already running with the credentials on file, or null when there is none (or it is dead).
+ * One launched in the container's current run less than the start timeout ago may still be booting (its
+ * launcher does not wait for it): it is waited for rather than restarted under the launcher.
+ */
 async function attachRunningGateway(
   config: TDockerProviderConfig,
-  hostRuntimeDir: string,
+  runtime: { hostRuntimeDir: string; containerStartedAt?: number },
   socketPath: string,
 ): Promise<RunningGateway | null> {
-  const raw = await fs.readFile(gatewayCredentialsPath(hostRuntimeDir), "utf8").catch(() => null);
+  const raw = await fs.readFile(gatewayCredentialsPath(runtime.hostRuntimeDir), "utf8").catch(() => null);
   const parsed = raw === null ? null : ZGatewayCredentials.safeParse(safeJson(raw));
   if (!parsed?.success) return null;
-  const { token, instanceNonce } = parsed.data;
+  const { token, instanceNonce, launchedAt } = parsed.data;
   const client = new GatewayClient(new HttpGatewayTransport({ socketPath }, token));
-  const health = await client.healthOf(instanceNonce, 2_000);
+  const age = launchedAt === undefined ? Number.POSITIVE_INFINITY : Date.now() - launchedAt;
+  const mayBeBooting =
+    age < config.gateway.startTimeoutMs &&
+    launchedAt !== undefined &&
+    launchedAt >= (runtime.containerStartedAt ?? Number.POSITIVE_INFINITY);
+  const health = mayBeBooting
+    ? await waitForGatewayHealthy(client, instanceNonce, {
+        timeoutMs: config.gateway.startTimeoutMs - age,
+        maxPollDelayMs: HEALTH_POLL_MAX_MS,
+      }).catch(() => null)
+    : await client.healthOf(instanceNonce, 2_000);
   if (!health) return null;
   return runningGateway(config, { socketPath, token, instanceNonce, ready: Promise.resolve(health) });
 }

@@ -171,7 +171,7 @@ export class DockerWorkspaceProvider {
     const image = await this.images.ensure(await this.bundle(), (progress) =>
       onProgress?.({ type: "image", ...progress }),
     );
-    const { container, created } = await ensureRunningContainer(this.docker, this.config, {
+    const { container, created, startedAt } = await ensureRunningContainer(this.docker, this.config, {
       ...ref,
       agentId: request.agentId,
       installation: await this.installationId(),
@@ -187,7 +187,7 @@ export class DockerWorkspaceProvider {
     const gateway = await startDockerGateway(
       container,
       this.config,
-      { hostRuntimeDir, hostWorkdir },
+      { hostRuntimeDir, hostWorkdir, containerStartedAt: startedAt },
       {
         reuseToken: request.reuseToken ?? false,
         onReady: () => onProgress?.({ type: "gateway", state: "ready" }),

@@ -8,7 +8,7 @@ import {
   lineSplitter,
   splitFields,
 } from "../channel-framing";
-import type { GatewayEndpoint, GatewayRequest, GatewayResponse } from "./gateway-transport";
+import type { GatewayEndpoint, GatewayRequest, GatewayResponse } from "./gateway-wire";
 
 type Pending = {
   request: GatewayRequest;

@@ -12,7 +12,8 @@ import {
   ZGatewayToolList,
   type TGatewayHealth,
 } from "../gateway-protocol";
-import type { GatewayRequest, GatewayTransport } from "./gateway-transport";
+import type { GatewayTransport } from "./gateway-transport";
+import type { GatewayRequest } from "./gateway-wire";
 
 export type GatewayClientOptions = {
   /** Bound on registry calls (add, remove, list). Tool calls use their own timeout. Default 60 s. */

@@ -14,7 +14,8 @@ import {
   type TGatewayFileOp,
 } from "../gateway-protocol";
 import { gatewayError, parseGatewayJson } from "./gateway-client";
-import { openGatewayStream, type GatewayEndpoint } from "./gateway-transport";
+import { openGatewayStream } from "./gateway-transport";
+import type { GatewayEndpoint } from "./gateway-wire";
 
 export type GatewayFileClientOptions = {
   /** Bound on an answer's headers (a read's first byte, a write's 100-continue, a stat's JSON). Default 5 min. */

@@ -2,20 +2,7 @@ import http from "node:http";
 import type { Readable } from "node:stream";
 import { AppError, isAppError } from "@/server/shared/errors";
 import { GatewayChannel } from "./gateway-channel";
-
-/** Where the host reaches a gateway: a unix socket (Docker, via the bind mount) or a TCP address. */
-export type GatewayEndpoint = { socketPath: string } | { host: string; port: number };
-
-export type GatewayRequest = {
-  method: "GET" | "POST" | "DELETE";
-  /** Path plus query string, already encoded (see gatewayPaths). */
-  path: string;
-  body?: unknown;
-  timeoutMs: number;
-  signal?: AbortSignal | undefined;
-};
-
-export type GatewayResponse = { status: number; body: Buffer };
+import type { GatewayEndpoint, GatewayRequest, GatewayResponse } from "./gateway-wire";
 
 /**
  * How requests travel to a gateway. Docker uses HTTP over the bind-mounted unix socket; E2B and

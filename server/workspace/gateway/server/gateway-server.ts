@@ -83,7 +83,7 @@ export function createGatewayServer(options: GatewayServerOptions): http.Server 
 }
 
 /** A request as `route` needs it, whether it came as HTTP or as a channel frame. */
-export type GatewayRouteRequest = { method: string; url: string; body: () => Promise<unknown> };
+type GatewayRouteRequest = { method: string; url: string; body: () => Promise<unknown> };
 
 async function route(
   req: GatewayRouteRequest,
