@@ -49,8 +49,9 @@ const CHOWN_WORKDIR = `chown "$1" ${CONTAINER_PATHS.workdir}`;
  */
 const LAUNCH = [
   `p=$(cat ${CONTAINER_PATHS.gatewayPidFile} 2>/dev/null)`,
-  // The pid file survives container restarts on the bind mount: only signal it if it IS a gateway.
-  'if [ -n "$p" ] && grep -q berth-gateway "/proc/$p/cmdline" 2>/dev/null && kill -TERM "$p" 2>/dev/null; then',
+  // The pid file survives container restarts on the bind mount: only signal it if it IS a gateway, and not
+  // this very shell (a restarted container hands out the same pids, and this script names the bundle too).
+  'if [ -n "$p" ] && [ "$p" != "$$" ] && grep -q berth-gateway "/proc/$p/cmdline" 2>/dev/null && kill -TERM "$p" 2>/dev/null; then',
   '  i=0; while kill -0 "$p" 2>/dev/null && [ $i -lt 150 ]; do sleep 0.02; i=$((i+1)); done',
   '  kill -KILL "$p" 2>/dev/null',
   "fi",
@@ -75,7 +76,13 @@ const HEALTH_POLL_MAX_MS = 25;
 export async function startDockerGateway(
   container: Docker.Container,
   config: TDockerProviderConfig,
-  runtime: { hostRuntimeDir: string; hostWorkdir: string; containerStartedAt?: number },
+  runtime: {
+    hostRuntimeDir: string;
+    hostWorkdir: string;
+    containerStartedAt?: number;
+    /** True when a chown on the host gives the container's user the workdir (root host, no user namespace). */
+    hostSetsOwners?: () => Promise<boolean>;
+  },
   options: { reuseToken?: boolean; onReady?: () => void } = {},
 ): Promise<RunningGateway> {
   const { hostRuntimeDir } = runtime;
@@ -94,7 +101,9 @@ export async function startDockerGateway(
   // The first command needs the workdir to be the workspace user's: chown it unless it already is.
   const workdirReady = (await ownedBy(runtime.hostWorkdir, config))
     ? Promise.resolve()
-    : chownWorkdir(container, config);
+    : (await runtime.hostSetsOwners?.())
+      ? fs.chown(runtime.hostWorkdir, config.uid, config.gid)
+      : chownWorkdir(container, config);
   const probe = new GatewayClient(new HttpGatewayTransport({ socketPath }, token));
   const ready = started
     .then(() =>

@@ -112,6 +112,20 @@ export class DockerWorkspaceProvider {
     }
   }
 
+  /**
+   * Whether this process can hand a workdir to the workspace user with a host-side chown (no exec): it runs
+   * as root and the engine maps no user namespace (rootless or userns-remap would shift the uid).
+   */
+  private ownersOnHost: Promise<boolean> | null = null;
+  private readonly hostSetsOwners = (): Promise<boolean> => {
+    this.ownersOnHost ??= (async () => {
+      if (process.getuid?.() !== 0) return false;
+      const info = (await this.docker.info()) as { SecurityOptions?: string[] };
+      return !(info.SecurityOptions ?? []).some((option) => /name=(userns|rootless)/.test(option));
+    })().catch(() => false);
+    return this.ownersOnHost;
+  };
+
   /** Resolves once the engine answers; rejects with UNAVAILABLE and the reason otherwise. */
   async ping(): Promise<void> {
     try {
@@ -187,7 +201,7 @@ export class DockerWorkspaceProvider {
     const gateway = await startDockerGateway(
       container,
       this.config,
-      { hostRuntimeDir, hostWorkdir, containerStartedAt: startedAt },
+      { hostRuntimeDir, hostWorkdir, containerStartedAt: startedAt, hostSetsOwners: this.hostSetsOwners },
       {
         reuseToken: request.reuseToken ?? false,
         onReady: () => onProgress?.({ type: "gateway", state: "ready" }),
