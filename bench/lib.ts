@@ -11,9 +11,25 @@ export type BenchResult = {
   baselineValue: number;
   /** value / baselineValue (lower is better unless the name says otherwise). */
   ratio: number;
-  /** Optional target, e.g. "≤ 3×", printed next to the ratio. */
+  /** Optional aim in words, e.g. "≤ 3×", printed next to the ratio (informational). */
   goal?: string;
+  /** A target the ratio must meet: a missed one is printed as MISSED and fails `npm run bench`. */
+  target?: BenchTarget;
 };
+
+/** The ratio's bound: `atMost` for costs (lower is better), `atLeast` for throughputs. */
+export type BenchTarget = { atMost: number } | { atLeast: number };
+
+/** True when the ratio meets its target (always true without one). */
+export function meetsTarget(r: Pick<BenchResult, "ratio" | "target">): boolean {
+  if (!r.target) return true;
+  return "atMost" in r.target ? r.ratio <= r.target.atMost : r.ratio >= r.target.atLeast;
+}
+
+/** The target as printed: `≤ 2×`. */
+export function describeTarget(target: BenchTarget): string {
+  return "atMost" in target ? `≤ ${target.atMost}×` : `≥ ${target.atLeast}×`;
+}
 
 export type BenchModule = { run(): Promise<BenchResult[]> };
 

@@ -1,7 +1,7 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import type { BenchModule, BenchResult } from "./lib";
+import { describeTarget, meetsTarget, type BenchModule, type BenchResult } from "./lib";
 
 /**
  * Runs every `bench/*.bench.ts` (or only those whose file name contains an argument, e.g.
@@ -32,11 +32,18 @@ for (const file of files) {
 
 const format = (value: number) =>
   !Number.isFinite(value) ? String(value) : Math.abs(value) >= 100 ? value.toFixed(0) : value.toPrecision(3);
+/** A target's outcome next to the ratio (`target ≤ 2×: met`), else the informational goal. */
+const verdict = (r: BenchResult) =>
+  r.target
+    ? ` (target ${describeTarget(r.target)}: ${meetsTarget(r) ? "met" : "MISSED"})`
+    : r.goal
+      ? ` (goal ${r.goal})`
+      : "";
 const rows = results.map((r) => [
   r.name,
   `${format(r.value)} ${r.unit}`,
   `${format(r.baselineValue)} ${r.unit}`,
-  `${format(r.ratio)}×${r.goal ? ` (goal ${r.goal})` : ""}`,
+  `${format(r.ratio)}×${verdict(r)}`,
   r.baseline,
 ]);
 const header = ["benchmark", "value", "baseline value", "ratio", "baseline"];
@@ -47,13 +54,23 @@ const line = (cells: string[]) => cells.map((cell, column) => cell.padEnd(widths
 process.stdout.write(`\n${line(header)}\n${widths.map((w) => "-".repeat(w)).join("-|-")}\n`);
 for (const row of rows) process.stdout.write(`${line(row)}\n`);
 
-const output = results.map(({ name, value, unit, baseline, baselineValue, ratio }) => ({
+const output = results.map(({ name, value, unit, baseline, baselineValue, ratio, target }) => ({
   name,
   value,
   unit,
   baseline,
   baselineValue,
   ratio,
+  ...(target ? { target, met: meetsTarget({ ratio, target }) } : {}),
 }));
 await fs.writeFile(path.join(benchDir, "results.json"), `${JSON.stringify(output, null, 2)}\n`);
 process.stdout.write(`\nwrote bench/results.json (${output.length} figures)\n`);
+
+const missed = results.filter((r) => !meetsTarget(r));
+if (missed.length > 0) {
+  process.stdout.write(`\n${missed.length} target(s) missed:\n`);
+  for (const r of missed) {
+    process.stdout.write(`  ${r.name}: ${format(r.ratio)}× (target ${describeTarget(r.target!)})\n`);
+  }
+  process.exitCode = 1;
+}

@@ -142,8 +142,9 @@ describeDocker("Docker file operations through the gateway's file worker, exec a
   it("falls back to exec when the token was rotated by another process, and when the gateway is down", async () => {
     // Another process opens the same workspace without reusing the token: the gateway restarts.
     const other = await testbed.open(testbed.newProvider(), ws.ref);
+    await other.gateway.ready;
     expect(other.gateway.instanceNonce).not.toBe(ws.gateway.instanceNonce);
-    const askedGateway = vi.spyOn(ws.gateway.files!, "readFile");
+    const askedGateway = vi.spyOn(ws.gateway.files, "readFile");
     const rotated = await execsDuring(ws, async () => {
       await ws.backend.writeFile("fallback/rotated.txt", "via exec");
       expect(await text(await ws.backend.readFile("fallback/rotated.txt"))).toBe("via exec");

@@ -57,6 +57,8 @@ describeDocker(
       const workspace = await first.manager.getWorkspace(request);
       expect(workspace.isolated).toBe(true);
       expect(workspace.workdir).toBe("/workspace");
+      // Commands run before the gateway is up; its "ready" follows once it answers.
+      await first.docker.handleOf(workspace.backend)!.gateway.ready;
       expect(events.map((event) => event.type)).toEqual(["image", "container", "gateway", "gateway"]);
       expect(events).toContainEqual(expect.objectContaining({ type: "container", state: "created" }));
 
@@ -100,7 +102,8 @@ describeDocker(
       expect((await reattached.backend.container.inspect()).Id).toBe(containerId);
       const cat = await again.backend.exec(["cat", "notes/todo.md"]);
       expect(cat.stdout.toString()).toBe("keep me\n");
-      // Every initialise mints a new gateway token: the old client is refused.
+      // Every initialise mints a new gateway token: once the new gateway runs, the old client is refused.
+      await reattached.gateway.ready;
       await expect(handle.gateway.client.listMcps({ agentId: "", sessionId: "" })).rejects.toMatchObject({
         code: "UNAUTHORIZED",
       });

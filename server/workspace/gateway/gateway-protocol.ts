@@ -15,8 +15,9 @@ import type { McpScope } from "@/server/workspace/mcp/types";
 /**
  * 2: adds the `/files/*` endpoints (workspace file operations, see ZGatewayFileOp). A host must not call them
  * on a gateway that reports an older protocol: an old gateway answers them 404, which reads like a missing file.
+ * 3: adds the channel (channel-framing.ts); hosts find out by asking for it, an older gateway refuses.
  */
-export const GATEWAY_PROTOCOL_VERSION = 2;
+export const GATEWAY_PROTOCOL_VERSION = 3;
 /** The first protocol with the file endpoints. */
 export const GATEWAY_FILES_PROTOCOL = 2;
 

@@ -156,13 +156,15 @@ async function text(stream: Readable): Promise<string> {
 }
 
 describe("a gateway older than the file endpoints", () => {
-  it("is attached without a file client, so the Docker backend keeps using exec", async () => {
+  it("is attached with a file client that refuses untouched, so the Docker backend keeps using exec", async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), "berth-gw-old-"));
     const runtimeDir = path.join(dir, "rt");
     await fs.mkdir(runtimeDir);
     const socketPath = path.join(runtimeDir, "gateway.sock");
     // What a protocol-1 gateway answers: health only (its /files/* would be a 404 that reads "not found").
-    const old = createServer((_req, res) => {
+    const asked: string[] = [];
+    const old = createServer((req, res) => {
+      asked.push(req.url ?? "");
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify({ status: "ok", instance_nonce: "old-nonce", protocol: 1, pid: 1 }));
     });
@@ -174,9 +176,16 @@ describe("a gateway older than the file endpoints", () => {
       );
       const config = ZDockerProviderConfig.parse({ dataRoot: dir });
       const container = {} as never; // attaching to a healthy gateway never touches the container
-      const gateway = await startDockerGateway(container, config, runtimeDir, { reuseToken: true });
-      expect(gateway.protocol).toBe(1);
-      expect(gateway.files).toBeNull();
+      const gateway = await startDockerGateway(
+        container,
+        config,
+        { hostRuntimeDir: runtimeDir, hostWorkdir: dir },
+        { reuseToken: true },
+      );
+      expect((await gateway.ready).protocol).toBe(1);
+      const refused = await gateway.files.stat("/workspace/a.txt").catch((error: unknown) => error);
+      expect(canFallBack(refused)).toBe(true);
+      expect(asked.filter((url) => url.startsWith("/files/"))).toEqual([]);
     } finally {
       await new Promise((resolve) => old.close(resolve));
       await fs.rm(dir, { recursive: true, force: true });

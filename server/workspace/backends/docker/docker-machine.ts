@@ -49,6 +49,8 @@ export class DockerMachineController implements MachineController {
       ...(spec.resources ? { resources: spec.resources } : {}),
       onProgress: onProgress && ((event) => onProgress(progressOf(event))),
     });
+    // A provisioned workspace is a working one: the gateway must have started (else this fails with its log).
+    await handle.gateway.ready;
     // The container is named by the ids; the handle records it for operators and for reconcile.
     return { container: handle.containerName };
   }

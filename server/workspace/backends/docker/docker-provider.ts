@@ -54,7 +54,10 @@ export type DockerWorkspaceRequest = DockerWorkspaceRef & {
   resources?: WorkspaceResources;
 };
 
-/** A ready workspace container: its gateway answered a health check with this instance's nonce. */
+/**
+ * A running workspace container whose workdir is the workspace user's: commands can run. Its gateway may
+ * still be starting (`gateway.ready`); MCP and file requests through it wait for it.
+ */
 export type DockerWorkspaceHandle = {
   ref: DockerWorkspaceRef;
   containerName: string;
@@ -109,6 +112,20 @@ export class DockerWorkspaceProvider {
     }
   }
 
+  /**
+   * Whether this process can hand a workdir to the workspace user with a host-side chown (no exec): it runs
+   * as root and the engine maps no user namespace (rootless or userns-remap would shift the uid).
+   */
+  private ownersOnHost: Promise<boolean> | null = null;
+  private readonly hostSetsOwners = (): Promise<boolean> => {
+    this.ownersOnHost ??= (async () => {
+      if (process.getuid?.() !== 0) return false;
+      const info = (await this.docker.info()) as { SecurityOptions?: string[] };
+      return !(info.SecurityOptions ?? []).some((option) => /name=(userns|rootless)/.test(option));
+    })().catch(() => false);
+    return this.ownersOnHost;
+  };
+
   /** Resolves once the engine answers; rejects with UNAVAILABLE and the reason otherwise. */
   async ping(): Promise<void> {
     try {
@@ -140,9 +157,9 @@ export class DockerWorkspaceProvider {
   }
 
   /**
-   * Create-or-reattach: builds the image if needed, gets the container running (replacing a dead one),
-   * (re)starts the gateway with a fresh token, and resolves once it is healthy. Concurrent calls for one
-   * id share one attempt.
+   * Create-or-reattach: builds the image if needed, gets the container running (replacing a dead one) and
+   * (re)starts the gateway with a fresh token. Resolves as soon as commands can run; the gateway's health is
+   * `handle.gateway.ready` (progress reports it). Concurrent calls for one id share one attempt.
    */
   open(request: DockerWorkspaceRequest): Promise<DockerWorkspaceHandle> {
     const id = containerKey(request);
@@ -168,7 +185,7 @@ export class DockerWorkspaceProvider {
     const image = await this.images.ensure(await this.bundle(), (progress) =>
       onProgress?.({ type: "image", ...progress }),
     );
-    const { container, created } = await ensureRunningContainer(this.docker, this.config, {
+    const { container, created, startedAt } = await ensureRunningContainer(this.docker, this.config, {
       ...ref,
       agentId: request.agentId,
       installation: await this.installationId(),
@@ -181,10 +198,15 @@ export class DockerWorkspaceProvider {
     onProgress?.({ type: "container", state: created ? "created" : "reattached", name });
 
     onProgress?.({ type: "gateway", state: "starting" });
-    const gateway = await startDockerGateway(container, this.config, hostRuntimeDir, {
-      reuseToken: request.reuseToken ?? false,
-    });
-    onProgress?.({ type: "gateway", state: "ready" });
+    const gateway = await startDockerGateway(
+      container,
+      this.config,
+      { hostRuntimeDir, hostWorkdir, containerStartedAt: startedAt, hostSetsOwners: this.hostSetsOwners },
+      {
+        reuseToken: request.reuseToken ?? false,
+        onReady: () => onProgress?.({ type: "gateway", state: "ready" }),
+      },
+    );
 
     const backend = new DockerBackend({
       container,

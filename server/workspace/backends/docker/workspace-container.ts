@@ -96,12 +96,13 @@ function containerCreateOptions(
  * Create-or-get for the workspace's container, then make sure it runs. The deterministic name makes
  * this idempotent across process restarts (reattach) and races (a 409 on create means another process
  * created it first: use that one). A container that cannot start (dead, removed mount) is replaced.
+ * `startedAt` (epoch ms) is when the container's current run began: no gateway launched before it runs.
  */
 export async function ensureRunningContainer(
   docker: Docker,
   config: TDockerProviderConfig,
   spec: ContainerSpec,
-): Promise<{ container: Docker.Container; created: boolean }> {
+): Promise<{ container: Docker.Container; created: boolean; startedAt: number }> {
   const options = containerCreateOptions(config, spec);
   const wantedHash = options.Labels?.[LABELS.configHash];
   const name = options.name!;
@@ -126,7 +127,9 @@ export async function ensureRunningContainer(
     let created = false;
     if (existing) {
       container = docker.getContainer(existing.Id);
-      if (existing.State.Running && !existing.State.Paused) return { container, created };
+      if (existing.State.Running && !existing.State.Paused) {
+        return { container, created, startedAt: Date.parse(existing.State.StartedAt) };
+      }
       if (existing.State.Paused) await container.unpause();
     } else {
       try {
@@ -147,7 +150,7 @@ export async function ensureRunningContainer(
         continue;
       }
     }
-    return { container, created };
+    return { container, created, startedAt: Date.now() };
   }
   throw new AppError("UNAVAILABLE", `Could not get workspace container ${name} running`);
 }

@@ -3,10 +3,9 @@ import https from "node:https";
 import { AppError, isAppError } from "@/server/shared/errors";
 import {
   collectGatewayResponse,
-  type GatewayRequest,
-  type GatewayResponse,
   type GatewayTransport,
 } from "@/server/workspace/gateway/client/gateway-transport";
+import type { GatewayRequest, GatewayResponse } from "@/server/workspace/gateway/client/gateway-wire";
 
 /**
  * Where a sandbox port is reached from the host: the name `sandbox.getHost(port)` gives (sent as the Host,

@@ -12,11 +12,17 @@ import {
   ZGatewayToolList,
   type TGatewayHealth,
 } from "../gateway-protocol";
-import type { GatewayRequest, GatewayTransport } from "./gateway-transport";
+import type { GatewayTransport } from "./gateway-transport";
+import type { GatewayRequest } from "./gateway-wire";
 
 export type GatewayClientOptions = {
   /** Bound on registry calls (add, remove, list). Tool calls use their own timeout. Default 60 s. */
   requestTimeoutMs?: number;
+  /**
+   * A gateway still starting: every request waits for this first, and fails with its error when the
+   * gateway did not start (the health checks that decide it use a client without one).
+   */
+  ready?: Promise<unknown>;
 };
 
 /** Headroom so the gateway reports an upstream timeout (504) before the host gives up on the socket. */
@@ -25,12 +31,14 @@ const HOST_TIMEOUT_MARGIN_MS = 5_000;
 /** Typed calls to one gateway instance; every failure is an AppError. */
 export class GatewayClient {
   private readonly requestTimeoutMs: number;
+  private readonly ready: Promise<unknown> | undefined;
 
   constructor(
     private readonly transport: GatewayTransport,
     options: GatewayClientOptions = {},
   ) {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 60_000;
+    this.ready = options.ready;
   }
 
   async health(timeoutMs = 5_000): Promise<TGatewayHealth> {
@@ -104,6 +112,7 @@ export class GatewayClient {
   }
 
   private async send<S extends z.ZodType>(request: GatewayRequest, schema: S): Promise<z.infer<S>> {
+    if (this.ready) await this.ready;
     const response = await this.transport.request(request);
     const text = response.body.toString("utf8");
     if (response.status >= 400) throw gatewayError(response.status, text);
@@ -173,23 +182,24 @@ function codeForStatus(status: number): AppErrorCode {
 
 /**
  * Waits until the gateway answers /health with `expectedNonce` (so a stale instance or a leftover socket
- * never counts), polling with exponential backoff (10 ms doubling to 500 ms) up to a deadline. Resolves with
- * that health answer (its `protocol` says which endpoints the gateway serves).
+ * never counts), polling with exponential backoff (10 ms doubling to `maxPollDelayMs`, default 500 ms) up to
+ * a deadline. Resolves with that health answer (its `protocol` says which endpoints the gateway serves).
  */
 export async function waitForGatewayHealthy(
   client: GatewayClient,
   expectedNonce: string,
-  options: { timeoutMs: number; diagnostics?: () => Promise<string> },
+  options: { timeoutMs: number; maxPollDelayMs?: number; diagnostics?: () => Promise<string> },
 ): Promise<TGatewayHealth> {
+  const maxDelay = options.maxPollDelayMs ?? 500;
   const deadline = Date.now() + options.timeoutMs;
-  let delay = 10;
+  let delay = Math.min(10, maxDelay);
   for (;;) {
     const remaining = deadline - Date.now();
     const health = await client.healthOf(expectedNonce, Math.max(100, Math.min(2_000, remaining)));
     if (health) return health;
     if (Date.now() + delay > deadline) break;
     await new Promise((resolve) => setTimeout(resolve, delay));
-    delay = Math.min(delay * 2, 500);
+    delay = Math.min(delay * 2, maxDelay);
   }
   const log = options.diagnostics ? await options.diagnostics().catch(() => "") : "";
   throw new AppError("UNAVAILABLE", `the MCP gateway did not become healthy within ${options.timeoutMs} ms`, {

@@ -14,11 +14,17 @@ import {
   type TGatewayFileOp,
 } from "../gateway-protocol";
 import { gatewayError, parseGatewayJson } from "./gateway-client";
-import { openGatewayStream, type GatewayEndpoint } from "./gateway-transport";
+import { openGatewayStream } from "./gateway-transport";
+import type { GatewayEndpoint } from "./gateway-wire";
 
 export type GatewayFileClientOptions = {
   /** Bound on an answer's headers (a read's first byte, a write's 100-continue, a stat's JSON). Default 5 min. */
   requestTimeoutMs?: number;
+  /**
+   * A gateway still starting: resolves true once it serves the file endpoints, false when it is too old to.
+   * Operations wait for it, and refuse with a fall-back error when it is false or the gateway did not start.
+   */
+  ready?: Promise<boolean>;
 };
 
 /** Set in `details` of errors after which the SAME operation may be sent another way (nothing happened). */
@@ -34,6 +40,7 @@ const MAX_JSON_BYTES = 64 * 1024 * 1024;
  */
 export class GatewayFileClient {
   private readonly timeoutMs: number;
+  private readonly ready: Promise<boolean> | undefined;
 
   constructor(
     private readonly endpoint: GatewayEndpoint,
@@ -41,6 +48,7 @@ export class GatewayFileClient {
     options: GatewayFileClientOptions = {},
   ) {
     this.timeoutMs = options.requestTimeoutMs ?? 5 * 60_000;
+    this.ready = options.ready;
   }
 
   /** `start` and `end` are inclusive byte offsets, as in the port. */
@@ -101,6 +109,7 @@ export class GatewayFileClient {
     params: Record<string, string | number | undefined>,
     body?: Readable,
   ): Promise<http.IncomingMessage> {
+    if (this.ready) await this.serving();
     try {
       const { body: answer } = await openGatewayStream(this.endpoint, this.token, {
         method: FILE_OP_METHODS[op],
@@ -118,6 +127,21 @@ export class GatewayFileClient {
       const unreached =
         (errno === "ENOENT" || errno === "ECONNREFUSED") && appError.details?.bodyStarted !== true;
       throw unreached ? withFallback(appError) : appError;
+    }
+  }
+
+  /** Waits for the gateway; nothing was sent when it refuses, so the operation may go another way. */
+  private async serving(): Promise<void> {
+    let serves: boolean;
+    try {
+      serves = await this.ready!;
+    } catch (error) {
+      throw withFallback(
+        new AppError("UNAVAILABLE", `the gateway is not running: ${String(error)}`, { cause: error }),
+      );
+    }
+    if (!serves) {
+      throw withFallback(new AppError("UNAVAILABLE", "the gateway is too old to serve file operations"));
     }
   }
 

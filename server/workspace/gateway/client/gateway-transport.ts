@@ -1,20 +1,8 @@
 import http from "node:http";
 import type { Readable } from "node:stream";
 import { AppError, isAppError } from "@/server/shared/errors";
-
-/** Where the host reaches a gateway: a unix socket (Docker, via the bind mount) or a TCP address. */
-export type GatewayEndpoint = { socketPath: string } | { host: string; port: number };
-
-export type GatewayRequest = {
-  method: "GET" | "POST" | "DELETE";
-  /** Path plus query string, already encoded (see gatewayPaths). */
-  path: string;
-  body?: unknown;
-  timeoutMs: number;
-  signal?: AbortSignal | undefined;
-};
-
-export type GatewayResponse = { status: number; body: Buffer };
+import { GatewayChannel } from "./gateway-channel";
+import type { GatewayEndpoint, GatewayRequest, GatewayResponse } from "./gateway-wire";
 
 /**
  * How requests travel to a gateway. Docker uses HTTP over the bind-mounted unix socket; E2B and
@@ -50,14 +38,24 @@ const MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
  */
 export class HttpGatewayTransport implements GatewayTransport {
   private readonly agent = new http.Agent({ keepAlive: true, maxFreeSockets: 4 });
+  private readonly channel: GatewayChannel | null;
 
+  /**
+   * `channel`: send the JSON requests over the gateway channel (gateway-channel.ts) when the gateway
+   * speaks it, plain HTTP otherwise. For endpoints reached directly (a unix socket); a proxy in between
+   * may not pass an upgraded connection on.
+   */
   constructor(
     private readonly endpoint: GatewayEndpoint,
     private readonly token: string,
-  ) {}
+    options: { channel?: boolean } = {},
+  ) {
+    this.channel = options.channel ? new GatewayChannel(endpoint, token) : null;
+  }
 
-  request(request: GatewayRequest): Promise<GatewayResponse> {
-    return this.send(request, this.agent);
+  async request(request: GatewayRequest): Promise<GatewayResponse> {
+    const answered = this.channel ? await this.channel.request(request) : null;
+    return answered ?? this.send(request, this.agent);
   }
 
   /**

@@ -1,8 +1,10 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import http from "node:http";
+import type { Duplex } from "node:stream";
 import { AppError } from "@/server/shared/errors";
 import { ZMcpDeclaration, type McpScope } from "@/server/workspace/mcp/types";
 import { GATEWAY_PROTOCOL_VERSION, ZGatewayCallToolBody, type TGatewayHealth } from "../gateway-protocol";
+import { isChannelUpgrade, serveChannel } from "./gateway-channel-server";
 import type { FileService } from "./file-worker";
 import { expectsContinue, sendError, sendJson } from "./http-util";
 import type { ScopeRegistry } from "./scope-registry";
@@ -25,10 +27,11 @@ export type GatewayServerOptions = {
 export function createGatewayServer(options: GatewayServerOptions): http.Server {
   const expectedDigest = digest(`Bearer ${options.token}`);
   const maxBodyBytes = options.maxBodyBytes ?? 32 * 1024 * 1024;
+  const authorised = (req: http.IncomingMessage) =>
+    timingSafeEqual(digest(req.headers.authorization ?? ""), expectedDigest);
 
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
-    const header = req.headers.authorization ?? "";
-    if (!timingSafeEqual(digest(header), expectedDigest)) {
+    if (!authorised(req)) {
       // Before any body byte: a client waiting for 100-continue never sends it.
       res.writeHead(401, { "content-type": "text/plain" }).end("invalid gateway token");
       req.resume();
@@ -44,23 +47,50 @@ export function createGatewayServer(options: GatewayServerOptions): http.Server 
     res.on("close", () => {
       if (!res.writableFinished) abort.abort();
     });
-    route(req, options, maxBodyBytes, abort.signal)
+    const request = {
+      method: req.method ?? "GET",
+      url: req.url ?? "/",
+      body: () => readJson(req, maxBodyBytes),
+    };
+    route(request, options, abort.signal)
       .then((body) => sendJson(res, 200, body))
       .catch((error: unknown) => sendError(res, error));
   };
   const server = http.createServer(handler);
   // Writes ask before sending their body; the token check and the file service decide whether it comes.
   server.on("checkContinue", handler);
+  const channels = new Set<Duplex>();
+  server.on("upgrade", (req: http.IncomingMessage, socket: Duplex) => {
+    if (!isChannelUpgrade(req)) {
+      socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+      return;
+    }
+    if (!authorised(req)) {
+      socket.end("HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+      return;
+    }
+    channels.add(socket);
+    socket.once("close", () => channels.delete(socket));
+    serveChannel(socket, maxBodyBytes, (request, signal) => route(request, options, signal));
+  });
+  // Upgraded connections are no longer the server's, so close() would wait for them forever: it drops them.
+  const close = server.close.bind(server);
+  server.close = (callback) => {
+    for (const socket of channels) socket.destroy();
+    return close(callback);
+  };
   return server;
 }
 
+/** A request as `route` needs it, whether it came as HTTP or as a channel frame. */
+type GatewayRouteRequest = { method: string; url: string; body: () => Promise<unknown> };
+
 async function route(
-  req: http.IncomingMessage,
+  req: GatewayRouteRequest,
   options: GatewayServerOptions,
-  maxBodyBytes: number,
   signal: AbortSignal,
 ): Promise<unknown> {
-  const url = new URL(req.url ?? "/", "http://gateway");
+  const url = new URL(req.url, "http://gateway");
   const segments = url.pathname
     .split("/")
     .filter(Boolean)
@@ -75,7 +105,7 @@ async function route(
     agentId: url.searchParams.get("agent_id") ?? "",
     sessionId: url.searchParams.get("session_id") ?? "",
   };
-  const method = req.method ?? "GET";
+  const method = req.method;
   const { registry } = options;
   const [root, name, toolsSegment, tool, ...rest] = segments;
 
@@ -93,7 +123,7 @@ async function route(
   if (name === undefined) {
     if (method === "GET") return registry.list(scope);
     if (method === "POST") {
-      const parsed = ZMcpDeclaration.safeParse(await readJson(req, maxBodyBytes));
+      const parsed = ZMcpDeclaration.safeParse(await req.body());
       if (!parsed.success)
         throw new AppError("BAD_REQUEST", `invalid MCP declaration: ${parsed.error.message}`);
       await registry.add(scope, parsed.data);
@@ -107,7 +137,7 @@ async function route(
   } else if (toolsSegment === "tools") {
     if (tool === undefined && method === "GET") return registry.listTools(scope, name);
     if (tool !== undefined && method === "POST") {
-      const parsed = ZGatewayCallToolBody.safeParse(await readJson(req, maxBodyBytes));
+      const parsed = ZGatewayCallToolBody.safeParse(await req.body());
       if (!parsed.success) throw new AppError("BAD_REQUEST", `invalid call body: ${parsed.error.message}`);
       const result = await registry.callTool(scope, name, tool, parsed.data.arguments, {
         timeoutMs: parsed.data.timeout_ms,

@@ -3,7 +3,7 @@ import { toAppError } from "@/server/shared/errors";
 import type { TGatewayErrorBody } from "../gateway-protocol";
 
 /** AppError codes survive the hop: the host client rebuilds the same AppError from `code`. */
-function toHttpError(error: unknown): [number, TGatewayErrorBody] {
+export function errorAnswer(error: unknown): [number, TGatewayErrorBody] {
   const appError = toAppError(error);
   return [
     appError.httpStatus,
@@ -25,7 +25,7 @@ export function sendJson(res: http.ServerResponse, status: number, body: unknown
 /** Sends the error body, or cuts the connection when a streamed answer already started (the client sees it). */
 export function sendError(res: http.ServerResponse, error: unknown): void {
   if (res.headersSent) res.destroy();
-  else sendJson(res, ...toHttpError(error));
+  else sendJson(res, ...errorAnswer(error));
 }
 
 /** True when the client holds the body back until it sees `100 Continue`. */
