@@ -7,7 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { getDb } from "@/server/db";
 import { cliOperatorActor } from "@/server/modules/operator/operator-actor";
 import { grantOperator } from "@/server/modules/operator/operator.service";
@@ -131,6 +131,41 @@ describe.skipIf(!HAS_CHROMIUM)("operators: create a tenant whose owner accepts t
     await ownerPage.reload();
     await ownerPage.getByTestId("tenant-role").filter({ hasText: "owner" }).waitFor();
     await shot(operator, "tenant-detail");
+    expect(pageErrors.flat()).toEqual([]);
+  });
+
+  it("sets a tenant's quotas from its page: the owner sees them as the tenant's own, blank restores the default", async () => {
+    const form = operator.getByRole("form", { name: "Tenant quotas" });
+    const live = form.getByLabel("live workspaces", { exact: true });
+    expect(await live.inputValue()).toBe("");
+    await live.fill("3");
+    await form.getByLabel("memory per workspace", { exact: true }).fill("512");
+    await form.getByRole("button", { name: "Save quotas" }).click();
+    await operator.getByTestId("tenant-operator-audit").filter({ hasText: "tenant.quota.update" }).waitFor();
+    const tenantRow = await getDb().tenant.findUniqueOrThrow({ where: { slug: newTenant.slug } });
+    const stored = await getDb().tenantQuota.findUniqueOrThrow({ where: { tenantId: tenantRow.id } });
+    expect(stored).toMatchObject({ liveWorkspaces: 3, workspaceMemoryBytes: 512n * 1024n * 1024n });
+    // A value the limits refuse is an error on the form, and nothing changes.
+    await live.fill("-1");
+    await form.getByRole("button", { name: "Save quotas" }).click();
+    await operator.getByTestId("tenant-quotas-error").filter({ hasText: "liveWorkspaces" }).waitFor();
+
+    await ownerPage.goto(`${app.url}/t/${newTenant.slug}/settings`);
+    const ownRow = ownerPage.getByTestId("settings-quotas").getByTestId("quota-liveWorkspaces");
+    await ownRow.filter({ hasText: /of 3$/ }).waitFor();
+    expect(await ownRow.textContent()).toMatch(/tenant/);
+
+    await operator.reload();
+    await live.waitFor();
+    expect(await live.inputValue()).toBe("3");
+    await live.fill("");
+    await form.getByRole("button", { name: "Save quotas" }).click();
+    await vi.waitFor(async () =>
+      expect(
+        (await getDb().tenantQuota.findUniqueOrThrow({ where: { tenantId: tenantRow.id } })).liveWorkspaces,
+      ).toBeNull(),
+    );
+    await shot(operator, "tenant-quotas");
     expect(pageErrors.flat()).toEqual([]);
   });
 });

@@ -33,7 +33,7 @@ import {
   resumeTenant,
   suspendTenant,
 } from "@/server/modules/operator/tenant-lifecycle.service";
-import { setTenantQuotaOverrides } from "@/server/modules/operator/tenant-quota.service";
+import { readTenantQuota, setTenantQuotaOverrides } from "@/server/modules/operator/tenant-quota.service";
 import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
 import { ZTenantUsageView } from "@/server/modules/quota/quota.types";
 
@@ -73,6 +73,11 @@ export const operatorRouter = createTRPCRouter({
       .input(ZTenantRef)
       .output(ZDeleteRequested)
       .mutation(({ ctx, input }) => requestTenantDeletion(ctx.operator, input)),
+    /** The tenant's limits (effective, overridden or default) and its use of each. */
+    quota: operatorProcedure
+      .input(ZTenantRef)
+      .output(ZTenantUsageView)
+      .query(({ ctx, input }) => readTenantQuota(ctx.operator, input, defaultQuotaDeps())),
     /** Replaces the tenant's quota overrides; answers its limits and usage. */
     setQuotaOverrides: operatorProcedure
       .input(ZTenantQuotaOverridesRequest)

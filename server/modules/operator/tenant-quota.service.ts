@@ -2,7 +2,7 @@ import type { z } from "zod";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
 import { appendOperatorAudit } from "@/server/modules/operator/operator.data";
 import { operatorAuditActor, type OperatorActor } from "@/server/modules/operator/operator-actor";
-import { ZTenantQuotaOverridesRequest } from "@/server/modules/operator/operator.types";
+import { ZTenantQuotaOverridesRequest, ZTenantRef } from "@/server/modules/operator/operator.types";
 import { findTenantWithUsage } from "@/server/modules/operator/tenant-admin.data";
 import { readTenantUsage } from "@/server/modules/quota/quota-admin.service";
 import { saveQuotaOverrides } from "@/server/modules/quota/quota.data";
@@ -34,5 +34,17 @@ export async function setTenantQuotaOverrides(
     outcome: "success",
     details: overrides,
   });
+  return readTenantUsage(await resolveSystemTenantScope(tenant.id, { allowSuspended: true }), deps);
+}
+
+/** A tenant's limits (effective value, overridden or the installation's default) and its use, for operators. */
+export async function readTenantQuota(
+  _actor: OperatorActor,
+  raw: z.input<typeof ZTenantRef>,
+  deps: QuotaDeps,
+): Promise<TenantUsageView> {
+  const { tenantId: ref } = parseInput(ZTenantRef, raw);
+  const tenant = await findTenantWithUsage(ref);
+  if (!tenant) throw new AppError("NOT_FOUND", `no tenant ${ref}`, { userMessage: `No tenant ${ref}.` });
   return readTenantUsage(await resolveSystemTenantScope(tenant.id, { allowSuspended: true }), deps);
 }

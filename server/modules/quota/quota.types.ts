@@ -19,8 +19,8 @@ export const QUOTA_LIMIT_LABELS: Record<QuotaLimitName, string> = {
 };
 
 /**
- * A tenant's overrides (null: the installation's default). Set by an owner for now (the operator role of
- * issue 15 takes this over); 0 in a resource means "the backend's own setting".
+ * A tenant's overrides (null: the installation's default), set by operators only
+ * (`operator.tenants.setQuotaOverrides`, the CLI); 0 in a resource means "the backend's own setting".
  */
 const limit = z.number().int().min(0).max(1_000_000_000).nullable().optional();
 const byteLimit = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).nullable().optional();

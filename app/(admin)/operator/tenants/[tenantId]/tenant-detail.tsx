@@ -14,6 +14,7 @@ import { PageHeader } from "@/app/_components/ui/page-header";
 import { RelativeTime } from "@/app/_components/ui/relative-time";
 import { useTRPC } from "@/app/_trpc/client";
 import { InviteLinkBox } from "../../_components/invite-link";
+import { TenantQuotas } from "./tenant-quotas";
 
 /** One tenant for operators: usage, owners and owner invitations, suspend / resume / delete, its audit. */
 export function TenantDetail({ tenantId }: { tenantId: string }) {
@@ -172,6 +173,7 @@ export function TenantDetail({ tenantId }: { tenantId: string }) {
             )}
           </CardContent>
         </Card>
+        {t.status !== "deleting" && <TenantQuotas tenantId={t.id} />}
         <Card>
           <CardHeader>
             <CardTitle>Operator audit</CardTitle>
