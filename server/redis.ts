@@ -1,5 +1,5 @@
-import { Redis, type RedisOptions } from "ioredis";
-import { loadRedisConfig, type RedisConfig } from "@/server/config/redis";
+import { Cluster, Redis, type RedisOptions } from "ioredis";
+import { loadRedisConfig, parseRedisTopology, type RedisConfig } from "@/server/config/redis";
 import { processSlot } from "@/server/shared/process-registry";
 
 /**
@@ -17,10 +17,37 @@ export function createRedisConnection(config: RedisConfig, role: RedisRole, name
     role === "worker"
       ? { maxRetriesPerRequest: null, connectionName: name }
       : { maxRetriesPerRequest: 2, connectionName: name };
-  const redis = new Redis(config.url, options);
+  const redis = openTopology(config.url, options);
   // Without a listener ioredis prints every reconnect error as an unhandled 'error' event.
   redis.on("error", () => undefined);
   return redis;
+}
+
+/**
+ * One server, a Sentinel-watched master or a Cluster (see parseRedisTopology). A Cluster is returned typed
+ * as `Redis`: both are ioredis Commanders with the same command methods, BullMQ recognises a Cluster itself
+ * (`isCluster`), and on a Cluster every Berth key shares the `{prefix}` hash tag, so the single-node
+ * commands Berth sends (multi-key Lua scripts, MULTI, pipelines) stay valid there.
+ */
+function openTopology(url: string, options: RedisOptions): Redis {
+  const topology = parseRedisTopology(url);
+  if (topology.kind === "single") return new Redis(url, options);
+  const tls = topology.tls ? { tls: {} } : {};
+  if (topology.kind === "sentinel") {
+    return new Redis({
+      ...options,
+      ...topology.auth,
+      ...tls,
+      sentinels: topology.sentinels.map((node) => ({ ...node })),
+      name: topology.masterName,
+      ...(topology.tls ? { enableTLSForSentinelMode: true } : {}),
+    });
+  }
+  const cluster = new Cluster(
+    topology.nodes.map((node) => ({ ...node })),
+    { redisOptions: { ...options, ...topology.auth, ...tls } },
+  );
+  return cluster as unknown as Redis;
 }
 
 /** Namespaces a Berth key under the configured prefix: `redisKey("berth", "audit", "buffer")`. */
