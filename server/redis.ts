@@ -45,9 +45,40 @@ function openTopology(url: string, options: RedisOptions): Redis {
   }
   const cluster = new Cluster(
     topology.nodes.map((node) => ({ ...node })),
-    { redisOptions: { ...options, ...topology.auth, ...tls } },
+    // Sharded pub/sub (see publishMessage); its per-node subscriber connections open only when used.
+    { redisOptions: { ...options, ...topology.auth, ...tls }, shardedSubscribers: true },
   );
   return cluster as unknown as Redis;
+}
+
+/**
+ * Pub/sub that also holds on a Cluster. There a PUBLISH reaches every node but counts only the subscribers of
+ * the node it was sent to, and Berth reads that count (a terminal relay link nobody listens to is lost; a
+ * cancel nobody received is reported). Sharded pub/sub (Redis 7: SPUBLISH, SSUBSCRIBE) routes a channel to
+ * the node of its slot, where the count is exact; Berth's channels carry the `{prefix}` hash tag.
+ */
+export function publishMessage(redis: Redis, channel: string, message: string): Promise<number> {
+  return redis.isCluster
+    ? (redis.spublish(channel, message) as Promise<number>)
+    : redis.publish(channel, message);
+}
+
+export function subscribeChannel(subscriber: Redis, channel: string): Promise<unknown> {
+  return subscriber.isCluster ? subscriber.ssubscribe(channel) : subscriber.subscribe(channel);
+}
+
+export function unsubscribeChannel(subscriber: Redis, channel: string): Promise<unknown> {
+  return subscriber.isCluster ? subscriber.sunsubscribe(channel) : subscriber.unsubscribe(channel);
+}
+
+/** Listens to what subscribeChannel subscribed (`message` on one server, `smessage` on a Cluster). */
+export function onChannelMessage(
+  subscriber: Redis,
+  listener: (channel: Buffer, payload: Buffer) => void,
+): () => void {
+  const event = subscriber.isCluster ? "smessageBuffer" : "messageBuffer";
+  subscriber.on(event, listener);
+  return () => void subscriber.off(event, listener);
 }
 
 /** Namespaces a Berth key under the configured prefix: `redisKey("berth", "audit", "buffer")`. */

@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { loadRedisConfig, type RedisConfig } from "@/server/config/redis";
 import { getDb } from "@/server/db";
+import { RedisCancelBus } from "@/server/modules/chat/redis-cancel-bus";
 import { pendingAuditEntries, recordAudit } from "@/server/modules/audit/audit-buffer.service";
 import {
   admitHeldTurn,
@@ -128,6 +129,32 @@ describeWithRedisServer("Berth on a Redis Cluster (three redis-server masters)",
 
   it("a job enqueued through Berth's queues is processed by the worker runtime, the audit buffer flushes", async () => {
     await auditThroughWorkers(configFor(cluster.url), tenant);
+  });
+
+  it("a cancel request reaches the subscriber and is counted (sharded pub/sub), only while it listens", async () => {
+    const redis = configFor(cluster.url);
+    const connections = [0, 1, 2, 3].map((n) => createRedisConnection(redis, "worker", `test-cancel-${n}`));
+    const [publisherA, subscriberA, publisherB, subscriberB] = connections as [Redis, Redis, Redis, Redis];
+    const runner = new RedisCancelBus({ redis: publisherA, subscriber: subscriberA, prefix: redis.prefix });
+    const caller = new RedisCancelBus({ redis: publisherB, subscriber: subscriberB, prefix: redis.prefix });
+    try {
+      const session = randomBytes(6).toString("hex");
+      expect(await caller.requestCancel(session)).toBe(false);
+      let heard!: () => void;
+      const cancelled = new Promise<void>((resolve) => (heard = resolve));
+      const unsubscribe = await runner.onCancelRequested(session, () => heard());
+      // Classic PUBLISH counts only one node's subscribers, so this would be false on two of three nodes.
+      expect(await caller.requestCancel(session)).toBe(true);
+      await cancelled;
+      unsubscribe();
+      await vi.waitFor(async () => expect(await caller.requestCancel(session)).toBe(false), {
+        timeout: 10_000,
+      });
+    } finally {
+      runner.close();
+      caller.close();
+      await Promise.all(connections.map((connection) => connection.quit()));
+    }
   });
 
   it("the quota scripts admit and refuse on the cluster", async () => {
