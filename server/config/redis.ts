@@ -9,7 +9,7 @@ import { parseEnv, readProcessEnv, type RawEnv } from "./env";
  * - `redis+sentinel://[user:pass@]host:port,host:port/<master name>` (or `rediss+sentinel://`): the master
  *   that these Sentinels name; `user:pass` is the master's (Sentinels are asked without credentials).
  */
-export type RedisNode = { readonly host: string; readonly port: number };
+type RedisNode = { readonly host: string; readonly port: number };
 export type RedisTopology =
   | { readonly kind: "single"; readonly url: string }
   | { readonly kind: "cluster"; readonly nodes: RedisNode[]; readonly auth: RedisAuth; readonly tls: boolean }
@@ -88,7 +88,7 @@ export type RedisConfig = { readonly url: string; readonly prefix: string };
  * BullMQ's Lua scripts, Berth's own scripts and its MULTIs never touch keys on two nodes (CROSSSLOT).
  * One server and Sentinel keep the plain prefix, so existing installations keep their keys.
  */
-export function effectiveRedisPrefix(url: string, prefix: string): string {
+function effectiveRedisPrefix(url: string, prefix: string): string {
   return parseRedisTopology(url).kind === "cluster" ? `{${prefix}}` : prefix;
 }
 
