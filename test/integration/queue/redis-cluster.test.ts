@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { loadRedisConfig, type RedisConfig } from "@/server/config/redis";
 import { getDb } from "@/server/db";
 import { RedisCancelBus } from "@/server/modules/chat/redis-cancel-bus";
+import { getWorkspace } from "@/server/modules/workspace/workspace.data";
 import { pendingAuditEntries, recordAudit } from "@/server/modules/audit/audit-buffer.service";
 import {
   admitHeldTurn,
@@ -26,6 +27,7 @@ import {
   type RedisTopologyFixture,
 } from "../../fixtures/redis-cluster/redis-topologies";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
+import { freshSession, startWorkspaceHarness } from "../workspace/harness";
 import { testLog } from "./queue-fixtures";
 
 /** Berth's config for a topology URL, under a prefix of this run's own. */
@@ -154,6 +156,21 @@ describeWithRedisServer("Berth on a Redis Cluster (three redis-server masters)",
       runner.close();
       caller.close();
       await Promise.all(connections.map((connection) => connection.quit()));
+    }
+  });
+
+  it("provisions a workspace through the workspace queue and a worker runtime, exactly once", async () => {
+    const h = await startWorkspaceHarness({}, { redis: configFor(cluster.url) });
+    try {
+      const { session, workspaceId } = await freshSession(tenant.scope);
+      const resolved = await Promise.all(
+        [h.service, h.replica()].map((s) => s.resolveForSession(tenant.scope, session.id)),
+      );
+      expect(resolved.map((r) => r.workspace.id)).toEqual([workspaceId, workspaceId]);
+      expect(h.machine.provisioned.filter((id) => id === workspaceId)).toHaveLength(1);
+      expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("READY");
+    } finally {
+      await h.close();
     }
   });
 
