@@ -1,4 +1,5 @@
 import type { Redis } from "ioredis";
+import { onChannelMessage, publishMessage, subscribeChannel, unsubscribeChannel } from "@/server/redis";
 import type { CancelBus } from "./turn-registry";
 
 /**
@@ -16,12 +17,12 @@ export type RedisCancelBusOptions = {
 
 export class RedisCancelBus implements CancelBus {
   private readonly listeners = new Map<string, Set<() => void>>();
-  private readonly onMessage = (channel: string) => {
-    for (const listener of this.listeners.get(channel) ?? []) listener();
-  };
+  private readonly stopListening: () => void;
 
   constructor(private readonly options: RedisCancelBusOptions) {
-    options.subscriber.on("message", this.onMessage);
+    this.stopListening = onChannelMessage(options.subscriber, (channel) => {
+      for (const listener of this.listeners.get(channel.toString("utf8")) ?? []) listener();
+    });
   }
 
   private cancelChannel(sessionId: string): string {
@@ -29,7 +30,7 @@ export class RedisCancelBus implements CancelBus {
   }
 
   async requestCancel(sessionId: string): Promise<boolean> {
-    const receivers = await this.options.redis.publish(this.cancelChannel(sessionId), "cancel");
+    const receivers = await publishMessage(this.options.redis, this.cancelChannel(sessionId), "cancel");
     return receivers > 0;
   }
 
@@ -46,7 +47,7 @@ export class RedisCancelBus implements CancelBus {
     set.add(listener);
     if (first) {
       try {
-        await this.options.subscriber.subscribe(channel);
+        await subscribeChannel(this.options.subscriber, channel);
       } catch (error) {
         set.delete(listener);
         if (set.size === 0) this.listeners.delete(channel);
@@ -58,12 +59,12 @@ export class RedisCancelBus implements CancelBus {
       current?.delete(listener);
       if (current?.size === 0) {
         this.listeners.delete(channel);
-        void this.options.subscriber.unsubscribe(channel).catch(() => undefined);
+        void unsubscribeChannel(this.options.subscriber, channel).catch(() => undefined);
       }
     };
   }
 
   close(): void {
-    this.options.subscriber.off("message", this.onMessage);
+    this.stopListening();
   }
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { z } from "zod";
+import { onChannelMessage, publishMessage, subscribeChannel } from "@/server/redis";
 import { AppError } from "@/server/shared/errors";
 
 /**
@@ -130,9 +131,9 @@ export function createTerminalRelay(options: TerminalRelayOptions) {
   const ensureSubscribed = () => {
     if (!subscribed) {
       const connection = (subscriber = options.subscriber());
-      connection.on("messageBuffer", (_channel: Buffer, payload: Buffer) => receive(payload));
+      onChannelMessage(connection, (_channel, payload) => receive(payload));
       // A refused SUBSCRIBE (Redis unreachable) is tried again by the next terminal, on a new connection.
-      subscribed = connection.subscribe(channelOf(options.processId)).catch((error: unknown) => {
+      subscribed = subscribeChannel(connection, channelOf(options.processId)).catch((error: unknown) => {
         subscribed = null;
         subscriber = null;
         connection.disconnect();
@@ -160,7 +161,7 @@ export function createTerminalRelay(options: TerminalRelayOptions) {
 
   function send(link: Link, message: Outgoing): void {
     const payload = JSON.stringify({ ...message, a: link.id, s: ++link.sent });
-    options.redis.publish(channelOf(link.peer), payload).then(
+    publishMessage(options.redis, channelOf(link.peer), payload).then(
       (receivers) => receivers === 0 && lose(link),
       () => lose(link),
     );

@@ -84,10 +84,12 @@ export async function startWorkspaceHarness(
   options: {
     /** More backends beside the counted `local` one (the first stays the default). */
     moreDrivers?: (basedir: string) => WorkspaceDriver[];
+    /** Another Redis than the run's (a Redis Cluster: redis-cluster.test.ts). */
+    redis?: RedisConfig;
   } = {},
 ): Promise<WorkspaceHarness> {
   const basedir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-ws-")));
-  const redis = isolatedRedisConfig();
+  const redis = options.redis ?? isolatedRedisConfig();
   const connection: Redis = createRedisConnection(redis, "producer", "test-workspace");
   const queues = createQueues(jobCatalog, { connection, redis, log: testLog });
   const config = testEngineConfig(basedir, overrides);
