@@ -30,6 +30,8 @@ describeDocker("Docker workspace image: extra packages, hash tag, progress", () 
     expect(info.HostConfig.NetworkMode).toBe("none");
     expect(info.Config.Image).toMatch(/^berth-workspace:[0-9a-f]+$/);
 
+    // Commands run as soon as the container does; the gateway reports ready beside them.
+    await ws.gateway.ready;
     const image = events.filter((event) => event.type === "image");
     expect(image.at(-1)).toMatchObject({ type: "image", tag: info.Config.Image });
     expect(["built", "cached"]).toContain((image.at(-1) as { phase: string }).phase);
