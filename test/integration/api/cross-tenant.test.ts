@@ -60,6 +60,7 @@ const OPERATOR_INPUTS: Record<string, (b: TenantFixture) => Input> = {
   "operator.tenants.resume": (b) => ({ tenantId: b.tenant.id }),
   "operator.tenants.delete": (b) => ({ tenantId: b.tenant.id }),
   "operator.tenants.setQuotaOverrides": (b) => ({ tenantId: b.tenant.id, overrides: { liveWorkspaces: 1 } }),
+  "operator.tenants.quota": (b) => ({ tenantId: b.tenant.id }),
   "operator.tenants.deletionReceipts": () => ({}),
   "operator.operators.list": () => ({}),
   "operator.operators.grant": (b) => ({ email: b.owner.email }),
@@ -302,6 +303,27 @@ const CASES: Record<string, CrossTenantCase> = {
     input: (t) => ({ endpointId: rowsOf(t).webhookId }),
     targetsRows: true,
   },
+  "operations.usage": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "operations.queueDepth": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "operations.workspaceTimings": {
+    kind: "tenant",
+    input: (t) => ({ workspaceId: workspaceOf(t) }),
+    targetsRows: true,
+  },
+  "operations.workspaceTimeline": {
+    kind: "tenant",
+    input: (t) => ({ workspaceId: workspaceOf(t) }),
+    targetsRows: true,
+  },
+  "operations.workspaceResources": {
+    kind: "tenant",
+    input: (t) => ({ workspaceId: workspaceOf(t), range: "1h" }),
+    targetsRows: true,
+  },
+  // backendSettings.* (issue 13): a tenant's own E2B team, admins only.
+  "backendSettings.e2b": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "backendSettings.setE2b": { kind: "tenant", input: () => ({ template: "probe" }), targetsRows: false },
+  "backendSettings.clearE2b": { kind: "tenant", input: () => ({ confirm: true }), targetsRows: false },
 };
 
 /** A public address literal (example.com's): registering it needs no DNS, and nothing is delivered here. */
@@ -551,10 +573,10 @@ describe("cross-member isolation inside a tenant", () => {
     await createSession(scope, { agentId: rowsOf(a).agentId, workspaceId: memberWorkspaceId });
   });
 
-  it("enumerates every workspace.* procedure that names a workspace", () => {
+  it("enumerates every workspace.* (and operations.workspace*) procedure that names a workspace", () => {
     const keyed = allProcedurePaths().filter(
       (path) =>
-        path.startsWith("workspace.") &&
+        (path.startsWith("workspace.") || path.startsWith("operations.workspace")) &&
         ![
           "workspace.list",
           "workspace.purgeReceipts",
