@@ -55,10 +55,12 @@ describe("offloadContext", () => {
     });
   });
 
-  it("never loses or tears a line under 50 concurrent writers x 200 appends to one session", async () => {
+  // 50 writers keep the file contended all the time; 40 appends each are enough for every pair of writers to
+  // race many times (each append is a flock'd write through util-linux flock: a process per append).
+  it("never loses or tears a line under 50 concurrent writers x 40 appends to one session", async () => {
     const filler = "z".repeat(3000); // lines larger than a pipe buffer make torn writes visible
     const writers = Array.from({ length: 50 }, async (_, writer) => {
-      for (let i = 0; i < 200; i++) {
+      for (let i = 0; i < 40; i++) {
         await offloader.offloadContext("busy", [{ writer, i, filler }]);
       }
     });
@@ -67,7 +69,7 @@ describe("offloadContext", () => {
       "\n",
     );
     expect(lines.pop()).toBe("");
-    expect(lines).toHaveLength(10_000);
+    expect(lines).toHaveLength(2_000);
     const seen = new Set(
       lines.map((line) => {
         const parsed = JSON.parse(line) as { writer: number; i: number; filler: string };
@@ -75,8 +77,8 @@ describe("offloadContext", () => {
         return `${parsed.writer}:${parsed.i}`;
       }),
     );
-    expect(seen.size).toBe(10_000);
-  }, 180_000); // 10,000 real appends: generous for a loaded CI machine
+    expect(seen.size).toBe(2_000);
+  }, 120_000); // 2,000 real appends: generous for a loaded CI machine
 
   it("also keeps lines whole when concurrent batches go to many sessions", async () => {
     await Promise.all(
