@@ -108,7 +108,11 @@ export function TenantQuotas({ tenantId }: { tenantId: string }) {
                       inputMode="decimal"
                       aria-label={item.label}
                       defaultValue={item.overridden ? String(shown(item, unit)) : ""}
-                      placeholder={`default ${shown(item, unit)}`}
+                      placeholder={
+                        item.value === 0 && unit !== ""
+                          ? "default: the backend's"
+                          : `default ${shown(item, unit)}`
+                      }
                     />
                   </div>
                 );
