@@ -20,9 +20,10 @@ const repoRoot = path.resolve(import.meta.dirname, "..", "..", "..");
 /**
  * Under main.ts' own 20 s deadline (which exits 1 "unclean", what the unfixed worker did): a stop without jobs
  * closes at once, and one with a job in flight (a flush tick the lost Redis left running) waits at most the
- * pool's 15 s bound. Seen at 15.3 s on a loaded CI machine.
+ * pool's 15 s bound, plus what the process needs to close its connections on a loaded machine (seen at
+ * 15.3 s and 17.8 s). The exit code 0 checked first is what tells a clean stop from the deadline's exit 1.
  */
-const STOPS_WITHIN_MS = 18_000;
+const STOPS_WITHIN_MS = 19_500;
 
 type WorkerProcess = {
   child: ChildProcessWithoutNullStreams;
