@@ -15,9 +15,7 @@ export default defineConfig({
     projects: [
       {
         resolve: { alias },
-        // Two files at a time even on a 2-core machine (vitest's default there is one): unit files only use
-        // their own temporary folders and sandboxes, and half their time is spent waiting on processes.
-        test: { name: "unit", include: ["test/unit/**/*.test.ts"], testTimeout: 30_000, maxWorkers: 2 },
+        test: { name: "unit", include: ["test/unit/**/*.test.ts"], testTimeout: 30_000 },
       },
       {
         resolve: { alias },
