@@ -112,7 +112,7 @@ function textOf(content: unknown): string {
  * The model: "slow <tag>" → a Bash call that appends a line to runs-<tag>.log (the side effect that must
  * happen once) and then waits until release-<tag> exists in the workspace (at most 120 s); its result →
  * "finished <tag>". "team <tag>": the same Bash, then an AgentCreate call (a tool that needs the database),
- * then the answer. "quick <tag>" → a text answer.
+ * then the answer. "once <tag>": only the Bash side effect, then the answer. "quick <tag>" → a text answer.
  */
 export function scriptedModel(request: RecordedRequest): FakeTurn | undefined {
   const last = request.messages.at(-1);
@@ -131,6 +131,12 @@ export function scriptedModel(request: RecordedRequest): FakeTurn | undefined {
   }
   if (last?.role !== "user") return undefined;
   if (kind === "quick") return { kind: "text", text: `quick answer ${tag}` };
+  if (kind === "once") {
+    return {
+      kind: "tool-calls",
+      calls: [{ name: "Bash", arguments: { command: `echo ran >> runs-${tag}.log` } }],
+    };
+  }
   if (kind !== "slow" && kind !== "team") return undefined;
   const command =
     `echo ran >> runs-${tag}.log; for i in $(seq 1 1200); do [ -f release-${tag} ] && break; sleep 0.1; done; ` +
