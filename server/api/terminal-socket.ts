@@ -12,6 +12,7 @@ import type { TerminalHandle, TerminalSink } from "@/server/modules/workspace/wo
 import { AppError } from "@/server/shared/errors";
 import { requestMetaOf, runWithRequestMeta } from "@/server/shared/request-meta";
 import { assertNoUnsafeStrings } from "@/server/shared/unsafe-strings";
+import { parseJsonOrNull } from "@/server/shared/json";
 
 /**
  * The dashboard terminal's transport: `GET /api/workspaces/:id/terminal?tenantSlug=&cols=&rows=[&terminal=]`
@@ -162,7 +163,7 @@ function wire(ws: WebSocket, handle: TerminalHandle): void {
   heartbeat.unref();
 
   ws.on("message", (data: RawData, isBinary: boolean) => {
-    const parsed = isBinary ? null : ZClientMessage.safeParse(safeJson(textOf(data)));
+    const parsed = isBinary ? null : ZClientMessage.safeParse(parseJsonOrNull(textOf(data)));
     if (!parsed?.success) {
       ws.send(
         JSON.stringify({ type: "error", code: "BAD_REQUEST", message: "Unreadable terminal message." }),
@@ -189,12 +190,4 @@ function wire(ws: WebSocket, handle: TerminalHandle): void {
 function textOf(data: RawData): string {
   if (Buffer.isBuffer(data)) return data.toString("utf8");
   return (Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)).toString("utf8");
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
 }

@@ -12,6 +12,7 @@ import { appendAuditLogs, isRejectedAuditWrite } from "./audit.data";
 import { ZBufferedAuditEntry, type TBufferedAuditEntry } from "./audit-buffer.schema";
 import { ZAuditEntryInput, type TAuditEntryInput } from "./audit.types";
 import { ackBatch, claimBatch } from "@/server/shared/claimed-batches";
+import { parseJsonOrNull } from "@/server/shared/json";
 
 /**
  * Audit writes are on every mutation's path, so the API only appends to a Redis list (one RPUSH) and
@@ -121,7 +122,7 @@ export async function flushAuditBuffer(deps: FlushDeps): Promise<FlushResult> {
     const entries: { raw: string; entry: TBufferedAuditEntry }[] = [];
     for (const line of raw) {
       // Sanitised again here: entries buffered before record-time sanitising may still hold a NUL.
-      const parsed = ZBufferedAuditEntry.safeParse(sanitizeStrings(safeJson(line)));
+      const parsed = ZBufferedAuditEntry.safeParse(sanitizeStrings(parseJsonOrNull(line)));
       if (parsed.success) entries.push({ raw: line, entry: parsed.data });
       else await setAside(line, `unreadable: ${parsed.error.message.slice(0, 300)}`);
     }
@@ -224,14 +225,6 @@ export async function writeBufferedAuditEntries(entries: TBufferedAuditEntry[]):
     );
   }
   return written;
-}
-
-function safeJson(line: string): unknown {
-  try {
-    return JSON.parse(line);
-  } catch {
-    return undefined;
-  }
 }
 
 /** Entries waiting for a flush (for health/diagnostics and tests). */

@@ -5,6 +5,7 @@ import { getRedis, redisKey } from "@/server/redis";
 import { insertUsageRecords } from "./metering.data";
 import { ZUsageEntry, type TUsageEntry, type UsageInput } from "./metering.types";
 import { ackBatch, claimBatch } from "@/server/shared/claimed-batches";
+import { parseJsonOrNull } from "@/server/shared/json";
 
 /**
  * Metering off the hot path, like the audit buffer: a turn or a provision appends its usage to a Redis
@@ -72,7 +73,7 @@ export async function flushMeteringBuffer(
     if (raw.length === 0) break;
     const entries: TUsageEntry[] = [];
     for (const line of raw) {
-      const parsed = ZUsageEntry.safeParse(safeJson(line));
+      const parsed = ZUsageEntry.safeParse(parseJsonOrNull(line));
       // Only this module writes the buffer, so an unreadable line is a bug: counted, never blocking.
       if (parsed.success) entries.push(parsed.data);
       else unreadable += 1;
@@ -83,12 +84,4 @@ export async function flushMeteringBuffer(
     batches += 1;
   }
   return { written, batches, unreadable, tenantIds: [...tenantIds] };
-}
-
-function safeJson(line: string): unknown {
-  try {
-    return JSON.parse(line) as unknown;
-  } catch {
-    return null;
-  }
 }

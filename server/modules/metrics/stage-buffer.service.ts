@@ -3,6 +3,7 @@ import { getQueues } from "@/server/queue/queues";
 import { getRedis, redisKey } from "@/server/redis";
 import { insertStageSamples, pruneStageSamplesBefore } from "./metrics.data";
 import { ZStageSample, type TStageSample, type TStageSampleInput } from "./stage-sample.schema";
+import { parseJsonOrNull } from "@/server/shared/json";
 
 /**
  * Stage timings are measured on the hot path (provisions, attaches, turns) but written off it: recording is
@@ -54,7 +55,7 @@ export async function flushStageSamples(
     if (!raw || raw.length === 0) break;
     const samples: TStageSample[] = [];
     for (const line of raw) {
-      const parsed = ZStageSample.safeParse(safeJson(line));
+      const parsed = ZStageSample.safeParse(parseJsonOrNull(line));
       if (parsed.success) samples.push(parsed.data);
       else unreadable += 1;
     }
@@ -69,12 +70,4 @@ export async function flushStageSamples(
   const now = options.now ?? new Date();
   const pruned = await pruneStageSamplesBefore(new Date(now.getTime() - options.retentionDays * 86_400_000));
   return { written, pruned, unreadable };
-}
-
-function safeJson(line: string): unknown {
-  try {
-    return JSON.parse(line);
-  } catch {
-    return undefined;
-  }
 }

@@ -15,6 +15,7 @@ import {
 } from "@/server/workspace/gateway/gateway-protocol";
 import { CONTAINER_PATHS, type TDockerProviderConfig } from "./docker-config";
 import { runRootChore } from "./docker-exec";
+import { parseJsonOrNull } from "@/server/shared/json";
 
 export type RunningGateway = {
   /** Its requests wait for `ready`, so they can be made at once. */
@@ -236,7 +237,7 @@ async function attachRunningGateway(
   socketPath: string,
 ): Promise<RunningGateway | null> {
   const raw = await fs.readFile(gatewayCredentialsPath(runtime.hostRuntimeDir), "utf8").catch(() => null);
-  const parsed = raw === null ? null : ZGatewayCredentials.safeParse(safeJson(raw));
+  const parsed = raw === null ? null : ZGatewayCredentials.safeParse(parseJsonOrNull(raw));
   if (!parsed?.success) return null;
   const { token, instanceNonce, launchedAt } = parsed.data;
   const client = new GatewayClient(new HttpGatewayTransport({ socketPath }, token));
@@ -253,14 +254,6 @@ async function attachRunningGateway(
     : await client.healthOf(instanceNonce, 2_000);
   if (!health) return null;
   return runningGateway(config, { socketPath, token, instanceNonce, ready: Promise.resolve(health) });
-}
-
-function safeJson(raw: string): unknown {
-  try {
-    return JSON.parse(raw) as unknown;
-  } catch {
-    return null;
-  }
 }
 
 async function tailOf(file: string, bytes = 4000): Promise<string> {
