@@ -1,7 +1,4 @@
-import { expect } from "vitest";
-import { getWorkspace, upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
-import { enqueue } from "@/server/queue/enqueue";
-import { getQueues } from "@/server/queue/queues";
+import { provisionReadyLocalWorkspace } from "@/test/integration/workspace/provision-ready";
 import type { SeededTenant } from "./seed";
 
 /**
@@ -10,17 +7,5 @@ import type { SeededTenant } from "./seed";
  */
 export async function provisionLocalWorkspace(tenant: SeededTenant, name: string): Promise<string> {
   const workspaceId = `ws-${name}-${tenant.slug.slice("e2e-".length)}`;
-  await upsertWorkspaceBinding(tenant.scope, {
-    id: workspaceId,
-    backendKind: "local",
-    isolationPolicy: "PER_AGENT",
-  });
-  const job = await enqueue("workspace.provision", {
-    tenantId: tenant.scope.tenantId,
-    workspaceId,
-    reason: `e2e: ${name}`,
-  });
-  await job.waitUntilFinished(await getQueues().events("workspace"), 60_000);
-  expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("READY");
-  return workspaceId;
+  return provisionReadyLocalWorkspace(tenant.scope, workspaceId, `e2e: ${name}`);
 }

@@ -13,11 +13,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { createAuth } from "@/server/auth/auth";
 import { getDb } from "@/server/db";
-import { getWorkspace, upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
-import { enqueue } from "@/server/queue/enqueue";
-import { closeSharedQueues, getQueues } from "@/server/queue/queues";
+import { closeSharedQueues } from "@/server/queue/queues";
 import { createTenantFixture, type TenantFixture } from "@/test/integration/api/support/tenant-fixtures";
 import { makeControlDir, startChild, stopChildren, type Child } from "./processes";
+import { provisionReadyLocalWorkspace } from "../workspace/provision-ready";
 
 const ORIGIN = "http://berth.test";
 type Opened = {
@@ -62,19 +61,11 @@ describe("terminals across API replicas", { timeout: 120_000 }, () => {
     a = await createTenantFixture({ auth } as Parameters<typeof createTenantFixture>[0], "mpterm");
     worker = startChild("worker-process.ts", env);
     await worker.nextLine((line) => line === "ready");
-    workspaceId = `ws-mpterm-${a.tenant.slug}`;
-    await upsertWorkspaceBinding(a.ownerScope, {
-      id: workspaceId,
-      backendKind: "local",
-      isolationPolicy: "PER_AGENT",
-    });
-    const job = await enqueue("workspace.provision", {
-      tenantId: a.tenant.id,
-      workspaceId,
-      reason: "test: terminal",
-    });
-    await job.waitUntilFinished(await getQueues().events("workspace"), 60_000);
-    expect((await getWorkspace(a.ownerScope, workspaceId)).state).toBe("READY");
+    workspaceId = await provisionReadyLocalWorkspace(
+      a.ownerScope,
+      `ws-mpterm-${a.tenant.slug}`,
+      "test: terminal",
+    );
   });
 
   afterEach(async (context) => {

@@ -11,13 +11,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { createAuth } from "@/server/auth/auth";
 import { getDb } from "@/server/db";
-import { getWorkspace, upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
-import { enqueue } from "@/server/queue/enqueue";
-import { closeSharedQueues, getQueues } from "@/server/queue/queues";
+import { closeSharedQueues } from "@/server/queue/queues";
 import { findFreePort } from "@/scripts/services/ports";
 import { createTenantFixture, type TenantFixture } from "@/test/integration/api/support/tenant-fixtures";
 import { makeControlDir, startChild, stopChildren, type Child } from "../multiprocess/processes";
 import { startBerthProcess, type StartedBerth } from "./support/start-process";
+import { provisionReadyLocalWorkspace } from "../workspace/provision-ready";
 
 /** `promise`, or a failure naming `what` after `ms` (a hung step must say which one it was). */
 function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
@@ -67,19 +66,11 @@ describe("npm run dev serves the terminal WebSocket", { timeout: 300_000 }, () =
       },
     });
     await worker.nextLine((line) => line === "ready");
-    workspaceId = `ws-devterm-${a.tenant.slug}`;
-    await upsertWorkspaceBinding(a.ownerScope, {
-      id: workspaceId,
-      backendKind: "local",
-      isolationPolicy: "PER_AGENT",
-    });
-    const job = await enqueue("workspace.provision", {
-      tenantId: a.tenant.id,
-      workspaceId,
-      reason: "test: dev terminal",
-    });
-    await job.waitUntilFinished(await getQueues().events("workspace"), 60_000);
-    expect((await getWorkspace(a.ownerScope, workspaceId)).state).toBe("READY");
+    workspaceId = await provisionReadyLocalWorkspace(
+      a.ownerScope,
+      `ws-devterm-${a.tenant.slug}`,
+      "test: dev terminal",
+    );
     await dev.waitFor(/Berth is running at/);
   }, 300_000);
 

@@ -13,9 +13,7 @@ import WebSocket from "ws";
 import { createAuth } from "@/server/auth/auth";
 import { getDb, disconnectDb } from "@/server/db";
 import { addMember } from "@/server/modules/member/member.data";
-import { getWorkspace, upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
-import { enqueue } from "@/server/queue/enqueue";
-import { closeSharedQueues, getQueues } from "@/server/queue/queues";
+import { closeSharedQueues } from "@/server/queue/queues";
 import { findFreePort } from "@/scripts/services/ports";
 import { type RunningBerth, startBerth } from "@/test/e2e/support/berth-server";
 import {
@@ -24,6 +22,7 @@ import {
   signInCookie,
   type TenantFixture,
 } from "@/test/integration/api/support/tenant-fixtures";
+import { provisionReadyLocalWorkspace } from "../workspace/provision-ready";
 
 type Opened = { ws: WebSocket; ready: { terminalId: string; reattached: boolean }; output: () => string };
 
@@ -57,19 +56,11 @@ describe("the terminal WebSocket on npm start's server", () => {
     memberCookie = await signInCookie(auth, memberEmail, FIXTURE_PASSWORD);
 
     app = await startBerth(port, { ...process.env, BERTH_DATA_DIR: dataDir, LOG_LEVEL: "warn" });
-    workspaceId = `ws-term-${a.tenant.slug}`;
-    await upsertWorkspaceBinding(a.ownerScope, {
-      id: workspaceId,
-      backendKind: "local",
-      isolationPolicy: "PER_AGENT",
-    });
-    const job = await enqueue("workspace.provision", {
-      tenantId: a.tenant.id,
-      workspaceId,
-      reason: "test: terminal",
-    });
-    await job.waitUntilFinished(await getQueues().events("workspace"), 60_000);
-    expect((await getWorkspace(a.ownerScope, workspaceId)).state).toBe("READY");
+    workspaceId = await provisionReadyLocalWorkspace(
+      a.ownerScope,
+      `ws-term-${a.tenant.slug}`,
+      "test: terminal",
+    );
   }, 900_000);
 
   afterAll(async () => {

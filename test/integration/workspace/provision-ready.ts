@@ -1,0 +1,25 @@
+import { expect } from "vitest";
+import type { TenantScope } from "@/server/auth/scope";
+import { getWorkspace, upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
+import { enqueue } from "@/server/queue/enqueue";
+import { getQueues } from "@/server/queue/queues";
+
+/**
+ * Binds `workspaceId` on the local backend and has it provisioned for real by whichever worker takes the
+ * job (the test's worker process, or the app's in-process workers): resolves once it is READY.
+ */
+export async function provisionReadyLocalWorkspace(
+  scope: TenantScope,
+  workspaceId: string,
+  reason: string,
+): Promise<string> {
+  await upsertWorkspaceBinding(scope, {
+    id: workspaceId,
+    backendKind: "local",
+    isolationPolicy: "PER_AGENT",
+  });
+  const job = await enqueue("workspace.provision", { tenantId: scope.tenantId, workspaceId, reason });
+  await job.waitUntilFinished(await getQueues().events("workspace"), 60_000);
+  expect((await getWorkspace(scope, workspaceId)).state).toBe("READY");
+  return workspaceId;
+}
