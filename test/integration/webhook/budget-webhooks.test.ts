@@ -1,43 +1,16 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
-import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
-import type { RedisConfig } from "@/server/config/redis";
 import { getDb } from "@/server/db";
 import { evaluateBudgets } from "@/server/modules/metering/budget.service";
 import { changeBudget } from "@/server/modules/quota/quota-admin.service";
 import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
 import { createWebhookService } from "@/server/modules/webhook/webhook.service";
 import { verifyWebhookSignature } from "@/server/modules/webhook/webhook-signing";
-import { jobCatalog, type BerthJobCatalog } from "@/server/queue/catalog";
-import { createQueues, type QueueSet } from "@/server/queue/queues";
-import { createRedisConnection } from "@/server/redis";
-import { registerWebhookProcessors } from "@/workers/processors/webhook.processors";
-import { startWorkerRuntime, type WorkerRuntime } from "@/workers/runtime";
+import { testLog } from "../queue/queue-fixtures";
+import { startReceiver, startWebhookWorkers } from "./support";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
 import { installProcessQueues } from "../operator/support";
-import { isolatedRedisConfig, testLog } from "../queue/queue-fixtures";
-
-type Received = { headers: http.IncomingHttpHeaders; body: string };
-
-/** A loopback receiver answering each request with the next scripted status (then 200). */
-async function startReceiver() {
-  const received: Received[] = [];
-  const script: number[] = [];
-  const server = http.createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on("data", (chunk: Buffer) => chunks.push(chunk));
-    request.on("end", () => {
-      received.push({ headers: request.headers, body: Buffer.concat(chunks).toString("utf8") });
-      response.writeHead(script.shift() ?? 200).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { origin, received, script, close: () => new Promise<void>((r) => server.close(() => r())) };
-}
 
 /**
  * A budget alert reaches the tenant's lifecycle webhooks (issue 15): each alert percentage crossed this month
@@ -47,10 +20,7 @@ async function startReceiver() {
 describe("budget alerts as lifecycle webhooks (real Postgres, Redis, workers, a loopback receiver)", () => {
   const secretKey = secretKeyFromBytes(randomBytes(32));
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
-  let redis: RedisConfig;
-  let connection: Redis;
-  let queues: QueueSet<BerthJobCatalog>;
-  let runtime: WorkerRuntime;
+  let workers: Awaited<ReturnType<typeof startWebhookWorkers>>;
   let tenant: TestTenant;
   let uninstall: () => void;
   let policy: { allowedOrigins: string[] };
@@ -58,26 +28,14 @@ describe("budget alerts as lifecycle webhooks (real Postgres, Redis, workers, a 
   beforeAll(async () => {
     receiver = await startReceiver();
     policy = { allowedOrigins: [receiver.origin] };
-    redis = isolatedRedisConfig();
-    connection = createRedisConnection(redis, "producer", "test-budget-webhooks");
-    queues = createQueues(jobCatalog, { connection, redis, log: testLog });
+    workers = await startWebhookWorkers({ secretKey, policy, connectionName: "test-budget-webhooks" });
     // The budget evaluation emits through the process' queues, as in the worker that runs it.
-    uninstall = installProcessQueues(queues);
+    uninstall = installProcessQueues(workers.queues);
     tenant = await createTestTenant();
-    runtime = await startWorkerRuntime({
-      redis,
-      workers: { concurrency: 2, healthPort: 0, heartbeatTtlMs: 15_000 },
-      log: testLog,
-      healthPort: null,
-      schedules: [],
-      register: (registry) => registerWebhookProcessors(registry, { queues, secretKey, policy }),
-    });
   });
   afterAll(async () => {
-    await runtime.stop();
     uninstall();
-    await queues.close();
-    await connection.quit();
+    await workers.close();
     await receiver.close();
   });
 

@@ -1,60 +1,20 @@
 import { randomBytes } from "node:crypto";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
-import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
-import type { RedisConfig } from "@/server/config/redis";
 import { createWebhookService } from "@/server/modules/webhook/webhook.service";
 import { deliverWebhook, dispatchWebhookEvent } from "@/server/modules/webhook/webhook-delivery.service";
 import { verifyWebhookSignature } from "@/server/modules/webhook/webhook-signing";
-import { jobCatalog, type BerthJobCatalog } from "@/server/queue/catalog";
+import type { BerthJobCatalog } from "@/server/queue/catalog";
 import { createEnqueue } from "@/server/queue/enqueue";
-import { createQueues, type QueueSet } from "@/server/queue/queues";
-import { createRedisConnection } from "@/server/redis";
-import { registerWebhookProcessors } from "@/workers/processors/webhook.processors";
-import { startWorkerRuntime, type WorkerRuntime } from "@/workers/runtime";
+import type { QueueSet } from "@/server/queue/queues";
+import { startReceiver, startWebhookWorkers } from "./support";
 import { addTestMember, createTestTenant, type TestTenant } from "../db/fixtures";
-import { isolatedRedisConfig, testLog } from "../queue/queue-fixtures";
-
-type Received = { headers: http.IncomingHttpHeaders; body: string; at: number };
-
-/** A loopback receiver answering each request with the next scripted status (then 200). */
-async function startReceiver() {
-  const received: Received[] = [];
-  const script: number[] = [];
-  const server = http.createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on("data", (chunk: Buffer) => chunks.push(chunk));
-    request.on("end", () => {
-      received.push({
-        headers: request.headers,
-        body: Buffer.concat(chunks).toString("utf8"),
-        at: Date.now(),
-      });
-      const status = script.shift() ?? 200;
-      // `/big` answers 4 MiB: only the start of it may be read and kept.
-      const body = request.url === "/big" ? "x".repeat(4 * 1024 * 1024) : `answer ${status}`;
-      response.writeHead(status, { "content-type": "text/plain" }).end(body);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
-    origin,
-    received,
-    script,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
 
 describe("lifecycle webhooks: signed deliveries, retries with backoff, the URL policy (real Postgres, Redis, workers)", () => {
   const secretKey = secretKeyFromBytes(randomBytes(32));
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
-  let redis: RedisConfig;
-  let connection: Redis;
+  let workers: Awaited<ReturnType<typeof startWebhookWorkers>>;
   let queues: QueueSet<BerthJobCatalog>;
-  let runtime: WorkerRuntime;
   let tenant: TestTenant;
   // The operator allow-lists exactly this receiver's origin (http, loopback): nothing else is exempt.
   let policy: { allowedOrigins: string[] };
@@ -62,23 +22,12 @@ describe("lifecycle webhooks: signed deliveries, retries with backoff, the URL p
   beforeAll(async () => {
     receiver = await startReceiver();
     policy = { allowedOrigins: [receiver.origin] };
-    redis = isolatedRedisConfig();
-    connection = createRedisConnection(redis, "producer", "test-webhooks");
-    queues = createQueues(jobCatalog, { connection, redis, log: testLog });
+    workers = await startWebhookWorkers({ secretKey, policy, connectionName: "test-webhooks" });
+    queues = workers.queues;
     tenant = await createTestTenant();
-    runtime = await startWorkerRuntime({
-      redis,
-      workers: { concurrency: 2, healthPort: 0, heartbeatTtlMs: 15_000 },
-      log: testLog,
-      healthPort: null,
-      schedules: [],
-      register: (registry) => registerWebhookProcessors(registry, { queues, secretKey, policy }),
-    });
   });
   afterAll(async () => {
-    await runtime.stop();
-    await queues.close();
-    await connection.quit();
+    await workers.close();
     await receiver.close();
   });
 
