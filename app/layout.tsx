@@ -2,7 +2,8 @@ import type { Metadata, Viewport } from "next";
 import { headers } from "next/headers";
 import type { ReactNode } from "react";
 import { TRPCReactProvider } from "@/app/_trpc/client";
-import { THEME_BOOT_SCRIPT, ThemeProvider } from "@/app/_components/ui/theme";
+import { ThemeProvider } from "@/app/_components/ui/theme";
+import { THEME_BOOT_SCRIPT } from "@/app/_components/ui/theme-boot";
 import { Toaster } from "@/app/_components/ui/toaster";
 import { TooltipProvider } from "@/app/_components/ui/tooltip";
 import "./globals.css";
@@ -29,6 +30,7 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
     // The boot script sets the `dark` class before React hydrates, hence the warning suppression on <html>.
     <html lang="en" suppressHydrationWarning>
       <head>
+        {/* A string from a server module, never a client reference: see theme-boot.ts (React #418). */}
         <script nonce={nonce} dangerouslySetInnerHTML={{ __html: THEME_BOOT_SCRIPT }} />
       </head>
       <body>

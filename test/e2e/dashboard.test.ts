@@ -13,6 +13,7 @@ import { createApiKey } from "@/server/modules/api-key/api-key.service";
 import type { RunningBerth } from "./support/berth-server";
 import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp, submitSignIn, watchedPage } from "./support/e2e-app";
+import { holdAppChunks, hydratedByReact, waitUntilHydratedByReact } from "./support/late-chunks";
 import type { SeededTenant } from "./support/seed";
 
 requireChromium();
@@ -79,6 +80,35 @@ describe.skipIf(!HAS_CHROMIUM)("dashboard, end to end", () => {
     ).toBe("page");
     expect(pageErrors).toEqual([]);
     await page.context().close();
+  });
+
+  it("hydrates the overview after sign-in while the app's own chunks are still on their way", async () => {
+    // Issue 12's React #418: after sign-in the framework's scripts are cached, so hydration starts while
+    // the layout's client chunks still load. Anything in <head> that needs one of them (the theme script
+    // once came from a "use client" module, as a client reference) makes React wait inside <head>, and
+    // its replay of <head> then hydrates <body> from the wrong node. Held here until <head> is hydrated.
+    const context = await browser.newContext();
+    const { page, pageErrors } = await watchedPage(context);
+    await page.goto(`${app.url}/sign-in`);
+    const late = await holdAppChunks(context, new RegExp(`^/t/${tenant.slug}$`));
+    await submitSignIn(page, tenant.email, tenant.password);
+    await page.waitForURL(new RegExp(`/t/${tenant.slug}$`), { waitUntil: "commit" });
+    await late.decide(page);
+    await waitUntilHydratedByReact(page, "head > script:not([src])").catch(() => {
+      throw new Error("React never hydrated <head> without the app's chunks: <head> waits on a client chunk");
+    });
+    expect(late.held().length).toBeGreaterThan(0);
+    const serverRendered = await page.$('[data-testid="tenant-name"]');
+    expect(await hydratedByReact(page, '[data-testid="tenant-name"]')).toBe(false);
+    // The overview's charts fetch once React has committed, after hydration or after a failed one.
+    const committed = page.waitForRequest(/\/api\/trpc\//);
+    late.release();
+    await committed;
+    expect(await hydratedByReact(page, '[data-testid="tenant-name"]')).toBe(true);
+    // Hydrated in place: after a mismatch React throws the server's DOM away and renders its own.
+    expect(await serverRendered?.evaluate((node) => node.isConnected)).toBe(true);
+    expect(pageErrors).toEqual([]);
+    await context.close();
   });
 
   it("creates an API key in the dashboard, shows it once, and revokes it", async () => {

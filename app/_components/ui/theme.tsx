@@ -3,15 +3,9 @@
 import { Monitor, Moon, Sun } from "lucide-react";
 import { createContext, type ReactNode, useCallback, useContext, useEffect, useState } from "react";
 import { Button } from "./button";
+import { THEME_STORAGE_KEY as STORAGE_KEY } from "./theme-boot";
 
 type ThemeChoice = "light" | "dark" | "system";
-const STORAGE_KEY = "berth-theme";
-
-/**
- * Runs before the first paint (inlined in <head>), so a dark-mode user never sees a white flash:
- * the stored choice, else the system preference, becomes the `dark` class on <html>.
- */
-export const THEME_BOOT_SCRIPT = `(function(){try{var c=localStorage.getItem("${STORAGE_KEY}");var d=c==="dark"||((!c||c==="system")&&matchMedia("(prefers-color-scheme: dark)").matches);document.documentElement.classList.toggle("dark",d)}catch(e){}})();`;
 
 const ThemeContext = createContext<{
   choice: ThemeChoice;

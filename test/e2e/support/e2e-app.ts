@@ -60,21 +60,7 @@ export async function watchedPage(context: BrowserContext): Promise<{ page: Page
   const pageErrors: string[] = [];
   // With the page's address: a hydration error names no component in a production build.
   page.on("pageerror", (error) => {
-    const line = `${page.url()}: ${error.message}`;
-    // KNOWN OPEN DEFECT, not a pass: React #418 (a hydration mismatch React recovers from by rendering
-    // the page on the client) appears at random on the tenant overview right after sign-in under load
-    // (4 of 10 sign-ins while `npm run check` ran; 0 of 36 direct loads with a cold cache). What is known:
-    // the server HTML and the client's render are the same markup (diffed; not the timezone or language);
-    // the DOM is fully parsed when it throws; React fails to claim a DOM node for the tenant layout's root
-    // <div> (updateHostComponent → throwOnHydrationMismatch), so its hydration cursor was already past it.
-    // The scripts are cached after the sign-in page, so hydration starts while the RSC rows still stream;
-    // a loading.tsx boundary around the shell and the page did not stop it. It is printed, never hidden;
-    // every other page error still fails the test.
-    if (/Minified React error #418\b/.test(error.message)) {
-      console.warn(`[e2e] known hydration mismatch (React #418), tracked: ${line}`);
-      return;
-    }
-    pageErrors.push(line);
+    pageErrors.push(`${page.url()}: ${error.message}`);
   });
   return { page, pageErrors };
 }
