@@ -8,6 +8,7 @@ import { AppError } from "@/server/shared/errors";
 import { toMcpAppError } from "@/server/workspace/mcp/mcp-errors";
 import { createMcpAddressGuard, type McpNetworkPolicy } from "@/server/workspace/mcp/mcp-network-policy";
 import { filterMcpTools, isMcpToolAllowed } from "@/server/workspace/mcp/tool-filter";
+import { relayable, ToolCallRelay } from "@/server/workspace/mcp/tool-call-relay";
 import {
   silentLogger,
   type EngineLogger,
@@ -35,9 +36,17 @@ export type LocalMcpConnectorOptions = {
    * (the in-container gateway). The host-side Workspace always sets it.
    */
   network?: McpNetworkPolicy;
+  /**
+   * Tool calls of stateful stdio sessions skip the SDK client's per-call work (tool-call-relay.ts). Only
+   * for a caller that validates results itself: the in-sandbox gateway, whose host checks every answer.
+   */
+  relayToolCalls?: boolean;
 };
 
-type ResolvedOptions = Required<Omit<LocalMcpConnectorOptions, "defaultCwd" | "network">> & {
+type ResolvedOptions = Required<
+  Omit<LocalMcpConnectorOptions, "defaultCwd" | "network" | "relayToolCalls">
+> & {
+  relayToolCalls: boolean;
   defaultCwd?: string;
   guardedFetch?: FetchLike;
 };
@@ -58,6 +67,7 @@ export class LocalMcpConnector implements McpConnector {
       connectTimeoutMs: options.connectTimeoutMs ?? 30_000,
       clientInfo: options.clientInfo ?? { name: "berth", version: "0.1.0" },
       logger: options.logger ?? silentLogger,
+      relayToolCalls: options.relayToolCalls ?? false,
       ...(options.defaultCwd === undefined ? {} : { defaultCwd: options.defaultCwd }),
       ...(options.network ? { guardedFetch: createMcpAddressGuard(options.network).fetch } : {}),
     };
@@ -77,12 +87,14 @@ export function selectHttpTransport(url: string): "sse" | "streamable-http" {
   return pathname.endsWith("/sse") || pathname.includes("/messages/") ? "sse" : "streamable-http";
 }
 
-type Session = { client: Client; transport: Transport; stderrTail: () => string };
+type Session = { client: Client; transport: Transport; stderrTail: () => string; relay?: ToolCallRelay };
 
 class LocalMcpClient implements LiveMcpClient {
   private session: Session | null = null;
   private closed = false;
   private toolsCache: McpToolInfo[] | null = null;
+  /** Tools of the open session the relay may call (see `relayable`), from its last tools/list. */
+  private relayTools = new Set<string>();
   /** Temporary sessions of in-flight stateless requests, closed too when this client is closed. */
   private readonly transientSessions = new Set<Session>();
 
@@ -109,6 +121,7 @@ class LocalMcpClient implements LiveMcpClient {
     };
     session.client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
       this.toolsCache = null;
+      this.relayTools = new Set();
       return Promise.resolve();
     });
     this.session = session;
@@ -116,12 +129,14 @@ class LocalMcpClient implements LiveMcpClient {
 
   async listTools(): Promise<McpToolInfo[]> {
     if (this.toolsCache) return this.toolsCache;
+    const relayTools = new Set<string>();
     const tools = await this.withSession("list", undefined, async (client, timeoutMs) => {
       const all: McpToolInfo[] = [];
       let cursor: string | undefined;
       do {
         const page = await client.listTools(cursor ? { cursor } : undefined, { timeout: timeoutMs });
         for (const tool of page.tools) {
+          if (relayable(tool)) relayTools.add(tool.name);
           all.push({
             name: tool.name,
             description: tool.description ?? "",
@@ -138,7 +153,10 @@ class LocalMcpClient implements LiveMcpClient {
       } while (cursor);
       return filterMcpTools(this.declaration, all);
     });
-    if (this.declaration.is_stateful) this.toolsCache = tools;
+    if (this.declaration.is_stateful) {
+      this.toolsCache = tools;
+      this.relayTools = relayTools;
+    }
     return tools;
   }
 
@@ -160,7 +178,10 @@ class LocalMcpClient implements LiveMcpClient {
     return this.withSession(
       "call",
       tool,
-      async (client) => {
+      async (client, _timeoutMs, session) => {
+        if (session?.relay && this.relayTools.has(tool)) {
+          return normaliseResult(await session.relay.call(tool, args, { timeoutMs, signal: options.signal }));
+        }
         // The SDK enforces the timeout, sends notifications/cancelled upstream and rejects the request.
         const result = await client.callTool({ name: tool, arguments: args }, undefined, {
           timeout: timeoutMs,
@@ -186,7 +207,7 @@ class LocalMcpClient implements LiveMcpClient {
   private async withSession<T>(
     phase: "list" | "call",
     tool: string | undefined,
-    work: (client: Client, timeoutMs: number) => Promise<T>,
+    work: (client: Client, timeoutMs: number, session?: Session) => Promise<T>,
     timeoutMs = this.requestTimeoutMs(),
   ): Promise<T> {
     const context = { mcp: this.declaration.name, phase, ...(tool ? { tool } : {}) };
@@ -200,7 +221,7 @@ class LocalMcpClient implements LiveMcpClient {
         });
       }
       try {
-        return await work(session.client, timeoutMs);
+        return await work(session.client, timeoutMs, session);
       } catch (error) {
         throw toMcpAppError(error, context, timeoutMs);
       }
@@ -275,7 +296,12 @@ class LocalMcpClient implements LiveMcpClient {
         details: { ...appError.details, ...(stderr ? { stderr } : {}) },
       });
     }
-    return { client, transport, stderrTail };
+    // Stateless sessions live for one request: nothing to relay there.
+    const relay =
+      this.options.relayToolCalls && config.type === "stdio_mcp" && this.declaration.is_stateful
+        ? new ToolCallRelay(transport)
+        : undefined;
+    return { client, transport, stderrTail, ...(relay ? { relay } : {}) };
   }
 }
 

@@ -39,6 +39,9 @@ export function runGateway(): void {
   // Scrub secrets so stdio MCP servers (which inherit a filtered env anyway) can never see them.
   delete process.env[GATEWAY_ENV.token];
   const local = new LocalMcpConnector({
+    // The host validates every answer at the gateway protocol boundary; the SDK checking it here too
+    // only adds to each call (tool-call-relay.ts).
+    relayToolCalls: true,
     defaultCallTimeoutMs: config.timeout,
     defaultCwd: config.workdir,
     clientInfo: { name: "berth-gateway", version: "1" },

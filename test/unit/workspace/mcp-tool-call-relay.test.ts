@@ -1,0 +1,88 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { AppError } from "@/server/shared/errors";
+import { LocalMcpConnector } from "@/server/workspace/mcp/local-connector";
+import type { LiveMcpClient } from "@/server/workspace/mcp/types";
+import { everythingMcp } from "./support/mcp-servers";
+
+/**
+ * The gateway's connector (relayToolCalls: true): plain tool calls of a stateful stdio session go straight
+ * onto the transport (tool-call-relay.ts) and behave as the SDK client's calls do.
+ */
+const scope = { agentId: "agent", sessionId: "session" };
+const opened: LiveMcpClient[] = [];
+const connector = new LocalMcpConnector({ defaultCallTimeoutMs: 20_000, relayToolCalls: true });
+
+async function connect(declaration: Parameters<LocalMcpConnector["connect"]>[0]): Promise<LiveMcpClient> {
+  const client = await connector.connect(declaration, scope);
+  opened.push(client);
+  await client.listTools(); // what the gateway does at registration: it tells which tools are plain
+  return client;
+}
+
+afterEach(async () => {
+  vi.restoreAllMocks();
+  await Promise.all(opened.splice(0).map((client) => client.close()));
+});
+
+describe("LocalMcpConnector with relayed tool calls", { timeout: 120_000 }, () => {
+  it("calls plain tools without the SDK client's callTool, with the same result", async () => {
+    const client = await connect(everythingMcp("everything"));
+    const sdkCall = vi.spyOn(Client.prototype, "callTool");
+    const results = await Promise.all(["a", "b", "c"].map((message) => client.callTool("echo", { message })));
+    expect(results).toEqual(
+      ["a", "b", "c"].map((message) => ({
+        content: [{ type: "text", text: `Echo: ${message}` }],
+        isError: false,
+      })),
+    );
+    expect(sdkCall).not.toHaveBeenCalled();
+  });
+
+  it("leaves tools with an output schema to the SDK, which validates their structured content", async () => {
+    const client = await connect(everythingMcp("structured"));
+    const sdkCall = vi.spyOn(Client.prototype, "callTool");
+    const result = await client.callTool("get-structured-content", { location: "New York" });
+    expect(result.structuredContent).toBeDefined();
+    expect(sdkCall).toHaveBeenCalledTimes(1);
+  });
+
+  it("times out a slow call, cancels it upstream and keeps the session usable", async () => {
+    const client = await connect(everythingMcp("slow", { execution_timeout: 0.3 }));
+    const error = await client
+      .callTool("trigger-long-running-operation", { duration: 30, steps: 3 })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AppError);
+    expect(error).toMatchObject({
+      code: "TIMEOUT",
+      details: { timeoutMs: 300, tool: "trigger-long-running-operation" },
+    });
+    expect(await client.callTool("echo", { message: "still here" })).toMatchObject({ isError: false });
+  });
+
+  it("aborts a call through the caller's signal as the SDK does (TIMEOUT)", async () => {
+    const client = await connect(everythingMcp("abortable"));
+    const controller = new AbortController();
+    const call = client.callTool(
+      "trigger-long-running-operation",
+      { duration: 30, steps: 3 },
+      { signal: controller.signal },
+    );
+    controller.abort();
+    await expect(call).rejects.toMatchObject({ code: "TIMEOUT" });
+  });
+
+  it("maps an upstream protocol error as the SDK path does", async () => {
+    const client = await connect(everythingMcp("errors"));
+    const result = await client.callTool("get-sum", { a: "not a number" }).catch((e: unknown) => e);
+    if (result instanceof AppError) expect(result.code).toBe("BAD_REQUEST");
+    else expect(result).toMatchObject({ isError: true });
+  });
+
+  it("fails calls in flight UNAVAILABLE when the server goes away", async () => {
+    const client = await connect(everythingMcp("dies"));
+    const call = client.callTool("trigger-long-running-operation", { duration: 30, steps: 3 });
+    await client.close();
+    await expect(call).rejects.toMatchObject({ code: "UNAVAILABLE" });
+  });
+});
