@@ -8,9 +8,9 @@ const DAY = 24 * HOUR;
 const HOURS = 24;
 const DAYS = 14;
 
-/** The states the chart shows, in stacking order (STOPPING counts as stopped, PURGING as purged). */
-const SHOWN = ["ready", "provisioning", "stopped", "failed", "purged"] as const;
-const SHOWN_AS: Record<string, (typeof SHOWN)[number]> = {
+/** The states the chart shows (STOPPING counts as stopped, PENDING as provisioning, PURGING as purged). */
+type Shown = "ready" | "provisioning" | "stopped" | "failed" | "purged";
+const SHOWN_AS: Record<string, Shown> = {
   PENDING: "provisioning",
   PROVISIONING: "provisioning",
   READY: "ready",
