@@ -104,7 +104,7 @@ describe("the Overview's tiles: tokens per day, top agents (the ledger) and the 
       ["stopping", hour - HOUR + 60_000],
       ["stopped", hour - HOUR + 120_000],
     ]);
-    const agent = (await agentOf(fresh, "a"));
+    const agent = await agentOf(fresh, "a");
     const session = await db.session.create({
       data: { tenantId: fresh.tenantId, agentId: agent.id, workspaceId: ready },
     });
@@ -160,7 +160,7 @@ describe("the Overview's tiles: tokens per day, top agents (the ledger) and the 
       message: false,
       teammate: false,
     });
-    const agent = (await agentOf(fresh, "a"));
+    const agent = await agentOf(fresh, "a");
     const session = await db.session.create({
       data: { tenantId: fresh.tenantId, agentId: agent.id, workspaceId: "w-none" },
     });
@@ -168,7 +168,13 @@ describe("the Overview's tiles: tokens per day, top agents (the ledger) and the 
       data: { tenantId: fresh.tenantId, sessionId: session.id, role: "user", content: "hello" },
     });
     // An agent without a key: the model step waits for a completed turn (a keyless local model).
-    expect(await done()).toEqual({ agent: true, model: false, session: true, message: true, teammate: false });
+    expect(await done()).toEqual({
+      agent: true,
+      model: false,
+      session: true,
+      message: true,
+      teammate: false,
+    });
     await db.chatTurn.create({
       data: {
         tenantId: fresh.tenantId,
