@@ -77,6 +77,8 @@ describeE2b(
       await driver.machine.stop(first.spec);
       expect((await Sandbox.getInfo(first.handle.sandboxId, sdk())).state).toBe("paused");
       expect(await driver.machine.exists(first.spec)).toBe(true);
+      // A paused sandbox runs nothing: no usage to sample.
+      expect(await driver.machine.usage!(first.spec)).toBeNull();
 
       const resumed = await provision(driver, first.spec);
       expect(resumed.handle).toMatchObject({

@@ -73,6 +73,26 @@ describeE2b("E2B driver against the emulator: exec, files, archives and MCP thro
     expect(who.stdout.toString()).toBe("user\n/home/user/workspace\n");
   });
 
+  it("reports the sandbox's resource use from E2B's sandbox metrics: CPU, memory and disk, no process count", async () => {
+    const stop = new AbortController();
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const busy = backend.exec(["sh", "-c", "echo started; while :; do :; done"], {
+      signal: stop.signal,
+      onStdout: () => started(),
+    });
+    await running;
+    const usage = await driver.machine.usage!(spec);
+    stop.abort();
+    expect(usage).toMatchObject({ cpuSeconds: null, processes: null });
+    // A busy loop has most of one of the template's two CPUs: cpuUsedPct × cpuCount, in percent of a core.
+    expect(usage!.cpuPercent).toBeGreaterThan(20);
+    expect(usage!.memoryBytes).toBeGreaterThan(1024 * 1024);
+    // The root filesystem, the template's system included.
+    expect(usage!.diskBytes).toBeGreaterThan(50 * 1024 * 1024);
+    expect((await busy).killed).toBe(true);
+  });
+
   it("exec streams stdout and stderr, reports exit codes, passes stdin, env and cwd", async () => {
     const seen: string[] = [];
     const result = await backend.exec(["sh", "-c", "echo out; echo err >&2; echo more; exit 3"], {

@@ -7,6 +7,8 @@
  * - the workspace page's Operations tab charts that provision stage by stage, lists its stage timings,
  *   puts its events and measured provision on a timeline in time order, and charts its disk use from the
  *   `metrics.sample` schedule;
+ * - a new tenant's Overview shows the getting-started checklist with nothing done; after the turn it shows
+ *   the steps the tenant's data completed and charts its workspaces by state and its failed turns;
  * - the Overview tiles the turn's tokens (the metering ledger), the agent among the top ones and the
  *   tenant's queue depth;
  * - `/api/metrics` answers the configured bearer token only, in a Prometheus text format that parses;
@@ -23,6 +25,7 @@ import { createAuth } from "@/server/auth/auth";
 import { createBerthClient, type BerthClient } from "@/server/client/create-berth-client";
 import { getDb } from "@/server/db";
 import { createApiKey } from "@/server/modules/api-key/api-key.service";
+import { createTenantWithOwner } from "@/server/modules/tenant/tenant.service";
 import { verifyWebhookSignature } from "@/server/modules/webhook/webhook-signing";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
 import { parseExposition } from "@/test/integration/metrics/prometheus-exposition";
@@ -37,6 +40,16 @@ const METRICS_TOKEN = randomBytes(24).toString("hex");
 
 type Received = { headers: http.IncomingHttpHeaders; body: string };
 
+/** The Overview checklist's steps and whether each is done (`data-done`). */
+async function stepsDone(page: Page): Promise<Record<string, string | null>> {
+  const steps = page.locator('[aria-label="Getting started"] [data-step]');
+  return Object.fromEntries(
+    await steps.evaluateAll((items) =>
+      items.map((item) => [item.getAttribute("data-step"), item.getAttribute("data-done")]),
+    ),
+  ) as Record<string, string | null>;
+}
+
 describe.skipIf(!HAS_CHROMIUM)("operations: readiness chart, /api/metrics and webhooks, end to end", () => {
   let e2e: E2eApp;
   let client: BerthClient;
@@ -47,6 +60,7 @@ describe.skipIf(!HAS_CHROMIUM)("operations: readiness chart, /api/metrics and we
   let receiverOrigin: string;
   const received: Received[] = [];
   let session: { sessionId: string; workspaceId: string };
+  let auth: ReturnType<typeof createAuth>;
 
   beforeAll(async () => {
     receiver = http.createServer((request, response) => {
@@ -63,7 +77,7 @@ describe.skipIf(!HAS_CHROMIUM)("operations: readiness chart, /api/metrics and we
       env: { BERTH_METRICS_TOKEN: METRICS_TOKEN, BERTH_WEBHOOK_ALLOWED_ORIGINS: receiverOrigin },
     });
     fake = await startFakeModel({ apiKey: MODEL_KEY });
-    const auth = createAuth({
+    auth = createAuth({
       secret: process.env.BERTH_AUTH_SECRET!,
       baseUrl: e2e.baseUrl,
       prisma: getDb(),
@@ -88,6 +102,38 @@ describe.skipIf(!HAS_CHROMIUM)("operations: readiness chart, /api/metrics and we
     await page.goto(`${e2e.app.url}/sign-in`);
     await submitSignIn(page, e2e.tenant.email, e2e.tenant.password);
     await page.waitForURL(new RegExp(`/t/${e2e.tenant.slug}$`));
+  });
+
+  it("shows a new tenant's owner the getting-started checklist with nothing done", async () => {
+    const suffix = randomBytes(4).toString("hex");
+    const owner = { email: `new-${suffix}@example.test`, password: `pw-${randomBytes(9).toString("hex")}` };
+    const { tenant } = await createTenantWithOwner(auth, {
+      tenantName: `New ${suffix}`,
+      slug: `new-${suffix}`,
+      name: "New Owner",
+      ...owner,
+    });
+    const context = await e2e.browser.newContext();
+    try {
+      const { page: fresh, pageErrors: freshErrors } = await watchedPage(context);
+      await fresh.goto(`${e2e.app.url}/sign-in`);
+      await submitSignIn(fresh, owner.email, owner.password);
+      await fresh.waitForURL(new RegExp(`/t/${tenant.slug}$`));
+      await fresh.locator('[aria-label="Getting started"] [data-step]').first().waitFor();
+      expect(await stepsDone(fresh)).toEqual({
+        agent: "false",
+        model: "false",
+        session: "false",
+        message: "false",
+        teammate: "false",
+      });
+      // Each step links to where it is done.
+      await fresh.getByRole("link", { name: /Invite a teammate/ }).click();
+      await fresh.waitForURL(new RegExp(`/t/${tenant.slug}/members$`));
+      expect(freshErrors).toEqual([]);
+    } finally {
+      await context.close();
+    }
   });
 
   afterAll(async () => {
@@ -137,6 +183,25 @@ describe.skipIf(!HAS_CHROMIUM)("operations: readiness chart, /api/metrics and we
     await page.goto(`${e2e.app.url}/t/${e2e.tenant.slug}`);
     await page.getByTestId("starts-chart").locator(".recharts-bar-rectangle").first().waitFor();
     await page.getByTestId("turns-chart").locator(".recharts-bar-rectangle").first().waitFor();
+    // Workspaces by state: the session's workspace, READY this hour, is an area of the stack; the failed
+    // turns chart draws its 14 days (none failed: no bars).
+    const readyArea = page.getByTestId("workspace-states-chart").locator(".recharts-area-area").first();
+    await readyArea.waitFor({ state: "attached" });
+    expect(await readyArea.getAttribute("d")).toMatch(/^M[\d.]+,[\d.]+L/);
+    const today = new Date().toISOString().slice(5, 10);
+    await page
+      .getByTestId("failed-turns-chart")
+      .locator(".recharts-cartesian-axis-tick-value", { hasText: today })
+      .first()
+      .waitFor({ state: "attached" });
+    // The checklist follows the data: an agent with a key, a session, a message sent; nobody invited.
+    expect(await stepsDone(page)).toEqual({
+      agent: "true",
+      model: "true",
+      session: "true",
+      message: "true",
+      teammate: "false",
+    });
     await page.goto(`${e2e.app.url}/t/${e2e.tenant.slug}/readiness`);
     const slow = page.getByTestId("slow-provision").filter({ hasText: session.workspaceId });
     await slow.getByRole("link", { name: session.workspaceId }).click();

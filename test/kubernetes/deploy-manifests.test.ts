@@ -136,6 +136,7 @@ describeKube("deploy/kubernetes manifests", () => {
       const backend = await driver.provider.provision(spec);
       await backend.writeFile("note.txt", "kept");
       await backend.exec(["cat", "note.txt"]);
+      await driver.machine.usage!(spec);
       await driver.provider.createMcpConnector!(backend, spec);
       await backend.close();
     });

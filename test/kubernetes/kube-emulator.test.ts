@@ -232,6 +232,16 @@ describeKube("loopback Kubernetes API server emulator, driven by client-node and
       "touch /etc/x 2>/dev/null || echo ro; echo kept > /data/file; cat /data/file",
     ]);
     expect(confined.stdout).toBe("ro\nkept\n");
+
+    // The resource metrics API, read by client-node's own Metrics client (what `kubectl top pods` asks):
+    // a PodMetrics per running Pod, usage in Kubernetes quantities.
+    const metrics = await new k8s.Metrics(kc).getPodMetrics(namespace);
+    const keep = metrics.items.find((item) => item.metadata.name === "keep-1");
+    expect(keep).toMatchObject({ window: expect.stringMatching(/^[\d.]+s$/) });
+    expect(keep!.containers[0]!.usage).toMatchObject({
+      cpu: expect.stringMatching(/^\d+n$/),
+      memory: expect.stringMatching(/^[1-9]\d*Ki$/),
+    });
   });
 
   it("keeps a claim's data across Pod deletion and protects a claim in use", async () => {

@@ -252,6 +252,28 @@ describeKube("Kubernetes driver against the loopback API server emulator", () =>
     expect((await backend.exec(["ls", "/run/berth"])).exitCode).not.toBe(0);
   });
 
+  it("reports the Pod's resource use: CPU and memory from the metrics API, disk and processes from an exec", async () => {
+    // A busy loop and a sleeper in the background: CPU in use, and processes to count.
+    const stop = new AbortController();
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const busy = backend.exec(["sh", "-c", "sleep 30 & echo started; while :; do :; done"], {
+      signal: stop.signal,
+      onStdout: () => started(),
+    });
+    await running;
+    const usage = await driver.machine.usage!(spec);
+    stop.abort();
+    expect(usage).toMatchObject({ cpuSeconds: null, processes: expect.any(Number) });
+    // The busy loop has most of a core (the emulator's window is the engine's one second).
+    expect(usage!.cpuPercent).toBeGreaterThan(20);
+    expect(usage!.memoryBytes).toBeGreaterThan(1024 * 1024);
+    // The workdir holds big.bin (8 MiB) and the notes; both containers' init, the gateway, the loop, the sleeper.
+    expect(usage!.diskBytes).toBeGreaterThan(5 * 1024 * 1024);
+    expect(usage!.processes).toBeGreaterThanOrEqual(5);
+    expect((await busy).killed).toBe(true);
+  });
+
   it("reattaches after a restart: a new driver finds the same Pod, claim, files and gateway", async () => {
     const before = await bed.core.readNamespacedPod({ namespace: bed.namespace, name: podOfSpec });
     const restarted = bed.newDriver();
@@ -272,6 +294,7 @@ describeKube("Kubernetes driver against the loopback API server emulator", () =>
   it("stop deletes the Pod and keeps the claim; the next provision recreates the Pod on it; purge removes both", async () => {
     await driver.machine.stop(spec);
     expect(await driver.provider.isAlive(backend)).toBe(false);
+    expect(await driver.machine.usage!(spec)).toBeNull();
     const pods = await bed.core.listNamespacedPod({
       namespace: bed.namespace,
       labelSelector: `berth.dev/workspace=${spec.workspaceId}`,

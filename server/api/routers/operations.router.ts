@@ -9,6 +9,12 @@ import {
   ZWorkspaceResourcesView,
 } from "@/server/modules/metrics/resource-usage.service";
 import { tenantUsageOverview, ZUsageOverview } from "@/server/modules/metrics/usage-overview.service";
+import {
+  gettingStarted,
+  overviewTrends,
+  ZGettingStarted,
+  ZOverviewTrends,
+} from "@/server/modules/metrics/overview-trends.service";
 import { readiness, ZReadinessRange, ZReadinessView } from "@/server/modules/metrics/readiness.service";
 import {
   workspaceTimeline,
@@ -39,6 +45,18 @@ export const operationsRouter = createTRPCRouter({
     .input(ZTenantInput)
     .output(ZActivityView)
     .query(({ ctx }) => tenantActivity(ctx.scope)),
+
+  /** The Overview's trend charts (every member): workspaces by state per hour, failed turns per day. */
+  trends: tenantProcedureFor("tenant:read")
+    .input(ZTenantInput)
+    .output(ZOverviewTrends)
+    .query(({ ctx }) => overviewTrends(ctx.scope)),
+
+  /** The Overview's getting-started checklist (every member), each step checked from the tenant's data. */
+  gettingStarted: tenantProcedureFor("tenant:read")
+    .input(ZTenantInput)
+    .output(ZGettingStarted)
+    .query(({ ctx }) => gettingStarted(ctx.scope)),
 
   /** The Overview's usage tiles (every member): tokens per day and the top agents, from the ledger. */
   usage: tenantProcedureFor("tenant:read")

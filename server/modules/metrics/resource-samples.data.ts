@@ -8,6 +8,7 @@ export type ResourceSampleInput = {
   tenantId: string;
   workspaceId: string;
   cpuSeconds: number | null;
+  cpuPercent?: number | null;
   memoryBytes: number | null;
   diskBytes: number | null;
   processes: number | null;
@@ -63,6 +64,8 @@ export async function pruneResourceSamplesBefore(cutoff: Date, db: DbClient = ge
 export type ResourceBucket = {
   at: Date;
   cpuSeconds: number | null;
+  /** The mean of the rates the backend reported itself (null when it reports cumulative time). */
+  cpuPercent: number | null;
   memoryBytes: number | null;
   diskBytes: number | null;
   processes: number | null;
@@ -70,8 +73,8 @@ export type ResourceBucket = {
 
 /**
  * The workspace's samples since `from`, in `bucketMs` buckets (oldest first), so a long range stays a
- * bounded number of points: the latest CPU time of a bucket (it is cumulative), the mean memory, the
- * largest disk and process count.
+ * bounded number of points: the latest CPU time of a bucket (it is cumulative), the mean of reported CPU
+ * rates, the mean memory, the largest disk and process count.
  */
 export async function workspaceResourceBuckets(
   scope: TenantScope,
@@ -83,6 +86,7 @@ export async function workspaceResourceBuckets(
     {
       bucket: Date;
       cpu: number | null;
+      cpu_rate: number | null;
       memory: number | null;
       disk: bigint | null;
       processes: number | null;
@@ -90,6 +94,7 @@ export async function workspaceResourceBuckets(
   >`
     SELECT date_bin(${`${options.bucketMs} milliseconds`}::interval, at, TIMESTAMPTZ '2000-01-01 00:00:00+00') AS bucket,
            (array_agg(cpu_seconds ORDER BY at DESC))[1] AS cpu,
+           avg(cpu_percent)::float8 AS cpu_rate,
            avg(memory_bytes)::float8 AS memory,
            max(disk_bytes) AS disk,
            max(processes) AS processes
@@ -99,6 +104,7 @@ export async function workspaceResourceBuckets(
   return rows.map((row) => ({
     at: row.bucket,
     cpuSeconds: row.cpu,
+    cpuPercent: row.cpu_rate,
     memoryBytes: row.memory === null ? null : Math.round(row.memory),
     diskBytes: row.disk === null ? null : Number(row.disk),
     processes: row.processes,

@@ -18,7 +18,8 @@ import {
 /**
  * Per-workspace CPU, memory, disk and processes: `metrics.sample` (a schedule, queue `metrics`) asks each
  * READY workspace's driver for `machine.usage` (Docker: the container's stats; the confined local backend:
- * its memory cgroup, as root, and its folder's size; a driver without it reports nothing) and stores one
+ * its cgroups, as root, and its folder's size; Kubernetes: the metrics API and an exec; E2B: the sandbox
+ * metrics; a driver without it reports nothing) and stores one
  * row per workspace; the workspace page charts them.
  */
 
@@ -102,11 +103,15 @@ export const ZWorkspaceResourcesView = z.object({
   ),
 });
 
-/** A rate from consecutive cumulative CPU times: a drop means the machine restarted (no rate across it). */
+/**
+ * A rate from consecutive cumulative CPU times: a drop means the machine restarted (no rate across it).
+ * Backends that report a rate themselves (Kubernetes, E2B) give it directly.
+ */
 function withCpuPercent(buckets: ResourceBucket[]) {
   return buckets.map((bucket, index) => {
     const before = buckets[index - 1];
-    let cpuPercent: number | null = null;
+    let cpuPercent: number | null =
+      bucket.cpuPercent === null ? null : Math.round(bucket.cpuPercent * 1_000) / 1_000;
     if (before && before.cpuSeconds !== null && bucket.cpuSeconds !== null) {
       const seconds = (bucket.at.getTime() - before.at.getTime()) / 1_000;
       const used = bucket.cpuSeconds - before.cpuSeconds;

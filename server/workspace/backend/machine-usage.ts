@@ -5,10 +5,12 @@ import path from "node:path";
 /**
  * A machine's resource use at one moment, each figure null where its backend cannot tell. `cpuSeconds` is
  * cumulative CPU time (a cgroup's or a container's), so a rate comes from two samples; it restarts from
- * zero when the machine does.
+ * zero when the machine does. `cpuPercent` is for backends that only report a rate they averaged
+ * themselves (the Kubernetes metrics API, E2B's sandbox metrics): percent of one core, over their window.
  */
 export type MachineUsage = {
   cpuSeconds: number | null;
+  cpuPercent?: number | null;
   memoryBytes: number | null;
   diskBytes: number | null;
   processes: number | null;

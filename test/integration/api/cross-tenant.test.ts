@@ -304,6 +304,8 @@ const CASES: Record<string, CrossTenantCase> = {
     targetsRows: true,
   },
   "operations.usage": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "operations.trends": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "operations.gettingStarted": { kind: "tenant", input: () => ({}), targetsRows: false },
   "operations.queueDepth": { kind: "tenant", input: () => ({}), targetsRows: false },
   "operations.workspaceTimings": {
     kind: "tenant",

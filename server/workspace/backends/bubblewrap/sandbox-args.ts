@@ -45,8 +45,8 @@ export type SandboxProfile = {
   mounts?: SandboxMount[];
   /** Mount an empty tmpfs here first (where `mounts` go, e.g. /run). */
   tmpfs?: string[];
-  /** The workspace's memory cgroup (`cgroup.procs`), joined before anything of the sandbox runs. */
-  cgroupProcs?: string;
+  /** The workspace's cgroups (`cgroup.procs` files: memory, and v1's cpuacct), joined before anything runs. */
+  cgroupProcs?: string[];
 };
 
 /**
@@ -58,8 +58,15 @@ export type SandboxProfile = {
 function privilegedPrefix(config: TSandboxConfig, profile: SandboxProfile): string[] {
   const { uid, gid, dropped } = profile.identity;
   if (!dropped) return [];
-  const join = profile.cgroupProcs
-    ? ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', profile.cgroupProcs]
+  // $0: how many group files follow; each gets the shell's pid, then the shell becomes the command.
+  const join = profile.cgroupProcs?.length
+    ? [
+        "/bin/sh",
+        "-c",
+        'n=$0; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 1; shift; n=$((n - 1)); done; exec "$@"',
+        String(profile.cgroupProcs.length),
+        ...profile.cgroupProcs,
+      ]
     : [];
   return [...join, config.setprivPath, `--reuid=${uid}`, `--regid=${gid}`, "--clear-groups", "--"];
 }

@@ -11,10 +11,22 @@ import path from "node:path";
  * uid drop and bwrap, so no process of the sandbox ever starts outside the group.
  */
 export type SandboxCgroups =
-  | { available: true; version: 1 | 2; root: string; limitBytes: number }
+  | {
+      available: true;
+      version: 1 | 2;
+      root: string;
+      limitBytes: number;
+      /**
+       * cgroup v1 only: the CPU accounting hierarchy's group (`cpuacct`, mounted apart from `memory`), which
+       * sandboxes join too, so a workspace's CPU time can be told. Null on v2 (one group keeps `cpu.stat`)
+       * or when v1 has no writable cpuacct mount.
+       */
+      cpuRoot: string | null;
+    }
   | { available: false; reason: string };
 
 const V1_MEMORY = "/sys/fs/cgroup/memory";
+const V1_CPUACCT = "/sys/fs/cgroup/cpuacct";
 const V2_ROOT = "/sys/fs/cgroup";
 const GROUP = "berth-sandbox";
 
@@ -32,16 +44,28 @@ export function detectCgroups(limitBytes: number, hostUid = process.getuid?.() ?
       // Children of the group get the memory controller; the group itself holds no process (v2's rule).
       enableControllers(path.join(V2_ROOT, "cgroup.subtree_control"));
       enableControllers(path.join(root, "cgroup.subtree_control"));
-      return { available: true, version: 2, root, limitBytes };
+      return { available: true, version: 2, root, limitBytes, cpuRoot: null };
     }
     if (fs.existsSync(path.join(V1_MEMORY, "memory.limit_in_bytes"))) {
       const root = path.join(V1_MEMORY, GROUP);
       fs.mkdirSync(root, { recursive: true });
-      return { available: true, version: 1, root, limitBytes };
+      return { available: true, version: 1, root, limitBytes, cpuRoot: v1CpuRoot() };
     }
     return { available: false, reason: "no cgroup memory controller is mounted under /sys/fs/cgroup" };
   } catch (error) {
     return { available: false, reason: `cgroups are not writable: ${(error as Error).message}` };
+  }
+}
+
+/** The v1 cpuacct group for workspaces, or null when the hierarchy is absent or not writable. */
+function v1CpuRoot(): string | null {
+  if (!fs.existsSync(path.join(V1_CPUACCT, "cpuacct.usage"))) return null;
+  try {
+    const root = path.join(V1_CPUACCT, GROUP);
+    fs.mkdirSync(root, { recursive: true });
+    return root;
+  } catch {
+    return null;
   }
 }
 
@@ -51,10 +75,10 @@ function enableControllers(subtreeControl: string): void {
 }
 
 /**
- * The group of one workspace, created on first use with its limit. Returns the `cgroup.procs` file a
- * sandbox writes its pid into.
+ * The group of one workspace, created on first use with its limit. Returns the `cgroup.procs` files a
+ * sandbox writes its pid into: the memory group's, and on v1 the cpuacct group's as well.
  */
-export function workspaceCgroup(cgroups: SandboxCgroups & { available: true }, key: string): string {
+export function workspaceCgroup(cgroups: SandboxCgroups & { available: true }, key: string): string[] {
   const dir = path.join(cgroups.root, key);
   fs.mkdirSync(dir, { recursive: true });
   const limit = String(cgroups.limitBytes);
@@ -68,7 +92,13 @@ export function workspaceCgroup(cgroups: SandboxCgroups & { available: true }, k
     fs.writeFileSync(path.join(dir, "memory.limit_in_bytes"), limit);
     writeIfPresent(path.join(dir, "memory.memsw.limit_in_bytes"), limit);
   }
-  return path.join(dir, "cgroup.procs");
+  const procs = [path.join(dir, "cgroup.procs")];
+  if (cgroups.cpuRoot) {
+    const cpuDir = path.join(cgroups.cpuRoot, key);
+    fs.mkdirSync(cpuDir, { recursive: true });
+    procs.push(path.join(cpuDir, "cgroup.procs"));
+  }
+  return procs;
 }
 
 function writeIfPresent(file: string, value: string): void {
@@ -96,12 +126,22 @@ export async function endWorkspaceCgroup(cgroups: SandboxCgroups, key: string, w
     }
     try {
       fs.rmdirSync(dir);
+      // The cpuacct group held the same processes, all gone now; absent when none was made.
+      if (cgroups.cpuRoot) removeGroup(path.join(cgroups.cpuRoot, key));
       return;
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code !== "EBUSY" || Date.now() > deadline) return;
     }
     await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+function removeGroup(dir: string): void {
+  try {
+    fs.rmdirSync(dir);
+  } catch {
+    // absent (made before sandboxes joined cpuacct), or the next stop removes it
   }
 }
 
@@ -115,8 +155,9 @@ function processesIn(dir: string): number[] {
 
 /**
  * What a workspace's group says about its processes now: memory in use (`memory.current`, v1's
- * `memory.usage_in_bytes`), CPU time (v2's `cpu.stat` usage_usec, kept by every v2 group; v1 mounts only
- * the memory controller here, so none) and how many processes it holds. A workspace with no group yet (no
+ * `memory.usage_in_bytes`), CPU time (v2's `cpu.stat` usage_usec, kept by every v2 group; v1's
+ * `cpuacct.usage`, nanoseconds, of the workspace's cpuacct group; none when that group is missing) and how
+ * many processes it holds. A workspace with no group yet (no
  * sandbox ran since the last stop) holds nothing. Null when this host has no groups (Berth not root).
  */
 export function workspaceCgroupUsage(
@@ -134,10 +175,26 @@ export function workspaceCgroupUsage(
     }
   };
   const memory = read(cgroups.version === 2 ? "memory.current" : "memory.usage_in_bytes");
-  const usec = cgroups.version === 2 ? /^usage_usec (\d+)$/m.exec(read("cpu.stat") ?? "")?.[1] : undefined;
   return {
-    cpuSeconds: usec === undefined ? null : Number(usec) / 1e6,
+    cpuSeconds: cpuSecondsOf(cgroups, key, read),
     memoryBytes: memory === null ? 0 : Number(memory.trim()) || 0,
     processes: processesIn(dir).length,
   };
+}
+
+function cpuSecondsOf(
+  cgroups: SandboxCgroups & { available: true },
+  key: string,
+  read: (file: string) => string | null,
+): number | null {
+  if (cgroups.version === 2) {
+    const usec = /^usage_usec (\d+)$/m.exec(read("cpu.stat") ?? "")?.[1];
+    return usec === undefined ? null : Number(usec) / 1e6;
+  }
+  if (!cgroups.cpuRoot) return null;
+  try {
+    return Number(fs.readFileSync(path.join(cgroups.cpuRoot, key, "cpuacct.usage"), "utf8").trim()) / 1e9;
+  } catch {
+    return null; // a group made before sandboxes joined cpuacct too
+  }
 }

@@ -18,8 +18,8 @@ export class SandboxRegistry {
     readonly cgroups: SandboxCgroups = { available: false, reason: "not configured" },
   ) {}
 
-  /** The `cgroup.procs` file a new sandbox of the workspace joins, or undefined when none can be made. */
-  cgroupOf(key: string): string | undefined {
+  /** The `cgroup.procs` files a new sandbox of the workspace joins, or undefined when none can be made. */
+  cgroupOf(key: string): string[] | undefined {
     return this.cgroups.available ? workspaceCgroup(this.cgroups, key) : undefined;
   }
 

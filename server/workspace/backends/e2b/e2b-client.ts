@@ -1,4 +1,4 @@
-import { Sandbox, type ConnectionOpts, type SandboxInfo } from "e2b";
+import { Sandbox, type ConnectionOpts, type SandboxInfo, type SandboxMetrics } from "e2b";
 import type { E2bDriverConfig } from "./e2b-config";
 import { isSandboxGone, toAppError } from "./e2b-errors";
 
@@ -93,6 +93,16 @@ export class E2bClient {
       return await Sandbox.kill(sandboxId, this.connection);
     } catch (error) {
       throw toAppError(error, "kill the sandbox", { sandboxId });
+    }
+  }
+
+  /** The metrics E2B collected from the sandbox since `start` (oldest first); null when it is gone. */
+  async metrics(sandboxId: string, start: Date): Promise<SandboxMetrics[] | null> {
+    try {
+      return await Sandbox.getMetrics(sandboxId, { ...this.connection, start });
+    } catch (error) {
+      if (isSandboxGone(error)) return null;
+      throw toAppError(error, "read the sandbox metrics", { sandboxId });
     }
   }
 

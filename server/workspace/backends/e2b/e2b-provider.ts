@@ -7,6 +7,7 @@ import type {
   ProvisionProgress,
   WorkspaceSpec,
 } from "@/server/workspace/backend/driver";
+import type { MachineUsage } from "@/server/workspace/backend/machine-usage";
 import type { WorkspaceBackend } from "@/server/workspace/backend/port";
 import type { McpConnector } from "@/server/workspace/mcp/types";
 import { E2bBackend } from "./e2b-backend";
@@ -82,6 +83,11 @@ export class E2bMachineController implements MachineController {
 
   async exists(spec: WorkspaceSpec): Promise<boolean> {
     return (await this.teams.forTenant(spec.tenantId)).exists(spec);
+  }
+
+  /** E2B's own sandbox metrics (CPU, memory, disk; no process count): E2bSandboxes.usage. */
+  async usage(spec: WorkspaceSpec): Promise<MachineUsage | null> {
+    return (await this.teams.forTenant(spec.tenantId)).usage(spec);
   }
 
   listResources(): Promise<MachineResource[]> {

@@ -2,6 +2,7 @@ import { installationIdOf, type InstallationIdSource } from "@/server/workspace/
 import { randomBytes } from "node:crypto";
 import type { Sandbox } from "e2b";
 import { AppError } from "@/server/shared/errors";
+import type { MachineUsage } from "@/server/workspace/backend/machine-usage";
 import type {
   DriverContext,
   MachineResource,
@@ -55,6 +56,9 @@ const WRITE_MARKER = [
  * because a sandbox is listed from the moment its `startedAt` is set: whoever creates later sees the
  * earlier one. (BullMQ's job id = workspace id already makes such races rare; this is the second line.)
  */
+/** How far back a usage read looks for E2B's latest metrics point (it collects one every few seconds). */
+const USAGE_LOOKBACK_MS = 60_000;
+
 export class E2bSandboxes {
   readonly client: E2bClient;
   readonly runtimeDir: string;
@@ -199,6 +203,30 @@ export class E2bSandboxes {
       await removeCredentials(this.runtimeDir, sandboxId);
     }
     return removed;
+  }
+
+  /**
+   * The latest point of E2B's sandbox metrics (collected every few seconds while it runs): `cpuUsedPct` is
+   * the busy share of all its CPUs, so times `cpuCount` it is percent of one core; memory used (page cache
+   * not counted); the root filesystem's used bytes (the template's system included, as `df /` counts it).
+   * E2B reports no process count. Null when no sandbox runs; null figures before its first point.
+   */
+  async usage(spec: WorkspaceSpec): Promise<MachineUsage | null> {
+    const { sandbox } = await this.locate(spec);
+    if (!sandbox || sandbox.state !== "running") return null;
+    const points = await this.client.metrics(sandbox.sandboxId, new Date(Date.now() - USAGE_LOOKBACK_MS));
+    if (points === null) return null;
+    const latest = points.reduce<(typeof points)[number] | undefined>(
+      (newest, point) => (!newest || point.timestamp > newest.timestamp ? point : newest),
+      undefined,
+    );
+    return {
+      cpuSeconds: null,
+      cpuPercent: latest ? Math.round(latest.cpuUsedPct * latest.cpuCount * 1_000) / 1_000 : null,
+      memoryBytes: latest?.memUsed ?? null,
+      diskBytes: latest?.diskUsed ?? null,
+      processes: null,
+    };
   }
 
   async exists(spec: WorkspaceSpec): Promise<boolean> {

@@ -14,6 +14,8 @@ export class KubeClient {
   readonly kc: k8s.KubeConfig;
   readonly core: k8s.CoreV1Api;
   readonly networking: k8s.NetworkingV1Api;
+  /** Aggregated APIs without typed clients (metrics.k8s.io). */
+  readonly custom: k8s.CustomObjectsApi;
   readonly namespace: string;
   /** Where the cluster is, for messages (never credentials). */
   readonly server: string;
@@ -25,6 +27,7 @@ export class KubeClient {
     this.server = kc.getCurrentCluster()?.server ?? "(no cluster)";
     this.core = kc.makeApiClient(k8s.CoreV1Api);
     this.networking = kc.makeApiClient(k8s.NetworkingV1Api);
+    this.custom = kc.makeApiClient(k8s.CustomObjectsApi);
   }
 
   /** Runs an API call, mapping its failure to an AppError (404 → NOT_FOUND, 409 → CONFLICT, ...). */

@@ -8,6 +8,7 @@ import type {
   WorkspaceSpec,
 } from "@/server/workspace/backend/driver";
 import type { InstallationIdSource } from "@/server/workspace/backend/installation";
+import type { MachineUsage } from "@/server/workspace/backend/machine-usage";
 import type { GatewayBundle } from "@/server/workspace/gateway/bundle-gateway";
 import type { KubeClient } from "./kube-client";
 import type { KubernetesDriverConfig } from "./kubernetes-config";
@@ -23,6 +24,7 @@ import {
   specHash,
 } from "./kubernetes-names";
 import { deleteClaimAndWait, deletePodAndWait, ensureClaim, ensureRunningPod } from "./pod-lifecycle";
+import { podUsage } from "./pod-usage";
 import {
   claimLayoutOf,
   denyEgressPolicy,
@@ -109,6 +111,11 @@ export class KubernetesMachineController implements MachineController {
       ...(deletedPod ? [`pod:${kube.namespace}/${podName(owner)}`] : []),
       ...(deletedClaim ? [`persistentvolumeclaim:${kube.namespace}/${claimName(owner)}`] : []),
     ];
+  }
+
+  /** CPU and memory from the metrics API, disk and processes from an exec (pod-usage.ts); null without a running Pod. */
+  usage(spec: WorkspaceSpec): Promise<MachineUsage | null> {
+    return podUsage(this.context.kube, podName(ownerOf(spec)));
   }
 
   /** The claim is the workspace's data; a missing Pod is recreated from it by the next provision. */

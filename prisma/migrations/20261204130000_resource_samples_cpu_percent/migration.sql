@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "resource_samples" ADD COLUMN "cpu_percent" DOUBLE PRECISION;
