@@ -195,6 +195,8 @@ export default tseslint.config(
       "generated/**",
       ".data/**",
       "dist/**",
+      // Other checkouts of the repository (git worktrees) kept inside this one; gitignored.
+      ".helpers/**",
       "next-env.d.ts",
       "prisma/schema-engine-wasm.mjs",
       "node20-polyfills.mjs",
