@@ -27,6 +27,8 @@ export type BerthProcess = {
   readonly url: string;
   readonly log: Logger;
   readonly bootstrap: BootstrapResult;
+  /** Serving without workers of its own (BERTH_API_ONLY): jobs wait for `npm run workers`. */
+  readonly apiOnly: boolean;
   /**
    * Graceful: stop accepting requests → let jobs in flight finish → close every cached workspace (MCP
    * children, gateway connections) → close queues, Redis and the database pool → drop open connections.
@@ -42,7 +44,7 @@ export async function startBerthProcess(options: {
   /**
    * `npm run dev` (scripts/dev.ts): Next's development server (Turbopack, compiled on demand, hot reload
    * over its own WebSocket) and no workers in this process (`npm run workers` runs them, restartable on
-   * their own). Default: production, workers in-process (`npm start`).
+   * their own). Default: production, workers in-process (`npm start`) unless BERTH_API_ONLY.
    */
   development?: boolean;
 }): Promise<BerthProcess> {
@@ -95,15 +97,23 @@ export async function startBerthProcess(options: {
     server.listen(config.http.port, config.http.host, () => resolve());
   });
 
-  const workers = development
-    ? null
-    : await startWorkerRuntime({
-        redis: config.redis,
-        workers: config.workers,
-        log,
-        healthPort: null, // /api/health reports the workers of this process through their heartbeat
-      });
-  return { url: config.http.baseUrl, log, bootstrap, close: () => closeBerthProcess(server, workers) };
+  // In development and API-only mode (BERTH_API_ONLY) the workers run apart: `npm run workers`.
+  const workers =
+    development || config.apiOnly
+      ? null
+      : await startWorkerRuntime({
+          redis: config.redis,
+          workers: config.workers,
+          log,
+          healthPort: null, // /api/health reports the workers of this process through their heartbeat
+        });
+  return {
+    url: config.http.baseUrl,
+    log,
+    bootstrap,
+    apiOnly: !development && config.apiOnly,
+    close: () => closeBerthProcess(server, workers),
+  };
 }
 
 async function closeBerthProcess(server: Server, workers: WorkerRuntime | null): Promise<void> {

@@ -1,7 +1,8 @@
 /**
  * `npm start`: Berth on one port, from a fresh clone. Composition root (reads process.env):
  * services (embedded when DATABASE_URL / REDIS_URL are unset) → secrets → migrations → first tenant and
- * admin → `next build` when needed → dashboard + API on PORT → workers in-process → graceful shutdown.
+ * admin → `next build` when needed → dashboard + API on PORT → workers in-process (none with
+ * BERTH_API_ONLY=true: they run as `npm run workers`) → graceful shutdown.
  *
  * `npm run dev` (`--dev`): the same server around Next's development server (no build, hot reload), so
  * the terminal WebSocket works in development too; the workers run apart (`npm run workers`).
@@ -96,6 +97,8 @@ async function main(): Promise<void> {
   const { url, bootstrap } = berth;
   say(`Berth is running at ${url} (health: ${url}/api/health)`);
   if (development) say("development server: run the workers with `npm run workers` in another terminal");
+  else if (berth.apiOnly)
+    say("API only (BERTH_API_ONLY): no workers in this process; jobs wait for `npm run workers`");
   if (bootstrap.created) {
     say("");
     say("First start: created the tenant and its admin. Sign in at:");

@@ -94,7 +94,7 @@ export async function startStack(): Promise<BenchStack> {
       await closeSharedQueues();
       await closeSharedRedis();
       await disconnectDb();
-      await deleteRedisKeys(redisUrl, `${redisPrefix}*`);
+      await deleteRedisKeys(redisUrl, redisPrefix);
     });
 
     const { auth } = getApiComposition();

@@ -1,7 +1,8 @@
 import { spawn } from "node:child_process";
 import { access, chmod, constants, mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { Redis } from "ioredis";
+import { Redis, type Cluster } from "ioredis";
+import { createRedisConnection } from "@/server/redis";
 import { findFreePort } from "./ports";
 import { retryUntil } from "./retry";
 
@@ -138,16 +139,29 @@ export async function startEmbeddedRedis(options: {
   };
 }
 
-/** Deletes every key matching `pattern` (SCAN + UNLINK): cleans a throwaway prefix after tests or benches. */
-export async function deleteRedisKeys(url: string, pattern: string): Promise<void> {
-  const redis = new Redis(url, { maxRetriesPerRequest: 2 });
+/**
+ * Deletes every key of `prefix` and of the prefixes derived from it (`<prefix>-<test>`): cleans a throwaway
+ * prefix after tests or benches. Through Berth's own connection factory, so REDIS_URL may name a Cluster
+ * (each master scanned; keys there carry the prefix as a hash tag, `{<prefix>...}`) or a Sentinel's master.
+ */
+export async function deleteRedisKeys(url: string, prefix: string): Promise<void> {
+  const redis = createRedisConnection({ url, prefix }, "producer", "berth-cleanup");
   try {
-    let cursor = "0";
-    do {
-      const [next, keys] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 1000);
-      if (keys.length) await redis.unlink(...keys);
-      cursor = next;
-    } while (cursor !== "0");
+    // A Cluster learns its nodes when it connects: before that, nodes() is empty.
+    await redis.ping();
+    const cluster = redis.isCluster ? (redis as unknown as Cluster) : undefined;
+    // A cluster config wraps the prefix, `{berth_test_x}`, and a derived one, `{berth_test_x-y}`.
+    const pattern = cluster ? `{${prefix}*` : `${prefix}*`;
+    for (const node of cluster ? cluster.nodes("master") : [redis]) {
+      let cursor = "0";
+      do {
+        const [next, keys] = await node.scan(cursor, "MATCH", pattern, "COUNT", 1000);
+        // One UNLINK per key on a cluster: keys of different prefixes hash to different slots.
+        if (keys.length)
+          await (cluster ? Promise.all(keys.map((key) => redis.unlink(key))) : redis.unlink(...keys));
+        cursor = next;
+      } while (cursor !== "0");
+    }
   } finally {
     redis.disconnect();
   }

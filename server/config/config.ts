@@ -7,7 +7,7 @@ import { loadOperationsConfig, type OperationsConfig } from "./operations";
 import { loadQuotaConfig, type QuotaConfig } from "./quotas";
 import { loadRedisConfig, type RedisConfig } from "./redis";
 import { loadSecretsConfig, type SecretsConfig } from "./secrets";
-import { loadWorkersConfig, type WorkersConfig } from "./workers";
+import { loadApiOnly, loadWorkersConfig, type WorkersConfig } from "./workers";
 
 /** Everything Berth reads from its environment, parsed and typed. Built at composition roots only. */
 export type BerthConfig = {
@@ -17,6 +17,8 @@ export type BerthConfig = {
   readonly secrets: SecretsConfig;
   readonly logging: LoggingConfig;
   readonly workers: WorkersConfig;
+  /** `npm start` without in-process workers (BERTH_API_ONLY). */
+  readonly apiOnly: boolean;
   readonly operations: OperationsConfig;
   readonly quotas: QuotaConfig;
 };
@@ -33,6 +35,7 @@ export function loadConfig(env: RawEnv = readProcessEnv()): BerthConfig {
     secrets: loadSecretsConfig(env),
     logging: loadLoggingConfig(env),
     workers: loadWorkersConfig(env),
+    apiOnly: loadApiOnly(env),
     operations: loadOperationsConfig(env),
     quotas: loadQuotaConfig(env),
   };

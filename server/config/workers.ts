@@ -15,6 +15,13 @@ const ZWorkersEnv = z.object({
   WORKERS_LOCK_DURATION_MS: z.coerce.number().int().min(100).default(30_000),
 });
 
+const ZApiOnlyEnv = z.object({
+  // `npm start` serves the API and dashboard only and runs no BullMQ worker (a Deployment of API replicas
+  // beside `npm run workers` replicas, each scaled on its own). /api/health still needs a live worker, by
+  // its Redis heartbeat, so a cluster without any worker process is reported unhealthy.
+  BERTH_API_ONLY: z.stringbool().default(false),
+});
+
 export type WorkersConfig = {
   readonly concurrency: number;
   readonly healthPort: number;
@@ -32,4 +39,9 @@ export function loadWorkersConfig(env: RawEnv = readProcessEnv()): WorkersConfig
     stalledIntervalMs: parsed.WORKERS_STALLED_INTERVAL_MS,
     lockDurationMs: parsed.WORKERS_LOCK_DURATION_MS,
   };
+}
+
+/** true: `npm start` runs no workers in its process (BERTH_API_ONLY). */
+export function loadApiOnly(env: RawEnv = readProcessEnv()): boolean {
+  return parseEnv(ZApiOnlyEnv, env, "workers").BERTH_API_ONLY;
 }

@@ -13,6 +13,7 @@ import { promisify } from "node:util";
 import * as k8s from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { loadApiOnly } from "@/server/config/workers";
 import type { WorkspaceDriver } from "@/server/workspace/backend/driver";
 import type { ApiCall } from "@/test/fixtures/kube-apiserver";
 import {
@@ -98,6 +99,18 @@ describeKube("deploy/kubernetes manifests", () => {
       expect(container).toHaveProperty("readinessProbe");
       expect(container).toHaveProperty("livenessProbe");
     }
+    // The API replicas run no workers (BERTH_API_ONLY, as server/config parses it); berth-workers does.
+    const [api] = (
+      find(all, "Deployment", "berth-api") as Manifest & {
+        spec: {
+          template: {
+            spec: { containers: Array<{ command: string[]; env?: Array<{ name: string; value: string }> }> };
+          };
+        };
+      }
+    ).spec.template.spec.containers;
+    expect(api!.command).toEqual(["npm", "start"]);
+    expect(loadApiOnly(Object.fromEntries((api!.env ?? []).map((v) => [v.name, v.value])))).toBe(true);
     // Workspace Pods run as an account of their namespace that mounts no token.
     const workspaceAccount = find(all, "ServiceAccount", config.data.BERTH_K8S_SERVICE_ACCOUNT!);
     expect(workspaceAccount).toMatchObject({

@@ -69,8 +69,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await dropDatabase(databaseUrl).catch((error: unknown) =>
       console.warn("could not drop the test database", error),
     );
-    // `*`, not `:*`: tests derive per-test prefixes from the run's (`berth_test_<run>-<test>`).
-    if (!services.embedded.redis) await deleteRedisKeys(services.redisUrl, `${redisPrefix}*`);
+    // With the prefixes tests derive from the run's (`berth_test_<run>-<test>`); on a Cluster too.
+    if (!services.embedded.redis) await deleteRedisKeys(services.redisUrl, redisPrefix);
     await services.stop();
     await rm(dataDir, { recursive: true, force: true });
   };

@@ -22,7 +22,7 @@ import {
 } from "../../fixtures/faults/tcp-proxy";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
 import { makeControlDir, startChild, stopChildren, type Child } from "../multiprocess/processes";
-import { isolatedRedisConfig, testLog } from "../queue/queue-fixtures";
+import { isolatedRedisConfig, redisPrefixEnv, testLog } from "../queue/queue-fixtures";
 import { freshSession } from "../workspace/harness";
 
 /** The attempts the outage lasts for: with five attempts from 0.5 s, the job was out of them by now. */
@@ -59,7 +59,7 @@ describe("a PostgreSQL outage during a provision", { timeout: 150_000 }, () => {
     const redis = isolatedRedisConfig();
     const worker = startChild("worker-process.ts", {
       DATABASE_URL: databaseUrlThrough(proxy, process.env.DATABASE_URL!),
-      BERTH_REDIS_PREFIX: redis.prefix,
+      BERTH_REDIS_PREFIX: redisPrefixEnv(redis),
       BERTH_WORKSPACE_BASEDIR: path.join(basedir, "workspaces"),
       MP_CONTROL_DIR: await makeControlDir(basedir),
       LOG_LEVEL: "silent",

@@ -17,7 +17,7 @@ import {
   startOtlpReceiver,
 } from "@/test/fixtures/otlp-receiver/server";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
-import { isolatedRedisConfig, testLog } from "../queue/queue-fixtures";
+import { isolatedRedisConfig, redisPrefixEnv, testLog } from "../queue/queue-fixtures";
 import { parseExposition } from "./prometheus-exposition";
 
 const repoRoot = path.resolve(import.meta.dirname, "..", "..", "..");
@@ -184,7 +184,7 @@ describe("OpenTelemetry export (OTLP/HTTP JSON) of the /api/metrics figures, rea
       cwd: repoRoot,
       env: {
         ...process.env,
-        BERTH_REDIS_PREFIX: workerRedis.prefix,
+        BERTH_REDIS_PREFIX: redisPrefixEnv(workerRedis),
         WORKERS_HEALTH_PORT: "0",
         LOG_LEVEL: "warn",
         OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,

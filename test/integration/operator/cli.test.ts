@@ -7,6 +7,7 @@ import { previewInvite } from "@/server/modules/member/invite.service";
 import { createTestApiRuntime } from "../api/support/api-test-runtime";
 import { createTenantFixture, type TenantFixture } from "../api/support/tenant-fixtures";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "../workspace/harness";
+import { redisPrefixEnv } from "../queue/queue-fixtures";
 
 const repoRoot = path.resolve(import.meta.dirname, "..", "..", "..");
 
@@ -24,7 +25,7 @@ describe("npm run berth (operator CLI)", { timeout: 180_000 }, () => {
       cwd: repoRoot,
       env: {
         ...process.env,
-        BERTH_REDIS_PREFIX: h.redis.prefix,
+        BERTH_REDIS_PREFIX: redisPrefixEnv(h.redis),
         BERTH_BASE_URL: "https://berth.example.test",
         LOG_LEVEL: "warn",
       },

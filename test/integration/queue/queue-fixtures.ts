@@ -13,7 +13,15 @@ import { createRedisConnection } from "@/server/redis";
  */
 export function isolatedRedisConfig(): RedisConfig {
   const base = loadRedisConfig();
-  return { ...base, prefix: `${base.prefix}-${randomBytes(3).toString("hex")}` };
+  // Derived from the variable, not the effective prefix: on a Cluster that is a hash tag, `{berth_test_x}`,
+  // and a child process given BERTH_REDIS_PREFIX (redisPrefixEnv) must arrive at the same prefix.
+  const prefix = `${redisPrefixEnv(base)}-${randomBytes(3).toString("hex")}`;
+  return loadRedisConfig({ REDIS_URL: base.url, BERTH_REDIS_PREFIX: prefix });
+}
+
+/** The BERTH_REDIS_PREFIX that gives a process `config`'s prefix (a Cluster's is wrapped as a hash tag). */
+export function redisPrefixEnv(config: RedisConfig): string {
+  return config.prefix.replace(/^\{(.*)\}$/, "$1");
 }
 
 // Silent: failures surface as assertion errors; set level "debug" here when diagnosing.

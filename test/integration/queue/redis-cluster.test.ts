@@ -18,6 +18,7 @@ import { createEnqueue } from "@/server/queue/enqueue";
 import { aliveWorkers, beat } from "@/server/queue/heartbeat";
 import { bullPrefix, createQueues, type QueueSet } from "@/server/queue/queues";
 import { createRedisConnection } from "@/server/redis";
+import { deleteRedisKeys } from "@/scripts/services/redis";
 import { claimBatch } from "@/server/shared/claimed-batches";
 import { startWorkerRuntime, type WorkerRuntime } from "@/workers/runtime";
 import {
@@ -171,6 +172,23 @@ describeWithRedisServer("Berth on a Redis Cluster (three redis-server masters)",
       expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("READY");
     } finally {
       await h.close();
+    }
+  });
+
+  it("the test setup's cleanup deletes a run's keys on every master, and only those", async () => {
+    const run = `berth-clean-${randomBytes(3).toString("hex")}`;
+    const configs = [run, `${run}-a`, `${run}-b`, `other-${run}`].map((prefix) =>
+      loadRedisConfig({ REDIS_URL: cluster.url, BERTH_REDIS_PREFIX: prefix }),
+    );
+    const connection = createRedisConnection(configs[0]!, "producer", "test-cleanup");
+    try {
+      for (const { prefix } of configs) await connection.set(`${prefix}:key`, "1");
+      await deleteRedisKeys(cluster.url, run);
+      const left = await Promise.all(configs.map(({ prefix }) => connection.exists(`${prefix}:key`)));
+      expect(left).toEqual([0, 0, 0, 1]);
+    } finally {
+      await connection.del(`${configs[3]!.prefix}:key`);
+      await connection.quit();
     }
   });
 

@@ -4,7 +4,7 @@ import { describe, expect, it, vi } from "vitest";
 import { aliveWorkers } from "@/server/queue/heartbeat";
 import { createRedisConnection } from "@/server/redis";
 import { findFreePort } from "@/scripts/services/ports";
-import { isolatedRedisConfig } from "../queue/queue-fixtures";
+import { isolatedRedisConfig, redisPrefixEnv } from "../queue/queue-fixtures";
 
 const repoRoot = path.resolve(import.meta.dirname, "..", "..", "..");
 
@@ -16,7 +16,7 @@ describe("workers/main.ts (the standalone worker process)", () => {
       cwd: repoRoot,
       env: {
         ...process.env,
-        BERTH_REDIS_PREFIX: redis.prefix,
+        BERTH_REDIS_PREFIX: redisPrefixEnv(redis),
         WORKERS_HEALTH_PORT: String(port),
         LOG_LEVEL: "warn",
       },
@@ -57,7 +57,12 @@ describe("npm run workers stops cleanly on a signal", () => {
     const redis = isolatedRedisConfig();
     const child = spawn("npm", ["run", "workers", "--silent"], {
       cwd: repoRoot,
-      env: { ...process.env, BERTH_REDIS_PREFIX: redis.prefix, WORKERS_HEALTH_PORT: "0", LOG_LEVEL: "info" },
+      env: {
+        ...process.env,
+        BERTH_REDIS_PREFIX: redisPrefixEnv(redis),
+        WORKERS_HEALTH_PORT: "0",
+        LOG_LEVEL: "info",
+      },
       stdio: ["ignore", "pipe", "pipe"],
       detached: true, // its own group, as under a terminal or a process manager
     });
