@@ -125,6 +125,6 @@ describeDocker("deploy/docker: the berth image", () => {
         timeout: 120_000,
         interval: 1_000,
       });
-    });
+    }, 600_000);
   });
 });
