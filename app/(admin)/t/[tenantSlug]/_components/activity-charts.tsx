@@ -1,11 +1,9 @@
 "use client";
 
 import { useQuery } from "@tanstack/react-query";
-import Link from "next/link";
 import { Bar, BarChart, CartesianGrid, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
-import { Card, CardContent, CardDescription, CardHeader, CardTitle } from "@/app/_components/ui/card";
-import { Skeleton } from "@/app/_components/ui/skeleton";
 import { useTRPC } from "@/app/_trpc/client";
+import { ChartCards, dayLabel, hourLabel, type ChartCard } from "./chart-cards";
 
 type Bucket = { at: Date; ok: number; failed: number };
 
@@ -45,58 +43,30 @@ function ActivityChart({
   );
 }
 
-const hourLabel = (at: Date) => `${String(at.getUTCHours()).padStart(2, "0")}:00`;
-const dayLabel = (at: Date) => at.toISOString().slice(5, 10);
-
 /** The Overview's pictures: workspace starts per hour and turns per day (UTC), failed ones stacked in red. */
 export function ActivityCharts({ tenantSlug }: { tenantSlug: string }) {
   const trpc = useTRPC();
   const activity = useQuery(trpc.operations.activity.queryOptions({ tenantSlug }));
   const base = `/t/${encodeURIComponent(tenantSlug)}`;
-  const cards = [
+  const cards: ChartCard[] = [
     {
       title: "Workspace starts",
       description: "Provisions per hour, last 24 hours (UTC).",
       href: `${base}/readiness`,
       link: "Readiness",
-      data: activity.data?.startsPerHour,
-      label: hourLabel,
-      testId: "starts-chart",
+      chart: activity.data ? (
+        <ActivityChart data={activity.data.startsPerHour} label={hourLabel} testId="starts-chart" />
+      ) : null,
     },
     {
       title: "Turns",
       description: "Chat turns per day, last 14 days (UTC).",
       href: `${base}/sessions`,
       link: "Sessions",
-      data: activity.data?.turnsPerDay,
-      label: dayLabel,
-      testId: "turns-chart",
+      chart: activity.data ? (
+        <ActivityChart data={activity.data.turnsPerDay} label={dayLabel} testId="turns-chart" />
+      ) : null,
     },
   ];
-  return (
-    <div className="mt-8 grid gap-3 md:grid-cols-2">
-      {cards.map((card) => (
-        <Card key={card.title} aria-label={card.title}>
-          <CardHeader>
-            <div>
-              <CardTitle>{card.title}</CardTitle>
-              <CardDescription>
-                {card.description}{" "}
-                <Link className="underline-offset-2 hover:underline" href={card.href}>
-                  {card.link}
-                </Link>
-              </CardDescription>
-            </div>
-          </CardHeader>
-          <CardContent>
-            {card.data ? (
-              <ActivityChart data={card.data} label={card.label} testId={card.testId} />
-            ) : (
-              <Skeleton className="h-48 w-full" />
-            )}
-          </CardContent>
-        </Card>
-      ))}
-    </div>
-  );
+  return <ChartCards cards={cards} className="mt-8" />;
 }

@@ -1,7 +1,6 @@
 "use client";
 
 import { useQuery } from "@tanstack/react-query";
-import Link from "next/link";
 import {
   Area,
   AreaChart,
@@ -14,12 +13,8 @@ import {
   XAxis,
   YAxis,
 } from "recharts";
-import { Card, CardContent, CardDescription, CardHeader, CardTitle } from "@/app/_components/ui/card";
-import { Skeleton } from "@/app/_components/ui/skeleton";
 import { useTRPC } from "@/app/_trpc/client";
-
-const hourLabel = (at: Date) => `${String(at.getUTCHours()).padStart(2, "0")}:00`;
-const dayLabel = (at: Date) => at.toISOString().slice(5, 10);
+import { ChartCards, dayLabel, hourLabel, type ChartCard } from "./chart-cards";
 
 /** Stacking order and colours of the states (the service folds PENDING into provisioning, etc.). */
 const STATES = [
@@ -99,7 +94,7 @@ export function TrendCharts({ tenantSlug }: { tenantSlug: string }) {
   const trpc = useTRPC();
   const trends = useQuery(trpc.operations.trends.queryOptions({ tenantSlug }));
   const base = `/t/${encodeURIComponent(tenantSlug)}`;
-  const cards = [
+  const cards: ChartCard[] = [
     {
       title: "Workspaces by state",
       description: "At the end of each hour, last 24 hours (UTC).",
@@ -115,24 +110,5 @@ export function TrendCharts({ tenantSlug }: { tenantSlug: string }) {
       chart: trends.data ? <FailedTurnsChart days={trends.data.failedTurns} /> : null,
     },
   ];
-  return (
-    <div className="mt-3 grid gap-3 md:grid-cols-2">
-      {cards.map((card) => (
-        <Card key={card.title} aria-label={card.title}>
-          <CardHeader>
-            <div>
-              <CardTitle>{card.title}</CardTitle>
-              <CardDescription>
-                {card.description}{" "}
-                <Link className="underline-offset-2 hover:underline" href={card.href}>
-                  {card.link}
-                </Link>
-              </CardDescription>
-            </div>
-          </CardHeader>
-          <CardContent>{card.chart ?? <Skeleton className="h-48 w-full" />}</CardContent>
-        </Card>
-      ))}
-    </div>
-  );
+  return <ChartCards cards={cards} className="mt-3" />;
 }
