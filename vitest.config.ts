@@ -81,7 +81,11 @@ export default defineConfig({
           name: "e2e",
           include: ["test/e2e/**/*.test.ts"],
           globalSetup: ["test/setup/services.ts"],
-          setupFiles: ["test/setup/services-env.ts", "test/setup/e2e-failure-output.ts"],
+          setupFiles: [
+            "test/setup/services-env.ts",
+            "test/setup/e2e-failure-output.ts",
+            "test/setup/e2e-wait-timeout.ts",
+          ],
           testTimeout: 120_000,
           hookTimeout: 900_000,
           fileParallelism: false,
