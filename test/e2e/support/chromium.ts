@@ -36,6 +36,18 @@ export function requireChromium(): void {
   }
 }
 
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
+/**
+ * Chromium, whose every new context waits up to 60 s for a navigation or an element instead of Playwright's
+ * 30 s: npm test runs its streams side by side, and a busy 2-core machine can take longer than 30 s to serve a
+ * page right after a sign-in. A wait that names its own timeout keeps it.
+ */
+export async function launchChromium(): Promise<Browser> {
+  const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
+  const newContext = browser.newContext.bind(browser);
+  browser.newContext = async (options) => {
+    const context = await newContext(options);
+    context.setDefaultTimeout(60_000);
+    return context;
+  };
+  return browser;
 }
