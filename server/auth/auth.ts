@@ -61,6 +61,11 @@ export function createAuth(config: AuthConfig) {
     baseURL: config.baseUrl,
     trustedOrigins: [config.baseUrl, ...(config.trustedOrigins ?? [])],
     telemetry: { enabled: false },
+    // better-auth's own limiter (on when NODE_ENV is production, as under `npm start`) keeps its counts in
+    // each process's memory and keys them by a client-chosen header, or, with none, puts every client in one
+    // bucket: 3 sign-ins in 10 s from anyone and the next admin is refused. Sign-in is guarded instead by
+    // server/auth/sign-in-guard.ts: failures only, per resolved client address and per account, in Redis.
+    rateLimit: { enabled: false },
     ...(config.log ? { logger: { log: config.log } } : {}),
     database: prismaAdapter(config.prisma, { provider: "postgresql" }),
     emailAndPassword: { enabled: true, minPasswordLength: 8, autoSignIn: true },

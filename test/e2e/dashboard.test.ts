@@ -50,6 +50,35 @@ describe.skipIf(!HAS_CHROMIUM)("dashboard, end to end", () => {
     await page.context().close();
   });
 
+  it("keeps the sign-in form from submitting itself before React has hydrated it", async () => {
+    // Before hydration a submit button has no handler, and the browser would send the form natively: a GET
+    // to /sign-in whose query string holds the password (CI's e2e runs met it as a sign-in that never led
+    // anywhere). Held here until the form has been tried by Enter and by a click.
+    const context = await browser.newContext();
+    const { page, pageErrors } = await watchedPage(context);
+    const documents: string[] = [];
+    page.on("request", (request) => {
+      if (request.isNavigationRequest()) documents.push(request.url());
+    });
+    const late = await holdAppChunks(context, /^\/sign-in$/);
+    await page.goto(`${app.url}/sign-in`, { waitUntil: "commit" });
+    await late.decide(page);
+    const button = page.getByRole("button", { name: "Sign in" });
+    expect(await button.isDisabled()).toBe(true);
+    await page.getByLabel("Email").fill(tenant.email);
+    await page.getByLabel("Password").fill(tenant.password);
+    await page.getByLabel("Password").press("Enter");
+    await button.click({ force: true });
+    late.release();
+    await waitUntilHydratedByReact(page, 'form[aria-label="Sign in"] button');
+    await button.click();
+    await page.waitForURL(new RegExp(`/t/${tenant.slug}$`));
+    // The one load of /sign-in, never a native submission to it.
+    expect(documents.filter((url) => new URL(url).pathname === "/sign-in")).toEqual([`${app.url}/sign-in`]);
+    expect(pageErrors).toEqual([]);
+    await context.close();
+  });
+
   it("signs the seeded admin in and shows overview counts that match the database", async () => {
     const { page, pageErrors } = await newPage();
     await page.goto(app.url);

@@ -1,50 +1,46 @@
-import { cva, type VariantProps } from "class-variance-authority";
+"use client";
+
+import type { VariantProps } from "class-variance-authority";
 import { Slot } from "radix-ui";
 import type { ComponentProps } from "react";
+import { buttonVariants } from "./button-variants";
 import { cn } from "./cn";
+import { useHydrated } from "./use-hydrated";
 
-export const buttonVariants = cva(
-  "inline-flex shrink-0 cursor-pointer items-center justify-center gap-2 rounded-md text-sm font-medium whitespace-nowrap transition-all outline-none focus-visible:ring-[3px] focus-visible:ring-ring/50 disabled:pointer-events-none disabled:opacity-50 [&_svg]:pointer-events-none [&_svg]:shrink-0 [&_svg:not([class*='size-'])]:size-4",
-  {
-    variants: {
-      variant: {
-        default: "bg-primary text-primary-foreground shadow-xs hover:bg-primary/90",
-        destructive:
-          "bg-destructive text-white shadow-xs hover:bg-destructive/90 focus-visible:ring-destructive/30",
-        outline:
-          "border bg-background shadow-xs hover:bg-accent hover:text-accent-foreground dark:bg-input/30 dark:hover:bg-input/50",
-        secondary: "bg-secondary text-secondary-foreground hover:bg-secondary/80",
-        ghost: "hover:bg-accent hover:text-accent-foreground dark:hover:bg-accent/50",
-        link: "text-foreground underline-offset-4 hover:underline",
-      },
-      size: {
-        default: "h-9 px-4 py-2 has-[>svg]:px-3",
-        sm: "h-8 gap-1.5 rounded-md px-3 has-[>svg]:px-2.5",
-        lg: "h-10 rounded-md px-6 has-[>svg]:px-4",
-        icon: "size-9",
-        "icon-sm": "size-7",
-      },
-    },
-    defaultVariants: { variant: "default", size: "default" },
-  },
-);
-
-/** A button; `asChild` renders the styles on its child instead (a Next `<Link>`, for instance). */
+/**
+ * A button; `asChild` renders the styles on its child instead (a Next `<Link>`, for instance). Until React
+ * has hydrated the page, a button is disabled (though not dimmed): its handler is not attached yet, and a
+ * submit button would otherwise send its form natively, as a GET whose query string holds the fields (a
+ * password among them) to the page's own address.
+ */
 export function Button({
   className,
   variant,
   size,
   asChild = false,
   type,
+  disabled,
   ...props
 }: ComponentProps<"button"> & VariantProps<typeof buttonVariants> & { asChild?: boolean }) {
-  const Comp = asChild ? Slot.Root : "button";
+  const hydrated = useHydrated();
+  if (asChild) {
+    return (
+      <Slot.Root
+        data-slot="button"
+        className={cn(buttonVariants({ variant, size, className }))}
+        {...props}
+        {...(disabled === undefined ? {} : { disabled })}
+      />
+    );
+  }
   return (
-    <Comp
+    <button
       data-slot="button"
       // A plain button never submits a form by accident; submit buttons say so.
-      type={asChild ? undefined : (type ?? "button")}
-      className={cn(buttonVariants({ variant, size, className }))}
+      type={type ?? "button"}
+      disabled={disabled === true || !hydrated}
+      data-hydrating={hydrated ? undefined : ""}
+      className={cn(buttonVariants({ variant, size }), "data-hydrating:opacity-100", className)}
       {...props}
     />
   );

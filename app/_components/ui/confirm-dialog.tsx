@@ -2,7 +2,7 @@
 
 import { AlertDialog as AlertDialogPrimitive } from "radix-ui";
 import { type ReactNode, useState } from "react";
-import { buttonVariants } from "./button";
+import { buttonVariants } from "./button-variants";
 import { cn } from "./cn";
 
 /**

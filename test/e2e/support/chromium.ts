@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { chromium, type Browser } from "playwright-core";
+import { chromium, type Browser, type Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 
 /** Debian's Chromium (never a browser download). */
@@ -47,7 +47,34 @@ export async function launchChromium(): Promise<Browser> {
   browser.newContext = async (options) => {
     const context = await newContext(options);
     context.setDefaultTimeout(60_000);
+    context.on("page", (page) => {
+      openPages.add(page);
+      page.on("close", () => openPages.delete(page));
+    });
     return context;
   };
   return browser;
+}
+
+const openPages = new Set<Page>();
+
+/**
+ * What every page still open shows: its address and the start of its text. A failing test prints it, since
+ * a timeout names only the element that never came, not the error or the other page shown instead.
+ */
+export async function openPagesOutput(): Promise<string[]> {
+  const TEXT_LIMIT = 2_000;
+  return Promise.all(
+    [...openPages].map(async (page) => {
+      const text = await Promise.race([
+        page
+          .evaluate(() => document.body?.innerText ?? "")
+          .catch((error: Error) => `(unreadable: ${error.message})`),
+        new Promise<string>((resolve) =>
+          setTimeout(() => resolve("(the page did not answer in 5 s)"), 5_000),
+        ),
+      ]);
+      return `--- page ${page.url()} ---\n${text.slice(0, TEXT_LIMIT)}`;
+    }),
+  );
 }
