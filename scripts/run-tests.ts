@@ -9,11 +9,16 @@
 // Redis key prefix, every test its own data directories, containers (labelled with its database's
 // installation id) and ports. The one shared file tree is `.next`: several tests start Berth as `npm start`
 // does, which builds the dashboard when `.next` is stale, so the build runs once here, before the streams.
-// Every stream runs to its end even when another failed; the exit code is 1 when any did. With arguments
-// (`npm test -- <file>`), it is plain `vitest run <arguments>`.
+// Every stream runs to its end even when another failed; the exit code is 1 when any did. At the end it
+// prints how long each stream took and the slowest files, the numbers to rebalance the streams by (CI's
+// budget is 30 minutes). With arguments (`npm test -- <file>`), it is plain `vitest run <arguments>`.
 import { spawn } from "node:child_process";
+import { mkdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { buildState, nextBuild } from "./services/next-build";
+
+const root = path.resolve(import.meta.dirname, "..");
+const reportDir = path.join(root, "test-results", "streams");
 
 const vitest = (args: string[]) =>
   new Promise<number>((resolve) => {
@@ -23,16 +28,77 @@ const vitest = (args: string[]) =>
 const projects = (...names: string[]) => names.flatMap((name) => ["--project", name]);
 const FAULT_FOLDERS = ["test/integration/multiprocess/", "test/integration/faults/"];
 
+type Run = { name: string; args: string[] };
+type Finished = { name: string; code: number; seconds: number };
+
+/** Runs one after another; each run also writes Vitest's JSON report, named after it. */
+async function stream(runs: Run[]): Promise<Finished[]> {
+  const finished: Finished[] = [];
+  for (const run of runs) {
+    const started = Date.now();
+    const report = path.join(reportDir, `${run.name}.json`);
+    const code = await vitest([
+      ...run.args,
+      "--reporter=default",
+      "--reporter=json",
+      `--outputFile.json=${report}`,
+    ]);
+    finished.push({ name: run.name, code, seconds: Math.round((Date.now() - started) / 1000) });
+  }
+  return finished;
+}
+
+type JsonReport = { testResults?: { name: string; startTime: number; endTime: number }[] };
+
+async function slowestFiles(runs: string[], count: number): Promise<string[]> {
+  const files: { file: string; seconds: number }[] = [];
+  for (const run of runs) {
+    const report = await readFile(path.join(reportDir, `${run}.json`), "utf8").catch(() => undefined);
+    if (!report) continue;
+    for (const result of (JSON.parse(report) as JsonReport).testResults ?? [])
+      files.push({
+        file: `${path.relative(root, result.name)} (${run})`,
+        seconds: (result.endTime - result.startTime) / 1000,
+      });
+  }
+  return files
+    .sort((a, b) => b.seconds - a.seconds)
+    .slice(0, count)
+    .map(({ file, seconds }) => `${seconds.toFixed(0).padStart(6)} s  ${file}`);
+}
+
 const args = process.argv.slice(2);
 if (args.length > 0) process.exit(await vitest(args));
 
-const root = path.resolve(import.meta.dirname, "..");
 if ((await buildState(root)) !== "fresh") await nextBuild(root, process.env);
+await mkdir(reportDir, { recursive: true });
 
-const codes = await Promise.all([
-  vitest([...projects("integration"), ...FAULT_FOLDERS]),
-  vitest([...projects("integration"), ...FAULT_FOLDERS.flatMap((folder) => ["--exclude", `${folder}**`])]),
-  vitest(projects("unit")).then(async (unit) => [unit, await vitest(projects("e2e"))]),
-  vitest(projects("docker", "e2b", "kubernetes", "contract")),
+const started = Date.now();
+const streams = await Promise.all([
+  stream([{ name: "integration-faults", args: [...projects("integration"), ...FAULT_FOLDERS] }]),
+  stream([
+    {
+      name: "integration",
+      args: [...projects("integration"), ...FAULT_FOLDERS.flatMap((folder) => ["--exclude", `${folder}**`])],
+    },
+  ]),
+  stream([
+    { name: "unit", args: projects("unit") },
+    { name: "e2e", args: projects("e2e") },
+  ]),
+  stream([{ name: "backends", args: projects("docker", "e2b", "kubernetes", "contract") }]),
 ]);
-process.exit(codes.flat().some((code) => code !== 0) ? 1 : 0);
+
+const runs = streams.flat();
+console.log(`\nnpm test: ${Math.round((Date.now() - started) / 1000)} s after the build`);
+for (const [index, finished] of streams.entries())
+  console.log(
+    `  stream ${index + 1}: ${finished.map((run) => `${run.name} ${run.seconds} s${run.code === 0 ? "" : " (FAILED)"}`).join(", then ")}`,
+  );
+console.log("slowest files (each file's time inside its run):");
+for (const line of await slowestFiles(
+  runs.map((run) => run.name),
+  15,
+))
+  console.log(`  ${line}`);
+process.exit(runs.some((run) => run.code !== 0) ? 1 : 0);

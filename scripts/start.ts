@@ -68,8 +68,7 @@ async function main(): Promise<void> {
   // Next expects a standard NODE_ENV for its server.
   (process.env as Record<string, string>).NODE_ENV = development ? "development" : "production";
 
-  say("applying database migrations");
-  await migrateDeploy(services.databaseUrl);
+  say(`database migrations: ${await migrateDeploy(services.databaseUrl)}`);
   // `npm run berth` on this machine finds the services here (the embedded ones are on free ports).
   running.forgetServices = await recordRunningServices(dataDir, services);
   say(`services recorded in ${path.join(dataDir, "services.json")} for npm run berth`);

@@ -1,4 +1,6 @@
 import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import pg from "pg";
 
@@ -43,10 +45,46 @@ export async function dropDatabase(url: string): Promise<void> {
 }
 
 /**
- * `prisma migrate deploy` against `url` (prisma.config.ts reads DATABASE_URL and points Prisma at the
- * offline Wasm schema-engine shim). Output is captured and shown only on failure.
+ * Whether `url`'s database lacks one of prisma/migrations, or holds it with other SQL (Prisma's checksum is
+ * the SHA-256 of migration.sql) or as a failed attempt. One query: cheaper by seconds of CPU than asking
+ * `prisma migrate deploy`, which every `npm start` would otherwise pay to hear there is nothing to do.
  */
-export async function migrateDeploy(url: string): Promise<void> {
+async function migrationsPending(url: string): Promise<boolean> {
+  const folder = path.join(repoRoot, "prisma", "migrations");
+  const expected = new Map<string, string>();
+  for (const entry of await readdir(folder, { withFileTypes: true })) {
+    if (!entry.isDirectory()) continue;
+    const sql = await readFile(path.join(folder, entry.name, "migration.sql")).catch(() => undefined);
+    if (sql) expected.set(entry.name, createHash("sha256").update(sql).digest("hex"));
+  }
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const table = await client.query<{ found: string | null }>(
+      "SELECT to_regclass('_prisma_migrations')::text AS found",
+    );
+    if (!table.rows[0]?.found) return true;
+    const applied = await client.query<{ migration_name: string; checksum: string; finished: boolean }>(
+      `SELECT migration_name, checksum, finished_at IS NOT NULL AS finished
+         FROM _prisma_migrations WHERE rolled_back_at IS NULL`,
+    );
+    const done = new Map(
+      applied.rows.filter((row) => row.finished).map((row) => [row.migration_name, row.checksum]),
+    );
+    if (applied.rows.some((row) => !row.finished)) return true;
+    return [...expected].some(([name, checksum]) => done.get(name) !== checksum);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Brings `url`'s database up to prisma/migrations: `prisma migrate deploy` (prisma.config.ts reads
+ * DATABASE_URL and points Prisma at the offline Wasm schema-engine shim) unless every migration is already
+ * applied. Output is captured and shown only on failure. Says whether it applied anything.
+ */
+export async function migrateDeploy(url: string): Promise<"applied" | "up to date"> {
+  if (!(await migrationsPending(url))) return "up to date";
   const cli = path.join(repoRoot, "node_modules", "prisma", "build", "index.js");
   const child = spawn(process.execPath, [cli, "migrate", "deploy"], {
     cwd: repoRoot,
@@ -61,4 +99,5 @@ export async function migrateDeploy(url: string): Promise<void> {
     child.once("exit", resolve);
   });
   if (code !== 0) throw new Error(`prisma migrate deploy failed (exit ${code}):\n${output.trim()}`);
+  return "applied";
 }

@@ -34,6 +34,7 @@ describe("npm start on a fresh data folder (embedded PostgreSQL and Redis)", () 
 
   it("prints the sign-in URL, email and a one-time password", async () => {
     await berth.waitFor(/password:/);
+    expect(berth.lines.join("\n")).toContain("database migrations: applied");
     const text = berth.lines.join("\n");
     expect(text).toContain(`http://localhost:${port}/sign-in`);
     expect(text).toMatch(/email:\s+admin@berth\.local/);
@@ -109,6 +110,8 @@ describe("npm start on a fresh data folder (embedded PostgreSQL and Redis)", () 
     berth = startBerth(dataDir, port, { BERTH_SKIP_BUILD: "1" });
     await berth.waitFor(/Berth is running at/);
     expect(berth.lines.join("\n")).not.toMatch(/password:/);
+    // The schema is current: no `prisma migrate deploy` this time (seconds of CPU at every start).
+    expect(berth.lines.join("\n")).toContain("database migrations: up to date");
     const health = await fetch(`${base}/api/health`);
     expect(health.status).toBe(200);
   }, 300_000);

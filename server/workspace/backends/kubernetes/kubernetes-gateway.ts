@@ -190,6 +190,10 @@ async function launchGateway(
 /**
  * Waits until the gateway of `mine` answers, or until the Secret names a newer instance, which it then
  * follows (the Secret is the arbiter: whoever claimed it last is the one starting). Null at the deadline.
+ * Only the process that launched an instance asks it for its health while it starts; the others read the
+ * Secret until the launcher has marked it started. Every health check is an exec session running Node in
+ * the gateway container, under that container's CPU limit: several processes polling it at once kept the
+ * new gateway from ever answering in time on a busy machine.
  */
 async function waitForAnyHealthy(
   kube: KubeClient,
@@ -198,18 +202,26 @@ async function waitForAnyHealthy(
   owner: WorkspaceOwner,
   mine: Credentials,
   deadline: number,
+  role: "launcher" | "follower",
 ): Promise<PodGateway | null> {
   let current = mine;
+  let launcher = role === "launcher";
   let checkedSecretAt = Date.now();
   for (let delay = 10; ; delay = Math.min(delay * 2, 250)) {
-    const gateway = clientOf(tunnel, config, current);
     const remaining = deadline - Date.now();
-    if (await gateway.client.healthOf(current.nonce, Math.max(100, Math.min(2_000, remaining))))
-      return gateway;
-    if (Date.now() - checkedSecretAt > 500) {
+    const healthTimeout = Math.max(100, Math.min(launcher ? 2_000 : 5_000, remaining));
+    if (launcher || current.started === "yes") {
+      const gateway = clientOf(tunnel, config, current);
+      if (await gateway.client.healthOf(current.nonce, healthTimeout)) return gateway;
+    }
+    if (!launcher || Date.now() - checkedSecretAt > 500) {
       checkedSecretAt = Date.now();
       const { credentials: stored } = await readCredentials(kube, gatewaySecretName(owner), mine.podUid);
-      if (stored && stored.nonce !== current.nonce) current = stored;
+      if (stored && (stored.nonce !== current.nonce || stored.started !== current.started)) {
+        // Another process claimed it since: that one is starting it now.
+        if (stored.nonce !== current.nonce) launcher = false;
+        current = stored;
+      }
     }
     if (Date.now() + delay > deadline) return null;
     await new Promise((resolve) => setTimeout(resolve, delay));
@@ -241,7 +253,11 @@ export async function attachGateway(
   try {
     const executor = new PodExecutor(kube, gatewayTarget(kube, podName));
     const startTimeout = config.gateway.startTimeoutMs;
-    for (let attempt = 0; attempt < 3; attempt++) {
+    // A bound in time, not in rounds: a lost compare-and-swap means another process claimed the gateway,
+    // and the next round follows its claim. Counting those rounds made four processes attaching at once on
+    // a busy machine give up while one of them was still starting the gateway.
+    const giveUpAt = Date.now() + 3 * startTimeout;
+    while (Date.now() < giveUpAt) {
       const stored = await readCredentials(kube, gatewaySecretName(owner), podUid);
       if (stored.credentials) {
         const attached = clientOf(tunnel, config, stored.credentials);
@@ -256,6 +272,7 @@ export async function attachGateway(
             owner,
             stored.credentials,
             overdueAt,
+            "follower",
           );
           if (followed) return followed;
           continue;
@@ -279,6 +296,7 @@ export async function attachGateway(
         owner,
         credentials,
         Date.now() + startTimeout,
+        "launcher",
       );
       if (started) {
         if (started.instanceNonce === credentials.nonce) await markStarted(kube, owner, pod, credentials);
@@ -295,7 +313,7 @@ export async function attachGateway(
     }
     throw new AppError(
       "UNAVAILABLE",
-      `could not start the MCP gateway of ${podName}: its credentials kept changing`,
+      `could not start the MCP gateway of ${podName}: its credentials kept changing for ${(3 * startTimeout) / 1000} s`,
     );
   } catch (error) {
     await tunnel.close();
