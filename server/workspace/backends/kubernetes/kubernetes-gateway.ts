@@ -44,14 +44,25 @@ const INSTALL = 'umask 022; t="$0.tmp.$$"; cat > "$t" && mv -f "$t" "$0"';
 /**
  * The token arrives on stdin into a file in the gateway's in-memory runtime dir, which the gateway reads
  * and deletes (it is never in argv or any environment). The gateway runs detached in a session of its own
- * and records its own pid. $1 nonce, $2 default call timeout.
+ * and records its own pid. The script returns once the gateway listens (its socket is there), it exited,
+ * or $3 seconds passed: waiting here costs a shell loop, while asking through the tunnel costs a Node start
+ * in the gateway container per try, under the same CPU limit as the gateway's own start (on a loaded
+ * machine the tries kept it from starting within 30 s). $1 nonce, $2 default call timeout.
  */
 const LAUNCH = [
   `umask 077; cat > ${POD.gatewayTokenFile} || exit 1`,
   `export ${GATEWAY_ENV.listen}=unix:${POD.gatewaySocket} ${GATEWAY_ENV.tokenFile}=${POD.gatewayTokenFile}`,
   `export BERTH_GATEWAY_TOKEN_FILE_DELETE=1 ${GATEWAY_ENV.nonce}="$1" ${GATEWAY_ENV.defaultCallTimeoutMs}="$2"`,
   `export ${GATEWAY_ENV.workdir}=${POD.workdir}`,
+  `rm -f ${POD.gatewaySocket} ${POD.gatewayPidFile}`,
   `setsid /bin/sh -c 'echo $$ > "$0"; exec node "$1" >> "$2" 2>&1 < /dev/null' ${POD.gatewayPidFile} ${POD.gatewayBundle} ${POD.gatewayLog} &`,
+  "give_up=$(( $(date +%s) + $3 ))",
+  `while [ ! -S ${POD.gatewaySocket} ] && [ "$(date +%s)" -lt "$give_up" ]; do`,
+  `  p=$(cat ${POD.gatewayPidFile} 2>/dev/null)`,
+  // Exited (or replaced by a newer claim's launch): the health wait that follows reads the Secret and the log.
+  '  if [ -n "$p" ] && ! kill -0 "$p" 2>/dev/null; then exit 0; fi',
+  "  sleep 0.05",
+  "done",
   "exit 0",
 ].join("\n");
 
@@ -180,7 +191,15 @@ async function launchGateway(
     }
   }
   const launched = await executor.run(
-    ["/bin/sh", "-c", LAUNCH, "launch", credentials.nonce, String(config.gateway.callTimeoutMs)],
+    [
+      "/bin/sh",
+      "-c",
+      LAUNCH,
+      "launch",
+      credentials.nonce,
+      String(config.gateway.callTimeoutMs),
+      String(Math.ceil(config.gateway.startTimeoutMs / 1000)),
+    ],
     `${credentials.token}\n`,
   );
   if (launched.exitCode !== 0)
