@@ -97,6 +97,8 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
   it("purges: directory gone, state PURGED with event, and a receipt listing what was deleted", async () => {
     const { session, workspaceId } = await freshSession(tenant.scope);
     const { workspace } = await h.service.resolveForSession(tenant.scope, session.id);
+    // Held while the test fills it: this harness stops what is idle for 1 s, and a busy machine takes longer.
+    await h.service.acquireLease(tenant.scope, workspaceId, { holder: "test:setup", reason: "test setup" });
     const skillDir = path.join(h.basedir, "skill-src", "hello");
     await fs.mkdir(skillDir, { recursive: true });
     await fs.writeFile(
@@ -106,6 +108,7 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
     await workspace.addSkill(skillDir, "agent-x");
     await workspace.offloadToolResult(session.id, "call-1", "a long tool result");
     const workdir = hostWorkdirOf(workspace);
+    await h.service.releaseLease(tenant.scope, workspaceId, "test:setup");
 
     const purge = await h.service.requestPurge(tenant.scope, workspaceId, { reason: "test purge" });
     expect(purge.jobId).toBeTruthy();
