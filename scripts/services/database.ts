@@ -58,7 +58,13 @@ async function migrationsPending(url: string): Promise<boolean> {
     if (sql) expected.set(entry.name, createHash("sha256").update(sql).digest("hex"));
   }
   const client = new pg.Client({ connectionString: url });
-  await client.connect();
+  try {
+    await client.connect();
+  } catch (error) {
+    // A database that does not exist yet: `prisma migrate deploy` creates it, as it did before this check.
+    if ((error as { code?: string }).code === "3D000") return true;
+    throw error;
+  }
   try {
     const table = await client.query<{ found: string | null }>(
       "SELECT to_regclass('_prisma_migrations')::text AS found",
