@@ -29,7 +29,7 @@ import { createTerminalRelay } from "@/server/modules/workspace/terminal-relay";
 import { listTenantIdleTtlsBelow } from "@/server/modules/tenant/tenant-policy.data";
 import { createProvisionGate } from "@/server/modules/workspace/workspace-provisioning";
 import { createWorkspaceService, type WorkspaceService } from "@/server/modules/workspace/workspace.service";
-import { deadProcesses, startHeartbeat } from "@/server/queue/heartbeat";
+import { processLiveness, startHeartbeat } from "@/server/queue/heartbeat";
 import { attachTracker } from "@/server/modules/metrics/attach-tracker";
 import { createWebhookService, type WebhookService } from "@/server/modules/webhook/webhook.service";
 import { getQueues } from "@/server/queue/queues";
@@ -126,7 +126,7 @@ function getHolder(): Holder {
     heartbeat.ready.catch(onError);
     const liveness: Liveness = {
       ownerId: id,
-      deadAmong: (ids) => deadProcesses(getRedis(), redisConfig.prefix, "holders", ids, ttlMs),
+      classify: (ids) => processLiveness(getRedis(), redisConfig.prefix, "holders", ids, ttlMs),
     };
     return { liveness, ttlMs, heartbeat };
   });

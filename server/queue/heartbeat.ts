@@ -59,26 +59,34 @@ export async function aliveWorkers(
 }
 
 /**
- * Which of `ids` are known dead: not beaten within `ttlMs` although the group's set has existed for at
- * least `ttlMs` (see epochKey). Empty while liveness is unknown; a Redis error rejects (callers then keep
- * every holder: wrongly releasing a live turn is worse than releasing a dead one late).
+ * Which of `ids` are known alive (beaten within `ttlMs`) and which known dead: not beaten within `ttlMs`
+ * although the group's set has existed for at least `ttlMs` (see epochKey). An id in neither list is
+ * unknown (the set is younger than the TTL); a Redis error rejects (callers then keep every holder:
+ * wrongly releasing a live turn is worse than releasing a dead one late).
  */
-export async function deadProcesses(
+export async function processLiveness(
   redis: Redis,
   redisPrefix: string,
   group: HeartbeatGroup,
   ids: readonly string[],
   ttlMs: number,
   now = Date.now(),
-): Promise<string[]> {
-  if (ids.length === 0) return [];
-  const since = Number(await redis.get(epochKey(redisPrefix, group)));
-  if (!Number.isFinite(since) || since === 0 || now - since < ttlMs) return [];
-  const scores = await redis.zmscore(heartbeatKey(redisPrefix, group), ...ids);
-  return ids.filter((_, index) => {
+): Promise<{ alive: string[]; dead: string[] }> {
+  if (ids.length === 0) return { alive: [], dead: [] };
+  const [since, scores] = await Promise.all([
+    redis.get(epochKey(redisPrefix, group)).then(Number),
+    redis.zmscore(heartbeatKey(redisPrefix, group), ...ids),
+  ]);
+  const settled = Number.isFinite(since) && since !== 0 && now - since >= ttlMs;
+  const alive: string[] = [];
+  const dead: string[] = [];
+  for (const [index, id] of ids.entries()) {
     const score = scores[index];
-    return score === null || score === undefined || Number(score) < now - ttlMs;
-  });
+    const beaten = score !== null && score !== undefined && Number(score) >= now - ttlMs;
+    if (beaten) alive.push(id);
+    else if (settled) dead.push(id);
+  }
+  return { alive, dead };
 }
 
 /** Beats now and every `intervalMs` until stopped; `stop()` removes this process from the set. */

@@ -5,7 +5,7 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import tar from "tar-stream";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import type { WorkspaceDriver, WorkspaceSpec } from "@/server/workspace/backend/driver";
 import type { WorkspaceBackend } from "@/server/workspace/backend/port";
 import { ZMcpDeclaration, type LiveMcpClient } from "@/server/workspace/mcp/types";
@@ -82,11 +82,19 @@ describeE2b("E2B driver against the emulator: exec, files, archives and MCP thro
       onStdout: () => started(),
     });
     await running;
-    const usage = await driver.machine.usage!(spec);
+    // E2B collects a point every 5 s and usage reads the latest, which may predate the loop: ask until a
+    // point from while it runs is there. A busy loop has most of one of the template's two CPUs
+    // (cpuUsedPct × cpuCount, in percent of a core), even on a loaded machine well over 20.
+    const usage = await vi.waitFor(
+      async () => {
+        const latest = await driver.machine.usage!(spec);
+        expect(latest?.cpuPercent).toBeGreaterThan(20);
+        return latest;
+      },
+      { timeout: 20_000, interval: 1_000 },
+    );
     stop.abort();
     expect(usage).toMatchObject({ cpuSeconds: null, processes: null });
-    // A busy loop has most of one of the template's two CPUs: cpuUsedPct × cpuCount, in percent of a core.
-    expect(usage!.cpuPercent).toBeGreaterThan(20);
     expect(usage!.memoryBytes).toBeGreaterThan(1024 * 1024);
     // The root filesystem, the template's system included.
     expect(usage!.diskBytes).toBeGreaterThan(50 * 1024 * 1024);

@@ -11,9 +11,11 @@ import type { Liveness } from "./turn-registry";
  * Releases what a crashed process held, from any live process, within a heartbeat TTL or so: its running
  * turns are interrupted (the user's message and the marker stored, the session INTERRUPTED), and its
  * workspace leases (`turn:` and `call:`) are deleted with a `lease_released` event. A turn is dead when
- * its owner is known dead (the `holders` heartbeats) or its claim's own heartbeat is older than the turn
- * TTL (which holds even when Redis lost its data). Every update is conditional, so several processes
- * reaping at once do no harm.
+ * its owner is known dead (the `holders` heartbeats), or when its claim's own heartbeat is older than the
+ * turn TTL and its owner is not known alive (which holds even when Redis lost its data). A live owner
+ * whose claim renewals lag (its connection pool saturated under load) still stores its turn's end: taking
+ * the turn from it stored the turn twice, as interrupted and then as it ran. Every update is conditional,
+ * so several processes reaping at once do no harm.
  */
 export async function reapDeadHolders(deps: {
   liveness: Liveness;
@@ -25,18 +27,20 @@ export async function reapDeadHolders(deps: {
   const turns = await listRunningTurns();
   const owners = new Set([...turns.map((turn) => turn.ownerId), ...(await listLeaseOwnersForSystem())]);
   owners.delete(deps.liveness.ownerId);
-  const dead = new Set(
-    await deps.liveness.deadAmong([...owners]).catch((error: unknown) => {
-      deps.log.warn({ err: error }, "process liveness unknown; only stale turn claims are released");
-      return [];
-    }),
-  );
+  const liveness = await deps.liveness.classify([...owners]).catch((error: unknown) => {
+    deps.log.warn({ err: error }, "process liveness unknown; only stale turn claims are released");
+    return { alive: [], dead: [] };
+  });
+  const dead = new Set(liveness.dead);
+  const alive = new Set(liveness.alive);
   const staleBefore = Date.now() - deps.turnTtlMs;
   let interruptedTurns = 0;
   for (const turn of turns) {
     const mine = turn.ownerId === deps.liveness.ownerId;
     if (mine && deps.isRunningHere(turn.sessionId)) continue;
-    if (!dead.has(turn.ownerId) && turn.heartbeatAt.getTime() >= staleBefore) continue;
+    const stale = turn.heartbeatAt.getTime() < staleBefore;
+    // This process' own turn that no longer runs here (its end could not be stored) goes once stale.
+    if (!dead.has(turn.ownerId) && !(stale && (mine || !alive.has(turn.ownerId)))) continue;
     const scope = await resolveSystemTenantScope(turn.tenantId).catch(() => null);
     if (scope && (await interruptTurn(scope, turn.sessionId, turn.id))) {
       interruptedTurns += 1;

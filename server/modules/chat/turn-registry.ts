@@ -38,12 +38,17 @@ export interface CancelBus {
   onCancelRequested(sessionId: string, listener: () => void): Promise<() => void>;
 }
 
-/** This process' id (its heartbeat) and which other holders are known dead. */
+/** This process' id (its heartbeat) and which other holders are known alive or dead. */
 export interface Liveness {
   readonly ownerId: string;
-  /** The ids of `ownerIds` known dead; empty when unknown (Redis lost its data, or is down). */
-  deadAmong(ownerIds: readonly string[]): Promise<string[]>;
+  /**
+   * Which of `ownerIds` are known alive (beating) and which known dead; an id in neither is unknown (Redis
+   * lost its data, or is down).
+   */
+  classify(ownerIds: readonly string[]): Promise<{ alive: readonly string[]; dead: readonly string[] }>;
 }
+
+const UNKNOWN: { alive: readonly string[]; dead: readonly string[] } = { alive: [], dead: [] };
 
 export class InMemoryCancelBus implements CancelBus {
   private readonly cancels = new EventEmitter().setMaxListeners(0);
@@ -93,7 +98,7 @@ export class TurnRegistry {
   constructor(options: TurnRegistryOptions) {
     this.claims = options.claims;
     this.cancelBus = options.cancelBus ?? new InMemoryCancelBus();
-    this.liveness = options.liveness ?? { ownerId: randomUUID(), deadAmong: () => Promise.resolve([]) };
+    this.liveness = options.liveness ?? { ownerId: randomUUID(), classify: () => Promise.resolve(UNKNOWN) };
     this.turnTtlMs = options.turnTtlMs ?? 60_000;
     this.pollMs = options.pollMs ?? 250;
   }
@@ -149,13 +154,18 @@ export class TurnRegistry {
     return current;
   }
 
+  /**
+   * This process' own claim is alive exactly while it runs the turn. Another's is dead when its process is
+   * known dead, or when its heartbeat is stale and its process is not known alive: a live process whose
+   * claim renewals wait (a saturated connection pool) still stores its turn's end, and interrupting the
+   * turn under it stored it twice.
+   */
   private async isDead(turn: StoredTurn): Promise<boolean> {
     if (turn.status !== "RUNNING") return false;
-    if (turn.heartbeatAt.getTime() < Date.now() - this.turnTtlMs) return true;
-    // This process' own claim is alive exactly while it runs the turn.
     if (turn.ownerId === this.ownerId) return this.local.get(turn.sessionId)?.turnId !== turn.id;
-    const dead = await this.liveness.deadAmong([turn.ownerId]).catch((): string[] => []);
-    return dead.includes(turn.ownerId);
+    const { alive, dead } = await this.liveness.classify([turn.ownerId]).catch(() => UNKNOWN);
+    if (dead.includes(turn.ownerId)) return true;
+    return turn.heartbeatAt.getTime() < Date.now() - this.turnTtlMs && !alive.includes(turn.ownerId);
   }
 
   private async track(claimed: StoredTurn): Promise<RunningTurn> {

@@ -111,7 +111,7 @@ describe("chat.send", () => {
         workspaces: h.workspace.replica(),
         secretKey: secretKeyFromBytes(getConfig().secrets.encryptionKey),
         cancelBus: new RedisCancelBus({ redis: commands, subscriber, prefix: redisConfig.prefix }),
-        liveness: { ownerId: "other-process", deadAmong: () => Promise.resolve([]) },
+        liveness: { ownerId: "other-process", classify: () => Promise.resolve({ alive: [], dead: [] }) },
         reapIntervalMs: 60_000,
       });
       await expect(

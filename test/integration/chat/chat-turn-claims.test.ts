@@ -2,11 +2,14 @@
  * The Postgres turn claim (chat-turn.data.ts) on the real database: concurrent claims of one session from
  * many "processes" leave exactly one turn, a key's sends collapse into one turn, a stale claim is
  * interrupted with what it stored, and a turn interrupted under its owner keeps the interruption when it
- * ends (its own messages follow the marker).
+ * ends (its own messages follow the marker). The dead-holder reaper takes a stale claim only from an owner
+ * not known alive.
  */
 import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
+import { getDb } from "@/server/db";
+import { createLogger } from "@/server/logger";
 import { createAgent } from "@/server/modules/agent/agent.data";
 import {
   claimTurn,
@@ -15,6 +18,7 @@ import {
   heartbeatTurn,
   INTERRUPTED_MARKER,
 } from "@/server/modules/chat/chat-turn.data";
+import { reapDeadHolders } from "@/server/modules/chat/dead-holders";
 import { createSession, getSession, listChatMessages } from "@/server/modules/session/session.data";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
 
@@ -121,5 +125,31 @@ describe("chat turn claims", () => {
       "assistant",
     ]);
     expect((await getSession(t.scope, sessionId)).status).toBe("RUNNING"); // the survivor's turn
+  });
+
+  it("the reaper interrupts a stale claim only when its owner is not known alive (a live one's renewals may lag)", async () => {
+    const [beating, silent] = await Promise.all([newSession(), newSession()]);
+    const turns = [await claim(beating, "beating-owner"), await claim(silent, "silent-owner")].map(
+      (result) => {
+        if (result.kind !== "claimed") throw new Error(`expected a claim, got ${result.kind}`);
+        return result.turn.id;
+      },
+    );
+    await getDb().chatTurn.updateMany({
+      where: { id: { in: turns } },
+      data: { heartbeatAt: new Date(Date.now() - 120_000) },
+    });
+    await reapDeadHolders({
+      liveness: {
+        ownerId: "reaper",
+        // Redis knows the first owner beats; of the second it knows nothing (its set was lost).
+        classify: (ids) => Promise.resolve({ alive: ids.filter((id) => id === "beating-owner"), dead: [] }),
+      },
+      turnTtlMs: 60_000,
+      isRunningHere: () => false,
+      log: createLogger({ level: "silent" }),
+    });
+    expect((await getTurn(t.scope, turns[0]!))?.status).toBe("RUNNING");
+    expect((await getTurn(t.scope, turns[1]!))?.status).toBe("INTERRUPTED");
   });
 });

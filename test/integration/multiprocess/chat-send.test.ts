@@ -80,7 +80,8 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
       BERTH_WORKSPACE_BASEDIR: workspacesDir,
       MP_CONTROL_DIR: controlDir,
       WORKERS_CONCURRENCY: "4",
-      LOG_LEVEL: "silent",
+      // Warnings and errors: a failed test prints each child's last lines.
+      LOG_LEVEL: "warn",
       // 200 turns of one tenant at once: above the installation's default concurrent-turn quota (50).
       BERTH_QUOTA_CONCURRENT_TURNS: "1000",
     };

@@ -50,7 +50,6 @@ describeKube("installations sharing one Kubernetes namespace", { timeout: 600_00
       BERTH_K8S_KUBECONFIG: kube.emulator.kubeconfigPath,
       BERTH_K8S_IMAGE: BASE_IMAGE,
       BERTH_K8S_MEMORY_LIMIT: "768Mi",
-      BERTH_K8S_PENDING_TIMEOUT_MS: "60000",
       LOG_LEVEL: "silent",
     });
     children.push(child);

@@ -48,10 +48,10 @@ describeKube("multi-process provisioning on the Kubernetes backend", { timeout: 
       BERTH_K8S_KUBECONFIG: kube.emulator.kubeconfigPath,
       BERTH_K8S_IMAGE: BASE_IMAGE,
       BERTH_K8S_MEMORY_LIMIT: "768Mi",
-      BERTH_K8S_PENDING_TIMEOUT_MS: "60000",
       MP_CONTROL_DIR: controlDir,
       WORKERS_CONCURRENCY: "4",
-      LOG_LEVEL: "silent",
+      // Warnings and errors: a failed test prints each child's last lines.
+      LOG_LEVEL: "warn",
     };
     const workers = [startChild("worker-process.ts", env), startChild("worker-process.ts", env)];
     children.push(...workers);

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { createInterface } from "node:readline";
@@ -10,12 +10,34 @@ export type Child = {
   nextLine(predicate?: (line: string) => boolean): Promise<string>;
   exited: Promise<number | null>;
   stderr: () => string;
+  /** The last 40 stdout lines no `nextLine` took. */
+  unread: () => string;
 };
 
-/** Starts `script` (a .ts entry in this folder) under tsx with `env` added to the test's environment. */
+const bundles = new Map<string, string>();
+
+/** The child entry `script` bundled by bundle-child.ts (once per script in this test process). */
+function bundled(script: string): string {
+  let file = bundles.get(script);
+  if (!file) {
+    file = execFileSync(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        path.join(import.meta.dirname, "bundle-child.ts"),
+        path.join(import.meta.dirname, script),
+      ],
+      { encoding: "utf8", cwd: path.resolve(import.meta.dirname, "../../..") },
+    );
+    bundles.set(script, file);
+  }
+  return file;
+}
+
+/** Starts `script` (a .ts entry in this folder), bundled, with `env` added to the test's environment. */
 export function startChild(script: string, env: Record<string, string>): Child {
-  // `--import tsx` (not the tsx CLI, which forks a second process): the child's pid is the worker's pid.
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(import.meta.dirname, script)], {
+  const child = spawn(process.execPath, [bundled(script)], {
     // The sandboxed backend shows stdio MCP servers the npm packages the tests run them from.
     env: { BERTH_SANDBOX_READONLY_PATHS: path.resolve("node_modules"), ...process.env, ...env },
     cwd: path.resolve(import.meta.dirname, "../../.."),
@@ -24,7 +46,10 @@ export function startChild(script: string, env: Record<string, string>): Child {
   child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
   const waiters: { predicate: (line: string) => boolean; resolve: (line: string) => void }[] = [];
   const seen: string[] = [];
+  // The last lines a child printed that no test waited for (its log at LOG_LEVEL warn, say).
+  const unread: string[] = [];
   createInterface({ input: child.stdout }).on("line", (line) => {
+    if (!waiters.some((w) => w.predicate(line)) && unread.push(line) > 40) unread.shift();
     const index = waiters.findIndex((w) => w.predicate(line));
     if (index >= 0) waiters.splice(index, 1)[0]!.resolve(line);
     else seen.push(line);
@@ -33,6 +58,7 @@ export function startChild(script: string, env: Record<string, string>): Child {
   return {
     process: child,
     stderr: () => stderr,
+    unread: () => unread.join("\n"),
     exited,
     nextLine(predicate = () => true) {
       const index = seen.findIndex(predicate);
@@ -47,11 +73,13 @@ export function startChild(script: string, env: Record<string, string>): Child {
   };
 }
 
-/** Ends every child (SIGKILL) and waits for it; after a failed test, prints each one's stderr tail first. */
+/** Ends every child (SIGKILL) and waits for it; after a failed test, prints each one's output tails first. */
 export async function stopChildren(children: readonly Child[], failed: boolean): Promise<void> {
   if (failed) {
     for (const child of children)
-      console.error(`--- child ${child.process.pid} stderr:\n${child.stderr().slice(-3000)}`);
+      console.error(
+        `--- child ${child.process.pid} stderr:\n${child.stderr().slice(-3000)}\n--- its stdout:\n${child.unread()}`,
+      );
   }
   for (const child of children) child.process.kill("SIGKILL");
   await Promise.all(children.map((child) => child.exited));

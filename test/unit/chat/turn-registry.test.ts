@@ -72,9 +72,14 @@ class MemoryClaims implements TurnClaims {
   }
 }
 
-const alive = (ownerId: string, dead: string[] = []): Liveness => ({
+/** `ownerId`'s liveness: the ids in `dead` known dead, those in `beating` known alive, the rest unknown. */
+const alive = (ownerId: string, dead: string[] = [], beating: string[] = []): Liveness => ({
   ownerId,
-  deadAmong: (ids) => Promise.resolve(ids.filter((id) => dead.includes(id))),
+  classify: (ids) =>
+    Promise.resolve({
+      alive: ids.filter((id) => beating.includes(id)),
+      dead: ids.filter((id) => dead.includes(id)),
+    }),
 });
 
 async function started(registry: TurnRegistry, sessionId: string, idempotencyKey: string | null = null) {
@@ -142,6 +147,25 @@ describe("TurnRegistry", () => {
     expect(outcome?.status).toBe("INTERRUPTED");
     await (await started(survivor, "s1")).end();
     await lost.end();
+  });
+
+  it("takes over a stale claim only when its process is not known alive (a live one's renewals may just wait)", async () => {
+    const claims = new MemoryClaims();
+    const slow = new TurnRegistry({ claims, liveness: alive("a") });
+    const turn = await started(slow, "s1", "key-00000003");
+    claims.turns.get(turn.turnId)!.heartbeatAt = new Date(Date.now() - 120_000);
+    const send = { sessionId: "s1", idempotencyKey: "key-00000003", userMessage: "hi" };
+    // Its own process runs it: alive, however stale its claim.
+    expect(await slow.start(scope, send)).toMatchObject({ kind: "existing", turn: { status: "RUNNING" } });
+    const peer = new TurnRegistry({ claims, liveness: alive("b", [], ["a"]) });
+    expect(await peer.start(scope, send)).toMatchObject({ kind: "existing", turn: { status: "RUNNING" } });
+    // Liveness unknown (Redis lost its data): the stale claim is dead.
+    const blind = new TurnRegistry({ claims, liveness: alive("c") });
+    expect(await blind.start(scope, send)).toMatchObject({
+      kind: "existing",
+      turn: { status: "INTERRUPTED" },
+    });
+    await turn.end();
   });
 
   it("aborts a turn whose claim was lost (its heartbeat finds it interrupted)", async () => {
