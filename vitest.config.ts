@@ -13,8 +13,9 @@ const alias = { "@": path.resolve(import.meta.dirname) };
 // No project isolates its files (`isolate: false`): each worker imports Berth's modules once for all the
 // files it runs instead of once per file. Isolated, the rest of `integration` spent 92 s of its 275 s
 // importing and 317 CPU-seconds in all; shared, 6 s of 158 s and 129 CPU-seconds (2 cores, one run each).
-// It holds because no test mocks a module or changes the environment after its setup, and every test
-// makes its own tenants, folders, ports and Redis keys.
+// It holds because no test mocks a module or changes the environment after its setup, every test makes
+// its own tenants, folders, ports and Redis keys, and test/setup/process-reset.ts ends what a file built
+// process-wide (engine, queues, connections) before the next file runs.
 export default defineConfig({
   resolve: { alias },
   test: {
@@ -30,7 +31,7 @@ export default defineConfig({
           isolate: false,
           include: ["test/integration/**/*.test.ts"],
           globalSetup: ["test/setup/services.ts"],
-          setupFiles: ["test/setup/services-env.ts"],
+          setupFiles: ["test/setup/services-env.ts", "test/setup/process-reset.ts"],
           testTimeout: 60_000,
           hookTimeout: 120_000,
           fileParallelism: false,
@@ -95,6 +96,7 @@ export default defineConfig({
           globalSetup: ["test/setup/services.ts"],
           setupFiles: [
             "test/setup/services-env.ts",
+            "test/setup/process-reset.ts",
             "test/setup/e2e-failure-output.ts",
             "test/setup/e2e-wait-timeout.ts",
           ],

@@ -87,10 +87,13 @@ describe("a PostgreSQL outage during a provision", { timeout: 150_000 }, () => {
       proxy.restore();
 
       await vi.waitFor(
-        async () => expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("READY"),
+        async () => {
+          expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("READY");
+          // The job completes when its processor has returned, a moment after it wrote READY.
+          expect(await (await queues.get("workspace").getJob(job.id!))?.getState()).toBe("completed");
+        },
         { timeout: 60_000, interval: 250 },
       );
-      expect(await (await queues.get("workspace").getJob(job.id!))?.getState()).toBe("completed");
     } finally {
       await queues.close();
       await connection.quit();
