@@ -22,4 +22,8 @@ afterAll(async () => {
   await closeSharedQueues();
   await closeSharedRedis();
   await disconnectDb();
+  // Then every other slot of server/shared/process-registry.ts (config, logger, auth over the closed
+  // database client, the sign-in guard over the closed Redis connection, ...): the next file starts
+  // with an empty registry, as a new process does.
+  delete (globalThis as Record<symbol, unknown>)[Symbol.for("berth.process-registry")];
 });
