@@ -208,7 +208,7 @@ async function toolCallLatency(
   const gatewayClient = await handle.mcpConnector.connect(declaration(inContainer), scope);
   const hostClient = await new LocalMcpConnector().connect(declaration(onHost), scope);
   try {
-    return { gatewayMs: await medianCallMs(gatewayClient), hostMs: await medianCallMs(hostClient) };
+    return await medianCallMs(gatewayClient, hostClient);
   } finally {
     await gatewayClient.close();
     await hostClient.close();
@@ -250,13 +250,28 @@ async function fileRoundTrip(
   };
 }
 
-async function medianCallMs(client: LiveMcpClient): Promise<number> {
-  for (let i = 0; i < 5; i++) await client.callTool("echo", { message: "warm" });
-  const samples: number[] = [];
-  for (let i = 0; i < CALLS; i++) {
-    const start = performance.now();
-    await client.callTool("echo", { message: `call ${i}` });
-    samples.push(performance.now() - start);
+/**
+ * Median latency of an `echo` call on each client, the calls alternating between them: load on the
+ * machine that drifts during the run falls on both sides alike instead of on whichever ran second.
+ */
+async function medianCallMs(
+  gatewayClient: LiveMcpClient,
+  hostClient: LiveMcpClient,
+): Promise<{ gatewayMs: number; hostMs: number }> {
+  for (let i = 0; i < 5; i++) {
+    await gatewayClient.callTool("echo", { message: "warm" });
+    await hostClient.callTool("echo", { message: "warm" });
   }
-  return median(samples);
+  const timed = async (client: LiveMcpClient, message: string) => {
+    const start = performance.now();
+    await client.callTool("echo", { message });
+    return performance.now() - start;
+  };
+  const gateway: number[] = [];
+  const host: number[] = [];
+  for (let i = 0; i < CALLS; i++) {
+    gateway.push(await timed(gatewayClient, `call ${i}`));
+    host.push(await timed(hostClient, `call ${i}`));
+  }
+  return { gatewayMs: median(gateway), hostMs: median(host) };
 }
