@@ -1,6 +1,6 @@
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -68,6 +68,8 @@ describeDocker("deploy/docker: the berth image", () => {
     beforeAll(async () => {
       await run("bash", [BUILD_SCRIPT, "--local-base", "--tag", tag], { maxBuffer: 64 * 1024 * 1024 });
       socketDir = await mkdtemp(path.join(tmpdir(), "berth-image-redis-"));
+      // The image runs as uid 1000: it must pass through the folder (mkdtemp makes it 0700) to the socket.
+      await chmod(socketDir, 0o755);
       const redisServer = await findRedisServer();
       if (!redisServer) throw new Error("redis-server is needed on PATH");
       redis = spawn(redisServer, [
@@ -104,8 +106,9 @@ describeDocker("deploy/docker: the berth image", () => {
         tag,
       );
       // The container has loopback only: a relay inside it carries 127.0.0.1:6379 to the test's Redis socket.
+      // A failed connection ends that client's, never the relay.
       const relay =
-        "require('net').createServer((c) => c.pipe(require('net').connect('/run/berth-redis/redis.sock')).pipe(c)).listen(6379, '127.0.0.1')";
+        "const net = require('net'); net.createServer((c) => { const r = net.connect('/run/berth-redis/redis.sock'); r.on('error', (e) => { console.error(e.message); c.destroy(); }); c.on('error', () => r.destroy()); c.pipe(r).pipe(c); }).listen(6379, '127.0.0.1')";
       await docker("exec", "-d", container, "node", "-e", relay);
       const logs = async () => (await docker("logs", container)).stdout;
       await vi.waitFor(

@@ -168,19 +168,28 @@ describe("per-workspace resource samples: local sandbox and Docker (real workers
   describeDocker("docker", () => {
     it("samples a running container's memory, CPU time, processes and its work folder", async () => {
       const { session, workspaceId } = await freshSession(tenant.scope, "PER_AGENT", { backend: "docker" });
-      const { workspace } = await h.service.resolveForSession(tenant.scope, session.id);
-      await workspace.backend.exec([
-        "/bin/sh",
-        "-c",
-        "head -c 3145728 /dev/urandom > big.bin && head -c 100000000 /dev/zero | sha256sum >/dev/null",
-      ]);
-      await sample();
-      const [row] = await rowsOf(workspaceId);
-      expect(row!.cpuSeconds).toBeGreaterThan(0);
-      expect(Number(row!.memoryBytes)).toBeGreaterThan(0);
-      expect(row!.processes).toBeGreaterThan(0);
-      expect(Number(row!.diskBytes)).toBeGreaterThanOrEqual(3 * MIB);
-      await fs.rm(runtimeRoot, { recursive: true, force: true });
+      try {
+        const { workspace } = await h.service.resolveForSession(tenant.scope, session.id);
+        await workspace.backend.exec([
+          "/bin/sh",
+          "-c",
+          "head -c 3145728 /dev/urandom > big.bin && head -c 100000000 /dev/zero | sha256sum >/dev/null",
+        ]);
+        await sample();
+        const [row] = await rowsOf(workspaceId);
+        expect(row!.cpuSeconds).toBeGreaterThan(0);
+        expect(Number(row!.memoryBytes)).toBeGreaterThan(0);
+        expect(row!.processes).toBeGreaterThan(0);
+        expect(Number(row!.diskBytes)).toBeGreaterThanOrEqual(3 * MIB);
+      } finally {
+        // The container goes with the test (every run of this file left one running).
+        await h.service.requestPurge(tenant.scope, workspaceId, { force: true });
+        await vi.waitFor(
+          async () => expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("PURGED"),
+          { timeout: 60_000, interval: 250 },
+        );
+        await fs.rm(runtimeRoot, { recursive: true, force: true });
+      }
     });
   });
 });
