@@ -88,8 +88,9 @@ async function lockSession(tx: Prisma.TransactionClient, scope: TenantScope, ses
 
 /**
  * Under the session's row lock: the turn of this idempotency key if it exists (`same-key`), else the running
- * turn if its heartbeat is at or after `staleBefore` (`busy`), else (a stale claim is interrupted first) a
- * new RUNNING turn owned by `ownerId`, the session RUNNING and pointing at it.
+ * turn (`busy`, however stale: whether its owner is dead is the caller's to decide, with the process
+ * liveness this module does not have, and then `interruptTurn`), else a new RUNNING turn owned by
+ * `ownerId`, the session RUNNING and pointing at it.
  */
 export async function claimTurn(
   scope: TenantScope,
@@ -98,7 +99,6 @@ export async function claimTurn(
     ownerId: string;
     idempotencyKey: string | null;
     userMessage: string;
-    staleBefore: Date;
   },
   db = getDb(),
 ): Promise<ClaimResult> {
@@ -118,10 +118,7 @@ export async function claimTurn(
         where: { id: session.running_turn_id },
         select: turnSelect,
       });
-      if (current?.status === "RUNNING") {
-        if (current.heartbeatAt >= input.staleBefore) return { kind: "busy", turn: toStoredTurn(current) };
-        await interruptLocked(tx, scope, input.sessionId, current.id);
-      }
+      if (current?.status === "RUNNING") return { kind: "busy", turn: toStoredTurn(current) };
     }
     const created = await tx.chatTurn.create({
       data: {

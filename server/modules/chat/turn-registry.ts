@@ -22,7 +22,6 @@ export interface TurnClaims {
       ownerId: string;
       idempotencyKey: string | null;
       userMessage: string;
-      staleBefore: Date;
     },
   ): Promise<ClaimResult>;
   heartbeat(turnId: string, ownerId: string): Promise<boolean>;
@@ -117,11 +116,7 @@ export class TurnRegistry {
   ): Promise<TurnStart> {
     const { sessionId } = request;
     for (let attempt = 0; attempt < 3; attempt++) {
-      const claimed = await this.claims.claim(scope, {
-        ...request,
-        ownerId: this.ownerId,
-        staleBefore: new Date(Date.now() - this.turnTtlMs),
-      });
+      const claimed = await this.claims.claim(scope, { ...request, ownerId: this.ownerId });
       if (claimed.kind === "claimed") return { kind: "started", turn: await this.track(claimed.turn) };
       const running = claimed.turn;
       if (claimed.kind === "same-key" && running.status !== "RUNNING")

@@ -1,7 +1,8 @@
 /**
  * The Postgres turn claim (chat-turn.data.ts) on the real database: concurrent claims of one session from
- * many "processes" leave exactly one turn, a key's sends collapse into one turn, a stale claim is
- * interrupted with what it stored, and a turn interrupted under its owner keeps the interruption when it
+ * many "processes" leave exactly one turn, a key's sends collapse into one turn, a running claim is busy
+ * however stale (the registry decides by process liveness) and an interrupted one stores the user's message
+ * and the marker, and a turn interrupted under its owner keeps the interruption when it
  * ends (its own messages follow the marker). The dead-holder reaper takes a stale claim only from an owner
  * not known alive.
  */
@@ -16,6 +17,7 @@ import {
   finishTurn,
   getTurn,
   heartbeatTurn,
+  interruptTurn,
   INTERRUPTED_MARKER,
 } from "@/server/modules/chat/chat-turn.data";
 import { reapDeadHolders } from "@/server/modules/chat/dead-holders";
@@ -38,12 +40,8 @@ beforeAll(async () => {
 const newSession = async () =>
   (await createSession(t.scope, { agentId, workspaceId: `claims-ws-${randomUUID()}` })).id;
 
-const claim = (
-  sessionId: string,
-  ownerId: string,
-  idempotencyKey: string | null = null,
-  staleBefore = new Date(0),
-) => claimTurn(t.scope, { sessionId, ownerId, idempotencyKey, userMessage: `from ${ownerId}`, staleBefore });
+const claim = (sessionId: string, ownerId: string, idempotencyKey: string | null = null) =>
+  claimTurn(t.scope, { sessionId, ownerId, idempotencyKey, userMessage: `from ${ownerId}` });
 
 const completed = {
   done: {
@@ -95,12 +93,18 @@ describe("chat turn claims", () => {
     expect((await getSession(t.scope, sessionId)).status).toBe("IDLE");
   });
 
-  it("a stale claim is interrupted (message and marker stored) and the session taken; the old owner then ends after the marker", async () => {
+  it("a running claim is busy however stale; once interrupted (message and marker stored) the session is taken, and the old owner ends after the marker", async () => {
     const sessionId = await newSession();
     const first = await claim(sessionId, "crashed");
     expect(first.kind).toBe("claimed");
-    // Its heartbeat is older than "now": stale.
-    const second = await claim(sessionId, "survivor", null, new Date(Date.now() + 60_000));
+    await getDb().chatTurn.update({
+      where: { id: first.turn.id },
+      data: { heartbeatAt: new Date(Date.now() - 3_600_000) },
+    });
+    // Whether its owner is dead is the registry's call (process liveness), not the claim's.
+    expect(await claim(sessionId, "survivor")).toMatchObject({ kind: "busy", turn: { id: first.turn.id } });
+    expect(await interruptTurn(t.scope, sessionId, first.turn.id)).toBe(true);
+    const second = await claim(sessionId, "survivor");
     expect(second.kind).toBe("claimed");
     expect(await getTurn(t.scope, first.turn.id)).toMatchObject({ status: "INTERRUPTED" });
     expect(await heartbeatTurn(first.turn.id, "crashed")).toBe(false);

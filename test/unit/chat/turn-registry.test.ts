@@ -33,10 +33,7 @@ class MemoryClaims implements TurnClaims {
     );
     if (same) return Promise.resolve({ kind: "same-key", turn: same });
     const current = this.turns.get(this.running.get(input.sessionId) ?? "");
-    if (current?.status === "RUNNING") {
-      if (current.heartbeatAt >= input.staleBefore) return Promise.resolve({ kind: "busy", turn: current });
-      current.status = "INTERRUPTED";
-    }
+    if (current?.status === "RUNNING") return Promise.resolve({ kind: "busy", turn: current });
     const turn = {
       id: `turn-${++this.next}`,
       sessionId: input.sessionId,
