@@ -31,7 +31,9 @@ const BASE_IMAGE = process.env.BERTH_BASE_IMAGE ?? "berth-base:bookworm";
 const ROUNDS = 3;
 /** Containers carry an installation label; the bench's own keeps them apart from any installation's. */
 const deps = { installationId: () => Promise.resolve("bench") };
-const CALLS = 60;
+/** MCP echo calls timed on each side, after WARM_CALLS untimed ones (both processes' code optimised). */
+const CALLS = 200;
+const WARM_CALLS = 50;
 const FILE_TRIPS = { gateway: 60, exec: 15 };
 
 export async function run(): Promise<BenchResult[]> {
@@ -258,7 +260,7 @@ async function medianCallMs(
   gatewayClient: LiveMcpClient,
   hostClient: LiveMcpClient,
 ): Promise<{ gatewayMs: number; hostMs: number }> {
-  for (let i = 0; i < 5; i++) {
+  for (let i = 0; i < WARM_CALLS; i++) {
     await gatewayClient.callTool("echo", { message: "warm" });
     await hostClient.callTool("echo", { message: "warm" });
   }
