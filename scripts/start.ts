@@ -22,7 +22,8 @@ import { checkWorkspaceBackend, WorkspaceBackendUnavailableError } from "./servi
 const repoRoot = path.resolve(import.meta.dirname, "..");
 
 const ZStartEnv = z.object({
-  // Where embedded services keep their data and where generated secrets live (gitignored).
+  // Where embedded services keep their data, generated secrets live and, unless BERTH_WORKSPACE_BASEDIR
+  // says otherwise, the workspaces' folders are (gitignored).
   BERTH_DATA_DIR: z.string().min(1).default(path.join(repoRoot, ".data")),
   // The first admin's email, used once when the installation has no tenant yet.
   BERTH_ADMIN_EMAIL: z.email().default("admin@berth.local"),
@@ -37,9 +38,13 @@ async function main(): Promise<void> {
   const startEnv = ZStartEnv.parse(
     Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== "")),
   );
+  const dataDir = path.resolve(startEnv.BERTH_DATA_DIR);
+  // The workspaces belong to this data folder's installation. They were in the checkout's `.data/workspaces`
+  // whatever the data folder: two installations on one host then shared one base directory, and each one's
+  // reconcile reaped the other's workspaces as orphans (folders its database did not know).
+  process.env.BERTH_WORKSPACE_BASEDIR ||= path.join(dataDir, "workspaces");
   // Before anything starts: the default backend must be able to confine agent commands.
   await checkWorkspaceBackend(say);
-  const dataDir = path.resolve(startEnv.BERTH_DATA_DIR);
   const secrets = await loadOrCreateLocalSecrets(dataDir);
 
   const services = await startLocalServices({

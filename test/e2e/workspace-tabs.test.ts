@@ -10,7 +10,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { getDb } from "@/server/db";
 import { closeSharedQueues } from "@/server/queue/queues";
 import type { RunningBerth } from "./support/berth-server";
@@ -42,20 +42,6 @@ describe.skipIf(!HAS_CHROMIUM)("a workspace's files, events, skills and MCP tabs
     open = signedInPages(app, browser, tenant.slug);
     folder = await fs.mkdtemp(path.join(os.tmpdir(), "berth-e2e-tabs-"));
     workspaceId = await provisionLocalWorkspace(tenant, "tabs");
-  });
-
-  // Under a loaded machine this file once saw its workspace's files vanish mid-test (a fresh workdir 30 s
-  // old): a failure prints the workspace's ledger, to say what happened to it.
-  afterEach(async (context) => {
-    if (context.task.result?.state !== "fail" || !workspaceId) return;
-    const events = await getDb().workspaceEvent.findMany({
-      where: { workspaceId },
-      orderBy: { at: "asc" },
-      select: { at: true, kind: true, reason: true, actor: true },
-    });
-    console.error(
-      `[e2e] ${workspaceId} events:\n${events.map((e) => `${e.at.toISOString()} ${e.kind} by ${e.actor}: ${e.reason ?? ""}`).join("\n")}`,
-    );
   });
 
   afterAll(async () => {

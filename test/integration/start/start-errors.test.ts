@@ -6,7 +6,7 @@
  * key prefix from the global setup), so the test seeds the tenant, key and workspace directly.
  */
 import { randomUUID } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { TRPCClientError } from "@trpc/client";
@@ -64,7 +64,6 @@ describe("npm start: engine errors reach HTTP clients as their typed 4xx", () =>
         HOST: "127.0.0.1",
         BERTH_BASE_URL: url,
         BERTH_DATA_DIR: dataDir,
-        BERTH_WORKSPACE_BASEDIR: path.join(dataDir, "workspaces"),
         LOG_LEVEL: "warn",
         // The sandboxed backend shows agents only the system and their workspace: the npm MCP server below
         // lives in the repo's node_modules, which the operator exposes read-only.
@@ -80,6 +79,9 @@ describe("npm start: engine errors reach HTTP clients as their typed 4xx", () =>
     });
     await job.waitUntilFinished(await getQueues().events("workspace"), 60_000);
     expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("READY");
+    // In the data folder's own base directory: every npm start of a checkout used to share `.data/workspaces`,
+    // and each one's reconcile reaped the others' workspaces as orphans.
+    expect(await readdir(path.join(dataDir, "workspaces"))).toContain(tenant.tenantId);
     client = createBerthClient({ url, apiKey });
   }, 900_000);
 
