@@ -39,11 +39,9 @@ async function main(): Promise<void> {
     Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== "")),
   );
   const dataDir = path.resolve(startEnv.BERTH_DATA_DIR);
-  // The workspaces belong to this data folder's installation. They were in the checkout's `.data/workspaces`
-  // whatever the data folder: two installations on one host then shared one base directory, and each one's
-  // reconcile reaped the other's workspaces as orphans (folders its database did not know).
-  process.env.BERTH_WORKSPACE_BASEDIR ||= path.join(dataDir, "workspaces");
-  // Before anything starts: the default backend must be able to confine agent commands.
+  process.env.BERTH_DATA_DIR = dataDir;
+  // Before anything starts: the default backend must be able to confine agent commands (its base directory
+  // is the data folder's `workspaces/`, server/engine/engine-config.ts).
   await checkWorkspaceBackend(say);
   const secrets = await loadOrCreateLocalSecrets(dataDir);
 

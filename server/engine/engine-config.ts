@@ -31,7 +31,10 @@ const engineEnvOf = (registry: DriverRegistry) => {
       .pipe(z.array(z.enum(names)).min(1))
       .optional(),
     // Host folder holding workspaces (local: the workdirs; docker: the bind-mounted data). Relative → cwd.
-    BERTH_WORKSPACE_BASEDIR: z.string().default(".data/workspaces"),
+    // Default: `workspaces/` in the installation's data folder (BERTH_DATA_DIR, else `.data`), so every
+    // process of one installation agrees on it and two installations on one host never share it (each one's
+    // reconcile reaps the folders its database does not know).
+    BERTH_WORKSPACE_BASEDIR: z.string().optional(),
     // A READY workspace with no activity and no lease for this long is stopped by `workspace.sweep`.
     BERTH_WORKSPACE_IDLE_TTL_MS: z.coerce.number().int().min(1_000).default(3_600_000),
     // How often `workspace.sweep` runs (a BullMQ job scheduler: one tick per interval, whatever the replicas).
@@ -106,7 +109,10 @@ export function loadEngineConfig(
   registry: DriverRegistry = DRIVERS,
 ): EngineConfig {
   const parsed = parseEnv(engineEnvOf(registry), env, "workspace engine");
-  const basedir = path.resolve(cwd, parsed.BERTH_WORKSPACE_BASEDIR);
+  const basedir = path.resolve(
+    cwd,
+    parsed.BERTH_WORKSPACE_BASEDIR ?? path.join(env.BERTH_DATA_DIR || ".data", "workspaces"),
+  );
   const backends = enabledDrivers(parsed.BERTH_WORKSPACE_BACKEND, parsed.BERTH_WORKSPACE_BACKENDS, registry);
   const context = { basedir, cwd, uid };
   const drivers: Partial<Record<DriverName, unknown>> = {};

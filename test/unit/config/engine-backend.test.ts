@@ -57,6 +57,20 @@ describe("engine config: the workspace backend", () => {
     expect(() => loadEngineConfig({ BERTH_WORKSPACE_BACKEND: "host" }, "/srv", ROOT)).toThrow(/BACKEND/);
   });
 
+  it("keeps the workspaces in the installation's data folder unless told where", () => {
+    expect(loadEngineConfig({}, "/srv/berth", ROOT).basedir).toBe("/srv/berth/.data/workspaces");
+    expect(loadEngineConfig({ BERTH_DATA_DIR: "/var/lib/berth" }, "/srv/berth", ROOT).basedir).toBe(
+      "/var/lib/berth/workspaces",
+    );
+    expect(
+      loadEngineConfig(
+        { BERTH_DATA_DIR: "/var/lib/berth", BERTH_WORKSPACE_BASEDIR: "/mnt/workspaces" },
+        "/srv/berth",
+        ROOT,
+      ).basedir,
+    ).toBe("/mnt/workspaces");
+  });
+
   it("runs several backends side by side, the default first, each with its own validated config", () => {
     const config = loadEngineConfig(
       { BERTH_WORKSPACE_BACKENDS: "local,docker", BERTH_DOCKER_CPUS: "2" },
