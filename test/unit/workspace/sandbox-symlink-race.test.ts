@@ -63,8 +63,9 @@ describeSandbox("bubblewrap sandbox: file operations racing a symlink swap", () 
     await swapper;
     expect(await fs.readdir(outside)).toEqual(["keep.txt"]);
     expect(await fs.readFile(path.join(outside, "keep.txt"), "utf8")).toBe("host data");
-    // Through `real`, the same operations did their work: the race was run, not avoided.
-    expect(outcomes.fulfilled).toBeGreaterThan(ROUNDS / 2);
+    // Through `real`, the same operations did their work: the race was run, not avoided. How many land
+    // while `d` points at `real` depends on the scheduler (a loaded 2-core run saw 36 of 900), so any do.
+    expect(outcomes.fulfilled).toBeGreaterThan(0);
     expect((await backend.list("/workspace/real")).length).toBeGreaterThan(0);
     // A listing through the host folder would show its `keep.txt` beside nothing Berth wrote there; only
     // names made inside the workspace may ever appear.
