@@ -32,8 +32,9 @@ import { createWorkspaceService, type WorkspaceService } from "@/server/modules/
 import { processLiveness, startHeartbeat } from "@/server/queue/heartbeat";
 import { attachTracker } from "@/server/modules/metrics/attach-tracker";
 import { createWebhookService, type WebhookService } from "@/server/modules/webhook/webhook.service";
-import { getQueues } from "@/server/queue/queues";
-import { createRedisConnection, getRedis } from "@/server/redis";
+import { disconnectDb } from "@/server/db";
+import { closeSharedQueues, getQueues } from "@/server/queue/queues";
+import { closeSharedRedis, createRedisConnection, getRedis } from "@/server/redis";
 import { processSlot } from "@/server/shared/process-registry";
 
 /**
@@ -208,6 +209,17 @@ export async function closeAgentServices(): Promise<void> {
   current?.services.close();
   if (current) await current.subscriber.quit().catch(() => current.subscriber.disconnect());
   await holderSlot.take()?.heartbeat.stop();
+}
+
+/**
+ * Graceful shutdown of everything this module and its neighbours built for the process: the agent
+ * services (and the holder heartbeat), the engine, then the queues, the Redis connection and the database
+ * client. Each is a no-op for what was never built.
+ */
+export async function closeProcessComposition(): Promise<void> {
+  await closeAgentServices();
+  await closeEngine();
+  await Promise.all([closeSharedQueues(), closeSharedRedis(), disconnectDb()]);
 }
 
 /** Tenants' own backend settings (stateless: built per call from the configuration). */

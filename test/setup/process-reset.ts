@@ -10,18 +10,8 @@ import { afterAll } from "vitest";
  * a no-op for what was never built, and the next file builds afresh on first use.
  */
 afterAll(async () => {
-  const [{ closeAgentServices, closeEngine }, { closeSharedQueues }, { closeSharedRedis }, { disconnectDb }] =
-    await Promise.all([
-      import("@/server/composition/services"),
-      import("@/server/queue/queues"),
-      import("@/server/redis"),
-      import("@/server/db"),
-    ]);
-  await closeAgentServices();
-  await closeEngine();
-  await closeSharedQueues();
-  await closeSharedRedis();
-  await disconnectDb();
+  const { closeProcessComposition } = await import("@/server/composition/services");
+  await closeProcessComposition();
   // Then every other slot of server/shared/process-registry.ts (config, logger, auth over the closed
   // database client, the sign-in guard over the closed Redis connection, ...): the next file starts
   // with an empty registry, as a new process does.

@@ -49,10 +49,10 @@ export function startChild(script: string, env: Record<string, string>): Child {
   // The last lines a child printed that no test waited for (its log at LOG_LEVEL warn, say).
   const unread: string[] = [];
   createInterface({ input: child.stdout }).on("line", (line) => {
-    if (!waiters.some((w) => w.predicate(line)) && unread.push(line) > 40) unread.shift();
     const index = waiters.findIndex((w) => w.predicate(line));
-    if (index >= 0) waiters.splice(index, 1)[0]!.resolve(line);
-    else seen.push(line);
+    if (index >= 0) return waiters.splice(index, 1)[0]!.resolve(line);
+    seen.push(line);
+    if (unread.push(line) > 40) unread.shift();
   });
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   return {
