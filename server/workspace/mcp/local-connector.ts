@@ -1,13 +1,14 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { FetchLike, Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { AppError } from "@/server/shared/errors";
+import { toAbortSignal, type CancelSignal } from "@/server/workspace/mcp/cancel-signal";
 import { toMcpAppError } from "@/server/workspace/mcp/mcp-errors";
 import { createMcpAddressGuard, type McpNetworkPolicy } from "@/server/workspace/mcp/mcp-network-policy";
 import { filterMcpTools, isMcpToolAllowed } from "@/server/workspace/mcp/tool-filter";
+import { StdioTransport } from "@/server/workspace/mcp/stdio-transport";
 import { relayable, ToolCallRelay } from "@/server/workspace/mcp/tool-call-relay";
 import {
   silentLogger,
@@ -163,7 +164,7 @@ class LocalMcpClient implements LiveMcpClient {
   async callTool(
     tool: string,
     args: Record<string, unknown>,
-    options: { timeoutMs?: number; signal?: AbortSignal } = {},
+    options: { timeoutMs?: number; signal?: CancelSignal } = {},
   ): Promise<McpToolResult> {
     if (!isMcpToolAllowed(this.declaration, tool)) {
       throw new AppError("FORBIDDEN", `Tool ${tool} is not enabled for MCP ${this.declaration.name}`, {
@@ -185,7 +186,7 @@ class LocalMcpClient implements LiveMcpClient {
         // The SDK enforces the timeout, sends notifications/cancelled upstream and rejects the request.
         const result = await client.callTool({ name: tool, arguments: args }, undefined, {
           timeout: timeoutMs,
-          ...(options.signal ? { signal: options.signal } : {}),
+          ...(options.signal ? { signal: toAbortSignal(options.signal) } : {}),
         });
         return normaliseResult(result);
       },
@@ -249,21 +250,17 @@ class LocalMcpClient implements LiveMcpClient {
     let transport: Transport;
     let stderrTail = () => "";
     if (config.type === "stdio_mcp") {
-      const stdio = new StdioClientTransport({
+      const cwd = config.cwd ?? this.options.defaultCwd;
+      // stderr is piped, not inherited: an MCP server's chatter must not land in Berth's own stderr, and
+      // a failed start should report what the server printed.
+      const stdio = new StdioTransport({
         command: config.command,
         args: config.args,
         ...(config.env ? { env: config.env } : {}),
-        ...(config.cwd
-          ? { cwd: config.cwd }
-          : this.options.defaultCwd
-            ? { cwd: this.options.defaultCwd }
-            : {}),
-        // Piped, not inherited: an MCP server's chatter must not land in Berth's own stderr, and a
-        // failed start should report what the server printed.
-        stderr: "pipe",
+        ...(cwd ? { cwd } : {}),
       });
       let tail = "";
-      stdio.stderr?.on("data", (chunk: Buffer) => {
+      stdio.stderr.on("data", (chunk: Buffer) => {
         tail = (tail + chunk.toString("utf8")).slice(-STDERR_TAIL_BYTES);
       });
       stderrTail = () => tail;
@@ -298,7 +295,7 @@ class LocalMcpClient implements LiveMcpClient {
     }
     // Stateless sessions live for one request: nothing to relay there.
     const relay =
-      this.options.relayToolCalls && config.type === "stdio_mcp" && this.declaration.is_stateful
+      this.options.relayToolCalls && transport instanceof StdioTransport && this.declaration.is_stateful
         ? new ToolCallRelay(transport)
         : undefined;
     return { client, transport, stderrTail, ...(relay ? { relay } : {}) };

@@ -1,5 +1,6 @@
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ErrorCode, McpError, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import type { CancelSignal } from "./cancel-signal";
+import type { StdioTransport } from "./stdio-transport";
 
 /** Relay ids are strings; the SDK numbers its own requests, so the two never collide on one session. */
 const RELAY_ID_PREFIX = "berth-relay-";
@@ -11,6 +12,8 @@ type Waiter = { resolve: (result: Record<string, unknown>) => void; reject: (err
  * The in-sandbox gateway relays tool calls for hosts that check the answer themselves (the gateway
  * protocol's boundary, ZGatewayToolResult), so the SDK's per-call work there (its request bookkeeping,
  * a zod parse of every message and of the result) only adds to each call, on the sandbox's slower Node.
+ * Answers are taken from the transport's `intercept`, before its schema check; `take` checks what it
+ * relies on (a result object, or an error's numeric code and text).
  * Only for tools the SDK would not treat specially: no output schema (which the SDK validates) and no
  * required task execution (which it refuses); see `relayable`.
  *
@@ -22,12 +25,9 @@ export class ToolCallRelay {
   private nextId = 1;
   private readonly waiting = new Map<string, Waiter>();
 
-  /** Wraps the transport's handlers, so call it after the SDK client connected (it sets them). */
-  constructor(private readonly transport: Transport) {
-    const onmessage = transport.onmessage;
-    transport.onmessage = (message, extra) => {
-      if (!this.take(message)) onmessage?.(message, extra);
-    };
+  /** Wraps the transport's close handler, so call it after the SDK client connected (it sets them). */
+  constructor(private readonly transport: StdioTransport) {
+    transport.intercept = (message) => this.take(message);
     const onclose = transport.onclose;
     transport.onclose = () => {
       const waiters = [...this.waiting.values()];
@@ -41,7 +41,7 @@ export class ToolCallRelay {
   call(
     tool: string,
     args: Record<string, unknown>,
-    options: { timeoutMs: number; signal?: AbortSignal | undefined },
+    options: { timeoutMs: number; signal?: CancelSignal | undefined },
   ): Promise<Record<string, unknown>> {
     const { signal, timeoutMs } = options;
     return new Promise((resolve, reject) => {
@@ -93,15 +93,17 @@ export class ToolCallRelay {
   }
 
   /** True when `message` answers one of this relay's calls (then it is settled and not passed on). */
-  private take(message: JSONRPCMessage): boolean {
-    if (!("id" in message) || "method" in message || typeof message.id !== "string") return false;
+  private take(message: unknown): boolean {
+    if (!isObject(message) || "method" in message || typeof message.id !== "string") return false;
     const waiter = this.waiting.get(message.id);
     if (!waiter) return false;
     this.waiting.delete(message.id);
-    if ("error" in message) {
+    if (isObject(message.error)) {
       const { code, message: text, data } = message.error;
-      waiter.reject(new McpError(code, text, data));
-    } else if ("result" in message && isObject(message.result)) {
+      if (typeof code === "number" && Number.isInteger(code) && typeof text === "string")
+        waiter.reject(new McpError(code, text, data));
+      else waiter.reject(new McpError(ErrorCode.InvalidRequest, "tools/call answered a malformed error"));
+    } else if (isObject(message.result)) {
       waiter.resolve(message.result);
     } else {
       waiter.reject(new McpError(ErrorCode.InvalidRequest, "tools/call answered without a result object"));

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { CancelSignal } from "./cancel-signal";
 
 /**
  * MCP declarations, in the reference's `.mcp` v2 JSON shape (agentscope-spec.md §1.3): field names and
@@ -82,7 +83,7 @@ export interface LiveMcpClient {
   callTool(
     tool: string,
     args: Record<string, unknown>,
-    options?: { timeoutMs?: number; signal?: AbortSignal },
+    options?: { timeoutMs?: number; signal?: CancelSignal },
   ): Promise<McpToolResult>;
   /** Closes the session (stateful) or unregisters it (gateway); idempotent, never throws. */
   close(): Promise<void>;

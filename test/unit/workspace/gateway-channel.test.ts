@@ -1,11 +1,15 @@
 import fs from "node:fs/promises";
 import { createServer, type Server } from "node:http";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { GatewayClient } from "@/server/workspace/gateway/client/gateway-client";
 import { HttpGatewayTransport } from "@/server/workspace/gateway/client/gateway-transport";
+import { CHANNEL_PROTOCOL } from "@/server/workspace/gateway/channel-framing";
+import { serveChannel } from "@/server/workspace/gateway/server/gateway-channel-server";
 import { createGatewayServer } from "@/server/workspace/gateway/server/gateway-server";
+import type { CancelSignal } from "@/server/workspace/mcp/cancel-signal";
 import { ScopeRegistry } from "@/server/workspace/gateway/server/scope-registry";
 import { LocalMcpConnector } from "@/server/workspace/mcp/local-connector";
 import { everythingMcp } from "./support/mcp-servers";
@@ -104,6 +108,66 @@ describe("gateway channel: the JSON requests over one upgraded connection", () =
     } finally {
       old.closeAllConnections();
       await new Promise((resolve) => old.close(resolve));
+    }
+  });
+
+  it("reads the scope as the host's client encodes it, reserved characters included", async () => {
+    const client = new GatewayClient(new HttpGatewayTransport({ socketPath }, TOKEN, { channel: true }));
+    const odd = { agentId: "a b+c&d=e", sessionId: "s/é?%20#" };
+    await client.addMcp(odd, everythingMcp("odd"));
+    try {
+      expect((await client.listMcps(odd)).map((declaration) => declaration.name)).toEqual(["odd"]);
+      expect(await client.listMcps({ agentId: "a b c&d=e", sessionId: odd.sessionId })).toEqual([]);
+    } finally {
+      await client.removeMcp(odd, "odd");
+    }
+  });
+
+  it("answers a malformed escape in the path or the scope 400, over the channel and over HTTP", async () => {
+    for (const channel of [true, false]) {
+      const transport = new HttpGatewayTransport({ socketPath }, TOKEN, { channel });
+      for (const target of ["/mcps/%zz/tools", "/mcps?agent_id=%E0%A4%A&session_id=s"]) {
+        const response = await transport.request({ method: "GET", path: target, timeoutMs: 5_000 });
+        expect(response.status).toBe(400);
+        expect(JSON.parse(response.body.toString("utf8"))).toMatchObject({ code: "BAD_REQUEST" });
+      }
+    }
+  });
+});
+
+describe("gateway channel: cancelling the calls it runs", () => {
+  it("a CANCEL line aborts its request's call; the connection closing aborts the others", async () => {
+    const signals = new Map<string, CancelSignal>();
+    const aborted: string[] = [];
+    const server = net.createServer((socket) =>
+      serveChannel(socket, 1024, (request, signal) => {
+        signals.set(request.url, signal);
+        return new Promise((_resolve, reject) =>
+          signal.addEventListener("abort", () => {
+            aborted.push(request.url);
+            reject(new Error("aborted"));
+          }),
+        );
+      }),
+    );
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "berth-gw-cancel-"));
+    const socketPath = path.join(dir, "cancel.sock");
+    await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+    try {
+      const socket = net.connect(socketPath);
+      let received = "";
+      socket.on("data", (chunk: Buffer) => (received += chunk.toString("utf8")));
+      await vi.waitFor(() => expect(received).toContain(`Upgrade: ${CHANNEL_PROTOCOL}`));
+      socket.write("1 POST /first {}\n2 POST /second {}\n");
+      await vi.waitFor(() => expect([...signals.keys()]).toEqual(["/first", "/second"]));
+      socket.write("1 CANCEL\n");
+      await vi.waitFor(() => expect(aborted).toEqual(["/first"]));
+      expect(signals.get("/second")?.aborted).toBe(false);
+      socket.destroy();
+      await vi.waitFor(() => expect(aborted).toEqual(["/first", "/second"]));
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+      await fs.rm(dir, { recursive: true, force: true });
     }
   });
 });

@@ -1,7 +1,10 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { ErrorCode, JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AppError } from "@/server/shared/errors";
 import { LocalMcpConnector } from "@/server/workspace/mcp/local-connector";
+import { StdioTransport } from "@/server/workspace/mcp/stdio-transport";
+import { ToolCallRelay } from "@/server/workspace/mcp/tool-call-relay";
 import type { LiveMcpClient } from "@/server/workspace/mcp/types";
 import { everythingMcp } from "./support/mcp-servers";
 
@@ -37,6 +40,14 @@ describe("LocalMcpConnector with relayed tool calls", { timeout: 120_000 }, () =
       })),
     );
     expect(sdkCall).not.toHaveBeenCalled();
+  });
+
+  it("takes the answers to its calls before the transport's schema check", async () => {
+    const client = await connect(everythingMcp("unchecked"));
+    const schemaParse = vi.spyOn(JSONRPCMessageSchema, "parse");
+    await client.callTool("echo", { message: "a" });
+    await client.callTool("echo", { message: "b" });
+    expect(schemaParse).not.toHaveBeenCalled();
   });
 
   it("leaves tools with an output schema to the SDK, which validates their structured content", async () => {
@@ -84,5 +95,34 @@ describe("LocalMcpConnector with relayed tool calls", { timeout: 120_000 }, () =
     const call = client.callTool("trigger-long-running-operation", { duration: 30, steps: 3 });
     await client.close();
     await expect(call).rejects.toMatchObject({ code: "UNAVAILABLE" });
+  });
+
+  it("checks the answer's shape itself: a malformed error or a missing result rejects the call", async () => {
+    // A server answering each tools/call with the next of these bodies.
+    const answers = [{ error: { code: "not a number", message: 5 } }, { result: "text" }, { result: {} }];
+    const transport = new StdioTransport({
+      command: process.execPath,
+      args: [
+        "-e",
+        `const answers = ${JSON.stringify(answers)}; let rest = "";
+         process.stdin.on("data", (chunk) => {
+           rest += chunk;
+           for (let i; (i = rest.indexOf("\\n")) !== -1; rest = rest.slice(i + 1)) {
+             const { id } = JSON.parse(rest.slice(0, i));
+             process.stdout.write(JSON.stringify({ jsonrpc: "2.0", id, ...answers.shift() }) + "\\n");
+           }
+         });`,
+      ],
+    });
+    await transport.start();
+    try {
+      const relay = new ToolCallRelay(transport);
+      const call = () => relay.call("tool", {}, { timeoutMs: 10_000 });
+      await expect(call()).rejects.toMatchObject({ code: ErrorCode.InvalidRequest });
+      await expect(call()).rejects.toMatchObject({ code: ErrorCode.InvalidRequest });
+      await expect(call()).resolves.toEqual({});
+    } finally {
+      await transport.close();
+    }
   });
 });

@@ -1,6 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
 import type { z } from "zod";
 import { APP_ERROR_CODES, AppError, type AppErrorCode } from "@/server/shared/errors";
+import type { CancelSignal } from "@/server/workspace/mcp/cancel-signal";
 import type { McpScope, McpToolInfo, McpToolResult, TMcpDeclaration } from "@/server/workspace/mcp/types";
 import { ZMcpDeclaration } from "@/server/workspace/mcp/types";
 import {
@@ -96,7 +97,7 @@ export class GatewayClient {
     name: string,
     tool: string,
     args: Record<string, unknown>,
-    options: { timeoutMs: number; signal?: AbortSignal | undefined },
+    options: { timeoutMs: number; signal?: CancelSignal | undefined },
   ): Promise<McpToolResult> {
     const response = await this.send(
       {

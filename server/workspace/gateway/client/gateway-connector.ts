@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from "node:util";
 import { AppError, isAppError } from "@/server/shared/errors";
+import type { CancelSignal } from "@/server/workspace/mcp/cancel-signal";
 import type {
   LiveMcpClient,
   McpConnector,
@@ -102,7 +103,7 @@ class GatewayMcpClient implements LiveMcpClient {
   callTool(
     tool: string,
     args: Record<string, unknown>,
-    options: { timeoutMs?: number; signal?: AbortSignal } = {},
+    options: { timeoutMs?: number; signal?: CancelSignal } = {},
   ): Promise<McpToolResult> {
     const declared = this.declaration.execution_timeout;
     const timeoutMs =

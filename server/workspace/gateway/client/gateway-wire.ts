@@ -1,3 +1,5 @@
+import type { CancelSignal } from "@/server/workspace/mcp/cancel-signal";
+
 /** The shapes of a host-side gateway request, shared by the HTTP transport and the channel. */
 
 /** Where the host reaches a gateway: a unix socket (Docker, via the bind mount) or a TCP address. */
@@ -9,7 +11,7 @@ export type GatewayRequest = {
   path: string;
   body?: unknown;
   timeoutMs: number;
-  signal?: AbortSignal | undefined;
+  signal?: CancelSignal | undefined;
 };
 
 export type GatewayResponse = { status: number; body: Buffer };

@@ -1,6 +1,7 @@
 import type http from "node:http";
 import type { Duplex } from "node:stream";
 import { AppError } from "@/server/shared/errors";
+import { CancelSource, type CancelSignal } from "@/server/workspace/mcp/cancel-signal";
 import {
   CHANNEL_CANCEL,
   CHANNEL_PATH,
@@ -30,12 +31,12 @@ export function isChannelUpgrade(req: http.IncomingMessage): boolean {
 export function serveChannel(
   socket: Duplex,
   maxBodyBytes: number,
-  route: (request: ChannelRequest, signal: AbortSignal) => Promise<unknown>,
+  route: (request: ChannelRequest, signal: CancelSignal) => Promise<unknown>,
 ): void {
   socket.write(
     `HTTP/1.1 101 Switching Protocols\r\nUpgrade: ${CHANNEL_PROTOCOL}\r\nConnection: Upgrade\r\n\r\n`,
   );
-  const running = new Map<string, AbortController>();
+  const running = new Map<string, CancelSource>();
   const answer = (id: string, status: number, body: unknown) => {
     running.delete(id);
     if (!socket.writable) return;
@@ -49,8 +50,9 @@ export function serveChannel(
       running.delete(id);
       return;
     }
-    const abort = new AbortController();
-    running.set(id, abort);
+    // Not an AbortController: making one per request cost more than the rest of a relayed call's work.
+    const cancel = new CancelSource();
+    running.set(id, cancel);
     const request: ChannelRequest = {
       method,
       url: path,
@@ -63,7 +65,7 @@ export function serveChannel(
         return Promise.resolve(parseBody(body));
       },
     };
-    route(request, abort.signal).then(
+    route(request, cancel).then(
       (result) => answer(id, 200, result),
       (error: unknown) => answer(id, ...errorAnswer(error)),
     );
@@ -74,7 +76,7 @@ export function serveChannel(
   });
   socket.on("error", () => undefined); // a host that went away: 'close' follows
   socket.on("close", () => {
-    for (const abort of running.values()) abort.abort();
+    for (const cancel of running.values()) cancel.abort();
     running.clear();
   });
 }

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import http from "node:http";
 import type { Duplex } from "node:stream";
 import { AppError } from "@/server/shared/errors";
+import { CancelSource, type CancelSignal } from "@/server/workspace/mcp/cancel-signal";
 import { ZMcpDeclaration, type McpScope } from "@/server/workspace/mcp/types";
 import { GATEWAY_PROTOCOL_VERSION, ZGatewayCallToolBody, type TGatewayHealth } from "../gateway-protocol";
 import { isChannelUpgrade, serveChannel } from "./gateway-channel-server";
@@ -43,16 +44,16 @@ export function createGatewayServer(options: GatewayServerOptions): http.Server 
     }
     if (expectsContinue(req)) res.writeContinue();
     // A host that gives up (timeout, abort) closes the connection: cancel the upstream call too.
-    const abort = new AbortController();
+    const cancel = new CancelSource();
     res.on("close", () => {
-      if (!res.writableFinished) abort.abort();
+      if (!res.writableFinished) cancel.abort();
     });
     const request = {
       method: req.method ?? "GET",
       url: req.url ?? "/",
       body: () => readJson(req, maxBodyBytes),
     };
-    route(request, options, abort.signal)
+    route(request, options, cancel)
       .then((body) => sendJson(res, 200, body))
       .catch((error: unknown) => sendError(res, error));
   };
@@ -88,23 +89,9 @@ type GatewayRouteRequest = { method: string; url: string; body: () => Promise<un
 async function route(
   req: GatewayRouteRequest,
   options: GatewayServerOptions,
-  signal: AbortSignal,
+  signal: CancelSignal,
 ): Promise<unknown> {
-  const url = new URL(req.url, "http://gateway");
-  const segments = url.pathname
-    .split("/")
-    .filter(Boolean)
-    .map((segment) => {
-      try {
-        return decodeURIComponent(segment);
-      } catch {
-        throw new AppError("BAD_REQUEST", "malformed path");
-      }
-    });
-  const scope: McpScope = {
-    agentId: url.searchParams.get("agent_id") ?? "",
-    sessionId: url.searchParams.get("session_id") ?? "",
-  };
+  const { pathname, segments, scope } = parseTarget(req.url);
   const method = req.method;
   const { registry } = options;
   const [root, name, toolsSegment, tool, ...rest] = segments;
@@ -146,7 +133,43 @@ async function route(
       return { result };
     }
   }
-  throw new AppError("NOT_FOUND", `${method} ${url.pathname} is not supported`);
+  throw new AppError("NOT_FOUND", `${method} ${pathname} is not supported`);
+}
+
+/**
+ * The path's decoded segments and the scope in its query (`agent_id`, `session_id`, form-encoded as the
+ * host's URLSearchParams writes them). Parsed by hand: `new URL` plus `searchParams` was a tenth of a
+ * relayed call's work in the gateway. Dot segments are not resolved; they name nothing here.
+ */
+function parseTarget(target: string): { pathname: string; segments: string[]; scope: McpScope } {
+  const queryStart = target.indexOf("?");
+  const pathname = queryStart === -1 ? target : target.slice(0, queryStart);
+  const segments = pathname
+    .split("/")
+    .filter(Boolean)
+    .map((segment) => decodeComponent(segment, "malformed path"));
+  let agentId: string | undefined;
+  let sessionId: string | undefined;
+  const query = queryStart === -1 ? "" : target.slice(queryStart + 1);
+  for (const pair of query.split("&")) {
+    const equals = pair.indexOf("=");
+    const key = equals === -1 ? pair : pair.slice(0, equals);
+    if (key !== "agent_id" && key !== "session_id") continue;
+    const value = equals === -1 ? "" : decodeComponent(pair.slice(equals + 1), "malformed query");
+    // The first occurrence wins, as URLSearchParams.get answers.
+    if (key === "agent_id") agentId ??= value;
+    else sessionId ??= value;
+  }
+  return { pathname, segments, scope: { agentId: agentId ?? "", sessionId: sessionId ?? "" } };
+}
+
+/** A form-encoded component decoded (`+` is a space); BAD_REQUEST when its escapes are malformed. */
+function decodeComponent(text: string, problem: string): string {
+  try {
+    return decodeURIComponent(text.includes("+") ? text.replaceAll("+", " ") : text);
+  } catch {
+    throw new AppError("BAD_REQUEST", problem);
+  }
 }
 
 async function readJson(req: http.IncomingMessage, maxBytes: number): Promise<unknown> {

@@ -1,4 +1,5 @@
 import { AppError, toAppError } from "@/server/shared/errors";
+import type { CancelSignal } from "@/server/workspace/mcp/cancel-signal";
 import { MCP_NOT_REGISTERED } from "../gateway-protocol";
 import type {
   LiveMcpClient,
@@ -65,7 +66,7 @@ export class ScopeRegistry {
     name: string,
     tool: string,
     args: Record<string, unknown>,
-    options: { timeoutMs?: number | undefined; signal: AbortSignal },
+    options: { timeoutMs?: number | undefined; signal: CancelSignal },
   ): Promise<McpToolResult> {
     const client = await this.live(scope, name);
     return client.callTool(tool, args, {
