@@ -13,35 +13,7 @@ export const CHANNEL_PATH = "/channel";
 export const CHANNEL_PROTOCOL = "berth-gateway-channel";
 export const CHANNEL_CANCEL = "CANCEL";
 /** A longer line is a broken peer: the connection is dropped. Above the gateway's 32 MiB body bound. */
-const MAX_CHANNEL_LINE_BYTES = 64 * 1024 * 1024;
-
-/**
- * A `data` handler that calls `onLine` with each complete line (without its newline). Returns false (and
- * stops) once a line grows beyond `maxBytes`: the caller then drops the connection.
- */
-export function lineSplitter(
-  onLine: (line: Buffer) => void,
-  maxBytes = MAX_CHANNEL_LINE_BYTES,
-): (chunk: Buffer) => boolean {
-  let parts: Buffer[] = [];
-  let size = 0;
-  return (chunk) => {
-    let start = 0;
-    for (let newline = chunk.indexOf(10); newline !== -1; newline = chunk.indexOf(10, start)) {
-      const tail = chunk.subarray(start, newline);
-      const line = parts.length === 0 ? tail : Buffer.concat([...parts, tail]);
-      parts = [];
-      size = 0;
-      start = newline + 1;
-      onLine(line);
-    }
-    if (start < chunk.length) {
-      parts.push(chunk.subarray(start));
-      size += chunk.length - start;
-    }
-    return size <= maxBytes;
-  };
-}
+export const MAX_CHANNEL_LINE_BYTES = 64 * 1024 * 1024;
 
 /** Splits `count` space-separated fields off the front of a line; the rest (possibly "") comes last. */
 export function splitFields(line: string, count: number): string[] {

@@ -3,6 +3,7 @@ import { PassThrough } from "node:stream";
 import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { lineSplitter } from "@/server/shared/line-splitter";
 
 export type StdioServer = {
   command: string;
@@ -33,8 +34,6 @@ export class StdioTransport implements Transport {
   /** The server's stderr, readable before start (what it printed while failing to start included). */
   readonly stderr = new PassThrough();
   private child: ChildProcess | undefined;
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
 
   constructor(private readonly server: StdioServer) {}
 
@@ -69,7 +68,13 @@ export class StdioTransport implements Transport {
         this.onclose?.();
       });
       child.stdin?.on("error", (error) => this.onerror?.(error));
-      child.stdout?.on("data", (chunk: Buffer) => this.read(chunk));
+      const split = lineSplitter((line) => this.deliver(line.toString("utf8")), MAX_LINE_BYTES);
+      child.stdout?.on("data", (chunk: Buffer) => {
+        if (split(chunk)) return;
+        this.onerror?.(new Error(`a message from the MCP server exceeds ${MAX_LINE_BYTES} bytes`));
+        child.stdout?.removeAllListeners("data");
+        this.close().catch(() => undefined);
+      });
       child.stdout?.on("error", (error) => this.onerror?.(error));
       child.stderr?.pipe(this.stderr);
     });
@@ -91,8 +96,6 @@ export class StdioTransport implements Transport {
   async close(): Promise<void> {
     const child = this.child;
     this.child = undefined;
-    this.pending = [];
-    this.pendingBytes = 0;
     if (!child) return;
     const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
     const step = () =>
@@ -108,25 +111,6 @@ export class StdioTransport implements Transport {
       await step();
     }
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-  }
-
-  private read(chunk: Buffer): void {
-    let start = 0;
-    for (let newline = chunk.indexOf(10); newline !== -1; newline = chunk.indexOf(10, start)) {
-      const tail = chunk.subarray(start, newline);
-      const line = this.pending.length === 0 ? tail : Buffer.concat([...this.pending, tail]);
-      this.pending = [];
-      this.pendingBytes = 0;
-      start = newline + 1;
-      this.deliver(line.toString("utf8"));
-    }
-    if (start === chunk.length) return;
-    this.pending.push(chunk.subarray(start));
-    this.pendingBytes += chunk.length - start;
-    if (this.pendingBytes > MAX_LINE_BYTES) {
-      this.onerror?.(new Error(`a message from the MCP server exceeds ${MAX_LINE_BYTES} bytes`));
-      this.close().catch(() => undefined);
-    }
   }
 
   /** One line: a bad one is reported to onerror and skipped, as the SDK does. */

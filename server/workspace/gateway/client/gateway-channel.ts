@@ -1,11 +1,12 @@
 import http from "node:http";
 import type { Duplex } from "node:stream";
 import { AppError } from "@/server/shared/errors";
+import { lineSplitter } from "@/server/shared/line-splitter";
 import {
   CHANNEL_CANCEL,
   CHANNEL_PATH,
   CHANNEL_PROTOCOL,
-  lineSplitter,
+  MAX_CHANNEL_LINE_BYTES,
   splitFields,
 } from "../channel-framing";
 import type { GatewayEndpoint, GatewayRequest, GatewayResponse } from "./gateway-wire";
@@ -124,7 +125,7 @@ export class GatewayChannel {
 
   private attach(socket: Duplex): void {
     this.socket = socket;
-    const split = lineSplitter((line) => this.onAnswer(line.toString("utf8")));
+    const split = lineSplitter((line) => this.onAnswer(line.toString("utf8")), MAX_CHANNEL_LINE_BYTES);
     socket.on("data", (chunk: Buffer) => {
       if (!split(chunk)) socket.destroy();
     });

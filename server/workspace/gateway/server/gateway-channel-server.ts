@@ -1,12 +1,13 @@
 import type http from "node:http";
 import type { Duplex } from "node:stream";
 import { AppError } from "@/server/shared/errors";
+import { lineSplitter } from "@/server/shared/line-splitter";
 import { CancelSource, type CancelSignal } from "@/server/workspace/mcp/cancel-signal";
 import {
   CHANNEL_CANCEL,
   CHANNEL_PATH,
   CHANNEL_PROTOCOL,
-  lineSplitter,
+  MAX_CHANNEL_LINE_BYTES,
   splitFields,
 } from "../channel-framing";
 import { errorAnswer } from "./http-util";
@@ -70,7 +71,7 @@ export function serveChannel(
       (error: unknown) => answer(id, ...errorAnswer(error)),
     );
   };
-  const split = lineSplitter(onLine);
+  const split = lineSplitter(onLine, MAX_CHANNEL_LINE_BYTES);
   socket.on("data", (chunk: Buffer) => {
     if (!split(chunk)) socket.destroy();
   });
