@@ -41,7 +41,16 @@ export class CancelSource implements CancelSignal {
     this.abortReason = reason;
     const listeners = this.listeners;
     this.listeners = [];
-    for (const listener of listeners) listener();
+    for (const listener of listeners) {
+      try {
+        listener();
+      } catch (error) {
+        // As EventTarget does: the other listeners still run, and the error is reported as uncaught.
+        process.nextTick(() => {
+          throw error;
+        });
+      }
+    }
   }
 }
 
