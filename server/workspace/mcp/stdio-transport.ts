@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { PassThrough } from "node:stream";
+import { PassThrough, type Writable } from "node:stream";
 import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
@@ -34,6 +34,7 @@ export class StdioTransport implements Transport {
   /** The server's stderr, readable before start (what it printed while failing to start included). */
   readonly stderr = new PassThrough();
   private child: ChildProcess | undefined;
+  private drain: Promise<void> | null = null;
 
   constructor(private readonly server: StdioServer) {}
 
@@ -88,8 +89,29 @@ export class StdioTransport implements Transport {
         return;
       }
       if (stdin.write(`${JSON.stringify(message)}\n`)) resolve();
-      else stdin.once("drain", resolve);
+      else this.drained(stdin).then(resolve, reject);
     });
+  }
+
+  /**
+   * One wait for the server to catch up, shared by every send made meanwhile (not a listener each); the
+   * sends fail when the server's stdin closes first.
+   */
+  private drained(stdin: Writable): Promise<void> {
+    this.drain ??= new Promise<void>((resolve, reject) => {
+      const settle = (error?: Error) => {
+        stdin.off("drain", onDrain);
+        stdin.off("close", onClose);
+        this.drain = null;
+        if (error) reject(error);
+        else resolve();
+      };
+      const onDrain = () => settle();
+      const onClose = () => settle(new Error("Not connected"));
+      stdin.once("drain", onDrain);
+      stdin.once("close", onClose);
+    });
+    return this.drain;
   }
 
   /** Ends stdin, then SIGTERM, then SIGKILL, each after the previous step had 2 s to end the server. */

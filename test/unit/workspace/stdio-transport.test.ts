@@ -143,6 +143,42 @@ describe("StdioTransport", { timeout: 30_000 }, () => {
     expect(() => process.kill(pid!, 0)).toThrow();
   });
 
+  it("waits for a server that stopped reading with one listener, and fails the waiting sends on close", async () => {
+    // Reads nothing until SIGUSR2, so the pipe fills and later sends wait.
+    const script = `process.stdin.pause(); process.on("SIGUSR2", () => process.stdin.resume()); setInterval(() => undefined, 1000);`;
+    const message = {
+      jsonrpc: "2.0" as const,
+      method: "notifications/message",
+      params: { data: "x".repeat(64 * 1024) },
+    };
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on("warning", onWarning);
+    try {
+      const reading = await run(script);
+      const sent = Array.from({ length: 40 }, () => reading.transport.send(message));
+      const settled = vi.fn();
+      for (const send of sent) void send.then(settled);
+      await vi.waitFor(() => expect(settled.mock.calls.length).toBeGreaterThan(0));
+      expect(settled.mock.calls.length).toBeLessThan(40);
+      process.kill(reading.transport.pid!, "SIGUSR2");
+      await Promise.all(sent);
+
+      const stuck = await run(script);
+      const waiting = Array.from({ length: 40 }, () =>
+        stuck.transport.send(message).catch((e: unknown) => e),
+      );
+      await stuck.transport.close();
+      const outcomes = await Promise.all(waiting);
+      expect(
+        outcomes.some((outcome) => outcome instanceof Error && outcome.message === "Not connected"),
+      ).toBe(true);
+      expect(warnings.filter((warning) => warning.name === "MaxListenersExceededWarning")).toEqual([]);
+    } finally {
+      process.off("warning", onWarning);
+    }
+  });
+
   it("fails start for a command that does not exist, and send when not started", async () => {
     const transport = new StdioTransport({ command: "/nonexistent/mcp-server", args: [] });
     const errors: Error[] = [];
