@@ -11,14 +11,13 @@ import { startWorkerRuntime, type WorkerRuntime } from "./runtime";
 const config = getConfig();
 const log = getLogger().child({ process: "workers" });
 
-let runtime: WorkerRuntime;
-try {
-  runtime = await startWorkerRuntime({ redis: config.redis, workers: config.workers, log });
-} catch (error) {
-  // E.g. EADDRINUSE on the health port: the runtime binds it before taking any job, so nothing ran.
-  log.error({ err: error }, "workers could not start");
-  process.exit(1);
-}
+// Signals are handled from here on: the worker counts as alive (its first beat) a moment before the start
+// resolves, and a process manager may stop it at any time, so a stop during the start waits for it.
+const starting: Promise<WorkerRuntime> = startWorkerRuntime({
+  redis: config.redis,
+  workers: config.workers,
+  log,
+});
 
 /** Jobs in flight get this long to finish before the process gives up on a clean stop. */
 const SHUTDOWN_DEADLINE_MS = 20_000;
@@ -37,8 +36,10 @@ async function shutdown(signal: string): Promise<void> {
     process.exit(1);
   }, SHUTDOWN_DEADLINE_MS);
   try {
+    // A start still under way finishes first (bounded by the deadline); a failed one has nothing to stop.
+    const runtime = await starting.catch(() => null);
     // Bounded by itself (no wait without jobs in flight, whatever Redis does).
-    await runtime.stop();
+    await runtime?.stop();
     // Every workspace this process attached (MCP children, gateway connections), then the connections.
     await settlesWithin(closeEngine(), CLOSE_STEP_MS);
     await Promise.all(
@@ -56,3 +57,12 @@ async function shutdown(signal: string): Promise<void> {
 }
 process.on("SIGTERM", () => void shutdown("SIGTERM"));
 process.on("SIGINT", () => void shutdown("SIGINT"));
+log.info("starting");
+
+try {
+  await starting;
+} catch (error) {
+  // E.g. EADDRINUSE on the health port: the runtime binds it before taking any job, so nothing ran.
+  log.error({ err: error }, "workers could not start");
+  process.exit(1);
+}

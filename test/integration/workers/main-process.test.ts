@@ -79,13 +79,62 @@ describe("npm run workers stops cleanly on a signal", () => {
         { timeout: 60_000, interval: 200 },
       );
       send(child.pid!);
-      await vi.waitFor(() => expect(child.exitCode).not.toBeNull(), { timeout: 30_000, interval: 100 });
-      expect(child.exitCode, output).toBe(0);
+      // npm dies by the signal when its child did (it re-sends the signal to itself): that is a failure too.
+      const ended = () => ({ code: child.exitCode, signal: child.signalCode });
+      await vi.waitFor(() => expect(ended()).not.toEqual({ code: null, signal: null }), {
+        timeout: 30_000,
+        interval: 100,
+      });
+      expect(ended(), output).toEqual({ code: 0, signal: null });
       expect(output).toMatch(/"msg":"stopped"/);
       expect(output).not.toMatch(/unclean shutdown/);
     } finally {
-      if (child.exitCode === null) process.kill(-child.pid!, "SIGKILL");
+      if (child.exitCode === null && child.signalCode === null) {
+        try {
+          process.kill(-child.pid!, "SIGKILL");
+        } catch {
+          // the group is gone already (ESRCH): nothing to clean up
+        }
+      }
       await connection.quit();
+    }
+  });
+
+  it("a SIGTERM to the group while it is still starting lets the start finish, then stops cleanly", async () => {
+    const redis = isolatedRedisConfig();
+    const child = spawn("npm", ["run", "workers", "--silent"], {
+      cwd: repoRoot,
+      env: {
+        ...process.env,
+        BERTH_REDIS_PREFIX: redisPrefixEnv(redis),
+        WORKERS_HEALTH_PORT: "0",
+        LOG_LEVEL: "info",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const ended = () => ({ code: child.exitCode, signal: child.signalCode });
+    try {
+      // "starting" comes before the runtime connects anything; the signal lands while it does.
+      await vi.waitFor(() => expect(output).toMatch(/"msg":"starting"/), { timeout: 60_000, interval: 20 });
+      process.kill(-child.pid!, "SIGTERM");
+      await vi.waitFor(() => expect(ended()).not.toEqual({ code: null, signal: null }), {
+        timeout: 30_000,
+        interval: 100,
+      });
+      expect(ended(), output).toEqual({ code: 0, signal: null });
+      expect(output).toMatch(/"msg":"stopped"/);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) {
+        try {
+          process.kill(-child.pid!, "SIGKILL");
+        } catch {
+          // the group is gone already (ESRCH)
+        }
+      }
     }
   });
 });

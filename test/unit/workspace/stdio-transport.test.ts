@@ -144,8 +144,9 @@ describe("StdioTransport", { timeout: 30_000 }, () => {
   });
 
   it("waits for a server that stopped reading with one listener, and fails the waiting sends on close", async () => {
-    // Reads nothing until SIGUSR2, so the pipe fills and later sends wait.
-    const script = `process.stdin.pause(); process.on("SIGUSR2", () => process.stdin.resume()); setInterval(() => undefined, 1000);`;
+    // Reads nothing until SIGUSR2 (it says "ready" once it handles the signal), so the pipe fills and later
+    // sends wait.
+    const script = `process.stdin.pause(); process.on("SIGUSR2", () => process.stdin.resume()); process.stderr.write("ready"); setInterval(() => undefined, 1000);`;
     const message = {
       jsonrpc: "2.0" as const,
       method: "notifications/message",
@@ -156,11 +157,13 @@ describe("StdioTransport", { timeout: 30_000 }, () => {
     process.on("warning", onWarning);
     try {
       const reading = await run(script);
+      const readingErr = collect(reading.transport);
       const sent = Array.from({ length: 40 }, () => reading.transport.send(message));
       const settled = vi.fn();
-      for (const send of sent) void send.then(settled);
+      for (const send of sent) void send.then(settled, () => undefined);
       await vi.waitFor(() => expect(settled.mock.calls.length).toBeGreaterThan(0));
       expect(settled.mock.calls.length).toBeLessThan(40);
+      await vi.waitFor(() => expect(readingErr()).toBe("ready"));
       process.kill(reading.transport.pid!, "SIGUSR2");
       await Promise.all(sent);
 
