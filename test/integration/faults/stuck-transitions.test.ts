@@ -8,6 +8,7 @@ import { getDb } from "@/server/db";
 import { getWorkspace, listWorkspaceEvents } from "@/server/modules/workspace/workspace.data";
 import { createEnqueue } from "@/server/queue/enqueue";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
+import { jobOutcome } from "../queue/queue-fixtures";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "../workspace/harness";
 
 describe("reconcile resolves records stuck in a transition", { timeout: 90_000 }, () => {
@@ -69,7 +70,7 @@ describe("reconcile resolves records stuck in a transition", { timeout: 90_000 }
       data: { state: "PROVISIONING", stateChangedAt: new Date() },
     });
     const job = await createEnqueue(h.queues)("workspace.reconcile", { trigger: "manual", dryRun: true });
-    const report = (await job.waitUntilFinished(await h.queues.events("workspace"), 30_000)) as {
+    const report = (await jobOutcome(h.queues.get("workspace"), job)) as {
       resumed: { workspaceId: string }[];
     };
     expect(report.resumed.map((r) => r.workspaceId)).not.toContain(workspaceId);

@@ -1,5 +1,7 @@
 import { randomBytes } from "node:crypto";
+import type { Job, Queue } from "bullmq";
 import type { Redis } from "ioredis";
+import { vi } from "vitest";
 import { z } from "zod";
 import { loadRedisConfig, type RedisConfig } from "@/server/config/redis";
 import { createLogger } from "@/server/logger";
@@ -51,4 +53,27 @@ export type TestCatalog = typeof testCatalog;
 export function openTestQueues(redis: RedisConfig): { queues: QueueSet<TestCatalog>; connection: Redis } {
   const connection = createRedisConnection(redis, "producer", "test-producer");
   return { queues: createQueues(testCatalog, { connection, redis, log: testLog }), connection };
+}
+
+/**
+ * What `job.waitUntilFinished` answers (the return value; a failure rejects with its reason), read from the
+ * job's state instead of waiting for its event. A QueueEvents hears only events added after its XREAD is
+ * issued: a job that finishes between BullMQ's own state check and that read (a QueueEvents opened just
+ * before, or re-reading after a blocking timeout) is never announced, and the wait runs to its timeout.
+ */
+export async function jobOutcome(queue: Queue, job: Job, timeoutMs = 30_000): Promise<unknown> {
+  const jobId = job.id;
+  if (!jobId) throw new Error(`job ${job.name} has no id`);
+  const outcome = await vi.waitFor(
+    async () => {
+      const latest = (await queue.getJob(jobId)) as Job | undefined;
+      const state = latest ? await latest.getState() : "gone";
+      if (state === "completed") return { completed: true as const, value: latest!.returnvalue as unknown };
+      if (state === "failed") return { completed: false as const, reason: latest!.failedReason };
+      throw new Error(`job ${job.name} (${jobId}) is ${state} after ${timeoutMs} ms`);
+    },
+    { timeout: timeoutMs, interval: 50 },
+  );
+  if (!outcome.completed) throw new Error(outcome.reason);
+  return outcome.value;
 }

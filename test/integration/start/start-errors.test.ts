@@ -20,6 +20,7 @@ import { enqueue } from "@/server/queue/enqueue";
 import { closeSharedQueues, getQueues } from "@/server/queue/queues";
 import { findFreePort } from "@/scripts/services/ports";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
+import { jobOutcome } from "../queue/queue-fixtures";
 import { startBerthProcess, waitUntilServing, type StartedBerth } from "./support/start-process";
 
 /** The tRPC status of a refused call (the client's error carries the server's HTTP status). */
@@ -77,7 +78,7 @@ describe("npm start: engine errors reach HTTP clients as their typed 4xx", () =>
       workspaceId,
       reason: "start-errors test",
     });
-    await job.waitUntilFinished(await getQueues().events("workspace"), 60_000);
+    await jobOutcome(getQueues().get("workspace"), job, 60_000);
     expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("READY");
     // In the data folder's own base directory: every npm start of a checkout used to share `.data/workspaces`,
     // and each one's reconcile reaped the others' workspaces as orphans.

@@ -8,6 +8,7 @@ import { createEnqueue } from "@/server/queue/enqueue";
 import { contextFromHeaders, createTestApiRuntime } from "../api/support/api-test-runtime";
 import { rejectionCode } from "../api/support/call-by-path";
 import { createTenantFixture, type TenantFixture } from "../api/support/tenant-fixtures";
+import { jobOutcome } from "../queue/queue-fixtures";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "../workspace/harness";
 
 /**
@@ -123,7 +124,7 @@ describe("tenant defaults", () => {
     });
 
     const job = await createEnqueue(h.queues)("workspace.sweep", { trigger: "manual" });
-    const report = (await job.waitUntilFinished(await h.queues.events("workspace"), 30_000)) as {
+    const report = (await jobOutcome(h.queues.get("workspace"), job)) as {
       stopping: string[];
     };
     expect(report.stopping).toContain(mine.workspaceId);

@@ -9,6 +9,7 @@ import { createEnqueue } from "@/server/queue/enqueue";
 import type { QueueSet } from "@/server/queue/queues";
 import { startReceiver, startWebhookWorkers } from "./support";
 import { addTestMember, createTestTenant, type TestTenant } from "../db/fixtures";
+import { jobOutcome } from "../queue/queue-fixtures";
 
 describe("lifecycle webhooks: signed deliveries, retries with backoff, the URL policy (real Postgres, Redis, workers)", () => {
   const secretKey = secretKeyFromBytes(randomBytes(32));
@@ -116,7 +117,7 @@ describe("lifecycle webhooks: signed deliveries, retries with backoff, the URL p
     await dispatch("turn.failed", { sessionId: "s-1" });
     // The dispatch job finds no subscribed endpoint: no delivery row, no request.
     const job = await dispatch("turn.failed", { sessionId: "s-2" });
-    await expect(job.waitUntilFinished(await queues.events("webhook"), 15_000)).resolves.toEqual({
+    await expect(jobOutcome(queues.get("webhook"), job, 15_000)).resolves.toEqual({
       deliveries: 0,
     });
     expect(receiver.received.length).toBe(before);

@@ -6,6 +6,7 @@ import { getDb } from "@/server/db";
 import { createEnqueue } from "@/server/queue/enqueue";
 import { listWorkspaceEvents, getWorkspace } from "@/server/modules/workspace/workspace.data";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
+import { jobOutcome } from "../queue/queue-fixtures";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "./harness";
 import { hostWorkdirOf } from "../../unit/workspace/support/sandbox-env";
 
@@ -27,9 +28,7 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
     payload: Parameters<ReturnType<typeof createEnqueue<typeof h.queues.catalog>>>[1],
   ) => {
     const job = await createEnqueue(h.queues)(name, payload as never);
-    return job.waitUntilFinished(await h.queues.events("workspace"), 30_000) as Promise<
-      Record<string, unknown>
-    >;
+    return jobOutcome(h.queues.get("workspace"), job) as Promise<Record<string, unknown>>;
   };
 
   it("provisions exactly once when 200 concurrent resolves across 4 API replicas hit one fresh workspace", async () => {
@@ -251,7 +250,7 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
       sessionIds: [session.id],
     });
     const job = await h.queues.get("workspace").getJob(jobId!);
-    await job!.waitUntilFinished(await h.queues.events("workspace"), 30_000);
+    await jobOutcome(h.queues.get("workspace"), job!);
     await expect(fs.stat(sessionDir)).rejects.toThrow();
     const receipts = await h.service.purgeReceipts(tenant.scope, {
       targetType: "session",

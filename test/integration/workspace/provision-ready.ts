@@ -3,6 +3,7 @@ import type { TenantScope } from "@/server/auth/scope";
 import { getWorkspace, upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
 import { enqueue } from "@/server/queue/enqueue";
 import { getQueues } from "@/server/queue/queues";
+import { jobOutcome } from "../queue/queue-fixtures";
 
 /**
  * Binds `workspaceId` on the local backend and has it provisioned for real by whichever worker takes the
@@ -19,7 +20,7 @@ export async function provisionReadyLocalWorkspace(
     isolationPolicy: "PER_AGENT",
   });
   const job = await enqueue("workspace.provision", { tenantId: scope.tenantId, workspaceId, reason });
-  await job.waitUntilFinished(await getQueues().events("workspace"), 60_000);
+  await jobOutcome(getQueues().get("workspace"), job, 60_000);
   expect((await getWorkspace(scope, workspaceId)).state).toBe("READY");
   return workspaceId;
 }
