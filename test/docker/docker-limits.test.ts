@@ -9,6 +9,10 @@ describeDocker("Docker workspace limits: runaway commands are contained", () => 
   beforeAll(async () => {
     testbed = await createDockerTestbed({ memoryBytes: 256 * 1024 * 1024, pidsLimit: 128 });
     ws = await testbed.open(testbed.newProvider());
+    // open() resolves once commands can run, before the gateway has booted. A fork bomb that takes every pid
+    // while Node is still starting leaves a gateway that never listens (its start fails after 30 s): the
+    // cases here are about a workspace that was working when the runaway command started.
+    await ws.gateway.ready;
   });
   afterAll(async () => {
     await testbed?.cleanup();
