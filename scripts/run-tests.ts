@@ -12,14 +12,16 @@
 // does, which builds the dashboard when `.next` is stale, so the build runs once here, before the streams.
 // Every stream runs to its end even when another failed; the exit code is 1 when any did. At the end it
 // prints how long each stream took and the slowest files, the numbers to rebalance the streams by (CI's
-// budget is 30 minutes). With arguments (`npm test -- <file>`), it is plain `vitest run <arguments>`.
+// budget is 30 minutes), then every failed test with the start of its error (scripts/services/test-reports). With arguments (`npm test -- <file>`), it is plain `vitest run <arguments>`.
 import { spawn } from "node:child_process";
-import { mkdir, readFile } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { buildState, nextBuild } from "./services/next-build";
+import { failures, slowestFiles } from "./services/test-reports";
 
 const root = path.resolve(import.meta.dirname, "..");
 const reportDir = path.join(root, "test-results", "streams");
+const reports = { dir: reportDir, root };
 
 const vitest = (args: string[]) =>
   new Promise<number>((resolve) => {
@@ -52,25 +54,6 @@ async function stream(runs: Run[]): Promise<Finished[]> {
     finished.push({ name: run.name, code, seconds: Math.round((Date.now() - started) / 1000) });
   }
   return finished;
-}
-
-type JsonReport = { testResults?: { name: string; startTime: number; endTime: number }[] };
-
-async function slowestFiles(runs: string[], count: number): Promise<string[]> {
-  const files: { file: string; seconds: number }[] = [];
-  for (const run of runs) {
-    const report = await readFile(path.join(reportDir, `${run}.json`), "utf8").catch(() => undefined);
-    if (!report) continue;
-    for (const result of (JSON.parse(report) as JsonReport).testResults ?? [])
-      files.push({
-        file: `${path.relative(root, result.name)} (${run})`,
-        seconds: (result.endTime - result.startTime) / 1000,
-      });
-  }
-  return files
-    .sort((a, b) => b.seconds - a.seconds)
-    .slice(0, count)
-    .map(({ file, seconds }) => `${seconds.toFixed(0).padStart(6)} s  ${file}`);
 }
 
 const args = process.argv.slice(2);
@@ -106,8 +89,14 @@ for (const [index, finished] of streams.entries())
   );
 console.log("slowest files (each file's time inside its run):");
 for (const line of await slowestFiles(
+  reports,
   runs.map((run) => run.name),
   15,
 ))
   console.log(`  ${line}`);
-process.exit(runs.some((run) => run.code !== 0) ? 1 : 0);
+const failedRuns = runs.filter((run) => run.code !== 0);
+if (failedRuns.length > 0) {
+  console.log("failed:");
+  for (const run of failedRuns) for (const line of await failures(reports, run)) console.log(line);
+}
+process.exit(failedRuns.length > 0 ? 1 : 0);
