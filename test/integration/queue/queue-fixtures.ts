@@ -66,10 +66,16 @@ export async function jobOutcome(queue: Queue, job: Job, timeoutMs = 30_000): Pr
   if (!jobId) throw new Error(`job ${job.name} has no id`);
   const outcome = await vi.waitFor(
     async () => {
-      const latest = (await queue.getJob(jobId)) as Job | undefined;
-      const state = latest ? await latest.getState() : "gone";
-      if (state === "completed") return { completed: true as const, value: latest!.returnvalue as unknown };
-      if (state === "failed") return { completed: false as const, reason: latest!.failedReason };
+      // The state first, then the job: BullMQ writes the return value with the move to completed, so a
+      // job read before its state could still be the running one, its return value null (a CI run saw it).
+      const state = await queue.getJobState(jobId);
+      if (state === "completed" || state === "failed") {
+        const finished = (await queue.getJob(jobId)) as Job | undefined;
+        if (!finished) throw new Error(`job ${job.name} (${jobId}) was removed once ${state}`);
+        return state === "completed"
+          ? { completed: true as const, value: finished.returnvalue as unknown }
+          : { completed: false as const, reason: finished.failedReason };
+      }
       throw new Error(`job ${job.name} (${jobId}) is ${state} after ${timeoutMs} ms`);
     },
     { timeout: timeoutMs, interval: 50 },
