@@ -38,6 +38,8 @@ describeDocker("a Docker workspace's commands do not wait for its gateway", () =
 
     await expect(ws.gateway.ready).rejects.toMatchObject({
       code: "UNAVAILABLE",
+      // The end of the log in the message as well: what a report or a test's output shows.
+      message: expect.stringMatching(/did not become healthy within \d+ ms; its log ends: .*broken gateway/),
       details: { gatewayLogTail: expect.stringContaining("broken gateway") },
     });
     // MCP requests report why; file operations go through exec instead.

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type * as k8s from "@kubernetes/client-node";
 import { z } from "zod";
 import { AppError, isAppError } from "@/server/shared/errors";
-import { GatewayClient } from "@/server/workspace/gateway/client/gateway-client";
+import { GatewayClient, gatewayStartFailed } from "@/server/workspace/gateway/client/gateway-client";
 import { GatewayConnector } from "@/server/workspace/gateway/client/gateway-connector";
 import { HttpGatewayTransport } from "@/server/workspace/gateway/client/gateway-transport";
 import type { GatewayBundle } from "@/server/workspace/gateway/bundle-gateway";
@@ -323,12 +323,9 @@ export async function attachGateway(
       }
       const log = await executor.run(["tail", "-c", "4000", POD.gatewayLog]).then(
         (result) => result.stdout,
-        () => "",
+        () => undefined,
       );
-      throw new AppError("UNAVAILABLE", `the MCP gateway did not become healthy within ${startTimeout} ms`, {
-        userMessage: "The workspace's MCP gateway failed to start",
-        details: log ? { gatewayLogTail: log } : undefined,
-      });
+      throw gatewayStartFailed(startTimeout, log);
     }
     throw new AppError(
       "UNAVAILABLE",

@@ -202,9 +202,25 @@ export async function waitForGatewayHealthy(
     await new Promise((resolve) => setTimeout(resolve, delay));
     delay = Math.min(delay * 2, maxDelay);
   }
-  const log = options.diagnostics ? await options.diagnostics().catch(() => "") : "";
-  throw new AppError("UNAVAILABLE", `the MCP gateway did not become healthy within ${options.timeoutMs} ms`, {
+  const log = await options.diagnostics?.().catch(() => undefined);
+  throw gatewayStartFailed(options.timeoutMs, log);
+}
+
+/**
+ * A gateway that never answered its health check within `timeoutMs`, with the end of its log when the
+ * caller could read it: the last lines go into the message, which a failed start's report and a test's
+ * output show (the details hold the longer tail; clients see only the user message).
+ */
+export function gatewayStartFailed(timeoutMs: number, log: string | undefined): AppError {
+  const tail = log?.trim() ?? "";
+  const says =
+    log === undefined
+      ? ""
+      : tail === ""
+        ? "; its log is empty"
+        : `; its log ends: ${tail.split("\n").slice(-3).join(" | ").slice(-600)}`;
+  return new AppError("UNAVAILABLE", `the MCP gateway did not become healthy within ${timeoutMs} ms${says}`, {
     userMessage: "The workspace's MCP gateway failed to start",
-    details: log ? { gatewayLogTail: log } : undefined,
+    details: tail ? { gatewayLogTail: log } : undefined,
   });
 }
