@@ -61,24 +61,42 @@ export function runGateway(): void {
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;
 
-  const onListening = () => console.error(`[gateway] listening on ${config.listen} (pid ${process.pid})`);
+  let listen: () => void;
   if (config.listen.startsWith("unix:")) {
     const socketPath = config.listen.slice("unix:".length);
-    fs.rmSync(socketPath, { force: true }); // a stale socket from a previous instance would make listen fail
-    server.listen(socketPath, () => {
-      // The host may run as another user than the gateway; the token, not the file mode, is the guard.
-      fs.chmodSync(socketPath, 0o666);
-      onListening();
-    });
+    listen = () => {
+      fs.rmSync(socketPath, { force: true }); // a stale socket from a previous instance would make listen fail
+      server.listen(socketPath);
+    };
+    // The host may run as another user than the gateway; the token, not the file mode, is the guard.
+    server.once("listening", () => fs.chmodSync(socketPath, 0o666));
   } else if (config.listen.startsWith("tcp:")) {
     const address = config.listen.slice("tcp:".length);
     const colon = address.lastIndexOf(":");
-    server.listen(Number(address.slice(colon + 1)), address.slice(0, colon), onListening);
+    listen = () => server.listen(Number(address.slice(colon + 1)), address.slice(0, colon));
   } else {
     throw new Error(`unsupported listen address ${config.listen}`);
   }
-
+  server.once("listening", () =>
+    console.error(`[gateway] listening on ${config.listen} (pid ${process.pid})`),
+  );
+  // The previous gateway on a fixed port (E2B, Kubernetes) is stopped just before this one starts, and a
+  // process killed under load can hold its socket a moment longer: a busy address is tried again for a
+  // while instead of crashing a start the host then waits out. Any other error ends the process, saying why.
+  let busyTries = 0;
   let stopping = false;
+  server.on("error", (error: NodeJS.ErrnoException) => {
+    if (server.listening) return console.error(`[gateway] server error: ${error.message}`);
+    if (error.code === "EADDRINUSE" && busyTries++ < LISTEN_BUSY_TRIES) {
+      if (busyTries === 1) console.error(`[gateway] ${config.listen} is busy; trying again`);
+      setTimeout(() => stopping || listen(), LISTEN_BUSY_DELAY_MS);
+      return;
+    }
+    console.error(`[gateway] cannot listen on ${config.listen}: ${error.message}`);
+    process.exit(1);
+  });
+  listen();
+
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
@@ -91,6 +109,9 @@ export function runGateway(): void {
   process.on("SIGINT", () => stop("SIGINT"));
   process.on("unhandledRejection", (reason) => console.error(`[gateway] unhandled: ${errorMessage(reason)}`));
 }
+
+const LISTEN_BUSY_TRIES = 50;
+const LISTEN_BUSY_DELAY_MS = 100;
 
 function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
