@@ -1,9 +1,10 @@
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcessByStdio } from "node:child_process";
 import { once } from "node:events";
 import fs from "node:fs/promises";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import type { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadGatewayBundle } from "@/server/workspace/gateway/bundle-gateway";
 import { GATEWAY_ENV } from "@/server/workspace/gateway/gateway-protocol";
@@ -21,9 +22,10 @@ describe("the gateway process listening on a fixed port", () => {
   afterAll(() => fs.rm(dir, { recursive: true, force: true }));
 
   function startGateway(listen: string) {
-    const child = spawn(process.execPath, [bundle], {
+    const child: ChildProcessByStdio<null, null, Readable> = spawn(process.execPath, [bundle], {
       env: {
         PATH: process.env.PATH,
+        NODE_ENV: "test",
         [GATEWAY_ENV.listen]: listen,
         [GATEWAY_ENV.token]: "listen-test-token-0123456789",
         [GATEWAY_ENV.nonce]: "listen-test-nonce",
