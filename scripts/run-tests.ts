@@ -12,7 +12,8 @@
 // does, which builds the dashboard when `.next` is stale, so the build runs once here, before the streams.
 // Every stream runs to its end even when another failed; the exit code is 1 when any did. At the end it
 // prints how long each stream took and the slowest files, the numbers to rebalance the streams by (CI's
-// budget is 30 minutes), then every failed test with the start of its error (scripts/services/test-reports). With arguments (`npm test -- <file>`), it is plain `vitest run <arguments>`.
+// budget is 30 minutes), then every failed test with the start of its error (scripts/services/test-reports).
+// With arguments (`npm test -- <file>`), it is plain `vitest run <arguments>`.
 import { spawn } from "node:child_process";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";

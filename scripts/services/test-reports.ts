@@ -3,6 +3,7 @@
 // tail of the output and a failure scrolls out of it among four streams' lines.
 import { readFile } from "node:fs/promises";
 import path from "node:path";
+import { stripVTControlCharacters } from "node:util";
 
 type JsonReport = {
   testResults?: {
@@ -37,11 +38,9 @@ export async function slowestFiles(reports: TestReports, runs: string[], count: 
     .map(({ file, seconds }) => `${seconds.toFixed(0).padStart(6)} s  ${file}`);
 }
 
-const ANSI_ESCAPES = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g");
 const EXCERPT_LINES = 8;
 const excerpt = (message: string) =>
-  message
-    .replace(ANSI_ESCAPES, "")
+  stripVTControlCharacters(message)
     .split("\n")
     // Frames inside Vitest and other packages say nothing about the failure; the test's own frames do.
     .filter((line) => line.trim() !== "" && !line.includes("/node_modules/"))
