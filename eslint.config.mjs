@@ -5,8 +5,43 @@ const DATA_MODULES = ["@/server/modules/**/*.data", "@/server/modules/**/*.data.
 // server/workspace, except its declaration schemas (zod, no I/O): forms validate with them, data files
 // parse JSON columns with them.
 const WORKSPACE_BUT_SCHEMAS = {
-  regex: "^@/server/workspace/(?!(mcp/types|skills/agent-seed|archive/archive-entries)$)",
+  regex: "^@/server/workspace/(?!(mcp/types|skills/agent-seed|archive/archive-entries|drivers/kind)$)",
 };
+
+// server/agent, except the turn events' schema (zod, no I/O): the chat page and the client type their events.
+const AGENT_BUT_SCHEMA = { regex: "^@/server/agent/(?!agent\\.schema$)" };
+// The workspace drivers (server/workspace/drivers/<name>/, one folder each). Everything outside a driver
+// reaches it through the seam and the registry (the .ts files at drivers/' root) only; a driver imports no
+// other driver, only the shared folders beside them (host-folder/, exec-scripts/).
+const DRIVER_FOLDERS = ["bubblewrap", "host-unconfined", "docker", "e2b", "kubernetes"];
+const DRIVER_SHARED = ["host-folder", "exec-scripts", "exec-output"];
+const DRIVER_INTERNALS = { regex: "^@/server/workspace/drivers/[^/]+/" };
+/** What server/workspace may not import: it is a library (server/shared only below it). */
+const WORKSPACE_LIBRARY = [
+  [
+    ["@trpc/*", "next", "next/*", "bullmq", "ioredis", ...PRISMA],
+    "server/workspace is a library: no web, database or queue code.",
+  ],
+  [
+    [
+      "@/server/api/*",
+      "@/server/modules/*",
+      "@/server/agent/*",
+      "@/server/queue/*",
+      "@/server/engine/*",
+      "@/server/composition/*",
+      "@/server/config/*",
+      "@/server/auth/*",
+      "@/server/redis",
+      "@/server/logger",
+      "@/workers/*",
+      "@/app/*",
+    ],
+    "server/workspace depends on nothing above it (server/shared only).",
+  ],
+];
+const DRIVER_INTERNALS_MESSAGE =
+  "Outside a driver, use the seam and the registry (server/workspace/drivers/*.ts), never a driver's folder.";
 
 /** One zone: `files` may not import `groups` (each with the reason shown in the lint message). */
 const zone = (files, groups, extra = {}) => ({
@@ -37,6 +72,10 @@ function dependencyZones() {
           `app/ reaches the engine through services: ${above}`,
         ],
         [WORKSPACE_BUT_SCHEMAS, `app/ reaches the engine through services (its schemas excepted): ${above}`],
+        [
+          AGENT_BUT_SCHEMA,
+          `app/ runs no turn: it calls chat's services (the turn events' schema excepted): ${above}`,
+        ],
         [[...PRISMA, ...DATA_MODULES], "app/ never touches the database: call a service."],
       ],
     ),
@@ -44,7 +83,14 @@ function dependencyZones() {
       ["server/api/**/*.ts"],
       [
         [
-          ["@/server/engine/*", "@/server/workspace/*", "@/server/queue/*", "@/workers/*", "@/app/*"],
+          [
+            "@/server/engine/*",
+            "@/server/workspace/*",
+            "@/server/agent/*",
+            "@/server/queue/*",
+            "@/workers/*",
+            "@/app/*",
+          ],
           `server/api calls services (and gets them from server/composition): ${above}`,
         ],
         [[...PRISMA, ...DATA_MODULES], "server/api calls services, never Prisma or *.data.ts."],
@@ -68,6 +114,7 @@ function dependencyZones() {
           "Modules only enqueue (server/queue/enqueue).",
         ],
         [PRISMA, "Only *.data.ts files may import Prisma."],
+        [DRIVER_INTERNALS, DRIVER_INTERNALS_MESSAGE],
       ],
       { ignores: ["server/modules/**/*.data.ts"] },
     ),
@@ -99,24 +146,16 @@ function dependencyZones() {
           [...PRISMA.filter((group) => group !== "@/server/db"), ...DATA_MODULES],
           "Workers call services, never Prisma or *.data.ts.",
         ],
+        [["@/server/agent/*"], "Workers run no turn: turns run in the API process (server/modules/chat)."],
+        [DRIVER_INTERNALS, DRIVER_INTERNALS_MESSAGE],
       ],
     ),
     zone(
-      ["server/engine/**/*.ts"],
-      [
-        [
-          ["@/server/modules/*", "@/server/api/*", "@/server/composition/*", "@/workers/*", "@/app/*"],
-          `The engine takes what it needs as parameters (server/composition passes the provision gate): ${above}`,
-        ],
-        [PRISMA, "The engine has no database: workspace records are the modules' business."],
-      ],
-    ),
-    zone(
-      ["server/workspace/**/*.ts"],
+      ["server/agent/**/*.ts"],
       [
         [
           ["@trpc/*", "next", "next/*", "bullmq", "ioredis", ...PRISMA],
-          "server/workspace is a library: no web, database or queue code.",
+          "server/agent is the agent runtime: no web, database or queue code.",
         ],
         [
           [
@@ -125,16 +164,74 @@ function dependencyZones() {
             "@/server/queue/*",
             "@/server/engine/*",
             "@/server/composition/*",
-            "@/server/config/*",
             "@/server/auth/*",
             "@/server/redis",
             "@/server/logger",
             "@/workers/*",
             "@/app/*",
           ],
-          "server/workspace depends on nothing above it (server/shared only).",
+          `server/agent takes what a turn needs through its ports (server/workspace, shared and config only): ${above}`,
+        ],
+        [DRIVER_INTERNALS, DRIVER_INTERNALS_MESSAGE],
+      ],
+    ),
+    zone(
+      ["server/engine/**/*.ts"],
+      [
+        [
+          [
+            "@/server/modules/*",
+            "@/server/agent/*",
+            "@/server/api/*",
+            "@/server/composition/*",
+            "@/workers/*",
+            "@/app/*",
+          ],
+          `The engine takes what it needs as parameters (server/composition passes the provision gate): ${above}`,
+        ],
+        [PRISMA, "The engine has no database: workspace records are the modules' business."],
+        [DRIVER_INTERNALS, DRIVER_INTERNALS_MESSAGE],
+      ],
+    ),
+    zone(
+      ["server/workspace/**/*.ts"],
+      [
+        ...WORKSPACE_LIBRARY,
+        [
+          // The in-sandbox gateway's file operations are the host-folder ones (its errno mapping, locked append).
+          { regex: "^@/server/workspace/drivers/(?!host-folder/)[^/]+/" },
+          DRIVER_INTERNALS_MESSAGE,
         ],
       ],
+    ),
+    // The seam and the registry: the registry alone names the drivers' folders.
+    zone(["server/workspace/drivers/*.ts"], WORKSPACE_LIBRARY),
+    zone(
+      DRIVER_SHARED.map((shared) => `server/workspace/drivers/${shared}/**/*.ts`),
+      [
+        ...WORKSPACE_LIBRARY,
+        [
+          [...DRIVER_FOLDERS.map((name) => `@/server/workspace/drivers/${name}/*`), "../*"],
+          "Code the drivers share depends on no driver.",
+        ],
+      ],
+    ),
+    ...DRIVER_FOLDERS.map((name) =>
+      zone(
+        [`server/workspace/drivers/${name}/**/*.ts`],
+        [
+          ...WORKSPACE_LIBRARY,
+          [
+            [
+              ...DRIVER_FOLDERS.filter((other) => other !== name).map(
+                (other) => `@/server/workspace/drivers/${other}/*`,
+              ),
+              "../*",
+            ],
+            "A driver imports no other driver: share code through drivers/host-folder or drivers/exec-scripts.",
+          ],
+        ],
+      ),
     ),
     zone(
       ["server/queue/**/*.ts"],
@@ -144,6 +241,7 @@ function dependencyZones() {
             "@/server/api/*",
             "@/server/engine/*",
             "@/server/workspace/*",
+            "@/server/agent/*",
             "@/server/composition/*",
             "@/workers/*",
             "@/app/*",
@@ -162,6 +260,7 @@ function dependencyZones() {
             "@/server/modules/*",
             "@/server/engine/*",
             "@/server/workspace/*",
+            "@/server/agent/*",
             "@/server/queue/*",
             "@/server/composition/*",
             "@/server/auth/*",
@@ -180,6 +279,7 @@ function dependencyZones() {
           ["@/server/api/*", "@/app/*", "@/workers/*"],
           "server/composition builds services for the transports; it imports none of them.",
         ],
+        [DRIVER_INTERNALS, DRIVER_INTERNALS_MESSAGE],
       ],
     ),
   ];

@@ -23,6 +23,10 @@ const nextConfig = {
     ];
   },
   typedRoutes: false,
+  // No route reads the repository's tests, benchmarks or docs. The whole-project traces that came from the
+  // backends' runtime folders are fixed at their source (turbopackIgnore comments); the tracer still matches
+  // the test fixtures' SKILL.md files against a runtime skill path it cannot scope, so they are excluded here.
+  outputFileTracingExcludes: { "*": ["test/**", "bench/**", "docs/**"] },
   // Type checking is `npm run check`'s job (tsc over the whole repo); repeating it in every build only
   // slows `npm start` and the e2e suite down.
   typescript: { ignoreBuildErrors: true },
@@ -47,6 +51,14 @@ const nextConfig = {
     // `import.meta.resolve`, which is meant for Node's own resolver, not a bundler's.
     "unpdf",
     "pdf-lib",
+    // Large server-only SDKs (with their dependency trees: @bufbuild/@connectrpc, ws, node-fetch, ...).
+    // `npm start` runs beside node_modules, so loading them from there is as correct as bundling them, and
+    // bundling and minifying them into every server chunk that reaches them is work `next build` need not do.
+    "ai",
+    "@ai-sdk/openai-compatible",
+    "e2b",
+    "@kubernetes/client-node",
+    "yaml",
   ],
 };
 

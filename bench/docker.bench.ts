@@ -3,13 +3,13 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import Docker from "dockerode";
-import type { WorkspaceBackend } from "@/server/workspace/backend/port";
-import { DockerBackend } from "@/server/workspace/backends/docker/docker-backend";
-import { runExec } from "@/server/workspace/backends/docker/docker-exec";
-import { DockerWorkspaceProvider } from "@/server/workspace/backends/docker/docker-provider";
+import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
+import { DockerMachine } from "@/server/workspace/drivers/docker/docker-machine";
+import { runExec } from "@/server/workspace/drivers/docker/docker-exec";
+import { DockerWorkspaceProvider } from "@/server/workspace/drivers/docker/docker-provider";
 import { LocalMcpConnector } from "@/server/workspace/mcp/local-connector";
 import { ZMcpDeclaration, type LiveMcpClient } from "@/server/workspace/mcp/types";
-import { copyPackageClosure } from "@/test/docker/support/package-closure";
+import { copyPackageClosure } from "@/test/drivers/docker/support/package-closure";
 import { median, result, type BenchResult } from "./lib";
 
 /**
@@ -226,21 +226,21 @@ async function fileRoundTrip(
   const handle = await new DockerWorkspaceProvider(config, deps).open({ ...ref, agentId: "bench" });
   if (!handle.gateway.files) throw new Error("the gateway does not serve file endpoints");
   // The same container without the gateway's file client: every operation is a docker exec script.
-  const execOnly = new DockerBackend({
+  const execOnly = new DockerMachine({
     container: handle.backend.container,
     user: "1000:1000",
     env: { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", HOME: "/home/berth" },
   });
   const payload = randomBytes(1024);
   await handle.backend.writeFile("bench/file.bin", payload);
-  const trip = async (backend: WorkspaceBackend) => {
+  const trip = async (backend: WorkspaceMachine) => {
     const start = performance.now();
     await backend.stat("bench/file.bin");
     for await (const chunk of await backend.readFile("bench/file.bin")) void chunk;
     await backend.writeFile("bench/out.bin", payload);
     return performance.now() - start;
   };
-  const samples = async (backend: WorkspaceBackend, count: number) => {
+  const samples = async (backend: WorkspaceMachine, count: number) => {
     for (let i = 0; i < 3; i++) await trip(backend);
     const times: number[] = [];
     for (let i = 0; i < count; i++) times.push(await trip(backend));

@@ -4,9 +4,13 @@ import os from "node:os";
 import path from "node:path";
 import Docker from "dockerode";
 import { Sandbox } from "e2b";
-import type { WorkspaceDriver, WorkspaceSpec } from "@/server/workspace/backend/driver";
-import { e2bDriver } from "@/server/workspace/backends/e2b/driver";
-import { ZE2bDriverConfig } from "@/server/workspace/backends/e2b/e2b-config";
+import {
+  instantiateDriver,
+  type WorkspaceDriver,
+  type WorkspaceSpec,
+} from "@/server/workspace/drivers/driver";
+import { e2bDriver } from "@/server/workspace/drivers/e2b/driver";
+import { ZE2bDriverConfig } from "@/server/workspace/drivers/e2b/e2b-config";
 import { startE2bEmulator } from "@/test/fixtures/e2b-emulator/e2b-emulator";
 import { median, result, type BenchResult } from "./lib";
 
@@ -48,7 +52,8 @@ export async function run(): Promise<BenchResult[]> {
       BERTH_E2B_SANDBOX_URL: emulator.url,
       BERTH_E2B_INSTALLATION: "berth-bench",
     };
-    const driver = e2bDriver.create(ZE2bDriverConfig.parse(e2bDriver.configFromEnv(env, context)), context);
+    const config = ZE2bDriverConfig.parse(e2bDriver.configFromEnv(env, context));
+    const driver = instantiateDriver(e2bDriver, config, context);
     drivers.push(driver);
     return driver;
   };
@@ -64,7 +69,7 @@ export async function run(): Promise<BenchResult[]> {
     // The gateway bundle and the image's first start, outside the timed parts.
     const warm = newDriver();
     const warmSpec = spec();
-    await warm.machine.purge({ ...warmSpec, handle: await warm.machine.provision(warmSpec) });
+    await warm.purge({ ...warmSpec, handle: await warm.create(warmSpec) });
 
     const figures = {
       cold: [] as number[],
@@ -85,8 +90,8 @@ export async function run(): Promise<BenchResult[]> {
       const driver = newDriver();
       let workspace = spec();
       start = performance.now();
-      workspace = { ...workspace, handle: await driver.machine.provision(workspace) };
-      const backend = await driver.provider.provision(workspace);
+      workspace = { ...workspace, handle: await driver.create(workspace) };
+      const backend = await driver.attach(workspace);
       await backend.exec(["true"]);
       figures.cold.push(performance.now() - start);
 
@@ -101,11 +106,12 @@ export async function run(): Promise<BenchResult[]> {
 
       const fresh = newDriver();
       start = performance.now();
-      const reattached = await fresh.provider.provision(workspace);
+      const reattached = await fresh.attach(workspace);
       await reattached.exec(["true"]);
       figures.reattach.push(performance.now() - start);
 
-      await fresh.provider.teardown(reattached, { purge: false });
+      await fresh.detach(reattached);
+      await fresh.stop(workspace);
       await Sandbox.pause(bare.sandboxId, emulator.connection);
       start = performance.now();
       const resumedBare = await Sandbox.connect(bare.sandboxId, emulator.connection);
@@ -114,12 +120,13 @@ export async function run(): Promise<BenchResult[]> {
 
       const later = newDriver();
       start = performance.now();
-      workspace = { ...workspace, handle: await later.machine.provision(workspace) };
-      const resumed = await later.provider.provision(workspace);
+      workspace = { ...workspace, handle: await later.create(workspace) };
+      const resumed = await later.attach(workspace);
       await resumed.exec(["true"]);
       figures.resume.push(performance.now() - start);
 
-      await later.provider.teardown(resumed, { purge: true });
+      await later.detach(resumed);
+      await later.purge(workspace);
       await Sandbox.kill(bare.sandboxId, emulator.connection);
     }
     const label = "(emulator: protocol overhead only)";

@@ -1,12 +1,13 @@
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { LocalBackendProvider } from "@/server/workspace/backends/local/local-provider";
+import { attachThrough } from "@/server/workspace/drivers/driver";
+import { createHostFolderDriver } from "@/server/workspace/manager/local-workspace-manager";
 import { LAYOUT_DIRECTORIES } from "@/server/workspace/layout";
 import { WorkspaceManager } from "@/server/workspace/manager/workspace-manager";
 import type { Workspace } from "@/server/workspace/workspace";
 import { median, nsPerAsyncOp, result, type BenchResult } from "./lib";
-import { NullProvider } from "./null-backend";
+import { NullAttacher } from "./null-backend";
 
 const who = { tenantId: "tenant-1", userId: "user-1", agentId: "agent-1" };
 
@@ -24,7 +25,7 @@ export async function run(): Promise<BenchResult[]> {
  * timestamp write delivered the same way (a resolved promise, awaited): what any async cache must pay.
  */
 async function hitCost(): Promise<BenchResult[]> {
-  const manager = new WorkspaceManager({ provider: new NullProvider(), evictIntervalMs: null });
+  const manager = new WorkspaceManager({ attacher: new NullAttacher(), evictIntervalMs: null });
   const workspace = await manager.getWorkspace(who);
   const withId = { ...who, workspaceId: workspace.id };
   const map = new Map<string, { workspace: Workspace; lastAccess: number }>();
@@ -74,7 +75,7 @@ async function coldProvision(): Promise<BenchResult> {
   const basedir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-bench-")));
   try {
     const manager = new WorkspaceManager({
-      provider: new LocalBackendProvider({ basedir }),
+      attacher: attachThrough(createHostFolderDriver({ basedir })),
       evictIntervalMs: null,
     });
     const samples: number[] = [];
@@ -118,7 +119,7 @@ async function evictionTick(n: number): Promise<BenchResult> {
   let clock = 0;
   const step = TTL_MS / n; // entry i was last used at i * step, so deadlines are evenly spread
   const manager = new WorkspaceManager({
-    provider: new NullProvider(),
+    attacher: new NullAttacher(),
     evictIntervalMs: null,
     ttlMs: TTL_MS,
     now: () => clock,
@@ -145,7 +146,7 @@ async function evictionTick(n: number): Promise<BenchResult> {
   }
 
   // Baseline: same number of entries, a full scan per tick, closing the same number of real workspaces.
-  const spare = new WorkspaceManager({ provider: new NullProvider(), evictIntervalMs: null });
+  const spare = new WorkspaceManager({ attacher: new NullAttacher(), evictIntervalMs: null });
   const victims = await Promise.all(
     Array.from({ length: TICKS * EXPIRED_PER_TICK }, (_, i) =>
       spare.getWorkspace({ ...who, workspaceId: `v${i}` }),

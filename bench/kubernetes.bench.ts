@@ -4,8 +4,12 @@ import path from "node:path";
 import { PassThrough } from "node:stream";
 import * as k8s from "@kubernetes/client-node";
 import Docker from "dockerode";
-import type { WorkspaceDriver, WorkspaceSpec } from "@/server/workspace/backend/driver";
-import { kubernetesDriver } from "@/server/workspace/backends/kubernetes/driver";
+import {
+  instantiateDriver,
+  type WorkspaceDriver,
+  type WorkspaceSpec,
+} from "@/server/workspace/drivers/driver";
+import { kubernetesDriver } from "@/server/workspace/drivers/kubernetes/driver";
 import { IsolationPolicy } from "@/server/workspace/manager/isolation";
 import { startKubeEmulator, type KubeEmulator } from "@/test/fixtures/kube-apiserver";
 import { median, result, type BenchResult } from "./lib";
@@ -43,7 +47,7 @@ export async function run(): Promise<BenchResult[]> {
       terminationGracePeriodSeconds: 1,
       tunnelDir: path.join("/tmp", `berth-bench-k8s-${randomBytes(3).toString("hex")}`),
     });
-    const driver = kubernetesDriver.create(config, {
+    const driver = instantiateDriver(kubernetesDriver, config, {
       basedir: path.join(os.tmpdir(), "unused-basedir"),
       cwd: process.cwd(),
       uid: process.getuid?.() ?? -1,
@@ -67,7 +71,7 @@ export async function run(): Promise<BenchResult[]> {
   try {
     // The gateway bundle, the namespace's policies and the image's first container outside the timings.
     const warm = newDriver();
-    await warm.machine.provision(specFor());
+    await warm.create(specFor());
     await barePodFirstCommand(emulator, core, kc);
 
     const bareColdMs: number[] = [];
@@ -80,8 +84,8 @@ export async function run(): Promise<BenchResult[]> {
       const spec = specFor();
       let start = performance.now();
       const driver = newDriver();
-      await driver.machine.provision(spec);
-      const backend = await driver.provider.provision(spec);
+      await driver.create(spec);
+      const backend = await driver.attach(spec);
       await backend.exec(["true"]);
       coldMs.push(performance.now() - start);
       await backend.close();
@@ -98,7 +102,7 @@ export async function run(): Promise<BenchResult[]> {
 
       start = performance.now();
       const restarted = newDriver();
-      const attached = await restarted.provider.provision(spec);
+      const attached = await restarted.attach(spec);
       await attached.exec(["true"]);
       reattachMs.push(performance.now() - start);
       await attached.close();
@@ -120,7 +124,7 @@ export async function run(): Promise<BenchResult[]> {
       }),
     ];
   } finally {
-    for (const spec of specs) await drivers[0]?.machine.purge(spec).catch(() => undefined);
+    for (const spec of specs) await drivers[0]?.purge(spec).catch(() => undefined);
     for (const driver of drivers) await driver.close?.();
     await emulator.close();
   }

@@ -1,15 +1,13 @@
 import { Readable } from "node:stream";
 import { AppError } from "@/server/shared/errors";
-import type { DirEntry, ExecResult, FileStat, WorkspaceBackend } from "@/server/workspace/backend/port";
-import type { BackendProvider } from "@/server/workspace/backend/driver";
+import type { DirEntry, ExecResult, FileStat, WorkspaceMachine } from "@/server/workspace/drivers/port";
+import type { AttachedMachine, MachineAttacher, WorkspaceDriver } from "@/server/workspace/drivers/driver";
 
 /**
  * A backend that stores nothing, for benchmarks that measure the manager's own bookkeeping with 100,000
  * cached workspaces (100,000 real directories would measure the filesystem instead). Never used by tests.
  */
-class NullBackend implements WorkspaceBackend {
-  readonly kind = "local" as const;
-  readonly isolated = false;
+class NullBackend implements WorkspaceMachine {
   constructor(readonly workdir: string) {}
   exec(): Promise<ExecResult> {
     return Promise.resolve({
@@ -44,14 +42,28 @@ class NullBackend implements WorkspaceBackend {
   async close(): Promise<void> {}
 }
 
-export class NullProvider implements BackendProvider {
-  readonly kind = "local" as const;
-  readonly persistent = false;
-  provision(spec: { workspaceId: string }): Promise<WorkspaceBackend> {
-    return Promise.resolve(new NullBackend(`/null/${spec.workspaceId}`));
+/** A driver whose machines are NullBackends: nothing to create, stop or delete. */
+const NULL_DRIVER: WorkspaceDriver = {
+  name: "null",
+  kind: "local",
+  summary: "stores nothing (benchmarks only)",
+  persistent: false,
+  isolation: { isolated: false, sandbox: null },
+  capabilities: { hostPaths: false, pauseKeepsMemory: false, gateway: "host", mayVanish: false, pty: false },
+  create: () => Promise.resolve({}),
+  stop: async () => {},
+  purge: () => Promise.resolve([]),
+  exists: () => Promise.resolve(true),
+  listResources: () => Promise.resolve([]),
+  reap: async () => {},
+  attach: (spec) => Promise.resolve(new NullBackend(`/null/${spec.workspaceId}`)),
+  isAlive: () => Promise.resolve(true),
+  detach: async () => {},
+};
+
+export class NullAttacher implements MachineAttacher {
+  readonly mayVanish = false;
+  attach(spec: { workspaceId: string }): Promise<AttachedMachine> {
+    return Promise.resolve({ driver: NULL_DRIVER, machine: new NullBackend(`/null/${spec.workspaceId}`) });
   }
-  isAlive(): Promise<boolean> {
-    return Promise.resolve(true);
-  }
-  async teardown(): Promise<void> {}
 }

@@ -7,7 +7,8 @@ import { turnUsage } from "@/server/modules/chat/turn-quota";
 import { recordUsage } from "@/server/modules/metering/metering.service";
 import { closeSharedQueues } from "@/server/queue/queues";
 import { closeSharedRedis, getRedis } from "@/server/redis";
-import { LocalBackendProvider } from "@/server/workspace/backends/local/local-provider";
+import { attachThrough } from "@/server/workspace/drivers/driver";
+import { createHostFolderDriver } from "@/server/workspace/manager/local-workspace-manager";
 import { WorkspaceManager } from "@/server/workspace/manager/workspace-manager";
 import { createBuiltinTools } from "@/server/workspace/tools";
 import { deleteRedisKeys } from "@/scripts/services/redis";
@@ -31,7 +32,7 @@ export async function run(): Promise<BenchResult[]> {
   Object.assign(process.env, { REDIS_URL: redisUrl, BERTH_REDIS_PREFIX: prefix });
   const basedir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-bench-rec-")));
   const manager = new WorkspaceManager({
-    provider: new LocalBackendProvider({ basedir }),
+    attacher: attachThrough(createHostFolderDriver({ basedir })),
     evictIntervalMs: null,
   });
   try {

@@ -4,13 +4,13 @@ import { createReadStream, readFileSync } from "node:fs";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { LocalBackend } from "@/server/workspace/backends/local/local-backend";
+import { HostFolderMachine } from "@/server/workspace/drivers/host-folder/host-folder-machine";
 import { SkillStore } from "@/server/workspace/skills/skill-store";
 import { result, type BenchResult } from "./lib";
 
 /**
  * Skill archive install: a 200 MB tar of incompressible data installed through SkillStore (parse, validate,
- * hash, re-pack, extract through the LocalBackend) against plain `tar -x` of the same file, in the same
+ * hash, re-pack, extract through the HostFolderMachine) against plain `tar -x` of the same file, in the same
  * run. Peak RSS growth during the install shows the archive is streamed, never held in memory.
  */
 const MB = 1024 * 1024;
@@ -42,7 +42,7 @@ export async function run(): Promise<BenchResult[]> {
 
       const workdir = path.join(root, `ws-${round}`);
       await fs.mkdir(workdir);
-      const store = new SkillStore({ backend: new LocalBackend({ workdir }) });
+      const store = new SkillStore({ backend: new HostFolderMachine({ workdir }) });
       await store.initialize();
       await store.list("bench"); // equip the partition outside the timed part
       const sampler = rssSampler();

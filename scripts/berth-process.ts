@@ -21,7 +21,7 @@ import { getRedis } from "@/server/redis";
 import { sealProcessRegistry } from "@/server/shared/process-registry";
 import { startWorkerRuntime, type WorkerRuntime } from "@/workers/runtime";
 import { serveTerminalUpgrades } from "@/server/api/terminal-socket";
-import { prepareIncomingRequest } from "./services/incoming-request";
+import { serveIncomingRequest } from "./services/incoming-request";
 
 export type BerthProcess = {
   readonly url: string;
@@ -76,9 +76,9 @@ export async function startBerthProcess(options: {
   await app.prepare();
   // Client address from trusted proxies only; unread upload bodies drained or the connection closed.
   const trustedProxies = parseTrustedProxies(config.http.trustedProxies);
+  // Every audit entry written while a request is served names its caller (address, user agent).
   const server = createServer((req, res) => {
-    prepareIncomingRequest(req, res, trustedProxies);
-    void handle(req, res);
+    serveIncomingRequest(req, res, trustedProxies, () => void handle(req, res));
   });
   // The dashboard terminal's WebSocket (server/api/terminal-socket.ts). In production Next serves no
   // upgrades; the development server listens for its hot reload's on this server itself.

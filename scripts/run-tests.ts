@@ -1,13 +1,15 @@
 // `npm test`: every Vitest project, in streams that run side by side. One after another the suite takes
 // over 30 minutes on a 2-core machine, with a core often idle while a test waits for a process, a container
 // or the browser; four streams side by side keep both cores busy (a rehearsal saw no idle time):
-//   1. the multi-process and fault tests (`integration` under multiprocess/ and faults/);
-//   2. the rest of `integration`;
+//   1. the multi-process and fault tests (`integration` under multiprocess/ and faults/, and the drivers'
+//      test/drivers/<name>/integration/);
+//   2. the rest of `integration`, then the `integration` tests that run Berth's commands as a user does
+//      (`npm start`, `npm run berth`);
 //   3. `unit`, then the browser tests (`e2e`);
-//   4. the Docker-backed projects (`docker`, `e2b`, `kubernetes`, `contract`), then the `integration` tests
-//      that run Berth's commands as a user does (`npm start`, `npm run berth`).
-// They share nothing a test of another reads: each Vitest run's global setup makes its own database and
-// Redis key prefix, every test its own data directories, containers (labelled with its database's
+//   4. the drivers' projects (`local`, `docker`, `e2b`, `kubernetes`, `contract`).
+// They share nothing a test of another reads: each Vitest run's global setup makes its own database (on a
+// given server, a copy of one template migrated here once: scripts/services/test-databases.ts) and Redis key
+// prefix, every test its own data directories, containers (labelled with its database's
 // installation id) and ports. The one shared file tree is `.next`: several tests start Berth as `npm start`
 // does, which builds the dashboard when `.next` is stale, so the build runs once here, before the streams.
 // Every stream runs to its end even when another failed; the exit code is 1 when any did. At the end it
@@ -18,6 +20,8 @@ import { spawn } from "node:child_process";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { buildState, nextBuild } from "./services/next-build";
+import { dropDatabase, withDatabase } from "./services/database";
+import { createTemplateDatabase, TEST_TEMPLATE_VARIABLE } from "./services/test-databases";
 import { failures, slowestFiles } from "./services/test-reports";
 
 const root = path.resolve(import.meta.dirname, "..");
@@ -30,10 +34,14 @@ const vitest = (args: string[]) =>
     child.on("exit", (code, signal) => resolve(code ?? (signal ? 1 : 0)));
   });
 const projects = (...names: string[]) => names.flatMap((name) => ["--project", name]);
-const FAULT_FOLDERS = ["test/integration/multiprocess/", "test/integration/faults/"];
-// In the fourth stream, which otherwise ends first: the suite is CPU-bound on the 2-core machine (no idle
-// time while four streams run), so what balances the streams is where the files go.
+// The drivers' own multi-process tests (test/drivers/<name>/integration/) run with the other multi-process ones.
+const FAULT_FOLDERS = ["test/integration/multiprocess/", "test/integration/faults/", "test/drivers/"];
+// After the rest of `integration`, which otherwise ends first (CI: 585 s against 703-817 s for the others,
+// the drivers' 703 s before these 203 s made stream 4 the last at 906 s): the suite is CPU-bound on the 2-core
+// machine (no idle time while four streams run), so what balances the streams is where the files go.
 const COMMAND_TESTS = ["test/integration/start/", "test/integration/operator/cli.test.ts"];
+// The drivers' projects (vitest.config.ts, test/drivers/<name>/).
+const DRIVER_PROJECTS = ["local", "docker", "e2b", "kubernetes"];
 const excluding = (paths: string[]) =>
   paths.flatMap((entry) => ["--exclude", entry.endsWith("/") ? `${entry}**` : entry]);
 
@@ -64,6 +72,10 @@ if ((await buildState(root)) !== "fresh") await nextBuild(root, process.env);
 await mkdir(reportDir, { recursive: true });
 
 const started = Date.now();
+// On a given server (CI's), one migrated template the runs copy their databases from; dropped at the end.
+const serverUrl = process.env.DATABASE_URL;
+const template = serverUrl ? await createTemplateDatabase(serverUrl) : undefined;
+if (template) process.env[TEST_TEMPLATE_VARIABLE] = template;
 const streams = await Promise.all([
   stream([{ name: "integration-faults", args: [...projects("integration"), ...FAULT_FOLDERS] }]),
   stream([
@@ -71,16 +83,16 @@ const streams = await Promise.all([
       name: "integration",
       args: [...projects("integration"), ...excluding([...FAULT_FOLDERS, ...COMMAND_TESTS])],
     },
+    { name: "integration-commands", args: [...projects("integration"), ...COMMAND_TESTS] },
   ]),
   stream([
     { name: "unit", args: projects("unit") },
     { name: "e2e", args: projects("e2e") },
   ]),
-  stream([
-    { name: "backends", args: projects("docker", "e2b", "kubernetes", "contract") },
-    { name: "integration-commands", args: [...projects("integration"), ...COMMAND_TESTS] },
-  ]),
-]);
+  stream([{ name: "backends", args: projects(...DRIVER_PROJECTS, "contract") }]),
+]).finally(async () => {
+  if (serverUrl && template) await dropDatabase(withDatabase(serverUrl, template)).catch(() => undefined);
+});
 
 const runs = streams.flat();
 console.log(`\nnpm test: ${Math.round((Date.now() - started) / 1000)} s after the build`);

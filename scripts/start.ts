@@ -9,6 +9,7 @@
  */
 import path from "node:path";
 import { z } from "zod";
+import { loadHttpConfig } from "@/server/config/http";
 import { isAppError } from "@/server/shared/errors";
 import { loadOrCreateLocalSecrets } from "./services/secrets";
 import { startLocalServices, type LocalServices } from "./services/local-services";
@@ -72,8 +73,13 @@ async function main(): Promise<void> {
   (process.env as Record<string, string>).NODE_ENV = development ? "development" : "production";
 
   say(`database migrations: ${await migrateDeploy(services.databaseUrl)}`);
-  // `npm run berth` on this machine finds the services here (the embedded ones are on free ports).
-  running.forgetServices = await recordRunningServices(dataDir, services);
+  // `npm run berth` on this machine finds the services here (the embedded ones are on free ports), and the
+  // base URL its invitation links must use (a shell without this one's PORT would otherwise say 3000).
+  running.forgetServices = await recordRunningServices(dataDir, {
+    databaseUrl: services.databaseUrl,
+    redisUrl: services.redisUrl,
+    baseUrl: loadHttpConfig().baseUrl,
+  });
   say(`services recorded in ${path.join(dataDir, "services.json")} for npm run berth`);
 
   // Imported after the environment is complete: its modules build the process' instances from it.

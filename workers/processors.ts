@@ -30,6 +30,8 @@ export type ProcessorDeps = {
   encryptionKey?: Buffer;
   /** Metering rates (budgets) of the installation. */
   quotas: QuotaConfig;
+  /** The workers' job lock duration (WORKERS_LOCK_DURATION_MS); default BullMQ's. */
+  lockDurationMs?: number | undefined;
 };
 
 /** Every Berth job's processor. Add one line here when a job is added to server/queue/catalog.ts. */
@@ -52,7 +54,7 @@ export function registerBerthProcessors(
     "metrics.sample",
     metricsSampleProcessor({ drivers: engine.drivers, retentionDays: operations.metricsRetentionDays }),
   );
-  registerWorkspaceProcessors(registry, engine);
+  registerWorkspaceProcessors(registry, engine, { lockDurationMs: deps.lockDurationMs });
   registerTenantProcessors(registry, engine);
   registerWebhookProcessors(registry, {
     queues: engine.queues,

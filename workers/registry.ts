@@ -1,4 +1,4 @@
-import { UnrecoverableError, Worker, type Job } from "bullmq";
+import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
 import type { Redis } from "ioredis";
 import type { RedisConfig } from "@/server/config/redis";
 import type { Logger } from "@/server/logger";
@@ -13,7 +13,25 @@ type ProcessorContext<P> = {
   readonly job: Job;
   /** Bound with jobId, jobName, queue and attempt. */
   readonly log: Logger;
+  /**
+   * Aborted when this worker stops or loses the job's lock, with a JobInterrupted reason. Long, resumable
+   * work (a purge deleting a million files) stops at its next safe point and throws that reason: the job
+   * then waits for the next worker without spending an attempt (see `run`). Work that ignores it finishes
+   * within the pool's drain as before.
+   */
+  readonly signal: AbortSignal;
 };
+
+/**
+ * Why a job's signal was aborted: `shutdown` (this worker is stopping: the job goes back to the queue at
+ * once, its attempt not counted) or `lock-lost` (another worker may have the job now: it is left alone).
+ */
+class JobInterrupted extends Error {
+  constructor(readonly why: "shutdown" | "lock-lost") {
+    super(why === "shutdown" ? "the worker is shutting down" : "the job's lock was lost");
+    this.name = "JobInterrupted";
+  }
+}
 
 export type JobProcessor<C extends JobCatalog, N extends JobNameOf<C>> = (
   context: ProcessorContext<JobPayload<C, N>>,
@@ -43,7 +61,8 @@ export class ProcessorRegistry<C extends JobCatalog> {
   }
 
   /** Runs one dequeued job: validate, log, delegate, map errors to BullMQ's retry semantics. */
-  async run(job: Job, baseLog: Logger): Promise<unknown> {
+  async run(job: Job, baseLog: Logger, token?: string, bullSignal?: AbortSignal): Promise<unknown> {
+    const signal = interruptionSignal(bullSignal);
     const spec = this.catalog[job.name];
     const maxAttempts = job.opts.attempts ?? 1;
     const log = baseLog.child({
@@ -72,11 +91,25 @@ export class ProcessorRegistry<C extends JobCatalog> {
     const quietLevel = job.repeatJobKey ? "debug" : "info";
     log.debug("job started");
     try {
-      const result = await processor({ payload: parsed.data as JobPayload<C, JobNameOf<C>>, job, log });
+      const result = await processor({
+        payload: parsed.data as JobPayload<C, JobNameOf<C>>,
+        job,
+        log,
+        signal,
+      });
       log[quietLevel]({ durationMs: Math.round(performance.now() - startedAt) }, "job completed");
       return result;
     } catch (error) {
       const durationMs = Math.round(performance.now() - startedAt);
+      if (error instanceof JobInterrupted && signal.aborted) {
+        // Stopped at a safe point, not failed: BullMQ's DelayedError leaves the job's attempts alone. On
+        // shutdown it goes back to the queue at once; a job whose lock was lost is left to whoever has it
+        // (or to stalled-job recovery, as after a crash).
+        if (error.why === "shutdown" && token)
+          await job.moveToDelayed(Date.now(), token).catch(() => undefined);
+        log.info({ durationMs, why: error.why }, "job interrupted; the next worker resumes it");
+        throw new DelayedError(error.message);
+      }
       if (error instanceof UnrecoverableError) {
         log.error({ err: error, durationMs }, "job failed (unrecoverable)");
         throw error;
@@ -95,6 +128,16 @@ export class ProcessorRegistry<C extends JobCatalog> {
       throw error;
     }
   }
+}
+
+/** BullMQ's job signal (its reason a string), as one whose reason is the JobInterrupted to throw. */
+function interruptionSignal(bullSignal: AbortSignal | undefined): AbortSignal {
+  const interruption = new AbortController();
+  const abort = () =>
+    interruption.abort(new JobInterrupted(bullSignal?.reason === "lock-lost" ? "lock-lost" : "shutdown"));
+  if (bullSignal?.aborted) abort();
+  else bullSignal?.addEventListener("abort", abort, { once: true });
+  return interruption.signal;
 }
 
 export type WorkerPool = {
@@ -151,14 +194,17 @@ export async function startWorkers<C extends JobCatalog>(params: {
   stalledIntervalMs?: number;
   /** How long a job's lock lasts without renewal (a killed worker's job is recoverable after it). */
   lockDurationMs?: number;
+  /** Told when a job starts, completes or fails here (the tenant change feed: the live jobs page). */
+  onJobChange?: (job: Job, state: "active" | "completed" | "failed") => void;
 }): Promise<WorkerPool> {
   const { registry, log } = params;
   const connections: Redis[] = [];
   let inFlight = 0;
-  const run = async (job: Job) => {
+  // Three parameters: BullMQ hands a job its AbortSignal only to a processor that declares it.
+  const run = async (job: Job, token?: string, signal?: AbortSignal) => {
     inFlight++;
     try {
-      return await registry.run(job, log);
+      return await registry.run(job, log, token, signal);
     } finally {
       inFlight--;
     }
@@ -175,6 +221,16 @@ export async function startWorkers<C extends JobCatalog>(params: {
     });
     // Without a listener a Redis hiccup would be an unhandled 'error' event and kill the process.
     worker.on("error", (error) => log.error({ err: error, queue }, "worker error"));
+    const onJobChange = params.onJobChange;
+    if (onJobChange) {
+      worker.on("active", (job) => onJobChange(job, "active"));
+      worker.on("completed", (job) => onJobChange(job, "completed"));
+      worker.on("failed", (job) => job && onJobChange(job, "failed"));
+    }
+    // Another worker may take a job whose lock lapsed: this one stops working on it at its next safe point.
+    worker.on("lockRenewalFailed", (jobIds: string[]) => {
+      for (const jobId of jobIds) worker.cancelJob(jobId, "lock-lost");
+    });
     return worker;
   });
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
@@ -185,6 +241,8 @@ export async function startWorkers<C extends JobCatalog>(params: {
     inFlight: () => inFlight,
     async close(options = {}) {
       const running = inFlight;
+      // Resumable jobs stop now (their signal) instead of holding the stop for the whole drain.
+      for (const worker of workers) worker.cancelAllJobs("shutdown");
       const drained =
         running === 0
           ? // Nothing to wait for: force, so a Redis that is down cannot make BullMQ wait for it.

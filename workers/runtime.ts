@@ -10,6 +10,7 @@ import { createRedisConnection } from "@/server/redis";
 import { startHealthServer } from "./health";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import { getEngine } from "@/server/composition/services";
+import { announceJobChange } from "@/server/modules/live/job-changes";
 import { loadQuotaConfig, type QuotaConfig } from "@/server/config/quotas";
 import {
   berthConcurrencyByQueue,
@@ -101,6 +102,7 @@ export async function startWorkerRuntime(params: {
         redisPrefix: params.redis.prefix,
         engine: params.engine ?? getEngine(),
         quotas,
+        lockDurationMs: params.workers.lockDurationMs,
       });
 
     const pool = await startWorkers({
@@ -110,6 +112,7 @@ export async function startWorkerRuntime(params: {
       concurrencyByQueue: berthConcurrencyByQueue,
       stalledIntervalMs: params.workers.stalledIntervalMs,
       lockDurationMs: params.workers.lockDurationMs,
+      onJobChange: announceJobChange,
       log,
     });
     await applySchedules(queues, schedules, log);

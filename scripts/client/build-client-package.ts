@@ -15,8 +15,8 @@ export type ClientPackage = { js: string; types: string; declarationFiles: numbe
  * module bundled by esbuild with the `@/` alias resolved and the npm dependencies left as imports, and
  * `index.d.ts`, the declarations tsc emits for the client and the router types it carries, with every `@/`
  * specifier rewritten to a relative path (and relative specifiers given their `.js`, for `nodenext`
- * resolution), so a project type-checks them with no paths mapping. The package's own `exports`
- * (package.json: `berth/client`) point here when `outDir` is `dist/client`.
+ * resolution), so a project type-checks them with no paths mapping. pack-client-package.ts adds the
+ * package.json and packs it (`berth-client`).
  */
 export async function buildClientPackage(outDir: string): Promise<ClientPackage> {
   await fs.rm(outDir, { recursive: true, force: true });

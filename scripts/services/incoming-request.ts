@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { resolveClientAddress, type TrustedProxies } from "@/server/api/client-address";
+import { requestMetaFrom, runWithRequestMeta } from "@/server/shared/request-meta";
 
 /**
  * What `npm start`'s HTTP server does to every request before Next sees it:
@@ -23,6 +24,27 @@ export function prepareIncomingRequest(
   if (client) req.headers["x-forwarded-for"] = client;
   else delete req.headers["x-forwarded-for"];
   res.once("finish", () => settleUnreadBody(req));
+}
+
+/**
+ * One request as `npm start`'s HTTP server serves it: prepared (above), then `serve` runs inside the
+ * request's async context (server/shared/request-meta.ts) holding that trusted address and the user agent.
+ * Set here, once, every audit entry written while the request is served names its caller, whichever route
+ * handler, procedure or service writes it (the tRPC handler and the upload routes also set it themselves,
+ * for hosts other than this server).
+ */
+export function serveIncomingRequest(
+  req: IncomingMessage,
+  res: ServerResponse,
+  proxies: TrustedProxies,
+  serve: () => void,
+): void {
+  prepareIncomingRequest(req, res, proxies);
+  const forwardedFor = req.headers["x-forwarded-for"];
+  runWithRequestMeta(
+    requestMetaFrom(typeof forwardedFor === "string" ? forwardedFor : null, req.headers["user-agent"]),
+    serve,
+  );
 }
 
 function settleUnreadBody(req: IncomingMessage): void {

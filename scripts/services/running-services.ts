@@ -5,14 +5,16 @@ import { z } from "zod";
 
 /**
  * `<dataDir>/services.json`: where the running `npm start` keeps its database and Redis (the embedded ones
- * on free ports, or the given URLs), so `npm run berth` on the same machine reaches them without being
- * told. Written (0600: the URLs hold passwords, like secrets.json beside it) once the migrations ran,
+ * on free ports, or the given URLs) and the base URL it serves on (its PORT / BERTH_BASE_URL), so
+ * `npm run berth` on the same machine reaches them, and prints links to it, without being told. Written (0600: the URLs hold passwords, like secrets.json beside it) once the migrations ran,
  * removed on a clean stop; a file whose process is gone (killed) is stale and says so.
  */
 const ZRunningServices = z.object({
   pid: z.number().int().positive(),
   databaseUrl: z.string().min(1),
   redisUrl: z.string().min(1),
+  // Optional: a record written before it was added still names the services.
+  baseUrl: z.url().optional(),
   startedAt: z.string(),
 });
 export type RunningServices = z.output<typeof ZRunningServices>;
@@ -22,9 +24,15 @@ const fileIn = (dataDir: string) => path.join(dataDir, "services.json");
 /** Records this process' services; the returned function removes the record (if still this process'). */
 export async function recordRunningServices(
   dataDir: string,
-  services: { databaseUrl: string; redisUrl: string },
+  services: { databaseUrl: string; redisUrl: string; baseUrl: string },
 ): Promise<() => Promise<void>> {
-  const record: RunningServices = { pid: process.pid, ...services, startedAt: new Date().toISOString() };
+  const record: RunningServices = {
+    pid: process.pid,
+    databaseUrl: services.databaseUrl,
+    redisUrl: services.redisUrl,
+    baseUrl: services.baseUrl,
+    startedAt: new Date().toISOString(),
+  };
   await writeFile(fileIn(dataDir), `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
   const forget = () => {
     try {

@@ -174,14 +174,18 @@ function bound(
 ): string {
   const exclusive = inclusive === false;
   const limitText = String(limit);
+  // "at least 1 characters" reads as a bug: a minimum of one is "not empty", and one thing is singular.
+  const counted = (noun: string) => `${limitText} ${noun}${limitText === "1" ? "" : "s"}`;
+  const collection = origin === "string" || origin === "array" || origin === "set" || origin === "object";
+  if (collection && relation === "at least" && limitText === "1") return "must not be empty";
   switch (origin) {
     case "string":
-      return `must be ${relation} ${limitText} characters`;
+      return `must be ${relation} ${counted("character")}`;
     case "array":
     case "set":
-      return `must have ${relation} ${limitText} items`;
+      return `must have ${relation} ${counted("item")}`;
     case "object":
-      return `must have ${relation} ${limitText} keys`;
+      return `must have ${relation} ${counted("key")}`;
     default:
       return exclusive
         ? `must be ${relation === "at most" ? "less" : "greater"} than ${limitText}`

@@ -17,6 +17,7 @@ import { agentRouter } from "@/server/api/routers/agent.router";
 import { chatRouter } from "@/server/api/routers/chat.router";
 import { jobsRouter } from "@/server/api/routers/jobs.router";
 import { libraryRouter } from "@/server/api/routers/library.router";
+import { liveRouter } from "@/server/api/routers/live.router";
 import { operationsRouter } from "@/server/api/routers/operations.router";
 import { quotaRouter } from "@/server/api/routers/quota.router";
 import { sessionRouter } from "@/server/api/routers/session.router";
@@ -36,6 +37,8 @@ export const appRouter = createTRPCRouter({
   chat: chatRouter,
   jobs: jobsRouter,
   library: libraryRouter,
+  /** Live pages: one change stream (SSE) per page. */
+  live: liveRouter,
   /** Above tenants: operators only. */
   operator: operatorRouter,
   operations: operationsRouter,

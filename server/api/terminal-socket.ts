@@ -8,7 +8,7 @@ import { toRouteError } from "@/server/api/error-mapping";
 import { assertSameOriginUpgrade } from "@/server/api/request-origin";
 import { resolveRequestPrincipal, resolveTenantScope } from "@/server/auth/resolve";
 import { getWorkspaceServices } from "@/server/composition/services";
-import type { TerminalHandle, TerminalSink } from "@/server/modules/workspace/workspace-terminal.service";
+import type { TerminalHandle, TerminalSink } from "@/server/modules/terminal/terminal.service";
 import { AppError } from "@/server/shared/errors";
 import { requestMetaOf, runWithRequestMeta } from "@/server/shared/request-meta";
 import { assertNoUnsafeStrings } from "@/server/shared/unsafe-strings";
@@ -20,7 +20,7 @@ import { parseJsonOrNull } from "@/server/shared/json";
  * Next's own servers serve no application upgrades).
  * Everything is checked BEFORE the upgrade, answered as a plain HTTP error otherwise: the Origin (a
  * cookie-authenticated upgrade from another site is refused: WebSockets have no CORS), the session cookie
- * or API key, the tenant, the role and the workspace (workspace-terminal.service.ts).
+ * or API key, the tenant, the role and the workspace (server/modules/terminal/terminal.service.ts).
  *
  * Protocol: server → client binary frames are terminal output; text frames are JSON control messages
  * (`ready`, `exit`, `error`). Client → server text frames are JSON: `input`, `resize`, `close` (the

@@ -22,6 +22,9 @@ import { assertNoUnsafeStrings } from "@/server/shared/unsafe-strings";
 
 const t = initTRPC.context<ApiContext>().create({
   transformer: superjson,
+  // Subscriptions (SSE): a ping keeps proxies from closing a quiet stream, and a client that hears nothing
+  // for longer (a replica gone without a FIN) reconnects.
+  sse: { ping: { enabled: true, intervalMs: 15_000 }, client: { reconnectAfterInactivityMs: 40_000 } },
   errorFormatter({ shape, error, ctx }) {
     const zodError = validationErrorOf(error);
     const validation = zodError ? describeValidationError(zodError) : null;

@@ -5,6 +5,7 @@ import { organization } from "better-auth/plugins";
 import { createAccessControl } from "better-auth/plugins/access";
 import { defaultStatements } from "better-auth/plugins/organization/access";
 import type { Db } from "@/server/db";
+import { generateApiKey } from "@/server/auth/api-key-material";
 
 /**
  * better-auth for Berth: email/password sign-in with cookie sessions, the organization plugin as
@@ -28,7 +29,7 @@ export type AuthConfig = {
 };
 
 /** Prefix of every Berth API key, so leaked keys are easy to recognise and scan for. */
-const API_KEY_PREFIX = "berth_";
+export const API_KEY_PREFIX = "berth_";
 
 // Org plugin statements plus `apiKey`, which the API-key plugin checks for tenant-owned keys.
 const accessControl = createAccessControl({
@@ -97,6 +98,8 @@ export function createAuth(config: AuthConfig) {
       apiKey({
         references: "organization",
         defaultPrefix: API_KEY_PREFIX,
+        // Random, except the derived key of a create with an idempotency key (api-key-material.ts).
+        customKeyGenerator: generateApiKey,
         requireName: true,
         maximumNameLength: 64,
         // Typed clients call the API many times a second; the plugin's default is 10 per day.

@@ -81,7 +81,7 @@ export async function authenticateApiKey(plainKey: string): Promise<GateApiKey |
 }
 
 /** The key hash better-auth's api-key plugin stores (its defaultKeyHasher: SHA-256, base64url, no padding). */
-function hashApiKey(key: string): string {
+export function hashApiKey(key: string): string {
   return createHash("sha256").update(key).digest("base64url");
 }
 

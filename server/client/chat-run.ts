@@ -1,5 +1,5 @@
 import { TRPCClientError } from "@trpc/client";
-import type { TChatTurnEvent, TTurnStatus, TTurnUsage } from "@/server/modules/chat/chat.schema";
+import type { TChatTurnEvent, TTurnStatus, TTurnUsage } from "@/server/agent/agent.schema";
 
 /**
  * What `chat.run` takes: the session, the message, and (with an API key) no tenant reference needed.
@@ -14,7 +14,10 @@ export type ChatRunInput = {
 };
 
 export type ChatRunOptions = {
-  /** Aborting cancels the turn (as a closed connection does). */
+  /**
+   * Aborting cancels the turn: `chat.run` then calls `chat.cancel` (the server never cancels a turn because
+   * its connection closed). Ignored before the turn started (a refused send cancels nothing).
+   */
   signal?: AbortSignal;
   /** Every event as it arrives (text deltas to print as they stream, tool calls, ...). */
   onEvent?: (event: TChatTurnEvent) => void;
@@ -65,6 +68,13 @@ export type ChatSend = (
   options?: { signal?: AbortSignal },
 ) => Promise<AsyncIterable<TChatTurnEvent>>;
 
+/** The `chat.cancel` call `runChatTurn` makes when its `signal` aborts (the typed client's). */
+export type ChatCancel = (input: {
+  sessionId: string;
+  tenantId?: string;
+  tenantSlug?: string;
+}) => Promise<unknown>;
+
 /**
  * Whether a call failed on the way (no answer from the server: refused or reset connection, a stream that
  * broke or ended before `done`) rather than with the server's typed error (which carries `data.code`).
@@ -90,6 +100,7 @@ export async function runChatTurn(
   send: ChatSend,
   input: ChatRunInput,
   options: ChatRunOptions = {},
+  cancel?: ChatCancel,
 ): Promise<ChatRunResult> {
   const keyed = { ...input, idempotencyKey: input.idempotencyKey ?? globalThis.crypto.randomUUID() };
   const resends = options.resends ?? 3;
@@ -97,7 +108,7 @@ export async function runChatTurn(
   const toolCalls = new Map<string, ChatRunToolCall>();
   for (let attempt = 0; ; attempt++) {
     try {
-      return await streamOnce(send, keyed, options, events, toolCalls);
+      return await streamOnce(send, keyed, options, events, toolCalls, cancel);
     } catch (error) {
       if (options.signal?.aborted || !isTransportFailure(error)) throw error;
       if (attempt >= resends) {
@@ -118,15 +129,30 @@ async function streamOnce(
   options: ChatRunOptions,
   events: TChatTurnEvent[],
   toolCalls: Map<string, ChatRunToolCall>,
+  cancel: ChatCancel | undefined,
 ): Promise<ChatRunResult> {
   // A resend's stream reports the whole turn again: the text starts over.
   let text = "";
   let error: ChatRunResult["error"] = null;
   // The request's own signal: the caller's, or the idle watchdog's when the stream goes silent.
   const request = new AbortController();
-  const forward = () => request.abort(options.signal?.reason);
+  // Aborting stops this stream and cancels the turn, explicitly (the server lets a turn whose connection
+  // closed run on). While the send is in flight it may be claiming the turn: it is let through, then
+  // cancelled; a send refused before any turn started cancels nothing.
+  options.signal?.throwIfAborted();
+  let started = false;
+  const cancelTurn = () =>
+    cancel?.({
+      sessionId: input.sessionId,
+      ...(input.tenantId ? { tenantId: input.tenantId } : {}),
+      ...(input.tenantSlug ? { tenantSlug: input.tenantSlug } : {}),
+    }).catch(() => undefined);
+  const forward = () => {
+    if (!started) return;
+    request.abort(options.signal?.reason);
+    void cancelTurn();
+  };
   options.signal?.addEventListener("abort", forward, { once: true });
-  if (options.signal?.aborted) forward();
   const idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
   let silent: ReturnType<typeof setTimeout> | undefined;
   const watch = () => {
@@ -135,7 +161,10 @@ async function streamOnce(
   };
   try {
     watch();
-    return await consume(await send(input, { signal: request.signal }));
+    const stream = await send(input, { signal: request.signal });
+    started = true;
+    if (options.signal?.aborted) forward();
+    return await consume(stream);
   } catch (thrown) {
     const reason: unknown = request.signal.reason;
     throw reason instanceof IdleStreamError ? reason : thrown;

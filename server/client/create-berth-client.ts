@@ -24,6 +24,7 @@ import {
   createTRPCClient,
   httpBatchLink,
   httpBatchStreamLink,
+  httpSubscriptionLink,
   splitLink,
   type HTTPHeaders,
   type TRPCClient,
@@ -37,7 +38,7 @@ import { type ChatRunInput, type ChatRunOptions, type ChatRunResult, runChatTurn
 const TRPC_ENDPOINT_PATH = "/api/trpc";
 
 /** The procedures whose results stream (a mutation returning an async iterable). */
-const STREAMED_PROCEDURES: ReadonlySet<string> = new Set(["chat.send"]);
+const STREAMED_PROCEDURES: ReadonlySet<string> = new Set(["chat.send", "chat.attach"]);
 
 export type BerthClientOptions = {
   /** Berth's base URL (`http://localhost:3000`) or the tRPC endpoint itself (`…/api/trpc`). */
@@ -72,11 +73,17 @@ export function resolveTrpcEndpoint(url: string): string {
 export function berthLinks(options: { url: string; headers?: HTTPHeaders }): TRPCLink<AppRouter>[] {
   const common = { url: options.url, transformer: superjson, headers: options.headers ?? {} };
   return [
+    // Subscriptions (`live.changes`) are server-sent events; they need a global EventSource (browsers; in
+    // Node 20 install one, e.g. the `eventsource` package, as globalThis.EventSource).
     splitLink({
-      condition: (op) => STREAMED_PROCEDURES.has(op.path),
-      true: httpBatchStreamLink({ ...common, maxItems: 1 }),
-      // The server refuses batches over its limit; the link splits larger ones.
-      false: httpBatchLink({ ...common, maxItems: TRPC_REQUEST_LIMITS.maxBatchSize }),
+      condition: (op) => op.type === "subscription",
+      true: httpSubscriptionLink({ url: options.url, transformer: superjson }),
+      false: splitLink({
+        condition: (op) => STREAMED_PROCEDURES.has(op.path),
+        true: httpBatchStreamLink({ ...common, maxItems: 1 }),
+        // The server refuses batches over its limit; the link splits larger ones.
+        false: httpBatchLink({ ...common, maxItems: TRPC_REQUEST_LIMITS.maxBatchSize }),
+      }),
     }),
   ];
 }
@@ -91,6 +98,7 @@ export function createBerthClient(options: BerthClientOptions): BerthClient {
       (sendInput, sendOptions) => client.chat.send.mutate(sendInput, sendOptions),
       input,
       runOptions,
+      (cancelInput) => client.chat.cancel.mutate(cancelInput),
     );
   // tRPC's client is a proxy that turns every property into a procedure path: `chat.run` is added in front
   // of it (a helper, not a procedure), everything else falls through.

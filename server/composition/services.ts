@@ -9,12 +9,13 @@ import { createEngine, type CreateEngineOptions, type WorkspaceEngine } from "@/
 import { loadEngineConfig } from "@/server/engine/engine-config";
 import { getLogger } from "@/server/logger";
 import { createAgentServices, type AgentServices } from "@/server/modules/chat/chat.composition";
+import { RedisTurnEventLog } from "@/server/modules/chat/turn-event-log";
 import { RedisCancelBus } from "@/server/modules/chat/redis-cancel-bus";
 import type { Liveness } from "@/server/modules/chat/turn-registry";
 import {
   createWorkspaceContentService,
   type WorkspaceContentService,
-} from "@/server/modules/workspace/workspace-content.service";
+} from "@/server/modules/workspace-content/workspace-content.service";
 import {
   type BackendSettingsService,
   createBackendSettingsService,
@@ -24,10 +25,11 @@ import { ensureInstallationId } from "@/server/modules/installation/installation
 import {
   createWorkspaceTerminalService,
   type WorkspaceTerminalService,
-} from "@/server/modules/workspace/workspace-terminal.service";
-import { createTerminalRelay } from "@/server/modules/workspace/terminal-relay";
+} from "@/server/modules/terminal/terminal.service";
+import { createTerminalRelay } from "@/server/modules/terminal/terminal-relay";
+import { type ChangeFeed, changeFeedSlot, createChangeFeed } from "@/server/modules/live/change-feed";
 import { listTenantIdleTtlsBelow } from "@/server/modules/tenant/tenant-policy.data";
-import { createProvisionGate } from "@/server/modules/workspace/workspace-provisioning";
+import { createProvisionGate } from "@/server/modules/machines/provision-gate";
 import { createWorkspaceService, type WorkspaceService } from "@/server/modules/workspace/workspace.service";
 import { processLiveness, startHeartbeat } from "@/server/queue/heartbeat";
 import { attachTracker } from "@/server/modules/metrics/attach-tracker";
@@ -76,6 +78,8 @@ const engineSlot = processSlot<WorkspaceEngine>("engine");
 
 /** The process-wide engine, built from the environment on first use (composition roots, routers, workers). */
 export function getEngine(): WorkspaceEngine {
+  // Every process that has an engine changes workspaces, so it also announces them (API and workers).
+  getChangeFeed();
   return engineSlot.get(() =>
     composeEngine({
       config: loadEngineConfig(),
@@ -97,9 +101,29 @@ export function setEngine(engine: WorkspaceEngine | undefined): void {
  */
 export async function closeEngine(): Promise<void> {
   // Open terminals first: each holds a lease and a shell on a machine the engine is about to let go of.
-  await workspaceServicesSlot.peek()?.terminals.closeAll();
+  const services = workspaceServicesSlot.peek();
+  await services?.terminals.closeAll();
+  // Then the retries of failed lease releases: what is left goes to the other processes' dead-holder
+  // reapers once this process' holder heartbeat is gone (closeAgentServices).
+  await services?.service.close();
   workspaceServicesSlot.set(undefined);
   await engineSlot.take()?.close();
+  await changeFeedSlot.take()?.close();
+}
+
+/**
+ * The process' tenant change feed (server/modules/live/change-feed.ts): publishes on the shared producer
+ * connection; its subscriber connection opens when a page first listens on this replica.
+ */
+export function getChangeFeed(): ChangeFeed {
+  return changeFeedSlot.get(() => {
+    const redisConfig = loadRedisConfig();
+    return createChangeFeed({
+      redis: getRedis(),
+      subscriber: () => createRedisConnection(redisConfig, "worker", "berth-change-feed"),
+      prefix: redisConfig.prefix,
+    });
+  });
 }
 
 type Holder = { liveness: Liveness; ttlMs: number; heartbeat: { stop(): Promise<void> } };
@@ -165,7 +189,11 @@ export function getWorkspaceServices(): {
         engine,
         service,
         content: createWorkspaceContentService(service),
-        terminals: createWorkspaceTerminalService(service, undefined, relay),
+        terminals: createWorkspaceTerminalService(
+          service,
+          { reattachGraceMs: getConfig().http.terminalReattachGraceMs },
+          relay,
+        ),
       };
     },
     (held) => held.engine === engine,
@@ -191,6 +219,12 @@ export function getAgentServices(): AgentServices {
         workspaces,
         secretKey: secretKeyFromBytes(getConfig().secrets.encryptionKey),
         cancelBus: new RedisCancelBus({ redis: getRedis(), subscriber, prefix: redisConfig.prefix }),
+        eventLog: new RedisTurnEventLog({
+          redis: getRedis(),
+          prefix: redisConfig.prefix,
+          onWriteError: (error) =>
+            getLogger().warn({ err: error }, "could not store a turn's events for re-attaching"),
+        }),
         liveness: holder.liveness,
         reapIntervalMs: Math.max(300, Math.floor(holder.ttlMs / 3)),
       });
@@ -224,7 +258,10 @@ export async function closeProcessComposition(): Promise<void> {
 
 /** Tenants' own backend settings (stateless: built per call from the configuration). */
 export function getBackendSettingsService(): BackendSettingsService {
-  return createBackendSettingsService({ secretKey: secretKeyFromBytes(getConfig().secrets.encryptionKey) });
+  return createBackendSettingsService({
+    secretKey: secretKeyFromBytes(getConfig().secrets.encryptionKey),
+    enabledKinds: () => getEngine().drivers.all.map((driver) => driver.kind),
+  });
 }
 
 /** The tenant side of lifecycle webhooks (stateless: built per call from the configuration). */

@@ -19,6 +19,9 @@ const ZHttpEnv = z.object({
         .filter((entry) => entry.length > 0),
     )
     .pipe(z.array(z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()]))),
+  // How long a browser terminal outlives a dropped connection (a reload, a network blip) before its shell
+  // ends and its workspace lease goes: the bound on how long a dead connection holds the workspace.
+  BERTH_TERMINAL_REATTACH_GRACE_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(30_000),
 });
 
 export type HttpConfig = {
@@ -26,6 +29,7 @@ export type HttpConfig = {
   readonly host: string;
   readonly baseUrl: string;
   readonly trustedProxies: readonly string[];
+  readonly terminalReattachGraceMs: number;
 };
 
 export function loadHttpConfig(env: RawEnv = readProcessEnv()): HttpConfig {
@@ -36,5 +40,6 @@ export function loadHttpConfig(env: RawEnv = readProcessEnv()): HttpConfig {
     host: parsed.HOST,
     baseUrl: baseUrl.replace(/\/+$/, ""),
     trustedProxies: parsed.BERTH_TRUSTED_PROXIES,
+    terminalReattachGraceMs: parsed.BERTH_TERMINAL_REATTACH_GRACE_MS,
   };
 }

@@ -23,8 +23,15 @@ const ZMeteringRate = z
   .strict();
 export type MeteringRate = z.output<typeof ZMeteringRate>;
 
-/** `{ "*": {...}, "docker": {...} }`: a backend's own rate, else the `*` rate, else nothing costs anything. */
-const ZMeteringRates = z.partialRecord(z.enum(["*", "local", "docker", "e2b", "kubernetes"]), ZMeteringRate);
+/**
+ * `{ "*": {...}, "docker": {...} }`: a backend kind's own rate, else the `*` rate, else nothing costs anything.
+ * The keys are the ledger's backend keys, the drivers' kinds: the engine config checks them against the
+ * driver registry (this bottom layer knows no drivers), so here only their form.
+ */
+const ZMeteringRates = z.record(
+  z.union([z.literal("*"), z.string().regex(/^[a-z][a-z0-9-]{0,39}$/, "a backend kind or *")]),
+  ZMeteringRate,
+);
 
 const ZQuotaEnv = z.object({
   BERTH_QUOTA_LIVE_WORKSPACES: count(50),
@@ -66,7 +73,8 @@ export type QuotaLimits = {
 
 export type QuotaConfig = {
   readonly defaults: QuotaLimits;
-  readonly rates: Readonly<Partial<Record<"*" | "local" | "docker" | "e2b" | "kubernetes", MeteringRate>>>;
+  /** By backend kind (a driver's `kind`), and `*` for the others. */
+  readonly rates: Readonly<Partial<Record<string, MeteringRate>>>;
   readonly meteringFlushMs: number;
 };
 

@@ -1,13 +1,18 @@
 import { AppError } from "@/server/shared/errors";
-import type { TenantDriverSettings, WorkspaceDriver } from "@/server/workspace/backend/driver";
-import type { InstallationIdSource } from "@/server/workspace/backend/installation";
-import type { BackendKind } from "@/server/workspace/backend/port";
+import {
+  type AnyDriverDefinition,
+  instantiateDriver,
+  type TenantDriverSettings,
+  type WorkspaceDriver,
+} from "@/server/workspace/drivers/driver";
+import type { InstallationIdSource } from "@/server/workspace/drivers/installation";
+import type { BackendKind } from "@/server/workspace/drivers/port";
 import {
   DRIVERS,
   driverDefinition,
   type DriverName,
   type DriverRegistry,
-} from "@/server/workspace/backends/registry";
+} from "@/server/workspace/drivers/registry";
 import type { EngineConfig } from "./engine-config";
 
 /**
@@ -23,12 +28,18 @@ export type DriverSet = {
   forKind(kind: BackendKind): WorkspaceDriver;
   /** The driver a tenant or agent chose by name (or kind), if this installation runs it. */
   find(nameOrKind: string): WorkspaceDriver | undefined;
+  /**
+   * The registry definition of an enabled driver (its label, instructions label, tenant settings): what
+   * the dashboard, the instructions and the backend settings read. Undefined for a kind this installation
+   * does not run, or a driver built outside the registry.
+   */
+  definitionOf(kind: BackendKind): AnyDriverDefinition | undefined;
   close(): Promise<void>;
 };
 
 /**
  * Builds every enabled driver from its validated config. `installationId`: this installation's id (the
- * composition passes the database's; see server/workspace/backend/installation.ts).
+ * composition passes the database's; see server/workspace/drivers/installation.ts).
  */
 export function createDriverSet(
   config: EngineConfig,
@@ -46,13 +57,19 @@ export function createDriverSet(
   const drivers = names.map((name) => {
     const definition = driverDefinition(name, registry);
     const input = config.drivers?.[name] ?? definition.configFromEnv({}, context);
-    return definition.create(definition.configSchema.parse(input), context);
+    return instantiateDriver(definition, definition.configSchema.parse(input), context);
   });
-  return driverSetOf(drivers);
+  return driverSetOf(drivers, registry);
 }
 
-/** A set over drivers built elsewhere (tests: a controller that blocks or counts). The first is the default. */
-export function driverSetOf(drivers: readonly WorkspaceDriver[]): DriverSet {
+/**
+ * A set over drivers built elsewhere (tests: a driver that blocks or counts). The first is the default;
+ * `registry` holds their definitions, by driver name.
+ */
+export function driverSetOf(
+  drivers: readonly WorkspaceDriver[],
+  registry: DriverRegistry = DRIVERS,
+): DriverSet {
   const [first] = drivers;
   if (!first) throw new AppError("INTERNAL", "an engine needs at least one workspace driver");
   const byKind = new Map<BackendKind, WorkspaceDriver>();
@@ -76,6 +93,10 @@ export function driverSetOf(drivers: readonly WorkspaceDriver[]): DriverSet {
     find: (nameOrKind) =>
       drivers.find((driver) => driver.name === nameOrKind) ??
       drivers.find((driver) => driver.kind === nameOrKind),
+    definitionOf(kind) {
+      const driver = byKind.get(kind);
+      return driver && registry[driver.name];
+    },
     async close() {
       await Promise.all(drivers.map((driver) => driver.close?.() ?? Promise.resolve()));
     },

@@ -2,19 +2,19 @@ import path from "node:path";
 import { z } from "zod";
 import { parseEnv, readProcessEnv, type RawEnv } from "@/server/config/env";
 import { AppError } from "@/server/shared/errors";
-import type { DriverContext } from "@/server/workspace/backend/driver";
+import type { DriverContext } from "@/server/workspace/drivers/driver";
 import {
   DRIVERS,
   driverDefinition,
   type DriverName,
   type DriverRegistry,
-} from "@/server/workspace/backends/registry";
+} from "@/server/workspace/drivers/registry";
 
 /** The engine's own variables; driver names are checked against the registry in use. */
 const engineEnvOf = (registry: DriverRegistry) => {
   const names = Object.keys(registry) as [string, ...string[]];
   return z.object({
-    // The default backend of this installation's workspaces (a name in server/workspace/backends/registry.ts).
+    // The default backend of this installation's workspaces (a name in server/workspace/drivers/registry.ts).
     // `local` (default): host folders, every command and stdio MCP server confined by bubblewrap.
     // `host-unconfined`: agent commands run on the host with Berth's own privileges, trusted agents only.
     BERTH_WORKSPACE_BACKEND: z.enum(names).default("local"),
@@ -67,6 +67,14 @@ const engineEnvOf = (registry: DriverRegistry) => {
     BERTH_MAX_LIVE_STATEFUL_MCPS: z.coerce.number().int().min(0).max(10_000).default(0),
     // http_mcp/SSE hosts Berth may dial although they are loopback, link-local or private: comma-separated host
     // names, IP addresses or CIDR subnets (e.g. `127.0.0.1,mcp.internal,10.1.0.0/16`). Empty → public only.
+    // Only its keys are read here (server/config/quotas.ts parses the rates): each is `*` or the kind of a
+    // registered driver, so a misspelt backend fails at boot instead of silently costing the `*` rate.
+    BERTH_METERING_RATES: z
+      .string()
+      .optional()
+      .transform((text) => meteringKeys(text))
+      .pipe(z.array(z.enum(["*", ...new Set(Object.values(registry).map((driver) => driver.kind))])))
+      .optional(),
     BERTH_MCP_ALLOWED_HOSTS: z
       .string()
       .default("")
@@ -79,6 +87,17 @@ const engineEnvOf = (registry: DriverRegistry) => {
       .pipe(z.array(z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6(), z.hostname()]))),
   });
 };
+
+/** The keys of BERTH_METERING_RATES' JSON object; none when unset or not an object (quotas.ts reports that). */
+function meteringKeys(text: string | undefined): string[] {
+  if (!text) return [];
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return parsed && typeof parsed === "object" && !Array.isArray(parsed) ? Object.keys(parsed) : [];
+  } catch {
+    return [];
+  }
+}
 
 export type EngineConfig = {
   /** The default driver: what a tenant without its own default gets. */

@@ -6,21 +6,21 @@ import type { QueueSet } from "@/server/queue/queues";
 import { WorkspaceManager } from "@/server/workspace/manager/workspace-manager";
 import type { EngineLogger } from "@/server/workspace/mcp/types";
 import type { Workspace } from "@/server/workspace/workspace";
-import type { InstallationIdSource } from "@/server/workspace/backend/installation";
-import type { TenantDriverSettings } from "@/server/workspace/backend/driver";
-import { AttachingProvider, type EnsureProvisioned } from "./attach-provider";
+import type { InstallationIdSource } from "@/server/workspace/drivers/installation";
+import type { TenantDriverSettings } from "@/server/workspace/drivers/driver";
+import { RecordAttacher, type EnsureProvisioned } from "./record-attacher";
 import { createDriverSet, type DriverSet } from "./driver-set";
 import type { EngineConfig } from "./engine-config";
 
 /**
  * The per-process composition of the workspace engine: ONE WorkspaceManager (shared by routers, chat, team
- * tools and worker jobs), the drivers of every enabled backend (their machine controllers are used by the
- * workers only), the queues provisioning goes through, and the secret that signs download links.
+ * tools and worker jobs), the drivers of every enabled backend (their create, stop, purge and reconcile
+ * operations are used by the workers only), the queues provisioning goes through, and the secret that signs download links.
  */
 export type WorkspaceEngine = {
   readonly config: EngineConfig;
   readonly drivers: DriverSet;
-  /** Attaches on a miss after the workers provisioned (see AttachingProvider). */
+  /** Attaches on a miss after the workers provisioned (see RecordAttacher). */
   readonly manager: WorkspaceManager;
   readonly queues: QueueSet<BerthJobCatalog>;
   /** HMAC key of `workspace.files.downloadToken` links (derived from the auth secret, never stored). */
@@ -50,7 +50,7 @@ export type CreateEngineOptions = {
   installationId?: InstallationIdSource;
   /** Tenants' own backend settings (a tenant's E2B key), read by the drivers that support them. */
   tenantSettings?: TenantDriverSettings;
-  /** Overrides the drivers (tests: a controller that blocks or counts). */
+  /** Overrides the drivers (tests: a driver that blocks or counts). */
   drivers?: DriverSet;
   /**
    * Makes sure the workers provisioned a workspace and answers its backend and stored handle (the API's
@@ -79,7 +79,7 @@ export function createEngine(options: CreateEngineOptions): WorkspaceEngine {
   const attachedAt = new WeakMap<Workspace, number>();
   const generations = new WeakMap<Workspace, number>();
   const manager = new WorkspaceManager({
-    provider: new AttachingProvider(drivers, options.ensureProvisioned),
+    attacher: new RecordAttacher(drivers, options.ensureProvisioned),
     ttlMs: config.idleTtlMs,
     ...(options.tenantIdleTtls ? { tenantTtls: options.tenantIdleTtls } : {}),
     evictIntervalMs: Math.min(config.sweepIntervalMs, config.idleTtlMs),
@@ -87,10 +87,11 @@ export function createEngine(options: CreateEngineOptions): WorkspaceEngine {
       logger: toEngineLogger(engineLog),
       maxLiveStatefulMcps: config.maxLiveStatefulMcps ?? null,
       mcpNetwork: { allowedHosts: config.mcpAllowedHosts ?? [] },
+      instructionsLabel: (kind) => drivers.definitionOf(kind)?.instructionsLabel ?? kind,
     },
     hooks: {
-      onProvision: ({ workspace }) => attachedAt.set(workspace, Date.now()),
-      onProvisionError: ({ address, error }) =>
+      onAttach: ({ workspace }) => attachedAt.set(workspace, Date.now()),
+      onAttachError: ({ address, error }) =>
         engineLog.warn({ ...address, err: error }, "attaching a workspace failed"),
     },
   });

@@ -99,8 +99,13 @@ const ADAPTER_CONNECTION_KINDS = new Set([
   "SocketTimeout",
   "TooManyConnections",
 ]);
-// Node socket errors, and PostgreSQL's SQLSTATE classes 08 (connection exception) and 57P0x (the server
-// shutting down or starting: admin/crash shutdown, cannot connect now).
+// PostgreSQL's SQLSTATEs for "this server cannot serve you right now", all transient: class 08 (connection
+// exception); 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now (starting up, in
+// recovery, shutting down), 57P05 idle_session_timeout (the server closed the connection); 53300
+// too_many_connections (full for now: the adapter's TooManyConnections kind). Not 57P04 (database dropped)
+// nor the rest of class 53 (disk full, out of memory): those need an operator, not a retry.
+const POSTGRES_UNAVAILABLE_SQLSTATE = /^(08[0-9A-Z]{3}|57P0[1235]|53300)$/;
+// Node socket errors.
 const SOCKET_CODES = new Set([
   "ECONNREFUSED",
   "ECONNRESET",
@@ -123,17 +128,22 @@ export function isConnectionError(value: unknown, depth = 0): boolean {
   const candidate = value as {
     code?: unknown;
     errorCode?: unknown;
-    meta?: { driverAdapterError?: { cause?: { kind?: unknown } } };
+    meta?: { driverAdapterError?: { cause?: { kind?: unknown; code?: unknown; originalCode?: unknown } } };
     message?: unknown;
     cause?: unknown;
   };
   const code = typeof candidate.code === "string" ? candidate.code : null;
   if (code !== null && (PRISMA_CONNECTION_CODES.has(code) || SOCKET_CODES.has(code))) return true;
-  if (code !== null && /^(08[0-9A-Z]{3}|57P0[123])$/.test(code)) return true;
+  if (code !== null && POSTGRES_UNAVAILABLE_SQLSTATE.test(code)) return true;
   if (typeof candidate.errorCode === "string" && PRISMA_CONNECTION_CODES.has(candidate.errorCode))
     return true;
-  const kind = candidate.meta?.driverAdapterError?.cause?.kind;
-  if (typeof kind === "string" && ADAPTER_CONNECTION_KINDS.has(kind)) return true;
+  const adapterCause = candidate.meta?.driverAdapterError?.cause;
+  if (typeof adapterCause?.kind === "string" && ADAPTER_CONNECTION_KINDS.has(adapterCause.kind)) return true;
+  // Any other server error reaches Prisma 7 as P2010/P2039 with the SQLSTATE only here (kind "postgres"):
+  // e.g. a query while PostgreSQL restarts is P2039 { cause: { kind: "postgres", code: "57P03" } }.
+  for (const sqlState of [adapterCause?.originalCode, adapterCause?.code]) {
+    if (typeof sqlState === "string" && POSTGRES_UNAVAILABLE_SQLSTATE.test(sqlState)) return true;
+  }
   if (typeof candidate.message === "string" && CONNECTION_MESSAGES.test(candidate.message)) return true;
   return isConnectionError(candidate.cause, depth + 1);
 }

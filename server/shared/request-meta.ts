@@ -8,7 +8,16 @@ import { AsyncLocalStorage } from "node:async_hooks";
  */
 export type RequestMeta = { readonly ip: string | null; readonly userAgent: string | null };
 
-const storage = new AsyncLocalStorage<RequestMeta>();
+/**
+ * One store per process, not per copy of this module. Under `npm start` the request is entered by Next's
+ * copy (its route handlers) while the services that audit it are the composition's, loaded through tsx
+ * (server/shared/process-registry.ts): with a store per copy, every audit entry written by those services
+ * (session.create, agent.create, workspace.*, chat.*, jobs.retry, uploads) lost its address and user agent.
+ * `Symbol.for` gives both copies the same key; nothing is built lazily, so a sealed registry is no concern.
+ */
+const STORAGE_KEY = Symbol.for("berth.request-meta");
+const holder = globalThis as { [STORAGE_KEY]?: AsyncLocalStorage<RequestMeta> };
+const storage = (holder[STORAGE_KEY] ??= new AsyncLocalStorage<RequestMeta>());
 
 /**
  * The client address of a request: `x-forwarded-for`, which the HTTP server of `npm start` (scripts/start.ts)
@@ -16,8 +25,15 @@ const storage = new AsyncLocalStorage<RequestMeta>();
  * forwarded for, see server/api/client-address.ts). Elsewhere it is whatever the caller sent.
  */
 export function requestMetaOf(headers: Headers): RequestMeta {
-  const forwarded = headers.get("x-forwarded-for")?.split(",")[0]?.trim();
-  const userAgent = headers.get("user-agent");
+  return requestMetaFrom(headers.get("x-forwarded-for"), headers.get("user-agent"));
+}
+
+/** The same from the header values themselves (Node's IncomingMessage, before there is a Fetch Request). */
+export function requestMetaFrom(
+  forwardedFor: string | null | undefined,
+  userAgent: string | null | undefined,
+): RequestMeta {
+  const forwarded = forwardedFor?.split(",")[0]?.trim();
   return {
     ip: forwarded ? forwarded.slice(0, 100) : null,
     userAgent: userAgent ? userAgent.slice(0, 500) : null,

@@ -4,7 +4,9 @@ import { AppError } from "@/server/shared/errors";
  * Strings Postgres cannot store: a NUL byte (text and jsonb reject U+0000) or an unpaired UTF-16 surrogate
  * (not valid UTF-8; jsonb rejects its `\uD800` escape). Such a string in any input once became a 500 deep in
  * the data layer, so the transports reject it at the boundary (`assertNoUnsafeStrings`) and the audit path,
- * which must never fail on what a caller sent, replaces those characters instead (`sanitizeStrings`).
+ * which must never fail on what a caller sent, replaces those characters instead (`sanitizeStrings`). So
+ * does a chat turn's storage: a tool's output (a `cat` of a binary file) or the model's text is no input a
+ * caller could fix, and a turn must not fail on it.
  */
 
 // A high surrogate not followed by a low one, or a low one not preceded by a high one.
@@ -79,6 +81,17 @@ export function assertNoUnsafeStrings(value: unknown, label = "input"): void {
 function sanitizeString(value: string): string {
   if (unsafeStringProblem(value) === null) return value;
   return value.replaceAll(NUL, "\uFFFD").replace(UNPAIRED_SURROGATES, "\uFFFD");
+}
+
+/**
+ * `text` made storable (NUL bytes and unpaired surrogates replaced by U+FFFD), with how many of each were
+ * replaced, so a caller can tell whoever reads the text (the model reading a tool result) that it changed.
+ */
+export function replaceUnstorableCharacters(text: string): { text: string; nul: number; surrogates: number } {
+  if (unsafeStringProblem(text) === null) return { text, nul: 0, surrogates: 0 };
+  const nul = text.split(NUL).length - 1;
+  const surrogates = text.match(UNPAIRED_SURROGATES)?.length ?? 0;
+  return { text: sanitizeString(text), nul, surrogates };
 }
 
 /** A deep copy of JSON-like `value` with every string and key sanitised; nesting beyond the bound is cut. */

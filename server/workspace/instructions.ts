@@ -1,5 +1,4 @@
 import { AppError } from "@/server/shared/errors";
-import type { BackendKind } from "@/server/workspace/backend/port";
 
 /**
  * The workspace guidance appended to an agent's system prompt (the reference's
@@ -47,20 +46,13 @@ uv venv && uv pip install ...
 \`\`\`
 - Never install packages into a shared or global environment: each project manages its own dependencies.</workspace>`;
 
-const BACKEND_LABELS: Record<BackendKind, string> = {
-  local: "local",
-  docker: "Docker-based",
-  e2b: "E2B-based",
-  kubernetes: "Kubernetes-based",
-};
-
 /**
- * Fills `{backend}` and `{workdir}` in one pass (the reference's E2B backend formatted twice, which broke
+ * Fills `{backend}` (the driver's `instructionsLabel`: "Docker-based") and `{workdir}` in one pass (the reference's E2B backend formatted twice, which broke
  * templates with escaped braces). `{{` and `}}` are literal braces; any other placeholder is an error, checked
  * when the template is accepted rather than at prompt time.
  */
-export function renderInstructions(template: string, kind: BackendKind, workdir: string): string {
-  const values: Record<string, string> = { backend: BACKEND_LABELS[kind], workdir };
+export function renderInstructions(template: string, backend: string, workdir: string): string {
+  const values: Record<string, string> = { backend, workdir };
   return template.replace(/\{\{|\}\}|\{([^{}]*)\}/g, (match, name: string | undefined) => {
     if (match === "{{") return "{";
     if (match === "}}") return "}";

@@ -1,7 +1,7 @@
-import { workspaceVanished } from "@/server/workspace/backend/vanished";
+import { workspaceVanished } from "@/server/workspace/drivers/vanished";
 import path from "node:path";
 import { AppError } from "@/server/shared/errors";
-import type { WorkspaceBackend } from "@/server/workspace/backend/port";
+import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
 
 /**
  * Path confinement for everything an agent names: file tools, offload references, skill paths.
@@ -70,10 +70,10 @@ export function isInside(root: string, candidate: string): boolean {
   return candidate.startsWith(prefix);
 }
 
-const realWorkdirs = new WeakMap<WorkspaceBackend, Promise<string>>();
+const realWorkdirs = new WeakMap<WorkspaceMachine, Promise<string>>();
 
 /** The workdir's own realpath, cached per backend (it does not change while the backend lives). */
-export function realWorkdir(backend: WorkspaceBackend): Promise<string> {
+export function realWorkdir(backend: WorkspaceMachine): Promise<string> {
   let cached = realWorkdirs.get(backend);
   if (!cached) {
     cached = backend.realpath(backend.workdir).then((real) => real ?? backend.workdir);
@@ -88,7 +88,7 @@ export function realWorkdir(backend: WorkspaceBackend): Promise<string> {
  * workspace with no symlink escape. Returns the physical path: the realpath of the nearest existing
  * ancestor plus the not-yet-existing tail. Throws AppError FORBIDDEN on an escape, BAD_REQUEST on NUL.
  */
-export async function resolveConfined(backend: WorkspaceBackend, userPath: string): Promise<string> {
+export async function resolveConfined(backend: WorkspaceMachine, userPath: string): Promise<string> {
   const lexical = resolveLexically(backend.workdir, userPath);
   const root = await realWorkdir(backend);
   const tail: string[] = [];

@@ -1,8 +1,8 @@
-import { hasVanished } from "@/server/workspace/backend/vanished";
+import { hasVanished } from "@/server/workspace/drivers/vanished";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import { AppError } from "@/server/shared/errors";
-import type { WorkspaceBackend } from "@/server/workspace/backend/port";
+import type { BackendKind, WorkspaceMachine } from "@/server/workspace/drivers/port";
 import {
   DEFAULT_WORKSPACE_INSTRUCTIONS,
   renderInstructions,
@@ -29,7 +29,7 @@ import {
   type TMcpDeclaration,
 } from "./mcp/types";
 import { Offloader, type DataBlock, type OffloadMessage, type ToolResultOutput } from "./offload/offloader";
-import type { BackendProvider, WorkspaceSpec } from "./backend/driver";
+import type { MachineAttacher, WorkspaceDriver, WorkspaceSpec } from "@/server/workspace/drivers/driver";
 import type { ArchiveFormat } from "./archive/archive-entries";
 import type { ArchiveLimits } from "./archive/extract-to-backend";
 import {
@@ -43,7 +43,8 @@ import { createBuiltinTools, type BuiltinTool, type BuiltinToolsOptions } from "
 
 export type WorkspaceOptions = {
   spec: WorkspaceSpec;
-  provider: BackendProvider;
+  /** Where the workspace's live machine comes from (one driver, or the engine's attacher over all). */
+  attacher: MachineAttacher;
   /** Template for every MCP scope that never diverged (agentscope-spec.md §2.1). */
   defaultMcps?: readonly TMcpDeclaration[];
   /** Cap on live stateful MCP instances; null/0 → max(40, 2 × stateful defaults). */
@@ -54,7 +55,12 @@ export type WorkspaceOptions = {
   skillArchiveLimits?: Partial<ArchiveLimits>;
   /** Custom instructions template; only {backend} and {workdir} placeholders (checked here). */
   instructionsTemplate?: string;
-  /** Overrides the provider's MCP connector (tests, or a custom gateway). */
+  /**
+   * What `{backend}` says for a backend kind (its driver definition's `instructionsLabel`, "Docker-based").
+   * Absent: the kind itself.
+   */
+  instructionsLabel?: (kind: string) => string;
+  /** Overrides the driver's MCP connector (tests, or a custom gateway). */
   mcpConnector?: McpConnector;
   /**
    * Where `http_mcp` declarations may point (mcp/mcp-network-policy.ts): checked when one is added, and on
@@ -64,17 +70,17 @@ export type WorkspaceOptions = {
   logger?: EngineLogger;
 };
 
-type Live = { backend: WorkspaceBackend; mcp: McpRegistry; skills: SkillStore };
+type Live = { backend: WorkspaceMachine; driver: WorkspaceDriver; mcp: McpRegistry; skills: SkillStore };
 
 /**
- * One agent workspace: a backend from its provider plus the layout (`.mcp`, `data/`, `skills/.seed` and
+ * One agent workspace: a live machine from its driver plus the layout (`.mcp`, `data/`, `skills/.seed` and
  * partitions, `sessions/<sid>/`), the builtin tools, MCP scopes, skills and offload. Create it, `initialize()`
  * it (idempotent; concurrent calls share one run), use it, `close()` it — or `await using`.
  */
 export class Workspace implements AsyncDisposable {
   readonly id: string;
   readonly spec: WorkspaceSpec;
-  private readonly provider: BackendProvider;
+  private readonly attacher: MachineAttacher;
   private readonly options: WorkspaceOptions;
   private readonly logger: EngineLogger;
   private readonly template: string;
@@ -86,7 +92,7 @@ export class Workspace implements AsyncDisposable {
   constructor(options: WorkspaceOptions) {
     this.spec = { ...options.spec };
     this.id = options.spec.workspaceId;
-    this.provider = options.provider;
+    this.attacher = options.attacher;
     this.options = options;
     this.logger = options.logger ?? silentLogger;
     this.template = options.instructionsTemplate ?? DEFAULT_WORKSPACE_INSTRUCTIONS;
@@ -101,23 +107,23 @@ export class Workspace implements AsyncDisposable {
     if (this.live) return Promise.resolve();
     return this.serialise(async () => {
       if (this.live) return;
-      const backend = await this.provider.provision(this.spec);
+      const { driver, machine: backend } = await this.attacher.attach(this.spec);
       try {
         await Promise.all(
           LAYOUT_DIRECTORIES.map((dir) => backend.mkdir(path.posix.join(backend.workdir, dir))),
         );
-        const connector = this.options.mcpConnector ?? (await this.connectorFor(backend));
-        const mcp = this.createMcpRegistry(backend, connector);
+        const connector = this.options.mcpConnector ?? (await this.connectorFor(driver, backend));
+        const mcp = this.createMcpRegistry(driver, backend, connector);
         await mcp.restore();
         const skills = this.createSkillStore(backend, this.options.skillPaths ?? []);
         await skills.initialize();
-        this.live = { backend, mcp, skills };
+        this.live = { backend, driver, mcp, skills };
       } catch (error) {
-        // Half-provisioned: release the machine (keeping its data) so nothing leaks, then report.
-        await this.provider.teardown(backend, { purge: false }).catch((teardownError: unknown) => {
+        // Half-initialised: let go of the machine (it keeps running, data kept) so nothing leaks, then report.
+        await driver.detach(backend).catch((detachError: unknown) => {
           this.logger.warn(
-            { workspaceId: this.id, error: String(teardownError) },
-            "Teardown after failed initialise failed",
+            { workspaceId: this.id, error: String(detachError) },
+            "Detaching after a failed initialise failed",
           );
         });
         throw error;
@@ -138,7 +144,7 @@ export class Workspace implements AsyncDisposable {
       await live.mcp.releaseAll().catch((error: unknown) => {
         this.logger.warn({ workspaceId: this.id, error: String(error) }, "Closing MCP instances failed");
       });
-      await this.provider.teardown(live.backend, { purge: false });
+      await live.driver.detach(live.backend);
     });
   }
 
@@ -151,7 +157,7 @@ export class Workspace implements AsyncDisposable {
     return this.serialise(async () => {
       const live = this.requireLive();
       await live.mcp.closeAll();
-      const { backend } = live;
+      const { backend, driver } = live;
       const managed = [
         WORKSPACE_LAYOUT.mcpFile,
         WORKSPACE_LAYOUT.skillsDir,
@@ -165,31 +171,35 @@ export class Workspace implements AsyncDisposable {
       // As in the reference, skill paths are not re-seeded: the seed starts empty after a reset.
       const skills = this.createSkillStore(backend, []);
       await skills.initialize();
-      this.live = { backend, mcp: this.createMcpRegistry(backend, await this.connectorFor(backend)), skills };
+      const connector = await this.connectorFor(driver, backend);
+      this.live = { backend, driver, mcp: this.createMcpRegistry(driver, backend, connector), skills };
     });
   }
 
-  /** Initialised and, for the provider, still running (a sandbox may have expired underneath us). */
+  /** Initialised and, for its driver, still running (a sandbox may have expired underneath us). */
   async isAlive(): Promise<boolean> {
     const live = this.live;
     if (!live) return false;
-    return this.provider.isAlive(live.backend).catch(() => false);
+    // Host folders are stopped and deleted only by Berth's jobs, so their liveness is not polled; one
+    // deleted outside Berth is noticed on use (the machine is marked vanished) and checked then.
+    if (!live.driver.capabilities.mayVanish && !hasVanished(live.backend)) return true;
+    return live.driver.isAlive(live.backend).catch(() => false);
   }
 
-  /** True when files survive close and re-provision (local dirs, bind mounts, volumes). */
+  /** True when files survive a stop and a later attach (host folders, bind mounts, volumes). */
   isPersistent(): boolean {
-    return this.provider.persistent;
+    return this.requireLive().driver.persistent;
   }
 
   /**
    * An operation found this workspace's files gone (see backend/vanished.ts): the manager re-checks its
-   * liveness on the next use, whatever its interval (no provider call).
+   * liveness on the next use, whatever its interval (no driver call).
    */
   get vanished(): boolean {
     return this.live !== null && hasVanished(this.live.backend);
   }
 
-  /** Whether `initialize` has completed and `close` has not run since (no provider call). */
+  /** Whether `initialize` has completed and `close` has not run since (no driver call). */
   get isInitialized(): boolean {
     return this.live !== null;
   }
@@ -199,7 +209,7 @@ export class Workspace implements AsyncDisposable {
   }
 
   /** The live backend. Throws AppError UNAVAILABLE before `initialize` or after `close`. */
-  get backend(): WorkspaceBackend {
+  get backend(): WorkspaceMachine {
     return this.requireLive().backend;
   }
 
@@ -207,16 +217,22 @@ export class Workspace implements AsyncDisposable {
     return this.backend.workdir;
   }
 
-  /** Sandboxed backends confine commands; the local backend does not (trusted agents only). */
+  /** The backend kind of the workspace's machine (its driver's: the machine repeats no facts). */
+  get kind(): BackendKind {
+    return this.requireLive().driver.kind;
+  }
+
+  /** Sandboxed backends confine commands; host-unconfined does not (trusted agents only). */
   get isolated(): boolean {
-    return this.backend.isolated;
+    return this.requireLive().driver.isolation.isolated;
   }
 
   // ── prompt and tools ───────────────────────────────────────────────────────────────────────────────
 
   getInstructions(): string {
-    const backend = this.backend;
-    return renderInstructions(this.template, backend.kind, backend.workdir);
+    const { backend, driver } = this.requireLive();
+    const label = this.options.instructionsLabel?.(driver.kind) ?? driver.kind;
+    return renderInstructions(this.template, label, backend.workdir);
   }
 
   /** Bash, Edit, Glob, Grep, Read, Write bound to this workspace's backend. */
@@ -403,16 +419,14 @@ export class Workspace implements AsyncDisposable {
     return this.lifecycle.run(task);
   }
 
-  private async connectorFor(backend: WorkspaceBackend): Promise<McpConnector> {
-    const connector = await this.provider.createMcpConnector?.(backend, this.spec, {
-      network: this.options.mcpNetwork ?? DEFAULT_MCP_NETWORK_POLICY,
-    });
-    if (connector) return connector;
-    if (backend.isolated) {
+  private async connectorFor(driver: WorkspaceDriver, backend: WorkspaceMachine): Promise<McpConnector> {
+    const network = this.options.mcpNetwork ?? DEFAULT_MCP_NETWORK_POLICY;
+    if (driver.connectMcp) return driver.connectMcp(backend, { network });
+    if (driver.isolation.isolated) {
       // Running a sandboxed workspace's MCP servers on the host would escape the sandbox.
       throw new AppError(
         "INTERNAL",
-        `The ${backend.kind} backend has no MCP connector for an isolated workspace`,
+        `The ${driver.name} driver has no MCP connector for an isolated workspace`,
       );
     }
     return new LocalMcpConnector({
@@ -422,7 +436,7 @@ export class Workspace implements AsyncDisposable {
     });
   }
 
-  private createSkillStore(backend: WorkspaceBackend, seedPaths: readonly string[]): SkillStore {
+  private createSkillStore(backend: WorkspaceMachine, seedPaths: readonly string[]): SkillStore {
     return new SkillStore({
       backend,
       seedPaths,
@@ -431,12 +445,16 @@ export class Workspace implements AsyncDisposable {
     });
   }
 
-  private createMcpRegistry(backend: WorkspaceBackend, connector: McpConnector): McpRegistry {
+  private createMcpRegistry(
+    driver: WorkspaceDriver,
+    backend: WorkspaceMachine,
+    connector: McpConnector,
+  ): McpRegistry {
     return new McpRegistry({
       connector,
       defaultMcps: this.options.defaultMcps ?? [],
       maxLiveStatefulMcps: this.options.maxLiveStatefulMcps ?? null,
-      ...(this.provider.persistent
+      ...(driver.persistent
         ? { persistence: { backend, path: path.posix.join(backend.workdir, WORKSPACE_LAYOUT.mcpFile) } }
         : {}),
       logger: this.logger,

@@ -17,10 +17,11 @@ import { getDb } from "@/server/db";
 import { getAgentByName, getAgentModelApiKey, getAgentOrNull } from "@/server/modules/agent/agent.data";
 import { createApiKey } from "@/server/modules/api-key/api-key.service";
 import { appendChatMessages, getSessionOrNull } from "@/server/modules/session/session.data";
-import type { RunningBerth } from "./support/berth-server";
+import type { BerthServer } from "./support/berth-server";
 import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
-import { type E2eApp, startE2eApp, submitSignIn, watchedPage } from "./support/e2e-app";
+import { type E2eApp, startE2eApp } from "./support/e2e-app";
 import type { SeededTenant } from "./support/seed";
+import { signedInPages } from "./support/signed-in";
 
 requireChromium();
 
@@ -30,13 +31,14 @@ const FIRST_KEY = `sk-e2e-first-${randomBytes(12).toString("hex")}`;
 const SECOND_KEY = `sk-e2e-second-${randomBytes(12).toString("hex")}`;
 
 describe.skipIf(!HAS_CHROMIUM)("agents and sessions pages, end to end", () => {
-  let app: RunningBerth;
+  let app: BerthServer;
   let browser: Browser;
   let tenant: SeededTenant;
   let client: BerthClient;
   let e2e: E2eApp;
   // The key the server encrypts with (the global setup's BERTH_ENCRYPTION_KEY, passed on to the app).
   let secretKey: SecretKey;
+  let open: ReturnType<typeof signedInPages>;
 
   beforeAll(async () => {
     e2e = await startE2eApp();
@@ -50,20 +52,19 @@ describe.skipIf(!HAS_CHROMIUM)("agents and sessions pages, end to end", () => {
     });
     const { plainKey } = await createApiKey(auth, tenant.scope, { name: "e2e sessions", role: "admin" });
     client = createBerthClient({ url: e2e.baseUrl, apiKey: plainKey });
+    open = signedInPages(app, browser, tenant.slug);
   });
 
   afterAll(async () => {
     await e2e?.close();
   });
 
-  /** A signed-in page; uncaught page errors (hydration mismatches included) fail the test. */
-  async function signedInPage(): Promise<{ page: Page; pageErrors: string[] }> {
-    const watched = await watchedPage(await browser.newContext());
-    await watched.page.goto(`${app.url}/sign-in`);
-    await submitSignIn(watched.page, tenant.email, tenant.password);
-    await watched.page.waitForURL(new RegExp(`/t/${tenant.slug}$`));
-    return watched;
-  }
+  /**
+   * A new page of the admin's browser context, signed in by the first call (these tests are about the
+   * pages, not the sign-in: dashboard.test.ts signs in); uncaught page errors (hydration mismatches
+   * included) fail the test.
+   */
+  const signedInPage = () => open("", tenant);
 
   /** Confirms the open confirmation dialog with `button` and returns what it said. */
   async function confirmInDialog(page: Page, button: string): Promise<string> {
@@ -160,7 +161,7 @@ describe.skipIf(!HAS_CHROMIUM)("agents and sessions pages, end to end", () => {
     expect(await getAgentModelApiKey(tenant.scope, created.id, secretKey)).toBeNull();
     expect((await writerAgent()).modelConfig.model).toBe("model-b");
     expect(pageErrors).toEqual([]);
-    await page.context().close();
+    await page.close();
   });
 
   it("lists a session with its workspace link and history, filters by agent, and deletes it", async () => {
@@ -235,7 +236,7 @@ describe.skipIf(!HAS_CHROMIUM)("agents and sessions pages, end to end", () => {
     expect(await page.getByTestId("session-row").filter({ hasText: "e2e-chat" }).count()).toBe(0);
     expect(await getSessionOrNull(tenant.scope, sessionId)).toBeNull();
     expect(pageErrors).toEqual([]);
-    await page.context().close();
+    await page.close();
   });
 
   it("deletes an agent from the list, its sessions with it", async () => {
@@ -253,6 +254,6 @@ describe.skipIf(!HAS_CHROMIUM)("agents and sessions pages, end to end", () => {
     expect(await getAgentOrNull(tenant.scope, agent.id)).toBeNull();
     expect(await getSessionOrNull(tenant.scope, sessionId)).toBeNull();
     expect(pageErrors).toEqual([]);
-    await page.context().close();
+    await page.close();
   });
 });

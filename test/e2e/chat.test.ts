@@ -15,7 +15,7 @@ import { addMember } from "@/server/modules/member/member.data";
 import { getSession, listChatMessages } from "@/server/modules/session/session.data";
 import { createTenantWithOwner } from "@/server/modules/tenant/tenant.service";
 import { type FakeModelServer, startFakeModel } from "@/test/fixtures/fake-model/server";
-import type { RunningBerth } from "./support/berth-server";
+import type { BerthServer } from "./support/berth-server";
 import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp, submitSignIn, watchedPage } from "./support/e2e-app";
 import { printScreenshotListing, screenshotter } from "./support/screenshots";
@@ -27,8 +27,15 @@ const AGENT_NAME = "e2e-chatter";
 const MODEL_KEY = "sk-fake-model-key";
 const shot = screenshotter("chat");
 
+/** A promise the test resolves when a held model reply may go on. */
+function gate(): { until: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const until = new Promise<void>((resolve) => (open = resolve));
+  return { until, open };
+}
+
 describe.skipIf(!HAS_CHROMIUM)("sessions and chat, end to end", () => {
-  let app: RunningBerth;
+  let app: BerthServer;
   let browser: Browser;
   let tenant: SeededTenant;
   let e2e: E2eApp;
@@ -162,6 +169,97 @@ describe.skipIf(!HAS_CHROMIUM)("sessions and chat, end to end", () => {
     await page.getByTestId("session-status").filter({ hasText: "error" }).waitFor();
     await shot(page, "failed-turn");
     expect(pageErrors).toEqual([]);
+  });
+
+  it("still shows why the turn failed after a reload, on the turn itself", async () => {
+    await page.reload();
+    const marker = page.getByTestId("turn-marker").filter({ has: page.getByTestId("turn-marker-reason") });
+    await marker.last().waitFor();
+    expect(await marker.last().getAttribute("data-status")).toBe("failed");
+    expect(await marker.last().textContent()).toContain("rejected the agent's API key (HTTP 401)");
+    // The cancelled turn of earlier is marked too: its partial reply does not read like a finished one.
+    await page.locator('[data-testid="turn-marker"][data-status="cancelled"]').waitFor();
+    await shot(page, "failed-turn-after-reload");
+  });
+
+  it("a reload during a streaming turn re-attaches: the turn runs to its end and the page streams it", async () => {
+    const held = gate();
+    model.enqueue({
+      kind: "held",
+      before: ["Streaming ", "slowly "],
+      until: held.until,
+      after: ["and ", "done."],
+    });
+    await send("Tell me something slowly.");
+    await page.getByTestId("live-text").filter({ hasText: "Streaming slowly" }).waitFor();
+    await page.reload();
+    // The reloaded page replays the running turn from its stored events and follows it.
+    const live = page.getByTestId("live-turn");
+    await live.getByTestId("turn-streaming").waitFor();
+    await live.getByTestId("live-text").filter({ hasText: "Streaming slowly" }).waitFor();
+    await page.getByTestId("live-user-message").filter({ hasText: "Tell me something slowly." }).waitFor();
+    held.open();
+    await page.getByTestId("chat-message").filter({ hasText: "Streaming slowly and done." }).waitFor();
+    const sessionId = sessionPath.split("/").at(-1)!;
+    await vi.waitFor(async () => expect((await getSession(tenant.scope, sessionId)).status).toBe("IDLE"));
+    await shot(page, "reattached-turn");
+  });
+
+  it("a second tab sees a turn sent from the first, and keeps its own draft while that turn runs", async () => {
+    const second = await watchedPage(page.context());
+    await second.page.goto(`${app.url}${sessionPath}`);
+    await second.page.getByTestId("chat-log").waitFor();
+    await second.page.getByTestId("chat-message").first().waitFor();
+    const held = gate();
+    model.enqueue({
+      kind: "held",
+      before: ["From ", "the first tab "],
+      until: held.until,
+      after: ["is here."],
+    });
+    await send("Sent from the first tab.");
+    await second.page
+      .getByTestId("live-user-message")
+      .filter({ hasText: "Sent from the first tab." })
+      .waitFor();
+    await second.page.getByTestId("live-text").filter({ hasText: "From the first tab" }).waitFor();
+    // Sending there now is refused, saying why, and the draft stays.
+    const box = second.page.getByRole("form", { name: "Send a message" }).getByLabel("Message");
+    await box.fill("My draft in the second tab");
+    await box.press("Enter");
+    await second.page.getByTestId("send-refused").filter({ hasText: "already in progress" }).waitFor();
+    expect(await box.inputValue()).toBe("My draft in the second tab");
+    await shot(second.page, "second-tab");
+    held.open();
+    await second.page
+      .getByTestId("chat-message")
+      .filter({ hasText: "From the first tab is here." })
+      .waitFor();
+    await page.getByTestId("chat-message").filter({ hasText: "From the first tab is here." }).waitFor();
+    expect(await box.inputValue()).toBe("My draft in the second tab");
+    expect(second.pageErrors).toEqual([]);
+    await second.page.close();
+  });
+
+  it("refuses a message over the limit before sending, keeps the draft, and shows a long message in full", async () => {
+    const box = page.getByRole("form", { name: "Send a message" }).getByLabel("Message");
+    const tooLong = "y".repeat(200_001);
+    await box.fill(tooLong);
+    await box.press("Enter");
+    const refused = page.getByTestId("send-refused");
+    await refused.filter({ hasText: "200,000 characters" }).waitFor();
+    expect((await box.inputValue()).length).toBe(200_001);
+
+    model.enqueue({ kind: "text", text: "Read it all." });
+    const long = `${"z".repeat(99_991)}-the-end.`; // 100,000 characters
+    await box.fill(long);
+    await box.press("Enter");
+    await page.getByTestId("chat-message").filter({ hasText: "Read it all." }).waitFor();
+    expect(await box.inputValue()).toBe("");
+    const message = page.getByTestId("chat-message").filter({ hasText: "zzzz" }).last();
+    await message.getByRole("button", { name: "Show all 100,000 characters" }).click();
+    const shown = await message.getByTestId("message-text").textContent();
+    expect(shown).toContain(long);
   });
 
   it("lets a viewer read the chat but not send or delete", async () => {

@@ -10,7 +10,7 @@ import { createAuth } from "@/server/auth/auth";
 import { createBerthClient } from "@/server/client/create-berth-client";
 import { getDb } from "@/server/db";
 import { createApiKey } from "@/server/modules/api-key/api-key.service";
-import type { RunningBerth } from "./support/berth-server";
+import type { BerthServer } from "./support/berth-server";
 import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp, submitSignIn, watchedPage } from "./support/e2e-app";
 import { holdAppChunks, hydratedByReact, waitUntilHydratedByReact } from "./support/late-chunks";
@@ -20,7 +20,7 @@ requireChromium();
 
 describe.skipIf(!HAS_CHROMIUM)("dashboard, end to end", () => {
   let e2e: E2eApp;
-  let app: RunningBerth;
+  let app: BerthServer;
   let browser: Browser;
   let tenant: SeededTenant;
 

@@ -17,7 +17,7 @@ import { getAgentByName } from "@/server/modules/agent/agent.data";
 import { changeBudget } from "@/server/modules/quota/quota-admin.service";
 import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
 import { getTenantPolicy } from "@/server/modules/tenant/tenant-policy.data";
-import type { RunningBerth } from "./support/berth-server";
+import type { BerthServer } from "./support/berth-server";
 import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp, submitSignIn, watchedPage } from "./support/e2e-app";
 import { printScreenshotListing, screenshotter } from "./support/screenshots";
@@ -33,7 +33,7 @@ const shot = screenshotter("library");
 const INSTALLATION_TTL_MS = Number(process.env.BERTH_WORKSPACE_IDLE_TTL_MS ?? 3_600_000);
 
 describe.skipIf(!HAS_CHROMIUM)("library, agent defaults and settings, end to end", () => {
-  let app: RunningBerth;
+  let app: BerthServer;
   let browser: Browser;
   let tenant: SeededTenant;
   let e2e: E2eApp;

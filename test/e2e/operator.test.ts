@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { getDb } from "@/server/db";
 import { cliOperatorActor } from "@/server/modules/operator/operator-actor";
 import { grantOperator } from "@/server/modules/operator/operator.service";
-import type { RunningBerth } from "./support/berth-server";
+import type { BerthServer } from "./support/berth-server";
 import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp, submitSignIn, watchedPage } from "./support/e2e-app";
 import { printScreenshotListing, screenshotter } from "./support/screenshots";
@@ -22,7 +22,7 @@ requireChromium();
 const shot = screenshotter("operator");
 
 describe.skipIf(!HAS_CHROMIUM)("operators: create a tenant whose owner accepts the invitation", () => {
-  let app: RunningBerth;
+  let app: BerthServer;
   let browser: Browser;
   let seeded: SeededTenant;
   let e2e: E2eApp;

@@ -12,7 +12,7 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { closeSharedQueues } from "@/server/queue/queues";
 import { tarOf, zipOf } from "@/test/unit/workspace/support/archives";
-import type { RunningBerth } from "./support/berth-server";
+import type { BerthServer } from "./support/berth-server";
 import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp } from "./support/e2e-app";
 import { provisionLocalWorkspace } from "./support/local-workspace";
@@ -27,7 +27,7 @@ const skillMd = (name: string, description: string) =>
   `---\nname: ${name}\ndescription: ${description}\n---\n# ${name}\nFollow the checklist.\n`;
 
 describe.skipIf(!HAS_CHROMIUM)("a skill archive uploaded in the Skills tab, end to end", () => {
-  let app: RunningBerth;
+  let app: BerthServer;
   let browser: Browser;
   let tenant: SeededTenant;
   let e2e: E2eApp;

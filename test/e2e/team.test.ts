@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAuth } from "@/server/auth/auth";
 import { getDb } from "@/server/db";
 import { listMembers } from "@/server/modules/member/member.data";
-import type { RunningBerth } from "./support/berth-server";
+import type { BerthServer } from "./support/berth-server";
 import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp, submitSignIn, watchedPage } from "./support/e2e-app";
 import { printScreenshotListing, screenshotter } from "./support/screenshots";
@@ -22,7 +22,7 @@ const shot = screenshotter("team");
 const GRACE = { name: "Grace Hopper", password: "first-password-1", newPassword: "second-password-2" };
 
 describe.skipIf(!HAS_CHROMIUM)("team: invitations, roles, passwords, end to end", () => {
-  let app: RunningBerth;
+  let app: BerthServer;
   let browser: Browser;
   let tenant: SeededTenant;
   let e2e: E2eApp;

@@ -1,7 +1,8 @@
 /**
  * Web security through the composition `npm start` builds (scripts/start.ts: its HTTP server, Next, the
  * route handlers, workers in-process), against the test Postgres/Redis, with a real Chromium:
- * chat.send only as a streamed POST (typed client: events, abort cancels the turn), cross-site cookie
+ * chat.send only as a streamed POST (typed client: events; an aborted request leaves the turn running, only
+ * chat.cancel or chat.run's signal cancels it), cross-site cookie
  * POSTs refused with a typed 403, the client address taken from the socket (not X-Forwarded-For), a
  * same-origin-only sign-in redirect, security headers and a CSP the dashboard runs under without a single
  * violation, and early upload refusals that leave keep-alive connections usable.
@@ -15,8 +16,9 @@ import { createBerthClient, type BerthClient } from "@/server/client/create-bert
 import { getDb } from "@/server/db";
 import { createApiKey } from "@/server/modules/api-key/api-key.service";
 import { addMember } from "@/server/modules/member/member.data";
+import { getSession } from "@/server/modules/session/session.data";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
-import type { RunningBerth } from "./support/berth-server";
+import type { BerthServer } from "./support/berth-server";
 import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp, submitSignIn, watchedPage } from "./support/e2e-app";
 import type { SeededTenant } from "./support/seed";
@@ -27,7 +29,7 @@ type TurnEvent = { type: string; text?: string; status?: string };
 
 describe.skipIf(!HAS_CHROMIUM)("web security under npm start", () => {
   let e2e: E2eApp;
-  let app: RunningBerth;
+  let app: BerthServer;
   let browser: Browser;
   let tenant: SeededTenant;
   let client: BerthClient;
@@ -97,7 +99,7 @@ describe.skipIf(!HAS_CHROMIUM)("web security under npm start", () => {
     expect(fake.requests.length).toBe(before);
   });
 
-  it("aborting the request cancels the running turn", async () => {
+  it("aborting the request leaves the turn running (only chat.cancel stops it); chat.run's signal cancels explicitly", async () => {
     const sessionId = await newSession();
     fake.enqueue({ kind: "stall", text: ["thinking"] });
     const controller = new AbortController();
@@ -108,19 +110,32 @@ describe.skipIf(!HAS_CHROMIUM)("web security under npm start", () => {
     const iterator = events[Symbol.asyncIterator]();
     expect(await iterator.next()).toMatchObject({ value: { type: "text-delta" } });
     controller.abort();
-    await expect(iterator.next()).rejects.toThrow();
-    // The session is free again (a turn still running would answer CONFLICT), and the stored turn says why.
-    fake.enqueue({ kind: "text", text: "again" });
-    await vi.waitFor(
-      async () => {
-        const next: TurnEvent[] = [];
-        for await (const event of await client.chat.send.mutate({ sessionId, message: "again?" })) {
-          next.push(event);
-        }
-        expect(next.at(-1)).toMatchObject({ type: "done", status: "completed" });
-      },
-      { timeout: 20_000, interval: 250 },
+    // A closed tab or a reload is no cancel: the turn still holds the session, and attaching shows it.
+    expect((await getSession(tenant.scope, sessionId)).status).toBe("RUNNING");
+    const attached = await client.chat.attach.query({ sessionId });
+    const replay = attached[Symbol.asyncIterator]();
+    expect(await replay.next()).toMatchObject({
+      value: { seq: 1, event: { type: "text-delta", text: "thinking" } },
+    });
+    await client.chat.cancel.mutate({ sessionId });
+    const ended: TurnEvent[] = [];
+    for (let next = await replay.next(); !next.done; next = await replay.next()) ended.push(next.value.event);
+    expect(ended.at(-1)).toMatchObject({ type: "done", status: "cancelled" });
+
+    // chat.run's own signal is an explicit cancel: aborting it cancels the turn.
+    fake.enqueue({ kind: "stall", text: ["again"] });
+    const run = new AbortController();
+    const running = client.chat.run(
+      { sessionId, message: "and again" },
+      { signal: run.signal, onEvent: (event) => event.type === "text-delta" && run.abort() },
     );
+    await expect(running).rejects.toThrow();
+    await vi.waitFor(async () => expect((await getSession(tenant.scope, sessionId)).status).toBe("IDLE"), {
+      timeout: 20_000,
+      interval: 100,
+    });
+    const turns = await client.chat.turns.query({ sessionId });
+    expect(turns.map((turn) => turn.status)).toEqual(["CANCELLED", "CANCELLED"]);
   });
 
   it("refuses cross-site cookie POSTs with a typed 403, and lets same-origin and Bearer calls through", async () => {
@@ -298,6 +313,33 @@ describe.skipIf(!HAS_CHROMIUM)("web security under npm start", () => {
     } finally {
       big.destroy();
     }
+  });
+
+  it("records the caller's address and user agent on the audit entries services write (agent.create, session.create)", async () => {
+    // Under npm start the services that write these entries are the tsx copy's, the request Next's: the
+    // address and user agent reached Next's copy only, and every such row had both null.
+    const userAgent = `audit-probe/${randomBytes(3).toString("hex")}`;
+    const probe = createBerthClient({ url: app.url, apiKey, headers: { "user-agent": userAgent } });
+    const agent = await probe.agent.create.mutate({
+      name: `audited-${randomBytes(3).toString("hex")}`,
+      modelConfig: { baseUrl: fake.baseUrl, model: "fake-model" },
+    });
+    await probe.session.create.mutate({ agentId: agent.id });
+    await vi.waitFor(
+      async () => {
+        const rows = await getDb().auditLog.findMany({
+          where: {
+            tenantId: tenant.scope.tenantId,
+            action: { in: ["agent.create", "session.create"] },
+            userAgent,
+          },
+          select: { action: true, ip: true, userAgent: true },
+        });
+        expect(rows.map((row) => row.action).sort()).toEqual(["agent.create", "session.create"]);
+        for (const row of rows) expect(row.ip).toBe("127.0.0.1");
+      },
+      { timeout: 30_000, interval: 500 },
+    );
   });
 
   // Last: the sign-in attempts below leave better-auth's per-address window busy for a few seconds.

@@ -17,7 +17,7 @@ import { getDb } from "@/server/db";
 import { createApiKey } from "@/server/modules/api-key/api-key.service";
 import { getWorkspace } from "@/server/modules/workspace/workspace.data";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
-import type { RunningBerth } from "./support/berth-server";
+import type { BerthServer } from "./support/berth-server";
 import { sendChatTurn } from "./support/chat-turn";
 import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp, submitSignIn, watchedPage } from "./support/e2e-app";
@@ -30,7 +30,7 @@ const MODEL_KEY = "sk-e2e-generations";
 const AGENT_NAME = "e2e-generations";
 
 describe.skipIf(!HAS_CHROMIUM)("workspace generations and the agent's MCP scope, end to end", () => {
-  let app: RunningBerth;
+  let app: BerthServer;
   let browser: Browser;
   let tenant: SeededTenant;
   let e2e: E2eApp;

@@ -13,8 +13,8 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { getDb } from "@/server/db";
 import { closeSharedQueues } from "@/server/queue/queues";
-import type { RunningBerth } from "./support/berth-server";
-import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
+import type { BerthServer } from "./support/berth-server";
+import { downloadedText, HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp } from "./support/e2e-app";
 import { provisionLocalWorkspace } from "./support/local-workspace";
 import { printScreenshotListing, screenshotter } from "./support/screenshots";
@@ -28,7 +28,7 @@ const TRANSITIONS = ["provisioning", "provisioned", "stopping", "stopped", "purg
 const shot = screenshotter("workspace-tabs");
 
 describe.skipIf(!HAS_CHROMIUM)("a workspace's files, events, skills and MCP tabs, end to end", () => {
-  let app: RunningBerth;
+  let app: BerthServer;
   let browser: Browser;
   let tenant: SeededTenant;
   let e2e: E2eApp;
@@ -89,7 +89,7 @@ describe.skipIf(!HAS_CHROMIUM)("a workspace's files, events, skills and MCP tabs
       preview.getByRole("button", { name: "Download" }).click(),
     ]);
     expect(download.suggestedFilename()).toBe("notes.txt");
-    expect(await fs.readFile(await download.path(), "utf8")).toBe("edited in the browser\n");
+    expect(await downloadedText(download)).toBe("edited in the browser\n");
     await page.reload();
     await fileRow(page, "notes.txt").getByRole("button", { name: "notes.txt", exact: true }).click();
     await page.getByTestId("file-content").filter({ hasText: "edited in the browser" }).waitFor();

@@ -8,7 +8,6 @@
  * sees everything but can change nothing. Files, skills, MCP servers and the events filter are in
  * workspace-tabs.test.ts. Needs /usr/bin/chromium: a missing browser FAILS under CI=1 and skips elsewhere.
  */
-import fs from "node:fs/promises";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAuth } from "@/server/auth/auth";
@@ -19,8 +18,8 @@ import { getWorkspace, upsertWorkspaceBinding } from "@/server/modules/workspace
 import { acquireLeaseLocked } from "@/server/modules/workspace/workspace-lifecycle.data";
 import { enqueue } from "@/server/queue/enqueue";
 import { closeSharedQueues, getQueues } from "@/server/queue/queues";
-import type { RunningBerth } from "./support/berth-server";
-import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
+import type { BerthServer } from "./support/berth-server";
+import { downloadedText, HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp } from "./support/e2e-app";
 import { printScreenshotListing, screenshotter } from "./support/screenshots";
 import type { SeededTenant } from "./support/seed";
@@ -36,7 +35,7 @@ const LEASE = {
 const shot = screenshotter("workspaces");
 
 describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
-  let app: RunningBerth;
+  let app: BerthServer;
   let browser: Browser;
   let tenant: SeededTenant;
   let e2e: E2eApp;
@@ -97,7 +96,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     await stateIn(seeded, "pending").waitFor();
     // The seeded workspace belongs to no agent's record; its sessions' agent is shown by name elsewhere.
     expect(await page.getByTestId("workspace-row").count()).toBe(2);
-    expect(await live.locator("td").nth(5).textContent()).toBe("1");
+    expect(await live.getByTestId("workspace-leases").textContent()).toBe("1");
     await shot(page, "list");
 
     await page.getByLabel("Filter by state").selectOption({ label: "pending" });
@@ -242,7 +241,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
       page.waitForEvent("download"),
       page.getByRole("button", { name: "Export CSV" }).click(),
     ]);
-    const lines = (await fs.readFile(await download.path(), "utf8")).trim().split("\r\n");
+    const lines = (await downloadedText(download)).trim().split("\r\n");
     expect(lines).toHaveLength(2);
     expect(lines[1]).toContain(",workspace.stop,");
     expect(lines[1]).toContain(tenant.email);
@@ -294,12 +293,62 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     expect(await addMcp.getByRole("button", { name: "Add" }).isDisabled()).toBe(true);
     await shot(page, "viewer-mcp");
 
-    await page.getByRole("navigation", { name: "Tenant" }).getByRole("link", { name: "Jobs" }).click();
+    // Jobs are the admins': the viewer's sidebar does not offer them, and the address typed by hand says
+    // which role the page takes instead of showing a page of refusals.
+    const nav = page.getByRole("navigation", { name: "Tenant" });
+    await nav.getByRole("link", { name: "Workspaces" }).waitFor();
+    expect(await nav.getByRole("link", { name: "Jobs" }).count()).toBe(0);
+    await page.goto(`${app.url}/t/${tenant.slug}/jobs`);
     await page
-      .getByRole("alert")
+      .getByTestId("role-required")
       .filter({ hasText: /admin role/ })
       .waitFor();
     expect(await page.getByTestId("job-row").count()).toBe(0);
+    expect(pageErrors).toEqual([]);
+    await page.close();
+  });
+  it("changes a badge live when the API stops a workspace elsewhere, stops two at once and filters by state", async () => {
+    const suffix = tenant.slug.slice("e2e-".length);
+    const [outsideId, bulkA, bulkB] = ["outside", "bulk-a", "bulk-b"].map((name) => `ws-${name}-${suffix}`);
+    for (const id of [outsideId!, bulkA!, bulkB!]) {
+      await upsertWorkspaceBinding(tenant.scope, { id, backendKind: "local", isolationPolicy: "PER_AGENT" });
+      await provision(id, "e2e: live list");
+    }
+    const { page, pageErrors } = await open("/workspaces", tenant);
+    // The page's change stream is connected: from here on nothing polls (every workspace is READY).
+    await page.locator('[data-testid="live-status"][data-live-status="live"]').waitFor();
+    for (const id of [outsideId!, bulkA!, bulkB!])
+      await stateIn(rowOf(page, "workspace-row", id), "ready").waitFor();
+
+    // Stopped through the HTTP API by another client (the same user's session, not this page).
+    const stopped = await page.context().request.post(`${app.url}/api/trpc/workspace.stop`, {
+      headers: { "content-type": "application/json", origin: app.url },
+      data: JSON.stringify({ json: { tenantSlug: tenant.slug, workspaceId: outsideId } }),
+    });
+    expect(stopped.status(), await stopped.text()).toBe(200);
+    await stateIn(rowOf(page, "workspace-row", outsideId!), "stopped").waitFor({ timeout: 30_000 });
+    await shot(page, "live-badge-stopped");
+
+    // Bulk stop of two: each row's outcome is reported, and both badges follow.
+    await page.getByLabel(`Select ${bulkA}`).check();
+    await page.getByLabel(`Select ${bulkB}`).check();
+    const bar = page.getByTestId("bulk-bar");
+    await bar.filter({ hasText: "2 selected" }).waitFor();
+    await bar.getByRole("button", { name: "Stop" }).click();
+    const outcomes = page.getByTestId("bulk-outcome");
+    await vi.waitFor(async () => expect(await outcomes.count()).toBe(2));
+    for (const id of [bulkA!, bulkB!]) {
+      const outcome = outcomes.filter({ hasText: id });
+      expect(await outcome.getAttribute("data-ok")).toBe("true");
+      expect(await outcome.textContent()).toContain("stop requested");
+      await stateIn(rowOf(page, "workspace-row", id), "stopped").waitFor({ timeout: 30_000 });
+    }
+    await shot(page, "bulk-stopped");
+
+    // The state filter (on the server) shows exactly the three stopped ones.
+    await page.getByLabel("Filter by state").selectOption({ label: "stopped" });
+    await vi.waitFor(async () => expect(await page.getByTestId("workspace-row").count()).toBe(3));
+    for (const id of [outsideId!, bulkA!, bulkB!]) await rowOf(page, "workspace-row", id).waitFor();
     expect(pageErrors).toEqual([]);
     await page.close();
   });

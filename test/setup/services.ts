@@ -5,13 +5,14 @@ import type { TestProject } from "vitest/node";
 import { dropDatabase, ensureDatabase, migrateDeploy, withDatabase } from "@/scripts/services/database";
 import { deleteRedisKeys } from "@/scripts/services/redis";
 import { startLocalServices } from "@/scripts/services/local-services";
+import { cloneDatabase, TEST_TEMPLATE_VARIABLE } from "@/scripts/services/test-databases";
 
 /**
  * Global setup of the `integration` and `e2e` projects (once per project): real PostgreSQL and Redis.
  *
  * - DATABASE_URL / REDIS_URL given (CI, or a developer's own services): used as servers only. The tests
- *   get a FRESH database `berth_test_<random>` (migrated with `prisma migrate deploy`, dropped at the
- *   end) and a fresh Redis key prefix (its keys deleted at the end), so developer data is never touched.
+ *   get a FRESH database `berth_test_<random>` (migrated with `prisma migrate deploy`, or under `npm test`
+ *   copied from the template it migrated once for all its runs; dropped at the end) and a fresh Redis key prefix (its keys deleted at the end), so developer data is never touched.
  * - Not given: embedded PostgreSQL and the redis-server from PATH, in a throw-away folder.
  *
  * Tests read the result from process.env (DATABASE_URL, REDIS_URL, BERTH_REDIS_PREFIX), which
@@ -39,8 +40,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
 
   const databaseUrl = withDatabase(services.databaseUrl, `berth_test_${runId}`);
   const redisPrefix = `berth_test_${runId}`;
+  // `npm test` migrates one template for all its runs (scripts/services/test-databases.ts) on the given
+  // server; the check after the copy is one query that finds every migration applied.
+  const template = services.embedded.postgres ? undefined : process.env[TEST_TEMPLATE_VARIABLE];
   try {
-    await ensureDatabase(databaseUrl);
+    if (template) await cloneDatabase(databaseUrl, template);
+    else await ensureDatabase(databaseUrl);
     await migrateDeploy(databaseUrl);
   } catch (error) {
     await dropDatabase(databaseUrl).catch(() => undefined);

@@ -1,13 +1,13 @@
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import {
   provisionWorkspace,
-  purgeWorkspace,
   stopWorkspace,
-  sweepIdleWorkspaces,
   type WorkspaceJobDeps,
-} from "@/server/modules/workspace/workspace-jobs.service";
-import { reconcileWorkspaces } from "@/server/modules/workspace/workspace-reconcile.service";
-import { purgeAgent, purgeSessions } from "@/server/modules/workspace/workspace-scope-purge.service";
+} from "@/server/modules/machines/machine-jobs.service";
+import { sweepIdleWorkspaces } from "@/server/modules/machines/idle-sweep.service";
+import { purgeWorkspace } from "@/server/modules/purge/workspace-purge.service";
+import { reconcileWorkspaces } from "@/server/modules/machines/reconcile.service";
+import { purgeAgent, purgeSessions } from "@/server/modules/purge/workspace-scope-purge.service";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
 import type { BerthSchedulerId } from "@/server/queue/schedulers";
 import { createEnqueue } from "@/server/queue/enqueue";
@@ -21,6 +21,8 @@ import { defineSchedule, type Schedule } from "../schedules";
 export function registerWorkspaceProcessors(
   registry: ProcessorRegistry<BerthJobCatalog>,
   engine: Pick<WorkspaceEngine, "drivers" | "config" | "queues">,
+  /** The workers' job lock duration: a provision run's claim lapses after as long (provision-claim.ts). */
+  options: { lockDurationMs?: number | undefined } = {},
 ): void {
   const enqueue = createEnqueue(engine.queues);
   const deps: WorkspaceJobDeps = {
@@ -28,18 +30,30 @@ export function registerWorkspaceProcessors(
     config: engine.config,
     requestStop: (payload) => enqueue("workspace.stop", payload),
     requestProvision: (payload) => enqueue("workspace.provision", payload),
+    ...(options.lockDurationMs !== undefined ? { provisionClaimMs: options.lockDurationMs } : {}),
   };
   registry
-    .registerProcessor("workspace.provision", ({ payload, log, job }) =>
-      provisionWorkspace(deps, payload, log, {
-        requestedAt: job.timestamp,
-        pickedUpAt: job.processedOn ?? Date.now(),
-      }),
+    .registerProcessor("workspace.provision", ({ payload, log, job, signal }) =>
+      provisionWorkspace(
+        deps,
+        payload,
+        log,
+        { requestedAt: job.timestamp, pickedUpAt: job.processedOn ?? Date.now() },
+        signal,
+      ),
     )
     .registerProcessor("workspace.stop", ({ payload }) => stopWorkspace(deps, payload))
-    .registerProcessor("workspace.purge", ({ payload }) => purgeWorkspace(deps, payload))
+    // Long on a big folder: it stops at the signal (shutdown, lost lock) and the next worker resumes it.
+    .registerProcessor("workspace.purge", ({ payload, job, signal }) =>
+      purgeWorkspace(deps, payload, {
+        signal,
+        onProgress: (deleted) => job.updateProgress({ deleted }),
+      }),
+    )
     .registerProcessor("workspace.sweep", ({ log }) => sweepIdleWorkspaces(deps, log))
-    .registerProcessor("workspace.reconcile", ({ payload, log }) => reconcileWorkspaces(deps, payload, log))
+    .registerProcessor("workspace.reconcile", ({ payload, log, signal }) =>
+      reconcileWorkspaces(deps, payload, log, { signal }),
+    )
     .registerProcessor("session.purge", ({ payload, log }) => purgeSessions(deps, payload, log))
     .registerProcessor("agent.purge", ({ payload }) => purgeAgent(deps, payload));
 }

@@ -9,6 +9,7 @@ import { Field } from "@/app/_components/ui/field";
 import { formString } from "@/app/_components/ui/form-data";
 import { DoneFooter, FormDialog, SubmitFooter } from "@/app/_components/ui/form-dialog";
 import { Input } from "@/app/_components/ui/input";
+import { resetErrorOnEdit, useSubmitOnce } from "@/app/_components/ui/use-submit-once";
 import { useTRPC } from "@/app/_trpc/client";
 import { InviteLinkBox } from "./_components/invite-link";
 
@@ -23,6 +24,7 @@ export function CreateTenantDialog() {
     }),
   );
   const fieldErrors = create.error?.data?.fieldErrors ?? null;
+  const submitOnce = useSubmitOnce();
 
   function close() {
     setOpen(false);
@@ -32,11 +34,14 @@ export function CreateTenantDialog() {
   function onSubmit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     const form = new FormData(event.currentTarget);
-    create.mutate({
-      name: formString(form, "name"),
-      slug: formString(form, "slug"),
-      ownerNote: formString(form, "ownerNote"),
-    });
+    submitOnce((idempotencyKey) =>
+      create.mutateAsync({
+        idempotencyKey,
+        name: formString(form, "name"),
+        slug: formString(form, "slug"),
+        ownerNote: formString(form, "ownerNote"),
+      }),
+    );
   }
 
   return (
@@ -61,7 +66,12 @@ export function CreateTenantDialog() {
           <DoneFooter onDone={close} />
         </div>
       ) : (
-        <form className="grid gap-4" onSubmit={onSubmit} aria-label="Create tenant">
+        <form
+          className="grid gap-4"
+          onSubmit={onSubmit}
+          onChange={resetErrorOnEdit(create)}
+          aria-label="Create tenant"
+        >
           <Field label="Name" error={fieldErrors?.name?.[0]}>
             <Input name="name" required maxLength={100} placeholder="Acme Inc." />
           </Field>

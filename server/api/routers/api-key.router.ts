@@ -9,14 +9,16 @@ export const apiKeyRouter = createTRPCRouter({
     .output(z.array(ZApiKeyDTO))
     .query(({ ctx, input }) => listTenantApiKeys(ctx.scope, { includeRevoked: input.includeRevoked })),
 
-  /** The plain key is in this response and nowhere else: only its hash is stored. */
+  /**
+   * The plain key is in this response and nowhere else: only its hash is stored. With `idempotencyKey`, the
+   * same key from the same caller (24 hours) returns the first key and the same plain key (derived, not stored).
+   */
   create: tenantProcedureFor("api-key:manage")
     .input(ZTenantInput.extend(ZCreateApiKeyInput.shape))
     .output(z.object({ apiKey: ZApiKeyDTO, plainKey: z.string() }))
-    .mutation(({ ctx, input }) => {
-      const { name, role, expiresInSeconds, detached } = input;
-      return createApiKey(ctx.runtime.auth, ctx.scope, { name, role, expiresInSeconds, detached });
-    }),
+    .mutation(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...input } }) =>
+      createApiKey(ctx.runtime.auth, ctx.scope, input),
+    ),
 
   revoke: tenantProcedureFor("api-key:manage")
     .input(ZTenantInput.extend({ apiKeyId: z.string().min(1).max(200) }))

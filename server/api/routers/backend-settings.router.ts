@@ -2,29 +2,40 @@ import { z } from "zod";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
 import { getBackendSettingsService } from "@/server/composition/services";
 import {
-  ZE2bSettingsPatch,
-  ZE2bSettingsView,
+  ZBackendSettingsForm,
+  ZBackendSettingsPatch,
+  ZBackendSettingsView,
 } from "@/server/modules/backend-settings/backend-settings.types";
+import { ZBackendKind } from "@/server/modules/agent/agent.types";
 
-/** A tenant's own settings of the workspace backends (admins): today its E2B team. */
+/**
+ * A tenant's own settings of the workspace backends (admins), for every backend whose driver declares
+ * some (`DriverDefinition.tenantSettings`; today E2B: its team's API key, template, domain, minimum size).
+ */
 export const backendSettingsRouter = createTRPCRouter({
-  /** The tenant's E2B settings; the API key only as a masked hint. */
-  e2b: tenantProcedureFor("workspace:manage")
+  /** The backends of this installation that take tenant settings: fields and the tenant's values. */
+  forms: tenantProcedureFor("workspace:manage")
     .input(ZTenantInput)
-    .output(ZE2bSettingsView)
-    .query(({ ctx }) => getBackendSettingsService().readE2b(ctx.scope)),
+    .output(z.array(ZBackendSettingsForm))
+    .query(({ ctx }) => getBackendSettingsService().forms(ctx.scope)),
 
-  /** Absent fields keep their values; null puts one back to the installation's. Audited, key never logged. */
-  setE2b: tenantProcedureFor("workspace:manage")
-    .input(ZTenantInput.extend(ZE2bSettingsPatch.shape))
-    .output(ZE2bSettingsView)
-    .mutation(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...patch } }) =>
-      getBackendSettingsService().setE2b(ctx.scope, patch),
+  /** The tenant's settings of one backend; its secret only as a masked hint. */
+  read: tenantProcedureFor("workspace:manage")
+    .input(ZTenantInput.extend({ backend: ZBackendKind }))
+    .output(ZBackendSettingsView)
+    .query(({ ctx, input }) => getBackendSettingsService().read(ctx.scope, input.backend)),
+
+  /** Absent fields keep their values; null puts one back to the installation's. Audited, secret never logged. */
+  set: tenantProcedureFor("workspace:manage")
+    .input(ZTenantInput.extend(ZBackendSettingsPatch.shape))
+    .output(ZBackendSettingsView)
+    .mutation(({ ctx, input }) =>
+      getBackendSettingsService().set(ctx.scope, { backend: input.backend, settings: input.settings }),
     ),
 
-  /** Drops the tenant's settings: its next provisions use the installation's E2B team. */
-  clearE2b: tenantProcedureFor("workspace:manage")
-    .input(ZTenantInput.extend({ confirm: z.literal(true) }))
-    .output(ZE2bSettingsView)
-    .mutation(({ ctx }) => getBackendSettingsService().clearE2b(ctx.scope)),
+  /** Drops the tenant's settings of one backend: its next provisions use the installation's. */
+  clear: tenantProcedureFor("workspace:manage")
+    .input(ZTenantInput.extend({ backend: ZBackendKind, confirm: z.literal(true) }))
+    .output(ZBackendSettingsView)
+    .mutation(({ ctx, input }) => getBackendSettingsService().clear(ctx.scope, input.backend)),
 });

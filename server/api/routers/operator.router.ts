@@ -36,6 +36,7 @@ import {
 import { readTenantQuota, setTenantQuotaOverrides } from "@/server/modules/operator/tenant-quota.service";
 import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
 import { ZTenantUsageView } from "@/server/modules/quota/quota.types";
+import { ZIdempotencyKey } from "@/server/shared/idempotency";
 
 /**
  * `operator.*`: the installation's tenants, for operators only (server/api/operator-procedure.ts). The CLI
@@ -58,7 +59,12 @@ export const operatorRouter = createTRPCRouter({
       .output(ZTenantCreated)
       .mutation(({ ctx, input }) => createTenant(ctx.operator, input)),
     inviteOwner: operatorProcedure
-      .input(ZTenantRef.extend({ note: z.string().max(200).optional() }))
+      .input(
+        ZTenantRef.extend({
+          note: z.string().max(200).optional(),
+          idempotencyKey: ZIdempotencyKey.optional(),
+        }),
+      )
       .output(ZOwnerInviteCreated)
       .mutation(({ ctx, input }) => createOwnerInvite(ctx.operator, input)),
     suspend: operatorProcedure

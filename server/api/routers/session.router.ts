@@ -8,7 +8,10 @@ const sessions = () => getAgentServices().session;
 
 /** `session.*`: members create and delete sessions (`session:use`); viewers read. */
 export const sessionRouter = createTRPCRouter({
-  /** → `{ sessionId, workspaceId }`; the workspace id is fixed here for the session's life, nothing provisioned. */
+  /**
+   * → `{ sessionId, workspaceId }`; the workspace id is fixed here for the session's life, nothing provisioned.
+   * With `idempotencyKey`, the same key from the same caller (24 hours) returns the first session.
+   */
   create: tenantProcedureFor("session:use")
     .input(ZTenantInput.extend(ZSessionCreateRequest.shape))
     .mutation(async ({ ctx, input }) => {
@@ -16,6 +19,7 @@ export const sessionRouter = createTRPCRouter({
         agentId: input.agentId,
         ...(input.workspaceId !== undefined ? { workspaceId: input.workspaceId } : {}),
         ...(input.name !== undefined ? { name: input.name } : {}),
+        ...(input.idempotencyKey !== undefined ? { idempotencyKey: input.idempotencyKey } : {}),
       });
       return { sessionId, workspaceId };
     }),

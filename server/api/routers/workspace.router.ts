@@ -85,6 +85,36 @@ export const workspaceRouter = createTRPCRouter({
       }),
     ),
 
+  /** Starts a STOPPED, FAILED or never provisioned workspace (the provision job); READY ones stay as they are. */
+  start: tenantProcedureFor("workspace:manage")
+    .input(ZWorkspaceTarget)
+    .mutation(({ ctx, input }) => services().service.requestStart(ctx.scope, input.workspaceId)),
+
+  /** Names the workspace on the dashboard (null or blank clears it). */
+  setLabel: tenantProcedureFor("workspace:manage")
+    .input(ZWorkspaceTarget.extend({ label: z.string().max(100).nullable() }))
+    .mutation(({ ctx, input }) => services().service.setLabel(ctx.scope, input.workspaceId, input.label)),
+
+  /**
+   * Stop, start or purge many workspaces: each through its own request (audited, its own job), with a
+   * per-workspace outcome (`ok`, the state, or the error that refused it); one refusal does not stop the rest.
+   */
+  bulk: tenantProcedureFor("workspace:manage")
+    .input(
+      ZTenantInput.extend({
+        action: z.enum(["stop", "start", "purge"]),
+        workspaceIds: z.array(z.string().min(1).max(200)).min(1).max(100),
+        force: z.boolean().default(false),
+      }),
+    )
+    .mutation(({ ctx, input }) =>
+      services().service.bulk(ctx.scope, {
+        action: input.action,
+        workspaceIds: input.workspaceIds,
+        force: input.force,
+      }),
+    ),
+
   purge: tenantProcedureFor("workspace:manage")
     .input(
       ZWorkspaceTarget.extend({ force: z.boolean().default(false), reason: z.string().max(500).optional() }),

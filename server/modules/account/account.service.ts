@@ -8,10 +8,16 @@ import { AppError } from "@/server/shared/errors";
 import { parseInput } from "@/server/shared/parse-input";
 import { currentRequestMeta } from "@/server/shared/request-meta";
 
-export const ZChangePasswordInput = z.object({
-  currentPassword: z.string().min(1).max(256),
-  newPassword: z.string().min(8).max(256),
-});
+export const ZChangePasswordInput = z
+  .object({
+    currentPassword: z.string().min(1).max(256),
+    newPassword: z.string().min(8).max(256),
+  })
+  // "Changed" to the same password would end the other sessions yet leave the old password valid.
+  .refine((input) => input.newPassword !== input.currentPassword, {
+    path: ["newPassword"],
+    message: "must differ from the current password",
+  });
 
 /**
  * The signed-in user's own account. `changePassword` checks the current password, stores the new one and

@@ -1,6 +1,7 @@
 import type { TenantScope } from "@/server/auth/scope";
 import { deleteAgent, getAgent, listWorkerAgentIds } from "@/server/modules/agent/agent.data";
 import { audited } from "@/server/modules/audit/audited";
+import { recordDeletedSessions } from "@/server/modules/session/deleted-session.data";
 import { listSessions } from "@/server/modules/session/session.data";
 import { listWorkspaces } from "@/server/modules/workspace/workspace-list.data";
 import { isAppError } from "@/server/shared/errors";
@@ -18,6 +19,12 @@ export type AgentRemovalDeps = {
     scope: TenantScope,
     input: { agentId: string; workspaceIds: string[] },
   ): Promise<{ jobId: string | null }>;
+  /** The workspace service's stop request (READY → STOPPING, then `workspace.stop`). */
+  requestStop?: (
+    scope: TenantScope,
+    workspaceId: string,
+    options: { force?: boolean; reason?: string },
+  ) => Promise<{ state: string; jobId: string | null }>;
   onAuditFailure?: (error: unknown) => void;
 };
 
@@ -29,6 +36,8 @@ export type AgentRemoval = {
   sessionPurgeJobIds: (string | null)[];
   /** Team workers its sessions had created (`AgentCreate`), removed with it. */
   workerAgentIds: string[];
+  /** Its own workspaces (bound to it) that were asked to stop with it, and the `workspace.stop` jobs. */
+  stoppedWorkspaceIds: string[];
 };
 
 /** The most sessions one `session.purge` job takes (its payload's cap). */
@@ -40,6 +49,7 @@ const SESSION_PURGE_BATCH = 1_000;
  */
 async function footprintOf(scope: TenantScope, agentId: string) {
   const workspaceIds = new Set<string>();
+  const ownWorkspaceIds: string[] = [];
   const sessionIds: string[] = [];
   const sessionsByWorkspace = new Map<string, string[]>();
   let cursor: string | undefined;
@@ -56,10 +66,39 @@ async function footprintOf(scope: TenantScope, agentId: string) {
   } while (cursor);
   do {
     const page = await listWorkspaces(scope, { agentId, limit: 200, ...(cursor ? { cursor } : {}) });
-    for (const workspace of page.items) workspaceIds.add(workspace.id);
+    for (const workspace of page.items) {
+      workspaceIds.add(workspace.id);
+      if (workspace.state === "READY" || workspace.state === "STOPPING") ownWorkspaceIds.push(workspace.id);
+    }
     cursor = page.nextCursor ?? undefined;
   } while (cursor);
-  return { workspaceIds: [...workspaceIds], sessionIds, sessionsByWorkspace };
+  return { workspaceIds: [...workspaceIds], ownWorkspaceIds, sessionIds, sessionsByWorkspace };
+}
+
+/**
+ * Stops the workspaces bound to the deleted agent (its PER_AGENT / PER_SESSION ones), forced: every session
+ * that held a lease on them went with the agent, so nothing is left to wait for, and waiting for the idle
+ * sweep would keep a machine running (and metered) for nobody. Workspaces it only shared (another agent's,
+ * a user's PER_USER one) stay as they are. A stop that cannot be requested is logged in the audit by
+ * requestStop and does not undo the deletion.
+ */
+async function stopOwnWorkspaces(
+  scope: TenantScope,
+  agentName: string,
+  workspaceIds: readonly string[],
+  deps: AgentRemovalDeps,
+): Promise<string[]> {
+  const requestStop = deps.requestStop;
+  if (!requestStop) return [];
+  const stopped: string[] = [];
+  for (const workspaceId of workspaceIds) {
+    const outcome = await requestStop(scope, workspaceId, {
+      force: true,
+      reason: `agent "${agentName}" was deleted`,
+    }).catch(() => null);
+    if (outcome?.jobId) stopped.push(workspaceId);
+  }
+  return stopped;
 }
 
 /** A worker already gone (a concurrent delete) is what we wanted anyway. */
@@ -88,8 +127,11 @@ export async function removeAgent(
     scope,
     { action: "agent.delete", targetType: "agent", targetId: agentId, details: cause },
     async () => {
-      await getAgent(scope, agentId);
-      const { workspaceIds, sessionIds, sessionsByWorkspace } = await footprintOf(scope, agentId);
+      const agent = await getAgent(scope, agentId);
+      const { workspaceIds, ownWorkspaceIds, sessionIds, sessionsByWorkspace } = await footprintOf(
+        scope,
+        agentId,
+      );
       const workerAgentIds = (await listWorkerAgentIds(scope, sessionIds)).filter((id) => !seen.has(id));
       for (const workerId of workerAgentIds) {
         await removeAgent(
@@ -100,6 +142,8 @@ export async function removeAgent(
           seen,
         ).catch(unlessNotFound);
       }
+      // Before the rows go: an open tab's Send on one of its sessions is told the agent was deleted.
+      await recordDeletedSessions(scope, { agentId, agentName: agent.name, sessionIds });
       await deleteAgent(scope, agentId);
       const sessionPurgeJobIds: (string | null)[] = [];
       for (const [workspaceId, ids] of sessionsByWorkspace) {
@@ -114,7 +158,15 @@ export async function removeAgent(
         }
       }
       const { jobId } = await deps.enqueueAgentPurge(scope, { agentId, workspaceIds });
-      return { agentId, workspaceIds, purgeJobId: jobId, sessionPurgeJobIds, workerAgentIds };
+      const stoppedWorkspaceIds = await stopOwnWorkspaces(scope, agent.name, ownWorkspaceIds, deps);
+      return {
+        agentId,
+        workspaceIds,
+        purgeJobId: jobId,
+        sessionPurgeJobIds,
+        workerAgentIds,
+        stoppedWorkspaceIds,
+      };
     },
     deps.onAuditFailure,
     (result) => ({
@@ -123,6 +175,7 @@ export async function removeAgent(
         purgeJobId: result.purgeJobId,
         sessionPurgeJobIds: result.sessionPurgeJobIds,
         ...(result.workerAgentIds.length > 0 ? { workerAgentIds: result.workerAgentIds } : {}),
+        ...(result.stoppedWorkspaceIds.length > 0 ? { stoppedWorkspaceIds: result.stoppedWorkspaceIds } : {}),
       },
     }),
   );

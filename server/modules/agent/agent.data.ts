@@ -79,6 +79,7 @@ export async function createAgent(
         backend: input.backend ?? null,
         createdByUserId: scope.userId,
         createdByLeaderSessionId: input.createdByLeaderSessionId ?? null,
+        createKey: input.createKey ?? null,
       },
       select: agentSelect,
     });
@@ -86,6 +87,21 @@ export async function createAgent(
   } catch (error) {
     throw mapNameConflict(error, input.name);
   }
+}
+
+/** The agent a create with this `createKey` made (see `scopedCreateKey`); null when there is none. */
+export async function findAgentByCreateKey(
+  scope: TenantScope,
+  createKey: string,
+  db: DbClient = getDb(),
+): Promise<AgentDTO | null> {
+  const row = await db.agent.findUnique({
+    where: { tenantId_createKey: { tenantId: scope.tenantId, createKey } },
+    select: { ...agentSelect, modelApiKeyEncrypted: true },
+  });
+  if (!row) return null;
+  const { modelApiKeyEncrypted, ...rest } = row;
+  return toAgentDTO(rest, modelApiKeyEncrypted !== null);
 }
 
 export async function getAgentOrNull(
@@ -325,6 +341,31 @@ export async function getAgentModelApiKey(
   return row.modelApiKeyEncrypted === null
     ? null
     : decryptSecret(secretKey, row.modelApiKeyEncrypted, secretContext(scope.tenantId, agentId));
+}
+
+/**
+ * An agent as a chat turn uses it, in one read: the record, and its provider key, decrypted only when the
+ * turn asks (a key that no longer decrypts fails the turn, not the send).
+ */
+export async function getAgentForTurn(
+  scope: TenantScope,
+  agentId: string,
+  secretKey: SecretKey,
+  db: DbClient = getDb(),
+): Promise<{ agent: AgentDTO; modelApiKey: () => string | null }> {
+  const row = await db.agent.findFirst({
+    where: { tenantId: scope.tenantId, id: agentId },
+    select: { ...agentSelect, modelApiKeyEncrypted: true },
+  });
+  if (!row) throw agentNotFound(agentId);
+  const { modelApiKeyEncrypted, ...rest } = row;
+  return {
+    agent: toAgentDTO(rest, modelApiKeyEncrypted !== null),
+    modelApiKey: () =>
+      modelApiKeyEncrypted === null
+        ? null
+        : decryptSecret(secretKey, modelApiKeyEncrypted, secretContext(scope.tenantId, agentId)),
+  };
 }
 
 function mapNameConflict(error: unknown, name: string): unknown {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ZIdempotencyKey } from "@/server/shared/idempotency";
 import { ZPageOf } from "@/server/shared/page";
 import {
   ZAgentDefaultMcps,
@@ -38,6 +39,8 @@ export const ZAgentCreateRequest = z.object({
   isolationPolicy: ZIsolationPolicy.nullish(),
   /** Null/absent: the tenant's default backend (then the installation's). Must be one the installation runs. */
   backend: ZBackendKind.nullish(),
+  /** The same key from the same caller within 24 hours returns the first agent instead of creating again. */
+  idempotencyKey: ZIdempotencyKey.optional(),
 });
 export type TAgentCreateRequest = z.input<typeof ZAgentCreateRequest>;
 

@@ -1,7 +1,13 @@
 import type { SecretKey } from "@/server/auth/secrets";
 import type { TenantScope } from "@/server/auth/scope";
-import { createAgent, getAgent, listAgents, patchAgent } from "@/server/modules/agent/agent.data";
-import { type AgentRemoval, removeAgent } from "@/server/modules/agent/agent-removal";
+import {
+  createAgent,
+  findAgentByCreateKey,
+  getAgent,
+  listAgents,
+  patchAgent,
+} from "@/server/modules/agent/agent.data";
+import { type AgentRemoval, type AgentRemovalDeps, removeAgent } from "@/server/modules/agent/agent-removal";
 import {
   type AgentView,
   type TAgentCreateRequest,
@@ -12,6 +18,7 @@ import {
 import type { AgentDTO } from "@/server/modules/agent/agent.types";
 import { audited } from "@/server/modules/audit/audited";
 import { assertMayDeclareStdioMcp } from "@/server/modules/tenant/tenant-policy";
+import { createOnce, scopedCreateKey } from "@/server/shared/idempotency";
 import { parseInput } from "@/server/shared/parse-input";
 
 export type { AgentView };
@@ -27,6 +34,8 @@ export type AgentServiceDeps = {
     scope: TenantScope,
     input: { agentId: string; workspaceIds: string[] },
   ): Promise<{ jobId: string | null }>;
+  /** Stops the deleted agent's own workspaces (the workspace service's stop request). */
+  requestStop?: AgentRemovalDeps["requestStop"];
   /** Refuses a backend this installation does not run (the workspace service's backend choice). */
   assertBackendChoosable(kind: string | null | undefined): void;
   onAuditFailure?: (error: unknown) => void;
@@ -64,24 +73,33 @@ export function createAgentService(deps: AgentServiceDeps) {
       deps.assertBackendChoosable(input.backend);
       await assertStdioDefaultsAllowed(scope, input.defaultMcpConfigs);
       const { modelConfig, apiKey } = splitKey(input.modelConfig);
-      return audited(
-        scope,
-        { action: "agent.create", targetType: "agent", targetId: null, details: { name: input.name } },
-        async () =>
-          view(
-            await createAgent(
-              scope,
-              {
-                ...input,
-                modelConfig: modelConfig!,
-                modelApiKey: input.modelApiKey ?? apiKey ?? null,
-              },
-              deps.secretKey,
-            ),
+      // A key seen before answers with its agent, creating (and auditing) nothing.
+      return createOnce(input.idempotencyKey ? scopedCreateKey(scope, input.idempotencyKey) : null, {
+        earlier: async (createKey) => {
+          const first = await findAgentByCreateKey(scope, createKey);
+          return first ? { result: view(first), createdAt: first.createdAt } : null;
+        },
+        create: (createKey) =>
+          audited(
+            scope,
+            { action: "agent.create", targetType: "agent", targetId: null, details: { name: input.name } },
+            async () =>
+              view(
+                await createAgent(
+                  scope,
+                  {
+                    ...input,
+                    modelConfig: modelConfig!,
+                    modelApiKey: input.modelApiKey ?? apiKey ?? null,
+                    createKey,
+                  },
+                  deps.secretKey,
+                ),
+              ),
+            onAuditFailure,
+            (agent) => ({ targetId: agent.id }),
           ),
-        onAuditFailure,
-        (agent) => ({ targetId: agent.id }),
-      );
+      });
     },
 
     async list(scope: TenantScope, options: { limit?: number; cursor?: string } = {}) {
@@ -137,6 +155,7 @@ export function createAgentService(deps: AgentServiceDeps) {
       return removeAgent(scope, agentId, {
         enqueueSessionPurge: (...args) => deps.enqueueSessionPurge(...args),
         enqueueAgentPurge: (...args) => deps.enqueueAgentPurge(...args),
+        ...(deps.requestStop ? { requestStop: deps.requestStop } : {}),
         onAuditFailure,
       });
     },

@@ -1,14 +1,14 @@
 import { z } from "zod";
 import { ZMcpDeclaration } from "@/server/workspace/mcp/types";
 import { ZSeedSkill } from "@/server/workspace/skills/agent-seed";
-import { BACKEND_KINDS } from "@/server/workspace/backend/port";
+import { ZBackendKind } from "@/server/workspace/drivers/kind";
 
 const ISOLATION_POLICIES = ["PER_AGENT", "PER_SESSION", "PER_USER"] as const;
 export const ZIsolationPolicy = z.enum(ISOLATION_POLICIES);
 export type IsolationPolicy = z.infer<typeof ZIsolationPolicy>;
 
 /** The backends a workspace can be on (which of them this installation runs is checked by the engine). */
-export const ZBackendKind = z.enum(BACKEND_KINDS);
+export { ZBackendKind };
 
 /**
  * Media types a model may be declared to accept as input: what the Read tool can hand over (images,
@@ -101,6 +101,8 @@ export const ZCreateAgentInput = z.object({
   backend: ZBackendKind.nullish(),
   /** Team workers only (set by the team tools, never by the API): the leader session that created it. */
   createdByLeaderSessionId: z.string().min(1).max(200).nullish(),
+  /** `scopedCreateKey` of the request's idempotency key: unique per tenant. */
+  createKey: z.string().min(1).max(400).nullish(),
 });
 export type TCreateAgentInput = z.input<typeof ZCreateAgentInput>;
 

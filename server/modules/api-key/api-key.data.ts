@@ -46,13 +46,40 @@ export async function getApiKey(
 }
 
 /**
+ * The key a create with this `createKey` made, or the key stored under `keyHash` (a concurrent create with the
+ * same idempotency key that has not recorded its columns yet), with whether its hash is `keyHash`.
+ */
+export async function findApiKeyByCreateKey(
+  scope: TenantScope,
+  lookup: { createKey: string; keyHash: string },
+  db: DbClient = getDb(),
+): Promise<{ apiKey: ApiKeyDTO; createKey: string | null; hashMatches: boolean } | null> {
+  const row = await db.apiKey.findFirst({
+    where: {
+      tenantId: scope.tenantId,
+      OR: [{ createKey: lookup.createKey }, { key: lookup.keyHash }],
+    },
+    select: { ...apiKeySelect, key: true, createKey: true },
+  });
+  if (!row) return null;
+  const { key, createKey, ...apiKey } = row;
+  return { apiKey, createKey, hashMatches: key === lookup.keyHash };
+}
+
+/**
  * Records Berth's own columns on a key the API-key plugin just created (the plugin knows nothing
  * about roles or creators).
  */
 export async function setApiKeyOwnership(
   scope: TenantScope,
   apiKeyId: string,
-  data: { role: TenantRole; createdByUserId: string | null; mintedByApiKeyId?: string | null },
+  data: {
+    role: TenantRole;
+    createdByUserId: string | null;
+    mintedByApiKeyId?: string | null;
+    /** `scopedCreateKey` of the request's idempotency key (unique per tenant). */
+    createKey?: string | null;
+  },
   db: DbClient = getDb(),
 ): Promise<ApiKeyDTO> {
   const { count } = await db.apiKey.updateMany({ where: { tenantId: scope.tenantId, id: apiKeyId }, data });

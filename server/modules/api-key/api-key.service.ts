@@ -1,12 +1,18 @@
 import { parseInput } from "@/server/shared/parse-input";
 import { isAPIError } from "better-auth/api";
 import type { BerthAuth } from "@/server/auth/auth";
-import { authenticateApiKey } from "@/server/auth/resolve";
+import type { z } from "zod";
+import { API_KEY_PREFIX } from "@/server/auth/auth";
+import { deriveApiKey, withSuppliedApiKey } from "@/server/auth/api-key-material";
+import { authenticateApiKey, hashApiKey } from "@/server/auth/resolve";
+import { getConfig } from "@/server/config/config";
+import { createOnce, scopedCreateKey } from "@/server/shared/idempotency";
 import { assertCan, canGrantRole } from "@/server/auth/policy";
 import type { TenantRole } from "@/server/auth/roles";
 import type { TenantScope } from "@/server/auth/scope";
 import { AppError } from "@/server/shared/errors";
 import {
+  findApiKeyByCreateKey,
   listApiKeys,
   revokeApiKey as revokeApiKeyRow,
   setApiKeyOwnership,
@@ -40,26 +46,76 @@ export async function createApiKey(
       userMessage: "API keys must be created by a signed-in user.",
     });
   }
+  const { idempotencyKey } = input;
+  if (!idempotencyKey) return mintApiKey(auth, scope, input, null);
+  const createKey = scopedCreateKey(scope, idempotencyKey);
+  const plainKey = deriveApiKey(
+    getConfig().secrets.authSecret,
+    `${scope.tenantId}:${createKey}`,
+    API_KEY_PREFIX,
+  );
+  return createOnce(createKey, {
+    earlier: async () => {
+      const first = await findApiKeyByCreateKey(scope, { createKey, keyHash: hashApiKey(plainKey) });
+      if (!first) return null;
+      if (!first.hashMatches) throw keyNotDerivable(first.apiKey);
+      // A concurrent create with this key stored it but has not recorded Berth's columns yet: record them
+      // here too (the same values), so both answers carry the key's role.
+      const apiKey =
+        first.createKey === null
+          ? await recordOwnership(scope, first.apiKey.id, input, createKey)
+          : first.apiKey;
+      return { result: { apiKey, plainKey }, createdAt: apiKey.createdAt };
+    },
+    create: () => mintApiKey(auth, scope, input, { createKey, plainKey }),
+  });
+}
+
+/** The server's secret changed since the first create: its key cannot be shown again, nor a second made. */
+function keyNotDerivable(apiKey: ApiKeyDTO): AppError {
+  return new AppError("CONFLICT", `idempotency key's api key ${apiKey.id} can no longer be derived`, {
+    userMessage: `This request already created the key "${apiKey.name ?? apiKey.id}" (${apiKey.id}), but it cannot be shown again: revoke it and create a new one.`,
+    details: { apiKeyId: apiKey.id, name: apiKey.name },
+  });
+}
+
+function recordOwnership(
+  scope: TenantScope,
+  apiKeyId: string,
+  input: z.output<typeof ZCreateApiKeyInput>,
+  createKey: string | null,
+): Promise<ApiKeyDTO> {
+  return setApiKeyOwnership(scope, apiKeyId, {
+    role: input.role,
+    createdByUserId: scope.userId,
+    mintedByApiKeyId: scope.apiKeyId && !input.detached ? scope.apiKeyId : null,
+    createKey,
+  });
+}
+
+async function mintApiKey(
+  auth: BerthAuth,
+  scope: TenantScope,
+  input: z.output<typeof ZCreateApiKeyInput>,
+  keyed: { createKey: string; plainKey: string } | null,
+): Promise<CreatedApiKey> {
   let created: { id: string; key: string };
-  try {
+  const create = () =>
     // Server-side call: the plugin re-checks that this user is a member allowed to create keys.
-    created = await auth.api.createApiKey({
+    auth.api.createApiKey({
       body: {
         name: input.name,
         organizationId: scope.tenantId,
-        userId: scope.userId,
+        userId: scope.userId!,
         ...(input.expiresInSeconds ? { expiresIn: input.expiresInSeconds } : {}),
       },
     });
+  try {
+    created = await (keyed ? withSuppliedApiKey(keyed.plainKey, create) : create());
   } catch (error) {
     throw fromAuthError(error);
   }
-  const mintedByApiKeyId = scope.apiKeyId && !input.detached ? scope.apiKeyId : null;
-  const apiKey = await setApiKeyOwnership(scope, created.id, {
-    role: input.role,
-    createdByUserId: scope.userId,
-    mintedByApiKeyId,
-  });
+  const apiKey = await recordOwnership(scope, created.id, input, keyed?.createKey ?? null);
   await appendAuditLog(scope, {
     action: "api-key.create",
     targetType: "api_key",
@@ -67,7 +123,9 @@ export async function createApiKey(
     outcome: "success",
     details: {
       role: input.role,
-      ...(scope.apiKeyId ? { mintedByApiKeyId, detached: mintedByApiKeyId === null } : {}),
+      ...(scope.apiKeyId
+        ? { mintedByApiKeyId: apiKey.mintedByApiKeyId, detached: apiKey.mintedByApiKeyId === null }
+        : {}),
     },
   });
   return { apiKey, plainKey: created.key };

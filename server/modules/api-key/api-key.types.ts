@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ZTenantRole } from "@/server/auth/roles";
+import { ZIdempotencyKey } from "@/server/shared/idempotency";
 
 export const ZApiKeyDTO = z.object({
   id: z.string(),
@@ -33,6 +34,11 @@ export const ZCreateApiKeyInput = z.object({
    * more than its own role). Ignored for signed-in users, whose keys are never tied to another key.
    */
   detached: z.boolean().default(false),
+  /**
+   * The same key from the same caller within 24 hours returns the first key, with the same plain key (derived
+   * from the server's secret, so only its hash is stored) instead of creating again.
+   */
+  idempotencyKey: ZIdempotencyKey.optional(),
 });
 export type TCreateApiKeyInput = z.input<typeof ZCreateApiKeyInput>;
 

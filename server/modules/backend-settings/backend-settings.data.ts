@@ -15,7 +15,7 @@ const rowView = { settings: true, secretSealed: true, secretHint: true, updatedA
 
 export async function findBackendSettings(
   tenantId: string,
-  backend: "e2b",
+  backend: string,
   db: DbClient = getDb(),
 ): Promise<BackendSettingsRow | null> {
   return db.tenantBackendSettings.findUnique({
@@ -26,11 +26,12 @@ export async function findBackendSettings(
 
 export async function upsertBackendSettings(
   scope: TenantScope,
-  backend: "e2b",
-  row: { settings: Prisma.InputJsonObject; secretSealed: string | null; secretHint: string | null },
+  backend: string,
+  row: { settings: Record<string, unknown>; secretSealed: string | null; secretHint: string | null },
   db: DbClient = getDb(),
 ): Promise<BackendSettingsRow> {
-  const data = { ...row, updatedBy: scope.userId };
+  // The settings were validated by their driver's schema (strings and numbers): JSON as they are.
+  const data = { ...row, settings: row.settings as Prisma.InputJsonObject, updatedBy: scope.userId };
   return db.tenantBackendSettings.upsert({
     where: { tenantId_backend: { tenantId: scope.tenantId, backend } },
     create: { tenantId: scope.tenantId, backend, ...data },
@@ -41,7 +42,7 @@ export async function upsertBackendSettings(
 
 export async function deleteBackendSettings(
   scope: TenantScope,
-  backend: "e2b",
+  backend: string,
   db: DbClient = getDb(),
 ): Promise<boolean> {
   const { count } = await db.tenantBackendSettings.deleteMany({
@@ -51,7 +52,7 @@ export async function deleteBackendSettings(
 }
 
 /** Tenants with settings of `backend` that are not suspended or being deleted. */
-export async function tenantsWithBackendSettings(backend: "e2b", db: DbClient = getDb()): Promise<string[]> {
+export async function tenantsWithBackendSettings(backend: string, db: DbClient = getDb()): Promise<string[]> {
   const rows = await db.tenantBackendSettings.findMany({
     where: { backend, tenant: { status: "active" } },
     select: { tenantId: true },

@@ -5,9 +5,9 @@ import { createAgent, getAgent, getAgentModelApiKey, listAgents } from "@/server
 import { defaultSystemPrompt } from "@/server/modules/agent/agent.types";
 import type { SessionDTO } from "@/server/modules/session/session.types";
 import { toAppError } from "@/server/shared/errors";
-import type { TChatTurnEvent } from "./chat.schema";
-import type { AgentTool, TeamPort } from "./ports";
-import { createTeamTools } from "./team-tools";
+import type { TChatTurnEvent } from "@/server/agent/agent.schema";
+import type { AgentTool, TeamPort } from "@/server/agent/ports";
+import { createTeamTools } from "@/server/agent/team-tools";
 
 /**
  * The session service's team operations behind the chat `TeamPort` (agentscope-spec.md §9.6). A worker made

@@ -4,7 +4,9 @@ import { type DbClient, getDb } from "@/server/db";
 import { appendChatMessages } from "@/server/modules/session/session.data";
 import type { TAppendChatMessageInput } from "@/server/modules/session/session.types";
 import { AppError } from "@/server/shared/errors";
-import type { TChatTurnEvent } from "./chat.schema";
+import { sanitizeStrings } from "@/server/shared/unsafe-strings";
+import type { TChatTurnEvent } from "@/server/agent/agent.schema";
+import type { ChatTurnSummaryDTO } from "./chat.schema";
 
 /**
  * The turns of a session in Postgres: THE one-turn-per-session claim across API processes (Redis only
@@ -126,7 +128,8 @@ export async function claimTurn(
         sessionId: input.sessionId,
         idempotencyKey: input.idempotencyKey,
         ownerId: input.ownerId,
-        userMessage: input.userMessage,
+        // A team member's message is a model's text: not checked at a transport (see finishTurn).
+        userMessage: sanitizeStrings(input.userMessage),
       },
       select: turnSelect,
     });
@@ -167,12 +170,17 @@ const STATUS_OF_DONE = {
  * and the session's claim. When another process interrupted it meanwhile (its heartbeat could not be
  * written, e.g. during a database outage), the user's message and the marker are stored already: the
  * turn's own messages follow them, and the interruption stands. Returns whether it was interrupted.
+ *
+ * Everything it writes is first made storable, here, in one place: tool outputs (a `cat` of a binary
+ * file), tool inputs, the model's text and reasoning, error messages may hold NUL bytes or unpaired
+ * surrogates, which Postgres rejects (22P05, 22021) and would fail the whole turn with; they become U+FFFD,
+ * nested JSON included. (The model was told already when its tool results were altered: tool-output.ts.)
  */
 export async function finishTurn(
   scope: TenantScope,
   sessionId: string,
   turnId: string,
-  result: {
+  unsafeResult: {
     outcome: TurnOutcome;
     messages: TAppendChatMessageInput[];
     compaction: { count: number; stub: TAppendChatMessageInput } | null;
@@ -180,6 +188,7 @@ export async function finishTurn(
   },
   db = getDb(),
 ): Promise<{ interrupted: boolean }> {
+  const result = sanitizeStrings(unsafeResult);
   return db.$transaction(async (tx) => {
     await lockSession(tx, scope, sessionId);
     const { count } = await tx.chatTurn.updateMany({
@@ -263,4 +272,69 @@ export async function listRunningTurns(
     orderBy: { heartbeatAt: "asc" },
     take: limit,
   });
+}
+
+/**
+ * The part of a turn another tab needs to show it: whose message it answers, since when, and the send's
+ * key (the tab that sent it recognises its own turn by it).
+ */
+export type TurnHeader = { id: string; userMessage: string; startedAt: Date; idempotencyKey: string | null };
+
+export async function getTurnHeader(
+  scope: TenantScope,
+  turnId: string,
+  db: DbClient = getDb(),
+): Promise<TurnHeader | null> {
+  return db.chatTurn.findFirst({
+    where: { tenantId: scope.tenantId, id: turnId },
+    select: { id: true, userMessage: true, startedAt: true, idempotencyKey: true },
+  });
+}
+
+/** A user's message shown with a turn that stored none of its own messages (cut to keep the list small). */
+const TURN_MESSAGE_PREVIEW_CHARS = 10_000;
+
+/**
+ * The session's most recent turns, oldest first: their status and reason, so the history can say which
+ * replies failed, were cancelled or were interrupted (chat_messages holds only what was said).
+ */
+export async function listTurnSummaries(
+  scope: TenantScope,
+  sessionId: string,
+  limit = 200,
+  db: DbClient = getDb(),
+): Promise<ChatTurnSummaryDTO[]> {
+  const rows = await db.chatTurn.findMany({
+    where: { tenantId: scope.tenantId, sessionId },
+    select: { id: true, status: true, startedAt: true, endedAt: true, outcome: true, userMessage: true },
+    orderBy: [{ startedAt: "desc" }, { id: "desc" }],
+    take: limit,
+  });
+  return rows.reverse().map((row) => {
+    const outcome = row.outcome as TurnOutcome | null;
+    const ok = row.status === "COMPLETED" || row.status === "RUNNING";
+    return {
+      id: row.id,
+      status: row.status,
+      startedAt: row.startedAt,
+      endedAt: row.endedAt,
+      error: outcome?.error ? { code: outcome.error.code, message: outcome.error.message } : null,
+      userMessage: ok ? null : row.userMessage.slice(0, TURN_MESSAGE_PREVIEW_CHARS),
+    };
+  });
+}
+
+/** The session's running turn id, null when idle; NOT_FOUND for a session not in the scope's tenant. */
+export async function getRunningTurnId(
+  scope: TenantScope,
+  sessionId: string,
+  db: DbClient = getDb(),
+): Promise<string | null> {
+  const row = await db.session.findFirst({
+    where: { tenantId: scope.tenantId, id: sessionId },
+    select: { runningTurnId: true },
+  });
+  if (!row)
+    throw new AppError("NOT_FOUND", `session ${sessionId} not found`, { userMessage: "Session not found." });
+  return row.runningTurnId;
 }

@@ -9,6 +9,7 @@ import { checkAgentModel, type TModelCheckResult } from "./model-check";
 import { claimTurn, getTurn, heartbeatTurn, interruptTurn } from "./chat-turn.data";
 import { startDeadHolderReaper } from "./dead-holders";
 import { type CancelBus, type Liveness, TurnRegistry } from "./turn-registry";
+import type { TurnEventLog } from "./turn-event-log";
 import { recordUsage } from "@/server/modules/metering/metering.service";
 import {
   admitTurn,
@@ -37,6 +38,8 @@ export function createAgentServices(deps: {
   secretKey: SecretKey;
   /** Cancel requests between processes (Redis pub/sub). */
   cancelBus: CancelBus;
+  /** Each running turn's events, shared by the replicas (Redis streams): re-attaching tabs replay them. */
+  eventLog?: TurnEventLog;
   /** This process' holder id and the others' liveness (the `holders` heartbeats). */
   liveness: Liveness;
   /** How often this process looks for turns and leases of dead processes (about a third of their TTL). */
@@ -67,6 +70,7 @@ export function createAgentServices(deps: {
     registry,
     secretKey: deps.secretKey,
     log,
+    ...(deps.eventLog ? { eventLog: deps.eventLog } : {}),
     createSession: (scope, request, extra) => session.create(scope, request, extra),
     quota: {
       admitTurn: (tenantId, turnId) => admitTurn(tenantId, turnId, (quota ??= defaultQuotaDeps())),
@@ -84,6 +88,7 @@ export function createAgentServices(deps: {
       secretKey: deps.secretKey,
       enqueueSessionPurge: (scope, input) => deps.workspaces.enqueueSessionPurge(scope, input),
       enqueueAgentPurge: (scope, input) => deps.workspaces.enqueueAgentPurge(scope, input),
+      requestStop: (scope, workspaceId, options) => deps.workspaces.requestStop(scope, workspaceId, options),
       assertBackendChoosable: (kind) => deps.workspaces.backends.assertChoosable(kind),
       onAuditFailure,
     }),

@@ -5,8 +5,8 @@ import type { TenantScope } from "@/server/auth/scope";
 import { assertCan } from "@/server/auth/policy";
 import { getAgent, getAgentModelApiKey } from "@/server/modules/agent/agent.data";
 import { APP_ERROR_CODES, type AppErrorCode } from "@/server/shared/errors";
-import { createAgentModel, modelEndpointForAgent } from "./model-provider";
-import { toModelAppError } from "./model-errors";
+import { createAgentModel, modelEndpointForAgent } from "@/server/agent/model-provider";
+import { toModelAppError } from "@/server/agent/model-errors";
 
 const ZAppErrorCode = z.enum(Object.keys(APP_ERROR_CODES) as [AppErrorCode, ...AppErrorCode[]]);
 

@@ -2,7 +2,7 @@ import type { TenantScope } from "@/server/auth/scope";
 import type { UsageInput } from "@/server/modules/metering/metering.types";
 import type { SessionDTO } from "@/server/modules/session/session.types";
 import type { TurnAdmission } from "@/server/modules/quota/quota.service";
-import type { TurnResult } from "./agent-loop";
+import type { TurnResult } from "@/server/agent/agent-loop";
 
 /**
  * What the chat service needs from quotas and metering: a turn is admitted (budget, one of the tenant's

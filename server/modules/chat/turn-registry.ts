@@ -149,6 +149,12 @@ export class TurnRegistry {
     return current;
   }
 
+  /** Interrupts the turn (stored as such) when its process is gone; true when it did. */
+  async interruptIfDead(scope: TenantScope, turn: StoredTurn): Promise<boolean> {
+    if (!(await this.isDead(turn))) return false;
+    return this.claims.interrupt(scope, turn.sessionId, turn.id);
+  }
+
   /**
    * This process' own claim is alive exactly while it runs the turn. Another's is dead when its process is
    * known dead, or when its heartbeat is stale and its process is not known alive: a live process whose

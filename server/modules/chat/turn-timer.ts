@@ -1,5 +1,5 @@
 import { recordStageSamples } from "@/server/modules/metrics/stage-buffer.service";
-import type { TChatTurnEvent } from "./chat.schema";
+import type { TChatTurnEvent } from "@/server/agent/agent.schema";
 
 /**
  * A turn's timings: `queue_wait` (send → workspace attached and leased), `tool` (the summed time from each

@@ -8,7 +8,7 @@ import { type ArchiveFormat, tarEntries, zipEntries } from "@/server/workspace/a
 import { type ArchiveLimits, extractToSink } from "@/server/workspace/archive/extract-to-backend";
 import { createHostDirectorySink } from "@/server/workspace/archive/sinks/host-directory-sink";
 import { inlineSkillMarkdown, type SeedSkill, ZSeedSkill } from "@/server/workspace/skills/agent-seed";
-import { parseSkillMarkdown } from "@/server/workspace/skills/front-matter";
+import { assertInstallableSkillFields, parseSkillMarkdown } from "@/server/workspace/skills/front-matter";
 import { findSkillRoot, sanitizeDirName } from "@/server/workspace/skills/skill-names";
 
 /**
@@ -57,6 +57,7 @@ export async function importSkillArchive(stream: Readable, format: ArchiveFormat
     const markdown = await readText(path.join(target, prefix, "SKILL.md"), "SKILL.md");
     const parsed = parseSkillMarkdown(markdown);
     if (!parsed.ok) throw refuse(`Invalid SKILL.md: ${parsed.reason}`, { entry: `${prefix}SKILL.md` });
+    assertInstallableSkillFields(parsed.skill);
     const files: SeedSkill["files"] = [];
     for (const file of manifest.files) {
       if (!file.path.startsWith(prefix)) continue;

@@ -48,7 +48,14 @@ function mapNameConflict(error: unknown, kind: LibraryKind, name: string): unkno
 
 export async function createLibraryEntry(
   scope: TenantScope,
-  input: { kind: LibraryKind; name: string; description: string; content: Prisma.InputJsonValue },
+  input: {
+    kind: LibraryKind;
+    name: string;
+    description: string;
+    content: Prisma.InputJsonValue;
+    /** `scopedCreateKey` of the request's idempotency key (unique per tenant). */
+    createKey?: string | null;
+  },
   db: DbClient = getDb(),
 ): Promise<LibraryEntryRecord> {
   try {
@@ -60,6 +67,19 @@ export async function createLibraryEntry(
   } catch (error) {
     throw mapNameConflict(error, input.kind, input.name);
   }
+}
+
+/** The entry a create with this `createKey` made (see `scopedCreateKey`); null when there is none. */
+export async function findLibraryEntryByCreateKey(
+  scope: TenantScope,
+  createKey: string,
+  db: DbClient = getDb(),
+): Promise<LibraryEntryRecord | null> {
+  const row = await db.libraryEntry.findUnique({
+    where: { tenantId_createKey: { tenantId: scope.tenantId, createKey } },
+    select: entrySelect,
+  });
+  return row ? toRecord(row) : null;
 }
 
 export async function getLibraryEntry(

@@ -5,14 +5,16 @@ import type { TenantScope } from "@/server/auth/scope";
 import { editAgentDefaults } from "@/server/modules/agent/agent.data";
 import { audited } from "@/server/modules/audit/audited";
 import { assertMayDeclareStdioMcp } from "@/server/modules/tenant/tenant-policy";
-import type { WorkspaceContentService } from "@/server/modules/workspace/workspace-content.service";
+import type { WorkspaceContentService } from "@/server/modules/workspace-content/workspace-content.service";
 import { AppError } from "@/server/shared/errors";
+import { createOnce, scopedCreateKey } from "@/server/shared/idempotency";
 import { parseInput } from "@/server/shared/parse-input";
 import type { ArchiveFormat } from "@/server/workspace/archive/archive-entries";
 import { type TMcpDeclaration, ZMcpDeclaration } from "@/server/workspace/mcp/types";
 import { type SeedSkill, ZSeedSkill } from "@/server/workspace/skills/agent-seed";
 import {
   createLibraryEntry,
+  findLibraryEntryByCreateKey,
   deleteLibraryEntry,
   getLibraryEntry,
   libraryUsage,
@@ -106,28 +108,44 @@ export async function addLibraryEntry(
   if (input.kind === "MCP") await assertStdioAllowed(scope, input.declaration);
   const description =
     input.kind === "SKILL" ? (input.description ?? input.skill.description) : input.description;
-  return audited(
-    scope,
-    {
-      action: "library.create",
-      targetType: "library",
-      targetId: null,
-      details: { kind: input.kind, name: content.name },
+  // A key seen before answers with its entry, adding (and auditing) nothing.
+  return createOnce(input.idempotencyKey ? scopedCreateKey(scope, input.idempotencyKey) : null, {
+    earlier: async (createKey) => {
+      const first = await findLibraryEntryByCreateKey(scope, createKey);
+      if (!first) return null;
+      const usage = await libraryUsage(scope, [first.id]);
+      return { result: toView(first, usage.get(first.id) ?? []), createdAt: first.createdAt };
     },
-    async () =>
-      toView(
-        await createLibraryEntry(scope, { kind: input.kind, name: content.name, description, content }),
-        [],
+    create: (createKey) =>
+      audited(
+        scope,
+        {
+          action: "library.create",
+          targetType: "library",
+          targetId: null,
+          details: { kind: input.kind, name: content.name },
+        },
+        async () =>
+          toView(
+            await createLibraryEntry(scope, {
+              kind: input.kind,
+              name: content.name,
+              description,
+              content,
+              createKey,
+            }),
+            [],
+          ),
+        undefined,
+        (entry) => ({ targetId: entry.id }),
       ),
-    undefined,
-    (entry) => ({ targetId: entry.id }),
-  );
+  });
 }
 
 /** An uploaded skill (folder re-packed as tar, or an archive) into the library, as an inline skill. */
 export async function addLibrarySkillArchive(
   scope: TenantScope,
-  upload: { stream: Readable; format: ArchiveFormat; description?: string },
+  upload: { stream: Readable; format: ArchiveFormat; description?: string; idempotencyKey?: string },
 ): Promise<LibraryEntryView> {
   assertCan(scope, "library:manage");
   const skill = await importSkillArchive(upload.stream, upload.format);
@@ -135,6 +153,7 @@ export async function addLibrarySkillArchive(
     kind: "SKILL",
     skill,
     ...(upload.description ? { description: upload.description } : {}),
+    ...(upload.idempotencyKey ? { idempotencyKey: upload.idempotencyKey } : {}),
   });
 }
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ZIdempotencyKey } from "@/server/shared/idempotency";
 import { ZPageOf } from "@/server/shared/page";
 import { ZMcpDeclaration } from "@/server/workspace/mcp/types";
 import { ZSeedSkill } from "@/server/workspace/skills/agent-seed";
@@ -21,8 +22,15 @@ export const ZLibraryCreateRequest = z.discriminatedUnion("kind", [
     kind: z.literal("MCP"),
     description: ZLibraryDescription.default(""),
     declaration: ZMcpDeclaration,
+    idempotencyKey: ZIdempotencyKey.optional(),
   }),
-  z.object({ kind: z.literal("SKILL"), description: ZLibraryDescription.optional(), skill: ZSeedSkill }),
+  z.object({
+    kind: z.literal("SKILL"),
+    description: ZLibraryDescription.optional(),
+    skill: ZSeedSkill,
+    /** The same key from the same caller within 24 hours returns the first entry instead of adding again. */
+    idempotencyKey: ZIdempotencyKey.optional(),
+  }),
 ]);
 export type TLibraryCreateRequest = z.input<typeof ZLibraryCreateRequest>;
 

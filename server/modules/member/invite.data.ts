@@ -1,9 +1,12 @@
 import { randomUUID } from "node:crypto";
 import type { Prisma } from "@/generated/prisma/client";
+import type { GateTenantStatus } from "@/server/auth/gate.data";
 import type { TenantRole } from "@/server/auth/roles";
 import type { TenantScope } from "@/server/auth/scope";
 import { type DbClient, getDb, isUniqueViolation } from "@/server/db";
 import type { InviteDTO, InvitePreview } from "@/server/modules/member/invite.types";
+import { createKeyTaken } from "@/server/shared/idempotency";
+import { currentRequestMeta } from "@/server/shared/request-meta";
 
 const inviteSelect = {
   id: true,
@@ -45,15 +48,43 @@ async function toDTOs(rows: InviteRow[], db: DbClient): Promise<InviteDTO[]> {
 
 export async function insertInvite(
   scope: TenantScope,
-  input: { tokenHash: string; role: TenantRole; note: string; createdById: string; expiresAt: Date },
+  input: {
+    tokenHash: string;
+    role: TenantRole;
+    note: string;
+    createdById: string;
+    expiresAt: Date;
+    /** `scopedCreateKey` of the request's idempotency key (unique per tenant). */
+    createKey?: string | null;
+  },
   db: DbClient = getDb(),
 ): Promise<InviteDTO> {
-  const row = await db.inviteLink.create({
-    data: { tenantId: scope.tenantId, ...input },
-    select: inviteSelect,
-  });
+  const row = await db.inviteLink
+    .create({ data: { tenantId: scope.tenantId, ...input }, select: inviteSelect })
+    .catch((error: unknown) => {
+      // A concurrent create with the same key won: the service answers with its invitation. A keyed
+      // token is derived from the key, so the twin may hit the token's unique hash before the key's.
+      const twin =
+        input.createKey && (isUniqueViolation(error, "create_key") || isUniqueViolation(error, "token_hash"));
+      throw twin ? createKeyTaken() : error;
+    });
   const [dto] = await toDTOs([row], db);
   return dto!;
+}
+
+/** The invitation a create with this `createKey` made, with its token's hash (to check a re-derived link). */
+export async function findInviteByCreateKey(
+  scope: TenantScope,
+  createKey: string,
+  db: DbClient = getDb(),
+): Promise<{ invite: InviteDTO; tokenHash: string } | null> {
+  const row = await db.inviteLink.findUnique({
+    where: { tenantId_createKey: { tenantId: scope.tenantId, createKey } },
+    select: { ...inviteSelect, tokenHash: true },
+  });
+  if (!row) return null;
+  const [invite] = await toDTOs([row], db);
+  return { invite: invite!, tokenHash: row.tokenHash };
 }
 
 /** The tenant's invitations, newest first (the last 100: pending ones and recent history). */
@@ -76,11 +107,14 @@ export async function revokeInvite(scope: TenantScope, id: string, db: DbClient 
   return count === 1;
 }
 
-/** A pending, unexpired invitation by its token's hash, with its tenant's name. Not tenant-scoped: the token is the credential. */
+/**
+ * A pending, unexpired invitation by its token's hash, with its tenant's name and status (the caller refuses
+ * a suspended tenant's). Not tenant-scoped: the token is the credential.
+ */
 export async function findPendingInvite(
   tokenHash: string,
   db: DbClient = getDb(),
-): Promise<(InvitePreview & { id: string; tenantId: string }) | null> {
+): Promise<(InvitePreview & { id: string; tenantId: string; tenantStatus: GateTenantStatus }) | null> {
   const row = await db.inviteLink.findFirst({
     where: { tokenHash, acceptedAt: null, revokedAt: null, expiresAt: { gt: new Date() } },
     select: {
@@ -88,7 +122,7 @@ export async function findPendingInvite(
       tenantId: true,
       role: true,
       expiresAt: true,
-      tenant: { select: { name: true, slug: true } },
+      tenant: { select: { name: true, slug: true, status: true } },
     },
   });
   return row
@@ -98,17 +132,22 @@ export async function findPendingInvite(
         role: row.role,
         expiresAt: row.expiresAt,
         tenantName: row.tenant.name,
+        tenantStatus: row.tenant.status,
       }
     : null;
 }
 
 export type AcceptOutcome =
-  { kind: "accepted"; userId: string; tenantSlug: string } | { kind: "gone" } | { kind: "email-taken" };
+  | { kind: "accepted"; userId: string; tenantSlug: string }
+  | { kind: "gone" }
+  | { kind: "email-taken" }
+  | { kind: "tenant-inactive"; status: GateTenantStatus };
 
 /**
- * In one transaction: claims the invitation (only if still pending: two people racing for one link, one
- * wins), creates the user with a better-auth credential (`passwordHash` from its hasher, so sign-in accepts
- * it) and the membership with the invited role.
+ * In one transaction: checks the tenant is still active (an operator may have suspended it since the
+ * caller's read; the invitation then stays pending), claims the invitation (only if still pending: two
+ * people racing for one link, one wins), creates the user with a better-auth credential (`passwordHash`
+ * from its hasher, so sign-in accepts it) and the membership with the invited role.
  */
 export async function acceptInviteAsNewUser(
   input: {
@@ -124,6 +163,9 @@ export async function acceptInviteAsNewUser(
   const userId = randomUUID();
   return db
     .$transaction(async (tx) => {
+      const tenant = await tx.tenant.findUnique({ where: { id: input.tenantId }, select: { status: true } });
+      if (!tenant) return { kind: "gone" } as const;
+      if (tenant.status !== "active") return { kind: "tenant-inactive", status: tenant.status } as const;
       const taken = await tx.user.findFirst({ where: { email: input.email }, select: { id: true } });
       if (taken) return { kind: "email-taken" } as const;
       const claimed = await tx.inviteLink.updateMany({
@@ -156,6 +198,9 @@ export async function acceptInviteAsNewUser(
           targetType: "invitation",
           targetId: input.inviteId,
           outcome: "success",
+          // Written here, not by the audit module: the caller's address and user agent come the same way.
+          ip: currentRequestMeta()?.ip ?? null,
+          userAgent: currentRequestMeta()?.userAgent ?? null,
           details: { role: input.role },
         },
         select: { id: true },

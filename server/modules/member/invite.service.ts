@@ -1,12 +1,16 @@
-import { createHash, randomBytes } from "node:crypto";
+import { createHash, createHmac, randomBytes } from "node:crypto";
 import type { z } from "zod";
 import type { BerthAuth } from "@/server/auth/auth";
 import { assertCan, canGrantRole } from "@/server/auth/policy";
 import type { TenantRole } from "@/server/auth/roles";
 import type { TenantScope } from "@/server/auth/scope";
+import { assertTenantAdmits } from "@/server/auth/tenant-suspension";
+import { getConfig } from "@/server/config/config";
 import { appendAuditLog } from "@/server/modules/audit/audit.data";
+import { announceChange } from "@/server/modules/live/change-feed";
 import {
   acceptInviteAsNewUser,
+  findInviteByCreateKey,
   findPendingInvite,
   insertInvite,
   listInvites,
@@ -20,7 +24,9 @@ import {
   ZInviteToken,
 } from "@/server/modules/member/invite.types";
 import { AppError } from "@/server/shared/errors";
+import { assertKeyInWindow, isCreateKeyTaken, scopedCreateKey } from "@/server/shared/idempotency";
 import { parseInput } from "@/server/shared/parse-input";
+import { assertNoUnsafeStrings } from "@/server/shared/unsafe-strings";
 
 const TOKEN_PREFIX = "berth_inv_";
 
@@ -39,6 +45,7 @@ const goneError = () =>
 export async function createInvite(
   scope: TenantScope,
   raw: z.input<typeof ZInviteCreateRequest>,
+  deps: LinkSecret = {},
 ): Promise<{ invite: InviteDTO; token: string }> {
   assertCan(scope, "member:manage");
   const input = parseInput(ZInviteCreateRequest, raw);
@@ -52,7 +59,51 @@ export async function createInvite(
       userMessage: `You cannot invite someone as ${input.role}.`,
     });
   }
-  return issueInviteLink(scope, { ...input, createdById: scope.userId });
+  const { idempotencyKey, ...link } = input;
+  if (!idempotencyKey) return issueInviteLink(scope, { ...link, createdById: scope.userId });
+  const createKey = scopedCreateKey(scope, idempotencyKey);
+  const earlier = await replayInvite(scope, createKey, deps);
+  if (earlier) return earlier;
+  try {
+    return await issueInviteLink(scope, { ...link, createdById: scope.userId }, { createKey, ...deps });
+  } catch (error) {
+    // The same key raced in concurrently (a double click): the unique index let one through.
+    const winner = isCreateKeyTaken(error) ? await replayInvite(scope, createKey, deps) : null;
+    if (winner) return winner;
+    throw error;
+  }
+}
+
+type LinkSecret = { linkSecret?: () => string };
+
+/**
+ * A keyed invitation's token is derived (HMAC of the server's secret) from the tenant and the scoped key, so
+ * a replay can show the same link again while the database still holds only its hash.
+ */
+function keyedToken(scope: TenantScope, createKey: string, deps: LinkSecret): string {
+  const secret = (deps.linkSecret ?? (() => getConfig().secrets.authSecret))();
+  const mac = createHmac("sha256", secret).update(`berth:invite-link:v1:${scope.tenantId}:${createKey}`);
+  return `${TOKEN_PREFIX}${mac.digest().subarray(0, 24).toString("base64url")}`;
+}
+
+/** The invitation (and link) an earlier create with this key made; null when there is none. */
+export async function replayInvite(
+  scope: TenantScope,
+  createKey: string,
+  deps: LinkSecret,
+): Promise<{ invite: InviteDTO; token: string } | null> {
+  const first = await findInviteByCreateKey(scope, createKey);
+  if (!first) return null;
+  assertKeyInWindow(first.invite.createdAt);
+  const token = keyedToken(scope, createKey, deps);
+  if (hashInviteToken(token) !== first.tokenHash) {
+    // The server's secret changed since: the link cannot be shown again, and a second one is not wanted.
+    throw new AppError("CONFLICT", "idempotency key's invitation link can no longer be derived", {
+      userMessage:
+        "This request was already made, but its link cannot be shown again: revoke it and make a new one.",
+    });
+  }
+  return { invite: first.invite, token };
 }
 
 /**
@@ -63,15 +114,20 @@ export async function createInvite(
 export async function issueInviteLink(
   scope: TenantScope,
   input: { role: TenantRole; note: string; expiresInHours: number; createdById: string },
+  keyed: { createKey?: string } & LinkSecret = {},
 ): Promise<{ invite: InviteDTO; token: string }> {
-  const token = `${TOKEN_PREFIX}${randomBytes(24).toString("base64url")}`;
+  const token = keyed.createKey
+    ? keyedToken(scope, keyed.createKey, keyed)
+    : `${TOKEN_PREFIX}${randomBytes(24).toString("base64url")}`;
   const invite = await insertInvite(scope, {
     tokenHash: hashInviteToken(token),
+    createKey: keyed.createKey ?? null,
     role: input.role,
     note: input.note,
     createdById: input.createdById,
     expiresAt: new Date(Date.now() + input.expiresInHours * 3600_000),
   });
+  announceChange(scope.tenantId, { topic: "invitation" });
   await appendAuditLog(scope, {
     action: "member.invite",
     targetType: "invitation",
@@ -94,6 +150,7 @@ export async function revokeInvite(scope: TenantScope, inviteId: string): Promis
       userMessage: "No pending invitation with this id.",
     });
   }
+  announceChange(scope.tenantId, { topic: "invitation" });
   await appendAuditLog(scope, {
     action: "member.invite-revoke",
     targetType: "invitation",
@@ -102,25 +159,34 @@ export async function revokeInvite(scope: TenantScope, inviteId: string): Promis
   });
 }
 
-/** What the invitation page shows (tenant name, role, expiry); NOT_FOUND for a used, revoked or expired link. */
+/**
+ * What the invitation page shows (tenant name, role, expiry); NOT_FOUND for a used, revoked or expired link,
+ * FORBIDDEN `tenant_suspended` while an operator has the tenant suspended (the link works again on resume).
+ */
 export async function previewInvite(token: string): Promise<InvitePreview> {
   const invite = await findPendingInvite(hashInviteToken(parseInput(ZInviteToken, token)));
   if (!invite) throw goneError();
+  assertTenantAdmits(invite.tenantId, invite.tenantStatus);
   return { tenantName: invite.tenantName, role: invite.role, expiresAt: invite.expiresAt };
 }
 
 /**
  * Accepts an invitation with a new account: name, email and password (hashed by better-auth, so its sign-in
- * accepts it). The caller then signs in with them. CONFLICT when the email already has an account.
+ * accepts it). The caller then signs in with them. CONFLICT when the email already has an account; FORBIDDEN
+ * `tenant_suspended` (or `tenant_deleting`) when the tenant is not active. Every refusal leaves the
+ * invitation pending.
  */
 export async function acceptInvite(
   auth: BerthAuth,
   /** Validated here (`ZInviteAcceptRequest`): it comes straight from a public request body. */
   raw: unknown,
 ): Promise<{ tenantSlug: string; email: string }> {
+  // This body reaches no tRPC input middleware: refuse what Postgres cannot store here (NUL, lone surrogate).
+  assertNoUnsafeStrings(raw);
   const input = parseInput(ZInviteAcceptRequest, raw);
   const invite = await findPendingInvite(hashInviteToken(input.token));
   if (!invite) throw goneError();
+  assertTenantAdmits(invite.tenantId, invite.tenantStatus);
   const passwordHash = await (await auth.$context).password.hash(input.password);
   const outcome = await acceptInviteAsNewUser({
     inviteId: invite.id,
@@ -133,11 +199,18 @@ export async function acceptInvite(
   switch (outcome.kind) {
     case "gone":
       throw goneError();
+    case "tenant-inactive":
+      // Suspended between the read above and the transaction: the same refusal (status is never active here).
+      assertTenantAdmits(invite.tenantId, outcome.status);
+      throw goneError();
     case "email-taken":
       throw new AppError("CONFLICT", "an account with this email exists", {
         userMessage: "An account with this email already exists. Use another email address.",
       });
     case "accepted":
+      // A new member, and one invitation fewer: both lists of the members page.
+      announceChange(invite.tenantId, { topic: "member" });
+      announceChange(invite.tenantId, { topic: "invitation" });
       return { tenantSlug: outcome.tenantSlug, email: input.email };
   }
 }

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { type TenantRole, ZTenantRole } from "@/server/auth/roles";
+import { ZIdempotencyKey } from "@/server/shared/idempotency";
 
 /** What the tenant's admins see of an invitation: never the token (only its hash is stored). */
 export const ZInviteDTO = z.object({
@@ -27,6 +28,8 @@ export const ZInviteCreateRequest = z.object({
     .min(1)
     .max(24 * 30)
     .default(24 * 7),
+  /** One per create (e.g. per form submission): the same key from the same admin returns the first link. */
+  idempotencyKey: ZIdempotencyKey.optional(),
 });
 
 /** What the invitation page shows before the person accepts. */

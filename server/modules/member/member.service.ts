@@ -3,6 +3,7 @@ import type { TenantRole } from "@/server/auth/roles";
 import type { TenantScope } from "@/server/auth/scope";
 import { AppError } from "@/server/shared/errors";
 import { appendAuditLog } from "@/server/modules/audit/audit.data";
+import { announceChange } from "@/server/modules/live/change-feed";
 import {
   getMember,
   listMembers,
@@ -25,6 +26,7 @@ export async function changeMemberRole(
     });
   }
   const member = await updateMemberRole(scope, userId, role);
+  announceChange(scope.tenantId, { topic: "member", userId });
   await appendAuditLog(scope, {
     action: "member.role-change",
     targetType: "user",
@@ -44,6 +46,7 @@ export async function removeMember(scope: TenantScope, userId: string): Promise<
     });
   }
   await removeMemberRow(scope, userId);
+  announceChange(scope.tenantId, { topic: "member", userId });
   await appendAuditLog(scope, {
     action: "member.remove",
     targetType: "user",

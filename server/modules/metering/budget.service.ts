@@ -30,7 +30,7 @@ const PRICE: Record<UsageKind, (rate: MeteringRate) => number> = {
 export function spendOf(sums: UsageSums, rates: Rates): number {
   let total = 0;
   for (const sum of sums) {
-    const rate = (sum.backend ? rates[sum.backend as keyof Rates] : undefined) ?? rates["*"];
+    const rate = (sum.backend ? rates[sum.backend] : undefined) ?? rates["*"];
     if (rate) total += sum.quantity * PRICE[sum.kind](rate);
   }
   return total;

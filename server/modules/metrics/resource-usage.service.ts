@@ -17,7 +17,7 @@ import {
 
 /**
  * Per-workspace CPU, memory, disk and processes: `metrics.sample` (a schedule, queue `metrics`) asks each
- * READY workspace's driver for `machine.usage` (Docker: the container's stats; the confined local backend:
+ * READY workspace's driver for `usage` (Docker: the container's stats; the confined local backend:
  * its cgroups, as root, and its folder's size; Kubernetes: the metrics API and an exec; E2B: the sandbox
  * metrics; a driver without it reports nothing) and stores one
  * row per workspace; the workspace page charts them.
@@ -45,19 +45,19 @@ export async function sampleWorkspaceResources(deps: {
   const queue = [...records];
   const worker = async () => {
     for (let record = queue.shift(); record; record = queue.shift()) {
-      let machine;
+      let driver;
       try {
-        machine = deps.drivers.forKind(record.backendKind).machine;
+        driver = deps.drivers.forKind(record.backendKind);
       } catch {
         unsupported += 1; // a backend this installation no longer runs
         continue;
       }
-      if (!machine.usage) {
+      if (!driver.usage) {
         unsupported += 1;
         continue;
       }
       try {
-        const usage = await withTimeout(machine.usage(specOfRecord(record)), USAGE_TIMEOUT_MS);
+        const usage = await withTimeout(driver.usage(specOfRecord(record)), USAGE_TIMEOUT_MS);
         if (usage) samples.push({ tenantId: record.tenantId, workspaceId: record.id, ...usage, at: now() });
       } catch (error) {
         failed += 1;
@@ -140,7 +140,7 @@ export async function workspaceResources(
   await assertMayActOnWorkspace(scope, record);
   let supported = false;
   try {
-    supported = deps.drivers.forKind(record.backendKind).machine.usage !== undefined;
+    supported = deps.drivers.forKind(record.backendKind).usage !== undefined;
   } catch {
     supported = false;
   }

@@ -3,6 +3,7 @@ import { assertCan } from "@/server/auth/policy";
 import type { TenantScope } from "@/server/auth/scope";
 import { assertMayActOnWorkspace } from "@/server/modules/workspace/workspace-access";
 import { getWorkspace } from "@/server/modules/workspace/workspace.data";
+import { auditActorNames } from "@/server/modules/audit/audit.data";
 import { AppError } from "@/server/shared/errors";
 import {
   recentProvisionRuns,
@@ -50,7 +51,10 @@ const ZTimelineEntry = z.discriminatedUnion("source", [
     at: z.date(),
     kind: z.string(),
     reason: z.string().nullable(),
+    /** "user:<id>", "api_key:<id>", "system…": the stored actor. */
     actor: z.string(),
+    /** The actor as people read it (the user's email, "key <name>"); null for the system or one deleted. */
+    actorName: z.string().nullable(),
     transition: z.string().nullable(),
   }),
   z.object({
@@ -73,6 +77,14 @@ export const ZWorkspaceTimelineView = z.object({
 });
 
 const RECENT_PROVISIONS = 30;
+
+/** A workspace event's actor string ("user:<id>", "api_key:<id>", "system…") as the audit's actor names take it. */
+function storedActor(actor: string): { type: string; id: string | null } {
+  const separator = actor.indexOf(":");
+  return separator < 0
+    ? { type: actor, id: null }
+    : { type: actor.slice(0, separator), id: actor.slice(separator + 1) };
+}
 
 function transitionOf(data: unknown): string | null {
   if (!data || typeof data !== "object") return null;
@@ -125,6 +137,10 @@ export async function workspaceTimeline(
   const rows = await workspaceTimelinePage(scope, workspaceId, { before, limit: input.limit + 1 });
   const page = rows.slice(0, input.limit);
   const oldest = page.at(-1);
+  const names = await auditActorNames(
+    scope,
+    page.flatMap((row) => (row.source === "event" ? [storedActor(row.actor)] : [])),
+  );
   return {
     items: page.toReversed().map((row) =>
       row.source === "event"
@@ -135,6 +151,7 @@ export async function workspaceTimeline(
             kind: row.kind,
             reason: row.reason,
             actor: row.actor,
+            actorName: names.get(row.actor) ?? null,
             transition: transitionOf(row.data),
           }
         : {

@@ -1,5 +1,6 @@
 import { ZQuotaOverrides } from "@/server/modules/quota/quota.types";
 import { z } from "zod";
+import { ZIdempotencyKey } from "@/server/shared/idempotency";
 
 /** A tenant's slug: what its dashboard URL (`/t/<slug>`) and API calls (`tenantSlug`) name it by. */
 const ZTenantSlug = z
@@ -21,6 +22,8 @@ export const ZTenantCreateRequest = z.object({
     .min(1)
     .max(24 * 30)
     .default(24 * 7),
+  /** The same key from the same operator within 24 hours answers with the first tenant and owner link. */
+  idempotencyKey: ZIdempotencyKey.optional(),
 });
 
 export const ZTenantRef = z.object({ tenantId: z.string().trim().min(1).max(200) });

@@ -126,15 +126,24 @@ export async function listOwnerInvites(tenantId: string, db: DbClient = getDb())
 
 /** Inserts an empty tenant (no member yet: its first owner comes by invitation); null when the slug is taken. */
 export async function insertEmptyTenant(
-  input: { name: string; slug: string },
+  input: { name: string; slug: string; createKey?: string | null },
   db: DbClient = getDb(),
 ): Promise<TenantRow | null> {
+  // skipDuplicates: a taken slug or create key (a concurrent create with the same idempotency key) is null.
   const created = await db.tenant.createManyAndReturn({
-    data: [{ name: input.name, slug: input.slug }],
+    data: [{ name: input.name, slug: input.slug, createKey: input.createKey ?? null }],
     skipDuplicates: true,
     select: tenantSelect,
   });
   return created[0] ?? null;
+}
+
+/** The tenant an operator's create with this `createKey` made; null when there is none. */
+export async function findTenantByCreateKey(
+  createKey: string,
+  db: DbClient = getDb(),
+): Promise<{ id: string; createdAt: Date } | null> {
+  return db.tenant.findUnique({ where: { createKey }, select: { id: true, createdAt: true } });
 }
 
 /** Moves a tenant from one of `from` to `to`; false when it was in none of them (someone else moved it). */

@@ -5,7 +5,7 @@ import { appendOperatorAudit } from "@/server/modules/operator/operator.data";
 import type { ZTenantDeletePayload } from "@/server/modules/operator/operator.jobs";
 import { listTenantWorkspaceIds } from "@/server/modules/operator/tenant-admin.data";
 import { deleteTenantRows, findTenantDeletionReceipt } from "@/server/modules/operator/tenant-deletion.data";
-import { purgeWorkspace } from "@/server/modules/workspace/workspace-jobs.service";
+import { purgeWorkspace } from "@/server/modules/purge/workspace-purge.service";
 
 /**
  * `tenant.delete`: purges every workspace of the tenant on its own backend (the same `purgeWorkspace` the

@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
-import { issueInviteLink } from "@/server/modules/member/invite.service";
+import { issueInviteLink, replayInvite } from "@/server/modules/member/invite.service";
 import { appendOperatorAudit } from "@/server/modules/operator/operator.data";
 import {
   operatorActorLabel,
@@ -17,6 +17,7 @@ import {
   ZTenantSuspendRequest,
 } from "@/server/modules/operator/operator.types";
 import {
+  findTenantByCreateKey,
   findTenantWithUsage,
   insertEmptyTenant,
   listOwnerInvites,
@@ -28,6 +29,7 @@ import {
 } from "@/server/modules/operator/tenant-admin.data";
 import { enqueue } from "@/server/queue/enqueue";
 import { AppError } from "@/server/shared/errors";
+import { createOnce } from "@/server/shared/idempotency";
 import { parseInput } from "@/server/shared/parse-input";
 
 /**
@@ -72,57 +74,123 @@ export async function readTenantForOperator(
   return { ...tenant, owners, ownerInvites };
 }
 
-/** An invitation to become the tenant's owner: the link (`/invite/<token>`) is returned once. */
-async function inviteOwner(actor: OperatorActor, tenantId: string, note: string, expiresInHours: number) {
-  const scope = await resolveSystemTenantScope(tenantId, { allowSuspended: true });
-  const { invite, token } = await issueInviteLink(scope, {
-    role: "owner",
-    note,
-    expiresInHours,
-    // The operator's user id (tenant admins then see their email on the invitation), or "cli".
-    createdById: actor.userId ?? "cli",
-  });
-  return { inviteId: invite.id, path: `/invite/${token}`, expiresAt: invite.expiresAt };
+/**
+ * An operator's idempotency key as stored: `operator_<user id or cli>:<key>` (`purpose` keeps the owner
+ * invitation a tenant create makes apart from a later `inviteOwner` with the same key). Tenant admins' keys
+ * start with `user_` or `key_`, so the two never meet in a tenant's invitations.
+ */
+function operatorCreateKey(actor: OperatorActor, key: string, purpose?: string): string {
+  return `operator_${actor.userId ?? "cli"}:${purpose ? `${purpose}:` : ""}${key}`;
 }
 
+/**
+ * An invitation to become the tenant's owner: the link (`/invite/<token>`) is returned once, or, with a
+ * `createKey`, again for the same key (the token is derived from it, see invite.service.ts).
+ */
+async function inviteOwner(
+  actor: OperatorActor,
+  tenantId: string,
+  link: { note: string; expiresInHours: number; createKey: string | null },
+) {
+  const scope = await resolveSystemTenantScope(tenantId, { allowSuspended: true });
+  let created = false;
+  const { invite, token } = await createOnce(link.createKey, {
+    earlier: async (createKey) => {
+      const first = await replayInvite(scope, createKey, {});
+      return first ? { result: first, createdAt: first.invite.createdAt } : null;
+    },
+    create: async (createKey) => {
+      const issued = await issueInviteLink(
+        scope,
+        {
+          role: "owner",
+          note: link.note,
+          expiresInHours: link.expiresInHours,
+          // The operator's user id (tenant admins then see their email on the invitation), or "cli".
+          createdById: actor.userId ?? "cli",
+        },
+        createKey ? { createKey } : {},
+      );
+      created = true;
+      return issued;
+    },
+  });
+  // `created`: false when an earlier (or concurrent) create with the same key made it (nothing to audit).
+  return {
+    ownerInvite: { inviteId: invite.id, path: `/invite/${token}`, expiresAt: invite.expiresAt },
+    created,
+  };
+}
+
+/**
+ * A tenant and its first owner's invitation. With `idempotencyKey`, the same key from the same operator
+ * (24 hours) answers with that tenant and the same link; a concurrent twin loses on the unique key (or slug)
+ * and answers the same.
+ */
 export async function createTenant(
   actor: OperatorActor,
   raw: z.input<typeof ZTenantCreateRequest>,
 ): Promise<TenantCreated> {
   const input = parseInput(ZTenantCreateRequest, raw);
-  const row = await insertEmptyTenant({ name: input.name, slug: input.slug });
-  if (!row) {
-    throw new AppError("CONFLICT", `slug ${input.slug} is taken`, {
-      userMessage: `A tenant with the slug ${input.slug} already exists.`,
-      details: { field: "slug" },
-    });
-  }
-  const ownerInvite = await inviteOwner(actor, row.id, input.ownerNote, input.expiresInHours);
-  await appendOperatorAudit({
-    actor: operatorAuditActor(actor),
-    action: "tenant.create",
-    targetType: "tenant",
-    targetId: row.id,
-    targetLabel: row.slug,
-    outcome: "success",
-    details: { name: row.name, ownerInviteId: ownerInvite.inviteId },
+  const key = input.idempotencyKey;
+  const ownerLink = (createKey: string | null) => ({
+    note: input.ownerNote,
+    expiresInHours: input.expiresInHours,
+    createKey: createKey && key ? operatorCreateKey(actor, key, "tenant-create") : null,
   });
-  return { tenant: await requireTenant(row.id), ownerInvite };
+  return createOnce(key ? operatorCreateKey(actor, key) : null, {
+    earlier: async (createKey) => {
+      const first = await findTenantByCreateKey(createKey);
+      if (!first) return null;
+      // The owner's invitation with its derived link; made here when the first create has not made it yet.
+      const { ownerInvite } = await inviteOwner(actor, first.id, ownerLink(createKey));
+      return { result: { tenant: await requireTenant(first.id), ownerInvite }, createdAt: first.createdAt };
+    },
+    create: async (createKey) => {
+      const row = await insertEmptyTenant({ name: input.name, slug: input.slug, createKey });
+      if (!row) {
+        throw new AppError("CONFLICT", `slug ${input.slug} is taken`, {
+          userMessage: `A tenant with the slug ${input.slug} already exists.`,
+          details: { field: "slug" },
+        });
+      }
+      const { ownerInvite } = await inviteOwner(actor, row.id, ownerLink(createKey));
+      await appendOperatorAudit({
+        actor: operatorAuditActor(actor),
+        action: "tenant.create",
+        targetType: "tenant",
+        targetId: row.id,
+        targetLabel: row.slug,
+        outcome: "success",
+        details: { name: row.name, ownerInviteId: ownerInvite.inviteId },
+      });
+      return { tenant: await requireTenant(row.id), ownerInvite };
+    },
+  });
 }
 
-/** A new owner invitation for an existing tenant (the first one expired, or another owner is wanted). */
+/**
+ * A new owner invitation for an existing tenant (the first one expired, or another owner is wanted). With
+ * `idempotencyKey`, the same key from the same operator (24 hours) answers with the first invitation.
+ */
 export async function createOwnerInvite(
   actor: OperatorActor,
-  raw: z.input<typeof ZTenantRef> & { note?: string; expiresInHours?: number },
+  raw: z.input<typeof ZTenantRef> & { note?: string; expiresInHours?: number; idempotencyKey?: string },
 ) {
   const { tenantId } = parseInput(ZTenantRef, { tenantId: raw.tenantId });
-  const input = parseInput(ZTenantCreateRequest.pick({ ownerNote: true, expiresInHours: true }), {
-    ownerNote: raw.note,
-    expiresInHours: raw.expiresInHours,
-  });
+  const input = parseInput(
+    ZTenantCreateRequest.pick({ ownerNote: true, expiresInHours: true, idempotencyKey: true }),
+    { ownerNote: raw.note, expiresInHours: raw.expiresInHours, idempotencyKey: raw.idempotencyKey },
+  );
   const tenant = await requireTenant(tenantId);
   if (tenant.status === "deleting") throw wrongStatus(tenant, "invite", "active or suspended");
-  const invite = await inviteOwner(actor, tenant.id, input.ownerNote, input.expiresInHours);
+  const { ownerInvite: invite, created } = await inviteOwner(actor, tenant.id, {
+    note: input.ownerNote,
+    expiresInHours: input.expiresInHours,
+    createKey: input.idempotencyKey ? operatorCreateKey(actor, input.idempotencyKey) : null,
+  });
+  // A replay answers with the first invitation and audits nothing again.
+  if (!created) return invite;
   await appendOperatorAudit({
     actor: operatorAuditActor(actor),
     action: "tenant.invite-owner",

@@ -1,11 +1,12 @@
 import type { z } from "zod";
 import { parseInput } from "@/server/shared/parse-input";
 import { Prisma } from "@/generated/prisma/client";
-import { type DbClient, getDb, inTransaction, pageSize } from "@/server/db";
+import { type DbClient, getDb, inTransaction, isUniqueViolation, pageSize } from "@/server/db";
 import { upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
 import type { TUpsertWorkspaceInput } from "@/server/modules/workspace/workspace.types";
 import type { TenantScope } from "@/server/auth/scope";
 import { AppError } from "@/server/shared/errors";
+import { createKeyTaken } from "@/server/shared/idempotency";
 import { type Page, pageArgs, paginate } from "@/server/shared/page";
 import {
   type ChatMessageDTO,
@@ -47,7 +48,7 @@ export async function createSession(
   options: { binding?: TUpsertWorkspaceInput } = {},
 ): Promise<SessionDTO> {
   const input = parseInput(ZCreateSessionInput, rawInput);
-  return inTransaction(db, async (tx) => {
+  const created = inTransaction(db, async (tx) => {
     const agent = await tx.agent.findFirst({
       where: { tenantId: scope.tenantId, id: input.agentId },
       select: { id: true },
@@ -75,9 +76,14 @@ export async function createSession(
         workspaceId: input.workspaceId,
         name: input.name,
         leaderSessionId: input.leaderSessionId ?? null,
+        createKey: input.createKey ?? null,
       },
       select: sessionSelect,
     });
+  });
+  return created.catch((error: unknown) => {
+    // A concurrent create with the same key won: the service answers with its session.
+    throw input.createKey && isUniqueViolation(error, "create_key") ? createKeyTaken() : error;
   });
 }
 
@@ -87,6 +93,18 @@ export async function getSessionOrNull(
   db: DbClient = getDb(),
 ): Promise<SessionDTO | null> {
   return db.session.findFirst({ where: { tenantId: scope.tenantId, id: sessionId }, select: sessionSelect });
+}
+
+/** The session a create with this `createKey` made (see `scopedCreateKey`), with its creation time. */
+export async function findSessionByCreateKey(
+  scope: TenantScope,
+  createKey: string,
+  db: DbClient = getDb(),
+): Promise<SessionDTO | null> {
+  return db.session.findUnique({
+    where: { tenantId_createKey: { tenantId: scope.tenantId, createKey } },
+    select: sessionSelect,
+  });
 }
 
 export async function getSession(

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ZIdempotencyKey } from "@/server/shared/idempotency";
 import { ZPageInput } from "@/server/shared/page";
 
 export const ZSessionCreateRequest = z.object({
@@ -10,6 +11,8 @@ export const ZSessionCreateRequest = z.object({
    */
   workspaceId: z.string().min(1).max(200).optional(),
   name: z.string().max(200).optional(),
+  /** One per create (e.g. per form submission): the same key from the same caller returns the first session. */
+  idempotencyKey: ZIdempotencyKey.optional(),
 });
 export type TSessionCreateRequest = z.input<typeof ZSessionCreateRequest>;
 

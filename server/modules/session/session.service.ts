@@ -1,11 +1,13 @@
 import type { TenantScope } from "@/server/auth/scope";
 import { agentNotFound } from "@/server/modules/agent/agent.data";
 import type { IsolationPolicy } from "@/server/modules/agent/agent.types";
-import { removeWorkerAgentsOf } from "@/server/modules/agent/agent-removal";
+import { type AgentRemovalDeps, removeWorkerAgentsOf } from "@/server/modules/agent/agent-removal";
 import { audited } from "@/server/modules/audit/audited";
+import { announceChange } from "@/server/modules/live/change-feed";
 import {
   createSession,
   deleteSession,
+  findSessionByCreateKey,
   getSession,
   listSessions,
 } from "@/server/modules/session/session.data";
@@ -27,6 +29,7 @@ import { getWorkspaceOrNull } from "@/server/modules/workspace/workspace.data";
 import type { BackendPreferences } from "@/server/modules/workspace/workspace-backend.data";
 import { readWorkspaceDefaults } from "@/server/modules/workspace/workspace-context.data";
 import type { TUpsertWorkspaceInput } from "@/server/modules/workspace/workspace.types";
+import { assertKeyInWindow, isCreateKeyTaken, scopedCreateKey } from "@/server/shared/idempotency";
 import { parseInput } from "@/server/shared/parse-input";
 import type { z } from "zod";
 
@@ -50,6 +53,8 @@ type SessionWorkspacePort = {
     scope: TenantScope,
     input: { agentId: string; workspaceIds: string[] },
   ): Promise<{ jobId: string | null }>;
+  /** Stops a deleted team worker's own workspaces (see removeAgent). */
+  requestStop?: AgentRemovalDeps["requestStop"];
 };
 
 export type SessionServiceDeps = {
@@ -98,6 +103,38 @@ export function createSessionService(deps: SessionServiceDeps) {
     extra: { leaderSessionId?: string; trustedWorkspaceId?: string } = {},
   ): Promise<{ sessionId: string; workspaceId: string; session: SessionDTO }> {
     const input = parseInput(ZSessionCreateRequest, raw);
+    const createKey = input.idempotencyKey ? scopedCreateKey(scope, input.idempotencyKey) : null;
+    // A key seen before answers with its session, creating (and auditing) nothing.
+    const replayed = async () => {
+      const first = createKey ? await findSessionByCreateKey(scope, createKey) : null;
+      if (!first) return null;
+      assertKeyInWindow(first.createdAt);
+      return { sessionId: first.id, workspaceId: first.workspaceId, session: first };
+    };
+    const earlier = await replayed();
+    if (earlier) return earlier;
+    try {
+      const created = await createAudited(scope, input, extra, createKey);
+      announceChange(scope.tenantId, {
+        topic: "session",
+        id: created.sessionId,
+        userId: created.session.userId,
+      });
+      return created;
+    } catch (error) {
+      // The same key raced in concurrently (two requests in flight): the unique index let one through.
+      const winner = isCreateKeyTaken(error) ? await replayed() : null;
+      if (winner) return winner;
+      throw error;
+    }
+  }
+
+  function createAudited(
+    scope: TenantScope,
+    input: z.output<typeof ZSessionCreateRequest>,
+    extra: { leaderSessionId?: string; trustedWorkspaceId?: string },
+    createKey: string | null,
+  ): Promise<{ sessionId: string; workspaceId: string; session: SessionDTO }> {
     return audited(
       scope,
       {
@@ -128,6 +165,7 @@ export function createSessionService(deps: SessionServiceDeps) {
             agentId: input.agentId,
             workspaceId: chosen.workspaceId,
             name: input.name ?? "",
+            createKey,
             ...(extra.leaderSessionId ? { leaderSessionId: extra.leaderSessionId } : {}),
           },
           undefined,
@@ -197,6 +235,7 @@ export function createSessionService(deps: SessionServiceDeps) {
             {
               enqueueSessionPurge: (...args) => deps.workspaces.enqueueSessionPurge(...args),
               enqueueAgentPurge: (...args) => deps.workspaces.enqueueAgentPurge(...args),
+              ...(deps.workspaces.requestStop ? { requestStop: deps.workspaces.requestStop } : {}),
               onAuditFailure,
             },
             { cause: "leader-session-deleted", leaderSessionId: sessionId },
@@ -217,6 +256,9 @@ export function createSessionService(deps: SessionServiceDeps) {
           for (const [workspaceId, group] of byWorkspace) {
             const { jobId } = await deps.workspaces.enqueueSessionPurge(scope, { workspaceId, ...group });
             jobIds.push(jobId);
+          }
+          for (const member of team) {
+            announceChange(scope.tenantId, { topic: "session", id: member.id, userId: member.userId });
           }
           return { sessionIds: team.map((member) => member.id), purgeJobIds: jobIds, workerAgentIds };
         },

@@ -15,6 +15,8 @@ export const ZCreateSessionInput = z.object({
   /** Defaults to the scope's user. */
   userId: z.string().nullish(),
   leaderSessionId: z.string().nullish(),
+  /** `scopedCreateKey` of the request's idempotency key: unique per tenant. */
+  createKey: z.string().min(1).max(400).nullish(),
 });
 export type TCreateSessionInput = z.input<typeof ZCreateSessionInput>;
 

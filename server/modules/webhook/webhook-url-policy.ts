@@ -27,7 +27,10 @@ function checkWebhookUrl(raw: string, policy: WebhookUrlPolicy): CheckedUrl {
 }
 
 function guardFor(checked: CheckedUrl) {
-  return createMcpAddressGuard({ allowedHosts: checked.operatorAllowed ? [checked.url.hostname] : [] });
+  return createMcpAddressGuard(
+    { allowedHosts: checked.operatorAllowed ? [checked.url.hostname] : [] },
+    { subject: "The webhook URL" },
+  );
 }
 
 /** Registration-time check: the scheme rule, then every address the host resolves to. */

@@ -15,10 +15,26 @@ const endpointView = {
 
 export async function createEndpoint(
   scope: TenantScope,
-  row: { id: string; url: string; description: string; events: string[]; secretSealed: string },
+  row: {
+    id: string;
+    url: string;
+    description: string;
+    events: string[];
+    secretSealed: string;
+    /** `scopedCreateKey` of the request's idempotency key (unique per tenant). */
+    createKey: string | null;
+  },
   db: DbClient = getDb(),
 ): Promise<WebhookEndpointView> {
   return db.webhookEndpoint.create({ data: { ...row, tenantId: scope.tenantId }, select: endpointView });
+}
+
+/** The endpoint a create with this `createKey` made, with its sealed secret (a replay shows it again). */
+export async function findEndpointByCreateKey(scope: TenantScope, createKey: string, db: DbClient = getDb()) {
+  return db.webhookEndpoint.findUnique({
+    where: { tenantId_createKey: { tenantId: scope.tenantId, createKey } },
+    select: { ...endpointView, secretSealed: true },
+  });
 }
 
 export async function listEndpoints(

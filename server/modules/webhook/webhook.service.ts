@@ -2,12 +2,20 @@ import { randomUUID } from "node:crypto";
 import type { z } from "zod";
 import { assertCan } from "@/server/auth/policy";
 import type { TenantScope } from "@/server/auth/scope";
-import { encryptSecret, type SecretKey } from "@/server/auth/secrets";
+import { decryptSecret, encryptSecret, type SecretKey } from "@/server/auth/secrets";
 import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
 import { enqueue } from "@/server/queue/enqueue";
 import { AppError } from "@/server/shared/errors";
+import { createOnce, scopedCreateKey } from "@/server/shared/idempotency";
 import { parseInput } from "@/server/shared/parse-input";
-import { createEndpoint, deleteEndpoint, findEndpoint, listDeliveries, listEndpoints } from "./webhook.data";
+import {
+  createEndpoint,
+  deleteEndpoint,
+  findEndpoint,
+  findEndpointByCreateKey,
+  listDeliveries,
+  listEndpoints,
+} from "./webhook.data";
 import { sealingContext } from "./webhook-delivery.service";
 import { newWebhookSecret } from "./webhook-signing";
 import { ZWebhookEndpointCreate, type WebhookEndpointView } from "./webhook.types";
@@ -33,17 +41,35 @@ export function createWebhookService(deps: { secretKey: SecretKey; policy: Webho
       assertCan(scope, "webhook:manage");
       const input = parseInput(ZWebhookEndpointCreate, raw);
       await assertWebhookUrlAllowed(input.url, deps.policy);
-      const id = randomUUID();
-      const secret = newWebhookSecret();
-      const endpoint = await createEndpoint(scope, {
-        id,
-        url: new URL(input.url).href,
-        description: input.description,
-        events: [...new Set(input.events)],
-        secretSealed: encryptSecret(deps.secretKey, secret, sealingContext(scope.tenantId, id)),
+      // A key seen before answers with its endpoint and the same secret (stored sealed, so it can be
+      // unsealed again), creating nothing.
+      return createOnce(input.idempotencyKey ? scopedCreateKey(scope, input.idempotencyKey) : null, {
+        earlier: async (createKey) => {
+          const first = await findEndpointByCreateKey(scope, createKey);
+          if (!first) return null;
+          const { secretSealed, ...endpoint } = first;
+          const secret = decryptSecret(
+            deps.secretKey,
+            secretSealed,
+            sealingContext(scope.tenantId, first.id),
+          );
+          return { result: { endpoint, secret }, createdAt: first.createdAt };
+        },
+        create: async (createKey) => {
+          const id = randomUUID();
+          const secret = newWebhookSecret();
+          const endpoint = await createEndpoint(scope, {
+            id,
+            url: new URL(input.url).href,
+            description: input.description,
+            events: [...new Set(input.events)],
+            secretSealed: encryptSecret(deps.secretKey, secret, sealingContext(scope.tenantId, id)),
+            createKey,
+          });
+          await audit(scope, "webhook.create", id, { url: endpoint.url, events: endpoint.events });
+          return { endpoint, secret };
+        },
       });
-      await audit(scope, "webhook.create", id, { url: endpoint.url, events: endpoint.events });
-      return { endpoint, secret };
     },
 
     async list(scope: TenantScope): Promise<WebhookEndpointView[]> {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ZIdempotencyKey } from "@/server/shared/idempotency";
 
 /** The lifecycle events a tenant's endpoints can receive (`webhook.test` is sent by the Test button only). */
 export const WEBHOOK_EVENTS = [
@@ -20,6 +21,8 @@ export const ZWebhookEndpointCreate = z.object({
   url: z.string().trim().min(1).max(2_000),
   description: z.string().trim().max(200).default(""),
   events: z.array(ZWebhookEvent).min(1).max(WEBHOOK_EVENTS.length),
+  /** The same key from the same caller within 24 hours returns the first endpoint (and its secret). */
+  idempotencyKey: ZIdempotencyKey.optional(),
 });
 
 export const ZWebhookEndpointView = z.object({

@@ -39,3 +39,16 @@ export async function workspaceListLimit(
     workspaceUser: workspaceUserOf(scope),
   };
 }
+
+/**
+ * Whether a workspace is one the scope may list (the change feed asks it for each change it would tell):
+ * as `assertMayActOnWorkspace`, from the workspace's id and derived user alone.
+ */
+export async function mayListWorkspace(
+  scope: TenantScope,
+  workspace: { id: string; userId: string | null },
+): Promise<boolean> {
+  if (!isLimitedToOwnWorkspaces(scope)) return true;
+  if (workspace.userId !== null && workspace.userId === workspaceUserOf(scope)) return true;
+  return scope.userId !== null && userHasSessionOnWorkspace(scope, workspace.id, scope.userId);
+}

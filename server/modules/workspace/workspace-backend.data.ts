@@ -1,9 +1,9 @@
-import type { WorkspaceBackendKind } from "@/generated/prisma/client";
 import type { TenantScope } from "@/server/auth/scope";
 import { type DbClient, getDb } from "@/server/db";
+import type { BackendKind } from "@/server/workspace/drivers/kind";
 
 /** What a new workspace's backend is chosen from: the agent's own choice, then the tenant's default. */
-export type BackendPreferences = { agent: WorkspaceBackendKind | null; tenant: WorkspaceBackendKind | null };
+export type BackendPreferences = { agent: BackendKind | null; tenant: BackendKind | null };
 
 export async function readBackendPreferences(
   scope: TenantScope,
@@ -21,7 +21,7 @@ export async function readBackendPreferences(
 
 export async function writeTenantDefaultBackend(
   scope: TenantScope,
-  backend: WorkspaceBackendKind | null,
+  backend: BackendKind | null,
   db: DbClient = getDb(),
 ): Promise<void> {
   await db.tenant.update({ where: { id: scope.tenantId }, data: { defaultBackend: backend } });

@@ -5,8 +5,7 @@ import type { DriverSet } from "@/server/engine/driver-set";
 import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
 import { AppError } from "@/server/shared/errors";
 import { parseInput } from "@/server/shared/parse-input";
-import type { BackendKind } from "@/server/workspace/backend/port";
-import { driverSummary } from "@/server/workspace/backends/registry";
+import type { BackendKind } from "@/server/workspace/drivers/port";
 import {
   type BackendPreferences,
   readBackendPreferences,
@@ -21,6 +20,8 @@ export type BackendOptionDTO = {
   kind: BackendKind;
   /** The driver behind the kind (`local`, `host-unconfined`, `docker`, ...). */
   driver: string;
+  /** How the dashboard names it (the driver definition's `label`). */
+  label: string;
   summary: string;
   isolated: boolean;
   sandbox: string | null;
@@ -35,10 +36,12 @@ export type BackendOptionDTO = {
 export function createBackendChoice(drivers: DriverSet) {
   function optionOf(kind: BackendKind): BackendOptionDTO {
     const driver = drivers.forKind(kind);
+    const definition = drivers.definitionOf(kind);
     return {
       kind,
       driver: driver.name,
-      summary: driverSummary(driver.name),
+      label: definition?.label ?? kind,
+      summary: definition?.summary ?? "",
       isolated: driver.isolation.isolated,
       sandbox: driver.isolation.sandbox,
       pauseKeepsMemory: driver.capabilities.pauseKeepsMemory,

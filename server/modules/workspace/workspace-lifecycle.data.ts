@@ -1,12 +1,10 @@
-import {
-  Prisma,
-  type WorkspaceBackendKind as BackendKind,
-  type WorkspaceState,
-} from "@/generated/prisma/client";
+import { Prisma, type WorkspaceState } from "@/generated/prisma/client";
 import { actorLabel, type TenantScope } from "@/server/auth/scope";
 import { type DbClient, getDb } from "@/server/db";
 import { AppError } from "@/server/shared/errors";
+import type { BackendKind } from "@/server/workspace/drivers/kind";
 import { canTransitionWorkspace, type WorkspaceLeaseDTO } from "@/server/modules/workspace/workspace.types";
+import { announceChange } from "@/server/modules/live/change-feed";
 import { accrueWorkspaceSeconds } from "./workspace-metering.data";
 
 /**
@@ -129,7 +127,8 @@ export async function stopIfIdle(
   options: { idleBefore: Date; leaseBornAfter: Date; reason: string },
   db = getDb(),
 ): Promise<SweepDecision> {
-  return db.$transaction(async (tx) => {
+  let userId: string | null = null;
+  const decision = await db.$transaction(async (tx): Promise<SweepDecision> => {
     const row = await lockWorkspace(tx, scope, workspaceId);
     if (!row) return { outcome: "skipped", why: "not found" };
     if (row.state !== "READY") return { outcome: "skipped", why: `state ${row.state}` };
@@ -154,12 +153,25 @@ export async function stopIfIdle(
     await setState(tx, scope, workspaceId, row, "STOPPING", options.reason, {
       lastActivityAt: row.lastActivityAt?.toISOString() ?? null,
     });
+    userId = row.metering.userId;
     return {
       outcome: "stopping",
       idleSinceMs: row.lastActivityAt ? now.getTime() - row.lastActivityAt.getTime() : null,
       droppedLeases: overAge.map((lease) => lease.holder),
     };
   });
+  if (decision.outcome === "stopping") announceState(scope, workspaceId, "STOPPING", userId);
+  return decision;
+}
+
+/** After the commit (a page that refetches on it must read the new state): see change-feed.ts. */
+function announceState(
+  scope: TenantScope,
+  workspaceId: string,
+  state: WorkspaceState,
+  userId: string | null,
+) {
+  announceChange(scope.tenantId, { topic: "workspace", id: workspaceId, state, userId });
 }
 
 /**
@@ -177,7 +189,7 @@ export async function acquireLeaseLocked(
   db = getDb(),
   /** `quiet`: a read's lease (the dashboard's browsing) writes no `lease_acquired` ledger event. */
   options: { refuseStates?: readonly WorkspaceState[]; quiet?: boolean } = {},
-): Promise<{ lease: WorkspaceLeaseDTO; state: WorkspaceState }> {
+): Promise<{ lease: WorkspaceLeaseDTO; state: WorkspaceState; record: WorkspaceRecord }> {
   const acquired = await db.$transaction(async (tx) => {
     // A PURGED workspace is leased too (a use provisions its next generation), unless the caller works on
     // the current generation's data only (`refuseStates`).
@@ -204,7 +216,7 @@ export async function acquireLeaseLocked(
     if (!options.quiet) {
       await insertEvent(tx, scope, workspaceId, "lease_acquired", lease.reason, { holder: lease.holder });
     }
-    return { lease: saved, state: row.state };
+    return { lease: saved, state: row.state, record: row.record };
   });
   // Only work moves the idle clock: a read's quiet lease (dashboard browsing, file listings, status
   // probes) holds the workspace while it runs but never keeps it awake afterwards.
@@ -267,7 +279,7 @@ async function transitionWithGeneration(
   change: Parameters<typeof transitionFrom>[2],
   db = getDb(),
 ): Promise<{ from: WorkspaceState; generation: number }> {
-  return db.$transaction(async (tx) => {
+  const done = await db.$transaction(async (tx) => {
     // The tenant's quota lock (if any) before the workspace's: one order everywhere, no deadlock.
     if (change.admit) await change.admit(tx);
     const row = await lockWorkspace(tx, scope, workspaceId);
@@ -296,21 +308,15 @@ async function transitionWithGeneration(
         ...(change.meteredSize !== undefined ? { meteredSize: change.meteredSize } : {}),
       },
     );
-    return { from: row.state, generation };
+    return { from: row.state, generation, userId: row.metering.userId };
   });
-}
-
-/** Deletes the workspace's leases (purge); returns how many rows went. */
-export async function deleteWorkspaceLeases(
-  scope: TenantScope,
-  workspaceId: string,
-  db: DbClient = getDb(),
-): Promise<number> {
-  const { count } = await db.workspaceLease.deleteMany({ where: { tenantId: scope.tenantId, workspaceId } });
-  return count;
+  announceState(scope, workspaceId, change.to, done.userId);
+  return { from: done.from, generation: done.generation };
 }
 
 type LockedRow = {
+  /** The whole record as the lock read it (a lease's one read of its workspace: workspace.service.ts). */
+  record: WorkspaceRecord;
   state: WorkspaceState;
   generation: number;
   lastActivityAt: Date | null;
@@ -324,6 +330,11 @@ type LockedRow = {
 };
 
 type RawLockedRow = {
+  id: string;
+  tenant_id: string;
+  isolation_policy: string;
+  state_changed_at: Date;
+  backend_handle: unknown;
   state: WorkspaceState;
   generation: number;
   last_activity_at: Date | null;
@@ -334,7 +345,8 @@ type RawLockedRow = {
   user_id: string | null;
 };
 
-async function lockWorkspace(
+/** The row under FOR UPDATE (or FOR SHARE); null when it is not the tenant's. Also workspace-purge.data.ts'. */
+export async function lockWorkspace(
   tx: Prisma.TransactionClient,
   scope: TenantScope,
   workspaceId: string,
@@ -343,14 +355,29 @@ async function lockWorkspace(
   const rows =
     mode === "update"
       ? await tx.$queryRaw<RawLockedRow[]>`
-          SELECT state, generation, last_activity_at, metered_at, metered_size, backend_kind::text, agent_id, user_id
+          SELECT id, tenant_id, state, generation, last_activity_at, state_changed_at, metered_at, metered_size,
+            backend_kind::text, backend_handle, isolation_policy::text, agent_id, user_id
           FROM workspaces WHERE id = ${workspaceId} AND tenant_id = ${scope.tenantId} FOR UPDATE`
       : await tx.$queryRaw<RawLockedRow[]>`
-          SELECT state, generation, last_activity_at, metered_at, metered_size, backend_kind::text, agent_id, user_id
+          SELECT id, tenant_id, state, generation, last_activity_at, state_changed_at, metered_at, metered_size,
+            backend_kind::text, backend_handle, isolation_policy::text, agent_id, user_id
           FROM workspaces WHERE id = ${workspaceId} AND tenant_id = ${scope.tenantId} FOR SHARE`;
   const row = rows[0];
   if (!row) return null;
   return {
+    record: {
+      id: row.id,
+      tenantId: row.tenant_id,
+      state: row.state,
+      generation: row.generation,
+      backendKind: row.backend_kind,
+      isolationPolicy: row.isolation_policy,
+      agentId: row.agent_id,
+      userId: row.user_id,
+      lastActivityAt: row.last_activity_at,
+      stateChangedAt: row.state_changed_at,
+      backendHandle: row.backend_handle,
+    },
     state: row.state,
     generation: row.generation,
     lastActivityAt: row.last_activity_at,
@@ -375,7 +402,8 @@ const EVENT_FOR: Record<WorkspaceState, Prisma.WorkspaceEventCreateManyInput["ki
   FAILED: "failed",
 };
 
-async function setState(
+/** The one state change (transition table, metering, event); the row locked first. Also the purge's. */
+export async function setState(
   tx: Prisma.TransactionClient,
   scope: TenantScope,
   workspaceId: string,
@@ -406,6 +434,9 @@ async function setState(
       generation,
       stateChangedAt: now,
       error: to === "FAILED" ? (extra.error ?? "unknown error") : null,
+      // A provision claim (server/modules/machines/provision-claim.data.ts) holds within one PROVISIONING period.
+      provisionHolder: null,
+      provisionHeldUntil: null,
       ...(extra.backendHandle !== undefined
         ? {
             backendHandle:

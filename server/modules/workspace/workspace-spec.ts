@@ -1,4 +1,4 @@
-import type { BackendHandle, WorkspaceSpec } from "@/server/workspace/backend/driver";
+import type { BackendHandle, WorkspaceSpec } from "@/server/workspace/drivers/driver";
 import { isolationOfStored } from "@/server/workspace/manager/isolation";
 import type { WorkspaceRecord } from "./workspace-lifecycle.data";
 

@@ -30,6 +30,7 @@ export const workspaceSelect = () =>
     lastActivityAt: true,
     stateChangedAt: true,
     error: true,
+    label: true,
     createdAt: true,
     updatedAt: true,
     _count: { select: { leases: { where: liveLeases() } } },
@@ -101,6 +102,20 @@ export async function getWorkspace(
   const workspace = await getWorkspaceOrNull(scope, workspaceId, db);
   if (!workspace) throw notFound(workspaceId);
   return workspace;
+}
+
+/** Names the workspace (null clears it); false when the tenant has no such workspace. */
+export async function setWorkspaceLabel(
+  scope: TenantScope,
+  workspaceId: string,
+  label: string | null,
+  db: DbClient = getDb(),
+): Promise<boolean> {
+  const { count } = await db.workspace.updateMany({
+    where: { tenantId: scope.tenantId, id: workspaceId },
+    data: { label },
+  });
+  return count === 1;
 }
 
 // ----------------------------------------------------------------------------------------- leases

@@ -88,6 +88,8 @@ export type WorkspaceDTO = {
   lastActivityAt: Date | null;
   stateChangedAt: Date;
   error: string | null;
+  /** The name people gave it on the dashboard (null: none). */
+  label: string | null;
   activeLeases: number;
   createdAt: Date;
   updatedAt: Date;

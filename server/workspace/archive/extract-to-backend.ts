@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { AppError } from "@/server/shared/errors";
-import type { WorkspaceBackend } from "@/server/workspace/backend/port";
+import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
 import { tooManyEntries, type ArchiveEntry } from "@/server/workspace/archive/archive-entries";
 import { EntryTree, type ExtractedSymlink } from "@/server/workspace/archive/entry-validator";
 import type { ExtractionSink } from "@/server/workspace/archive/sinks/extraction-sink";
@@ -43,7 +43,7 @@ export type ExtractionManifest = {
  */
 export async function extractToBackend(
   source: AsyncIterable<ArchiveEntry>,
-  backend: WorkspaceBackend,
+  backend: WorkspaceMachine,
   targetDir: string,
   limits: ArchiveLimits,
 ): Promise<ExtractionManifest> {

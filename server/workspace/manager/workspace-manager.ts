@@ -1,5 +1,5 @@
 import { toAppError, type AppError } from "@/server/shared/errors";
-import type { BackendProvider, WorkspaceSpec } from "@/server/workspace/backend/driver";
+import type { MachineAttacher, WorkspaceSpec } from "@/server/workspace/drivers/driver";
 import { Workspace, type WorkspaceOptions } from "@/server/workspace/workspace";
 import { assignWorkspaceId, DEFAULT_ISOLATION, IsolationPolicy } from "./isolation";
 import { MinHeap } from "./min-heap";
@@ -20,22 +20,23 @@ export type EvictReason = "ttl" | "dead" | "closed" | "close_all";
 
 /** Observability hooks (the service layer records WorkspaceEvents from them). They must not throw. */
 export type WorkspaceManagerHooks = {
-  onProvision?(event: {
+  onAttach?(event: {
     address: WorkspaceAddress;
     workspace: Workspace;
     durationMs: number;
     replaced: boolean;
   }): void;
-  onProvisionError?(event: { address: WorkspaceAddress; error: AppError; durationMs: number }): void;
+  onAttachError?(event: { address: WorkspaceAddress; error: AppError; durationMs: number }): void;
   onEvict?(event: { address: WorkspaceAddress; workspace: Workspace; reason: EvictReason }): void;
   onCloseError?(event: { address: WorkspaceAddress; error: AppError }): void;
 };
 
 export type WorkspaceManagerOptions = {
-  provider: BackendProvider;
+  /** Where workspaces' live machines come from (the engine's RecordAttacher, or `attachThrough(driver)`). */
+  attacher: MachineAttacher;
   isolation?: IsolationPolicy;
   /** Options for every Workspace the manager creates (default MCPs, skill paths, ...). */
-  workspaceOptions?: Omit<WorkspaceOptions, "spec" | "provider">;
+  workspaceOptions?: Omit<WorkspaceOptions, "spec" | "attacher">;
   /** Idle time after which a cached workspace is closed. Default 3 600 000 ms (the reference's 3600 s). */
   ttlMs?: number;
   /**
@@ -51,7 +52,7 @@ export type WorkspaceManagerOptions = {
   evictIntervalMs?: number | null;
   /** Cache hits re-check liveness at most this often. Default 10 000 ms. */
   livenessIntervalMs?: number;
-  /** Whether hits check liveness at all. Default: when the provider's machines may vanish. */
+  /** Whether hits check liveness at all. Default: when the attacher's machines may vanish. */
   checkLiveness?: boolean;
   hooks?: WorkspaceManagerHooks;
   /** Milliseconds clock (monotonic by default); injectable so tests move time without sleeping. */
@@ -74,19 +75,19 @@ const ID_MEMO_LIMIT = 50_000;
 /**
  * Caches initialised workspaces by (tenant, user, workspace id).
  * - Hit: one Map lookup plus a timestamp write, O(1); no lock.
- * - Miss: per-key single flight. Concurrent callers share one provisioning promise; other keys never wait
- *   for it (the reference held one global lock through initialise). A failed provision is closed and
+ * - Miss: per-key single flight. Concurrent callers share one opening promise; other keys never wait
+ *   for it (the reference held one global lock through initialise). A failed open is closed and
  *   not cached, so the next call retries.
  * - Liveness: hits on sandboxed workspaces re-check `isAlive()` at most every `livenessIntervalMs`; a dead
- *   one is evicted and provisioned again (reference issues #2202, #2483).
+ *   one is evicted and opened again (reference issues #2202, #2483).
  * - Idle TTL: a min-heap of deadlines with lazy invalidation. A hit only updates its timestamp; an eviction pass pops
  *   the deadlines that passed and re-queues entries touched since, so a tick costs O((evicted + re-queued) ·
  *   log n) instead of a scan of every entry. Each entry's TTL is its tenant's (`tenantTtls`), re-read every pass.
  */
 export class WorkspaceManager implements AsyncDisposable {
   readonly isolation: IsolationPolicy;
-  private readonly provider: BackendProvider;
-  private readonly workspaceOptions: Omit<WorkspaceOptions, "spec" | "provider">;
+  private readonly attacher: MachineAttacher;
+  private readonly workspaceOptions: Omit<WorkspaceOptions, "spec" | "attacher">;
   private readonly ttlMs: number;
   private readonly loadTenantTtls: (() => Promise<ReadonlyMap<string, number>>) | null;
   private tenantTtls: ReadonlyMap<string, number> = new Map();
@@ -104,13 +105,13 @@ export class WorkspaceManager implements AsyncDisposable {
   private timer: NodeJS.Timeout | null = null;
 
   constructor(options: WorkspaceManagerOptions) {
-    this.provider = options.provider;
+    this.attacher = options.attacher;
     this.isolation = options.isolation ?? DEFAULT_ISOLATION;
     this.workspaceOptions = options.workspaceOptions ?? {};
     this.ttlMs = options.ttlMs ?? 3_600_000;
     this.loadTenantTtls = options.tenantTtls ?? null;
     this.livenessIntervalMs = options.livenessIntervalMs ?? 10_000;
-    this.checkLiveness = options.checkLiveness ?? options.provider.mayVanish ?? true;
+    this.checkLiveness = options.checkLiveness ?? options.attacher.mayVanish;
     this.hooks = options.hooks ?? {};
     this.now = options.now ?? (() => performance.now());
     const evictIntervalMs = options.evictIntervalMs === undefined ? 300_000 : options.evictIntervalMs;
@@ -146,7 +147,7 @@ export class WorkspaceManager implements AsyncDisposable {
     return id;
   }
 
-  /** An initialised workspace for the request: cached on a hit, provisioned once per key on a miss. */
+  /** An initialised workspace for the request: cached on a hit, opened (attached and initialised) once per key on a miss. */
   getWorkspace(input: GetWorkspaceInput): Promise<Workspace> {
     const workspaceId = input.workspaceId ?? this.workspaceIdFor(input);
     const entry = this.entries.get(input.tenantId)?.get(input.userId)?.get(workspaceId);
@@ -169,7 +170,7 @@ export class WorkspaceManager implements AsyncDisposable {
       agentId: input.agentId,
       isolation: this.isolation,
     };
-    return this.provision(addressKey(input.tenantId, input.userId, workspaceId), spec, false);
+    return this.open(addressKey(input.tenantId, input.userId, workspaceId), spec, false);
   }
 
   /** The cached workspace for an address, without touching its idle clock; undefined when not cached. */
@@ -182,7 +183,7 @@ export class WorkspaceManager implements AsyncDisposable {
     return this.entryCount;
   }
 
-  /** Closes and forgets one workspace (waiting for its provisioning, if any). Unknown addresses are a no-op. */
+  /** Closes and forgets one workspace (waiting for its opening, if any). Unknown addresses are a no-op. */
   async close(address: WorkspaceAddress): Promise<void> {
     const key = addressKey(address.tenantId, address.userId, address.workspaceId);
     await this.pending.get(key)?.catch(() => undefined);
@@ -266,21 +267,21 @@ export class WorkspaceManager implements AsyncDisposable {
     await this.closeAll();
   }
 
-  private provision(key: string, spec: WorkspaceSpec, replaced: boolean): Promise<Workspace> {
+  private open(key: string, spec: WorkspaceSpec, replaced: boolean): Promise<Workspace> {
     const inFlight = this.pending.get(key);
     if (inFlight) return inFlight;
     const address = { tenantId: spec.tenantId, userId: spec.userId, workspaceId: spec.workspaceId };
     const started = this.now();
     const promise = (async () => {
-      const workspace = new Workspace({ ...this.workspaceOptions, spec, provider: this.provider });
+      const workspace = new Workspace({ ...this.workspaceOptions, spec, attacher: this.attacher });
       try {
         await workspace.initialize();
       } catch (error) {
-        // initialize already released the backend; close() makes sure nothing half-open stays behind.
+        // initialize already detached the machine; close() makes sure nothing half-open stays behind.
         await workspace.close().catch(() => undefined);
         const appError = toAppError(error);
         this.emit(() =>
-          this.hooks.onProvisionError?.({ address, error: appError, durationMs: this.now() - started }),
+          this.hooks.onAttachError?.({ address, error: appError, durationMs: this.now() - started }),
         );
         throw appError;
       }
@@ -296,7 +297,7 @@ export class WorkspaceManager implements AsyncDisposable {
       };
       this.store(entry);
       this.queue(entry, now + this.ttlOf(entry));
-      this.emit(() => this.hooks.onProvision?.({ address, workspace, durationMs: now - started, replaced }));
+      this.emit(() => this.hooks.onAttach?.({ address, workspace, durationMs: now - started, replaced }));
       return workspace;
     })();
     this.pending.set(key, promise);
@@ -314,7 +315,7 @@ export class WorkspaceManager implements AsyncDisposable {
       if (await entry.workspace.isAlive()) return entry.workspace;
       await this.evict(entry, "dead");
       const spec = { ...entry.workspace.spec, agentId: input.agentId };
-      return this.provision(entry.key, spec, true);
+      return this.open(entry.key, spec, true);
     })();
     entry.probe = probe;
     void probe.then(

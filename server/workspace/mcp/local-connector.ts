@@ -5,7 +5,7 @@ import type { FetchLike, Transport } from "@modelcontextprotocol/sdk/shared/tran
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { AppError } from "@/server/shared/errors";
 import { toAbortSignal, type CancelSignal } from "@/server/workspace/mcp/cancel-signal";
-import { toMcpAppError } from "@/server/workspace/mcp/mcp-errors";
+import { mcpServerExited, toMcpAppError } from "@/server/workspace/mcp/mcp-errors";
 import { createMcpAddressGuard, type McpNetworkPolicy } from "@/server/workspace/mcp/mcp-network-policy";
 import { filterMcpTools, isMcpToolAllowed } from "@/server/workspace/mcp/tool-filter";
 import { StdioTransport } from "@/server/workspace/mcp/stdio-transport";
@@ -53,6 +53,8 @@ type ResolvedOptions = Required<
 };
 
 const STDERR_TAIL_BYTES = 4096;
+/** How long a failed handshake waits for the server's exit to learn its code (it is usually already gone). */
+const EXIT_WAIT_MS = 1_000;
 
 /**
  * Connects MCP servers from the host with the official SDK: stdio servers are spawned as child processes,
@@ -224,7 +226,7 @@ class LocalMcpClient implements LiveMcpClient {
       try {
         return await work(session.client, timeoutMs, session);
       } catch (error) {
-        throw toMcpAppError(error, context, timeoutMs);
+        throw await this.listFailure(phase, session, error, context, timeoutMs);
       }
     }
     let session: Session | null = null;
@@ -234,10 +236,31 @@ class LocalMcpClient implements LiveMcpClient {
       if (this.closed) throw new AppError("UNAVAILABLE", `MCP ${this.declaration.name} is closed`);
       return await work(session.client, timeoutMs);
     } catch (error) {
-      throw toMcpAppError(error, context, timeoutMs);
+      throw await this.listFailure(phase, session, error, context, timeoutMs);
     } finally {
       if (session && this.transientSessions.delete(session)) await closeSession(session);
     }
+  }
+
+  /**
+   * A failed request as an AppError. A stdio server that ended on its own while listing its tools (right
+   * after its handshake: a crash on start-up work, a missing dependency loaded late) is the declaration's
+   * failure, as one that ends before the handshake: UNPROCESSABLE with its exit code and stderr, not the
+   * retryable "connection closed" the SDK reports. Calls keep their mapping: a crash mid-call is reported
+   * to the model as that tool's error, and the registry reconnects the server.
+   */
+  private async listFailure(
+    phase: "list" | "call",
+    session: Session | null,
+    error: unknown,
+    context: { mcp: string; phase: "list" | "call"; tool?: string },
+    timeoutMs: number,
+  ): Promise<AppError> {
+    const appError = toMcpAppError(error, context, timeoutMs);
+    if (phase !== "list" || !(session?.transport instanceof StdioTransport)) return appError;
+    const exit = await session.transport.exitedOnItsOwn(appError.code === "TIMEOUT" ? 0 : EXIT_WAIT_MS);
+    if (!exit) return appError;
+    return mcpServerExited(this.declaration.name, exit, session.stderrTail().trim(), error, "list");
   }
 
   private requestTimeoutMs(): number {
@@ -248,12 +271,13 @@ class LocalMcpClient implements LiveMcpClient {
   private async openSession(): Promise<Session> {
     const config = this.declaration.mcp_config;
     let transport: Transport;
+    let stdio: StdioTransport | undefined;
     let stderrTail = () => "";
     if (config.type === "stdio_mcp") {
       const cwd = config.cwd ?? this.options.defaultCwd;
       // stderr is piped, not inherited: an MCP server's chatter must not land in Berth's own stderr, and
       // a failed start should report what the server printed.
-      const stdio = new StdioTransport({
+      stdio = new StdioTransport({
         command: config.command,
         args: config.args,
         ...(config.env ? { env: config.env } : {}),
@@ -280,13 +304,17 @@ class LocalMcpClient implements LiveMcpClient {
     try {
       await client.connect(transport, { timeout: this.requestTimeoutMs() });
     } catch (error) {
-      await closeSession({ client, transport, stderrTail });
       const appError = toMcpAppError(error, { mcp: this.declaration.name, phase: "connect" });
+      // Asked before closing (which ends the server itself): did it end on its own? A handshake cut short
+      // reaches us as the stream closing, at most moments before the exit.
+      const exit = await stdio?.exitedOnItsOwn(appError.code === "TIMEOUT" ? 0 : EXIT_WAIT_MS);
+      await closeSession({ client, transport, stderrTail });
       const stderr = stderrTail().trim();
       this.options.logger.warn(
-        { mcp: this.declaration.name, scope: this.scope, error: appError.message, stderr },
+        { mcp: this.declaration.name, scope: this.scope, error: appError.message, stderr, exit },
         "MCP server failed to start",
       );
+      if (exit) throw mcpServerExited(this.declaration.name, exit, stderr, error);
       throw new AppError(appError.code, appError.message, {
         cause: error,
         userMessage: appError.userMessage,

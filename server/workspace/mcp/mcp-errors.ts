@@ -72,3 +72,44 @@ function spawnFailureReason(error: unknown): keyof typeof SPAWN_FAILURES | undef
   if (!syscall?.startsWith("spawn") || !code || !Object.hasOwn(SPAWN_FAILURES, code)) return undefined;
   return code as keyof typeof SPAWN_FAILURES;
 }
+
+/** The end of a server's stderr quoted in the message: its last lines, bounded. */
+const QUOTED_STDERR_LINES = 5;
+const QUOTED_STDERR_CHARS = 600;
+
+/**
+ * A stdio server that ended before it completed the MCP handshake (it crashed, its command or arguments
+ * are wrong, a dependency is missing, a shell did not find the command: exit 127). It is the declaration
+ * that failed, not Berth, and the same declaration fails again: UNPROCESSABLE (not retryable), with the exit
+ * code and the end of its stderr in the message, which is what the caller needs to fix it.
+ */
+export function mcpServerExited(
+  mcp: string,
+  exit: { code: number | null; signal: string | null },
+  stderr: string,
+  cause: unknown,
+  phase: "connect" | "list" = "connect",
+): AppError {
+  const how = exit.signal ? `was ended by ${exit.signal}` : `exited with code ${exit.code}`;
+  const tail = stderr
+    .split("\n")
+    .map((line) => line.trimEnd())
+    .filter((line) => line !== "")
+    .slice(-QUOTED_STDERR_LINES)
+    .join(" | ")
+    .slice(-QUOTED_STDERR_CHARS);
+  const message =
+    `The MCP server '${mcp}' ${how} ${phase === "connect" ? "before it answered" : "while listing its tools"}` +
+    (tail ? `; its stderr ends: ${tail}` : "; it wrote nothing to stderr");
+  return new AppError("UNPROCESSABLE", message, {
+    cause,
+    details: {
+      mcp,
+      phase,
+      reason: "server_exited",
+      exitCode: exit.code,
+      signal: exit.signal,
+      ...(stderr ? { stderr } : {}),
+    },
+  });
+}

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { setTimeout as delay } from "node:timers/promises";
 import { AppError, isAppError } from "@/server/shared/errors";
-import type { FileStat, WorkspaceBackend } from "@/server/workspace/backend/port";
+import type { FileStat, WorkspaceMachine } from "@/server/workspace/drivers/port";
 import {
   parseMcpFile,
   readMcpFile,
@@ -39,7 +39,7 @@ export class McpFileSync {
   private seen: Seen | null = null;
 
   constructor(
-    private readonly backend: WorkspaceBackend,
+    private readonly backend: WorkspaceMachine,
     private readonly path: string,
     private readonly logger: EngineLogger,
     private readonly now: () => number = Date.now,
@@ -123,7 +123,7 @@ export class McpFileSync {
             { path: lockPath, error: String(error) },
             "Could not lock .mcp; refusing the change",
           );
-          throw mcpNotPersisted(this.path, error);
+          throw mcpNotPersisted(this.path, error, lockPath);
         }
       }
       const held = await this.backend.stat(lockPath).catch(() => null);

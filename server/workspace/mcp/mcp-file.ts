@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Readable } from "node:stream";
 import { AppError, isAppError } from "@/server/shared/errors";
-import type { WorkspaceBackend } from "@/server/workspace/backend/port";
+import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
 import {
   ZMcpDeclaration,
   type EngineLogger,
@@ -105,7 +105,7 @@ export function serializeMcpFile(specs: McpSpecs): string {
 
 /** Reads and parses `.mcp`; a missing or unreadable file gives no specs (logged), as in the reference. */
 export async function readMcpFile(
-  backend: WorkspaceBackend,
+  backend: WorkspaceMachine,
   path: string,
   logger: EngineLogger,
 ): Promise<McpSpecs> {
@@ -129,7 +129,7 @@ export async function readMcpFile(
  * reported as done (issue 11: a read-only workdir answered success while nothing was written).
  */
 export async function writeMcpFile(
-  backend: WorkspaceBackend,
+  backend: WorkspaceMachine,
   path: string,
   specs: McpSpecs,
   logger: EngineLogger,
@@ -149,10 +149,57 @@ export async function writeMcpFile(
 export const MCP_NOT_PERSISTED = "mcp_not_persisted";
 
 /**
- * UNAVAILABLE (retryable once the workspace's storage takes writes again) with `details.reason`
- * `mcp_not_persisted`: the change was not made, here or anywhere.
+ * errno codes of storage that refuses the write until someone changes it (remounts, fixes permissions,
+ * frees space): the same request fails again, so it is not a retryable outage.
  */
-export function mcpNotPersisted(path: string, cause: unknown): AppError {
+const REFUSING_STORAGE = {
+  EROFS: "read-only file system",
+  EACCES: "permission denied",
+  EPERM: "operation not permitted",
+  ENOSPC: "no space left on device",
+  EDQUOT: "disk quota exceeded",
+} as const;
+type RefusingStorageErrno = keyof typeof REFUSING_STORAGE;
+
+/**
+ * The refusing errno behind a failed write: backends report it as the AppError's `details.errno` (local
+ * filesystem, gateway), as a raw errno error, or only in the message (a script's stderr).
+ */
+function refusingErrno(cause: unknown): RefusingStorageErrno | null {
+  const candidate = cause as { code?: unknown; message?: unknown; details?: { errno?: unknown } } | null;
+  const named = [candidate?.details?.errno, candidate?.code].find(
+    (code): code is RefusingStorageErrno => typeof code === "string" && Object.hasOwn(REFUSING_STORAGE, code),
+  );
+  const inMessage = /\b(EROFS|EACCES|EPERM|ENOSPC|EDQUOT)\b/.exec(
+    typeof candidate?.message === "string" ? candidate.message : "",
+  )?.[1];
+  return named ?? (inMessage as RefusingStorageErrno | undefined) ?? null;
+}
+
+/**
+ * The change was not made, here or anywhere (`details.reason` `mcp_not_persisted`). Storage that refuses
+ * writes (EROFS, EACCES, …: a read-only or foreign-owned workdir) is UNPROCESSABLE naming the errno and
+ * the file: retrying the same call cannot succeed. Anything else (a backend that did not answer) is
+ * UNAVAILABLE, retryable once the workspace's storage takes writes again. `written`: the file the write
+ * was for (`.mcp`, or its `.mcp.lock`).
+ */
+export function mcpNotPersisted(path: string, cause: unknown, written: string = path): AppError {
+  const errno = refusingErrno(cause);
+  if (errno) {
+    // The file's name only: where the workdir is on the host is nobody's business.
+    const file = written.split("/").pop() || written;
+    const why = `writing ${file} failed with ${errno} (${REFUSING_STORAGE[errno]})`;
+    return new AppError("UNPROCESSABLE", `could not save ${path}: ${why}: ${String(cause)}`, {
+      cause,
+      userMessage: `The change to the workspace's MCP servers could not be saved: ${why}; nothing was changed.`,
+      details: {
+        reason: MCP_NOT_PERSISTED,
+        errno,
+        file,
+        ...(isAppError(cause) ? { storageError: cause.code } : {}),
+      },
+    });
+  }
   return new AppError("UNAVAILABLE", `could not save ${path}: ${String(cause)}`, {
     cause,
     userMessage:

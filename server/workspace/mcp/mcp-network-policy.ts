@@ -4,6 +4,7 @@ import https from "node:https";
 import { BlockList, isIP, type LookupFunction } from "node:net";
 import { Readable } from "node:stream";
 import { AppError } from "@/server/shared/errors";
+import { embeddedIPv4Addresses } from "@/server/workspace/mcp/embedded-ipv4";
 
 /**
  * Where an `http_mcp` declaration may point when Berth itself dials it (the local backend: the request leaves
@@ -43,6 +44,7 @@ for (const [net, prefix] of [
   ["::", 128],
   ["::1", 128],
   ["64:ff9b::", 96], // NAT64 of IPv4 (may reach private IPv4 space)
+  ["64:ff9b:1::", 48], // local-use NAT64 (RFC 8215)
   ["100::", 64],
   ["2001:db8::", 32],
   ["fc00::", 7],
@@ -60,9 +62,14 @@ function unmapped(address: string): { address: string; family: "ipv4" | "ipv6" }
   return { address, family: isIP(address) === 6 ? "ipv6" : "ipv4" };
 }
 
+/**
+ * Not in a non-public range, and for IPv6 no embedded IPv4 (6to4, Teredo, IPv4-compatible or -translated)
+ * in one either: `[2002:7f00:1::]` reaches 127.0.0.1 as surely as `127.0.0.1` does.
+ */
 export function isPublicAddress(address: string): boolean {
   const { address: plain, family } = unmapped(address);
-  return !NON_PUBLIC.check(plain, family);
+  if (NON_PUBLIC.check(plain, family)) return false;
+  return family === "ipv4" || embeddedIPv4Addresses(plain).every((ipv4) => !NON_PUBLIC.check(ipv4, "ipv4"));
 }
 
 function allowList(policy: McpNetworkPolicy): { names: Set<string>; addresses: BlockList } {
@@ -78,22 +85,26 @@ function allowList(policy: McpNetworkPolicy): { names: Set<string>; addresses: B
   return { names, addresses };
 }
 
-function refused(host: string, address: string): AppError {
+function refused(host: string, address: string, subject: string): AppError {
   return new AppError("FORBIDDEN", `MCP host ${host} resolves to non-public address ${address}`, {
-    userMessage: `The MCP URL's host ${host} resolves to a private, loopback or link-local address (${address}). An operator can allow it with BERTH_MCP_ALLOWED_HOSTS.`,
+    userMessage: `${subject}'s host ${host} resolves to a private, loopback or link-local address (${address}). An operator can allow it with BERTH_MCP_ALLOWED_HOSTS.`,
     details: { reason: "mcp_host_not_allowed", host, address },
   });
 }
 
-/** The checker one policy builds: throws FORBIDDEN for a non-public address not on the allowlist. */
-export function createMcpAddressGuard(policy: McpNetworkPolicy) {
+/**
+ * The checker one policy builds: throws FORBIDDEN for a non-public address not on the allowlist. `subject`
+ * names the URL in the caller's messages (the guard also checks webhook endpoints, not only MCP servers).
+ */
+export function createMcpAddressGuard(policy: McpNetworkPolicy, options: { subject?: string } = {}) {
+  const subject = options.subject ?? "The MCP URL";
   const allowed = allowList(policy);
   const hostAllowed = (host: string) => allowed.names.has(host.toLowerCase());
   const assertAddress = (host: string, address: string) => {
     if (hostAllowed(host) || isPublicAddress(address)) return;
     const { address: plain, family } = unmapped(address);
     if (allowed.addresses.check(plain, family)) return;
-    throw refused(host, address);
+    throw refused(host, address, subject);
   };
 
   /** `net`'s lookup hook: resolves every address, refuses the connection when any is not allowed. */
@@ -123,7 +134,7 @@ export function createMcpAddressGuard(policy: McpNetworkPolicy) {
         dnsLookup(host, { all: true }, (error, addresses) => (error ? reject(error) : resolve(addresses))),
       ).catch((error: unknown) => {
         throw new AppError("BAD_REQUEST", `cannot resolve MCP host ${host}: ${String(error)}`, {
-          userMessage: `The MCP URL's host ${host} does not resolve.`,
+          userMessage: `${subject}'s host ${host} does not resolve.`,
           details: { reason: "mcp_host_unresolved", host },
         });
       });

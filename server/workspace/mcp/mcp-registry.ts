@@ -1,5 +1,5 @@
 import { AppError, toAppError } from "@/server/shared/errors";
-import type { WorkspaceBackend } from "@/server/workspace/backend/port";
+import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
 import { KeyedMutex } from "@/server/workspace/mcp/async-mutex";
 import { toMcpAppError } from "@/server/workspace/mcp/mcp-errors";
 import { MCP_FILE_NAME, scopeKey, type McpSpecs } from "@/server/workspace/mcp/mcp-file";
@@ -36,7 +36,7 @@ export type McpRegistryOptions = {
   /** Cap on live stateful instances across all scopes; null/0 → max(40, 2 × stateful defaults). */
   maxLiveStatefulMcps?: number | null;
   /** Where `.mcp` is read and written; omit for a non-persistent workspace (no file at all). */
-  persistence?: { backend: WorkspaceBackend; path?: string };
+  persistence?: { backend: WorkspaceMachine; path?: string };
   logger?: EngineLogger;
   /** Monotonic milliseconds for LRU recency; injectable so tests control the order without sleeping. */
   now?: () => number;

@@ -5,6 +5,9 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { lineSplitter } from "@/server/shared/line-splitter";
 
+/** How a server process ended: its exit code, or the signal that ended it. */
+export type StdioExit = { code: number | null; signal: NodeJS.Signals | null };
+
 export type StdioServer = {
   command: string;
   args: string[];
@@ -17,6 +20,11 @@ export type StdioServer = {
 const MAX_LINE_BYTES = 10 * 1024 * 1024;
 /** How long close() waits at each step (stdin closed, then SIGTERM) before the next, as the SDK does. */
 const CLOSE_STEP_MS = 2_000;
+
+export type StdioTransportOptions = {
+  /** close()'s wait at each step (default CLOSE_STEP_MS, the SDK's); tests of the ladder shorten it. */
+  closeStepMs?: number;
+};
 
 /**
  * An MCP stdio client transport: the SDK's StdioClientTransport (1.32) on Linux, plus `intercept`, which
@@ -34,9 +42,20 @@ export class StdioTransport implements Transport {
   /** The server's stderr, readable before start (what it printed while failing to start included). */
   readonly stderr = new PassThrough();
   private child: ChildProcess | undefined;
+  /** The process spawned, kept after close() let go of `child`, until it ended. */
+  private running: ChildProcess | undefined;
   private drain: Promise<void> | null = null;
+  /** Set once the process ended and its stdio closed (stderr read to the end), whoever ended it. */
+  private ended: (StdioExit & { afterClose: boolean }) | null = null;
+  /** Set by close(): it ended a live stdin (a server may then exit 0), and whether a signal followed. */
+  private closing = false;
+  private signalled = false;
+  private readonly endWaiters = new Set<() => void>();
 
-  constructor(private readonly server: StdioServer) {}
+  constructor(
+    private readonly server: StdioServer,
+    private readonly options: StdioTransportOptions = {},
+  ) {}
 
   get pid(): number | null {
     return this.child?.pid ?? null;
@@ -62,10 +81,14 @@ export class StdioTransport implements Transport {
       });
       child.on("spawn", () => {
         spawned = true;
+        this.running = child;
         resolve();
       });
-      child.on("close", () => {
+      child.on("close", (code, signal) => {
         if (this.child === child) this.child = undefined;
+        this.ended = { code, signal, afterClose: this.closing };
+        this.running = undefined;
+        for (const wake of this.endWaiters) wake();
         this.onclose?.();
       });
       child.stdin?.on("error", (error) => this.onerror?.(error));
@@ -114,14 +137,43 @@ export class StdioTransport implements Transport {
     return this.drain;
   }
 
-  /** Ends stdin, then SIGTERM, then SIGKILL, each after the previous step had 2 s to end the server. */
+  /**
+   * How the server ended on its own, waiting up to `waitMs` for an end that is under way; null while it
+   * runs, or when the end was ours (a signal from close(), or exit 0 after close() ended its stdin). The
+   * SDK client closes the transport itself when a handshake fails, so close() having begun is not enough.
+   * Once it resolves non-null the server's stderr has been read to the end.
+   */
+  async exitedOnItsOwn(waitMs: number): Promise<StdioExit | null> {
+    if (!this.ended && this.running) {
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          clearTimeout(timer);
+          this.endWaiters.delete(wake);
+          resolve();
+        };
+        const timer = setTimeout(wake, waitMs);
+        timer.unref();
+        this.endWaiters.add(wake);
+      });
+    }
+    const ended = this.ended;
+    if (!ended || this.signalled || (ended.afterClose && ended.code === 0)) return null;
+    // stderr reaches `this.stderr` through a pipe: let its last chunk through before anyone reads the tail.
+    await new Promise((resolve) => setImmediate(resolve));
+    return { code: ended.code, signal: ended.signal };
+  }
+
+  /** Ends stdin, then SIGTERM, then SIGKILL, each after the previous step had 2 s (closeStepMs) to end it. */
   async close(): Promise<void> {
     const child = this.child;
     this.child = undefined;
     if (!child) return;
+    // Ending stdin asks the server to leave, so an exit 0 after it is ours; a stdin already gone (the
+    // server died or closed it) asks nothing.
+    if (child.stdin?.writable) this.closing = true;
+    const stepMs = this.options.closeStepMs ?? CLOSE_STEP_MS;
     const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
-    const step = () =>
-      Promise.race([closed, new Promise((resolve) => setTimeout(resolve, CLOSE_STEP_MS).unref())]);
+    const step = () => Promise.race([closed, new Promise((resolve) => setTimeout(resolve, stepMs).unref())]);
     try {
       child.stdin?.end();
     } catch {
@@ -129,6 +181,7 @@ export class StdioTransport implements Transport {
     }
     await step();
     if (child.exitCode === null && child.signalCode === null) {
+      this.signalled = true;
       child.kill("SIGTERM");
       await step();
     }

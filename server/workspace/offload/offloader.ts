@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import { AppError, isAppError } from "@/server/shared/errors";
-import type { WorkspaceBackend } from "@/server/workspace/backend/port";
+import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
 import { KeyedMutex } from "@/server/workspace/mcp/async-mutex";
 import { assertSafeSegment } from "@/server/workspace/paths";
 import { extensionForMediaType } from "./media-types";
@@ -44,7 +44,7 @@ export type ToolResultOutput = string | ReadonlyArray<TextBlock | DataBlock | { 
 export class Offloader {
   private readonly sessionLocks = new KeyedMutex();
 
-  constructor(private readonly backend: () => WorkspaceBackend) {}
+  constructor(private readonly backend: () => WorkspaceMachine) {}
 
   /**
    * Appends one JSON line per message to `sessions/<sid>/context.jsonl`. Inline binary content is offloaded

@@ -1,7 +1,7 @@
 import path from "node:path";
 import type { Readable } from "node:stream";
 import { AppError } from "@/server/shared/errors";
-import type { WorkspaceBackend } from "@/server/workspace/backend/port";
+import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
 import { resolveConfined } from "@/server/workspace/paths";
 
 /**
@@ -41,7 +41,7 @@ export function parseWorkspaceReference(reference: string): string {
 
 /** Streams the file a reference names, confined to the workdir (no `..`, no symlink escape). */
 export async function openWorkspaceReference(
-  backend: WorkspaceBackend,
+  backend: WorkspaceMachine,
   reference: string,
 ): Promise<Readable> {
   const relative = parseWorkspaceReference(reference);

@@ -4,7 +4,8 @@ import os from "node:os";
 import path from "node:path";
 import { text } from "node:stream/consumers";
 import { z } from "zod";
-import type { WorkspaceBackend } from "@/server/workspace/backend/port";
+import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
+import { SKILL_DESCRIPTION_MAX_CHARS, SKILL_NAME_MAX_CHARS } from "@/server/workspace/skills/front-matter";
 import { sanitizeDirName } from "@/server/workspace/skills/skill-names";
 import type { SkillStore } from "@/server/workspace/skills/skill-store";
 
@@ -24,8 +25,8 @@ const ZSkillFilePath = z
 export const ZSeedSkill = z
   .object({
     kind: z.literal("inline"),
-    name: z.string().trim().min(1).max(100),
-    description: z.string().trim().min(1).max(1_000),
+    name: z.string().trim().min(1).max(SKILL_NAME_MAX_CHARS),
+    description: z.string().trim().min(1).max(SKILL_DESCRIPTION_MAX_CHARS),
     instructions: z.string().max(256 * 1024),
     files: z
       .array(z.object({ path: ZSkillFilePath, content: z.string().max(256 * 1024) }).strict())
@@ -50,7 +51,7 @@ const checked = new WeakMap<SkillStore, Map<string, string>>();
  */
 export async function seedAgentSkills(
   store: SkillStore,
-  backend: WorkspaceBackend,
+  backend: WorkspaceMachine,
   agentId: string,
   skills: readonly SeedSkill[],
 ): Promise<void> {
@@ -71,7 +72,7 @@ export async function seedAgentSkills(
   seen.set(agentId, fingerprint);
 }
 
-async function readMarker(backend: WorkspaceBackend, markerPath: string): Promise<string[]> {
+async function readMarker(backend: WorkspaceMachine, markerPath: string): Promise<string[]> {
   if (!(await backend.stat(markerPath))) return [];
   try {
     const parsed = ZMarker.safeParse(JSON.parse(await text(await backend.readFile(markerPath))));

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
 import type { Readable } from "node:stream";
-import type { WorkspaceBackend } from "@/server/workspace/backend/port";
+import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
 import type { ExtractionManifest } from "@/server/workspace/archive/extract-to-backend";
 
 /**
@@ -65,7 +65,7 @@ function contentHashIfKnown(manifest: ExtractionManifest, root: string): string 
   return contentHashWith(manifest, root, () => "");
 }
 
-async function sha256Of(backend: WorkspaceBackend, file: string): Promise<string | null> {
+async function sha256Of(backend: WorkspaceMachine, file: string): Promise<string | null> {
   let stream: Readable;
   try {
     stream = await backend.readFile(file);
@@ -83,7 +83,7 @@ async function sha256Of(backend: WorkspaceBackend, file: string): Promise<string
  * Null when a file cannot be read (the installed skill changed since).
  */
 async function contentHashAt(
-  backend: WorkspaceBackend,
+  backend: WorkspaceMachine,
   folder: string,
   manifest: ExtractionManifest,
   root: string,
@@ -102,7 +102,7 @@ async function contentHashAt(
  * skill's content hash when it had to be computed (to store in the index).
  */
 export async function findDuplicate(
-  backend: WorkspaceBackend,
+  backend: WorkspaceMachine,
   partitionDir: string,
   entries: Record<string, IndexEntry>,
   candidate: { manifest: ExtractionManifest; root: string; rootPath: string },

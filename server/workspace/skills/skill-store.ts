@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { PassThrough, type Readable } from "node:stream";
 import { AppError } from "@/server/shared/errors";
-import type { WorkspaceBackend } from "@/server/workspace/backend/port";
+import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
 import {
   directoryEntries,
   tarEntries,
@@ -20,7 +20,7 @@ import { assertLinksInside } from "@/server/workspace/archive/entry-validator";
 import { KeyedMutex } from "@/server/workspace/mcp/async-mutex";
 import { silentLogger, type EngineLogger } from "@/server/workspace/mcp/types";
 import { findDuplicate } from "@/server/workspace/skills/skill-dedup";
-import { parseSkillMarkdown } from "@/server/workspace/skills/front-matter";
+import { assertInstallableSkillFields, parseSkillMarkdown } from "@/server/workspace/skills/front-matter";
 import {
   resolveSkillRef,
   ZContentIndex,
@@ -68,7 +68,7 @@ export type SkillInstallResult = { skill: Skill; deduplicated: boolean; storedBy
 export type { SkillRef };
 
 export type SkillStoreOptions = {
-  backend: WorkspaceBackend;
+  backend: WorkspaceMachine;
   /** Host directories holding a SKILL.md, copied into `skills/.seed` by `initialize` (hash-deduplicated). */
   seedPaths?: readonly string[];
   /** Archive limits; unset fields use DEFAULT_ARCHIVE_LIMITS (500 MiB expanded, 10,000 entries, 500 MiB). */
@@ -82,11 +82,11 @@ export type SkillStoreOptions = {
  * The skills of a workspace (agentscope-spec.md §3): per-agent partitions `skills/<agentId>/`
  * (`skills/default/` without an agent) equipped once from the seed template `skills/.seed`, installs from
  * host directories and from zip/tar/tar.gz streams. Validated entries are extracted into a staging folder
- * through the WorkspaceBackend (re-packed as a clean tar, or written directly when the backend's files are
+ * through the WorkspaceMachine (re-packed as a clean tar, or written directly when the backend's files are
  * this host's), then moved into place, so the same code serves the local host and sandboxes.
  */
 export class SkillStore {
-  private readonly backend: WorkspaceBackend;
+  private readonly backend: WorkspaceMachine;
   private readonly seedPaths: readonly string[];
   private readonly limits: ArchiveLimits;
   private readonly spoolDir: string | undefined;
@@ -274,6 +274,7 @@ export class SkillStore {
           details: { entry: root ? `${root}/SKILL.md` : "SKILL.md" },
         });
       }
+      assertInstallableSkillFields(parsed.skill);
       return await this.locks.run(partition, async () => {
         const dir = this.partitionDir(partition);
         const index = await this.readIndex(dir);

@@ -1,4 +1,4 @@
-import type { WorkspaceBackend } from "@/server/workspace/backend/port";
+import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
 import { createBashTool } from "./bash";
 import { createEditTool } from "./edit";
 import { createGlobTool } from "./glob";
@@ -20,10 +20,10 @@ export type BuiltinToolsOptions = ReadToolOptions & {
 
 /**
  * The six builtin tools, in the reference's order (Bash, Edit, Glob, Grep, Read, Write), bound to one
- * backend. They use only the WorkspaceBackend port, so they behave the same on every backend.
+ * backend. They use only the WorkspaceMachine port, so they behave the same on every backend.
  */
 export function createBuiltinTools(
-  source: WorkspaceBackend | { readonly backend: WorkspaceBackend },
+  source: WorkspaceMachine | { readonly backend: WorkspaceMachine },
   options: BuiltinToolsOptions = {},
 ): BuiltinTool[] {
   const backend = "exec" in source ? source : source.backend;

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { redactHostPaths } from "@/server/shared/host-paths";
 import { isAppError } from "@/server/shared/errors";
-import type { WorkspaceBackend } from "@/server/workspace/backend/port";
+import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
 
 /** An attachment a tool hands back next to its text (Read of an image or PDF the model accepts). */
 type ToolDataBlock = { type: "data"; mediaType: string; base64: string; name?: string };
@@ -42,7 +42,7 @@ export class FileReadState {
 
 /** What a tool needs: the backend and the shared read state (null disables the read-before-write rule). */
 export type ToolContext = {
-  backend: WorkspaceBackend;
+  backend: WorkspaceMachine;
   readState: FileReadState | null;
 };
 

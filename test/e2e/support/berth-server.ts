@@ -1,6 +1,8 @@
 import { startBerthProcess, waitUntilServing } from "@/test/integration/start/support/start-process";
 
-export type RunningBerth = { url: string; output: () => string; stop: () => Promise<void> };
+/** What a test reaches a Berth server by (the shared one of the e2e files, or one of its own). */
+export type BerthServer = { url: string };
+export type RunningBerth = BerthServer & { output: () => string; stop: () => Promise<void> };
 
 /** The servers this test process started and has not stopped: a failing test prints their output. */
 const running = new Set<RunningBerth>();

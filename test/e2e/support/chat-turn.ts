@@ -1,5 +1,5 @@
 import type { BerthClient } from "@/server/client/create-berth-client";
-import type { TChatTurnEvent } from "@/server/modules/chat/chat.schema";
+import type { TChatTurnEvent } from "@/server/agent/agent.schema";
 
 /**
  * Runs one chat turn through the typed client (a streamed POST mutation) and resolves with its events once

@@ -1,11 +1,11 @@
 import { existsSync } from "node:fs";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { chromium, type Browser, type Download, type Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 
 /** Debian's Chromium (never a browser download). */
 export const CHROMIUM_PATH = "/usr/bin/chromium";
 // stack-compat P13: no sandbox (root in a container), no GPU, and nothing that phones home.
-const CHROMIUM_ARGS = [
+export const CHROMIUM_ARGS = [
   "--headless",
   "--no-sandbox",
   "--disable-gpu",
@@ -42,17 +42,34 @@ export function requireChromium(): void {
  * page right after a sign-in. A wait that names its own timeout keeps it.
  */
 export async function launchChromium(): Promise<Browser> {
-  const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
+  return withE2eDefaults(await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS }));
+}
+
+/**
+ * A connection to the Chromium the e2e files share (test/setup/e2e-shared.ts), with the same defaults.
+ * Its close() closes this connection's contexts and disconnects; the browser keeps running for the others.
+ */
+export async function connectChromium(wsEndpoint: string): Promise<Browser> {
+  return withE2eDefaults(await chromium.connect(wsEndpoint));
+}
+
+function withE2eDefaults(browser: Browser): Browser {
+  const pages = new Set<Page>();
   const newContext = browser.newContext.bind(browser);
   browser.newContext = async (options) => {
     const context = await newContext(options);
     context.setDefaultTimeout(60_000);
     context.on("page", (page) => {
+      pages.add(page);
       openPages.add(page);
       page.on("close", () => openPages.delete(page));
     });
     return context;
   };
+  // A disconnected connection's pages are gone even if no page saw its own close.
+  browser.on("disconnected", () => {
+    for (const page of pages) openPages.delete(page);
+  });
   return browser;
 }
 
@@ -77,4 +94,14 @@ export async function openPagesOutput(): Promise<string[]> {
       return `--- page ${page.url()} ---\n${text.slice(0, TEXT_LIMIT)}`;
     }),
   );
+}
+
+/**
+ * A finished download's content. Not `download.path()`: a browser reached through `connectChromium` keeps
+ * its downloads on its own side, and Playwright streams them to the test instead of naming a local file.
+ */
+export async function downloadedText(download: Download): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of await download.createReadStream()) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
 }

@@ -1,29 +1,44 @@
+import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { disconnectDb } from "@/server/db";
 import { findFreePort } from "@/scripts/services/ports";
-import { type RunningBerth, startBerth } from "./berth-server";
-import { launchChromium } from "./chromium";
+import { type BerthServer, type RunningBerth, startBerth } from "./berth-server";
+import { connectChromium, launchChromium } from "./chromium";
+import { sharedApp } from "./shared-app";
 import { type SeededTenant, seedTenantWithData } from "./seed";
 
 export type E2eApp = {
-  app: RunningBerth;
+  app: BerthServer;
   browser: Browser;
   tenant: SeededTenant;
   /** The URL the browser uses (better-auth checks the Origin against it). */
   baseUrl: string;
   dataDir: string;
-  /** Browser, server, database client and data directory, in that order; safe after a failed start. */
+  /**
+   * Closes what this file opened: its browser (or its connection to the shared one), its own server and
+   * data directory if any, the database client. Safe after a failed start.
+   */
   close(): Promise<void>;
 };
 
 /**
- * A seeded tenant, Berth started as `npm start` runs it (its own data directory) and Chromium. The seed
- * and the server share the test database (DATABASE_URL from the global setup) and the auth secret.
+ * A seeded tenant of its own, a Berth server as `npm start` runs it and Chromium. The seed and the server
+ * share the test database (DATABASE_URL from the global setup) and the auth secret.
+ *
+ * Without `env`: the server and Chromium every e2e file shares (test/setup/e2e-shared.ts), reached through a
+ * browser connection of this file's own; close() leaves both running. With `env` (settings the shared server
+ * does not run with): a server of its own, with its own data directory, and a Chromium of its own.
  */
 export async function startE2eApp(options: { env?: Record<string, string> } = {}): Promise<E2eApp> {
+  if (!options.env) return connectToSharedApp();
+  // Queues of its own: on the run's Redis prefix the shared server's workers, which run without this
+  // env, took this server's jobs (a webhook delivery refused for want of its allow-list, a provision in
+  // the other data directory). This file's own Redis use (its enqueues, the audit buffer) follows;
+  // services-env.ts sets the run's prefix again for the next file, and services.ts deletes both.
+  process.env.BERTH_REDIS_PREFIX = `${process.env.BERTH_REDIS_PREFIX}-own-${randomBytes(4).toString("hex")}`;
   const port = await findFreePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const dataDir = await mkdtemp(path.join(tmpdir(), "berth-e2e-"));
@@ -48,6 +63,26 @@ export async function startE2eApp(options: { env?: Record<string, string> } = {}
     });
     browser = await launchChromium();
     return { app, browser, tenant, baseUrl, dataDir, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+async function connectToSharedApp(): Promise<E2eApp> {
+  let browser: Browser | undefined;
+  const close = async () => {
+    await browser?.close();
+    await disconnectDb();
+  };
+  try {
+    const shared = await sharedApp();
+    const tenant = await seedTenantWithData({
+      authSecret: process.env.BERTH_AUTH_SECRET!,
+      baseUrl: shared.url,
+    });
+    browser = await connectChromium(shared.wsEndpoint);
+    return { app: { url: shared.url }, browser, tenant, baseUrl: shared.url, dataDir: shared.dataDir, close };
   } catch (error) {
     await close();
     throw error;

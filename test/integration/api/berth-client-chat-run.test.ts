@@ -71,6 +71,25 @@ describe("client.chat.run", () => {
     expect(JSON.stringify(history)).toContain("The workspace is ready.");
   });
 
+  it("completes and stores a turn whose tool output and text hold NUL bytes (binary output)", async () => {
+    fake.enqueue(
+      {
+        kind: "tool-calls",
+        calls: [{ id: "c_nul", name: "Bash", arguments: { command: "printf 'a\\000b'" } }],
+      },
+      { kind: "text", text: "Binary\u0000 output." },
+    );
+    const before = fake.requests.length;
+    const result = await client.chat.run({ sessionId, message: "print a NUL" });
+    expect(result).toMatchObject({ status: "completed", text: "Binary\u0000 output.", error: null });
+    const told = "a\uFFFDb\n[Berth: 1 NUL byte(s) replaced with U+FFFD: output is binary or contains NUL]";
+    expect(result.toolCalls).toEqual([expect.objectContaining({ toolCallId: "c_nul", output: told })]);
+    expect(fake.requests[before + 1]!.messages.at(-1)).toMatchObject({ role: "tool", content: told });
+    const history = JSON.stringify(await client.chat.history.query({ sessionId }));
+    expect(history).toContain("Binary\uFFFD output.");
+    expect(history).toContain("a\uFFFDb");
+  });
+
   it("resolves a failed turn with its error in words", async () => {
     fake.enqueue({ kind: "http-error", status: 400, message: "the model refused this request" });
     const result = await client.chat.run({ sessionId, message: "fail, please" });

@@ -144,6 +144,20 @@ const CASES: Record<string, CrossTenantCase> = {
   "workspace.events": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
   "workspace.stop": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
   "workspace.purge": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
+  "workspace.start": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
+  "workspace.setLabel": {
+    kind: "tenant",
+    input: (t) => ({ workspaceId: workspaceOf(t), label: "probe" }),
+    targetsRows: true,
+  },
+  // Per-workspace outcomes: B's workspace under A's tenant is a NOT_FOUND outcome ("reports B's workspaces" below).
+  "workspace.bulk": {
+    kind: "tenant",
+    input: (t) => ({ action: "stop", workspaceIds: [workspaceOf(t)] }),
+    targetsRows: false,
+  },
+  // live.* : a tenant's change stream; B's tenant is refused before it starts.
+  "live.changes": { kind: "tenant", input: () => ({}), targetsRows: false },
   "workspace.status": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
   "workspace.purgeReceipts": { kind: "tenant", input: () => ({}), targetsRows: false },
   "workspace.mcp.list": {
@@ -243,6 +257,10 @@ const CASES: Record<string, CrossTenantCase> = {
   },
   "chat.cancel": { kind: "tenant", input: (t) => ({ sessionId: rowsOf(t).sessionId }), targetsRows: true },
   "chat.history": { kind: "tenant", input: (t) => ({ sessionId: rowsOf(t).sessionId }), targetsRows: true },
+  "chat.turns": { kind: "tenant", input: (t) => ({ sessionId: rowsOf(t).sessionId }), targetsRows: true },
+  // The stream procedures check the session before they stream: B's session is refused, never followed.
+  "chat.attach": { kind: "tenant", input: (t) => ({ sessionId: rowsOf(t).sessionId }), targetsRows: true },
+  "chat.follow": { kind: "tenant", input: (t) => ({ sessionId: rowsOf(t).sessionId }), targetsRows: true },
   // library.* (issue 12): an MCP and a skill entry per tenant (beforeAll); B's entry ids under A's tenant are
   // NOT_FOUND, and installing B's entry goes nowhere.
   "library.list": { kind: "tenant", input: () => ({}), targetsRows: false },
@@ -323,9 +341,18 @@ const CASES: Record<string, CrossTenantCase> = {
     targetsRows: true,
   },
   // backendSettings.* (issue 13): a tenant's own E2B team, admins only.
-  "backendSettings.e2b": { kind: "tenant", input: () => ({}), targetsRows: false },
-  "backendSettings.setE2b": { kind: "tenant", input: () => ({ template: "probe" }), targetsRows: false },
-  "backendSettings.clearE2b": { kind: "tenant", input: () => ({ confirm: true }), targetsRows: false },
+  "backendSettings.forms": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "backendSettings.read": { kind: "tenant", input: () => ({ backend: "e2b" }), targetsRows: false },
+  "backendSettings.set": {
+    kind: "tenant",
+    input: () => ({ backend: "e2b", settings: { template: "probe" } }),
+    targetsRows: false,
+  },
+  "backendSettings.clear": {
+    kind: "tenant",
+    input: () => ({ backend: "e2b", confirm: true }),
+    targetsRows: false,
+  },
 };
 
 /** A public address literal (example.com's): registering it needs no DNS, and nothing is delivered here. */
@@ -484,6 +511,22 @@ describe("cross-tenant isolation", () => {
     expect(await snapshotOfB()).toEqual(before);
   });
 
+  it("reports B's workspaces as not found in a bulk action under A's tenant, and leaves them alone", async () => {
+    const before = await snapshotOfB();
+    for (const caller of [cookieCaller(a.owner), keyCaller(a.adminKey)]) {
+      for (const action of ["stop", "start", "purge"] as const) {
+        const answer = await caller.workspace.bulk({
+          tenantId: a.tenant.id,
+          action,
+          workspaceIds: [workspaceOf(b)],
+          force: true,
+        });
+        expect(answer.results).toMatchObject([{ ok: false, error: { code: "NOT_FOUND" } }]);
+      }
+    }
+    expect(await snapshotOfB()).toEqual(before);
+  });
+
   it("keeps B's API keys usable only in B", async () => {
     const bKey = keyCaller(b.adminKey);
     const overview = await bKey.tenant.overview({});
@@ -585,6 +628,8 @@ describe("cross-member isolation inside a tenant", () => {
           "workspace.backend",
           "workspace.backends",
           "workspace.setDefaultBackend",
+          // Many workspaces, admins only (the role gate refuses members before any workspace is named).
+          "workspace.bulk",
         ].includes(path),
     );
     expect(workspaceKeyedPaths()).toEqual(keyed);

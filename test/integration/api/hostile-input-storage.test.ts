@@ -1,15 +1,14 @@
 /**
  * Hostile strings that get past the boundary (a service called directly, an entry buffered by an older
  * release) must not break storage for anyone: the audit buffer sanitises, and sets aside what it cannot
- * store, through the real `audit.flush` job on real Redis and Postgres; chat.send reports a storage failure
- * as a typed, masked error event, never the database's text.
+ * store, through the real `audit.flush` job on real Redis and Postgres; chat.send stores a message it
+ * cannot store as it is made storable (U+FFFD) and runs the turn.
  */
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { loadRedisConfig } from "@/server/config/redis";
 import { getDb } from "@/server/db";
-import { toAppError } from "@/server/shared/errors";
 import { auditDeadLetters, recordAudit } from "@/server/modules/audit/audit-buffer.service";
 import { getAgentServices } from "@/server/composition/services";
 import { checkHealth } from "@/server/modules/health/health.service";
@@ -114,25 +113,29 @@ describe("the audit buffer under hostile strings", () => {
   });
 });
 
-describe("chat.send when storage refuses the turn", () => {
-  it("refuses it as a masked internal error before anything runs, never with the database's error text", async () => {
+describe("chat.send with a message storage cannot take", () => {
+  it("stores the message made storable and runs the turn: never a failure, never the database's text", async () => {
     const agent = await h.owner.agent.create({
       ...h.ref,
       name: `hostile-chat-${randomUUID().slice(0, 8)}`,
       modelConfig: { baseUrl: fake.baseUrl, model: "fake-model", apiKey: "sk-hostile" },
     });
     const { sessionId } = await h.owner.session.create({ ...h.ref, agentId: agent.id });
-    // Past the HTTP boundary (which answers 400): the message reaches storage when the turn is claimed
-    // (the claim stores the user's message), which refuses the NUL. No turn starts, no model is called.
-    const refused = await getAgentServices()
-      .chat.send(h.tenant.ownerScope, { sessionId, message: "hi\u0000there" })
-      .then(
-        () => null,
-        (error: unknown) => toAppError(error),
-      );
-    expect(refused).toMatchObject({ code: "INTERNAL", userMessage: "Internal error" });
-    expect(JSON.stringify({ message: refused?.userMessage })).not.toMatch(/prisma|invalid|22021|invocation/i);
+    // Past the HTTP boundary (which answers 400): a service called directly. The claim stores the user's
+    // message, which Postgres would refuse with its NUL: it is stored with U+FFFD instead, and the turn
+    // runs (bytes Postgres cannot store may come from anywhere and must never fail a turn).
+    fake.enqueue({ kind: "text", text: "Heard you." });
+    const events = [];
+    for await (const event of await getAgentServices().chat.send(h.tenant.ownerScope, {
+      sessionId,
+      message: "hi\u0000there",
+    }))
+      events.push(event);
+    expect(events.filter((event) => event.type === "error")).toEqual([]);
+    expect(events.at(-1)).toMatchObject({ type: "done", status: "completed" });
     expect((await h.owner.session.get({ ...h.ref, sessionId })).status).toBe("IDLE");
-    expect(await getDb().chatTurn.count({ where: { sessionId } })).toBe(0);
+    const history = JSON.stringify(await h.owner.chat.history({ ...h.ref, sessionId }));
+    expect(history).toContain("hi\uFFFDthere");
+    expect(history).toContain("Heard you.");
   });
 });

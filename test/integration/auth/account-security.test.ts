@@ -86,6 +86,24 @@ describe("account.changePassword", () => {
   });
 });
 
+describe("account.changePassword to the same password", () => {
+  it("is refused with a 400 saying why, and changes nothing (other sessions stay)", async () => {
+    const cookie = await signInCookie(runtime.auth, t.owner.email, FIXTURE_PASSWORD);
+    const other = await signInCookie(runtime.auth, t.owner.email, FIXTURE_PASSWORD);
+    const caller = createCaller(contextFromHeaders(runtime, { cookie }));
+    const refusal = caller.account.changePassword({
+      currentPassword: FIXTURE_PASSWORD,
+      newPassword: FIXTURE_PASSWORD,
+    });
+    await expect(refusal).rejects.toMatchObject({ code: "BAD_REQUEST" });
+    await expect(refusal).rejects.toThrow("must differ from the current password");
+    expect(await principalOf(other)).toMatchObject({ kind: "user" });
+    await expect(signInCookie(runtime.auth, t.owner.email, FIXTURE_PASSWORD)).resolves.toMatch(
+      /session_token/,
+    );
+  });
+});
+
 describe("keys minted by keys", () => {
   it("revokes every key a key minted, transitively, unless minted detached", async () => {
     const client = (key: string) => createBerthClient({ url: server.url, apiKey: key });

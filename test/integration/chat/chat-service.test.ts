@@ -14,7 +14,7 @@ import { getRedis } from "@/server/redis";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
 import { rejectionCode } from "../api/support/call-by-path";
 import { collect, startAgentApiHarness, type AgentApiHarness } from "../agent/support";
-import { hostWorkdirOf } from "../../unit/workspace/support/sandbox-env";
+import { hostWorkdirOf } from "../../drivers/local/support/sandbox-env";
 
 /**
  * chat.send end to end through the tRPC caller: real Postgres, Redis (cancel requests, queues), in-process

@@ -3,11 +3,11 @@ import os from "node:os";
 import path from "node:path";
 import type { ModelMessage } from "ai";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { runTurn } from "@/server/modules/chat/agent-loop";
-import type { TChatTurnEvent } from "@/server/modules/chat/chat.schema";
-import { createAgentModel } from "@/server/modules/chat/model-provider";
-import { offloaderPort } from "@/server/modules/chat/workspace-adapters";
-import { LocalBackend } from "@/server/workspace/backends/local/local-backend";
+import { runTurn } from "@/server/agent/agent-loop";
+import type { TChatTurnEvent } from "@/server/agent/agent.schema";
+import { createAgentModel } from "@/server/agent/model-provider";
+import { offloaderPort } from "@/server/agent/workspace-adapters";
+import { HostFolderMachine } from "@/server/workspace/drivers/host-folder/host-folder-machine";
 import { Offloader } from "@/server/workspace/offload/offloader";
 import { createBuiltinTools } from "@/server/workspace/tools";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
@@ -19,14 +19,14 @@ import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model
 let fake: FakeModelServer;
 let root: string;
 let workdir: string;
-let backend: LocalBackend;
+let backend: HostFolderMachine;
 
 beforeEach(async () => {
   fake = await startFakeModel({ apiKey: "sk-int" });
   root = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-chat-")));
   workdir = path.join(root, "workdir");
   await fs.mkdir(workdir);
-  backend = new LocalBackend({ workdir });
+  backend = new HostFolderMachine({ workdir });
 });
 
 afterEach(async () => {

@@ -5,7 +5,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { disconnectDb } from "@/server/db";
 import { flushAuditBuffer } from "@/server/modules/audit/audit-buffer.service";
-import { inviteHandle } from "@/server/modules/chat/team-tools";
+import { inviteHandle } from "@/server/agent/team-tools";
 import { getQueues } from "@/server/queue/queues";
 import { getRedis } from "@/server/redis";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";

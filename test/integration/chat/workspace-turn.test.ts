@@ -2,11 +2,12 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { runTurn } from "@/server/modules/chat/agent-loop";
-import { createAgentModel } from "@/server/modules/chat/model-provider";
-import { assembleToolkit } from "@/server/modules/chat/toolkit";
-import { turnWorkspacePort } from "@/server/modules/chat/workspace-adapters";
-import { LocalBackendProvider } from "@/server/workspace/backends/local/local-provider";
+import { runTurn } from "@/server/agent/agent-loop";
+import { createAgentModel } from "@/server/agent/model-provider";
+import { assembleToolkit } from "@/server/agent/toolkit";
+import { turnWorkspacePort } from "@/server/agent/workspace-adapters";
+import { attachThrough } from "@/server/workspace/drivers/driver";
+import { createHostFolderDriver } from "@/server/workspace/manager/local-workspace-manager";
 import { IsolationPolicy } from "@/server/workspace/manager/isolation";
 import { ZMcpDeclaration } from "@/server/workspace/mcp/types";
 import { FileReadState } from "@/server/workspace/tools";
@@ -35,7 +36,7 @@ beforeEach(async () => {
       agentId: "agent1",
       isolation: IsolationPolicy.PER_AGENT,
     },
-    provider: new LocalBackendProvider({ basedir: path.join(basedir, "workspaces") }),
+    attacher: attachThrough(createHostFolderDriver({ basedir: path.join(basedir, "workspaces") })),
   });
   await workspace.initialize();
 });

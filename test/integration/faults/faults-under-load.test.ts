@@ -26,7 +26,7 @@ import {
   startTcpProxy,
   type TcpProxy,
 } from "../../fixtures/faults/tcp-proxy";
-import { hostFolderMachine } from "../../unit/workspace/support/sandbox-env";
+import { hostFolderDriver } from "../../drivers/local/support/sandbox-env";
 import { createTenantFixture, type TenantFixture } from "../api/support/tenant-fixtures";
 import { release, runsOf, scriptedModel, startRelay, type Relay } from "../multiprocess/fault-support";
 import {
@@ -97,7 +97,7 @@ function send(line: Line, message: string): Promise<ChatRunResult> {
 async function workdirOf(workspaceId: string): Promise<string> {
   return vi.waitFor(
     async () => {
-      const found = (await hostFolderMachine(workspacesDir).listResources()).filter(
+      const found = (await hostFolderDriver(workspacesDir).listResources()).filter(
         (resource) => resource.workspaceId === workspaceId,
       );
       if (found.length !== 1) throw new Error(`workspace ${workspaceId} has ${found.length} folders`);
@@ -263,7 +263,7 @@ describe("faults under load (two web replicas, two workers)", { timeout: 240_000
       },
       { timeout: 30_000, interval: 200 },
     );
-    const folders = (await hostFolderMachine(workspacesDir).listResources()).map((r) => r.workspaceId);
+    const folders = (await hostFolderDriver(workspacesDir).listResources()).map((r) => r.workspaceId);
     expect(folders.sort()).toEqual([...workspaceIds].sort());
     const sessions = await getDb().session.findMany({ where: { tenantId: tenant.tenant.id } });
     expect(sessions.filter((session) => session.status === "RUNNING")).toEqual([]);

@@ -64,6 +64,22 @@ describe("Redis loses its data while an API waits for a provision", { timeout: 1
     return { basedir, controlDir, env, prefix };
   }
 
+  /** Resolves once the provision job of `workspaceId` is back in Redis and a worker runs it. */
+  async function untilJobActive(prefix: string, workspaceId: string): Promise<void> {
+    const connection = createRedisConnection({ url: redis.url, prefix }, "producer", "test-redis-loss");
+    const queues = createQueues(jobCatalog, { connection, redis: { url: redis.url, prefix }, log: testLog });
+    try {
+      const jobId = deterministicJobId("workspace.provision", workspaceId);
+      await vi.waitFor(
+        async () => expect(await (await queues.get("workspace").getJob(jobId))?.getState()).toBe("active"),
+        { timeout: 30_000, interval: 200 },
+      );
+    } finally {
+      await queues.close();
+      await connection.quit();
+    }
+  }
+
   function start(script: string, env: Record<string, string>): Child {
     const child = startChild(script, env);
     children.push(child);
@@ -86,7 +102,7 @@ describe("Redis loses its data while an API waits for a provision", { timeout: 1
   ])(
     "the worker finished after the job vanished ($loss): the waiting API answers READY within seconds",
     async ({ lose }) => {
-      const { basedir, controlDir, env } = await setup();
+      const { basedir, controlDir, env, prefix } = await setup();
       await fs.writeFile(path.join(controlDir, "block"), "");
       const { session, workspaceId } = await freshSession(tenant.scope);
       const worker = start("worker-process.ts", env);
@@ -102,6 +118,9 @@ describe("Redis loses its data while an API waits for a provision", { timeout: 1
         { timeout: 30_000 },
       );
       await lose();
+      // The hardest interleaving, not left to timing: the waiting API finds the job gone and enqueues it
+      // again, and the worker takes that new job while its first run still holds the machine's creation.
+      await untilJobActive(prefix, workspaceId);
       const releasedAt = Date.now();
       await fs.writeFile(path.join(controlDir, "release"), "");
 
@@ -109,7 +128,10 @@ describe("Redis loses its data while an API waits for a provision", { timeout: 1
       expect(Date.now() - releasedAt).toBeLessThan(ANSWER_WITHIN_MS);
       expect(result).toEqual({ ok: 5, workspaceIds: [workspaceId], errors: [] });
       expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("READY");
-      expect((await readProvisionLog(controlDir)).filter((l) => l.startsWith("done"))).toHaveLength(1);
+      // Exactly once: the second job found the first run's claim and never created the machine itself.
+      const log = await readProvisionLog(controlDir);
+      expect(log.filter((l) => l.startsWith("start"))).toHaveLength(1);
+      expect(log.filter((l) => l.startsWith("done"))).toHaveLength(1);
       await fs.rm(basedir, { recursive: true, force: true });
     },
   );

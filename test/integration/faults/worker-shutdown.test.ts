@@ -14,6 +14,7 @@ import { aliveWorkers } from "@/server/queue/heartbeat";
 import { createQueues } from "@/server/queue/queues";
 import { createRedisConnection } from "@/server/redis";
 import { startOwnRedis, type OwnRedis } from "../../fixtures/faults/redis-server";
+import { bundled } from "../multiprocess/processes";
 import { testLog } from "../queue/queue-fixtures";
 
 const repoRoot = path.resolve(import.meta.dirname, "..", "..", "..");
@@ -31,8 +32,9 @@ type WorkerProcess = {
   exited: Promise<number | null>;
 };
 
+/** workers/main.ts, bundled as the multi-process tests' children are (under tsx a start costs twice the CPU). */
 function startWorkerProcess(env: Record<string, string>): WorkerProcess {
-  const child = spawn(process.execPath, ["--import", "tsx", "workers/main.ts"], {
+  const child = spawn(process.execPath, [bundled(path.join("..", "..", "..", "workers", "main.ts"))], {
     cwd: repoRoot,
     env: { ...process.env, LOG_LEVEL: "info", ...env },
   });

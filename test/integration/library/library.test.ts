@@ -197,6 +197,37 @@ describe("library entries", () => {
     );
     expect(response.status).toBe(403);
   });
+
+  it("refuses a front-matter name or description Postgres cannot store or over the bound with a 400 naming it", async () => {
+    const skillMd = (name: string, description = "Does things") =>
+      `---\nname: ${name}\ndescription: ${description}\n---\nBody\n`;
+    const cases: [string, string, RegExp][] = [
+      ["nul-name", skillMd('"bad\\0name"'), /^name: .*NUL/],
+      ["surrogate-name", skillMd('"bad\\udc00name"'), /^name: .*surrogate/],
+      ["long-name", skillMd("n".repeat(5_000)), /^name: must be at most 100 characters/],
+      ["nul-description", skillMd("nul-description", '"says\\0things"'), /^description: .*NUL/],
+      [
+        "long-description",
+        skillMd("long-description", "d".repeat(1_025)),
+        /^description: must be at most 1024/,
+      ],
+    ];
+    const before = (await admin.library.list(h.ref)).items.length;
+    for (const [folder, content, message] of cases) {
+      const tar = await tarOf([{ name: `${folder}/SKILL.md`, content }]);
+      const refused = await postSkill(new Uint8Array(tar), { "content-type": "application/x-tar" });
+      expect(refused.status, folder).toBe(400);
+      expect((refused.body.error as { message: string }).message, folder).toMatch(message);
+    }
+    expect((await admin.library.list(h.ref)).items).toHaveLength(before);
+    // A description of 1,024 characters (Anthropic's SKILL.md bound) is taken.
+    const longest = await tarOf([
+      { name: "longest/SKILL.md", content: skillMd("longest", "d".repeat(1_024)) },
+    ]);
+    expect((await postSkill(new Uint8Array(longest), { "content-type": "application/x-tar" })).status).toBe(
+      201,
+    );
+  });
 });
 
 describe("equip and install", () => {

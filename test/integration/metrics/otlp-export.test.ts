@@ -1,5 +1,3 @@
-import { spawn } from "node:child_process";
-import path from "node:path";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { loadOperationsConfig, type OtlpExportConfig } from "@/server/config/operations";
@@ -17,10 +15,8 @@ import {
   startOtlpReceiver,
 } from "@/test/fixtures/otlp-receiver/server";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
-import { isolatedRedisConfig, redisPrefixEnv, testLog } from "../queue/queue-fixtures";
+import { isolatedRedisConfig, testLog } from "../queue/queue-fixtures";
 import { parseExposition } from "./prometheus-exposition";
-
-const repoRoot = path.resolve(import.meta.dirname, "..", "..", "..");
 
 function metricOf(entry: ReceivedExport, name: string) {
   return entry.body.resourceMetrics[0]!.scopeMetrics[0]!.metrics.find((metric) => metric.name === name);
@@ -30,6 +26,9 @@ const attributesOf = (point: { attributes: { key: string; value: unknown }[] }) 
     point.attributes.map(({ key, value }) => [key, (value as { stringValue?: string }).stringValue]),
   );
 
+// The worker process exporting on its own flush ticks when OTEL_EXPORTER_OTLP_ENDPOINT is set is checked on
+// the `npm run workers` process test/integration/workers/main-process.test.ts starts anyway (a worker
+// process costs seconds of CPU to start).
 describe("OpenTelemetry export (OTLP/HTTP JSON) of the /api/metrics figures, real Postgres and Redis", () => {
   let receiver: OtlpReceiver;
   let redis: RedisConfig;
@@ -175,39 +174,5 @@ describe("OpenTelemetry export (OTLP/HTTP JSON) of the /api/metrics figures, rea
       timeout: 30_000,
       interval: 250,
     });
-  });
-
-  it("the worker process exports on its own flush ticks when OTEL_EXPORTER_OTLP_ENDPOINT is set", async () => {
-    const workerRedis = isolatedRedisConfig();
-    const exported = receiver.nextExport();
-    const child = spawn(process.execPath, ["--import", "tsx", "workers/main.ts"], {
-      cwd: repoRoot,
-      env: {
-        ...process.env,
-        BERTH_REDIS_PREFIX: redisPrefixEnv(workerRedis),
-        WORKERS_HEALTH_PORT: "0",
-        LOG_LEVEL: "warn",
-        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
-        OTEL_METRIC_EXPORT_INTERVAL: "5000",
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let output = "";
-    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    const exitedEarly = new Promise<never>((_, reject) =>
-      child.once("exit", (code) => reject(new Error(`worker exited (${code}) before exporting:\n${output}`))),
-    );
-    try {
-      const entry = await Promise.race([exported, exitedEarly]);
-      expect(attributesOf(entry.body.resourceMetrics[0]!.resource)["service.name"]).toBe("berth");
-      expect(metricOf(entry, "berth_stage_duration_seconds")).toBeDefined();
-      expect(receiver.refused).toEqual([]);
-    } finally {
-      child.removeAllListeners("exit");
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGTERM");
-      await exited;
-    }
   });
 });

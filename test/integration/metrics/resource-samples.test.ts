@@ -1,3 +1,4 @@
+import { instantiateDriver } from "@/server/workspace/drivers/driver";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import path from "node:path";
@@ -9,9 +10,14 @@ import {
 } from "@/server/modules/metrics/resource-usage.service";
 import { getWorkspace } from "@/server/modules/workspace/workspace.data";
 import { AppError } from "@/server/shared/errors";
-import { detectCgroups } from "@/server/workspace/backends/bubblewrap/sandbox-cgroup";
-import { dockerDriver } from "@/server/workspace/backends/docker/driver";
-import { BASE_IMAGE, describeDocker, SOCKET_PATH, testInstallationId } from "../../docker/support/docker-env";
+import { detectCgroups } from "@/server/workspace/drivers/bubblewrap/sandbox-cgroup";
+import { dockerDriver } from "@/server/workspace/drivers/docker/driver";
+import {
+  BASE_IMAGE,
+  describeDocker,
+  SOCKET_PATH,
+  testInstallationId,
+} from "../../drivers/docker/support/docker-env";
 import { addTestMember, createTestTenant, expectAppError, type TestTenant } from "../db/fixtures";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "../workspace/harness";
 
@@ -35,7 +41,8 @@ describe("per-workspace resource samples: local sandbox and Docker (real workers
       { backends: ["local", "docker"] },
       {
         moreDrivers: (basedir) => [
-          dockerDriver.create(
+          instantiateDriver(
+            dockerDriver,
             dockerDriver.configSchema.parse({
               dataRoot: basedir,
               socketPath: SOCKET_PATH,

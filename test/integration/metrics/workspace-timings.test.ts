@@ -83,7 +83,12 @@ describe("a workspace's stage timings and lifecycle timeline (real Postgres, Red
     expect(positions).toEqual(positions.toSorted((a, b) => a - b));
     expect(labels).toContain("attach:attach:resume");
     const stopped = whole.items.find((item) => item.source === "event" && item.kind === "stopping");
-    expect(stopped).toMatchObject({ reason: "timeline stop" });
+    // The actor as people read it (the owner's email), with the stored id kept.
+    expect(stopped).toMatchObject({
+      reason: "timeline stop",
+      actor: `user:${tenant.owner.id}`,
+      actorName: tenant.owner.email,
+    });
     // A turn's stages stay off the timeline.
     expect(labels.some((label) => label.startsWith("turn:"))).toBe(false);
 

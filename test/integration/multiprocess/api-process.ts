@@ -1,8 +1,10 @@
 /**
  * An API-side process for the multi-process tests: its own engine (one WorkspaceManager) and workspace
- * service, exactly as a web replica builds them. Prints "ready", waits for a "go" line on stdin, then makes
- * MP_CALLS concurrent `resolveForSession` calls for MP_SESSION_ID (a comma-separated list: the calls go
- * round-robin over its sessions) and prints one JSON result line.
+ * service, exactly as a web replica builds them. Prints "ready", then answers each `go` line on stdin: it
+ * makes `calls` concurrent `resolveForSession` calls for `sessionIds` (round-robin) as the tenant's owner
+ * and prints one JSON result line. A bare `go` takes them from MP_TENANT_ID, MP_USER_ID, MP_SESSION_ID (a
+ * comma-separated list) and MP_CALLS; `go {"tenantId","userId","sessionIds","calls"}` names them, so one
+ * process serves several tests of a file (each boot costs seconds of CPU).
  */
 import { createInterface } from "node:readline";
 import { mintTenantScope } from "@/server/auth/scope";
@@ -12,6 +14,8 @@ import { createLogger } from "@/server/logger";
 import { createWorkspaceService } from "@/server/modules/workspace/workspace.service";
 import { getQueues } from "@/server/queue/queues";
 
+type Request = { tenantId: string; userId: string; sessionIds: string[]; calls: number };
+
 const engine = composeEngine({
   config: loadEngineConfig(),
   queues: getQueues(),
@@ -19,20 +23,21 @@ const engine = composeEngine({
   log: createLogger({ level: "silent" }),
 });
 const service = createWorkspaceService(engine);
-// Test-only: the scope an auth gate would mint for the tenant's owner.
-const scope = mintTenantScope({
-  tenantId: process.env.MP_TENANT_ID!,
-  userId: process.env.MP_USER_ID!,
-  apiKeyId: null,
-  role: "owner",
-});
 
-process.stdout.write("ready\n");
-const lines = createInterface({ input: process.stdin });
-for await (const line of lines) {
-  if (line.trim() !== "go") continue;
-  const calls = Number(process.env.MP_CALLS ?? "100");
-  const sessionIds = process.env.MP_SESSION_ID!.split(",");
+function requestOf(line: string): Request {
+  const named = line.slice("go".length).trim();
+  if (named) return JSON.parse(named) as Request;
+  return {
+    tenantId: process.env.MP_TENANT_ID!,
+    userId: process.env.MP_USER_ID!,
+    sessionIds: process.env.MP_SESSION_ID!.split(","),
+    calls: Number(process.env.MP_CALLS ?? "100"),
+  };
+}
+
+async function resolveAll({ tenantId, userId, sessionIds, calls }: Request) {
+  // Test-only: the scope an auth gate would mint for the tenant's owner.
+  const scope = mintTenantScope({ tenantId, userId, apiKeyId: null, role: "owner" });
   const results = await Promise.allSettled(
     Array.from({ length: calls }, (_, index) =>
       service.resolveForSession(scope, sessionIds[index % sessionIds.length]!),
@@ -42,10 +47,15 @@ for await (const line of lines) {
     ...new Set(results.flatMap((r) => (r.status === "fulfilled" ? [r.value.workspace.id] : []))),
   ].sort();
   const errors = results.flatMap((r) => (r.status === "rejected" ? [String(r.reason)] : []));
-  process.stdout.write(
-    `${JSON.stringify({ ok: calls - errors.length, workspaceIds, errors: errors.slice(0, 3) })}\n`,
-  );
-  break;
+  return { ok: calls - errors.length, workspaceIds, errors: errors.slice(0, 3) };
+}
+
+process.stdout.write("ready\n");
+const lines = createInterface({ input: process.stdin });
+for await (const line of lines) {
+  if (line.trim() === "exit") break;
+  if (!line.startsWith("go")) continue;
+  process.stdout.write(`${JSON.stringify(await resolveAll(requestOf(line)))}\n`);
 }
 await engine.close();
 await getQueues().close();

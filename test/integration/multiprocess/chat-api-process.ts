@@ -12,7 +12,7 @@ import { createCaller } from "@/server/api/root";
 import { disconnectDb } from "@/server/db";
 import { getEngine } from "@/server/composition/services";
 import { closeAgentServices } from "@/server/composition/services";
-import type { TChatTurnEvent } from "@/server/modules/chat/chat.schema";
+import type { TChatTurnEvent } from "@/server/agent/agent.schema";
 import { getQueues } from "@/server/queue/queues";
 import { ownerPrincipalFromEnv } from "./processes";
 

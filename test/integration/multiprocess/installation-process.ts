@@ -14,12 +14,12 @@ import { getEngine } from "@/server/composition/services";
 import { disconnectDb, getDb } from "@/server/db";
 import { createLogger } from "@/server/logger";
 import { ensureInstallationId } from "@/server/modules/installation/installation.data";
-import { provisionWorkspace } from "@/server/modules/workspace/workspace-jobs.service";
-import { reconcileWorkspaces } from "@/server/modules/workspace/workspace-reconcile.service";
+import { provisionWorkspace } from "@/server/modules/machines/machine-jobs.service";
+import { reconcileWorkspaces } from "@/server/modules/machines/reconcile.service";
 import { upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
 import { getQueues } from "@/server/queue/queues";
-import { containerName } from "@/server/workspace/backends/docker/docker-config";
-import { podName } from "@/server/workspace/backends/kubernetes/kubernetes-names";
+import { containerName } from "@/server/workspace/drivers/docker/docker-config";
+import { podName } from "@/server/workspace/drivers/kubernetes/kubernetes-names";
 import { createTestTenant } from "../db/fixtures";
 
 const log = createLogger({ level: "silent" });

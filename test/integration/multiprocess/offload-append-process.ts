@@ -5,10 +5,10 @@
  * Prints "ready", waits for "go" on stdin (so both processes append at the same time), prints "done".
  */
 import { createInterface } from "node:readline";
-import { LocalBackend } from "@/server/workspace/backends/local/local-backend";
+import { HostFolderMachine } from "@/server/workspace/drivers/host-folder/host-folder-machine";
 import { Offloader } from "@/server/workspace/offload/offloader";
 
-const backend = new LocalBackend({ workdir: process.env.MP_WORKDIR! });
+const backend = new HostFolderMachine({ workdir: process.env.MP_WORKDIR! });
 const offloader = new Offloader(() => backend);
 const tag = process.env.MP_TAG!;
 const count = Number(process.env.MP_COUNT);

@@ -17,7 +17,7 @@ export type Child = {
 const bundles = new Map<string, string>();
 
 /** The child entry `script` bundled by bundle-child.ts (once per script in this test process). */
-function bundled(script: string): string {
+export function bundled(script: string): string {
   let file = bundles.get(script);
   if (!file) {
     file = execFileSync(
@@ -85,6 +85,21 @@ export async function stopChildren(children: readonly Child[], failed: boolean):
   await Promise.all(children.map((child) => child.exited));
 }
 
+/** What api-process.ts answers for one `go`. */
+export type ResolveResult = { ok: number; workspaceIds: string[]; errors: string[] };
+
+/**
+ * One `go` to an api-process.ts child and its answer: `calls` concurrent first uses of `sessionIds` as
+ * the tenant's owner (without `request`, the child's MP_* environment says which).
+ */
+export async function resolveThrough(
+  api: Child,
+  request?: { tenantId: string; userId: string; sessionIds: readonly string[]; calls: number },
+): Promise<ResolveResult> {
+  api.process.stdin.write(request ? `go ${JSON.stringify(request)}\n` : "go\n");
+  return JSON.parse(await api.nextLine((line) => line.startsWith("{"))) as ResolveResult;
+}
+
 /** The MP_CONTROL_DIR of worker-process.ts under `basedir`, with its (empty) provisions.log. */
 export async function makeControlDir(basedir: string): Promise<string> {
   const controlDir = path.join(basedir, "control");
@@ -103,13 +118,12 @@ export async function readProvisionLog(controlDir: string): Promise<string[]> {
  * have resolved it from the request's cookie; the tenant gate still reads the membership from the database.
  */
 export function ownerPrincipalFromEnv(): RequestPrincipal {
-  return {
-    kind: "user",
-    userId: process.env.MP_USER_ID!,
-    email: process.env.MP_USER_EMAIL!,
-    name: "owner",
-    authSessionId: "multiprocess-test",
-  };
+  return ownerPrincipal(process.env.MP_USER_ID!, process.env.MP_USER_EMAIL!);
+}
+
+/** The tenant owner `userId` as the auth middleware resolves it (see ownerPrincipalFromEnv). */
+export function ownerPrincipal(userId: string, email: string): RequestPrincipal {
+  return { kind: "user", userId, email, name: "owner", authSessionId: "multiprocess-test" };
 }
 
 type Answer = { id: number; ok: true; result: unknown } | { id: number; ok: false; error: string };

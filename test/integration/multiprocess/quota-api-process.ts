@@ -1,7 +1,8 @@
 /**
  * A web replica for the multi-process quota tests: the process-wide composition a Next.js server builds
  * (getApiComposition → the app router over getAgentServices() and getEngine()), called in-process through
- * the tRPC caller as the tenant's owner. Prints "ready"; then each stdin line `send <sessionId>…` starts one
+ * the tRPC caller as a tenant's owner. Prints "ready"; then each stdin line `send {"tenantId", "userId",
+ * "email", "sessionIds"}` (a SendRequest: the tenant and owner the turns are sent as) starts one
  * `chat.send` per session id at once, and each turn prints one JSON line (a TurnOutcome) when it ended.
  */
 import { createInterface } from "node:readline";
@@ -10,9 +11,12 @@ import { createContextInner } from "@/server/api/context";
 import { createCaller } from "@/server/api/root";
 import { closeAgentServices, getEngine } from "@/server/composition/services";
 import { disconnectDb } from "@/server/db";
-import type { TChatTurnEvent } from "@/server/modules/chat/chat.schema";
+import type { TChatTurnEvent } from "@/server/agent/agent.schema";
 import { getQueues } from "@/server/queue/queues";
-import { ownerPrincipalFromEnv } from "./processes";
+import type { RequestPrincipal } from "@/server/auth/resolve";
+import { ownerPrincipal } from "./processes";
+
+export type SendRequest = { tenantId: string; userId: string; email: string; sessionIds: string[] };
 
 export type TurnOutcome = {
   sessionId: string;
@@ -24,11 +28,13 @@ export type TurnOutcome = {
   errors: string[];
 };
 
-const tenantId = process.env.MP_TENANT_ID!;
-const principal = ownerPrincipalFromEnv();
 const { runtime } = getApiComposition();
 
-async function runTurn(sessionId: string): Promise<TurnOutcome> {
+async function runTurn(
+  tenantId: string,
+  principal: RequestPrincipal,
+  sessionId: string,
+): Promise<TurnOutcome> {
   const caller = createCaller(createContextInner({ runtime, principal }));
   const outcome: TurnOutcome = { sessionId, status: null, refused: null, errors: [] };
   let events: AsyncIterable<TChatTurnEvent>;
@@ -56,12 +62,15 @@ process.stdout.write("ready\n");
 const lines = createInterface({ input: process.stdin });
 const running: Promise<void>[] = [];
 for await (const line of lines) {
-  const [command, ...ids] = line.trim().split(/\s+/);
-  if (command === "exit") break;
-  if (command !== "send") continue;
-  for (const sessionId of ids) {
+  if (line.trim() === "exit") break;
+  if (!line.startsWith("send ")) continue;
+  const request = JSON.parse(line.slice("send ".length)) as SendRequest;
+  const principal = ownerPrincipal(request.userId, request.email);
+  for (const sessionId of request.sessionIds) {
     running.push(
-      runTurn(sessionId).then((outcome) => void process.stdout.write(`${JSON.stringify(outcome)}\n`)),
+      runTurn(request.tenantId, principal, sessionId).then(
+        (outcome) => void process.stdout.write(`${JSON.stringify(outcome)}\n`),
+      ),
     );
   }
 }

@@ -1,12 +1,16 @@
 /**
  * Quotas, metering and budgets across two API processes (web replicas: app router, agent services, one
  * engine each) and two worker processes, real Postgres, Redis and bubblewrap workspaces:
- *   - 200 concurrent `chat.send` against `concurrentTurns: 5` → exactly 5 run, 195 refused with the typed
+ *   - 40 concurrent `chat.send` against `concurrentTurns: 5` → exactly 5 run, 35 refused with the typed
  *     error; the ledger then holds exactly the hand-counted turns, tokens, tool calls, provision and seconds;
- *   - 200 concurrent first turns of 200 PER_SESSION workspaces against `liveWorkspaces: 3` → exactly 3
- *     machines are ever provisioned, 197 turns refused with the typed error;
+ *   - 40 concurrent first turns of 40 PER_SESSION workspaces against `liveWorkspaces: 3` → exactly 3
+ *     machines are ever provisioned, 37 turns refused with the typed error;
  *   - a budget of one turn with the hard stop → the 50 % and 100 % alerts are raised once each, the running
  *     workspace is stopped (`stopWorkspaces`), and the next turn is refused with the typed error.
+ * 40 at once (20 from each replica) is eight to thirteen times the limits, more than a replica's database
+ * pool (8) and the workers' concurrency (4): the admissions race inside each replica and across both, as
+ * 200 did at five times the cost. The three tests share the four processes (each start costs seconds of
+ * CPU); each has its own tenant, agent and sessions, and reads only its own turns' outcomes and provisions.
  */
 import { cliOperatorActor } from "@/server/modules/operator/operator-actor";
 import { setTenantQuotaOverrides } from "@/server/modules/operator/tenant-quota.service";
@@ -14,7 +18,7 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { getConfig } from "@/server/config/config";
 import type { WorkspaceEngine } from "@/server/engine/engine";
@@ -39,9 +43,9 @@ import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model
 import { createTestTenant } from "../db/fixtures";
 import { testEngineConfig } from "../workspace/harness";
 import { makeControlDir, readProvisionLog, startChild, stopChildren, type Child } from "./processes";
-import type { TurnOutcome } from "./quota-api-process";
+import type { SendRequest, TurnOutcome } from "./quota-api-process";
 
-const SESSIONS = 200;
+const SESSIONS = 40;
 const API_KEY = "sk-multiprocess-quotas";
 
 function textOf(content: unknown): string {
@@ -63,31 +67,23 @@ async function until<T>(what: string, probe: () => Promise<T | undefined> | T | 
 
 describe("quotas, metering and budgets across two API processes", { timeout: 300_000 }, () => {
   let children: Child[] = [];
+  let apis: Child[] = [];
+  let failed = false;
   let fake: FakeModelServer | undefined;
-  let basedir: string | undefined;
-  let engine: WorkspaceEngine | undefined;
+  let basedir: string;
+  let controlDir: string;
+  let engine: WorkspaceEngine;
+  let quota: QuotaDeps;
+  let enqueue: ReturnType<typeof createEnqueue<typeof jobCatalog>>;
+  /** Every turn outcome the API processes printed, of every test (each reads its own sessions'). */
+  const printed: TurnOutcome[] = [];
   const closers: (() => Promise<unknown>)[] = [];
 
-  afterEach(async (context) => {
-    await stopChildren(children, context.task.result?.state === "fail");
-    children = [];
-    await fake?.close();
-    await engine?.close();
-    for (const close of closers.splice(0)) await close().catch(() => undefined);
-    await closeSharedQueues();
-    if (basedir) await fs.rm(basedir, { recursive: true, force: true });
-  });
-
-  /** Tenant, agent on the fake model, sessions, two workers and two API replicas on their own prefix. */
-  async function setUp(options: {
-    isolationPolicy: "PER_AGENT" | "PER_SESSION";
-    sessions: number;
-    respond: (request: RecordedRequest) => FakeTurn | undefined | Promise<FakeTurn | undefined>;
-    env?: Record<string, string>;
-  }) {
+  /** Two workers and two API replicas on their own prefix, for the whole file. */
+  beforeAll(async () => {
     basedir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-mp-quota-")));
     await fs.chmod(basedir, 0o711);
-    const controlDir = await makeControlDir(basedir);
+    controlDir = await makeControlDir(basedir);
     const workspacesDir = path.join(basedir, "workspaces");
     const prefix = `${process.env.BERTH_REDIS_PREFIX}-mpquota-${randomBytes(3).toString("hex")}`;
     const env = {
@@ -96,33 +92,15 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
       MP_CONTROL_DIR: controlDir,
       WORKERS_CONCURRENCY: "4",
       LOG_LEVEL: "silent",
-      ...options.env,
+      // The budget test's price list: a turn costs one unit (the others set no budget, so no price counts).
+      BERTH_METERING_RATES: JSON.stringify({ "*": { turn: 1 } }),
     };
-    fake = await startFakeModel({ apiKey: API_KEY, respond: options.respond });
-    const tenant = await createTestTenant();
-    const agent = await createAgentService({
-      secretKey: secretKeyFromBytes(getConfig().secrets.encryptionKey),
-      enqueueSessionPurge: () => Promise.reject(new AppError("INTERNAL", "not used here")),
-      enqueueAgentPurge: () => Promise.reject(new AppError("INTERNAL", "not used here")),
-      assertBackendChoosable: () => undefined,
-    }).create(tenant.scope, {
-      name: `mp-quota-${randomBytes(3).toString("hex")}`,
-      modelConfig: { baseUrl: fake.baseUrl, model: "fake-model", apiKey: API_KEY },
-      isolationPolicy: options.isolationPolicy,
-    });
     engine = composeEngine({
       config: testEngineConfig(workspacesDir),
       queues: getQueues(),
       secret: "multiprocess-test-secret",
       log: createLogger({ level: "silent" }),
     });
-    const sessionService = createSessionService({ workspaces: createWorkspaceService(engine) });
-    const create = () => sessionService.create(tenant.scope, { agentId: agent.id });
-    const sessions = [await create()];
-    while (sessions.length < options.sessions) {
-      const batch = Math.min(10, options.sessions - sessions.length);
-      sessions.push(...(await Promise.all(Array.from({ length: batch }, create))));
-    }
     // This process' view of the children's Redis (their prefix): counters and the jobs it enqueues.
     const redisConfig = { ...loadRedisConfig(), prefix };
     const connection = createRedisConnection(redisConfig, "producer", "quota-test");
@@ -135,39 +113,85 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
       () => queues.close(),
       () => connection.quit(),
     );
-    const quota: QuotaDeps = { redis: connection, redisPrefix: prefix, config: getConfig().quotas };
+    quota = { redis: connection, redisPrefix: prefix, config: getConfig().quotas };
+    enqueue = createEnqueue(queues);
 
-    const workers = [startChild("worker-process.ts", env), startChild("worker-process.ts", env)];
-    const childEnv = {
-      ...env,
-      MP_TENANT_ID: tenant.tenantId,
-      MP_USER_ID: tenant.owner.id,
-      MP_USER_EMAIL: tenant.owner.email,
-    };
-    const apis = [startChild("quota-api-process.ts", childEnv), startChild("quota-api-process.ts", childEnv)];
-    children.push(...workers, ...apis);
+    apis = [startChild("quota-api-process.ts", env), startChild("quota-api-process.ts", env)];
+    children = [startChild("worker-process.ts", env), startChild("worker-process.ts", env), ...apis];
     await Promise.all(children.map((child) => child.nextLine((line) => line === "ready")));
-    const outcomes: TurnOutcome[] = [];
     for (const api of apis) {
       void (async () => {
-        for (;;) outcomes.push(JSON.parse(await api.nextLine((line) => line.startsWith("{"))) as TurnOutcome);
+        for (;;) printed.push(JSON.parse(await api.nextLine((line) => line.startsWith("{"))) as TurnOutcome);
       })().catch(() => undefined); // ends when the child exits
     }
-    const send = (api: Child, ids: readonly string[]) => api.process.stdin.write(`send ${ids.join(" ")}\n`);
-    return {
-      tenant,
-      agent,
-      sessions,
-      apis,
-      outcomes,
-      send,
-      quota,
-      controlDir,
-      enqueue: createEnqueue(queues),
+  });
+
+  afterEach(async (context) => {
+    failed ||= context.task.result?.state === "fail";
+    await fake?.close();
+    fake = undefined;
+  });
+
+  afterAll(async () => {
+    await stopChildren(children, failed);
+    await engine?.close();
+    for (const close of closers.splice(0)) await close().catch(() => undefined);
+    await closeSharedQueues();
+    if (basedir) await fs.rm(basedir, { recursive: true, force: true });
+  });
+
+  /** A tenant with an agent on the fake model and its sessions, and how its turns are sent and seen. */
+  async function setUp(options: {
+    isolationPolicy: "PER_AGENT" | "PER_SESSION";
+    sessions: number;
+    respond: (request: RecordedRequest) => FakeTurn | undefined | Promise<FakeTurn | undefined>;
+  }) {
+    fake = await startFakeModel({ apiKey: API_KEY, respond: options.respond });
+    const tenant = await createTestTenant();
+    const agent = await createAgentService({
+      secretKey: secretKeyFromBytes(getConfig().secrets.encryptionKey),
+      enqueueSessionPurge: () => Promise.reject(new AppError("INTERNAL", "not used here")),
+      enqueueAgentPurge: () => Promise.reject(new AppError("INTERNAL", "not used here")),
+      assertBackendChoosable: () => undefined,
+    }).create(tenant.scope, {
+      name: `mp-quota-${randomBytes(3).toString("hex")}`,
+      modelConfig: { baseUrl: fake.baseUrl, model: "fake-model", apiKey: API_KEY },
+      isolationPolicy: options.isolationPolicy,
+    });
+    const sessionService = createSessionService({ workspaces: createWorkspaceService(engine) });
+    const create = () => sessionService.create(tenant.scope, { agentId: agent.id });
+    const sessions = [await create()];
+    while (sessions.length < options.sessions) {
+      const batch = Math.min(10, options.sessions - sessions.length);
+      sessions.push(...(await Promise.all(Array.from({ length: batch }, create))));
+    }
+    const ids = new Set(sessions.map((s) => s.sessionId));
+    const outcomes = {
+      /** This test's turn outcomes so far, in the order they were printed. */
+      get list() {
+        return printed.filter((outcome) => ids.has(outcome.sessionId));
+      },
     };
+    const send = (api: Child, sessionIds: readonly string[]) => {
+      const request: SendRequest = {
+        tenantId: tenant.tenantId,
+        userId: tenant.owner.id,
+        email: tenant.owner.email,
+        sessionIds: [...sessionIds],
+      };
+      api.process.stdin.write(`send ${JSON.stringify(request)}\n`);
+    };
+    /** The provisions the workers started of this test's workspaces. */
+    const provisionStarts = async () => {
+      const workspaceIds = new Set(sessions.map((s) => s.workspaceId));
+      return (await readProvisionLog(controlDir)).filter(
+        (line) => line.startsWith("start") && workspaceIds.has(line.split(" ")[2]!),
+      );
+    };
+    return { tenant, agent, sessions, apis, outcomes, send, quota, enqueue, provisionStarts };
   }
 
-  it("concurrent turns: 200 at once from two replicas → exactly the limit runs; the ledger matches the hand count", async () => {
+  it("concurrent turns: 40 at once from two replicas → exactly the limit runs; the ledger matches the hand count", async () => {
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     const respond = async (request: RecordedRequest): Promise<FakeTurn | undefined> => {
@@ -192,9 +216,9 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
     const ids = run.sessions.map((s) => s.sessionId);
     run.send(run.apis[0]!, ids.slice(0, SESSIONS / 2));
     run.send(run.apis[1]!, ids.slice(SESSIONS / 2));
-    // 195 refusals while 5 turns are held inside the model: never a sixth.
-    await until("195 refusals and 5 held turns", () =>
-      run.outcomes.length === SESSIONS - 5 && fake!.requests.length === 5 ? true : undefined,
+    // 35 refusals while 5 turns are held inside the model: never a sixth.
+    await until("35 refusals and 5 held turns", () =>
+      run.outcomes.list.length === SESSIONS - 5 && fake!.requests.length === 5 ? true : undefined,
     );
     const usageWhileHeld = await readTenantUsage(run.tenant.scope, run.quota);
     expect(usageWhileHeld.limits.find((l) => l.limit === "concurrentTurns")).toMatchObject({
@@ -202,11 +226,11 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
       used: 5,
     });
     release();
-    await until("every turn's outcome", () => (run.outcomes.length === SESSIONS ? true : undefined));
+    await until("every turn's outcome", () => (run.outcomes.list.length === SESSIONS ? true : undefined));
     expect(fake!.requests.length).toBe(10); // 5 turns × (tool call + answer), nothing else ever got in
 
-    const refused = run.outcomes.filter((o) => o.refused);
-    const completed = run.outcomes.filter((o) => o.status === "completed");
+    const refused = run.outcomes.list.filter((o) => o.refused);
+    const completed = run.outcomes.list.filter((o) => o.status === "completed");
     expect(completed).toHaveLength(5);
     expect(refused).toHaveLength(SESSIONS - 5);
     expect(new Set(refused.map((o) => `${o.refused!.code} ${JSON.stringify(o.refused!.details)}`))).toEqual(
@@ -250,7 +274,7 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
     );
   });
 
-  it("live workspaces: 200 first turns of 200 workspaces at once → exactly the limit is ever provisioned", async () => {
+  it("live workspaces: 40 first turns of 40 workspaces at once → exactly the limit is ever provisioned", async () => {
     const respond = (request: RecordedRequest): FakeTurn | undefined =>
       request.messages.at(-1)?.role === "user" ? { kind: "text", text: "Hello." } : undefined;
     const run = await setUp({ isolationPolicy: "PER_SESSION", sessions: SESSIONS, respond });
@@ -264,18 +288,21 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
     const ids = run.sessions.map((s) => s.sessionId);
     run.send(run.apis[0]!, ids.slice(0, SESSIONS / 2));
     run.send(run.apis[1]!, ids.slice(SESSIONS / 2));
-    await until("every turn's outcome", () => (run.outcomes.length === SESSIONS ? true : undefined), 180_000);
+    await until(
+      "every turn's outcome",
+      () => (run.outcomes.list.length === SESSIONS ? true : undefined),
+      180_000,
+    );
 
-    const completed = run.outcomes.filter((o) => o.status === "completed");
-    const refused = run.outcomes.filter((o) => o.errors.some((e) => e.startsWith("QUOTA_EXCEEDED")));
+    const completed = run.outcomes.list.filter((o) => o.status === "completed");
+    const refused = run.outcomes.list.filter((o) => o.errors.some((e) => e.startsWith("QUOTA_EXCEEDED")));
     expect(completed).toHaveLength(3);
     expect(refused).toHaveLength(SESSIONS - 3);
     expect(new Set(refused.flatMap((o) => o.errors))).toEqual(
       new Set(["QUOTA_EXCEEDED: The tenant's live workspaces quota (3) is reached."]),
     );
     // Never one machine over the limit: the workers started exactly 3 provisions, and 3 records are live.
-    const provisions = (await readProvisionLog(run.controlDir)).filter((line) => line.startsWith("start"));
-    expect(provisions).toHaveLength(3);
+    expect(await run.provisionStarts()).toHaveLength(3);
     const live = await getDb().workspace.count({
       where: { tenantId: run.tenant.tenantId, state: { in: ["PROVISIONING", "READY", "STOPPING"] } },
     });
@@ -285,12 +312,7 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
   it("budget: one turn's worth with the hard stop → the next turn is refused with the typed error", async () => {
     const respond = (request: RecordedRequest): FakeTurn | undefined =>
       request.messages.at(-1)?.role === "user" ? { kind: "text", text: "Hello." } : undefined;
-    const run = await setUp({
-      isolationPolicy: "PER_AGENT",
-      sessions: 2,
-      respond,
-      env: { BERTH_METERING_RATES: JSON.stringify({ "*": { turn: 1 } }) },
-    });
+    const run = await setUp({ isolationPolicy: "PER_AGENT", sessions: 2, respond });
     await changeBudget(
       run.tenant.scope,
       { monthlyBudgetUnits: 1, alertPercents: [50, 100], hardStop: true, stopWorkspaces: true },
@@ -298,8 +320,8 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
     );
     const [first, second] = run.sessions.map((s) => s.sessionId);
     run.send(run.apis[0]!, [first!]);
-    await until("the first turn", () => (run.outcomes.length === 1 ? true : undefined));
-    expect(run.outcomes[0]).toMatchObject({ status: "completed", refused: null, errors: [] });
+    await until("the first turn", () => (run.outcomes.list.length === 1 ? true : undefined));
+    expect(run.outcomes.list[0]).toMatchObject({ status: "completed", refused: null, errors: [] });
     // The flush (workers) writes the turn and raises both alerts, once each.
     const alerts = await until("the budget alerts", async () => {
       const rows = await getDb().budgetAlert.findMany({ where: { tenantId: run.tenant.tenantId } });
@@ -319,8 +341,8 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
     expect(stopping?.reason).toBe("monthly budget (1 units) exceeded");
 
     run.send(run.apis[1]!, [second!]);
-    await until("the second turn", () => (run.outcomes.length === 2 ? true : undefined));
-    expect(run.outcomes[1]).toMatchObject({
+    await until("the second turn", () => (run.outcomes.list.length === 2 ? true : undefined));
+    expect(run.outcomes.list[1]).toMatchObject({
       sessionId: second,
       status: null,
       refused: {

@@ -19,9 +19,9 @@ import { loadRedisConfig } from "@/server/config/redis";
 import { disconnectDb } from "@/server/db";
 import { INTERRUPTED_MARKER } from "@/server/modules/chat/chat-turn.data";
 import { listWorkspaceEvents, listWorkspaceLeases } from "@/server/modules/workspace/workspace.data";
-import type { TChatTurnEvent } from "@/server/modules/chat/chat.schema";
+import type { TChatTurnEvent } from "@/server/agent/agent.schema";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
-import { hostFolderMachine } from "../../unit/workspace/support/sandbox-env";
+import { hostFolderDriver } from "../../drivers/local/support/sandbox-env";
 import { createTenantFixture, type TenantFixture } from "../api/support/tenant-fixtures";
 import { makeControlDir, startChild, stopChildren, type Child } from "./processes";
 import { release, runsOf, scriptedModel, startRelay, wipeRedisPrefix, type Relay } from "./fault-support";
@@ -62,7 +62,7 @@ async function newSession(client: BerthClient): Promise<{ sessionId: string; wor
 async function workdirOf(workspaceId: string): Promise<string> {
   return vi.waitFor(
     async () => {
-      const resources = await hostFolderMachine(workspacesDir).listResources();
+      const resources = await hostFolderDriver(workspacesDir).listResources();
       const found = resources.find((resource) => resource.workspaceId === workspaceId);
       if (!found) throw new Error(`workspace ${workspaceId} has no folder yet`);
       return found.locator;

@@ -15,7 +15,7 @@ import { createLogger } from "@/server/logger";
 import { tenantDriverSettings } from "@/server/modules/backend-settings/backend-settings.service";
 import { ensureInstallationId } from "@/server/modules/installation/installation.data";
 import { getQueues } from "@/server/queue/queues";
-import type { MachineController, WorkspaceSpec } from "@/server/workspace/backend/driver";
+import type { WorkspaceDriver, WorkspaceSpec } from "@/server/workspace/drivers/driver";
 import { startWorkerRuntime } from "@/workers/runtime";
 
 const controlDir = process.env.MP_CONTROL_DIR!;
@@ -37,7 +37,7 @@ function waitForFile(file: string): Promise<void> {
 }
 
 /**
- * The configured drivers, each machine's provisions logged (and held at the "block" file). Labelled with the
+ * The configured drivers, each machine's creations logged (and held at the "block" file). Labelled with the
  * database's installation id and given the tenants' own backend settings from the database, as the
  * production composition does (the Kubernetes driver refuses to run without an installation id).
  */
@@ -47,21 +47,22 @@ function observedDrivers(config: EngineConfig, secrets: { encryptionKey: Buffer 
     createDriverSet(config, undefined, {
       installationId: () => ensureInstallationId(),
       tenantSettings,
-    }).all.map((driver) => ({ ...driver, machine: observed(driver.machine) })),
+    }).all.map(observed),
   );
 }
 
-function observed(machine: MachineController): MachineController {
-  // Delegates everything else to the real controller (its prototype chain), overriding provision only.
-  const wrapper: MachineController = Object.create(machine) as MachineController;
-  wrapper.provision = async (spec: WorkspaceSpec, options) => {
-    log(`start ${process.pid} ${spec.workspaceId}`);
-    if (fs.existsSync(path.join(controlDir, "block"))) await waitForFile(path.join(controlDir, "release"));
-    const handle = await machine.provision(spec, options);
-    log(`done ${process.pid} ${spec.workspaceId}`);
-    return handle;
+/** The driver with its `create` logged and held at the "block" file; everything else is the real driver. */
+function observed(driver: WorkspaceDriver): WorkspaceDriver {
+  return {
+    ...driver,
+    async create(spec: WorkspaceSpec, options) {
+      log(`start ${process.pid} ${spec.workspaceId}`);
+      if (fs.existsSync(path.join(controlDir, "block"))) await waitForFile(path.join(controlDir, "release"));
+      const handle = await driver.create(spec, options);
+      log(`done ${process.pid} ${spec.workspaceId}`);
+      return handle;
+    },
   };
-  return wrapper;
 }
 
 const config = loadConfig();

@@ -1,5 +1,7 @@
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getDb } from "@/server/db";
@@ -8,14 +10,21 @@ import { createTestApiRuntime } from "../api/support/api-test-runtime";
 import { createTenantFixture, type TenantFixture } from "../api/support/tenant-fixtures";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "../workspace/harness";
 import { redisPrefixEnv } from "../queue/queue-fixtures";
+import { runBerthCli } from "@/scripts/cli/main";
 
 const repoRoot = path.resolve(import.meta.dirname, "..", "..", "..");
 
+type Ran = { code: number | null; stdout: string; stderr: string };
+
 /**
  * The operator CLI as a script runs it, in a child process, against the run's database, with the harness'
- * workers (its Redis prefix) taking the jobs it queues. The first command goes through `npm run berth -- …`;
- * the others run what that script runs (`node --import tsx scripts/berth-cli.ts`), since npm's own start-up
- * costs about 1.5 s of CPU per command, three times the CLI's.
+ * workers (its Redis prefix) taking the jobs it queues. Each command family runs for real at least once
+ * (`npm run berth -- …` for the first; the others run what that script runs, `node --import tsx
+ * scripts/berth-cli.ts`, since npm's own start-up costs about 1.5 s of CPU per command), and so does every
+ * command that queues a job for the workers or needs another shell's environment. The rest (argument
+ * checks, refusals, reads) go through the same entry in this process, runBerthCli (scripts/cli/main.ts,
+ * all that berth-cli.ts runs before closing its connections): each spawn costs 2-3 CPU-seconds of
+ * start-up, which 21 spawns paid in a 3-minute file.
  */
 describe("npm run berth (operator CLI)", { timeout: 180_000 }, () => {
   let h: WorkspaceHarness;
@@ -24,20 +33,29 @@ describe("npm run berth (operator CLI)", { timeout: 180_000 }, () => {
   const berth = (...args: string[]) =>
     run([process.execPath, "--import", "tsx", path.join("scripts", "berth-cli.ts"), ...args]);
   const npmRunBerth = (...args: string[]) => run(["npm", "run", "-s", "berth", "--", ...args]);
+  /** The same command through the CLI's entry in this process (this run's database; no queue is used). */
+  async function inProcess(...args: string[]): Promise<Ran> {
+    let stdout = "";
+    let stderr = "";
+    const code = await runBerthCli(args, {
+      stdout: (text) => void (stdout += text),
+      stderr: (text) => void (stderr += text),
+    });
+    return { code, stdout, stderr };
+  }
 
-  function run([command, ...args]: string[]): Promise<{
-    code: number | null;
-    stdout: string;
-    stderr: string;
-  }> {
+  function run(
+    [command, ...args]: string[],
+    shell: (env: NodeJS.ProcessEnv) => NodeJS.ProcessEnv = (env) => env,
+  ): Promise<Ran> {
     const child = spawn(command!, args, {
       cwd: repoRoot,
-      env: {
+      env: shell({
         ...process.env,
         BERTH_REDIS_PREFIX: redisPrefixEnv(h.redis),
         BERTH_BASE_URL: "https://berth.example.test",
         LOG_LEVEL: "warn",
-      },
+      }),
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";
@@ -68,25 +86,26 @@ describe("npm run berth (operator CLI)", { timeout: 180_000 }, () => {
     const token = out.ownerInvite.url.split("/invite/")[1]!;
     expect(await previewInvite(token)).toMatchObject({ tenantName: "Scripted Co", role: "owner" });
 
-    const taken = await berth("tenant", "create", "--name", "Again", "--slug", slug);
+    const taken = await inProcess("tenant", "create", "--name", "Again", "--slug", slug);
     expect(taken.code).toBe(1);
     expect(taken.stderr).toContain(`CONFLICT: A tenant with the slug ${slug} already exists.`);
 
+    // Run for real: a usage error's exit code reaches the shell as a script sees it.
     const missing = await berth("tenant", "create", "--name", "No slug");
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain("--slug: --slug <slug> is required");
-    const badSlug = await berth("tenant", "create", "--name", "Bad", "--slug", "Not A Slug");
+    const badSlug = await inProcess("tenant", "create", "--name", "Bad", "--slug", "Not A Slug");
     expect(badSlug.code).toBe(2);
     expect(badSlug.stderr).toContain("slug: lowercase letters, digits and inner dashes only");
-    const unknown = await berth("tenant", "resume", slug, "--force", "yes");
+    const unknown = await inProcess("tenant", "resume", slug, "--force", "yes");
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain("unknown flag --force");
-    const noCommand = await berth("tenant", "explode");
+    const noCommand = await inProcess("tenant", "explode");
     expect(noCommand.code).toBe(2);
     expect(noCommand.stderr).toContain('unknown command "tenant explode"');
 
     // Quota overrides are the operator's: the CLI sets one limit and gives another back to the default.
-    const quota = await berth(
+    const quota = await inProcess(
       "tenant",
       "quota",
       slug,
@@ -102,11 +121,11 @@ describe("npm run berth (operator CLI)", { timeout: 180_000 }, () => {
     ).limits;
     expect(limits.find((l) => l.limit === "liveWorkspaces")).toMatchObject({ value: 3, overridden: true });
     expect(limits.find((l) => l.limit === "totalWorkspaces")).toMatchObject({ overridden: false });
-    const badLimit = await berth("tenant", "quota", slug, "--live-workspaces", "lots");
+    const badLimit = await inProcess("tenant", "quota", slug, "--live-workspaces", "lots");
     expect(badLimit.code).toBe(2);
     expect(badLimit.stderr).toContain("--live-workspaces: must be a number or default");
 
-    const listed = await berth("tenant", "list", "--json");
+    const listed = await inProcess("tenant", "list", "--json");
     expect(listed.code).toBe(0);
     const tenants = JSON.parse(listed.stdout) as { slug: string; usage: { members: number } }[];
     expect(tenants.find((row) => row.slug === slug)?.usage.members).toBe(0);
@@ -116,6 +135,71 @@ describe("npm run berth (operator CLI)", { timeout: 180_000 }, () => {
     ).toBe(1);
   });
 
+  it("prints invitation links for the port the running npm start serves on, not this shell's default 3000", async () => {
+    // `PORT=3311 npm start` in one shell recorded its services and base URL; the CLI runs in another shell
+    // with neither PORT, BERTH_BASE_URL nor DATABASE_URL, and finds both in the data folder's record.
+    const dataDir = await mkdtemp(path.join(tmpdir(), "berth-cli-base-url-"));
+    try {
+      await writeFile(
+        path.join(dataDir, "services.json"),
+        JSON.stringify({
+          pid: process.pid,
+          databaseUrl: process.env.DATABASE_URL,
+          redisUrl: process.env.REDIS_URL,
+          baseUrl: "http://localhost:3311",
+          startedAt: new Date().toISOString(),
+        }),
+      );
+      const otherShell = (env: NodeJS.ProcessEnv) => {
+        const { DATABASE_URL: _db, REDIS_URL: _redis, BERTH_BASE_URL: _base, PORT: _port, ...rest } = env;
+        return { ...rest, BERTH_DATA_DIR: dataDir };
+      };
+      const slug = `port-${randomUUID().slice(0, 8)}`;
+      const created = await run(
+        [
+          process.execPath,
+          "--import",
+          "tsx",
+          "scripts/berth-cli.ts",
+          "tenant",
+          "create",
+          "--name",
+          "Port Co",
+          "--slug",
+          slug,
+          "--json",
+        ],
+        otherShell,
+      );
+      expect(created.code, created.stderr).toBe(0);
+      const createdUrl = (JSON.parse(created.stdout) as { ownerInvite: { url: string } }).ownerInvite.url;
+      expect(createdUrl).toMatch(/^http:\/\/localhost:3311\/invite\/berth_inv_/);
+      const token = createdUrl.split("/invite/")[1]!;
+      expect(await previewInvite(token)).toMatchObject({ tenantName: "Port Co", role: "owner" });
+
+      // The operator's BERTH_BASE_URL in the CLI's own shell still wins (a proxy's public address).
+      const overridden = await run(
+        [
+          process.execPath,
+          "--import",
+          "tsx",
+          "scripts/berth-cli.ts",
+          "tenant",
+          "invite-owner",
+          slug,
+          "--json",
+        ],
+        (env) => ({ ...otherShell(env), BERTH_BASE_URL: "https://berth.example.test" }),
+      );
+      expect(overridden.code, overridden.stderr).toBe(0);
+      expect((JSON.parse(overridden.stdout) as { url: string }).url).toMatch(
+        /^https:\/\/berth\.example\.test\/invite\//,
+      );
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
   it("suspends (stopping the workspaces), resumes, and deletes with --yes, waiting for the receipt", async () => {
     const { session, workspaceId } = await freshSession(t.ownerScope);
     await h.service.resolveForSession(t.ownerScope, session.id);
@@ -123,13 +207,13 @@ describe("npm run berth (operator CLI)", { timeout: 180_000 }, () => {
     const suspended = await berth("tenant", "suspend", t.tenant.slug, "--reason", "scripted");
     expect(suspended.code, suspended.stderr).toBe(0);
     expect(suspended.stdout).toContain(`suspended ${t.tenant.slug}; stopping 1 workspace(s)`);
-    const again = await berth("tenant", "suspend", t.tenant.slug);
+    const again = await inProcess("tenant", "suspend", t.tenant.slug);
     expect(again.code).toBe(1);
     expect(again.stderr).toContain("CONFLICT");
-    const resumed = await berth("tenant", "resume", t.tenant.slug);
+    const resumed = await inProcess("tenant", "resume", t.tenant.slug);
     expect(resumed.code, resumed.stderr).toBe(0);
 
-    const unconfirmed = await berth("tenant", "delete", t.tenant.slug);
+    const unconfirmed = await inProcess("tenant", "delete", t.tenant.slug);
     expect(unconfirmed.code).toBe(2);
     expect(unconfirmed.stderr).toContain("confirm with --yes");
     expect(await getDb().tenant.count({ where: { id: t.tenant.id } })).toBe(1);
@@ -144,7 +228,7 @@ describe("npm run berth (operator CLI)", { timeout: 180_000 }, () => {
       expect.objectContaining({ workspaceId, outcome: "purged" }),
     ]);
     expect(await getDb().tenant.count({ where: { id: t.tenant.id } })).toBe(0);
-    const gone = await berth("tenant", "show", t.tenant.slug);
+    const gone = await inProcess("tenant", "show", t.tenant.slug);
     expect(gone.code).toBe(1);
     expect(gone.stderr).toContain("NOT_FOUND");
   });
@@ -156,18 +240,18 @@ describe("npm run berth (operator CLI)", { timeout: 180_000 }, () => {
     const granted = await berth("operator", "grant", email);
     expect(granted.code, granted.stderr).toBe(0);
     expect(granted.stdout).toContain(`${email} is now an operator`);
-    const listed = JSON.parse((await berth("operator", "list", "--json")).stdout) as {
+    const listed = JSON.parse((await inProcess("operator", "list", "--json")).stdout) as {
       email: string | null;
     }[];
     expect(listed.map((row) => row.email)).toContain(email);
     // Revoke every other operator of this database, then the last one is refused.
     for (const other of listed.filter((row) => row.email && row.email !== email)) {
-      expect((await berth("operator", "revoke", other.email!)).code).toBe(0);
+      expect((await inProcess("operator", "revoke", other.email!)).code).toBe(0);
     }
-    const last = await berth("operator", "revoke", email);
+    const last = await inProcess("operator", "revoke", email);
     expect(last.code).toBe(1);
     expect(last.stderr).toContain(`CONFLICT: ${email} is the last operator`);
-    const audit = JSON.parse((await berth("operator", "audit", "--json", "--limit", "5")).stdout) as {
+    const audit = JSON.parse((await inProcess("operator", "audit", "--json", "--limit", "5")).stdout) as {
       action: string;
       outcome: string;
       targetLabel: string;

@@ -8,8 +8,8 @@ import { getDb } from "@/server/db";
 import { cliOperatorActor } from "@/server/modules/operator/operator-actor";
 import { countTenantRows, tenantOwnedTables } from "@/server/modules/operator/tenant-deletion.data";
 import { requestTenantDeletion } from "@/server/modules/operator/tenant-lifecycle.service";
-import { containerName } from "@/server/workspace/backends/docker/docker-config";
-import { describeDocker, SOCKET_PATH } from "../../docker/support/docker-env";
+import { containerName } from "@/server/workspace/drivers/docker/docker-config";
+import { describeDocker, SOCKET_PATH } from "../../drivers/docker/support/docker-env";
 import { createTestApiRuntime } from "../api/support/api-test-runtime";
 import { createTenantFixture, type TenantFixture } from "../api/support/tenant-fixtures";
 import { dockerTestDriver, startE2bTestBackend, startKubeTestBackend } from "../workspace/backend-drivers";
@@ -62,8 +62,8 @@ describeDocker("a deleted tenant leaves no workspace, no rows and a receipt", { 
     const [local, container, sandbox, pod] = await Promise.all(
       [onLocal, onDocker, onE2b, onKube].map((s) => h.service.resolveForSession(t.ownerScope, s.session.id)),
     );
-    expect(sandbox!.workspace.backend.kind).toBe("e2b");
-    expect(pod!.workspace.backend.kind).toBe("kubernetes");
+    expect(sandbox!.workspace.kind).toBe("e2b");
+    expect(pod!.workspace.kind).toBe("kubernetes");
     // The E2B sandbox the provision stored as its handle, and the Pod and claim in the emulator's namespace.
     const sandboxId = (
       (await getDb().workspace.findUnique({ where: { id: onE2b.workspaceId } }))?.backendHandle as {
@@ -78,7 +78,7 @@ describeDocker("a deleted tenant leaves no workspace, no rows and a receipt", { 
     });
     expect(await kubeObjects()).toEqual({ pods: 1, claims: 1 });
     await local!.workspace.backend.writeFile(path.posix.join(local!.workspace.workdir, "keep.txt"), "data");
-    expect(container!.workspace.backend.kind).toBe("docker");
+    expect(container!.workspace.kind).toBe("docker");
     // The local backend's layout: <basedir>/<tenant>/…/<workspace id>.
     const tenantDir = path.join(h.basedir, t.tenant.id);
     const entries = await fs.readdir(tenantDir, { recursive: true });

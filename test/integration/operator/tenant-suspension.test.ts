@@ -113,7 +113,7 @@ describe("a suspended tenant is refused everywhere and comes back on resume", ()
     expect((await bearer().workspace.get({ workspaceId })).id).toBe(workspaceId);
     expect((await upload(workspaceId)).status).toBe(201);
     const again = await h.service.resolveForSession(t.ownerScope, session.id);
-    expect(again.workspace.backend.kind).toBe("local");
+    expect(again.workspace.kind).toBe("local");
     expect((await getWorkspace(t.ownerScope, workspaceId)).state).toBe("READY");
 
     const audit = await getDb().operatorAuditLog.findMany({
@@ -141,13 +141,13 @@ describe("a suspended tenant is refused everywhere and comes back on resume", ()
 
   it("stops a workspace whose provision was under way when the tenant was suspended", async () => {
     const { session, workspaceId } = await freshSession(other.ownerScope);
-    const provision = h.machine.provision.bind(h.machine);
+    const create = h.machine.create.bind(h.machine);
     // The suspension lands while the machine is being made: its stop job finds PROVISIONING, nothing to stop.
-    h.machine.provision = async (spec, options) => {
-      h.machine.provision = provision;
+    h.machine.create = async (spec, options) => {
+      h.machine.create = create;
       const suspended = await suspendTenant(operator, { tenantId: other.tenant.id });
       expect(suspended.stopsRequested).toEqual([workspaceId]);
-      return provision(spec, options);
+      return create(spec, options);
     };
     const refusedAttach = await h.service
       .resolveForSession(other.ownerScope, session.id)

@@ -7,7 +7,9 @@ import type { AppError } from "@/server/shared/errors";
 import { createSession } from "@/server/modules/session/session.data";
 import { upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
 import { assignWorkspaceId, IsolationPolicy } from "@/server/workspace/manager/isolation";
+import { createCaller } from "@/server/api/root";
 import { rejectionCode } from "../api/support/call-by-path";
+import { contextFromHeaders } from "../api/support/api-test-runtime";
 import { startAgentApiHarness, type AgentApiHarness } from "../agent/support";
 
 /** session.create's workspace rules and session.delete's purge (through the real job and workers). */
@@ -163,6 +165,29 @@ describe("session.create", () => {
     } finally {
       await db.tenant.update({ where: { id: h.tenant.tenant.id }, data: { defaultBackend: null } });
     }
+  });
+
+  it("creates one session per idempotency key and caller, even for two requests at once (a double click)", async () => {
+    const agent = await newAgent("PER_SESSION");
+    const idempotencyKey = randomUUID();
+    const keyed = { ...h.ref, agentId: agent.id, idempotencyKey };
+    const [first, second] = await Promise.all([h.owner.session.create(keyed), h.owner.session.create(keyed)]);
+    const again = await h.owner.session.create({ ...keyed, name: "retry after a lost answer" });
+    expect(second).toEqual(first);
+    expect(again).toEqual(first);
+    const stored = await getDb().session.findMany({ where: { agentId: agent.id } });
+    expect(stored.map((session) => session.id)).toEqual([first.sessionId]);
+
+    // Another key, or the same key from another caller (an API key), is another create.
+    const other = await h.owner.session.create({ ...keyed, idempotencyKey: randomUUID() });
+    const apiKeyCaller = createCaller(
+      contextFromHeaders(h.runtime, { authorization: `Bearer ${h.tenant.adminKey.plainKey}` }),
+    );
+    const fromKey = await apiKeyCaller.session.create(keyed);
+    expect(new Set([first.sessionId, other.sessionId, fromKey.sessionId]).size).toBe(3);
+    expect(await rejectionCode(h.owner.session.create({ ...keyed, idempotencyKey: "short" }))).toBe(
+      "BAD_REQUEST",
+    );
   });
 
   it("rejects viewers and unknown agents", async () => {

@@ -3,7 +3,8 @@
  * PostgreSQL and Redis (free ports, generated passwords) in `<data dir>/services.json`, and the CLI, run
  * with no DATABASE_URL or REDIS_URL, finds and uses them. Once npm start stopped (the record is removed),
  * or when the record's process is gone, the CLI says clearly that nothing is running. Real processes on a
- * fresh data folder.
+ * fresh data folder. The CLI's shell has no PORT: its invitation links still name the port npm start serves
+ * on (the base URL it recorded), not the default 3000.
  */
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -26,6 +27,7 @@ describe("npm run berth finds npm start's embedded services", { timeout: 180_000
   let dataDir: string;
   let berth: StartedBerth | undefined;
   let started: number[] = [];
+  let port: number;
 
   /** The environment of a fresh machine (no service URLs or secrets), pointed at the data folder. */
   const freshEnv = (): NodeJS.ProcessEnv => {
@@ -49,7 +51,7 @@ describe("npm run berth finds npm start's embedded services", { timeout: 180_000
 
   beforeAll(async () => {
     dataDir = await mkdtemp(path.join(tmpdir(), "berth-cli-embedded-"));
-    const port = await findFreePort();
+    port = await findFreePort();
     berth = startBerthProcess({ via: "npm", port, env: { ...freshEnv(), HOST: "127.0.0.1" } });
     // Recorded once the migrations ran: the CLI needs no more (the dashboard may still be building).
     await berth.waitFor(/services recorded in/);
@@ -72,6 +74,8 @@ describe("npm run berth finds npm start's embedded services", { timeout: 180_000
     const slug = `embedded-${randomUUID().slice(0, 8)}`;
     const created = await cli("tenant", "create", "--name", "Embedded Co", "--slug", slug, "--json");
     expect(created.code, created.stderr).toBe(0);
+    const invite = (JSON.parse(created.stdout) as { ownerInvite: { url: string } }).ownerInvite;
+    expect(invite.url).toMatch(new RegExp(`^http://localhost:${port}/invite/berth_inv_`));
     const listed = await cli("tenant", "list", "--json");
     expect(listed.code, listed.stderr).toBe(0);
     expect((JSON.parse(listed.stdout) as { slug: string }[]).map((t) => t.slug)).toContain(slug);

@@ -33,7 +33,8 @@ describe("npm start on a fresh data folder (embedded PostgreSQL and Redis)", () 
   });
 
   it("prints the sign-in URL, email and a one-time password", async () => {
-    await berth.waitFor(/password:/);
+    // The credentials are several lines written one by one: wait for the last of them.
+    await berth.waitFor(/shown only once/);
     expect(berth.lines.join("\n")).toContain("database migrations: applied");
     const text = berth.lines.join("\n");
     expect(text).toContain(`http://localhost:${port}/sign-in`);

@@ -24,6 +24,10 @@ import {
 } from "@/test/integration/api/support/tenant-fixtures";
 import { provisionReadyLocalWorkspace } from "../workspace/provision-ready";
 
+// The server's reattach grace, shorter than the default 30 s so the dead-connection case does not wait it out;
+// long enough that the reattach below (two local WebSocket opens) lands inside it on a loaded machine.
+const REATTACH_GRACE_MS = 5_000;
+
 type Opened = { ws: WebSocket; ready: { terminalId: string; reattached: boolean }; output: () => string };
 
 describe("the terminal WebSocket on npm start's server", () => {
@@ -55,7 +59,12 @@ describe("the terminal WebSocket on npm start's server", () => {
     await addMember(a.ownerScope, { userId: user.id, role: "member" });
     memberCookie = await signInCookie(auth, memberEmail, FIXTURE_PASSWORD);
 
-    app = await startBerth(port, { ...process.env, BERTH_DATA_DIR: dataDir, LOG_LEVEL: "warn" });
+    app = await startBerth(port, {
+      ...process.env,
+      BERTH_DATA_DIR: dataDir,
+      LOG_LEVEL: "warn",
+      BERTH_TERMINAL_REATTACH_GRACE_MS: String(REATTACH_GRACE_MS),
+    });
     workspaceId = await provisionReadyLocalWorkspace(
       a.ownerScope,
       `ws-term-${a.tenant.slug}`,
@@ -199,9 +208,15 @@ describe("the terminal WebSocket on npm start's server", () => {
     await until("echo", () => /^after-3\r?$/m.test(again.output()));
 
     again.ws.terminate();
+    const dropped = Date.now();
     expect(await leaseOf(first.ready.terminalId)).not.toBeNull();
-    // The reattach grace (30 s) bounds how long a dead connection holds the workspace.
-    await until("the lease's release", async () => (await leaseOf(first.ready.terminalId)) === null, 45_000);
+    // The reattach grace bounds how long a dead connection holds the workspace: not released before it.
+    await until(
+      "the lease's release",
+      async () => (await leaseOf(first.ready.terminalId)) === null,
+      REATTACH_GRACE_MS + 15_000,
+    );
+    expect(Date.now() - dropped).toBeGreaterThanOrEqual(REATTACH_GRACE_MS);
     const closed = await until("the close audit", () =>
       auditOf("workspace.terminal.close", first.ready.terminalId),
     );

@@ -12,9 +12,9 @@ import { rejectionCode } from "../api/support/call-by-path";
 import { createTenantFixture, type TenantFixture } from "../api/support/tenant-fixtures";
 
 /**
- * A tenant's own E2B team (`backendSettings.e2b` / `setE2b` / `clearE2b`): admins set it, the key is sealed
- * at rest and only ever answered as a hint, every change is audited without it, and the drivers' source
- * unseals it for that tenant only (real Postgres and Redis).
+ * A tenant's own E2B team (`backendSettings.read` / `set` / `clear` of the `e2b` backend, whose driver
+ * declares them): admins set it, the key is sealed at rest and only ever answered as a hint, every change is
+ * audited without it, and the drivers' source unseals it for that tenant only (real Postgres and Redis).
  */
 const apiKey = "e2b_THIS-KEY-MUST-NEVER-LEAK-0123456789abcd";
 
@@ -23,6 +23,7 @@ let tenant: TenantFixture;
 let other: TenantFixture;
 let owner: ReturnType<typeof createCaller>;
 let ref: { tenantId: string };
+let e2b: { tenantId: string; backend: string };
 const secretKey = () => secretKeyFromBytes(getConfig().secrets.encryptionKey);
 
 beforeAll(async () => {
@@ -33,6 +34,7 @@ beforeAll(async () => {
   ]);
   owner = createCaller(contextFromHeaders(runtime, { cookie: tenant.owner.cookie }));
   ref = { tenantId: tenant.tenant.id };
+  e2b = { ...ref, backend: "e2b" };
 });
 
 afterAll(async () => {
@@ -42,22 +44,18 @@ afterAll(async () => {
 
 describe("tenant E2B settings", () => {
   it("stores the key sealed, answers only its hint, and the driver source unseals it for this tenant only", async () => {
-    expect(await owner.backendSettings.e2b(ref)).toMatchObject({ configured: false, apiKeyHint: null });
-    const saved = await owner.backendSettings.setE2b({
-      ...ref,
-      apiKey,
-      template: "berth-big",
-      minCpuCount: 4,
+    expect(await owner.backendSettings.read(e2b)).toMatchObject({ configured: false, secretHint: null });
+    const saved = await owner.backendSettings.set({
+      ...e2b,
+      settings: { apiKey, template: "berth-big", minCpuCount: 4 },
     });
     expect(saved).toMatchObject({
       configured: true,
-      apiKeyHint: "…abcd",
-      template: "berth-big",
-      minCpuCount: 4,
-      domain: null,
+      secretHint: "…abcd",
+      values: { template: "berth-big", minCpuCount: 4, domain: null },
     });
     expect(JSON.stringify(saved)).not.toContain(apiKey);
-    expect(JSON.stringify(await owner.backendSettings.e2b(ref))).not.toContain(apiKey);
+    expect(JSON.stringify(await owner.backendSettings.read(e2b))).not.toContain(apiKey);
 
     const row = await getDb().tenantBackendSettings.findUniqueOrThrow({
       where: { tenantId_backend: { tenantId: tenant.tenant.id, backend: "e2b" } },
@@ -85,23 +83,24 @@ describe("tenant E2B settings", () => {
   });
 
   it("patches: absent keeps, null puts the installation's back; bad values are refused", async () => {
-    const kept = await owner.backendSettings.setE2b({ ...ref, template: null, domain: "e2b.example.com" });
+    const set = (settings: Record<string, string | number | null>) =>
+      owner.backendSettings.set({ ...e2b, settings });
+    const kept = await set({ template: null, domain: "e2b.example.com" });
     expect(kept).toMatchObject({
-      apiKeyHint: "…abcd",
-      template: null,
-      domain: "e2b.example.com",
-      minCpuCount: 4,
+      secretHint: "…abcd",
+      values: { template: null, domain: "e2b.example.com", minCpuCount: 4 },
     });
-    expect(await rejectionCode(owner.backendSettings.setE2b({ ...ref, template: "has spaces" }))).toBe(
-      "BAD_REQUEST",
-    );
-    expect(await rejectionCode(owner.backendSettings.setE2b({ ...ref, apiKey: "short" }))).toBe(
-      "BAD_REQUEST",
-    );
+    expect(await rejectionCode(set({ template: "has spaces" }))).toBe("BAD_REQUEST");
+    expect(await rejectionCode(set({ apiKey: "short" }))).toBe("BAD_REQUEST");
+    expect(await rejectionCode(set({ minCpuCount: "4" }))).toBe("BAD_REQUEST");
     // The API URL is no tenant setting (the workers would call a host of the tenant's choosing): dropped.
-    await owner.backendSettings.setE2b({ ...ref, apiUrl: "http://169.254.169.254/" } as never);
-    const keyless = await owner.backendSettings.setE2b({ ...ref, apiKey: null });
-    expect(keyless).toMatchObject({ configured: true, apiKeyHint: null, domain: "e2b.example.com" });
+    await set({ apiUrl: "http://169.254.169.254/" });
+    const keyless = await set({ apiKey: null });
+    expect(keyless).toMatchObject({
+      configured: true,
+      secretHint: null,
+      values: { domain: "e2b.example.com" },
+    });
     expect(await tenantDriverSettings(secretKey()).forTenant("e2b", tenant.tenant.id)).toEqual({
       domain: "e2b.example.com",
       minCpuCount: 4,
@@ -115,11 +114,19 @@ describe("tenant E2B settings", () => {
     const viewer = createCaller(
       contextFromHeaders(runtime, { authorization: `Bearer ${tenant.viewerKey.plainKey}` }),
     );
-    expect((await admin.backendSettings.setE2b({ apiKey })).apiKeyHint).toBe("…abcd");
-    expect(await rejectionCode(viewer.backendSettings.e2b({}))).toBe("FORBIDDEN");
-    expect(await rejectionCode(viewer.backendSettings.setE2b({ template: "x" }))).toBe("FORBIDDEN");
+    expect((await admin.backendSettings.set({ backend: "e2b", settings: { apiKey } })).secretHint).toBe(
+      "…abcd",
+    );
+    expect(await rejectionCode(viewer.backendSettings.read({ backend: "e2b" }))).toBe("FORBIDDEN");
+    expect(
+      await rejectionCode(viewer.backendSettings.set({ backend: "e2b", settings: { template: "x" } })),
+    ).toBe("FORBIDDEN");
+    // A backend whose driver declares no tenant settings has none to set.
+    expect(
+      await rejectionCode(owner.backendSettings.set({ ...ref, backend: "docker", settings: { x: "y" } })),
+    ).toBe("NOT_FOUND");
 
-    expect(await owner.backendSettings.clearE2b({ ...ref, confirm: true })).toMatchObject({
+    expect(await owner.backendSettings.clear({ ...e2b, confirm: true })).toMatchObject({
       configured: false,
     });
     expect(await tenantDriverSettings(secretKey()).forTenant("e2b", tenant.tenant.id)).toBeNull();

@@ -143,6 +143,38 @@ describe("lifecycle webhooks: signed deliveries, retries with backoff, the URL p
     }
   });
 
+  it("names the webhook URL, not an MCP URL, when its host does not resolve", async () => {
+    const refusal = service().create(tenant.scope, {
+      url: "https://no-such-host.invalid/hooks",
+      events: ["turn.failed"],
+    });
+    await expect(refusal).rejects.toMatchObject({
+      code: "BAD_REQUEST",
+      userMessage: "The webhook URL's host no-such-host.invalid does not resolve.",
+    });
+  });
+
+  it("refuses IPv6 forms that embed a non-public IPv4 (6to4, IPv4-compatible, -mapped, -translated, Teredo, NAT64)", async () => {
+    const refusedHosts = [
+      "[2002:7f00:1::]", // 6to4 of 127.0.0.1
+      "[2002:a9fe:a9fe::1]", // 6to4 of 169.254.169.254
+      "[::127.0.0.1]", // IPv4-compatible
+      "[::a00:1]", // IPv4-compatible 10.0.0.1, in hex
+      "[::ffff:0:192.168.0.1]", // IPv4-translated
+      "[::ffff:127.0.0.1]", // IPv4-mapped
+      "[2001:0:a00:1::]", // Teredo, server 10.0.0.1
+      "[2001:0:5db8:d822:8000:63bf:80ff:fffe]", // Teredo, public server, client 127.0.0.1 (inverted bits)
+      "[64:ff9b::7f00:1]", // NAT64
+      "[64:ff9b:1::a00:1]", // local-use NAT64
+    ];
+    for (const host of refusedHosts) {
+      await expect(
+        service().create(tenant.scope, { url: `https://${host}/hooks`, events: ["turn.failed"] }),
+        host,
+      ).rejects.toMatchObject({ code: "FORBIDDEN", details: { reason: "webhook_host_not_allowed" } });
+    }
+  });
+
   it("fails a delivery at once, without retries, when the address is no longer allowed at send time", async () => {
     const { endpoint } = await service().create(tenant.scope, {
       url: `${receiver.origin}/later-refused`,

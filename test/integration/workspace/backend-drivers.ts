@@ -1,8 +1,8 @@
-import type { WorkspaceDriver } from "@/server/workspace/backend/driver";
-import { dockerDriver } from "@/server/workspace/backends/docker/driver";
-import { BASE_IMAGE, SOCKET_PATH, testInstallationId } from "../../docker/support/docker-env";
-import { createDriverTestbed as createE2bTestbed } from "../../e2b/support/e2b-driver-env";
-import { createDriverTestbed as createKubeTestbed } from "../../kubernetes/support/kube-env";
+import { instantiateDriver, type WorkspaceDriver } from "@/server/workspace/drivers/driver";
+import { dockerDriver } from "@/server/workspace/drivers/docker/driver";
+import { BASE_IMAGE, SOCKET_PATH, testInstallationId } from "../../drivers/docker/support/docker-env";
+import { createDriverTestbed as createE2bTestbed } from "../../drivers/e2b/support/e2b-driver-env";
+import { createDriverTestbed as createKubeTestbed } from "../../drivers/kubernetes/support/kube-env";
 
 /**
  * The drivers an integration harness adds beside its counted `local` one (startWorkspaceHarness's
@@ -13,7 +13,8 @@ import { createDriverTestbed as createKubeTestbed } from "../../kubernetes/suppo
 
 /** The Docker driver on this engine, its data under the harness' basedir. */
 export function dockerTestDriver(basedir: string, runtimeRoot: string): WorkspaceDriver {
-  return dockerDriver.create(
+  return instantiateDriver(
+    dockerDriver,
     dockerDriver.configSchema.parse({
       dataRoot: basedir,
       socketPath: SOCKET_PATH,

@@ -9,38 +9,35 @@ import type { RedisConfig } from "@/server/config/redis";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import { composeEngine } from "@/server/composition/services";
 import type { EngineConfig } from "@/server/engine/engine-config";
-import { LocalMachineController } from "@/server/workspace/backends/local/local-machine";
-import type { ProvisionProgress, WorkspaceDriver } from "@/server/workspace/backend/driver";
+import { HostFolderMachines } from "@/server/workspace/drivers/host-folder/host-folder-machines";
+import type { CreateOptions, CreateProgress, WorkspaceDriver } from "@/server/workspace/drivers/driver";
 import { createAgent } from "@/server/modules/agent/agent.data";
 import { createSession } from "@/server/modules/session/session.data";
 import { createWorkspaceService, type WorkspaceService } from "@/server/modules/workspace/workspace.service";
 import {
   createWorkspaceContentService,
   type WorkspaceContentService,
-} from "@/server/modules/workspace/workspace-content.service";
+} from "@/server/modules/workspace-content/workspace-content.service";
 import { jobCatalog, type BerthJobCatalog } from "@/server/queue/catalog";
 import { createQueues, type QueueSet } from "@/server/queue/queues";
 import { createRedisConnection } from "@/server/redis";
 import { assignWorkspaceId, isolationOfStored } from "@/server/workspace/manager/isolation";
-import type { WorkspaceSpec } from "@/server/workspace/backend/driver";
+import type { WorkspaceSpec } from "@/server/workspace/drivers/driver";
 import { startWorkerRuntime, type WorkerRuntime } from "@/workers/runtime";
 import { driverSetOf } from "@/server/engine/driver-set";
-import { sandboxDriver } from "../../unit/workspace/support/sandbox-env";
+import { sandboxDriver } from "../../drivers/local/support/sandbox-env";
 import { isolatedRedisConfig, testLog } from "../queue/queue-fixtures";
 
 /** Counts the machine operations the workers perform (the "exactly one provision" proofs). */
-export class CountingMachine extends LocalMachineController {
+export class CountingMachine extends HostFolderMachines {
   readonly provisioned: string[] = [];
   readonly stopped: string[] = [];
   /** Provisioning steps to report (as a Docker build would) before the machine is ready. */
-  progressSteps: ProvisionProgress[] = [];
-  override async provision(
-    spec: WorkspaceSpec,
-    options: { onProgress?: (progress: ProvisionProgress) => void } = {},
-  ) {
+  progressSteps: CreateProgress[] = [];
+  override async create(spec: WorkspaceSpec, options: CreateOptions = {}) {
     this.provisioned.push(spec.workspaceId);
     for (const step of this.progressSteps) options.onProgress?.(step);
-    return super.provision(spec);
+    return super.create(spec);
   }
   override async stop(spec: WorkspaceSpec) {
     this.stopped.push(spec.workspaceId);
@@ -95,7 +92,7 @@ export async function startWorkspaceHarness(
   const config = testEngineConfig(basedir, overrides);
   let machine!: CountingMachine;
   const drivers = driverSetOf([
-    sandboxDriver(basedir, { machine: (base) => (machine = new CountingMachine(base)) }),
+    sandboxDriver(basedir, { machines: (base) => (machine = new CountingMachine(base)) }),
     ...(options.moreDrivers?.(basedir) ?? []),
   ]);
   const secret = randomBytes(32).toString("hex");

@@ -8,14 +8,22 @@ import { listWorkspaceEvents, getWorkspace } from "@/server/modules/workspace/wo
 import { createTestTenant, type TestTenant } from "../db/fixtures";
 import { jobOutcome } from "../queue/queue-fixtures";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "./harness";
-import { hostWorkdirOf } from "../../unit/workspace/support/sandbox-env";
+import { hostWorkdirOf } from "../../drivers/local/support/sandbox-env";
+
+const IDLE_TTL_MS = 10 * 60_000;
+/** A last activity the sweep counts as idle: twice the idle TTL ago. */
+const idleSince = () => new Date(Date.now() - 2 * IDLE_TTL_MS);
 
 describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres, Redis, workers)", () => {
   let h: WorkspaceHarness;
   let tenant: TestTenant;
 
+  // The idle TTL is also how long this process' engine keeps an attached Workspace it was not asked for
+  // (the manager's cache detaches it after that, lease or no lease): at 1 s a busy machine detached the
+  // workspace a test was still using ("Workspace … is not initialised"). The sweeps below date back the
+  // activity of the workspaces they must find idle instead (idleSince).
   beforeAll(async () => {
-    h = await startWorkspaceHarness({ idleTtlMs: 1_000 });
+    h = await startWorkspaceHarness({ idleTtlMs: IDLE_TTL_MS });
     tenant = await createTestTenant();
   });
   afterAll(async () => {
@@ -95,19 +103,23 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
 
   it("purges: directory gone, state PURGED with event, and a receipt listing what was deleted", async () => {
     const { session, workspaceId } = await freshSession(tenant.scope);
-    const { workspace } = await h.service.resolveForSession(tenant.scope, session.id);
-    // Held while the test fills it: this harness stops what is idle for 1 s, and a busy machine takes longer.
-    await h.service.acquireLease(tenant.scope, workspaceId, { holder: "test:setup", reason: "test setup" });
     const skillDir = path.join(h.basedir, "skill-src", "hello");
     await fs.mkdir(skillDir, { recursive: true });
     await fs.writeFile(
       path.join(skillDir, "SKILL.md"),
       "---\nname: hello\ndescription: says hello\n---\nHello.\n",
     );
-    await workspace.addSkill(skillDir, "agent-x");
-    await workspace.offloadToolResult(session.id, "call-1", "a long tool result");
-    const workdir = hostWorkdirOf(workspace);
-    await h.service.releaseLease(tenant.scope, workspaceId, "test:setup");
+    // Filled the way a tool call works on it: attached under a lease the sweeper respects, held until done.
+    const workdir = await h.service.withSessionWorkspace(
+      tenant.scope,
+      session.id,
+      { holder: "test:setup", reason: "test setup" },
+      async (workspace) => {
+        await workspace.addSkill(skillDir, "agent-x");
+        await workspace.offloadToolResult(session.id, "call-1", "a long tool result");
+        return hostWorkdirOf(workspace);
+      },
+    );
 
     const purge = await h.service.requestPurge(tenant.scope, workspaceId, { reason: "test purge" });
     expect(purge.jobId).toBeTruthy();
@@ -143,9 +155,8 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
       holder: "turn:stuck",
       reason: "chat turn",
     });
-    const longAgo = new Date(Date.now() - 60_000);
     const ids = [idle.workspaceId, leased.workspaceId, stale.workspaceId];
-    await getDb().workspace.updateMany({ where: { id: { in: ids } }, data: { lastActivityAt: longAgo } });
+    await getDb().workspace.updateMany({ where: { id: { in: ids } }, data: { lastActivityAt: idleSince() } });
     // The stuck lease was taken "two hours ago": past the harness' hard maximum of one hour.
     await getDb().workspaceLease.updateMany({
       where: { workspaceId: stale.workspaceId },
@@ -175,7 +186,7 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
     const browsed = await freshSession(tenant.scope);
     const worked = await freshSession(tenant.scope);
     for (const s of [browsed, worked]) await h.service.resolveForSession(tenant.scope, s.session.id);
-    const longAgo = new Date(Date.now() - 60_000);
+    const longAgo = idleSince();
     const ids = [browsed.workspaceId, worked.workspaceId];
     await getDb().workspace.updateMany({ where: { id: { in: ids } }, data: { lastActivityAt: longAgo } });
     // The dashboard browses one (a file listing, status: quiet call leases); a mutating call works on the other.
@@ -207,8 +218,8 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
     await h.service.releaseLease(tenant.scope, worked.workspaceId, "turn:t1");
 
     const report = await runJob("workspace.sweep", { trigger: "manual" });
-    // (The worked one's clock is recent, but the harness' idle TTL is 1 s: only the browsed one is asserted.)
     expect(report.stopping as string[]).toContain(browsed.workspaceId);
+    expect(report.stopping as string[]).not.toContain(worked.workspaceId);
     await vi.waitFor(async () => expect(await stateOf(browsed.workspaceId)).toBe("STOPPED"), {
       timeout: 15_000,
     });

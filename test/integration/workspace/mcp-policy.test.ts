@@ -103,6 +103,12 @@ describe("MCP declaration policy", () => {
       "http://10.1.2.3/mcp",
       "http://192.168.1.1/sse",
       "http://0.0.0.0:9/mcp",
+      // IPv6 forms that carry a non-public IPv4: 6to4, IPv4-compatible, Teredo (server, client), NAT64.
+      `http://[2002:7f00:1::]:${port}/mcp`,
+      `http://[::127.0.0.1]:${port}/mcp`,
+      "http://[2001:0:a00:1::]/mcp",
+      `http://[2001:0:5db8:d822:8000:63bf:80ff:fffe]:${port}/mcp`,
+      "http://[64:ff9b:1::a9fe:a9fe]/mcp",
     ];
     const { workspaceId, mcp } = scopeOf(memberWorkspace);
     for (const url of hostile) {

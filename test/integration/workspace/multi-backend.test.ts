@@ -4,8 +4,8 @@ import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import Docker from "dockerode";
 import { getDb } from "@/server/db";
 import { getWorkspace } from "@/server/modules/workspace/workspace.data";
-import { containerName } from "@/server/workspace/backends/docker/docker-config";
-import { describeDocker, SOCKET_PATH } from "../../docker/support/docker-env";
+import { containerName } from "@/server/workspace/drivers/docker/docker-config";
+import { describeDocker, SOCKET_PATH } from "../../drivers/docker/support/docker-env";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
 import { dockerTestDriver } from "./backend-drivers";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "./harness";
@@ -48,8 +48,8 @@ describeDocker("several backends in one deployment (local + docker, real workers
       h.service.resolveForSession(tenant.scope, onDocker.session.id),
       h.service.resolveForSession(tenant.scope, onLocal.session.id),
     ]);
-    expect(dockerSide.workspace.backend.kind).toBe("docker");
-    expect(localSide.workspace.backend.kind).toBe("local");
+    expect(dockerSide.workspace.kind).toBe("docker");
+    expect(localSide.workspace.kind).toBe("local");
     const hostname = await dockerSide.workspace.backend.exec(["hostname"]);
     expect(hostname.exitCode).toBe(0);
     expect((await containerOf(onDocker.workspaceId))?.State.Running).toBe(true);
@@ -88,7 +88,7 @@ describeDocker("several backends in one deployment (local + docker, real workers
     try {
       const inherits = await freshSession(tenant.scope);
       const { workspace } = await h.service.resolveForSession(tenant.scope, inherits.session.id);
-      expect(workspace.backend.kind).toBe("docker");
+      expect(workspace.kind).toBe("docker");
 
       // Changing the default later moves nothing: the record says docker, and docker it stays.
       await h.service.backends.setTenantDefault(tenant.scope, { defaultBackend: null });

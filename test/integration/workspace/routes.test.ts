@@ -202,6 +202,50 @@ describe("workspace route handlers: skill upload (multipart → engine) and sign
       expect(root.entries.map((entry) => entry.name)).not.toContain("escaped.txt");
     });
 
+    it("refuses a front-matter name or description Postgres cannot store or over the bound with a 400 naming it", async () => {
+      const skillMd = (name: string, description = "Does things") =>
+        `---\nname: ${name}\ndescription: ${description}\n---\n# bad\n`;
+      const cases: [string, string, RegExp][] = [
+        ["nul-name", skillMd('"bad\\0name"'), /^name: .*NUL/],
+        ["surrogate-name", skillMd('"bad\\ud800name"'), /^name: .*surrogate/],
+        ["long-name", skillMd("n".repeat(5_000)), /^name: must be at most 100 characters/],
+        ["nul-description", skillMd("ok", '"says\\0things"'), /^description: .*NUL/],
+        [
+          "long-description",
+          skillMd("ok", "d".repeat(1_025)),
+          /^description: must be at most 1024 characters/,
+        ],
+      ];
+      for (const [folder, content, message] of cases) {
+        const tar = await tarOf([{ name: `${folder}/SKILL.md`, content }]);
+        const response = await post(new Uint8Array(tar), "application/x-tar");
+        expect(response.status, folder).toBe(400);
+        const body = (await response.json()) as { error: { code: string; message: string } };
+        expect(body.error.message, folder).toMatch(message);
+      }
+      // The folder upload takes the same install path.
+      const folderResponse = await uploadSkill(
+        new Request(`${BASE}/api/workspaces/${workspaceId}/skills?agentId=archives`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}` },
+          body: skillForm(
+            { entries: [{ path: "nul-folder/SKILL.md", size: Buffer.byteLength(cases[0]![1]) }] },
+            [["SKILL.md", cases[0]![1]]],
+          ),
+        }),
+        params(workspaceId),
+      );
+      expect(folderResponse.status).toBe(400);
+      expect(await installedDirs()).not.toEqual(
+        expect.arrayContaining([...cases.map(([folder]) => folder), "nul-folder"]),
+      );
+      // The longest allowed ones install.
+      const longest = await tarOf([
+        { name: "longest/SKILL.md", content: skillMd("n".repeat(100), "d".repeat(1_024)) },
+      ]);
+      expect((await post(new Uint8Array(longest), "application/x-tar")).status).toBe(201);
+    });
+
     it("answers a hostile entry while the body is still streaming: the archive is never buffered whole", async () => {
       const head = await tarOf([{ name: "../first-entry-escapes", content: "x" }]);
       // One valid entry's blocks (header + data), repeated for ever after the hostile first entry.

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { getWorkspace } from "@/server/modules/workspace/workspace.data";
-import type { BubblewrapBackend } from "@/server/workspace/backends/bubblewrap/bubblewrap-backend";
+import type { BubblewrapMachine } from "@/server/workspace/drivers/bubblewrap/bubblewrap-machine";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
 import { everythingMcp } from "../../unit/workspace/support/mcp-servers";
-import { hostProcessesMatching, pollUntil } from "../../unit/workspace/support/sandbox-env";
+import { hostProcessesMatching, pollUntil } from "../../drivers/local/support/sandbox-env";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "./harness";
 
 /**
@@ -29,7 +29,7 @@ describe("workspace stop and purge end every process the workspace started", () 
     it(`a ${action} through the workers ends the stdio MCP servers and commands the API process started`, async () => {
       const { session, workspaceId } = await freshSession(tenant.scope);
       const { workspace } = await h.service.resolveForSession(tenant.scope, session.id);
-      const uid = (workspace.backend as BubblewrapBackend).options.identity.uid;
+      const uid = (workspace.backend as BubblewrapMachine).options.identity.uid;
       await workspace.addMcp(everythingMcp("everything"), { agentId: session.agentId, sessionId: "" });
       const marker = `berth-lifecycle-${action}-${workspaceId}`;
       const running = workspace.backend.exec(["/bin/sh", "-c", `exec sleep 600 # ${marker}`]);

@@ -1,5 +1,5 @@
 /**
- * The terminal relay's protocol on a real Redis (server/modules/workspace/terminal-relay.ts), two relays
+ * The terminal relay's protocol on a real Redis (server/modules/terminal/terminal-relay.ts), two relays
  * in one process standing for two replicas: the owner's replay and output reach the relay in order, a
  * burst past the ack window pauses the shell's output until the relay's acks come back, the relay's
  * keystrokes and goodbye reach the owner, and an owner that refuses (or is not subscribed) is a 404.
@@ -12,7 +12,7 @@ import {
   type RelayedHandle,
   type RelaySink,
   type TerminalRelay,
-} from "@/server/modules/workspace/terminal-relay";
+} from "@/server/modules/terminal/terminal-relay";
 import { createRedisConnection } from "@/server/redis";
 
 const config = loadRedisConfig();

@@ -4,8 +4,13 @@ import os from "node:os";
 import path from "node:path";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
-import { z } from "zod";
+import { secretKeyFromBytes } from "@/server/auth/secrets";
+import { getConfig } from "@/server/config/config";
 import { composeEngine } from "@/server/composition/services";
+import {
+  createBackendSettingsService,
+  tenantDriverSettings,
+} from "@/server/modules/backend-settings/backend-settings.service";
 import { createDriverSet } from "@/server/engine/driver-set";
 import { loadEngineConfig } from "@/server/engine/engine-config";
 import { getWorkspace } from "@/server/modules/workspace/workspace.data";
@@ -13,102 +18,39 @@ import { createWorkspaceService } from "@/server/modules/workspace/workspace.ser
 import { jobCatalog } from "@/server/queue/catalog";
 import { createQueues } from "@/server/queue/queues";
 import { createRedisConnection } from "@/server/redis";
-import type {
-  BackendHandle,
-  DriverDefinition,
-  MachineController,
-  WorkspaceSpec,
-} from "@/server/workspace/backend/driver";
-import { LocalBackendProvider, safePathSegment } from "@/server/workspace/backends/local/local-provider";
-import { DRIVERS } from "@/server/workspace/backends/registry";
+import { safePathSegment } from "@/server/workspace/drivers/host-folder/folder-layout";
+import { DRIVERS } from "@/server/workspace/drivers/registry";
 import { startWorkerRuntime, type WorkerRuntime } from "@/workers/runtime";
+import { throwawayCalls, throwawayDriver } from "../../fixtures/throwaway-driver/driver";
 import { createTestTenant } from "../db/fixtures";
 import { isolatedRedisConfig, testLog } from "../queue/queue-fixtures";
 import { freshSession } from "./harness";
 
 /**
- * What a newcomer adding a backend writes: ONE DriverDefinition (its config schema read from its own
- * variable, a provider, a machine controller) and ONE registry line. Nothing else in the engine, the
- * workers or the services changes, yet a session's workspace is provisioned on it by the real workers,
- * attached by the API side with the handle the provision stored, stopped and purged.
+ * What a newcomer adding a backend writes: ONE folder (test/fixtures/throwaway-driver: a DriverDefinition
+ * of a kind nothing in Berth names) and ONE registry line. No migration (the stored kind is text), no list
+ * of kinds, labels or settings elsewhere: a session's workspace is stored with kind `throwaway`, provisioned
+ * on it by the real workers, attached by the API side with the handle the provision stored, offered by the
+ * dashboard's backend list with its driver's label, stopped and purged.
  */
-const calls: string[] = [];
-/** The handle as the calls log shows it (Postgres' jsonb does not keep key order). */
-const handleLabel = (handle: BackendHandle | null | undefined) =>
-  handle ? `${String(handle.folderName)}#${String(handle.attempt)}` : "none";
-
-const ZThrowawayConfig = z.object({ folder: z.string().min(1) });
-
-const throwawayDriver: DriverDefinition<z.output<typeof ZThrowawayConfig>> = {
-  name: "throwaway",
-  // A kind no registered driver of this test's installation uses.
-  kind: "kubernetes",
-  summary: "host folders under a folder of its own (a test's driver)",
-  configSchema: ZThrowawayConfig,
-  configFromEnv: (env, { basedir }) => ({ folder: env.THROWAWAY_FOLDER ?? path.join(basedir, "throwaway") }),
-  create(config) {
-    const provider = new LocalBackendProvider({ basedir: config.folder });
-    const folderOf = (spec: WorkspaceSpec) => provider.workdirFor(spec);
-    const machine: MachineController = {
-      kind: "kubernetes",
-      async provision(spec): Promise<BackendHandle> {
-        calls.push(`provision ${spec.workspaceId} handle=${handleLabel(spec.handle)}`);
-        await fs.mkdir(folderOf(spec), { recursive: true });
-        return { folderName: safePathSegment(spec.workspaceId), attempt: calls.length };
-      },
-      stop(spec) {
-        calls.push(`stop ${spec.workspaceId}`);
-        return Promise.resolve();
-      },
-      async purge(spec) {
-        calls.push(`purge ${spec.workspaceId}`);
-        await fs.rm(folderOf(spec), { recursive: true, force: true });
-        return [`folder:${spec.workspaceId}`];
-      },
-      exists: (spec) =>
-        fs.stat(folderOf(spec)).then(
-          () => true,
-          () => false,
-        ),
-      listResources: () => Promise.resolve([]),
-      reap: () => Promise.resolve(),
-    };
-    // The provider attaches with whatever handle the workers stored.
-    const attach = provider.provision.bind(provider);
-    provider.provision = (spec: WorkspaceSpec) => {
-      calls.push(`attach ${spec.workspaceId} handle=${handleLabel(spec.handle)}`);
-      return attach(spec);
-    };
-    return {
-      name: "throwaway",
-      kind: "kubernetes",
-      capabilities: {
-        isolated: false,
-        persistent: true,
-        hostPaths: true,
-        pauseKeepsMemory: false,
-        gateway: "host",
-        mayVanish: false,
-        pty: false,
-      },
-      isolation: { backend: "throwaway", isolated: false, sandbox: null },
-      provider,
-      machine,
-    };
-  },
-};
+const calls = throwawayCalls;
 
 let basedir: string;
 let connection: Redis;
 let workers: WorkerRuntime;
 let close: () => Promise<void>;
 let service: ReturnType<typeof createWorkspaceService>;
+const registry = { ...DRIVERS, throwaway: throwawayDriver };
 
 beforeAll(async () => {
   basedir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-throwaway-")));
-  const registry = { ...DRIVERS, throwaway: throwawayDriver };
   const config = loadEngineConfig(
-    { BERTH_WORKSPACE_BACKEND: "throwaway", BERTH_WORKSPACE_BASEDIR: basedir },
+    {
+      BERTH_WORKSPACE_BACKEND: "throwaway",
+      BERTH_WORKSPACE_BASEDIR: basedir,
+      // Its kind is a metering key like the shipped ones' (checked against the registry in use).
+      BERTH_METERING_RATES: JSON.stringify({ throwaway: { workspaceHour: 2 } }),
+    },
     process.cwd(),
     process.getuid?.() ?? -1,
     registry,
@@ -156,9 +98,34 @@ it("a driver added through a registry entry alone runs a workspace end to end", 
   const folders = await fs.readdir(path.join(basedir, "throwaway", safePathSegment(tenant.tenantId)));
   expect(folders).toHaveLength(1);
   expect(await service.get(tenant.scope, workspaceId)).toMatchObject({
-    backendKind: "kubernetes",
+    backendKind: "throwaway",
     backend: "throwaway",
     isolated: false,
+  });
+  // Stored as its kind in Postgres: text, no enum to migrate.
+  expect((await getWorkspace(tenant.scope, workspaceId)).backendKind).toBe("throwaway");
+  // The dashboard's list of backends (workspace.backends) and the instructions read its definition.
+  const options = await service.backends.options(tenant.scope);
+  expect(options.available).toEqual([
+    expect.objectContaining({ kind: "throwaway", driver: "throwaway", label: "throwaway", isolated: false }),
+  ]);
+  expect(workspace.getInstructions()).toContain("You have access to a throwaway workspace");
+  // Its tenant settings (declared in its definition) are stored, sealed and handed back like E2B's.
+  const secretKey = secretKeyFromBytes(getConfig().secrets.encryptionKey);
+  const settings = createBackendSettingsService({ secretKey, registry, enabledKinds: () => ["throwaway"] });
+  const [form] = await settings.forms(tenant.scope);
+  expect(form?.fields.map((field) => [field.name, field.title, field.secret])).toEqual([
+    ["motto", "Motto", false],
+    ["token", "Token", true],
+  ]);
+  const saved = await settings.set(tenant.scope, {
+    backend: "throwaway",
+    settings: { motto: "made to be thrown away", token: "throwaway-token-1234" },
+  });
+  expect(saved).toMatchObject({ secretHint: "…1234", values: { motto: "made to be thrown away" } });
+  expect(await tenantDriverSettings(secretKey, registry).forTenant("throwaway", tenant.tenantId)).toEqual({
+    motto: "made to be thrown away",
+    token: "throwaway-token-1234",
   });
   // The workers provisioned it once, with no handle yet; the API side attached with the stored one.
   expect(calls).toEqual([

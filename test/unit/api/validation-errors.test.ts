@@ -15,15 +15,31 @@ describe("describeValidationError", () => {
     const result = schema.safeParse({ name: "n".repeat(101), tags: [], kind: "c", url: "x", extra: 1 });
     const view = describeValidationError(result.error!);
     expect(view.message).toBe(
-      'name: must be at most 100 characters; temperature: is required; tags: must have at least 1 items; kind: must be one of "a", "b"; url: must be a valid url; unknown key "extra"',
+      'name: must be at most 100 characters; temperature: is required; tags: must not be empty; kind: must be one of "a", "b"; url: must be a valid url; unknown key "extra"',
     );
     expect(view.fieldErrors).toEqual({
       name: ["must be at most 100 characters"],
       temperature: ["is required"],
-      tags: ["must have at least 1 items"],
+      tags: ["must not be empty"],
       kind: ['must be one of "a", "b"'],
       url: ["must be a valid url"],
       "(root)": ['unknown key "extra"'],
+    });
+  });
+
+  it("says 'must not be empty' for a minimum of one and counts in the right number otherwise", () => {
+    const schema = z.object({
+      name: z.string().min(1),
+      code: z.string().max(1),
+      slug: z.string().min(3),
+      tags: z.array(z.string()).max(1),
+    });
+    const result = schema.safeParse({ name: "", code: "ab", slug: "a", tags: ["x", "y"] });
+    expect(describeValidationError(result.error!).fieldErrors).toEqual({
+      name: ["must not be empty"],
+      code: ["must be at most 1 character"],
+      slug: ["must be at least 3 characters"],
+      tags: ["must have at most 1 item"],
     });
   });
 });

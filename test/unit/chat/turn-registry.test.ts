@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { TenantScope } from "@/server/auth/scope";
-import { runTurn } from "@/server/modules/chat/agent-loop";
+import { runTurn } from "@/server/agent/agent-loop";
 import type { ClaimResult, StoredTurn } from "@/server/modules/chat/chat-turn.data";
 import {
   InMemoryCancelBus,
@@ -10,7 +10,7 @@ import {
 } from "@/server/modules/chat/turn-registry";
 import { AppError } from "@/server/shared/errors";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
-import { RecordingOffloader, modelFor } from "./support";
+import { RecordingOffloader, modelFor } from "../agent/support";
 
 let fake: FakeModelServer | undefined;
 afterEach(async () => {

@@ -1,10 +1,12 @@
 /**
- * The typed client used from another project: `buildClientPackage` (npm run build:client) is installed into
- * a consumer project in a temp dir (as `node_modules/berth`, the repository's package.json `exports` shape)
- * whose tsconfig has NO paths mapping and `nodenext` resolution; `tsc -p` must accept typed calls and reject
+ * The typed client used from another project: `writeClientPackage` (what npm run build:client packs; built
+ * once per content of the sources for this file and the integration one: built-client-package.ts) is
+ * linked into a consumer project in a temp dir (as `node_modules/berth-client`, its own package.json) whose
+ * tsconfig has NO paths mapping and `nodenext` resolution; `tsc -p` must accept typed calls and reject
  * wrong ones (`@ts-expect-error` lines, and an any-check, so declarations that degrade to `any` fail), and
  * Node must load the bundle. The same consumer importing the TypeScript sources directly fails on `@/`:
- * the control that shows the check can fail.
+ * the control that shows the check can fail. (test/integration/api/berth-client-package.test.ts installs the
+ * packed tarball itself and calls a running Berth.)
  */
 import { execFile } from "node:child_process";
 import fs from "node:fs/promises";
@@ -12,17 +14,15 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildClientPackage } from "@/scripts/client/build-client-package";
+import { CLIENT_PACKAGE_NAME } from "@/scripts/client/pack-client-package";
+import { copyOfClientPackage } from "../../fixtures/client-package/built-client-package";
 
 const run = promisify(execFile);
 const REPO = path.resolve(import.meta.dirname, "../../..");
 const TSC = path.join(REPO, "node_modules/typescript/bin/tsc");
-const repoPackage = JSON.parse(await fs.readFile(path.join(REPO, "package.json"), "utf8")) as {
-  exports: Record<string, unknown>;
-};
 
 const CONSUMER = `
-import { createBerthClient, TRPCClientError, type ChatRunResult } from "berth/client";
+import { createBerthClient, TRPCClientError, type ChatRunResult } from "berth-client";
 
 type IsAny<T> = 0 extends 1 & T ? true : false;
 const client = createBerthClient({ url: "http://localhost:3000", apiKey: "berth_example" });
@@ -81,17 +81,13 @@ describe("the typed client from another project", () => {
 
   beforeAll(async () => {
     tmp = await fs.mkdtemp(path.join(os.tmpdir(), "berth-client-pkg-"));
-    const pkg = path.join(tmp, "berth");
-    await buildClientPackage(path.join(pkg, "dist/client"));
-    await fs.writeFile(
-      path.join(pkg, "package.json"),
-      JSON.stringify({ name: "berth", type: "module", exports: repoPackage.exports }),
-    );
+    const pkg = path.join(tmp, CLIENT_PACKAGE_NAME);
+    await copyOfClientPackage(pkg);
     // The package's dependencies (@trpc/client, superjson, zod, ...), as an install would provide them.
     await fs.symlink(path.join(REPO, "node_modules"), path.join(pkg, "node_modules"));
     consumer = path.join(tmp, "consumer");
     await fs.mkdir(path.join(consumer, "node_modules"), { recursive: true });
-    await fs.symlink(pkg, path.join(consumer, "node_modules/berth"));
+    await fs.symlink(pkg, path.join(consumer, "node_modules", CLIENT_PACKAGE_NAME));
     await fs.symlink(path.join(REPO, "node_modules/@types"), path.join(consumer, "node_modules/@types"));
     await fs.writeFile(
       path.join(consumer, "package.json"),
@@ -105,7 +101,7 @@ describe("the typed client from another project", () => {
     if (tmp) await fs.rm(tmp, { recursive: true, force: true });
   });
 
-  it("type-checks against berth/client with no paths mapping, and rejects wrong calls", async () => {
+  it("type-checks against berth-client with no paths mapping, and rejects wrong calls", async () => {
     const result = await tsc(consumer);
     expect(result.output).toBe("");
     expect(result.ok).toBe(true);
@@ -115,7 +111,7 @@ describe("the typed client from another project", () => {
     const script = path.join(consumer, "run.mjs");
     await fs.writeFile(
       script,
-      `import { createBerthClient, resolveTrpcEndpoint } from "berth/client";
+      `import { createBerthClient, resolveTrpcEndpoint } from "berth-client";
 const client = createBerthClient({ url: "http://127.0.0.1:9", apiKey: "k" });
 console.log(typeof client.chat.run, typeof client.agent.list.query, resolveTrpcEndpoint("http://x/"));`,
     );
@@ -145,7 +141,7 @@ console.log(typeof client.chat.run, typeof client.agent.list.query, resolveTrpcE
         },
       }),
     );
-    await fs.writeFile(path.join(control, "consumer.ts"), CONSUMER.replace('"berth/client"', `"${source}"`));
+    await fs.writeFile(path.join(control, "consumer.ts"), CONSUMER.replace('"berth-client"', `"${source}"`));
     const result = await tsc(control);
     expect(result.ok).toBe(false);
     expect(result.output).toMatch(/Cannot find module '@\//);

@@ -26,6 +26,7 @@ describe("config", () => {
       host: "127.0.0.1",
       baseUrl: "http://localhost:3000",
       trustedProxies: [],
+      terminalReattachGraceMs: 30_000,
     });
     expect(config.secrets.encryptionKey).toEqual(Buffer.alloc(32, 7));
     expect(config.logging.level).toBe("info");
@@ -63,7 +64,7 @@ describe("config", () => {
     expect(custom.rates.docker).toMatchObject({ workspaceHour: 4, turn: 0.5, provision: 0 });
     for (const bad of [
       "{not json",
-      JSON.stringify({ moon: { turn: 1 } }),
+      JSON.stringify({ Moon: { turn: 1 } }), // not a kind's form (which kinds exist: engine-backend.test.ts)
       JSON.stringify({ "*": { tunr: 1 } }),
     ]) {
       expect(() => loadQuotaConfig({ BERTH_METERING_RATES: bad })).toThrow(/BERTH_METERING_RATES/);
@@ -95,6 +96,10 @@ describe("config", () => {
     expect(loadHttpConfig({ PORT: "8080" }).port).toBe(8080);
     expect(() => loadHttpConfig({ PORT: "http" })).toThrow(/PORT/);
     expect(() => loadHttpConfig({ PORT: "70000" })).toThrow(/PORT/);
+    const grace = (value: string) => loadHttpConfig({ BERTH_TERMINAL_REATTACH_GRACE_MS: value });
+    expect(grace("5000").terminalReattachGraceMs).toBe(5_000);
+    expect(() => grace("999")).toThrow(/BERTH_TERMINAL_REATTACH_GRACE_MS/);
+    expect(() => grace("soon")).toThrow(/BERTH_TERMINAL_REATTACH_GRACE_MS/);
     expect(loadWorkersConfig({ WORKERS_CONCURRENCY: "8" }).concurrency).toBe(8);
     expect(() => loadWorkersConfig({ WORKERS_CONCURRENCY: "0" })).toThrow(/WORKERS_CONCURRENCY/);
   });

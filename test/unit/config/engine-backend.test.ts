@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { LocalMachineController } from "@/server/workspace/backends/local/local-machine";
 import { createDriverSet } from "@/server/engine/driver-set";
 import { loadEngineConfig } from "@/server/engine/engine-config";
+import { ZBackendKind } from "@/server/workspace/drivers/kind";
+import { DRIVERS } from "@/server/workspace/drivers/registry";
 
 const ROOT = 0;
 const USER = 1000;
@@ -11,8 +12,9 @@ describe("engine config: the workspace backend", () => {
     const config = loadEngineConfig({}, "/srv/berth", ROOT);
     expect(config.backend).toBe("local");
     const driver = createDriverSet(config).default;
-    expect(driver.machine).toBeInstanceOf(LocalMachineController);
-    expect(driver.isolation).toEqual({ backend: "local", isolated: true, sandbox: "bubblewrap" });
+    expect(driver.name).toBe("local");
+    expect(driver.kind).toBe("local");
+    expect(driver.isolation).toEqual({ isolated: true, sandbox: "bubblewrap" });
   });
 
   it("refuses host-unconfined as root unless told twice", () => {
@@ -27,7 +29,6 @@ describe("engine config: the workspace backend", () => {
   it("reports host-unconfined as what it is: not isolated", () => {
     const config = loadEngineConfig({ BERTH_WORKSPACE_BACKEND: "host-unconfined" }, "/srv/berth", USER);
     expect(createDriverSet(config).default.isolation).toEqual({
-      backend: "host-unconfined",
       isolated: false,
       sandbox: null,
     });
@@ -81,7 +82,7 @@ describe("engine config: the workspace backend", () => {
     expect(config.drivers?.docker).toMatchObject({ cpus: 2, dataRoot: "/srv/berth/.data/workspaces" });
     const drivers = createDriverSet(config);
     expect(drivers.default.name).toBe("local");
-    expect(drivers.forKind("docker").isolation).toEqual({ backend: "docker", isolated: true, sandbox: null });
+    expect(drivers.forKind("docker").isolation).toEqual({ isolated: true, sandbox: null });
     expect(() => drivers.forKind("e2b")).toThrow(/does not run the e2b workspace backend/);
   });
 
@@ -98,5 +99,28 @@ describe("engine config: the workspace backend", () => {
     expect(() =>
       loadEngineConfig({ BERTH_WORKSPACE_BACKENDS: "local,docker", BERTH_DOCKER_CPUS: "-1" }, "/srv", ROOT),
     ).toThrow(/BERTH_DOCKER_CPUS/);
+  });
+
+  it("takes the metering rates' keys from the registry's kinds, naming the variable", () => {
+    const rates = (value: object) => ({ BERTH_METERING_RATES: JSON.stringify(value) });
+    expect(loadEngineConfig(rates({ "*": { turn: 1 }, docker: { turn: 2 } }), "/srv", ROOT).backend).toBe(
+      "local",
+    );
+    expect(() => loadEngineConfig(rates({ moon: { turn: 1 } }), "/srv", ROOT)).toThrow(
+      /BERTH_METERING_RATES/,
+    );
+  });
+
+  it("gives every registered driver a kind of the stored form, a label and an instructions label", () => {
+    for (const definition of Object.values(DRIVERS)) {
+      expect(ZBackendKind.safeParse(definition.kind).success).toBe(true);
+      expect(definition.label).not.toBe("");
+      expect(definition.instructionsLabel).not.toBe("");
+    }
+    const drivers = createDriverSet(
+      loadEngineConfig({ BERTH_WORKSPACE_BACKENDS: "local,docker" }, "/srv", USER),
+    );
+    expect(drivers.definitionOf("docker")?.instructionsLabel).toBe("Docker-based");
+    expect(drivers.definitionOf("e2b")).toBeUndefined();
   });
 });

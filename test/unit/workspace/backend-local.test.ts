@@ -3,18 +3,18 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { isAppError } from "@/server/shared/errors";
-import type { LocalBackend } from "@/server/workspace/backends/local/local-backend";
+import type { HostFolderMachine } from "@/server/workspace/drivers/host-folder/host-folder-machine";
 import { makeTempBackend, streamToString } from "./helpers";
 
 let env: Awaited<ReturnType<typeof makeTempBackend>>;
-let backend: LocalBackend;
+let backend: HostFolderMachine;
 beforeEach(async () => {
   env = await makeTempBackend();
   backend = env.backend;
 });
 afterEach(() => env.cleanup());
 
-describe("LocalBackend.exec", () => {
+describe("HostFolderMachine.exec", () => {
   it("runs argv without a shell, in the workdir, streaming both outputs", async () => {
     const seen: string[] = [];
     const result = await backend.exec(["sh", "-c", 'pwd; echo err >&2; echo "$0"', "$HOME"], {
@@ -73,7 +73,7 @@ describe("LocalBackend.exec", () => {
   });
 });
 
-describe("LocalBackend files", () => {
+describe("HostFolderMachine files", () => {
   it("writes from a stream, reads back ranges, appends", async () => {
     await backend.writeFile("a/b/c.txt", Readable.from(["hello ", "world"]));
     expect(await streamToString(await backend.readFile("a/b/c.txt"))).toBe("hello world");
@@ -132,9 +132,9 @@ describe("LocalBackend files", () => {
     await expect(backend.getArchive("missing")).rejects.toMatchObject({ code: "NOT_FOUND" });
   });
 
-  it("is labelled as not isolated", () => {
-    expect(backend.isolated).toBe(false);
-    expect(backend.kind).toBe("local");
+  it("repeats none of its driver's facts (the driver says it is not isolated)", () => {
+    expect(backend).not.toHaveProperty("isolated");
+    expect(backend).not.toHaveProperty("kind");
   });
 });
 

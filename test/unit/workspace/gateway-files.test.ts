@@ -5,11 +5,8 @@ import os from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ZDockerProviderConfig } from "@/server/workspace/backends/docker/docker-config";
-import {
-  gatewayCredentialsPath,
-  startDockerGateway,
-} from "@/server/workspace/backends/docker/docker-gateway";
+import { ZDockerProviderConfig } from "@/server/workspace/drivers/docker/docker-config";
+import { gatewayCredentialsPath, startDockerGateway } from "@/server/workspace/drivers/docker/docker-gateway";
 import { canFallBack, GatewayFileClient } from "@/server/workspace/gateway/client/gateway-files";
 import { inProcessFileService } from "@/server/workspace/gateway/server/file-worker";
 import { createGatewayServer } from "@/server/workspace/gateway/server/gateway-server";

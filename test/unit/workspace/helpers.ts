@@ -1,13 +1,13 @@
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { LocalBackend } from "@/server/workspace/backends/local/local-backend";
+import { HostFolderMachine } from "@/server/workspace/drivers/host-folder/host-folder-machine";
 
-/** A fresh, real temporary directory (realpath'd, since /tmp may be a symlink) and a LocalBackend on it. */
+/** A fresh, real temporary directory (realpath'd, since /tmp may be a symlink) and a HostFolderMachine on it. */
 export async function makeTempBackend(prefix = "berth-ws-"): Promise<{
   root: string;
   workdir: string;
-  backend: LocalBackend;
+  backend: HostFolderMachine;
   cleanup: () => Promise<void>;
 }> {
   const root = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), prefix)));
@@ -16,7 +16,7 @@ export async function makeTempBackend(prefix = "berth-ws-"): Promise<{
   return {
     root,
     workdir,
-    backend: new LocalBackend({ workdir }),
+    backend: new HostFolderMachine({ workdir }),
     cleanup: () => fs.rm(root, { recursive: true, force: true }),
   };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { safePathSegment } from "@/server/workspace/backends/local/local-provider";
+import { safePathSegment } from "@/server/workspace/drivers/host-folder/folder-layout";
 import {
   assignWorkspaceId,
   IsolationPolicy,

@@ -2,8 +2,8 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, expect, it } from "vitest";
-import { safePathSegment } from "@/server/workspace/backends/local/local-provider";
-import { hostFolderMachine } from "./support/sandbox-env";
+import { safePathSegment } from "@/server/workspace/drivers/host-folder/folder-layout";
+import { hostFolderDriver } from "../../drivers/local/support/sandbox-env";
 
 const basedir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-local-resources-")));
 afterAll(() => fs.rm(basedir, { recursive: true, force: true }));
@@ -14,7 +14,7 @@ it("lists the workspace folders of the layout, never another driver's runtime fo
   // The E2B driver keeps gateway credentials here: three levels deep, like a workspace folder.
   await fs.mkdir(path.join(basedir, ".runtime", "e2b", "sandbox-x"), { recursive: true });
 
-  const machine = hostFolderMachine(basedir);
+  const machine = hostFolderDriver(basedir);
   const resources = await machine.listResources();
   expect(resources).toEqual([{ tenantId: "tenant-1", workspaceId: "ws.1", locator: workspace }]);
   await expect(

@@ -10,7 +10,7 @@ import {
   type EvictReason,
   type WorkspaceManagerOptions,
 } from "@/server/workspace/manager/workspace-manager";
-import { TestProvider } from "./test-provider";
+import { TestAttacher } from "./test-attacher";
 
 let basedir: string;
 let clock: number;
@@ -27,21 +27,21 @@ afterEach(async () => {
 });
 
 function setup(options: Partial<WorkspaceManagerOptions> & { kind?: "local" | "docker" } = {}) {
-  const provider = new TestProvider(basedir, options.kind ?? "local");
+  const attacher = new TestAttacher(basedir, options.kind ?? "local");
   const evictions: Array<{ id: string; reason: EvictReason }> = [];
   const provisions: Array<{ id: string; replaced: boolean }> = [];
   const manager = new WorkspaceManager({
-    provider,
+    attacher,
     evictIntervalMs: null,
     now,
     hooks: {
       onEvict: (event) => evictions.push({ id: event.address.workspaceId, reason: event.reason }),
-      onProvision: (event) => provisions.push({ id: event.address.workspaceId, replaced: event.replaced }),
+      onAttach: (event) => provisions.push({ id: event.address.workspaceId, replaced: event.replaced }),
     },
     ...options,
   });
   managers.push(manager);
-  return { provider, manager, evictions, provisions };
+  return { attacher, manager, evictions, provisions };
 }
 
 const who = { tenantId: "t1", userId: "u1", agentId: "a1" };
@@ -57,28 +57,28 @@ describe("getWorkspace", () => {
   });
 
   it("1,000 concurrent calls for one id provision and initialise exactly once", async () => {
-    const { manager, provider } = setup();
+    const { manager, attacher } = setup();
     const results = await Promise.all(Array.from({ length: 1000 }, () => manager.getWorkspace(who)));
-    expect(provider.provisions).toHaveLength(1);
+    expect(attacher.attaches).toHaveLength(1);
     expect(new Set(results).size).toBe(1);
   });
 
   it("200 ids provision in parallel (every provision waits at a 200-party barrier)", async () => {
-    const { manager, provider } = setup();
-    provider.holdUntil(200);
+    const { manager, attacher } = setup();
+    attacher.holdUntil(200);
     const workspaces = await Promise.all(
       Array.from({ length: 200 }, (_, i) => manager.getWorkspace({ ...who, agentId: `agent-${i}` })),
     );
     // Serialised provisioning would deadlock at the barrier; reaching here means all 200 were in flight.
-    expect(provider.maxConcurrent).toBe(200);
+    expect(attacher.maxConcurrent).toBe(200);
     expect(new Set(workspaces.map((w) => w.id)).size).toBe(200);
     expect(manager.size).toBe(200);
   });
 
   it("a slow provision does not block hits or misses for other ids", async () => {
-    const { manager, provider } = setup();
+    const { manager, attacher } = setup();
     const cached = await manager.getWorkspace({ ...who, agentId: "fast" });
-    provider.holdUntil(2);
+    attacher.holdUntil(2);
     const slow = manager.getWorkspace({ ...who, agentId: "slow" });
     expect(await manager.getWorkspace({ ...who, agentId: "fast" })).toBe(cached);
     // The second held provision releases both: the slow one was waiting, not blocking.
@@ -87,25 +87,25 @@ describe("getWorkspace", () => {
   });
 
   it("a failed provision is cleaned up, not cached, and retried by the next call", async () => {
-    const { manager, provider } = setup();
-    provider.failuresLeft = 1;
+    const { manager, attacher } = setup();
+    attacher.failuresLeft = 1;
     const errors: string[] = [];
     const failing = new WorkspaceManager({
-      provider,
+      attacher,
       evictIntervalMs: null,
-      hooks: { onProvisionError: (event) => errors.push(event.error.message) },
+      hooks: { onAttachError: (event) => errors.push(event.error.message) },
     });
     managers.push(failing);
     const attempts = await Promise.allSettled(Array.from({ length: 10 }, () => failing.getWorkspace(who)));
     expect(attempts.every((a) => a.status === "rejected")).toBe(true);
-    expect(provider.provisions).toHaveLength(1);
-    expect(errors).toEqual(["provision failed on purpose"]);
+    expect(attacher.attaches).toHaveLength(1);
+    expect(errors).toEqual(["attach failed on purpose"]);
     expect(failing.size).toBe(0);
 
-    provider.breakNextLayout = true;
+    attacher.breakNextLayout = true;
     await expect(manager.getWorkspace(who)).rejects.toThrow("disk full");
-    expect(provider.teardowns).toEqual([
-      { workdir: path.join(basedir, "t1", "u1", manager.workspaceIdFor(who)), purge: false },
+    expect(attacher.detaches).toEqual([
+      { workdir: path.join(basedir, "t1", "u1", manager.workspaceIdFor(who)) },
     ]);
     expect(manager.size).toBe(0);
     const workspace = await manager.getWorkspace(who);
@@ -137,9 +137,9 @@ describe("getWorkspace", () => {
 
 describe("liveness", () => {
   it("re-checks sandboxed workspaces at most every interval and re-provisions dead ones", async () => {
-    const { manager, provider, evictions, provisions } = setup({ kind: "docker", livenessIntervalMs: 5_000 });
+    const { manager, attacher, evictions, provisions } = setup({ kind: "docker", livenessIntervalMs: 5_000 });
     const first = await manager.getWorkspace(who);
-    provider.dead.add(first.backend);
+    attacher.dead.add(first.backend);
     clock += 4_000;
     expect(await manager.getWorkspace(who)).toBe(first); // within the interval: no check
     clock += 2_000;
@@ -149,7 +149,7 @@ describe("liveness", () => {
     expect(second).not.toBe(first);
     expect(second.isInitialized).toBe(true);
     expect(first.isInitialized).toBe(false);
-    expect(provider.provisions).toHaveLength(2);
+    expect(attacher.attaches).toHaveLength(2);
     expect(evictions).toEqual([{ id: first.id, reason: "dead" }]);
     expect(provisions.map((p) => p.replaced)).toEqual([false, true]);
   });
@@ -164,9 +164,9 @@ describe("liveness", () => {
   });
 
   it("does not check local workspaces by default", async () => {
-    const { manager, provider } = setup();
+    const { manager, attacher } = setup();
     const first = await manager.getWorkspace(who);
-    provider.dead.add(first.backend);
+    attacher.dead.add(first.backend);
     clock += 1_000_000;
     expect(await manager.getWorkspace(who)).toBe(first);
   });
@@ -244,8 +244,8 @@ describe("TTL, close and closeAll", () => {
   });
 
   it("close waits for an in-flight provision", async () => {
-    const { manager, provider } = setup();
-    provider.holdUntil(2);
+    const { manager, attacher } = setup();
+    attacher.holdUntil(2);
     const pending = manager.getWorkspace(who);
     let closed = false;
     const closing = manager

@@ -4,6 +4,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   MCP_NOT_PERSISTED,
+  mcpNotPersisted,
   parseMcpFile,
   readMcpFile,
   scopeKey,
@@ -12,7 +13,7 @@ import {
   type McpSpecs,
 } from "@/server/workspace/mcp/mcp-file";
 import { ZMcpDeclaration, type EngineLogger } from "@/server/workspace/mcp/types";
-import { LocalBackend } from "@/server/workspace/backends/local/local-backend";
+import { fsError, HostFolderMachine } from "@/server/workspace/drivers/host-folder/host-folder-machine";
 
 function recordingLogger(): EngineLogger & { warnings: string[] } {
   const warnings: string[] = [];
@@ -189,7 +190,7 @@ describe(".mcp through a backend", () => {
   });
 
   it("writes atomically (no temp file left) and reads back the same specs", async () => {
-    const backend = new LocalBackend({ workdir: dir });
+    const backend = new HostFolderMachine({ workdir: dir });
     const specs = specsOf([["agent-1", "session-1", [browser, search]]]);
     await writeMcpFile(backend, ".mcp", specs, recordingLogger());
     expect(await fs.readdir(dir)).toEqual([".mcp"]);
@@ -198,7 +199,7 @@ describe(".mcp through a backend", () => {
   });
 
   it("returns no specs for a missing file, and a write that fails is a typed error (nothing left behind)", async () => {
-    const backend = new LocalBackend({ workdir: dir });
+    const backend = new HostFolderMachine({ workdir: dir });
     expect((await readMcpFile(backend, ".mcp", recordingLogger())).size).toBe(0);
     // A directory squatting on the target makes the final move fail.
     await fs.mkdir(path.join(dir, ".mcp", "occupied"), { recursive: true });
@@ -209,5 +210,25 @@ describe(".mcp through a backend", () => {
     });
     expect(logger.warnings).toEqual(["Failed to save .mcp; the change is refused"]);
     expect((await fs.readdir(dir)).sort()).toEqual([".mcp"]);
+  });
+
+  it("names a refusing filesystem (EROFS) as a 4xx a retry cannot fix, and an outage as a retryable 503", () => {
+    const erofs = Object.assign(new Error("EROFS: read-only file system, open '/w/.mcp.lock'"), {
+      code: "EROFS",
+    });
+    // As the local backend reports it (details.errno), and as a raw errno error.
+    for (const cause of [fsError(erofs, "/workspace/.mcp.lock"), erofs]) {
+      const error = mcpNotPersisted("/workspace/.mcp", cause);
+      expect(error).toMatchObject({
+        code: "UNPROCESSABLE",
+        details: { reason: MCP_NOT_PERSISTED, errno: "EROFS", file: ".mcp" },
+      });
+      expect(error.isRetryable).toBe(false);
+      expect(error.userMessage).toContain("failed with EROFS (read-only file system)");
+    }
+    expect(mcpNotPersisted("/workspace/.mcp", new Error("socket hang up"))).toMatchObject({
+      code: "UNAVAILABLE",
+      details: { reason: MCP_NOT_PERSISTED },
+    });
   });
 });

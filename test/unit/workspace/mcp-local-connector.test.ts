@@ -29,9 +29,22 @@ afterEach(async () => {
   await Promise.all(opened.splice(0).map((client) => client.close()));
 });
 
+/**
+ * One server-everything session for the tests of a plain declaration (each process costs seconds of CPU
+ * to start on the CI machine); each of them also shows the session still usable after the ones before it.
+ * Declarations with settings of their own (tool lists, a timeout) and the close test get their own.
+ */
+let shared: LiveMcpClient;
+beforeAll(async () => {
+  shared = await connector.connect(everythingMcp("everything"), scope);
+});
+afterAll(async () => {
+  await shared?.close();
+});
+
 describe("LocalMcpConnector over stdio (server-everything from npm)", { timeout: 120_000 }, () => {
   it("lists tools with JSON schemas and calls one", async () => {
-    const client = await connect(everythingMcp("everything"));
+    const client = shared;
     expect(client.isConnected).toBe(true);
     const tools = await client.listTools();
     const echo = tools.find((tool) => tool.name === "echo");
@@ -66,7 +79,7 @@ describe("LocalMcpConnector over stdio (server-everything from npm)", { timeout:
   });
 
   it("aborts a call through the caller's signal", async () => {
-    const client = await connect(everythingMcp("abortable"));
+    const client = shared;
     const controller = new AbortController();
     const call = client.callTool(
       "trigger-long-running-operation",
@@ -78,14 +91,14 @@ describe("LocalMcpConnector over stdio (server-everything from npm)", { timeout:
   });
 
   it("maps upstream tool errors to isError results and bad arguments to BAD_REQUEST", async () => {
-    const client = await connect(everythingMcp("errors"));
+    const client = shared;
     const result = await client.callTool("get-sum", { a: "not a number" }).catch((e: unknown) => e);
     // server-everything validates with zod: either an isError result or an InvalidParams protocol error.
     if (result instanceof AppError) expect(result.code).toBe("BAD_REQUEST");
     else expect(result).toMatchObject({ isError: true });
   });
 
-  it("reports a server that cannot start as UNAVAILABLE with its stderr", async () => {
+  it("reports a server that exits before it answers as UNPROCESSABLE naming its exit code and stderr", async () => {
     const declaration = ZMcpDeclaration.parse({
       name: "broken",
       is_stateful: true,
@@ -97,8 +110,49 @@ describe("LocalMcpConnector over stdio (server-everything from npm)", { timeout:
     });
     const error = await connector.connect(declaration, scope).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(AppError);
-    expect((error as AppError).code).toBe("UNAVAILABLE");
+    expect((error as AppError).isRetryable).toBe(false);
+    expect(error).toMatchObject({
+      code: "UNPROCESSABLE",
+      details: { reason: "server_exited", exitCode: 3, signal: null },
+    });
     expect((error as AppError).details?.stderr).toContain("boom");
+    expect((error as AppError).userMessage).toBe(
+      "The MCP server 'broken' exited with code 3 before it answered; its stderr ends: boom",
+    );
+  });
+
+  it("reports a server that exits while listing its tools (after its handshake) as UNPROCESSABLE too", async () => {
+    // Answers `initialize` like a real server, then dies on the first tools/list: what a server that
+    // loads a missing dependency lazily does.
+    const server = `
+      const rl = require("node:readline").createInterface({ input: process.stdin });
+      rl.on("line", (line) => {
+        const message = JSON.parse(line);
+        if (message.method === "initialize") {
+          process.stdout.write(JSON.stringify({ jsonrpc: "2.0", id: message.id, result: {
+            protocolVersion: message.params.protocolVersion, capabilities: { tools: {} },
+            serverInfo: { name: "late-crash", version: "1.0.0" } } }) + "\\n");
+        } else if (message.method === "tools/list") {
+          console.error("Cannot find module 'left-pad'");
+          process.exit(4);
+        }
+      });`;
+    const declaration = ZMcpDeclaration.parse({
+      name: "late",
+      is_stateful: true,
+      mcp_config: { type: "stdio_mcp", command: process.execPath, args: ["-e", server] },
+    });
+    const client = await connect(declaration);
+    const error = await client.listTools().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AppError);
+    expect((error as AppError).isRetryable).toBe(false);
+    expect(error).toMatchObject({
+      code: "UNPROCESSABLE",
+      details: { reason: "server_exited", phase: "list", exitCode: 4 },
+    });
+    expect((error as AppError).userMessage).toBe(
+      "The MCP server 'late' exited with code 4 while listing its tools; its stderr ends: Cannot find module 'left-pad'",
+    );
   });
 
   it("reports a command that cannot be spawned as UNPROCESSABLE, without the host path in the user message", async () => {

@@ -2,7 +2,8 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { LocalBackend } from "@/server/workspace/backends/local/local-backend";
+import type { AppError } from "@/server/shared/errors";
+import { HostFolderMachine } from "@/server/workspace/drivers/host-folder/host-folder-machine";
 import { MCP_NOT_PERSISTED, readMcpFile } from "@/server/workspace/mcp/mcp-file";
 import { LocalMcpConnector } from "@/server/workspace/mcp/local-connector";
 import { McpRegistry } from "@/server/workspace/mcp/mcp-registry";
@@ -24,7 +25,7 @@ describe("MCP declarations across processes sharing one workspace", () => {
   const processAttached = async (defaultMcps: TMcpDeclaration[] = []) => {
     const registry = new McpRegistry({
       connector: new LocalMcpConnector({ defaultCallTimeoutMs: 20_000 }),
-      persistence: { backend: new LocalBackend({ workdir }) },
+      persistence: { backend: new HostFolderMachine({ workdir }) },
       defaultMcps,
     });
     await registry.restore();
@@ -84,7 +85,7 @@ describe("MCP declarations across processes sharing one workspace", () => {
     await one.remove("first", SCOPE);
     await two.add(httpMcp("third", upstream.url, false), { agentId: "agent", sessionId: "s2" });
 
-    const onDisk = await readMcpFile(new LocalBackend({ workdir }), ".mcp", silentLogger);
+    const onDisk = await readMcpFile(new HostFolderMachine({ workdir }), ".mcp", silentLogger);
     expect(
       [...onDisk.values()].map(({ scope, declarations }) => [scope, declarations.map((d) => d.name)]),
     ).toEqual([
@@ -107,7 +108,7 @@ describe("MCP declarations across processes sharing one workspace", () => {
         }),
       ),
     );
-    const onDisk = await readMcpFile(new LocalBackend({ workdir }), ".mcp", silentLogger);
+    const onDisk = await readMcpFile(new HostFolderMachine({ workdir }), ".mcp", silentLogger);
     const declared = [...onDisk.values()].flatMap(({ declarations }) => declarations.map((d) => d.name));
     expect(declared.sort()).toEqual([...names].sort());
   });
@@ -132,10 +133,18 @@ describe("MCP declarations across processes sharing one workspace", () => {
     const undo = await makeUnwritable(workdir);
     try {
       const added = one.add(httpMcp("lost", upstream.url, true), SCOPE);
-      await expect(added).rejects.toMatchObject({
-        code: "UNAVAILABLE",
-        details: { reason: MCP_NOT_PERSISTED },
+      // The workdir refuses writes (EACCES, or EPERM for root's immutable directory): the caller hears
+      // why, as a 4xx a retry cannot fix, not as a masked, retryable 503.
+      const refused = await added.then(
+        () => null,
+        (error: unknown) => error as AppError,
+      );
+      expect(refused).toMatchObject({
+        code: "UNPROCESSABLE",
+        details: { reason: MCP_NOT_PERSISTED, file: ".mcp.lock" },
       });
+      expect(refused?.isRetryable).toBe(false);
+      expect(refused?.userMessage).toMatch(/writing \.mcp\.lock failed with (EACCES|EPERM)/);
       await expect(one.remove("kept", SCOPE)).rejects.toMatchObject({
         details: { reason: MCP_NOT_PERSISTED },
       });

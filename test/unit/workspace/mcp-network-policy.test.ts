@@ -33,7 +33,14 @@ describe("MCP network policy", () => {
     ]) {
       expect(isPublicAddress(address), address).toBe(false);
     }
-    for (const address of ["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111"]) {
+    // An IPv6 transition form is as public as the IPv4 it carries: 6to4, Teredo (server and client).
+    for (const address of [
+      "93.184.216.34",
+      "1.1.1.1",
+      "2606:4700:4700::1111",
+      "2002:5db8:d822::1",
+      "2001:0:5db8:d822::a2ff:fffe",
+    ]) {
       expect(isPublicAddress(address), address).toBe(true);
     }
   });

@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { AppError } from "@/server/shared/errors";
-import { LocalBackend } from "@/server/workspace/backends/local/local-backend";
+import { HostFolderMachine } from "@/server/workspace/drivers/host-folder/host-folder-machine";
 import { LocalMcpConnector } from "@/server/workspace/mcp/local-connector";
 import { McpRegistry, type McpRegistryOptions } from "@/server/workspace/mcp/mcp-registry";
 import type { EngineLogger, McpScope } from "@/server/workspace/mcp/types";
@@ -22,12 +22,20 @@ const C: McpScope = { agentId: "agent-a", sessionId: "s2" };
 let workdir: string;
 let registries: McpRegistry[] = [];
 let clock = 0;
+/** One real streamable-HTTP MCP server (the SDK's) for the file: its sessions cost no process. */
+let server: TestHttpMcpServer;
+beforeAll(async () => {
+  server = await startHttpMcpServer();
+});
+afterAll(async () => {
+  await server.close();
+});
 
 function makeRegistry(options: Partial<McpRegistryOptions> & { connector: RecordingConnector }) {
   const warnings: string[] = [];
   const logger: EngineLogger = { warn: (_details, message) => warnings.push(message) };
   const registry = new McpRegistry({
-    persistence: { backend: new LocalBackend({ workdir }) },
+    persistence: { backend: new HostFolderMachine({ workdir }) },
     logger,
     now: () => (clock += 1),
     ...options,
@@ -152,14 +160,23 @@ describe("McpRegistry declarations", { timeout: 120_000 }, () => {
   });
 });
 
+/**
+ * The cap counts live stateful instances, whatever their transport: each stateful HTTP declaration holds
+ * its own session on the file's server, as a stdio one holds its own process. Sessions, because these tests
+ * open 16 instances, each a server-everything process (seconds of CPU) over stdio; the stdio
+ * path of eviction (closing a process) is the declarations tests' and mcp-local-connector.test.ts's.
+ */
+const statefulMcp = (name: string) => httpMcp(name, server.url, true);
+
 describe("McpRegistry capacity (LRU over scopes, never the caller)", { timeout: 120_000 }, () => {
   it("cap=2 with two stateful defaults: A connects 2, B evicts both of A's, A reconnects: 6 connects", async () => {
     const connector = recording();
     const { registry } = makeRegistry({
       connector,
-      defaultMcps: [everythingMcp("one"), everythingMcp("two")],
+      defaultMcps: [statefulMcp("one"), statefulMcp("two")],
       maxLiveStatefulMcps: 2,
     });
+    const before = { opened: server.sessionsOpened, closed: server.sessionsClosed };
     await registry.list(A);
     expect(registry.stats().liveStateful).toBe(2);
     await registry.list(B);
@@ -168,6 +185,9 @@ describe("McpRegistry capacity (LRU over scopes, never the caller)", { timeout: 
       ["agent-a", "two"],
     ]);
     expect(registry.stats().liveStateful).toBe(2);
+    // Evicted means ended: the server saw A's two sessions terminated, and B's two open.
+    expect(server.sessionsOpened - before.opened).toBe(4);
+    expect(server.sessionsClosed - before.closed).toBe(2);
     const again = await registry.list(A);
     expect(again.map((c) => c.declaration.name)).toEqual(["one", "two"]);
     expect(connector.connects).toHaveLength(6);
@@ -178,7 +198,7 @@ describe("McpRegistry capacity (LRU over scopes, never the caller)", { timeout: 
     const connector = recording();
     const { registry, warnings } = makeRegistry({
       connector,
-      defaultMcps: [everythingMcp("one"), everythingMcp("two"), everythingMcp("three")],
+      defaultMcps: [statefulMcp("one"), statefulMcp("two"), statefulMcp("three")],
       maxLiveStatefulMcps: 2,
     });
     expect(await registry.list(A)).toHaveLength(3);
@@ -191,12 +211,12 @@ describe("McpRegistry capacity (LRU over scopes, never the caller)", { timeout: 
     const connector = recording();
     const { registry } = makeRegistry({
       connector,
-      defaultMcps: [everythingMcp("base")],
+      defaultMcps: [statefulMcp("base")],
       maxLiveStatefulMcps: 2,
     });
     await registry.list(A); // A used at t1
     await registry.list(B); // B used at t2
-    await registry.add(everythingMcp("extra"), A); // A used at t3: B is now least recent
+    await registry.add(statefulMcp("extra"), A); // A used at t3: B is now least recent
     expect(connector.closes.map((c) => c.scope.agentId)).toEqual(["agent-b"]);
     await registry.list(C); // B has nothing left to evict, so A (the only other holder) loses one
     expect(connector.closes.map((c) => c.scope.agentId)).toEqual(["agent-b", "agent-a"]);
@@ -206,7 +226,7 @@ describe("McpRegistry capacity (LRU over scopes, never the caller)", { timeout: 
     const connector = recording();
     const { registry } = makeRegistry({
       connector,
-      defaultMcps: [everythingMcp("one")],
+      defaultMcps: [statefulMcp("one")],
       maxLiveStatefulMcps: 1,
     });
     const tools = await registry.tools(A);
@@ -222,14 +242,6 @@ describe("McpRegistry capacity (LRU over scopes, never the caller)", { timeout: 
 });
 
 describe("McpRegistry tools, filtering, timeouts and purge", { timeout: 120_000 }, () => {
-  let server: TestHttpMcpServer;
-  beforeAll(async () => {
-    server = await startHttpMcpServer();
-  });
-  afterAll(async () => {
-    await server.close();
-  });
-
   it("names tools mcp__<mcp>__<tool>, applies allow/deny lists, and maps call failures to isError results", async () => {
     const { registry } = makeRegistry({
       connector: recording(),

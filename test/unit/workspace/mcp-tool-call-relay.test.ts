@@ -1,6 +1,6 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ErrorCode, JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { AppError } from "@/server/shared/errors";
 import { LocalMcpConnector } from "@/server/workspace/mcp/local-connector";
 import { StdioTransport } from "@/server/workspace/mcp/stdio-transport";
@@ -16,12 +16,31 @@ const scope = { agentId: "agent", sessionId: "session" };
 const opened: LiveMcpClient[] = [];
 const connector = new LocalMcpConnector({ defaultCallTimeoutMs: 20_000, relayToolCalls: true });
 
-async function connect(declaration: Parameters<LocalMcpConnector["connect"]>[0]): Promise<LiveMcpClient> {
+async function register(declaration: Parameters<LocalMcpConnector["connect"]>[0]) {
   const client = await connector.connect(declaration, scope);
-  opened.push(client);
   await client.listTools(); // what the gateway does at registration: it tells which tools are plain
   return client;
 }
+
+/** A session of its own (a declaration with its own settings, or one the test ends), closed after it. */
+async function connect(declaration: Parameters<LocalMcpConnector["connect"]>[0]): Promise<LiveMcpClient> {
+  const client = await register(declaration);
+  opened.push(client);
+  return client;
+}
+
+/**
+ * One server-everything session for the tests that call plain declarations' tools (each process costs
+ * seconds of CPU to start on the CI machine); every one of them also shows that the session is still
+ * usable after what the tests before it did to it (an aborted call, a protocol error).
+ */
+let shared: LiveMcpClient;
+beforeAll(async () => {
+  shared = await register(everythingMcp("everything"));
+});
+afterAll(async () => {
+  await shared?.close();
+});
 
 afterEach(async () => {
   vi.restoreAllMocks();
@@ -30,7 +49,7 @@ afterEach(async () => {
 
 describe("LocalMcpConnector with relayed tool calls", { timeout: 120_000 }, () => {
   it("calls plain tools without the SDK client's callTool, with the same result", async () => {
-    const client = await connect(everythingMcp("everything"));
+    const client = shared;
     const sdkCall = vi.spyOn(Client.prototype, "callTool");
     const results = await Promise.all(["a", "b", "c"].map((message) => client.callTool("echo", { message })));
     expect(results).toEqual(
@@ -43,7 +62,7 @@ describe("LocalMcpConnector with relayed tool calls", { timeout: 120_000 }, () =
   });
 
   it("takes the answers to its calls before the transport's schema check", async () => {
-    const client = await connect(everythingMcp("unchecked"));
+    const client = shared;
     const schemaParse = vi.spyOn(JSONRPCMessageSchema, "parse");
     await client.callTool("echo", { message: "a" });
     await client.callTool("echo", { message: "b" });
@@ -51,7 +70,7 @@ describe("LocalMcpConnector with relayed tool calls", { timeout: 120_000 }, () =
   });
 
   it("leaves tools with an output schema to the SDK, which validates their structured content", async () => {
-    const client = await connect(everythingMcp("structured"));
+    const client = shared;
     const sdkCall = vi.spyOn(Client.prototype, "callTool");
     const result = await client.callTool("get-structured-content", { location: "New York" });
     expect(result.structuredContent).toBeDefined();
@@ -72,7 +91,7 @@ describe("LocalMcpConnector with relayed tool calls", { timeout: 120_000 }, () =
   });
 
   it("aborts a call through the caller's signal as the SDK does (TIMEOUT)", async () => {
-    const client = await connect(everythingMcp("abortable"));
+    const client = shared;
     const controller = new AbortController();
     const call = client.callTool(
       "trigger-long-running-operation",
@@ -84,7 +103,7 @@ describe("LocalMcpConnector with relayed tool calls", { timeout: 120_000 }, () =
   });
 
   it("maps an upstream protocol error as the SDK path does", async () => {
-    const client = await connect(everythingMcp("errors"));
+    const client = shared;
     const result = await client.callTool("get-sum", { a: "not a number" }).catch((e: unknown) => e);
     if (result instanceof AppError) expect(result.code).toBe("BAD_REQUEST");
     else expect(result).toMatchObject({ isError: true });

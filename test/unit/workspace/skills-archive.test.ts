@@ -27,12 +27,18 @@ describe.each(SINKS)("skill archives through %s", (sink) => {
   let workdir: string;
   let store: SkillStore;
   const MiB = 1024 * 1024;
+  /**
+   * Caps below the defaults (500 MiB expanded, 10,000 entries), so the archives that cross them stay small:
+   * what an over-the-cap test spends is the bytes and entries written before the cap refuses them (a
+   * 10 MiB cap and 10,000 entries took seconds a test). The archives keep the ratios to the caps.
+   */
+  const STORE_LIMITS = { maxExpandedBytes: 4 * MiB, maxEntries: 1_000 };
 
   beforeEach(async () => {
     base = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-skills-")));
     workdir = path.join(base, "ws");
     await fs.mkdir(workdir);
-    store = new SkillStore({ backend: backendFor(sink, workdir), limits: { maxExpandedBytes: 10 * MiB } });
+    store = new SkillStore({ backend: backendFor(sink, workdir), limits: STORE_LIMITS });
     await store.initialize();
   });
 
@@ -178,36 +184,37 @@ describe.each(SINKS)("skill archives through %s", (sink) => {
       await expectNothingWritten();
     });
 
-    it("a zip bomb (50 MiB of zeros in ~50 KiB) over a 10 MiB cap → PAYLOAD_TOO_LARGE", async () => {
-      const bomb = await zipBomb(50 * MiB);
-      expect(bomb.length).toBeLessThan(MiB);
+    it("a zip bomb (20 MiB of zeros in ~20 KiB) over a 4 MiB cap → PAYLOAD_TOO_LARGE", async () => {
+      const bomb = await zipBomb(20 * MiB);
+      expect(bomb.length).toBeLessThan(MiB / 4);
       const error = await rejection(install(bomb, "zip"));
       expect(error.code).toBe("PAYLOAD_TOO_LARGE");
-      expect(error.details).toMatchObject({ limit: 10 * MiB, limitName: "maxExpandedBytes" });
+      expect(error.details).toMatchObject({ limit: 4 * MiB, limitName: "maxExpandedBytes" });
       await expectNothingWritten();
     });
 
     it("counts actual inflated bytes across entries (each under the cap, the sum over it)", async () => {
       const entries: TarFixtureEntry[] = [{ name: "s/SKILL.md", content: VALID_SKILL_MD("s") }];
-      for (let i = 0; i < 12; i += 1) entries.push({ name: `s/zeros-${i}.bin`, content: Buffer.alloc(MiB) });
+      for (let i = 0; i < 12; i += 1)
+        entries.push({ name: `s/zeros-${i}.bin`, content: Buffer.alloc(MiB / 2) });
       const error = await rejection(install(await tarOf(entries, true), "tar.gz"));
       expect(error.code).toBe("PAYLOAD_TOO_LARGE");
       await expectNothingWritten();
     });
 
-    it("100,000 tiny tar entries are refused by the entry cap without reading the whole stream", async () => {
-      const stream = tinyEntriesTar(100_000);
+    it("10,000 tiny tar entries are refused by a 1,000-entry cap without reading the whole stream", async () => {
+      const stream = tinyEntriesTar(10_000);
       const error = await rejection(install(stream, "tar"));
       expect(error.code).toBe("PAYLOAD_TOO_LARGE");
-      expect(error.details).toMatchObject({ limit: 10_000, limitName: "maxEntries" });
-      expect(stream.produced()).toBeLessThan(20_000);
+      expect(error.details).toMatchObject({ limit: 1_000, limitName: "maxEntries" });
+      expect(stream.produced()).toBeLessThan(2_000);
       await expectNothingWritten();
     });
 
-    it("100,000 tiny zip entries are refused from the central directory count", async () => {
-      const error = await rejection(install(manyEntriesZip(100_000), "zip"));
+    it("10,000 tiny zip entries are refused from the central directory count (1,000-entry cap)", async () => {
+      const error = await rejection(install(manyEntriesZip(10_000), "zip"));
       expect(error.code).toBe("PAYLOAD_TOO_LARGE");
-      expect(error.details).toMatchObject({ seen: 100_000, limitName: "maxEntries" });
+      expect(error.details).toMatchObject({ seen: 10_000, limit: 1_000, limitName: "maxEntries" });
       await expectNothingWritten();
     });
 

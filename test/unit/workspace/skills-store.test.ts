@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AppError } from "@/server/shared/errors";
-import { LocalBackend } from "@/server/workspace/backends/local/local-backend";
+import { HostFolderMachine } from "@/server/workspace/drivers/host-folder/host-folder-machine";
 import type { EngineLogger } from "@/server/workspace/mcp/types";
 import { parseSkillMarkdown } from "@/server/workspace/skills/front-matter";
 import { SkillStore } from "@/server/workspace/skills/skill-store";
@@ -17,7 +17,7 @@ let warnings: string[];
 
 function makeStore(seedPaths: string[] = [HELLO]): SkillStore {
   const logger: EngineLogger = { warn: (_details, message) => warnings.push(message) };
-  return new SkillStore({ backend: new LocalBackend({ workdir }), seedPaths, logger });
+  return new SkillStore({ backend: new HostFolderMachine({ workdir }), seedPaths, logger });
 }
 
 beforeEach(async () => {

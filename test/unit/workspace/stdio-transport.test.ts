@@ -1,7 +1,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { StdioTransport } from "@/server/workspace/mcp/stdio-transport";
+import { StdioTransport, type StdioTransportOptions } from "@/server/workspace/mcp/stdio-transport";
 import { everythingMcp } from "./support/mcp-servers";
 
 /**
@@ -15,9 +15,12 @@ afterEach(async () => {
   await Promise.all(started.splice(0).map((transport) => transport.close()));
 });
 
+/** A node child can take seconds to start on a busy 2-core machine (vi.waitFor waits 1 s by default). */
+const WAIT = { timeout: 15_000 };
+
 /** A transport running `script` with this Node, recording what it hands on. */
-async function run(script: string) {
-  const transport = new StdioTransport({ command: process.execPath, args: ["-e", script] });
+async function run(script: string, options: StdioTransportOptions = {}) {
+  const transport = new StdioTransport({ command: process.execPath, args: ["-e", script] }, options);
   started.push(transport);
   const messages: JSONRPCMessage[] = [];
   const errors: Error[] = [];
@@ -61,7 +64,7 @@ describe("StdioTransport", { timeout: 30_000 }, () => {
     expect(transport.pid).toBeGreaterThan(0);
     const result = await client.callTool({ name: "echo", arguments: { message: "hi" } });
     expect(result.content).toEqual([{ type: "text", text: "Echo: hi" }]);
-    await vi.waitFor(() => expect(stderr).toContain("Starting default (STDIO) server"));
+    await vi.waitFor(() => expect(stderr).toContain("Starting default (STDIO) server"), WAIT);
     await client.close();
     expect(transport.pid).toBeNull();
   });
@@ -83,7 +86,7 @@ describe("StdioTransport", { timeout: 30_000 }, () => {
     };
     const schemaParse = vi.spyOn(JSONRPCMessageSchema, "parse");
     await transport.send({ jsonrpc: "2.0", id: 7, method: "ping" });
-    await vi.waitFor(() => expect(errors).toHaveLength(2));
+    await vi.waitFor(() => expect(errors).toHaveLength(2), WAIT);
     expect(intercepted).toEqual([{ jsonrpc: "2.0", id: "mine-7", result: { raw: true } }]);
     // The valid answer went through the schema; the shapeless one and the non-JSON line were reported.
     expect(messages).toEqual([{ jsonrpc: "2.0", id: 7, result: { ok: true } }]);
@@ -106,10 +109,10 @@ describe("StdioTransport", { timeout: 30_000 }, () => {
       });`);
     const stderr = collect(transport);
     await transport.send({ jsonrpc: "2.0", method: "notifications/initialized" });
-    await vi.waitFor(() => expect(stderr()).toBe("half"));
+    await vi.waitFor(() => expect(stderr()).toBe("half"), WAIT);
     expect(messages).toHaveLength(0);
     await transport.send({ jsonrpc: "2.0", method: "notifications/initialized" });
-    await vi.waitFor(() => expect(messages).toHaveLength(1));
+    await vi.waitFor(() => expect(messages).toHaveLength(1), WAIT);
     expect(messages[0]).toMatchObject({ method: "notifications/message", params: { level: "info" } });
   });
 
@@ -123,16 +126,22 @@ describe("StdioTransport", { timeout: 30_000 }, () => {
   });
 
   it("close ends stdin, then sends SIGTERM, then SIGKILL to a server that ignores both", async () => {
+    // A polite server leaves when its stdin ends, so close() returns then; the long step only gives a
+    // slow-starting child time to install its handler before the ladder would go on to SIGTERM.
     const polite = await run(
       `process.stdin.on("end", () => { process.stderr.write("stdin ended"); process.exit(0); }); process.stdin.resume();`,
+      { closeStepMs: 15_000 },
     );
     const politeErr = collect(polite.transport);
     await polite.transport.close();
     await polite.closed;
     expect(politeErr()).toBe("stdin ended");
 
+    // Each step of close() waits 1 s here instead of 2 (the ladder is the same; the ignored SIGTERM still
+    // has a second to be handled and say so on a loaded machine).
     const stubborn = await run(
       `process.on("SIGTERM", () => process.stderr.write("SIGTERM ignored")); setInterval(() => undefined, 1000);`,
+      { closeStepMs: 1_000 },
     );
     const stubbornErr = collect(stubborn.transport);
     const pid = stubborn.transport.pid;
@@ -161,13 +170,14 @@ describe("StdioTransport", { timeout: 30_000 }, () => {
       const sent = Array.from({ length: 40 }, () => reading.transport.send(message));
       const settled = vi.fn();
       for (const send of sent) void send.then(settled, () => undefined);
-      await vi.waitFor(() => expect(settled.mock.calls.length).toBeGreaterThan(0));
+      await vi.waitFor(() => expect(settled.mock.calls.length).toBeGreaterThan(0), WAIT);
       expect(settled.mock.calls.length).toBeLessThan(40);
-      await vi.waitFor(() => expect(readingErr()).toBe("ready"));
+      await vi.waitFor(() => expect(readingErr()).toBe("ready"), WAIT);
       process.kill(reading.transport.pid!, "SIGUSR2");
       await Promise.all(sent);
 
-      const stuck = await run(script);
+      // Its stdin is never read, so close() goes on to SIGTERM after its first step: 250 ms here, not 2 s.
+      const stuck = await run(script, { closeStepMs: 250 });
       const waiting = Array.from({ length: 40 }, () =>
         stuck.transport.send(message).catch((e: unknown) => e),
       );

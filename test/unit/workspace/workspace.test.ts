@@ -2,16 +2,16 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { LocalBackendProvider } from "@/server/workspace/backends/local/local-provider";
+import { createHostFolderDriver } from "@/server/workspace/manager/local-workspace-manager";
 import { DEFAULT_WORKSPACE_INSTRUCTIONS } from "@/server/workspace/instructions";
 import { IsolationPolicy } from "@/server/workspace/manager/isolation";
-import type { WorkspaceSpec } from "@/server/workspace/backend/driver";
+import { attachThrough, type WorkspaceDriver, type WorkspaceSpec } from "@/server/workspace/drivers/driver";
 import { Workspace, type WorkspaceOptions } from "@/server/workspace/workspace";
 import { streamToString } from "./helpers";
 import { everythingMcp } from "./support/mcp-servers";
 
 let basedir: string;
-let provider: LocalBackendProvider;
+let driver: WorkspaceDriver;
 const spec: WorkspaceSpec = {
   workspaceId: "ws1",
   tenantId: "t1",
@@ -23,7 +23,7 @@ const open: Workspace[] = [];
 
 beforeEach(async () => {
   basedir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-wsp-")));
-  provider = new LocalBackendProvider({ basedir });
+  driver = createHostFolderDriver({ basedir });
 });
 afterEach(async () => {
   await Promise.all(open.splice(0).map((workspace) => workspace.close()));
@@ -31,7 +31,7 @@ afterEach(async () => {
 });
 
 function make(options: Partial<WorkspaceOptions> = {}): Workspace {
-  const workspace = new Workspace({ spec, provider, ...options });
+  const workspace = new Workspace({ spec, attacher: attachThrough(driver), ...options });
   open.push(workspace);
   return workspace;
 }
@@ -65,7 +65,7 @@ describe("Workspace lifecycle", () => {
   it("supports await using", async () => {
     let captured: Workspace;
     {
-      await using workspace = new Workspace({ spec, provider });
+      await using workspace = new Workspace({ spec, attacher: attachThrough(driver) });
       captured = workspace;
       await workspace.initialize();
       expect(await workspace.isAlive()).toBe(true);
@@ -73,21 +73,27 @@ describe("Workspace lifecycle", () => {
     expect(await captured.isAlive()).toBe(false);
   });
 
-  it("tears the backend down when initialise fails after provisioning", async () => {
-    const teardowns: boolean[] = [];
-    const failing = Object.create(provider) as LocalBackendProvider;
-    failing.teardown = async (backend, options) => {
-      teardowns.push(options.purge);
-      await provider.teardown(backend, options);
+  it("detaches the machine when initialise fails after attaching", async () => {
+    const detached: string[] = [];
+    const failing: WorkspaceDriver = {
+      ...driver,
+      attach: async (s) => {
+        const machine = await driver.attach(s);
+        machine.mkdir = () => Promise.reject(new Error("disk full"));
+        return machine;
+      },
+      detach: async (machine) => {
+        detached.push(machine.workdir);
+        await driver.detach(machine);
+      },
     };
-    const workspace = make({ provider: failing, instructionsTemplate: "{workdir}", skillPaths: [] });
-    failing.provision = async (s) => {
-      const backend = await provider.provision(s);
-      backend.mkdir = () => Promise.reject(new Error("disk full"));
-      return backend;
-    };
+    const workspace = make({
+      attacher: attachThrough(failing),
+      instructionsTemplate: "{workdir}",
+      skillPaths: [],
+    });
     await expect(workspace.initialize()).rejects.toThrow("disk full");
-    expect(teardowns).toEqual([false]);
+    expect(detached).toEqual([path.join(basedir, "t1", "u1", "ws1")]);
     expect(workspace.isInitialized).toBe(false);
   });
 

@@ -10,6 +10,7 @@ import { ConfirmDialog } from "@/app/_components/ui/confirm-dialog";
 import { formString } from "@/app/_components/ui/form-data";
 import { Input } from "@/app/_components/ui/input";
 import { RelativeTime } from "@/app/_components/ui/relative-time";
+import { resetErrorOnEdit, useSubmitOnce } from "@/app/_components/ui/use-submit-once";
 import { useTRPC } from "@/app/_trpc/client";
 
 export function OperatorsPanel() {
@@ -36,17 +37,26 @@ export function OperatorsPanel() {
     }),
   );
 
+  const submitOnce = useSubmitOnce();
+
   function onSubmit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     const form = event.currentTarget;
-    grant.mutate({ email: formString(new FormData(form), "email") }, { onSuccess: () => form.reset() });
+    submitOnce(() =>
+      grant.mutateAsync({ email: formString(new FormData(form), "email") }).then(() => form.reset()),
+    );
   }
 
   if (operators.error) return <Alert>{operators.error.message}</Alert>;
   return (
     <Card>
       <CardContent className="grid gap-4 pt-5">
-        <form className="flex flex-wrap gap-2" onSubmit={onSubmit} aria-label="Grant the operator role">
+        <form
+          className="flex flex-wrap gap-2"
+          onSubmit={onSubmit}
+          onChange={resetErrorOnEdit(grant)}
+          aria-label="Grant the operator role"
+        >
           <Input
             name="email"
             type="email"

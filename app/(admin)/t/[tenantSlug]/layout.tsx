@@ -100,7 +100,7 @@ export default async function TenantLayout({
             </span>
           </div>
         </div>
-        <TenantNav tenantSlug={tenant.slug} />
+        <TenantNav tenantSlug={tenant.slug} role={tenant.role} />
         {isOperator && (
           <Link
             href="/operator"
@@ -114,7 +114,7 @@ export default async function TenantLayout({
       </aside>
       <div className="flex min-w-0 flex-col">
         <header className="bg-background/80 sticky top-0 z-30 flex h-14 items-center gap-2 border-b px-3 backdrop-blur md:hidden">
-          <MobileNav tenantSlug={tenant.slug} tenantName={tenant.name} />
+          <MobileNav tenantSlug={tenant.slug} tenantName={tenant.name} role={tenant.role} />
           <Brand />
           <Badge tone="outline" className="ml-1 truncate">
             {tenant.name}

@@ -14,8 +14,24 @@ export default async function InvitePage({ params }: { params: Promise<{ token: 
   const { token } = await params;
   const preview = await previewInvite(decodeURIComponent(token)).catch((error: unknown) => {
     if (isAppError(error) && (error.code === "NOT_FOUND" || error.code === "BAD_REQUEST")) return null;
+    // Suspended: the link stays valid and works again once the operator resumes the tenant. Being deleted:
+    // the link will never work again.
+    if (isAppError(error) && error.code === "FORBIDDEN")
+      return error.details?.reason === "tenant_suspended" ? ("suspended" as const) : null;
     throw error;
   });
+  if (preview === "suspended") {
+    return (
+      <AuthCard
+        title="Invitation on hold"
+        description="This tenant is suspended by the operator of this installation. The link works again once they resume it."
+      >
+        <Button asChild variant="outline" className="w-full">
+          <Link href="/sign-in">Go to sign in</Link>
+        </Button>
+      </AuthCard>
+    );
+  }
   if (!preview) {
     return (
       <AuthCard

@@ -7,9 +7,11 @@ import {
   multipartToTar,
   SKILL_UPLOAD_LIMITS,
   skillUploadBodyOf,
-} from "@/server/modules/workspace/skill-upload";
+} from "@/server/modules/workspace-content/skill-upload";
 import type { ArchiveFormat } from "@/server/workspace/archive/archive-entries";
 import { AppError } from "@/server/shared/errors";
+import { ZIdempotencyKey } from "@/server/shared/idempotency";
+import { parseInput } from "@/server/shared/parse-input";
 import { requestMetaOf, runWithRequestMeta } from "@/server/shared/request-meta";
 
 export const dynamic = "force-dynamic";
@@ -18,12 +20,13 @@ export const runtime = "nodejs";
 const imports = new InstallGate(SKILL_UPLOAD_LIMITS.maxConcurrentInstalls);
 
 /**
- * POST /api/library/skills?tenantSlug=[&format=][&description=] — a skill into the tenant library (admins),
+ * POST /api/library/skills?tenantSlug=[&format=][&description=][&idempotencyKey=] — a skill into the tenant library (admins),
  * in the two body formats of the workspace skill upload (POST /api/workspaces/:id/skills): a folder as
  * multipart (`manifest`, then the `files` parts) or an archive as the raw body (zip, tar, tar.gz). Both are
  * checked with the same manifest validation and the engine's archive validation, then stored as an inline
  * skill (see library-skill-archive.ts for what that refuses). 201 with the entry; 409 when a skill of that
- * name is already in the library; 400/413/422 as for the workspace upload.
+ * name is already in the library; 400/413/422 as for the workspace upload. With `idempotencyKey`, the same
+ * key from the same caller (24 hours) answers with the first entry (as library.create does).
  */
 export function POST(request: Request): Promise<Response> {
   return runWithRequestMeta(requestMetaOf(request.headers), () => upload(request));
@@ -49,8 +52,17 @@ async function upload(request: Request): Promise<Response> {
       format = body.format;
     }
     const description = url.searchParams.get("description")?.trim() ?? "";
+    const idempotencyKey = parseInput(
+      ZIdempotencyKey.optional(),
+      url.searchParams.get("idempotencyKey") ?? undefined,
+    );
     const entry = await imports.run(() =>
-      addLibrarySkillArchive(scope, { stream, format, ...(description ? { description } : {}) }),
+      addLibrarySkillArchive(scope, {
+        stream,
+        format,
+        ...(description ? { description } : {}),
+        ...(idempotencyKey ? { idempotencyKey } : {}),
+      }),
     );
     return Response.json(entry, { status: 201 });
   } catch (error) {

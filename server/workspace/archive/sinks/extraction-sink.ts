@@ -1,7 +1,7 @@
 /**
  * Where validated archive entries go. The extractor hands a sink only entries that passed EntryTree, in
  * archive order, parents first; a sink only has to write them. Two implementations: a tar re-pack streamed
- * into `WorkspaceBackend.putArchive` (works on every backend) and direct writes for a backend whose files
+ * into `WorkspaceMachine.putArchive` (works on every backend) and direct writes for a backend whose files
  * are this host's files (no tar round trip).
  */
 export interface ExtractionSink {

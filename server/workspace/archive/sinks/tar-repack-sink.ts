@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import tarStream from "tar-stream";
 import { toAppError } from "@/server/shared/errors";
-import type { WorkspaceBackend } from "@/server/workspace/backend/port";
+import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
 import type { ExtractionSink, FileSink } from "@/server/workspace/archive/sinks/extraction-sink";
 
 const RELAY_BATCH_BYTES = 256 * 1024;
@@ -11,7 +11,7 @@ const RELAY_BATCH_BYTES = 256 * 1024;
  * into `backend.putArchive(targetDir)`: the same code serves every backend, because the backend only ever
  * sees the clean tar. A backend failure fails the next call into the sink.
  */
-export function createTarRepackSink(backend: WorkspaceBackend, targetDir: string): ExtractionSink {
+export function createTarRepackSink(backend: WorkspaceMachine, targetDir: string): ExtractionSink {
   const pack = tarStream.pack();
   // Install time, the same for every entry: what the local fast path leaves on its files too.
   const mtime = new Date();

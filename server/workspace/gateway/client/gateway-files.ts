@@ -2,7 +2,7 @@ import type http from "node:http";
 import { PassThrough, Readable } from "node:stream";
 import type { z } from "zod";
 import { AppError, isAppError } from "@/server/shared/errors";
-import type { DirEntry, FileStat, WriteFileOptions } from "@/server/workspace/backend/port";
+import type { DirEntry, FileStat, WriteFileOptions } from "@/server/workspace/drivers/port";
 import {
   FILE_OP_METHODS,
   FILE_SERVICE_DOWN,

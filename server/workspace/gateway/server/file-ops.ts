@@ -6,16 +6,19 @@ import path from "node:path";
 import { pipeline } from "node:stream/promises";
 import { z } from "zod";
 import { AppError, isAppError } from "@/server/shared/errors";
-import type { DirEntry, FileStat } from "@/server/workspace/backend/port";
-import { fsError, toFileStat as toLocalFileStat } from "@/server/workspace/backends/local/local-backend";
-import { appendUnderLock } from "@/server/workspace/backends/local/locked-append";
+import type { DirEntry, FileStat } from "@/server/workspace/drivers/port";
+import {
+  fsError,
+  toFileStat as toLocalFileStat,
+} from "@/server/workspace/drivers/host-folder/host-folder-machine";
+import { appendUnderLock } from "@/server/workspace/drivers/host-folder/locked-append";
 import { ZGatewayFileOp, ZGatewayWriteMode, type TGatewayFileOp } from "../gateway-protocol";
 import { expectsContinue, sendError, sendJson } from "./http-util";
 
 /**
  * The file endpoints' semantics, run in whatever process serves them: the unprivileged file worker when the
  * gateway runs as root (file-worker.ts), the gateway itself otherwise. They mirror the Docker backend's exec
- * scripts (server/workspace/backend/file-scripts.ts) and map errno exactly like the local backend (`fsError`), so a caller
+ * scripts (server/workspace/drivers/exec-scripts/file-scripts.ts) and map errno exactly like the local backend (`fsError`), so a caller
  * sees the same AppErrors whichever path served it. No confinement: the tools layer confines paths; the
  * process' uid is the guard, as it is for the exec path.
  */

@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { type AddressInfo } from "node:net";
 import { Readable } from "node:stream";
 
@@ -25,8 +25,12 @@ function toFetchRequest(req: IncomingMessage, origin: string, signal: AbortSigna
  */
 export async function serveFetchHandler(
   handler: (req: Request) => Promise<Response>,
+  /** What the HTTP server does around each request, as npm start's does (serveIncomingRequest). */
+  around: (req: IncomingMessage, res: ServerResponse, serve: () => void) => void = (_req, _res, serve) =>
+    serve(),
 ): Promise<ServedHandler> {
-  const server: Server = createServer((req, res) => {
+  const server: Server = createServer((req, res) => around(req, res, () => serveOne(req, res)));
+  const serveOne = (req: IncomingMessage, res: ServerResponse) => {
     const abort = new AbortController();
     res.on("close", () => abort.abort());
     void (async () => {
@@ -40,7 +44,7 @@ export async function serveFetchHandler(
         res.end(String(error));
       }
     })();
-  });
+  };
   return listenOnLoopback(server);
 }
 

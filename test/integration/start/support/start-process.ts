@@ -3,7 +3,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { connect } from "node:net";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { vi } from "vitest";
+import { setTimeout as delay } from "node:timers/promises";
 
 const REPO_ROOT = path.resolve(import.meta.dirname, "..", "..", "..", "..");
 
@@ -94,23 +94,36 @@ export function startBerthProcess(options: {
 
 /**
  * Waits until Berth answers its sign-in page (the server is up and Next serves). Fails as soon as the
- * process exits, with its last lines, instead of polling a dead process until the timeout.
+ * process exits, with its last lines, instead of polling a dead process until the timeout. A plain poll,
+ * not `vi.waitFor`: the e2e global setup (test/setup/e2e-shared.ts) starts Berth outside any test worker,
+ * where Vitest's `vi` has no state to run on.
  */
 export async function waitUntilServing(
   berth: StartedBerth,
   baseUrl: string,
   timeout = 840_000,
 ): Promise<void> {
-  const serving = vi.waitFor(
-    async () => {
-      if (!berth.lines.some((line) => line.includes("Berth is running at")))
-        throw new Error("not running yet");
-      const response = await fetch(`${baseUrl}/sign-in`);
-      if (response.status !== 200) throw new Error(`sign-in page answered ${response.status}`);
-    },
-    { timeout, interval: 500 },
-  );
+  const deadline = Date.now() + timeout;
+  let exited = false;
+  const serving = (async () => {
+    for (;;) {
+      let notYet: unknown;
+      try {
+        if (!berth.lines.some((line) => line.includes("Berth is running at")))
+          throw new Error("not running yet");
+        const response = await fetch(`${baseUrl}/sign-in`);
+        if (response.status === 200) return;
+        throw new Error(`sign-in page answered ${response.status}`);
+      } catch (error) {
+        notYet = error;
+      }
+      if (exited) return;
+      if (Date.now() > deadline) throw notYet;
+      await delay(500);
+    }
+  })();
   const died = berth.exited.then((code) => {
+    exited = true;
     throw new Error(`berth exited with ${code} before serving:\n${berth.lines.slice(-60).join("\n")}`);
   });
   await Promise.race([serving, died]);

@@ -2,7 +2,7 @@ import { Readable } from "node:stream";
 import { gzipSync } from "node:zlib";
 import tarStream from "tar-stream";
 import yazl from "yazl";
-import { LocalBackend } from "@/server/workspace/backends/local/local-backend";
+import { HostFolderMachine } from "@/server/workspace/drivers/host-folder/host-folder-machine";
 
 export type TarFixtureEntry = {
   name: string;
@@ -81,7 +81,7 @@ export async function zipBomb(size: number): Promise<Buffer> {
 
 /**
  * A lazily generated tar of `count` empty files under `skill/`: produced only as fast as it is read, so a
- * consumer that stops early (entry cap) never makes the test build the whole 100,000-entry archive.
+ * consumer that stops early (entry cap) never makes the test build the whole archive.
  */
 export function tinyEntriesTar(count: number): Readable & { produced: () => number } {
   let index = 0;
@@ -173,11 +173,11 @@ export function manyEntriesZip(count: number): Buffer {
 }
 
 /**
- * A LocalBackend that writes archives directly on the host ("direct host writes", its fast path) or, with
+ * A HostFolderMachine that writes archives directly on the host ("direct host writes", its fast path) or, with
  * its `hostPath` hidden, through the tar re-pack every sandboxed backend uses.
  */
-export function backendFor(sink: "direct host writes" | "tar re-pack", workdir: string): LocalBackend {
-  const backend = new LocalBackend({ workdir });
+export function backendFor(sink: "direct host writes" | "tar re-pack", workdir: string): HostFolderMachine {
+  const backend = new HostFolderMachine({ workdir });
   if (sink === "tar re-pack") Object.defineProperty(backend, "hostPath", { value: undefined });
   return backend;
 }

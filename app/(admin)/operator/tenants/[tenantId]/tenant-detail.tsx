@@ -15,6 +15,7 @@ import { RelativeTime } from "@/app/_components/ui/relative-time";
 import { useTRPC } from "@/app/_trpc/client";
 import { InviteLinkBox } from "../../_components/invite-link";
 import { TenantQuotas } from "./tenant-quotas";
+import { useSubmitOnce } from "@/app/_components/ui/use-submit-once";
 
 /** One tenant for operators: usage, owners and owner invitations, suspend / resume / delete, its audit. */
 export function TenantDetail({ tenantId }: { tenantId: string }) {
@@ -56,6 +57,8 @@ export function TenantDetail({ tenantId }: { tenantId: string }) {
   const invite = useMutation(
     trpc.operator.tenants.inviteOwner.mutationOptions({ onSuccess: refresh, onError }),
   );
+
+  const submitOnce = useSubmitOnce();
 
   if (tenant.error) return <Alert>{tenant.error.message}</Alert>;
   if (!tenant.data) return <p className="text-muted-foreground text-sm">Loading…</p>;
@@ -165,7 +168,9 @@ export function TenantDetail({ tenantId }: { tenantId: string }) {
                   size="sm"
                   className="justify-self-start"
                   disabled={invite.isPending}
-                  onClick={() => invite.mutate({ tenantId: t.id })}
+                  onClick={() =>
+                    submitOnce((idempotencyKey) => invite.mutateAsync({ tenantId: t.id, idempotencyKey }))
+                  }
                 >
                   <UserPlus /> New owner invitation
                 </Button>

@@ -20,6 +20,7 @@ import { Select } from "@/app/_components/ui/select";
 import { Textarea } from "@/app/_components/ui/textarea";
 // The engine's own schema (plain zod, no server code): the form refuses exactly what the API would.
 import { type TMcpDeclaration, ZMcpDeclaration } from "@/server/workspace/mcp/types";
+import { useSubmitOnce } from "@/app/_components/ui/use-submit-once";
 
 type Transport = "stdio_mcp" | "http_mcp";
 
@@ -96,7 +97,8 @@ export function McpDeclarationDialog({
   description: ReactNode;
   submitLabel: string;
   /** `about`: the Description field's text, when `withDescription` shows it (library entries). */
-  onAdd: (declaration: TMcpDeclaration, about: string) => unknown;
+  /** `idempotencyKey`: one per submission (useSubmitOnce), for a create that takes one. */
+  onAdd: (declaration: TMcpDeclaration, about: string, idempotencyKey: string) => unknown;
   trigger?: ReactNode;
   withDescription?: boolean;
 }) {
@@ -104,8 +106,9 @@ export function McpDeclarationDialog({
   const [transport, setTransport] = useState<Transport>("stdio_mcp");
   const [errors, setErrors] = useState<string[]>([]);
   const [busy, setBusy] = useState(false);
+  const submitOnce = useSubmitOnce();
 
-  async function onSubmit(event: FormEvent<HTMLFormElement>) {
+  async function onSubmit(event: FormEvent<HTMLFormElement>, idempotencyKey: string) {
     event.preventDefault();
     event.stopPropagation();
     const form = new FormData(event.currentTarget);
@@ -113,7 +116,7 @@ export function McpDeclarationDialog({
     if ("errors" in result) return setErrors(result.errors);
     setBusy(true);
     try {
-      await onAdd(result.declaration, formString(form, "about").trim());
+      await onAdd(result.declaration, formString(form, "about").trim(), idempotencyKey);
       setErrors([]);
       setOpen(false);
     } catch (error) {
@@ -143,7 +146,14 @@ export function McpDeclarationDialog({
           <DialogTitle>{title}</DialogTitle>
           <DialogDescription>{description}</DialogDescription>
         </DialogHeader>
-        <form className="grid gap-4" onSubmit={(event) => void onSubmit(event)} aria-label="MCP server">
+        <form
+          className="grid gap-4"
+          onSubmit={(event) => {
+            event.preventDefault();
+            submitOnce((idempotencyKey) => onSubmit(event, idempotencyKey));
+          }}
+          aria-label="MCP server"
+        >
           <Field
             label="Identifier"
             hint="Letters, digits, '_' and '-': tools appear as mcp__<identifier>__<tool>."

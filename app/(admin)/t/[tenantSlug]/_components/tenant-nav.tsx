@@ -1,6 +1,7 @@
 "use client";
 
 import {
+  type LucideIcon,
   Activity,
   BookMarked,
   Bot,
@@ -20,25 +21,38 @@ import { Brand } from "@/app/_components/brand";
 import { Button } from "@/app/_components/ui/button";
 import { Dialog, DialogContent, DialogTitle, DialogTrigger } from "@/app/_components/ui/dialog";
 import { SideNav, type SideNavItem } from "@/app/_components/ui/side-nav";
+import { roleCan, type TenantAction } from "@/server/auth/policy";
+import type { TenantRole } from "@/server/auth/roles";
 
-const SECTIONS = [
-  { segment: "", label: "Overview", icon: LayoutDashboard },
-  { segment: "agents", label: "Agents", icon: Bot },
-  { segment: "sessions", label: "Sessions", icon: MessagesSquare },
-  { segment: "workspaces", label: "Workspaces", icon: Server },
-  { segment: "library", label: "Library", icon: BookMarked },
-  { segment: "jobs", label: "Jobs", icon: Activity },
-  { segment: "readiness", label: "Readiness", icon: Gauge },
-  { segment: "webhooks", label: "Webhooks", icon: Webhook },
-  { segment: "audit", label: "Audit", icon: ScrollText },
-  { segment: "api-keys", label: "API keys", icon: KeyRound },
-  { segment: "members", label: "Members", icon: Users },
-  { segment: "settings", label: "Settings", icon: Settings },
-] as const;
+/** Each section with what its page reads: a role that may not read it is not offered the link. */
+const SECTIONS: readonly { segment: string; label: string; icon: LucideIcon; needs: TenantAction }[] = [
+  { segment: "", label: "Overview", icon: LayoutDashboard, needs: "tenant:read" },
+  { segment: "agents", label: "Agents", icon: Bot, needs: "agent:read" },
+  { segment: "sessions", label: "Sessions", icon: MessagesSquare, needs: "session:read" },
+  { segment: "workspaces", label: "Workspaces", icon: Server, needs: "workspace:read" },
+  { segment: "library", label: "Library", icon: BookMarked, needs: "library:read" },
+  { segment: "jobs", label: "Jobs", icon: Activity, needs: "operations:read" },
+  { segment: "readiness", label: "Readiness", icon: Gauge, needs: "operations:read" },
+  { segment: "webhooks", label: "Webhooks", icon: Webhook, needs: "webhook:manage" },
+  { segment: "audit", label: "Audit", icon: ScrollText, needs: "audit:read" },
+  { segment: "api-keys", label: "API keys", icon: KeyRound, needs: "api-key:read" },
+  { segment: "members", label: "Members", icon: Users, needs: "member:read" },
+  { segment: "settings", label: "Settings", icon: Settings, needs: "tenant:read" },
+];
 
-export function TenantNav({ tenantSlug, onNavigate }: { tenantSlug: string; onNavigate?: () => void }) {
+/** The sections the caller's role may open (the API refuses the others with 403 anyway). */
+export function TenantNav({
+  tenantSlug,
+  role,
+  onNavigate,
+}: {
+  tenantSlug: string;
+  role: TenantRole;
+  onNavigate?: () => void;
+}) {
   const base = `/t/${encodeURIComponent(tenantSlug)}`;
-  const items = SECTIONS.map(({ segment, label, icon }): SideNavItem => {
+  const visible = SECTIONS.filter((section) => roleCan(role, section.needs));
+  const items = visible.map(({ segment, label, icon }): SideNavItem => {
     const href = segment ? `${base}/${segment}` : base;
     return {
       href,
@@ -51,7 +65,15 @@ export function TenantNav({ tenantSlug, onNavigate }: { tenantSlug: string; onNa
 }
 
 /** Below the `md` breakpoint the sidebar folds into a menu button that opens it as a sheet. */
-export function MobileNav({ tenantSlug, tenantName }: { tenantSlug: string; tenantName: string }) {
+export function MobileNav({
+  tenantSlug,
+  tenantName,
+  role,
+}: {
+  tenantSlug: string;
+  tenantName: string;
+  role: TenantRole;
+}) {
   const [open, setOpen] = useState(false);
   return (
     <Dialog open={open} onOpenChange={setOpen}>
@@ -64,7 +86,7 @@ export function MobileNav({ tenantSlug, tenantName }: { tenantSlug: string; tena
         <DialogTitle className="sr-only">Navigation</DialogTitle>
         <Brand />
         <p className="text-muted-foreground -mt-2 text-xs">{tenantName}</p>
-        <TenantNav tenantSlug={tenantSlug} onNavigate={() => setOpen(false)} />
+        <TenantNav tenantSlug={tenantSlug} role={role} onNavigate={() => setOpen(false)} />
       </DialogContent>
     </Dialog>
   );

@@ -110,7 +110,7 @@ export function AgentFields({
           <option value="">Tenant default{defaultBackend ? ` (${defaultBackend})` : ""}</option>
           {(backends.data?.available ?? []).map((option) => (
             <option key={option.kind} value={option.kind}>
-              {option.kind} — {option.summary}
+              {option.label} — {option.summary}
             </option>
           ))}
         </Select>

@@ -7,7 +7,6 @@ import type { AgentDTO, IsolationPolicy } from "@/server/modules/agent/agent.typ
 
 // Types only: this file is in the browser bundle, and agent.types pulls in server code.
 type BackendKind = NonNullable<AgentDTO["backend"]>;
-const BACKEND_KINDS: readonly BackendKind[] = ["local", "docker", "e2b", "kubernetes"];
 import type { TMcpDeclaration } from "@/server/workspace/mcp/types";
 import type { SeedSkill } from "@/server/workspace/skills/agent-seed";
 import { formText, parseIsolation } from "./agent-ui";
@@ -84,9 +83,12 @@ export function createRequestOf(
   };
 }
 
-/** "" (the tenant's default) → null; a kind the server does not run is refused there with its reason. */
+/**
+ * "" (the tenant's default) → null; the select offers the installation's kinds (workspace.backends), and a
+ * kind the server does not run is refused there with its reason.
+ */
 function parseBackend(value: FormDataEntryValue | null): BackendKind | null {
-  return BACKEND_KINDS.find((kind) => kind === value) ?? null;
+  return typeof value === "string" && value !== "" ? value : null;
 }
 
 /** JSON with object keys sorted: stored defaults come back from Postgres (jsonb) with their keys reordered. */

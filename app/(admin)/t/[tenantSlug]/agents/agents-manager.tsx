@@ -11,6 +11,7 @@ import { ConfirmDialog } from "@/app/_components/ui/confirm-dialog";
 import { type ColumnDef, DataTable } from "@/app/_components/ui/data-table";
 import { EmptyState } from "@/app/_components/ui/empty-state";
 import { RelativeTime } from "@/app/_components/ui/relative-time";
+import { resetErrorOnEdit, useSubmitOnce } from "@/app/_components/ui/use-submit-once";
 import { useTRPC } from "@/app/_trpc/client";
 import type { AgentView } from "@/server/modules/agent/agent.schema";
 import { AgentFields } from "./agent-fields";
@@ -68,12 +69,12 @@ export function AgentsManager({ tenantSlug }: { tenantSlug: string }) {
     }),
   );
 
+  const submitOnce = useSubmitOnce();
+
   function onCreate(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
-    create.mutate({
-      tenantSlug,
-      ...createRequestOf(readAgentFields(new FormData(event.currentTarget)), defaults),
-    });
+    const request = createRequestOf(readAgentFields(new FormData(event.currentTarget)), defaults);
+    submitOnce((idempotencyKey) => create.mutateAsync({ tenantSlug, ...request, idempotencyKey }));
   }
 
   const columns: ColumnDef<AgentView, unknown>[] = [
@@ -199,6 +200,7 @@ export function AgentsManager({ tenantSlug }: { tenantSlug: string }) {
             <form
               ref={formRef}
               onSubmit={onCreate}
+              onChange={resetErrorOnEdit(create)}
               aria-label="Create agent"
               className="grid gap-4 sm:grid-cols-2"
             >

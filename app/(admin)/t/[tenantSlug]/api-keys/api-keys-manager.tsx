@@ -17,7 +17,10 @@ import { formString } from "@/app/_components/ui/form-data";
 import { Input } from "@/app/_components/ui/input";
 import { RelativeTime } from "@/app/_components/ui/relative-time";
 import { Select } from "@/app/_components/ui/select";
+import { resetErrorOnEdit, useSubmitOnce } from "@/app/_components/ui/use-submit-once";
 import { useTRPC } from "@/app/_trpc/client";
+import { canGrantRole } from "@/server/auth/policy";
+import { useTenantRole } from "../_components/tenant-role";
 import type { AppRouter } from "@/server/api/root";
 import type { inferRouterOutputs } from "@trpc/server";
 
@@ -28,6 +31,7 @@ type GrantableRole = (typeof GRANTABLE_ROLES)[number];
 
 export function ApiKeysManager({ tenantSlug }: { tenantSlug: string }) {
   const trpc = useTRPC();
+  const { role: myRole } = useTenantRole(tenantSlug);
   const queryClient = useQueryClient();
   const listOptions = trpc.apiKey.list.queryOptions({ tenantSlug, includeRevoked: true });
   const keys = useQuery(listOptions);
@@ -59,16 +63,24 @@ export function ApiKeysManager({ tenantSlug }: { tenantSlug: string }) {
     }),
   );
 
+  const submitOnce = useSubmitOnce();
+
   function onCreate(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
-    const form = new FormData(event.currentTarget);
-    setCreatedKey(null);
-    create.mutate({
-      tenantSlug,
-      name: formString(form, "name"),
-      role: GRANTABLE_ROLES.find((role) => role === form.get("role")) ?? ("viewer" satisfies GrantableRole),
+    const formElement = event.currentTarget;
+    const form = new FormData(formElement);
+    submitOnce((idempotencyKey) => {
+      setCreatedKey(null);
+      return create
+        .mutateAsync({
+          tenantSlug,
+          idempotencyKey,
+          name: formString(form, "name"),
+          role:
+            GRANTABLE_ROLES.find((role) => role === form.get("role")) ?? ("viewer" satisfies GrantableRole),
+        })
+        .then(() => formElement.reset());
     });
-    event.currentTarget.reset();
   }
 
   const columns: ColumnDef<ApiKeyRow, unknown>[] = [
@@ -138,13 +150,19 @@ export function ApiKeysManager({ tenantSlug }: { tenantSlug: string }) {
           </div>
         </CardHeader>
         <CardContent>
-          <form className="flex flex-wrap items-end gap-3" onSubmit={onCreate} aria-label="Create API key">
+          <form
+            className="flex flex-wrap items-end gap-3"
+            onSubmit={onCreate}
+            onChange={resetErrorOnEdit(create)}
+            aria-label="Create API key"
+          >
             <Field label="Name" className="w-64">
               <Input name="name" required maxLength={64} placeholder="ci-pipeline" />
             </Field>
             <Field label="Role" className="w-40">
               <Select name="role" defaultValue="member">
-                {GRANTABLE_ROLES.map((role) => (
+                {/* A key never gets more than its creator holds: the API refuses the rest. */}
+                {GRANTABLE_ROLES.filter((role) => !myRole || canGrantRole(myRole, role)).map((role) => (
                   <option key={role} value={role}>
                     {role}
                   </option>

@@ -1,5 +1,6 @@
 import type { Metadata } from "next";
 import { PageHeader } from "@/app/_components/ui/page-header";
+import { RoleGate } from "../_components/role-gate";
 import { ApiKeysManager } from "./api-keys-manager";
 
 export const metadata: Metadata = { title: "API keys" };
@@ -17,7 +18,9 @@ export default async function ApiKeysPage({ params }: { params: Promise<{ tenant
           </>
         }
       />
-      <ApiKeysManager tenantSlug={tenantSlug} />
+      <RoleGate tenantSlug={tenantSlug} needs="api-key:read">
+        <ApiKeysManager tenantSlug={tenantSlug} />
+      </RoleGate>
     </>
   );
 }

@@ -17,6 +17,7 @@ import { Select } from "@/app/_components/ui/select";
 import { useTRPC } from "@/app/_trpc/client";
 import type { AppRouter } from "@/server/api/root";
 import { JOB_RETENTION } from "@/server/queue/retention";
+import { LiveBadge, useLiveChanges } from "../_components/live-changes";
 
 type JobRow = inferRouterOutputs<AppRouter>["jobs"]["list"][number];
 
@@ -40,13 +41,16 @@ export function JobsTable({ tenantSlug }: { tenantSlug: string }) {
   const queryClient = useQueryClient();
   const base = `/t/${encodeURIComponent(tenantSlug)}`;
   const [state, setState] = useState<JobState | "">("");
+  // Workers tell the change stream when a job starts, completes or fails; a stop or purge asked for on any
+  // replica shows up with its workspace's change.
+  const live = useLiveChanges(tenantSlug, ["job", "workspace"], [trpc.jobs.list.pathFilter()]);
   const jobs = useQuery(
     trpc.jobs.list.queryOptions(
       { tenantSlug, limit: LIMIT, ...(state ? { states: [state] } : {}) },
       {
-        // Jobs run in workers: poll while any listed job has not finished, so a retry is seen to land.
+        // The change stream refetches; without it, poll while any listed job has not finished.
         refetchInterval: (query) =>
-          query.state.data?.some((job) => UNFINISHED.has(job.state)) ? POLL_MS : false,
+          live !== "live" && query.state.data?.some((job) => UNFINISHED.has(job.state)) ? POLL_MS : false,
       },
     ),
   );
@@ -171,6 +175,7 @@ export function JobsTable({ tenantSlug }: { tenantSlug: string }) {
           rowTestId="job-row"
           toolbar={
             <>
+              <LiveBadge status={live} />
               <div className="w-40">
                 <Select
                   aria-label="State"

@@ -22,6 +22,7 @@ import { Textarea } from "@/app/_components/ui/textarea";
 import { useTRPC } from "@/app/_trpc/client";
 import { McpDeclarationDialog } from "../_components/mcp-declaration-dialog";
 import { useTenantRole } from "../_components/tenant-role";
+import { useSubmitOnce } from "@/app/_components/ui/use-submit-once";
 
 /** The archive's media type from its name: what the upload route takes as a raw archive body. */
 function archiveMediaType(name: string): string | null {
@@ -40,8 +41,9 @@ async function uploadLibrarySkill(
   tenantSlug: string,
   description: string,
   source: { files: File[] } | { archive: File },
+  idempotencyKey: string,
 ): Promise<{ name: string }> {
-  const query = new URLSearchParams({ tenantSlug });
+  const query = new URLSearchParams({ tenantSlug, idempotencyKey });
   if (description) query.set("description", description);
   let init: RequestInit;
   if ("files" in source) {
@@ -85,8 +87,8 @@ export function LibraryHeaderActions({ tenantSlug }: { tenantSlug: string }) {
             <Plug /> Add MCP server
           </Button>
         }
-        onAdd={async (declaration, description) => {
-          await create.mutateAsync({ tenantSlug, kind: "MCP", declaration, description });
+        onAdd={async (declaration, description, idempotencyKey) => {
+          await create.mutateAsync({ tenantSlug, kind: "MCP", declaration, description, idempotencyKey });
           toast.success(`${declaration.name} added to the library.`);
           await refresh();
         }}
@@ -100,8 +102,9 @@ function UploadSkillDialog({ tenantSlug, onUploaded }: { tenantSlug: string; onU
   const [open, setOpen] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
+  const submitOnce = useSubmitOnce();
 
-  async function onSubmit(event: FormEvent<HTMLFormElement>) {
+  async function onSubmit(event: FormEvent<HTMLFormElement>, idempotencyKey: string) {
     event.preventDefault();
     const form = event.currentTarget;
     const folder = [...((form.elements.namedItem("folder") as HTMLInputElement | null)?.files ?? [])];
@@ -115,6 +118,7 @@ function UploadSkillDialog({ tenantSlug, onUploaded }: { tenantSlug: string; onU
         tenantSlug,
         description,
         archive ? { archive } : { files: folder },
+        idempotencyKey,
       );
       toast.success(`Skill ${entry.name} added to the library.`);
       await onUploaded();
@@ -147,7 +151,14 @@ function UploadSkillDialog({ tenantSlug, onUploaded }: { tenantSlug: string; onU
             one. Stored as text: up to 50 text files of 256 KiB besides SKILL.md, no links.
           </DialogDescription>
         </DialogHeader>
-        <form className="grid gap-4" onSubmit={(event) => void onSubmit(event)} aria-label="Upload skill">
+        <form
+          className="grid gap-4"
+          onSubmit={(event) => {
+            event.preventDefault();
+            submitOnce((idempotencyKey) => onSubmit(event, idempotencyKey));
+          }}
+          aria-label="Upload skill"
+        >
           <Field label="Folder">
             <Input name="folder" type="file" multiple {...{ webkitdirectory: "", directory: "" }} />
           </Field>

@@ -11,6 +11,7 @@ import { DoneFooter, FormDialog, SubmitFooter } from "@/app/_components/ui/form-
 import { Input } from "@/app/_components/ui/input";
 import { OneTimeLink } from "@/app/_components/ui/one-time-link";
 import { Select } from "@/app/_components/ui/select";
+import { resetErrorOnEdit, useSubmitOnce } from "@/app/_components/ui/use-submit-once";
 import { useTRPC } from "@/app/_trpc/client";
 import { canGrantRole } from "@/server/auth/policy";
 import type { TenantRole } from "@/server/auth/roles";
@@ -32,6 +33,7 @@ export function InviteDialog({ tenantSlug, myRole }: { tenantSlug: string; myRol
   const queryClient = useQueryClient();
   const [open, setOpen] = useState(false);
   const [link, setLink] = useState<string | null>(null);
+  const submitOnce = useSubmitOnce();
   const create = useMutation(
     trpc.invite.create.mutationOptions({
       onSuccess: async ({ token }) => {
@@ -52,12 +54,15 @@ export function InviteDialog({ tenantSlug, myRole }: { tenantSlug: string; myRol
     event.preventDefault();
     const form = new FormData(event.currentTarget);
     const role = INVITABLE.find((option) => option.role === form.get("role"))?.role ?? "viewer";
-    create.mutate({
-      tenantSlug,
-      role,
-      note: formString(form, "note"),
-      expiresInHours: Number(form.get("expires")),
-    });
+    submitOnce((idempotencyKey) =>
+      create.mutateAsync({
+        tenantSlug,
+        role,
+        note: formString(form, "note"),
+        expiresInHours: Number(form.get("expires")),
+        idempotencyKey,
+      }),
+    );
   }
 
   return (
@@ -83,7 +88,12 @@ export function InviteDialog({ tenantSlug, myRole }: { tenantSlug: string; myRol
           <DoneFooter onDone={close} />
         </div>
       ) : (
-        <form className="grid gap-4" onSubmit={onSubmit} aria-label="Create invitation">
+        <form
+          className="grid gap-4"
+          onSubmit={onSubmit}
+          onChange={resetErrorOnEdit(create)}
+          aria-label="Create invitation"
+        >
           <Field label="Role">
             <Select name="role" defaultValue="member">
               {INVITABLE.filter((option) => canGrantRole(myRole, option.role)).map((option) => (

@@ -17,6 +17,7 @@ import { canGrantRole } from "@/server/auth/policy";
 import { TENANT_ROLES, type TenantRole } from "@/server/auth/roles";
 import type { InviteDTO } from "@/server/modules/member/invite.types";
 import type { MemberDTO } from "@/server/modules/member/member.types";
+import { LiveBadge, useLiveChanges } from "../_components/live-changes";
 import { useTenantRole } from "../_components/tenant-role";
 import { InviteDialog } from "./invite-dialog";
 
@@ -34,6 +35,17 @@ export function MembersTable({ tenantSlug }: { tenantSlug: string }) {
   const myEmail = me.data?.principal.kind === "user" ? me.data.principal.email : null;
   const canManage = can("member:manage", false);
   const members = useQuery(trpc.member.list.queryOptions({ tenantSlug }));
+  // One stream for the page: members (a role changed elsewhere, an invitation accepted) and invitations.
+  const live = useLiveChanges(
+    tenantSlug,
+    ["member", "invitation"],
+    [
+      trpc.member.list.pathFilter(),
+      trpc.invite.list.pathFilter(),
+      trpc.tenant.me.pathFilter(),
+      trpc.tenant.overview.pathFilter(),
+    ],
+  );
   const refresh = () =>
     Promise.all([
       queryClient.invalidateQueries({ queryKey: trpc.member.list.queryKey({ tenantSlug }) }),
@@ -155,6 +167,7 @@ export function MembersTable({ tenantSlug }: { tenantSlug: string }) {
             loading={!members.data}
             rowTestId="member-row"
             filterPlaceholder="Filter members…"
+            toolbar={<LiveBadge status={live} />}
             empty={<EmptyState icon={Users} title="No members" />}
           />
         )}

@@ -31,5 +31,7 @@ export function useChangePassword() {
     }
   }
 
-  return { change, pending, error };
+  /** Forgets the last refusal (the form calls it on every edit, so a fixed field loses its message). */
+  const clearError = () => setError(null);
+  return { change, pending, error, clearError };
 }

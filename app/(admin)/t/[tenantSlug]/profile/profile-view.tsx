@@ -90,6 +90,10 @@ export function ProfileView() {
           <form
             className="grid gap-4"
             onSubmit={(event) => void onSubmit(event)}
+            onChange={() => {
+              if (password.error) password.clearError();
+              if (mismatch) setMismatch(false);
+            }}
             aria-label="Change password"
           >
             <Field label="Current password">

@@ -1,5 +1,6 @@
 import type { Metadata } from "next";
 import { PageHeader } from "@/app/_components/ui/page-header";
+import { RoleGate } from "../_components/role-gate";
 import { ReadinessView } from "./readiness-view";
 
 export const metadata: Metadata = { title: "Readiness" };
@@ -12,7 +13,9 @@ export default async function Page({ params }: { params: Promise<{ tenantSlug: s
         title="Readiness"
         description="How long each stage of bringing a workspace up takes (queued, machine, gateway, attach, first answer), by backend and path, and the slowest recent provisions. Admins only."
       />
-      <ReadinessView tenantSlug={tenantSlug} />
+      <RoleGate tenantSlug={tenantSlug} needs="operations:read">
+        <ReadinessView tenantSlug={tenantSlug} />
+      </RoleGate>
     </>
   );
 }

@@ -18,6 +18,7 @@ import {
 import { Field } from "@/app/_components/ui/field";
 import { Input } from "@/app/_components/ui/input";
 import { Select } from "@/app/_components/ui/select";
+import { resetErrorOnEdit, useSubmitOnce } from "@/app/_components/ui/use-submit-once";
 import { useTRPC } from "@/app/_trpc/client";
 import { useTenantRole } from "../_components/tenant-role";
 import { formText } from "../agents/agent-ui";
@@ -55,6 +56,7 @@ export function NewSessionButton({
       },
     }),
   );
+  const submitOnce = useSubmitOnce();
   if (!can("session:use", false)) return null;
 
   function onSubmit(event: FormEvent<HTMLFormElement>) {
@@ -62,7 +64,9 @@ export function NewSessionButton({
     const form = new FormData(event.currentTarget);
     const chosen = agentId ?? formText(form, "agentId");
     const name = formText(form, "name");
-    create.mutate({ tenantSlug, agentId: chosen, ...(name ? { name } : {}) });
+    submitOnce((idempotencyKey) =>
+      create.mutateAsync({ tenantSlug, agentId: chosen, idempotencyKey, ...(name ? { name } : {}) }),
+    );
   }
 
   return (
@@ -80,7 +84,12 @@ export function NewSessionButton({
             provisioned on the first message.
           </DialogDescription>
         </DialogHeader>
-        <form className="grid gap-4" onSubmit={onSubmit} aria-label="New session">
+        <form
+          className="grid gap-4"
+          onSubmit={onSubmit}
+          onChange={resetErrorOnEdit(create)}
+          aria-label="New session"
+        >
           {!agentId && (
             <Field label="Agent">
               <Select name="agentId" required defaultValue="">

@@ -19,6 +19,7 @@ import type { SessionDTO } from "@/server/modules/session/session.types";
 import { sessionDeleteConfirmText, WorkspaceLink } from "./session-ui";
 import { NewSessionButton } from "./new-session";
 import { LoadMore } from "../_components/load-more";
+import { LiveBadge, useLiveChanges } from "../_components/live-changes";
 import { useTenantRole } from "../_components/tenant-role";
 
 const PAGE_SIZE = 50;
@@ -32,6 +33,7 @@ export function SessionsTable({ tenantSlug, agentId }: { tenantSlug: string; age
   const { can } = useTenantRole(tenantSlug);
   const base = `/t/${encodeURIComponent(tenantSlug)}`;
   const agents = useQuery(trpc.agent.list.queryOptions({ tenantSlug, limit: AGENT_LOOKUP_LIMIT }));
+  const live = useLiveChanges(tenantSlug, ["session"], [trpc.session.list.pathFilter()]);
   const sessions = useInfiniteQuery(
     trpc.session.list.infiniteQueryOptions(
       { tenantSlug, limit: PAGE_SIZE, ...(agentId ? { agentId } : {}) },
@@ -144,27 +146,30 @@ export function SessionsTable({ tenantSlug, agentId }: { tenantSlug: string; age
           filterPlaceholder="Filter sessions…"
           initialSorting={[{ id: "created", desc: true }]}
           toolbar={
-            <div className="w-48">
-              <Select
-                aria-label="Filter by agent"
-                value={agentId ?? ""}
-                onChange={(event) => {
-                  const next = event.target.value;
-                  // In the URL, so a filtered list can be linked to (the agent page does) and survives a reload.
-                  router.replace(
-                    next ? `${base}/sessions?agent=${encodeURIComponent(next)}` : `${base}/sessions`,
-                  );
-                }}
-                className="[&_select]:h-8"
-              >
-                <option value="">All agents</option>
-                {agents.data?.items.map((agent) => (
-                  <option key={agent.id} value={agent.id}>
-                    {agent.name}
-                  </option>
-                ))}
-              </Select>
-            </div>
+            <>
+              <LiveBadge status={live} />
+              <div className="w-48">
+                <Select
+                  aria-label="Filter by agent"
+                  value={agentId ?? ""}
+                  onChange={(event) => {
+                    const next = event.target.value;
+                    // In the URL, so a filtered list can be linked to (the agent page does) and survives a reload.
+                    router.replace(
+                      next ? `${base}/sessions?agent=${encodeURIComponent(next)}` : `${base}/sessions`,
+                    );
+                  }}
+                  className="[&_select]:h-8"
+                >
+                  <option value="">All agents</option>
+                  {agents.data?.items.map((agent) => (
+                    <option key={agent.id} value={agent.id}>
+                      {agent.name}
+                    </option>
+                  ))}
+                </Select>
+              </div>
+            </>
           }
           empty={
             <EmptyState

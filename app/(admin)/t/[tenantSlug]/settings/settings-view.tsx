@@ -22,8 +22,9 @@ import {
 } from "../agents/agent-ui";
 import { useTenantRole } from "../_components/tenant-role";
 import { BackendCard } from "./backend-card";
-import { E2bCard } from "./e2b-card";
+import { BackendSettingsCards } from "./backend-settings-cards";
 import { QuotaCard } from "./quota-card";
+import { resetErrorOnEdit } from "@/app/_components/ui/use-submit-once";
 
 const MINUTE_MS = 60_000;
 const STDIO_ROLES = ["owner", "admin", "member"] as const;
@@ -102,6 +103,7 @@ export function SettingsView({ tenantSlug }: { tenantSlug: string }) {
             key={JSON.stringify(current)}
             className="grid gap-5"
             onSubmit={onSave}
+            onChange={resetErrorOnEdit(save)}
             aria-label="Tenant settings"
           >
             <fieldset disabled={!canManage} className="contents">
@@ -183,7 +185,7 @@ export function SettingsView({ tenantSlug }: { tenantSlug: string }) {
         </Card>
 
         <BackendCard tenantSlug={tenantSlug} canManage={canManage} />
-        {can("workspace:manage", false) && <E2bCard tenantSlug={tenantSlug} />}
+        {can("workspace:manage", false) && <BackendSettingsCards tenantSlug={tenantSlug} />}
         {can("workspace:manage", false) && <QuotaCard tenantSlug={tenantSlug} />}
       </div>
     </div>

@@ -1,5 +1,6 @@
 import type { Metadata } from "next";
 import { PageHeader } from "@/app/_components/ui/page-header";
+import { RoleGate } from "../_components/role-gate";
 import { WebhooksManager } from "./webhooks-manager";
 
 export const metadata: Metadata = { title: "Webhooks" };
@@ -12,7 +13,9 @@ export default async function Page({ params }: { params: Promise<{ tenantSlug: s
         title="Webhooks"
         description="HTTPS endpoints that receive this tenant’s workspace and turn events, signed with a per-endpoint secret and retried with backoff. Admins only."
       />
-      <WebhooksManager tenantSlug={tenantSlug} />
+      <RoleGate tenantSlug={tenantSlug} needs="webhook:manage">
+        <WebhooksManager tenantSlug={tenantSlug} />
+      </RoleGate>
     </>
   );
 }

@@ -15,6 +15,7 @@ import { formString } from "@/app/_components/ui/form-data";
 import { Input } from "@/app/_components/ui/input";
 import { RelativeTime } from "@/app/_components/ui/relative-time";
 import { Table, TableBody, TableCell, TableHead, TableHeader, TableRow } from "@/app/_components/ui/table";
+import { resetErrorOnEdit, useSubmitOnce } from "@/app/_components/ui/use-submit-once";
 import { useTRPC } from "@/app/_trpc/client";
 import { WEBHOOK_EVENTS } from "@/server/modules/webhook/webhook.types";
 import { WebhookDeliveries } from "./webhook-deliveries";
@@ -56,16 +57,21 @@ export function WebhooksManager({ tenantSlug }: { tenantSlug: string }) {
     }),
   );
 
+  const submitOnce = useSubmitOnce();
+
   function onCreate(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     const form = new FormData(event.currentTarget);
     const events = WEBHOOK_EVENTS.filter((name) => form.getAll("events").includes(name));
-    setCreated(null);
-    create.mutate({
-      tenantSlug,
-      url: formString(form, "url"),
-      description: formString(form, "description"),
-      events,
+    submitOnce((idempotencyKey) => {
+      setCreated(null);
+      return create.mutateAsync({
+        tenantSlug,
+        idempotencyKey,
+        url: formString(form, "url"),
+        description: formString(form, "description"),
+        events,
+      });
     });
   }
 
@@ -82,7 +88,12 @@ export function WebhooksManager({ tenantSlug }: { tenantSlug: string }) {
           </div>
         </CardHeader>
         <CardContent>
-          <form className="flex flex-col gap-3" onSubmit={onCreate} aria-label="Add webhook endpoint">
+          <form
+            className="flex flex-col gap-3"
+            onSubmit={onCreate}
+            onChange={resetErrorOnEdit(create)}
+            aria-label="Add webhook endpoint"
+          >
             <div className="flex flex-wrap items-end gap-3">
               <Field label="URL" className="w-96">
                 <Input

@@ -1,10 +1,6 @@
 import { Badge, type BadgeTone } from "@/app/_components/ui/badge";
 import { Tooltip } from "@/app/_components/ui/tooltip";
-import type {
-  BackendKind,
-  WorkspaceEventKind,
-  WorkspaceState,
-} from "@/server/modules/workspace/workspace.types";
+import type { WorkspaceEventKind, WorkspaceState } from "@/server/modules/workspace/workspace.types";
 
 /** Badge colour per lifecycle state: live is green, on its way is blue/amber, broken is red, gone is grey. */
 const STATE_TONE: Record<WorkspaceState, BadgeTone> = {
@@ -21,14 +17,6 @@ const STATE_TONE: Record<WorkspaceState, BadgeTone> = {
 // Type-only imports above (the client bundle takes no server module); the Records keep these lists complete.
 /** Every state, in lifecycle order. */
 export const WORKSPACE_STATE_LIST = Object.keys(STATE_TONE) as WorkspaceState[];
-
-const BACKEND_NAMES: Record<BackendKind, string> = {
-  local: "local",
-  docker: "docker",
-  e2b: "e2b",
-  kubernetes: "kubernetes",
-};
-export const BACKEND_LIST = Object.keys(BACKEND_NAMES) as BackendKind[];
 
 /** Every ledger event kind, and whether it is a state change. */
 const EVENT_KINDS: Record<WorkspaceEventKind, { transition: boolean }> = {

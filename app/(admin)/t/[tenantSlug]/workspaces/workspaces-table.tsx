@@ -14,7 +14,6 @@ import { RelativeTime } from "@/app/_components/ui/relative-time";
 import { useTRPC } from "@/app/_trpc/client";
 import type { AppRouter } from "@/server/api/root";
 import {
-  BACKEND_LIST,
   BackendLabel,
   formatDuration,
   TRANSITIONAL_STATES,
@@ -22,7 +21,10 @@ import {
   WorkspaceStateBadge,
 } from "./workspace-format";
 import { FilterSelect } from "../_components/filter-select";
+import { LiveBadge, useLiveChanges } from "../_components/live-changes";
 import { LoadMore } from "../_components/load-more";
+import { useTenantRole } from "../_components/tenant-role";
+import { BulkActionBar, BulkOutcomes, RowActions, useWorkspaceActions } from "./workspace-bulk-actions";
 
 type WorkspaceRow = inferRouterOutputs<AppRouter>["workspace"]["list"]["items"][number];
 
@@ -38,7 +40,9 @@ const STATE_FILTERS = WORKSPACE_STATE_LIST.map((value) => ({ value, label: value
 
 /**
  * The tenant's workspaces, filtered on the server (state, backend, agent, idle time, leases) and paged with
- * "Load more", each with its agent's name. Polls while one of the loaded workspaces is changing state.
+ * "Load more", each with its name and its agent's. Live: the page's change stream refetches the list when a
+ * workspace changes anywhere (it polls only while the stream is down and a workspace is changing state).
+ * Admins stop, start, purge and rename per row, or the selected rows at once.
  */
 export function WorkspacesTable({ tenantSlug }: { tenantSlug: string }) {
   const trpc = useTRPC();
@@ -47,9 +51,15 @@ export function WorkspacesTable({ tenantSlug }: { tenantSlug: string }) {
   const [agentId, setAgentId] = useState("");
   const [idle, setIdle] = useState("");
   const [leased, setLeased] = useState("");
+  const [selectedIds, setSelectedIds] = useState<ReadonlySet<string>>(new Set());
+  const canManage = useTenantRole(tenantSlug).can("workspace:manage", false);
+  const live = useLiveChanges(tenantSlug, ["workspace"], [trpc.workspace.list.pathFilter()]);
+  const actions = useWorkspaceActions(tenantSlug, () => setSelectedIds(new Set()));
   const agents = useQuery(trpc.agent.list.queryOptions({ tenantSlug, limit: AGENT_LOOKUP_LIMIT }));
   const states = WORKSPACE_STATE_LIST.filter((value) => value === state);
-  const backends = BACKEND_LIST.filter((value) => value === backend);
+  // The installation's backends, from their drivers (workspace.backends): a new driver needs no list here.
+  const backendOptions = useQuery(trpc.workspace.backends.queryOptions({ tenantSlug }));
+  const backends = backend ? [backend] : [];
   const filters = {
     ...(states.length > 0 ? { states } : {}),
     ...(backends.length > 0 ? { backendKinds: backends } : {}),
@@ -63,8 +73,9 @@ export function WorkspacesTable({ tenantSlug }: { tenantSlug: string }) {
       { tenantSlug, limit: PAGE_SIZE, ...filters },
       {
         getNextPageParam: (page) => page.nextCursor ?? undefined,
-        // Workers move these on by themselves; poll only while one is on its way somewhere.
+        // The change stream refetches; without it, poll while a workspace is on its way somewhere.
         refetchInterval: (query) =>
+          live !== "live" &&
           query.state.data?.pages.some((page) =>
             page.items.some((item) => TRANSITIONAL_STATES.includes(item.state)),
           )
@@ -75,22 +86,78 @@ export function WorkspacesTable({ tenantSlug }: { tenantSlug: string }) {
   );
   const base = `/t/${encodeURIComponent(tenantSlug)}`;
   const items = workspaces.data?.pages.flatMap((page) => page.items) ?? [];
+  const selected = items.filter((workspace) => selectedIds.has(workspace.id));
+  const toggle = (ids: string[], on: boolean) =>
+    setSelectedIds((current) => {
+      const next = new Set(current);
+      for (const id of ids) {
+        if (on) next.add(id);
+        else next.delete(id);
+      }
+      return next;
+    });
 
+  const selectColumn: ColumnDef<WorkspaceRow, unknown> = {
+    id: "select",
+    enableSorting: false,
+    header: ({ table }) => {
+      const shown = table.getFilteredRowModel().rows.map((row) => row.original.id);
+      const all = shown.length > 0 && shown.every((id) => selectedIds.has(id));
+      return (
+        <input
+          type="checkbox"
+          aria-label="Select all shown workspaces"
+          checked={all}
+          onChange={(event) => toggle(shown, event.target.checked)}
+        />
+      );
+    },
+    cell: ({ row: { original: workspace } }) => (
+      <input
+        type="checkbox"
+        aria-label={`Select ${workspace.id}`}
+        data-testid="workspace-select"
+        checked={selectedIds.has(workspace.id)}
+        onChange={(event) => toggle([workspace.id], event.target.checked)}
+      />
+    ),
+  };
+  const actionsColumn: ColumnDef<WorkspaceRow, unknown> = {
+    id: "actions",
+    header: "",
+    enableSorting: false,
+    cell: ({ row: { original: workspace } }) => (
+      <RowActions tenantSlug={tenantSlug} workspace={workspace} run={actions.run} pending={actions.pending} />
+    ),
+  };
   const columns: ColumnDef<WorkspaceRow, unknown>[] = [
+    ...(canManage ? [selectColumn] : []),
     {
       id: "workspace",
       header: "Workspace",
-      accessorFn: (workspace) => workspace.id,
+      // The text filter finds a workspace by its name or its id.
+      accessorFn: (workspace) => `${workspace.label ?? ""} ${workspace.id}`,
       cell: ({ row: { original: workspace } }) => (
-        <span className="inline-flex items-center gap-0.5">
-          <Link
-            className="font-mono text-xs font-medium hover:underline"
-            href={`${base}/workspaces/${encodeURIComponent(workspace.id)}`}
-          >
-            {workspace.id}
-          </Link>
-          <CopyButton value={workspace.id} label="Copy workspace id" />
-        </span>
+        <div className="grid">
+          {workspace.label && (
+            <span className="text-sm font-medium" data-testid="workspace-label">
+              {workspace.label}
+            </span>
+          )}
+          <span className="inline-flex items-center gap-0.5">
+            <Link
+              className={
+                workspace.label
+                  ? "text-muted-foreground font-mono text-xs hover:underline"
+                  : "font-mono text-xs font-medium hover:underline"
+              }
+              href={`${base}/workspaces/${encodeURIComponent(workspace.id)}`}
+            >
+              {workspace.id}
+            </Link>
+            <CopyButton value={workspace.id} label="Copy workspace id" />
+          </span>
+        </div>
       ),
     },
     {
@@ -141,7 +208,9 @@ export function WorkspacesTable({ tenantSlug }: { tenantSlug: string }) {
       id: "leases",
       header: "Leases",
       accessorFn: (workspace) => workspace.activeLeases,
-      cell: ({ row: { original: workspace } }) => String(workspace.activeLeases),
+      cell: ({ row: { original: workspace } }) => (
+        <span data-testid="workspace-leases">{workspace.activeLeases}</span>
+      ),
     },
     {
       id: "lastActivity",
@@ -149,6 +218,7 @@ export function WorkspacesTable({ tenantSlug }: { tenantSlug: string }) {
       accessorFn: (workspace) => workspace.lastActivityAt?.getTime() ?? 0,
       cell: ({ row: { original: workspace } }) => <RelativeTime value={workspace.lastActivityAt} />,
     },
+    ...(canManage ? [actionsColumn] : []),
   ];
 
   return (
@@ -158,64 +228,77 @@ export function WorkspacesTable({ tenantSlug }: { tenantSlug: string }) {
           <Alert>{workspaces.error.message}</Alert>
         </div>
       ) : (
-        <DataTable
-          label="Workspaces"
-          columns={columns}
-          data={items}
-          loading={!workspaces.data}
-          rowTestId="workspace-row"
-          filterPlaceholder="Filter workspaces…"
-          toolbar={
-            <>
-              <FilterSelect
-                label="Filter by state"
-                value={state}
-                onChange={setState}
-                anyLabel="All states"
-                options={STATE_FILTERS}
+        <>
+          <BulkOutcomes answer={actions.last} error={actions.error} onDismiss={actions.dismiss} />
+          {canManage && <BulkActionBar selected={selected} run={actions.run} pending={actions.pending} />}
+          <DataTable
+            label="Workspaces"
+            columns={columns}
+            data={items}
+            loading={!workspaces.data}
+            rowTestId="workspace-row"
+            filterPlaceholder="Filter workspaces…"
+            toolbar={
+              <>
+                <LiveBadge status={live} />
+                <FilterSelect
+                  label="Filter by state"
+                  value={state}
+                  onChange={setState}
+                  anyLabel="All states"
+                  options={STATE_FILTERS}
+                />
+                <FilterSelect
+                  label="Filter by backend"
+                  value={backend}
+                  onChange={setBackend}
+                  anyLabel="All backends"
+                  options={(backendOptions.data?.available ?? []).map((option) => ({
+                    value: option.kind,
+                    label: option.label,
+                  }))}
+                />
+                <FilterSelect
+                  label="Filter by agent"
+                  value={agentId}
+                  onChange={setAgentId}
+                  anyLabel="All agents"
+                  className="w-48"
+                  options={(agents.data?.items ?? []).map((agent) => ({
+                    value: agent.id,
+                    label: agent.name,
+                  }))}
+                />
+                <FilterSelect
+                  label="Filter by idle time"
+                  value={idle}
+                  onChange={setIdle}
+                  anyLabel="Any idle time"
+                  options={IDLE_FILTERS}
+                />
+                <FilterSelect
+                  label="Filter by leases"
+                  value={leased}
+                  onChange={setLeased}
+                  anyLabel="Leased or not"
+                  options={[
+                    { value: "leased", label: "Leased now" },
+                    { value: "free", label: "No lease" },
+                  ]}
+                />
+              </>
+            }
+            empty={
+              <EmptyState
+                icon={Server}
+                title={filtered ? "No workspace matches these filters" : "No workspaces yet"}
+                description={
+                  filtered ? undefined : "One is created the first time a session of an agent runs."
+                }
               />
-              <FilterSelect
-                label="Filter by backend"
-                value={backend}
-                onChange={setBackend}
-                anyLabel="All backends"
-                options={BACKEND_LIST.map((value) => ({ value, label: value }))}
-              />
-              <FilterSelect
-                label="Filter by agent"
-                value={agentId}
-                onChange={setAgentId}
-                anyLabel="All agents"
-                className="w-48"
-                options={(agents.data?.items ?? []).map((agent) => ({ value: agent.id, label: agent.name }))}
-              />
-              <FilterSelect
-                label="Filter by idle time"
-                value={idle}
-                onChange={setIdle}
-                anyLabel="Any idle time"
-                options={IDLE_FILTERS}
-              />
-              <FilterSelect
-                label="Filter by leases"
-                value={leased}
-                onChange={setLeased}
-                anyLabel="Leased or not"
-                options={[
-                  { value: "leased", label: "Leased now" },
-                  { value: "free", label: "No lease" },
-                ]}
-              />
-            </>
-          }
-          empty={
-            <EmptyState
-              icon={Server}
-              title={filtered ? "No workspace matches these filters" : "No workspaces yet"}
-              description={filtered ? undefined : "One is created the first time a session of an agent runs."}
-            />
-          }
-        />
+            }
+          />
+        </>
       )}
       <LoadMore query={workspaces} />
     </Card>

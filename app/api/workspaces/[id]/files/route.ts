@@ -3,7 +3,7 @@ import type { ReadableStream as NodeWebReadableStream } from "node:stream/web";
 import { closeConnectionIfRefused, limitRequestBody } from "@/server/api/request-limits";
 import { assertRouteInput, routeErrorResponse, routeTenantScope } from "@/server/api/route-auth";
 import { getWorkspaceServices } from "@/server/composition/services";
-import { FILE_UPLOAD_MAX_BYTES } from "@/server/modules/workspace/workspace-files.service";
+import { FILE_UPLOAD_MAX_BYTES } from "@/server/modules/workspace-content/workspace-files.service";
 import { AppError } from "@/server/shared/errors";
 import { requestMetaOf, runWithRequestMeta } from "@/server/shared/request-meta";
 

@@ -3,13 +3,13 @@ import type { ReadableStream as NodeWebReadableStream } from "node:stream/web";
 import { assertRouteInput, routeErrorResponse, routeTenantScope } from "@/server/api/route-auth";
 import { getWorkspaceServices } from "@/server/composition/services";
 import { AppError } from "@/server/shared/errors";
-import type { SkillArchiveUpload } from "@/server/modules/workspace/workspace-content.service";
+import type { SkillArchiveUpload } from "@/server/modules/workspace-content/workspace-content.service";
 import {
   InstallGate,
   multipartToTar,
   SKILL_UPLOAD_LIMITS,
   skillUploadBodyOf,
-} from "@/server/modules/workspace/skill-upload";
+} from "@/server/modules/workspace-content/skill-upload";
 import { requestMetaOf, runWithRequestMeta } from "@/server/shared/request-meta";
 
 export const dynamic = "force-dynamic";

@@ -23,6 +23,7 @@ import { agentDeleteConfirmText, formText, isolationLabel, KeyBadge, ServerError
 import { useTenantRole } from "../../_components/tenant-role";
 import { NewSessionButton } from "../../sessions/new-session";
 import { TestConnection } from "./test-connection";
+import { resetErrorOnEdit } from "@/app/_components/ui/use-submit-once";
 
 export function AgentEditor({ tenantSlug, agentId }: { tenantSlug: string; agentId: string }) {
   const trpc = useTRPC();
@@ -148,6 +149,7 @@ export function AgentEditor({ tenantSlug, agentId }: { tenantSlug: string; agent
               key={current.updatedAt.getTime()}
               className="grid gap-4 sm:grid-cols-2"
               onSubmit={onSave}
+              onChange={resetErrorOnEdit(save)}
               aria-label="Edit agent"
             >
               <fieldset disabled={readOnly} className="contents">
@@ -188,7 +190,12 @@ export function AgentEditor({ tenantSlug, agentId }: { tenantSlug: string; agent
             <CardContent className="grid gap-3">
               {canManage ? (
                 <>
-                  <form className="grid gap-3" onSubmit={onReplaceKey} aria-label="Replace API key">
+                  <form
+                    className="grid gap-3"
+                    onSubmit={onReplaceKey}
+                    onChange={resetErrorOnEdit(setKey)}
+                    aria-label="Replace API key"
+                  >
                     <Field label="New key">
                       <Input
                         name="apiKey"

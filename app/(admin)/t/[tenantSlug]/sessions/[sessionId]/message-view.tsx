@@ -1,7 +1,7 @@
 "use client";
 
 import { Bot, User } from "lucide-react";
-import type { ReactNode } from "react";
+import { type ReactNode, useState } from "react";
 import { CodeBlock } from "@/app/_components/ui/code-block";
 import { cn } from "@/app/_components/ui/cn";
 import { RelativeTime } from "@/app/_components/ui/relative-time";
@@ -18,8 +18,29 @@ type Part = Record<string, unknown> & { type?: unknown };
 const asText = (value: unknown): string =>
   typeof value === "string" ? value : value == null ? "" : (JSON.stringify(value, null, 2) ?? "");
 
+/** Longer texts show this many characters until expanded (a pasted log must not bury the chat). */
+const COLLAPSED_CHARS = 3_000;
+
 export function MessageText({ text }: { text: string }) {
-  return <p className="leading-relaxed break-words whitespace-pre-wrap">{text}</p>;
+  const [expanded, setExpanded] = useState(false);
+  const long = text.length > COLLAPSED_CHARS;
+  return (
+    <div className="flex flex-col items-start gap-1" data-testid="message-text">
+      <p className="leading-relaxed break-words whitespace-pre-wrap">
+        {long && !expanded ? `${text.slice(0, COLLAPSED_CHARS)}…` : text}
+      </p>
+      {long && (
+        <button
+          type="button"
+          className="text-muted-foreground hover:text-foreground text-xs underline"
+          onClick={() => setExpanded(!expanded)}
+          aria-expanded={expanded}
+        >
+          {expanded ? "Show less" : `Show all ${text.length.toLocaleString()} characters`}
+        </button>
+      )}
+    </div>
+  );
 }
 
 function PartView({ part, ctx }: { part: Part; ctx: ChatContext }) {

@@ -22,24 +22,33 @@ import { sessionDeleteConfirmText, WorkspaceLink } from "../session-ui";
 import { MessageView } from "./message-view";
 import type { ChatContext } from "./tool-views";
 import { LiveTurnView, TurnErrorView, TurnSummary } from "./turn-view";
-import { type LiveTurn, useChatTurn } from "./use-chat-turn";
+import { markersBetween, type PlacedTurn, placeTurns, TurnMarker } from "./turn-markers";
+import { type LiveTurn, type SendRefusal, useChatTurn } from "./use-chat-turn";
+import { CHAT_MESSAGE_MAX_CHARS } from "@/server/modules/chat/chat.schema";
 
 // A page of chat.history; the next page starts after the last message shown.
 const HISTORY_PAGE = 100;
 
+/** Where a history page starts: after this message (none: from the beginning). */
+type PageStart = { id: string; createdAt: Date } | undefined;
+
 function HistoryPage({
   ctx,
   sessionId,
-  afterId,
+  start,
   isLast,
+  turns,
   onMore,
 }: {
   ctx: ChatContext;
   sessionId: string;
-  afterId: string | undefined;
+  start: PageStart;
   isLast: boolean;
-  onMore: (lastId: string) => void;
+  /** The turns that did not complete, each marked after its messages. */
+  turns: readonly PlacedTurn[];
+  onMore: (last: { id: string; createdAt: Date }) => void;
 }) {
+  const afterId = start?.id;
   const trpc = useTRPC();
   const page = useQuery(
     trpc.chat.history.queryOptions({
@@ -65,14 +74,26 @@ function HistoryPage({
     );
   }
   const last = page.data.at(-1);
+  let previousAt = start?.createdAt ?? null;
   return (
     <>
-      {page.data.map((message) => (
-        <MessageView key={message.id} message={message} ctx={ctx} />
-      ))}
+      {page.data.map((message) => {
+        const before = previousAt;
+        previousAt = message.createdAt;
+        return [
+          ...markersBetween(turns, before, message.createdAt).map((turn) => (
+            <TurnMarker key={turn.id} turn={turn} lastMessageAt={before} />
+          )),
+          <MessageView key={message.id} message={message} ctx={ctx} />,
+        ];
+      })}
+      {isLast &&
+        markersBetween(turns, previousAt, null).map((turn) => (
+          <TurnMarker key={turn.id} turn={turn} lastMessageAt={previousAt} />
+        ))}
       {isLast && last && page.data.length === HISTORY_PAGE && (
         <li className="flex justify-center">
-          <Button variant="outline" size="sm" onClick={() => onMore(last.id)}>
+          <Button variant="outline" size="sm" onClick={() => onMore(last)}>
             Load more messages
           </Button>
         </li>
@@ -95,9 +116,14 @@ export function SessionDetail({ tenantSlug, sessionId }: { tenantSlug: string; s
   });
   const firstPage = useQuery(trpc.chat.history.queryOptions({ tenantSlug, sessionId, limit: HISTORY_PAGE }));
   // Each page starts after the previous page's last message (undefined: from the beginning).
-  const [pageStarts, setPageStarts] = useState<(string | undefined)[]>([undefined]);
+  const [pageStarts, setPageStarts] = useState<PageStart[]>([undefined]);
+  const turnSummaries = useQuery(trpc.chat.turns.queryOptions({ tenantSlug, sessionId }));
   const [lastTurn, setLastTurn] = useState<LiveTurn | null>(null);
+  // The turn that just ended here is summed up below the history (with its error); marked once reloaded.
+  const placedTurns = placeTurns(lastTurn ? turnSummaries.data?.slice(0, -1) : turnSummaries.data);
   const [draft, setDraft] = useState("");
+  // Why the last send did not go (the draft is kept): a turn already running, a message too long, ...
+  const [refusal, setRefusal] = useState<SendRefusal | null>(null);
   const endRef = useRef<HTMLDivElement>(null);
 
   const refreshSession = useCallback(
@@ -110,11 +136,15 @@ export function SessionDetail({ tenantSlug, sessionId }: { tenantSlug: string; s
     sessionId,
     // The status badge says "running" while the turn runs.
     onStarted: refreshSession,
+    // Sent: the draft is the turn's message now.
+    onAccepted: useCallback(() => setDraft(""), []),
+    onRefused: setRefusal,
     onSettled: useCallback(
       (final: LiveTurn) => {
         // The turn's messages are stored before `done`: show them from the history, keep the summary.
         void Promise.all([
           queryClient.invalidateQueries({ queryKey: trpc.chat.history.pathKey() }),
+          queryClient.invalidateQueries({ queryKey: trpc.chat.turns.pathKey() }),
           queryClient.invalidateQueries({ queryKey: trpc.session.pathKey() }),
         ]).then(() => {
           setLastTurn(final);
@@ -153,9 +183,26 @@ export function SessionDetail({ tenantSlug, sessionId }: { tenantSlug: string; s
   function submit(event?: FormEvent) {
     event?.preventDefault();
     const message = draft.trim();
-    if (!message || streaming) return;
+    if (!message) return;
+    if (streaming) {
+      // A turn runs (perhaps sent from another tab): one at a time per session; the draft waits here.
+      setRefusal({
+        code: "CONFLICT",
+        message: "A reply is already in progress in this session. Wait for it or cancel it first.",
+        retryable: true,
+      });
+      return;
+    }
+    if (message.length > CHAT_MESSAGE_MAX_CHARS) {
+      setRefusal({
+        code: "PAYLOAD_TOO_LARGE",
+        message: `Messages are limited to ${CHAT_MESSAGE_MAX_CHARS.toLocaleString()} characters; this one has ${message.length.toLocaleString()}. Shorten it, or put the text in a workspace file and refer to it.`,
+        retryable: false,
+      });
+      return;
+    }
+    setRefusal(null);
     setLastTurn(null);
-    setDraft("");
     send(message);
   }
   function onKeyDown(event: KeyboardEvent<HTMLTextAreaElement>) {
@@ -224,14 +271,15 @@ export function SessionDetail({ tenantSlug, sessionId }: { tenantSlug: string; s
               />
             </li>
           ) : (
-            pageStarts.map((afterId, index) => (
+            pageStarts.map((start, index) => (
               <HistoryPage
-                key={afterId ?? "start"}
+                key={start?.id ?? "start"}
                 ctx={ctx}
                 sessionId={sessionId}
-                afterId={afterId}
+                start={start}
                 isLast={index === pageStarts.length - 1}
-                onMore={(lastId) => setPageStarts((starts) => [...starts, lastId])}
+                turns={placedTurns}
+                onMore={(last) => setPageStarts((starts) => [...starts, last])}
               />
             ))
           )}
@@ -245,6 +293,18 @@ export function SessionDetail({ tenantSlug, sessionId }: { tenantSlug: string; s
         </ol>
         <div ref={endRef} />
         <div className="bg-card sticky bottom-0 rounded-b-xl border-t p-3 sm:p-4">
+          {canUse && refusal && (
+            <Alert className="mb-2" data-testid="send-refused">
+              <p className="font-medium">Not sent: {refusal.message}</p>
+              <p className="mt-1 text-xs opacity-80">Your message is still in the box below.</p>
+              {/* The session is gone (deleted, or with its agent): the way back is the sessions list. */}
+              {refusal.code === "NOT_FOUND" && (
+                <Link className="mt-1 inline-block text-sm underline" href={`${base}/sessions`}>
+                  Back to sessions
+                </Link>
+              )}
+            </Alert>
+          )}
           {canUse ? (
             <form onSubmit={submit} aria-label="Send a message" className="flex items-end gap-2">
               <Textarea
@@ -255,7 +315,6 @@ export function SessionDetail({ tenantSlug, sessionId }: { tenantSlug: string; s
                 onKeyDown={onKeyDown}
                 rows={1}
                 className="max-h-48 min-h-10 resize-none"
-                disabled={streaming}
               />
               {streaming ? (
                 <Button

@@ -17,7 +17,7 @@ import {
 } from "@/app/_components/ui/dialog";
 import { useTRPC } from "@/app/_trpc/client";
 
-// Tool names with their own presentation (server/modules/chat/toolkit.ts, team-tools.ts).
+// Tool names with their own presentation (server/agent/toolkit.ts, team-tools.ts).
 const SKILL_TOOL = "Skill";
 const TEAM_TOOLS = new Set(["AgentCreate", "AgentInvite"]);
 

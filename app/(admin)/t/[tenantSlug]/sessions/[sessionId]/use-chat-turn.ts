@@ -1,102 +1,57 @@
 "use client";
 
 import { TRPCClientError } from "@trpc/client";
+import { useSubscription } from "@trpc/tanstack-react-query";
 import { useCallback, useRef, useState } from "react";
-import { useTRPCClient } from "@/app/_trpc/client";
-import type { TChatTurnEvent, TTurnStatus, TTurnUsage } from "@/server/modules/chat/chat.schema";
+import { useTRPC, useTRPCClient } from "@/app/_trpc/client";
+import type { TChatTurnEvent } from "@/server/agent/agent.schema";
 import { isTransportFailure } from "@/server/client/chat-run";
+import { applyTurnEvent, type LiveTurn, startingTurn, type TurnError } from "./live-turn";
 
-/** One tool call of the live turn, its result attached when it arrives. */
-type LiveToolCall = {
-  kind: "tool";
-  toolCallId: string;
-  toolName: string;
-  input: unknown;
-  result?: Extract<TChatTurnEvent, { type: "tool-result" }>;
-};
+export type { LiveTurn, TurnError } from "./live-turn";
 
-/** What the live turn shows, in arrival order: text runs, tool calls, offloads. */
-type LiveItem =
-  | { kind: "text"; text: string }
-  | LiveToolCall
-  | { kind: "offload"; event: Extract<TChatTurnEvent, { type: "offload" }> };
-
-export type TurnError = { code: string; message: string; retryable: boolean };
-
-export type LiveTurn = {
-  userMessage: string;
-  items: LiveItem[];
-  phase: "streaming" | "done";
-  error: TurnError | null;
-  /** Set by `done`. */
-  status: TTurnStatus | null;
-  usage: TTurnUsage | null;
-  steps: number | null;
-};
-
-/** Folds one event into the turn (pure, so the order of events is all that matters). */
-function applyTurnEvent(turn: LiveTurn, event: TChatTurnEvent): LiveTurn {
-  switch (event.type) {
-    case "text-delta": {
-      const last = turn.items.at(-1);
-      const items =
-        last?.kind === "text"
-          ? [...turn.items.slice(0, -1), { kind: "text" as const, text: last.text + event.text }]
-          : [...turn.items, { kind: "text" as const, text: event.text }];
-      return { ...turn, items };
-    }
-    case "tool-call":
-      return {
-        ...turn,
-        items: [
-          ...turn.items,
-          { kind: "tool", toolCallId: event.toolCallId, toolName: event.toolName, input: event.input },
-        ],
-      };
-    case "tool-result":
-      return {
-        ...turn,
-        items: turn.items.map((item) =>
-          item.kind === "tool" && item.toolCallId === event.toolCallId ? { ...item, result: event } : item,
-        ),
-      };
-    case "offload":
-      // A tool result's offload is shown on its tool call (the result carries `offloadedTo`).
-      return event.kind === "tool-result"
-        ? turn
-        : { ...turn, items: [...turn.items, { kind: "offload", event }] };
-    case "error":
-      return { ...turn, error: { code: event.code, message: event.message, retryable: event.retryable } };
-    case "done":
-      return { ...turn, phase: "done", status: event.status, usage: event.usage, steps: event.steps };
-    case "keepalive":
-      return turn;
-  }
-}
+/** A send the server refused before any turn started: the message was not sent (the draft stays). */
+export type SendRefusal = TurnError;
 
 /**
- * The chat transport, in one place: `send` starts a turn through `chat.send` and folds its events into
- * `turn`; `cancel` asks the server to stop it (`chat.cancel`, which works from any process). `chat.send` is a
- * POST mutation streaming its events (see server/client/README.md).
+ * The chat transport, in one place. `send` starts a turn through `chat.send` (a POST streaming its events)
+ * and folds them into `turn`; `cancel` asks the server to stop it (`chat.cancel`: the only way a turn
+ * stops early; a reload or a closed tab never cancels). `chat.follow` (SSE) shows every other turn of the
+ * session as it runs: one running when the page loads (replayed from its start), one sent from another tab.
  */
 export function useChatTurn({
   tenantSlug,
   sessionId,
   onSettled,
   onStarted,
+  onAccepted,
+  onRefused,
 }: {
   tenantSlug: string;
   sessionId: string;
   /** After `done` (the turn's messages are stored by then) or a transport failure. */
   onSettled: (turn: LiveTurn) => void;
-  /** When the first event arrives (the turn is running on the server by then). */
+  /** When this tab's send was accepted, or a turn from elsewhere appeared (the turn runs on the server). */
   onStarted?: () => void;
+  /** This tab's send was accepted: its turn runs. */
+  onAccepted?: () => void;
+  /** This tab's send was refused before a turn started (a turn already runs, too long, no access). */
+  onRefused?: (refusal: SendRefusal) => void;
 }) {
+  const trpc = useTRPC();
   const client = useTRPCClient();
   const [turn, setTurn] = useState<LiveTurn | null>(null);
   const [cancelling, setCancelling] = useState(false);
   const stopRef = useRef<(() => void) | null>(null);
   const turnRef = useRef<LiveTurn | null>(null);
+  // Which turn `turn` shows when it came from `chat.follow` (null: this tab's own send, or none).
+  const followedRef = useRef<string | null>(null);
+  // This tab's sends (their idempotency keys) and the turns they started: `chat.follow` announces those
+  // too, and this tab shows them from its own stream already.
+  const ownKeysRef = useRef(new Set<string>());
+  const ownTurnsRef = useRef(new Set<string>());
+  // This tab's accepted send is streaming: no other turn can run in the session meanwhile.
+  const ownStreamingRef = useRef(false);
 
   const update = useCallback((next: LiveTurn) => {
     turnRef.current = next;
@@ -110,6 +65,8 @@ export function useChatTurn({
       if (turnRef.current?.phase === "done") return;
       update(final);
       setCancelling(false);
+      followedRef.current = null;
+      ownStreamingRef.current = false;
       onSettled(final);
       const stop = stopRef.current;
       stopRef.current = null;
@@ -118,37 +75,81 @@ export function useChatTurn({
     [onSettled, update],
   );
 
+  const fold = useCallback(
+    (event: TChatTurnEvent) => {
+      const next = applyTurnEvent(turnRef.current ?? startingTurn(""), event);
+      if (next.phase === "done") settle(next);
+      else update(next);
+    },
+    [settle, update],
+  );
+
+  useSubscription(
+    trpc.chat.follow.subscriptionOptions(
+      { tenantSlug, sessionId },
+      {
+        onData: (data) => {
+          if (data.type === "keepalive" || ownTurnsRef.current.has(data.turnId)) return;
+          if (data.type === "turn") {
+            if (data.idempotencyKey !== null && ownKeysRef.current.has(data.idempotencyKey)) {
+              ownTurnsRef.current.add(data.turnId);
+              return;
+            }
+            if (ownStreamingRef.current) return; // an announcement older than this tab's own turn
+            // Another tab's turn (or one running when the page loaded); a reconnected stream announces
+            // the turn it shows again, replayed from its start.
+            followedRef.current = data.turnId;
+            update(startingTurn(data.userMessage));
+            onStarted?.();
+            return;
+          }
+          if (followedRef.current === data.turnId) fold(data.event);
+        },
+      },
+    ),
+  );
+
   const send = useCallback(
     (message: string) => {
-      const start: LiveTurn = {
-        userMessage: message,
-        items: [],
-        phase: "streaming",
-        error: null,
-        status: null,
-        usage: null,
-        steps: null,
-      };
+      const start = startingTurn(message);
+      followedRef.current = null;
       update(start);
-      // `chat.send` is a POST mutation whose result is the turn's event stream (httpBatchStreamLink):
-      // aborting the request cancels the turn on the server, like `chat.cancel`.
+      // Aborting the request only stops this stream (after `done`, or when the page goes away): the turn
+      // runs on the server to its end; `cancel` stops it.
       const controller = new AbortController();
       stopRef.current = () => controller.abort();
-      const fail = (error: unknown) =>
-        settle({
-          ...(turnRef.current ?? start),
-          phase: "done",
-          status: "failed",
-          error: {
-            code: errorCodeOf(error),
-            message: error instanceof Error ? error.message : String(error),
-            retryable: false,
-          },
-        });
       // One key per message: when the connection drops mid-turn (the server process died, a network
       // blip), the same send goes again and the server reports the original turn instead of running it
-      // twice (it may have run tools).
+      // twice (it may have run tools). It also tells this send's turn apart on `chat.follow`.
       const idempotencyKey = crypto.randomUUID();
+      ownKeysRef.current.add(idempotencyKey);
+      let accepted = false;
+      const accept = () => {
+        if (accepted) return;
+        accepted = true;
+        ownStreamingRef.current = true;
+        onAccepted?.();
+        onStarted?.();
+      };
+      const fail = (error: unknown) => {
+        const reason: TurnError = {
+          code: errorCodeOf(error),
+          message: error instanceof Error ? error.message : String(error),
+          retryable: false,
+        };
+        if (!accepted) {
+          // Refused: nothing ran (the page shows another tab's running turn instead, if it heard of one).
+          // Unless the answer was lost on the way: then `chat.follow` shows the turn like another tab's.
+          ownKeysRef.current.delete(idempotencyKey);
+          if (followedRef.current === null) {
+            turnRef.current = null;
+            setTurn(null);
+          }
+          onRefused?.(reason);
+          return;
+        }
+        settle({ ...(turnRef.current ?? start), phase: "done", status: "failed", error: reason });
+      };
       void (async () => {
         for (let attempt = 0; ; attempt++) {
           try {
@@ -156,19 +157,14 @@ export function useChatTurn({
               { tenantSlug, sessionId, message, idempotencyKey },
               { signal: controller.signal },
             );
-            for await (const event of events) {
-              if (turnRef.current?.items.length === 0 && turnRef.current.phase === "streaming") onStarted?.();
-              const next = applyTurnEvent(turnRef.current ?? start, event);
-              if (next.phase === "done") settle(next);
-              else update(next);
-            }
+            accept();
+            for await (const event of events) if (followedRef.current === null) fold(event);
             const current = turnRef.current;
             if (current && current.phase !== "done")
               throw new Error("The connection closed before the reply ended.");
             return;
           } catch (error) {
-            // Rejected before the turn started (a running turn, no access) or the connection broke;
-            // an abort we asked for after `done` is not a failure.
+            // An abort we asked for after `done` is not a failure.
             if (controller.signal.aborted && turnRef.current?.phase === "done") return;
             if (!controller.signal.aborted && attempt < 2 && isTransportFailure(error)) {
               await new Promise((resolve) => setTimeout(resolve, 1_000 * (attempt + 1)));
@@ -181,7 +177,7 @@ export function useChatTurn({
         }
       })();
     },
-    [client, onStarted, sessionId, settle, tenantSlug, update],
+    [client, fold, onAccepted, onRefused, onStarted, sessionId, settle, tenantSlug, update],
   );
 
   const cancel = useCallback(async () => {

@@ -7,6 +7,7 @@ import { Field } from "@/app/_components/ui/field";
 import { Input } from "@/app/_components/ui/input";
 import { Select } from "@/app/_components/ui/select";
 import { Textarea } from "@/app/_components/ui/textarea";
+import { useSubmitOnce } from "@/app/_components/ui/use-submit-once";
 
 type Transport = "stdio_mcp" | "http_mcp" | "sse_mcp";
 type McpForm = {
@@ -51,12 +52,10 @@ export function McpAddForm({
   onAdd: (declaration: Record<string, unknown>) => Promise<unknown>;
 }) {
   const [form, setForm] = useState<McpForm>(EMPTY);
+  const submitOnce = useSubmitOnce();
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    void onAdd(declarationOf(form)).then(
-      () => setForm((current) => ({ ...current, name: "" })),
-      () => undefined,
-    );
+    submitOnce(() => onAdd(declarationOf(form)).then(() => setForm((current) => ({ ...current, name: "" }))));
   };
   return (
     <form className="grid gap-4" aria-label="Add an MCP server" onSubmit={submit}>

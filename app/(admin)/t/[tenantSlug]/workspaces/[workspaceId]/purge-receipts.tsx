@@ -10,7 +10,7 @@ import { useTRPC } from "@/app/_trpc/client";
 
 const POLL_MS = 1_000;
 
-/** The receipt's `deleted` as the purge job writes it (workspace-jobs.service.ts); every field optional. */
+/** The receipt's `deleted` as the purge job writes it (purge/workspace-purge.service.ts); every field optional. */
 type Deleted = {
   reason?: string;
   generation?: number;
@@ -124,10 +124,14 @@ export function PurgeReceipts({
                 )}
                 <List label="Skills deleted" items={deleted.skills} />
                 <List label="MCP declarations deleted (agent/session/name)" items={deleted.mcpDeclarations} />
+                {deleted.dataFiles !== undefined && (
+                  <Fact label="Work files deleted (data/)">
+                    <span data-testid="purge-receipt-data-files">{plural(deleted.dataFiles, "file")}</span>
+                  </Fact>
+                )}
                 {deleted.offloadFiles !== undefined && (
-                  <Fact label="Files">
-                    {plural(deleted.offloadFiles, "offload file")},{" "}
-                    {plural(deleted.dataFiles ?? 0, "data block")}
+                  <Fact label="Offload files deleted (sessions/)">
+                    {plural(deleted.offloadFiles, "file")}
                   </Fact>
                 )}
                 {deleted.databaseRows && (

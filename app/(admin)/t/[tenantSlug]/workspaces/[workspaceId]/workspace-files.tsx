@@ -28,12 +28,13 @@ import { useTenantRole } from "../../_components/tenant-role";
 import { FileViewer } from "./file-viewer";
 import { ReplaceFilesDialog } from "./replace-files-dialog";
 import { formatBytes, postWithProgress, UploadError, workspaceRoute } from "./upload";
+import { resetErrorOnEdit } from "@/app/_components/ui/use-submit-once";
 
 const childPath = (dir: string, name: string) => (dir === "." || dir === "" ? name : `${dir}/${name}`);
 
 type UploadState = { name: string; fraction: number };
 
-// The server's rule (server/modules/workspace/workspace-files.service.ts), so the page does not offer what it
+// The server's rule (server/modules/workspace-content/workspace-files.service.ts), so the page does not offer what it
 // would refuse: the layout folders stay, `.mcp` and `skills/` are changed in their own tabs.
 const LAYOUT = new Set([".mcp", "skills", "data", "sessions", "skills/.seed"]);
 const inSkills = (path: string) => path === "skills" || path.startsWith("skills/");
@@ -312,7 +313,12 @@ export function WorkspaceFiles({ tenantSlug, workspaceId }: { tenantSlug: string
 
       <Dialog open={newFolder} onOpenChange={(open) => (setNewFolder(open), mkdir.reset())}>
         <DialogContent>
-          <form onSubmit={submitFolder} className="grid gap-4" aria-label="New folder">
+          <form
+            onSubmit={submitFolder}
+            onChange={resetErrorOnEdit(mkdir)}
+            className="grid gap-4"
+            aria-label="New folder"
+          >
             <DialogHeader>
               <DialogTitle>New folder</DialogTitle>
               <DialogDescription>

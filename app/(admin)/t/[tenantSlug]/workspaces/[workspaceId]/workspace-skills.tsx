@@ -19,6 +19,7 @@ import { useTRPC } from "@/app/_trpc/client";
 import { Notice, type NoticeMessage } from "../../_components/notice";
 import { useTenantRole } from "../../_components/tenant-role";
 import { postWithProgress, workspaceRoute } from "./upload";
+import { useSubmitOnce } from "@/app/_components/ui/use-submit-once";
 
 type UploadResult = { name: string; deduplicated?: boolean };
 
@@ -92,6 +93,7 @@ export function WorkspaceSkills({
     }),
   );
 
+  const submitOnce = useSubmitOnce();
   const upload = async (event: FormEvent<HTMLFormElement>, kind: "folder" | "archive") => {
     event.preventDefault();
     const form = event.currentTarget;
@@ -213,7 +215,10 @@ export function WorkspaceSkills({
           <form
             className="grid gap-3"
             aria-label="Upload a skill"
-            onSubmit={(event) => void upload(event, "folder")}
+            onSubmit={(event) => {
+              event.preventDefault();
+              submitOnce(() => upload(event, "folder"));
+            }}
           >
             <Field label="Skill folder (with SKILL.md)">
               <Input
@@ -232,7 +237,10 @@ export function WorkspaceSkills({
           <form
             className="grid gap-3"
             aria-label="Skill archive"
-            onSubmit={(event) => void upload(event, "archive")}
+            onSubmit={(event) => {
+              event.preventDefault();
+              submitOnce(() => upload(event, "archive"));
+            }}
           >
             <Field label="Skill archive (.zip, .tar, .tar.gz)">
               <Input

@@ -45,7 +45,9 @@ function EntryText({ entry }: { entry: Entry }) {
       <code className="text-xs">{entry.kind.replace("_", " ")}</code>
       {entry.transition && <code className="text-muted-foreground text-xs">{entry.transition}</code>}
       {entry.reason && <span className="line-clamp-2 max-w-xl text-sm">{entry.reason}</span>}
-      <span className="text-muted-foreground text-xs">{entry.actor}</span>
+      <span className="text-muted-foreground text-xs" title={entry.actor}>
+        {entry.actorName ?? entry.actor}
+      </span>
     </span>
   );
 }

@@ -2,7 +2,7 @@ import { Readable } from "node:stream";
 import { assertRouteInput, routeErrorResponse } from "@/server/api/route-auth";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
 import { getWorkspaceServices } from "@/server/composition/services";
-import { verifyDownloadToken } from "@/server/modules/workspace/download-token";
+import { verifyDownloadToken } from "@/server/modules/workspace-content/download-token";
 import { AppError } from "@/server/shared/errors";
 
 export const dynamic = "force-dynamic";

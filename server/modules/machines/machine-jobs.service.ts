@@ -1,0 +1,344 @@
+import type { z } from "zod";
+import { resolveSystemTenantScope, tenantAdmitsWork } from "@/server/auth/resolve";
+import type { TenantScope } from "@/server/auth/scope";
+import type { EngineConfig } from "@/server/engine/engine-config";
+import type { DriverSet } from "@/server/engine/driver-set";
+import type { BackendHandle, CreateProgress } from "@/server/workspace/drivers/driver";
+import type { Logger } from "@/server/logger";
+import { AppError } from "@/server/shared/errors";
+import { redactHostPaths } from "@/server/shared/host-paths";
+import { recordUsage } from "@/server/modules/metering/metering.service";
+import {
+  defaultQuotaDeps,
+  provisionAdmission,
+  workspaceResources,
+  type QuotaDeps,
+} from "@/server/modules/quota/quota.service";
+import { startProvisionTimings } from "@/server/modules/metrics/provision-timings";
+import type { TStagePath } from "@/server/modules/metrics/stage-sample.schema";
+import { emitLifecycleEvent } from "@/server/modules/webhook/webhook-events";
+import { appendWorkspaceEvent } from "@/server/modules/workspace/workspace.data";
+import type {
+  ZWorkspaceProvisionPayload,
+  ZWorkspaceStopPayload,
+} from "@/server/modules/workspace/workspace.jobs";
+import {
+  findWorkspaceRecordForSystem,
+  transitionFrom,
+  type WorkspaceRecord,
+} from "@/server/modules/workspace/workspace-lifecycle.data";
+import { recordDataLostEvent } from "./data-lost";
+import { claimProvision, DEFAULT_PROVISION_CLAIM_MS, waitForProvisionClaim } from "./provision-claim";
+import { specOfRecord } from "@/server/modules/workspace/workspace-spec";
+
+/** What the workspace jobs need from the worker's composition root. */
+export type WorkspaceJobDeps = {
+  /** Every enabled backend's driver; a record's own backend acts on it. */
+  drivers: DriverSet;
+  config: EngineConfig;
+  /** Enqueues `workspace.stop` (the sweeper hands each idle workspace to its own retryable job). */
+  requestStop: (payload: z.input<typeof ZWorkspaceStopPayload>) => Promise<unknown>;
+  /** Enqueues `workspace.provision` (reconcile resumes a provision whose job was lost). */
+  requestProvision: (payload: z.input<typeof ZWorkspaceProvisionPayload>) => Promise<unknown>;
+  /** Quota admission and limits (default: the installation's, over the process' Redis). */
+  quota?: QuotaDeps;
+  /**
+   * How long a provision run's claim on creating a machine holds unless renewed (provision-claim.ts): the
+   * workers' job lock duration, so a dead run is taken over when its job would be. Default 30 s.
+   */
+  provisionClaimMs?: number;
+};
+
+/**
+ * The job's tenant and workspace, re-read. `allowSuspended` for stop and purge: they are how suspending and
+ * deleting a tenant act; a provision for a suspended tenant is refused (typed FORBIDDEN, not retried).
+ */
+async function loadRecord(
+  tenantId: string,
+  workspaceId: string,
+  options: { allowSuspended?: boolean } = {},
+): Promise<{ scope: TenantScope; record: WorkspaceRecord }> {
+  const scope = await resolveSystemTenantScope(tenantId, options);
+  const record = await findWorkspaceRecordForSystem(workspaceId);
+  if (!record || record.tenantId !== tenantId) {
+    throw new AppError("NOT_FOUND", `workspace ${workspaceId} not found in tenant ${tenantId}`);
+  }
+  return { scope, record };
+}
+
+type ProvisionOutcome = {
+  outcome: "already-ready" | "provisioned" | "stopped-suspended";
+  handle?: BackendHandle;
+  path?: TStagePath;
+};
+
+/**
+ * `workspace.provision`: PENDING | STOPPED | FAILED → PROVISIONING → READY, creating or restarting the machine;
+ * PURGED → PROVISIONING starts the id's next generation (a fresh, empty machine).
+ * Safe to run again at any point: a READY workspace whose machine exists is left alone. The machine is
+ * created under the workspace's provision claim (provision-claim.ts), one run at a time: a job that finds
+ * another run creating it (Redis lost that run's job, and the job was enqueued again) waits for that run
+ * and then looks afresh (READY: nothing to do); one that finds PROVISIONING with no live claim is the retry
+ * of an attempt whose worker died (stalled-job recovery), so it provisions again (create-or-get).
+ */
+export async function provisionWorkspace(
+  deps: Pick<WorkspaceJobDeps, "drivers" | "quota" | "provisionClaimMs">,
+  payload: z.output<typeof ZWorkspaceProvisionPayload>,
+  log: Logger,
+  /** The job's enqueue and pick-up times (epoch ms): the stage timings start there. */
+  timing: { requestedAt: number; pickedUpAt: number } = { requestedAt: Date.now(), pickedUpAt: Date.now() },
+  /** The job's signal (shutdown, a lost lock): ends a wait for another run's claim. */
+  signal?: AbortSignal,
+): Promise<ProvisionOutcome> {
+  for (;;) {
+    const outcome = await provisionOnce(deps, payload, log, timing);
+    if (outcome !== "claim-held") return outcome;
+    await waitForProvisionClaim(payload.workspaceId, signal);
+  }
+}
+
+/** One look at the workspace and, under its claim, the provision; "claim-held": another run has it. */
+async function provisionOnce(
+  deps: Pick<WorkspaceJobDeps, "drivers" | "quota" | "provisionClaimMs">,
+  payload: z.output<typeof ZWorkspaceProvisionPayload>,
+  log: Logger,
+  timing: { requestedAt: number; pickedUpAt: number },
+): Promise<ProvisionOutcome | "claim-held"> {
+  const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId);
+  const driver = deps.drivers.forKind(record.backendKind);
+  const quota = deps.quota ?? defaultQuotaDeps();
+  // A workspace that starts holding a machine is admitted against the tenant's quotas (live workspaces,
+  // budget, provisions per minute) inside its transition, under the tenant's quota lock.
+  const admit = provisionAdmission(record.tenantId, record.id, quota);
+  const { resources, size } = await workspaceResources(record.tenantId, quota);
+  const spec = { ...specOfRecord(record), resources };
+  const dataLoss = dataLossRecorder(scope, record);
+  // Off the hot path: one un-awaited buffer push when the provision ends (see stage-buffer.service.ts).
+  const timings = startProvisionTimings(timing, record, (error) =>
+    log.warn({ err: error }, "could not buffer stage timings"),
+  );
+  const path = timings.path;
+  const entered = await enterProvisioning({ scope, record, payload, driver, spec, admit, dataLoss });
+  if (entered === "already-ready") return { outcome: "already-ready" };
+  const claim = await claimProvision(record.id, deps.provisionClaimMs ?? DEFAULT_PROVISION_CLAIM_MS, log);
+  if (!claim) return "claim-held";
+  let handle: BackendHandle;
+  try {
+    if (record.state === "PROVISIONING") {
+      await appendWorkspaceEvent(scope, record.id, {
+        kind: "provisioning",
+        reason: "retrying an interrupted provision",
+        data: { attempt: 0 },
+      });
+    }
+    const progress = progressRecorder(scope, record, timings, dataLoss, log);
+    try {
+      // A generation after a purge starts without the old handle: its machine is gone.
+      handle = await driver.create(record.state === "PURGED" ? { ...spec, handle: null } : spec, {
+        onProgress: progress.onProgress,
+      });
+      await progress.recorded();
+    } catch (error) {
+      await progress.recorded();
+      await recordProvisionFailure(scope, record, error, timings, log);
+      throw error;
+    }
+    await transitionFrom(scope, record.id, {
+      from: ["PROVISIONING"],
+      to: "READY",
+      reason: "provisioned",
+      backendHandle: handle,
+      meteredSize: size,
+    });
+  } finally {
+    await claim.end();
+  }
+  timings.done(true);
+  await recordUsage([
+    {
+      tenantId: record.tenantId,
+      kind: "provision",
+      quantity: 1,
+      backend: record.backendKind,
+      size,
+      agentId: record.agentId,
+      userId: record.userId,
+      workspaceId: record.id,
+    },
+  ]).catch((error: unknown) => log.warn({ err: error }, "could not meter a provision"));
+  // An operator suspended the tenant while the machine was being made: that suspension's stop job found the
+  // record PROVISIONING and had nothing to stop, so the machine stops here instead of running on.
+  if (!(await tenantAdmitsWork(payload.tenantId))) {
+    await stopWorkspace(deps, {
+      tenantId: payload.tenantId,
+      workspaceId: record.id,
+      reason: "tenant suspended while provisioning",
+    });
+    return { outcome: "stopped-suspended" };
+  }
+  emitLifecycleEvent(record.tenantId, "workspace.ready", {
+    workspaceId: record.id,
+    backend: record.backendKind,
+    path,
+  });
+  return { outcome: "provisioned", handle, path };
+}
+
+/** The data-lost event, recorded once per job, whoever notices first (the job or the driver). */
+function dataLossRecorder(scope: TenantScope, record: WorkspaceRecord) {
+  let recorded = false;
+  return {
+    recorded: () => recorded,
+    async record(reason: string) {
+      recorded = true;
+      await recordDataLostEvent(scope, record, reason);
+    },
+  };
+}
+
+type Driver = ReturnType<DriverSet["forKind"]>;
+
+/**
+ * Moves the record to PROVISIONING from whatever state the job found it in (or finds a READY record's
+ * machine still there: nothing to do). A purge or a stop under way makes the job wait (retryable).
+ */
+async function enterProvisioning(input: {
+  scope: TenantScope;
+  record: WorkspaceRecord;
+  payload: z.output<typeof ZWorkspaceProvisionPayload>;
+  driver: Driver;
+  spec: Parameters<Driver["exists"]>[0];
+  admit: ReturnType<typeof provisionAdmission>;
+  dataLoss: ReturnType<typeof dataLossRecorder>;
+}): Promise<"already-ready" | "provisioning"> {
+  const { scope, record, payload, driver, spec, admit, dataLoss } = input;
+  switch (record.state) {
+    case "READY":
+      if (await driver.exists(spec)) return "already-ready";
+      await transitionFrom(scope, record.id, {
+        from: ["READY"],
+        to: "FAILED",
+        reason: payload.machineGone ? "machine vanished (found on use)" : "machine vanished",
+        error: "machine vanished",
+      });
+      await dataLoss.record("its machine vanished while it was READY");
+      await transitionFrom(scope, record.id, {
+        from: ["FAILED"],
+        to: "PROVISIONING",
+        reason: payload.reason,
+      });
+      break;
+    case "PURGED": {
+      // The purge deleted the last generation's machine and data: this use starts the next one, empty.
+      const next = record.generation + 1;
+      await transitionFrom(scope, record.id, {
+        from: ["PURGED"],
+        to: "PROVISIONING",
+        reason: `${payload.reason}: generation ${next} after a purge`,
+        admit,
+      });
+      break;
+    }
+    case "PURGING":
+      // Provisioning now could bring back what the purge is deleting: wait for it (BullMQ's backoff).
+      throw new AppError("UNAVAILABLE", `workspace ${record.id} is being purged; provisioning will retry`);
+    case "STOPPING":
+      // The stop job finishes first; BullMQ's backoff brings this job back.
+      throw new AppError("UNAVAILABLE", `workspace ${record.id} is stopping; provisioning will retry`);
+    case "PROVISIONING":
+      // Another run may be creating the machine right now: the claim decides (provisionOnce).
+      break;
+    case "PENDING":
+    case "STOPPED":
+    case "FAILED":
+      // A stopped workspace keeps its data; if its machine is gone now, that data went with it.
+      if (record.state === "STOPPED" && record.backendHandle !== null && !(await driver.exists(spec)))
+        await dataLoss.record("its machine vanished while it was stopped");
+      await transitionFrom(scope, record.id, {
+        from: [record.state],
+        to: "PROVISIONING",
+        reason: payload.reason,
+        admit,
+      });
+      break;
+  }
+  return "provisioning";
+}
+
+/**
+ * Each provisioning step (image build output, container created or reattached, gateway ready) becomes a
+ * WorkspaceEvent, in order, so an admin can watch a slow first build and see where a failure happened.
+ */
+function progressRecorder(
+  scope: TenantScope,
+  record: WorkspaceRecord,
+  timings: ReturnType<typeof startProvisionTimings>,
+  dataLoss: ReturnType<typeof dataLossRecorder>,
+  log: Logger,
+) {
+  let progressEvents = Promise.resolve();
+  const onProgress = (progress: CreateProgress) => {
+    timings.progress(progress.step);
+    progressEvents = progressEvents
+      .then(async () => {
+        const reason = progress.detail ? `${progress.step}: ${progress.detail.slice(0, 500)}` : progress.step;
+        // The driver found the machine's files gone (an E2B sandbox that vanished or came back empty).
+        if (progress.dataLost && !dataLoss.recorded()) return dataLoss.record(reason);
+        await appendWorkspaceEvent(scope, record.id, {
+          kind: "provisioning",
+          reason,
+          data: { step: progress.step },
+        });
+      })
+      .catch((error: unknown) => log.warn({ err: error }, "could not record a provisioning step"));
+  };
+  /** Resolves once every step reported so far is recorded. */
+  const recorded = () => progressEvents;
+  return { onProgress, recorded };
+}
+
+/** PROVISIONING → FAILED with the error, the failed timing, and the `workspace.failed` webhook. */
+async function recordProvisionFailure(
+  scope: TenantScope,
+  record: WorkspaceRecord,
+  error: unknown,
+  timings: ReturnType<typeof startProvisionTimings>,
+  log: Logger,
+) {
+  const message = error instanceof Error ? error.message : String(error);
+  await transitionFrom(scope, record.id, {
+    from: ["PROVISIONING"],
+    to: "FAILED",
+    reason: "provisioning failed",
+    error: message.slice(0, 4000),
+  }).catch((transitionError: unknown) =>
+    log.warn({ err: transitionError }, "could not record the failed provision"),
+  );
+  timings.done(false);
+  emitLifecycleEvent(record.tenantId, "workspace.failed", {
+    workspaceId: record.id,
+    backend: record.backendKind,
+    // Sent outside the installation: host paths never leave it (server/shared/host-paths.ts).
+    error: redactHostPaths(message).slice(0, 1_000),
+  });
+}
+
+/** `workspace.stop`: READY | STOPPING → STOPPED; the machine stops, its data stays. */
+export async function stopWorkspace(
+  deps: Pick<WorkspaceJobDeps, "drivers">,
+  payload: z.output<typeof ZWorkspaceStopPayload>,
+): Promise<{ outcome: "stopped" | "nothing-to-stop"; state: string }> {
+  const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId, { allowSuspended: true });
+  if (record.state === "READY") {
+    await transitionFrom(scope, record.id, { from: ["READY"], to: "STOPPING", reason: payload.reason });
+  } else if (record.state !== "STOPPING") {
+    return { outcome: "nothing-to-stop", state: record.state };
+  }
+  await deps.drivers.forKind(record.backendKind).stop(specOfRecord(record));
+  await transitionFrom(scope, record.id, { from: ["STOPPING"], to: "STOPPED", reason: payload.reason });
+  emitLifecycleEvent(record.tenantId, "workspace.stopped", {
+    workspaceId: record.id,
+    reason: payload.reason,
+  });
+  return { outcome: "stopped", state: "STOPPED" };
+}

@@ -1,0 +1,93 @@
+import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Logger } from "@/server/logger";
+import {
+  readProvisionClaim,
+  releaseProvisionClaim,
+  renewProvisionClaim,
+  takeProvisionClaim,
+} from "./provision-claim.data";
+
+/**
+ * One provision run's claim on creating a workspace's machine (provision-claim.data.ts says why it lives in
+ * Postgres). A run that has it renews it every third of `heldForMs` while the driver creates; a run that
+ * finds it held waits until the state changes or the claim lapses, then looks at the workspace afresh.
+ */
+
+// Default lapse: BullMQ's default lock duration, so a run whose worker died is taken over about when
+// stalled-job recovery hands its job to another worker.
+export const DEFAULT_PROVISION_CLAIM_MS = 30_000;
+// How often a waiting run looks again (the holder may finish well before its claim would lapse).
+const WAIT_POLL_MS = 1_000;
+
+const processTag = `${process.pid}-${randomUUID().slice(0, 8)}`;
+const liveHolders = new Set<string>();
+
+type ProvisionClaim = {
+  /** Stops renewing and lets the claim go (a state change already cleared it). Never throws. */
+  end(): Promise<void>;
+};
+
+/**
+ * Takes the claim on `workspaceId` (PROVISIONING) for a new run of this process: the claim, renewed until
+ * `end()`, or null when another run holds it.
+ */
+export async function claimProvision(
+  workspaceId: string,
+  heldForMs: number,
+  log: Logger,
+): Promise<ProvisionClaim | null> {
+  const holder = `${processTag}:${randomUUID()}`;
+  liveHolders.add(holder);
+  let taken = false;
+  try {
+    taken = await takeProvisionClaim(
+      workspaceId,
+      { holder, processTag, live: () => [...liveHolders] },
+      heldForMs,
+    );
+  } finally {
+    if (!taken) liveHolders.delete(holder);
+  }
+  if (!taken) return null;
+  const renewing = setInterval(
+    () => {
+      renewProvisionClaim(workspaceId, holder, heldForMs).then(
+        (held) => {
+          if (!held) log.warn({ workspaceId }, "the provision claim was taken over while this run created");
+        },
+        // A database hiccup: the next renewal tries again (the claim lapses only after heldForMs).
+        (error: unknown) => log.warn({ err: error, workspaceId }, "could not renew the provision claim"),
+      );
+    },
+    Math.max(100, Math.floor(heldForMs / 3)),
+  );
+  renewing.unref();
+  return {
+    async end() {
+      clearInterval(renewing);
+      // Cleared already when the run changed the state; otherwise the next run need not wait for a lapse
+      // (and if this fails too, this process' next run takes its own ended claim over at once).
+      await releaseProvisionClaim(workspaceId, holder).catch(() => undefined);
+      liveHolders.delete(holder);
+    },
+  };
+}
+
+/**
+ * Waits while another run holds a live claim on `workspaceId`: until its state changes, its claim is
+ * let go or lapses. Aborted by `signal` (shutdown, a lost job lock) with the signal's reason.
+ */
+export async function waitForProvisionClaim(workspaceId: string, signal?: AbortSignal): Promise<void> {
+  for (;;) {
+    signal?.throwIfAborted();
+    const claim = await readProvisionClaim(workspaceId);
+    if (!claim || claim.state !== "PROVISIONING" || !claim.holder || !claim.heldUntil) return;
+    const lapsesIn = claim.heldUntil.getTime() - Date.now();
+    const ownEnded = claim.holder.startsWith(`${processTag}:`) && !liveHolders.has(claim.holder);
+    if (lapsesIn <= 0 || ownEnded) return;
+    await sleep(Math.min(WAIT_POLL_MS, lapsesIn + 1), undefined, { signal }).catch((error: unknown) => {
+      throw signal?.aborted ? signal.reason : error;
+    });
+  }
+}

@@ -1,0 +1,288 @@
+import { installationIdOf, type InstallationIdSource } from "@/server/workspace/drivers/installation";
+import type { WorkspaceResources } from "@/server/workspace/drivers/driver";
+import fs from "node:fs/promises";
+import path from "node:path";
+import Docker from "dockerode";
+import { AppError } from "@/server/shared/errors";
+import { workspaceVanished } from "@/server/workspace/drivers/vanished";
+import { deleteHostTree } from "@/server/workspace/drivers/host-folder/host-tree-deleter";
+import {
+  loadGatewayBundle,
+  readGatewayBundle,
+  type GatewayBundle,
+} from "@/server/workspace/gateway/bundle-gateway";
+import type { McpConnector } from "@/server/workspace/mcp/types";
+import { DockerMachine } from "./docker-machine";
+import { workspaceFolder } from "@/server/workspace/drivers/host-folder/folder-layout";
+import {
+  CONTAINER_PATHS,
+  containerKey,
+  containerName,
+  ZDockerProviderConfig,
+  type DockerWorkspaceRef,
+  type TDockerProviderConfig,
+  type TDockerProviderConfigInput,
+} from "./docker-config";
+import { runRootChore } from "./docker-exec";
+import { hostFolderIdentity } from "./host-folder";
+import { gatewayCredentialsPath, startDockerGateway, type RunningGateway } from "./docker-gateway";
+import {
+  containerEnv,
+  ensureRunningContainer,
+  inspectOrNull,
+  removeContainer,
+  stopContainer,
+} from "./workspace-container";
+import { WorkspaceImageBuilder, type ImageBuildProgress } from "./workspace-image";
+import { pruneWorkspaceImages } from "./workspace-image-gc";
+
+/** Provisioning progress, for the workspace's event stream. */
+export type DockerProvisionEvent =
+  | ({ type: "image" } & ImageBuildProgress)
+  | { type: "container"; state: "created" | "reattached"; name: string }
+  | { type: "gateway"; state: "starting" | "ready" };
+
+export type DockerWorkspaceRequest = DockerWorkspaceRef & {
+  /** The agent whose request created the workspace ("" when none); a label only. */
+  agentId: string;
+  /** Host directory bound at /workspace. Default `<dataRoot>/<tenant>/<user>/<workspace id>`. */
+  hostWorkdir?: string;
+  onProgress?: (event: DockerProvisionEvent) => void;
+  /**
+   * Reuse a healthy gateway started by another process (credentials on file) instead of restarting it with
+   * a new token, which would cut off every other process attached to it. Default false: always rotate.
+   */
+  reuseToken?: boolean;
+  /** The tenant's per-workspace quotas (CPUs, memory): the container gets the smaller of these and the config. */
+  resources?: WorkspaceResources;
+  /**
+   * The workspace was provisioned before (the engine attaches with its stored handle): a missing host folder,
+   * or a container made for another one, means its files vanished (`workspaceVanished`), never a new empty
+   * folder; the workers provision it again and record the loss. Default false: create what is missing.
+   */
+  provisionedBefore?: boolean;
+};
+
+/**
+ * A running workspace container whose workdir is the workspace user's: commands can run. Its gateway may
+ * still be starting (`gateway.ready`); MCP and file requests through it wait for it.
+ */
+export type DockerWorkspaceHandle = {
+  ref: DockerWorkspaceRef;
+  containerName: string;
+  backend: DockerMachine;
+  /** Connects MCP declarations through the in-container gateway (same port as the local connector). */
+  mcpConnector: McpConnector;
+  gateway: RunningGateway;
+  hostWorkdir: string;
+  /** False when open() had to create the container; true when it found an existing one. */
+  reattached: boolean;
+  isAlive(): Promise<boolean>;
+  /** Stops the container; the data stays for a later open(). Same as `backend.close()`. */
+  close(): Promise<void>;
+};
+
+export type DockerProviderDeps = {
+  docker?: Docker;
+  /** This installation's id, labelled on every container (see server/workspace/drivers/installation.ts). */
+  installationId?: InstallationIdSource;
+  /** Where the gateway bundle comes from (default: prebuilt file, else built from source). */
+  loadGatewayBundle?: () => Promise<GatewayBundle>;
+};
+
+/**
+ * Docker workspaces: one container per workspace id (`berth-ws-<id>`), reattached across process restarts
+ * by its deterministic name, with the workdir bind-mounted from the host and the MCP gateway inside.
+ */
+export class DockerWorkspaceProvider {
+  readonly config: TDockerProviderConfig;
+  readonly docker: Docker;
+  private readonly images: WorkspaceImageBuilder;
+  private readonly bundle: () => Promise<GatewayBundle>;
+  private readonly opening = new Map<string, Promise<DockerWorkspaceHandle>>();
+  /** This installation's id (memoised; fails loudly when none was given). */
+  readonly installationId: InstallationIdSource;
+
+  constructor(config: TDockerProviderConfigInput, deps: DockerProviderDeps = {}) {
+    this.config = ZDockerProviderConfig.parse(config);
+    this.installationId = installationIdOf(deps.installationId);
+    this.docker = deps.docker ?? new Docker({ socketPath: this.config.socketPath });
+    this.images = new WorkspaceImageBuilder(this.docker, this.config);
+    const prebuilt = this.config.gatewayBundlePath;
+    this.bundle =
+      deps.loadGatewayBundle ?? (prebuilt ? () => readGatewayBundle(prebuilt) : () => loadGatewayBundle());
+    const socket = path.join(this.config.runtimeRoot, "x".repeat(49), "gateway.sock");
+    if (Buffer.byteLength(socket) > 107) {
+      throw new AppError(
+        "BAD_REQUEST",
+        `runtimeRoot is too long for unix socket paths: ${this.config.runtimeRoot}`,
+      );
+    }
+  }
+
+  /**
+   * Whether this process can hand a workdir to the workspace user with a host-side chown (no exec): it runs
+   * as root and the engine maps no user namespace (rootless or userns-remap would shift the uid).
+   */
+  private ownersOnHost: Promise<boolean> | null = null;
+  private readonly hostSetsOwners = (): Promise<boolean> => {
+    this.ownersOnHost ??= (async () => {
+      if (process.getuid?.() !== 0) return false;
+      const info = (await this.docker.info()) as { SecurityOptions?: string[] };
+      return !(info.SecurityOptions ?? []).some((option) => /name=(userns|rootless)/.test(option));
+    })().catch(() => false);
+    return this.ownersOnHost;
+  };
+
+  /** Resolves once the engine answers; rejects with UNAVAILABLE and the reason otherwise. */
+  async ping(): Promise<void> {
+    try {
+      await this.docker.ping();
+    } catch (error) {
+      throw new AppError(
+        "UNAVAILABLE",
+        `Docker engine not reachable at ${this.config.socketPath}: ${String(error)}`,
+        {
+          cause: error,
+          userMessage: "The Docker engine is not reachable",
+        },
+      );
+    }
+  }
+
+  /** Where a workspace's files live on the host (the host-folder drivers' layout). */
+  hostWorkdirOf(ref: DockerWorkspaceRef): string {
+    return workspaceFolder(this.config.dataRoot, ref);
+  }
+
+  private hostRuntimeDirOf(ref: DockerWorkspaceRef): string {
+    return path.join(this.config.runtimeRoot, containerKey(ref));
+  }
+
+  /**
+   * Create-or-reattach: builds the image if needed, gets the container running (replacing a dead one) and
+   * (re)starts the gateway with a fresh token. Resolves as soon as commands can run; the gateway's health is
+   * `handle.gateway.ready` (progress reports it). Concurrent calls for one id share one attempt.
+   */
+  open(request: DockerWorkspaceRequest): Promise<DockerWorkspaceHandle> {
+    // An attach (which refuses a vanished folder) never shares a provision's attempt (which creates one).
+    const id = `${containerKey(request)}${request.provisionedBefore ? ":attach" : ""}`;
+    const pending = this.opening.get(id);
+    if (pending) return pending;
+    const attempt = this.openOnce(request).finally(() => this.opening.delete(id));
+    this.opening.set(id, attempt);
+    return attempt;
+  }
+
+  private async openOnce(request: DockerWorkspaceRequest): Promise<DockerWorkspaceHandle> {
+    const { onProgress } = request;
+    const ref: DockerWorkspaceRef = {
+      tenantId: request.tenantId,
+      userId: request.userId,
+      workspaceId: request.workspaceId,
+    };
+    const hostWorkdir = path.resolve(request.hostWorkdir ?? this.hostWorkdirOf(ref));
+    const hostRuntimeDir = this.hostRuntimeDirOf(ref);
+    if (!request.provisionedBefore) await fs.mkdir(hostWorkdir, { recursive: true });
+    const workdirIdentity = await hostFolderIdentity(hostWorkdir);
+    if (workdirIdentity === null) throw workspaceVanished();
+    await fs.mkdir(hostRuntimeDir, { recursive: true, mode: 0o755 });
+
+    const image = await this.images.ensure(await this.bundle(), (progress) =>
+      onProgress?.({ type: "image", ...progress }),
+    );
+    const { container, created, startedAt } = await ensureRunningContainer(this.docker, this.config, {
+      ...ref,
+      agentId: request.agentId,
+      installation: await this.installationId(),
+      image,
+      hostWorkdir,
+      workdirIdentity,
+      provisionedBefore: request.provisionedBefore ?? false,
+      hostRuntimeDir,
+      ...(request.resources ? { resources: request.resources } : {}),
+    });
+    const name = containerName(ref);
+    onProgress?.({ type: "container", state: created ? "created" : "reattached", name });
+
+    onProgress?.({ type: "gateway", state: "starting" });
+    const gateway = await startDockerGateway(
+      container,
+      this.config,
+      { hostRuntimeDir, hostWorkdir, containerStartedAt: startedAt, hostSetsOwners: this.hostSetsOwners },
+      {
+        reuseToken: request.reuseToken ?? false,
+        onReady: () => onProgress?.({ type: "gateway", state: "ready" }),
+      },
+    );
+
+    const backend = new DockerMachine({
+      container,
+      user: `${this.config.uid}:${this.config.gid}`,
+      env: containerEnv(this.config),
+      files: gateway.files,
+      hostFolder: { path: hostWorkdir, identity: workdirIdentity },
+      onClose: () => stopContainer(this.docker, name, this.config.stopTimeoutSeconds),
+    });
+    return {
+      ref,
+      containerName: name,
+      backend,
+      mcpConnector: gateway.connector,
+      gateway,
+      hostWorkdir,
+      reattached: !created,
+      isAlive: () => backend.isAlive(),
+      close: () => backend.close(),
+    };
+  }
+
+  /** True while the workspace's container runs (false when stopped, killed or removed). */
+  async isAlive(ref: DockerWorkspaceRef): Promise<boolean> {
+    const info = await inspectOrNull(this.docker.getContainer(containerName(ref)));
+    return info?.State.Running ?? false;
+  }
+
+  /**
+   * Removes workspace images of this repository that no container uses and new workspaces no longer get,
+   * once older than `imageGcMinAgeMs` (see pruneWorkspaceImages). Returns the tags removed.
+   */
+  async pruneImages(options: { dryRun?: boolean; minAgeMs?: number } = {}): Promise<string[]> {
+    const current = await this.images.currentTag(await this.bundle());
+    return pruneWorkspaceImages(this.docker, {
+      repository: this.config.imageRepository,
+      keepTags: [current, ...this.images.building()],
+      minAgeMs: options.minAgeMs ?? this.config.imageGcMinAgeMs,
+      dryRun: options.dryRun ?? false,
+    });
+  }
+
+  /** Stops the container and keeps container and data (the next open() reattaches). */
+  async stop(ref: DockerWorkspaceRef): Promise<void> {
+    await stopContainer(this.docker, containerName(ref), this.config.stopTimeoutSeconds);
+  }
+
+  /**
+   * Removes the container AND the workspace's data. Files are deleted from inside the container first:
+   * they belong to the workspace user, which the host process may not be allowed to delete.
+   */
+  async purge(ref: DockerWorkspaceRef, hostWorkdir?: string): Promise<void> {
+    const name = containerName(ref);
+    const container = this.docker.getContainer(name);
+    const info = await inspectOrNull(container);
+    if (info) {
+      try {
+        if (!info.State.Running) await container.start();
+        await runRootChore(container, ["find", CONTAINER_PATHS.workdir, "-mindepth", "1", "-delete"]);
+      } catch {
+        // A container that cannot run any more: the host-side removal below is all we can do.
+      }
+      await removeContainer(this.docker, name);
+    }
+    // Usually empty by now (the chore above); when the container could not run, the whole tree is left,
+    // so in yielding batches: this process' event loop serves jobs and shutdown meanwhile.
+    await deleteHostTree(path.resolve(hostWorkdir ?? this.hostWorkdirOf(ref)));
+    await fs.rm(this.hostRuntimeDirOf(ref), { recursive: true, force: true });
+    await fs.rm(gatewayCredentialsPath(this.hostRuntimeDirOf(ref)), { force: true });
+  }
+}
