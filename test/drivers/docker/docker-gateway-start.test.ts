@@ -13,7 +13,9 @@ const brokenBundle = { code, sha256: createHash("sha256").update(code).digest("h
 
 describeDocker("a Docker workspace's commands do not wait for its gateway", () => {
   let testbed: Awaited<ReturnType<typeof createDockerTestbed>>;
-  const gateway = { startTimeoutMs: 1_500 };
+  // Long enough for Node to boot in the container and print on a loaded machine (1.5 s was not, in CI: the
+  // deadline passed with the log still empty), so the failure can say what the log ends with.
+  const gateway = { startTimeoutMs: 6_000 };
 
   beforeAll(async () => {
     testbed = await createDockerTestbed({ gateway });

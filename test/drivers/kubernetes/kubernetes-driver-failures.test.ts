@@ -7,7 +7,9 @@ import * as k8s from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isAppError } from "@/server/shared/errors";
 import type { CreateProgress, WorkspaceDriver, WorkspaceSpec } from "@/server/workspace/drivers/driver";
+import type { KubeClient } from "@/server/workspace/drivers/kubernetes/kube-client";
 import { claimName, podName } from "@/server/workspace/drivers/kubernetes/kubernetes-names";
+import { PodExecutor } from "@/server/workspace/drivers/kubernetes/pod-exec";
 import { createDriverTestbed, describeKube, type DriverTestbed } from "./support/kube-env";
 
 async function text(stream: Readable): Promise<string> {
@@ -176,6 +178,30 @@ describeKube("Kubernetes driver: Pods that fail, vanish or never start", () => {
     expect(await text(await attached.readFile("data.txt"))).toBe("still here");
     await attached.close();
     await backend.close();
+  });
+
+  it("bounds Berth's own execs: one that never ends, or never reads its stdin, fails UNAVAILABLE at its limit", async () => {
+    const { handle } = await provision(driver, shared);
+    // The executor a driver builds, over this test's kubeconfig (it needs nothing else of the client).
+    const executor = new PodExecutor({ kc: bed.kc } as KubeClient, {
+      namespace: bed.namespace,
+      pod: handle.pod as string,
+      container: "workspace",
+    });
+    const endless = await failureOf(executor.run(["sleep", "600"], undefined, { timeoutMs: 1_000 }));
+    expect([endless.code, endless.message]).toEqual([
+      "UNAVAILABLE",
+      expect.stringMatching(/exec of sleep in .* did not finish within 1000 ms/),
+    ]);
+    // 8 MiB to a command that never reads: the stream stalls on backpressure, the bound still holds.
+    const unread = await failureOf(
+      executor.run(["sleep", "600"], Buffer.alloc(8 << 20), { timeoutMs: 1_000 }),
+    );
+    expect(unread.code).toBe("UNAVAILABLE");
+    // The executor still works afterwards.
+    expect(await executor.run(["echo", "ok"], undefined, { timeoutMs: 30_000 })).toMatchObject({
+      exitCode: 0,
+    });
   });
 
   it("fails a Pod stuck Pending with the scheduler's reason instead of hanging, and leaves no Pod behind", async () => {

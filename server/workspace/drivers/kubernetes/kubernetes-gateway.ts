@@ -180,12 +180,14 @@ async function launchGateway(
   bundle: () => Promise<GatewayBundle>,
 ): Promise<void> {
   const code = await bundle();
-  const prepared = await executor.run(["/bin/sh", "-c", PREPARE, "prepare", code.sha256]);
+  // Each step within the start's own bound: an exec that never ends must fail the start, not wedge it.
+  const bounded = { timeoutMs: config.gateway.startTimeoutMs };
+  const prepared = await executor.run(["/bin/sh", "-c", PREPARE, "prepare", code.sha256], undefined, bounded);
   if (prepared.exitCode !== 0) {
     throw new AppError("INTERNAL", `could not prepare the gateway container: ${prepared.stderr.trim()}`);
   }
   if (prepared.stdout.trim() !== "current") {
-    const installed = await executor.run(["/bin/sh", "-c", INSTALL, POD.gatewayBundle], code.code);
+    const installed = await executor.run(["/bin/sh", "-c", INSTALL, POD.gatewayBundle], code.code, bounded);
     if (installed.exitCode !== 0) {
       throw new AppError("INTERNAL", `could not install the gateway bundle: ${installed.stderr.trim()}`);
     }
@@ -201,6 +203,7 @@ async function launchGateway(
       String(Math.ceil(config.gateway.startTimeoutMs / 1000)),
     ],
     `${credentials.token}\n`,
+    bounded,
   );
   if (launched.exitCode !== 0)
     throw new AppError("INTERNAL", `could not start the gateway: ${launched.stderr.trim()}`);
@@ -321,10 +324,12 @@ export async function attachGateway(
         if (started.instanceNonce === credentials.nonce) await markStarted(kube, owner, pod, credentials);
         return started;
       }
-      const log = await executor.run(["tail", "-c", "4000", POD.gatewayLog]).then(
-        (result) => result.stdout,
-        () => undefined,
-      );
+      const log = await executor
+        .run(["tail", "-c", "4000", POD.gatewayLog], undefined, { timeoutMs: 10_000 })
+        .then(
+          (result) => result.stdout,
+          () => undefined,
+        );
       throw gatewayStartFailed(startTimeout, log);
     }
     throw new AppError(

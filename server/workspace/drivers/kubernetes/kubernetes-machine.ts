@@ -46,7 +46,7 @@ export class KubernetesMachine implements WorkspaceMachine {
     this.files = new ScriptFiles({
       run: (argv, { stdin, maxBytes }) => {
         this.assertOpen();
-        return executor.run(argv, stdin, maxBytes);
+        return executor.run(argv, stdin, { maxBytes });
       },
       start: async (argv, sink) => {
         this.assertOpen();

@@ -75,21 +75,35 @@ export class PodExecutor {
     return { finished, resume: () => channel.resume(), close: () => channel.close() };
   }
 
-  /** Runs a short command to completion with capped collected output (Berth's own chores and scripts). */
+  /**
+   * Runs a short command to completion with capped collected output (Berth's own chores and scripts).
+   * `timeoutMs` bounds a chore that must not hold up its caller for ever (a gateway start's steps): past
+   * it the session is dropped and the run fails UNAVAILABLE, whatever the connection or the process does.
+   */
   async run(
     argv: readonly string[],
     stdin?: Readable | Uint8Array | string,
-    cap = 64 * 1024 * 1024,
+    options: { maxBytes?: number; timeoutMs?: number } = {},
   ): Promise<{ exitCode: number; stdout: string; stderr: string }> {
-    const output = new ExecOutput({ maxBufferBytes: cap });
-    const handle = await this.start(argv, {
-      stdin,
-      sink: (type, chunk) => {
-        output.push(type, chunk);
-        return true;
+    const output = new ExecOutput({ maxBufferBytes: options.maxBytes ?? 64 * 1024 * 1024 });
+    const sink: OutputSink = (type, chunk) => {
+      output.push(type, chunk);
+      return true;
+    };
+    const exitCode = await withinTime(
+      async (started) => {
+        const handle = await this.start(argv, { stdin, sink });
+        started(handle);
+        return handle.finished;
       },
-    });
-    const exitCode = await handle.finished;
+      options.timeoutMs,
+      () =>
+        new AppError(
+          "UNAVAILABLE",
+          `exec of ${argv[0]} in ${this.target.pod} did not finish within ${options.timeoutMs} ms`,
+          { userMessage: "The workspace Pod is not reachable" },
+        ),
+    );
     const stderr = output.stderr.toString("utf8");
     if (exitCode === null) {
       throw new AppError(
@@ -101,6 +115,39 @@ export class PodExecutor {
       );
     }
     return { exitCode, stdout: output.stdout.toString("utf8"), stderr };
+  }
+}
+
+/**
+ * `work`'s result, or `timedOut()` thrown once `timeoutMs` passed (the session `work` reported through
+ * `started` is closed then, and one that reports itself later is closed at once). No bound without `timeoutMs`.
+ */
+async function withinTime<T>(
+  work: (started: (handle: ExecHandle) => void) => Promise<T>,
+  timeoutMs: number | undefined,
+  timedOut: () => Error,
+): Promise<T> {
+  if (timeoutMs === undefined) return work(() => undefined);
+  let handle: ExecHandle | undefined;
+  let expired = false;
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      expired = true;
+      handle?.close();
+      reject(timedOut());
+    }, timeoutMs);
+  });
+  const running = work((started) => {
+    handle = started;
+    if (expired) started.close();
+  });
+  // Past the deadline the work's own outcome no longer matters; it must not surface as unhandled.
+  running.catch(() => undefined);
+  try {
+    return await Promise.race([running, deadline]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

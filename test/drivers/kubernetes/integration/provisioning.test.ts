@@ -65,13 +65,45 @@ describeKube("multi-process provisioning on the Kubernetes backend", { timeout: 
     if (basedir) await fs.rm(basedir, { recursive: true, force: true });
   });
 
-  /** Both API replicas at once, each making `calls` concurrent first uses spread over the sessions. */
-  const resolveFromTwoApis = (sessionIds: string[], calls: number) =>
-    Promise.all(
+  /**
+   * Both API replicas at once, each making `calls` concurrent first uses spread over the sessions. An
+   * answer that has not come well before the test's timeout fails with what the workspaces, the workers'
+   * provision log and every child say (a CI run once waited out the whole timeout with nothing to show).
+   */
+  async function resolveFromTwoApis(sessionIds: string[], calls: number, workspaceIds: string[]) {
+    const answers = Promise.all(
       apis.map((api) =>
         resolveThrough(api, { tenantId: tenant.tenantId, userId: tenant.owner.id, sessionIds, calls }),
       ),
     );
+    let timer: NodeJS.Timeout | undefined;
+    const overdue = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => void diagnosis(workspaceIds).then((text) => reject(new Error(text))), 200_000);
+    });
+    try {
+      return await Promise.race([answers, overdue]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+  async function diagnosis(workspaceIds: string[]): Promise<string> {
+    const records = await Promise.all(
+      workspaceIds.map((workspaceId) => getWorkspace(tenant.scope, workspaceId).catch(String)),
+    );
+    const objects = await Promise.all(
+      workspaceIds.map((workspaceId) => objectsOf(workspaceId).catch(String)),
+    );
+    return [
+      "no answer from the API processes within 200 s",
+      `workspaces: ${JSON.stringify(records)}`,
+      `their Pods and claims: ${JSON.stringify(objects)}`,
+      `provision log: ${(await readProvisionLog(controlDir)).join(" / ")}`,
+      ...children.map(
+        (child) =>
+          `child ${child.process.pid}: ${child.stderr().slice(-1500)} | ${child.unread().slice(-1500)}`,
+      ),
+    ].join("\n");
+  }
   /** The provisions the workers started of `workspaceIds`. */
   const provisionStarts = async (workspaceIds: readonly string[]) =>
     (await readProvisionLog(controlDir)).filter(
@@ -95,7 +127,7 @@ describeKube("multi-process provisioning on the Kubernetes backend", { timeout: 
   it("100 concurrent first uses of one workspace from two API processes → one provision, one Pod, one claim", async () => {
     const { session, workspaceId } = await freshSession(tenant.scope, "PER_AGENT", { backend: "kubernetes" });
 
-    const results = await resolveFromTwoApis([session.id], 50);
+    const results = await resolveFromTwoApis([session.id], 50, [workspaceId]);
     for (const result of results) expect(result).toEqual({ ok: 50, workspaceIds: [workspaceId], errors: [] });
 
     expect(await provisionStarts([workspaceId])).toHaveLength(1);
@@ -116,6 +148,7 @@ describeKube("multi-process provisioning on the Kubernetes backend", { timeout: 
     const results = await resolveFromTwoApis(
       sessions.map((fresh) => fresh.session.id),
       30,
+      workspaceIds,
     );
     for (const result of results) expect(result).toEqual({ ok: 30, workspaceIds, errors: [] });
 
