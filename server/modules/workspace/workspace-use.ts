@@ -33,8 +33,13 @@ export async function withLease<T>(
   try {
     const record = await requireWorkspaceRecord(scope, workspaceId);
     const workspace = await attachWorkspace(deps, scope, record);
-    await applyAgentDefaults(deps, scope, workspace, lease.agentId ?? null);
-    return await fn(workspace, record);
+    const release = deps.engine.manager.hold(workspace);
+    try {
+      await applyAgentDefaults(deps, scope, workspace, lease.agentId ?? null);
+      return await fn(workspace, record);
+    } finally {
+      release();
+    }
   } finally {
     await endLease(deps, scope, workspaceId, lease);
   }
@@ -74,8 +79,14 @@ export async function withWorkspaceOfSession<T>(
   });
   try {
     const workspace = await attachWorkspace(deps, scope, leased.record, leased.record);
-    await applyDefaultsOf(deps, workspace, of.agent);
-    return await fn(workspace, leased.record);
+    // The lease keeps the sweeper away; the hold keeps this process' idle eviction away for as long.
+    const release = deps.engine.manager.hold(workspace);
+    try {
+      await applyDefaultsOf(deps, workspace, of.agent);
+      return await fn(workspace, leased.record);
+    } finally {
+      release();
+    }
   } finally {
     await endLease(deps, scope, workspaceId, lease);
   }
