@@ -6,7 +6,7 @@ import Docker from "dockerode";
 import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
 import { DockerMachine } from "@/server/workspace/drivers/docker/docker-machine";
 import { runExec } from "@/server/workspace/drivers/docker/docker-exec";
-import { DockerWorkspaceProvider } from "@/server/workspace/drivers/docker/docker-provider";
+import { DockerContainers } from "@/server/workspace/drivers/docker/docker-containers";
 import { LocalMcpConnector } from "@/server/workspace/mcp/local-connector";
 import { ZMcpDeclaration, type LiveMcpClient } from "@/server/workspace/mcp/types";
 import { copyPackageClosure } from "@/test/drivers/docker/support/package-closure";
@@ -17,7 +17,7 @@ import { median, result, type BenchResult } from "./lib";
  * same run:
  * - cold create → first command (image cached, new container + gateway health) vs `create + start + exec` of
  *   a bare container of the base image;
- * - warm reattach → first command (new provider objects, container already there) vs one bare `docker exec`,
+ * - warm reattach → first command (new DockerContainers objects, container already there) vs one bare `docker exec`,
  *   twice: as the engine reattaches (the running gateway kept, its token read from the credentials file) and
  *   with the gateway restarted under a new token (what `open()` does by default);
  * - MCP tool-call latency through the in-container gateway (host → unix socket → gateway → stdio server)
@@ -54,7 +54,7 @@ export async function run(): Promise<BenchResult[]> {
     stopTimeoutSeconds: 1,
   };
   const refs: Array<{ tenantId: string; userId: string; workspaceId: string }> = [];
-  const cleanupProvider = new DockerWorkspaceProvider(config, deps);
+  const cleanupContainers = new DockerContainers(config, deps);
   try {
     // Warm the image cache and the gateway bundle outside the timed parts.
     const warmup = {
@@ -63,7 +63,7 @@ export async function run(): Promise<BenchResult[]> {
       workspaceId: `warm${randomBytes(4).toString("hex")}`,
     };
     refs.push(warmup);
-    const warm = await new DockerWorkspaceProvider(config, deps).open({ ...warmup, agentId: "bench" });
+    const warm = await new DockerContainers(config, deps).open({ ...warmup, agentId: "bench" });
     await warm.gateway.ready;
     // The baseline runs the workspace image itself, with the same two bind mounts.
     const image = (await warm.backend.container.inspect()).Config.Image;
@@ -83,7 +83,7 @@ export async function run(): Promise<BenchResult[]> {
       };
       refs.push(ref);
       let start = performance.now();
-      const handle = await new DockerWorkspaceProvider(config, deps).open({ ...ref, agentId: "bench" });
+      const handle = await new DockerContainers(config, deps).open({ ...ref, agentId: "bench" });
       await handle.backend.exec(["true"]);
       coldMs.push(performance.now() - start);
       // The gateway starts beside the first command; let it finish before the next figure.
@@ -95,14 +95,14 @@ export async function run(): Promise<BenchResult[]> {
 
       // A process restart: fresh objects, the container is still there.
       start = performance.now();
-      const again = await new DockerWorkspaceProvider(config, deps).open({ ...ref, agentId: "bench" });
+      const again = await new DockerContainers(config, deps).open({ ...ref, agentId: "bench" });
       await again.backend.exec(["true"]);
       reattachMs.push(performance.now() - start);
       await again.gateway.ready;
 
       // The engine's path (workers and API processes): the running gateway is kept.
       start = performance.now();
-      const kept = await new DockerWorkspaceProvider(config, deps).open({
+      const kept = await new DockerContainers(config, deps).open({
         ...ref,
         agentId: "bench",
         reuseToken: true,
@@ -155,7 +155,7 @@ export async function run(): Promise<BenchResult[]> {
       }),
     ];
   } finally {
-    for (const ref of refs) await cleanupProvider.purge(ref).catch(() => undefined);
+    for (const ref of refs) await cleanupContainers.purge(ref).catch(() => undefined);
     await fs.rm(dataRoot, { recursive: true, force: true });
     await fs.rm(config.runtimeRoot, { recursive: true, force: true });
   }
@@ -184,12 +184,12 @@ async function bareContainerFirstCommand(docker: Docker, image: string, dataRoot
 }
 
 async function toolCallLatency(
-  config: ConstructorParameters<typeof DockerWorkspaceProvider>[0],
+  config: ConstructorParameters<typeof DockerContainers>[0],
   refs: Array<{ tenantId: string; userId: string; workspaceId: string }>,
 ): Promise<{ gatewayMs: number; hostMs: number }> {
   const ref = { tenantId: "bench", userId: "bench", workspaceId: `mcp${randomBytes(4).toString("hex")}` };
   refs.push(ref);
-  const handle = await new DockerWorkspaceProvider(config, deps).open({ ...ref, agentId: "bench" });
+  const handle = await new DockerContainers(config, deps).open({ ...ref, agentId: "bench" });
   const packageDir = await copyPackageClosure(
     "@modelcontextprotocol/server-everything",
     path.join(handle.hostWorkdir, ".fixtures"),
@@ -218,12 +218,12 @@ async function toolCallLatency(
 }
 
 async function fileRoundTrip(
-  config: ConstructorParameters<typeof DockerWorkspaceProvider>[0],
+  config: ConstructorParameters<typeof DockerContainers>[0],
   refs: Array<{ tenantId: string; userId: string; workspaceId: string }>,
 ): Promise<{ gatewayMs: number; execMs: number }> {
   const ref = { tenantId: "bench", userId: "bench", workspaceId: `files${randomBytes(4).toString("hex")}` };
   refs.push(ref);
-  const handle = await new DockerWorkspaceProvider(config, deps).open({ ...ref, agentId: "bench" });
+  const handle = await new DockerContainers(config, deps).open({ ...ref, agentId: "bench" });
   if (!handle.gateway.files) throw new Error("the gateway does not serve file endpoints");
   // The same container without the gateway's file client: every operation is a docker exec script.
   const execOnly = new DockerMachine({

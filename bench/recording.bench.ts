@@ -37,9 +37,9 @@ export async function run(): Promise<BenchResult[]> {
   });
   try {
     const workspace = await manager.getWorkspace(who);
-    await workspace.backend.writeFile("notes.txt", "a line of notes\n".repeat(200));
+    await workspace.machine.writeFile("notes.txt", "a line of notes\n".repeat(200));
     const read = createBuiltinTools(workspace, { readState: null }).find((tool) => tool.name === "Read")!;
-    const input = { file_path: path.join(workspace.backend.workdir, "notes.txt") };
+    const input = { file_path: path.join(workspace.machine.workdir, "notes.txt") };
     const record = { id: workspace.id, backendKind: "local" };
     const onError = (error: unknown) => {
       throw error;

@@ -42,7 +42,7 @@ export async function run(): Promise<BenchResult[]> {
 
       const workdir = path.join(root, `ws-${round}`);
       await fs.mkdir(workdir);
-      const store = new SkillStore({ backend: new HostFolderMachine({ workdir }) });
+      const store = new SkillStore({ machine: new HostFolderMachine({ workdir }) });
       await store.initialize();
       await store.list("bench"); // equip the partition outside the timed part
       const sampler = rssSampler();

@@ -73,12 +73,12 @@ export function isInside(root: string, candidate: string): boolean {
 const realWorkdirs = new WeakMap<WorkspaceMachine, Promise<string>>();
 
 /** The workdir's own realpath, cached per backend (it does not change while the backend lives). */
-export function realWorkdir(backend: WorkspaceMachine): Promise<string> {
-  let cached = realWorkdirs.get(backend);
+export function realWorkdir(machine: WorkspaceMachine): Promise<string> {
+  let cached = realWorkdirs.get(machine);
   if (!cached) {
-    cached = backend.realpath(backend.workdir).then((real) => real ?? backend.workdir);
-    cached.catch(() => realWorkdirs.delete(backend));
-    realWorkdirs.set(backend, cached);
+    cached = machine.realpath(machine.workdir).then((real) => real ?? machine.workdir);
+    cached.catch(() => realWorkdirs.delete(machine));
+    realWorkdirs.set(machine, cached);
   }
   return cached;
 }
@@ -88,21 +88,21 @@ export function realWorkdir(backend: WorkspaceMachine): Promise<string> {
  * workspace with no symlink escape. Returns the physical path: the realpath of the nearest existing
  * ancestor plus the not-yet-existing tail. Throws AppError FORBIDDEN on an escape, BAD_REQUEST on NUL.
  */
-export async function resolveConfined(backend: WorkspaceMachine, userPath: string): Promise<string> {
-  const lexical = resolveLexically(backend.workdir, userPath);
-  const root = await realWorkdir(backend);
+export async function resolveConfined(machine: WorkspaceMachine, userPath: string): Promise<string> {
+  const lexical = resolveLexically(machine.workdir, userPath);
+  const root = await realWorkdir(machine);
   const tail: string[] = [];
   let current = lexical;
   for (;;) {
-    const real = await backend.realpath(current);
+    const real = await machine.realpath(current);
     // The workdir itself is gone: say so, rather than that the path escapes (issue 11).
-    if (real === null && current === backend.workdir) throw workspaceVanished(backend);
+    if (real === null && current === machine.workdir) throw workspaceVanished(machine);
     if (real !== null) {
       if (!isInside(root, real)) throw escapeError(userPath);
       return tail.length === 0 ? real : path.posix.join(real, ...tail.reverse());
     }
     // Missing: a dangling symlink here would redirect a later write outside, so refuse it.
-    const info = await backend.stat(current);
+    const info = await machine.stat(current);
     if (info?.type === "symlink") throw escapeError(userPath);
     const parent = path.posix.dirname(current);
     if (parent === current) throw escapeError(userPath);

@@ -31,7 +31,7 @@ import {
 import { Offloader, type DataBlock, type OffloadMessage, type ToolResultOutput } from "./offload/offloader";
 import type { MachineAttacher, WorkspaceDriver, WorkspaceSpec } from "@/server/workspace/drivers/driver";
 import type { ArchiveFormat } from "./archive/archive-entries";
-import type { ArchiveLimits } from "./archive/extract-to-backend";
+import type { ArchiveLimits } from "./archive/extract-to-machine";
 import {
   SkillStore,
   type SkillInstallResult,
@@ -70,7 +70,7 @@ export type WorkspaceOptions = {
   logger?: EngineLogger;
 };
 
-type Live = { backend: WorkspaceMachine; driver: WorkspaceDriver; mcp: McpRegistry; skills: SkillStore };
+type Live = { machine: WorkspaceMachine; driver: WorkspaceDriver; mcp: McpRegistry; skills: SkillStore };
 
 /**
  * One agent workspace: a live machine from its driver plus the layout (`.mcp`, `data/`, `skills/.seed` and
@@ -87,7 +87,7 @@ export class Workspace implements AsyncDisposable {
   private readonly mcpAddressGuard: ReturnType<typeof createMcpAddressGuard>;
   private live: Live | null = null;
   private readonly lifecycle = new AsyncMutex();
-  private readonly offloader = new Offloader(() => this.backend);
+  private readonly offloader = new Offloader(() => this.machine);
 
   constructor(options: WorkspaceOptions) {
     this.spec = { ...options.spec };
@@ -107,20 +107,20 @@ export class Workspace implements AsyncDisposable {
     if (this.live) return Promise.resolve();
     return this.serialise(async () => {
       if (this.live) return;
-      const { driver, machine: backend } = await this.attacher.attach(this.spec);
+      const { driver, machine: machine } = await this.attacher.attach(this.spec);
       try {
         await Promise.all(
-          LAYOUT_DIRECTORIES.map((dir) => backend.mkdir(path.posix.join(backend.workdir, dir))),
+          LAYOUT_DIRECTORIES.map((dir) => machine.mkdir(path.posix.join(machine.workdir, dir))),
         );
-        const connector = this.options.mcpConnector ?? (await this.connectorFor(driver, backend));
-        const mcp = this.createMcpRegistry(driver, backend, connector);
+        const connector = this.options.mcpConnector ?? (await this.connectorFor(driver, machine));
+        const mcp = this.createMcpRegistry(driver, machine, connector);
         await mcp.restore();
-        const skills = this.createSkillStore(backend, this.options.skillPaths ?? []);
+        const skills = this.createSkillStore(machine, this.options.skillPaths ?? []);
         await skills.initialize();
-        this.live = { backend, driver, mcp, skills };
+        this.live = { machine, driver, mcp, skills };
       } catch (error) {
         // Half-initialised: let go of the machine (it keeps running, data kept) so nothing leaks, then report.
-        await driver.detach(backend).catch((detachError: unknown) => {
+        await driver.detach(machine).catch((detachError: unknown) => {
           this.logger.warn(
             { workspaceId: this.id, error: String(detachError) },
             "Detaching after a failed initialise failed",
@@ -144,7 +144,7 @@ export class Workspace implements AsyncDisposable {
       await live.mcp.releaseAll().catch((error: unknown) => {
         this.logger.warn({ workspaceId: this.id, error: String(error) }, "Closing MCP instances failed");
       });
-      await live.driver.detach(live.backend);
+      await live.driver.detach(live.machine);
     });
   }
 
@@ -157,22 +157,22 @@ export class Workspace implements AsyncDisposable {
     return this.serialise(async () => {
       const live = this.requireLive();
       await live.mcp.closeAll();
-      const { backend, driver } = live;
+      const { machine, driver } = live;
       const managed = [
         WORKSPACE_LAYOUT.mcpFile,
         WORKSPACE_LAYOUT.skillsDir,
         WORKSPACE_LAYOUT.sessionsDir,
         WORKSPACE_LAYOUT.dataDir,
       ];
-      await Promise.all(managed.map((entry) => backend.remove(path.posix.join(backend.workdir, entry))));
+      await Promise.all(managed.map((entry) => machine.remove(path.posix.join(machine.workdir, entry))));
       await Promise.all(
-        LAYOUT_DIRECTORIES.map((dir) => backend.mkdir(path.posix.join(backend.workdir, dir))),
+        LAYOUT_DIRECTORIES.map((dir) => machine.mkdir(path.posix.join(machine.workdir, dir))),
       );
       // As in the reference, skill paths are not re-seeded: the seed starts empty after a reset.
-      const skills = this.createSkillStore(backend, []);
+      const skills = this.createSkillStore(machine, []);
       await skills.initialize();
-      const connector = await this.connectorFor(driver, backend);
-      this.live = { backend, driver, mcp: this.createMcpRegistry(driver, backend, connector), skills };
+      const connector = await this.connectorFor(driver, machine);
+      this.live = { machine, driver, mcp: this.createMcpRegistry(driver, machine, connector), skills };
     });
   }
 
@@ -182,8 +182,8 @@ export class Workspace implements AsyncDisposable {
     if (!live) return false;
     // Host folders are stopped and deleted only by Berth's jobs, so their liveness is not polled; one
     // deleted outside Berth is noticed on use (the machine is marked vanished) and checked then.
-    if (!live.driver.capabilities.mayVanish && !hasVanished(live.backend)) return true;
-    return live.driver.isAlive(live.backend).catch(() => false);
+    if (!live.driver.capabilities.mayVanish && !hasVanished(live.machine)) return true;
+    return live.driver.isAlive(live.machine).catch(() => false);
   }
 
   /** True when files survive a stop and a later attach (host folders, bind mounts, volumes). */
@@ -196,7 +196,7 @@ export class Workspace implements AsyncDisposable {
    * liveness on the next use, whatever its interval (no driver call).
    */
   get vanished(): boolean {
-    return this.live !== null && hasVanished(this.live.backend);
+    return this.live !== null && hasVanished(this.live.machine);
   }
 
   /** Whether `initialize` has completed and `close` has not run since (no driver call). */
@@ -209,12 +209,12 @@ export class Workspace implements AsyncDisposable {
   }
 
   /** The live backend. Throws AppError UNAVAILABLE before `initialize` or after `close`. */
-  get backend(): WorkspaceMachine {
-    return this.requireLive().backend;
+  get machine(): WorkspaceMachine {
+    return this.requireLive().machine;
   }
 
   get workdir(): string {
-    return this.backend.workdir;
+    return this.machine.workdir;
   }
 
   /** The backend kind of the workspace's machine (its driver's: the machine repeats no facts). */
@@ -230,14 +230,14 @@ export class Workspace implements AsyncDisposable {
   // ── prompt and tools ───────────────────────────────────────────────────────────────────────────────
 
   getInstructions(): string {
-    const { backend, driver } = this.requireLive();
+    const { machine, driver } = this.requireLive();
     const label = this.options.instructionsLabel?.(driver.kind) ?? driver.kind;
-    return renderInstructions(this.template, label, backend.workdir);
+    return renderInstructions(this.template, label, machine.workdir);
   }
 
   /** Bash, Edit, Glob, Grep, Read, Write bound to this workspace's backend. */
   listTools(options?: BuiltinToolsOptions): BuiltinTool[] {
-    return createBuiltinTools(this.backend, options);
+    return createBuiltinTools(this.machine, options);
   }
 
   // ── MCP (agentscope-spec.md §2; "" is the legacy agent/session id) ─────────────────────────────────
@@ -283,7 +283,7 @@ export class Workspace implements AsyncDisposable {
     const live = this.requireLive();
     live.mcp.setAgentDefaults(agentId, defaults.mcps);
     if (defaults.skills.length > 0)
-      await seedAgentSkills(live.skills, live.backend, agentId, defaults.skills);
+      await seedAgentSkills(live.skills, live.machine, agentId, defaults.skills);
   }
 
   /**
@@ -419,9 +419,9 @@ export class Workspace implements AsyncDisposable {
     return this.lifecycle.run(task);
   }
 
-  private async connectorFor(driver: WorkspaceDriver, backend: WorkspaceMachine): Promise<McpConnector> {
+  private async connectorFor(driver: WorkspaceDriver, machine: WorkspaceMachine): Promise<McpConnector> {
     const network = this.options.mcpNetwork ?? DEFAULT_MCP_NETWORK_POLICY;
-    if (driver.connectMcp) return driver.connectMcp(backend, { network });
+    if (driver.connectMcp) return driver.connectMcp(machine, { network });
     if (driver.isolation.isolated) {
       // Running a sandboxed workspace's MCP servers on the host would escape the sandbox.
       throw new AppError(
@@ -430,15 +430,15 @@ export class Workspace implements AsyncDisposable {
       );
     }
     return new LocalMcpConnector({
-      defaultCwd: backend.workdir,
+      defaultCwd: machine.workdir,
       logger: this.logger,
       network: this.options.mcpNetwork ?? DEFAULT_MCP_NETWORK_POLICY,
     });
   }
 
-  private createSkillStore(backend: WorkspaceMachine, seedPaths: readonly string[]): SkillStore {
+  private createSkillStore(machine: WorkspaceMachine, seedPaths: readonly string[]): SkillStore {
     return new SkillStore({
-      backend,
+      machine,
       seedPaths,
       ...(this.options.skillArchiveLimits ? { limits: this.options.skillArchiveLimits } : {}),
       logger: this.logger,
@@ -447,7 +447,7 @@ export class Workspace implements AsyncDisposable {
 
   private createMcpRegistry(
     driver: WorkspaceDriver,
-    backend: WorkspaceMachine,
+    machine: WorkspaceMachine,
     connector: McpConnector,
   ): McpRegistry {
     return new McpRegistry({
@@ -455,7 +455,7 @@ export class Workspace implements AsyncDisposable {
       defaultMcps: this.options.defaultMcps ?? [],
       maxLiveStatefulMcps: this.options.maxLiveStatefulMcps ?? null,
       ...(driver.persistent
-        ? { persistence: { backend, path: path.posix.join(backend.workdir, WORKSPACE_LAYOUT.mcpFile) } }
+        ? { persistence: { machine, path: path.posix.join(machine.workdir, WORKSPACE_LAYOUT.mcpFile) } }
         : {}),
       logger: this.logger,
     });

@@ -5,7 +5,7 @@ import { Readable } from "node:stream";
 import { pack as createTarPack } from "tar-stream";
 import { AppError } from "@/server/shared/errors";
 import { type ArchiveFormat, tarEntries, zipEntries } from "@/server/workspace/archive/archive-entries";
-import { type ArchiveLimits, extractToSink } from "@/server/workspace/archive/extract-to-backend";
+import { type ArchiveLimits, extractToSink } from "@/server/workspace/archive/extract-to-machine";
 import { createHostDirectorySink } from "@/server/workspace/archive/sinks/host-directory-sink";
 import { inlineSkillMarkdown, type SeedSkill, ZSeedSkill } from "@/server/workspace/skills/agent-seed";
 import { assertInstallableSkillFields, parseSkillMarkdown } from "@/server/workspace/skills/front-matter";

@@ -82,9 +82,9 @@ export async function purgeSessions(
     `session.purge:${payload.sessionIds[0]}`,
     async (workspace) => {
       for (const sessionId of payload.sessionIds) {
-        const { mcpDeclarations: all } = await takeInventory(workspace.backend);
+        const { mcpDeclarations: all } = await takeInventory(workspace.machine);
         const mcpDeclarations = all.filter((entry) => entry.split("/")[1] === sessionId);
-        const offloadFiles = await countSessionFiles(workspace.backend, [sessionId]);
+        const offloadFiles = await countSessionFiles(workspace.machine, [sessionId]);
         await workspace.purgeSession({ sessionId });
         await recordPurgeReceipt(scope, {
           targetType: "session",

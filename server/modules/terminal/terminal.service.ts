@@ -261,7 +261,7 @@ async function runTerminal(
 ): Promise<void> {
   const { id, scope, workspaceId, lease, size, sink, started } = start;
   const { service, options, relay, log } = deps;
-  const backend = workspace.backend;
+  const backend = workspace.machine;
   if (!backend.openPty) throw new AppError("UNPROCESSABLE", "backend has no PTY");
   const pty = await backend.openPty(size);
   const openedAt = Date.now();

@@ -64,8 +64,8 @@ function readingWorkspace<T>(
 
 async function readWorkspaceStatus(deps: ContentDeps, scope: TenantScope, workspaceId: string, cwd?: string) {
   return readingWorkspace(deps, scope, workspaceId, "workspace.status", async (ws) => {
-    const target = cwd ? await resolveConfined(ws.backend, cwd) : ws.workdir;
-    return { workdir: ws.workdir, cwd: target, git: await readGitStatus(ws.backend, target) };
+    const target = cwd ? await resolveConfined(ws.machine, cwd) : ws.workdir;
+    return { workdir: ws.workdir, cwd: target, git: await readGitStatus(ws.machine, target) };
   });
 }
 

@@ -101,13 +101,13 @@ function changingWorkspace<T>(
 
 async function listWorkspaceFiles(service: FilesDeps, scope: TenantScope, workspaceId: string, dir: string) {
   return readingWorkspace(service, scope, workspaceId, "workspace.files.list", async (ws) => {
-    const target = await resolveConfined(ws.backend, dir || ".");
-    const info = await ws.backend.stat(target);
+    const target = await resolveConfined(ws.machine, dir || ".");
+    const info = await ws.machine.stat(target);
     if (!info)
       throw new AppError("NOT_FOUND", `no directory ${dir}`, { userMessage: "Directory not found." });
     if (info.type !== "directory")
       throw new AppError("BAD_REQUEST", `${dir} is not a directory`, { userMessage: "Not a directory." });
-    const entries = await ws.backend.list(target);
+    const entries = await ws.machine.list(target);
     return {
       path: relativeTo(ws, target),
       entries: entries
@@ -135,14 +135,14 @@ async function readWorkspaceFile(
   maxBytes = MAX_READ_BYTES,
 ) {
   return readingWorkspace(service, scope, workspaceId, "workspace.files.read", async (ws) => {
-    const target = await resolveConfined(ws.backend, file);
-    const info = await ws.backend.stat(target);
+    const target = await resolveConfined(ws.machine, file);
+    const info = await ws.machine.stat(target);
     if (!info || info.type === "directory") throw notFound(`file ${file}`);
     const limit = Math.min(maxBytes, MAX_READ_BYTES);
     const chunks: Buffer[] = [];
     if (info.size > 0) {
       const range = { start: 0, end: Math.min(info.size, limit) - 1 };
-      for await (const chunk of await ws.backend.readFile(target, range)) chunks.push(chunk as Buffer);
+      for await (const chunk of await ws.machine.readFile(target, range)) chunks.push(chunk as Buffer);
     }
     const bytes = Buffer.concat(chunks);
     const truncated = info.size > limit;
@@ -186,8 +186,8 @@ async function writeWorkspaceFile(
     "workspace.files.write",
     { path: file },
     async (ws) => {
-      const { target, relative } = await changeTarget(ws.backend, file);
-      const existing = await ws.backend.stat(target);
+      const { target, relative } = await changeTarget(ws.machine, file);
+      const existing = await ws.machine.stat(target);
       if (existing?.type === "directory")
         throw new AppError("BAD_REQUEST", "a directory", { userMessage: `${relative} is a folder.` });
       if (existing && options.mustNotExist)
@@ -198,7 +198,7 @@ async function writeWorkspaceFile(
             userMessage: `${relative} is too large to edit here: download it instead.`,
           });
         const chunks: Buffer[] = [];
-        for await (const chunk of await ws.backend.readFile(target)) chunks.push(chunk as Buffer);
+        for await (const chunk of await ws.machine.readFile(target)) chunks.push(chunk as Buffer);
         if (isBinary(Buffer.concat(chunks), false))
           throw new AppError("BAD_REQUEST", "binary", {
             userMessage: `${relative} is a binary file: it cannot be edited as text.`,
@@ -209,8 +209,8 @@ async function writeWorkspaceFile(
             userMessage: `${relative} changed since you opened it: reload it before saving.`,
           });
       }
-      await ws.backend.writeFile(target, bytes, existing ? { mode: existing.mode } : {});
-      const saved = await ws.backend.stat(target);
+      await ws.machine.writeFile(target, bytes, existing ? { mode: existing.mode } : {});
+      const saved = await ws.machine.stat(target);
       return { path: relative, sizeBytes: bytes.length, updatedAt: new Date(saved?.mtimeMs ?? Date.now()) };
     },
   );
@@ -230,15 +230,15 @@ async function uploadWorkspaceFile(
     "workspace.files.upload",
     { path: input.path },
     async (ws) => {
-      const { target, relative } = await changeTarget(ws.backend, input.path);
-      const existing = await ws.backend.stat(target);
+      const { target, relative } = await changeTarget(ws.machine, input.path);
+      const existing = await ws.machine.stat(target);
       if (existing?.type === "directory")
         throw new AppError("CONFLICT", "a directory", { userMessage: `${relative} is a folder.` });
       if (existing && !input.overwrite)
         throw new AppError("CONFLICT", "exists", { userMessage: `${relative} already exists.` });
-      await ws.backend.mkdir(path.posix.dirname(target));
-      await ws.backend.writeFile(target, input.stream);
-      const saved = await ws.backend.stat(target);
+      await ws.machine.mkdir(path.posix.dirname(target));
+      await ws.machine.writeFile(target, input.stream);
+      const saved = await ws.machine.stat(target);
       return { path: relative, sizeBytes: saved?.size ?? 0 };
     },
   );
@@ -257,10 +257,10 @@ async function makeWorkspaceDirectory(
     "workspace.files.mkdir",
     { path: dir },
     async (ws) => {
-      const { target, relative } = await changeTarget(ws.backend, dir);
-      if (await ws.backend.stat(target))
+      const { target, relative } = await changeTarget(ws.machine, dir);
+      if (await ws.machine.stat(target))
         throw new AppError("CONFLICT", "exists", { userMessage: `${relative} already exists.` });
-      await ws.backend.mkdir(target);
+      await ws.machine.mkdir(target);
       return { path: relative };
     },
   );
@@ -280,10 +280,10 @@ async function removeWorkspaceFile(
     "workspace.files.delete",
     { path: file },
     async (ws) => {
-      const { target, relative } = await changeTarget(ws.backend, file);
-      const existing = await ws.backend.stat(target);
+      const { target, relative } = await changeTarget(ws.machine, file);
+      const existing = await ws.machine.stat(target);
       if (!existing) throw notFound(relative);
-      await ws.backend.remove(target);
+      await ws.machine.remove(target);
       return { path: relative, wasDir: existing.type === "directory" };
     },
   );
@@ -297,8 +297,8 @@ async function signWorkspaceFileDownload(
   file: string,
 ) {
   return readingWorkspace(service, scope, workspaceId, "workspace.files.downloadToken", async (ws) => {
-    const target = await resolveConfined(ws.backend, file);
-    if ((await ws.backend.stat(target))?.type !== "file") throw notFound(`file ${file}`);
+    const target = await resolveConfined(ws.machine, file);
+    if ((await ws.machine.stat(target))?.type !== "file") throw notFound(`file ${file}`);
     const expiresAt = Date.now() + service.engine.config.downloadTokenTtlMs;
     const token = signDownloadToken(service.engine.downloadSecret, {
       tenantId: scope.tenantId,
@@ -323,13 +323,13 @@ async function openWorkspaceFile(
   fn: (file: { stream: Readable; size: number; name: string }) => Promise<Response>,
 ) {
   return readingWorkspace(service, scope, workspaceId, "workspace.files.download", async (ws) => {
-    const target = await resolveConfined(ws.backend, file);
-    const info = await ws.backend.stat(target);
+    const target = await resolveConfined(ws.machine, file);
+    const info = await ws.machine.stat(target);
     if (!info) throw notFound(`file ${file}`);
     if (info.type !== "file")
       throw new AppError("BAD_REQUEST", `${file} is not a file`, { userMessage: "Not a file." });
     return fn({
-      stream: await ws.backend.readFile(target),
+      stream: await ws.machine.readFile(target),
       size: info.size,
       name: path.posix.basename(target),
     });

@@ -18,8 +18,8 @@ const vanished = new WeakSet<WorkspaceMachine>();
  * CONFLICT (409, so the message reaches the caller: the request was fine, the workspace is not), with
  * `details.reason` `workspace_vanished`. Marks `backend` (when given) as vanished.
  */
-export function workspaceVanished(backend?: WorkspaceMachine, cause?: unknown): AppError {
-  if (backend) vanished.add(backend);
+export function workspaceVanished(machine?: WorkspaceMachine, cause?: unknown): AppError {
+  if (machine) vanished.add(machine);
   return new AppError("CONFLICT", "the workspace's files are gone: its folder or machine vanished", {
     cause,
     userMessage:
@@ -29,8 +29,8 @@ export function workspaceVanished(backend?: WorkspaceMachine, cause?: unknown): 
 }
 
 /** True once an operation on `backend` found its files gone (see workspaceVanished). */
-export function hasVanished(backend: WorkspaceMachine): boolean {
-  return vanished.has(backend);
+export function hasVanished(machine: WorkspaceMachine): boolean {
+  return vanished.has(machine);
 }
 
 /** An attach or operation failed because the machine itself is gone (not a passing fault). */

@@ -39,7 +39,7 @@ export class McpFileSync {
   private seen: Seen | null = null;
 
   constructor(
-    private readonly backend: WorkspaceMachine,
+    private readonly machine: WorkspaceMachine,
     private readonly path: string,
     private readonly logger: EngineLogger,
     private readonly now: () => number = Date.now,
@@ -47,7 +47,7 @@ export class McpFileSync {
 
   /** The file's declarations (none when missing or unreadable), remembered as seen. */
   async load(): Promise<McpSpecs> {
-    const specs = await readMcpFile(this.backend, this.path, this.logger);
+    const specs = await readMcpFile(this.machine, this.path, this.logger);
     await this.remember(specs);
     return specs;
   }
@@ -60,7 +60,7 @@ export class McpFileSync {
   async changes(): Promise<McpSpecs | null> {
     let stat: FileStat | null;
     try {
-      stat = await this.backend.stat(this.path);
+      stat = await this.machine.stat(this.path);
     } catch {
       return null;
     }
@@ -81,7 +81,7 @@ export class McpFileSync {
     }
     let specs: McpSpecs;
     try {
-      specs = parseMcpFile(await readMcpText(await this.backend.readFile(this.path)), this.logger);
+      specs = parseMcpFile(await readMcpText(await this.machine.readFile(this.path)), this.logger);
     } catch {
       return null;
     }
@@ -115,7 +115,7 @@ export class McpFileSync {
     let wait = 2;
     for (;;) {
       try {
-        await this.backend.writeFile(lockPath, token, { exclusive: true });
+        await this.machine.writeFile(lockPath, token, { exclusive: true });
         return;
       } catch (error) {
         if (!isAppError(error) || error.code !== "CONFLICT") {
@@ -126,10 +126,10 @@ export class McpFileSync {
           throw mcpNotPersisted(this.path, error, lockPath);
         }
       }
-      const held = await this.backend.stat(lockPath).catch(() => null);
+      const held = await this.machine.stat(lockPath).catch(() => null);
       if (held && this.now() - held.mtimeMs > LOCK_STALE_MS) {
         this.logger.warn({ path: lockPath }, "Taking over a stale .mcp lock");
-        await this.backend.remove(lockPath).catch(() => undefined);
+        await this.machine.remove(lockPath).catch(() => undefined);
         continue;
       }
       if (this.now() > deadline) {
@@ -145,8 +145,8 @@ export class McpFileSync {
   /** Removes the lock only while it is still ours (a holder taken over as stale must not remove the next one's). */
   private async release(lockPath: string, token: string): Promise<void> {
     try {
-      const held = await readMcpText(await this.backend.readFile(lockPath));
-      if (held === token) await this.backend.remove(lockPath);
+      const held = await readMcpText(await this.machine.readFile(lockPath));
+      if (held === token) await this.machine.remove(lockPath);
     } catch {
       // Already gone: nothing to release.
     }
@@ -154,12 +154,12 @@ export class McpFileSync {
 
   /** Writes the declarations (atomically; a failure throws, see writeMcpFile) and remembers them. */
   async write(specs: McpSpecs): Promise<void> {
-    await writeMcpFile(this.backend, this.path, specs, this.logger);
+    await writeMcpFile(this.machine, this.path, specs, this.logger);
     await this.remember(specs);
   }
 
   private async remember(specs: McpSpecs): Promise<void> {
-    const stat = await this.backend.stat(this.path).catch(() => null);
+    const stat = await this.machine.stat(this.path).catch(() => null);
     this.seen = {
       size: stat?.size ?? -1,
       mtimeMs: stat?.mtimeMs ?? -1,

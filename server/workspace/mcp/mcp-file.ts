@@ -105,18 +105,18 @@ export function serializeMcpFile(specs: McpSpecs): string {
 
 /** Reads and parses `.mcp`; a missing or unreadable file gives no specs (logged), as in the reference. */
 export async function readMcpFile(
-  backend: WorkspaceMachine,
+  machine: WorkspaceMachine,
   path: string,
   logger: EngineLogger,
 ): Promise<McpSpecs> {
-  const stat = await backend.stat(path).catch(() => null);
+  const stat = await machine.stat(path).catch(() => null);
   if (!stat) return new Map();
   if (stat.type !== "file" || stat.size > MAX_MCP_FILE_BYTES) {
     logger.warn({ path, type: stat.type, size: stat.size }, "Ignoring .mcp: not a regular file of sane size");
     return new Map();
   }
   try {
-    return parseMcpFile(await readMcpText(await backend.readFile(path)), logger);
+    return parseMcpFile(await readMcpText(await machine.readFile(path)), logger);
   } catch (error) {
     logger.warn({ path, error: String(error) }, "Ignoring .mcp: read failed");
     return new Map();
@@ -129,18 +129,18 @@ export async function readMcpFile(
  * reported as done (issue 11: a read-only workdir answered success while nothing was written).
  */
 export async function writeMcpFile(
-  backend: WorkspaceMachine,
+  machine: WorkspaceMachine,
   path: string,
   specs: McpSpecs,
   logger: EngineLogger,
 ): Promise<void> {
   const temp = `${path}.tmp-${randomBytes(6).toString("hex")}`;
   try {
-    await backend.writeFile(temp, serializeMcpFile(specs));
-    await backend.move(temp, path);
+    await machine.writeFile(temp, serializeMcpFile(specs));
+    await machine.move(temp, path);
   } catch (error) {
     logger.warn({ path, error: String(error) }, "Failed to save .mcp; the change is refused");
-    await backend.remove(temp).catch(() => undefined);
+    await machine.remove(temp).catch(() => undefined);
     throw mcpNotPersisted(path, error);
   }
 }

@@ -36,7 +36,7 @@ export type McpRegistryOptions = {
   /** Cap on live stateful instances across all scopes; null/0 → max(40, 2 × stateful defaults). */
   maxLiveStatefulMcps?: number | null;
   /** Where `.mcp` is read and written; omit for a non-persistent workspace (no file at all). */
-  persistence?: { backend: WorkspaceMachine; path?: string };
+  persistence?: { machine: WorkspaceMachine; path?: string };
   logger?: EngineLogger;
   /** Monotonic milliseconds for LRU recency; injectable so tests control the order without sleeping. */
   now?: () => number;
@@ -83,7 +83,7 @@ export class McpRegistry {
     this.cap = options.maxLiveStatefulMcps || Math.max(40, 2 * statefulDefaults);
     this.logger = options.logger ?? silentLogger;
     this.file = options.persistence
-      ? new McpFileSync(options.persistence.backend, options.persistence.path ?? MCP_FILE_NAME, this.logger)
+      ? new McpFileSync(options.persistence.machine, options.persistence.path ?? MCP_FILE_NAME, this.logger)
       : null;
     this.now = options.now ?? (() => performance.now());
   }

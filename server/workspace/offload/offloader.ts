@@ -44,7 +44,7 @@ export type ToolResultOutput = string | ReadonlyArray<TextBlock | DataBlock | { 
 export class Offloader {
   private readonly sessionLocks = new KeyedMutex();
 
-  constructor(private readonly backend: () => WorkspaceMachine) {}
+  constructor(private readonly machine: () => WorkspaceMachine) {}
 
   /**
    * Appends one JSON line per message to `sessions/<sid>/context.jsonl`. Inline binary content is offloaded
@@ -66,7 +66,7 @@ export class Offloader {
     if (lines.length === 0) return toWorkspaceReference(relative);
     const payload = `${lines.join("\n")}\n`;
     await this.sessionLocks.run(sessionId, () =>
-      this.backend().writeFile(this.absolute(relative), payload, { append: true }),
+      this.machine().writeFile(this.absolute(relative), payload, { append: true }),
     );
     return toWorkspaceReference(relative);
   }
@@ -83,7 +83,7 @@ export class Offloader {
           attempt === 0 ? `tool_result-${toolCallId}.txt` : `tool_result-${toolCallId}(${attempt}).txt`;
         const relative = path.posix.join(dir, name);
         try {
-          await this.backend().writeFile(this.absolute(relative), body, { exclusive: true });
+          await this.machine().writeFile(this.absolute(relative), body, { exclusive: true });
           return toWorkspaceReference(relative);
         } catch (error) {
           if (isAppError(error) && error.code === "CONFLICT") continue;
@@ -107,14 +107,14 @@ export class Offloader {
 
   /** Streams any `workspace:///` reference back (confined to the workdir). */
   open(reference: string): Promise<Readable> {
-    return openWorkspaceReference(this.backend(), reference);
+    return openWorkspaceReference(this.machine(), reference);
   }
 
   /** Deletes `sessions/<sid>` (context and tool results). */
   async purgeSession(sessionId: string): Promise<void> {
     assertSafeSegment(sessionId, "session id");
     await this.sessionLocks.run(sessionId, () =>
-      this.backend().remove(this.absolute(path.posix.join(SESSIONS_DIR, sessionId))),
+      this.machine().remove(this.absolute(path.posix.join(SESSIONS_DIR, sessionId))),
     );
   }
 
@@ -122,11 +122,11 @@ export class Offloader {
   private async storeBase64(base64: string, mediaType: string): Promise<string> {
     const hash = createHash("sha256").update(base64, "utf8").digest("hex");
     const relative = path.posix.join(DATA_DIR, `${hash}${extensionForMediaType(mediaType)}`);
-    const backend = this.backend();
+    const machine = this.machine();
     const target = this.absolute(relative);
-    if ((await backend.stat(target)) === null) {
+    if ((await machine.stat(target)) === null) {
       // writeFile replaces atomically, so two writers of the same hash both leave one complete file.
-      await backend.writeFile(target, Buffer.from(base64, "base64"));
+      await machine.writeFile(target, Buffer.from(base64, "base64"));
     }
     return toWorkspaceReference(relative);
   }
@@ -160,7 +160,7 @@ export class Offloader {
   }
 
   private absolute(relative: string): string {
-    return path.posix.join(this.backend().workdir, relative);
+    return path.posix.join(this.machine().workdir, relative);
   }
 }
 

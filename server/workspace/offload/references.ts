@@ -41,10 +41,10 @@ export function parseWorkspaceReference(reference: string): string {
 
 /** Streams the file a reference names, confined to the workdir (no `..`, no symlink escape). */
 export async function openWorkspaceReference(
-  backend: WorkspaceMachine,
+  machine: WorkspaceMachine,
   reference: string,
 ): Promise<Readable> {
   const relative = parseWorkspaceReference(reference);
-  const target = await resolveConfined(backend, path.posix.join(backend.workdir, relative));
-  return backend.readFile(target);
+  const target = await resolveConfined(machine, path.posix.join(machine.workdir, relative));
+  return machine.readFile(target);
 }

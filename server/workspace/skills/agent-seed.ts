@@ -51,7 +51,7 @@ const checked = new WeakMap<SkillStore, Map<string, string>>();
  */
 export async function seedAgentSkills(
   store: SkillStore,
-  backend: WorkspaceMachine,
+  machine: WorkspaceMachine,
   agentId: string,
   skills: readonly SeedSkill[],
 ): Promise<void> {
@@ -62,20 +62,20 @@ export async function seedAgentSkills(
   // Listing equips the partition from the workspace seed first (so the marker lands in a real partition).
   await store.list(agentId);
   const markerPath = path.posix.join(store.partitionPath(agentId), MARKER);
-  const seeded = new Set(await readMarker(backend, markerPath));
+  const seeded = new Set(await readMarker(machine, markerPath));
   const missing = skills.filter((skill) => !seeded.has(skill.name));
   for (const skill of missing) {
     await installInline(store, agentId, skill);
     seeded.add(skill.name);
-    await backend.writeFile(markerPath, JSON.stringify({ version: 1, seeded: [...seeded] }));
+    await machine.writeFile(markerPath, JSON.stringify({ version: 1, seeded: [...seeded] }));
   }
   seen.set(agentId, fingerprint);
 }
 
-async function readMarker(backend: WorkspaceMachine, markerPath: string): Promise<string[]> {
-  if (!(await backend.stat(markerPath))) return [];
+async function readMarker(machine: WorkspaceMachine, markerPath: string): Promise<string[]> {
+  if (!(await machine.stat(markerPath))) return [];
   try {
-    const parsed = ZMarker.safeParse(JSON.parse(await text(await backend.readFile(markerPath))));
+    const parsed = ZMarker.safeParse(JSON.parse(await text(await machine.readFile(markerPath))));
     return parsed.success ? parsed.data.seeded : [];
   } catch {
     return [];

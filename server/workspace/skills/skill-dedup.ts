@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
-import type { ExtractionManifest } from "@/server/workspace/archive/extract-to-backend";
+import type { ExtractionManifest } from "@/server/workspace/archive/extract-to-machine";
 
 /**
  * Identical skills are installed once (hash dedupe). Hashing every byte of every install costs as much as
@@ -65,10 +65,10 @@ function contentHashIfKnown(manifest: ExtractionManifest, root: string): string 
   return contentHashWith(manifest, root, () => "");
 }
 
-async function sha256Of(backend: WorkspaceMachine, file: string): Promise<string | null> {
+async function sha256Of(machine: WorkspaceMachine, file: string): Promise<string | null> {
   let stream: Readable;
   try {
-    stream = await backend.readFile(file);
+    stream = await machine.readFile(file);
   } catch {
     return null;
   }
@@ -83,14 +83,14 @@ async function sha256Of(backend: WorkspaceMachine, file: string): Promise<string
  * Null when a file cannot be read (the installed skill changed since).
  */
 async function contentHashAt(
-  backend: WorkspaceMachine,
+  machine: WorkspaceMachine,
   folder: string,
   manifest: ExtractionManifest,
   root: string,
 ): Promise<string | null> {
   const shas = new Map<string, string>();
   for (const file of filesUnder(manifest, root)) {
-    const sha = await sha256Of(backend, path.posix.join(folder, file.rel));
+    const sha = await sha256Of(machine, path.posix.join(folder, file.rel));
     if (sha === null) return null;
     shas.set(file.rel, sha);
   }
@@ -102,7 +102,7 @@ async function contentHashAt(
  * skill's content hash when it had to be computed (to store in the index).
  */
 export async function findDuplicate(
-  backend: WorkspaceMachine,
+  machine: WorkspaceMachine,
   partitionDir: string,
   entries: Record<string, IndexEntry>,
   candidate: { manifest: ExtractionManifest; root: string; rootPath: string },
@@ -113,12 +113,12 @@ export async function findDuplicate(
   for (const [folder, entry] of Object.entries(entries)) {
     // Entries written before shapes were recorded have only a content hash: compare that.
     if (entry.shape !== undefined && entry.shape !== shape) continue;
-    hash ??= (await contentHashAt(backend, rootPath, manifest, root)) ?? undefined;
+    hash ??= (await contentHashAt(machine, rootPath, manifest, root)) ?? undefined;
     if (hash === undefined) break;
     const theirs =
       entry.hash ??
       (entry.shape === shape
-        ? await contentHashAt(backend, path.posix.join(partitionDir, folder), manifest, root)
+        ? await contentHashAt(machine, path.posix.join(partitionDir, folder), manifest, root)
         : null);
     if (theirs === hash) return { folder, shape, hash };
   }

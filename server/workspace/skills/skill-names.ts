@@ -1,6 +1,6 @@
 import path from "node:path";
 import { AppError } from "@/server/shared/errors";
-import type { ExtractionManifest } from "@/server/workspace/archive/extract-to-backend";
+import type { ExtractionManifest } from "@/server/workspace/archive/extract-to-machine";
 
 const DEFAULT_SKILL_PARTITION = "default";
 

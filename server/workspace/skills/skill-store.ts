@@ -13,9 +13,9 @@ import {
 } from "@/server/workspace/archive/archive-entries";
 import {
   DEFAULT_ARCHIVE_LIMITS,
-  extractToBackend,
+  extractToMachine,
   type ArchiveLimits,
-} from "@/server/workspace/archive/extract-to-backend";
+} from "@/server/workspace/archive/extract-to-machine";
 import { assertLinksInside } from "@/server/workspace/archive/entry-validator";
 import { KeyedMutex } from "@/server/workspace/mcp/async-mutex";
 import { silentLogger, type EngineLogger } from "@/server/workspace/mcp/types";
@@ -68,7 +68,7 @@ export type SkillInstallResult = { skill: Skill; deduplicated: boolean; storedBy
 export type { SkillRef };
 
 export type SkillStoreOptions = {
-  backend: WorkspaceMachine;
+  machine: WorkspaceMachine;
   /** Host directories holding a SKILL.md, copied into `skills/.seed` by `initialize` (hash-deduplicated). */
   seedPaths?: readonly string[];
   /** Archive limits; unset fields use DEFAULT_ARCHIVE_LIMITS (500 MiB expanded, 10,000 entries, 500 MiB). */
@@ -86,7 +86,7 @@ export type SkillStoreOptions = {
  * this host's), then moved into place, so the same code serves the local host and sandboxes.
  */
 export class SkillStore {
-  private readonly backend: WorkspaceMachine;
+  private readonly machine: WorkspaceMachine;
   private readonly seedPaths: readonly string[];
   private readonly limits: ArchiveLimits;
   private readonly spoolDir: string | undefined;
@@ -95,7 +95,7 @@ export class SkillStore {
   private readonly locks = new KeyedMutex();
 
   constructor(options: SkillStoreOptions) {
-    this.backend = options.backend;
+    this.machine = options.machine;
     this.seedPaths = (options.seedPaths ?? []).map((seedPath) => path.resolve(seedPath));
     this.limits = { ...DEFAULT_ARCHIVE_LIMITS, ...options.limits };
     this.spoolDir = options.spoolDir;
@@ -104,7 +104,7 @@ export class SkillStore {
 
   /** Creates `skills/.seed` and seeds it from the host skill paths; a bad path is logged and skipped. */
   async initialize(): Promise<void> {
-    await this.backend.mkdir(this.partitionDir(SKILL_SEED_PARTITION));
+    await this.machine.mkdir(this.partitionDir(SKILL_SEED_PARTITION));
     for (const seedPath of this.seedPaths) {
       if (!existsSync(path.join(seedPath, "SKILL.md"))) {
         this.logger.warn({ seedPath }, "Skill path has no SKILL.md; not seeding it");
@@ -192,7 +192,7 @@ export class SkillStore {
     const partition = partitionName(agentId);
     const skill = await this.find(ref, agentId, { strict: true });
     await this.locks.run(partition, async () => {
-      await this.backend.remove(skill.path);
+      await this.machine.remove(skill.path);
       const dir = this.partitionDir(partition);
       const index = await this.readIndex(dir);
       if (index.skills[skill.dir]) {
@@ -209,12 +209,12 @@ export class SkillStore {
     const partition = partitionName(agentId);
     await this.locks.run(partition, async () => {
       this.equipped.delete(partition);
-      await this.backend.remove(this.partitionDir(partition));
+      await this.machine.remove(this.partitionDir(partition));
     });
   }
 
   private partitionDir(partition: string): string {
-    return path.posix.join(this.backend.workdir, SKILLS_DIR, partition);
+    return path.posix.join(this.machine.workdir, SKILLS_DIR, partition);
   }
 
   /**
@@ -227,28 +227,28 @@ export class SkillStore {
     await this.locks.run(partition, async () => {
       if (this.equipped.has(partition)) return;
       const target = this.partitionDir(partition);
-      if (!(await this.backend.stat(target))) {
+      if (!(await this.machine.stat(target))) {
         const seed = this.partitionDir(SKILL_SEED_PARTITION);
-        if (await this.backend.stat(seed)) {
+        if (await this.machine.stat(seed)) {
           const temp = path.posix.join(
-            this.backend.workdir,
+            this.machine.workdir,
             SKILLS_DIR,
             `.equipping-${randomBytes(6).toString("hex")}`,
           );
           try {
             // Piped straight away: Node resumes (drains) an exited child's unread stdout, so a backend that
             // returns a child's stdout could lose the archive while putArchive is still setting up.
-            const archive = (await this.backend.getArchive(seed)).pipe(new PassThrough());
-            await this.backend.putArchive(temp, archive);
-            await this.backend.move(path.posix.join(temp, SKILL_SEED_PARTITION), target);
+            const archive = (await this.machine.getArchive(seed)).pipe(new PassThrough());
+            await this.machine.putArchive(temp, archive);
+            await this.machine.move(path.posix.join(temp, SKILL_SEED_PARTITION), target);
           } catch (error) {
             // Another process may have equipped it first; only a still-missing partition is a failure.
-            if (!(await this.backend.stat(target))) throw error;
+            if (!(await this.machine.stat(target))) throw error;
           } finally {
-            await this.backend.remove(temp);
+            await this.machine.remove(temp);
           }
         } else {
-          await this.backend.mkdir(target);
+          await this.machine.mkdir(target);
         }
       }
       this.equipped.add(partition);
@@ -261,9 +261,9 @@ export class SkillStore {
     options: { dirName?: string },
     limits: ArchiveLimits = this.limits,
   ): Promise<SkillInstallResult> {
-    const staging = path.posix.join(this.backend.workdir, `.skill-staging-${randomBytes(8).toString("hex")}`);
+    const staging = path.posix.join(this.machine.workdir, `.skill-staging-${randomBytes(8).toString("hex")}`);
     try {
-      const manifest = await extractToBackend(entries, this.backend, staging, limits);
+      const manifest = await extractToMachine(entries, this.machine, staging, limits);
       const root = findSkillRoot(manifest);
       assertLinksInside(manifest.symlinks, root);
       const rootPath = root ? path.posix.join(staging, root) : staging;
@@ -282,7 +282,7 @@ export class SkillStore {
           folder: duplicate,
           shape,
           hash,
-        } = await findDuplicate(this.backend, dir, index.skills, {
+        } = await findDuplicate(this.machine, dir, index.skills, {
           manifest,
           root,
           rootPath,
@@ -292,7 +292,7 @@ export class SkillStore {
         if (existing) return { skill: existing, deduplicated: true, storedBytes: 0 };
         const base = options.dirName ?? sanitizeDirName(root ? path.posix.basename(root) : parsed.skill.name);
         const folder = await this.freeFolder(dir, base);
-        await this.backend.move(rootPath, path.posix.join(dir, folder));
+        await this.machine.move(rootPath, path.posix.join(dir, folder));
         // The labels the agent sees now are written down (hand-added folders included), so a new skill
         // never takes over an older one's name, whatever its folder sorts as.
         for (const skill of current.skills) {
@@ -314,7 +314,7 @@ export class SkillStore {
         return { skill: installed, deduplicated: false, storedBytes };
       });
     } finally {
-      await this.backend.remove(staging).catch((error: unknown) => {
+      await this.machine.remove(staging).catch((error: unknown) => {
         this.logger.warn({ staging, error: String(error) }, "Could not delete a skill staging folder");
       });
     }
@@ -324,7 +324,7 @@ export class SkillStore {
   private async freeFolder(dir: string, base: string): Promise<string> {
     for (let suffix = 0; ; suffix += 1) {
       const candidate = suffix === 0 ? base : `${base}-${suffix}`;
-      if (!(await this.backend.stat(path.posix.join(dir, candidate)))) return candidate;
+      if (!(await this.machine.stat(path.posix.join(dir, candidate)))) return candidate;
     }
   }
 
@@ -336,7 +336,7 @@ export class SkillStore {
 
   /** The partition's skills (sorted by folder) with their agent-facing names; bad folders as skipped. */
   private async listIn(dir: string, index: TContentIndex): Promise<SkillListing> {
-    const entries = await this.backend.list(dir).catch(() => []);
+    const entries = await this.machine.list(dir).catch(() => []);
     const folders = entries
       .filter((entry) => entry.type === "directory" && !entry.name.startsWith("."))
       .map((entry) => entry.name)
@@ -361,7 +361,7 @@ export class SkillStore {
   private async loadSkill(dir: string, folder: string): Promise<Skill | SkippedSkill> {
     const skillPath = path.posix.join(dir, folder);
     const file = path.posix.join(skillPath, "SKILL.md");
-    const stat = await this.backend.stat(file);
+    const stat = await this.machine.stat(file);
     if (!stat || stat.type !== "file") return { dir: folder, reason: "SKILL.md not found" };
     if (stat.size > MAX_SKILL_MD_BYTES) return { dir: folder, reason: "SKILL.md is larger than 1 MiB" };
     const text = await this.readText(file);
@@ -385,7 +385,7 @@ export class SkillStore {
   private async readText(file: string): Promise<string | null> {
     let stream: Readable;
     try {
-      stream = await this.backend.readFile(file);
+      stream = await this.machine.readFile(file);
     } catch {
       return null;
     }
@@ -416,7 +416,7 @@ export class SkillStore {
   private async writeIndex(dir: string, index: TContentIndex): Promise<void> {
     const file = path.posix.join(dir, CONTENT_INDEX_FILE);
     const temp = `${file}.tmp-${randomBytes(6).toString("hex")}`;
-    await this.backend.writeFile(temp, JSON.stringify(index, null, 2));
-    await this.backend.move(temp, file);
+    await this.machine.writeFile(temp, JSON.stringify(index, null, 2));
+    await this.machine.move(temp, file);
   }
 }

@@ -37,8 +37,8 @@ export function createBashTool(context: ToolContext): BuiltinTool {
     async run(input, options) {
       // 0 would mean "expire immediately" in the reference (asyncio.wait_for(0)); treat it as "default".
       const timeoutMs = Math.min(input.timeout || BASH_DEFAULT_TIMEOUT_MS, BASH_MAX_TIMEOUT_MS);
-      const result = await context.backend.exec(["/bin/sh", "-c", input.command], {
-        cwd: context.backend.workdir,
+      const result = await context.machine.exec(["/bin/sh", "-c", input.command], {
+        cwd: context.machine.workdir,
         timeoutMs,
         signal: options.signal,
       });

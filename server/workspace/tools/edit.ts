@@ -23,7 +23,7 @@ export function createEditTool(context: ToolContext): BuiltinTool {
       "Fails when old_string is not found, or when it occurs more than once and replace_all is false.",
     input: ZEditInput,
     async run(input) {
-      const { backend, readState } = context;
+      const { machine, readState } = context;
       if (!path.posix.isAbsolute(input.file_path)) {
         return errorResult(`Error: file_path must be an absolute path, got: ${input.file_path}`);
       }
@@ -33,8 +33,8 @@ export function createEditTool(context: ToolContext): BuiltinTool {
       if (input.old_string.length === 0) {
         return errorResult("Error: old_string must not be empty. Use the Write tool to create a file.");
       }
-      const target = await resolveConfined(backend, input.file_path);
-      const info = await backend.stat(target);
+      const target = await resolveConfined(machine, input.file_path);
+      const info = await machine.stat(target);
       if (!info) return errorResult(`Error: File does not exist: ${input.file_path}`);
       if (info.type === "directory")
         return errorResult(`Error: Path is a directory, not a file: ${input.file_path}`);
@@ -46,7 +46,7 @@ export function createEditTool(context: ToolContext): BuiltinTool {
           `Error: ${input.file_path} is ${info.size} bytes; Edit handles files up to ${EDIT_MAX_FILE_BYTES} bytes.`,
         );
       }
-      const before = (await readCapped(await backend.readFile(target), EDIT_MAX_FILE_BYTES)).data.toString(
+      const before = (await readCapped(await machine.readFile(target), EDIT_MAX_FILE_BYTES)).data.toString(
         "utf8",
       );
       const occurrences = countOccurrences(before, input.old_string);
@@ -63,7 +63,7 @@ export function createEditTool(context: ToolContext): BuiltinTool {
       const after = input.replace_all
         ? before.split(input.old_string).join(input.new_string)
         : replaceFirst(before, input.old_string, input.new_string);
-      await backend.writeFile(target, after, { mode: info.mode });
+      await machine.writeFile(target, after, { mode: info.mode });
       return {
         content: input.replace_all
           ? `Successfully replaced all ${occurrences} occurrences in ${input.file_path}`

@@ -38,8 +38,8 @@ export function createGlobTool(context: ToolContext): BuiltinTool {
       "sorted by modification time, newest first.",
     input: ZGlobInput,
     async run(input, options) {
-      const { backend } = context;
-      let searchRoot = toolPathOf(backend, input.path ?? backend.workdir);
+      const { machine } = context;
+      let searchRoot = toolPathOf(machine, input.path ?? machine.workdir);
       let pattern = input.pattern;
       if (path.posix.isAbsolute(pattern)) {
         // An absolute pattern carries its own start directory; it is confined like any path.
@@ -49,9 +49,9 @@ export function createGlobTool(context: ToolContext): BuiltinTool {
       const segments = splitPattern(pattern);
       if (segments.length === 0) return errorResult(`Error: empty glob pattern: ${input.pattern}`);
       const { prefix, rest } = splitLiteralPrefix(segments);
-      const shownBase = path.posix.resolve(backend.workdir, searchRoot);
-      const base = await resolveConfined(backend, path.posix.join(shownBase, ...prefix));
-      const info = await backend.stat(base);
+      const shownBase = path.posix.resolve(machine.workdir, searchRoot);
+      const base = await resolveConfined(machine, path.posix.join(shownBase, ...prefix));
+      const info = await machine.stat(base);
       if (info?.type !== "directory") {
         return prefix.length === 0
           ? errorResult(`Directory not found: ${shownBase}`)
@@ -75,7 +75,7 @@ export function createGlobTool(context: ToolContext): BuiltinTool {
         "-printf",
         "%T@\\t%P\\0",
       );
-      const result = await backend.exec(argv, {
+      const result = await machine.exec(argv, {
         cwd: base,
         timeoutMs: GLOB_TIMEOUT_MS,
         signal: options.signal,

@@ -61,9 +61,9 @@ export function createGrepTool(context: ToolContext): BuiltinTool {
       "Output modes: files_with_matches (default), content (matching lines), count.",
     input: ZGrepInput,
     async run(input, options) {
-      const { backend } = context;
-      const target = await resolveConfined(backend, toolPathOf(backend, input.path ?? backend.workdir));
-      const info = await backend.stat(target);
+      const { machine } = context;
+      const target = await resolveConfined(machine, toolPathOf(machine, input.path ?? machine.workdir));
+      const info = await machine.stat(target);
       if (!info) return errorResult(`Error: Path does not exist: ${input.path ?? "."}`);
       if (input.type !== undefined && !FILE_TYPE_GLOBS[input.type]) {
         return errorResult(
@@ -133,8 +133,8 @@ function buildArgv(input: GrepInput, target: string, isDirectory: boolean, synta
 }
 
 function runGrep(context: ToolContext, argv: string[], signal: AbortSignal | undefined) {
-  return context.backend.exec(argv, {
-    cwd: context.backend.workdir,
+  return context.machine.exec(argv, {
+    cwd: context.machine.workdir,
     timeoutMs: GREP_TIMEOUT_MS,
     signal,
     maxBufferBytes: 32 * 1024 * 1024,

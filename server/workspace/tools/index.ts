@@ -23,12 +23,12 @@ export type BuiltinToolsOptions = ReadToolOptions & {
  * backend. They use only the WorkspaceMachine port, so they behave the same on every backend.
  */
 export function createBuiltinTools(
-  source: WorkspaceMachine | { readonly backend: WorkspaceMachine },
+  source: WorkspaceMachine | { readonly machine: WorkspaceMachine },
   options: BuiltinToolsOptions = {},
 ): BuiltinTool[] {
-  const backend = "exec" in source ? source : source.backend;
+  const machine = "exec" in source ? source : source.machine;
   const context: ToolContext = {
-    backend,
+    machine,
     readState: options.readState === undefined ? new FileReadState() : options.readState,
   };
   return [

@@ -83,13 +83,13 @@ export function createReadTool(context: ToolContext, options: ReadToolOptions = 
       `to read specific pages (max ${PDF_MAX_PAGES_PER_READ} pages per request).`,
     input: ZReadInput,
     async run(input) {
-      const { backend } = context;
-      const filePath = toolPathOf(backend, input.file_path);
+      const { machine } = context;
+      const filePath = toolPathOf(machine, input.file_path);
       if (!path.posix.isAbsolute(filePath)) {
         return errorResult(`Error: file_path must be an absolute path, got: ${input.file_path}`);
       }
-      const target = await resolveConfined(backend, filePath);
-      const info = await backend.stat(target);
+      const target = await resolveConfined(machine, filePath);
+      const info = await machine.stat(target);
       if (!info) return errorResult(`Error: File does not exist: ${input.file_path}`);
       if (info.type === "directory") {
         return errorResult(
@@ -112,7 +112,7 @@ export function createReadTool(context: ToolContext, options: ReadToolOptions = 
       const out: string[] = [];
       let totalLines = 0;
       let hasMore = false;
-      await forEachLine(await backend.readFile(target), READ_MAX_LINE_CHARS, (line, index) => {
+      await forEachLine(await machine.readFile(target), READ_MAX_LINE_CHARS, (line, index) => {
         totalLines = index + 1;
         const lineNumber = index + 1;
         if (lineNumber < offset) return true;
@@ -166,7 +166,7 @@ async function readImage(
     );
   }
   if (size > READ_MAX_BINARY_BYTES) return tooLarge(shownPath, size);
-  const { data } = await readCapped(await context.backend.readFile(target), READ_MAX_BINARY_BYTES);
+  const { data } = await readCapped(await context.machine.readFile(target), READ_MAX_BINARY_BYTES);
   return {
     content: `Read ${mediaType} file ${shownPath} (${data.length} bytes), attached.`,
     isError: false,
@@ -196,7 +196,7 @@ async function readPdf(
 ): Promise<ToolResult> {
   if (size > READ_MAX_BINARY_BYTES) return tooLarge(shownPath, size);
   // The stat above may be stale; readCapped still refuses to buffer past the cap.
-  const { data, truncated } = await readCapped(await context.backend.readFile(target), READ_MAX_BINARY_BYTES);
+  const { data, truncated } = await readCapped(await context.machine.readFile(target), READ_MAX_BINARY_BYTES);
   if (truncated) return tooLarge(shownPath, null);
   let pdf;
   try {

@@ -9,7 +9,7 @@ import { parseWorkspaceReference, WORKSPACE_SCHEME } from "@/server/workspace/of
  * parsed strictly (no `..`, no absolute path after the scheme) and the result is still confined by the
  * tool's own `resolveConfined`, so a reference never reaches further than a plain path would.
  */
-export function toolPathOf(backend: WorkspaceMachine, given: string): string {
+export function toolPathOf(machine: WorkspaceMachine, given: string): string {
   if (!given.startsWith(WORKSPACE_SCHEME)) return given;
-  return path.posix.join(backend.workdir, parseWorkspaceReference(given));
+  return path.posix.join(machine.workdir, parseWorkspaceReference(given));
 }

@@ -42,7 +42,7 @@ export class FileReadState {
 
 /** What a tool needs: the backend and the shared read state (null disables the read-before-write rule). */
 export type ToolContext = {
-  backend: WorkspaceMachine;
+  machine: WorkspaceMachine;
   readState: FileReadState | null;
 };
 

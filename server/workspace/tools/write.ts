@@ -21,12 +21,12 @@ export function createWriteTool(context: ToolContext): BuiltinTool {
       "file_path must be absolute. An existing file must be read with the Read tool first.",
     input: ZWriteInput,
     async run(input) {
-      const { backend, readState } = context;
+      const { machine, readState } = context;
       if (!path.posix.isAbsolute(input.file_path)) {
         return errorResult(`Error: file_path must be an absolute path, got: ${input.file_path}`);
       }
-      const target = await resolveConfined(backend, input.file_path);
-      const existing = await backend.stat(target);
+      const target = await resolveConfined(machine, input.file_path);
+      const existing = await machine.stat(target);
       if (existing?.type === "directory") {
         return errorResult(`Error: Path is a directory, not a file: ${input.file_path}`);
       }
@@ -37,11 +37,11 @@ export function createWriteTool(context: ToolContext): BuiltinTool {
       }
       let before = "";
       if (existing && existing.size <= DIFF_MAX_BYTES) {
-        before = (await readCapped(await backend.readFile(target), DIFF_MAX_BYTES)).data.toString("utf8");
+        before = (await readCapped(await machine.readFile(target), DIFF_MAX_BYTES)).data.toString("utf8");
       }
-      await backend.mkdir(path.posix.dirname(target));
+      await machine.mkdir(path.posix.dirname(target));
       // Keep an existing file's permissions (an executable script stays executable).
-      await backend.writeFile(target, input.content, existing ? { mode: existing.mode } : {});
+      await machine.writeFile(target, input.content, existing ? { mode: existing.mode } : {});
       readState?.markRead(target);
       const lines = countLines(input.content);
       return {

@@ -4,7 +4,7 @@ import path from "node:path";
 import type { Readable } from "node:stream";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { runRootChore } from "@/server/workspace/drivers/docker/docker-exec";
-import type { DockerWorkspaceHandle } from "@/server/workspace/drivers/docker/docker-provider";
+import type { DockerWorkspaceHandle } from "@/server/workspace/drivers/docker/docker-containers";
 import { createDockerTestbed, describeDocker } from "./support/docker-env";
 
 describeDocker("Docker file operations through the gateway's file worker, exec as the fallback", () => {
@@ -13,7 +13,7 @@ describeDocker("Docker file operations through the gateway's file worker, exec a
 
   beforeAll(async () => {
     testbed = await createDockerTestbed();
-    ws = await testbed.open(testbed.newProvider());
+    ws = await testbed.open(testbed.newContainers());
   });
   afterAll(async () => {
     await testbed?.cleanup();
@@ -129,7 +129,9 @@ describeDocker("Docker file operations through the gateway's file worker, exec a
   });
 
   it("an API process attaching to the running gateway (token reused) gets the file endpoints too", async () => {
-    const attached = await testbed.newProvider().open({ ...ws.ref, agentId: "agent-test", reuseToken: true });
+    const attached = await testbed
+      .newContainers()
+      .open({ ...ws.ref, agentId: "agent-test", reuseToken: true });
     expect(attached.gateway.instanceNonce).toBe(ws.gateway.instanceNonce);
     expect(attached.gateway.files).not.toBeNull();
     const execs = await execsDuring(attached, async () => {
@@ -141,7 +143,7 @@ describeDocker("Docker file operations through the gateway's file worker, exec a
 
   it("falls back to exec when the token was rotated by another process, and when the gateway is down", async () => {
     // Another process opens the same workspace without reusing the token: the gateway restarts.
-    const other = await testbed.open(testbed.newProvider(), ws.ref);
+    const other = await testbed.open(testbed.newContainers(), ws.ref);
     await other.gateway.ready;
     expect(other.gateway.instanceNonce).not.toBe(ws.gateway.instanceNonce);
     const askedGateway = vi.spyOn(ws.gateway.files, "readFile");

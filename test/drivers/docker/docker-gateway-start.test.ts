@@ -3,7 +3,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { DockerMachines } from "@/server/workspace/drivers/docker/docker-machines";
-import { DockerWorkspaceProvider } from "@/server/workspace/drivers/docker/docker-provider";
+import { DockerContainers } from "@/server/workspace/drivers/docker/docker-containers";
 import { ZMcpDeclaration } from "@/server/workspace/mcp/types";
 import { createDockerTestbed, describeDocker, TEST_OWNER, testInstallationId } from "./support/docker-env";
 
@@ -25,13 +25,13 @@ describeDocker("a Docker workspace's commands do not wait for its gateway", () =
   });
 
   it("opens, runs commands as the workspace user in its own workdir, and files fall back to exec", async () => {
-    const provider = new DockerWorkspaceProvider(
+    const containers = new DockerContainers(
       { ...testbed.config, gateway },
       { installationId: testInstallationId, loadGatewayBundle: () => Promise.resolve(brokenBundle) },
     );
     const ref = testbed.refFor();
     testbed.track(ref);
-    const ws = await provider.open({ ...ref, agentId: TEST_OWNER.agentId });
+    const ws = await containers.open({ ...ref, agentId: TEST_OWNER.agentId });
     // The fresh workdir was handed to the workspace user before open() resolved.
     const wrote = await ws.backend.exec(["/bin/sh", "-c", "echo hi > first.txt && id -un"]);
     expect(wrote.exitCode).toBe(0);

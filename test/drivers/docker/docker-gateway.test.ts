@@ -1,7 +1,7 @@
 import http from "node:http";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
-import type { DockerWorkspaceHandle } from "@/server/workspace/drivers/docker/docker-provider";
+import type { DockerWorkspaceHandle } from "@/server/workspace/drivers/docker/docker-containers";
 import { GatewayClient } from "@/server/workspace/gateway/client/gateway-client";
 import { HttpGatewayTransport } from "@/server/workspace/gateway/client/gateway-transport";
 import { ZMcpDeclaration, type LiveMcpClient, type TMcpDeclaration } from "@/server/workspace/mcp/types";
@@ -31,7 +31,7 @@ describeDocker("MCP gateway inside a Docker workspace, reached over the bind-mou
 
   beforeAll(async () => {
     testbed = await createDockerTestbed();
-    ws = await testbed.open(testbed.newProvider());
+    ws = await testbed.open(testbed.newContainers());
     // The real npm package and its dependency closure, copied into the workdir: the container has no network.
     const packageDir = await copyPackageClosure(EVERYTHING, path.join(ws.hostWorkdir, ".fixtures"));
     serverScript = path.posix.join("/workspace", path.relative(ws.hostWorkdir, packageDir), "dist/index.js");

@@ -33,32 +33,32 @@ describeDocker("Docker workspace images: unused ones of an earlier config are pr
 
   it("keeps the current image, images a container uses and young ones; removes the rest", async () => {
     // An "earlier config" (another uid renders another Dockerfile, so another tag) with a workspace on it.
-    const earlierProvider = testbed.newProvider({ uid: 1001, gid: 1001 });
+    const earlierProvider = testbed.newContainers({ uid: 1001, gid: 1001 });
     const earlierRef = testbed.refFor();
     const earlier = await testbed.open(earlierProvider, earlierRef);
     const earlierTag = await imageOf(earlier.backend.container);
     await earlier.close(); // stopped, not removed: a stopped workspace restarts on its own image
 
-    const provider = testbed.newProvider();
-    const current = await testbed.open(provider);
+    const containers = testbed.newContainers();
+    const current = await testbed.open(containers);
     const currentTag = await imageOf(current.backend.container);
     expect(currentTag).not.toBe(earlierTag);
     expect(await tagsOf()).toEqual([currentTag, earlierTag].sort());
 
     // A stopped container still uses the earlier image: kept.
-    expect(await provider.pruneImages({ minAgeMs: 0 })).toEqual([]);
+    expect(await containers.pruneImages({ minAgeMs: 0 })).toEqual([]);
 
     await earlierProvider.purge(earlierRef);
     // Too young to go (it may be about to get a container), and a dry run removes nothing.
-    expect(await provider.pruneImages({ minAgeMs: 24 * 60 * 60_000 })).toEqual([]);
-    expect(await provider.pruneImages({ minAgeMs: 0, dryRun: true })).toEqual([earlierTag]);
+    expect(await containers.pruneImages({ minAgeMs: 24 * 60 * 60_000 })).toEqual([]);
+    expect(await containers.pruneImages({ minAgeMs: 0, dryRun: true })).toEqual([earlierTag]);
     expect(await tagsOf()).toEqual([currentTag, earlierTag].sort());
 
-    expect(await provider.pruneImages({ minAgeMs: 0 })).toEqual([earlierTag]);
+    expect(await containers.pruneImages({ minAgeMs: 0 })).toEqual([earlierTag]);
     expect(await tagsOf()).toEqual([currentTag]);
     // The current image stays even with no container on it.
-    await provider.purge(current.ref);
-    expect(await provider.pruneImages({ minAgeMs: 0 })).toEqual([]);
+    await containers.purge(current.ref);
+    expect(await containers.pruneImages({ minAgeMs: 0 })).toEqual([]);
     expect(await tagsOf()).toEqual([currentTag]);
   });
 });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { DockerProvisionEvent } from "@/server/workspace/drivers/docker/docker-provider";
+import type { DockerCreateEvent } from "@/server/workspace/drivers/docker/docker-containers";
 import { createDockerTestbed, describeDocker, TEST_OWNER } from "./support/docker-env";
 
 // The workspace image = base image + what Berth needs + the configured extra Debian packages. Extra
@@ -16,11 +16,11 @@ describeDocker("Docker workspace image: extra packages, hash tag, progress", () 
   });
 
   it("builds the configured extra packages into a hash-tagged image once, reporting progress", async () => {
-    const events: DockerProvisionEvent[] = [];
+    const events: DockerCreateEvent[] = [];
     const ref = testbed.refFor();
     testbed.track(ref);
     const ws = await testbed
-      .newProvider()
+      .newContainers()
       .open({ ...ref, agentId: TEST_OWNER.agentId, onProgress: (event) => events.push(event) });
 
     const jq = await ws.backend.exec(["jq", "--version"]);
@@ -40,11 +40,11 @@ describeDocker("Docker workspace image: extra packages, hash tag, progress", () 
     ).toEqual(expect.arrayContaining(["container:created", "gateway:starting", "gateway:ready"]));
 
     // Same inputs → same tag, no rebuild.
-    const again: DockerProvisionEvent[] = [];
+    const again: DockerCreateEvent[] = [];
     const second = testbed.refFor();
     testbed.track(second);
     const ws2 = await testbed
-      .newProvider()
+      .newContainers()
       .open({ ...second, agentId: TEST_OWNER.agentId, onProgress: (event) => again.push(event) });
     expect((await ws2.backend.container.inspect()).Config.Image).toBe(info.Config.Image);
     expect(again.filter((event) => event.type === "image").map((event) => event.phase)).toEqual(["cached"]);

@@ -6,7 +6,7 @@ import tar from "tar-stream";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { attachThrough } from "@/server/workspace/drivers/driver";
 import { DockerAttacher } from "@/server/workspace/drivers/docker/docker-attacher";
-import type { DockerProvisionEvent } from "@/server/workspace/drivers/docker/docker-provider";
+import type { DockerCreateEvent } from "@/server/workspace/drivers/docker/docker-containers";
 import { WorkspaceManager } from "@/server/workspace/manager/workspace-manager";
 import { ZMcpDeclaration } from "@/server/workspace/mcp/types";
 import {
@@ -32,8 +32,8 @@ describeDocker(
     const request = { ...address, agentId: TEST_OWNER.agentId };
     const managers: WorkspaceManager[] = [];
 
-    const newManager = (events: DockerProvisionEvent[] = []) => {
-      const docker = new DockerAttacher(testbed.newProvider(), {
+    const newManager = (events: DockerCreateEvent[] = []) => {
+      const docker = new DockerAttacher(testbed.newContainers(), {
         onProgress: (_spec, event) => events.push(event),
       });
       const driver = libraryDockerDriver(docker);
@@ -56,13 +56,13 @@ describeDocker(
     });
 
     it("creates on first use, runs the builtin tools in the container, stops on close and reattaches after a restart", async () => {
-      const events: DockerProvisionEvent[] = [];
+      const events: DockerCreateEvent[] = [];
       const first = newManager(events);
       const workspace = await first.manager.getWorkspace(request);
       expect(workspace.isolated).toBe(true);
       expect(workspace.workdir).toBe("/workspace");
       // Commands run before the gateway is up; its "ready" follows once it answers.
-      await first.docker.handleOf(workspace.backend)!.gateway.ready;
+      await first.docker.handleOf(workspace.machine)!.gateway.ready;
       expect(events.map((event) => event.type)).toEqual(["image", "container", "gateway", "gateway"]);
       expect(events).toContainEqual(expect.objectContaining({ type: "container", state: "created" }));
 
@@ -87,7 +87,7 @@ describeDocker(
       const glob = await tools.Glob!.execute({ pattern: "**/*.md" });
       expect(glob.content).toContain("notes/todo.md");
 
-      const handle = first.docker.handleOf(workspace.backend)!;
+      const handle = first.docker.handleOf(workspace.machine)!;
       const containerId = (await handle.backend.container.inspect()).Id;
       await first.manager.close(address);
       const stopped = await testbed.docker.getContainer(handle.containerName).inspect();
@@ -95,16 +95,16 @@ describeDocker(
       expect(await fs.readFile(path.join(handle.hostWorkdir, "notes/todo.md"), "utf8")).toBe("keep me\n");
 
       // "Restart": brand-new attacher and manager objects find the same container and data.
-      const restartEvents: DockerProvisionEvent[] = [];
+      const restartEvents: DockerCreateEvent[] = [];
       const second = newManager(restartEvents);
       const again = await second.manager.getWorkspace(request);
       expect(restartEvents).toContainEqual(
         expect.objectContaining({ type: "container", state: "reattached" }),
       );
       expect(restartEvents).toContainEqual(expect.objectContaining({ type: "image", phase: "cached" }));
-      const reattached = second.docker.handleOf(again.backend)!;
+      const reattached = second.docker.handleOf(again.machine)!;
       expect((await reattached.backend.container.inspect()).Id).toBe(containerId);
-      const cat = await again.backend.exec(["cat", "notes/todo.md"]);
+      const cat = await again.machine.exec(["cat", "notes/todo.md"]);
       expect(cat.stdout.toString()).toBe("keep me\n");
       // Every initialise mints a new gateway token: once the new gateway runs, the old client is refused.
       await reattached.gateway.ready;
@@ -131,7 +131,7 @@ describeDocker(
       expect(installed.skill.name).toBe("hello");
       const listing = await workspace.listSkills("agent-test");
       expect(listing.skills.map((skill) => skill.name)).toContain("hello");
-      const run = await workspace.backend.exec([
+      const run = await workspace.machine.exec([
         "sh",
         "-c",
         `cd ${installed.skill.path} && ./hello.sh && stat -c %U hello.sh`,
@@ -142,7 +142,7 @@ describeDocker(
     it("MCP servers added through the Workspace run behind the gateway, like local ones", async () => {
       const { manager, docker } = newManager();
       const workspace = await manager.getWorkspace(request);
-      const hostWorkdir = docker.handleOf(workspace.backend)!.hostWorkdir;
+      const hostWorkdir = docker.handleOf(workspace.machine)!.hostWorkdir;
       const packageDir = await copyPackageClosure(
         "@modelcontextprotocol/server-everything",
         path.join(hostWorkdir, ".fixtures"),
@@ -168,17 +168,17 @@ describeDocker(
     it("detects a killed container and replaces it on the next use, keeping the data", async () => {
       const { manager, docker } = newManager();
       const workspace = await manager.getWorkspace(request);
-      const handle = docker.handleOf(workspace.backend)!;
-      await workspace.backend.writeFile("survivor.txt", "still here");
+      const handle = docker.handleOf(workspace.machine)!;
+      await workspace.machine.writeFile("survivor.txt", "still here");
       await testbed.docker.getContainer(handle.containerName).kill();
       expect(await workspace.isAlive()).toBe(false);
 
       const next = await manager.getWorkspace(request);
       expect(next).not.toBe(workspace);
       expect(await next.isAlive()).toBe(true);
-      const cat = await next.backend.exec(["cat", "survivor.txt"]);
+      const cat = await next.machine.exec(["cat", "survivor.txt"]);
       expect(cat.stdout.toString()).toBe("still here");
-      const health = await docker.handleOf(next.backend)!.gateway.client.health();
+      const health = await docker.handleOf(next.machine)!.gateway.client.health();
       expect(health.instance_nonce).not.toBe(handle.gateway.instanceNonce);
     });
 

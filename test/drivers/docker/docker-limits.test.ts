@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { DockerWorkspaceHandle } from "@/server/workspace/drivers/docker/docker-provider";
+import type { DockerWorkspaceHandle } from "@/server/workspace/drivers/docker/docker-containers";
 import { createDockerTestbed, describeDocker } from "./support/docker-env";
 
 describeDocker("Docker workspace limits: runaway commands are contained", () => {
@@ -8,7 +8,7 @@ describeDocker("Docker workspace limits: runaway commands are contained", () => 
 
   beforeAll(async () => {
     testbed = await createDockerTestbed({ memoryBytes: 256 * 1024 * 1024, pidsLimit: 128 });
-    ws = await testbed.open(testbed.newProvider());
+    ws = await testbed.open(testbed.newContainers());
     // open() resolves once commands can run, before the gateway has booted. A fork bomb that takes every pid
     // while Node is still starting leaves a gateway that never listens (its start fails after 30 s): the
     // cases here are about a workspace that was working when the runaway command started.

@@ -48,7 +48,7 @@ describeDocker("Docker: MCP declarations that fail", () => {
   beforeAll(async () => {
     testbed = await createDockerTestbed();
     testbed.track(address);
-    docker = new DockerAttacher(testbed.newProvider());
+    docker = new DockerAttacher(testbed.newContainers());
     manager = new WorkspaceManager({
       attacher: attachThrough(libraryDockerDriver(docker)),
       evictIntervalMs: null,
@@ -62,7 +62,7 @@ describeDocker("Docker: MCP declarations that fail", () => {
 
   it("names the exit code and stderr of a server that exits, then the errno of an unwritable workdir", async () => {
     const workspace = await manager.getWorkspace({ ...address, agentId: TEST_OWNER.agentId });
-    await docker.handleOf(workspace.backend)!.gateway.ready;
+    await docker.handleOf(workspace.machine)!.gateway.ready;
     const exits = ZMcpDeclaration.parse({
       name: "boom",
       is_stateful: true,
@@ -77,7 +77,7 @@ describeDocker("Docker: MCP declarations that fail", () => {
     expect(exited.isRetryable).toBe(false);
     expect(await workspace.readMcpDeclarations(scope)).toEqual([]);
 
-    const undo = await makeUnwritable(docker.handleOf(workspace.backend)!.hostWorkdir);
+    const undo = await makeUnwritable(docker.handleOf(workspace.machine)!.hostWorkdir);
     try {
       const fine = ZMcpDeclaration.parse({
         name: "fine",

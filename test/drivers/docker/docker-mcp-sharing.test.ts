@@ -1,6 +1,6 @@
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { DockerWorkspaceHandle } from "@/server/workspace/drivers/docker/docker-provider";
+import type { DockerWorkspaceHandle } from "@/server/workspace/drivers/docker/docker-containers";
 import type { DockerWorkspaceRef } from "@/server/workspace/drivers/docker/docker-config";
 import { ZMcpDeclaration, type LiveMcpClient, type TMcpDeclaration } from "@/server/workspace/mcp/types";
 import { copyPackageClosure, createDockerTestbed, describeDocker, TEST_OWNER } from "./support/docker-env";
@@ -18,7 +18,8 @@ describeDocker("MCP servers in a container are shared by the host processes atta
   const scope = { agentId: "agent-1", sessionId: "session-1" };
 
   /** A process attaching to the running workspace as the engine does (the gateway's token is reused). */
-  const attach = () => testbed.newProvider().open({ ...ref, agentId: TEST_OWNER.agentId, reuseToken: true });
+  const attach = () =>
+    testbed.newContainers().open({ ...ref, agentId: TEST_OWNER.agentId, reuseToken: true });
   const toggle = async (client: LiveMcpClient) =>
     JSON.stringify((await client.callTool("toggle-simulated-logging", {})).content);
   const serversRunning = async () => {

@@ -12,11 +12,11 @@ describeDocker("Docker backend: a tenant's per-workspace quotas", () => {
   });
 
   it("lowers the container's CPU and memory limits to the quota, and never raises them above the config", async () => {
-    const provider = testbed.newProvider();
+    const containers = testbed.newContainers();
     const open = async (resources: { cpus: number; memoryBytes: number }) => {
       const ref = testbed.refFor();
       testbed.track(ref);
-      const handle = await provider.open({ ...ref, agentId: TEST_OWNER.agentId, resources });
+      const handle = await containers.open({ ...ref, agentId: TEST_OWNER.agentId, resources });
       return (await handle.backend.container.inspect()).HostConfig;
     };
     const lowered = await open({ cpus: 0.5, memoryBytes: 256 * 1024 * 1024 });
@@ -34,10 +34,10 @@ describeDocker("Docker backend: a tenant's per-workspace quotas", () => {
     const ref = testbed.refFor();
     testbed.track(ref);
     const worker = await testbed
-      .newProvider()
+      .newContainers()
       .open({ ...ref, agentId: TEST_OWNER.agentId, resources: { cpus: 0.5 } });
     const before = await worker.backend.container.inspect();
-    const api = await testbed.newProvider().open({ ...ref, agentId: TEST_OWNER.agentId, reuseToken: true });
+    const api = await testbed.newContainers().open({ ...ref, agentId: TEST_OWNER.agentId, reuseToken: true });
     const after = await api.backend.container.inspect();
     expect(after.Id).toBe(before.Id);
     expect(after.HostConfig.NanoCpus).toBe(0.5e9);

@@ -86,10 +86,10 @@ describeDocker("a Docker workspace whose host folder was deleted", () => {
     expect(await tool("Write", { file_path: "/workspace/notes.txt", content: "kept?" })).toMatchObject({
       isError: false,
     });
-    expect((await workspace.backend.list(".")).map((entry) => entry.name)).toContain("notes.txt");
+    expect((await workspace.machine.list(".")).map((entry) => entry.name)).toContain("notes.txt");
 
     // Deleted on the host, outside Berth.
-    const folder = testbed.newProvider().hostWorkdirOf(spec);
+    const folder = testbed.newContainers().hostWorkdirOf(spec);
     await fs.rm(folder, { recursive: true });
 
     const bash = await tool("Bash", { command: "ls" });
@@ -97,9 +97,9 @@ describeDocker("a Docker workspace whose host folder was deleted", () => {
     expect(bash.content).toMatch(/files are gone/);
     expect(bash.content).not.toMatch(/breakout|OCI|runc/);
     const vanished = { code: "CONFLICT", details: { reason: "workspace_vanished" } };
-    await expect(workspace.backend.list(".")).rejects.toMatchObject(vanished);
-    await expect(workspace.backend.writeFile("other.txt", "x")).rejects.toMatchObject(vanished);
-    await expect(workspace.backend.exec(["true"])).rejects.toMatchObject(vanished);
+    await expect(workspace.machine.list(".")).rejects.toMatchObject(vanished);
+    await expect(workspace.machine.writeFile("other.txt", "x")).rejects.toMatchObject(vanished);
+    await expect(workspace.machine.exec(["true"])).rejects.toMatchObject(vanished);
     const write = await tool("Write", { file_path: "/workspace/other.txt", content: "x" });
     expect(write).toMatchObject({ isError: true, content: expect.stringMatching(/files are gone/) });
     expect(workspace.vanished).toBe(true);
@@ -110,14 +110,14 @@ describeDocker("a Docker workspace whose host folder was deleted", () => {
     await fs.mkdir(folder);
     expect(await worker.exists(spec)).toBe(false);
     expect(await workspace.isAlive()).toBe(false);
-    await expect(workspace.backend.list(".")).rejects.toMatchObject(vanished);
+    await expect(workspace.machine.list(".")).rejects.toMatchObject(vanished);
 
     // The next use re-provisions through the gate (which sees the data lost) on a new folder.
     const fresh = await manager.getWorkspace(spec);
     expect(fresh).not.toBe(workspace);
     expect(gate).toEqual({ machineGone: 1, dataLost: 1 });
-    expect((await fresh.backend.list(".")).map((entry) => entry.name)).not.toContain("notes.txt");
-    const run = await fresh.backend.exec(["sh", "-c", "echo new > new.txt && cat new.txt"]);
+    expect((await fresh.machine.list(".")).map((entry) => entry.name)).not.toContain("notes.txt");
+    const run = await fresh.machine.exec(["sh", "-c", "echo new > new.txt && cat new.txt"]);
     expect(run).toMatchObject({ exitCode: 0 });
     expect(run.stdout.toString()).toBe("new\n");
     // The container works on the folder on the host now (not on the deleted one).

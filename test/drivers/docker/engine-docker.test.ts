@@ -91,9 +91,9 @@ describeDocker("engine with the Docker backend: worker provisions, API attaches"
     // API side: attaches to the SAME gateway instance (no restart, same nonce) and runs commands.
     const api = controllerFromEnv();
     const workspace = await apiManager(api).getWorkspace(spec);
-    const apiGateway = api.attacher.handleOf(workspace.backend)!.gateway;
+    const apiGateway = api.attacher.handleOf(workspace.machine)!.gateway;
     expect(apiGateway.instanceNonce).toBe(provisionedNonce);
-    const run = await workspace.backend.exec(["sh", "-c", "echo kept > note.txt && id -u"]);
+    const run = await workspace.machine.exec(["sh", "-c", "echo kept > note.txt && id -u"]);
     expect(run.stdout.toString().trim()).toBe("1000");
 
     // A second attacher (another API replica) or a retried provision job must not cut the first one off.
@@ -122,7 +122,7 @@ describeDocker("engine with the Docker backend: worker provisions, API attaches"
     await worker.create(spec);
     expect(await readNonce()).not.toBe(provisionedNonce);
     const again = await apiManager(controllerFromEnv()).getWorkspace(spec);
-    const cat = await again.backend.exec(["cat", "note.txt"]);
+    const cat = await again.machine.exec(["cat", "note.txt"]);
     expect(cat.stdout.toString()).toBe("kept\n");
 
     // Purge deletes container, data and the token file.

@@ -107,7 +107,7 @@ describe("agent CRUD", () => {
     }
     // Through the backend: the workdir is the sandbox's path, not necessarily a host path.
     const sessionDir = (id: string) => path.posix.join(workspace.workdir, "sessions", id);
-    const exists = async (dir: string) => (await workspace.backend.stat(dir)) !== null;
+    const exists = async (dir: string) => (await workspace.machine.stat(dir)) !== null;
     expect(await exists(sessionDir(sessionId))).toBe(true);
 
     const result = await h.owner.agent.delete({ ...h.ref, agentId: agent.id });

@@ -47,7 +47,7 @@ async function readPixelTurn(agentId: string) {
   const { sessionId } = await h.owner.session.create({ ...h.ref, agentId });
   const { workspace } = await h.workspace.service.resolveForSession(h.tenant.ownerScope, sessionId);
   const file = path.posix.join(workspace.workdir, "pixel.png");
-  await workspace.backend.writeFile(file, PNG);
+  await workspace.machine.writeFile(file, PNG);
   const before = fake.requests.length;
   fake.enqueue(
     { kind: "tool-calls", calls: [{ id: "c_read", name: "Read", arguments: { file_path: file } }] },

@@ -71,7 +71,7 @@ describe("per-workspace resource samples: local sandbox and Docker (real workers
     const { session, workspaceId } = await freshSession(tenant.scope);
     const { workspace } = await h.service.resolveForSession(tenant.scope, session.id);
     // 4 MiB on disk and some CPU time inside the sandbox (its cgroup counts it).
-    const run = await workspace.backend.exec([
+    const run = await workspace.machine.exec([
       "/bin/sh",
       "-c",
       "head -c 4194304 /dev/urandom > big.bin && head -c 200000000 /dev/zero | sha256sum >/dev/null",
@@ -91,7 +91,7 @@ describe("per-workspace resource samples: local sandbox and Docker (real workers
       expect([first!.cpuSeconds, first!.memoryBytes, first!.processes]).toEqual([null, null, null]);
     }
 
-    await workspace.backend.exec(["/bin/sh", "-c", "head -c 2097152 /dev/urandom > more.bin"]);
+    await workspace.machine.exec(["/bin/sh", "-c", "head -c 2097152 /dev/urandom > more.bin"]);
     await sample();
     const view = await workspaceResources(tenant.scope, workspaceId, { range: "1h" }, h.engine);
     expect(view.supported).toBe(true);
@@ -177,7 +177,7 @@ describe("per-workspace resource samples: local sandbox and Docker (real workers
       const { session, workspaceId } = await freshSession(tenant.scope, "PER_AGENT", { backend: "docker" });
       try {
         const { workspace } = await h.service.resolveForSession(tenant.scope, session.id);
-        await workspace.backend.exec([
+        await workspace.machine.exec([
           "/bin/sh",
           "-c",
           "head -c 3145728 /dev/urandom > big.bin && head -c 100000000 /dev/zero | sha256sum >/dev/null",

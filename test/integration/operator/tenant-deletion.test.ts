@@ -77,7 +77,7 @@ describeDocker("a deleted tenant leaves no workspace, no rows and a receipt", { 
         .length,
     });
     expect(await kubeObjects()).toEqual({ pods: 1, claims: 1 });
-    await local!.workspace.backend.writeFile(path.posix.join(local!.workspace.workdir, "keep.txt"), "data");
+    await local!.workspace.machine.writeFile(path.posix.join(local!.workspace.workdir, "keep.txt"), "data");
     expect(container!.workspace.kind).toBe("docker");
     // The local backend's layout: <basedir>/<tenant>/…/<workspace id>.
     const tenantDir = path.join(h.basedir, t.tenant.id);

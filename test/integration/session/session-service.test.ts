@@ -214,7 +214,7 @@ describe("session.delete", () => {
     }
     // Through the backend: the workdir is the sandbox's path, not necessarily a host path.
     const dirOf = (id: string) => path.posix.join(workspace.workdir, "sessions", id);
-    const exists = async (dir: string) => (await workspace.backend.stat(dir)) !== null;
+    const exists = async (dir: string) => (await workspace.machine.stat(dir)) !== null;
     expect(await exists(dirOf(worker.id))).toBe(true);
 
     const deleted = await h.owner.session.delete({ ...h.ref, sessionId });

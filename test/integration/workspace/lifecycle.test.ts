@@ -82,7 +82,7 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
   it("stops on request (state, events with reasons), and a stopped workspace comes back with its files", async () => {
     const { session, workspaceId } = await freshSession(tenant.scope);
     const { workspace } = await h.service.resolveForSession(tenant.scope, session.id);
-    await workspace.backend.writeFile(path.posix.join(workspace.workdir, "notes.txt"), "kept across stops");
+    await workspace.machine.writeFile(path.posix.join(workspace.workdir, "notes.txt"), "kept across stops");
 
     const stop = await h.service.requestStop(tenant.scope, workspaceId, { reason: "test stop" });
     expect(stop.state).toBe("STOPPING");
@@ -95,7 +95,7 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
     expect(await stateOf(workspaceId)).toBe("READY");
     expect(again.workspace).not.toBe(workspace);
     const content = await text(
-      await again.workspace.backend.readFile(path.posix.join(again.workspace.workdir, "notes.txt")),
+      await again.workspace.machine.readFile(path.posix.join(again.workspace.workdir, "notes.txt")),
     );
     expect(content).toBe("kept across stops");
     expect(h.machine.provisioned.filter((id) => id === workspaceId)).toHaveLength(2);

@@ -50,7 +50,7 @@ describeDocker("several backends in one deployment (local + docker, real workers
     ]);
     expect(dockerSide.workspace.kind).toBe("docker");
     expect(localSide.workspace.kind).toBe("local");
-    const hostname = await dockerSide.workspace.backend.exec(["hostname"]);
+    const hostname = await dockerSide.workspace.machine.exec(["hostname"]);
     expect(hostname.exitCode).toBe(0);
     expect((await containerOf(onDocker.workspaceId))?.State.Running).toBe(true);
     expect(await containerOf(onLocal.workspaceId)).toBeNull();

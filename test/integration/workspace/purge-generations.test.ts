@@ -27,7 +27,7 @@ describe("purging a workspace leaves its binding usable (issue 9 D)", () => {
 
   const record = (workspaceId: string) => getWorkspace(tenant.scope, workspaceId);
   const entries = async (workspace: Workspace) =>
-    (await workspace.backend.list(workspace.workdir)).map((entry) => entry.name).sort();
+    (await workspace.machine.list(workspace.workdir)).map((entry) => entry.name).sort();
   const markerPath = (workspace: Workspace) => path.posix.join(workspace.workdir, "old-generation.txt");
 
   async function purgeAndWait(workspaceId: string, reason: string) {
@@ -43,7 +43,7 @@ describe("purging a workspace leaves its binding usable (issue 9 D)", () => {
     it(`${isolation}: the existing session and a new one both get generation 2, empty, with events`, async () => {
       const { agent, session, workspaceId } = await freshSession(tenant.scope, isolation);
       const first = await h.service.resolveForSession(tenant.scope, session.id);
-      await first.workspace.backend.writeFile(markerPath(first.workspace), "generation 1 data");
+      await first.workspace.machine.writeFile(markerPath(first.workspace), "generation 1 data");
       // A real MCP server from npm, declared (and running) in generation 1.
       await first.workspace.addMcp(everythingMcp("old"), { agentId: agent.id, sessionId: session.id });
       const before = await entries(first.workspace);
@@ -55,7 +55,7 @@ describe("purging a workspace leaves its binding usable (issue 9 D)", () => {
       const again = await h.service.resolveForSession(tenant.scope, session.id);
       expect(again.workspace).not.toBe(first.workspace);
       expect(await entries(again.workspace)).not.toContain("old-generation.txt");
-      expect(await again.workspace.backend.stat(markerPath(again.workspace))).toBeNull();
+      expect(await again.workspace.machine.stat(markerPath(again.workspace))).toBeNull();
       expect(await again.workspace.readMcpDeclarations({ agentId: agent.id, sessionId: session.id })).toEqual(
         [],
       );
@@ -84,11 +84,11 @@ describe("purging a workspace leaves its binding usable (issue 9 D)", () => {
     await h.service.resolveForSession(tenant.scope, session.id);
     await purgeAndWait(workspaceId, "first purge");
     const second = await h.service.resolveForSession(tenant.scope, session.id);
-    await second.workspace.backend.writeFile(markerPath(second.workspace), "generation 2 data");
+    await second.workspace.machine.writeFile(markerPath(second.workspace), "generation 2 data");
     const purge = await purgeAndWait(workspaceId, "second purge");
     expect(purge.generation).toBe(2);
     const third = await h.service.resolveForSession(tenant.scope, session.id);
-    expect(await third.workspace.backend.stat(markerPath(third.workspace))).toBeNull();
+    expect(await third.workspace.machine.stat(markerPath(third.workspace))).toBeNull();
     expect((await record(workspaceId)).generation).toBe(3);
     const receipts = await h.service.purgeReceipts(tenant.scope, {
       targetType: "workspace",
@@ -104,7 +104,7 @@ describe("purging a workspace leaves its binding usable (issue 9 D)", () => {
     const replicas = [h.service, h.replica()];
     for (const replica of replicas) {
       const { workspace } = await replica.resolveForSession(tenant.scope, session.id);
-      await workspace.backend.writeFile(markerPath(workspace), "generation 1 data");
+      await workspace.machine.writeFile(markerPath(workspace), "generation 1 data");
     }
     const purge = await h.service.requestPurge(tenant.scope, workspaceId, { reason: "racing purge" });
     const job = await h.queues
@@ -124,7 +124,7 @@ describe("purging a workspace leaves its binding usable (issue 9 D)", () => {
     await Promise.all(uses);
     for (const replica of replicas) {
       const { workspace } = await replica.resolveForSession(tenant.scope, session.id);
-      expect(await workspace.backend.stat(markerPath(workspace))).toBeNull();
+      expect(await workspace.machine.stat(markerPath(workspace))).toBeNull();
     }
     expect(await record(workspaceId)).toMatchObject({ state: "READY", generation: 2 });
   });

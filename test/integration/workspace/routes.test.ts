@@ -34,7 +34,7 @@ describe("workspace route handlers: skill upload (multipart → engine) and sign
     const fresh = await freshSession(tenant.scope);
     workspaceId = fresh.workspaceId;
     const { workspace } = await h.service.resolveForSession(tenant.scope, fresh.session.id);
-    await workspace.backend.writeFile(path.posix.join(workspace.workdir, "report.txt"), "hello download");
+    await workspace.machine.writeFile(path.posix.join(workspace.workdir, "report.txt"), "hello download");
   });
   afterAll(async () => {
     setEngine(undefined);

@@ -29,10 +29,10 @@ describe("workspace stop and purge end every process the workspace started", () 
     it(`a ${action} through the workers ends the stdio MCP servers and commands the API process started`, async () => {
       const { session, workspaceId } = await freshSession(tenant.scope);
       const { workspace } = await h.service.resolveForSession(tenant.scope, session.id);
-      const uid = (workspace.backend as BubblewrapMachine).options.identity.uid;
+      const uid = (workspace.machine as BubblewrapMachine).options.identity.uid;
       await workspace.addMcp(everythingMcp("everything"), { agentId: session.agentId, sessionId: "" });
       const marker = `berth-lifecycle-${action}-${workspaceId}`;
-      const running = workspace.backend.exec(["/bin/sh", "-c", `exec sleep 600 # ${marker}`]);
+      const running = workspace.machine.exec(["/bin/sh", "-c", `exec sleep 600 # ${marker}`]);
       const servers = await pollUntil(
         () => hostProcessesMatching("server-everything/dist/index.js", uid),
         (pids) => pids.length > 0,

@@ -93,7 +93,7 @@ it("a driver added through a registry entry alone runs a workspace end to end", 
   const { session, workspaceId } = await freshSession(tenant.scope);
   const { workspace } = await service.resolveForSession(tenant.scope, session.id);
   // (Its backend objects are LocalBackends: the driver, not the class, says which backend this is.)
-  await workspace.backend.writeFile("hello.txt", "from the throwaway driver");
+  await workspace.machine.writeFile("hello.txt", "from the throwaway driver");
   // Its files are where its own config put them, not in the base dir's layout.
   const folders = await fs.readdir(path.join(basedir, "throwaway", safePathSegment(tenant.tenantId)));
   expect(folders).toHaveLength(1);
@@ -142,7 +142,7 @@ it("a driver added through a registry entry alone runs a workspace end to end", 
   );
   // Back from a stop: the next provision gets the handle the first one stored.
   const again = await service.resolveForSession(tenant.scope, session.id);
-  const text = await again.workspace.backend.readFile("hello.txt");
+  const text = await again.workspace.machine.readFile("hello.txt");
   const chunks: Buffer[] = [];
   for await (const chunk of text) chunks.push(chunk as Buffer);
   expect(Buffer.concat(chunks).toString()).toBe("from the throwaway driver");

@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ZDockerProviderConfig } from "@/server/workspace/drivers/docker/docker-config";
+import { ZDockerDriverConfig } from "@/server/workspace/drivers/docker/docker-config";
 import { gatewayCredentialsPath, startDockerGateway } from "@/server/workspace/drivers/docker/docker-gateway";
 import { canFallBack, GatewayFileClient } from "@/server/workspace/gateway/client/gateway-files";
 import { inProcessFileService } from "@/server/workspace/gateway/server/file-worker";
@@ -171,7 +171,7 @@ describe("a gateway older than the file endpoints", () => {
         gatewayCredentialsPath(runtimeDir),
         JSON.stringify({ token: "old-token-old-token", instanceNonce: "old-nonce" }),
       );
-      const config = ZDockerProviderConfig.parse({ dataRoot: dir });
+      const config = ZDockerDriverConfig.parse({ dataRoot: dir });
       const container = {} as never; // attaching to a healthy gateway never touches the container
       const gateway = await startDockerGateway(
         container,

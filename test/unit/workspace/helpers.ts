@@ -4,10 +4,10 @@ import path from "node:path";
 import { HostFolderMachine } from "@/server/workspace/drivers/host-folder/host-folder-machine";
 
 /** A fresh, real temporary directory (realpath'd, since /tmp may be a symlink) and a HostFolderMachine on it. */
-export async function makeTempBackend(prefix = "berth-ws-"): Promise<{
+export async function makeTempMachine(prefix = "berth-ws-"): Promise<{
   root: string;
   workdir: string;
-  backend: HostFolderMachine;
+  machine: HostFolderMachine;
   cleanup: () => Promise<void>;
 }> {
   const root = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), prefix)));
@@ -16,7 +16,7 @@ export async function makeTempBackend(prefix = "berth-ws-"): Promise<{
   return {
     root,
     workdir,
-    backend: new HostFolderMachine({ workdir }),
+    machine: new HostFolderMachine({ workdir }),
     cleanup: () => fs.rm(root, { recursive: true, force: true }),
   };
 }

@@ -139,7 +139,7 @@ describe("liveness", () => {
   it("re-checks sandboxed workspaces at most every interval and re-provisions dead ones", async () => {
     const { manager, attacher, evictions, provisions } = setup({ kind: "docker", livenessIntervalMs: 5_000 });
     const first = await manager.getWorkspace(who);
-    attacher.dead.add(first.backend);
+    attacher.dead.add(first.machine);
     clock += 4_000;
     expect(await manager.getWorkspace(who)).toBe(first); // within the interval: no check
     clock += 2_000;
@@ -166,7 +166,7 @@ describe("liveness", () => {
   it("does not check local workspaces by default", async () => {
     const { manager, attacher } = setup();
     const first = await manager.getWorkspace(who);
-    attacher.dead.add(first.backend);
+    attacher.dead.add(first.machine);
     clock += 1_000_000;
     expect(await manager.getWorkspace(who)).toBe(first);
   });

@@ -25,7 +25,7 @@ describe("MCP declarations across processes sharing one workspace", () => {
   const processAttached = async (defaultMcps: TMcpDeclaration[] = []) => {
     const registry = new McpRegistry({
       connector: new LocalMcpConnector({ defaultCallTimeoutMs: 20_000 }),
-      persistence: { backend: new HostFolderMachine({ workdir }) },
+      persistence: { machine: new HostFolderMachine({ workdir }) },
       defaultMcps,
     });
     await registry.restore();

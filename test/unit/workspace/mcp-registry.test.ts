@@ -35,7 +35,7 @@ function makeRegistry(options: Partial<McpRegistryOptions> & { connector: Record
   const warnings: string[] = [];
   const logger: EngineLogger = { warn: (_details, message) => warnings.push(message) };
   const registry = new McpRegistry({
-    persistence: { backend: new HostFolderMachine({ workdir }) },
+    persistence: { machine: new HostFolderMachine({ workdir }) },
     logger,
     now: () => (clock += 1),
     ...options,

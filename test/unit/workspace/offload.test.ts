@@ -4,13 +4,13 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Offloader } from "@/server/workspace/offload/offloader";
 import { parseWorkspaceReference, toWorkspaceReference } from "@/server/workspace/offload/references";
-import { makeTempBackend, streamToString } from "./helpers";
+import { makeTempMachine, streamToString } from "./helpers";
 
-let env: Awaited<ReturnType<typeof makeTempBackend>>;
+let env: Awaited<ReturnType<typeof makeTempMachine>>;
 let offloader: Offloader;
 beforeEach(async () => {
-  env = await makeTempBackend();
-  offloader = new Offloader(() => env.backend);
+  env = await makeTempMachine();
+  offloader = new Offloader(() => env.machine);
 });
 afterEach(() => env.cleanup());
 
@@ -125,7 +125,7 @@ describe("offloadToolResult", () => {
       [1, 2, 3, 4, 5].map((n) => toWorkspaceReference(`sessions/s1/tool_result-call_1(${n}).txt`)),
     );
     // Two offloaders on one workdir (e.g. two processes) still never overwrite each other.
-    const other = new Offloader(() => env.backend);
+    const other = new Offloader(() => env.machine);
     const [a, b] = await Promise.all([
       offloader.offloadToolResult("s1", "x", "a"),
       other.offloadToolResult("s1", "x", "b"),

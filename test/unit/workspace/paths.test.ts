@@ -2,11 +2,11 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { assertSafeSegment, isInside, resolveConfined, resolveLexically } from "@/server/workspace/paths";
-import { makeTempBackend } from "./helpers";
+import { makeTempMachine } from "./helpers";
 
-let env: Awaited<ReturnType<typeof makeTempBackend>>;
+let env: Awaited<ReturnType<typeof makeTempMachine>>;
 beforeEach(async () => {
-  env = await makeTempBackend();
+  env = await makeTempMachine();
 });
 afterEach(() => env.cleanup());
 
@@ -34,30 +34,30 @@ describe("resolveLexically", () => {
 describe("resolveConfined", () => {
   it("allows existing and not-yet-existing paths inside", async () => {
     await fs.mkdir(path.join(env.workdir, "d"));
-    expect(await resolveConfined(env.backend, `${env.workdir}/d`)).toBe(`${env.workdir}/d`);
-    expect(await resolveConfined(env.backend, "d/new/file.txt")).toBe(`${env.workdir}/d/new/file.txt`);
+    expect(await resolveConfined(env.machine, `${env.workdir}/d`)).toBe(`${env.workdir}/d`);
+    expect(await resolveConfined(env.machine, "d/new/file.txt")).toBe(`${env.workdir}/d/new/file.txt`);
   });
 
   it("follows inside symlinks to their real target", async () => {
     await fs.mkdir(path.join(env.workdir, "real"));
     await fs.symlink("real", path.join(env.workdir, "alias"));
-    expect(await resolveConfined(env.backend, "alias/x.txt")).toBe(`${env.workdir}/real/x.txt`);
+    expect(await resolveConfined(env.machine, "alias/x.txt")).toBe(`${env.workdir}/real/x.txt`);
   });
 
   it("rejects a symlinked folder pointing outside, even for a new file below it", async () => {
     await fs.symlink(env.root, path.join(env.workdir, "out"));
-    await expect(resolveConfined(env.backend, "out/new.txt")).rejects.toMatchObject({ code: "FORBIDDEN" });
+    await expect(resolveConfined(env.machine, "out/new.txt")).rejects.toMatchObject({ code: "FORBIDDEN" });
   });
 
   it("rejects a symlinked file pointing outside", async () => {
     await fs.writeFile(path.join(env.root, "secret"), "s");
     await fs.symlink(path.join(env.root, "secret"), path.join(env.workdir, "s"));
-    await expect(resolveConfined(env.backend, "s")).rejects.toMatchObject({ code: "FORBIDDEN" });
+    await expect(resolveConfined(env.machine, "s")).rejects.toMatchObject({ code: "FORBIDDEN" });
   });
 
   it("rejects a dangling symlink (a write through it would land outside)", async () => {
     await fs.symlink(path.join(env.root, "not-yet"), path.join(env.workdir, "dangling"));
-    await expect(resolveConfined(env.backend, "dangling")).rejects.toMatchObject({ code: "FORBIDDEN" });
+    await expect(resolveConfined(env.machine, "dangling")).rejects.toMatchObject({ code: "FORBIDDEN" });
   });
 });
 

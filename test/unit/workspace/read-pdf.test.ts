@@ -4,18 +4,18 @@ import path from "node:path";
 import { PDFDocument, StandardFonts } from "pdf-lib";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createBuiltinTools, type BuiltinTool } from "@/server/workspace/tools";
-import { makeTempBackend } from "./helpers";
+import { makeTempMachine } from "./helpers";
 
-let env: Awaited<ReturnType<typeof makeTempBackend>>;
+let env: Awaited<ReturnType<typeof makeTempMachine>>;
 let w: string;
 beforeEach(async () => {
-  env = await makeTempBackend();
+  env = await makeTempMachine();
   w = env.workdir;
 });
 afterEach(() => env.cleanup());
 
 function readTool(acceptedMediaTypes: string[] = []): BuiltinTool {
-  return createBuiltinTools(env.backend, { acceptedMediaTypes }).find((tool) => tool.name === "Read")!;
+  return createBuiltinTools(env.machine, { acceptedMediaTypes }).find((tool) => tool.name === "Read")!;
 }
 
 /** A PDF whose page k shows "Page text k" in Helvetica (a standard font, so nothing is embedded). */

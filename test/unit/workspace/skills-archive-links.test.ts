@@ -19,7 +19,7 @@ describe.each(["direct host writes", "tar re-pack"] as const)("skill archive lin
     base = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-skill-links-")));
     workdir = path.join(base, "ws");
     await fs.mkdir(workdir);
-    store = new SkillStore({ backend: backendFor(sink, workdir) });
+    store = new SkillStore({ machine: backendFor(sink, workdir) });
     await store.initialize();
   });
 

@@ -38,7 +38,7 @@ describe.each(SINKS)("skill archives through %s", (sink) => {
     base = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-skills-")));
     workdir = path.join(base, "ws");
     await fs.mkdir(workdir);
-    store = new SkillStore({ backend: backendFor(sink, workdir), limits: STORE_LIMITS });
+    store = new SkillStore({ machine: backendFor(sink, workdir), limits: STORE_LIMITS });
     await store.initialize();
   });
 

@@ -32,7 +32,7 @@ describe("skill dedupe by shape, then content", () => {
     return store.installArchive(Readable.from([await tarOf(entries)]), "tar", "a");
   }
   async function storeFor(sink: "direct host writes" | "tar re-pack") {
-    const store = new SkillStore({ backend: backendFor(sink, workdir) });
+    const store = new SkillStore({ machine: backendFor(sink, workdir) });
     await store.initialize();
     return store;
   }

@@ -17,7 +17,7 @@ let warnings: string[];
 
 function makeStore(seedPaths: string[] = [HELLO]): SkillStore {
   const logger: EngineLogger = { warn: (_details, message) => warnings.push(message) };
-  return new SkillStore({ backend: new HostFolderMachine({ workdir }), seedPaths, logger });
+  return new SkillStore({ machine: new HostFolderMachine({ workdir }), seedPaths, logger });
 }
 
 beforeEach(async () => {

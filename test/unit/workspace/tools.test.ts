@@ -4,15 +4,15 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createBuiltinTools, FileReadState, type BuiltinTool } from "@/server/workspace/tools";
 import { Offloader } from "@/server/workspace/offload/offloader";
 import { MAX_OUTPUT_CHARS, TRUNCATION_NOTICE } from "@/server/workspace/tools/text";
-import { makeTempBackend } from "./helpers";
+import { makeTempMachine } from "./helpers";
 
-let env: Awaited<ReturnType<typeof makeTempBackend>>;
+let env: Awaited<ReturnType<typeof makeTempMachine>>;
 let tools: Record<string, BuiltinTool>;
 let w: string;
 beforeEach(async () => {
-  env = await makeTempBackend();
+  env = await makeTempMachine();
   w = env.workdir;
-  tools = Object.fromEntries(createBuiltinTools(env.backend).map((tool) => [tool.name, tool]));
+  tools = Object.fromEntries(createBuiltinTools(env.machine).map((tool) => [tool.name, tool]));
 });
 afterEach(() => env.cleanup());
 
@@ -20,7 +20,7 @@ const run = (name: string, input: Record<string, unknown>) => tools[name]!.execu
 
 describe("createBuiltinTools", () => {
   it("returns the six tools in the reference order with JSON-schema inputs", () => {
-    const list = createBuiltinTools(env.backend);
+    const list = createBuiltinTools(env.machine);
     expect(list.map((t) => t.name)).toEqual(["Bash", "Edit", "Glob", "Grep", "Read", "Write"]);
     const bash = list[0]!.inputSchema as {
       type: string;
@@ -111,7 +111,7 @@ describe("Read", () => {
   it("attaches images only when the model accepts them", async () => {
     await fs.writeFile(path.join(w, "p.png"), Buffer.from([0x89, 0x50, 0x4e, 0x47]));
     expect((await run("Read", { file_path: `${w}/p.png` })).isError).toBe(true);
-    const [, , , , read] = createBuiltinTools(env.backend, { acceptedMediaTypes: ["image/png"] });
+    const [, , , , read] = createBuiltinTools(env.machine, { acceptedMediaTypes: ["image/png"] });
     const result = await read!.execute({ file_path: `${w}/p.png` });
     expect(result.attachments?.[0]).toMatchObject({ mediaType: "image/png", base64: "iVBORw==" });
   });
@@ -119,7 +119,7 @@ describe("Read", () => {
 
 describe("offload references (workspace:///…)", () => {
   it("Read, Grep and Glob accept the reference the offloader handed out, mapped under the workdir", async () => {
-    const offloader = new Offloader(() => env.backend);
+    const offloader = new Offloader(() => env.machine);
     const reference = await offloader.offloadToolResult("sess1", "call_1", "line one\nneedle two\n");
     expect(reference).toBe("workspace:///sessions/sess1/tool_result-call_1.txt");
     const read = await run("Read", { file_path: reference });
@@ -204,7 +204,7 @@ describe("Write and Edit", () => {
 
   it("readState: null turns the read-before-write rule off", async () => {
     await fs.writeFile(path.join(w, "e.txt"), "old");
-    const [, edit] = createBuiltinTools(env.backend, { readState: null });
+    const [, edit] = createBuiltinTools(env.machine, { readState: null });
     expect(
       (await edit!.execute({ file_path: `${w}/e.txt`, old_string: "old", new_string: "new" })).isError,
     ).toBe(false);
@@ -334,7 +334,7 @@ describe("confinement of every file tool", () => {
           : name === "Write"
             ? { file_path: p, content: "pwned" }
             : { file_path: p, old_string: "top", new_string: "pwned" };
-      const [, edit, , , read, write] = createBuiltinTools(env.backend, { readState: null });
+      const [, edit, , , read, write] = createBuiltinTools(env.machine, { readState: null });
       const tool = { Read: read, Write: write, Edit: edit }[name]!;
       const result = await tool.execute(input);
       expect(result.isError).toBe(true);

@@ -51,7 +51,7 @@ describe("Workspace lifecycle", () => {
 
   it("refuses use before initialise and after close; close is idempotent and keeps files", async () => {
     const workspace = make();
-    expect(() => workspace.backend).toThrow(expect.objectContaining({ code: "UNAVAILABLE" }));
+    expect(() => workspace.machine).toThrow(expect.objectContaining({ code: "UNAVAILABLE" }));
     await workspace.initialize();
     const workdir = workspace.workdir;
     await fs.writeFile(path.join(workdir, "keep.txt"), "k");

@@ -11,12 +11,12 @@ const RELAY_BATCH_BYTES = 256 * 1024;
  * into `backend.putArchive(targetDir)`: the same code serves every backend, because the backend only ever
  * sees the clean tar. A backend failure fails the next call into the sink.
  */
-export function createTarRepackSink(backend: WorkspaceMachine, targetDir: string): ExtractionSink {
+export function createTarRepackSink(machine: WorkspaceMachine, targetDir: string): ExtractionSink {
   const pack = tarStream.pack();
   // Install time, the same for every entry: what the local fast path leaves on its files too.
   const mtime = new Date();
   const abort = new AbortController();
-  const putting = backend.putArchive(targetDir, Readable.from(relay(pack), { objectMode: false }));
+  const putting = machine.putArchive(targetDir, Readable.from(relay(pack), { objectMode: false }));
   const backendFailure = putting.then(
     () => null,
     (error: unknown) => {

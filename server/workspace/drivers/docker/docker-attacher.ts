@@ -2,17 +2,17 @@ import { AppError } from "@/server/shared/errors";
 import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
 import type { McpConnector } from "@/server/workspace/mcp/types";
 import type { AttachOptions, WorkspaceSpec } from "@/server/workspace/drivers/driver";
-import type { DockerProvisionEvent, DockerWorkspaceHandle, DockerWorkspaceProvider } from "./docker-provider";
+import type { DockerCreateEvent, DockerWorkspaceHandle, DockerContainers } from "./docker-containers";
 
 export type DockerAttacherOptions = {
   /** Provisioning progress (image build lines, container created/reattached, gateway ready) per workspace. */
-  onProgress?: (spec: WorkspaceSpec, event: DockerProvisionEvent) => void;
+  onProgress?: (spec: WorkspaceSpec, event: DockerCreateEvent) => void;
   /** Passed to every open(): reuse a healthy gateway another process started (see DockerWorkspaceRequest). */
   reuseToken?: boolean;
 };
 
 /**
- * The driver's attaching side over DockerWorkspaceProvider: what every process does with a workspace's
+ * The driver's attaching side over DockerContainers: what every process does with a workspace's
  * container (attach, liveness, detach, MCP through the in-container gateway). Stopping and purging are the
  * workers' (DockerMachines).
  */
@@ -20,7 +20,7 @@ export class DockerAttacher {
   private readonly handles = new WeakMap<WorkspaceMachine, DockerWorkspaceHandle>();
 
   constructor(
-    readonly workspaces: DockerWorkspaceProvider,
+    readonly workspaces: DockerContainers,
     private readonly options: DockerAttacherOptions = {},
   ) {}
 

@@ -4,10 +4,10 @@ import path from "node:path";
 import { z } from "zod";
 
 /**
- * Configuration of the Docker workspace provider. Parsed once at the composition root (which reads the
+ * Configuration of the Docker driver. Parsed once at the composition root (which reads the
  * environment); everything below receives the parsed object.
  */
-export const ZDockerProviderConfig = z.object({
+export const ZDockerDriverConfig = z.object({
   /** Docker engine socket. */
   socketPath: z.string().default("/var/run/docker.sock"),
   /** Image the workspace image is built FROM; built from Debian by scripts/docker/build-base-image.sh. */
@@ -80,8 +80,8 @@ export const ZDockerProviderConfig = z.object({
     .default(60 * 60_000),
 });
 
-export type TDockerProviderConfig = z.infer<typeof ZDockerProviderConfig>;
-export type TDockerProviderConfigInput = z.input<typeof ZDockerProviderConfig>;
+export type TDockerDriverConfig = z.infer<typeof ZDockerDriverConfig>;
+export type TDockerDriverConfigInput = z.input<typeof ZDockerDriverConfig>;
 
 /** Paths inside every workspace container. */
 export const CONTAINER_PATHS = {

@@ -13,7 +13,7 @@ import {
   GATEWAY_FILES_PROTOCOL,
   type TGatewayHealth,
 } from "@/server/workspace/gateway/gateway-protocol";
-import { CONTAINER_PATHS, type TDockerProviderConfig } from "./docker-config";
+import { CONTAINER_PATHS, type TDockerDriverConfig } from "./docker-config";
 import { runRootChore } from "./docker-exec";
 import { parseJsonOrNull } from "@/server/shared/json";
 
@@ -76,7 +76,7 @@ const HEALTH_POLL_MAX_MS = 25;
  */
 export async function startDockerGateway(
   container: Docker.Container,
-  config: TDockerProviderConfig,
+  config: TDockerDriverConfig,
   runtime: {
     hostRuntimeDir: string;
     hostWorkdir: string;
@@ -138,7 +138,7 @@ export async function startDockerGateway(
 /** Starts the gateway in a detached exec; resolves once Docker started it. */
 async function launchGateway(
   container: Docker.Container,
-  config: TDockerProviderConfig,
+  config: TDockerDriverConfig,
   credentials: { token: string; instanceNonce: string },
 ): Promise<void> {
   const exec = await container.exec({
@@ -164,7 +164,7 @@ async function launchGateway(
   launched?.destroy?.();
 }
 
-async function chownWorkdir(container: Docker.Container, config: TDockerProviderConfig): Promise<void> {
+async function chownWorkdir(container: Docker.Container, config: TDockerDriverConfig): Promise<void> {
   const result = await runRootChore(container, [
     "/bin/sh",
     "-c",
@@ -178,13 +178,13 @@ async function chownWorkdir(container: Docker.Container, config: TDockerProvider
 }
 
 /** True when the host sees the workdir owned by the workspace user already (no chown to wait for). */
-async function ownedBy(hostWorkdir: string, config: TDockerProviderConfig): Promise<boolean> {
+async function ownedBy(hostWorkdir: string, config: TDockerDriverConfig): Promise<boolean> {
   const stat = await fs.stat(hostWorkdir).catch(() => null);
   return stat !== null && stat.uid === config.uid && stat.gid === config.gid;
 }
 
 function runningGateway(
-  config: TDockerProviderConfig,
+  config: TDockerDriverConfig,
   gateway: { socketPath: string; token: string; instanceNonce: string; ready: Promise<TGatewayHealth> },
 ): RunningGateway {
   const { socketPath, token, instanceNonce, ready } = gateway;
@@ -232,7 +232,7 @@ async function writeCredentials(hostRuntimeDir: string, credentials: z.infer<typ
  * launcher does not wait for it): it is waited for rather than restarted under the launcher.
  */
 async function attachRunningGateway(
-  config: TDockerProviderConfig,
+  config: TDockerDriverConfig,
   runtime: { hostRuntimeDir: string; containerStartedAt?: number },
   socketPath: string,
 ): Promise<RunningGateway | null> {

@@ -1,19 +1,19 @@
 import fs from "node:fs/promises";
 import { DockerAttacher } from "@/server/workspace/drivers/docker/docker-attacher";
 import {
-  DockerWorkspaceProvider,
-  type DockerProviderDeps,
-} from "@/server/workspace/drivers/docker/docker-provider";
+  DockerContainers,
+  type DockerContainersDeps,
+} from "@/server/workspace/drivers/docker/docker-containers";
 import {
   containerName,
   LABELS,
   type DockerWorkspaceRef,
-  type TDockerProviderConfigInput,
+  type TDockerDriverConfigInput,
 } from "@/server/workspace/drivers/docker/docker-config";
 import type { WorkspaceSpec } from "@/server/workspace/drivers/driver";
 import { hostFolderIdentity } from "@/server/workspace/drivers/docker/host-folder";
 import { directoryBytes, type MachineUsage } from "@/server/workspace/drivers/machine-usage";
-import type { DockerProvisionEvent } from "@/server/workspace/drivers/docker/docker-provider";
+import type { DockerCreateEvent } from "@/server/workspace/drivers/docker/docker-containers";
 import type {
   BackendHandle,
   CreateOptions,
@@ -29,10 +29,10 @@ import type {
  */
 export class DockerMachines {
   readonly attacher: DockerAttacher;
-  readonly workspaces: DockerWorkspaceProvider;
+  readonly workspaces: DockerContainers;
 
-  constructor(config: TDockerProviderConfigInput, deps: DockerProviderDeps = {}) {
-    this.workspaces = new DockerWorkspaceProvider(config, deps);
+  constructor(config: TDockerDriverConfigInput, deps: DockerContainersDeps = {}) {
+    this.workspaces = new DockerContainers(config, deps);
     this.attacher = new DockerAttacher(this.workspaces, { reuseToken: true });
   }
 
@@ -180,7 +180,7 @@ async function pathExists(target: string): Promise<boolean> {
   );
 }
 
-function progressOf(event: DockerProvisionEvent): CreateProgress {
+function progressOf(event: DockerCreateEvent): CreateProgress {
   switch (event.type) {
     case "image":
       return { step: `image.${event.phase}`, detail: event.message ?? event.tag };

@@ -2,7 +2,7 @@ import path from "node:path";
 import { z } from "zod";
 import { definedOnly, parseEnv } from "@/server/shared/env-parsing";
 import type { DriverDefinition, DriverImplementation } from "@/server/workspace/drivers/driver";
-import { ZDockerProviderConfig, type TDockerProviderConfig } from "./docker-config";
+import { ZDockerDriverConfig, type TDockerDriverConfig } from "./docker-config";
 import { DockerMachines } from "./docker-machines";
 
 const ZDockerEnv = z.object({
@@ -24,13 +24,13 @@ const ZDockerEnv = z.object({
  * `docker`: one container per workspace (network none, non-root, limits), its workdir a host folder under
  * the base dir bind-mounted at /workspace, MCP servers behind the in-container gateway (README.md here).
  */
-export const dockerDriver: DriverDefinition<TDockerProviderConfig> = {
+export const dockerDriver: DriverDefinition<TDockerDriverConfig> = {
   name: "docker",
   kind: "docker",
   label: "docker",
   instructionsLabel: "Docker-based",
   summary: "one container per workspace on this host's Docker engine (no network by default)",
-  configSchema: ZDockerProviderConfig,
+  configSchema: ZDockerDriverConfig,
   configFromEnv(env, { cwd, basedir }) {
     const vars = parseEnv(ZDockerEnv, env, "docker backend");
     const resolve = (value: string | undefined) => value && path.resolve(cwd, value);

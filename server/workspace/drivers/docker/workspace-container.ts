@@ -8,7 +8,7 @@ import {
   containerName,
   LABELS,
   type DockerWorkspaceRef,
-  type TDockerProviderConfig,
+  type TDockerDriverConfig,
 } from "./docker-config";
 
 /** The workspace plus the agent that created it; all written as labels so operators can find containers. */
@@ -30,7 +30,7 @@ export type ContainerSpec = DockerWorkspaceRef & {
 };
 
 /** The PATH, HOME and locale every command starts from. */
-export function containerEnv(config: TDockerProviderConfig): Record<string, string> {
+export function containerEnv(config: TDockerDriverConfig): Record<string, string> {
   return {
     PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     HOME: CONTAINER_PATHS.home,
@@ -44,7 +44,7 @@ export function containerEnv(config: TDockerProviderConfig): Record<string, stri
  * old container is replaced (its data lives in the bind mount, so nothing is lost).
  */
 function containerCreateOptions(
-  config: TDockerProviderConfig,
+  config: TDockerDriverConfig,
   spec: ContainerSpec,
 ): Docker.ContainerCreateOptions {
   const options: Docker.ContainerCreateOptions = {
@@ -109,7 +109,7 @@ function containerCreateOptions(
  */
 export async function ensureRunningContainer(
   docker: Docker,
-  config: TDockerProviderConfig,
+  config: TDockerDriverConfig,
   spec: ContainerSpec,
 ): Promise<{ container: Docker.Container; created: boolean; startedAt: number }> {
   const options = containerCreateOptions(config, spec);

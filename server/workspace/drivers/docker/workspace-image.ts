@@ -4,7 +4,7 @@ import type Docker from "dockerode";
 import tar from "tar-stream";
 import { AppError } from "@/server/shared/errors";
 import { GATEWAY_BUNDLE_FILE, type GatewayBundle } from "@/server/workspace/gateway/bundle-gateway";
-import { CONTAINER_PATHS, LABELS, type TDockerProviderConfig } from "./docker-config";
+import { CONTAINER_PATHS, LABELS, type TDockerDriverConfig } from "./docker-config";
 
 /** One line of build output, for the workspace's event stream. */
 export type ImageBuildProgress = { phase: "cached" | "building" | "built"; tag: string; message?: string };
@@ -23,7 +23,7 @@ export class WorkspaceImageBuilder {
 
   constructor(
     private readonly docker: Docker,
-    private readonly config: TDockerProviderConfig,
+    private readonly config: TDockerDriverConfig,
   ) {}
 
   async ensure(bundle: GatewayBundle, onProgress?: (progress: ImageBuildProgress) => void): Promise<string> {
@@ -133,7 +133,7 @@ export class WorkspaceImageBuilder {
 }
 
 /** The Dockerfile: no network needed unless extra packages are configured. */
-function renderDockerfile(config: TDockerProviderConfig): string {
+function renderDockerfile(config: TDockerDriverConfig): string {
   const { uid, gid } = config;
   const lines = [
     `FROM ${config.baseImage}`,

@@ -35,7 +35,7 @@ export function registerWorkspaceCases(context: ContractContext): void {
       expect(listing.skills.map((skill) => skill.name)).toContain("hello");
       const { content } = await workspace.readSkill("hello", "agent-a");
       expect(content).toContain("Run `scripts/hello.sh`.");
-      const run = await workspace.backend.exec([
+      const run = await workspace.machine.exec([
         "sh",
         path.posix.join(installed.skill.path, "scripts/hello.sh"),
       ]);
@@ -70,7 +70,7 @@ export function registerWorkspaceCases(context: ContractContext): void {
     async () => {
       const workspace = await open();
       expect(workspace.isolated).toBe(context.driver.isolation.isolated);
-      const declaration = await context.mcp.install(workspace.backend, "everything");
+      const declaration = await context.mcp.install(workspace.machine, "everything");
       const scope = { agentId: "agent-a", sessionId: "mcp-1" };
       await workspace.addMcp(declaration, scope);
       const tools = await workspace.listMcpTools(scope);
@@ -84,7 +84,7 @@ export function registerWorkspaceCases(context: ContractContext): void {
 
   context.it("MCP: two sessions of a stateful server get two instances whose state stays apart", async () => {
     const workspace = await open();
-    const declaration = await context.mcp.install(workspace.backend, "counter");
+    const declaration = await context.mcp.install(workspace.machine, "counter");
     const first = { agentId: "agent-a", sessionId: "state-1" };
     const second = { agentId: "agent-a", sessionId: "state-2" };
     const one = await workspace.addMcp(declaration, first);

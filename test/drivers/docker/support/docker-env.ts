@@ -5,16 +5,16 @@ import path from "node:path";
 import Docker from "dockerode";
 import { describe } from "vitest";
 import {
-  DockerWorkspaceProvider,
+  DockerContainers,
   type DockerWorkspaceHandle,
-} from "@/server/workspace/drivers/docker/docker-provider";
+} from "@/server/workspace/drivers/docker/docker-containers";
 import type { WorkspaceDriver } from "@/server/workspace/drivers/driver";
 import type { DockerAttacher } from "@/server/workspace/drivers/docker/docker-attacher";
 import { DockerMachines } from "@/server/workspace/drivers/docker/docker-machines";
 import { dockerDriver, dockerDriverOver } from "@/server/workspace/drivers/docker/driver";
 import type {
   DockerWorkspaceRef,
-  TDockerProviderConfigInput,
+  TDockerDriverConfigInput,
 } from "@/server/workspace/drivers/docker/docker-config";
 
 /**
@@ -64,11 +64,11 @@ export const testInstallationId = () => Promise.resolve(TEST_INSTALLATION_ID);
 
 export const TEST_OWNER = { tenantId: "tenant-test", userId: "user-test", agentId: "agent-test" };
 
-/** A throwaway data root plus a provider factory; `cleanup` purges every workspace it opened. */
-export async function createDockerTestbed(overrides: Partial<TDockerProviderConfigInput> = {}) {
+/** A throwaway data root plus a DockerContainers factory; `cleanup` purges every workspace it opened. */
+export async function createDockerTestbed(overrides: Partial<TDockerDriverConfigInput> = {}) {
   const dataRoot = await fs.mkdtemp(path.join(os.tmpdir(), "berth-docker-test-"));
   const runtimeRoot = path.join("/tmp", `berth-rt-${randomBytes(3).toString("hex")}`);
-  const config: TDockerProviderConfigInput = {
+  const config: TDockerDriverConfigInput = {
     socketPath: SOCKET_PATH,
     baseImage: BASE_IMAGE,
     dataRoot,
@@ -80,14 +80,11 @@ export async function createDockerTestbed(overrides: Partial<TDockerProviderConf
     ...overrides,
   };
   const opened: DockerWorkspaceRef[] = [];
-  const providers: DockerWorkspaceProvider[] = [];
-  const newProvider = (extra: Partial<TDockerProviderConfigInput> = {}) => {
-    const provider = new DockerWorkspaceProvider(
-      { ...config, ...extra },
-      { installationId: testInstallationId },
-    );
-    providers.push(provider);
-    return provider;
+  const containerSets: DockerContainers[] = [];
+  const newContainers = (extra: Partial<TDockerDriverConfigInput> = {}) => {
+    const containers = new DockerContainers({ ...config, ...extra }, { installationId: testInstallationId });
+    containerSets.push(containers);
+    return containers;
   };
   const refFor = (workspaceId = uniqueWorkspaceId()): DockerWorkspaceRef => ({
     tenantId: TEST_OWNER.tenantId,
@@ -95,26 +92,26 @@ export async function createDockerTestbed(overrides: Partial<TDockerProviderConf
     workspaceId,
   });
   const open = async (
-    provider: DockerWorkspaceProvider,
+    containers: DockerContainers,
     ref: DockerWorkspaceRef = refFor(),
   ): Promise<DockerWorkspaceHandle> => {
     if (!opened.some((known) => known.workspaceId === ref.workspaceId && known.tenantId === ref.tenantId)) {
       opened.push(ref);
     }
-    return provider.open({ ...ref, agentId: TEST_OWNER.agentId });
+    return containers.open({ ...ref, agentId: TEST_OWNER.agentId });
   };
   /** Marks a workspace opened some other way (e.g. through WorkspaceManager) for cleanup. */
   const track = (ref: DockerWorkspaceRef) => opened.push(ref);
   const cleanup = async () => {
-    const provider = providers[0] ?? newProvider();
-    for (const ref of opened) await provider.purge(ref).catch(() => undefined);
+    const containers = containerSets[0] ?? newContainers();
+    for (const ref of opened) await containers.purge(ref).catch(() => undefined);
     await fs.rm(dataRoot, { recursive: true, force: true });
     await fs.rm(runtimeRoot, { recursive: true, force: true });
   };
   return {
     config,
     dataRoot,
-    newProvider,
+    newContainers,
     open,
     refFor,
     track,

@@ -39,9 +39,9 @@ const manager = new WorkspaceManager({
   livenessIntervalMs: 0,
 });
 const workspace = await manager.getWorkspace(spec);
-await workspace.backend.exec(["sh", "-c", "echo hi > note.txt"]);
-await workspace.backend.writeFile("note2.txt", "through the gateway");
-await workspace.backend.stat("note2.txt");
+await workspace.machine.exec(["sh", "-c", "echo hi > note.txt"]);
+await workspace.machine.writeFile("note2.txt", "through the gateway");
+await workspace.machine.stat("note2.txt");
 await manager[Symbol.asyncDispose](); // what engine.close() does
 await worker.stop(spec);
 await worker.purge(spec);

@@ -103,8 +103,8 @@ export async function pollUntil<T>(read: () => Promise<T>, done: (value: T) => b
 }
 
 /** Where a workspace's files are on the host (sandboxed backends show them at /workspace). */
-export function hostWorkdirOf(workspace: { backend: unknown; workdir: string }): string {
-  return workspace.backend instanceof BubblewrapMachine ? workspace.backend.hostWorkdir : workspace.workdir;
+export function hostWorkdirOf(workspace: { machine: unknown; workdir: string }): string {
+  return workspace.machine instanceof BubblewrapMachine ? workspace.machine.hostWorkdir : workspace.workdir;
 }
 
 /**

@@ -22,7 +22,7 @@ export const DEFAULT_ARCHIVE_LIMITS: ArchiveLimits = {
   maxArchiveBytes: 500 * 1024 * 1024,
 };
 
-/** `sha256` is null when the extraction was asked not to hash (see `extractToBackend`). */
+/** `sha256` is null when the extraction was asked not to hash (see `extractToMachine`). */
 type ExtractedFile = { path: string; size: number; sha256: string | null; executable: boolean };
 
 /** What was extracted, in archive order: enough to find the skill root, check its links and hash it. */
@@ -41,17 +41,17 @@ export type ExtractionManifest = {
  * `backend.putArchive`. On the first violation the sink is stopped and the error thrown; the caller deletes
  * `targetDir` (a staging directory), so nothing half-validated survives.
  */
-export async function extractToBackend(
+export async function extractToMachine(
   source: AsyncIterable<ArchiveEntry>,
-  backend: WorkspaceMachine,
+  machine: WorkspaceMachine,
   targetDir: string,
   limits: ArchiveLimits,
 ): Promise<ExtractionManifest> {
-  const hostDir = backend.hostPath?.(targetDir);
+  const hostDir = machine.hostPath?.(targetDir);
   // Hashing every byte is as costly as the rest of a direct install, and its files are cheap to read back
   // when a hash is needed; a re-packed archive's files are not, so those are hashed on the way.
   if (hostDir) return extractToSink(source, await createHostDirectorySink(hostDir), limits, false);
-  return extractToSink(source, createTarRepackSink(backend, targetDir), limits, true);
+  return extractToSink(source, createTarRepackSink(machine, targetDir), limits, true);
 }
 
 export async function extractToSink(

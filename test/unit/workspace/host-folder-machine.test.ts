@@ -4,13 +4,13 @@ import { Readable } from "node:stream";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { isAppError } from "@/server/shared/errors";
 import type { HostFolderMachine } from "@/server/workspace/drivers/host-folder/host-folder-machine";
-import { makeTempBackend, streamToString } from "./helpers";
+import { makeTempMachine, streamToString } from "./helpers";
 
-let env: Awaited<ReturnType<typeof makeTempBackend>>;
+let env: Awaited<ReturnType<typeof makeTempMachine>>;
 let backend: HostFolderMachine;
 beforeEach(async () => {
-  env = await makeTempBackend();
-  backend = env.backend;
+  env = await makeTempMachine();
+  backend = env.machine;
 });
 afterEach(() => env.cleanup());
 

@@ -18,10 +18,10 @@ import {
   CONTAINER_PATHS,
   containerKey,
   containerName,
-  ZDockerProviderConfig,
+  ZDockerDriverConfig,
   type DockerWorkspaceRef,
-  type TDockerProviderConfig,
-  type TDockerProviderConfigInput,
+  type TDockerDriverConfig,
+  type TDockerDriverConfigInput,
 } from "./docker-config";
 import { runRootChore } from "./docker-exec";
 import { hostFolderIdentity } from "./host-folder";
@@ -37,7 +37,7 @@ import { WorkspaceImageBuilder, type ImageBuildProgress } from "./workspace-imag
 import { pruneWorkspaceImages } from "./workspace-image-gc";
 
 /** Provisioning progress, for the workspace's event stream. */
-export type DockerProvisionEvent =
+export type DockerCreateEvent =
   | ({ type: "image" } & ImageBuildProgress)
   | { type: "container"; state: "created" | "reattached"; name: string }
   | { type: "gateway"; state: "starting" | "ready" };
@@ -47,7 +47,7 @@ export type DockerWorkspaceRequest = DockerWorkspaceRef & {
   agentId: string;
   /** Host directory bound at /workspace. Default `<dataRoot>/<tenant>/<user>/<workspace id>`. */
   hostWorkdir?: string;
-  onProgress?: (event: DockerProvisionEvent) => void;
+  onProgress?: (event: DockerCreateEvent) => void;
   /**
    * Reuse a healthy gateway started by another process (credentials on file) instead of restarting it with
    * a new token, which would cut off every other process attached to it. Default false: always rotate.
@@ -82,7 +82,7 @@ export type DockerWorkspaceHandle = {
   close(): Promise<void>;
 };
 
-export type DockerProviderDeps = {
+export type DockerContainersDeps = {
   docker?: Docker;
   /** This installation's id, labelled on every container (see server/workspace/drivers/installation.ts). */
   installationId?: InstallationIdSource;
@@ -94,8 +94,8 @@ export type DockerProviderDeps = {
  * Docker workspaces: one container per workspace id (`berth-ws-<id>`), reattached across process restarts
  * by its deterministic name, with the workdir bind-mounted from the host and the MCP gateway inside.
  */
-export class DockerWorkspaceProvider {
-  readonly config: TDockerProviderConfig;
+export class DockerContainers {
+  readonly config: TDockerDriverConfig;
   readonly docker: Docker;
   private readonly images: WorkspaceImageBuilder;
   private readonly bundle: () => Promise<GatewayBundle>;
@@ -103,8 +103,8 @@ export class DockerWorkspaceProvider {
   /** This installation's id (memoised; fails loudly when none was given). */
   readonly installationId: InstallationIdSource;
 
-  constructor(config: TDockerProviderConfigInput, deps: DockerProviderDeps = {}) {
-    this.config = ZDockerProviderConfig.parse(config);
+  constructor(config: TDockerDriverConfigInput, deps: DockerContainersDeps = {}) {
+    this.config = ZDockerDriverConfig.parse(config);
     this.installationId = installationIdOf(deps.installationId);
     this.docker = deps.docker ?? new Docker({ socketPath: this.config.socketPath });
     this.images = new WorkspaceImageBuilder(this.docker, this.config);

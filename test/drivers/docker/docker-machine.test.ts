@@ -4,16 +4,16 @@ import { pipeline } from "node:stream/promises";
 import tar from "tar-stream";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { SkillStore } from "@/server/workspace/skills/skill-store";
-import type { DockerWorkspaceHandle } from "@/server/workspace/drivers/docker/docker-provider";
+import type { DockerWorkspaceHandle } from "@/server/workspace/drivers/docker/docker-containers";
 import { createDockerTestbed, describeDocker } from "./support/docker-env";
 
-describeDocker("Docker backend: exec and files on a real container", () => {
+describeDocker("Docker machine: exec and files on a real container", () => {
   let testbed: Awaited<ReturnType<typeof createDockerTestbed>>;
   let ws: DockerWorkspaceHandle;
 
   beforeAll(async () => {
     testbed = await createDockerTestbed();
-    ws = await testbed.open(testbed.newProvider());
+    ws = await testbed.open(testbed.newContainers());
   });
   afterAll(async () => {
     await testbed?.cleanup();
@@ -211,7 +211,7 @@ describeDocker("Docker backend: exec and files on a real container", () => {
     pack.entry({ name: "linked/latest.md", type: "symlink", linkname: "docs/guide.md" });
     pack.entry({ name: "linked/copy.md", type: "link", linkname: "linked/docs/guide.md" });
     pack.finalize();
-    const store = new SkillStore({ backend: ws.backend });
+    const store = new SkillStore({ machine: ws.backend });
     await store.initialize();
     const { skill } = await store.installArchive(Readable.from(pack), "tar", "agent-links");
     expect(skill.path).toBe("/workspace/skills/agent-links/linked");
