@@ -56,32 +56,6 @@ export async function takeProvisionClaim(
   return count === 1;
 }
 
-/** Holds the claim for another `heldForMs`; false when this holder no longer holds it. */
-export async function renewProvisionClaim(
-  workspaceId: string,
-  holder: string,
-  heldForMs: number,
-  db: DbClient = getDb(),
-): Promise<boolean> {
-  const { count } = await db.workspace.updateMany({
-    where: { id: workspaceId, state: "PROVISIONING", provisionHolder: holder },
-    data: { provisionHeldUntil: new Date(Date.now() + heldForMs) },
-  });
-  return count === 1;
-}
-
-/** Lets the claim go now (a run that ended without a state change), so the next run need not wait. */
-export async function releaseProvisionClaim(
-  workspaceId: string,
-  holder: string,
-  db: DbClient = getDb(),
-): Promise<void> {
-  await db.workspace.updateMany({
-    where: { id: workspaceId, provisionHolder: holder },
-    data: { provisionHolder: null, provisionHeldUntil: null },
-  });
-}
-
 /** The workspace's state and claim as they are now (null: the record is gone). */
 export async function readProvisionClaim(
   workspaceId: string,

@@ -1,12 +1,8 @@
+import { releaseWorkspaceClaim, renewWorkspaceClaim } from "@/server/modules/workspace/workspace-claim.data";
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "@/server/logger";
-import {
-  readProvisionClaim,
-  releaseProvisionClaim,
-  renewProvisionClaim,
-  takeProvisionClaim,
-} from "./provision-claim.data";
+import { readProvisionClaim, takeProvisionClaim } from "./provision-claim.data";
 
 /**
  * One provision run's claim on creating a workspace's machine (provision-claim.data.ts says why it lives in
@@ -52,7 +48,7 @@ export async function claimProvision(
   if (!taken) return null;
   const renewing = setInterval(
     () => {
-      renewProvisionClaim(workspaceId, holder, heldForMs).then(
+      renewWorkspaceClaim("provision", workspaceId, holder, heldForMs).then(
         (held) => {
           if (!held) log.warn({ workspaceId }, "the provision claim was taken over while this run created");
         },
@@ -68,7 +64,7 @@ export async function claimProvision(
       clearInterval(renewing);
       // Cleared already when the run changed the state; otherwise the next run need not wait for a lapse
       // (and if this fails too, this process' next run takes its own ended claim over at once).
-      await releaseProvisionClaim(workspaceId, holder).catch(() => undefined);
+      await releaseWorkspaceClaim("provision", workspaceId, holder).catch(() => undefined);
       liveHolders.delete(holder);
     },
   };

@@ -101,32 +101,6 @@ export async function storePurgeInventory(
   return count === 1;
 }
 
-/** Holds the claim for another `heldForMs`; false when another run holds it now (this one must stop). */
-export async function renewPurgeClaim(
-  workspaceId: string,
-  holder: string,
-  heldForMs: number,
-  db: DbClient = getDb(),
-): Promise<boolean> {
-  const { count } = await db.workspace.updateMany({
-    where: { id: workspaceId, state: "PURGING", purgeHolder: holder },
-    data: { purgeHeldUntil: new Date(Date.now() + heldForMs) },
-  });
-  return count === 1;
-}
-
-/** Lets the claim go now (a run stopped by a shutdown), so the next run need not wait for it to lapse. */
-export async function releasePurgeClaim(
-  workspaceId: string,
-  holder: string,
-  db: DbClient = getDb(),
-): Promise<void> {
-  await db.workspace.updateMany({
-    where: { id: workspaceId, state: "PURGING", purgeHolder: holder },
-    data: { purgeHolder: null, purgeHeldUntil: null },
-  });
-}
-
 /**
  * PURGING → PURGED for the claim's holder, in one transaction with what goes with it: the lease and skill
  * storage rows deleted, the claim and inventory cleared, and the purge receipt (`receipt` builds it from

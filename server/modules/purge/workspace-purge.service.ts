@@ -1,3 +1,4 @@
+import { releaseWorkspaceClaim, renewWorkspaceClaim } from "@/server/modules/workspace/workspace-claim.data";
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
@@ -8,13 +9,7 @@ import type { MachineDeletionOptions } from "@/server/workspace/drivers/driver";
 import type { ZWorkspacePurgePayload } from "@/server/modules/workspace/workspace.jobs";
 import { findWorkspaceRecordForSystem } from "@/server/modules/workspace/workspace-lifecycle.data";
 import { takeInventory } from "./workspace-inventory";
-import {
-  claimPurge,
-  completePurge,
-  releasePurgeClaim,
-  renewPurgeClaim,
-  storePurgeInventory,
-} from "./workspace-purge.data";
+import { claimPurge, completePurge, storePurgeInventory } from "./workspace-purge.data";
 import { specOfRecord } from "@/server/modules/workspace/workspace-spec";
 
 /**
@@ -115,7 +110,7 @@ export async function purgeWorkspace(
       onProgress: async (progress) => {
         if (Date.now() - renewedAt < CLAIM_RENEW_MS) return;
         renewedAt = Date.now();
-        if (!(await renewPurgeClaim(record.id, holder, CLAIM_MS))) throw lostClaim(record.id);
+        if (!(await renewWorkspaceClaim("purge", record.id, holder, CLAIM_MS))) throw lostClaim(record.id);
         await run.onProgress?.(progress);
       },
     });
@@ -149,7 +144,7 @@ export async function purgeWorkspace(
     return { outcome: "purged", receiptId: receipt.id, generation: record.generation };
   } catch (error) {
     // The next run (after a shutdown, a retry) takes over at once instead of waiting for the claim to lapse.
-    await releasePurgeClaim(record.id, holder).catch(() => undefined);
+    await releaseWorkspaceClaim("purge", record.id, holder).catch(() => undefined);
     throw error;
   }
 }
