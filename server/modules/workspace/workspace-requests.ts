@@ -36,6 +36,15 @@ function actorRef(label: unknown): { type: string; id: string } | null {
   return match ? { type: match[1]!, id: match[2]! } : null;
 }
 
+/** CONFLICT while a lease holds the workspace (a turn, a tool call, an open terminal), unless forced. */
+function assertNotInUse(record: { id: string; activeLeases: number }, action: "stop" | "purge"): void {
+  if (record.activeLeases === 0) return;
+  throw new AppError("CONFLICT", `workspace ${record.id} has ${record.activeLeases} active lease(s)`, {
+    userMessage: `The workspace is in use; pass force to ${action} it anyway.`,
+    details: { activeLeases: record.activeLeases },
+  });
+}
+
 /** Asks the workers to stop a workspace (READY → STOPPING now, STOPPED by `workspace.stop`). */
 export async function requestStop(
   deps: RequestDeps,
@@ -51,16 +60,7 @@ export async function requestStop(
     { force: options.force ?? false },
     async () => {
       const record = await requireWorkspaceRecord(scope, workspaceId);
-      if (record.activeLeases > 0 && !options.force) {
-        throw new AppError(
-          "CONFLICT",
-          `workspace ${workspaceId} has ${record.activeLeases} active lease(s)`,
-          {
-            userMessage: "The workspace is in use; pass force to stop it anyway.",
-            details: { activeLeases: record.activeLeases },
-          },
-        );
-      }
+      if (!options.force) assertNotInUse(record, "stop");
       const reason = options.reason ?? "stop requested by an admin";
       if (record.state === "READY") {
         await transitionFrom(scope, workspaceId, { from: ["READY"], to: "STOPPING", reason });
@@ -137,15 +137,7 @@ export async function requestPurge(
       if (record.state === "PURGED" || record.state === "PURGING") {
         return { state: record.state, jobId: null, generation: record.generation };
       }
-      if (record.activeLeases > 0 && !options.force) {
-        throw new AppError(
-          "CONFLICT",
-          `workspace ${workspaceId} has ${record.activeLeases} active lease(s)`,
-          {
-            userMessage: "The workspace is in use; pass force to purge it anyway.",
-          },
-        );
-      }
+      if (!options.force) assertNotInUse(record, "purge");
       const job = await deps.enqueue("workspace.purge", {
         tenantId: scope.tenantId,
         workspaceId,

@@ -18,10 +18,9 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
   let h: WorkspaceHarness;
   let tenant: TestTenant;
 
-  // The idle TTL is also how long this process' engine keeps an attached Workspace it was not asked for
-  // (the manager's cache detaches it after that, lease or no lease): at 1 s a busy machine detached the
-  // workspace a test was still using ("Workspace … is not initialised"). The sweeps below date back the
-  // activity of the workspaces they must find idle instead (idleSince).
+  // The idle TTL is also how long this process' engine keeps an attached Workspace nothing holds (work
+  // under a lease holds it): at 1 s a busy machine detached a workspace a test was still using between
+  // two calls. The sweeps below date back the activity of the workspaces they must find idle (idleSince).
   beforeAll(async () => {
     h = await startWorkspaceHarness({ idleTtlMs: IDLE_TTL_MS });
     tenant = await createTestTenant();
@@ -120,6 +119,16 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
         return hostWorkdirOf(workspace);
       },
     );
+
+    // While a lease holds it (a turn, a tool call), stop and purge are refused unless forced.
+    await h.service.acquireLease(tenant.scope, workspaceId, { holder: "turn:busy", reason: "a turn" });
+    for (const request of [
+      () => h.service.requestStop(tenant.scope, workspaceId),
+      () => h.service.requestPurge(tenant.scope, workspaceId),
+    ]) {
+      await expect(request()).rejects.toMatchObject({ code: "CONFLICT", details: { activeLeases: 1 } });
+    }
+    await h.service.releaseLease(tenant.scope, workspaceId, "turn:busy");
 
     const purge = await h.service.requestPurge(tenant.scope, workspaceId, { reason: "test purge" });
     expect(purge.jobId).toBeTruthy();
