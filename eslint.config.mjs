@@ -5,7 +5,8 @@ const DATA_MODULES = ["@/server/modules/**/*.data", "@/server/modules/**/*.data.
 // server/workspace, except its declaration schemas (zod, no I/O): forms validate with them, data files
 // parse JSON columns with them.
 const WORKSPACE_BUT_SCHEMAS = {
-  regex: "^@/server/workspace/(?!(mcp/types|skills/agent-seed|archive/archive-entries|drivers/kind)$)",
+  regex:
+    "^@/server/workspace/(?!(mcp/types|skills/agent-seed|archive/archive-entries|drivers/kind|workspace-env)$)",
 };
 
 // server/agent, except the turn events' schema (zod, no I/O): the chat page and the client type their events.

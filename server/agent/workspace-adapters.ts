@@ -20,6 +20,7 @@ export type EngineWorkspace = EngineOffloader & {
   listTools(options?: {
     readState?: FileReadState | null;
     acceptedMediaTypes?: readonly string[];
+    env?: Readonly<Record<string, string>>;
   }): AgentTool[];
   listMcpTools(scope: { agentId: string; sessionId: string }): Promise<McpToolDescriptor[]>;
   /** The session's MCP tools plus those of the agent's shared scope (agentId, ""). */
@@ -42,11 +43,16 @@ export function offloaderPort(engine: EngineOffloader): OffloaderPort {
  * A turn's view of a workspace. `readState` is the session's Read-before-Write bookkeeping: keep ONE per
  * session (across turns) so the model need not re-read a file it read in an earlier turn; omitted, each
  * turn starts with an empty one. `acceptedMediaTypes` (the agent's model config) lets Read attach images
- * and PDFs of those types; omitted, it refuses images and extracts PDF text.
+ * and PDFs of those types; omitted, it refuses images and extracts PDF text. `env`: the environment
+ * variables of the turn's Bash commands (the session's, over its agent's).
  */
 export function turnWorkspacePort(
   workspace: EngineWorkspace,
-  options: { readState?: FileReadState; acceptedMediaTypes?: readonly string[] } = {},
+  options: {
+    readState?: FileReadState;
+    acceptedMediaTypes?: readonly string[];
+    env?: Readonly<Record<string, string>>;
+  } = {},
 ): TurnWorkspacePort {
   return {
     ...offloaderPort(workspace),
@@ -54,6 +60,7 @@ export function turnWorkspacePort(
       workspace.listTools({
         ...(options.readState ? { readState: options.readState } : {}),
         ...(options.acceptedMediaTypes ? { acceptedMediaTypes: options.acceptedMediaTypes } : {}),
+        ...(options.env ? { env: options.env } : {}),
       }),
     // A turn sees the agent's shared MCPs as well as its session's own: what an admin adds for the agent
     // applies to all its sessions.

@@ -1,7 +1,11 @@
 import { z } from "zod";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
 import { getAgentServices } from "@/server/composition/services";
-import { ZSessionCreateRequest, ZSessionListRequest } from "@/server/modules/session/session.schema";
+import {
+  ZSessionCreateRequest,
+  ZSessionEnvRequest,
+  ZSessionListRequest,
+} from "@/server/modules/session/session.schema";
 
 const ZSessionTarget = ZTenantInput.extend({ sessionId: z.string().min(1).max(200) });
 const sessions = () => getAgentServices().session;
@@ -19,6 +23,7 @@ export const sessionRouter = createTRPCRouter({
         agentId: input.agentId,
         ...(input.workspaceId !== undefined ? { workspaceId: input.workspaceId } : {}),
         ...(input.name !== undefined ? { name: input.name } : {}),
+        ...(input.env !== undefined ? { env: input.env } : {}),
         ...(input.idempotencyKey !== undefined ? { idempotencyKey: input.idempotencyKey } : {}),
       });
       return { sessionId, workspaceId };
@@ -31,6 +36,11 @@ export const sessionRouter = createTRPCRouter({
   get: tenantProcedureFor("session:read")
     .input(ZSessionTarget)
     .query(({ ctx, input }) => sessions().get(ctx.scope, input.sessionId)),
+
+  /** Replaces the session's environment variables (over its agent's): its next command sees them. */
+  setEnv: tenantProcedureFor("session:use")
+    .input(ZSessionTarget.extend(ZSessionEnvRequest.shape))
+    .mutation(({ ctx, input }) => sessions().setEnv(ctx.scope, input.sessionId, input.env)),
 
   /** Also deletes the team-worker sessions it led; their MCP scopes and offload files are purged by a job. */
   delete: tenantProcedureFor("session:use")

@@ -18,6 +18,7 @@ import {
   ZUpdateAgentInput,
 } from "@/server/modules/agent/agent.types";
 import { mergeModelConfig } from "@/server/modules/agent/model-config-patch";
+import { storedWorkspaceEnv } from "@/server/workspace/workspace-env";
 import { type Page, pageArgs, paginate } from "@/server/shared/page";
 
 // The ciphertext column is never selected into a DTO; only `modelApiKeyEncrypted: { not: null }`
@@ -30,6 +31,7 @@ const agentSelect = {
   modelConfig: true,
   defaultMcpConfigs: true,
   defaultSkills: true,
+  env: true,
   isolationPolicy: true,
   backend: true,
   createdByUserId: true,
@@ -46,6 +48,7 @@ function toAgentDTO(row: AgentRow, hasModelApiKey: boolean): AgentDTO {
     modelConfig: ZAgentModelConfig.parse(row.modelConfig),
     defaultMcpConfigs: Array.isArray(row.defaultMcpConfigs) ? row.defaultMcpConfigs : [],
     defaultSkills: Array.isArray(row.defaultSkills) ? row.defaultSkills : [],
+    env: storedWorkspaceEnv(row.env),
     hasModelApiKey,
   };
 }
@@ -75,6 +78,7 @@ export async function createAgent(
           : null,
         defaultMcpConfigs: input.defaultMcpConfigs,
         defaultSkills: input.defaultSkills,
+        env: input.env,
         isolationPolicy: input.isolationPolicy ?? null,
         backend: input.backend ?? null,
         createdByUserId: scope.userId,
@@ -200,7 +204,7 @@ export async function patchAgent(
         data.backend = patch.backend;
         changedFields.push("backend");
       }
-      for (const field of ["defaultMcpConfigs", "defaultSkills"] as const) {
+      for (const field of ["defaultMcpConfigs", "defaultSkills", "env"] as const) {
         const value = patch[field];
         if (value === undefined || isDeepStrictEqual(value, current[field])) continue;
         data[field] = value;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ZWorkspaceEnv } from "@/server/workspace/workspace-env";
 import { ZIdempotencyKey } from "@/server/shared/idempotency";
 import { ZPageOf } from "@/server/shared/page";
 import {
@@ -35,6 +36,8 @@ export const ZAgentCreateRequest = z.object({
   modelApiKey: z.string().min(1).max(4096).nullish(),
   defaultMcpConfigs: ZAgentDefaultMcps.optional(),
   defaultSkills: ZAgentDefaultSkills.optional(),
+  /** Environment variables of the agent's commands in every session (a session's own override them). */
+  env: ZWorkspaceEnv.optional(),
   /** Null/absent: the tenant's default (tenant.policy `defaultIsolationPolicy`, PER_AGENT unless set). */
   isolationPolicy: ZIsolationPolicy.nullish(),
   /** Null/absent: the tenant's default backend (then the installation's). Must be one the installation runs. */
@@ -71,6 +74,9 @@ export const ZAgentUpdateRequest = z
     modelApiKey: ZApiKeyPatch,
     defaultMcpConfigs: ZAgentDefaultMcps.optional(),
     defaultSkills: ZAgentDefaultSkills.optional(),
+    env: ZWorkspaceEnv.optional().describe(
+      "Replaces all the agent's environment variables (absent: kept; {} clears them). Its sessions' next commands see them.",
+    ),
     isolationPolicy: ZIsolationPolicy.nullish().describe(
       "Null: back to the tenant's default isolation policy.",
     ),

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ZWorkspaceEnv } from "@/server/workspace/workspace-env";
 import { ZMcpDeclaration } from "@/server/workspace/mcp/types";
 import { ZSeedSkill } from "@/server/workspace/skills/agent-seed";
 import { ZBackendKind } from "@/server/workspace/drivers/kind";
@@ -97,6 +98,7 @@ export const ZCreateAgentInput = z.object({
   modelApiKey: z.string().min(1).max(4096).nullish(),
   defaultMcpConfigs: ZAgentDefaultMcps.default([]),
   defaultSkills: ZAgentDefaultSkills.default([]),
+  env: ZWorkspaceEnv.default({}),
   isolationPolicy: ZIsolationPolicy.nullish(),
   backend: ZBackendKind.nullish(),
   /** Team workers only (set by the team tools, never by the API): the leader session that created it. */
@@ -133,6 +135,7 @@ export const ZUpdateAgentInput = z.object({
   modelApiKey: z.string().min(1).max(4096).nullish(),
   defaultMcpConfigs: ZAgentDefaultMcps.optional(),
   defaultSkills: ZAgentDefaultSkills.optional(),
+  env: ZWorkspaceEnv.optional(),
   isolationPolicy: ZIsolationPolicy.nullish(),
   backend: ZBackendKind.nullish(),
 });
@@ -150,6 +153,8 @@ export const ZAgentDTO = z.object({
   hasModelApiKey: z.boolean(),
   defaultMcpConfigs: z.array(z.unknown()),
   defaultSkills: z.array(z.unknown()),
+  /** Environment variables of its sessions' commands (not secret: shown as stored). */
+  env: ZWorkspaceEnv,
   isolationPolicy: ZIsolationPolicy.nullable(),
   /** The backend of the agent's new workspaces; null: the tenant's default. */
   backend: ZBackendKind.nullable(),

@@ -14,6 +14,7 @@ import { safeErrorEvent } from "@/server/agent/safe-errors";
 import { fromStoredMessages, type StoredChatMessage } from "@/server/agent/stored-messages";
 import { assembleToolkit } from "@/server/agent/toolkit";
 import { turnWorkspacePort } from "@/server/agent/workspace-adapters";
+import { sessionCommandEnv } from "@/server/workspace/workspace-env";
 import type { TurnAdmission } from "@/server/modules/quota/quota.service";
 import type { ChatContext } from "./chat-context";
 import { teamToolsFor } from "./chat-team";
@@ -197,6 +198,7 @@ async function run(
       const port = turnWorkspacePort(workspace, {
         readState: ctx.readStates.of(sessionId),
         acceptedMediaTypes: agent.modelConfig.acceptedMediaTypes ?? [],
+        env: sessionCommandEnv(agent.env, session.env),
       });
       const toolkit = await assembleToolkit({
         agentId: agent.id,

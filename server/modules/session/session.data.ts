@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { storedWorkspaceEnv } from "@/server/workspace/workspace-env";
 import { parseInput } from "@/server/shared/parse-input";
 import { Prisma } from "@/generated/prisma/client";
 import { type DbClient, getDb, inTransaction, isUniqueViolation, pageSize } from "@/server/db";
@@ -25,12 +26,19 @@ const sessionSelect = {
   userId: true,
   workspaceId: true,
   name: true,
+  env: true,
   status: true,
   leaderSessionId: true,
   lastMessageAt: true,
   createdAt: true,
   updatedAt: true,
 } satisfies Prisma.SessionSelect;
+
+type SessionRow = Prisma.SessionGetPayload<{ select: typeof sessionSelect }>;
+
+function toSessionDTO(row: SessionRow): SessionDTO {
+  return { ...row, env: storedWorkspaceEnv(row.env) };
+}
 
 /**
  * Creates a session bound to `workspaceId` for good. The agent and the leader session must belong
@@ -75,12 +83,13 @@ export async function createSession(
         userId,
         workspaceId: input.workspaceId,
         name: input.name,
+        env: input.env,
         leaderSessionId: input.leaderSessionId ?? null,
         createKey: input.createKey ?? null,
       },
       select: sessionSelect,
     });
-  });
+  }).then(toSessionDTO);
   return created.catch((error: unknown) => {
     // A concurrent create with the same key won: the service answers with its session.
     throw input.createKey && isUniqueViolation(error, "create_key") ? createKeyTaken() : error;
@@ -92,7 +101,11 @@ export async function getSessionOrNull(
   sessionId: string,
   db: DbClient = getDb(),
 ): Promise<SessionDTO | null> {
-  return db.session.findFirst({ where: { tenantId: scope.tenantId, id: sessionId }, select: sessionSelect });
+  const row = await db.session.findFirst({
+    where: { tenantId: scope.tenantId, id: sessionId },
+    select: sessionSelect,
+  });
+  return row && toSessionDTO(row);
 }
 
 /** The session a create with this `createKey` made (see `scopedCreateKey`), with its creation time. */
@@ -101,10 +114,11 @@ export async function findSessionByCreateKey(
   createKey: string,
   db: DbClient = getDb(),
 ): Promise<SessionDTO | null> {
-  return db.session.findUnique({
+  const row = await db.session.findUnique({
     where: { tenantId_createKey: { tenantId: scope.tenantId, createKey } },
     select: sessionSelect,
   });
+  return row && toSessionDTO(row);
 }
 
 export async function getSession(
@@ -113,7 +127,7 @@ export async function getSession(
   db: DbClient = getDb(),
 ): Promise<SessionDTO> {
   const session = await getSessionOrNull(scope, sessionId, db);
-  if (!session) throw notFound(sessionId);
+  if (!session) throw sessionNotFound(sessionId);
   return session;
 }
 
@@ -143,10 +157,10 @@ export async function listSessions(
     orderBy: [{ updatedAt: "desc" }, { id: "desc" }],
     ...pageArgs(take, options.cursor),
   });
-  return paginate(rows, take);
+  return paginate(rows.map(toSessionDTO), take);
 }
 
-/** Renames or changes status. The workspace id cannot be changed (and a DB trigger refuses it). */
+/** Renames, changes status or replaces the environment. The workspace id cannot be changed (and a DB trigger refuses it). */
 export async function updateSession(
   scope: TenantScope,
   sessionId: string,
@@ -158,7 +172,7 @@ export async function updateSession(
     where: { tenantId: scope.tenantId, id: sessionId },
     data: patch,
   });
-  if (count === 0) throw notFound(sessionId);
+  if (count === 0) throw sessionNotFound(sessionId);
   return getSession(scope, sessionId, db);
 }
 
@@ -169,7 +183,7 @@ export async function deleteSession(
   db: DbClient = getDb(),
 ): Promise<void> {
   const { count } = await db.session.deleteMany({ where: { tenantId: scope.tenantId, id: sessionId } });
-  if (count === 0) throw notFound(sessionId);
+  if (count === 0) throw sessionNotFound(sessionId);
 }
 
 // -------------------------------------------------------------------------------- chat messages
@@ -197,7 +211,7 @@ export async function appendChatMessage(
       where: { tenantId: scope.tenantId, id: sessionId },
       data: { lastMessageAt: now },
     });
-    if (count === 0) throw notFound(sessionId);
+    if (count === 0) throw sessionNotFound(sessionId);
     return tx.chatMessage.create({
       data: {
         tenantId: scope.tenantId,
@@ -237,7 +251,7 @@ export async function deleteChatMessages(
   return count;
 }
 
-function notFound(sessionId: string): AppError {
+export function sessionNotFound(sessionId: string): AppError {
   return new AppError("NOT_FOUND", `session ${sessionId} not found`, { userMessage: "Session not found." });
 }
 
@@ -261,7 +275,7 @@ export async function appendChatMessages(
       where: { tenantId: scope.tenantId, id: sessionId },
       data: { lastMessageAt: now },
     });
-    if (count === 0) throw notFound(sessionId);
+    if (count === 0) throw sessionNotFound(sessionId);
     const toRow = (input: z.output<typeof ZAppendChatMessageInput>, createdAt: Date) => ({
       tenantId: scope.tenantId,
       sessionId,

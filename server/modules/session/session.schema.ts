@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ZWorkspaceEnv } from "@/server/workspace/workspace-env";
 import { ZIdempotencyKey } from "@/server/shared/idempotency";
 import { ZPageInput } from "@/server/shared/page";
 
@@ -11,6 +12,8 @@ export const ZSessionCreateRequest = z.object({
    */
   workspaceId: z.string().min(1).max(200).optional(),
   name: z.string().max(200).optional(),
+  /** Environment variables of this session's commands; over the agent's of the same name. */
+  env: ZWorkspaceEnv.optional(),
   /** One per create (e.g. per form submission): the same key from the same caller returns the first session. */
   idempotencyKey: ZIdempotencyKey.optional(),
 });
@@ -20,3 +23,6 @@ export const ZSessionListRequest = ZPageInput.extend({
   agentId: z.string().min(1).max(200).optional(),
   workspaceId: z.string().min(1).max(200).optional(),
 });
+
+/** `session.setEnv`: the session's environment variables, all of them (`{}` clears them). */
+export const ZSessionEnvRequest = z.object({ env: ZWorkspaceEnv });

@@ -10,6 +10,8 @@ import {
   findSessionByCreateKey,
   getSession,
   listSessions,
+  sessionNotFound,
+  updateSession,
 } from "@/server/modules/session/session.data";
 import {
   type TSessionCreateRequest,
@@ -31,6 +33,7 @@ import { readWorkspaceDefaults } from "@/server/modules/workspace/workspace-cont
 import type { TUpsertWorkspaceInput } from "@/server/modules/workspace/workspace.types";
 import { assertKeyInWindow, isCreateKeyTaken, scopedCreateKey } from "@/server/shared/idempotency";
 import { parseInput } from "@/server/shared/parse-input";
+import { ZWorkspaceEnv } from "@/server/workspace/workspace-env";
 import type { z } from "zod";
 
 /** What the session service needs from the workspace service (H8): bindings and the purge producer. */
@@ -165,6 +168,7 @@ export function createSessionService(deps: SessionServiceDeps) {
             agentId: input.agentId,
             workspaceId: chosen.workspaceId,
             name: input.name ?? "",
+            ...(input.env ? { env: input.env } : {}),
             createKey,
             ...(extra.leaderSessionId ? { leaderSessionId: extra.leaderSessionId } : {}),
           },
@@ -211,6 +215,33 @@ export function createSessionService(deps: SessionServiceDeps) {
 
     async get(scope: TenantScope, sessionId: string): Promise<SessionDTO> {
       return getSession(scope, sessionId);
+    },
+
+    /**
+     * Replaces the session's environment variables (over its agent's); its next command sees them, a
+     * command already running keeps what it started with. Audited with the names, never the values.
+     */
+    async setEnv(scope: TenantScope, sessionId: string, raw: unknown): Promise<SessionDTO> {
+      const env = parseInput(ZWorkspaceEnv, raw);
+      return audited(
+        scope,
+        {
+          action: "session.env.update",
+          targetType: "session",
+          targetId: sessionId,
+          details: { names: Object.keys(env).sort() },
+        },
+        async () => {
+          // A member changes only their own sessions (as they act only on their workspaces); another
+          // member's answers NOT_FOUND, as another tenant's does.
+          const current = await getSession(scope, sessionId);
+          if (scope.role === "member" && current.userId !== scope.userId) throw sessionNotFound(sessionId);
+          const session = await updateSession(scope, sessionId, { env });
+          announceChange(scope.tenantId, { topic: "session", id: session.id, userId: session.userId });
+          return session;
+        },
+        onAuditFailure,
+      );
     },
 
     /**

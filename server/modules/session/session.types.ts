@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { type WorkspaceEnv, ZWorkspaceEnv } from "@/server/workspace/workspace-env";
 
 const SESSION_STATUSES = ["IDLE", "RUNNING", "ERROR", "CLOSED", "INTERRUPTED"] as const;
 const ZSessionStatus = z.enum(SESSION_STATUSES);
@@ -12,6 +13,7 @@ export const ZCreateSessionInput = z.object({
   /** Chosen by the isolation policy; fixed for the session's whole life. */
   workspaceId: z.string().min(1).max(200),
   name: z.string().max(200).default(""),
+  env: ZWorkspaceEnv.default({}),
   /** Defaults to the scope's user. */
   userId: z.string().nullish(),
   leaderSessionId: z.string().nullish(),
@@ -23,6 +25,7 @@ export type TCreateSessionInput = z.input<typeof ZCreateSessionInput>;
 /** Deliberately has no workspaceId: a session's workspace never changes. */
 export const ZUpdateSessionInput = z.object({
   name: z.string().max(200).optional(),
+  env: ZWorkspaceEnv.optional(),
   status: ZSessionStatus.optional(),
   lastMessageAt: z.date().optional(),
 });
@@ -34,6 +37,8 @@ export type SessionDTO = {
   userId: string | null;
   workspaceId: string;
   name: string;
+  /** Environment variables of this session's commands, over its agent's (not secret). */
+  env: WorkspaceEnv;
   status: SessionStatus;
   leaderSessionId: string | null;
   lastMessageAt: Date | null;

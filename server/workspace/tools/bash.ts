@@ -39,6 +39,7 @@ export function createBashTool(context: ToolContext): BuiltinTool {
       const timeoutMs = Math.min(input.timeout || BASH_DEFAULT_TIMEOUT_MS, BASH_MAX_TIMEOUT_MS);
       const result = await context.machine.exec(["/bin/sh", "-c", input.command], {
         cwd: context.machine.workdir,
+        ...(context.env ? { env: { ...context.env } } : {}),
         timeoutMs,
         signal: options.signal,
       });

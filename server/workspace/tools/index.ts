@@ -16,6 +16,11 @@ export type BuiltinToolsOptions = ReadToolOptions & {
    * turns; omitted, a fresh one is made for this tool list; `null` turns the rule off (scripts, tests).
    */
   readState?: FileReadState | null;
+  /**
+   * Environment variables of Bash's commands (a session's: its agent's and its own, workspace-env.ts), set
+   * over the machine's own environment on every backend.
+   */
+  env?: Readonly<Record<string, string>>;
 };
 
 /**
@@ -30,6 +35,7 @@ export function createBuiltinTools(
   const context: ToolContext = {
     machine,
     readState: options.readState === undefined ? new FileReadState() : options.readState,
+    ...(options.env ? { env: options.env } : {}),
   };
   return [
     createBashTool(context),

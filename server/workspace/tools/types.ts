@@ -44,6 +44,8 @@ export class FileReadState {
 export type ToolContext = {
   machine: WorkspaceMachine;
   readState: FileReadState | null;
+  /** Environment variables of Bash's commands, over the machine's own (see BuiltinToolsOptions.env). */
+  env?: Readonly<Record<string, string>>;
 };
 
 export function errorResult(content: string, metadata?: Record<string, unknown>): ToolResult {

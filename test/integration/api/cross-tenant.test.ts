@@ -250,6 +250,11 @@ const CASES: Record<string, CrossTenantCase> = {
   "session.list": { kind: "tenant", input: () => ({}), targetsRows: false },
   "session.get": { kind: "tenant", input: (t) => ({ sessionId: rowsOf(t).sessionId }), targetsRows: true },
   "session.delete": { kind: "tenant", input: (t) => ({ sessionId: rowsOf(t).sessionId }), targetsRows: true },
+  "session.setEnv": {
+    kind: "tenant",
+    input: (t) => ({ sessionId: rowsOf(t).sessionId, env: { PROBE: "x" } }),
+    targetsRows: true,
+  },
   "chat.send": {
     kind: "tenant",
     input: (t) => ({ sessionId: rowsOf(t).sessionId, message: "hello" }),

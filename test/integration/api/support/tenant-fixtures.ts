@@ -31,7 +31,7 @@ export async function signInCookie(auth: BerthAuth, email: string, password: str
   return cookies.join("; ");
 }
 
-async function createUser(auth: BerthAuth, email: string, name: string): Promise<FixtureUser> {
+export async function createUser(auth: BerthAuth, email: string, name: string): Promise<FixtureUser> {
   const { user } = await auth.api.signUpEmail({ body: { email, password: FIXTURE_PASSWORD, name } });
   return { id: user.id, email, cookie: await signInCookie(auth, email, FIXTURE_PASSWORD) };
 }
