@@ -57,7 +57,8 @@ export function globOptions(globs: string): string[] {
   return options;
 }
 
-function splitGlobList(globs: string): string[] {
+/** The Grep tool's `glob` as separate globs: split on spaces and commas outside braces. */
+export function splitGlobList(globs: string): string[] {
   const parts: string[] = [];
   let depth = 0;
   let current = "";

@@ -1,8 +1,9 @@
 import { z } from "zod";
 import { resolveConfined } from "@/server/workspace/paths";
 import { toolPathOf } from "./tool-paths";
-import { FILE_TYPE_GLOBS, VCS_DIRS, globOptions } from "./grep-args";
-import { defineTool, errorResult, type BuiltinTool, type ToolContext } from "./types";
+import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
+import { FILE_TYPE_GLOBS, VCS_DIRS, globOptions, splitGlobList } from "./grep-args";
+import { defineTool, errorResult, type BuiltinTool, type GrepProgram, type ToolContext } from "./types";
 
 const GREP_TIMEOUT_MS = 30_000;
 const GREP_DEFAULT_HEAD_LIMIT = 250;
@@ -49,9 +50,10 @@ const ZGrepInput = z.object({
 type GrepInput = z.infer<typeof ZGrepInput>;
 
 /**
- * Grep (reference `_grep.py`, which runs ripgrep). Berth runs GNU grep instead, which every image with
- * coreutils has: Perl regexes (`-P`, falling back to `-E` where grep lacks PCRE), binary files skipped,
- * VCS folders excluded, symlinked folders not followed. Unlike ripgrep it does not read `.gitignore`.
+ * Grep (reference `_grep.py`): ripgrep where the machine has it (Berth's images do), with the reference's
+ * argv, so `.gitignore` rules apply in a git repository and hidden files are searched; GNU grep otherwise,
+ * which every machine with coreutils has: Perl regexes (`-P`, falling back to `-E` where grep lacks PCRE),
+ * binary files skipped, VCS folders excluded, symlinked folders not followed, no `.gitignore`.
  */
 export function createGrepTool(context: ToolContext): BuiltinTool {
   return defineTool({
@@ -71,22 +73,33 @@ export function createGrepTool(context: ToolContext): BuiltinTool {
         );
       }
       const isDirectory = info.type === "directory";
-      let result = await runGrep(context, buildArgv(input, target, isDirectory, "-P"), options.signal);
-      if (
-        result.exitCode === 2 &&
-        /-P|perl/i.test(result.stderr.toString("utf8")) &&
-        result.stdout.length === 0
-      ) {
-        result = await runGrep(context, buildArgv(input, target, isDirectory, "-E"), options.signal);
+      const program = await grepProgramOf(context);
+      let result;
+      if (program === "ripgrep") {
+        result = await runGrep(context, ripgrepArgv(input, target), options.signal);
+      } else {
+        result = await runGrep(context, buildArgv(input, target, isDirectory, "-P"), options.signal);
+        if (
+          result.exitCode === 2 &&
+          /-P|perl/i.test(result.stderr.toString("utf8")) &&
+          result.stdout.length === 0
+        ) {
+          result = await runGrep(context, buildArgv(input, target, isDirectory, "-E"), options.signal);
+        }
       }
       if (result.timedOut) return errorResult(`Grep timed out after ${GREP_TIMEOUT_MS}ms: ${input.pattern}`);
       const stdout = result.stdout.toString("utf8");
-      // grep exits 2 on any error (even an unreadable file) while still printing the matches it found.
+      // Both exit 2 on any error (even an unreadable file) while still printing the matches they found.
       if (result.exitCode !== 0 && result.exitCode !== 1 && stdout.length === 0) {
-        return errorResult(`grep error (code ${result.exitCode}): ${result.stderr.toString("utf8").trim()}`);
+        const name = program === "ripgrep" ? "ripgrep" : "grep";
+        return errorResult(
+          `${name} error (code ${result.exitCode}): ${result.stderr.toString("utf8").trim()}`,
+        );
       }
 
-      let entries = stdout.split(input.multiline ? /\0|\n/ : "\n").filter((line) => line.length > 0);
+      // GNU grep's multiline mode (-z) ends each match with NUL; ripgrep's prints whole lines.
+      const separator = input.multiline && program === "grep" ? /\0|\n/ : "\n";
+      let entries = stdout.split(separator).filter((line) => line.length > 0);
       if (input.output_mode === "count") entries = entries.filter((line) => !/(^|:)0$/.test(line));
       if (input.output_mode === "files_with_matches") entries.sort();
       if (input.output_mode === "content") entries = entries.map(cutLongLine);
@@ -130,6 +143,50 @@ function buildArgv(input: GrepInput, target: string, isDirectory: boolean, synta
   const pattern = input.multiline && syntax === "-P" ? `(?s)${input.pattern}` : input.pattern;
   argv.push("-e", pattern, "--", target);
   return argv;
+}
+
+/**
+ * The reference's ripgrep argv: hidden files searched, VCS folders skipped, long lines cut by ripgrep
+ * itself; `type` maps to the same globs GNU grep gets, so both accept the same names.
+ */
+function ripgrepArgv(input: GrepInput, target: string): string[] {
+  const argv = ["rg", "--hidden", ...VCS_DIRS.flatMap((dir) => ["--glob", `!${dir}`])];
+  argv.push("--max-columns", String(GREP_MAX_COLUMNS), "--color", "never");
+  if (input.multiline) argv.push("-U", "--multiline-dotall");
+  if (input.i || input.case_insensitive) argv.push("-i");
+  if (input.output_mode === "files_with_matches") argv.push("-l");
+  if (input.output_mode === "count") argv.push("-c");
+  if (input.output_mode === "content") {
+    if (input.n) argv.push("-n");
+    const around = input["-C"] ?? input.context;
+    if (around !== undefined) argv.push("-C", String(around));
+    else {
+      if (input["-B"] !== undefined) argv.push("-B", String(input["-B"]));
+      if (input["-A"] !== undefined) argv.push("-A", String(input["-A"]));
+    }
+  }
+  for (const glob of input.type !== undefined ? (FILE_TYPE_GLOBS[input.type] ?? []) : [])
+    argv.push("--glob", glob);
+  if (input.glob !== undefined) for (const glob of splitGlobList(input.glob)) argv.push("--glob", glob);
+  argv.push("-e", input.pattern, "--", target);
+  return argv;
+}
+
+/** Which program a machine greps with, asked once per machine (`context.grepProgram` decides if set). */
+const detectedPrograms = new WeakMap<WorkspaceMachine, Promise<GrepProgram>>();
+
+function grepProgramOf(context: ToolContext): Promise<GrepProgram> {
+  if (context.grepProgram) return Promise.resolve(context.grepProgram);
+  const { machine } = context;
+  let detected = detectedPrograms.get(machine);
+  if (!detected) {
+    detected = machine.exec(["rg", "--version"], { cwd: machine.workdir, timeoutMs: 10_000 }).then(
+      (result): GrepProgram => (result.exitCode === 0 ? "ripgrep" : "grep"),
+      (): GrepProgram => "grep",
+    );
+    detectedPrograms.set(machine, detected);
+  }
+  return detected;
 }
 
 function runGrep(context: ToolContext, argv: string[], signal: AbortSignal | undefined) {

@@ -4,7 +4,7 @@ import { createEditTool } from "./edit";
 import { createGlobTool } from "./glob";
 import { createGrepTool } from "./grep";
 import { createReadTool, type ReadToolOptions } from "./read";
-import { FileReadState, type BuiltinTool, type ToolContext } from "./types";
+import { FileReadState, type BuiltinTool, type GrepProgram, type ToolContext } from "./types";
 import { createWriteTool } from "./write";
 
 export type { BuiltinTool } from "./types";
@@ -21,6 +21,8 @@ export type BuiltinToolsOptions = ReadToolOptions & {
    * over the machine's own environment on every backend.
    */
   env?: Readonly<Record<string, string>>;
+  /** What Grep runs (tests of each); absent: ripgrep where the machine has it, else GNU grep. */
+  grepProgram?: GrepProgram;
 };
 
 /**
@@ -36,6 +38,7 @@ export function createBuiltinTools(
     machine,
     readState: options.readState === undefined ? new FileReadState() : options.readState,
     ...(options.env ? { env: options.env } : {}),
+    ...(options.grepProgram ? { grepProgram: options.grepProgram } : {}),
   };
   return [
     createBashTool(context),

@@ -46,7 +46,11 @@ export type ToolContext = {
   readState: FileReadState | null;
   /** Environment variables of Bash's commands, over the machine's own (see BuiltinToolsOptions.env). */
   env?: Readonly<Record<string, string>>;
+  /** What Grep runs; absent: ripgrep where the machine has it, else GNU grep (see grep.ts). */
+  grepProgram?: GrepProgram;
 };
+
+export type GrepProgram = "ripgrep" | "grep";
 
 export function errorResult(content: string, metadata?: Record<string, unknown>): ToolResult {
   return metadata ? { content, isError: true, metadata } : { content, isError: true };

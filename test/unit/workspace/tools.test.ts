@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -241,8 +242,22 @@ describe("Glob", () => {
   });
 });
 
-describe("Grep", () => {
-  beforeEach(async () => {
+// Grep runs ripgrep where the machine has it and GNU grep otherwise: the same cases hold for both. CI
+// installs ripgrep (.ci/run), so there both run; elsewhere a missing ripgrep skips its half, saying so.
+const ripgrepInstalled = spawnSync("rg", ["--version"]).status === 0;
+if (process.env.CI && !ripgrepInstalled) throw new Error("ripgrep is missing: .ci/run installs it");
+
+describe.each([
+  { program: "grep" as const, skip: false },
+  { program: "ripgrep" as const, skip: !ripgrepInstalled },
+])("Grep with $program", ({ program, skip }) => {
+  const grep = (input: Record<string, unknown>) =>
+    createBuiltinTools(env.machine, { grepProgram: program })
+      .find((tool) => tool.name === "Grep")!
+      .execute(input);
+
+  beforeEach(async (context) => {
+    if (skip) context.skip("ripgrep is not installed here (apt-get install ripgrep)");
     await fs.mkdir(path.join(w, "src"), { recursive: true });
     await fs.mkdir(path.join(w, ".git"));
     await fs.writeFile(path.join(w, "src/a.ts"), "const alpha = 1;\nconst beta = 2;\nalpha();\n");
@@ -251,37 +266,44 @@ describe("Grep", () => {
   });
 
   it("lists files with matches by default, skipping VCS folders", async () => {
-    const result = await run("Grep", { pattern: "alpha" });
+    const result = await grep({ pattern: "alpha" });
     expect(result.content).toBe(`${w}/src/a.ts`);
-    expect((await run("Grep", { pattern: "alpha", i: true })).content).toBe(`${w}/src/a.ts\n${w}/src/b.py`);
+    expect((await grep({ pattern: "alpha", i: true })).content).toBe(`${w}/src/a.ts\n${w}/src/b.py`);
   });
 
   it("content mode with line numbers, context, count, type and glob filters", async () => {
-    const content = await run("Grep", { pattern: "alpha", output_mode: "content" });
+    const content = await grep({ pattern: "alpha", output_mode: "content" });
     expect(content.content).toBe(`${w}/src/a.ts:1:const alpha = 1;\n${w}/src/a.ts:3:alpha();`);
-    const count = await run("Grep", { pattern: "alpha", output_mode: "count", i: true });
+    const count = await grep({ pattern: "alpha", output_mode: "count", i: true });
     expect(count.content.split("\n").sort()).toEqual([`${w}/src/a.ts:2`, `${w}/src/b.py:1`]);
-    expect((await run("Grep", { pattern: "ALPHA", type: "py" })).content).toBe(`${w}/src/b.py`);
-    expect((await run("Grep", { pattern: "alpha", i: true, glob: "*.{py,rb}" })).content).toBe(
-      `${w}/src/b.py`,
-    );
-    const withContext = await run("Grep", { pattern: "beta", output_mode: "content", "-B": 1 });
+    expect((await grep({ pattern: "ALPHA", type: "py" })).content).toBe(`${w}/src/b.py`);
+    expect((await grep({ pattern: "alpha", i: true, glob: "*.{py,rb}" })).content).toBe(`${w}/src/b.py`);
+    expect((await grep({ pattern: "alpha", i: true, glob: "!*.py" })).content).toBe(`${w}/src/a.ts`);
+    const withContext = await grep({ pattern: "beta", output_mode: "content", "-B": 1 });
     expect(withContext.content).toBe(`${w}/src/a.ts-1-const alpha = 1;\n${w}/src/a.ts:2:const beta = 2;`);
   });
 
-  it("supports Perl syntax and multiline", async () => {
-    expect((await run("Grep", { pattern: "\\d;$" })).content).toBe(`${w}/src/a.ts`);
-    const multi = await run("Grep", { pattern: "alpha = 1;.const", multiline: true, output_mode: "content" });
-    expect(multi.content).toContain("alpha = 1;\nconst");
+  it("supports Perl-style classes and multiline matches", async () => {
+    expect((await grep({ pattern: "\\d;$" })).content).toBe(`${w}/src/a.ts`);
+    const multi = await grep({ pattern: "alpha = 1;.const", multiline: true, output_mode: "content" });
+    // GNU grep prints the matched text, ripgrep the lines it spans (numbered).
+    expect(multi.content).toBe(
+      program === "grep"
+        ? `${w}/src/a.ts:alpha = 1;\nconst`
+        : `${w}/src/a.ts:1:const alpha = 1;\n${w}/src/a.ts:2:const beta = 2;`,
+    );
+    expect((await grep({ pattern: "alpha = 1;.const", output_mode: "content" })).content).toBe(
+      "No matches found for pattern: alpha = 1;.const",
+    );
   });
 
   it("paginates with head_limit and offset", async () => {
     const lines = Array.from({ length: 300 }, (_, i) => `hit ${i}`).join("\n");
     await fs.writeFile(path.join(w, "many.txt"), lines);
-    const first = await run("Grep", { pattern: "hit", output_mode: "content", path: `${w}/many.txt` });
+    const first = await grep({ pattern: "hit", output_mode: "content", path: `${w}/many.txt` });
     expect(first.content.split("\n\n")[0]!.split("\n")).toHaveLength(250);
     expect(first.content.endsWith("[Showing results with pagination = limit: 250]")).toBe(true);
-    const page = await run("Grep", {
+    const page = await grep({
       pattern: "hit",
       output_mode: "content",
       path: `${w}/many.txt`,
@@ -289,21 +311,34 @@ describe("Grep", () => {
       offset: 5,
     });
     expect(page.content).toBe("6:hit 5\n7:hit 6\n\n[Showing results with pagination = limit: 2, offset: 5]");
-    const all = await run("Grep", {
-      pattern: "hit",
-      output_mode: "content",
-      path: `${w}/many.txt`,
-      head_limit: 0,
-    });
+    const all = await grep({ pattern: "hit", output_mode: "content", path: `${w}/many.txt`, head_limit: 0 });
     expect(all.content.split("\n")).toHaveLength(300);
   });
 
-  it("reports no match as success and a bad regex as an error", async () => {
-    expect(await run("Grep", { pattern: "zzz" })).toMatchObject({
+  it("reports no match as success and a bad regex as an error naming the program", async () => {
+    expect(await grep({ pattern: "zzz" })).toMatchObject({
       isError: false,
       content: "No matches found for pattern: zzz",
     });
-    expect((await run("Grep", { pattern: "(" })).content).toMatch(/^grep error \(code 2\)/);
+    expect((await grep({ pattern: "(" })).content).toMatch(new RegExp(`^${program} error \\(code 2\\)`));
+  });
+
+  it("searches hidden files; ripgrep leaves out what a git repository's .gitignore ignores", async () => {
+    await fs.writeFile(path.join(w, ".env.sample"), "alpha\n");
+    await fs.writeFile(path.join(w, ".gitignore"), "build/\n");
+    await fs.mkdir(path.join(w, "build"));
+    await fs.writeFile(path.join(w, "build/out.js"), "alpha\n");
+    const found = (await grep({ pattern: "alpha" })).content.split("\n");
+    expect(found).toContain(`${w}/.env.sample`);
+    expect(found.includes(`${w}/build/out.js`)).toBe(program === "grep");
+  });
+});
+
+describe("Grep's program", () => {
+  it("is ripgrep where the machine has it, else GNU grep (the error text names it)", async () => {
+    const [grepTool] = createBuiltinTools(env.machine).filter((tool) => tool.name === "Grep");
+    const failed = await grepTool!.execute({ pattern: "(" });
+    expect(failed.content).toMatch(ripgrepInstalled ? /^ripgrep error/ : /^grep error/);
   });
 });
 
