@@ -3,8 +3,8 @@ import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api
 import { getAgentServices } from "@/server/composition/services";
 import {
   ZSessionCreateRequest,
-  ZSessionEnvRequest,
   ZSessionListRequest,
+  ZSessionUpdateRequest,
 } from "@/server/modules/session/session.schema";
 
 const ZSessionTarget = ZTenantInput.extend({ sessionId: z.string().min(1).max(200) });
@@ -37,10 +37,10 @@ export const sessionRouter = createTRPCRouter({
     .input(ZSessionTarget)
     .query(({ ctx, input }) => sessions().get(ctx.scope, input.sessionId)),
 
-  /** Replaces the session's environment variables (over its agent's): its next command sees them. */
-  setEnv: tenantProcedureFor("session:use")
-    .input(ZSessionTarget.extend(ZSessionEnvRequest.shape))
-    .mutation(({ ctx, input }) => sessions().setEnv(ctx.scope, input.sessionId, input.env)),
+  /** Renames the session or replaces its environment variables (over its agent's). */
+  update: tenantProcedureFor("session:use")
+    .input(ZSessionTarget.extend({ patch: ZSessionUpdateRequest }))
+    .mutation(({ ctx, input }) => sessions().update(ctx.scope, input.sessionId, input.patch)),
 
   /** Also deletes the team-worker sessions it led; their MCP scopes and offload files are purged by a job. */
   delete: tenantProcedureFor("session:use")

@@ -24,5 +24,15 @@ export const ZSessionListRequest = ZPageInput.extend({
   workspaceId: z.string().min(1).max(200).optional(),
 });
 
-/** `session.setEnv`: the session's environment variables, all of them (`{}` clears them). */
-export const ZSessionEnvRequest = z.object({ env: ZWorkspaceEnv });
+/** `session.update`: what is given changes, the rest stays. */
+export const ZSessionUpdateRequest = z
+  .strictObject({
+    name: z.string().max(200).optional(),
+    env: ZWorkspaceEnv.optional().describe(
+      "Replaces all the session's environment variables (over its agent's); {} clears them.",
+    ),
+  })
+  .refine((patch) => patch.name !== undefined || patch.env !== undefined, {
+    message: "give a name or env to change",
+  });
+export type TSessionUpdateRequest = z.input<typeof ZSessionUpdateRequest>;

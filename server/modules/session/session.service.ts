@@ -15,8 +15,10 @@ import {
 } from "@/server/modules/session/session.data";
 import {
   type TSessionCreateRequest,
+  type TSessionUpdateRequest,
   ZSessionCreateRequest,
   ZSessionListRequest,
+  ZSessionUpdateRequest,
 } from "@/server/modules/session/session.schema";
 import {
   assignSessionWorkspaceId,
@@ -33,7 +35,6 @@ import { readWorkspaceDefaults } from "@/server/modules/workspace/workspace-cont
 import type { TUpsertWorkspaceInput } from "@/server/modules/workspace/workspace.types";
 import { assertKeyInWindow, isCreateKeyTaken, scopedCreateKey } from "@/server/shared/idempotency";
 import { parseInput } from "@/server/shared/parse-input";
-import { ZWorkspaceEnv } from "@/server/workspace/workspace-env";
 import type { z } from "zod";
 
 /** What the session service needs from the workspace service (H8): bindings and the purge producer. */
@@ -218,25 +219,29 @@ export function createSessionService(deps: SessionServiceDeps) {
     },
 
     /**
-     * Replaces the session's environment variables (over its agent's); its next command sees them, a
-     * command already running keeps what it started with. Audited with the names, never the values.
+     * Renames the session and/or replaces its environment variables (over its agent's): its next command
+     * sees them, a command already running keeps what it started with. Audited with the fields and the
+     * variables' names, never their values.
      */
-    async setEnv(scope: TenantScope, sessionId: string, raw: unknown): Promise<SessionDTO> {
-      const env = parseInput(ZWorkspaceEnv, raw);
+    async update(scope: TenantScope, sessionId: string, raw: TSessionUpdateRequest): Promise<SessionDTO> {
+      const patch = parseInput(ZSessionUpdateRequest, raw);
       return audited(
         scope,
         {
-          action: "session.env.update",
+          action: "session.update",
           targetType: "session",
           targetId: sessionId,
-          details: { names: Object.keys(env).sort() },
+          details: {
+            fields: Object.keys(patch).sort(),
+            ...(patch.env ? { envNames: Object.keys(patch.env).sort() } : {}),
+          },
         },
         async () => {
           // A member changes only their own sessions (as they act only on their workspaces); another
           // member's answers NOT_FOUND, as another tenant's does.
           const current = await getSession(scope, sessionId);
           if (scope.role === "member" && current.userId !== scope.userId) throw sessionNotFound(sessionId);
-          const session = await updateSession(scope, sessionId, { env });
+          const session = await updateSession(scope, sessionId, patch);
           announceChange(scope.tenantId, { topic: "session", id: session.id, userId: session.userId });
           return session;
         },

@@ -87,7 +87,13 @@ export function createGrepTool(context: ToolContext): BuiltinTool {
           result = await runGrep(context, buildArgv(input, target, isDirectory, "-E"), options.signal);
         }
       }
-      if (result.timedOut) return errorResult(`Grep timed out after ${GREP_TIMEOUT_MS}ms: ${input.pattern}`);
+      if (result.timedOut) {
+        return errorResult(
+          program === "ripgrep"
+            ? `Ripgrep search timed out after ${GREP_TIMEOUT_MS / 1000} seconds. Try searching a more specific path or pattern.`
+            : `Grep timed out after ${GREP_TIMEOUT_MS}ms: ${input.pattern}`,
+        );
+      }
       const stdout = result.stdout.toString("utf8");
       // Both exit 2 on any error (even an unreadable file) while still printing the matches they found.
       if (result.exitCode !== 0 && result.exitCode !== 1 && stdout.length === 0) {

@@ -250,9 +250,9 @@ const CASES: Record<string, CrossTenantCase> = {
   "session.list": { kind: "tenant", input: () => ({}), targetsRows: false },
   "session.get": { kind: "tenant", input: (t) => ({ sessionId: rowsOf(t).sessionId }), targetsRows: true },
   "session.delete": { kind: "tenant", input: (t) => ({ sessionId: rowsOf(t).sessionId }), targetsRows: true },
-  "session.setEnv": {
+  "session.update": {
     kind: "tenant",
-    input: (t) => ({ sessionId: rowsOf(t).sessionId, env: { PROBE: "x" } }),
+    input: (t) => ({ sessionId: rowsOf(t).sessionId, patch: { name: "probe", env: { PROBE: "x" } } }),
     targetsRows: true,
   },
   "chat.send": {

@@ -74,13 +74,26 @@ describe("agent and session environment variables", () => {
 
     // Changed on the agent and on the session: the next turn sees both (same cached workspace).
     await h.owner.agent.update({ ...h.ref, agentId: agent.id, patch: { env: { ONLY_AGENT: "changed" } } });
-    await h.owner.session.setEnv({ ...h.ref, sessionId: own.sessionId, env: { ONLY_SESSION: "again" } });
+    await h.owner.session.update({
+      ...h.ref,
+      sessionId: own.sessionId,
+      patch: { env: { ONLY_SESSION: "again" } },
+    });
     expect(await printedBy(own.sessionId)).toBe("|changed|again");
+    // A rename keeps the variables.
+    await h.owner.session.update({ ...h.ref, sessionId: own.sessionId, patch: { name: "renamed" } });
+    expect(await h.owner.session.get({ ...h.ref, sessionId: own.sessionId })).toMatchObject({
+      name: "renamed",
+      env: { ONLY_SESSION: "again" },
+    });
 
     // The audit names what changed, never a value.
     await flushAuditBuffer({ redis: getRedis(), redisPrefix: getConfig().redis.prefix });
-    const entries = await listAuditLogs(h.tenant.ownerScope, { action: "session.env.update", limit: 5 });
-    expect(entries.items[0]).toMatchObject({ targetId: own.sessionId, details: { names: ["ONLY_SESSION"] } });
+    const entries = await listAuditLogs(h.tenant.ownerScope, { action: "session.update", limit: 5 });
+    expect(entries.items.map((entry) => entry.details)).toEqual([
+      { fields: ["name"] },
+      { fields: ["env"], envNames: ["ONLY_SESSION"] },
+    ]);
     expect(JSON.stringify(entries.items)).not.toContain("again");
   });
 
@@ -105,7 +118,15 @@ describe("agent and session environment variables", () => {
       expect(await rejectionCode(h.owner.agent.update({ ...h.ref, agentId: agent.id, patch: { env } }))).toBe(
         "BAD_REQUEST",
       );
-      expect(await rejectionCode(h.owner.session.setEnv({ ...h.ref, sessionId, env }))).toBe("BAD_REQUEST");
+      expect(await rejectionCode(h.owner.session.update({ ...h.ref, sessionId, patch: { env } }))).toBe(
+        "BAD_REQUEST",
+      );
+    }
+    // An empty patch and unknown fields are refused too.
+    for (const patch of [{}, { env: {}, status: "CLOSED" }]) {
+      expect(await rejectionCode(h.owner.session.update({ ...h.ref, sessionId, patch } as never))).toBe(
+        "BAD_REQUEST",
+      );
     }
     // Nothing was stored by the refused calls.
     expect((await h.owner.agent.get({ ...h.ref, agentId: agent.id })).env).toEqual({});
@@ -128,14 +149,18 @@ describe("agent and session environment variables", () => {
 
     const owners = await h.owner.session.create({ ...h.ref, agentId: agent.id });
     const mine = await member.session.create({ ...h.ref, agentId: agent.id, env: { MINE: "1" } });
-    await member.session.setEnv({ ...h.ref, sessionId: mine.sessionId, env: { MINE: "2" } });
+    await member.session.update({ ...h.ref, sessionId: mine.sessionId, patch: { env: { MINE: "2" } } });
     expect((await member.session.get({ ...h.ref, sessionId: mine.sessionId })).env).toEqual({ MINE: "2" });
 
     expect(
-      await rejectionCode(member.session.setEnv({ ...h.ref, sessionId: owners.sessionId, env: { X: "1" } })),
+      await rejectionCode(
+        member.session.update({ ...h.ref, sessionId: owners.sessionId, patch: { env: { X: "1" } } }),
+      ),
     ).toBe("NOT_FOUND");
     expect(
-      await rejectionCode(h.viewer.session.setEnv({ ...h.ref, sessionId: mine.sessionId, env: {} })),
+      await rejectionCode(
+        h.viewer.session.update({ ...h.ref, sessionId: mine.sessionId, patch: { env: {} } }),
+      ),
     ).toBe("FORBIDDEN");
     expect((await h.owner.session.get({ ...h.ref, sessionId: owners.sessionId })).env).toEqual({});
   });
