@@ -124,7 +124,7 @@ describe("agent and session environment variables", () => {
     }
     // An empty patch and unknown fields are refused too.
     for (const patch of [{}, { env: {}, status: "CLOSED" }]) {
-      expect(await rejectionCode(h.owner.session.update({ ...h.ref, sessionId, patch } as never))).toBe(
+      expect(await rejectionCode(h.owner.session.update({ ...h.ref, sessionId, patch }))).toBe(
         "BAD_REQUEST",
       );
     }
