@@ -124,9 +124,7 @@ describe("agent and session environment variables", () => {
     }
     // An empty patch and unknown fields are refused too.
     for (const patch of [{}, { env: {}, status: "CLOSED" }]) {
-      expect(await rejectionCode(h.owner.session.update({ ...h.ref, sessionId, patch }))).toBe(
-        "BAD_REQUEST",
-      );
+      expect(await rejectionCode(h.owner.session.update({ ...h.ref, sessionId, patch }))).toBe("BAD_REQUEST");
     }
     // Nothing was stored by the refused calls.
     expect((await h.owner.agent.get({ ...h.ref, agentId: agent.id })).env).toEqual({});
