@@ -11,11 +11,15 @@ set -euo pipefail
 image="${1:-${BERTH_BASE_IMAGE:-berth-base:bookworm}}"
 suite="${BERTH_BASE_SUITE:-bookworm}"
 # What Berth needs inside a workspace: node runs the bundled MCP gateway; tini reaps zombies as PID 1
-# (killed commands and fork bombs leave orphans); the rest backs the builtin tools and skill installs.
-packages="nodejs,ca-certificates,coreutils,findutils,grep,sed,tar,gzip,git,procps,ripgrep,tini"
+# (killed commands and fork bombs leave orphans); ripgrep backs Grep, the rest the builtin tools and skill
+# installs. What agents reach for: git, python3 with venv, and npm/npx (below).
+packages="nodejs,ca-certificates,coreutils,findutils,grep,sed,tar,gzip,git,procps,ripgrep,tini,python3,python3-venv"
+# Debian's npm package drags in hundreds of node-* packages that debootstrap cannot configure: npm comes
+# from the npm registry instead, pinned (npm 10 runs on bookworm's Node 18).
+npm_version="${BERTH_BASE_NPM_VERSION:-10.8.2}"
 # Bump when the recipe below changes in a way the package list does not show.
-recipe_version=2
-inputs_hash="$(printf '%s\0%s\0%s' "$suite" "$packages" "$recipe_version" | sha256sum | cut -c1-16)"
+recipe_version=3
+inputs_hash="$(printf '%s\0%s\0%s\0%s' "$suite" "$packages" "$npm_version" "$recipe_version" | sha256sum | cut -c1-16)"
 
 say() { echo "[build-base-image] $*" >&2; }
 
@@ -70,6 +74,16 @@ if ! grep -q '^berth:' "$build_dir/etc/passwd"; then
 fi
 as_root mkdir -p "$build_dir/home/berth" "$build_dir/workspace"
 as_root chown 1000:1000 "$build_dir/home/berth" "$build_dir/workspace"
+# npm and npx, from the registry's tarball (it bundles its own dependencies).
+npm_dir="$(mktemp -d /tmp/berth-base-npm.XXXXXX)"
+(cd "$npm_dir" && npm pack --silent "npm@$npm_version" >/dev/null)
+as_root mkdir -p "$build_dir/usr/local/lib/node_modules/npm" "$build_dir/usr/local/bin"
+as_root tar -xzf "$npm_dir"/npm-*.tgz -C "$build_dir/usr/local/lib/node_modules/npm" --strip-components=1 \
+  --no-same-owner
+rm -rf "$npm_dir"
+as_root ln -sf ../lib/node_modules/npm/bin/npm-cli.js "$build_dir/usr/local/bin/npm"
+as_root ln -sf ../lib/node_modules/npm/bin/npx-cli.js "$build_dir/usr/local/bin/npx"
+
 # Keep apt usable inside derived images (extra packages when the build has network access).
 printf 'deb %s %s main\n' "$mirror" "$suite" | as_root tee "$build_dir/etc/apt/sources.list" >/dev/null
 as_root rm -rf "$build_dir/var/cache/apt/archives/"*.deb "$build_dir/var/lib/apt/lists/"* "$build_dir/tmp/"*
@@ -84,4 +98,4 @@ as_root tar --numeric-owner -C "$build_dir" -c . | docker import \
   --change "LABEL dev.berth.base.suite=$suite" \
   - "$image" >&2
 say "built $image in $((SECONDS - started))s"
-docker run --rm --network none "$image" node --version >&2
+docker run --rm --network none "$image" sh -c 'node --version && npm --version && python3 --version' >&2

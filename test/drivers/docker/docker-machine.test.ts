@@ -45,6 +45,31 @@ describeDocker("Docker machine: exec and files on a real container", () => {
     expect(links.stdout.toString()).not.toMatch(/eth0/);
   });
 
+  it("has the tools agents reach for, as the workspace user and without network: git, ripgrep, python3 with venv, npm and npx", async () => {
+    const script = [
+      "set -e",
+      "git --version",
+      "rg --version | sed -n 1p",
+      "python3 -c 'print(6 * 7)'",
+      "python3 -m venv /tmp/venv && /tmp/venv/bin/python -c 'import sys; print(sys.prefix)'",
+      "npm --version",
+      // npx runs a package already on disk without the registry (the container has no network).
+      "mkdir -p /tmp/pkg/node_modules/.bin && printf '#!/bin/sh\\necho from-npx\\n' > /tmp/pkg/node_modules/.bin/hello",
+      "chmod +x /tmp/pkg/node_modules/.bin/hello && cd /tmp/pkg && npx --no-install hello",
+    ].join("\n");
+    const result = await ws.backend.exec(["/bin/sh", "-c", script]);
+    expect(result.stderr.toString()).toBe("");
+    const lines = result.stdout.toString().trim().split("\n");
+    expect(lines).toEqual([
+      expect.stringMatching(/^git version /),
+      expect.stringMatching(/^ripgrep /),
+      "42",
+      "/tmp/venv",
+      expect.stringMatching(/^\d+\.\d+\.\d+$/),
+      "from-npx",
+    ]);
+  });
+
   it("exec separates stdout and stderr, streams them to callbacks and reports the exit code", async () => {
     const seen: string[] = [];
     const result = await ws.backend.exec(["sh", "-c", "echo out; echo err >&2; echo more; exit 3"], {
