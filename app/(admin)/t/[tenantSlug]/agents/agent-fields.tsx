@@ -7,6 +7,7 @@ import { Select } from "@/app/_components/ui/select";
 import { Textarea } from "@/app/_components/ui/textarea";
 import { useTRPC } from "@/app/_trpc/client";
 import type { AgentView } from "@/server/modules/agent/agent.schema";
+import { EnvEditor, type EnvRow } from "../_components/env-editor";
 import { AgentDefaultsEditor } from "./agent-defaults-editor";
 import { type AgentDefaultsValue, DEFAULT_PROVIDER } from "./agent-form";
 import { ISOLATION_HELP, ISOLATION_POLICIES, isolationLabel } from "./agent-ui";
@@ -15,7 +16,7 @@ import { ISOLATION_HELP, ISOLATION_POLICIES, isolationLabel } from "./agent-ui";
  * The fields of an agent, one set for the create form and the editor (read back by readAgentFields):
  * identity and what the model is told (description for people, system prompt for the model), the model
  * endpoint and its parameters, the isolation policy (the tenant's default named), and the defaults its
- * workspaces start with. `agent` fills them from a stored agent; without it they start empty. The API key is
+ * workspaces start with, and its commands' environment variables. `agent` fills them from a stored agent; without it they start empty. The API key is
  * only part of the create form: the editor replaces it in a card of its own.
  */
 export function AgentFields({
@@ -23,12 +24,16 @@ export function AgentFields({
   agent,
   defaults,
   onDefaultsChange,
+  env,
+  onEnvChange,
   readOnly = false,
 }: {
   tenantSlug: string;
   agent?: AgentView;
   defaults: AgentDefaultsValue;
   onDefaultsChange: (next: AgentDefaultsValue) => void;
+  env: readonly EnvRow[];
+  onEnvChange: (next: EnvRow[]) => void;
   readOnly?: boolean;
 }) {
   const trpc = useTRPC();
@@ -134,6 +139,21 @@ export function AgentFields({
           readOnly={readOnly}
         />
       </div>
+      <section
+        className="grid gap-3 rounded-lg border p-4 sm:col-span-2"
+        aria-labelledby="agent-env-heading"
+        data-testid="agent-env"
+      >
+        <h3 id="agent-env-heading" className="text-sm font-medium">
+          Environment variables
+        </h3>
+        <EnvEditor
+          rows={env}
+          onChange={onEnvChange}
+          readOnly={readOnly}
+          help="Set in every session's commands (a session's own variable of the same name wins). Visible to anyone who can read this agent: plain configuration, not for secrets."
+        />
+      </section>
     </>
   );
 }

@@ -9,6 +9,7 @@ import type { AgentDTO, IsolationPolicy } from "@/server/modules/agent/agent.typ
 type BackendKind = NonNullable<AgentDTO["backend"]>;
 import type { TMcpDeclaration } from "@/server/workspace/mcp/types";
 import type { SeedSkill } from "@/server/workspace/skills/agent-seed";
+import type { WorkspaceEnv } from "@/server/workspace/workspace-env";
 import { formText, parseIsolation } from "./agent-ui";
 
 /** What the agent's workspaces start with: its default MCP servers and skills (edited as a whole). */
@@ -63,6 +64,7 @@ export function readAgentFields(form: FormData): AgentFieldValues {
 export function createRequestOf(
   values: AgentFieldValues,
   defaults: AgentDefaultsValue,
+  env: WorkspaceEnv,
 ): Omit<TAgentCreateRequest, "tenantSlug"> {
   return {
     name: values.name,
@@ -78,6 +80,7 @@ export function createRequestOf(
     ...(values.apiKey ? { modelApiKey: values.apiKey } : {}),
     defaultMcpConfigs: defaults.mcps,
     defaultSkills: defaults.skills,
+    ...(Object.keys(env).length > 0 ? { env } : {}),
     isolationPolicy: values.isolationPolicy,
     ...(values.backend ? { backend: values.backend } : {}),
   };
@@ -108,6 +111,7 @@ export function settingsPatchOf(
   agent: AgentView,
   values: AgentFieldValues,
   defaults: AgentDefaultsValue,
+  env: WorkspaceEnv,
 ): TAgentUpdateRequest {
   const patch: TAgentUpdateRequest = {};
   const modelConfig: NonNullable<TAgentUpdateRequest["modelConfig"]> = {};
@@ -128,5 +132,7 @@ export function settingsPatchOf(
   // The lists go whole, and only when they changed (a stdio default is checked against the tenant's policy).
   if (!sameContent(defaults.mcps, agent.defaultMcpConfigs)) patch.defaultMcpConfigs = defaults.mcps;
   if (!sameContent(defaults.skills, agent.defaultSkills)) patch.defaultSkills = defaults.skills;
+  // The map replaces the stored one whole: sent only when it changed, so a save elsewhere keeps it.
+  if (!sameContent(env, agent.env)) patch.env = env;
   return patch;
 }

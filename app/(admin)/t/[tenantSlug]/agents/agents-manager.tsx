@@ -17,6 +17,7 @@ import type { AgentView } from "@/server/modules/agent/agent.schema";
 import { AgentFields } from "./agent-fields";
 import { type AgentDefaultsValue, createRequestOf, readAgentFields } from "./agent-form";
 import { agentDeleteConfirmText, isolationLabel, KeyBadge, ServerErrors } from "./agent-ui";
+import { checkEnvRows, type EnvRow } from "../_components/env-editor";
 import { LoadMore } from "../_components/load-more";
 import { NewSessionButton } from "../sessions/new-session";
 import { useTenantRole } from "../_components/tenant-role";
@@ -38,6 +39,7 @@ export function AgentsManager({ tenantSlug }: { tenantSlug: string }) {
   );
   const formRef = useRef<HTMLFormElement>(null);
   const [defaults, setDefaults] = useState<AgentDefaultsValue>(NO_DEFAULTS);
+  const [envRows, setEnvRows] = useState<EnvRow[]>([]);
 
   // Every agent query (list pages, details), the overview's counts and the library's "used by" change with
   // a create or delete; a deleted agent's sessions go too.
@@ -55,6 +57,7 @@ export function AgentsManager({ tenantSlug }: { tenantSlug: string }) {
         // Cleared only on success, so a rejected form keeps what was typed (the key field included).
         formRef.current?.reset();
         setDefaults(NO_DEFAULTS);
+        setEnvRows([]);
         toast.success(`Agent ${agent.name} created.`);
         await refresh();
       },
@@ -73,7 +76,13 @@ export function AgentsManager({ tenantSlug }: { tenantSlug: string }) {
 
   function onCreate(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
-    const request = createRequestOf(readAgentFields(new FormData(event.currentTarget)), defaults);
+    // Each refused row says why next to it; nothing goes until they are fixed.
+    const { env } = checkEnvRows(envRows);
+    if (!env) {
+      toast.error("Fix the environment variables first.");
+      return;
+    }
+    const request = createRequestOf(readAgentFields(new FormData(event.currentTarget)), defaults, env);
     submitOnce((idempotencyKey) => create.mutateAsync({ tenantSlug, ...request, idempotencyKey }));
   }
 
@@ -204,7 +213,13 @@ export function AgentsManager({ tenantSlug }: { tenantSlug: string }) {
               aria-label="Create agent"
               className="grid gap-4 sm:grid-cols-2"
             >
-              <AgentFields tenantSlug={tenantSlug} defaults={defaults} onDefaultsChange={setDefaults} />
+              <AgentFields
+                tenantSlug={tenantSlug}
+                defaults={defaults}
+                onDefaultsChange={setDefaults}
+                env={envRows}
+                onEnvChange={setEnvRows}
+              />
               <div className="flex items-center gap-3 sm:col-span-2">
                 <Button type="submit" disabled={create.isPending}>
                   {create.isPending ? "Creating…" : "Create agent"}

@@ -20,6 +20,7 @@ import { Input } from "@/app/_components/ui/input";
 import { Select } from "@/app/_components/ui/select";
 import { resetErrorOnEdit, useSubmitOnce } from "@/app/_components/ui/use-submit-once";
 import { useTRPC } from "@/app/_trpc/client";
+import { checkEnvRows, EnvEditor, type EnvRow } from "../_components/env-editor";
 import { useTenantRole } from "../_components/tenant-role";
 import { formText } from "../agents/agent-ui";
 
@@ -44,6 +45,7 @@ export function NewSessionButton({
   const queryClient = useQueryClient();
   const { can } = useTenantRole(tenantSlug);
   const [open, setOpen] = useState(false);
+  const [envRows, setEnvRows] = useState<EnvRow[]>([]);
   const agents = useQuery({
     ...trpc.agent.list.queryOptions({ tenantSlug, limit: AGENT_LOOKUP_LIMIT }),
     enabled: open && !agentId,
@@ -64,13 +66,28 @@ export function NewSessionButton({
     const form = new FormData(event.currentTarget);
     const chosen = agentId ?? formText(form, "agentId");
     const name = formText(form, "name");
+    // A refused row says why next to it.
+    const { env } = checkEnvRows(envRows);
+    if (!env) return;
     submitOnce((idempotencyKey) =>
-      create.mutateAsync({ tenantSlug, agentId: chosen, idempotencyKey, ...(name ? { name } : {}) }),
+      create.mutateAsync({
+        tenantSlug,
+        agentId: chosen,
+        idempotencyKey,
+        ...(name ? { name } : {}),
+        ...(Object.keys(env).length > 0 ? { env } : {}),
+      }),
     );
   }
 
   return (
-    <Dialog open={open} onOpenChange={setOpen}>
+    <Dialog
+      open={open}
+      onOpenChange={(next) => {
+        setOpen(next);
+        if (!next) setEnvRows([]);
+      }}
+    >
       <DialogTrigger asChild>
         <Button variant={variant} size="sm">
           <MessageSquarePlus /> New session
@@ -107,6 +124,14 @@ export function NewSessionButton({
           <Field label="Session name" hint="Optional.">
             <Input name="name" maxLength={200} placeholder="Investigate the flaky test" autoFocus />
           </Field>
+          <fieldset className="grid gap-2">
+            <legend className="mb-2 text-sm font-medium">Environment variables</legend>
+            <EnvEditor
+              rows={envRows}
+              onChange={setEnvRows}
+              help="Optional; over the agent's of the same name. Not for secrets: whoever can read the session sees them."
+            />
+          </fieldset>
           {create.error && <Alert>{create.error.message}</Alert>}
           <DialogFooter>
             <Button type="submit" disabled={create.isPending}>

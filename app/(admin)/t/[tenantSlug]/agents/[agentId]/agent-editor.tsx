@@ -23,7 +23,8 @@ import { agentDeleteConfirmText, formText, isolationLabel, KeyBadge, ServerError
 import { useTenantRole } from "../../_components/tenant-role";
 import { NewSessionButton } from "../../sessions/new-session";
 import { TestConnection } from "./test-connection";
-import { resetErrorOnEdit } from "@/app/_components/ui/use-submit-once";
+import { resetErrorOnEdit, useSubmitOnce } from "@/app/_components/ui/use-submit-once";
+import { checkEnvRows, type EnvRow, envRowsOf } from "../../_components/env-editor";
 
 export function AgentEditor({ tenantSlug, agentId }: { tenantSlug: string; agentId: string }) {
   const trpc = useTRPC();
@@ -32,6 +33,9 @@ export function AgentEditor({ tenantSlug, agentId }: { tenantSlug: string; agent
   const agent = useQuery(trpc.agent.get.queryOptions({ tenantSlug, agentId }));
   // Unsaved edits of the defaults; null: the stored ones.
   const [defaults, setDefaults] = useState<AgentDefaultsValue | null>(null);
+  // Unsaved rows of the environment variables; null: the stored ones.
+  const [envRows, setEnvRows] = useState<EnvRow[] | null>(null);
+  const submitOnce = useSubmitOnce();
   const { can } = useTenantRole(tenantSlug);
   const canManage = can("agent:manage", false);
 
@@ -63,20 +67,25 @@ export function AgentEditor({ tenantSlug, agentId }: { tenantSlug: string; agent
   function onSave(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     const values = readAgentFields(new FormData(event.currentTarget));
-    const patch = settingsPatchOf(current, values, defaults ?? defaultsOf(current));
+    // Each refused row says why next to it; nothing goes until they are fixed.
+    const { env } = checkEnvRows(envRows ?? envRowsOf(current.env));
+    if (!env) {
+      toast.error("Fix the environment variables first.");
+      return;
+    }
+    const patch = settingsPatchOf(current, values, defaults ?? defaultsOf(current), env);
     if (Object.keys(patch).length === 0) {
       toast.info("Nothing changed.");
       return;
     }
-    save.mutate(
-      { tenantSlug, agentId, patch },
-      {
-        onSuccess: () => {
-          // The stored defaults are the truth again (the form remounts from them).
-          setDefaults(null);
-          toast.success("Saved.");
-        },
-      },
+    // A second click before the button re-renders disabled would send the patch again.
+    submitOnce(() =>
+      save.mutateAsync({ tenantSlug, agentId, patch }).then(() => {
+        // The stored values are the truth again (the form remounts from them).
+        setDefaults(null);
+        setEnvRows(null);
+        toast.success("Saved.");
+      }),
     );
   }
 
@@ -158,6 +167,8 @@ export function AgentEditor({ tenantSlug, agentId }: { tenantSlug: string; agent
                   agent={current}
                   defaults={defaults ?? defaultsOf(current)}
                   onDefaultsChange={setDefaults}
+                  env={envRows ?? envRowsOf(current.env)}
+                  onEnvChange={setEnvRows}
                   readOnly={readOnly}
                 />
                 <div className="flex items-center gap-3 sm:col-span-2">

@@ -20,6 +20,7 @@ import { useTRPC } from "@/app/_trpc/client";
 import { useTenantRole } from "../../_components/tenant-role";
 import { sessionDeleteConfirmText, WorkspaceLink } from "../session-ui";
 import { MessageView } from "./message-view";
+import { SessionEnv } from "./session-env";
 import type { ChatContext } from "./tool-views";
 import { LiveTurnView, TurnErrorView, TurnSummary } from "./turn-view";
 import { markersBetween, type PlacedTurn, placeTurns, TurnMarker } from "./turn-markers";
@@ -106,7 +107,8 @@ export function SessionDetail({ tenantSlug, sessionId }: { tenantSlug: string; s
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const router = useRouter();
-  const { can } = useTenantRole(tenantSlug);
+  const { can, role } = useTenantRole(tenantSlug);
+  const me = useQuery(trpc.tenant.me.queryOptions());
   const base = `/t/${encodeURIComponent(tenantSlug)}`;
   const session = useQuery(trpc.session.get.queryOptions({ tenantSlug, sessionId }));
   const agentId = session.data?.agentId;
@@ -178,6 +180,9 @@ export function SessionDetail({ tenantSlug, sessionId }: { tenantSlug: string; s
   const current = session.data;
   const ctx: ChatContext = { tenantSlug, workspaceId: current.workspaceId };
   const canUse = can("session:use", false);
+  // A member changes only their own sessions' variables (the server says the same).
+  const myUserId = me.data?.principal.kind === "user" ? me.data.principal.userId : undefined;
+  const canEditEnv = canUse && (role !== "member" || current.userId === myUserId);
   const historyEmpty = firstPage.data?.length === 0;
 
   function submit(event?: FormEvent) {
@@ -257,6 +262,13 @@ export function SessionDetail({ tenantSlug, sessionId }: { tenantSlug: string; s
         }
       />
       {remove.error && <Alert className="mb-4">{remove.error.message}</Alert>}
+      <SessionEnv
+        tenantSlug={tenantSlug}
+        sessionId={sessionId}
+        env={current.env}
+        agentEnv={agent.data?.env}
+        canEdit={canEditEnv}
+      />
 
       <section aria-label="Chat" className="bg-card flex flex-col rounded-xl border shadow-xs">
         <ol className="flex min-h-64 flex-col gap-5 p-4 sm:p-6" data-testid="chat-log">
