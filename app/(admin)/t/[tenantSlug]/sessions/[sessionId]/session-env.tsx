@@ -34,7 +34,7 @@ export function SessionEnv({
   // The rows being edited; null: not editing (the stored list shows).
   const [rows, setRows] = useState<EnvRow[] | null>(null);
   const save = useMutation(
-    trpc.session.setEnv.mutationOptions({
+    trpc.session.update.mutationOptions({
       onSuccess: () =>
         queryClient.invalidateQueries({ queryKey: trpc.session.get.queryKey({ tenantSlug, sessionId }) }),
     }),
@@ -50,7 +50,7 @@ export function SessionEnv({
       return;
     }
     submitOnce(() =>
-      save.mutateAsync({ tenantSlug, sessionId, env: next }).then(() => {
+      save.mutateAsync({ tenantSlug, sessionId, patch: { env: next } }).then(() => {
         setRows(null);
         toast.success("Variables saved.");
       }),
