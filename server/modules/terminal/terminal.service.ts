@@ -16,6 +16,7 @@ import type {
 } from "./terminal-relay";
 import { assertMayActOnWorkspace } from "@/server/modules/workspace/workspace-access";
 import { getWorkspace } from "@/server/modules/workspace/workspace.data";
+import { getAgentOrNull } from "@/server/modules/agent/agent.data";
 import type { LeaseOptions, WorkspaceService } from "@/server/modules/workspace/workspace.service";
 
 /**
@@ -229,8 +230,12 @@ async function openTerminal(
   const ready = new Promise<Terminal>((resolve) => (started = resolve));
 
   // The lease spans the shell's life: withLease releases it (and records the release) when it ends.
-  const life = deps.service.withLease(scope, workspaceId, lease, (workspace) =>
-    runTerminal(deps, { id, scope, workspaceId, lease, size, sink, started }, workspace),
+  const life = deps.service.withLease(scope, workspaceId, lease, (workspace, record) =>
+    runTerminal(
+      deps,
+      { id, scope, workspaceId, agentId: record.agentId, lease, size, sink, started },
+      workspace,
+    ),
   );
   const settled = life.catch(() => undefined).finally(() => deps.lives.delete(settled));
   deps.lives.add(settled);
@@ -252,6 +257,8 @@ async function runTerminal(
     id: string;
     scope: TenantScope;
     workspaceId: string;
+    /** The workspace's agent: its environment variables are the shell's, as in its Bash commands. */
+    agentId: string | null;
     lease: LeaseOptions;
     size: { cols: number; rows: number };
     sink: TerminalSink;
@@ -259,11 +266,12 @@ async function runTerminal(
   },
   workspace: Workspace,
 ): Promise<void> {
-  const { id, scope, workspaceId, lease, size, sink, started } = start;
+  const { id, scope, workspaceId, agentId, lease, size, sink, started } = start;
   const { service, options, relay, log } = deps;
-  const backend = workspace.machine;
-  if (!backend.openPty) throw new AppError("UNPROCESSABLE", "backend has no PTY");
-  const pty = await backend.openPty(size);
+  const machine = workspace.machine;
+  if (!machine.openPty) throw new AppError("UNPROCESSABLE", "backend has no PTY");
+  const env = agentId ? ((await getAgentOrNull(scope, agentId))?.env ?? {}) : {};
+  const pty = await machine.openPty({ ...size, env });
   const openedAt = Date.now();
   const renew = setInterval(() => {
     service

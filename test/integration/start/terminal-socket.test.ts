@@ -5,6 +5,7 @@
  * workspace refused), cross-tenant refusals, a shell that echoes, resizes and exits, the lease held while
  * open and released on a goodbye, on exit and (bounded) after a dead connection, reattach, and the audit.
  */
+import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -13,6 +14,8 @@ import WebSocket from "ws";
 import { createAuth } from "@/server/auth/auth";
 import { getDb, disconnectDb } from "@/server/db";
 import { addMember } from "@/server/modules/member/member.data";
+import { createAgent } from "@/server/modules/agent/agent.data";
+import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { closeSharedQueues } from "@/server/queue/queues";
 import { findFreePort } from "@/scripts/services/ports";
 import { type RunningBerth, startBerth } from "@/test/e2e/support/berth-server";
@@ -65,10 +68,21 @@ describe("the terminal WebSocket on npm start's server", () => {
       LOG_LEVEL: "warn",
       BERTH_TERMINAL_REATTACH_GRACE_MS: String(REATTACH_GRACE_MS),
     });
+    // Its agent's environment variables are the shell's too, as in the agent's own commands.
+    const agent = await createAgent(
+      a.ownerScope,
+      {
+        name: "terminal-agent",
+        modelConfig: { provider: "openai-compatible", model: "m" },
+        env: { TERMINAL_GREETING: "from-the-agent" },
+      },
+      secretKeyFromBytes(randomBytes(32)),
+    );
     workspaceId = await provisionReadyLocalWorkspace(
       a.ownerScope,
       `ws-term-${a.tenant.slug}`,
       "test: terminal",
+      agent.id,
     );
   }, 900_000);
 
@@ -175,8 +189,8 @@ describe("the terminal WebSocket on npm start's server", () => {
     expect(ready.reattached).toBe(false);
     const lease = await until("the lease", () => leaseOf(ready.terminalId));
     expect(lease.expiresAt!.getTime()).toBeGreaterThan(Date.now());
-    ws.send(JSON.stringify({ type: "input", data: "stty size; echo hello-$((40+2))\n" }));
-    await until("echo", () => /^hello-42\r?$/m.test(output()));
+    ws.send(JSON.stringify({ type: "input", data: "stty size; echo hello-$((40+2))-$TERMINAL_GREETING\n" }));
+    await until("echo", () => /^hello-42-from-the-agent\r?$/m.test(output()));
     expect(output()).toMatch(/^30 90\r?$/m);
     ws.send(JSON.stringify({ type: "resize", cols: 120, rows: 40 }));
     ws.send(JSON.stringify({ type: "input", data: "stty size\n" }));

@@ -13,11 +13,14 @@ export async function provisionReadyLocalWorkspace(
   scope: TenantScope,
   workspaceId: string,
   reason: string,
+  /** The agent the workspace belongs to (none by default). */
+  agentId?: string,
 ): Promise<string> {
   await upsertWorkspaceBinding(scope, {
     id: workspaceId,
     backendKind: "local",
     isolationPolicy: "PER_AGENT",
+    ...(agentId ? { agentId } : {}),
   });
   const job = await enqueue("workspace.provision", { tenantId: scope.tenantId, workspaceId, reason });
   await jobOutcome(getQueues().get("workspace"), job, 60_000);
