@@ -18,7 +18,9 @@ const ZEnvName = z
   .max(WORKSPACE_ENV_LIMITS.nameLength)
   .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "a name is letters, digits and _, not starting with a digit")
   .refine((name) => !RESERVED_NAMES.has(name), "this variable is the workspace's own")
-  .refine((name) => !name.toUpperCase().startsWith("BERTH_"), "BERTH_ is Berth's own prefix");
+  .refine((name) => !name.toUpperCase().startsWith("BERTH_"), "BERTH_ is Berth's own prefix")
+  // A valid shell name, but as an object key it sets the prototype instead of a variable.
+  .refine((name) => name !== "__proto__", "__proto__ cannot be a variable's name here");
 
 const ZEnvValue = z
   .string()
@@ -41,13 +43,10 @@ export type WorkspaceEnv = z.infer<typeof ZWorkspaceEnv>;
  */
 export function storedWorkspaceEnv(value: unknown): WorkspaceEnv {
   if (value === null || typeof value !== "object" || Array.isArray(value)) return {};
-  const env: WorkspaceEnv = {};
-  for (const [name, raw] of Object.entries(value as Record<string, unknown>).sort(([a], [b]) =>
-    a < b ? -1 : a > b ? 1 : 0,
-  )) {
-    if (ZEnvName.safeParse(name).success && ZEnvValue.safeParse(raw).success) env[name] = raw as string;
-  }
-  return env;
+  const kept = Object.entries(value as Record<string, unknown>)
+    .filter(([name, raw]) => ZEnvName.safeParse(name).success && ZEnvValue.safeParse(raw).success)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return Object.fromEntries(kept) as WorkspaceEnv;
 }
 
 /** The environment a session's commands get: the agent's variables, then the session's over them. */
