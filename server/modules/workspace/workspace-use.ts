@@ -33,7 +33,7 @@ export async function withLease<T>(
   try {
     const record = await requireWorkspaceRecord(scope, workspaceId);
     const workspace = await attachWorkspace(deps, scope, record);
-    const release = deps.engine.manager.hold(workspace);
+    const release = deps.engine.manager.pin(workspace);
     try {
       await applyAgentDefaults(deps, scope, workspace, lease.agentId ?? null);
       return await fn(workspace, record);
@@ -79,8 +79,8 @@ export async function withWorkspaceOfSession<T>(
   });
   try {
     const workspace = await attachWorkspace(deps, scope, leased.record, leased.record);
-    // The lease keeps the sweeper away; the hold keeps this process' idle eviction away for as long.
-    const release = deps.engine.manager.hold(workspace);
+    // The lease keeps the sweeper away; the pin keeps this process' idle eviction away for as long.
+    const release = deps.engine.manager.pin(workspace);
     try {
       await applyDefaultsOf(deps, workspace, of.agent);
       return await fn(workspace, leased.record);

@@ -68,8 +68,8 @@ type Entry = {
   queuedAt: number;
   lastLivenessCheck: number;
   probe: Promise<Workspace> | null;
-  /** Work running on it now (`hold`): the idle TTL never closes it under that work. */
-  holds: number;
+  /** Work running on it now (`pin`): the idle TTL never closes it under that work. */
+  pins: number;
 };
 
 const ID_MEMO_LIMIT = 50_000;
@@ -85,7 +85,7 @@ const ID_MEMO_LIMIT = 50_000;
  * - Idle TTL: a min-heap of deadlines with lazy invalidation. A hit only updates its timestamp; an eviction pass pops
  *   the deadlines that passed and re-queues entries touched since, so a tick costs O((evicted + re-queued) ·
  *   log n) instead of a scan of every entry. Each entry's TTL is its tenant's (`tenantTtls`), re-read every pass.
- *   A workspace held by running work (`hold`: a turn, a tool call) is not idle, however long the work takes.
+ *   A workspace pinned by running work (`pin`: a turn, a tool call) is not idle, however long the work takes.
  */
 export class WorkspaceManager implements AsyncDisposable {
   readonly isolation: IsolationPolicy;
@@ -185,18 +185,18 @@ export class WorkspaceManager implements AsyncDisposable {
    * Keeps a cached workspace from idle eviction while work runs on it: a turn that runs longer than the
    * idle TTL (a long build, a model that thinks for minutes) must not find its workspace closed between two
    * tool calls, since only `getWorkspace` restarts the idle clock. The release (idempotent) starts the idle
-   * time from the end of the work. A workspace that is not this manager's cached one needs no hold.
+   * time from the end of the work. A workspace that is not this manager's cached one needs no pin.
    */
-  hold(workspace: Workspace): () => void {
+  pin(workspace: Workspace): () => void {
     const { tenantId, userId, workspaceId } = workspace.spec;
     const entry = this.lookup({ tenantId, userId, workspaceId });
     if (entry?.workspace !== workspace) return () => undefined;
-    entry.holds++;
+    entry.pins++;
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      entry.holds--;
+      entry.pins--;
       entry.lastAccess = this.now();
     };
   }
@@ -242,8 +242,8 @@ export class WorkspaceManager implements AsyncDisposable {
       if (this.lookup(entry.address) !== entry || key !== entry.queuedAt) continue;
       const due = entry.lastAccess + this.ttlOf(entry);
       if (due > now) this.queue(entry, due);
-      // Held: looked at again one TTL from now (its release restarts the idle clock anyway).
-      else if (entry.holds > 0) this.queue(entry, now + this.ttlOf(entry));
+      // Pinned: looked at again one TTL from now (its release restarts the idle clock anyway).
+      else if (entry.pins > 0) this.queue(entry, now + this.ttlOf(entry));
       else expired.push(entry);
     }
     await Promise.all(expired.map((entry) => this.evict(entry, "ttl")));
@@ -319,7 +319,7 @@ export class WorkspaceManager implements AsyncDisposable {
         queuedAt: 0,
         lastLivenessCheck: now,
         probe: null,
-        holds: 0,
+        pins: 0,
       };
       this.store(entry);
       this.queue(entry, now + this.ttlOf(entry));

@@ -18,8 +18,8 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
   let h: WorkspaceHarness;
   let tenant: TestTenant;
 
-  // The idle TTL is also how long this process' engine keeps an attached Workspace nothing holds (work
-  // under a lease holds it): at 1 s a busy machine detached a workspace a test was still using between
+  // The idle TTL is also how long this process' engine keeps an attached Workspace nothing pins (work
+  // under a lease pins it): at 1 s a busy machine detached a workspace a test was still using between
   // two calls. The sweeps below date back the activity of the workspaces they must find idle (idleSince).
   beforeAll(async () => {
     h = await startWorkspaceHarness({ idleTtlMs: IDLE_TTL_MS });

@@ -192,26 +192,26 @@ describe("TTL, close and closeAll", () => {
     expect((await manager.getWorkspace({ ...who, agentId: "idle" })).isInitialized).toBe(true);
   });
 
-  it("never evicts a workspace that work holds, however long it runs; the idle time starts at its release", async () => {
+  it("never evicts a workspace that work pins, however long it runs; the idle time starts at its release", async () => {
     const { manager, evictions } = setup({ ttlMs: 10_000 });
-    const held = await manager.getWorkspace({ ...who, agentId: "long-turn" });
-    const release = manager.hold(held);
-    const second = manager.hold(held);
+    const pinned = await manager.getWorkspace({ ...who, agentId: "long-turn" });
+    const release = manager.pin(pinned);
+    const second = manager.pin(pinned);
     clock += 35_000; // three TTLs into one long turn
     expect(await manager.evictIdle()).toBe(0);
     release();
-    release(); // idempotent: the other hold still counts
+    release(); // idempotent: the other pin still counts
     clock += 11_000;
     expect(await manager.evictIdle()).toBe(0);
-    expect(held.isInitialized).toBe(true);
+    expect(pinned.isInitialized).toBe(true);
     second();
     clock += 9_000;
     expect(await manager.evictIdle()).toBe(0); // idle for 9 s since the last release
     clock += 1_500;
     expect(await manager.evictIdle()).toBe(1);
-    expect(evictions).toEqual([{ id: held.id, reason: "ttl" }]);
-    // A workspace this manager no longer caches needs no hold (and its release changes nothing).
-    manager.hold(held)();
+    expect(evictions).toEqual([{ id: pinned.id, reason: "ttl" }]);
+    // A workspace this manager no longer caches needs no pin (and its release changes nothing).
+    manager.pin(pinned)();
     expect(manager.size).toBe(0);
   });
 
