@@ -4,18 +4,16 @@
  * its page; a viewer sees both read-only. Real server (as `npm start` runs it), Postgres, Redis and Chromium;
  * what was stored is read from the database.
  */
-import { randomBytes } from "node:crypto";
 import type { Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAuth } from "@/server/auth/auth";
 import { getDb } from "@/server/db";
 import { getAgentByName } from "@/server/modules/agent/agent.data";
-import { addMember } from "@/server/modules/member/member.data";
 import { getSessionOrNull } from "@/server/modules/session/session.data";
 import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp } from "./support/e2e-app";
 import { screenshotter } from "./support/screenshots";
 import { signedInPages, type User } from "./support/signed-in";
+import { addTenantUser } from "./support/tenant-users";
 
 requireChromium();
 
@@ -44,7 +42,7 @@ describe.skipIf(!HAS_CHROMIUM)("environment variables of agents and sessions", (
   let e2e: E2eApp;
   let open: ReturnType<typeof signedInPages>;
   let admin: User;
-  const viewer: User = { email: "", password: `pw-${randomBytes(9).toString("base64url")}` };
+  let viewer: User;
   let agentId = "";
   let sessionId = "";
 
@@ -53,17 +51,7 @@ describe.skipIf(!HAS_CHROMIUM)("environment variables of agents and sessions", (
     const { tenant, app, browser } = e2e;
     admin = { email: tenant.email, password: tenant.password };
     open = signedInPages(app, browser, tenant.slug);
-    viewer.email = `viewer-${tenant.slug}@example.test`;
-    const auth = createAuth({
-      secret: process.env.BERTH_AUTH_SECRET!,
-      baseUrl: app.url,
-      prisma: getDb(),
-      log: () => {},
-    });
-    const { user } = await auth.api.signUpEmail({
-      body: { email: viewer.email, password: viewer.password, name: "Viewer" },
-    });
-    await addMember(tenant.scope, { userId: user.id, role: "viewer" });
+    viewer = await addTenantUser(e2e, "viewer");
     const seeded = await getDb().session.findFirstOrThrow({
       where: { tenantId: tenant.scope.tenantId, name: "s0" },
     });

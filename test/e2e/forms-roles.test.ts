@@ -3,16 +3,14 @@
  * invitation link), and a member is offered only the sections their role may open. Real server (as
  * `npm start` runs it), Postgres, Redis and Chromium; the counts are read from the database.
  */
-import { randomBytes } from "node:crypto";
 import type { Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAuth } from "@/server/auth/auth";
 import { getDb } from "@/server/db";
 import { hashInviteToken } from "@/server/modules/member/invite.service";
-import { addMember } from "@/server/modules/member/member.data";
 import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp } from "./support/e2e-app";
-import { signedInPages } from "./support/signed-in";
+import { signedInPages, type User } from "./support/signed-in";
+import { addTenantUser } from "./support/tenant-users";
 
 requireChromium();
 
@@ -41,7 +39,7 @@ describe.skipIf(!HAS_CHROMIUM)("forms and roles", () => {
   let e2e: E2eApp;
   let open: ReturnType<typeof signedInPages>;
   let admin: { email: string; password: string };
-  const member = { email: "", password: `pw-${randomBytes(9).toString("base64url")}` };
+  let member: User;
   const pageErrors: string[][] = [];
 
   beforeAll(async () => {
@@ -49,17 +47,7 @@ describe.skipIf(!HAS_CHROMIUM)("forms and roles", () => {
     const { tenant, app, browser } = e2e;
     admin = { email: tenant.email, password: tenant.password };
     open = signedInPages(app, browser, tenant.slug);
-    member.email = `member-${tenant.slug}@example.test`;
-    const auth = createAuth({
-      secret: process.env.BERTH_AUTH_SECRET!,
-      baseUrl: app.url,
-      prisma: getDb(),
-      log: () => {},
-    });
-    const { user } = await auth.api.signUpEmail({
-      body: { email: member.email, password: member.password, name: "Member" },
-    });
-    await addMember(tenant.scope, { userId: user.id, role: "member" });
+    member = await addTenantUser(e2e, "member");
   });
 
   afterAll(async () => {
