@@ -143,6 +143,19 @@ describe.skipIf(!HAS_CHROMIUM)("environment variables of agents and sessions", (
     await variable.waitFor();
     expect(await variable.textContent()).toBe("STAGE= review");
     await shot(page, "session-variables");
+
+    // The same page renames the session (session.update), a double click saving once.
+    const renames = countCalls(page, "session.update");
+    await page.getByRole("button", { name: "Rename session" }).click();
+    const form = page.getByRole("form", { name: "Rename session" });
+    await form.getByLabel("Name").fill("  reviewed  ");
+    await form.getByRole("button", { name: "Save" }).dblclick();
+    await page.getByRole("heading", { name: "reviewed", exact: true }).waitFor();
+    expect(renames()).toBe(1);
+    expect(await getSessionOrNull(e2e.tenant.scope, sessionId)).toMatchObject({
+      name: "reviewed",
+      env: { STAGE: "review" },
+    });
     expect(pageErrors).toEqual([]);
     await page.close();
   });
@@ -153,6 +166,7 @@ describe.skipIf(!HAS_CHROMIUM)("environment variables of agents and sessions", (
     await section.getByTestId("env-variable").waitFor();
     expect(await section.getByTestId("env-variable").textContent()).toBe("STAGE= review");
     expect(await section.getByRole("button").count()).toBe(0);
+    expect(await page.getByRole("button", { name: "Rename session" }).count()).toBe(0);
 
     await page.goto(`${e2e.app.url}/t/${e2e.tenant.slug}/agents/${agentId}`);
     const agentEnv = page.getByTestId("agent-env");

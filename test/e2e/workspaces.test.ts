@@ -99,6 +99,15 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     expect(await live.getByTestId("workspace-leases").textContent()).toBe("1");
     await shot(page, "list");
 
+    // Named from its row (the shared rename dialog): the list shows the name, the record keeps it.
+    await live.getByRole("button", { name: `Rename ${liveId}` }).click();
+    const rename = page.getByRole("form", { name: `Rename ${liveId}` });
+    await rename.getByLabel("Name").fill("build box");
+    await rename.getByRole("button", { name: "Save" }).click();
+    await vi.waitFor(async () =>
+      expect(await live.getByTestId("workspace-label").textContent()).toBe("build box"),
+    );
+
     await page.getByLabel("Filter by state").selectOption({ label: "pending" });
     await vi.waitFor(async () => expect(await page.getByTestId("workspace-row").count()).toBe(1));
     await seeded.waitFor();

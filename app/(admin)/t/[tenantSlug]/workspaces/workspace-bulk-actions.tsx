@@ -2,21 +2,12 @@
 
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import type { inferRouterOutputs } from "@trpc/server";
-import { Pencil, Play, Square, Trash2 } from "lucide-react";
-import { type FormEvent, useState } from "react";
+import { Play, Square, Trash2 } from "lucide-react";
+import { useState } from "react";
 import { Alert } from "@/app/_components/ui/alert";
 import { Button } from "@/app/_components/ui/button";
 import { ConfirmDialog } from "@/app/_components/ui/confirm-dialog";
-import {
-  Dialog,
-  DialogContent,
-  DialogDescription,
-  DialogFooter,
-  DialogHeader,
-  DialogTitle,
-} from "@/app/_components/ui/dialog";
-import { Field } from "@/app/_components/ui/field";
-import { Input } from "@/app/_components/ui/input";
+import { RenameButton, RenameDialog } from "@/app/_components/ui/rename-dialog";
 import { useTRPC } from "@/app/_trpc/client";
 import type { AppRouter } from "@/server/api/root";
 import type { WorkspaceState } from "@/server/modules/workspace/workspace.types";
@@ -153,15 +144,16 @@ export function BulkOutcomes({
 
 /** One row's actions: the one its state allows (stop or start), purge (asked first) and rename. */
 export function RowActions({
-  tenantSlug,
   workspace,
   run,
   pending,
+  onRename,
 }: {
-  tenantSlug: string;
   workspace: { id: string; state: WorkspaceState; label: string | null };
   run: Run;
   pending: boolean;
+  /** Opens the table's rename dialog for this row. */
+  onRename: (workspace: { id: string; label: string | null }) => void;
 }) {
   const gone = workspace.state === "PURGED" || workspace.state === "PURGING";
   return (
@@ -190,7 +182,7 @@ export function RowActions({
           <Play />
         </Button>
       )}
-      <RenameDialog tenantSlug={tenantSlug} workspace={workspace} />
+      <RenameButton ariaLabel={`Rename ${workspace.id}`} onClick={() => onRename(workspace)} />
       {!gone && (
         <ConfirmDialog
           trigger={
@@ -214,67 +206,42 @@ export function RowActions({
   );
 }
 
-function RenameDialog({
+/**
+ * The workspace rename dialog of the list: one for the whole table, opened for a row (`workspace`), so a live
+ * update that re-renders the rows cannot close it.
+ */
+export function WorkspaceRenameDialog({
   tenantSlug,
   workspace,
+  onClose,
 }: {
   tenantSlug: string;
-  workspace: { id: string; label: string | null };
+  workspace: { id: string; label: string | null } | null;
+  onClose: () => void;
 }) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
-  const [open, setOpen] = useState(false);
   const rename = useMutation(
     trpc.workspace.setLabel.mutationOptions({
-      onSuccess: async () => {
-        setOpen(false);
-        await queryClient.invalidateQueries(trpc.workspace.list.pathFilter());
-      },
+      onSuccess: () => queryClient.invalidateQueries(trpc.workspace.list.pathFilter()),
     }),
   );
-  const submit = (event: FormEvent<HTMLFormElement>) => {
-    event.preventDefault();
-    const label = new FormData(event.currentTarget).get("label");
-    rename.mutate({ tenantSlug, workspaceId: workspace.id, label: typeof label === "string" ? label : null });
-  };
   return (
-    <>
-      <Button
-        size="icon-sm"
-        variant="ghost"
-        title="Rename"
-        aria-label={`Rename ${workspace.id}`}
-        onClick={() => {
-          rename.reset();
-          setOpen(true);
-        }}
-      >
-        <Pencil />
-      </Button>
-      <Dialog open={open} onOpenChange={setOpen}>
-        <DialogContent>
-          <form className="grid gap-4" aria-label="Rename workspace" onSubmit={submit}>
-            <DialogHeader>
-              <DialogTitle>Name this workspace</DialogTitle>
-              <DialogDescription>
-                A name shown in the list instead of its id ({workspace.id}). Leave it empty to clear it.
-              </DialogDescription>
-            </DialogHeader>
-            <Field label="Name">
-              <Input name="label" maxLength={100} defaultValue={workspace.label ?? ""} autoFocus />
-            </Field>
-            {rename.error && <Alert>{rename.error.message}</Alert>}
-            <DialogFooter>
-              <Button type="button" variant="outline" onClick={() => setOpen(false)}>
-                Cancel
-              </Button>
-              <Button type="submit" disabled={rename.isPending}>
-                {rename.isPending ? "Saving…" : "Save"}
-              </Button>
-            </DialogFooter>
-          </form>
-        </DialogContent>
-      </Dialog>
-    </>
+    <RenameDialog
+      open={workspace !== null}
+      onOpenChange={(open) => {
+        if (!open) onClose();
+      }}
+      title="Name this workspace"
+      description={`A name shown in the list instead of its id (${workspace?.id ?? ""}). Leave it empty to clear it.`}
+      formLabel={`Rename ${workspace?.id ?? ""}`}
+      // Keyed by the workspace: the field starts from this one's name, not the last one's.
+      key={workspace?.id ?? "none"}
+      current={workspace?.label ?? ""}
+      maxLength={100}
+      save={(name) =>
+        rename.mutateAsync({ tenantSlug, workspaceId: workspace!.id, label: name === "" ? null : name })
+      }
+    />
   );
 }

@@ -24,7 +24,13 @@ import { FilterSelect } from "../_components/filter-select";
 import { LiveBadge, useLiveChanges } from "../_components/live-changes";
 import { LoadMore } from "../_components/load-more";
 import { useTenantRole } from "../_components/tenant-role";
-import { BulkActionBar, BulkOutcomes, RowActions, useWorkspaceActions } from "./workspace-bulk-actions";
+import {
+  BulkActionBar,
+  BulkOutcomes,
+  RowActions,
+  useWorkspaceActions,
+  WorkspaceRenameDialog,
+} from "./workspace-bulk-actions";
 
 type WorkspaceRow = inferRouterOutputs<AppRouter>["workspace"]["list"]["items"][number];
 
@@ -52,6 +58,8 @@ export function WorkspacesTable({ tenantSlug }: { tenantSlug: string }) {
   const [idle, setIdle] = useState("");
   const [leased, setLeased] = useState("");
   const [selectedIds, setSelectedIds] = useState<ReadonlySet<string>>(new Set());
+  // Outside the rows: a cell remounts on every live update, which would close a dialog kept there.
+  const [renaming, setRenaming] = useState<{ id: string; label: string | null } | null>(null);
   const canManage = useTenantRole(tenantSlug).can("workspace:manage", false);
   const live = useLiveChanges(tenantSlug, ["workspace"], [trpc.workspace.list.pathFilter()]);
   const actions = useWorkspaceActions(tenantSlug, () => setSelectedIds(new Set()));
@@ -127,7 +135,7 @@ export function WorkspacesTable({ tenantSlug }: { tenantSlug: string }) {
     header: "",
     enableSorting: false,
     cell: ({ row: { original: workspace } }) => (
-      <RowActions tenantSlug={tenantSlug} workspace={workspace} run={actions.run} pending={actions.pending} />
+      <RowActions workspace={workspace} run={actions.run} pending={actions.pending} onRename={setRenaming} />
     ),
   };
   const columns: ColumnDef<WorkspaceRow, unknown>[] = [
@@ -301,6 +309,7 @@ export function WorkspacesTable({ tenantSlug }: { tenantSlug: string }) {
         </>
       )}
       <LoadMore query={workspaces} />
+      <WorkspaceRenameDialog tenantSlug={tenantSlug} workspace={renaming} onClose={() => setRenaming(null)} />
     </Card>
   );
 }

@@ -13,6 +13,7 @@ import { ConfirmDialog } from "@/app/_components/ui/confirm-dialog";
 import { CopyableId } from "@/app/_components/ui/copy-button";
 import { EmptyState } from "@/app/_components/ui/empty-state";
 import { PageHeader } from "@/app/_components/ui/page-header";
+import { RenameButton, RenameDialog } from "@/app/_components/ui/rename-dialog";
 import { RelativeTime } from "@/app/_components/ui/relative-time";
 import { Skeleton } from "@/app/_components/ui/skeleton";
 import { Textarea } from "@/app/_components/ui/textarea";
@@ -162,6 +163,13 @@ export function SessionDetail({ tenantSlug, sessionId }: { tenantSlug: string; s
     endRef.current?.scrollIntoView({ block: "end", behavior: "smooth" });
   }, [turn, lastTurn]);
 
+  const [renaming, setRenaming] = useState(false);
+  const rename = useMutation(
+    trpc.session.update.mutationOptions({
+      // The lists name it too.
+      onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.session.pathKey() }),
+    }),
+  );
   const remove = useMutation(
     trpc.session.delete.mutationOptions({
       onSuccess: async () => {
@@ -247,21 +255,36 @@ export function SessionDetail({ tenantSlug, sessionId }: { tenantSlug: string; s
         }
         actions={
           canUse && (
-            <ConfirmDialog
-              title={`Delete session ${current.name || "unnamed"}?`}
-              description={sessionDeleteConfirmText(current)}
-              confirmLabel="Delete session"
-              onConfirm={() => remove.mutateAsync({ tenantSlug, sessionId }).catch(() => {})}
-              trigger={
-                <Button variant="outline" size="sm" disabled={remove.isPending}>
-                  <Trash2 className="text-destructive" /> Delete session
-                </Button>
-              }
-            />
+            <div className="flex items-center gap-2">
+              {canEditEnv && (
+                <RenameButton ariaLabel="Rename session" onClick={() => setRenaming(true)} showText />
+              )}
+              <ConfirmDialog
+                title={`Delete session ${current.name || "unnamed"}?`}
+                description={sessionDeleteConfirmText(current)}
+                confirmLabel="Delete session"
+                onConfirm={() => remove.mutateAsync({ tenantSlug, sessionId }).catch(() => {})}
+                trigger={
+                  <Button variant="outline" size="sm" disabled={remove.isPending}>
+                    <Trash2 className="text-destructive" /> Delete session
+                  </Button>
+                }
+              />
+            </div>
           )
         }
       />
       {remove.error && <Alert className="mb-4">{remove.error.message}</Alert>}
+      <RenameDialog
+        open={renaming}
+        onOpenChange={setRenaming}
+        title="Rename this session"
+        description="The name the session lists and this page show. Leave it empty to clear it."
+        formLabel="Rename session"
+        current={current.name}
+        maxLength={200}
+        save={(name) => rename.mutateAsync({ tenantSlug, sessionId, patch: { name } })}
+      />
       <SessionEnv
         tenantSlug={tenantSlug}
         sessionId={sessionId}
