@@ -25,6 +25,7 @@ import { createAuth } from "@/server/auth/auth";
 import { createBerthClient, type BerthClient } from "@/server/client/create-berth-client";
 import { getDb } from "@/server/db";
 import { createApiKey } from "@/server/modules/api-key/api-key.service";
+import { RESOURCE_SAMPLE_EVERY_MS } from "@/server/modules/metrics/resource-usage.service";
 import { createTenantWithOwner } from "@/server/modules/tenant/tenant.service";
 import { verifyWebhookSignature } from "@/server/modules/webhook/webhook-signing";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
@@ -230,14 +231,21 @@ describe.skipIf(!HAS_CHROMIUM)("operations: readiness chart, /api/metrics and we
     expect(positions.every((position) => position >= 0)).toBe(true);
     expect(positions).toEqual(positions.toSorted((a, b) => a - b));
 
-    // The metrics.sample schedule (every 15 s) samples the READY workspace; two samples draw a line.
-    await vi.waitFor(
-      async () =>
-        expect(
-          await getDb().resourceSample.count({ where: { workspaceId: session.workspaceId } }),
-        ).toBeGreaterThanOrEqual(2),
-      { timeout: 90_000, interval: 1_000 },
-    );
+    // The metrics.sample schedule (every 15 s) samples the READY workspace. The last hour's chart has one
+    // point per 15 s bucket (resource-usage.service.ts), so a line needs samples in two buckets: two samples
+    // taken in the same bucket drew a single point (a rehearsal: path "M432,16.429Z").
+    const bucketsSampled = async () => {
+      const samples = await getDb().resourceSample.findMany({
+        where: { workspaceId: session.workspaceId },
+        select: { at: true },
+      });
+      return new Set(samples.map((sample) => Math.floor(sample.at.getTime() / RESOURCE_SAMPLE_EVERY_MS)))
+        .size;
+    };
+    await vi.waitFor(async () => expect(await bucketsSampled()).toBeGreaterThanOrEqual(2), {
+      timeout: 90_000,
+      interval: 1_000,
+    });
     await page.reload();
     // Attached, not visible: a disk use that did not change is a flat line, a box of zero height.
     const curve = page.getByTestId("disk-chart").locator(".recharts-line-curve").first();
