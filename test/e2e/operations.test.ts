@@ -210,49 +210,61 @@ describe.skipIf(!HAS_CHROMIUM)("operations: readiness chart, /api/metrics and we
     expect(pageErrors).toEqual([]);
   });
 
-  it("shows the workspace's provision stage by stage, its stage timings, its lifecycle and its resource charts", async () => {
-    await page.goto(
-      `${e2e.app.url}/t/${e2e.tenant.slug}/workspaces/${encodeURIComponent(session.workspaceId)}?tab=operations`,
-    );
-    // The cold provision of the first test, one stacked bar (queued, machine, the rest up to ready).
-    await page.getByTestId("provision-chart").locator(".recharts-bar-rectangle").first().waitFor();
-    const stageRows = page.getByTestId("stage-row");
-    await stageRows.filter({ hasText: "provision" }).filter({ hasText: "total" }).first().waitFor();
-    await stageRows.filter({ hasText: "turn" }).filter({ hasText: "model" }).first().waitFor();
-    // The timeline, in time order: created, then provisioning, provisioned and the measured provision.
-    const timeline = page.getByTestId("timeline-entry");
-    await timeline.filter({ hasText: "Provision (cold) took" }).waitFor();
-    const order = await timeline.evaluateAll((items) =>
-      items.map((item) => `${item.getAttribute("data-source")}:${item.getAttribute("data-kind")}`),
-    );
-    const positions = ["event:created", "event:provisioned", "stage:provision"].map((name) =>
-      order.indexOf(name),
-    );
-    expect(positions.every((position) => position >= 0)).toBe(true);
-    expect(positions).toEqual(positions.toSorted((a, b) => a - b));
+  // Its own limit: it waits for the sampling schedule (every 15 s) to fill two neighbouring chart buckets.
+  it(
+    "shows the workspace's provision stage by stage, its stage timings, its lifecycle and its resource charts",
+    { timeout: 240_000 },
+    async () => {
+      await page.goto(
+        `${e2e.app.url}/t/${e2e.tenant.slug}/workspaces/${encodeURIComponent(session.workspaceId)}?tab=operations`,
+      );
+      // The cold provision of the first test, one stacked bar (queued, machine, the rest up to ready).
+      await page.getByTestId("provision-chart").locator(".recharts-bar-rectangle").first().waitFor();
+      const stageRows = page.getByTestId("stage-row");
+      await stageRows.filter({ hasText: "provision" }).filter({ hasText: "total" }).first().waitFor();
+      await stageRows.filter({ hasText: "turn" }).filter({ hasText: "model" }).first().waitFor();
+      // The timeline, in time order: created, then provisioning, provisioned and the measured provision.
+      const timeline = page.getByTestId("timeline-entry");
+      await timeline.filter({ hasText: "Provision (cold) took" }).waitFor();
+      const order = await timeline.evaluateAll((items) =>
+        items.map((item) => `${item.getAttribute("data-source")}:${item.getAttribute("data-kind")}`),
+      );
+      const positions = ["event:created", "event:provisioned", "stage:provision"].map((name) =>
+        order.indexOf(name),
+      );
+      expect(positions.every((position) => position >= 0)).toBe(true);
+      expect(positions).toEqual(positions.toSorted((a, b) => a - b));
 
-    // The metrics.sample schedule (every 15 s) samples the READY workspace. The last hour's chart has one
-    // point per 15 s bucket (resource-usage.service.ts), so a line needs samples in two buckets: two samples
-    // taken in the same bucket drew a single point (a rehearsal: path "M432,16.429Z").
-    const bucketsSampled = async () => {
-      const samples = await getDb().resourceSample.findMany({
-        where: { workspaceId: session.workspaceId },
-        select: { at: true },
+      // The metrics.sample schedule (every 15 s) samples the READY workspace. The last hour's chart has one
+      // point per 15 s bucket (resource-usage.service.ts), so a line needs samples in two buckets: two samples
+      // taken in the same bucket drew a single point (a rehearsal: path "M432,16.429Z").
+      const bucketsSampled = async () => {
+        const samples = await getDb().resourceSample.findMany({
+          where: { workspaceId: session.workspaceId },
+          select: { at: true },
+        });
+        return new Set(samples.map((sample) => Math.floor(sample.at.getTime() / RESOURCE_SAMPLE_EVERY_MS)))
+          .size;
+      };
+      await vi.waitFor(async () => expect(await bucketsSampled()).toBeGreaterThanOrEqual(2), {
+        timeout: 90_000,
+        interval: 1_000,
       });
-      return new Set(samples.map((sample) => Math.floor(sample.at.getTime() / RESOURCE_SAMPLE_EVERY_MS)))
-        .size;
-    };
-    await vi.waitFor(async () => expect(await bucketsSampled()).toBeGreaterThanOrEqual(2), {
-      timeout: 90_000,
-      interval: 1_000,
-    });
-    await page.reload();
-    // Attached, not visible: a disk use that did not change is a flat line, a box of zero height.
-    const curve = page.getByTestId("disk-chart").locator(".recharts-line-curve").first();
-    await curve.waitFor({ state: "attached" });
-    expect(await curve.getAttribute("d")).toMatch(/^M[\d.]+,[\d.]+[LC]/);
-    expect(pageErrors).toEqual([]);
-  });
+      // A line needs two neighbouring buckets with a disk figure (an empty bucket between two samples, or a
+      // sample without one, leaves single points: rehearsals drew "M72,16.429Z"); the page is read again until
+      // the next samples make one. Attached, not visible: an unchanged disk use is a flat line of zero height.
+      await vi.waitFor(
+        async () => {
+          await page.reload();
+          const curve = page.getByTestId("disk-chart").locator(".recharts-line-curve").first();
+          await curve.waitFor({ state: "attached" });
+          expect(await curve.getAttribute("d")).toMatch(/^M[\d.]+,[\d.]+[LC]/);
+        },
+        { timeout: 120_000, interval: 3_000 },
+      );
+      expect(pageErrors).toEqual([]);
+    },
+  );
 
   it("tiles the Overview with the turn's tokens, the agent on top and the tenant's queue depth", async () => {
     // The metering flush (a schedule) moves the turn's tokens into the ledger.
