@@ -165,8 +165,10 @@ describe("a turn on a real local workspace", () => {
       limits: { maxRetries: 0 },
     });
     const pidFile = path.join(workdir, "sleeper.pid");
+    // 30 s: the model's answer and the command's start share two cores with three other test streams (a
+    // rehearsal ran past 10 s while every stream was starting).
     const pid = await vi.waitFor(async () => Number((await fs.readFile(pidFile, "utf8")).trim()), {
-      timeout: 10_000,
+      timeout: 30_000,
       interval: 20,
     });
     expect(() => process.kill(pid, 0)).not.toThrow();
@@ -174,7 +176,7 @@ describe("a turn on a real local workspace", () => {
     const result = await running;
 
     expect(result.status).toBe("cancelled");
-    await vi.waitFor(() => expect(() => process.kill(pid, 0)).toThrow(), { timeout: 10_000, interval: 20 });
+    await vi.waitFor(() => expect(() => process.kill(pid, 0)).toThrow(), { timeout: 30_000, interval: 20 });
     expect(fake.requests).toHaveLength(1);
   });
 });
