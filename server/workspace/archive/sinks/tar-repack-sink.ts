@@ -16,7 +16,7 @@ export function createTarRepackSink(machine: WorkspaceMachine, targetDir: string
   // Install time, the same for every entry: what the local fast path leaves on its files too.
   const mtime = new Date();
   const abort = new AbortController();
-  const putting = machine.putArchive(targetDir, Readable.from(relay(pack), { objectMode: false }));
+  const putting = machine.putArchive(targetDir, tarBytes(pack));
   const backendFailure = putting.then(
     () => null,
     (error: unknown) => {
@@ -86,7 +86,11 @@ export function createTarRepackSink(machine: WorkspaceMachine, targetDir: string
   };
 }
 
-/** tar-stream's pack as a byte stream that ends (rather than errors) when the pack is destroyed. */
+/** tar-stream's pack as a Node byte stream that ends (rather than errors) when the pack is destroyed. */
+export function tarBytes(pack: tarStream.Pack): Readable {
+  return Readable.from(relay(pack), { objectMode: false });
+}
+
 async function* relay(pack: tarStream.Pack): AsyncGenerator<Buffer> {
   // tar-stream emits many small chunks (headers, 16 KiB slices); batching them to ~256 KiB cuts the
   // number of writes into the backend's pipe, which dominates the cost of a large install.

@@ -1,0 +1,176 @@
+import { createHash, randomUUID } from "node:crypto";
+import { createReadStream, createWriteStream } from "node:fs";
+import fs from "node:fs/promises";
+import path from "node:path";
+import type { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { setImmediate as yieldToLoop } from "node:timers/promises";
+import { AppError } from "@/server/shared/errors";
+import { type Tree, ZTree } from "./tree";
+
+/**
+ * Where checkpoints' objects live: blobs (file bytes) and trees (folder listings), each under its SHA-256.
+ * Objects are immutable, so a write that finds its hash present writes nothing (dedup), and readers may
+ * cache them. Each tenant has its own namespace: identical files of two tenants are stored twice, so no
+ * tenant can learn from timing or counts whether another holds a file.
+ */
+export interface CheckpointStore {
+  /** Stores the stream's bytes; `stored` is false when the blob was already there. */
+  putBlob(tenantId: string, data: Readable): Promise<{ hash: string; size: number; stored: boolean }>;
+  /** Stores a tree's canonical bytes (encodeTree) under its hash; false when it was already there. */
+  putTree(tenantId: string, hash: string, bytes: Buffer): Promise<boolean>;
+  readBlob(tenantId: string, hash: string): Promise<Readable>;
+  readTree(tenantId: string, hash: string): Promise<Tree>;
+  /**
+   * Deletes the tenant's objects not in `keep` that are older than `graceMs` (a checkpoint being stored
+   * right now has written objects no stored checkpoint references yet). Yields between batches.
+   */
+  sweep(
+    tenantId: string,
+    keep: ReadonlySet<string>,
+    graceMs: number,
+  ): Promise<{ objects: number; bytes: number }>;
+  /** Deletes every object of the tenant (tenant deletion). */
+  dropTenant(tenantId: string): Promise<void>;
+}
+
+const SAFE_TENANT = /^[A-Za-z0-9_-]{1,100}$/;
+const HASH = /^[0-9a-f]{64}$/;
+const TREE_CACHE_ENTRIES = 4_096;
+
+/** The default store: a folder of this installation (BERTH_CHECKPOINT_DIR, else `checkpoints/` in its data folder). */
+export class FolderCheckpointStore implements CheckpointStore {
+  // Trees are immutable and small; diffs and restores read the same ones again and again.
+  private readonly trees = new Map<string, Tree>();
+
+  constructor(private readonly root: string) {}
+
+  async putBlob(tenantId: string, data: Readable): Promise<{ hash: string; size: number; stored: boolean }> {
+    const dir = this.tenantDir(tenantId);
+    const temp = path.join(dir, "incoming", randomUUID());
+    await fs.mkdir(path.dirname(temp), { recursive: true });
+    const hasher = createHash("sha256");
+    let size = 0;
+    data.on("data", (chunk: Buffer) => {
+      hasher.update(chunk);
+      size += chunk.length;
+    });
+    try {
+      await pipeline(data, createWriteStream(temp, { mode: 0o600 }));
+      const hash = hasher.digest("hex");
+      const stored = await this.adopt(tenantId, hash, temp);
+      return { hash, size, stored };
+    } finally {
+      await fs.rm(temp, { force: true });
+    }
+  }
+
+  async putTree(tenantId: string, hash: string, bytes: Buffer): Promise<boolean> {
+    const target = this.objectPath(tenantId, hash);
+    if (await exists(target)) return false;
+    const temp = path.join(this.tenantDir(tenantId), "incoming", randomUUID());
+    await fs.mkdir(path.dirname(temp), { recursive: true });
+    try {
+      await fs.writeFile(temp, bytes, { mode: 0o600 });
+      return await this.adopt(tenantId, hash, temp);
+    } finally {
+      await fs.rm(temp, { force: true });
+    }
+  }
+
+  async readBlob(tenantId: string, hash: string): Promise<Readable> {
+    const file = this.objectPath(tenantId, hash);
+    if (!(await exists(file))) throw missingObject(hash);
+    return createReadStream(file);
+  }
+
+  async readTree(tenantId: string, hash: string): Promise<Tree> {
+    const key = `${tenantId}/${hash}`;
+    const cached = this.trees.get(key);
+    if (cached) return cached;
+    let bytes: Buffer;
+    try {
+      bytes = await fs.readFile(this.objectPath(tenantId, hash));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw missingObject(hash);
+      throw error;
+    }
+    const tree = ZTree.parse(JSON.parse(bytes.toString("utf8")));
+    if (this.trees.size >= TREE_CACHE_ENTRIES) this.trees.delete(this.trees.keys().next().value!);
+    this.trees.set(key, tree);
+    return tree;
+  }
+
+  async sweep(
+    tenantId: string,
+    keep: ReadonlySet<string>,
+    graceMs: number,
+  ): Promise<{ objects: number; bytes: number }> {
+    const objectsDir = path.join(this.tenantDir(tenantId), "objects");
+    const cutoff = Date.now() - graceMs;
+    let objects = 0;
+    let bytes = 0;
+    let shards: string[];
+    try {
+      shards = await fs.readdir(objectsDir);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return { objects, bytes };
+      throw error;
+    }
+    for (const shard of shards) {
+      const names = await fs.readdir(path.join(objectsDir, shard)).catch(() => [] as string[]);
+      for (const name of names) {
+        const hash = shard + name;
+        if (keep.has(hash)) continue;
+        const file = path.join(objectsDir, shard, name);
+        const stat = await fs.stat(file).catch(() => null);
+        if (!stat || stat.mtimeMs > cutoff) continue;
+        await fs.rm(file, { force: true });
+        this.trees.delete(`${tenantId}/${hash}`);
+        objects += 1;
+        bytes += stat.size;
+      }
+      // One shard (at most a few thousand unlinks) per turn of the event loop: job locks keep renewing.
+      await yieldToLoop();
+    }
+    return { objects, bytes };
+  }
+
+  async dropTenant(tenantId: string): Promise<void> {
+    const dir = this.tenantDir(tenantId);
+    for (const key of this.trees.keys()) if (key.startsWith(`${tenantId}/`)) this.trees.delete(key);
+    await this.sweep(tenantId, new Set(), -1);
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+
+  /** Moves a finished temp file to its object path unless the object exists (dedup). */
+  private async adopt(tenantId: string, hash: string, temp: string): Promise<boolean> {
+    const target = this.objectPath(tenantId, hash);
+    if (await exists(target)) return false;
+    await fs.mkdir(path.dirname(target), { recursive: true });
+    await fs.rename(temp, target);
+    return true;
+  }
+
+  private tenantDir(tenantId: string): string {
+    if (!SAFE_TENANT.test(tenantId))
+      throw new AppError("BAD_REQUEST", "Invalid tenant id for the checkpoint store");
+    return path.join(this.root, tenantId);
+  }
+
+  private objectPath(tenantId: string, hash: string): string {
+    if (!HASH.test(hash)) throw new AppError("BAD_REQUEST", "Invalid checkpoint object hash");
+    return path.join(this.tenantDir(tenantId), "objects", hash.slice(0, 2), hash.slice(2));
+  }
+}
+
+function missingObject(hash: string): AppError {
+  return new AppError("NOT_FOUND", `Checkpoint object ${hash.slice(0, 12)} is missing from the store`);
+}
+
+async function exists(file: string): Promise<boolean> {
+  return fs.access(file).then(
+    () => true,
+    () => false,
+  );
+}
