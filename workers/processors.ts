@@ -10,6 +10,7 @@ import type { QuotaConfig } from "@/server/config/quotas";
 import { createEnqueue } from "@/server/queue/enqueue";
 import { auditFlushProcessor } from "./processors/audit.flush";
 import { registerTenantProcessors } from "./processors/tenant.processors";
+import { registerCheckpointProcessors } from "./processors/checkpoint.processors";
 import { metricsFlushProcessor, metricsSampleProcessor } from "./processors/metrics.flush";
 import { RESOURCE_SAMPLE_EVERY_MS } from "@/server/modules/metrics/resource-usage.service";
 import { registerWebhookProcessors } from "./processors/webhook.processors";
@@ -56,6 +57,7 @@ export function registerBerthProcessors(
   );
   registerWorkspaceProcessors(registry, engine, { lockDurationMs: deps.lockDurationMs });
   registerTenantProcessors(registry, engine);
+  registerCheckpointProcessors(registry);
   registerWebhookProcessors(registry, {
     queues: engine.queues,
     secretKey: secretKeyFromBytes(deps.encryptionKey ?? getConfig().secrets.encryptionKey),

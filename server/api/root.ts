@@ -21,6 +21,7 @@ import { liveRouter } from "@/server/api/routers/live.router";
 import { operationsRouter } from "@/server/api/routers/operations.router";
 import { quotaRouter } from "@/server/api/routers/quota.router";
 import { sessionRouter } from "@/server/api/routers/session.router";
+import { checkpointRouter } from "@/server/api/routers/checkpoint.router";
 import { createCallerFactory, createTRPCRouter } from "@/server/api/trpc";
 
 export const appRouter = createTRPCRouter({
@@ -34,6 +35,7 @@ export const appRouter = createTRPCRouter({
   workspace: workspaceRouter,
   agent: agentRouter,
   session: sessionRouter,
+  checkpoint: checkpointRouter,
   chat: chatRouter,
   jobs: jobsRouter,
   library: libraryRouter,

@@ -35,6 +35,9 @@ const engineEnvOf = (registry: DriverRegistry) => {
     // process of one installation agrees on it and two installations on one host never share it (each one's
     // reconcile reaps the folders its database does not know).
     BERTH_WORKSPACE_BASEDIR: z.string().optional(),
+    // Host folder of the turn checkpoints' store (server/workspace/checkpoints/). Relative → cwd. Default:
+    // `checkpoints/` in the installation's data folder, beside (never inside) the workspaces' folder.
+    BERTH_CHECKPOINT_DIR: z.string().optional(),
     // A READY workspace with no activity and no lease for this long is stopped by `workspace.sweep`.
     BERTH_WORKSPACE_IDLE_TTL_MS: z.coerce.number().int().min(1_000).default(3_600_000),
     // How often `workspace.sweep` runs (a BullMQ job scheduler: one tick per interval, whatever the replicas).
@@ -107,6 +110,8 @@ export type EngineConfig = {
   /** Each enabled driver's validated config (its own schema). Absent: the driver's defaults. */
   readonly drivers?: Readonly<Partial<Record<DriverName, unknown>>>;
   readonly basedir: string;
+  /** The checkpoint store's folder. Absent: `<basedir>-checkpoints`, beside the workspaces' folder. */
+  readonly checkpointDir?: string;
   readonly idleTtlMs: number;
   readonly sweepIntervalMs: number;
   readonly reconcileIntervalMs: number;
@@ -141,6 +146,10 @@ export function loadEngineConfig(
     backends,
     drivers,
     basedir,
+    checkpointDir: path.resolve(
+      cwd,
+      parsed.BERTH_CHECKPOINT_DIR ?? path.join(env.BERTH_DATA_DIR || ".data", "checkpoints"),
+    ),
     idleTtlMs: parsed.BERTH_WORKSPACE_IDLE_TTL_MS,
     sweepIntervalMs: parsed.BERTH_WORKSPACE_SWEEP_INTERVAL_MS,
     reconcileIntervalMs: parsed.BERTH_WORKSPACE_RECONCILE_INTERVAL_MS,

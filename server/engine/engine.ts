@@ -11,6 +11,7 @@ import type { TenantDriverSettings } from "@/server/workspace/drivers/driver";
 import { RecordAttacher, type EnsureProvisioned } from "./record-attacher";
 import { createDriverSet, type DriverSet } from "./driver-set";
 import type { EngineConfig } from "./engine-config";
+import { type CheckpointStore, FolderCheckpointStore } from "@/server/workspace/checkpoints/checkpoint-store";
 
 /**
  * The per-process composition of the workspace engine: ONE WorkspaceManager (shared by routers, chat, team
@@ -23,6 +24,8 @@ export type WorkspaceEngine = {
   /** Attaches on a miss after the workers provisioned (see RecordAttacher). */
   readonly manager: WorkspaceManager;
   readonly queues: QueueSet<BerthJobCatalog>;
+  /** Where turn checkpoints' files live (one store per process: it caches trees). */
+  readonly checkpoints: CheckpointStore;
   /** HMAC key of `workspace.files.downloadToken` links (derived from the auth secret, never stored). */
   readonly downloadSecret: Buffer;
   readonly log: Logger;
@@ -100,6 +103,7 @@ export function createEngine(options: CreateEngineOptions): WorkspaceEngine {
     drivers,
     manager,
     queues,
+    checkpoints: new FolderCheckpointStore(config.checkpointDir ?? `${config.basedir}-checkpoints`),
     downloadSecret: createHmac("sha256", options.secret).update("berth:workspace-download-token").digest(),
     log: engineLog,
     attachedAt: (workspace) => attachedAt.get(workspace),

@@ -4,6 +4,7 @@ import { metricsJobs } from "@/server/modules/metrics/metrics.jobs";
 import { webhookJobs } from "@/server/modules/webhook/webhook.jobs";
 import { meteringJobs } from "@/server/modules/metering/metering.jobs";
 import { workspaceJobs } from "@/server/modules/workspace/workspace.jobs";
+import { checkpointJobs } from "@/server/modules/checkpoint/checkpoint.jobs";
 import { JOB_RETENTION } from "./retention";
 import { defineJob, type JobCatalog } from "./types";
 
@@ -32,6 +33,8 @@ export const jobCatalog = {
   }),
   // workspace.provision | stop | purge | sweep | reconcile, session.purge, agent.purge.
   ...workspaceJobs,
+  // checkpoint.restore: a revert's or fork's files (turn checkpoints).
+  ...checkpointJobs,
   // tenant.delete (operators: purge every workspace, delete the rows, leave a receipt).
   ...operatorJobs,
   // metrics.flush (stage timings → Postgres); webhook.dispatch | deliver (lifecycle webhooks).

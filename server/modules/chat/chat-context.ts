@@ -12,6 +12,11 @@ import type { TurnAttachDeps } from "./turn-attach";
 import type { TurnEventLog } from "./turn-event-log";
 import type { TurnQuotaPort } from "./turn-quota";
 import type { TurnRegistry } from "./turn-registry";
+import type { CheckpointService } from "@/server/modules/checkpoint/checkpoint.service";
+
+/** What a turn records at its end: its workspace's checkpoint (server/modules/checkpoint/). */
+export type TurnCheckpoints = Pick<CheckpointService, "recordTurn">;
+type CheckpointMachine = Parameters<TurnCheckpoints["recordTurn"]>[1]["machine"];
 
 /** What the chat service needs of the workspace service (workspace.service.ts). */
 export type ChatWorkspacePort = {
@@ -23,7 +28,10 @@ export type ChatWorkspacePort = {
     scope: TenantScope,
     of: { session: SessionDTO; agent: AgentDTO },
     lease: { holder: string; reason: string; ttlMs?: number },
-    fn: (workspace: EngineWorkspace, record: { id: string; backendKind: string }) => Promise<T>,
+    fn: (
+      workspace: EngineWorkspace & { readonly machine: CheckpointMachine },
+      record: { id: string; backendKind: string; generation: number },
+    ) => Promise<T>,
   ): Promise<T>;
 };
 
@@ -43,6 +51,7 @@ export type ChatContext = {
   turnLeaseMs: number;
   quota: TurnQuotaPort | undefined;
   turnEnd: { log: Logger; retryDelaysMs: readonly number[] | undefined };
+  checkpoints: TurnCheckpoints | undefined;
   eventLog: TurnEventLog;
   /** How turns are seen again from their logs (chat-following.ts). */
   attach: TurnAttachDeps;

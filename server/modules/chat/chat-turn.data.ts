@@ -188,7 +188,15 @@ export async function finishTurn(
   },
   db = getDb(),
 ): Promise<{ interrupted: boolean }> {
-  const result = sanitizeStrings(unsafeResult);
+  const sanitized = sanitizeStrings(unsafeResult);
+  // Each message carries its turn: a checkpoint's transcript, a revert's marks and a fork's copy follow it.
+  const result = {
+    ...sanitized,
+    messages: sanitized.messages.map((message) => ({ ...message, turnId })),
+    compaction: sanitized.compaction
+      ? { ...sanitized.compaction, stub: { ...sanitized.compaction.stub, turnId } }
+      : null,
+  };
   return db.$transaction(async (tx) => {
     await lockSession(tx, scope, sessionId);
     const { count } = await tx.chatTurn.updateMany({

@@ -5,6 +5,11 @@ import { createSessionService, type SessionService } from "@/server/modules/sess
 import type { WorkspaceService } from "@/server/modules/workspace/workspace.service";
 import type { TenantScope } from "@/server/auth/scope";
 import { createChatService, type ChatService } from "./chat.service";
+import {
+  createCheckpointService,
+  type CheckpointService,
+} from "@/server/modules/checkpoint/checkpoint.service";
+import { createEnqueue } from "@/server/queue/enqueue";
 import { checkAgentModel, type TModelCheckResult } from "./model-check";
 import { claimTurn, getTurn, heartbeatTurn, interruptTurn } from "./chat-turn.data";
 import { startDeadHolderReaper } from "./dead-holders";
@@ -27,6 +32,8 @@ export type AgentServices = {
   session: SessionService;
   chat: ChatService;
   jobs: JobsService;
+  /** Turn checkpoints: list, diff, revert, fork (server/modules/checkpoint/). */
+  checkpoints: CheckpointService;
   /** `agent.testConnection`: checks an agent's model endpoint and key (model-check.ts). */
   checkModel: (scope: TenantScope, agentId: string) => Promise<TModelCheckResult>;
   /** Stops this process' dead-holder reaper (graceful shutdown). */
@@ -65,6 +72,14 @@ export function createAgentServices(deps: {
     log,
     intervalMs: deps.reapIntervalMs,
   });
+  const enqueue = createEnqueue(deps.workspaces.engine.queues);
+  const checkpoints = createCheckpointService({
+    store: deps.workspaces.engine.checkpoints,
+    enqueueRestore: async (scope, restoreId) => {
+      await enqueue("checkpoint.restore", { tenantId: scope.tenantId, restoreId });
+    },
+    log,
+  });
   const chat = createChatService({
     workspaces: deps.workspaces,
     registry,
@@ -72,6 +87,7 @@ export function createAgentServices(deps: {
     log,
     ...(deps.eventLog ? { eventLog: deps.eventLog } : {}),
     createSession: (scope, request, extra) => session.create(scope, request, extra),
+    checkpoints,
     quota: {
       admitTurn: (tenantId, turnId) => admitTurn(tenantId, turnId, (quota ??= defaultQuotaDeps())),
       renewEveryMs: TURN_SLOT_RENEW_MS,
@@ -95,6 +111,7 @@ export function createAgentServices(deps: {
     session,
     chat,
     jobs: createJobsService(deps.workspaces.engine.queues),
+    checkpoints,
     checkModel: (scope, agentId) => checkAgentModel(scope, agentId, { secretKey: deps.secretKey }),
     close: () => reaper.stop(),
   };

@@ -7,7 +7,7 @@ import { getSession, listChatMessages } from "@/server/modules/session/session.d
 import { parseInput } from "@/server/shared/parse-input";
 import type { TTurnLimitsInput } from "@/server/agent/agent.schema";
 import { attachToTurn, followingDeps, followTurns, listTurns } from "./chat-following";
-import { type ChatContext, type ChatWorkspacePort, ReadStates } from "./chat-context";
+import { type ChatContext, type ChatWorkspacePort, ReadStates, type TurnCheckpoints } from "./chat-context";
 import { ZChatHistoryRequest, type ZChatSendRequest } from "./chat.schema";
 import type { TeamDeps } from "./chat-team";
 import type { ZChatAttachRequest } from "./turn-attach";
@@ -40,6 +40,8 @@ export type ChatServiceDeps = {
   finishRetryDelaysMs?: readonly number[];
   /** Each running turn's events for re-attaching tabs (default: this process' memory, not shared). */
   eventLog?: TurnEventLog;
+  /** Records each turn's checkpoint of the workdir (none without it: unit tests). */
+  checkpoints?: TurnCheckpoints;
 };
 
 export function createChatService(deps: ChatServiceDeps) {
@@ -55,6 +57,7 @@ export function createChatService(deps: ChatServiceDeps) {
     turnLeaseMs: deps.turnLeaseMs ?? 60 * 60_000,
     quota: deps.quota,
     turnEnd: { log: deps.log, retryDelaysMs: deps.finishRetryDelaysMs },
+    checkpoints: deps.checkpoints,
     eventLog,
     attach: followingDeps({ log: eventLog, registry: deps.registry }),
     readStates: new ReadStates(),

@@ -230,6 +230,15 @@ async function run(
       timer.finish(result.status !== "failed", (error) =>
         ctx.log.warn({ err: error }, "could not buffer turn timings"),
       );
+      // The workdir as this turn left it (Bash changes included), still under the turn's lease: nothing
+      // else can change it before it is recorded. Never fails the turn (a failed checkpoint is recorded).
+      await ctx.checkpoints?.recordTurn(scope, {
+        machine: workspace.machine,
+        workspaceId: record.id,
+        generation: record.generation,
+        sessionId,
+        turnId: claimed.turn.turnId,
+      });
       return { ...result, backend: record.backendKind, workspaceId: record.id };
     },
   );
@@ -266,5 +275,6 @@ async function loadHistory(scope: TenantScope, sessionId: string): Promise<Store
     if (page.length < 200) break;
     afterId = page.at(-1)!.id;
   }
-  return rows.map((row) => ({ role: row.role, content: row.content }));
+  // What a revert undid stays in the transcript but not in the model's context.
+  return rows.filter((row) => !row.reverted).map((row) => ({ role: row.role, content: row.content }));
 }

@@ -194,6 +194,7 @@ const messageSelect = {
   role: true,
   content: true,
   toolCalls: true,
+  turnId: true,
   createdAt: true,
 } satisfies Prisma.ChatMessageSelect;
 
@@ -219,10 +220,11 @@ export async function appendChatMessage(
         role: input.role,
         content: (input.content ?? null) as Prisma.InputJsonValue,
         toolCalls: input.toolCalls === undefined ? Prisma.DbNull : (input.toolCalls as Prisma.InputJsonValue),
+        turnId: input.turnId ?? null,
         createdAt: now,
       },
       select: messageSelect,
-    });
+    }).then((row) => ({ ...row, reverted: false }));
   });
 }
 
@@ -233,13 +235,27 @@ export async function listChatMessages(
   options: { limit?: number; afterId?: string } = {},
   db: DbClient = getDb(),
 ): Promise<ChatMessageDTO[]> {
-  return db.chatMessage.findMany({
+  const rows = await db.chatMessage.findMany({
     where: { tenantId: scope.tenantId, sessionId },
     select: messageSelect,
     orderBy: [{ createdAt: "asc" }, { id: "asc" }],
     take: pageSize(options.limit, 200),
     ...(options.afterId ? { cursor: { id: options.afterId }, skip: 1 } : {}),
   });
+  // Reverted turns are few and a session's turns are indexed: one query for the page, not a join per row.
+  const turnIds = [...new Set(rows.flatMap((row) => (row.turnId ? [row.turnId] : [])))];
+  const reverted =
+    turnIds.length === 0
+      ? new Set<string>()
+      : new Set(
+          (
+            await db.chatTurn.findMany({
+              where: { tenantId: scope.tenantId, sessionId, id: { in: turnIds }, revertedAt: { not: null } },
+              select: { id: true },
+            })
+          ).map((turn) => turn.id),
+        );
+  return rows.map((row) => ({ ...row, reverted: row.turnId !== null && reverted.has(row.turnId) }));
 }
 
 export async function deleteChatMessages(
@@ -282,6 +298,7 @@ export async function appendChatMessages(
       role: input.role,
       content: (input.content ?? null) as Prisma.InputJsonValue,
       toolCalls: input.toolCalls === undefined ? Prisma.DbNull : (input.toolCalls as Prisma.InputJsonValue),
+      turnId: input.turnId ?? null,
       createdAt,
     });
     if (replace && replace.count > 0) {

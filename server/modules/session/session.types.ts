@@ -50,6 +50,8 @@ export const ZAppendChatMessageInput = z.object({
   role: ZChatRole,
   content: z.unknown(),
   toolCalls: z.unknown().optional(),
+  /** The turn storing it (its checkpoint, its revert). */
+  turnId: z.string().optional(),
 });
 export type TAppendChatMessageInput = z.input<typeof ZAppendChatMessageInput>;
 
@@ -59,5 +61,9 @@ export type ChatMessageDTO = {
   role: z.infer<typeof ZChatRole>;
   content: unknown;
   toolCalls: unknown;
+  /** The turn that stored it (null for messages stored before turns were recorded on them). */
+  turnId: string | null;
+  /** A revert to an earlier turn undid this message's turn: shown, but no longer in the model's context. */
+  reverted: boolean;
   createdAt: Date;
 };

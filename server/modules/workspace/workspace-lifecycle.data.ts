@@ -195,6 +195,13 @@ export async function acquireLeaseLocked(
     // the current generation's data only (`refuseStates`).
     const row = await lockWorkspace(tx, scope, workspaceId, "share");
     if (!row) throw notFound(workspaceId);
+    // A checkpoint restore writing the files owns the workspace until it ends (checkpoint.data.ts).
+    if (row.restoringId && lease.holder !== restoreLeaseHolder(row.restoringId)) {
+      throw new AppError("CONFLICT", `workspace ${workspaceId} is being restored (${row.restoringId})`, {
+        userMessage: "The workspace is being restored from a checkpoint; try again when the restore ends.",
+        details: { restoreId: row.restoringId },
+      });
+    }
     if (options.refuseStates?.includes(row.state)) {
       throw new AppError("CONFLICT", `workspace ${workspaceId} is ${row.state}`, {
         userMessage: "The workspace changed state; reload and try again.",
@@ -320,6 +327,8 @@ type LockedRow = {
   state: WorkspaceState;
   generation: number;
   lastActivityAt: Date | null;
+  /** The RUNNING checkpoint restore that owns the workspace, if any. */
+  restoringId: string | null;
   metering: {
     meteredAt: Date | null;
     meteredSize: string | null;
@@ -343,7 +352,13 @@ type RawLockedRow = {
   backend_kind: string;
   agent_id: string | null;
   user_id: string | null;
+  restoring_id: string | null;
 };
+
+/** The lease holder name of a checkpoint restore: the one lease a restoring workspace takes. */
+export function restoreLeaseHolder(restoreId: string): string {
+  return `restore:${restoreId}`;
+}
 
 /** The row under FOR UPDATE (or FOR SHARE); null when it is not the tenant's. Also workspace-purge.data.ts'. */
 export async function lockWorkspace(
@@ -356,11 +371,11 @@ export async function lockWorkspace(
     mode === "update"
       ? await tx.$queryRaw<RawLockedRow[]>`
           SELECT id, tenant_id, state, generation, last_activity_at, state_changed_at, metered_at, metered_size,
-            backend_kind::text, backend_handle, isolation_policy::text, agent_id, user_id
+            backend_kind::text, backend_handle, isolation_policy::text, agent_id, user_id, restoring_id
           FROM workspaces WHERE id = ${workspaceId} AND tenant_id = ${scope.tenantId} FOR UPDATE`
       : await tx.$queryRaw<RawLockedRow[]>`
           SELECT id, tenant_id, state, generation, last_activity_at, state_changed_at, metered_at, metered_size,
-            backend_kind::text, backend_handle, isolation_policy::text, agent_id, user_id
+            backend_kind::text, backend_handle, isolation_policy::text, agent_id, user_id, restoring_id
           FROM workspaces WHERE id = ${workspaceId} AND tenant_id = ${scope.tenantId} FOR SHARE`;
   const row = rows[0];
   if (!row) return null;
@@ -381,6 +396,7 @@ export async function lockWorkspace(
     state: row.state,
     generation: row.generation,
     lastActivityAt: row.last_activity_at,
+    restoringId: row.restoring_id,
     metering: {
       meteredAt: row.metered_at,
       meteredSize: row.metered_size,

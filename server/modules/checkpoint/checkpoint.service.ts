@@ -1,0 +1,325 @@
+import { createTwoFilesPatch } from "diff";
+import type { TenantScope } from "@/server/auth/scope";
+import { getDb } from "@/server/db";
+import type { Logger } from "@/server/logger";
+import { audited } from "@/server/modules/audit/audited";
+import { announceChange } from "@/server/modules/live/change-feed";
+import { createSession, getSession, sessionNotFound } from "@/server/modules/session/session.data";
+import { assignSessionWorkspaceId } from "@/server/modules/session/session.policy";
+import { getWorkspaceOrNull, upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
+import { AppError } from "@/server/shared/errors";
+import { replaceUnstorableCharacters } from "@/server/shared/unsafe-strings";
+import { captureCheckpoint } from "@/server/workspace/checkpoints/capture";
+import type { CheckpointStore } from "@/server/workspace/checkpoints/checkpoint-store";
+import { diffTrees, type TreeEntry } from "@/server/workspace/checkpoints/tree";
+import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
+import {
+  beginRestore,
+  type CheckpointRow,
+  getCheckpoint,
+  getRestore,
+  insertCheckpoint,
+  latestCheckpointTree,
+  listSessionCheckpoints,
+} from "./checkpoint.data";
+import { copyTranscriptUntil } from "./checkpoint-transcript.data";
+
+export type CheckpointServiceDeps = {
+  store: CheckpointStore;
+  /** Hands a begun restore to the workers (`checkpoint.restore`). */
+  enqueueRestore: (scope: TenantScope, restoreId: string) => Promise<void>;
+  log: Pick<Logger, "warn">;
+};
+
+/** A diff lists at most this many files; the rest is counted. */
+const MAX_DIFF_FILES = 2_000;
+/** Text diffs of files up to this size; larger or binary files are reported without one. */
+const MAX_TEXT_DIFF_BYTES = 512 * 1024;
+
+export function createCheckpointService(deps: CheckpointServiceDeps) {
+  const { store } = deps;
+  const readTree = (tenantId: string) => (hash: string) => store.readTree(tenantId, hash);
+
+  /** A member acts only on their own sessions; another's answers NOT_FOUND, as another tenant's does. */
+  async function sessionFor(scope: TenantScope, sessionId: string, forChange: boolean) {
+    const session = await getSession(scope, sessionId);
+    if (forChange && scope.role === "member" && session.userId !== scope.userId)
+      throw sessionNotFound(sessionId);
+    return session;
+  }
+
+  async function checkpointOf(scope: TenantScope, sessionId: string, checkpointId: string) {
+    const checkpoint = await getCheckpoint(scope, checkpointId);
+    if (checkpoint.sessionId !== sessionId || checkpoint.status !== "READY" || !checkpoint.rootTree) {
+      throw new AppError(
+        "BAD_REQUEST",
+        `checkpoint ${checkpointId} is not a restorable checkpoint of session ${sessionId}`,
+        {
+          userMessage: "That checkpoint cannot be restored (it failed, or belongs to another session).",
+        },
+      );
+    }
+    return { ...checkpoint, rootTree: checkpoint.rootTree };
+  }
+
+  return {
+    /**
+     * Records the workdir at the end of a turn. Never fails the turn: a checkpoint that cannot be taken
+     * is stored as FAILED with the reason, and the next one starts from the last READY one.
+     */
+    async recordTurn(
+      scope: TenantScope,
+      input: {
+        machine: WorkspaceMachine;
+        workspaceId: string;
+        generation: number;
+        sessionId: string;
+        turnId: string;
+      },
+    ): Promise<CheckpointRow | null> {
+      const started = Date.now();
+      const base = {
+        workspaceId: input.workspaceId,
+        generation: input.generation,
+        sessionId: input.sessionId,
+        turnId: input.turnId,
+      };
+      try {
+        const previous = await latestCheckpointTree(scope, input.workspaceId, input.generation);
+        const captured = await captureCheckpoint({
+          machine: input.machine,
+          store,
+          tenantId: scope.tenantId,
+          previous,
+        });
+        const changes = await diffTrees(readTree(scope.tenantId), previous, captured.root);
+        const row = await insertCheckpoint(scope, {
+          ...base,
+          status: "READY",
+          rootTree: captured.root,
+          baseTree: previous,
+          files: captured.stats.files,
+          totalBytes: captured.stats.totalBytes,
+          storedBytes: captured.stats.storedBytes,
+          added: changes.filter((change) => change.kind === "added").length,
+          changed: changes.filter((change) => change.kind === "changed").length,
+          removed: changes.filter((change) => change.kind === "removed").length,
+          durationMs: Date.now() - started,
+        });
+        announceChange(scope.tenantId, { topic: "session", id: input.sessionId, userId: null });
+        return row;
+      } catch (error) {
+        deps.log.warn({ err: error, workspaceId: input.workspaceId }, "could not record a turn checkpoint");
+        const reason = error instanceof Error ? error.message : String(error);
+        return insertCheckpoint(scope, {
+          ...base,
+          status: "FAILED",
+          error: replaceUnstorableCharacters(reason.slice(0, 1_000)).text,
+          durationMs: Date.now() - started,
+        }).catch(() => null);
+      }
+    },
+
+    /** The session's checkpoints with their turns, oldest first. */
+    async list(scope: TenantScope, sessionId: string) {
+      await sessionFor(scope, sessionId, false);
+      return (await listSessionCheckpoints(scope, sessionId)).map(({ checkpoint, turn }) => ({
+        id: checkpoint.id,
+        turnId: checkpoint.turnId,
+        status: checkpoint.status,
+        files: checkpoint.files,
+        totalBytes: Number(checkpoint.totalBytes),
+        storedBytes: Number(checkpoint.storedBytes),
+        added: checkpoint.added,
+        changed: checkpoint.changed,
+        removed: checkpoint.removed,
+        durationMs: checkpoint.durationMs,
+        error: checkpoint.error,
+        createdAt: checkpoint.createdAt,
+        turn: turn
+          ? {
+              status: turn.status,
+              startedAt: turn.startedAt,
+              reverted: turn.revertedAt !== null,
+              message: turn.userMessage.slice(0, 200),
+            }
+          : null,
+      }));
+    },
+
+    /** What the checkpoint's turn changed: files added, changed and removed since the checkpoint before it. */
+    async diff(scope: TenantScope, sessionId: string, checkpointId: string) {
+      await sessionFor(scope, sessionId, false);
+      const checkpoint = await checkpointOf(scope, sessionId, checkpointId);
+      const changes = await diffTrees(readTree(scope.tenantId), checkpoint.baseTree, checkpoint.rootTree);
+      return {
+        checkpointId,
+        total: changes.length,
+        truncated: changes.length > MAX_DIFF_FILES,
+        files: changes.slice(0, MAX_DIFF_FILES).map((change) => ({
+          path: change.path,
+          kind: change.kind,
+          type: (change.kind === "removed" ? change.before : change.after).type,
+          sizeBefore: change.kind === "added" ? null : sizeOf(change.before),
+          sizeAfter: change.kind === "removed" ? null : sizeOf(change.after),
+        })),
+      };
+    },
+
+    /** One file's change in the checkpoint's turn, as a unified text diff (none for binary or large files). */
+    async fileDiff(scope: TenantScope, sessionId: string, checkpointId: string, path: string) {
+      await sessionFor(scope, sessionId, false);
+      const checkpoint = await checkpointOf(scope, sessionId, checkpointId);
+      const change = (
+        await diffTrees(readTree(scope.tenantId), checkpoint.baseTree, checkpoint.rootTree)
+      ).find((candidate) => candidate.path === path);
+      if (!change)
+        throw new AppError("NOT_FOUND", `no change to ${path} in checkpoint ${checkpointId}`, {
+          userMessage: "That file did not change in this turn.",
+        });
+      const before = change.kind === "added" ? null : change.before;
+      const after = change.kind === "removed" ? null : change.after;
+      const [left, right] = await Promise.all([
+        textOf(scope.tenantId, before),
+        textOf(scope.tenantId, after),
+      ]);
+      if (left === undefined || right === undefined)
+        return { path, kind: change.kind, binary: true, diff: null };
+      const patch = createTwoFilesPatch(`a/${path}`, `b/${path}`, left ?? "", right ?? "", "", "", {
+        context: 3,
+      });
+      return { path, kind: change.kind, binary: false, diff: replaceUnstorableCharacters(patch).text };
+    },
+
+    /**
+     * Restores the session's workspace to the checkpoint (the workers write the files): refused while the
+     * workspace is in use or another restore runs. Once it is done, the session's later turns are marked
+     * reverted (kept in the transcript, left out of the model's context).
+     */
+    async revert(scope: TenantScope, input: { sessionId: string; checkpointId: string }) {
+      return audited(
+        scope,
+        {
+          action: "checkpoint.revert",
+          targetType: "session",
+          targetId: input.sessionId,
+          details: { checkpointId: input.checkpointId },
+        },
+        async () => {
+          const session = await sessionFor(scope, input.sessionId, true);
+          const checkpoint = await checkpointOf(scope, session.id, input.checkpointId);
+          if (checkpoint.workspaceId !== session.workspaceId) {
+            throw new AppError("BAD_REQUEST", "The checkpoint belongs to another workspace of this session");
+          }
+          const { restoreId } = await beginRestore(scope, {
+            kind: "REVERT",
+            checkpointId: checkpoint.id,
+            workspaceId: session.workspaceId,
+            sessionId: session.id,
+          });
+          await deps.enqueueRestore(scope, restoreId);
+          return { restoreId };
+        },
+        undefined,
+        (result) => ({ details: { checkpointId: input.checkpointId, restoreId: result.restoreId } }),
+      );
+    },
+
+    /**
+     * A new session from the checkpoint: the transcript up to its turn, and a new workspace of its own
+     * (whatever the agent's isolation policy) that the workers fill with the checkpoint's files before
+     * its first use.
+     */
+    async fork(
+      scope: TenantScope,
+      input: { sessionId: string; checkpointId: string; name?: string | undefined },
+    ) {
+      return audited(
+        scope,
+        {
+          action: "checkpoint.fork",
+          targetType: "session",
+          targetId: input.sessionId,
+          details: { checkpointId: input.checkpointId },
+        },
+        async () => {
+          const source = await sessionFor(scope, input.sessionId, true);
+          const checkpoint = await checkpointOf(scope, source.id, input.checkpointId);
+          const sourceWorkspace = await getWorkspaceOrNull(scope, checkpoint.workspaceId);
+          const workspaceId = assignSessionWorkspaceId("PER_SESSION", scope, source.agentId);
+          const { restoreId } = await beginRestore(
+            scope,
+            { kind: "FORK", checkpointId: checkpoint.id, workspaceId, sessionId: "" },
+            getDb(),
+            async (tx) => {
+              await upsertWorkspaceBinding(
+                scope,
+                {
+                  id: workspaceId,
+                  backendKind: sourceWorkspace?.backendKind ?? "local",
+                  isolationPolicy: "PER_SESSION",
+                  agentId: source.agentId,
+                  userId: scope.userId ?? source.userId,
+                },
+                tx,
+              );
+              const fork = await createSession(
+                scope,
+                {
+                  agentId: source.agentId,
+                  workspaceId,
+                  name: input.name ?? `${source.name || "Session"} (fork)`.slice(0, 200),
+                  env: source.env,
+                },
+                tx,
+              );
+              await copyTranscriptUntil(
+                scope,
+                { from: source.id, to: fork.id, turnId: checkpoint.turnId },
+                tx,
+              );
+              return { sessionId: fork.id };
+            },
+          );
+          const forkId = (await getRestore(scope, restoreId)).sessionId;
+          await deps.enqueueRestore(scope, restoreId);
+          announceChange(scope.tenantId, { topic: "session", id: forkId, userId: scope.userId });
+          return { sessionId: forkId, workspaceId, restoreId };
+        },
+        undefined,
+        (result) => ({
+          details: {
+            checkpointId: input.checkpointId,
+            forkSessionId: result.sessionId,
+            restoreId: result.restoreId,
+          },
+        }),
+      );
+    },
+
+    /** A revert's or fork's progress. */
+    async restoreStatus(scope: TenantScope, restoreId: string) {
+      const restore = await getRestore(scope, restoreId);
+      if (scope.role === "member") await sessionFor(scope, restore.sessionId, true);
+      return restore;
+    },
+  };
+
+  /** A file's text, null when absent, undefined when binary or too large to diff. */
+  async function textOf(tenantId: string, entry: TreeEntry | null): Promise<string | null | undefined> {
+    if (!entry) return null;
+    if (entry.type === "symlink") return `-> ${entry.target}\n`;
+    if (entry.type !== "file" || entry.size > MAX_TEXT_DIFF_BYTES) return undefined;
+    const chunks: Buffer[] = [];
+    for await (const chunk of await store.readBlob(tenantId, entry.hash)) chunks.push(chunk as Buffer);
+    const bytes = Buffer.concat(chunks);
+    if (bytes.includes(0)) return undefined;
+    return bytes.toString("utf8");
+  }
+}
+
+function sizeOf(entry: TreeEntry): number | null {
+  return entry.type === "file" ? entry.size : null;
+}
+
+export type CheckpointService = ReturnType<typeof createCheckpointService>;
