@@ -92,7 +92,10 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
           tenantId: scope.tenantId,
           previous,
         });
-        const changes = await diffTrees(readTree(scope.tenantId), previous, captured.root);
+        // Counted: files and links (an empty folder that came or went is listed by the diff, not counted).
+        const changes = (await diffTrees(readTree(scope.tenantId), previous, captured.root)).filter(
+          (change) => (change.kind === "removed" ? change.before : change.after).type !== "dir",
+        );
         const row = await insertCheckpoint(scope, {
           ...base,
           status: "READY",

@@ -17,7 +17,8 @@ import { addMember } from "@/server/modules/member/member.data";
 import { getWebhookService, getWorkspaceServices } from "@/server/composition/services";
 import { createAgent } from "@/server/modules/agent/agent.data";
 import { createSession } from "@/server/modules/session/session.data";
-import { disconnectDb } from "@/server/db";
+import { insertCheckpoint } from "@/server/modules/checkpoint/checkpoint.data";
+import { disconnectDb, getDb } from "@/server/db";
 import { upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
 import { contextFromHeaders, createTestApiRuntime } from "./support/api-test-runtime";
 import { createInvite } from "@/server/modules/member/invite.service";
@@ -266,6 +267,37 @@ const CASES: Record<string, CrossTenantCase> = {
   // The stream procedures check the session before they stream: B's session is refused, never followed.
   "chat.attach": { kind: "tenant", input: (t) => ({ sessionId: rowsOf(t).sessionId }), targetsRows: true },
   "chat.follow": { kind: "tenant", input: (t) => ({ sessionId: rowsOf(t).sessionId }), targetsRows: true },
+  // checkpoint.* (issue 24): B's session, checkpoint and restore ids are out of A's reach.
+  "checkpoint.list": {
+    kind: "tenant",
+    input: (t) => ({ sessionId: rowsOf(t).sessionId }),
+    targetsRows: true,
+  },
+  "checkpoint.diff": {
+    kind: "tenant",
+    input: (t) => ({ sessionId: rowsOf(t).sessionId, checkpointId: rowsOf(t).checkpointId }),
+    targetsRows: true,
+  },
+  "checkpoint.fileDiff": {
+    kind: "tenant",
+    input: (t) => ({ sessionId: rowsOf(t).sessionId, checkpointId: rowsOf(t).checkpointId, path: "a.txt" }),
+    targetsRows: true,
+  },
+  "checkpoint.revert": {
+    kind: "tenant",
+    input: (t) => ({ sessionId: rowsOf(t).sessionId, checkpointId: rowsOf(t).checkpointId }),
+    targetsRows: true,
+  },
+  "checkpoint.fork": {
+    kind: "tenant",
+    input: (t) => ({ sessionId: rowsOf(t).sessionId, checkpointId: rowsOf(t).checkpointId }),
+    targetsRows: true,
+  },
+  "checkpoint.restore": {
+    kind: "tenant",
+    input: (t) => ({ restoreId: rowsOf(t).restoreId }),
+    targetsRows: true,
+  },
   // library.* (issue 12): an MCP and a skill entry per tenant (beforeAll); B's entry ids under A's tenant are
   // NOT_FOUND, and installing B's entry goes nowhere.
   "library.list": { kind: "tenant", input: () => ({}), targetsRows: false },
@@ -381,6 +413,8 @@ const tenantRows = new Map<
     mcpEntryId: string;
     skillEntryId: string;
     webhookId: string;
+    checkpointId: string;
+    restoreId: string;
   }
 >();
 function rowsOf(t: TenantFixture) {
@@ -455,7 +489,28 @@ beforeAll(async () => {
       kind: "SKILL",
       skill: { kind: "inline", name: "xt-skill", description: "probe", instructions: "probe" },
     });
+    // A (FAILED, so fileless) checkpoint of the session and a finished restore: rows to aim at.
+    const checkpoint = await insertCheckpoint(t.ownerScope, {
+      workspaceId: id,
+      generation: 1,
+      sessionId: session.id,
+      turnId: null,
+      status: "FAILED",
+      error: "probe",
+    });
+    const restore = await getDb().checkpointRestore.create({
+      data: {
+        tenantId: t.tenant.id,
+        kind: "REVERT",
+        checkpointId: checkpoint.id,
+        workspaceId: id,
+        sessionId: session.id,
+        status: "FAILED",
+      },
+    });
     tenantRows.set(t.tenant.id, {
+      checkpointId: checkpoint.id,
+      restoreId: restore.id,
       agentId: agent.id,
       sessionId: session.id,
       jobId: jobId ?? "",

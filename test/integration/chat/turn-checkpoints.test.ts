@@ -1,0 +1,123 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { disconnectDb } from "@/server/db";
+import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
+import { rejectionCode } from "../api/support/call-by-path";
+import { sendChat, startAgentApiHarness, type AgentApiHarness } from "../agent/support";
+
+/**
+ * Turn checkpoints (issue 24) end to end: real turns whose Bash changes the workspace (real Postgres,
+ * Redis, workers and a bubblewrap-confined local workspace; only the model is the loopback fake), each
+ * recorded at its end; a diff of what a turn did; a revert that brings deleted files back and marks the
+ * later turn reverted; two concurrent reverts (one wins); and a fork that starts as the checkpoint.
+ */
+let h: AgentApiHarness;
+let fake: FakeModelServer;
+
+beforeAll(async () => {
+  h = await startAgentApiHarness("checkpoints");
+  fake = await startFakeModel({ apiKey: "sk-cp" });
+});
+afterAll(async () => {
+  await fake.close();
+  await h.close();
+  await disconnectDb();
+});
+
+/** One turn whose model runs `command` in Bash, then answers; the tool's output. */
+async function bash(sessionId: string, command: string): Promise<string> {
+  fake.enqueue(
+    {
+      kind: "tool-calls",
+      calls: [{ id: `c_${randomUUID().slice(0, 8)}`, name: "Bash", arguments: { command } }],
+    },
+    { kind: "text", text: "done" },
+  );
+  const events = await sendChat(h.owner, { ...h.ref, sessionId, message: command });
+  expect(events.at(-1)).toMatchObject({ type: "done", status: "completed" });
+  const result = events.find((event) => event.type === "tool-result") as { output: string } | undefined;
+  return result?.output ?? "";
+}
+
+/** Reads the restore until it has ended (the workers write the files): bounded by the test's timeout. */
+async function restoreEnd(restoreId: string) {
+  for (;;) {
+    const restore = await h.owner.checkpoint.restore({ ...h.ref, restoreId });
+    if (restore.status !== "RUNNING") return restore;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe("turn checkpoints", () => {
+  it("records every turn, diffs it, reverts it and forks from it", { timeout: 120_000 }, async () => {
+    const agent = await h.owner.agent.create({
+      ...h.ref,
+      name: `cp-${randomUUID().slice(0, 6)}`,
+      modelConfig: { baseUrl: fake.baseUrl, model: "fake-model", apiKey: "sk-cp" },
+    });
+    const { sessionId, workspaceId } = await h.owner.session.create({ ...h.ref, agentId: agent.id });
+    await bash(sessionId, "mkdir -p src && printf 'one\\ntwo\\n' > src/a.txt && echo keep > keep.txt");
+    await bash(sessionId, "rm -rf src && echo new > b.txt");
+
+    const checkpoints = await h.owner.checkpoint.list({ ...h.ref, sessionId });
+    expect(checkpoints.map((c) => [c.status, c.added, c.changed, c.removed])).toEqual([
+      ["READY", 2, 0, 0],
+      ["READY", 1, 0, 1],
+    ]);
+    const [first, second] = checkpoints as [(typeof checkpoints)[0], (typeof checkpoints)[0]];
+    expect(second.turn?.message).toContain("rm -rf src");
+
+    // What the second turn did, and the removed file's text diff.
+    const diff = await h.owner.checkpoint.diff({ ...h.ref, sessionId, checkpointId: second.id });
+    expect(diff.files.map((file) => `${file.kind} ${file.path}`)).toEqual([
+      "added b.txt",
+      "removed src/a.txt",
+    ]);
+    const fileDiff = await h.owner.checkpoint.fileDiff({
+      ...h.ref,
+      sessionId,
+      checkpointId: second.id,
+      path: "src/a.txt",
+    });
+    expect(fileDiff.diff).toContain("-one\n-two");
+    expect(
+      await rejectionCode(h.viewer.checkpoint.revert({ ...h.ref, sessionId, checkpointId: first.id })),
+    ).toBe("FORBIDDEN");
+
+    // Two reverts at once: one begins, the other is a typed CONFLICT.
+    const outcomes = await Promise.allSettled([
+      h.owner.checkpoint.revert({ ...h.ref, sessionId, checkpointId: first.id }),
+      h.owner.checkpoint.revert({ ...h.ref, sessionId, checkpointId: first.id }),
+    ]);
+    const begun = outcomes.flatMap((outcome) => (outcome.status === "fulfilled" ? [outcome.value] : []));
+    expect(begun).toHaveLength(1);
+    expect(
+      await rejectionCode(
+        Promise.reject((outcomes.find((o) => o.status === "rejected") as PromiseRejectedResult).reason),
+      ),
+    ).toBe("CONFLICT");
+    expect(await restoreEnd(begun[0]!.restoreId)).toMatchObject({ status: "DONE", written: 1, deleted: 1 });
+
+    // The files are back, and the reverted turn is marked (kept in the transcript).
+    expect(await bash(sessionId, "cat src/a.txt keep.txt; test -e b.txt || echo b.txt-gone")).toBe(
+      "one\ntwo\nkeep\nb.txt-gone\n",
+    );
+    const history = await h.owner.chat.history({ ...h.ref, sessionId });
+    const reverted = history.filter((message) => message.reverted);
+    expect(reverted.length).toBeGreaterThan(0);
+    expect(JSON.stringify(reverted)).toContain("rm -rf src");
+    // The model was not shown the reverted turn on the next one.
+    expect(JSON.stringify(fake.requests.at(-1))).not.toContain("rm -rf src");
+
+    // A fork from the first turn: its own workspace, the first turn's files and transcript.
+    const fork = await h.owner.checkpoint.fork({ ...h.ref, sessionId, checkpointId: first.id, name: "fork" });
+    expect(fork.workspaceId).not.toBe(workspaceId);
+    expect(await restoreEnd(fork.restoreId)).toMatchObject({ status: "DONE" });
+    const forkHistory = await h.owner.chat.history({ ...h.ref, sessionId: fork.sessionId });
+    expect(JSON.stringify(forkHistory)).toContain("printf");
+    expect(JSON.stringify(forkHistory)).not.toContain("cat src/a.txt");
+    expect(await bash(fork.sessionId, "cat src/a.txt keep.txt; test -e b.txt || echo b.txt-gone")).toBe(
+      "one\ntwo\nkeep\nb.txt-gone\n",
+    );
+  });
+});
