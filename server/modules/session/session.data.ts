@@ -213,18 +213,21 @@ export async function appendChatMessage(
       data: { lastMessageAt: now },
     });
     if (count === 0) throw sessionNotFound(sessionId);
-    return tx.chatMessage.create({
-      data: {
-        tenantId: scope.tenantId,
-        sessionId,
-        role: input.role,
-        content: (input.content ?? null) as Prisma.InputJsonValue,
-        toolCalls: input.toolCalls === undefined ? Prisma.DbNull : (input.toolCalls as Prisma.InputJsonValue),
-        turnId: input.turnId ?? null,
-        createdAt: now,
-      },
-      select: messageSelect,
-    }).then((row) => ({ ...row, reverted: false }));
+    return tx.chatMessage
+      .create({
+        data: {
+          tenantId: scope.tenantId,
+          sessionId,
+          role: input.role,
+          content: (input.content ?? null) as Prisma.InputJsonValue,
+          toolCalls:
+            input.toolCalls === undefined ? Prisma.DbNull : (input.toolCalls as Prisma.InputJsonValue),
+          turnId: input.turnId ?? null,
+          createdAt: now,
+        },
+        select: messageSelect,
+      })
+      .then((row) => ({ ...row, reverted: false }));
   });
 }
 

@@ -9,7 +9,24 @@ const policySelect = {
   stdioMcpMinRole: true,
   defaultIsolationPolicy: true,
   workspaceIdleTtlMs: true,
+  checkpointKeepTurns: true,
+  checkpointKeepDays: true,
+  checkpointStorageBytes: true,
 } as const;
+
+function toPolicy(row: {
+  stdioMcpMinRole: TenantPolicyDTO["stdioMcpMinRole"];
+  defaultIsolationPolicy: IsolationPolicy | null;
+  workspaceIdleTtlMs: number | null;
+  checkpointKeepTurns: number | null;
+  checkpointKeepDays: number | null;
+  checkpointStorageBytes: bigint | null;
+}): TenantPolicyDTO {
+  return {
+    ...row,
+    checkpointStorageBytes: row.checkpointStorageBytes === null ? null : Number(row.checkpointStorageBytes),
+  };
+}
 
 export async function getTenantPolicy(scope: TenantScope, db: DbClient = getDb()): Promise<TenantPolicyDTO> {
   const row = await db.tenant.findFirst({ where: { id: scope.tenantId }, select: policySelect });
@@ -17,7 +34,7 @@ export async function getTenantPolicy(scope: TenantScope, db: DbClient = getDb()
     throw new AppError("NOT_FOUND", `tenant ${scope.tenantId} not found`, {
       userMessage: "Tenant not found.",
     });
-  return row;
+  return toPolicy(row);
 }
 
 /** Absent fields keep their values; null clears a default (back to the installation's). */
@@ -27,10 +44,14 @@ export async function updateTenantPolicy(
     stdioMcpMinRole?: Exclude<TenantRole, "viewer">;
     defaultIsolationPolicy?: IsolationPolicy | null;
     workspaceIdleTtlMs?: number | null;
+    checkpointKeepTurns?: number | null;
+    checkpointKeepDays?: number | null;
+    checkpointStorageBytes?: number | null;
   },
   db: DbClient = getDb(),
 ): Promise<TenantPolicyDTO> {
-  return db.tenant.update({
+  const { checkpointKeepTurns, checkpointKeepDays, checkpointStorageBytes } = patch;
+  const row = await db.tenant.update({
     where: { id: scope.tenantId },
     data: {
       ...(patch.stdioMcpMinRole ? { stdioMcpMinRole: patch.stdioMcpMinRole } : {}),
@@ -38,9 +59,15 @@ export async function updateTenantPolicy(
         ? { defaultIsolationPolicy: patch.defaultIsolationPolicy }
         : {}),
       ...(patch.workspaceIdleTtlMs !== undefined ? { workspaceIdleTtlMs: patch.workspaceIdleTtlMs } : {}),
+      ...(checkpointKeepTurns !== undefined ? { checkpointKeepTurns } : {}),
+      ...(checkpointKeepDays !== undefined ? { checkpointKeepDays } : {}),
+      ...(checkpointStorageBytes !== undefined
+        ? { checkpointStorageBytes: checkpointStorageBytes === null ? null : BigInt(checkpointStorageBytes) }
+        : {}),
     },
     select: policySelect,
   });
+  return toPolicy(row);
 }
 
 /**

@@ -37,6 +37,17 @@ export const ZTenantPolicyPatch = z
     defaultIsolationPolicy: ZIsolationPolicy.nullable().optional(),
     /** Null: the installation's TTL. At least a minute, at most the installation's TTL. */
     workspaceIdleTtlMs: z.number().int().min(MIN_TENANT_IDLE_TTL_MS).nullable().optional(),
+    /** Null: the defaults. Each workspace keeps at least its newest checkpoint. */
+    checkpointKeepTurns: z.number().int().min(1).max(10_000).nullable().optional(),
+    checkpointKeepDays: z.number().int().min(1).max(3_650).nullable().optional(),
+    /** Null: no cap. At least 1 MiB. */
+    checkpointStorageBytes: z
+      .number()
+      .int()
+      .min(1_048_576)
+      .max(Number.MAX_SAFE_INTEGER)
+      .nullable()
+      .optional(),
   })
   .strict();
 

@@ -9,10 +9,15 @@ import { ZIsolationPolicy } from "@/server/modules/agent/agent.types";
  *   when a session picks its workspace, so it reaches sessions created after a change.
  * - `workspaceIdleTtlMs`: how long its workspaces may sit idle before the sweep stops them (null: the
  *   installation's `BERTH_WORKSPACE_IDLE_TTL_MS`, which is also the maximum).
+ * - `checkpointKeepTurns`, `checkpointKeepDays`, `checkpointStorageBytes`: turn checkpoints' retention
+ *   (null: the defaults, checkpoint-retention.ts; no storage cap).
  */
 export const ZTenantPolicyDTO = z.object({
   stdioMcpMinRole: z.enum(["owner", "admin", "member", "viewer"]),
   defaultIsolationPolicy: ZIsolationPolicy.nullable(),
   workspaceIdleTtlMs: z.number().int().positive().nullable(),
+  checkpointKeepTurns: z.number().int().positive().nullable(),
+  checkpointKeepDays: z.number().int().positive().nullable(),
+  checkpointStorageBytes: z.number().int().positive().nullable(),
 });
 export type TenantPolicyDTO = z.infer<typeof ZTenantPolicyDTO>;
