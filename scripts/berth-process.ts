@@ -1,24 +1,19 @@
 /**
  * The server half of `npm start`, imported by scripts/start.ts once the environment is complete. It builds
- * every process-wide instance up front (config, logger, database, Redis, queues, engine, services, auth)
- * and then seals the process registry, so the copy of the server modules inside Next's production bundle
- * finds and uses these instances and never builds its own (see server/shared/process-registry.ts).
+ * the process' Berth (`createBerth`: config, logger, database, Redis, queues, engine, services, auth) up
+ * front and installs it as the process' one root before Next loads, so the copy of the server modules
+ * inside Next's production bundle reaches this root and never builds its own (server/shared/process-root.ts).
  * Everything shutdown needs is imported here, statically: at Ctrl-C tsx's esbuild service receives the
  * terminal's SIGINT too and dies, so nothing may be loaded through tsx once a signal arrived.
  */
 import { createServer, type Server } from "node:http";
 import next from "next";
 import { parseTrustedProxies, resolveClientAddress } from "@/server/api/client-address";
-import { getApiComposition, getSignInGuard } from "@/server/api/composition";
-import { getConfig } from "@/server/config/config";
-import { getDb } from "@/server/db";
-import { closeProcessComposition, getEngine, getWorkspaceServices } from "@/server/composition/services";
-import { getLogger, type Logger } from "@/server/logger";
+import { type Berth, createBerth } from "@/server/composition/berth";
+import { closeProcessBerth, installProcessBerth } from "@/server/composition/process-berth";
+import { loadConfig } from "@/server/config/config";
+import type { Logger } from "@/server/logger";
 import { bootstrapFirstTenant, type BootstrapResult } from "@/server/modules/bootstrap/bootstrap.service";
-import { getAgentServices } from "@/server/composition/services";
-import { getQueues } from "@/server/queue/queues";
-import { getRedis } from "@/server/redis";
-import { sealProcessRegistry } from "@/server/shared/process-registry";
 import { startWorkerRuntime, type WorkerRuntime } from "@/workers/runtime";
 import { serveTerminalUpgrades } from "@/server/api/terminal-socket";
 import { serveIncomingRequest } from "./services/incoming-request";
@@ -48,20 +43,13 @@ export async function startBerthProcess(options: {
    */
   development?: boolean;
 }): Promise<BerthProcess> {
-  const config = getConfig();
-  const log = getLogger().child({ process: "start" });
-  // Built here, before Next serves a request: Next's copy of these modules must find them in the registry.
-  getDb();
-  getRedis();
-  getQueues();
-  getEngine();
-  getWorkspaceServices();
-  getAgentServices();
-  const api = getApiComposition();
-  getSignInGuard();
-  sealProcessRegistry("scripts/start.ts");
+  const berth = installProcessBerth(createBerth(loadConfig()));
+  const { config } = berth;
+  const log = berth.log.child({ process: "start" });
+  // Everything built here, before Next serves a request (a failure fails the start, not a first request).
+  startServing(berth);
 
-  const bootstrap = await bootstrapFirstTenant(api.auth, { email: options.adminEmail });
+  const bootstrap = await bootstrapFirstTenant(berth.api.auth, { email: options.adminEmail });
   await options.ensureBuild();
 
   const development = options.development ?? false;
@@ -91,7 +79,7 @@ export async function startBerthProcess(options: {
     if (client) req.headers["x-forwarded-for"] = client;
     else delete req.headers["x-forwarded-for"];
   });
-  serveTerminalUpgrades(server, { othersBelongToNext: development });
+  serveTerminalUpgrades(berth, server, { othersBelongToNext: development });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.http.port, config.http.host, () => resolve());
@@ -102,6 +90,7 @@ export async function startBerthProcess(options: {
     development || config.apiOnly
       ? null
       : await startWorkerRuntime({
+          berth,
           redis: config.redis,
           workers: config.workers,
           log,
@@ -116,11 +105,16 @@ export async function startBerthProcess(options: {
   };
 }
 
+/** Builds every member an API process serves with (the root builds each on first use). */
+export function startServing(berth: Berth): void {
+  void [berth.db, berth.redis, berth.queues, berth.engine, berth.workspaces, berth.agents, berth.api];
+}
+
 async function closeBerthProcess(server: Server, workers: WorkerRuntime | null): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
   await workers?.stop();
-  await closeProcessComposition();
+  await closeProcessBerth();
   // Long-lived requests (SSE subscriptions) would hold close() open forever.
   server.closeAllConnections();
   await closed;

@@ -1,24 +1,24 @@
 import { PrismaPg } from "@prisma/adapter-pg";
 import { type Prisma, PrismaClient } from "@/generated/prisma/client";
-import { type DatabaseConfig, loadDatabaseConfig } from "@/server/config/database";
-import { processSlot } from "@/server/shared/process-registry";
+import type { DatabaseConfig } from "@/server/config/database";
+import { processRoot } from "@/server/shared/process-root";
 
 /**
- * The Prisma client factory and the process-wide client. Besides `*.data.ts` files this is the only
- * module that imports Prisma. `getDb()` is a composition root: it reads DATABASE_URL on first use,
- * so importing a data file never needs a database until a query runs.
+ * The Prisma client factory (the Berth root, server/composition/berth.ts, builds the process' one client
+ * with it). Besides `*.data.ts` files this is the only module that imports Prisma.
  */
 export type Db = PrismaClient;
 /** A client or an interactive-transaction client; data functions accept either. */
 export type DbClient = PrismaClient | Prisma.TransactionClient;
 
-function createPrismaClient(
+/** One database client (one pool) over the validated configuration. */
+export function createDatabaseClient(
   config: Pick<DatabaseConfig, "url"> & Partial<Omit<DatabaseConfig, "url">>,
 ): PrismaClient {
   if (!config.url) {
     // adapter-pg would otherwise fall back to TCP localhost as the OS user and report a
     // misleading "access denied" (stack-compat P11).
-    throw new Error("createPrismaClient: databaseUrl is empty");
+    throw new Error("createDatabaseClient: databaseUrl is empty");
   }
   return new PrismaClient({
     adapter: new PrismaPg({
@@ -29,17 +29,12 @@ function createPrismaClient(
   });
 }
 
-// One pool per process, whichever copy of this module asks (Next's bundle and dev reloads included).
-const dbSlot = processSlot<PrismaClient>("db");
-
-/** The shared client, created from the validated DATABASE_URL on first call (a clear error when unset). */
+/**
+ * TRANSITIONAL: the process root's database client, for the data functions that still default their `db`
+ * parameter to it (issue 23 removes them module by module; new code takes `db` explicitly from the root).
+ */
 export function getDb(): PrismaClient {
-  return dbSlot.get(() => createPrismaClient(loadDatabaseConfig()));
-}
-
-/** Closes the shared client (graceful shutdown, test teardown). Safe to call when none exists. */
-export async function disconnectDb(): Promise<void> {
-  await dbSlot.take()?.$disconnect();
+  return processRoot<{ db: PrismaClient }>().db;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { pino, type Logger } from "pino";
-import { loadLoggingConfig, type LoggingConfig } from "@/server/config/logging";
-import { processSlot } from "@/server/shared/process-registry";
+import type { LoggingConfig } from "@/server/config/logging";
+import { processRoot } from "@/server/shared/process-root";
 
 export type { Logger } from "pino";
 
@@ -60,9 +60,7 @@ export function withContext(log: Logger, context: LogContext): Logger {
   return log.child(context);
 }
 
-const loggerSlot = processSlot<Logger>("logger");
-
-/** The process-wide root logger (level from LOG_LEVEL). Composition roots pass children down. */
+/** TRANSITIONAL: the process root's logger, for code not yet handed one (issue 23). */
 export function getLogger(): Logger {
-  return loggerSlot.get(() => createLogger(loadLoggingConfig()));
+  return processRoot<{ log: Logger }>().log;
 }

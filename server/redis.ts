@@ -1,6 +1,6 @@
 import { Cluster, Redis, type RedisOptions } from "ioredis";
-import { loadRedisConfig, parseRedisTopology, type RedisConfig } from "@/server/config/redis";
-import { processSlot } from "@/server/shared/process-registry";
+import { parseRedisTopology, type RedisConfig } from "@/server/config/redis";
+import { processRoot } from "@/server/shared/process-root";
 
 /**
  * - `producer`: API-side commands (enqueue, audit buffer, health). Commands issued before the first
@@ -86,15 +86,7 @@ export function redisKey(prefix: string, ...parts: string[]): string {
   return [prefix, ...parts].join(":");
 }
 
-const redisSlot = processSlot<Redis>("redis");
-
-/** The process-wide producer connection (created on first use from REDIS_URL; never null). */
+/** TRANSITIONAL: the process root's producer connection, for code not yet handed it (issue 23). */
 export function getRedis(): Redis {
-  return redisSlot.get(() => createRedisConnection(loadRedisConfig(), "producer"));
-}
-
-/** Closes the shared connection (graceful shutdown). Safe to call when it was never opened. */
-export async function closeSharedRedis(): Promise<void> {
-  const redis = redisSlot.take();
-  if (redis) await redis.quit().catch(() => redis.disconnect());
+  return processRoot<{ redis: Redis }>().redis;
 }

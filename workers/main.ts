@@ -1,19 +1,17 @@
-import { getConfig } from "@/server/config/config";
-import { disconnectDb } from "@/server/db";
-import { closeEngine } from "@/server/composition/services";
-import { getLogger } from "@/server/logger";
-import { closeSharedQueues } from "@/server/queue/queues";
-import { closeSharedRedis } from "@/server/redis";
-import { settlesWithin } from "./registry";
+import { createBerth } from "@/server/composition/berth";
+import { closeProcessBerth, installProcessBerth } from "@/server/composition/process-berth";
+import { loadConfig } from "@/server/config/config";
 import { startWorkerRuntime, type WorkerRuntime } from "./runtime";
 
-// Composition root of the standalone worker process (`npm run workers`): config → workers → signals.
-const config = getConfig();
-const log = getLogger().child({ process: "workers" });
+// Composition root of the standalone worker process (`npm run workers`): config → Berth → workers → signals.
+const berth = installProcessBerth(createBerth(loadConfig()));
+const { config } = berth;
+const log = berth.log.child({ process: "workers" });
 
 // Signals are handled from here on: the worker counts as alive (its first beat) a moment before the start
 // resolves, and a process manager may stop it at any time, so a stop during the start waits for it.
 const starting: Promise<WorkerRuntime> = startWorkerRuntime({
+  berth,
   redis: config.redis,
   workers: config.workers,
   log,
@@ -41,12 +39,7 @@ async function shutdown(signal: string): Promise<void> {
     // Bounded by itself (no wait without jobs in flight, whatever Redis does).
     await runtime?.stop();
     // Every workspace this process attached (MCP children, gateway connections), then the connections.
-    await settlesWithin(closeEngine(), CLOSE_STEP_MS);
-    await Promise.all(
-      [closeSharedQueues(), closeSharedRedis(), disconnectDb()].map((closing) =>
-        settlesWithin(closing, CLOSE_STEP_MS),
-      ),
-    );
+    await closeProcessBerth({ stepMs: CLOSE_STEP_MS });
     clearTimeout(deadline);
     log.info("stopped");
     process.exit(0);

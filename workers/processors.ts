@@ -3,9 +3,8 @@ import type { BerthJobCatalog } from "@/server/queue/catalog";
 import type { BerthSchedulerId } from "@/server/queue/schedulers";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
-import { getConfig } from "@/server/config/config";
+import type { Berth } from "@/server/composition/berth";
 import type { OperationsConfig } from "@/server/config/operations";
-import { getEngine } from "@/server/composition/services";
 import type { QuotaConfig } from "@/server/config/quotas";
 import { createEnqueue } from "@/server/queue/enqueue";
 import { auditFlushProcessor } from "./processors/audit.flush";
@@ -21,11 +20,13 @@ import { defineSchedule, type Schedule } from "./schedules";
 
 /** What Berth's processors need from the composition root (workers/runtime.ts). */
 export type ProcessorDeps = {
+  /** The process' Berth root: its configuration and services. */
+  berth: Pick<Berth, "config" | "engine" | "workspaces">;
   redis: Redis;
   redisPrefix: string;
-  /** The process' workspace engine (drivers, config, queues); defaults to getEngine(). */
+  /** The workspace engine the jobs use (drivers, config, queues); default: the root's. */
   engine?: Pick<WorkspaceEngine, "drivers" | "config" | "queues">;
-  /** Stage-timing retention and the webhook URL policy; default: getConfig().operations. */
+  /** Stage-timing retention and the webhook URL policy; default: the root's configuration. */
   operations?: OperationsConfig;
   /** Decrypts webhook signing secrets; default: the configured encryption key. */
   encryptionKey?: Buffer;
@@ -40,8 +41,8 @@ export function registerBerthProcessors(
   registry: ProcessorRegistry<BerthJobCatalog>,
   deps: ProcessorDeps,
 ): void {
-  const engine = deps.engine ?? getEngine();
-  const operations = deps.operations ?? getConfig().operations;
+  const engine = deps.engine ?? deps.berth.engine;
+  const operations = deps.operations ?? deps.berth.config.operations;
   registry.registerProcessor("audit.flush", auditFlushProcessor(deps));
   registry.registerProcessor(
     "metrics.flush",
@@ -57,10 +58,10 @@ export function registerBerthProcessors(
   );
   registerWorkspaceProcessors(registry, engine, { lockDurationMs: deps.lockDurationMs });
   registerTenantProcessors(registry, engine);
-  registerCheckpointProcessors(registry);
+  registerCheckpointProcessors(registry, deps.berth);
   registerWebhookProcessors(registry, {
     queues: engine.queues,
-    secretKey: secretKeyFromBytes(deps.encryptionKey ?? getConfig().secrets.encryptionKey),
+    secretKey: secretKeyFromBytes(deps.encryptionKey ?? deps.berth.config.secrets.encryptionKey),
     policy: { allowedOrigins: operations.webhookAllowedOrigins },
   });
   const enqueue = createEnqueue(engine.queues);

@@ -9,7 +9,8 @@ import { createQueues } from "@/server/queue/queues";
 import { createRedisConnection } from "@/server/redis";
 import { startHealthServer } from "./health";
 import type { WorkspaceEngine } from "@/server/engine/engine";
-import { getEngine } from "@/server/composition/services";
+import type { Berth } from "@/server/composition/berth";
+import { processBerth } from "@/server/composition/process-berth";
 import { announceJobChange } from "@/server/modules/live/job-changes";
 import { loadQuotaConfig, type QuotaConfig } from "@/server/config/quotas";
 import {
@@ -46,6 +47,8 @@ const SCHEDULE_CHECK_INTERVAL_MS = 30_000;
  * process) and scripts/start.ts (in-process next to the web server).
  */
 export async function startWorkerRuntime(params: {
+  /** The process' Berth root (its engine and services); default: the process' one. */
+  berth?: Berth;
   redis: RedisConfig;
   workers: WorkersConfig;
   log: Logger;
@@ -56,11 +59,12 @@ export async function startWorkerRuntime(params: {
   schedules?: readonly Schedule<BerthJobCatalog>[];
   /** How often the schedules are checked and re-created when missing (default 30 s; also on reconnect). */
   scheduleCheckIntervalMs?: number;
-  /** The workspace engine the workspace jobs use; defaults to the process-wide getEngine(). */
+  /** The workspace engine the workspace jobs use; default: the root's. */
   engine?: Pick<WorkspaceEngine, "drivers" | "config" | "queues">;
   /** Quotas and metering rates; defaults to the environment's. */
   quotas?: QuotaConfig;
 }): Promise<WorkerRuntime> {
+  const berth = params.berth ?? processBerth();
   const quotas = params.quotas ?? loadQuotaConfig();
   const workerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const log = params.log.child({ component: "workers", workerId });
@@ -91,16 +95,17 @@ export async function startWorkerRuntime(params: {
   const schedules = params.schedules ?? [
     ...berthSchedules,
     ...meteringSchedules(quotas),
-    ...workspaceSchedules((params.engine ?? getEngine()).config),
+    ...workspaceSchedules((params.engine ?? berth.engine).config),
   ];
   try {
     const registry = new ProcessorRegistry(jobCatalog);
     if (params.register) params.register(registry);
     else
       registerBerthProcessors(registry, {
+        berth,
         redis: connection,
         redisPrefix: params.redis.prefix,
-        engine: params.engine ?? getEngine(),
+        engine: params.engine ?? berth.engine,
         quotas,
         lockDurationMs: params.workers.lockDurationMs,
       });

@@ -2,13 +2,13 @@
 // cookies (no HTTP hop).
 import { headers } from "next/headers";
 import { cache } from "react";
-import { getApiComposition } from "@/server/api/composition";
+import { processApiRuntime } from "@/server/api/composition";
 import { createContextInner } from "@/server/api/context";
 import { createCaller } from "@/server/api/root";
 
 // `cache` scopes it to one server render: one context per request.
 const createRscContext = cache(async () =>
-  createContextInner({ runtime: getApiComposition().runtime, headers: new Headers(await headers()) }),
+  createContextInner({ runtime: processApiRuntime(), headers: new Headers(await headers()) }),
 );
 
 /** A server-side caller for this request; errors are TRPCErrors with the mapped codes. */

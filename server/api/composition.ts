@@ -1,69 +1,25 @@
 /**
- * Composition root of the web app's server side: builds the logger, database client and auth from
- * the environment ONCE per process and hands them to the tRPC context and the auth route handler.
+ * The web app's server side of the process' Berth: the tRPC runtime (the root itself, its logger, auth and
+ * origin policy) that route handlers hand to the tRPC context, so procedures reach the root as `ctx.berth`.
  */
 import { type ApiRuntime } from "@/server/api/context";
-import { type BerthAuth, createAuth } from "@/server/auth/auth";
-import { createSignInGuard, type SignInGuard } from "@/server/auth/sign-in-guard";
-import { getConfig } from "@/server/config/config";
-import { getDb } from "@/server/db";
-import { getLogger } from "@/server/logger";
-import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
-import { getRedis } from "@/server/redis";
-import { processSlot } from "@/server/shared/process-registry";
+import type { Berth } from "@/server/composition/berth";
+import { processBerth } from "@/server/composition/process-berth";
 
-export type ApiComposition = {
-  runtime: ApiRuntime;
-  auth: BerthAuth;
-};
+const runtimes = new WeakMap<Berth, ApiRuntime>();
 
-// Once per process, whichever copy of this module asks (Next's bundle, the start script, dev reloads).
-const apiSlot = processSlot<ApiComposition>("api");
-const signInGuardSlot = processSlot<SignInGuard>("sign-in-guard");
-
-function buildApiComposition(): ApiComposition {
-  const config = getConfig();
-  const logger = getLogger().child({ component: "api" });
-  const authLog = logger.child({ component: "better-auth" });
-  const trustedOrigins = loopbackAliases(config.http.baseUrl);
-  const auth = createAuth({
-    secret: config.secrets.authSecret,
-    baseUrl: config.http.baseUrl,
-    trustedOrigins,
-    prisma: getDb(),
-    // Wrong passwords and rejected keys are client mistakes that better-auth logs as errors.
-    log: (level, message, ...args) => authLog[level === "error" ? "warn" : level]({ args }, message),
-  });
-  const origins = { allowedOrigins: [new URL(config.http.baseUrl).origin, ...trustedOrigins] };
-  return { runtime: { logger, auth, origins }, auth };
+/** The tRPC runtime over `berth` (one per root). */
+export function apiRuntimeOf(berth: Berth): ApiRuntime {
+  let runtime = runtimes.get(berth);
+  if (!runtime) {
+    const { logger, auth, origins } = berth.api;
+    runtime = { berth, logger, auth, origins };
+    runtimes.set(berth, runtime);
+  }
+  return runtime;
 }
 
-/**
- * A local install is opened as localhost or 127.0.0.1 interchangeably; trust both for cookie sign-in
- * (better-auth rejects a POST whose Origin is not trusted). Other base URLs get nothing extra.
- */
-export function loopbackAliases(baseUrl: string): string[] {
-  const url = new URL(baseUrl);
-  const loopbackHosts = ["localhost", "127.0.0.1"];
-  if (!loopbackHosts.includes(url.hostname)) return [];
-  const port = url.port ? `:${url.port}` : "";
-  return loopbackHosts
-    .filter((host) => host !== url.hostname)
-    .map((host) => `${url.protocol}//${host}${port}`);
-}
-
-export function getApiComposition(): ApiComposition {
-  return apiSlot.get(buildApiComposition);
-}
-
-/** The sign-in throttle of this process (Redis-backed, so every replica counts the same failures). */
-export function getSignInGuard(): SignInGuard {
-  return signInGuardSlot.get(() =>
-    createSignInGuard({
-      redis: getRedis(),
-      redisPrefix: getConfig().redis.prefix,
-      recordAudit: (scope, entry) => recordAudit(scope, entry),
-      log: getApiComposition().runtime.logger.child({ component: "sign-in-guard" }),
-    }),
-  );
+/** The runtime over this process' Berth: what Next's route handlers use (they are entered by Next). */
+export function processApiRuntime(): ApiRuntime {
+  return apiRuntimeOf(processBerth());
 }

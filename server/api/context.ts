@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { type OriginPolicy } from "@/server/api/request-origin";
 import { type BerthAuth } from "@/server/auth/auth";
 import { type RequestPrincipal } from "@/server/auth/resolve";
+import type { Berth } from "@/server/composition/berth";
 import { type Logger } from "@/server/logger";
 
 export const REQUEST_ID_HEADER = "x-request-id";
@@ -15,8 +16,9 @@ export function resolveRequestId(headers: Headers): string {
   return supplied !== null && SAFE_REQUEST_ID.test(supplied) ? supplied : randomUUID();
 }
 
-/** What the tRPC transport needs from the process, built once by server/api/composition.ts. */
+/** What the tRPC transport needs from the process: its Berth root and the root's API parts (server/api/composition.ts). */
 export type ApiRuntime = {
+  berth: Berth;
   logger: Logger;
   auth: BerthAuth;
   /** Origins whose cookie-authenticated POSTs are accepted (CSRF check, server/api/request-origin.ts). */
@@ -29,6 +31,8 @@ export type ApiContext = {
   /** Response headers of the HTTP request, or null for in-process callers (tests, server components). */
   resHeaders: Headers | null;
   runtime: ApiRuntime;
+  /** The process' Berth root: procedures take their services from it. */
+  berth: Berth;
   log: Logger;
   /**
    * Who is calling. `undefined` means "not resolved yet" (resolved lazily from the headers by the
@@ -63,6 +67,7 @@ export function createContextInner(options: CreateContextInnerOptions): ApiConte
     headers,
     resHeaders,
     runtime: options.runtime,
+    berth: options.runtime.berth,
     log: options.runtime.logger.child({ requestId }),
     principal: options.principal,
     streamingResponse: options.streamingResponse ?? null,

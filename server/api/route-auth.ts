@@ -1,4 +1,4 @@
-import { getApiComposition } from "@/server/api/composition";
+import { processApiRuntime } from "@/server/api/composition";
 import { assertSameOriginRequest } from "@/server/api/request-origin";
 import { assertCan, type TenantAction } from "@/server/auth/policy";
 import { resolveRequestPrincipal, resolveTenantScope } from "@/server/auth/resolve";
@@ -13,8 +13,10 @@ import { assertNoUnsafeStrings } from "@/server/shared/unsafe-strings";
  * A cross-site cookie-authenticated POST is refused first (403, server/api/request-origin.ts).
  */
 export async function routeTenantScope(request: Request, action: TenantAction): Promise<TenantScope> {
-  assertSameOriginRequest(request, getApiComposition().runtime.origins);
-  const principal = await resolveRequestPrincipal(getApiComposition().auth, request.headers);
+  // Route handlers are entered by Next, so they reach the process' Berth through its one handle.
+  const runtime = processApiRuntime();
+  assertSameOriginRequest(request, runtime.origins);
+  const principal = await resolveRequestPrincipal(runtime.auth, request.headers);
   if (!principal)
     throw new AppError("UNAUTHORIZED", "no credentials", { userMessage: "Sign in or send an API key" });
   const url = new URL(request.url);
@@ -34,7 +36,7 @@ export async function routeTenantScope(request: Request, action: TenantAction): 
 /** One error shape for route handlers: `{ error: { code, message, details? } }` with the AppError's status; 5xx masked. */
 export function routeErrorResponse(error: unknown): Response {
   const { status, body } = toRouteError(error);
-  if (status >= 500) getApiComposition().runtime.logger.error({ err: error }, "route handler failed");
+  if (status >= 500) processApiRuntime().logger.error({ err: error }, "route handler failed");
   return Response.json(body, { status, headers: { "cache-control": "no-store" } });
 }
 

@@ -3,11 +3,10 @@ import { STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type RawData, type WebSocket } from "ws";
 import { z } from "zod";
-import { getApiComposition } from "@/server/api/composition";
 import { toRouteError } from "@/server/api/error-mapping";
 import { assertSameOriginUpgrade } from "@/server/api/request-origin";
 import { resolveRequestPrincipal, resolveTenantScope } from "@/server/auth/resolve";
-import { getWorkspaceServices } from "@/server/composition/services";
+import type { Berth } from "@/server/composition/berth";
 import type { TerminalHandle, TerminalSink } from "@/server/modules/terminal/terminal.service";
 import { AppError } from "@/server/shared/errors";
 import { requestMetaOf, runWithRequestMeta } from "@/server/shared/request-meta";
@@ -55,9 +54,9 @@ function headersOf(req: IncomingMessage): Headers {
 }
 
 /** An HTTP answer on the raw socket, for a refusal before the upgrade (the client sees the status). */
-function refuse(socket: Duplex, error: unknown): void {
+function refuse(berth: Berth, socket: Duplex, error: unknown): void {
   const { status, body } = toRouteError(error);
-  if (status >= 500) getApiComposition().runtime.logger.error({ err: error }, "terminal upgrade failed");
+  if (status >= 500) berth.api.logger.error({ err: error }, "terminal upgrade failed");
   const json = JSON.stringify(body);
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Error"}\r\n` +
@@ -71,7 +70,11 @@ function refuse(socket: Duplex, error: unknown): void {
  * else to upgrade to) unless `othersBelongToNext`: Next's development server adds its own upgrade
  * listener to the same server on its first request (its hot reload), and must be left those.
  */
-export function serveTerminalUpgrades(server: Server, options: { othersBelongToNext?: boolean } = {}): void {
+export function serveTerminalUpgrades(
+  berth: Berth,
+  server: Server,
+  options: { othersBelongToNext?: boolean } = {},
+): void {
   const sockets = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES * 2 });
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const url = new URL(req.url ?? "/", "http://berth.invalid");
@@ -79,19 +82,20 @@ export function serveTerminalUpgrades(server: Server, options: { othersBelongToN
     if (!match && options.othersBelongToNext) return;
     socket.on("error", () => socket.destroy());
     if (!match) {
-      refuse(socket, new AppError("NOT_FOUND", `no upgrade at ${url.pathname}`));
+      refuse(berth, socket, new AppError("NOT_FOUND", `no upgrade at ${url.pathname}`));
       return;
     }
     const headers = headersOf(req);
     void runWithRequestMeta(requestMetaOf(headers), () =>
-      accept(sockets, req, socket, head, headers, decodeURIComponent(match[1]!), url).catch(
-        (error: unknown) => refuse(socket, error),
+      accept(berth, sockets, req, socket, head, headers, decodeURIComponent(match[1]!), url).catch(
+        (error: unknown) => refuse(berth, socket, error),
       ),
     );
   });
 }
 
 async function accept(
+  berth: Berth,
   sockets: WebSocketServer,
   req: IncomingMessage,
   socket: Duplex,
@@ -100,8 +104,7 @@ async function accept(
   workspaceId: string,
   url: URL,
 ): Promise<void> {
-  const composition = getApiComposition();
-  assertSameOriginUpgrade(headers, composition.runtime.origins);
+  assertSameOriginUpgrade(headers, berth.api.origins);
   const raw = Object.fromEntries(url.searchParams);
   assertNoUnsafeStrings({ workspaceId, ...raw });
   const query = ZQuery.safeParse(raw);
@@ -110,10 +113,10 @@ async function accept(
       userMessage: "A terminal needs tenantSlug and a size of 1–1000 columns by 1–500 rows.",
     });
   }
-  const principal = await resolveRequestPrincipal(composition.auth, headers);
+  const principal = await resolveRequestPrincipal(berth.api.auth, headers);
   if (!principal) throw new AppError("UNAUTHORIZED", "no credentials", { userMessage: "Sign in first." });
   const scope = await resolveTenantScope(principal, query.data.tenantSlug);
-  const { terminals } = getWorkspaceServices();
+  const { terminals } = berth.workspaces;
 
   // The sink exists before the socket does: output that arrives during the handshake is queued.
   let ws: WebSocket | null = null;

@@ -1,4 +1,4 @@
-import { processSlot } from "@/server/shared/process-registry";
+import { processRoot } from "@/server/shared/process-root";
 import { loadDatabaseConfig, type DatabaseConfig } from "./database";
 import { readProcessEnv, type RawEnv } from "./env";
 import { loadHttpConfig, type HttpConfig } from "./http";
@@ -25,7 +25,7 @@ export type BerthConfig = {
 
 /**
  * Parses the whole configuration, failing at boot with every missing or invalid variable named.
- * Pass `env` in tests; composition roots call `getConfig()`.
+ * Pass `env` in tests; composition roots pass the result to `createBerth`.
  */
 export function loadConfig(env: RawEnv = readProcessEnv()): BerthConfig {
   return {
@@ -41,10 +41,7 @@ export function loadConfig(env: RawEnv = readProcessEnv()): BerthConfig {
   };
 }
 
-// Once per process, whichever copy of this module asks (Next's bundle and dev reloads included).
-const configSlot = processSlot<BerthConfig>("config");
-
-/** The process-wide configuration, parsed once from process.env. */
+/** TRANSITIONAL: the process root's configuration, for code not yet handed it (issue 23). */
 export function getConfig(): BerthConfig {
-  return configSlot.get(() => loadConfig());
+  return processRoot<{ config: BerthConfig }>().config;
 }

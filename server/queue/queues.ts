@@ -1,9 +1,9 @@
 import { Queue, QueueEvents } from "bullmq";
 import type { Redis } from "ioredis";
-import { loadRedisConfig, type RedisConfig } from "@/server/config/redis";
-import { getLogger, type Logger } from "@/server/logger";
+import type { RedisConfig } from "@/server/config/redis";
+import type { Logger } from "@/server/logger";
 import { createRedisConnection } from "@/server/redis";
-import { processSlot } from "@/server/shared/process-registry";
+import { processRoot } from "@/server/shared/process-root";
 import { jobCatalog, type BerthJobCatalog } from "./catalog";
 import type { JobCatalog, QueueNameOf } from "./types";
 
@@ -70,29 +70,23 @@ export function createQueues<C extends JobCatalog>(
   };
 }
 
-const queuesSlot = processSlot<QueueSet<BerthJobCatalog>>("queues");
-
 /**
- * The process-wide queues of Berth's catalog, created once on first use. A missing or invalid
- * REDIS_URL throws here (config validation), never a silently absent queue.
+ * A process' queues of Berth's catalog on a producer connection of their own, closed with them (the Berth
+ * root builds them once). A missing or invalid REDIS_URL fails at config validation, never as an absent queue.
  */
-export function getQueues(): QueueSet<BerthJobCatalog> {
-  return queuesSlot.get(() => {
-    const redis = loadRedisConfig();
-    const log = getLogger().child({ component: "queues" });
-    const connection = createRedisConnection(redis, "producer", "berth-queues");
-    const queues = createQueues(jobCatalog, { connection, redis, log });
-    return {
-      ...queues,
-      async close() {
-        await queues.close();
-        await connection.quit().catch(() => connection.disconnect());
-      },
-    };
-  });
+export function createProcessQueues(deps: { redis: RedisConfig; log: Logger }): QueueSet<BerthJobCatalog> {
+  const connection = createRedisConnection(deps.redis, "producer", "berth-queues");
+  const queues = createQueues(jobCatalog, { connection, redis: deps.redis, log: deps.log });
+  return {
+    ...queues,
+    async close() {
+      await queues.close();
+      await connection.quit().catch(() => connection.disconnect());
+    },
+  };
 }
 
-/** Closes the process-wide queues and their connection (graceful shutdown). Safe when never opened. */
-export async function closeSharedQueues(): Promise<void> {
-  await queuesSlot.take()?.close();
+/** TRANSITIONAL: the process root's queues, for code not yet handed them (issue 23). */
+export function getQueues(): QueueSet<BerthJobCatalog> {
+  return processRoot<{ queues: QueueSet<BerthJobCatalog> }>().queues;
 }

@@ -2,7 +2,7 @@ import type { z } from "zod";
 import type { TenantScope } from "@/server/auth/scope";
 import type { Logger } from "@/server/logger";
 import { getSession } from "@/server/modules/session/session.data";
-import { changeFeedSlot } from "@/server/modules/live/change-feed";
+import { builtChangeFeed } from "@/server/modules/live/change-feed";
 import { AppError } from "@/server/shared/errors";
 import { parseInput } from "@/server/shared/parse-input";
 import {
@@ -103,8 +103,7 @@ export async function followTurns(
   // A turn started on another replica is announced on the tenant's change feed (Redis pub/sub): it
   // wakes this follower at once, as a local start does, so the session is looked at only on a change
   // (and on a slow backstop, since pub/sub drops what a disconnected subscriber misses).
-  const stopListening = await changeFeedSlot
-    .peek()
+  const stopListening = await builtChangeFeed()
     ?.listen(scope.tenantId, (change) => {
       if (change.topic === "session" && change.id === session.id) announceTurnStarted(session.id);
     })

@@ -2,7 +2,7 @@ import type { Redis } from "ioredis";
 import { z } from "zod";
 import { getLogger } from "@/server/logger";
 import { onChannelMessage, publishMessage, subscribeChannel, unsubscribeChannel } from "@/server/redis";
-import { processSlot } from "@/server/shared/process-registry";
+import { peekProcessRoot } from "@/server/shared/process-root";
 
 /**
  * The tenant change feed: what makes the dashboard live. A service that changes something a page shows (a
@@ -121,13 +121,15 @@ function safeJson(text: string): unknown {
   }
 }
 
-/** One feed per process (both copies of the modules under npm start), installed by the composition. */
-export const changeFeedSlot = processSlot<ChangeFeed>("change-feed");
+/** The process root's feed, if it built one (server/composition/berth.ts); never builds it. */
+export function builtChangeFeed(): ChangeFeed | undefined {
+  return peekProcessRoot<{ builtChangeFeed(): ChangeFeed | undefined }>()?.builtChangeFeed();
+}
 
 /**
  * Announces a change to the tenant's live pages on every replica. A process without a feed (a unit test, a
  * script) announces nothing.
  */
 export function announceChange(tenantId: string, change: TenantChange): void {
-  changeFeedSlot.peek()?.publish(tenantId, change);
+  builtChangeFeed()?.publish(tenantId, change);
 }

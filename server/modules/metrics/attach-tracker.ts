@@ -1,6 +1,4 @@
-import { getLogger } from "@/server/logger";
-import { processSlot } from "@/server/shared/process-registry";
-import { recordStageSamples } from "./stage-buffer.service";
+import { processRoot } from "@/server/shared/process-root";
 import type { TStageSampleInput, TStagePath } from "./stage-sample.schema";
 
 /**
@@ -66,18 +64,7 @@ export class AttachTracker {
   }
 }
 
-// One per process (the gate, the workspace service and the chat service share it, whichever module copy
-// asks); built by composeEngine before the registry is sealed.
-const trackerSlot = processSlot<AttachTracker>("metrics-attach-tracker");
-
-/** The process-wide tracker, recording through the stage buffer (un-awaited; failures logged). */
+/** TRANSITIONAL: the process root's tracker (server/composition/berth.ts), for code not yet handed it. */
 export function attachTracker(): AttachTracker {
-  return trackerSlot.get(
-    () =>
-      new AttachTracker((samples) => {
-        void recordStageSamples(samples, {
-          onError: (error) => getLogger().warn({ err: error }, "could not buffer stage timings"),
-        });
-      }),
-  );
+  return processRoot<{ attachTracker: AttachTracker }>().attachTracker;
 }

@@ -1,5 +1,5 @@
 import { toNextJsHandler } from "better-auth/next-js";
-import { getApiComposition, getSignInGuard } from "@/server/api/composition";
+import { processBerth } from "@/server/composition/process-berth";
 import { isPublicAuthEndpoint } from "@/server/auth/public-endpoints";
 
 export const dynamic = "force-dynamic";
@@ -10,7 +10,8 @@ function handle(req: Request): Promise<Response> {
     return Promise.resolve(Response.json({ error: "NOT_FOUND" }, { status: 404 }));
   }
   // Sign-in attempts go through the per-address and per-account throttle (server/auth/sign-in-guard.ts).
-  return getSignInGuard().handle(req, (request) => getApiComposition().auth.handler(request));
+  const { signInGuard, auth } = processBerth().api;
+  return signInGuard.handle(req, (request) => auth.handler(request));
 }
 
 const { GET, POST, PATCH, PUT, DELETE } = toNextJsHandler(handle);

@@ -1,4 +1,4 @@
-import { getApiComposition } from "@/server/api/composition";
+import { processBerth } from "@/server/composition/process-berth";
 import { routeErrorResponse } from "@/server/api/route-auth";
 import { acceptInvite } from "@/server/modules/member/invite.service";
 import { AppError } from "@/server/shared/errors";
@@ -14,7 +14,7 @@ export const runtime = "nodejs";
 export async function POST(request: Request): Promise<Response> {
   try {
     const body = await readJsonBody(request);
-    const result = await acceptInvite(getApiComposition().auth, body);
+    const result = await acceptInvite(processBerth().api.auth, body);
     return Response.json(result, { headers: { "cache-control": "no-store" } });
   } catch (error) {
     return routeErrorResponse(error);
