@@ -5,14 +5,14 @@ import path from "node:path";
 import { TurnTimer } from "@/server/modules/chat/turn-timer";
 import { turnUsage } from "@/server/modules/chat/turn-quota";
 import { recordUsage } from "@/server/modules/metering/metering.service";
-import { closeSharedQueues } from "@/server/queue/queues";
-import { closeSharedRedis, getRedis } from "@/server/redis";
+import { getRedis } from "@/server/redis";
 import { attachThrough } from "@/server/workspace/drivers/driver";
 import { createHostFolderDriver } from "@/server/workspace/manager/local-workspace-manager";
 import { WorkspaceManager } from "@/server/workspace/manager/workspace-manager";
 import { createBuiltinTools } from "@/server/workspace/tools";
 import { deleteRedisKeys } from "@/scripts/services/redis";
 import { nsPerAsyncOp, result, type BenchResult } from "./lib";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 /**
  * Recording stays off the hot path (issue 16): a builtin tool call (Read of a small file on a local
@@ -106,8 +106,7 @@ export async function run(): Promise<BenchResult[]> {
     ];
   } finally {
     await manager.closeAll();
-    await closeSharedQueues();
-    await closeSharedRedis();
+    await closeProcessBerth();
     await deleteRedisKeys(redisUrl, `${prefix}*`);
     await fs.rm(basedir, { recursive: true, force: true });
     for (const [name, value] of Object.entries(saved)) {

@@ -9,7 +9,7 @@
 import { createServer, type Server } from "node:http";
 import next from "next";
 import { parseTrustedProxies, resolveClientAddress } from "@/server/api/client-address";
-import { type Berth, createBerth } from "@/server/composition/berth";
+import { buildApiProcess, createBerth } from "@/server/composition/berth";
 import { closeProcessBerth, installProcessBerth } from "@/server/composition/process-berth";
 import { loadConfig } from "@/server/config/config";
 import type { Logger } from "@/server/logger";
@@ -47,7 +47,7 @@ export async function startBerthProcess(options: {
   const { config } = berth;
   const log = berth.log.child({ process: "start" });
   // Everything built here, before Next serves a request (a failure fails the start, not a first request).
-  startServing(berth);
+  buildApiProcess(berth);
 
   const bootstrap = await bootstrapFirstTenant(berth.api.auth, { email: options.adminEmail });
   await options.ensureBuild();
@@ -103,11 +103,6 @@ export async function startBerthProcess(options: {
     apiOnly: !development && config.apiOnly,
     close: () => closeBerthProcess(server, workers),
   };
-}
-
-/** Builds every member an API process serves with (the root builds each on first use). */
-export function startServing(berth: Berth): void {
-  void [berth.db, berth.redis, berth.queues, berth.engine, berth.workspaces, berth.agents, berth.api];
 }
 
 async function closeBerthProcess(server: Server, workers: WorkerRuntime | null): Promise<void> {

@@ -2,23 +2,19 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { getApiComposition } from "@/server/api/composition";
 import { handleTrpcRequest } from "@/server/api/http-handler";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { type TenantScope } from "@/server/auth/scope";
 import { getConfig } from "@/server/config/config";
-import { disconnectDb } from "@/server/db";
-import { getEngine, setEngine } from "@/server/composition/services";
 import { createAgent } from "@/server/modules/agent/agent.data";
 import { createApiKey } from "@/server/modules/api-key/api-key.service";
-import { closeAgentServices } from "@/server/composition/services";
-import { closeSharedQueues } from "@/server/queue/queues";
-import { closeSharedRedis } from "@/server/redis";
 import { dropDatabase, ensureDatabase, migrateDeploy, withDatabase } from "@/scripts/services/database";
 import { deleteRedisKeys } from "@/scripts/services/redis";
 import { createTestTenant } from "@/test/integration/db/fixtures";
 import { serveFetchHandler, type ServedHandler } from "@/test/integration/api/support/serve-fetch-handler";
 import { Inflight } from "./inflight";
+import { closeProcessBerth, processBerth } from "@/server/composition/process-berth";
+import { processApiRuntime } from "@/server/api/composition";
 
 const DEFAULT_DATABASE_URL = "postgresql://root@localhost/postgres?host=/var/run/postgresql";
 const DEFAULT_REDIS_URL = "redis://127.0.0.1:6379";
@@ -75,7 +71,7 @@ export async function startStack(): Promise<BenchStack> {
     await ensureDatabase(databaseUrl);
     await migrateDeploy(databaseUrl);
     // Server modules read their configuration lazily from process.env (composition roots), so setting it
-    // here, before the first getConfig/getDb/getRedis, is enough. LOG_LEVEL stays the installation's
+    // here, before the process' Berth is first built, is enough. LOG_LEVEL stays the installation's
     // (info by default: nothing is logged per successful request).
     Object.assign(process.env, {
       DATABASE_URL: databaseUrl,
@@ -87,17 +83,11 @@ export async function startStack(): Promise<BenchStack> {
       BERTH_WORKSPACE_BASEDIR: basedir,
     });
     steps.push(async () => {
-      const engine = getEngine();
-      setEngine(undefined);
-      await engine.close();
-      await closeAgentServices();
-      await closeSharedQueues();
-      await closeSharedRedis();
-      await disconnectDb();
+      await closeProcessBerth();
       await deleteRedisKeys(redisUrl, redisPrefix);
     });
 
-    const { auth } = getApiComposition();
+    const { auth } = processBerth().api;
     const tenant = await createTestTenant(auth);
     const key = await createApiKey(auth, tenant.scope, { name: "bench", role: "admin" });
     const agent = await createAgent(
@@ -107,7 +97,7 @@ export async function startStack(): Promise<BenchStack> {
     );
     const inflight = new Inflight();
     const berth = await serveFetchHandler((req) =>
-      inflight.track(handleTrpcRequest(req, getApiComposition().runtime)),
+      inflight.track(handleTrpcRequest(req, processApiRuntime())),
     );
     steps.push(() => berth.close());
     return {

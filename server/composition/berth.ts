@@ -16,7 +16,6 @@
 import { randomUUID } from "node:crypto";
 import os from "node:os";
 import type { Redis } from "ioredis";
-import type { OriginPolicy } from "@/server/api/request-origin";
 import { type BerthAuth, createAuth } from "@/server/auth/auth";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { createSignInGuard, type SignInGuard } from "@/server/auth/sign-in-guard";
@@ -40,7 +39,10 @@ import { type ChangeFeed, createChangeFeed } from "@/server/modules/live/change-
 import { createProvisionGate } from "@/server/modules/machines/provision-gate";
 import { AttachTracker } from "@/server/modules/metrics/attach-tracker";
 import { recordStageSamples } from "@/server/modules/metrics/stage-buffer.service";
-import { createWorkspaceTerminalService, type WorkspaceTerminalService } from "@/server/modules/terminal/terminal.service";
+import {
+  createWorkspaceTerminalService,
+  type WorkspaceTerminalService,
+} from "@/server/modules/terminal/terminal.service";
 import { createTerminalRelay } from "@/server/modules/terminal/terminal-relay";
 import { listTenantIdleTtlsBelow } from "@/server/modules/tenant/tenant-policy.data";
 import { createWebhookService, type WebhookService } from "@/server/modules/webhook/webhook.service";
@@ -65,7 +67,7 @@ export type BerthApi = {
   logger: Logger;
   auth: BerthAuth;
   /** Origins whose cookie-authenticated POSTs are accepted (CSRF check, server/api/request-origin.ts). */
-  origins: OriginPolicy;
+  origins: { allowedOrigins: readonly string[] };
   /** The sign-in throttle (Redis-backed, so every replica counts the same failures). */
   signInGuard: SignInGuard;
 };
@@ -348,6 +350,14 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
     },
   };
   return berth;
+}
+
+/**
+ * Builds every member an API process serves with, before it serves (`npm start` and the tests that start
+ * the app): a database, Redis or driver failure fails the start instead of the first request.
+ */
+export function buildApiProcess(berth: Berth): void {
+  void [berth.db, berth.redis, berth.queues, berth.engine, berth.workspaces, berth.agents, berth.api];
 }
 
 /** An engine whose cache misses go through the workers (the provision gate over its queues). */

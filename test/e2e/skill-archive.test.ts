@@ -10,7 +10,6 @@ import os from "node:os";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { closeSharedQueues } from "@/server/queue/queues";
 import { tarOf, zipOf } from "@/test/unit/workspace/support/archives";
 import type { BerthServer } from "./support/berth-server";
 import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
@@ -19,6 +18,7 @@ import { provisionLocalWorkspace } from "./support/local-workspace";
 import { printScreenshotListing, screenshotter } from "./support/screenshots";
 import type { SeededTenant } from "./support/seed";
 import { signedInPages } from "./support/signed-in";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 requireChromium();
 
@@ -45,7 +45,7 @@ describe.skipIf(!HAS_CHROMIUM)("a skill archive uploaded in the Skills tab, end 
 
   afterAll(async () => {
     printScreenshotListing("skill-archive");
-    await closeSharedQueues();
+    await closeProcessBerth();
     await e2e?.close();
     if (folder) await fs.rm(folder, { recursive: true, force: true });
   });

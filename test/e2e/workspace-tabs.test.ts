@@ -12,7 +12,6 @@ import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { getDb } from "@/server/db";
-import { closeSharedQueues } from "@/server/queue/queues";
 import type { BerthServer } from "./support/berth-server";
 import { downloadedText, HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp } from "./support/e2e-app";
@@ -20,6 +19,7 @@ import { provisionLocalWorkspace } from "./support/local-workspace";
 import { printScreenshotListing, screenshotter } from "./support/screenshots";
 import type { SeededTenant } from "./support/seed";
 import { signedInPages } from "./support/signed-in";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 requireChromium();
 
@@ -46,7 +46,7 @@ describe.skipIf(!HAS_CHROMIUM)("a workspace's files, events, skills and MCP tabs
 
   afterAll(async () => {
     printScreenshotListing("workspace-tabs");
-    await closeSharedQueues();
+    await closeProcessBerth();
     await e2e?.close();
     if (folder) await fs.rm(folder, { recursive: true, force: true });
   });

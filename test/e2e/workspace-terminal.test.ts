@@ -8,12 +8,12 @@
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getDb } from "@/server/db";
-import { closeSharedQueues } from "@/server/queue/queues";
 import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp } from "./support/e2e-app";
 import { provisionLocalWorkspace } from "./support/local-workspace";
 import { printScreenshotListing, screenshotter } from "./support/screenshots";
 import { signedInPages } from "./support/signed-in";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 requireChromium();
 
@@ -32,7 +32,7 @@ describe.skipIf(!HAS_CHROMIUM)("the workspace terminal, end to end", () => {
 
   afterAll(async () => {
     printScreenshotListing("workspace-terminal");
-    await closeSharedQueues();
+    await closeProcessBerth();
     await e2e?.close();
   });
 

@@ -17,13 +17,14 @@ import { createTenantWithOwner } from "@/server/modules/tenant/tenant.service";
 import { getWorkspace, upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
 import { acquireLeaseLocked } from "@/server/modules/workspace/workspace-lifecycle.data";
 import { enqueue } from "@/server/queue/enqueue";
-import { closeSharedQueues, getQueues } from "@/server/queue/queues";
+import { getQueues } from "@/server/queue/queues";
 import type { BerthServer } from "./support/berth-server";
 import { downloadedText, HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp } from "./support/e2e-app";
 import { printScreenshotListing, screenshotter } from "./support/screenshots";
 import type { SeededTenant } from "./support/seed";
 import { signedInPages } from "./support/signed-in";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 requireChromium();
 
@@ -76,7 +77,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
 
   afterAll(async () => {
     printScreenshotListing("workspaces");
-    await closeSharedQueues();
+    await closeProcessBerth();
     await e2e?.close();
   });
 

@@ -3,12 +3,12 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { disconnectDb } from "@/server/db";
 import { findFreePort } from "@/scripts/services/ports";
 import { type BerthServer, type RunningBerth, startBerth } from "./berth-server";
 import { connectChromium, launchChromium } from "./chromium";
 import { sharedApp } from "./shared-app";
 import { type SeededTenant, seedTenantWithData } from "./seed";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 export type E2eApp = {
   app: BerthServer;
@@ -47,7 +47,7 @@ export async function startE2eApp(options: { env?: Record<string, string> } = {}
   const close = async () => {
     await browser?.close();
     await app?.stop();
-    await disconnectDb();
+    await closeProcessBerth();
     await rm(dataDir, { recursive: true, force: true });
   };
   try {
@@ -73,7 +73,7 @@ async function connectToSharedApp(): Promise<E2eApp> {
   let browser: Browser | undefined;
   const close = async () => {
     await browser?.close();
-    await disconnectDb();
+    await closeProcessBerth();
   };
   try {
     const shared = await sharedApp();

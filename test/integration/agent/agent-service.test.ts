@@ -5,7 +5,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { getConfig } from "@/server/config/config";
-import { disconnectDb, getDb } from "@/server/db";
+import { getDb } from "@/server/db";
 import { getAgentModelApiKey } from "@/server/modules/agent/agent.data";
 import { flushAuditBuffer } from "@/server/modules/audit/audit-buffer.service";
 import { getAgentServices } from "@/server/composition/services";
@@ -13,6 +13,7 @@ import { getQueues } from "@/server/queue/queues";
 import { getRedis } from "@/server/redis";
 import { rejectionCode } from "../api/support/call-by-path";
 import { startAgentApiHarness, type AgentApiHarness } from "./support";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 /** agent.* through the API: the key goes in encrypted and never comes out; delete cascades and purges. */
 let h: AgentApiHarness;
@@ -24,7 +25,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await h.close();
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 describe("agent CRUD", () => {

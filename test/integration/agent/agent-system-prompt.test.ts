@@ -3,10 +3,11 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
-import { disconnectDb, getDb } from "@/server/db";
+import { getDb } from "@/server/db";
 import { createAgent } from "@/server/modules/agent/agent.data";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
 import { sendChat, startAgentApiHarness, type AgentApiHarness } from "./support";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 /**
  * An agent's system prompt is its own field: stored and returned through `agent.*`, sent to the model as the
@@ -24,7 +25,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await fake.close();
   await h.close();
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 /** The system message of the model request a one-turn chat of `sessionId` makes. */

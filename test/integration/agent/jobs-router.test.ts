@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { disconnectDb } from "@/server/db";
 import { flushAuditBuffer } from "@/server/modules/audit/audit-buffer.service";
 import { getWorkspace } from "@/server/modules/workspace/workspace.data";
 import { createEnqueue } from "@/server/queue/enqueue";
@@ -10,6 +9,7 @@ import { freshSession } from "../workspace/harness";
 import { rejectionCode } from "../api/support/call-by-path";
 import { createTenantFixture } from "../api/support/tenant-fixtures";
 import { startAgentApiHarness, type AgentApiHarness } from "./support";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 /** jobs.list | retry: admins see and retry their tenant's jobs only (tenancy is the payload's tenantId). */
 let h: AgentApiHarness;
@@ -20,7 +20,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await h.close();
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 describe("jobs router", () => {

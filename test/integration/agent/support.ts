@@ -1,9 +1,10 @@
-import { setEngine } from "@/server/composition/services";
 import { createCaller } from "@/server/api/root";
 import type { ApiRuntime } from "@/server/api/context";
 import { contextFromHeaders, createTestApiRuntime } from "../api/support/api-test-runtime";
 import { createTenantFixture, type TenantFixture } from "../api/support/tenant-fixtures";
 import { startWorkspaceHarness, type WorkspaceHarness } from "../workspace/harness";
+import { closeProcessBerth } from "@/server/composition/process-berth";
+import { installTestBerth } from "@/test/setup/test-berth";
 
 /**
  * The API as one process runs it, for agent/session/chat tests: the routers over a real engine (local
@@ -22,7 +23,7 @@ export type AgentApiHarness = {
 
 export async function startAgentApiHarness(label: string): Promise<AgentApiHarness> {
   const workspace = await startWorkspaceHarness();
-  setEngine(workspace.engine);
+  await installTestBerth({ engine: workspace.engine });
   const runtime = createTestApiRuntime();
   const tenant = await createTenantFixture(runtime, label);
   return {
@@ -33,7 +34,7 @@ export async function startAgentApiHarness(label: string): Promise<AgentApiHarne
     viewer: createCaller(contextFromHeaders(runtime, { cookie: tenant.viewer.cookie })),
     ref: { tenantId: tenant.tenant.id },
     async close() {
-      setEngine(undefined);
+      await closeProcessBerth();
       await workspace.close();
     },
   };

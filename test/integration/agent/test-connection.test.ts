@@ -1,10 +1,10 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { disconnectDb } from "@/server/db";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
 import { rejectionCode } from "../api/support/call-by-path";
 import { startAgentApiHarness, type AgentApiHarness } from "./support";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 /**
  * `agent.testConnection` against the loopback fake model: it sends one tiny completion with the agent's
@@ -22,7 +22,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await fake.close();
   await h.close();
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 const createAgent = async (name: string, baseUrl: string, apiKey?: string) =>

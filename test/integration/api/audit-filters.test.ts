@@ -4,13 +4,13 @@
  * mutation's audit row gives its reason in words; the CSV export holds exactly the filtered rows.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { disconnectDb } from "@/server/db";
 import { appendAuditLog } from "@/server/modules/audit/audit.data";
 import { flushAuditBuffer } from "@/server/modules/audit/audit-buffer.service";
 import { getQueues } from "@/server/queue/queues";
 import { getRedis } from "@/server/redis";
 import { startAgentApiHarness, type AgentApiHarness } from "../agent/support";
 import { rejectionCode } from "./support/call-by-path";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 let h: AgentApiHarness;
 const DAY = 24 * 60 * 60 * 1000;
@@ -57,7 +57,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await h.close();
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 describe("audit filters, names and export", () => {

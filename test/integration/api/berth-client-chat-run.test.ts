@@ -9,10 +9,10 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { handleTrpcRequest } from "@/server/api/http-handler";
 import { createBerthClient, type BerthClient } from "@/server/client";
-import { disconnectDb } from "@/server/db";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
 import { startAgentApiHarness, type AgentApiHarness } from "../agent/support";
 import { serveFetchHandler, type ServedHandler } from "./support/serve-fetch-handler";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 let h: AgentApiHarness;
 let fake: FakeModelServer;
@@ -36,7 +36,7 @@ afterAll(async () => {
   await server.close();
   await fake.close();
   await h.close();
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 describe("client.chat.run", () => {

@@ -8,10 +8,10 @@ import { REQUEST_ID_HEADER, type ApiRuntime } from "@/server/api/context";
 import { handleTrpcRequest } from "@/server/api/http-handler";
 import { type AppRouter } from "@/server/api/root";
 import { createBerthClient } from "@/server/client/create-berth-client";
-import { disconnectDb } from "@/server/db";
 import { createTestApiRuntime } from "./support/api-test-runtime";
 import { serveFetchHandler, type ServedHandler } from "./support/serve-fetch-handler";
 import { createTenantFixture, type TenantFixture } from "./support/tenant-fixtures";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 let runtime: ApiRuntime;
 let server: ServedHandler;
@@ -35,7 +35,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server.close();
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 describe("createBerthClient over HTTP", () => {

@@ -16,7 +16,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { handleTrpcRequest } from "@/server/api/http-handler";
-import { disconnectDb } from "@/server/db";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 import { CLIENT_PACKAGE_NAME, packWrittenClientPackage } from "@/scripts/client/pack-client-package";
 import { sourceFingerprint } from "@/scripts/services/next-build";
 import { copyOfClientPackage } from "../../fixtures/client-package/built-client-package";
@@ -73,7 +73,7 @@ describe("berth-client from its tarball, in a project outside the repository", {
 
   afterAll(async () => {
     await server?.close();
-    await disconnectDb();
+    await closeProcessBerth();
     if (tmp) await fs.rm(tmp, { recursive: true, force: true });
   });
 

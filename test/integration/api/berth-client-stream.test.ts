@@ -12,10 +12,10 @@ import { type ApiRuntime, createContextInner } from "@/server/api/context";
 import { authedProcedure, createTRPCRouter } from "@/server/api/trpc";
 import { AppError } from "@/server/shared/errors";
 import { createBerthClient } from "@/server/client/create-berth-client";
-import { disconnectDb } from "@/server/db";
 import { createTestApiRuntime } from "./support/api-test-runtime";
 import { serveFetchHandler, type ServedHandler } from "./support/serve-fetch-handler";
 import { createTenantFixture, type TenantFixture } from "./support/tenant-fixtures";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 type Tick = { i: number; at: Date; principalKind: string };
 
@@ -101,7 +101,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server.close();
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 const client = (apiKey = tenant.adminKey.plainKey) =>

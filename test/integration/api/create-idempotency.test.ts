@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { POST as uploadLibrarySkill } from "@/app/api/library/skills/route";
-import { disconnectDb, getDb } from "@/server/db";
+import { getDb } from "@/server/db";
 import { createApiKey, verifyApiKey } from "@/server/modules/api-key/api-key.service";
 import { cliOperatorActor } from "@/server/modules/operator/operator-actor";
 import { grantOperator } from "@/server/modules/operator/operator.service";
@@ -13,6 +13,7 @@ import {
   signInCookie,
   type TenantFixture,
 } from "./support/tenant-fixtures";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 /**
  * Every create the dashboard and typed clients make takes an idempotency key (issue: "every create is safe
@@ -36,7 +37,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 type Headers = Record<string, string>;

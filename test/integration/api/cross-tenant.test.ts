@@ -18,7 +18,7 @@ import { getWebhookService, getWorkspaceServices } from "@/server/composition/se
 import { createAgent } from "@/server/modules/agent/agent.data";
 import { createSession } from "@/server/modules/session/session.data";
 import { insertCheckpoint } from "@/server/modules/checkpoint/checkpoint.data";
-import { disconnectDb, getDb } from "@/server/db";
+import { getDb } from "@/server/db";
 import { upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
 import { contextFromHeaders, createTestApiRuntime } from "./support/api-test-runtime";
 import { createInvite } from "@/server/modules/member/invite.service";
@@ -30,6 +30,7 @@ import {
   signInCookie,
   type TenantFixture,
 } from "./support/tenant-fixtures";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 type Input = Record<string, unknown>;
 
@@ -528,7 +529,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 describe("cross-tenant isolation", () => {

@@ -16,7 +16,6 @@ import { type AppRouter } from "@/server/api/root";
 import { resolveTenantScope } from "@/server/auth/resolve";
 import { createBerthClient, type BerthClient } from "@/server/client/create-berth-client";
 import { getDb } from "@/server/db";
-import { setEngine } from "@/server/composition/services";
 import { createApiKey } from "@/server/modules/api-key/api-key.service";
 import { addMember } from "@/server/modules/member/member.data";
 import { assignSessionWorkspaceId } from "@/server/modules/session/session.policy";
@@ -27,6 +26,8 @@ import { allProcedurePaths, procedureType } from "./support/call-by-path";
 import { errorOf, rawTrpcCall } from "./support/raw-trpc";
 import { serveFetchHandler, type ServedHandler } from "./support/serve-fetch-handler";
 import { createTenantFixture, type TenantFixture } from "./support/tenant-fixtures";
+import { closeProcessBerth } from "@/server/composition/process-berth";
+import { installTestBerth } from "@/test/setup/test-berth";
 
 let h: WorkspaceHarness;
 let runtime: ApiRuntime;
@@ -39,7 +40,7 @@ const seenBodies: string[] = [];
 
 beforeAll(async () => {
   h = await startWorkspaceHarness();
-  setEngine(h.engine);
+  await installTestBerth({ engine: h.engine });
   runtime = createTestApiRuntime();
   server = await serveFetchHandler((req) => handleTrpcRequest(req, runtime));
   [a, b] = await Promise.all([createTenantFixture(runtime, "hia"), createTenantFixture(runtime, "hib")]);
@@ -47,7 +48,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  setEngine(undefined);
+  await closeProcessBerth();
   await server.close();
   await h.close();
 });

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { POST as acceptRoute } from "@/app/api/invitations/accept/route";
 import { createCaller } from "@/server/api/root";
-import { disconnectDb } from "@/server/db";
 import { listMembers } from "@/server/modules/member/member.data";
 import { acceptInvite, hashInviteToken } from "@/server/modules/member/invite.service";
 import { getDb } from "@/server/db";
@@ -14,6 +13,7 @@ import {
 import { rejectionCode } from "./support/call-by-path";
 import { contextFromHeaders, createTestApiRuntime } from "./support/api-test-runtime";
 import { createTenantFixture, signInCookie, type TenantFixture } from "./support/tenant-fixtures";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 /**
  * Invitation links: an admin makes one for a role, the person accepts it with a name, email and password
@@ -31,7 +31,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 const uniqueEmail = (label: string) => `${label}-${Math.random().toString(36).slice(2, 10)}@example.test`;

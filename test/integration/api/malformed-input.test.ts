@@ -8,13 +8,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ApiRuntime } from "@/server/api/context";
 import { handleTrpcRequest } from "@/server/api/http-handler";
-import { setEngine } from "@/server/composition/services";
 import { startWorkspaceHarness, type WorkspaceHarness } from "../workspace/harness";
 import { createTestApiRuntime } from "./support/api-test-runtime";
 import { allProcedurePaths, procedureType } from "./support/call-by-path";
 import { rawTrpcCall } from "./support/raw-trpc";
 import { serveFetchHandler, type ServedHandler } from "./support/serve-fetch-handler";
 import { createTenantFixture, type TenantFixture } from "./support/tenant-fixtures";
+import { closeProcessBerth } from "@/server/composition/process-berth";
+import { installTestBerth } from "@/test/setup/test-berth";
 
 let h: WorkspaceHarness;
 let runtime: ApiRuntime;
@@ -23,14 +24,14 @@ let t: TenantFixture;
 
 beforeAll(async () => {
   h = await startWorkspaceHarness();
-  setEngine(h.engine);
+  await installTestBerth({ engine: h.engine });
   runtime = createTestApiRuntime();
   server = await serveFetchHandler((req) => handleTrpcRequest(req, runtime));
   t = await createTenantFixture(runtime, "malformed");
 });
 
 afterAll(async () => {
-  setEngine(undefined);
+  await closeProcessBerth();
   await server.close();
   await h.close();
 });

@@ -10,10 +10,8 @@ import { createCaller } from "@/server/api/root";
 import { resolveRequestPrincipal } from "@/server/auth/resolve";
 import { createBerthClient } from "@/server/client/create-berth-client";
 import { getConfig } from "@/server/config/config";
-import { disconnectDb } from "@/server/db";
 import { flushAuditBuffer } from "@/server/modules/audit/audit-buffer.service";
-import { closeSharedQueues } from "@/server/queue/queues";
-import { closeSharedRedis, getRedis } from "@/server/redis";
+import { getRedis } from "@/server/redis";
 import { contextFromHeaders, createTestApiRuntime } from "../api/support/api-test-runtime";
 import { rejectionCode } from "../api/support/call-by-path";
 import { serveFetchHandler, type ServedHandler } from "../api/support/serve-fetch-handler";
@@ -23,6 +21,7 @@ import {
   signInCookie,
   type TenantFixture,
 } from "../api/support/tenant-fixtures";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 let runtime: ApiRuntime;
 let server: ServedHandler;
@@ -36,9 +35,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server.close();
-  await closeSharedQueues();
-  await closeSharedRedis();
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 const principalOf = (cookie: string) => resolveRequestPrincipal(runtime.auth, new Headers({ cookie }));

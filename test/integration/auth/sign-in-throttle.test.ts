@@ -7,15 +7,13 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { POST as authPost } from "@/app/api/auth/[...all]/route";
-import { getApiComposition } from "@/server/api/composition";
 import { getConfig } from "@/server/config/config";
-import { disconnectDb } from "@/server/db";
 import { DEFAULT_SIGN_IN_LIMITS } from "@/server/auth/sign-in-guard";
 import { listAuditLogs } from "@/server/modules/audit/audit.data";
 import { flushAuditBuffer } from "@/server/modules/audit/audit-buffer.service";
-import { closeSharedQueues } from "@/server/queue/queues";
-import { closeSharedRedis, getRedis } from "@/server/redis";
+import { getRedis } from "@/server/redis";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
+import { closeProcessBerth, processBerth } from "@/server/composition/process-berth";
 
 const BASE = "http://localhost:3000";
 const randomAddress = () => `198.51.${randomBytes(1)[0]}.${randomBytes(1)[0]! % 250}`;
@@ -38,13 +36,11 @@ function signIn(email: string, password: string, address: string): Promise<Respo
 let tenant: TestTenant;
 
 beforeAll(async () => {
-  tenant = await createTestTenant(getApiComposition().auth);
+  tenant = await createTestTenant(processBerth().api.auth);
 });
 
 afterAll(async () => {
-  await closeSharedQueues();
-  await closeSharedRedis();
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 describe("sign-in throttle", () => {
@@ -64,7 +60,7 @@ describe("sign-in throttle", () => {
   });
 
   it("throttles one address guessing across many accounts, without locking those accounts elsewhere", async () => {
-    const other = await createTestTenant(getApiComposition().auth);
+    const other = await createTestTenant(processBerth().api.auth);
     const address = randomAddress();
     const statuses: number[] = [];
     for (let i = 0; i < DEFAULT_SIGN_IN_LIMITS.maxFailuresPerAddress; i++) {

@@ -1,8 +1,8 @@
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { disconnectDb } from "@/server/db";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
 import { sendChat, startAgentApiHarness, type AgentApiHarness } from "../agent/support";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 /**
  * Issue 9 D through the API as one process runs it (routers, chat service, real Postgres/Redis, in-process
@@ -28,7 +28,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await fake.close();
   await h.close();
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 const toolNamesOf = (request: (typeof fake.requests)[number]) =>

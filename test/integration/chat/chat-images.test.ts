@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import path from "node:path";
-import { disconnectDb } from "@/server/db";
 import type { TAgentCreateRequest } from "@/server/modules/agent/agent.schema";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
 import { rejectionCode } from "../api/support/call-by-path";
 import { collect, startAgentApiHarness, type AgentApiHarness } from "../agent/support";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 /**
  * Image reads through chat.send: the agent's model config says which media types the model accepts; Read
@@ -26,7 +26,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await fake.close();
   await h.close();
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 async function agentWith(name: string, acceptedMediaTypes?: string[]) {

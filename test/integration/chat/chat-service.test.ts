@@ -5,7 +5,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { getConfig } from "@/server/config/config";
 import { loadRedisConfig } from "@/server/config/redis";
-import { disconnectDb } from "@/server/db";
 import { flushAuditBuffer } from "@/server/modules/audit/audit-buffer.service";
 import { createAgentServices } from "@/server/modules/chat/chat.composition";
 import { RedisCancelBus } from "@/server/modules/chat/redis-cancel-bus";
@@ -15,6 +14,7 @@ import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model
 import { rejectionCode } from "../api/support/call-by-path";
 import { collect, startAgentApiHarness, type AgentApiHarness } from "../agent/support";
 import { hostWorkdirOf } from "../../drivers/local/support/sandbox-env";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 /**
  * chat.send end to end through the tRPC caller: real Postgres, Redis (cancel requests, queues), in-process
@@ -38,7 +38,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await fake.close();
   await h.close();
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 const newSession = async () => (await h.owner.session.create({ ...h.ref, agentId })).sessionId;

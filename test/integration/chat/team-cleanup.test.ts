@@ -3,7 +3,6 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { disconnectDb } from "@/server/db";
 import { flushAuditBuffer } from "@/server/modules/audit/audit-buffer.service";
 import { inviteHandle } from "@/server/agent/team-tools";
 import { getQueues } from "@/server/queue/queues";
@@ -11,6 +10,7 @@ import { getRedis } from "@/server/redis";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
 import { rejectionCode } from "../api/support/call-by-path";
 import { collect, startAgentApiHarness, type AgentApiHarness } from "../agent/support";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 /**
  * Team workers made by `AgentCreate` live and die with their leader: deleting the leader session (or the
@@ -36,7 +36,7 @@ afterAll(async () => {
   await fs.rm(skillSource, { recursive: true, force: true });
   await fake.close();
   await h.close();
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 const newAgent = (prefix: string) =>

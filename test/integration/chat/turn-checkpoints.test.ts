@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { disconnectDb } from "@/server/db";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
 import { rejectionCode } from "../api/support/call-by-path";
 import { sendChat, startAgentApiHarness, type AgentApiHarness } from "../agent/support";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 /**
  * Turn checkpoints (issue 24) end to end: real turns whose Bash changes the workspace (real Postgres,
@@ -21,7 +21,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await fake.close();
   await h.close();
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 /** One turn whose model runs `command` in Bash, then answers; the tool's output. */

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getAgentServices } from "@/server/composition/services";
-import { disconnectDb } from "@/server/db";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
 import { collect, startAgentApiHarness, type AgentApiHarness } from "../agent/support";
 import { rowReads, watchSqlByContext, type SqlWatch } from "../db/sql-reads";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 /**
  * What one turn reads (issue 23, "one read"): the SQL a `chat.send` sends on its own behalf, from the claim
@@ -35,7 +35,7 @@ afterAll(async () => {
   sql?.stop();
   await fake?.close();
   await h?.close();
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 async function turnReads(message: string) {

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { toRouteError } from "@/server/api/error-mapping";
-import { disconnectDb, getDb } from "@/server/db";
+import { getDb } from "@/server/db";
 import type { TChatTurnEvent } from "@/server/agent/agent.schema";
 import { appendChatMessages } from "@/server/modules/session/session.data";
 import { isConnectionError, toAppError } from "@/server/shared/errors";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
 import { collect, startAgentApiHarness, type AgentApiHarness } from "../agent/support";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 /**
  * Text Postgres cannot store (U+0000, unpaired UTF-16 surrogates) in what a turn produces: a binary tool
@@ -33,7 +34,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await fake.close();
   await h.close();
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 const REPLACEMENT = "\uFFFD";

@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCaller } from "@/server/api/root";
-import { disconnectDb } from "@/server/db";
 import { flushAuditBuffer } from "@/server/modules/audit/audit-buffer.service";
 import { listAuditLogs } from "@/server/modules/audit/audit.data";
 import { getConfig } from "@/server/config/config";
@@ -12,6 +11,7 @@ import { contextFromHeaders } from "../api/support/api-test-runtime";
 import { createUser } from "../api/support/tenant-fixtures";
 import { rejectionCode } from "../api/support/call-by-path";
 import { sendChat, startAgentApiHarness, type AgentApiHarness } from "../agent/support";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 /**
  * Environment variables of agents and sessions (issue 25): set through the API, stored, shown, and seen
@@ -28,7 +28,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await fake.close();
   await h.close();
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 const PRINT = 'printf "%s|%s|%s" "$GREETING" "$ONLY_AGENT" "${ONLY_SESSION:-unset}"';

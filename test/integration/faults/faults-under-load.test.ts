@@ -14,10 +14,9 @@ import os from "node:os";
 import path from "node:path";
 import { TRPCClientError } from "@trpc/client";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { getApiComposition } from "@/server/api/composition";
 import { createBerthClient, isRetryableError, type BerthClient } from "@/server/client";
 import type { ChatRunResult } from "@/server/client/chat-run";
-import { disconnectDb, getDb } from "@/server/db";
+import { getDb } from "@/server/db";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
 import { startOwnRedis, type OwnRedis } from "../../fixtures/faults/redis-server";
 import {
@@ -36,6 +35,8 @@ import {
   stopChildren,
   type Child,
 } from "../multiprocess/processes";
+import { closeProcessBerth } from "@/server/composition/process-berth";
+import { processApiRuntime } from "@/server/api/composition";
 
 const MODEL_KEY = "sk-faults-under-load";
 const SESSIONS_PER_WAVE = 4;
@@ -119,7 +120,7 @@ beforeAll(async () => {
   await fs.chmod(basedir, 0o711); // the sandboxed backend's workspace uids pass through to their folders
   workspacesDir = path.join(basedir, "workspaces");
   fake = await startFakeModel({ apiKey: MODEL_KEY, respond: scriptedModel });
-  tenant = await createTenantFixture(getApiComposition().runtime, "load");
+  tenant = await createTenantFixture(processApiRuntime(), "load");
   redis = await startOwnRedis();
   proxy = await startTcpProxy(databaseServerOf(process.env.DATABASE_URL!));
 }, 60_000);
@@ -130,7 +131,7 @@ afterAll(async () => {
   await proxy?.close();
   await redis?.stop();
   await fake?.close();
-  await disconnectDb();
+  await closeProcessBerth();
   if (basedir) await fs.rm(basedir, { recursive: true, force: true });
 });
 

@@ -9,11 +9,13 @@
 import { randomUUID } from "node:crypto";
 import { createInterface } from "node:readline";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
-import { closeProcessComposition, getWorkspaceServices, setEngine } from "@/server/composition/services";
+import { getWorkspaceServices } from "@/server/composition/services";
 import { startWorkspaceHarness } from "../workspace/harness";
+import { closeProcessBerth } from "@/server/composition/process-berth";
+import { installTestBerth } from "@/test/setup/test-berth";
 
 const harness = await startWorkspaceHarness();
-setEngine(harness.engine);
+await installTestBerth({ engine: harness.engine });
 const { service } = getWorkspaceServices();
 
 let endTurn: (() => void) | undefined;
@@ -36,7 +38,7 @@ for await (const line of createInterface({ input: process.stdin })) {
     void runTurn(args[0]!, args[1]!).catch((error: unknown) => say(`failed ${String(error)}`));
   if (command === "end") endTurn?.();
   if (command === "close") {
-    await closeProcessComposition();
+    await closeProcessBerth();
     await harness.close();
     say("closed");
     process.exit(0);

@@ -7,7 +7,7 @@
  * process that shuts down before its retry lands leaves the lease to the dead-holder cleanup, which frees it.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { disconnectDb, getDb } from "@/server/db";
+import { getDb } from "@/server/db";
 import { createLogger } from "@/server/logger";
 import { reapDeadHolders } from "@/server/modules/chat/dead-holders";
 import { loadRedisConfig } from "@/server/config/redis";
@@ -24,6 +24,7 @@ import {
 import { createTestTenant, type TestTenant } from "../db/fixtures";
 import { startChild, stopChildren, type Child } from "../multiprocess/processes";
 import { freshSession } from "../workspace/harness";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 describe("a lease release that fails in a database outage", { timeout: 120_000 }, () => {
   let proxy: TcpProxy;
@@ -46,7 +47,7 @@ describe("a lease release that fails in a database outage", { timeout: 120_000 }
   afterAll(async () => {
     if (holder) await stopChildren([holder], failed);
     await proxy?.close();
-    await disconnectDb();
+    await closeProcessBerth();
   });
 
   const leasesOf = (workspaceId: string) =>

@@ -4,7 +4,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { POST as uploadLibrarySkill } from "@/app/api/library/skills/route";
 import { createCaller } from "@/server/api/root";
 import { createApiKey } from "@/server/modules/api-key/api-key.service";
-import { disconnectDb } from "@/server/db";
 import { flushAuditBuffer } from "@/server/modules/audit/audit-buffer.service";
 import { getQueues } from "@/server/queue/queues";
 import { getRedis } from "@/server/redis";
@@ -12,6 +11,7 @@ import { contextFromHeaders } from "../api/support/api-test-runtime";
 import { rejectionCode } from "../api/support/call-by-path";
 import { startAgentApiHarness, type AgentApiHarness } from "../agent/support";
 import { tarOf, zipOf } from "../../unit/workspace/support/archives";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 /**
  * The tenant library through the API as one process runs it (routers, services, real Postgres, Redis,
@@ -76,7 +76,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await h.close();
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 describe("library entries", () => {

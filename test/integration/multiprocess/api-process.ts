@@ -8,7 +8,8 @@
  */
 import { createInterface } from "node:readline";
 import { mintTenantScope } from "@/server/auth/scope";
-import { composeEngine } from "@/server/composition/services";
+import { composeEngine } from "@/server/composition/berth";
+import { processBerth } from "@/server/composition/process-berth";
 import { loadEngineConfig } from "@/server/engine/engine-config";
 import { createLogger } from "@/server/logger";
 import { createWorkspaceService } from "@/server/modules/workspace/workspace.service";
@@ -17,6 +18,7 @@ import { getQueues } from "@/server/queue/queues";
 type Request = { tenantId: string; userId: string; sessionIds: string[]; calls: number };
 
 const engine = composeEngine({
+  encryptionKey: processBerth().config.secrets.encryptionKey,
   config: loadEngineConfig(),
   queues: getQueues(),
   secret: "multiprocess-test-secret",

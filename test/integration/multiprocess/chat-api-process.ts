@@ -6,15 +6,14 @@
  * every event stream to its end and prints one JSON line: a summary per session.
  */
 import { createInterface } from "node:readline";
-import { getApiComposition } from "@/server/api/composition";
 import { createContextInner } from "@/server/api/context";
 import { createCaller } from "@/server/api/root";
-import { disconnectDb } from "@/server/db";
 import { getEngine } from "@/server/composition/services";
-import { closeAgentServices } from "@/server/composition/services";
 import type { TChatTurnEvent } from "@/server/agent/agent.schema";
 import { getQueues } from "@/server/queue/queues";
 import { ownerPrincipalFromEnv } from "./processes";
+import { closeProcessBerth } from "@/server/composition/process-berth";
+import { processApiRuntime } from "@/server/api/composition";
 
 export type TurnSummary = {
   sessionId: string;
@@ -29,7 +28,7 @@ export type TurnSummary = {
 const tenantId = process.env.MP_TENANT_ID!;
 const sessionIds = process.env.MP_SESSION_IDS!.split(",");
 const principal = ownerPrincipalFromEnv();
-const { runtime } = getApiComposition();
+const runtime = processApiRuntime();
 
 async function runTurn(sessionId: string): Promise<TurnSummary> {
   // One context per call, as each HTTP request gets its own.
@@ -64,8 +63,8 @@ for await (const line of lines) {
   process.stdout.write(`${JSON.stringify(summaries)}\n`);
   break;
 }
-await closeAgentServices();
+await closeProcessBerth();
 await getEngine().close();
 await getQueues().close();
-await disconnectDb();
+await closeProcessBerth();
 process.exit(0);

@@ -10,13 +10,13 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { getApiComposition } from "@/server/api/composition";
 import { createBerthClient, type BerthClient } from "@/server/client";
-import { disconnectDb } from "@/server/db";
 import type { TChatTurnEvent } from "@/server/agent/agent.schema";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
 import { createTenantFixture, type TenantFixture } from "../api/support/tenant-fixtures";
 import { makeControlDir, startChild, stopChildren, type Child } from "./processes";
+import { closeProcessBerth } from "@/server/composition/process-berth";
+import { processApiRuntime } from "@/server/api/composition";
 
 const MODEL_KEY = "sk-chat-attach";
 
@@ -55,7 +55,7 @@ beforeAll(async () => {
     LOG_LEVEL: "silent",
   };
   fake = await startFakeModel({ apiKey: MODEL_KEY });
-  tenant = await createTenantFixture(getApiComposition().runtime, "attach");
+  tenant = await createTenantFixture(processApiRuntime(), "attach");
   const worker = startChild("worker-process.ts", env);
   children.push(worker);
   await worker.nextLine((line) => line === "ready");
@@ -71,7 +71,7 @@ afterEach((context) => {
 afterAll(async () => {
   await stopChildren(children, false);
   await fake?.close();
-  await disconnectDb();
+  await closeProcessBerth();
   if (basedir) await fs.rm(basedir, { recursive: true, force: true });
 });
 

@@ -6,13 +6,13 @@
  *   file transfer would) and prints `leased`.
  */
 import { createInterface } from "node:readline";
-import { getApiComposition } from "@/server/api/composition";
 import { handleTrpcRequest } from "@/server/api/http-handler";
 import { mintTenantScope } from "@/server/auth/scope";
 import { getAgentServices, getWorkspaceServices } from "@/server/composition/services";
 import { serveFetchHandler } from "../api/support/serve-fetch-handler";
+import { processApiRuntime } from "@/server/api/composition";
 
-const { runtime } = getApiComposition();
+const runtime = processApiRuntime();
 getAgentServices(); // the turn registry, cancel bus and dead-holder reaper run from the start, as in a replica
 const server = await serveFetchHandler((request) => handleTrpcRequest(request, runtime));
 process.stdout.write(`ready ${server.url}\n`);

@@ -15,7 +15,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { getConfig } from "@/server/config/config";
 import type { WorkspaceEngine } from "@/server/engine/engine";
-import { composeEngine } from "@/server/composition/services";
+import { composeEngine } from "@/server/composition/berth";
+import { processBerth } from "@/server/composition/process-berth";
 import { hostFolderDriver } from "../../drivers/local/support/sandbox-env";
 import { createLogger } from "@/server/logger";
 import { createAgentService } from "@/server/modules/agent/agent.service";
@@ -24,7 +25,7 @@ import { createSessionService } from "@/server/modules/session/session.service";
 import { getWorkspace, listWorkspaceEvents } from "@/server/modules/workspace/workspace.data";
 import { listWorkspaces } from "@/server/modules/workspace/workspace-list.data";
 import { createWorkspaceService } from "@/server/modules/workspace/workspace.service";
-import { closeSharedQueues, getQueues } from "@/server/queue/queues";
+import { getQueues } from "@/server/queue/queues";
 import { AppError } from "@/server/shared/errors";
 import type { FakeTurn, RecordedRequest } from "@/test/fixtures/fake-model/script";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
@@ -32,6 +33,7 @@ import { createTestTenant } from "../db/fixtures";
 import { testEngineConfig } from "../workspace/harness";
 import type { TurnSummary } from "./chat-api-process";
 import { makeControlDir, readProvisionLog, startChild, stopChildren, type Child } from "./processes";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 const SESSIONS = 40;
 const API_KEY = "sk-multiprocess-chat";
@@ -68,7 +70,7 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
     children = [];
     await fake?.close();
     await engine?.close();
-    await closeSharedQueues();
+    await closeProcessBerth();
     if (basedir) await fs.rm(basedir, { recursive: true, force: true });
   });
 
@@ -104,6 +106,7 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
     // The session service as session.create runs it, over this process' own workspace service (it only
     // writes the PENDING binding: nothing here provisions or enqueues).
     engine = composeEngine({
+      encryptionKey: processBerth().config.secrets.encryptionKey,
       config: testEngineConfig(workspacesDir),
       queues: getQueues(),
       secret: "multiprocess-test-secret",

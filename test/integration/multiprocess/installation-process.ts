@@ -11,7 +11,7 @@
 import { createInterface } from "node:readline";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
 import { getEngine } from "@/server/composition/services";
-import { disconnectDb, getDb } from "@/server/db";
+import { getDb } from "@/server/db";
 import { createLogger } from "@/server/logger";
 import { ensureInstallationId } from "@/server/modules/installation/installation.data";
 import { provisionWorkspace } from "@/server/modules/machines/machine-jobs.service";
@@ -21,6 +21,7 @@ import { getQueues } from "@/server/queue/queues";
 import { containerName } from "@/server/workspace/drivers/docker/docker-config";
 import { podName } from "@/server/workspace/drivers/kubernetes/kubernetes-names";
 import { createTestTenant } from "../db/fixtures";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 const log = createLogger({ level: "silent" });
 const engine = getEngine();
@@ -81,5 +82,5 @@ for await (const line of createInterface({ input: process.stdin })) {
 }
 await engine.close();
 await getQueues().close();
-await disconnectDb();
+await closeProcessBerth();
 process.exit(0);

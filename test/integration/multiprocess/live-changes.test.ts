@@ -19,10 +19,10 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAuth } from "@/server/auth/auth";
 import { createBerthClient, type BerthClient } from "@/server/client/create-berth-client";
 import { getDb } from "@/server/db";
-import { closeSharedQueues } from "@/server/queue/queues";
 import { TEST_BASE_URL } from "../api/support/api-test-runtime";
 import { createTenantFixture, type TenantFixture } from "../api/support/tenant-fixtures";
 import { bundled, startChild, stopChildren, type Child } from "./processes";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 type Change = { topic: string; id?: string; state?: string };
 
@@ -111,7 +111,7 @@ describe("live changes across API replicas, and agent deletion", { timeout: 180_
 
   afterAll(async () => {
     await stopChildren(replicas, failed);
-    await closeSharedQueues();
+    await closeProcessBerth();
     await fs.rm(basedir, { recursive: true, force: true });
   });
 

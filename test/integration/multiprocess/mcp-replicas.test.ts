@@ -10,7 +10,6 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
-import { closeSharedQueues } from "@/server/queue/queues";
 import {
   httpMcp,
   startHttpMcpServer,
@@ -19,6 +18,7 @@ import {
 import { createTestTenant } from "../db/fixtures";
 import { makeControlDir, readProvisionLog, startChild, stopChildren, type Child } from "./processes";
 import type { ReplicaAnswer } from "./replica-process";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 type McpListing = Array<{ name: string; tools: Array<{ name: string }> }>;
 
@@ -31,7 +31,7 @@ describe("MCP declarations across API replicas", { timeout: 120_000 }, () => {
     await stopChildren(children, context.task.result?.state === "fail");
     children = [];
     await upstream?.close();
-    await closeSharedQueues();
+    await closeProcessBerth();
     if (basedir) await fs.rm(basedir, { recursive: true, force: true });
   });
 

@@ -6,15 +6,15 @@
  * `chat.send` per session id at once, and each turn prints one JSON line (a TurnOutcome) when it ended.
  */
 import { createInterface } from "node:readline";
-import { getApiComposition } from "@/server/api/composition";
 import { createContextInner } from "@/server/api/context";
 import { createCaller } from "@/server/api/root";
-import { closeAgentServices, getEngine } from "@/server/composition/services";
-import { disconnectDb } from "@/server/db";
+import { getEngine } from "@/server/composition/services";
 import type { TChatTurnEvent } from "@/server/agent/agent.schema";
 import { getQueues } from "@/server/queue/queues";
 import type { RequestPrincipal } from "@/server/auth/resolve";
 import { ownerPrincipal } from "./processes";
+import { closeProcessBerth } from "@/server/composition/process-berth";
+import { processApiRuntime } from "@/server/api/composition";
 
 export type SendRequest = { tenantId: string; userId: string; email: string; sessionIds: string[] };
 
@@ -28,7 +28,7 @@ export type TurnOutcome = {
   errors: string[];
 };
 
-const { runtime } = getApiComposition();
+const runtime = processApiRuntime();
 
 async function runTurn(
   tenantId: string,
@@ -75,8 +75,8 @@ for await (const line of lines) {
   }
 }
 await Promise.all(running);
-await closeAgentServices();
+await closeProcessBerth();
 await getEngine().close();
 await getQueues().close();
-await disconnectDb();
+await closeProcessBerth();
 process.exit(0);

@@ -22,7 +22,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { getConfig } from "@/server/config/config";
 import type { WorkspaceEngine } from "@/server/engine/engine";
-import { composeEngine } from "@/server/composition/services";
+import { composeEngine } from "@/server/composition/berth";
+import { processBerth } from "@/server/composition/process-berth";
 import { getDb } from "@/server/db";
 import { createLogger } from "@/server/logger";
 import { createAgentService } from "@/server/modules/agent/agent.service";
@@ -34,7 +35,7 @@ import { listWorkspaceEvents } from "@/server/modules/workspace/workspace.data";
 import { createWorkspaceService } from "@/server/modules/workspace/workspace.service";
 import { jobCatalog } from "@/server/queue/catalog";
 import { createEnqueue } from "@/server/queue/enqueue";
-import { closeSharedQueues, createQueues, getQueues } from "@/server/queue/queues";
+import { createQueues, getQueues } from "@/server/queue/queues";
 import { createRedisConnection } from "@/server/redis";
 import { loadRedisConfig } from "@/server/config/redis";
 import { AppError } from "@/server/shared/errors";
@@ -44,6 +45,7 @@ import { createTestTenant } from "../db/fixtures";
 import { testEngineConfig } from "../workspace/harness";
 import { makeControlDir, readProvisionLog, startChild, stopChildren, type Child } from "./processes";
 import type { SendRequest, TurnOutcome } from "./quota-api-process";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 const SESSIONS = 40;
 const API_KEY = "sk-multiprocess-quotas";
@@ -96,6 +98,7 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
       BERTH_METERING_RATES: JSON.stringify({ "*": { turn: 1 } }),
     };
     engine = composeEngine({
+      encryptionKey: processBerth().config.secrets.encryptionKey,
       config: testEngineConfig(workspacesDir),
       queues: getQueues(),
       secret: "multiprocess-test-secret",
@@ -136,7 +139,7 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
     await stopChildren(children, failed);
     await engine?.close();
     for (const close of closers.splice(0)) await close().catch(() => undefined);
-    await closeSharedQueues();
+    await closeProcessBerth();
     if (basedir) await fs.rm(basedir, { recursive: true, force: true });
   });
 

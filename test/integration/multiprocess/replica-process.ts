@@ -6,13 +6,13 @@
  * `{"id", "ok": true, "result"}` or `{"id", "ok": false, "error": {code, message}}`.
  */
 import { createInterface } from "node:readline";
-import { getApiComposition } from "@/server/api/composition";
 import { createContextInner } from "@/server/api/context";
 import { createCaller } from "@/server/api/root";
-import { disconnectDb } from "@/server/db";
 import { getEngine } from "@/server/composition/services";
 import { getQueues } from "@/server/queue/queues";
 import { ownerPrincipalFromEnv } from "./processes";
+import { closeProcessBerth } from "@/server/composition/process-berth";
+import { processApiRuntime } from "@/server/api/composition";
 
 export type ReplicaRequest = { id: number; path: string; input: unknown };
 export type ReplicaAnswer =
@@ -20,7 +20,7 @@ export type ReplicaAnswer =
   | { id: number; ok: false; error: { code: string; message: string } };
 
 const principal = ownerPrincipalFromEnv();
-const { runtime } = getApiComposition();
+const runtime = processApiRuntime();
 
 async function call(request: ReplicaRequest): Promise<ReplicaAnswer> {
   const caller = createCaller(createContextInner({ runtime, principal }));
@@ -47,5 +47,5 @@ for await (const line of createInterface({ input: process.stdin })) {
 }
 await getEngine().close();
 await getQueues().close();
-await disconnectDb();
+await closeProcessBerth();
 process.exit(0);

@@ -1,6 +1,6 @@
 /**
  * Berth's API as `npm start` runs it, without the minutes of a Next build: scripts/berth-process.ts's
- * composition (database, Redis, queues, engine, services, auth built up front, the registry sealed,
+ * root (createBerth installed as the process' Berth, every member built up front by buildApiProcess,
  * workers in-process) in this bundle, and the HTTP entry points (the tRPC handler, the skill-upload route
  * and the invitation route) from a SECOND bundle of Berth's modules (MP_NEXT_COPY, next-copy-entry.ts), as
  * Next's production bundle carries its own copy. The HTTP server in front does what npm start's does
@@ -8,39 +8,24 @@
  * entered). Prints `ready <url>`; SIGTERM stops it.
  */
 import { parseTrustedProxies } from "@/server/api/client-address";
-import { getApiComposition } from "@/server/api/composition";
-import { getConfig } from "@/server/config/config";
-import {
-  closeProcessComposition,
-  getAgentServices,
-  getEngine,
-  getWorkspaceServices,
-} from "@/server/composition/services";
-import { getDb } from "@/server/db";
-import { getLogger } from "@/server/logger";
-import { getQueues } from "@/server/queue/queues";
-import { getRedis } from "@/server/redis";
-import { sealProcessRegistry } from "@/server/shared/process-registry";
+import { buildApiProcess, createBerth } from "@/server/composition/berth";
+import { closeProcessBerth, installProcessBerth } from "@/server/composition/process-berth";
+import { loadConfig } from "@/server/config/config";
 import { serveIncomingRequest } from "@/scripts/services/incoming-request";
 import { startWorkerRuntime } from "@/workers/runtime";
 import { serveFetchHandler } from "../api/support/serve-fetch-handler";
 import type * as NextCopy from "./next-copy-entry";
 
-const config = getConfig();
-getDb();
-getRedis();
-getQueues();
-getEngine();
-getWorkspaceServices();
-getAgentServices();
-getApiComposition();
-sealProcessRegistry("test/integration/multiprocess/start-api-process.ts");
+const berth = installProcessBerth(createBerth(loadConfig()));
+const { config } = berth;
+buildApiProcess(berth);
 
 const nextCopy = (await import(process.env.MP_NEXT_COPY!)) as typeof NextCopy;
 const workers = await startWorkerRuntime({
+  berth,
   redis: config.redis,
   workers: config.workers,
-  log: getLogger().child({ process: "start-api" }),
+  log: berth.log.child({ process: "start-api" }),
   healthPort: null,
 });
 const trustedProxies = parseTrustedProxies(config.http.trustedProxies);
@@ -56,7 +41,7 @@ const served = await serveFetchHandler(
       });
     }
     if (pathname === "/api/invitations/accept") return nextCopy.acceptInvitation(request);
-    return nextCopy.handleTrpcRequest(request, nextCopy.getApiComposition().runtime);
+    return nextCopy.handleTrpcRequest(request, nextCopy.processApiRuntime());
   },
   (req, res, serve) => serveIncomingRequest(req, res, trustedProxies, serve),
 );
@@ -66,7 +51,7 @@ process.once("SIGTERM", () => {
   void (async () => {
     await served.close();
     await workers.stop();
-    await closeProcessComposition();
+    await closeProcessBerth();
     process.exit(0);
   })();
 });

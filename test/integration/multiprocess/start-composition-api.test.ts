@@ -16,11 +16,11 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAuth } from "@/server/auth/auth";
 import { getDb } from "@/server/db";
 import { createInvite } from "@/server/modules/member/invite.service";
-import { closeSharedQueues } from "@/server/queue/queues";
 import { TEST_BASE_URL } from "../api/support/api-test-runtime";
 import { errorOf, rawTrpcCall } from "../api/support/raw-trpc";
 import { createTenantFixture, type TenantFixture } from "../api/support/tenant-fixtures";
 import { bundled, startChild, stopChildren, type Child } from "./processes";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 /** The client behind the trusted proxy (loopback): what the audit log must name, not the socket's peer. */
 const CLIENT_ADDRESS = "203.0.113.7";
@@ -76,7 +76,7 @@ describe("the API as npm start composes it", { timeout: 120_000 }, () => {
 
   afterAll(async () => {
     if (child) await stopChildren([child], failed);
-    await closeSharedQueues();
+    await closeProcessBerth();
     await fs.rm(basedir, { recursive: true, force: true });
   });
 

@@ -1,44 +1,29 @@
 /**
- * An API replica for the terminal tests: the process-wide composition `npm start` builds
- * (scripts/berth-process.ts: database, Redis, queues, engine, workspace services, auth, registry sealed)
+ * An API replica for the terminal tests: the Berth root `npm start` builds
+ * (scripts/berth-process.ts: createBerth, installed as the process' root, every member built up front)
  * and an HTTP server that serves the terminal WebSocket exactly as npm start's server does
  * (`serveTerminalUpgrades`). Next is left out: it serves no upgrades, and a build would cost minutes.
  * Prints `ready <port>`; SIGTERM shuts down the way npm start does (terminals, engine, connections).
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { getApiComposition } from "@/server/api/composition";
 import { serveTerminalUpgrades } from "@/server/api/terminal-socket";
-import {
-  closeAgentServices,
-  closeEngine,
-  getEngine,
-  getWorkspaceServices,
-} from "@/server/composition/services";
-import { disconnectDb, getDb } from "@/server/db";
-import { closeSharedQueues, getQueues } from "@/server/queue/queues";
-import { closeSharedRedis, getRedis } from "@/server/redis";
-import { sealProcessRegistry } from "@/server/shared/process-registry";
+import { buildApiProcess, createBerth } from "@/server/composition/berth";
+import { closeProcessBerth, installProcessBerth } from "@/server/composition/process-berth";
+import { loadConfig } from "@/server/config/config";
 
-getDb();
-getRedis();
-getQueues();
-getEngine();
-getWorkspaceServices();
-getApiComposition();
-sealProcessRegistry("test/integration/multiprocess/terminal-api-process.ts");
+const berth = installProcessBerth(createBerth(loadConfig()));
+buildApiProcess(berth);
 
 const server = createServer((_req, res) => res.writeHead(404).end());
-serveTerminalUpgrades(server);
+serveTerminalUpgrades(berth, server);
 await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
 process.stdout.write(`ready ${(server.address() as AddressInfo).port}\n`);
 
 process.once("SIGTERM", () => {
   void (async () => {
     server.close();
-    await closeAgentServices();
-    await closeEngine();
-    await Promise.all([closeSharedQueues(), closeSharedRedis(), disconnectDb()]);
+    await closeProcessBerth();
     server.closeAllConnections();
     process.exit(0);
   })();

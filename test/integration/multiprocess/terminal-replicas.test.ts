@@ -13,10 +13,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { createAuth } from "@/server/auth/auth";
 import { getDb } from "@/server/db";
-import { closeSharedQueues } from "@/server/queue/queues";
 import { createTenantFixture, type TenantFixture } from "@/test/integration/api/support/tenant-fixtures";
 import { makeControlDir, startChild, stopChildren, type Child } from "./processes";
 import { provisionReadyLocalWorkspace } from "../workspace/provision-ready";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 const ORIGIN = "http://berth.test";
 type Opened = {
@@ -76,7 +76,7 @@ describe("terminals across API replicas", { timeout: 120_000 }, () => {
 
   afterAll(async () => {
     await stopChildren(worker ? [worker] : [], false);
-    await closeSharedQueues();
+    await closeProcessBerth();
     await fs.rm(basedir, { recursive: true, force: true });
   });
 

@@ -13,10 +13,8 @@ import path from "node:path";
 import { TRPCClientError } from "@trpc/client";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { getApiComposition } from "@/server/api/composition";
 import { createBerthClient, type BerthClient } from "@/server/client";
 import { loadRedisConfig } from "@/server/config/redis";
-import { disconnectDb } from "@/server/db";
 import { INTERRUPTED_MARKER } from "@/server/modules/chat/chat-turn.data";
 import { listWorkspaceEvents, listWorkspaceLeases } from "@/server/modules/workspace/workspace.data";
 import type { TChatTurnEvent } from "@/server/agent/agent.schema";
@@ -25,6 +23,8 @@ import { hostFolderDriver } from "../../drivers/local/support/sandbox-env";
 import { createTenantFixture, type TenantFixture } from "../api/support/tenant-fixtures";
 import { makeControlDir, startChild, stopChildren, type Child } from "./processes";
 import { release, runsOf, scriptedModel, startRelay, wipeRedisPrefix, type Relay } from "./fault-support";
+import { closeProcessBerth } from "@/server/composition/process-berth";
+import { processApiRuntime } from "@/server/api/composition";
 
 const MODEL_KEY = "sk-turn-faults";
 const prefix = `${process.env.BERTH_REDIS_PREFIX}-faults-${randomBytes(3).toString("hex")}`;
@@ -100,7 +100,7 @@ beforeAll(async () => {
     LOG_LEVEL: "silent",
   };
   fake = await startFakeModel({ apiKey: MODEL_KEY, respond: scriptedModel });
-  tenant = await createTenantFixture(getApiComposition().runtime, "faults");
+  tenant = await createTenantFixture(processApiRuntime(), "faults");
   redis = new Redis(loadRedisConfig().url);
   worker = startChild("worker-process.ts", env);
   children.push(worker);
@@ -125,7 +125,7 @@ afterAll(async () => {
   for (const relay of relays) await relay.close();
   await fake?.close();
   redis?.disconnect();
-  await disconnectDb();
+  await closeProcessBerth();
   if (basedir) await fs.rm(basedir, { recursive: true, force: true });
 });
 

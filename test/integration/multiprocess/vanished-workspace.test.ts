@@ -21,12 +21,12 @@ import {
   listWorkspaceEvents,
   upsertWorkspaceBinding,
 } from "@/server/modules/workspace/workspace.data";
-import { closeSharedQueues } from "@/server/queue/queues";
 import { safePathSegment } from "@/server/workspace/drivers/host-folder/folder-layout";
 import { BASE_IMAGE, describeDocker, SOCKET_PATH } from "../../drivers/docker/support/docker-env";
 import { createTestTenant } from "../db/fixtures";
 import { makeControlDir, readProvisionLog, startChild, stopChildren, type Child } from "./processes";
 import type { ReplicaAnswer } from "./replica-process";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 type Listing = { entries: Array<{ name: string }> } | Array<{ name: string }>;
 
@@ -45,7 +45,7 @@ let basedir: string | undefined;
 afterEach(async (context) => {
   await stopChildren(children, context.task.result?.state === "fail");
   children = [];
-  await closeSharedQueues();
+  await closeProcessBerth();
   if (basedir) await fs.rm(basedir, { recursive: true, force: true });
   basedir = undefined;
 });

@@ -3,9 +3,10 @@ import { expect } from "vitest";
 import { createCaller } from "@/server/api/root";
 import type { ApiRuntime } from "@/server/api/context";
 import { isAppError } from "@/server/shared/errors";
-import { processSlot } from "@/server/shared/process-registry";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
 import type { QueueSet } from "@/server/queue/queues";
+import { installTestBerth } from "@/test/setup/test-berth";
 import { contextFromHeaders } from "../api/support/api-test-runtime";
 
 /** A caller as an HTTP request with these headers gets (cookie or Bearer key resolved for real). */
@@ -13,14 +14,13 @@ export const callerWith = (runtime: ApiRuntime, headers: Record<string, string>)
   createCaller(contextFromHeaders(runtime, headers));
 
 /**
- * Makes the harness' queues the process-wide ones: the operator services enqueue through `enqueue()` (the
+ * Makes the harness' queues the process root's: the operator services enqueue through `enqueue()` (the
  * process' queues, as in every Berth process), and the harness' in-process workers must be the ones that
  * take those jobs, under the test's own Redis prefix. Returns the undo.
  */
-export function installProcessQueues(queues: QueueSet<BerthJobCatalog>): () => void {
-  const slot = processSlot<QueueSet<BerthJobCatalog>>("queues");
-  slot.set(queues);
-  return () => slot.set(undefined);
+export async function installProcessQueues(queues: QueueSet<BerthJobCatalog>): Promise<() => Promise<void>> {
+  await installTestBerth({ queues });
+  return () => closeProcessBerth();
 }
 
 /** Awaits a call that must fail; returns its tRPC code and the AppError's `details.reason`. */

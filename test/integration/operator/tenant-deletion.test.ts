@@ -30,7 +30,7 @@ describeDocker("a deleted tenant leaves no workspace, no rows and a receipt", { 
   let runtime: ApiRuntime;
   let t: TenantFixture;
   let kept: TenantFixture;
-  let uninstall: () => void;
+  let uninstall: () => Promise<void>;
   let e2b: Awaited<ReturnType<typeof startE2bTestBackend>>;
   let kube: Awaited<ReturnType<typeof startKubeTestBackend>>;
   const docker = new Docker({ socketPath: SOCKET_PATH });
@@ -42,13 +42,13 @@ describeDocker("a deleted tenant leaves no workspace, no rows and a receipt", { 
       { backends: ["local", "docker", "e2b", "kubernetes"] },
       { moreDrivers: (basedir) => [dockerTestDriver(basedir, runtimeRoot), e2b.driver, kube.driver] },
     );
-    uninstall = installProcessQueues(h.queues);
+    uninstall = await installProcessQueues(h.queues);
     runtime = createTestApiRuntime();
     t = await createTenantFixture(runtime, "del");
     kept = await createTenantFixture(runtime, "kept");
   });
   afterAll(async () => {
-    uninstall?.();
+    await uninstall?.();
     await h?.close();
     await Promise.allSettled([e2b?.close(), kube?.close()]);
     await fs.rm(runtimeRoot, { recursive: true, force: true });

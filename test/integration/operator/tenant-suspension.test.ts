@@ -9,9 +9,10 @@ import { createEnqueue } from "@/server/queue/enqueue";
 import { deterministicJobId } from "@/server/queue/types";
 import { createTestApiRuntime } from "../api/support/api-test-runtime";
 import { createTenantFixture, type TenantFixture } from "../api/support/tenant-fixtures";
-import { setEngine } from "@/server/composition/services";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "../workspace/harness";
-import { callerWith, installProcessQueues, refusal } from "./support";
+import { callerWith, refusal } from "./support";
+import { closeProcessBerth } from "@/server/composition/process-berth";
+import { installTestBerth } from "@/test/setup/test-berth";
 
 /**
  * Suspending a tenant (issue 15): its workspaces stop through the ordinary `workspace.stop` jobs, and from
@@ -24,22 +25,19 @@ describe("a suspended tenant is refused everywhere and comes back on resume", ()
   let runtime: ApiRuntime;
   let t: TenantFixture;
   let other: TenantFixture;
-  let uninstall: () => void;
   const operator = cliOperatorActor();
 
   beforeAll(async () => {
     h = await startWorkspaceHarness();
     // The upload route resolves the workspace through the process' engine: the harness's, not a default one
     // over .data/workspaces (which held no folder for the workspace, so its attach found it vanished).
-    setEngine(h.engine);
-    uninstall = installProcessQueues(h.queues);
+    await installTestBerth({ engine: h.engine, queues: h.queues });
     runtime = createTestApiRuntime();
     t = await createTenantFixture(runtime, "susp");
     other = await createTenantFixture(runtime, "other");
   });
   afterAll(async () => {
-    uninstall?.();
-    setEngine(undefined);
+    await closeProcessBerth();
     await h?.close();
   });
 

@@ -9,8 +9,6 @@ import { setTenantQuotaOverrides } from "@/server/modules/operator/tenant-quota.
 import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { POST as uploadSkill } from "@/app/api/workspaces/[id]/skills/route";
-import { getApiComposition } from "@/server/api/composition";
-import { setEngine } from "@/server/composition/services";
 import { createApiKey } from "@/server/modules/api-key/api-key.service";
 import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
 import { sumStoredSkillBytes } from "@/server/modules/quota/skill-storage.data";
@@ -19,6 +17,8 @@ import { isAppError } from "@/server/shared/errors";
 import { tarOf, VALID_SKILL_MD } from "@/test/unit/workspace/support/archives";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "../workspace/harness";
+import { closeProcessBerth, processBerth } from "@/server/composition/process-berth";
+import { installTestBerth } from "@/test/setup/test-berth";
 
 const PAD = 4_000;
 const skillMd = (name: string) => VALID_SKILL_MD(name);
@@ -36,11 +36,11 @@ describe("the skill storage quota (a tenant's total across workspaces)", () => {
 
   beforeAll(async () => {
     h = await startWorkspaceHarness();
-    setEngine(h.engine);
+    await installTestBerth({ engine: h.engine });
     tenant = await createTestTenant();
   });
   afterAll(async () => {
-    setEngine(undefined);
+    await closeProcessBerth();
     await h.close();
   });
 
@@ -83,7 +83,7 @@ describe("the skill storage quota (a tenant's total across workspaces)", () => {
     expect(listed).toHaveLength(3);
 
     // Over HTTP the refusal is a 429 naming the limit.
-    const auth = getApiComposition().auth;
+    const auth = processBerth().api.auth;
     const key = (await createApiKey(auth, tenant.scope, { name: "skills", role: "admin" })).plainKey;
     const refused = await uploadSkill(
       new Request(`http://berth.test/api/workspaces/${a.workspaceId}/skills`, {

@@ -11,7 +11,8 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { getConfig } from "@/server/config/config";
-import { composeEngine } from "@/server/composition/services";
+import { composeEngine } from "@/server/composition/berth";
+import { processBerth } from "@/server/composition/process-berth";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import { getDb } from "@/server/db";
 import { createLogger } from "@/server/logger";
@@ -20,10 +21,11 @@ import { readTenantUsage } from "@/server/modules/quota/quota-admin.service";
 import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
 import { createSessionService } from "@/server/modules/session/session.service";
 import { createWorkspaceService } from "@/server/modules/workspace/workspace.service";
-import { closeSharedQueues, getQueues } from "@/server/queue/queues";
+import { getQueues } from "@/server/queue/queues";
 import { AppError, isAppError } from "@/server/shared/errors";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
 import { testEngineConfig } from "../workspace/harness";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 describe("the total-workspaces quota", () => {
   let engine: WorkspaceEngine;
@@ -33,6 +35,7 @@ describe("the total-workspaces quota", () => {
   beforeAll(async () => {
     basedir = await fs.mkdtemp(path.join(os.tmpdir(), "berth-quota-total-"));
     engine = composeEngine({
+      encryptionKey: processBerth().config.secrets.encryptionKey,
       config: testEngineConfig(basedir),
       queues: getQueues(),
       secret: "quota-test-secret",
@@ -42,7 +45,7 @@ describe("the total-workspaces quota", () => {
   });
   afterAll(async () => {
     await engine.close();
-    await closeSharedQueues();
+    await closeProcessBerth();
     await fs.rm(basedir, { recursive: true, force: true });
   });
 

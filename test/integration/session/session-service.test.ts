@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { TRPCError } from "@trpc/server";
-import { disconnectDb, getDb } from "@/server/db";
+import { getDb } from "@/server/db";
 import type { AppError } from "@/server/shared/errors";
 import { createSession } from "@/server/modules/session/session.data";
 import { upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
@@ -11,6 +11,7 @@ import { createCaller } from "@/server/api/root";
 import { rejectionCode } from "../api/support/call-by-path";
 import { contextFromHeaders } from "../api/support/api-test-runtime";
 import { startAgentApiHarness, type AgentApiHarness } from "../agent/support";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 /** session.create's workspace rules and session.delete's purge (through the real job and workers). */
 let h: AgentApiHarness;
@@ -21,7 +22,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await h.close();
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 const newAgent = async (isolationPolicy?: "PER_AGENT" | "PER_SESSION" | "PER_USER") =>

@@ -11,12 +11,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { createAuth } from "@/server/auth/auth";
 import { getDb } from "@/server/db";
-import { closeSharedQueues } from "@/server/queue/queues";
 import { findFreePort } from "@/scripts/services/ports";
 import { createTenantFixture, type TenantFixture } from "@/test/integration/api/support/tenant-fixtures";
 import { makeControlDir, startChild, stopChildren, type Child } from "../multiprocess/processes";
 import { startBerthProcess, type StartedBerth } from "./support/start-process";
 import { provisionReadyLocalWorkspace } from "../workspace/provision-ready";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 /** `promise`, or a failure naming `what` after `ms` (a hung step must say which one it was). */
 function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
@@ -81,7 +81,7 @@ describe("npm run dev serves the terminal WebSocket", { timeout: 300_000 }, () =
   afterAll(async () => {
     await dev?.stop();
     await stopChildren(worker ? [worker] : [], false);
-    await closeSharedQueues();
+    await closeProcessBerth();
     await fs.rm(basedir, { recursive: true, force: true });
   });
 

@@ -11,17 +11,16 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { TRPCClientError } from "@trpc/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { getApiComposition } from "@/server/api/composition";
 import { createBerthClient, type BerthClient } from "@/server/client/create-berth-client";
-import { disconnectDb } from "@/server/db";
 import { createApiKey } from "@/server/modules/api-key/api-key.service";
 import { getWorkspace, upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
 import { enqueue } from "@/server/queue/enqueue";
-import { closeSharedQueues, getQueues } from "@/server/queue/queues";
+import { getQueues } from "@/server/queue/queues";
 import { findFreePort } from "@/scripts/services/ports";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
 import { jobOutcome } from "../queue/queue-fixtures";
 import { startBerthProcess, waitUntilServing, type StartedBerth } from "./support/start-process";
+import { closeProcessBerth, processBerth } from "@/server/composition/process-berth";
 
 /** The tRPC status of a refused call (the client's error carries the server's HTTP status). */
 async function refusal(call: Promise<unknown>): Promise<{ status: number | undefined; message: string }> {
@@ -48,7 +47,7 @@ describe("npm start: engine errors reach HTTP clients as their typed 4xx", () =>
     url = `http://127.0.0.1:${port}`;
     dataDir = await mkdtemp(path.join(tmpdir(), "berth-start-errors-"));
     tenant = await createTestTenant();
-    apiKey = (await createApiKey(getApiComposition().auth, tenant.scope, { name: "start", role: "admin" }))
+    apiKey = (await createApiKey(processBerth().api.auth, tenant.scope, { name: "start", role: "admin" }))
       .plainKey;
     workspaceId = `ws-start-${randomUUID().slice(0, 8)}`;
     await upsertWorkspaceBinding(tenant.scope, {
@@ -88,8 +87,7 @@ describe("npm start: engine errors reach HTTP clients as their typed 4xx", () =>
 
   afterAll(async () => {
     await berth?.stop();
-    await closeSharedQueues();
-    await disconnectDb();
+    await closeProcessBerth();
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 

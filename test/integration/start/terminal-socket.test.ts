@@ -12,11 +12,10 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { createAuth } from "@/server/auth/auth";
-import { getDb, disconnectDb } from "@/server/db";
+import { getDb } from "@/server/db";
 import { addMember } from "@/server/modules/member/member.data";
 import { createAgent } from "@/server/modules/agent/agent.data";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
-import { closeSharedQueues } from "@/server/queue/queues";
 import { findFreePort } from "@/scripts/services/ports";
 import { type RunningBerth, startBerth } from "@/test/e2e/support/berth-server";
 import {
@@ -26,6 +25,7 @@ import {
   type TenantFixture,
 } from "@/test/integration/api/support/tenant-fixtures";
 import { provisionReadyLocalWorkspace } from "../workspace/provision-ready";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 // The server's reattach grace, shorter than the default 30 s so the dead-connection case does not wait it out;
 // long enough that the reattach below (two local WebSocket opens) lands inside it on a loaded machine.
@@ -87,9 +87,9 @@ describe("the terminal WebSocket on npm start's server", () => {
   }, 900_000);
 
   afterAll(async () => {
-    await closeSharedQueues();
+    await closeProcessBerth();
     await app?.stop();
-    await disconnectDb();
+    await closeProcessBerth();
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 

@@ -3,13 +3,14 @@ import type { ApiRuntime } from "@/server/api/context";
 import { createCaller } from "@/server/api/root";
 import { decryptSecret, secretKeyFromBytes } from "@/server/auth/secrets";
 import { getConfig } from "@/server/config/config";
-import { disconnectDb, getDb } from "@/server/db";
+import { getDb } from "@/server/db";
 import { tenantDriverSettings } from "@/server/modules/backend-settings/backend-settings.service";
 import { flushAuditBuffer } from "@/server/modules/audit/audit-buffer.service";
-import { closeSharedRedis, getRedis } from "@/server/redis";
+import { getRedis } from "@/server/redis";
 import { contextFromHeaders, createTestApiRuntime } from "../api/support/api-test-runtime";
 import { rejectionCode } from "../api/support/call-by-path";
 import { createTenantFixture, type TenantFixture } from "../api/support/tenant-fixtures";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 /**
  * A tenant's own E2B team (`backendSettings.read` / `set` / `clear` of the `e2b` backend, whose driver
@@ -38,8 +39,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await closeSharedRedis();
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 describe("tenant E2B settings", () => {

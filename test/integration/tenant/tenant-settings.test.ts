@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createCaller } from "@/server/api/root";
 import type { ApiRuntime } from "@/server/api/context";
-import { disconnectDb, getDb } from "@/server/db";
-import { setEngine } from "@/server/composition/services";
+import { getDb } from "@/server/db";
 import { getWorkspace, listWorkspaceEvents } from "@/server/modules/workspace/workspace.data";
 import { createEnqueue } from "@/server/queue/enqueue";
 import { contextFromHeaders, createTestApiRuntime } from "../api/support/api-test-runtime";
@@ -10,6 +9,8 @@ import { rejectionCode } from "../api/support/call-by-path";
 import { createTenantFixture, type TenantFixture } from "../api/support/tenant-fixtures";
 import { jobOutcome } from "../queue/queue-fixtures";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "../workspace/harness";
+import { closeProcessBerth } from "@/server/composition/process-berth";
+import { installTestBerth } from "@/test/setup/test-berth";
 
 /**
  * The tenant's defaults on its policy (`tenant.policy` / `tenant.setPolicy`): the isolation policy of agents
@@ -27,7 +28,7 @@ let ref: { tenantId: string };
 
 beforeAll(async () => {
   h = await startWorkspaceHarness({ idleTtlMs: INSTALLATION_TTL_MS });
-  setEngine(h.engine);
+  await installTestBerth({ engine: h.engine });
   runtime = createTestApiRuntime();
   [tenant, other] = await Promise.all([
     createTenantFixture(runtime, "set"),
@@ -38,9 +39,9 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  setEngine(undefined);
+  await closeProcessBerth();
   await h.close();
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 describe("tenant defaults", () => {

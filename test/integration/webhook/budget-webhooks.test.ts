@@ -22,7 +22,7 @@ describe("budget alerts as lifecycle webhooks (real Postgres, Redis, workers, a 
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
   let workers: Awaited<ReturnType<typeof startWebhookWorkers>>;
   let tenant: TestTenant;
-  let uninstall: () => void;
+  let uninstall: () => Promise<void>;
   let policy: { allowedOrigins: string[] };
 
   beforeAll(async () => {
@@ -30,11 +30,11 @@ describe("budget alerts as lifecycle webhooks (real Postgres, Redis, workers, a 
     policy = { allowedOrigins: [receiver.origin] };
     workers = await startWebhookWorkers({ secretKey, policy, connectionName: "test-budget-webhooks" });
     // The budget evaluation emits through the process' queues, as in the worker that runs it.
-    uninstall = installProcessQueues(workers.queues);
+    uninstall = await installProcessQueues(workers.queues);
     tenant = await createTestTenant();
   });
   afterAll(async () => {
-    uninstall();
+    await uninstall();
     await workers.close();
     await receiver.close();
   });

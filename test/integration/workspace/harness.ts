@@ -7,7 +7,8 @@ import type { TenantScope } from "@/server/auth/scope";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
 import type { RedisConfig } from "@/server/config/redis";
 import type { WorkspaceEngine } from "@/server/engine/engine";
-import { composeEngine } from "@/server/composition/services";
+import { composeEngine } from "@/server/composition/berth";
+import { processBerth } from "@/server/composition/process-berth";
 import type { EngineConfig } from "@/server/engine/engine-config";
 import { HostFolderMachines } from "@/server/workspace/drivers/host-folder/host-folder-machines";
 import type { CreateOptions, CreateProgress, WorkspaceDriver } from "@/server/workspace/drivers/driver";
@@ -98,7 +99,14 @@ export async function startWorkspaceHarness(
   const secret = randomBytes(32).toString("hex");
   const engines: WorkspaceEngine[] = [];
   const newEngine = () => {
-    const engine = composeEngine({ config, queues, secret, log: testLog, drivers });
+    const engine = composeEngine({
+      config,
+      queues,
+      secret,
+      log: testLog,
+      drivers,
+      encryptionKey: processBerth().config.secrets.encryptionKey,
+    });
     engines.push(engine);
     return engine;
   };

@@ -3,15 +3,16 @@ import { TRPCError } from "@trpc/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GET as download } from "@/app/api/workspaces/[id]/files/download/route";
 import { POST as uploadSkill } from "@/app/api/workspaces/[id]/skills/route";
-import { getApiComposition } from "@/server/api/composition";
 import { createCaller } from "@/server/api/root";
-import { setEngine } from "@/server/composition/services";
 import { createApiKey } from "@/server/modules/api-key/api-key.service";
 import type { AppError } from "@/server/shared/errors";
 import { tarOf, VALID_SKILL_MD, zipOf } from "@/test/unit/workspace/support/archives";
 import { contextFromHeaders } from "../api/support/api-test-runtime";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "./harness";
+import { closeProcessBerth, processBerth } from "@/server/composition/process-berth";
+import { processApiRuntime } from "@/server/api/composition";
+import { installTestBerth } from "@/test/setup/test-berth";
 
 const BASE = "http://berth.test";
 const params = (id: string) => ({ params: Promise.resolve({ id }) });
@@ -26,9 +27,9 @@ describe("workspace route handlers: skill upload (multipart → engine) and sign
 
   beforeAll(async () => {
     h = await startWorkspaceHarness();
-    setEngine(h.engine);
+    await installTestBerth({ engine: h.engine });
     [tenant, other] = await Promise.all([createTestTenant(), createTestTenant()]);
-    const auth = getApiComposition().auth;
+    const auth = processBerth().api.auth;
     key = (await createApiKey(auth, tenant.scope, { name: "routes", role: "admin" })).plainKey;
     otherKey = (await createApiKey(auth, other.scope, { name: "routes", role: "admin" })).plainKey;
     const fresh = await freshSession(tenant.scope);
@@ -37,7 +38,7 @@ describe("workspace route handlers: skill upload (multipart → engine) and sign
     await workspace.machine.writeFile(path.posix.join(workspace.workdir, "report.txt"), "hello download");
   });
   afterAll(async () => {
-    setEngine(undefined);
+    await closeProcessBerth();
     await h.close();
   });
 
@@ -278,7 +279,7 @@ describe("workspace route handlers: skill upload (multipart → engine) and sign
         expect(response.status).toBe(201);
       }
       const caller = createCaller(
-        contextFromHeaders(getApiComposition().runtime, { authorization: `Bearer ${key}` }),
+        contextFromHeaders(processApiRuntime(), { authorization: `Bearer ${key}` }),
       );
       const target = { tenantId: tenant.tenantId, workspaceId, agentId: "archives" };
       const listed = (await caller.workspace.skill.list(target)).filter(

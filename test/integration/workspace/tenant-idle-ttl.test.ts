@@ -5,16 +5,19 @@
  * installation's. (The eviction itself, with a moved clock, is test/unit/workspace/manager.test.ts.)
  */
 import { afterAll, describe, expect, it } from "vitest";
-import { composeEngine } from "@/server/composition/services";
+import { composeEngine } from "@/server/composition/berth";
+import { processBerth } from "@/server/composition/process-berth";
 import { loadEngineConfig } from "@/server/engine/engine-config";
 import { createLogger } from "@/server/logger";
 import { updateTenantPolicy } from "@/server/modules/tenant/tenant-policy.data";
-import { closeSharedQueues, getQueues } from "@/server/queue/queues";
+import { getQueues } from "@/server/queue/queues";
 import { createTestTenant } from "../db/fixtures";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 describe("the workspace cache's idle TTL", () => {
   const config = { ...loadEngineConfig(), idleTtlMs: 3_600_000 };
   const engine = composeEngine({
+    encryptionKey: processBerth().config.secrets.encryptionKey,
     config,
     queues: getQueues(),
     secret: "tenant-idle-ttl-test",
@@ -23,7 +26,7 @@ describe("the workspace cache's idle TTL", () => {
 
   afterAll(async () => {
     await engine.close();
-    await closeSharedQueues();
+    await closeProcessBerth();
   });
 
   it("follows each tenant's policy, read at every eviction pass", async () => {

@@ -6,7 +6,8 @@ import type { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { getConfig } from "@/server/config/config";
-import { composeEngine } from "@/server/composition/services";
+import { composeEngine } from "@/server/composition/berth";
+import { processBerth } from "@/server/composition/process-berth";
 import {
   createBackendSettingsService,
   tenantDriverSettings,
@@ -60,6 +61,7 @@ beforeAll(async () => {
   connection = createRedisConnection(redis, "producer", "test-throwaway");
   const queues = createQueues(jobCatalog, { connection, redis, log: testLog });
   const engine = composeEngine({
+    encryptionKey: processBerth().config.secrets.encryptionKey,
     config,
     queues,
     secret: randomBytes(16).toString("hex"),

@@ -8,12 +8,12 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { POST as uploadFile } from "@/app/api/workspaces/[id]/files/route";
-import { disconnectDb } from "@/server/db";
 import { FILE_UPLOAD_MAX_BYTES } from "@/server/modules/workspace-content/workspace-files.service";
 import { hostWorkdirOf } from "@/test/drivers/local/support/sandbox-env";
 import { startAgentApiHarness, type AgentApiHarness } from "../agent/support";
 import { rejectionCode } from "../api/support/call-by-path";
 import { freshSession } from "./harness";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 const BASE = "http://berth.test";
 let h: AgentApiHarness;
@@ -43,7 +43,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await h.close();
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 const target = () => ({ ...h.ref, workspaceId });

@@ -4,12 +4,13 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { disconnectDb, getDb } from "@/server/db";
+import { getDb } from "@/server/db";
 import { getWorkspace, upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
 import { WORKSPACE_STATES, type WorkspaceState } from "@/server/modules/workspace/workspace.types";
 import { acquireLeaseLocked, transitionFrom } from "@/server/modules/workspace/workspace-lifecycle.data";
 import { startAgentApiHarness, type AgentApiHarness } from "../agent/support";
 import { freshSession } from "./harness";
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 let h: AgentApiHarness;
 const HOUR = 60 * 60 * 1000;
@@ -62,7 +63,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await h.close();
-  await disconnectDb();
+  await closeProcessBerth();
 });
 
 async function listAll(filters: Record<string, unknown>) {

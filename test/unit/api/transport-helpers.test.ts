@@ -1,6 +1,6 @@
 import { TRPCError } from "@trpc/server";
 import { describe, expect, it } from "vitest";
-import { loopbackAliases } from "@/server/api/composition";
+import { loopbackAliases } from "@/server/composition/berth";
 import { REQUEST_ID_HEADER, resolveRequestId } from "@/server/api/context";
 import { MASKED_ERROR_MESSAGE, toClientSafeTRPCError } from "@/server/api/error-mapping";
 import { resolveTrpcEndpoint } from "@/server/client/create-berth-client";

@@ -7,22 +7,25 @@ import { TRPCError } from "@trpc/server";
 import { afterEach, describe, expect, it } from "vitest";
 import { toClientSafeTRPCError } from "@/server/api/error-mapping";
 import type * as ErrorsCopy from "@/server/shared/errors";
-import type * as RegistryCopy from "@/server/shared/process-registry";
+import type * as RootCopy from "@/server/shared/process-root";
 import { AppError, isAppError, toAppError } from "@/server/shared/errors";
 import {
-  processSlot,
-  ProcessRegistrySealedError,
-  sealProcessRegistry,
-} from "@/server/shared/process-registry";
+  installProcessRoot,
+  peekProcessRoot,
+  ProcessRootError,
+  processRoot,
+  setProcessRootBuilder,
+  takeProcessRoot,
+} from "@/server/shared/process-root";
 
 type ErrorsModule = typeof ErrorsCopy;
-type RegistryModule = typeof RegistryCopy;
+type RootModule = typeof RootCopy;
 
 // Specifiers in variables: the type checker does not resolve them, the module loader loads a second copy.
 const ERRORS_COPY = "@/server/shared/errors?second-copy";
-const REGISTRY_COPY = "@/server/shared/process-registry?second-copy";
+const ROOT_COPY = "@/server/shared/process-root?second-copy";
 const secondErrorsCopy = () => import(/* @vite-ignore */ ERRORS_COPY) as Promise<ErrorsModule>;
-const secondRegistryCopy = () => import(/* @vite-ignore */ REGISTRY_COPY) as Promise<RegistryModule>;
+const secondRootCopy = () => import(/* @vite-ignore */ ROOT_COPY) as Promise<RootModule>;
 
 describe("AppError thrown by another copy of errors.ts", () => {
   it("really is another class (the situation under npm start)", async () => {
@@ -63,26 +66,38 @@ describe("AppError thrown by another copy of errors.ts", () => {
   });
 });
 
-describe("process registry across copies", () => {
-  const key = `test-slot-${Math.random()}`;
+describe("the process root across copies", () => {
   afterEach(() => {
-    processSlot(key).set(undefined);
-    // Unseal for the other tests of this file (the registry is per process).
-    (globalThis as Record<symbol, { sealedBy?: string }>)[Symbol.for("berth.process-registry")]!.sealedBy =
-      undefined;
+    takeProcessRoot();
+    setProcessRootBuilder(() => {
+      throw new Error("no root in unit tests");
+    });
   });
 
-  it("hands the instance built by one copy to the other instead of building a second one", async () => {
-    const other = await secondRegistryCopy();
-    expect(other.processSlot).not.toBe(processSlot);
-    const built = processSlot(key).get(() => ({ pool: "first" }));
-    expect(other.processSlot(key).get(() => ({ pool: "second" }))).toBe(built);
+  it("hands the root one copy installed to the other instead of building a second one", async () => {
+    const other = await secondRootCopy();
+    expect(other.processRoot).not.toBe(processRoot);
+    const root = { pool: "first" };
+    installProcessRoot(root);
+    other.setProcessRootBuilder(() => ({ pool: "second" }));
+    expect(other.processRoot()).toBe(root);
+    expect(other.peekProcessRoot()).toBe(root);
   });
 
-  it("once sealed, refuses to build what the composition root did not", async () => {
-    const other = await secondRegistryCopy();
-    sealProcessRegistry("this test");
-    expect(() => other.processSlot(key).get(() => ({ pool: "late" }))).toThrow(/was not built by this test/);
-    expect(() => processSlot(key).get(() => ({}))).toThrow(ProcessRegistrySealedError);
+  it("builds the root once, on first use, when no composition root installed one", async () => {
+    const other = await secondRootCopy();
+    let builds = 0;
+    setProcessRootBuilder(() => ({ pool: `built ${++builds}` }));
+    expect(peekProcessRoot()).toBeUndefined();
+    const built = other.processRoot();
+    expect(processRoot()).toBe(built);
+    expect(builds).toBe(1);
+  });
+
+  it("refuses a second root while one is installed", async () => {
+    const other = await secondRootCopy();
+    installProcessRoot({ pool: "first" });
+    expect(() => other.installProcessRoot({ pool: "second" })).toThrow(/already runs on another Berth root/);
+    expect(() => installProcessRoot({ pool: "third" })).toThrow(ProcessRootError);
   });
 });

@@ -1,19 +1,21 @@
 import { type ApiRuntime, createContextInner } from "@/server/api/context";
 import { type RequestPrincipal } from "@/server/auth/resolve";
 import { createAuth } from "@/server/auth/auth";
-import { getDb } from "@/server/db";
+import { processBerth } from "@/server/composition/process-berth";
 import { createLogger } from "@/server/logger";
 
 export const TEST_BASE_URL = "http://localhost:3000";
 
 /** The same runtime the app builds, from explicit test config instead of the process environment. */
 export function createTestApiRuntime(): ApiRuntime {
+  const berth = processBerth();
   return {
+    berth,
     logger: createLogger({ level: "silent" }),
     auth: createAuth({
       secret: "test-secret-0123456789abcdef0123456789abcdef",
       baseUrl: TEST_BASE_URL,
-      prisma: getDb(),
+      prisma: berth.db,
       // Rejected keys are the point of several tests; better-auth would log each one as an error.
       log: () => {},
     }),
