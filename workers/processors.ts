@@ -21,7 +21,7 @@ import { defineSchedule, type Schedule } from "./schedules";
 /** What Berth's processors need from the composition root (workers/runtime.ts). */
 export type ProcessorDeps = {
   /** The process' Berth root: its configuration and services. */
-  berth: Pick<Berth, "config" | "engine" | "workspaces">;
+  berth: Pick<Berth, "config" | "db" | "engine" | "workspaces">;
   redis: Redis;
   redisPrefix: string;
   /** The workspace engine the jobs use (drivers, config, queues); default: the root's. */
@@ -56,7 +56,7 @@ export function registerBerthProcessors(
     "metrics.sample",
     metricsSampleProcessor({ drivers: engine.drivers, retentionDays: operations.metricsRetentionDays }),
   );
-  registerWorkspaceProcessors(registry, engine, { lockDurationMs: deps.lockDurationMs });
+  registerWorkspaceProcessors(registry, engine, deps.berth.db, { lockDurationMs: deps.lockDurationMs });
   registerTenantProcessors(registry, engine);
   registerCheckpointProcessors(registry, deps.berth);
   registerWebhookProcessors(registry, {

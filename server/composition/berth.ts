@@ -186,6 +186,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       secret: config.secrets.authSecret,
       log: log(),
       encryptionKey: config.secrets.encryptionKey,
+      db: db(),
     });
   });
   // Every process that has an engine changes workspaces, so it also announces them (API and workers).
@@ -362,9 +363,9 @@ export function buildApiProcess(berth: Berth): void {
 
 /** An engine whose cache misses go through the workers (the provision gate over its queues). */
 export function composeEngine(
-  options: Omit<CreateEngineOptions, "ensureProvisioned"> & { encryptionKey: Buffer },
+  options: Omit<CreateEngineOptions, "ensureProvisioned"> & { encryptionKey: Buffer; db: Db },
 ): WorkspaceEngine {
-  const { config, queues, log, encryptionKey, ...rest } = options;
+  const { config, queues, log, encryptionKey, db, ...rest } = options;
   const ensureProvisioned = createProvisionGate({
     queues,
     waitMs: config.provisionWaitMs,
@@ -373,12 +374,12 @@ export function composeEngine(
   // The database's installation id labels every shared-engine resource (reconcile touches only its own);
   // tenants' own backend settings (an E2B team's key, sealed) come from the database too.
   return createEngine({
-    installationId: () => ensureInstallationId(),
+    installationId: () => ensureInstallationId(db),
     tenantSettings: tenantDriverSettings(secretKeyFromBytes(encryptionKey)),
     // Each tenant's own idle TTL (its policy; the installation's caps it) for the cache, as for the sweep.
     tenantIdleTtls: async () =>
       new Map(
-        (await listTenantIdleTtlsBelow(config.idleTtlMs)).map(({ tenantId, idleTtlMs }) => [
+        (await listTenantIdleTtlsBelow(config.idleTtlMs, db)).map(({ tenantId, idleTtlMs }) => [
           tenantId,
           idleTtlMs,
         ]),

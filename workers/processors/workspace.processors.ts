@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import {
   provisionWorkspace,
@@ -21,6 +22,8 @@ import { defineSchedule, type Schedule } from "../schedules";
 export function registerWorkspaceProcessors(
   registry: ProcessorRegistry<BerthJobCatalog>,
   engine: Pick<WorkspaceEngine, "drivers" | "config" | "queues">,
+  /** The process' database client (the Berth root's). */
+  db: Db,
   /** The workers' job lock duration: a provision run's claim lapses after as long (provision-claim.ts). */
   options: { lockDurationMs?: number | undefined } = {},
 ): void {
@@ -28,6 +31,7 @@ export function registerWorkspaceProcessors(
   const deps: WorkspaceJobDeps = {
     drivers: engine.drivers,
     config: engine.config,
+    db,
     requestStop: (payload) => enqueue("workspace.stop", payload),
     requestProvision: (payload) => enqueue("workspace.provision", payload),
     ...(options.lockDurationMs !== undefined ? { provisionClaimMs: options.lockDurationMs } : {}),

@@ -1,8 +1,5 @@
-import { loadRedisConfig } from "@/server/config/redis";
-import { loadWorkersConfig } from "@/server/config/workers";
-import { getLogger } from "@/server/logger";
+import { processBerth } from "@/server/composition/process-berth";
 import { checkHealth } from "@/server/modules/health/health.service";
-import { getRedis } from "@/server/redis";
 
 // Always live: a cached health answer is a wrong health answer.
 export const dynamic = "force-dynamic";
@@ -10,11 +7,14 @@ export const runtime = "nodejs";
 
 /** GET /api/health → 200 when database, Redis and workers are all ok, 503 otherwise; JSON body. */
 export async function GET(): Promise<Response> {
+  // Entered by Next: the process' Berth comes through its one handle.
+  const berth = processBerth();
   const report = await checkHealth({
-    redis: getRedis(),
-    redisPrefix: loadRedisConfig().prefix,
-    heartbeatTtlMs: loadWorkersConfig().heartbeatTtlMs,
-    log: getLogger().child({ component: "health" }),
+    db: berth.db,
+    redis: berth.redis,
+    redisPrefix: berth.config.redis.prefix,
+    heartbeatTtlMs: berth.config.workers.heartbeatTtlMs,
+    log: berth.log.child({ component: "health" }),
   });
   return Response.json(report, {
     status: report.status === "ok" ? 200 : 503,

@@ -3,10 +3,13 @@ import type { Logger } from "@/server/logger";
 import { auditDeadLetters, pendingAuditEntries } from "@/server/modules/audit/audit-buffer.service";
 import { aliveWorkers } from "@/server/queue/heartbeat";
 import { BERTH_SCHEDULERS, missingSchedulers } from "@/server/queue/schedulers";
+import type { DbClient } from "@/server/db";
 import { pingDatabase } from "./health.data";
 import type { HealthCheckDTO, HealthReportDTO } from "./health.types";
 
 export type HealthDeps = {
+  /** The process' database client (the Berth root's). */
+  db: DbClient;
   redis: Redis;
   redisPrefix: string;
   /** A worker counts as alive if it beat within this window (WORKERS_HEARTBEAT_TTL_MS). */
@@ -56,7 +59,7 @@ async function timed<T>(
  */
 export async function checkHealth(deps: HealthDeps): Promise<HealthReportDTO> {
   const [database, redis, workers, schedulers, audit] = await Promise.all([
-    timed("database", deps.pingDatabase ?? (() => pingDatabase()), deps),
+    timed("database", deps.pingDatabase ?? (() => pingDatabase(deps.db)), deps),
     timed("redis", () => deps.redis.ping(), deps),
     timed("workers", () => aliveWorkers(deps.redis, deps.redisPrefix, deps.heartbeatTtlMs), deps),
     timed(

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { type DbClient, getDb } from "@/server/db";
+import type { DbClient } from "@/server/db";
 
 const ROW_KEY = "this";
 
@@ -9,7 +9,7 @@ const ROW_KEY = "this";
  * same id; another installation (its own database) gets another. `ON CONFLICT DO NOTHING` makes concurrent
  * first starts agree on one row. Workspace drivers label shared-engine resources with it (issue 11).
  */
-export async function ensureInstallationId(db: DbClient = getDb()): Promise<string> {
+export async function ensureInstallationId(db: DbClient): Promise<string> {
   const candidate = `b${randomBytes(10).toString("hex")}`;
   await db.$executeRaw`
     INSERT INTO "installation" ("key", "installation_id") VALUES (${ROW_KEY}, ${candidate})

@@ -20,7 +20,7 @@ export async function sweepIdleWorkspaces(
   const idleBefore = new Date(now.getTime() - installationTtlMs);
   // A tenant's own idle TTL counts when it is shorter (the installation's is the maximum): min(tenant, installation).
   const tenantTtls = new Map(
-    (await listTenantIdleTtlsBelow(installationTtlMs)).map((row) => [row.tenantId, row.idleTtlMs]),
+    (await listTenantIdleTtlsBelow(installationTtlMs, deps.db)).map((row) => [row.tenantId, row.idleTtlMs]),
   );
   const tenantIdleBefore = [...tenantTtls].map(([tenantId, ttlMs]) => ({
     tenantId,

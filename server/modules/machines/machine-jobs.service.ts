@@ -30,6 +30,7 @@ import {
 import { recordDataLostEvent } from "./data-lost";
 import { claimProvision, DEFAULT_PROVISION_CLAIM_MS, waitForProvisionClaim } from "./provision-claim";
 import { specOfRecord } from "@/server/modules/workspace/workspace-spec";
+import type { Db } from "@/server/db";
 
 /** What the workspace jobs need from the worker's composition root. */
 export type WorkspaceJobDeps = {
@@ -40,6 +41,8 @@ export type WorkspaceJobDeps = {
   requestStop: (payload: z.input<typeof ZWorkspaceStopPayload>) => Promise<unknown>;
   /** Enqueues `workspace.provision` (reconcile resumes a provision whose job was lost). */
   requestProvision: (payload: z.input<typeof ZWorkspaceProvisionPayload>) => Promise<unknown>;
+  /** The process' database client (the Berth root's). */
+  db: Db;
   /** Quota admission and limits (default: the installation's, over the process' Redis). */
   quota?: QuotaDeps;
   /**

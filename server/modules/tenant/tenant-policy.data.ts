@@ -76,7 +76,7 @@ export async function updateTenantPolicy(
  */
 export async function listTenantIdleTtlsBelow(
   installationTtlMs: number,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<{ tenantId: string; idleTtlMs: number }[]> {
   const rows = await db.tenant.findMany({
     where: { workspaceIdleTtlMs: { lt: installationTtlMs } },

@@ -18,6 +18,7 @@ import { startWorkerRuntime, type WorkerRuntime } from "@/workers/runtime";
 import { startAgentApiHarness, type AgentApiHarness } from "../agent/support";
 import { testLog } from "../queue/queue-fixtures";
 import { createTenantFixture, type TenantFixture } from "./support/tenant-fixtures";
+import { processBerth } from "@/server/composition/process-berth";
 
 let h: AgentApiHarness;
 let other: TenantFixture;
@@ -99,7 +100,12 @@ describe("the audit buffer under hostile strings", () => {
       entry: "{not json",
       reason: expect.stringMatching(/^unreadable/),
     });
-    const health = await checkHealth({ redis, redisPrefix: redisConfig.prefix, heartbeatTtlMs: 15_000 });
+    const health = await checkHealth({
+      db: processBerth().db,
+      redis,
+      redisPrefix: redisConfig.prefix,
+      heartbeatTtlMs: 15_000,
+    });
     expect(health.checks.audit).toMatchObject({ ok: true, pending: 0, deadLettered: deadBefore + 1 });
 
     // After a restart of the workers the buffer still flows.

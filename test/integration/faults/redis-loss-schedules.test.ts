@@ -15,6 +15,7 @@ import { berthSchedules } from "@/workers/processors";
 import { startWorkerRuntime, type WorkerRuntime } from "@/workers/runtime";
 import { startOwnRedis, type OwnRedis } from "../../fixtures/faults/redis-server";
 import { testLog } from "../queue/queue-fixtures";
+import { processBerth } from "@/server/composition/process-berth";
 
 // The runtime runs the audit flush schedule only (the sweep and reconcile would act on this machine's
 // workspaces); health expects exactly that one.
@@ -55,6 +56,7 @@ describe("schedulers after Redis lost its data", { timeout: 90_000 }, () => {
 
   const health = () =>
     checkHealth({
+      db: processBerth().db,
       redis: connection,
       redisPrefix: redis.prefix,
       heartbeatTtlMs: workersConfig.heartbeatTtlMs,

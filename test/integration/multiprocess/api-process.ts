@@ -19,6 +19,7 @@ type Request = { tenantId: string; userId: string; sessionIds: string[]; calls: 
 
 const engine = composeEngine({
   encryptionKey: processBerth().config.secrets.encryptionKey,
+  db: processBerth().db,
   config: loadEngineConfig(),
   queues: getQueues(),
   secret: "multiprocess-test-secret",

@@ -107,6 +107,7 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
     // writes the PENDING binding: nothing here provisions or enqueues).
     engine = composeEngine({
       encryptionKey: processBerth().config.secrets.encryptionKey,
+      db: processBerth().db,
       config: testEngineConfig(workspacesDir),
       queues: getQueues(),
       secret: "multiprocess-test-secret",

@@ -22,6 +22,7 @@ import { containerName } from "@/server/workspace/drivers/docker/docker-config";
 import { podName } from "@/server/workspace/drivers/kubernetes/kubernetes-names";
 import { createTestTenant } from "../db/fixtures";
 import { closeProcessBerth } from "@/server/composition/process-berth";
+import { processBerth } from "@/server/composition/process-berth";
 
 const log = createLogger({ level: "silent" });
 const engine = getEngine();
@@ -34,7 +35,7 @@ type Request = { id: number; op: string; workspaceId?: string };
 async function run(request: Request): Promise<unknown> {
   switch (request.op) {
     case "installation":
-      return ensureInstallationId();
+      return ensureInstallationId(processBerth().db);
     case "provision": {
       const workspaceId = request.workspaceId!;
       const scope = await resolveSystemTenantScope(tenant.tenantId);

@@ -99,6 +99,7 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
     };
     engine = composeEngine({
       encryptionKey: processBerth().config.secrets.encryptionKey,
+      db: processBerth().db,
       config: testEngineConfig(workspacesDir),
       queues: getQueues(),
       secret: "multiprocess-test-secret",

@@ -17,6 +17,7 @@ import { ensureInstallationId } from "@/server/modules/installation/installation
 import { getQueues } from "@/server/queue/queues";
 import type { WorkspaceDriver, WorkspaceSpec } from "@/server/workspace/drivers/driver";
 import { startWorkerRuntime } from "@/workers/runtime";
+import { processBerth } from "@/server/composition/process-berth";
 
 const controlDir = process.env.MP_CONTROL_DIR!;
 const log = (line: string) => fs.appendFileSync(path.join(controlDir, "provisions.log"), `${line}\n`);
@@ -45,7 +46,7 @@ function observedDrivers(config: EngineConfig, secrets: { encryptionKey: Buffer 
   const tenantSettings = tenantDriverSettings(secretKeyFromBytes(secrets.encryptionKey));
   return driverSetOf(
     createDriverSet(config, undefined, {
-      installationId: () => ensureInstallationId(),
+      installationId: () => ensureInstallationId(processBerth().db),
       tenantSettings,
     }).all.map(observed),
   );

@@ -36,6 +36,7 @@ describe("the total-workspaces quota", () => {
     basedir = await fs.mkdtemp(path.join(os.tmpdir(), "berth-quota-total-"));
     engine = composeEngine({
       encryptionKey: processBerth().config.secrets.encryptionKey,
+      db: processBerth().db,
       config: testEngineConfig(basedir),
       queues: getQueues(),
       secret: "quota-test-secret",

@@ -7,6 +7,7 @@ import { createRedisConnection } from "@/server/redis";
 import { berthSchedules } from "@/workers/processors";
 import { startWorkerRuntime, type WorkerRuntime } from "@/workers/runtime";
 import { isolatedRedisConfig, testLog } from "../queue/queue-fixtures";
+import { processBerth } from "@/server/composition/process-berth";
 
 const workersConfig = { concurrency: 1, healthPort: 0, heartbeatTtlMs: 15_000 };
 // The runtimes here run the audit flush schedule only (sweep and reconcile would act on this machine's
@@ -29,6 +30,7 @@ describe("health service and worker probes (real Postgres and Redis)", () => {
   });
 
   const deps = () => ({
+    db: processBerth().db,
     redis: connection,
     redisPrefix: redis.prefix,
     heartbeatTtlMs: 15_000,
@@ -90,6 +92,7 @@ describe("health service and worker probes (real Postgres and Redis)", () => {
     const dead = createRedisConnection({ url: "redis://127.0.0.1:1", prefix: "x" }, "producer", "test-dead");
     try {
       const report = await checkHealth({
+        db: processBerth().db,
         redis: dead,
         redisPrefix: "x",
         heartbeatTtlMs: 15_000,

@@ -106,6 +106,7 @@ export async function startWorkspaceHarness(
       log: testLog,
       drivers,
       encryptionKey: processBerth().config.secrets.encryptionKey,
+      db: processBerth().db,
     });
     engines.push(engine);
     return engine;

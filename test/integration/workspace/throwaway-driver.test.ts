@@ -62,6 +62,7 @@ beforeAll(async () => {
   const queues = createQueues(jobCatalog, { connection, redis, log: testLog });
   const engine = composeEngine({
     encryptionKey: processBerth().config.secrets.encryptionKey,
+    db: processBerth().db,
     config,
     queues,
     secret: randomBytes(16).toString("hex"),
