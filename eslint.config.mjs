@@ -41,14 +41,21 @@ const WORKSPACE_LIBRARY = [
     "server/workspace depends on nothing above it (server/shared only).",
   ],
 ];
+// A TenantScope is proof that an auth gate checked membership: only server/auth may mint one.
+const MINT_SCOPE = {
+  name: "@/server/auth/scope",
+  importNames: ["mintTenantScope"],
+  message: "Only auth gates (server/auth) mint a TenantScope; use resolveTenantScope.",
+};
 const DRIVER_INTERNALS_MESSAGE =
   "Outside a driver, use the seam and the registry (server/workspace/drivers/*.ts), never a driver's folder.";
 
 /** One zone: `files` may not import `groups` (each with the reason shown in the lint message). */
-const zone = (files, groups, extra = {}) => ({
+const zone = (files, groups, { rules = {}, ...extra } = {}) => ({
   files,
   ...extra,
   rules: {
+    ...rules,
     "no-restricted-imports": [
       "error",
       {
@@ -96,8 +103,6 @@ function dependencyZones() {
         ],
         [[...PRISMA, ...DATA_MODULES], "server/api calls services, never Prisma or *.data.ts."],
       ],
-      // The web side's composition root builds auth over the database pool.
-      { ignores: ["server/api/composition.ts"] },
     ),
     zone(
       ["server/modules/**/*.ts"],
@@ -114,10 +119,28 @@ function dependencyZones() {
           ["@/server/queue/worker*", "@/server/queue/registry"],
           "Modules only enqueue (server/queue/enqueue).",
         ],
-        [PRISMA, "Only *.data.ts files may import Prisma."],
+        [PRISMA.filter((group) => group !== "@/server/db"), "Only *.data.ts files may import Prisma."],
         [DRIVER_INTERNALS, DRIVER_INTERNALS_MESSAGE],
       ],
-      { ignores: ["server/modules/**/*.data.ts"] },
+      {
+        ignores: ["server/modules/**/*.data.ts"],
+        rules: {
+          // Services hand the root's database client to data functions, so they may name its type.
+          "@typescript-eslint/no-restricted-imports": [
+            "error",
+            {
+              paths: [
+                MINT_SCOPE,
+                {
+                  name: "@/server/db",
+                  message: "Only *.data.ts files may import Prisma (services may import its types).",
+                  allowTypeImports: true,
+                },
+              ],
+            },
+          ],
+        },
+      },
     ),
     zone(
       ["server/modules/**/*.data.ts"],
@@ -135,6 +158,7 @@ function dependencyZones() {
           "A data file is queries only (engine schemas excepted, to parse JSON columns).",
         ],
       ],
+      { rules: { "@typescript-eslint/no-restricted-imports": ["error", { paths: [MINT_SCOPE] }] } },
     ),
     zone(
       ["workers/**/*.ts"],
@@ -323,23 +347,12 @@ export default tseslint.config(
   // imports stay inside a folder; everything across folders goes through `@/`, so these patterns see it.
   ...dependencyZones(),
   {
-    // A TenantScope is proof that an auth gate checked membership: only server/auth may mint one.
+    // Only server/auth mints a TenantScope (server/modules' zones carry the same path with their own).
     files: ["app/**/*.{ts,tsx}", "server/**/*.ts", "workers/**/*.ts", "scripts/**/*.ts"],
-    ignores: ["server/auth/**"],
+    ignores: ["server/auth/**", "server/modules/**"],
     rules: {
       // The typescript-eslint variant, so it does not replace the per-folder `no-restricted-imports` zones.
-      "@typescript-eslint/no-restricted-imports": [
-        "error",
-        {
-          paths: [
-            {
-              name: "@/server/auth/scope",
-              importNames: ["mintTenantScope"],
-              message: "Only auth gates (server/auth) mint a TenantScope; use resolveTenantScope.",
-            },
-          ],
-        },
-      ],
+      "@typescript-eslint/no-restricted-imports": ["error", { paths: [MINT_SCOPE] }],
     },
   },
   {
