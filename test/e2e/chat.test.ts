@@ -20,6 +20,7 @@ import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp, submitSignIn, watchedPage } from "./support/e2e-app";
 import { printScreenshotListing, screenshotter } from "./support/screenshots";
 import type { SeededTenant } from "./support/seed";
+import { processBerth } from "@/server/composition/process-berth";
 
 requireChromium();
 
@@ -277,7 +278,7 @@ describe.skipIf(!HAS_CHROMIUM)("sessions and chat, end to end", () => {
       name: "Chat Viewer",
       ...viewer,
     });
-    await addMember(tenant.scope, { userId: owner.id, role: "viewer" });
+    await addMember(tenant.scope, { userId: owner.id, role: "viewer" }, processBerth().db);
     // A phone-sized screen, to see the shell fold into its menu.
     const watched = await watchedPage(await browser.newContext({ viewport: { width: 390, height: 844 } }));
     await watched.page.goto(`${app.url}/sign-in?next=${encodeURIComponent(sessionPath)}`);

@@ -15,6 +15,7 @@ import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp, submitSignIn, watchedPage } from "./support/e2e-app";
 import { printScreenshotListing, screenshotter } from "./support/screenshots";
 import type { SeededTenant } from "./support/seed";
+import { processBerth } from "@/server/composition/process-berth";
 
 requireChromium();
 
@@ -89,7 +90,7 @@ describe.skipIf(!HAS_CHROMIUM)("team: invitations, roles, passwords, end to end"
     await grace.waitForURL(new RegExp(`/t/${tenant.slug}$`));
     expect(await grace.getByTestId("tenant-role").textContent()).toBe("member");
     await shot(grace, "new-member-overview");
-    const member = (await listMembers(tenant.scope)).find((m) => m.email === graceEmail);
+    const member = (await listMembers(tenant.scope, processBerth().db)).find((m) => m.email === graceEmail);
     expect(member).toMatchObject({ name: GRACE.name, role: "member" });
 
     // The link worked once.
@@ -165,7 +166,9 @@ describe.skipIf(!HAS_CHROMIUM)("team: invitations, roles, passwords, end to end"
     await dialog.getByRole("button", { name: "Remove member" }).click();
     await toast(admin, "Member removed.").waitFor();
     await row.waitFor({ state: "detached" });
-    expect((await listMembers(tenant.scope)).some((m) => m.email === graceEmail)).toBe(false);
+    expect((await listMembers(tenant.scope, processBerth().db)).some((m) => m.email === graceEmail)).toBe(
+      false,
+    );
     await shot(admin, "members-after-remove");
     for (const errors of pageErrors) expect(errors).toEqual([]);
   });

@@ -22,6 +22,7 @@ import type { BerthServer } from "./support/berth-server";
 import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp, submitSignIn, watchedPage } from "./support/e2e-app";
 import type { SeededTenant } from "./support/seed";
+import { processBerth } from "@/server/composition/process-berth";
 
 requireChromium();
 
@@ -348,7 +349,7 @@ describe.skipIf(!HAS_CHROMIUM)("web security under npm start", () => {
     const { user } = await auth().api.signUpEmail({
       body: { email, password: "victim-password-1", name: "victim" },
     });
-    await addMember(tenant.scope, { userId: user.id, role: "member" });
+    await addMember(tenant.scope, { userId: user.id, role: "member" }, processBerth().db);
     const statuses: number[] = [];
     for (let i = 0; i < 30; i++) {
       const response = await fetch(`${app.url}/api/auth/sign-in/email`, {

@@ -25,6 +25,7 @@ import { printScreenshotListing, screenshotter } from "./support/screenshots";
 import type { SeededTenant } from "./support/seed";
 import { signedInPages } from "./support/signed-in";
 import { closeProcessBerth } from "@/server/composition/process-berth";
+import { processBerth } from "@/server/composition/process-berth";
 
 requireChromium();
 
@@ -275,7 +276,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
       name: "E2E Viewer",
       ...viewer,
     });
-    await addMember(tenant.scope, { userId: owner.id, role: "viewer" });
+    await addMember(tenant.scope, { userId: owner.id, role: "viewer" }, processBerth().db);
 
     const { page, pageErrors } = await open(`/workspaces/ws-e2e-${suffix}`, viewer);
     await stateIn(page.getByTestId("workspace-summary"), "pending").waitFor();

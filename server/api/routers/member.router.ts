@@ -10,18 +10,18 @@ export const memberRouter = createTRPCRouter({
   list: tenantProcedureFor("member:read")
     .input(ZTenantInput)
     .output(z.array(ZMemberDTO))
-    .query(({ ctx }) => listTenantMembers(ctx.scope)),
+    .query(({ ctx }) => listTenantMembers(ctx.berth.db, ctx.scope)),
 
   changeRole: tenantProcedureFor("member:manage")
     .input(ZMemberTarget.extend({ role: ZTenantRole }))
     .output(ZMemberDTO)
-    .mutation(({ ctx, input }) => changeMemberRole(ctx.scope, input.userId, input.role)),
+    .mutation(({ ctx, input }) => changeMemberRole(ctx.berth.db, ctx.scope, input.userId, input.role)),
 
   remove: tenantProcedureFor("member:manage")
     .input(ZMemberTarget)
     .output(z.object({ removed: z.literal(true) }))
     .mutation(async ({ ctx, input }) => {
-      await removeMember(ctx.scope, input.userId);
+      await removeMember(ctx.berth.db, ctx.scope, input.userId);
       return { removed: true as const };
     }),
 });

@@ -1,5 +1,5 @@
 import type { Prisma } from "@/generated/prisma/client";
-import { type DbClient, getDb } from "@/server/db";
+import type { DbClient } from "@/server/db";
 import type { TenantRole } from "@/server/auth/roles";
 import type { TenantScope } from "@/server/auth/scope";
 import { AppError } from "@/server/shared/errors";
@@ -20,7 +20,7 @@ const toMemberDTO = (row: MemberRow): MemberDTO => ({
   joinedAt: row.createdAt,
 });
 
-export async function listMembers(scope: TenantScope, db: DbClient = getDb()): Promise<MemberDTO[]> {
+export async function listMembers(scope: TenantScope, db: DbClient): Promise<MemberDTO[]> {
   const rows = await db.membership.findMany({
     where: { tenantId: scope.tenantId },
     select: memberSelect,
@@ -29,11 +29,7 @@ export async function listMembers(scope: TenantScope, db: DbClient = getDb()): P
   return rows.map(toMemberDTO);
 }
 
-export async function getMember(
-  scope: TenantScope,
-  userId: string,
-  db: DbClient = getDb(),
-): Promise<MemberDTO> {
+export async function getMember(scope: TenantScope, userId: string, db: DbClient): Promise<MemberDTO> {
   const row = await db.membership.findFirst({
     where: { tenantId: scope.tenantId, userId },
     select: memberSelect,
@@ -46,7 +42,7 @@ export async function getMember(
 export async function addMember(
   scope: TenantScope,
   input: { userId: string; role: TenantRole },
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<MemberDTO> {
   const existing = await db.membership.findFirst({
     where: { tenantId: scope.tenantId, userId: input.userId },
@@ -71,7 +67,7 @@ export async function updateMemberRole(
   scope: TenantScope,
   userId: string,
   role: TenantRole,
-  db = getDb(),
+  db: DbClient,
 ): Promise<MemberDTO> {
   return db.$transaction(async (tx) => {
     await assertNotLastOwner(tx, scope, userId, role);
@@ -84,7 +80,7 @@ export async function updateMemberRole(
   });
 }
 
-export async function removeMember(scope: TenantScope, userId: string, db = getDb()): Promise<void> {
+export async function removeMember(scope: TenantScope, userId: string, db: DbClient): Promise<void> {
   await db.$transaction(async (tx) => {
     await assertNotLastOwner(tx, scope, userId, null);
     const { count } = await tx.membership.deleteMany({ where: { tenantId: scope.tenantId, userId } });

@@ -5,6 +5,7 @@ import { getDb } from "@/server/db";
 import { addMember } from "@/server/modules/member/member.data";
 import type { E2eApp } from "./e2e-app";
 import type { User } from "./signed-in";
+import { processBerth } from "@/server/composition/process-berth";
 
 /**
  * A new user of the file's tenant with `role`, signed up through better-auth as the sign-up page does, with
@@ -25,6 +26,6 @@ export async function addTenantUser(e2e: E2eApp, role: Exclude<TenantRole, "owne
   const { user: created } = await auth.api.signUpEmail({
     body: { email: user.email, password: user.password, name: role[0]!.toUpperCase() + role.slice(1) },
   });
-  await addMember(tenant.scope, { userId: created.id, role });
+  await addMember(tenant.scope, { userId: created.id, role }, processBerth().db);
   return user;
 }

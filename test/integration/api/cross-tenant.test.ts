@@ -31,6 +31,7 @@ import {
   type TenantFixture,
 } from "./support/tenant-fixtures";
 import { closeProcessBerth } from "@/server/composition/process-berth";
+import { processBerth } from "@/server/composition/process-berth";
 
 type Input = Record<string, unknown>;
 
@@ -661,7 +662,7 @@ describe("cross-member isolation inside a tenant", () => {
     const { user } = await runtime.auth.api.signUpEmail({
       body: { email, password: FIXTURE_PASSWORD, name: "Member A" },
     });
-    await addMember(a.ownerScope, { userId: user.id, role: "member" });
+    await addMember(a.ownerScope, { userId: user.id, role: "member" }, processBerth().db);
     const scope = await resolveTenantScope(
       { kind: "user", userId: user.id, email, name: "Member A", authSessionId: "fixture" },
       a.tenant.id,

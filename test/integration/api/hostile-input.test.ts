@@ -28,6 +28,7 @@ import { serveFetchHandler, type ServedHandler } from "./support/serve-fetch-han
 import { createTenantFixture, type TenantFixture } from "./support/tenant-fixtures";
 import { closeProcessBerth } from "@/server/composition/process-berth";
 import { installTestBerth } from "@/test/setup/test-berth";
+import { processBerth } from "@/server/composition/process-berth";
 
 let h: WorkspaceHarness;
 let runtime: ApiRuntime;
@@ -285,7 +286,7 @@ describe("paths", () => {
 describe("PER_USER workspaces across tenants", () => {
   it("the same user gets their own workspace in each tenant they belong to; a failed bind leaves no session", async () => {
     // A's owner is also a member of B, with a key of their own there.
-    await addMember(b.ownerScope, { userId: a.owner.id, role: "admin" });
+    await addMember(b.ownerScope, { userId: a.owner.id, role: "admin" }, processBerth().db);
     const ownerInB = await resolveTenantScope(
       { kind: "user", userId: a.owner.id, email: a.owner.email, name: "A owner", authSessionId: "t" },
       b.tenant.id,
@@ -306,7 +307,7 @@ describe("PER_USER workspaces across tenants", () => {
     expect((await clientInB.workspace.get.query({ workspaceId: inB.workspaceId })).state).toBe("PENDING");
 
     // Make the binding fail: another tenant (A) already holds the id a new member of B would get.
-    await addMember(b.ownerScope, { userId: a.viewer.id, role: "admin" });
+    await addMember(b.ownerScope, { userId: a.viewer.id, role: "admin" }, processBerth().db);
     const memberScope = await resolveTenantScope(
       { kind: "user", userId: a.viewer.id, email: a.viewer.email, name: "A viewer", authSessionId: "t" },
       b.tenant.id,

@@ -14,6 +14,7 @@ import { rejectionCode } from "./support/call-by-path";
 import { contextFromHeaders, createTestApiRuntime } from "./support/api-test-runtime";
 import { createTenantFixture, signInCookie, type TenantFixture } from "./support/tenant-fixtures";
 import { closeProcessBerth } from "@/server/composition/process-berth";
+import { processBerth } from "@/server/composition/process-berth";
 
 /**
  * Invitation links: an admin makes one for a role, the person accepts it with a name, email and password
@@ -54,7 +55,7 @@ describe("invitations", () => {
       password: "s3cret-passw0rd",
     });
     expect(accepted).toEqual({ tenantSlug: t.tenant.slug, email });
-    const member = (await listMembers(t.ownerScope)).find((m) => m.email === email);
+    const member = (await listMembers(t.ownerScope, processBerth().db)).find((m) => m.email === email);
     expect(member).toMatchObject({ name: "Grace", role: "member" });
 
     const cookie = await signInCookie(runtime.auth, email, "s3cret-passw0rd");
@@ -171,7 +172,9 @@ describe("accepting over HTTP", () => {
 
     const accepted = await acceptOverHttp(payload("Grace"));
     expect(accepted.status).toBe(200);
-    expect((await listMembers(t.ownerScope)).find((m) => m.email === email)).toMatchObject({ name: "Grace" });
+    expect((await listMembers(t.ownerScope, processBerth().db)).find((m) => m.email === email)).toMatchObject(
+      { name: "Grace" },
+    );
   });
 
   it("refuses every invitation of a suspended tenant with FORBIDDEN tenant_suspended, and honours it on resume", async () => {

@@ -13,6 +13,7 @@ import {
   uniqueSlug,
   type TestTenant,
 } from "../db/fixtures";
+import { processBerth } from "@/server/composition/process-berth";
 
 function signIn(
   auth: ReturnType<typeof testAuth>,
@@ -141,7 +142,7 @@ describe("email/password sign-in and cookie sessions through better-auth's handl
       data: { role: "admin" },
     });
     expect((await reverifyTenantScope(viewer.scope)).role).toBe("admin");
-    await removeMember(t.scope, viewer.userId);
+    await removeMember(t.scope, viewer.userId, processBerth().db);
     await expectAppError(reverifyTenantScope(viewer.scope), "FORBIDDEN");
   });
 });

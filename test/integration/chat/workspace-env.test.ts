@@ -12,6 +12,7 @@ import { createUser } from "../api/support/tenant-fixtures";
 import { rejectionCode } from "../api/support/call-by-path";
 import { sendChat, startAgentApiHarness, type AgentApiHarness } from "../agent/support";
 import { closeProcessBerth } from "@/server/composition/process-berth";
+import { processBerth } from "@/server/composition/process-berth";
 
 /**
  * Environment variables of agents and sessions (issue 25): set through the API, stored, shown, and seen
@@ -142,7 +143,7 @@ describe("agent and session environment variables", () => {
       `member-${randomUUID().slice(0, 8)}@example.test`,
       "Member",
     );
-    await addMember(h.tenant.ownerScope, { userId: memberUser.id, role: "member" });
+    await addMember(h.tenant.ownerScope, { userId: memberUser.id, role: "member" }, processBerth().db);
     const member = createCaller(contextFromHeaders(h.runtime, { cookie: memberUser.cookie }));
 
     const owners = await h.owner.session.create({ ...h.ref, agentId: agent.id });

@@ -55,6 +55,7 @@ import {
 const LEASE_OF = (holder: string) => ({ holder, reason: "test", expiresAt: new Date(Date.now() + 600_000) });
 import { listWorkspaces } from "@/server/modules/workspace/workspace-list.data";
 import { createTestTenant, expectAppError, testAuth, type TestTenant } from "./fixtures";
+import { processBerth } from "@/server/composition/process-berth";
 
 const secretKey = deriveSecretKey("tenant-isolation-test-secret");
 
@@ -120,11 +121,11 @@ describe("tenant isolation at the data layer", () => {
   });
 
   it("members: A cannot read, re-role or remove B's members", async () => {
-    expect((await listMembers(a.scope)).map((m) => m.userId)).toEqual([a.owner.id]);
-    await expectAppError(getMember(a.scope, b.owner.id), "NOT_FOUND");
-    await expectAppError(updateMemberRole(a.scope, b.owner.id, "viewer"), "NOT_FOUND");
-    await expectAppError(removeMember(a.scope, b.owner.id), "NOT_FOUND");
-    expect((await getMember(b.scope, b.owner.id)).role).toBe("owner");
+    expect((await listMembers(a.scope, processBerth().db)).map((m) => m.userId)).toEqual([a.owner.id]);
+    await expectAppError(getMember(a.scope, b.owner.id, processBerth().db), "NOT_FOUND");
+    await expectAppError(updateMemberRole(a.scope, b.owner.id, "viewer", processBerth().db), "NOT_FOUND");
+    await expectAppError(removeMember(a.scope, b.owner.id, processBerth().db), "NOT_FOUND");
+    expect((await getMember(b.scope, b.owner.id, processBerth().db)).role).toBe("owner");
   });
 
   it("api keys: A cannot list, read, re-own or revoke B's keys", async () => {

@@ -26,6 +26,7 @@ import {
 } from "@/test/integration/api/support/tenant-fixtures";
 import { provisionReadyLocalWorkspace } from "../workspace/provision-ready";
 import { closeProcessBerth } from "@/server/composition/process-berth";
+import { processBerth } from "@/server/composition/process-berth";
 
 // The server's reattach grace, shorter than the default 30 s so the dead-connection case does not wait it out;
 // long enough that the reattach below (two local WebSocket opens) lands inside it on a loaded machine.
@@ -59,7 +60,7 @@ describe("the terminal WebSocket on npm start's server", () => {
     const { user } = await auth.api.signUpEmail({
       body: { email: memberEmail, password: FIXTURE_PASSWORD, name: "Member" },
     });
-    await addMember(a.ownerScope, { userId: user.id, role: "member" });
+    await addMember(a.ownerScope, { userId: user.id, role: "member" }, processBerth().db);
     memberCookie = await signInCookie(auth, memberEmail, FIXTURE_PASSWORD);
 
     app = await startBerth(port, {

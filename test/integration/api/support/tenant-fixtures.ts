@@ -7,6 +7,7 @@ import { type TenantScope } from "@/server/auth/scope";
 import { createApiKey } from "@/server/modules/api-key/api-key.service";
 import { addMember } from "@/server/modules/member/member.data";
 import { createTenantWithOwner } from "@/server/modules/tenant/tenant.service";
+import { processBerth } from "@/server/composition/process-berth";
 
 export const FIXTURE_PASSWORD = "correct-horse-battery-staple";
 
@@ -60,7 +61,7 @@ export async function createTenantFixture(runtime: ApiRuntime, label: string): P
     tenant.id,
   );
   const viewer = await createUser(runtime.auth, `viewer-${label}-${suffix}@example.test`, `Viewer ${label}`);
-  await addMember(ownerScope, { userId: viewer.id, role: "viewer" });
+  await addMember(ownerScope, { userId: viewer.id, role: "viewer" }, processBerth().db);
   return {
     tenant: { id: tenant.id, slug: tenant.slug, name: tenant.name },
     owner: {
