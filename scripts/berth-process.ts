@@ -49,7 +49,7 @@ export async function startBerthProcess(options: {
   // Everything built here, before Next serves a request (a failure fails the start, not a first request).
   buildApiProcess(berth);
 
-  const bootstrap = await bootstrapFirstTenant(berth.api.auth, { email: options.adminEmail });
+  const bootstrap = await bootstrapFirstTenant(berth.api.auth, { email: options.adminEmail }, berth.db);
   await options.ensureBuild();
 
   const development = options.development ?? false;

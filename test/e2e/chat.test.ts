@@ -272,12 +272,16 @@ describe.skipIf(!HAS_CHROMIUM)("sessions and chat, end to end", () => {
     });
     const suffix = tenant.slug.slice("e2e-".length);
     const viewer = { email: `chat-viewer-${suffix}@example.test`, password: `pw-chat-viewer-${suffix}` };
-    const { owner } = await createTenantWithOwner(auth, {
-      tenantName: `Chat viewer ${suffix}`,
-      slug: `e2e-chat-viewer-${suffix}`,
-      name: "Chat Viewer",
-      ...viewer,
-    });
+    const { owner } = await createTenantWithOwner(
+      auth,
+      {
+        tenantName: `Chat viewer ${suffix}`,
+        slug: `e2e-chat-viewer-${suffix}`,
+        name: "Chat Viewer",
+        ...viewer,
+      },
+      processBerth().db,
+    );
     await addMember(tenant.scope, { userId: owner.id, role: "viewer" }, processBerth().db);
     // A phone-sized screen, to see the shell fold into its menu.
     const watched = await watchedPage(await browser.newContext({ viewport: { width: 390, height: 844 } }));

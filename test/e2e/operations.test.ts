@@ -33,6 +33,7 @@ import { parseExposition } from "@/test/integration/metrics/prometheus-expositio
 import { sendChatTurn } from "./support/chat-turn";
 import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp, submitSignIn, watchedPage } from "./support/e2e-app";
+import { processBerth } from "@/server/composition/process-berth";
 
 requireChromium();
 
@@ -108,12 +109,16 @@ describe.skipIf(!HAS_CHROMIUM)("operations: readiness chart, /api/metrics and we
   it("shows a new tenant's owner the getting-started checklist with nothing done", async () => {
     const suffix = randomBytes(4).toString("hex");
     const owner = { email: `new-${suffix}@example.test`, password: `pw-${randomBytes(9).toString("hex")}` };
-    const { tenant } = await createTenantWithOwner(auth, {
-      tenantName: `New ${suffix}`,
-      slug: `new-${suffix}`,
-      name: "New Owner",
-      ...owner,
-    });
+    const { tenant } = await createTenantWithOwner(
+      auth,
+      {
+        tenantName: `New ${suffix}`,
+        slug: `new-${suffix}`,
+        name: "New Owner",
+        ...owner,
+      },
+      processBerth().db,
+    );
     const context = await e2e.browser.newContext();
     try {
       const { page: fresh, pageErrors: freshErrors } = await watchedPage(context);

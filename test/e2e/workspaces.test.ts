@@ -270,12 +270,16 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     });
     const suffix = tenant.slug.slice("e2e-".length);
     const viewer = { email: `viewer-${suffix}@example.test`, password: `pw-viewer-${suffix}` };
-    const { owner } = await createTenantWithOwner(auth, {
-      tenantName: `Viewer home ${suffix}`,
-      slug: `e2e-viewer-${suffix}`,
-      name: "E2E Viewer",
-      ...viewer,
-    });
+    const { owner } = await createTenantWithOwner(
+      auth,
+      {
+        tenantName: `Viewer home ${suffix}`,
+        slug: `e2e-viewer-${suffix}`,
+        name: "E2E Viewer",
+        ...viewer,
+      },
+      processBerth().db,
+    );
     await addMember(tenant.scope, { userId: owner.id, role: "viewer" }, processBerth().db);
 
     const { page, pageErrors } = await open(`/workspaces/ws-e2e-${suffix}`, viewer);

@@ -50,10 +50,13 @@ export const tenantRouter = createTRPCRouter({
       const { principal } = ctx;
       if (principal.kind === "user") {
         const { userId, email, name } = principal;
-        return { principal: { kind: "user", userId, email, name }, tenants: await listUserTenants(userId) };
+        return {
+          principal: { kind: "user", userId, email, name },
+          tenants: await listUserTenants(userId, ctx.berth.db),
+        };
       }
       const scope = await resolveTenantScope(principal, principal.tenantId);
-      const tenant = await readTenant(scope);
+      const tenant = await readTenant(scope, ctx.berth.db);
       return {
         principal: { kind: "api_key", apiKeyId: principal.apiKeyId, tenantId: principal.tenantId },
         // The key opened its tenant: a suspended one would have been refused above.
@@ -66,7 +69,7 @@ export const tenantRouter = createTRPCRouter({
     .input(ZTenantInput)
     .output(ZOverviewOutput)
     .query(async ({ ctx }) => {
-      const { tenant, counts } = await readTenantOverview(ctx.scope);
+      const { tenant, counts } = await readTenantOverview(ctx.scope, ctx.berth.db);
       return { tenant, role: ctx.scope.role, counts };
     }),
 

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { BerthAuth } from "@/server/auth/auth";
+import type { Db } from "@/server/db";
 import { createTenantWithOwner } from "@/server/modules/tenant/tenant.service";
 import { grantBootstrapOperator } from "@/server/modules/operator/operator.service";
 import { findFirstOwnerOfOldestTenant, hasAnyOperator, hasAnyTenant } from "./bootstrap.data";
@@ -22,27 +23,32 @@ export type BootstrapResult =
 export async function bootstrapFirstTenant(
   auth: BerthAuth,
   options: { email: string; tenantName?: string; slug?: string },
+  db: Db,
 ): Promise<BootstrapResult> {
-  if (await hasAnyTenant()) {
-    await ensureAnOperator();
+  if (await hasAnyTenant(db)) {
+    await ensureAnOperator(db);
     return { created: false };
   }
   const password = randomBytes(12).toString("base64url");
-  const result = await createTenantWithOwner(auth, {
-    tenantName: options.tenantName ?? "Default",
-    slug: options.slug ?? "default",
-    email: options.email,
-    password,
-    name: "Admin",
-  });
+  const result = await createTenantWithOwner(
+    auth,
+    {
+      tenantName: options.tenantName ?? "Default",
+      slug: options.slug ?? "default",
+      email: options.email,
+      password,
+      name: "Admin",
+    },
+    db,
+  );
   // Lost a race against another first start: that one printed the credentials.
   if (!result.created) return { created: false };
   await grantBootstrapOperator(result.owner.id);
   return { created: true, tenantSlug: result.tenant.slug, email: result.owner.email, password };
 }
 
-async function ensureAnOperator(): Promise<void> {
-  if (await hasAnyOperator()) return;
-  const userId = await findFirstOwnerOfOldestTenant();
+async function ensureAnOperator(db: Db): Promise<void> {
+  if (await hasAnyOperator(db)) return;
+  const userId = await findFirstOwnerOfOldestTenant(db);
   if (userId) await grantBootstrapOperator(userId);
 }

@@ -1,13 +1,13 @@
 import { randomUUID } from "node:crypto";
 import type { Prisma } from "@/generated/prisma/client";
-import { type DbClient, getDb, isUniqueViolation } from "@/server/db";
+import { type DbClient, isUniqueViolation } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import { AppError } from "@/server/shared/errors";
 import type { TenantCountsDTO, TenantDTO } from "@/server/modules/tenant/tenant.types";
 
 const tenantSelect = { id: true, name: true, slug: true, createdAt: true } satisfies Prisma.TenantSelect;
 
-export async function getTenant(scope: TenantScope, db: DbClient = getDb()): Promise<TenantDTO> {
+export async function getTenant(scope: TenantScope, db: DbClient): Promise<TenantDTO> {
   const tenant = await db.tenant.findFirst({ where: { id: scope.tenantId }, select: tenantSelect });
   if (!tenant)
     throw new AppError("NOT_FOUND", `tenant ${scope.tenantId} not found`, {
@@ -16,7 +16,7 @@ export async function getTenant(scope: TenantScope, db: DbClient = getDb()): Pro
   return tenant;
 }
 
-export async function getTenantCounts(scope: TenantScope, db: DbClient = getDb()): Promise<TenantCountsDTO> {
+export async function getTenantCounts(scope: TenantScope, db: DbClient): Promise<TenantCountsDTO> {
   const tenantId = scope.tenantId;
   const [agents, sessions, workspaces, activeWorkspaces, members, apiKeys] = await Promise.all([
     db.agent.count({ where: { tenantId } }),
@@ -29,11 +29,7 @@ export async function getTenantCounts(scope: TenantScope, db: DbClient = getDb()
   return { agents, sessions, workspaces, activeWorkspaces, members, apiKeys };
 }
 
-export async function updateTenantName(
-  scope: TenantScope,
-  name: string,
-  db: DbClient = getDb(),
-): Promise<TenantDTO> {
+export async function updateTenantName(scope: TenantScope, name: string, db: DbClient): Promise<TenantDTO> {
   await db.tenant.updateMany({ where: { id: scope.tenantId }, data: { name } });
   return getTenant(scope, db);
 }
@@ -44,7 +40,7 @@ export async function updateTenantName(
 /** The tenants a user belongs to (for the tenant switcher and the post-sign-in redirect). */
 export async function listTenantsOfUser(
   userId: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<
   (TenantDTO & {
     role: "owner" | "admin" | "member" | "viewer";
@@ -60,13 +56,13 @@ export async function listTenantsOfUser(
   return rows.map((r) => ({ ...r.tenant, role: r.role }));
 }
 
-export async function findTenantBySlug(slug: string, db: DbClient = getDb()): Promise<TenantDTO | null> {
+export async function findTenantBySlug(slug: string, db: DbClient): Promise<TenantDTO | null> {
   return db.tenant.findFirst({ where: { slug }, select: tenantSelect });
 }
 
 export async function findUserByEmail(
   email: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<{ id: string; email: string; name: string } | null> {
   return db.user.findFirst({ where: { email }, select: { id: true, email: true, name: true } });
 }
@@ -83,7 +79,7 @@ export async function insertTenantWithOwner(
     slug: string;
     owner: { email: string; name: string; passwordHash: string } | { userId: string };
   },
-  db = getDb(),
+  db: DbClient,
 ): Promise<{ tenant: TenantDTO; owner: { id: string; email: string; name: string } } | null> {
   const newUserId = randomUUID();
   return db

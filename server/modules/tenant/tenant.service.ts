@@ -15,6 +15,7 @@ import {
   type TCreateTenantWithOwnerInput,
   ZCreateTenantWithOwnerInput,
 } from "@/server/modules/tenant/tenant.types";
+import type { Db } from "@/server/db";
 
 /**
  * Creates a tenant and its owner (used by `npm start`'s first-run bootstrap and by admin tooling).
@@ -24,31 +25,35 @@ import {
 export async function createTenantWithOwner(
   auth: BerthAuth,
   rawInput: TCreateTenantWithOwnerInput,
+  db: Db,
 ): Promise<CreateTenantWithOwnerResult> {
   const input = parseInput(ZCreateTenantWithOwnerInput, rawInput);
-  const existing = await findTenantBySlug(input.slug);
-  if (existing) return { tenant: existing, owner: await requireUser(input.email), created: false };
+  const existing = await findTenantBySlug(input.slug, db);
+  if (existing) return { tenant: existing, owner: await requireUser(input.email, db), created: false };
 
-  const user = await findUserByEmail(input.email);
+  const user = await findUserByEmail(input.email, db);
   // better-auth's own hasher (scrypt), so its sign-in endpoint verifies what we store.
   const passwordHash = user ? null : await (await auth.$context).password.hash(input.password);
-  const result = await insertTenantWithOwner({
-    tenantName: input.tenantName,
-    slug: input.slug,
-    owner: user
-      ? { userId: user.id }
-      : { email: input.email, name: input.name, passwordHash: passwordHash ?? "" },
-  });
+  const result = await insertTenantWithOwner(
+    {
+      tenantName: input.tenantName,
+      slug: input.slug,
+      owner: user
+        ? { userId: user.id }
+        : { email: input.email, name: input.name, passwordHash: passwordHash ?? "" },
+    },
+    db,
+  );
   if (result) return { ...result, created: true };
   // Another bootstrap created the slug (or the email) between our check and our insert.
-  const tenant = await findTenantBySlug(input.slug);
+  const tenant = await findTenantBySlug(input.slug, db);
   if (!tenant)
     throw new AppError("CONFLICT", `could not create tenant ${input.slug}`, { userMessage: "Please retry." });
-  return { tenant, owner: await requireUser(input.email), created: false };
+  return { tenant, owner: await requireUser(input.email, db), created: false };
 }
 
-async function requireUser(email: string): Promise<{ id: string; email: string; name: string }> {
-  const user = await findUserByEmail(email);
+async function requireUser(email: string, db: Db): Promise<{ id: string; email: string; name: string }> {
+  const user = await findUserByEmail(email, db);
   if (!user) {
     throw new AppError("CONFLICT", `tenant exists but no user ${email}`, {
       userMessage: "The tenant already exists with a different owner.",
@@ -58,17 +63,17 @@ async function requireUser(email: string): Promise<{ id: string; email: string; 
 }
 
 /** The tenant a scope is in. */
-export function readTenant(scope: TenantScope) {
-  return getTenant(scope);
+export function readTenant(scope: TenantScope, db: Db) {
+  return getTenant(scope, db);
 }
 
 /** The dashboard overview: the tenant and its counts (agents, sessions, workspaces, members, keys). */
-export async function readTenantOverview(scope: TenantScope) {
-  const [tenant, counts] = await Promise.all([getTenant(scope), getTenantCounts(scope)]);
+export async function readTenantOverview(scope: TenantScope, db: Db) {
+  const [tenant, counts] = await Promise.all([getTenant(scope, db), getTenantCounts(scope, db)]);
   return { tenant, counts };
 }
 
 /** The tenants a signed-in user belongs to, with their role in each. */
-export function listUserTenants(userId: string) {
-  return listTenantsOfUser(userId);
+export function listUserTenants(userId: string, db: Db) {
+  return listTenantsOfUser(userId, db);
 }

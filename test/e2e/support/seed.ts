@@ -9,6 +9,7 @@ import { createSession } from "@/server/modules/session/session.data";
 import { getTenantCounts } from "@/server/modules/tenant/tenant.data";
 import { createTenantWithOwner } from "@/server/modules/tenant/tenant.service";
 import { upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
+import { processBerth } from "@/server/composition/process-berth";
 
 export type SeededTenant = {
   slug: string;
@@ -36,13 +37,17 @@ export async function seedTenantWithData(options: {
   const suffix = randomUUID().slice(0, 8);
   const email = `admin-${suffix}@example.test`;
   const password = `pw-${randomBytes(9).toString("base64url")}`;
-  const { tenant, owner } = await createTenantWithOwner(auth, {
-    tenantName: `E2E Tenant ${suffix}`,
-    slug: `e2e-${suffix}`,
-    email,
-    password,
-    name: "E2E Admin",
-  });
+  const { tenant, owner } = await createTenantWithOwner(
+    auth,
+    {
+      tenantName: `E2E Tenant ${suffix}`,
+      slug: `e2e-${suffix}`,
+      email,
+      password,
+      name: "E2E Admin",
+    },
+    processBerth().db,
+  );
   const scope = await resolveTenantScope(
     { kind: "user", userId: owner.id, email: owner.email, name: owner.name, authSessionId: "seed" },
     tenant.id,
@@ -66,6 +71,6 @@ export async function seedTenantWithData(options: {
     email,
     password,
     scope,
-    counts: () => getTenantCounts(scope),
+    counts: () => getTenantCounts(scope, processBerth().db),
   };
 }

@@ -45,13 +45,17 @@ describe("email/password sign-in and cookie sessions through better-auth's handl
   });
 
   it("bootstrap is idempotent and the password is stored hashed, not in plain text", async () => {
-    const again = await createTenantWithOwner(testAuth(), {
-      tenantName: "ignored",
-      slug: t.slug,
-      email: t.owner.email,
-      password: "another-password",
-      name: "ignored",
-    });
+    const again = await createTenantWithOwner(
+      testAuth(),
+      {
+        tenantName: "ignored",
+        slug: t.slug,
+        email: t.owner.email,
+        password: "another-password",
+        name: "ignored",
+      },
+      processBerth().db,
+    );
     expect(again).toMatchObject({ created: false, tenant: { id: t.tenantId }, owner: { id: t.owner.id } });
     const account = await getDb().authAccount.findFirstOrThrow({
       where: { userId: t.owner.id },

@@ -5,6 +5,7 @@ import type { TenantRole } from "@/server/auth/roles";
 import { mintTenantScope, type TenantScope } from "@/server/auth/scope";
 import { getDb } from "@/server/db";
 import { createTenantWithOwner } from "@/server/modules/tenant/tenant.service";
+import { processBerth } from "@/server/composition/process-berth";
 
 /**
  * Shared fixtures for the db/auth integration tests. They use the database of the integration
@@ -41,13 +42,17 @@ export async function createTestTenant(auth: BerthAuth = testAuth()): Promise<Te
   const slug = uniqueSlug();
   const password = `pw-${randomBytes(8).toString("hex")}`;
   const email = `${slug}@example.test`;
-  const { tenant, owner } = await createTenantWithOwner(auth, {
-    tenantName: `Tenant ${slug}`,
-    slug,
-    email,
-    password,
-    name: `Owner ${slug}`,
-  });
+  const { tenant, owner } = await createTenantWithOwner(
+    auth,
+    {
+      tenantName: `Tenant ${slug}`,
+      slug,
+      email,
+      password,
+      name: `Owner ${slug}`,
+    },
+    processBerth().db,
+  );
   const scope = await resolveTenantScope(
     { kind: "user", userId: owner.id, email, name: owner.name, authSessionId: "fixture" },
     tenant.id,

@@ -107,8 +107,8 @@ describe("tenant isolation at the data layer", () => {
   });
 
   it("tenant reads only see the scope's tenant", async () => {
-    expect((await getTenant(a.scope)).id).toBe(a.tenantId);
-    expect(await getTenantCounts(a.scope)).toEqual({
+    expect((await getTenant(a.scope, processBerth().db)).id).toBe(a.tenantId);
+    expect(await getTenantCounts(a.scope, processBerth().db)).toEqual({
       agents: 1,
       sessions: 1,
       workspaces: 1,
@@ -116,8 +116,8 @@ describe("tenant isolation at the data layer", () => {
       members: 1,
       apiKeys: 1,
     });
-    await updateTenantName(a.scope, "renamed A");
-    expect((await getTenant(b.scope)).name).toBe(`Tenant ${b.slug}`);
+    await updateTenantName(a.scope, "renamed A", processBerth().db);
+    expect((await getTenant(b.scope, processBerth().db)).name).toBe(`Tenant ${b.slug}`);
   });
 
   it("members: A cannot read, re-role or remove B's members", async () => {

@@ -49,13 +49,17 @@ async function createKey(auth: BerthAuth, scope: TenantScope, role: Exclude<Tena
 export async function createTenantFixture(runtime: ApiRuntime, label: string): Promise<TenantFixture> {
   const suffix = randomUUID().slice(0, 8);
   const ownerEmail = `owner-${label}-${suffix}@example.test`;
-  const { tenant, owner } = await createTenantWithOwner(runtime.auth, {
-    tenantName: `Tenant ${label.toUpperCase()} ${suffix}`,
-    slug: `${label}-${suffix}`,
-    email: ownerEmail,
-    password: FIXTURE_PASSWORD,
-    name: `Owner ${label}`,
-  });
+  const { tenant, owner } = await createTenantWithOwner(
+    runtime.auth,
+    {
+      tenantName: `Tenant ${label.toUpperCase()} ${suffix}`,
+      slug: `${label}-${suffix}`,
+      email: ownerEmail,
+      password: FIXTURE_PASSWORD,
+      name: `Owner ${label}`,
+    },
+    processBerth().db,
+  );
   const ownerScope = await resolveTenantScope(
     { kind: "user", userId: owner.id, email: owner.email, name: owner.name, authSessionId: "fixture" },
     tenant.id,
