@@ -89,7 +89,7 @@ export async function startStack(): Promise<BenchStack> {
 
     const { auth } = processBerth().api;
     const tenant = await createTestTenant(auth);
-    const key = await createApiKey(auth, tenant.scope, { name: "bench", role: "admin" });
+    const key = await createApiKey(auth, tenant.scope, { name: "bench", role: "admin" }, processBerth().db);
     const agent = await createAgent(
       tenant.scope,
       { name: "bench-agent", modelConfig: { provider: "openai-compatible", model: "bench" } },

@@ -22,6 +22,7 @@ import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp } from "./support/e2e-app";
 import type { SeededTenant } from "./support/seed";
 import { signedInPages } from "./support/signed-in";
+import { processBerth } from "@/server/composition/process-berth";
 
 requireChromium();
 
@@ -50,7 +51,12 @@ describe.skipIf(!HAS_CHROMIUM)("agents and sessions pages, end to end", () => {
       prisma: getDb(),
       log: () => {},
     });
-    const { plainKey } = await createApiKey(auth, tenant.scope, { name: "e2e sessions", role: "admin" });
+    const { plainKey } = await createApiKey(
+      auth,
+      tenant.scope,
+      { name: "e2e sessions", role: "admin" },
+      processBerth().db,
+    );
     client = createBerthClient({ url: e2e.baseUrl, apiKey: plainKey });
     open = signedInPages(app, browser, tenant.slug);
   });

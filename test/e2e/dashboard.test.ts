@@ -15,6 +15,7 @@ import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp, submitSignIn, watchedPage } from "./support/e2e-app";
 import { holdAppChunks, hydratedByReact, waitUntilHydratedByReact } from "./support/late-chunks";
 import type { SeededTenant } from "./support/seed";
+import { processBerth } from "@/server/composition/process-berth";
 
 requireChromium();
 
@@ -185,7 +186,12 @@ describe.skipIf(!HAS_CHROMIUM)("dashboard, end to end", () => {
       prisma: getDb(),
       log: () => {},
     });
-    const { plainKey } = await createApiKey(auth, tenant.scope, { name: "e2e client", role: "viewer" });
+    const { plainKey } = await createApiKey(
+      auth,
+      tenant.scope,
+      { name: "e2e client", role: "viewer" },
+      processBerth().db,
+    );
     const client = createBerthClient({ url: app.url, apiKey: plainKey });
     const overview = await client.tenant.overview.query({});
     expect(overview.tenant.slug).toBe(tenant.slug);

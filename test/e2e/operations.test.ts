@@ -85,10 +85,15 @@ describe.skipIf(!HAS_CHROMIUM)("operations: readiness chart, /api/metrics and we
       prisma: getDb(),
       log: () => {},
     });
-    const { plainKey } = await createApiKey(auth, e2e.tenant.scope, {
-      name: "e2e operations",
-      role: "admin",
-    });
+    const { plainKey } = await createApiKey(
+      auth,
+      e2e.tenant.scope,
+      {
+        name: "e2e operations",
+        role: "admin",
+      },
+      processBerth().db,
+    );
     client = createBerthClient({ url: e2e.baseUrl, apiKey: plainKey });
     const agent = await client.agent.create.mutate({
       tenantId: e2e.tenant.scope.tenantId,

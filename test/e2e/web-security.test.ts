@@ -59,7 +59,12 @@ describe.skipIf(!HAS_CHROMIUM)("web security under npm start", () => {
     e2e = await startE2eApp();
     ({ app, browser, tenant } = e2e);
     fake = await startFakeModel();
-    const { plainKey } = await createApiKey(auth(), tenant.scope, { name: "web-security", role: "admin" });
+    const { plainKey } = await createApiKey(
+      auth(),
+      tenant.scope,
+      { name: "web-security", role: "admin" },
+      processBerth().db,
+    );
     apiKey = plainKey;
     client = createBerthClient({ url: app.url, apiKey: plainKey });
     cookie = await signInCookie(tenant.email, tenant.password);

@@ -22,6 +22,7 @@ import { sendChatTurn } from "./support/chat-turn";
 import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp, submitSignIn, watchedPage } from "./support/e2e-app";
 import type { SeededTenant } from "./support/seed";
+import { processBerth } from "@/server/composition/process-berth";
 
 requireChromium();
 
@@ -51,7 +52,12 @@ describe.skipIf(!HAS_CHROMIUM)("workspace generations and the agent's MCP scope,
       prisma: getDb(),
       log: () => {},
     });
-    const { plainKey } = await createApiKey(auth, tenant.scope, { name: "e2e generations", role: "admin" });
+    const { plainKey } = await createApiKey(
+      auth,
+      tenant.scope,
+      { name: "e2e generations", role: "admin" },
+      processBerth().db,
+    );
     client = createBerthClient({ url: e2e.baseUrl, apiKey: plainKey });
     const agent = await client.agent.create.mutate({
       tenantId: tenant.scope.tenantId,

@@ -7,7 +7,9 @@ export const apiKeyRouter = createTRPCRouter({
   list: tenantProcedureFor("api-key:read")
     .input(ZTenantInput.extend({ includeRevoked: z.boolean().default(false) }))
     .output(z.array(ZApiKeyDTO))
-    .query(({ ctx, input }) => listTenantApiKeys(ctx.scope, { includeRevoked: input.includeRevoked })),
+    .query(({ ctx, input }) =>
+      listTenantApiKeys(ctx.scope, { includeRevoked: input.includeRevoked }, ctx.berth.db),
+    ),
 
   /**
    * The plain key is in this response and nowhere else: only its hash is stored. With `idempotencyKey`, the
@@ -17,11 +19,11 @@ export const apiKeyRouter = createTRPCRouter({
     .input(ZTenantInput.extend(ZCreateApiKeyInput.shape))
     .output(z.object({ apiKey: ZApiKeyDTO, plainKey: z.string() }))
     .mutation(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...input } }) =>
-      createApiKey(ctx.runtime.auth, ctx.scope, input),
+      createApiKey(ctx.runtime.auth, ctx.scope, input, ctx.berth.db),
     ),
 
   revoke: tenantProcedureFor("api-key:manage")
     .input(ZTenantInput.extend({ apiKeyId: z.string().min(1).max(200) }))
     .output(ZApiKeyDTO)
-    .mutation(({ ctx, input }) => revokeApiKey(ctx.scope, input.apiKeyId)),
+    .mutation(({ ctx, input }) => revokeApiKey(ctx.scope, input.apiKeyId, ctx.berth.db)),
 });

@@ -1,5 +1,5 @@
 import type { Prisma } from "@/generated/prisma/client";
-import { type DbClient, getDb, pageSize } from "@/server/db";
+import { type DbClient, pageSize } from "@/server/db";
 import type { TenantRole } from "@/server/auth/roles";
 import type { TenantScope } from "@/server/auth/scope";
 import { AppError } from "@/server/shared/errors";
@@ -22,7 +22,7 @@ const apiKeySelect = {
 export async function listApiKeys(
   scope: TenantScope,
   options: { includeRevoked?: boolean; limit?: number } = {},
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<ApiKeyDTO[]> {
   return db.apiKey.findMany({
     where: { tenantId: scope.tenantId, ...(options.includeRevoked ? {} : { revokedAt: null }) },
@@ -32,11 +32,7 @@ export async function listApiKeys(
   });
 }
 
-export async function getApiKey(
-  scope: TenantScope,
-  apiKeyId: string,
-  db: DbClient = getDb(),
-): Promise<ApiKeyDTO> {
+export async function getApiKey(scope: TenantScope, apiKeyId: string, db: DbClient): Promise<ApiKeyDTO> {
   const key = await db.apiKey.findFirst({
     where: { tenantId: scope.tenantId, id: apiKeyId },
     select: apiKeySelect,
@@ -52,7 +48,7 @@ export async function getApiKey(
 export async function findApiKeyByCreateKey(
   scope: TenantScope,
   lookup: { createKey: string; keyHash: string },
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<{ apiKey: ApiKeyDTO; createKey: string | null; hashMatches: boolean } | null> {
   const row = await db.apiKey.findFirst({
     where: {
@@ -80,7 +76,7 @@ export async function setApiKeyOwnership(
     /** `scopedCreateKey` of the request's idempotency key (unique per tenant). */
     createKey?: string | null;
   },
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<ApiKeyDTO> {
   const { count } = await db.apiKey.updateMany({ where: { tenantId: scope.tenantId, id: apiKeyId }, data });
   if (count === 0) throw notFound(apiKeyId);
@@ -96,7 +92,7 @@ export async function setApiKeyOwnership(
 export async function revokeApiKey(
   scope: TenantScope,
   apiKeyId: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<ApiKeyDTO & { alsoRevoked: string[] }> {
   await getApiKey(scope, apiKeyId, db); // NOT_FOUND for another tenant's or an unknown key
   const rows = await db.$queryRaw<{ id: string }[]>`

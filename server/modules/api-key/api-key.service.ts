@@ -24,6 +24,7 @@ import {
 } from "@/server/modules/api-key/api-key.types";
 import { appendAuditLog } from "@/server/modules/audit/audit.data";
 import type { ApiKeyDTO } from "@/server/modules/api-key/api-key.types";
+import type { Db } from "@/server/db";
 
 /**
  * Creates a tenant API key through better-auth's API-key plugin (random key, SHA-256 hash at rest)
@@ -33,6 +34,7 @@ export async function createApiKey(
   auth: BerthAuth,
   scope: TenantScope,
   rawInput: TCreateApiKeyInput,
+  db: Db,
 ): Promise<CreatedApiKey> {
   assertCan(scope, "api-key:manage");
   const input = parseInput(ZCreateApiKeyInput, rawInput);
@@ -47,7 +49,7 @@ export async function createApiKey(
     });
   }
   const { idempotencyKey } = input;
-  if (!idempotencyKey) return mintApiKey(auth, scope, input, null);
+  if (!idempotencyKey) return mintApiKey(auth, scope, input, null, db);
   const createKey = scopedCreateKey(scope, idempotencyKey);
   const plainKey = deriveApiKey(
     getConfig().secrets.authSecret,
@@ -56,18 +58,18 @@ export async function createApiKey(
   );
   return createOnce(createKey, {
     earlier: async () => {
-      const first = await findApiKeyByCreateKey(scope, { createKey, keyHash: hashApiKey(plainKey) });
+      const first = await findApiKeyByCreateKey(scope, { createKey, keyHash: hashApiKey(plainKey) }, db);
       if (!first) return null;
       if (!first.hashMatches) throw keyNotDerivable(first.apiKey);
       // A concurrent create with this key stored it but has not recorded Berth's columns yet: record them
       // here too (the same values), so both answers carry the key's role.
       const apiKey =
         first.createKey === null
-          ? await recordOwnership(scope, first.apiKey.id, input, createKey)
+          ? await recordOwnership(scope, first.apiKey.id, input, createKey, db)
           : first.apiKey;
       return { result: { apiKey, plainKey }, createdAt: apiKey.createdAt };
     },
-    create: () => mintApiKey(auth, scope, input, { createKey, plainKey }),
+    create: () => mintApiKey(auth, scope, input, { createKey, plainKey }, db),
   });
 }
 
@@ -84,13 +86,19 @@ function recordOwnership(
   apiKeyId: string,
   input: z.output<typeof ZCreateApiKeyInput>,
   createKey: string | null,
+  db: Db,
 ): Promise<ApiKeyDTO> {
-  return setApiKeyOwnership(scope, apiKeyId, {
-    role: input.role,
-    createdByUserId: scope.userId,
-    mintedByApiKeyId: scope.apiKeyId && !input.detached ? scope.apiKeyId : null,
-    createKey,
-  });
+  return setApiKeyOwnership(
+    scope,
+    apiKeyId,
+    {
+      role: input.role,
+      createdByUserId: scope.userId,
+      mintedByApiKeyId: scope.apiKeyId && !input.detached ? scope.apiKeyId : null,
+      createKey,
+    },
+    db,
+  );
 }
 
 async function mintApiKey(
@@ -98,6 +106,7 @@ async function mintApiKey(
   scope: TenantScope,
   input: z.output<typeof ZCreateApiKeyInput>,
   keyed: { createKey: string; plainKey: string } | null,
+  db: Db,
 ): Promise<CreatedApiKey> {
   let created: { id: string; key: string };
   const create = () =>
@@ -115,7 +124,7 @@ async function mintApiKey(
   } catch (error) {
     throw fromAuthError(error);
   }
-  const apiKey = await recordOwnership(scope, created.id, input, keyed?.createKey ?? null);
+  const apiKey = await recordOwnership(scope, created.id, input, keyed?.createKey ?? null, db);
   await appendAuditLog(scope, {
     action: "api-key.create",
     targetType: "api_key",
@@ -131,9 +140,9 @@ async function mintApiKey(
   return { apiKey, plainKey: created.key };
 }
 
-export async function revokeApiKey(scope: TenantScope, apiKeyId: string): Promise<ApiKeyDTO> {
+export async function revokeApiKey(scope: TenantScope, apiKeyId: string, db: Db): Promise<ApiKeyDTO> {
   assertCan(scope, "api-key:manage");
-  const { alsoRevoked, ...key } = await revokeApiKeyRow(scope, apiKeyId);
+  const { alsoRevoked, ...key } = await revokeApiKeyRow(scope, apiKeyId, db);
   await appendAuditLog(scope, {
     action: "api-key.revoke",
     targetType: "api_key",
@@ -179,6 +188,6 @@ function fromAuthError(error: unknown): AppError {
 }
 
 /** The tenant's API keys (never their secrets; revoked ones on request). */
-export function listTenantApiKeys(scope: TenantScope, options: { includeRevoked: boolean }) {
-  return listApiKeys(scope, options);
+export function listTenantApiKeys(scope: TenantScope, options: { includeRevoked: boolean }, db: Db) {
+  return listApiKeys(scope, options, db);
 }

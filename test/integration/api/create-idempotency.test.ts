@@ -14,6 +14,7 @@ import {
   type TenantFixture,
 } from "./support/tenant-fixtures";
 import { closeProcessBerth } from "@/server/composition/process-berth";
+import { processBerth } from "@/server/composition/process-berth";
 
 /**
  * Every create the dashboard and typed clients make takes an idempotency key (issue: "every create is safe
@@ -177,7 +178,12 @@ describe("idempotency keys of creates", () => {
       return (await response.json()) as unknown;
     };
     // Routes authenticate cookies with the installation's secret, not the harness' runtime: two keys here.
-    const other = await createApiKey(runtime.auth, t.ownerScope, { name: "second admin", role: "admin" });
+    const other = await createApiKey(
+      runtime.auth,
+      t.ownerScope,
+      { name: "second admin", role: "admin" },
+      processBerth().db,
+    );
     const otherKeyHeaders = { authorization: `Bearer ${other.plainKey}` };
     await checkCreate([adminKeyHeaders(), otherKeyHeaders], upload, (name) =>
       getDb().libraryEntry.count({ where: { tenantId: t.tenant.id, name } }),

@@ -668,7 +668,12 @@ describe("cross-member isolation inside a tenant", () => {
       a.tenant.id,
     );
     ownersMemberKey = (
-      await createApiKey(runtime.auth, a.ownerScope, { name: "member-role key", role: "member" })
+      await createApiKey(
+        runtime.auth,
+        a.ownerScope,
+        { name: "member-role key", role: "member" },
+        processBerth().db,
+      )
     ).plainKey;
     member = { id: user.id, cookie: await signInCookie(runtime.auth, email, FIXTURE_PASSWORD) };
     memberWorkspaceId = `xm${randomUUID().replaceAll("-", "")}`;

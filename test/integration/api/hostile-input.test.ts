@@ -291,7 +291,12 @@ describe("PER_USER workspaces across tenants", () => {
       { kind: "user", userId: a.owner.id, email: a.owner.email, name: "A owner", authSessionId: "t" },
       b.tenant.id,
     );
-    const keyInB = await createApiKey(runtime.auth, ownerInB, { name: "member in B", role: "member" });
+    const keyInB = await createApiKey(
+      runtime.auth,
+      ownerInB,
+      { name: "member in B", role: "member" },
+      processBerth().db,
+    );
     const clientInB = createBerthClient({ url: server.url, apiKey: keyInB.plainKey });
     const bAdmin = createBerthClient({ url: server.url, apiKey: b.adminKey.plainKey });
 
@@ -320,7 +325,12 @@ describe("PER_USER workspaces across tenants", () => {
       agentId: null,
       userId: null,
     });
-    const memberKey = await createApiKey(runtime.auth, memberScope, { name: "m", role: "member" });
+    const memberKey = await createApiKey(
+      runtime.auth,
+      memberScope,
+      { name: "m", role: "member" },
+      processBerth().db,
+    );
     const memberClient = createBerthClient({ url: server.url, apiKey: memberKey.plainKey });
     expect((await clientError(memberClient.session.create.mutate({ agentId: agentB.id }))).data?.code).toBe(
       "CONFLICT",

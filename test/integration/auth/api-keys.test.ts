@@ -5,6 +5,7 @@ import { getApiKey, listApiKeys } from "@/server/modules/api-key/api-key.data";
 import { createApiKey, revokeApiKey, verifyApiKey } from "@/server/modules/api-key/api-key.service";
 import { listAuditLogs } from "@/server/modules/audit/audit.data";
 import { addTestMember, createTestTenant, expectAppError, testAuth, type TestTenant } from "../db/fixtures";
+import { processBerth } from "@/server/composition/process-berth";
 
 const bearer = (key: string) => new Headers({ authorization: `Bearer ${key}` });
 
@@ -15,7 +16,12 @@ describe("tenant API keys (better-auth API-key plugin) as Bearer tokens", () => 
   });
 
   it("creates a key that is stored hashed, shown once, and listed without secrets", async () => {
-    const { apiKey, plainKey } = await createApiKey(testAuth(), t.scope, { name: "ci", role: "member" });
+    const { apiKey, plainKey } = await createApiKey(
+      testAuth(),
+      t.scope,
+      { name: "ci", role: "member" },
+      processBerth().db,
+    );
     expect(plainKey).toMatch(/^berth_[A-Za-z0-9]{20,}$/);
     expect(apiKey).toMatchObject({
       name: "ci",
@@ -34,7 +40,7 @@ describe("tenant API keys (better-auth API-key plugin) as Bearer tokens", () => 
     expect(row.tenantId).toBe(t.tenantId);
     expect(row.key).not.toBe(plainKey);
     expect(row.key).not.toContain(plainKey.slice(6));
-    expect((await listApiKeys(t.scope)).map((k) => k.id)).toContain(apiKey.id);
+    expect((await listApiKeys(t.scope, undefined, processBerth().db)).map((k) => k.id)).toContain(apiKey.id);
     const audit = await listAuditLogs(t.scope, { action: "api-key.create" });
     expect(audit.items[0]).toMatchObject({
       targetId: apiKey.id,
@@ -45,7 +51,12 @@ describe("tenant API keys (better-auth API-key plugin) as Bearer tokens", () => 
   });
 
   it("verifies, records last use, and authenticates requests as the key's tenant", async () => {
-    const { apiKey, plainKey } = await createApiKey(testAuth(), t.scope, { name: "client", role: "admin" });
+    const { apiKey, plainKey } = await createApiKey(
+      testAuth(),
+      t.scope,
+      { name: "client", role: "admin" },
+      processBerth().db,
+    );
     const verified = await verifyApiKey(plainKey);
     expect(verified).toEqual({
       apiKeyId: apiKey.id,
@@ -53,12 +64,12 @@ describe("tenant API keys (better-auth API-key plugin) as Bearer tokens", () => 
       role: "admin",
       createdByUserId: t.owner.id,
     });
-    const firstUse = (await getApiKey(t.scope, apiKey.id)).lastUsedAt;
+    const firstUse = (await getApiKey(t.scope, apiKey.id, processBerth().db)).lastUsedAt;
     expect(firstUse).toBeInstanceOf(Date);
 
     const principal = await resolveRequestPrincipal(testAuth(), bearer(plainKey));
     expect(principal).toMatchObject({ kind: "api_key", apiKeyId: apiKey.id, tenantId: t.tenantId });
-    const secondUse = (await getApiKey(t.scope, apiKey.id)).lastUsedAt;
+    const secondUse = (await getApiKey(t.scope, apiKey.id, processBerth().db)).lastUsedAt;
     expect(secondUse!.getTime()).toBeGreaterThanOrEqual(firstUse!.getTime());
 
     const scope = await resolveTenantScope(principal!, t.slug);
@@ -83,20 +94,34 @@ describe("tenant API keys (better-auth API-key plugin) as Bearer tokens", () => 
   });
 
   it("a revoked key stops working at once", async () => {
-    const { apiKey, plainKey } = await createApiKey(testAuth(), t.scope, { name: "to-revoke" });
+    const { apiKey, plainKey } = await createApiKey(
+      testAuth(),
+      t.scope,
+      { name: "to-revoke" },
+      processBerth().db,
+    );
     const principal = await resolveRequestPrincipal(testAuth(), bearer(plainKey));
-    const revoked = await revokeApiKey(t.scope, apiKey.id);
+    const revoked = await revokeApiKey(t.scope, apiKey.id, processBerth().db);
     expect(revoked.revokedAt).toBeInstanceOf(Date);
     expect(await verifyApiKey(plainKey)).toBeNull();
     await expectAppError(resolveRequestPrincipal(testAuth(), bearer(plainKey)), "UNAUTHORIZED");
     // A principal resolved before the revocation cannot mint a scope afterwards either.
     await expectAppError(resolveTenantScope(principal!, t.tenantId), "FORBIDDEN");
-    expect((await listApiKeys(t.scope)).map((k) => k.id)).not.toContain(apiKey.id);
-    expect((await listApiKeys(t.scope, { includeRevoked: true })).map((k) => k.id)).toContain(apiKey.id);
+    expect((await listApiKeys(t.scope, undefined, processBerth().db)).map((k) => k.id)).not.toContain(
+      apiKey.id,
+    );
+    expect(
+      (await listApiKeys(t.scope, { includeRevoked: true }, processBerth().db)).map((k) => k.id),
+    ).toContain(apiKey.id);
   });
 
   it("an expired or disabled key is refused but kept (the plugin would delete an expired one)", async () => {
-    const { apiKey, plainKey } = await createApiKey(testAuth(), t.scope, { name: "expiring" });
+    const { apiKey, plainKey } = await createApiKey(
+      testAuth(),
+      t.scope,
+      { name: "expiring" },
+      processBerth().db,
+    );
     await getDb().apiKey.update({
       where: { id: apiKey.id },
       data: { expiresAt: new Date(Date.now() - 1000) },
@@ -109,21 +134,23 @@ describe("tenant API keys (better-auth API-key plugin) as Bearer tokens", () => 
   });
 
   it("records last use at most once a minute, so requests do not each write the key row", async () => {
-    const { apiKey, plainKey } = await createApiKey(testAuth(), t.scope, { name: "busy" });
+    const { apiKey, plainKey } = await createApiKey(testAuth(), t.scope, { name: "busy" }, processBerth().db);
     await resolveRequestPrincipal(testAuth(), bearer(plainKey));
-    const first = (await getApiKey(t.scope, apiKey.id)).lastUsedAt!;
+    const first = (await getApiKey(t.scope, apiKey.id, processBerth().db)).lastUsedAt!;
     await Promise.all(Array.from({ length: 5 }, () => resolveRequestPrincipal(testAuth(), bearer(plainKey))));
-    expect((await getApiKey(t.scope, apiKey.id)).lastUsedAt).toEqual(first);
+    expect((await getApiKey(t.scope, apiKey.id, processBerth().db)).lastUsedAt).toEqual(first);
 
     const stale = new Date(Date.now() - 2 * 60_000);
     await getDb().apiKey.update({ where: { id: apiKey.id }, data: { lastUsedAt: stale } });
     await resolveRequestPrincipal(testAuth(), bearer(plainKey));
-    expect((await getApiKey(t.scope, apiKey.id)).lastUsedAt!.getTime()).toBeGreaterThan(stale.getTime());
+    expect((await getApiKey(t.scope, apiKey.id, processBerth().db)).lastUsedAt!.getTime()).toBeGreaterThan(
+      stale.getTime(),
+    );
   });
 
   it("a key only opens its own tenant", async () => {
     const other = await createTestTenant();
-    const { plainKey } = await createApiKey(testAuth(), t.scope, { name: "scoped" });
+    const { plainKey } = await createApiKey(testAuth(), t.scope, { name: "scoped" }, processBerth().db);
     const principal = await resolveRequestPrincipal(testAuth(), bearer(plainKey));
     await expectAppError(resolveTenantScope(principal!, other.slug), "FORBIDDEN");
     await expectAppError(resolveTenantScope(principal!, other.tenantId), "FORBIDDEN");
@@ -131,17 +158,28 @@ describe("tenant API keys (better-auth API-key plugin) as Bearer tokens", () => 
 
   it("roles: members and viewers cannot create keys, admins cannot mint owner keys, and a key is capped by its creator's role", async () => {
     const member = await addTestMember(t, "member");
-    await expectAppError(createApiKey(testAuth(), member.scope, { name: "nope" }), "FORBIDDEN");
+    await expectAppError(
+      createApiKey(testAuth(), member.scope, { name: "nope" }, processBerth().db),
+      "FORBIDDEN",
+    );
     const viewer = await addTestMember(t, "viewer");
-    await expectAppError(createApiKey(testAuth(), viewer.scope, { name: "nope" }), "FORBIDDEN");
+    await expectAppError(
+      createApiKey(testAuth(), viewer.scope, { name: "nope" }, processBerth().db),
+      "FORBIDDEN",
+    );
 
     const admin = await addTestMember(t, "admin");
     // Owner keys do not exist (the schema refuses them), and an admin cannot exceed their own role.
     await expectAppError(
-      createApiKey(testAuth(), admin.scope, { name: "owner-key", role: "owner" as never }),
+      createApiKey(testAuth(), admin.scope, { name: "owner-key", role: "owner" as never }, processBerth().db),
       "BAD_REQUEST",
     );
-    const { plainKey } = await createApiKey(testAuth(), admin.scope, { name: "admin-key", role: "admin" });
+    const { plainKey } = await createApiKey(
+      testAuth(),
+      admin.scope,
+      { name: "admin-key", role: "admin" },
+      processBerth().db,
+    );
     // The creator is demoted: the key now acts as a viewer.
     await getDb().membership.updateMany({
       where: { tenantId: t.tenantId, userId: admin.userId },

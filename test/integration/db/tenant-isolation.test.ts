@@ -89,7 +89,12 @@ async function seed(t: TestTenant): Promise<Seeded> {
     targetId: t.tenantId,
   });
   await recordPurgeReceipt(t.scope, { targetType: "session", targetId: "gone", deleted: { messages: 1 } });
-  const { apiKey } = await createApiKey(testAuth(), t.scope, { name: "ci", role: "member" });
+  const { apiKey } = await createApiKey(
+    testAuth(),
+    t.scope,
+    { name: "ci", role: "member" },
+    processBerth().db,
+  );
   return { agentId: agent.id, sessionId: session.id, workspaceId, apiKeyId: apiKey.id };
 }
 
@@ -129,14 +134,21 @@ describe("tenant isolation at the data layer", () => {
   });
 
   it("api keys: A cannot list, read, re-own or revoke B's keys", async () => {
-    expect((await listApiKeys(a.scope)).map((k) => k.id)).toEqual([aRows.apiKeyId]);
-    await expectAppError(getApiKey(a.scope, bRows.apiKeyId), "NOT_FOUND");
+    expect((await listApiKeys(a.scope, undefined, processBerth().db)).map((k) => k.id)).toEqual([
+      aRows.apiKeyId,
+    ]);
+    await expectAppError(getApiKey(a.scope, bRows.apiKeyId, processBerth().db), "NOT_FOUND");
     await expectAppError(
-      setApiKeyOwnership(a.scope, bRows.apiKeyId, { role: "admin", createdByUserId: a.owner.id }),
+      setApiKeyOwnership(
+        a.scope,
+        bRows.apiKeyId,
+        { role: "admin", createdByUserId: a.owner.id },
+        processBerth().db,
+      ),
       "NOT_FOUND",
     );
-    await expectAppError(revokeApiKey(a.scope, bRows.apiKeyId), "NOT_FOUND");
-    const bKey = await getApiKey(b.scope, bRows.apiKeyId);
+    await expectAppError(revokeApiKey(a.scope, bRows.apiKeyId, processBerth().db), "NOT_FOUND");
+    const bKey = await getApiKey(b.scope, bRows.apiKeyId, processBerth().db);
     expect(bKey).toMatchObject({ revokedAt: null, role: "member", createdByUserId: b.owner.id });
   });
 

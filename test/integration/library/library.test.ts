@@ -12,6 +12,7 @@ import { rejectionCode } from "../api/support/call-by-path";
 import { startAgentApiHarness, type AgentApiHarness } from "../agent/support";
 import { tarOf, zipOf } from "../../unit/workspace/support/archives";
 import { closeProcessBerth } from "@/server/composition/process-berth";
+import { processBerth } from "@/server/composition/process-berth";
 
 /**
  * The tenant library through the API as one process runs it (routers, services, real Postgres, Redis,
@@ -66,7 +67,7 @@ async function folderUpload(dir: string) {
 beforeAll(async () => {
   h = await startAgentApiHarness("library");
   const key = (role: "admin" | "member") =>
-    createApiKey(h.runtime.auth, h.tenant.ownerScope, { name: `library ${role}`, role });
+    createApiKey(h.runtime.auth, h.tenant.ownerScope, { name: `library ${role}`, role }, processBerth().db);
   adminKey = h.tenant.adminKey.plainKey;
   admin = createCaller(contextFromHeaders(h.runtime, { authorization: `Bearer ${adminKey}` }));
   member = createCaller(
@@ -186,8 +187,14 @@ describe("library entries", () => {
     expect((await postSkill(new Uint8Array(zip), { "content-type": "text/plain" })).status).toBe(422);
 
     // Members may not upload into the library.
-    const memberKey = (await createApiKey(h.runtime.auth, h.tenant.ownerScope, { name: "m", role: "member" }))
-      .plainKey;
+    const memberKey = (
+      await createApiKey(
+        h.runtime.auth,
+        h.tenant.ownerScope,
+        { name: "m", role: "member" },
+        processBerth().db,
+      )
+    ).plainKey;
     const response = await uploadLibrarySkill(
       new Request(`http://localhost:3000/api/library/skills?tenantId=${h.tenant.tenant.id}`, {
         method: "POST",

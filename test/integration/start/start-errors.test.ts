@@ -47,8 +47,14 @@ describe("npm start: engine errors reach HTTP clients as their typed 4xx", () =>
     url = `http://127.0.0.1:${port}`;
     dataDir = await mkdtemp(path.join(tmpdir(), "berth-start-errors-"));
     tenant = await createTestTenant();
-    apiKey = (await createApiKey(processBerth().api.auth, tenant.scope, { name: "start", role: "admin" }))
-      .plainKey;
+    apiKey = (
+      await createApiKey(
+        processBerth().api.auth,
+        tenant.scope,
+        { name: "start", role: "admin" },
+        processBerth().db,
+      )
+    ).plainKey;
     workspaceId = `ws-start-${randomUUID().slice(0, 8)}`;
     await upsertWorkspaceBinding(tenant.scope, {
       id: workspaceId,

@@ -38,7 +38,12 @@ export async function createUser(auth: BerthAuth, email: string, name: string): 
 }
 
 async function createKey(auth: BerthAuth, scope: TenantScope, role: Exclude<TenantRole, "owner">) {
-  const { apiKey, plainKey } = await createApiKey(auth, scope, { name: `${role} key`, role });
+  const { apiKey, plainKey } = await createApiKey(
+    auth,
+    scope,
+    { name: `${role} key`, role },
+    processBerth().db,
+  );
   return { id: apiKey.id, plainKey };
 }
 
