@@ -60,6 +60,7 @@ export function registerBerthProcessors(
   registerTenantProcessors(registry, engine);
   registerCheckpointProcessors(registry, deps.berth);
   registerWebhookProcessors(registry, {
+    db: deps.berth.db,
     queues: engine.queues,
     secretKey: secretKeyFromBytes(deps.encryptionKey ?? deps.berth.config.secrets.encryptionKey),
     policy: { allowedOrigins: operations.webhookAllowedOrigins },

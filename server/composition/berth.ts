@@ -320,6 +320,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
     },
     get webhooks() {
       return createWebhookService({
+        db: db(),
         secretKey: secretKey(),
         policy: { allowedOrigins: config.operations.webhookAllowedOrigins },
       });

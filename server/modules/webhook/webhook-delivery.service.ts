@@ -12,9 +12,12 @@ import {
 import type { ZWebhookDeliverPayload, ZWebhookDispatchPayload } from "./webhook.jobs";
 import { SIGNATURE_HEADER, signWebhookBody } from "./webhook-signing";
 import { webhookFetch, type WebhookUrlPolicy } from "./webhook-url-policy";
+import type { Db } from "@/server/db";
 
 /** The worker side of lifecycle webhooks: fan an event out to deliveries, then post each with retries. */
 export type WebhookDeliveryDeps = {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   secretKey: SecretKey;
   policy: WebhookUrlPolicy;
   /** Enqueues `webhook.deliver` for one delivery. */
@@ -32,13 +35,13 @@ export function sealingContext(tenantId: string, endpointId: string): string {
  * half-way through the endpoints) neither duplicates a delivery nor loses one.
  */
 export async function dispatchWebhookEvent(
-  deps: Pick<WebhookDeliveryDeps, "requestDelivery">,
+  deps: Pick<WebhookDeliveryDeps, "db" | "requestDelivery">,
   payload: z.output<typeof ZWebhookDispatchPayload>,
   dispatchId: string = randomUUID(),
 ): Promise<{ deliveries: number }> {
   const endpoints = payload.endpointId
     ? [{ id: payload.endpointId }]
-    : await endpointsFor(payload.tenantId, payload.event);
+    : await endpointsFor(payload.tenantId, payload.event, deps.db);
   for (const endpoint of endpoints) {
     const id = deliveryIdOf(dispatchId, endpoint.id);
     const body = JSON.stringify({
@@ -48,13 +51,16 @@ export async function dispatchWebhookEvent(
       tenantId: payload.tenantId,
       data: payload.data,
     });
-    await createDelivery({
-      id,
-      tenantId: payload.tenantId,
-      endpointId: endpoint.id,
-      event: payload.event,
-      body,
-    });
+    await createDelivery(
+      {
+        id,
+        tenantId: payload.tenantId,
+        endpointId: endpoint.id,
+        event: payload.event,
+        body,
+      },
+      deps.db,
+    );
     await deps.requestDelivery(id);
   }
   return { deliveries: endpoints.length };
@@ -97,10 +103,10 @@ export async function deliverWebhook(
   payload: z.output<typeof ZWebhookDeliverPayload>,
   attempt: { number: number; isLast: boolean },
 ): Promise<{ status: "succeeded" | "skipped"; statusCode?: number }> {
-  const delivery = await deliveryForSending(payload.deliveryId);
+  const delivery = await deliveryForSending(payload.deliveryId, deps.db);
   if (!delivery || delivery.status !== "pending") return { status: "skipped" };
   if (!delivery.endpoint.enabled) {
-    await markDeliveryFailed(delivery.id);
+    await markDeliveryFailed(delivery.id, deps.db);
     return { status: "skipped" };
   }
   const secret = decryptSecret(
@@ -141,6 +147,7 @@ export async function deliverWebhook(
     delivery.id,
     { attempt: attempt.number, statusCode, response, durationMs: Date.now() - started },
     final,
+    deps.db,
   );
   if (ok) return { status: "succeeded", statusCode: statusCode! };
   const reason = statusCode === null ? response : `HTTP ${statusCode}`;

@@ -1,4 +1,4 @@
-import { type DbClient, getDb } from "@/server/db";
+import type { DbClient } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import type { WebhookDeliveryView, WebhookEndpointView } from "./webhook.types";
 
@@ -24,23 +24,20 @@ export async function createEndpoint(
     /** `scopedCreateKey` of the request's idempotency key (unique per tenant). */
     createKey: string | null;
   },
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<WebhookEndpointView> {
   return db.webhookEndpoint.create({ data: { ...row, tenantId: scope.tenantId }, select: endpointView });
 }
 
 /** The endpoint a create with this `createKey` made, with its sealed secret (a replay shows it again). */
-export async function findEndpointByCreateKey(scope: TenantScope, createKey: string, db: DbClient = getDb()) {
+export async function findEndpointByCreateKey(scope: TenantScope, createKey: string, db: DbClient) {
   return db.webhookEndpoint.findUnique({
     where: { tenantId_createKey: { tenantId: scope.tenantId, createKey } },
     select: { ...endpointView, secretSealed: true },
   });
 }
 
-export async function listEndpoints(
-  scope: TenantScope,
-  db: DbClient = getDb(),
-): Promise<WebhookEndpointView[]> {
+export async function listEndpoints(scope: TenantScope, db: DbClient): Promise<WebhookEndpointView[]> {
   return db.webhookEndpoint.findMany({
     where: { tenantId: scope.tenantId },
     orderBy: { createdAt: "asc" },
@@ -48,14 +45,14 @@ export async function listEndpoints(
   });
 }
 
-export async function findEndpoint(scope: TenantScope, endpointId: string, db: DbClient = getDb()) {
+export async function findEndpoint(scope: TenantScope, endpointId: string, db: DbClient) {
   return db.webhookEndpoint.findFirst({
     where: { id: endpointId, tenantId: scope.tenantId },
     select: endpointView,
   });
 }
 
-export async function deleteEndpoint(scope: TenantScope, endpointId: string, db: DbClient = getDb()) {
+export async function deleteEndpoint(scope: TenantScope, endpointId: string, db: DbClient) {
   const { count } = await db.webhookEndpoint.deleteMany({
     where: { id: endpointId, tenantId: scope.tenantId },
   });
@@ -63,7 +60,7 @@ export async function deleteEndpoint(scope: TenantScope, endpointId: string, db:
 }
 
 /** Enabled endpoints of the tenant subscribed to `event` (the dispatch job). */
-export async function endpointsFor(tenantId: string, event: string, db: DbClient = getDb()) {
+export async function endpointsFor(tenantId: string, event: string, db: DbClient) {
   return db.webhookEndpoint.findMany({
     where: { tenantId, enabled: true, events: { has: event } },
     select: { id: true },
@@ -72,14 +69,14 @@ export async function endpointsFor(tenantId: string, event: string, db: DbClient
 
 export async function createDelivery(
   row: { id: string; tenantId: string; endpointId: string; event: string; body: string },
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<void> {
   // Idempotent: a retried dispatch finds the rows it wrote before.
   await db.webhookDelivery.createMany({ data: [row], skipDuplicates: true });
 }
 
 /** A delivery with what sending it needs (the endpoint's URL and sealed secret), or null. */
-export async function deliveryForSending(deliveryId: string, db: DbClient = getDb()) {
+export async function deliveryForSending(deliveryId: string, db: DbClient) {
   return db.webhookDelivery.findUnique({
     where: { id: deliveryId },
     select: {
@@ -98,7 +95,7 @@ export async function recordAttempt(
   deliveryId: string,
   attempt: { attempt: number; statusCode: number | null; response: string; durationMs: number },
   finalStatus: "succeeded" | "failed" | null,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<void> {
   await db.$transaction([
     db.webhookAttempt.upsert({
@@ -117,7 +114,7 @@ export async function recordAttempt(
   ]);
 }
 
-export async function markDeliveryFailed(deliveryId: string, db: DbClient = getDb()): Promise<void> {
+export async function markDeliveryFailed(deliveryId: string, db: DbClient): Promise<void> {
   await db.webhookDelivery.update({
     where: { id: deliveryId },
     data: { status: "failed", finishedAt: new Date() },
@@ -128,7 +125,7 @@ export async function markDeliveryFailed(deliveryId: string, db: DbClient = getD
 export async function listDeliveries(
   scope: TenantScope,
   filter: { endpointId?: string | undefined; limit: number },
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<WebhookDeliveryView[]> {
   return db.webhookDelivery.findMany({
     where: { tenantId: scope.tenantId, ...(filter.endpointId ? { endpointId: filter.endpointId } : {}) },

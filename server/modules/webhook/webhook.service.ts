@@ -20,14 +20,15 @@ import { sealingContext } from "./webhook-delivery.service";
 import { newWebhookSecret } from "./webhook-signing";
 import { ZWebhookEndpointCreate, type WebhookEndpointView } from "./webhook.types";
 import { assertWebhookUrlAllowed, type WebhookUrlPolicy } from "./webhook-url-policy";
+import type { Db } from "@/server/db";
 
 /** Tenant admins' side of lifecycle webhooks: endpoints (secret shown once), test sends, delivery log. */
-export function createWebhookService(deps: { secretKey: SecretKey; policy: WebhookUrlPolicy }) {
+export function createWebhookService(deps: { db: Db; secretKey: SecretKey; policy: WebhookUrlPolicy }) {
   const audit = (scope: TenantScope, action: string, targetId: string, details: Record<string, unknown>) =>
     recordAudit(scope, { action, targetType: "webhook", targetId, outcome: "success", details });
 
   async function requireEndpoint(scope: TenantScope, endpointId: string): Promise<WebhookEndpointView> {
-    const endpoint = await findEndpoint(scope, endpointId);
+    const endpoint = await findEndpoint(scope, endpointId, deps.db);
     if (!endpoint) throw new AppError("NOT_FOUND", `webhook endpoint ${endpointId} not found`);
     return endpoint;
   }
@@ -45,7 +46,7 @@ export function createWebhookService(deps: { secretKey: SecretKey; policy: Webho
       // unsealed again), creating nothing.
       return createOnce(input.idempotencyKey ? scopedCreateKey(scope, input.idempotencyKey) : null, {
         earlier: async (createKey) => {
-          const first = await findEndpointByCreateKey(scope, createKey);
+          const first = await findEndpointByCreateKey(scope, createKey, deps.db);
           if (!first) return null;
           const { secretSealed, ...endpoint } = first;
           const secret = decryptSecret(
@@ -58,14 +59,18 @@ export function createWebhookService(deps: { secretKey: SecretKey; policy: Webho
         create: async (createKey) => {
           const id = randomUUID();
           const secret = newWebhookSecret();
-          const endpoint = await createEndpoint(scope, {
-            id,
-            url: new URL(input.url).href,
-            description: input.description,
-            events: [...new Set(input.events)],
-            secretSealed: encryptSecret(deps.secretKey, secret, sealingContext(scope.tenantId, id)),
-            createKey,
-          });
+          const endpoint = await createEndpoint(
+            scope,
+            {
+              id,
+              url: new URL(input.url).href,
+              description: input.description,
+              events: [...new Set(input.events)],
+              secretSealed: encryptSecret(deps.secretKey, secret, sealingContext(scope.tenantId, id)),
+              createKey,
+            },
+            deps.db,
+          );
           await audit(scope, "webhook.create", id, { url: endpoint.url, events: endpoint.events });
           return { endpoint, secret };
         },
@@ -74,13 +79,13 @@ export function createWebhookService(deps: { secretKey: SecretKey; policy: Webho
 
     async list(scope: TenantScope): Promise<WebhookEndpointView[]> {
       assertCan(scope, "webhook:manage");
-      return listEndpoints(scope);
+      return listEndpoints(scope, deps.db);
     },
 
     async remove(scope: TenantScope, endpointId: string): Promise<{ deleted: boolean }> {
       assertCan(scope, "webhook:manage");
       await requireEndpoint(scope, endpointId);
-      const deleted = await deleteEndpoint(scope, endpointId);
+      const deleted = await deleteEndpoint(scope, endpointId, deps.db);
       await audit(scope, "webhook.delete", endpointId, {});
       return { deleted };
     },
@@ -105,7 +110,7 @@ export function createWebhookService(deps: { secretKey: SecretKey; policy: Webho
     ) {
       assertCan(scope, "webhook:manage");
       if (filter.endpointId) await requireEndpoint(scope, filter.endpointId);
-      return listDeliveries(scope, { endpointId: filter.endpointId, limit: filter.limit ?? 50 });
+      return listDeliveries(scope, { endpointId: filter.endpointId, limit: filter.limit ?? 50 }, deps.db);
     },
   };
 }

@@ -11,6 +11,7 @@ import { testLog } from "../queue/queue-fixtures";
 import { startReceiver, startWebhookWorkers } from "./support";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
 import { installProcessQueues } from "../operator/support";
+import { processBerth } from "@/server/composition/process-berth";
 
 /**
  * A budget alert reaches the tenant's lifecycle webhooks (issue 15): each alert percentage crossed this month
@@ -40,7 +41,7 @@ describe("budget alerts as lifecycle webhooks (real Postgres, Redis, workers, a 
   });
 
   it("sends budget.threshold_reached at 50 % and budget.exhausted at 100 %, signed, retried, once each", async () => {
-    const service = createWebhookService({ secretKey, policy });
+    const service = createWebhookService({ db: processBerth().db, secretKey, policy });
     const { endpoint, secret } = await service.create(tenant.scope, {
       url: `${receiver.origin}/budget`,
       events: ["budget.threshold_reached", "budget.exhausted"],

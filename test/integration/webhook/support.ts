@@ -7,6 +7,7 @@ import { createRedisConnection } from "@/server/redis";
 import { registerWebhookProcessors } from "@/workers/processors/webhook.processors";
 import { startWorkerRuntime } from "@/workers/runtime";
 import { isolatedRedisConfig, testLog } from "../queue/queue-fixtures";
+import { processBerth } from "@/server/composition/process-berth";
 
 type Received = { headers: http.IncomingHttpHeaders; body: string; at: number };
 
@@ -61,6 +62,7 @@ export async function startWebhookWorkers(options: {
     schedules: [],
     register: (registry) =>
       registerWebhookProcessors(registry, {
+        db: processBerth().db,
         queues,
         secretKey: options.secretKey,
         policy: options.policy,

@@ -10,6 +10,7 @@ import type { QueueSet } from "@/server/queue/queues";
 import { startReceiver, startWebhookWorkers } from "./support";
 import { addTestMember, createTestTenant, type TestTenant } from "../db/fixtures";
 import { jobOutcome } from "../queue/queue-fixtures";
+import { processBerth } from "@/server/composition/process-berth";
 
 describe("lifecycle webhooks: signed deliveries, retries with backoff, the URL policy (real Postgres, Redis, workers)", () => {
   const secretKey = secretKeyFromBytes(randomBytes(32));
@@ -32,7 +33,7 @@ describe("lifecycle webhooks: signed deliveries, retries with backoff, the URL p
     await receiver.close();
   });
 
-  const service = () => createWebhookService({ secretKey, policy });
+  const service = () => createWebhookService({ db: processBerth().db, secretKey, policy });
   const dispatch = (event: "workspace.ready" | "turn.failed", data: Record<string, string>) =>
     createEnqueue(queues)("webhook.dispatch", {
       tenantId: tenant.tenantId,
@@ -99,13 +100,20 @@ describe("lifecycle webhooks: signed deliveries, retries with backoff, the URL p
       data: { sessionId: "s-big" },
       endpointId: endpoint.id,
     };
-    const deps = { requestDelivery: (id: string) => Promise.resolve(void requested.push(id)) };
+    const deps = {
+      db: processBerth().db,
+      requestDelivery: (id: string) => Promise.resolve(void requested.push(id)),
+    };
     await dispatchWebhookEvent(deps, payload, "dispatch-job-1");
     await dispatchWebhookEvent(deps, payload, "dispatch-job-1"); // the same job, retried
     expect(new Set(requested).size).toBe(1);
     expect(await service().deliveries(tenant.scope, { endpointId: endpoint.id })).toHaveLength(1);
     await expect(
-      deliverWebhook({ secretKey, policy }, { deliveryId: requested[0]! }, { number: 1, isLast: false }),
+      deliverWebhook(
+        { db: processBerth().db, secretKey, policy },
+        { deliveryId: requested[0]! },
+        { number: 1, isLast: false },
+      ),
     ).resolves.toMatchObject({ status: "succeeded", statusCode: 200 });
     const [delivery] = await service().deliveries(tenant.scope, { endpointId: endpoint.id });
     expect(delivery!.attempts[0]!.response).toBe("x".repeat(2_048));
