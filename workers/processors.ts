@@ -57,7 +57,7 @@ export function registerBerthProcessors(
     metricsSampleProcessor({ drivers: engine.drivers, retentionDays: operations.metricsRetentionDays }),
   );
   registerWorkspaceProcessors(registry, engine, deps.berth.db, { lockDurationMs: deps.lockDurationMs });
-  registerTenantProcessors(registry, engine);
+  registerTenantProcessors(registry, engine, deps.berth.db);
   registerCheckpointProcessors(registry, deps.berth);
   registerWebhookProcessors(registry, {
     db: deps.berth.db,

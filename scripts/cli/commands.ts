@@ -19,6 +19,8 @@ import {
 import { setTenantQuotaOverrides } from "@/server/modules/operator/tenant-quota.service";
 import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
 import { AppError } from "@/server/shared/errors";
+import type { Berth } from "@/server/composition/berth";
+import type { Db } from "@/server/db";
 
 /**
  * `npm run berth -- <group> <command> [args] [--flags]`: each command is a zod schema over its positional
@@ -26,7 +28,12 @@ import { AppError } from "@/server/shared/errors";
  * the installation, with its database credentials). Output is text for people, or JSON with `--json`.
  */
 
-export type CliContext = { baseUrl: string; print: (line: string) => void };
+export type CliContext = {
+  /** The CLI process' Berth root (built from the environment `npm run berth` resolved). */
+  berth: Berth;
+  baseUrl: string;
+  print: (line: string) => void;
+};
 type Command = {
   usage: string;
   /** Over `{ positionals, flags }` (scripts/cli/argv.ts); unknown flags are refused. */
@@ -103,12 +110,16 @@ export const COMMANDS: Record<string, Command> = {
       "expires-in-hours": flagNumber,
     }),
     async ({ flags }, ctx) => {
-      const created = await createTenant(operator, {
-        name: flags.name,
-        slug: flags.slug,
-        ownerNote: flags["owner-note"],
-        expiresInHours: flags["expires-in-hours"],
-      });
+      const created = await createTenant(
+        operator,
+        {
+          name: flags.name,
+          slug: flags.slug,
+          ownerNote: flags["owner-note"],
+          expiresInHours: flags["expires-in-hours"],
+        },
+        ctx.berth.db,
+      );
       const link = `${ctx.baseUrl}${created.ownerInvite.path}`;
       return {
         json: { tenant: created.tenant, ownerInvite: { ...created.ownerInvite, url: link } },
@@ -120,12 +131,12 @@ export const COMMANDS: Record<string, Command> = {
       };
     },
   ),
-  "tenant list": command("tenant list", args(z.tuple([])), async () => {
-    const tenants = await listTenantsForOperator(operator);
+  "tenant list": command("tenant list", args(z.tuple([])), async (_args, ctx) => {
+    const tenants = await listTenantsForOperator(operator, ctx.berth.db);
     return { json: tenants, text: tenants.length ? tenants.map(tenantLine) : ["no tenants"] };
   }),
-  "tenant show": command("tenant show <slug|id>", oneTenant(), async ({ positionals: [ref] }) => {
-    const tenant = await readTenantForOperator(operator, { tenantId: ref });
+  "tenant show": command("tenant show <slug|id>", oneTenant(), async ({ positionals: [ref] }, ctx) => {
+    const tenant = await readTenantForOperator(operator, { tenantId: ref }, ctx.berth.db);
     return {
       json: tenant,
       text: [
@@ -141,7 +152,7 @@ export const COMMANDS: Record<string, Command> = {
     "tenant invite-owner <slug|id> [--note <text>]",
     oneTenant({ note: flagString }),
     async ({ positionals: [ref], flags }, ctx) => {
-      const invite = await createOwnerInvite(operator, { tenantId: ref, note: flags.note });
+      const invite = await createOwnerInvite(operator, { tenantId: ref, note: flags.note }, ctx.berth.db);
       const url = `${ctx.baseUrl}${invite.path}`;
       return { json: { ...invite, url }, text: ["owner invitation (shown once):", `  ${url}`] };
     },
@@ -151,12 +162,17 @@ export const COMMANDS: Record<string, Command> = {
       Object.keys(QUOTA_FLAGS).join(", ") +
       ")",
     oneTenant(Object.fromEntries(Object.keys(QUOTA_FLAGS).map((flag) => [flag, flagLimit]))),
-    async ({ positionals: [ref], flags }) => {
+    async ({ positionals: [ref], flags }, ctx) => {
       // Only the limits named change; `default` gives one back to the installation's value.
       const overrides = Object.fromEntries(
         Object.entries(flags).map(([flag, value]) => [QUOTA_FLAGS[flag as keyof typeof QUOTA_FLAGS], value]),
       );
-      const usage = await setTenantQuotaOverrides(operator, { tenantId: ref, overrides }, defaultQuotaDeps());
+      const usage = await setTenantQuotaOverrides(
+        operator,
+        { tenantId: ref, overrides },
+        defaultQuotaDeps(),
+        ctx.berth.db,
+      );
       return {
         json: usage,
         text: usage.limits.map(
@@ -170,16 +186,16 @@ export const COMMANDS: Record<string, Command> = {
   "tenant suspend": command(
     "tenant suspend <slug|id> [--reason <text>]",
     oneTenant({ reason: flagString }),
-    async ({ positionals: [ref], flags }) => {
-      const result = await suspendTenant(operator, { tenantId: ref, reason: flags.reason });
+    async ({ positionals: [ref], flags }, ctx) => {
+      const result = await suspendTenant(operator, { tenantId: ref, reason: flags.reason }, ctx.berth.db);
       return {
         json: result,
         text: [`suspended ${result.tenant.slug}; stopping ${result.stopsRequested.length} workspace(s)`],
       };
     },
   ),
-  "tenant resume": command("tenant resume <slug|id>", oneTenant(), async ({ positionals: [ref] }) => {
-    const result = await resumeTenant(operator, { tenantId: ref });
+  "tenant resume": command("tenant resume <slug|id>", oneTenant(), async ({ positionals: [ref] }, ctx) => {
+    const result = await resumeTenant(operator, { tenantId: ref }, ctx.berth.db);
     return { json: result, text: [`resumed ${result.tenant.slug}`] };
   }),
   "tenant delete": command(
@@ -190,8 +206,8 @@ export const COMMANDS: Record<string, Command> = {
         wait: flagNumber,
       }),
     }),
-    async ({ positionals: [ref], flags }) => {
-      const requested = await requestTenantDeletion(operator, { tenantId: ref });
+    async ({ positionals: [ref], flags }, ctx) => {
+      const requested = await requestTenantDeletion(operator, { tenantId: ref }, ctx.berth.db);
       if (!flags.wait) {
         return {
           json: requested,
@@ -200,15 +216,15 @@ export const COMMANDS: Record<string, Command> = {
           ],
         };
       }
-      const receipt = await waitForReceipt(requested.tenantId, flags.wait * 1000);
+      const receipt = await waitForReceipt(requested.tenantId, flags.wait * 1000, ctx.berth.db);
       return { json: { ...requested, receipt }, text: [`deleted ${ref}; receipt ${receipt.id}`] };
     },
   ),
   "operator grant": command(
     "operator grant <email>",
     args(z.tuple([z.string()])),
-    async ({ positionals: [email] }) => {
-      const result = await grantOperator(operator, { email });
+    async ({ positionals: [email] }, ctx) => {
+      const result = await grantOperator(operator, { email }, ctx.berth.db);
       return {
         json: result,
         text: [result.granted ? `${email} is now an operator` : `${email} already was one`],
@@ -218,13 +234,13 @@ export const COMMANDS: Record<string, Command> = {
   "operator revoke": command(
     "operator revoke <email>",
     args(z.tuple([z.string()])),
-    async ({ positionals: [email] }) => {
-      const result = await revokeOperator(operator, { email });
+    async ({ positionals: [email] }, ctx) => {
+      const result = await revokeOperator(operator, { email }, ctx.berth.db);
       return { json: result, text: [`${email} is no longer an operator`] };
     },
   ),
-  "operator list": command("operator list", args(z.tuple([])), async () => {
-    const operators = await listOperatorsFor(operator);
+  "operator list": command("operator list", args(z.tuple([])), async (_args, ctx) => {
+    const operators = await listOperatorsFor(operator, ctx.berth.db);
     return {
       json: operators,
       text: operators.map((o) => `${o.email ?? o.userId}  (granted by ${o.grantedBy})`),
@@ -233,8 +249,8 @@ export const COMMANDS: Record<string, Command> = {
   "operator audit": command(
     "operator audit [--limit <n>]",
     args(z.tuple([]), { limit: flagNumber }),
-    async ({ flags }) => {
-      const rows = await readOperatorAudit(operator, { limit: flags.limit });
+    async ({ flags }, ctx) => {
+      const rows = await readOperatorAudit(operator, { limit: flags.limit }, ctx.berth.db);
       return {
         json: rows,
         text: rows.map(
@@ -247,10 +263,10 @@ export const COMMANDS: Record<string, Command> = {
 };
 
 /** Polls (bounded) for the deletion receipt the `tenant.delete` job writes at its end. */
-async function waitForReceipt(tenantId: string, timeoutMs: number) {
+async function waitForReceipt(tenantId: string, timeoutMs: number, db: Db) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const receipt = await findTenantDeletionReceipt(tenantId);
+    const receipt = await findTenantDeletionReceipt(tenantId, db);
     if (receipt) return receipt;
     if (Date.now() >= deadline) {
       throw new AppError("TIMEOUT", `no deletion receipt for ${tenantId} within ${timeoutMs} ms`, {

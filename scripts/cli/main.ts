@@ -6,6 +6,7 @@
  */
 import { type z } from "zod";
 import { loadHttpConfig } from "@/server/config/http";
+import { processBerth } from "@/server/composition/process-berth";
 import { isAppError } from "@/server/shared/errors";
 import { parseArgv, UsageError } from "./argv";
 import { COMMANDS } from "./commands";
@@ -63,6 +64,8 @@ export async function runBerthCli(argv: readonly string[], io: CliIo = processIo
     }
     const running = await useRunningBerth();
     const result = await spec.run(parsed.data as never, {
+      // The CLI's root, built from the environment just resolved (closed by scripts/berth-cli.ts).
+      berth: processBerth(),
       baseUrl: linkBaseUrl(running, () => loadHttpConfig().baseUrl),
       print: (line) => io.stdout(`${line}\n`),
     });

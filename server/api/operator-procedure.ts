@@ -14,6 +14,6 @@ export const operatorProcedure = authedProcedure.use(async ({ ctx, next }) => {
       details: { reason: "not_operator" },
     });
   }
-  const operator = await operatorActorForUser(ctx.principal.userId);
+  const operator = await operatorActorForUser(ctx.principal.userId, ctx.berth.db);
   return next({ ctx: { operator } });
 });

@@ -22,6 +22,7 @@ import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp, submitSignIn, watchedPage } from "./support/e2e-app";
 import { printScreenshotListing, screenshotter } from "./support/screenshots";
 import type { SeededTenant } from "./support/seed";
+import { processBerth } from "@/server/composition/process-berth";
 
 requireChromium();
 
@@ -239,6 +240,7 @@ describe.skipIf(!HAS_CHROMIUM)("library, agent defaults and settings, end to end
       cliOperatorActor(),
       { tenantId: tenant.scope.tenantId, overrides: { liveWorkspaces: 7 } },
       defaultQuotaDeps(),
+      processBerth().db,
     );
     await changeBudget(
       tenant.scope,

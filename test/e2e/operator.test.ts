@@ -16,6 +16,7 @@ import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp, submitSignIn, watchedPage } from "./support/e2e-app";
 import { printScreenshotListing, screenshotter } from "./support/screenshots";
 import type { SeededTenant } from "./support/seed";
+import { processBerth } from "@/server/composition/process-berth";
 
 requireChromium();
 
@@ -39,7 +40,7 @@ describe.skipIf(!HAS_CHROMIUM)("operators: create a tenant whose owner accepts t
     e2e = await startE2eApp();
     ({ app, browser, tenant: seeded } = e2e);
     // The seeded admin is made an operator the way a script would (npm run berth -- operator grant).
-    await grantOperator(cliOperatorActor(), { email: seeded.email });
+    await grantOperator(cliOperatorActor(), { email: seeded.email }, processBerth().db);
     const watched = await watchedPage(await browser.newContext({ viewport: { width: 1366, height: 900 } }));
     operator = watched.page;
     pageErrors.push(watched.pageErrors);

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import { deleteTenant } from "@/server/modules/operator/tenant-deletion.service";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
@@ -7,8 +8,9 @@ import type { ProcessorRegistry } from "../registry";
 export function registerTenantProcessors(
   registry: ProcessorRegistry<BerthJobCatalog>,
   engine: Pick<WorkspaceEngine, "drivers">,
+  db: Db,
 ): void {
   registry.registerProcessor("tenant.delete", ({ payload, log }) =>
-    deleteTenant({ drivers: engine.drivers }, payload, log),
+    deleteTenant({ drivers: engine.drivers }, payload, log, db),
   );
 }

@@ -49,15 +49,15 @@ export const operatorRouter = createTRPCRouter({
   tenants: createTRPCRouter({
     list: operatorProcedure
       .output(z.array(ZOperatorTenantView))
-      .query(({ ctx }) => listTenantsForOperator(ctx.operator)),
+      .query(({ ctx }) => listTenantsForOperator(ctx.operator, ctx.berth.db)),
     get: operatorProcedure
       .input(ZTenantRef)
       .output(ZOperatorTenantDetail)
-      .query(({ ctx, input }) => readTenantForOperator(ctx.operator, input)),
+      .query(({ ctx, input }) => readTenantForOperator(ctx.operator, input, ctx.berth.db)),
     create: operatorProcedure
       .input(ZTenantCreateRequest)
       .output(ZTenantCreated)
-      .mutation(({ ctx, input }) => createTenant(ctx.operator, input)),
+      .mutation(({ ctx, input }) => createTenant(ctx.operator, input, ctx.berth.db)),
     inviteOwner: operatorProcedure
       .input(
         ZTenantRef.extend({
@@ -66,44 +66,48 @@ export const operatorRouter = createTRPCRouter({
         }),
       )
       .output(ZOwnerInviteCreated)
-      .mutation(({ ctx, input }) => createOwnerInvite(ctx.operator, input)),
+      .mutation(({ ctx, input }) => createOwnerInvite(ctx.operator, input, ctx.berth.db)),
     suspend: operatorProcedure
       .input(ZTenantSuspendRequest)
       .output(ZSuspendResult)
-      .mutation(({ ctx, input }) => suspendTenant(ctx.operator, input)),
+      .mutation(({ ctx, input }) => suspendTenant(ctx.operator, input, ctx.berth.db)),
     resume: operatorProcedure
       .input(ZTenantRef)
       .output(ZSuspendResult)
-      .mutation(({ ctx, input }) => resumeTenant(ctx.operator, input)),
+      .mutation(({ ctx, input }) => resumeTenant(ctx.operator, input, ctx.berth.db)),
     delete: operatorProcedure
       .input(ZTenantRef)
       .output(ZDeleteRequested)
-      .mutation(({ ctx, input }) => requestTenantDeletion(ctx.operator, input)),
+      .mutation(({ ctx, input }) => requestTenantDeletion(ctx.operator, input, ctx.berth.db)),
     /** The tenant's limits (effective, overridden or default) and its use of each. */
     quota: operatorProcedure
       .input(ZTenantRef)
       .output(ZTenantUsageView)
-      .query(({ ctx, input }) => readTenantQuota(ctx.operator, input, defaultQuotaDeps())),
+      .query(({ ctx, input }) => readTenantQuota(ctx.operator, input, defaultQuotaDeps(), ctx.berth.db)),
     /** Replaces the tenant's quota overrides; answers its limits and usage. */
     setQuotaOverrides: operatorProcedure
       .input(ZTenantQuotaOverridesRequest)
       .output(ZTenantUsageView)
-      .mutation(({ ctx, input }) => setTenantQuotaOverrides(ctx.operator, input, defaultQuotaDeps())),
+      .mutation(({ ctx, input }) =>
+        setTenantQuotaOverrides(ctx.operator, input, defaultQuotaDeps(), ctx.berth.db),
+      ),
     deletionReceipts: operatorProcedure
       .output(z.array(ZTenantDeletionReceiptView))
-      .query(({ ctx }) => readTenantDeletionReceipts(ctx.operator)),
+      .query(({ ctx }) => readTenantDeletionReceipts(ctx.operator, undefined, ctx.berth.db)),
   }),
 
   operators: createTRPCRouter({
-    list: operatorProcedure.output(z.array(ZOperatorView)).query(({ ctx }) => listOperatorsFor(ctx.operator)),
+    list: operatorProcedure
+      .output(z.array(ZOperatorView))
+      .query(({ ctx }) => listOperatorsFor(ctx.operator, ctx.berth.db)),
     grant: operatorProcedure
       .input(ZOperatorGrantRequest)
       .output(z.object({ userId: z.string(), granted: z.boolean() }))
-      .mutation(({ ctx, input }) => grantOperator(ctx.operator, input)),
+      .mutation(({ ctx, input }) => grantOperator(ctx.operator, input, ctx.berth.db)),
     revoke: operatorProcedure
       .input(ZOperatorGrantRequest)
       .output(z.object({ userId: z.string() }))
-      .mutation(({ ctx, input }) => revokeOperator(ctx.operator, input)),
+      .mutation(({ ctx, input }) => revokeOperator(ctx.operator, input, ctx.berth.db)),
   }),
 
   audit: operatorProcedure
@@ -114,5 +118,5 @@ export const operatorRouter = createTRPCRouter({
       }),
     )
     .output(z.array(ZOperatorAuditView))
-    .query(({ ctx, input }) => readOperatorAudit(ctx.operator, input)),
+    .query(({ ctx, input }) => readOperatorAudit(ctx.operator, input, ctx.berth.db)),
 });

@@ -43,12 +43,12 @@ export async function bootstrapFirstTenant(
   );
   // Lost a race against another first start: that one printed the credentials.
   if (!result.created) return { created: false };
-  await grantBootstrapOperator(result.owner.id);
+  await grantBootstrapOperator(result.owner.id, db);
   return { created: true, tenantSlug: result.tenant.slug, email: result.owner.email, password };
 }
 
 async function ensureAnOperator(db: Db): Promise<void> {
   if (await hasAnyOperator(db)) return;
   const userId = await findFirstOwnerOfOldestTenant(db);
-  if (userId) await grantBootstrapOperator(userId);
+  if (userId) await grantBootstrapOperator(userId, db);
 }

@@ -1,5 +1,6 @@
 import { AppError } from "@/server/shared/errors";
 import { isOperatorUser } from "@/server/modules/operator/operator.data";
+import type { Db } from "@/server/db";
 
 /**
  * Who acts as an operator, proven: a signed-in user found in `operators` (checked against the database on
@@ -13,8 +14,8 @@ export type OperatorActor = (
 ) & { readonly [operatorBrand]: true };
 
 /** The operator behind a signed-in user; FORBIDDEN (`details.reason: "not_operator"`) for anyone else. */
-export async function operatorActorForUser(userId: string): Promise<OperatorActor> {
-  if (!(await isOperatorUser(userId))) {
+export async function operatorActorForUser(userId: string, db: Db): Promise<OperatorActor> {
+  if (!(await isOperatorUser(userId, db))) {
     throw new AppError("FORBIDDEN", `user ${userId} is not an operator`, {
       userMessage: "This needs the operator role (operators run the installation's tenants).",
       details: { reason: "not_operator" },

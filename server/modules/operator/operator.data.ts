@@ -1,5 +1,5 @@
 import type { Prisma } from "@/generated/prisma/client";
-import { type DbClient, getDb, isUniqueViolation } from "@/server/db";
+import { type DbClient, isUniqueViolation } from "@/server/db";
 import { sanitizeStrings } from "@/server/shared/unsafe-strings";
 import type { OperatorAuditView } from "@/server/modules/operator/operator.types";
 
@@ -8,11 +8,11 @@ import type { OperatorAuditView } from "@/server/modules/operator/operator.types
  * operator services (which check that their caller is an operator) call them.
  */
 
-export async function isOperatorUser(userId: string, db: DbClient = getDb()): Promise<boolean> {
+export async function isOperatorUser(userId: string, db: DbClient): Promise<boolean> {
   return (await db.operator.findUnique({ where: { userId }, select: { id: true } })) !== null;
 }
 
-export async function listOperators(db: DbClient = getDb()) {
+export async function listOperators(db: DbClient) {
   const rows = await db.operator.findMany({ orderBy: { createdAt: "asc" } });
   const users = await db.user.findMany({
     where: { id: { in: rows.map((row) => row.userId) } },
@@ -28,11 +28,7 @@ export async function listOperators(db: DbClient = getDb()) {
 }
 
 /** Grants the operator role; false when the user already has it. */
-export async function insertOperator(
-  userId: string,
-  grantedBy: string,
-  db: DbClient = getDb(),
-): Promise<boolean> {
+export async function insertOperator(userId: string, grantedBy: string, db: DbClient): Promise<boolean> {
   try {
     await db.operator.create({ data: { userId, grantedBy }, select: { id: true } });
     return true;
@@ -48,7 +44,7 @@ export async function insertOperator(
  */
 export async function deleteOperatorUnlessLast(
   userId: string,
-  db = getDb(),
+  db: DbClient,
 ): Promise<"revoked" | "not-operator" | "last"> {
   return db.$transaction(async (tx) => {
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('berth.operators'))`;
@@ -60,7 +56,7 @@ export async function deleteOperatorUnlessLast(
   });
 }
 
-export async function findUserIdByEmail(email: string, db: DbClient = getDb()): Promise<string | null> {
+export async function findUserIdByEmail(email: string, db: DbClient): Promise<string | null> {
   const row = await db.user.findFirst({
     where: { email: { equals: email, mode: "insensitive" } },
     select: { id: true },
@@ -78,7 +74,7 @@ export type OperatorAuditEntry = {
   details?: Record<string, unknown>;
 };
 
-export async function appendOperatorAudit(entry: OperatorAuditEntry, db: DbClient = getDb()): Promise<void> {
+export async function appendOperatorAudit(entry: OperatorAuditEntry, db: DbClient): Promise<void> {
   const clean = sanitizeStrings(entry);
   await db.operatorAuditLog.create({
     data: {
@@ -98,7 +94,7 @@ export async function appendOperatorAudit(entry: OperatorAuditEntry, db: DbClien
 /** The newest operator audit rows (optionally for one target), with actor emails. */
 export async function listOperatorAudit(
   filter: { targetId?: string; limit: number },
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<OperatorAuditView[]> {
   const rows = await db.operatorAuditLog.findMany({
     where: filter.targetId ? { targetId: filter.targetId } : {},

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { Prisma } from "@/generated/prisma/client";
-import { type DbClient, getDb } from "@/server/db";
+import type { DbClient } from "@/server/db";
 import type { OperatorTenantView, TenantStatus } from "@/server/modules/operator/operator.types";
 
 /**
@@ -69,7 +69,7 @@ async function withUsage(rows: TenantRow[], db: DbClient): Promise<OperatorTenan
   return rows.map((row) => ({ ...row, usage: usage.get(row.id) ?? EMPTY_USAGE }));
 }
 
-export async function listTenantsWithUsage(db: DbClient = getDb()): Promise<OperatorTenantView[]> {
+export async function listTenantsWithUsage(db: DbClient): Promise<OperatorTenantView[]> {
   const rows = await db.tenant.findMany({ select: tenantSelect, orderBy: { createdAt: "asc" }, take: 1000 });
   return withUsage(rows, db);
 }
@@ -77,7 +77,7 @@ export async function listTenantsWithUsage(db: DbClient = getDb()): Promise<Oper
 /** A tenant by id or slug, with its usage; null when there is none. */
 export async function findTenantWithUsage(
   tenantIdOrSlug: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<OperatorTenantView | null> {
   const row = await db.tenant.findFirst({
     where: { OR: [{ id: tenantIdOrSlug }, { slug: tenantIdOrSlug }] },
@@ -86,7 +86,7 @@ export async function findTenantWithUsage(
   return row ? ((await withUsage([row], db))[0] ?? null) : null;
 }
 
-export async function listTenantOwners(tenantId: string, db: DbClient = getDb()) {
+export async function listTenantOwners(tenantId: string, db: DbClient) {
   const rows = await db.membership.findMany({
     where: { tenantId, role: "owner" },
     select: { user: { select: { id: true, email: true, name: true } } },
@@ -96,7 +96,7 @@ export async function listTenantOwners(tenantId: string, db: DbClient = getDb())
 }
 
 /** The tenant's owner invitations (the ones operators make), newest first. */
-export async function listOwnerInvites(tenantId: string, db: DbClient = getDb()) {
+export async function listOwnerInvites(tenantId: string, db: DbClient) {
   const rows = await db.inviteLink.findMany({
     where: { tenantId, role: "owner" },
     select: { id: true, expiresAt: true, acceptedAt: true, acceptedById: true, revokedAt: true },
@@ -127,7 +127,7 @@ export async function listOwnerInvites(tenantId: string, db: DbClient = getDb())
 /** Inserts an empty tenant (no member yet: its first owner comes by invitation); null when the slug is taken. */
 export async function insertEmptyTenant(
   input: { name: string; slug: string; createKey?: string | null },
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<TenantRow | null> {
   // skipDuplicates: a taken slug or create key (a concurrent create with the same idempotency key) is null.
   const created = await db.tenant.createManyAndReturn({
@@ -141,7 +141,7 @@ export async function insertEmptyTenant(
 /** The tenant an operator's create with this `createKey` made; null when there is none. */
 export async function findTenantByCreateKey(
   createKey: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<{ id: string; createdAt: Date } | null> {
   return db.tenant.findUnique({ where: { createKey }, select: { id: true, createdAt: true } });
 }
@@ -151,7 +151,7 @@ export async function transitionTenantStatus(
   tenantId: string,
   from: TenantStatus[],
   to: TenantStatus,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<boolean> {
   const { count } = await db.tenant.updateMany({
     where: { id: tenantId, status: { in: from } },
@@ -164,7 +164,7 @@ export async function transitionTenantStatus(
 export async function listTenantWorkspaceIds(
   tenantId: string,
   filter: { states?: readonly string[]; excludeStates?: readonly string[] },
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<string[]> {
   type State = Prisma.WorkspaceWhereInput["state"];
   const state: State = filter.states

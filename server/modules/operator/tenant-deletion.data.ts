@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { Prisma } from "@/generated/prisma/client";
-import { type DbClient, getDb } from "@/server/db";
+import type { DbClient } from "@/server/db";
 
 /**
  * The last step of deleting a tenant, after its workspaces were purged: count what it owns in every table,
@@ -13,7 +13,7 @@ const RECEIPTS_TABLE = "tenant_deletion_receipts";
 const OPERATOR_TABLES = new Set([RECEIPTS_TABLE, "operator_audit_logs"]);
 
 /** Every table of the schema with a `tenant_id` column, except the operator-level ones that outlive tenants. */
-export async function tenantOwnedTables(db: DbClient = getDb()): Promise<string[]> {
+export async function tenantOwnedTables(db: DbClient): Promise<string[]> {
   const rows = await db.$queryRaw<{ table_name: string }[]>`
     SELECT c.table_name::text AS table_name FROM information_schema.columns c
       JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
@@ -25,10 +25,7 @@ export async function tenantOwnedTables(db: DbClient = getDb()): Promise<string[
 const ZIdentifier = z.string().regex(/^[a-z_][a-z0-9_]*$/);
 
 /** Rows per table that name the tenant (only tables with any). */
-export async function countTenantRows(
-  tenantId: string,
-  db: DbClient = getDb(),
-): Promise<Record<string, number>> {
+export async function countTenantRows(tenantId: string, db: DbClient): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
   for (const table of await tenantOwnedTables(db)) {
     // The name comes from the catalog, never from input; checked anyway before it is quoted into SQL.
@@ -59,7 +56,7 @@ export async function deleteTenantRows(
     actor: string;
     workspaces: Prisma.InputJsonValue;
   },
-  db = getDb(),
+  db: DbClient,
 ): Promise<TenantDeletionOutcome | null> {
   return db.$transaction(
     async (tx) => {
@@ -121,10 +118,10 @@ export async function deleteTenantRows(
   );
 }
 
-export async function findTenantDeletionReceipt(tenantId: string, db: DbClient = getDb()) {
+export async function findTenantDeletionReceipt(tenantId: string, db: DbClient) {
   return db.tenantDeletionReceipt.findUnique({ where: { tenantId } });
 }
 
-export async function listTenantDeletionReceipts(limit: number, db: DbClient = getDb()) {
+export async function listTenantDeletionReceipts(limit: number, db: DbClient) {
   return db.tenantDeletionReceipt.findMany({ orderBy: [{ at: "desc" }, { id: "desc" }], take: limit });
 }

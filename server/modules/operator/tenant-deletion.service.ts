@@ -6,6 +6,7 @@ import type { ZTenantDeletePayload } from "@/server/modules/operator/operator.jo
 import { listTenantWorkspaceIds } from "@/server/modules/operator/tenant-admin.data";
 import { deleteTenantRows, findTenantDeletionReceipt } from "@/server/modules/operator/tenant-deletion.data";
 import { purgeWorkspace } from "@/server/modules/purge/workspace-purge.service";
+import type { Db } from "@/server/db";
 
 /**
  * `tenant.delete`: purges every workspace of the tenant on its own backend (the same `purgeWorkspace` the
@@ -17,11 +18,12 @@ export async function deleteTenant(
   deps: { drivers: DriverSet },
   payload: z.output<typeof ZTenantDeletePayload>,
   log: Logger,
+  db: Db,
 ): Promise<{ outcome: "deleted" | "already-deleted"; receiptId: string | null; workspaces: number }> {
-  const done = await findTenantDeletionReceipt(payload.tenantId);
+  const done = await findTenantDeletionReceipt(payload.tenantId, db);
   if (done) return { outcome: "already-deleted", receiptId: done.id, workspaces: 0 };
 
-  const workspaceIds = await listTenantWorkspaceIds(payload.tenantId, { excludeStates: ["PURGED"] });
+  const workspaceIds = await listTenantWorkspaceIds(payload.tenantId, { excludeStates: ["PURGED"] }, db);
   const purged: {
     workspaceId: string;
     outcome: string;
@@ -44,27 +46,33 @@ export async function deleteTenant(
   }
   log.info({ tenantId: payload.tenantId, workspaces: purged.length }, "tenant workspaces purged");
 
-  const outcome = await deleteTenantRows({
-    tenantId: payload.tenantId,
-    actor: payload.actor,
-    workspaces: purged,
-  });
+  const outcome = await deleteTenantRows(
+    {
+      tenantId: payload.tenantId,
+      actor: payload.actor,
+      workspaces: purged,
+    },
+    db,
+  );
   if (!outcome) {
-    const receipt = await findTenantDeletionReceipt(payload.tenantId);
+    const receipt = await findTenantDeletionReceipt(payload.tenantId, db);
     return { outcome: "already-deleted", receiptId: receipt?.id ?? null, workspaces: purged.length };
   }
-  await appendOperatorAudit({
-    actor: { type: "system", id: payload.actor },
-    action: "tenant.delete",
-    targetType: "tenant",
-    targetId: payload.tenantId,
-    outcome: "success",
-    details: {
-      phase: "completed",
-      receiptId: outcome.receiptId,
-      workspaces: purged.length,
-      rows: outcome.rows,
+  await appendOperatorAudit(
+    {
+      actor: { type: "system", id: payload.actor },
+      action: "tenant.delete",
+      targetType: "tenant",
+      targetId: payload.tenantId,
+      outcome: "success",
+      details: {
+        phase: "completed",
+        receiptId: outcome.receiptId,
+        workspaces: purged.length,
+        rows: outcome.rows,
+      },
     },
-  });
+    db,
+  );
   return { outcome: "deleted", receiptId: outcome.receiptId, workspaces: purged.length };
 }

@@ -31,6 +31,7 @@ import { enqueue } from "@/server/queue/enqueue";
 import { AppError } from "@/server/shared/errors";
 import { createOnce } from "@/server/shared/idempotency";
 import { parseInput } from "@/server/shared/parse-input";
+import type { Db } from "@/server/db";
 
 /**
  * The tenant lifecycle operators drive: create (with the first owner invited), suspend, resume, delete.
@@ -43,8 +44,8 @@ function notFound(ref: string): AppError {
   return new AppError("NOT_FOUND", `no tenant ${ref}`, { userMessage: `No tenant ${ref}.` });
 }
 
-async function requireTenant(ref: string): Promise<OperatorTenantView> {
-  const tenant = await findTenantWithUsage(ref);
+async function requireTenant(ref: string, db: Db): Promise<OperatorTenantView> {
+  const tenant = await findTenantWithUsage(ref, db);
   if (!tenant) throw notFound(ref);
   return tenant;
 }
@@ -56,20 +57,21 @@ function wrongStatus(tenant: OperatorTenantView, action: string, expected: strin
   });
 }
 
-export function listTenantsForOperator(_actor: OperatorActor): Promise<OperatorTenantView[]> {
-  return listTenantsWithUsage();
+export function listTenantsForOperator(_actor: OperatorActor, db: Db): Promise<OperatorTenantView[]> {
+  return listTenantsWithUsage(db);
 }
 
 /** One tenant (by id or slug) with its owners and owner invitations. */
 export async function readTenantForOperator(
   _actor: OperatorActor,
   raw: z.input<typeof ZTenantRef>,
+  db: Db,
 ): Promise<OperatorTenantDetail> {
   const { tenantId } = parseInput(ZTenantRef, raw);
-  const tenant = await requireTenant(tenantId);
+  const tenant = await requireTenant(tenantId, db);
   const [owners, ownerInvites] = await Promise.all([
-    listTenantOwners(tenant.id),
-    listOwnerInvites(tenant.id),
+    listTenantOwners(tenant.id, db),
+    listOwnerInvites(tenant.id, db),
   ]);
   return { ...tenant, owners, ownerInvites };
 }
@@ -130,6 +132,7 @@ async function inviteOwner(
 export async function createTenant(
   actor: OperatorActor,
   raw: z.input<typeof ZTenantCreateRequest>,
+  db: Db,
 ): Promise<TenantCreated> {
   const input = parseInput(ZTenantCreateRequest, raw);
   const key = input.idempotencyKey;
@@ -140,14 +143,17 @@ export async function createTenant(
   });
   return createOnce(key ? operatorCreateKey(actor, key) : null, {
     earlier: async (createKey) => {
-      const first = await findTenantByCreateKey(createKey);
+      const first = await findTenantByCreateKey(createKey, db);
       if (!first) return null;
       // The owner's invitation with its derived link; made here when the first create has not made it yet.
       const { ownerInvite } = await inviteOwner(actor, first.id, ownerLink(createKey));
-      return { result: { tenant: await requireTenant(first.id), ownerInvite }, createdAt: first.createdAt };
+      return {
+        result: { tenant: await requireTenant(first.id, db), ownerInvite },
+        createdAt: first.createdAt,
+      };
     },
     create: async (createKey) => {
-      const row = await insertEmptyTenant({ name: input.name, slug: input.slug, createKey });
+      const row = await insertEmptyTenant({ name: input.name, slug: input.slug, createKey }, db);
       if (!row) {
         throw new AppError("CONFLICT", `slug ${input.slug} is taken`, {
           userMessage: `A tenant with the slug ${input.slug} already exists.`,
@@ -155,16 +161,19 @@ export async function createTenant(
         });
       }
       const { ownerInvite } = await inviteOwner(actor, row.id, ownerLink(createKey));
-      await appendOperatorAudit({
-        actor: operatorAuditActor(actor),
-        action: "tenant.create",
-        targetType: "tenant",
-        targetId: row.id,
-        targetLabel: row.slug,
-        outcome: "success",
-        details: { name: row.name, ownerInviteId: ownerInvite.inviteId },
-      });
-      return { tenant: await requireTenant(row.id), ownerInvite };
+      await appendOperatorAudit(
+        {
+          actor: operatorAuditActor(actor),
+          action: "tenant.create",
+          targetType: "tenant",
+          targetId: row.id,
+          targetLabel: row.slug,
+          outcome: "success",
+          details: { name: row.name, ownerInviteId: ownerInvite.inviteId },
+        },
+        db,
+      );
+      return { tenant: await requireTenant(row.id, db), ownerInvite };
     },
   });
 }
@@ -176,13 +185,14 @@ export async function createTenant(
 export async function createOwnerInvite(
   actor: OperatorActor,
   raw: z.input<typeof ZTenantRef> & { note?: string; expiresInHours?: number; idempotencyKey?: string },
+  db: Db,
 ) {
   const { tenantId } = parseInput(ZTenantRef, { tenantId: raw.tenantId });
   const input = parseInput(
     ZTenantCreateRequest.pick({ ownerNote: true, expiresInHours: true, idempotencyKey: true }),
     { ownerNote: raw.note, expiresInHours: raw.expiresInHours, idempotencyKey: raw.idempotencyKey },
   );
-  const tenant = await requireTenant(tenantId);
+  const tenant = await requireTenant(tenantId, db);
   if (tenant.status === "deleting") throw wrongStatus(tenant, "invite", "active or suspended");
   const { ownerInvite: invite, created } = await inviteOwner(actor, tenant.id, {
     note: input.ownerNote,
@@ -191,15 +201,18 @@ export async function createOwnerInvite(
   });
   // A replay answers with the first invitation and audits nothing again.
   if (!created) return invite;
-  await appendOperatorAudit({
-    actor: operatorAuditActor(actor),
-    action: "tenant.invite-owner",
-    targetType: "tenant",
-    targetId: tenant.id,
-    targetLabel: tenant.slug,
-    outcome: "success",
-    details: { inviteId: invite.inviteId },
-  });
+  await appendOperatorAudit(
+    {
+      actor: operatorAuditActor(actor),
+      action: "tenant.invite-owner",
+      targetType: "tenant",
+      targetId: tenant.id,
+      targetLabel: tenant.slug,
+      outcome: "success",
+      details: { inviteId: invite.inviteId },
+    },
+    db,
+  );
   return invite;
 }
 
@@ -207,20 +220,24 @@ async function moveTenant(
   actor: OperatorActor,
   tenantRef: string,
   move: { action: "suspend" | "resume"; from: TenantStatus; to: TenantStatus; reason?: string },
+  db: Db,
 ): Promise<OperatorTenantView> {
-  const tenant = await requireTenant(tenantRef);
-  if (!(await transitionTenantStatus(tenant.id, [move.from], move.to))) {
-    throw wrongStatus(await requireTenant(tenant.id), move.action, move.from);
+  const tenant = await requireTenant(tenantRef, db);
+  if (!(await transitionTenantStatus(tenant.id, [move.from], move.to, db))) {
+    throw wrongStatus(await requireTenant(tenant.id, db), move.action, move.from);
   }
-  await appendOperatorAudit({
-    actor: operatorAuditActor(actor),
-    action: `tenant.${move.action}`,
-    targetType: "tenant",
-    targetId: tenant.id,
-    targetLabel: tenant.slug,
-    outcome: "success",
-    details: move.reason ? { reason: move.reason } : undefined,
-  });
+  await appendOperatorAudit(
+    {
+      actor: operatorAuditActor(actor),
+      action: `tenant.${move.action}`,
+      targetType: "tenant",
+      targetId: tenant.id,
+      targetLabel: tenant.slug,
+      outcome: "success",
+      details: move.reason ? { reason: move.reason } : undefined,
+    },
+    db,
+  );
   return tenant;
 }
 
@@ -231,33 +248,45 @@ async function moveTenant(
 export async function suspendTenant(
   actor: OperatorActor,
   raw: z.input<typeof ZTenantSuspendRequest>,
+  db: Db,
 ): Promise<{ tenant: OperatorTenantView; stopsRequested: string[] }> {
   const input = parseInput(ZTenantSuspendRequest, raw);
-  const tenant = await moveTenant(actor, input.tenantId, {
-    action: "suspend",
-    from: "active",
-    to: "suspended",
-    reason: input.reason,
-  });
-  const live = await listTenantWorkspaceIds(tenant.id, { states: liveWorkspaceStates });
+  const tenant = await moveTenant(
+    actor,
+    input.tenantId,
+    {
+      action: "suspend",
+      from: "active",
+      to: "suspended",
+      reason: input.reason,
+    },
+    db,
+  );
+  const live = await listTenantWorkspaceIds(tenant.id, { states: liveWorkspaceStates }, db);
   for (const workspaceId of live) {
     await enqueue("workspace.stop", { tenantId: tenant.id, workspaceId, reason: "tenant suspended" });
   }
-  return { tenant: await requireTenant(tenant.id), stopsRequested: live };
+  return { tenant: await requireTenant(tenant.id, db), stopsRequested: live };
 }
 
 /** suspended → active. Workspaces stay stopped; each one's next use provisions it again, as after a sweep. */
 export async function resumeTenant(
   actor: OperatorActor,
   raw: z.input<typeof ZTenantRef>,
+  db: Db,
 ): Promise<{ tenant: OperatorTenantView; stopsRequested: string[] }> {
   const input = parseInput(ZTenantRef, raw);
-  const tenant = await moveTenant(actor, input.tenantId, {
-    action: "resume",
-    from: "suspended",
-    to: "active",
-  });
-  return { tenant: await requireTenant(tenant.id), stopsRequested: [] };
+  const tenant = await moveTenant(
+    actor,
+    input.tenantId,
+    {
+      action: "resume",
+      from: "suspended",
+      to: "active",
+    },
+    db,
+  );
+  return { tenant: await requireTenant(tenant.id, db), stopsRequested: [] };
 }
 
 /**
@@ -268,21 +297,25 @@ export async function resumeTenant(
 export async function requestTenantDeletion(
   actor: OperatorActor,
   raw: z.input<typeof ZTenantRef>,
+  db: Db,
 ): Promise<{ tenantId: string; jobId: string }> {
   const { tenantId: ref } = parseInput(ZTenantRef, raw);
-  const tenant = await requireTenant(ref);
-  const moved = await transitionTenantStatus(tenant.id, ["active", "suspended"], "deleting");
+  const tenant = await requireTenant(ref, db);
+  const moved = await transitionTenantStatus(tenant.id, ["active", "suspended"], "deleting", db);
   if (!moved && tenant.status !== "deleting") throw wrongStatus(tenant, "delete", "active or suspended");
   if (moved) {
-    await appendOperatorAudit({
-      actor: operatorAuditActor(actor),
-      action: "tenant.delete",
-      targetType: "tenant",
-      targetId: tenant.id,
-      targetLabel: tenant.slug,
-      outcome: "success",
-      details: { phase: "requested", previousStatus: tenant.status },
-    });
+    await appendOperatorAudit(
+      {
+        actor: operatorAuditActor(actor),
+        action: "tenant.delete",
+        targetType: "tenant",
+        targetId: tenant.id,
+        targetLabel: tenant.slug,
+        outcome: "success",
+        details: { phase: "requested", previousStatus: tenant.status },
+      },
+      db,
+    );
   }
   const job = await enqueue("tenant.delete", { tenantId: tenant.id, actor: operatorActorLabel(actor) });
   return { tenantId: tenant.id, jobId: job.id ?? "" };

@@ -10,6 +10,7 @@ import type { QuotaDeps } from "@/server/modules/quota/quota.service";
 import type { TenantUsageView } from "@/server/modules/quota/quota.types";
 import { AppError } from "@/server/shared/errors";
 import { parseInput } from "@/server/shared/parse-input";
+import type { Db } from "@/server/db";
 
 /**
  * A tenant's quota overrides are the installation's business, not the tenant's: only an operator (the
@@ -20,20 +21,24 @@ export async function setTenantQuotaOverrides(
   actor: OperatorActor,
   raw: z.input<typeof ZTenantQuotaOverridesRequest>,
   deps: QuotaDeps,
+  db: Db,
 ): Promise<TenantUsageView> {
   const { tenantId: ref, overrides } = parseInput(ZTenantQuotaOverridesRequest, raw);
-  const tenant = await findTenantWithUsage(ref);
+  const tenant = await findTenantWithUsage(ref, db);
   if (!tenant) throw new AppError("NOT_FOUND", `no tenant ${ref}`, { userMessage: `No tenant ${ref}.` });
   await saveQuotaOverrides(tenant.id, overrides);
-  await appendOperatorAudit({
-    actor: operatorAuditActor(actor),
-    action: "tenant.quota.update",
-    targetType: "tenant",
-    targetId: tenant.id,
-    targetLabel: tenant.slug,
-    outcome: "success",
-    details: overrides,
-  });
+  await appendOperatorAudit(
+    {
+      actor: operatorAuditActor(actor),
+      action: "tenant.quota.update",
+      targetType: "tenant",
+      targetId: tenant.id,
+      targetLabel: tenant.slug,
+      outcome: "success",
+      details: overrides,
+    },
+    db,
+  );
   return readTenantUsage(await resolveSystemTenantScope(tenant.id, { allowSuspended: true }), deps);
 }
 
@@ -42,9 +47,10 @@ export async function readTenantQuota(
   _actor: OperatorActor,
   raw: z.input<typeof ZTenantRef>,
   deps: QuotaDeps,
+  db: Db,
 ): Promise<TenantUsageView> {
   const { tenantId: ref } = parseInput(ZTenantRef, raw);
-  const tenant = await findTenantWithUsage(ref);
+  const tenant = await findTenantWithUsage(ref, db);
   if (!tenant) throw new AppError("NOT_FOUND", `no tenant ${ref}`, { userMessage: `No tenant ${ref}.` });
   return readTenantUsage(await resolveSystemTenantScope(tenant.id, { allowSuspended: true }), deps);
 }

@@ -31,7 +31,7 @@ beforeAll(async () => {
   const operatorCookie = async (label: string) => {
     const email = `${label}-${randomUUID().slice(0, 8)}@example.test`;
     await runtime.auth.api.signUpEmail({ body: { email, password: FIXTURE_PASSWORD, name: label } });
-    await grantOperator(cliOperatorActor(), { email });
+    await grantOperator(cliOperatorActor(), { email }, processBerth().db);
     return { cookie: await signInCookie(runtime.auth, email, FIXTURE_PASSWORD) };
   };
   operators = [await operatorCookie("once-op-a"), await operatorCookie("once-op-b")];

@@ -179,10 +179,14 @@ describe("accepting over HTTP", () => {
 
   it("refuses every invitation of a suspended tenant with FORBIDDEN tenant_suspended, and honours it on resume", async () => {
     const operator = cliOperatorActor();
-    const created = await createTenant(operator, {
-      name: "Suspended invites",
-      slug: `susp-inv-${Date.now()}`,
-    });
+    const created = await createTenant(
+      operator,
+      {
+        name: "Suspended invites",
+        slug: `susp-inv-${Date.now()}`,
+      },
+      processBerth().db,
+    );
     const ownerToken = created.ownerInvite.path.slice("/invite/".length);
     const other = await createTenantFixture(runtime, "invsusp");
     const otherOwner = createCaller(contextFromHeaders(runtime, { cookie: other.owner.cookie }));
@@ -190,8 +194,8 @@ describe("accepting over HTTP", () => {
       tenantId: other.tenant.id,
       role: "member",
     });
-    await suspendTenant(operator, { tenantId: created.tenant.id });
-    await suspendTenant(operator, { tenantId: other.tenant.id });
+    await suspendTenant(operator, { tenantId: created.tenant.id }, processBerth().db);
+    await suspendTenant(operator, { tenantId: other.tenant.id }, processBerth().db);
 
     const body = (token: string, email: string) =>
       JSON.stringify({ token, name: "Late", email, password: "s3cret-passw0rd" });
@@ -211,8 +215,8 @@ describe("accepting over HTTP", () => {
     }
 
     // Not consumed: once the operator resumes the tenants, the same links work.
-    await resumeTenant(operator, { tenantId: created.tenant.id });
-    await resumeTenant(operator, { tenantId: other.tenant.id });
+    await resumeTenant(operator, { tenantId: created.tenant.id }, processBerth().db);
+    await resumeTenant(operator, { tenantId: other.tenant.id }, processBerth().db);
     expect((await acceptOverHttp(body(ownerToken, ownerEmail))).status).toBe(200);
     expect((await acceptOverHttp(body(memberToken, memberEmail))).status).toBe(200);
   });

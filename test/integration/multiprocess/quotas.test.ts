@@ -215,6 +215,7 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
       cliOperatorActor(),
       { tenantId: run.tenant.scope.tenantId, overrides: { concurrentTurns: 5 } },
       run.quota,
+      processBerth().db,
     );
 
     const ids = run.sessions.map((s) => s.sessionId);
@@ -286,6 +287,7 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
       cliOperatorActor(),
       { tenantId: run.tenant.scope.tenantId, overrides: { liveWorkspaces: 3, concurrentTurns: 1_000 } },
       run.quota,
+      processBerth().db,
     );
     expect(new Set(run.sessions.map((s) => s.workspaceId)).size).toBe(SESSIONS);
 

@@ -12,6 +12,7 @@ import {
   type TenantFixture,
 } from "../api/support/tenant-fixtures";
 import { callerWith, refusal } from "./support";
+import { processBerth } from "@/server/composition/process-berth";
 
 /**
  * A tenant's quota overrides belong to the operators (issue 15): `operator.tenants.setQuotaOverrides` is the
@@ -29,15 +30,17 @@ describe("who may set a tenant's quota overrides", () => {
     t = await createTenantFixture(runtime, "quota-roles");
     const email = `quota-op-${randomUUID().slice(0, 8)}@example.test`;
     await runtime.auth.api.signUpEmail({ body: { email, password: FIXTURE_PASSWORD, name: "Quota Op" } });
-    await grantOperator(cliOperatorActor(), { email });
+    await grantOperator(cliOperatorActor(), { email }, processBerth().db);
     operator = { email, cookie: await signInCookie(runtime.auth, email, FIXTURE_PASSWORD) };
     // Another operator, so revoking this one is never refused as the last.
     const spare = `quota-spare-${randomUUID().slice(0, 8)}@example.test`;
     await runtime.auth.api.signUpEmail({ body: { email: spare, password: FIXTURE_PASSWORD, name: "Spare" } });
-    await grantOperator(cliOperatorActor(), { email: spare });
+    await grantOperator(cliOperatorActor(), { email: spare }, processBerth().db);
   });
   afterAll(async () => {
-    await revokeOperator(cliOperatorActor(), { email: operator.email }).catch(() => undefined);
+    await revokeOperator(cliOperatorActor(), { email: operator.email }, processBerth().db).catch(
+      () => undefined,
+    );
   });
 
   const set = (headers: Record<string, string>, liveWorkspaces: number) =>
@@ -75,7 +78,7 @@ describe("who may set a tenant's quota overrides", () => {
       }),
     ).toEqual([{ outcome: "success", details: { liveWorkspaces: 7 } }]);
 
-    await revokeOperator(cliOperatorActor(), { email: operator.email });
+    await revokeOperator(cliOperatorActor(), { email: operator.email }, processBerth().db);
     expect(await refusal(set({ cookie: operator.cookie }, 9))).toEqual({
       code: "FORBIDDEN",
       reason: "not_operator",

@@ -15,6 +15,7 @@ import { createTenantFixture, type TenantFixture } from "../api/support/tenant-f
 import { dockerTestDriver, startE2bTestBackend, startKubeTestBackend } from "../workspace/backend-drivers";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "../workspace/harness";
 import { callerWith, installProcessQueues, refusal } from "./support";
+import { processBerth } from "@/server/composition/process-berth";
 
 /**
  * Deleting a tenant (issue 15): the `tenant.delete` job purges every workspace on its own backend (a
@@ -89,11 +90,15 @@ describeDocker("a deleted tenant leaves no workspace, no rows and a receipt", { 
       workspaceId: onDocker.workspaceId,
     });
     expect((await docker.getContainer(name).inspect()).State.Running).toBe(true);
-    const keptRows = await countTenantRows(kept.tenant.id);
-    const before = await countTenantRows(t.tenant.id);
+    const keptRows = await countTenantRows(kept.tenant.id, processBerth().db);
+    const before = await countTenantRows(t.tenant.id, processBerth().db);
     expect(before).toMatchObject({ workspaces: 4, sessions: 4, agents: 4, memberships: 2 });
 
-    const { jobId } = await requestTenantDeletion(cliOperatorActor(), { tenantId: t.tenant.id });
+    const { jobId } = await requestTenantDeletion(
+      cliOperatorActor(),
+      { tenantId: t.tenant.id },
+      processBerth().db,
+    );
     expect(jobId).toBe(`tenant.delete__${t.tenant.id}`);
     // From the request on, the tenant is refused like a suspended one.
     expect(
@@ -118,7 +123,7 @@ describeDocker("a deleted tenant leaves no workspace, no rows and a receipt", { 
     expect(e2b.emulator.sandbox(sandboxId)).toBeUndefined();
     expect(await kubeObjects()).toEqual({ pods: 0, claims: 0 });
     // No rows in any table that names a tenant, and the tenant's own accounts went with it.
-    for (const table of await tenantOwnedTables()) {
+    for (const table of await tenantOwnedTables(processBerth().db)) {
       const rows = await getDb().$queryRawUnsafe<{ n: bigint }[]>(
         `SELECT count(*) AS n FROM "${table}" WHERE tenant_id = $1`,
         t.tenant.id,
@@ -170,7 +175,7 @@ describeDocker("a deleted tenant leaves no workspace, no rows and a receipt", { 
       ).code,
     ).toBe("UNAUTHORIZED");
     // Another tenant is untouched; the operator audit has the request and the completion.
-    expect(await countTenantRows(kept.tenant.id)).toEqual(keptRows);
+    expect(await countTenantRows(kept.tenant.id, processBerth().db)).toEqual(keptRows);
     const audit = await getDb().operatorAuditLog.findMany({
       where: { targetId: t.tenant.id },
       orderBy: { at: "asc" },

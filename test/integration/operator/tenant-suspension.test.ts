@@ -13,6 +13,7 @@ import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "../w
 import { callerWith, refusal } from "./support";
 import { closeProcessBerth } from "@/server/composition/process-berth";
 import { installTestBerth } from "@/test/setup/test-berth";
+import { processBerth } from "@/server/composition/process-berth";
 
 /**
  * Suspending a tenant (issue 15): its workspaces stop through the ordinary `workspace.stop` jobs, and from
@@ -59,7 +60,11 @@ describe("a suspended tenant is refused everywhere and comes back on resume", ()
     expect((await getWorkspace(t.ownerScope, workspaceId)).state).toBe("READY");
     const rowsBefore = await getDb().session.count({ where: { tenantId: t.tenant.id } });
 
-    const suspended = await suspendTenant(operator, { tenantId: t.tenant.id, reason: "unpaid invoice" });
+    const suspended = await suspendTenant(
+      operator,
+      { tenantId: t.tenant.id, reason: "unpaid invoice" },
+      processBerth().db,
+    );
     expect(suspended.tenant.status).toBe("suspended");
     expect(suspended.stopsRequested).toEqual([workspaceId]);
     await vi.waitFor(
@@ -104,7 +109,7 @@ describe("a suspended tenant is refused everywhere and comes back on resume", ()
     // Nothing was deleted.
     expect(await getDb().session.count({ where: { tenantId: t.tenant.id } })).toBe(rowsBefore);
 
-    const resumed = await resumeTenant(operator, { tenantId: t.tenant.id });
+    const resumed = await resumeTenant(operator, { tenantId: t.tenant.id }, processBerth().db);
     expect(resumed.tenant.status).toBe("active");
     expect((await cookie().tenant.me()).tenants.find((row) => row.id === t.tenant.id)?.status).toBe("active");
     expect((await cookie().tenant.overview({ tenantId: t.tenant.id })).tenant.id).toBe(t.tenant.id);
@@ -126,15 +131,19 @@ describe("a suspended tenant is refused everywhere and comes back on resume", ()
   });
 
   it("refuses to suspend twice or resume an active tenant (typed CONFLICT)", async () => {
-    await expect(resumeTenant(operator, { tenantId: other.tenant.id })).rejects.toMatchObject({
+    await expect(
+      resumeTenant(operator, { tenantId: other.tenant.id }, processBerth().db),
+    ).rejects.toMatchObject({
       code: "CONFLICT",
       details: { reason: "tenant_status", status: "active" },
     });
-    await suspendTenant(operator, { tenantId: other.tenant.id });
-    await expect(suspendTenant(operator, { tenantId: other.tenant.id })).rejects.toMatchObject({
+    await suspendTenant(operator, { tenantId: other.tenant.id }, processBerth().db);
+    await expect(
+      suspendTenant(operator, { tenantId: other.tenant.id }, processBerth().db),
+    ).rejects.toMatchObject({
       code: "CONFLICT",
     });
-    await resumeTenant(operator, { tenantId: other.tenant.id });
+    await resumeTenant(operator, { tenantId: other.tenant.id }, processBerth().db);
   });
 
   it("stops a workspace whose provision was under way when the tenant was suspended", async () => {
@@ -143,7 +152,7 @@ describe("a suspended tenant is refused everywhere and comes back on resume", ()
     // The suspension lands while the machine is being made: its stop job finds PROVISIONING, nothing to stop.
     h.machine.create = async (spec, options) => {
       h.machine.create = create;
-      const suspended = await suspendTenant(operator, { tenantId: other.tenant.id });
+      const suspended = await suspendTenant(operator, { tenantId: other.tenant.id }, processBerth().db);
       expect(suspended.stopsRequested).toEqual([workspaceId]);
       return create(spec, options);
     };
@@ -157,6 +166,6 @@ describe("a suspended tenant is refused everywhere and comes back on resume", ()
       { timeout: 20_000 },
     );
     expect(h.machine.stopped).toContain(workspaceId);
-    await resumeTenant(operator, { tenantId: other.tenant.id });
+    await resumeTenant(operator, { tenantId: other.tenant.id }, processBerth().db);
   });
 });

@@ -10,6 +10,7 @@ import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
 import { isAppError } from "@/server/shared/errors";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "../workspace/harness";
+import { processBerth } from "@/server/composition/process-berth";
 
 const EVERYTHING_ENTRY = path.resolve("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
 
@@ -30,6 +31,7 @@ describe("the MCP servers per scope quota", () => {
       cliOperatorActor(),
       { tenantId: tenant.scope.tenantId, overrides: { mcpServersPerScope: 2 } },
       defaultQuotaDeps(),
+      processBerth().db,
     );
     const { agent, session, workspaceId } = await freshSession(tenant.scope);
     await h.service.resolveForSession(tenant.scope, session.id);

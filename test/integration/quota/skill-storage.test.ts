@@ -53,6 +53,7 @@ describe("the skill storage quota (a tenant's total across workspaces)", () => {
       cliOperatorActor(),
       { tenantId: tenant.scope.tenantId, overrides: { skillStorageBytes: limit } },
       defaultQuotaDeps(),
+      processBerth().db,
     );
     const [a, b] = [await freshSession(tenant.scope), await freshSession(tenant.scope)];
     await h.service.resolveForSession(tenant.scope, a.session.id);

@@ -66,6 +66,7 @@ describe("the total-workspaces quota", () => {
       cliOperatorActor(),
       { tenantId: tenant.scope.tenantId, overrides: { totalWorkspaces: 5 } },
       deps,
+      processBerth().db,
     );
     const sessions = createSessionService({ workspaces: createWorkspaceService(engine) });
     const results = await Promise.allSettled(
