@@ -48,13 +48,18 @@ export function registerBerthProcessors(
     "metrics.flush",
     metricsFlushProcessor({
       ...deps,
+      db: deps.berth.db,
       retentionDays: operations.metricsRetentionDays,
       otlp: operations.otlp,
     }),
   );
   registry.registerProcessor(
     "metrics.sample",
-    metricsSampleProcessor({ drivers: engine.drivers, retentionDays: operations.metricsRetentionDays }),
+    metricsSampleProcessor({
+      db: deps.berth.db,
+      drivers: engine.drivers,
+      retentionDays: operations.metricsRetentionDays,
+    }),
   );
   registerWorkspaceProcessors(registry, engine, deps.berth.db, { lockDurationMs: deps.lockDurationMs });
   registerTenantProcessors(registry, engine, deps.berth.db);

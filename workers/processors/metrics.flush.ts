@@ -5,6 +5,7 @@ import { sampleWorkspaceResources } from "@/server/modules/metrics/resource-usag
 import { exportMetricsIfDue } from "@/server/modules/metrics/otlp-export.service";
 import type { OtlpExportConfig } from "@/server/config/operations";
 import type { JobProcessor } from "../registry";
+import type { Db } from "@/server/db";
 
 /**
  * `metrics.flush`: stage timings from the Redis buffer into Postgres, then the retention prune, then (when
@@ -12,11 +13,11 @@ import type { JobProcessor } from "../registry";
  * collector that fails is logged, never a failed flush: the timings are already safe in Postgres.
  */
 export function metricsFlushProcessor(
-  deps: StageBufferDeps & { retentionDays: number; otlp: OtlpExportConfig | null },
+  deps: StageBufferDeps & { db: Db; retentionDays: number; otlp: OtlpExportConfig | null },
 ): JobProcessor<BerthJobCatalog, "metrics.flush"> {
   const startedAt = new Date();
   return async ({ payload, log }) => {
-    const result = await flushStageSamples({ retentionDays: deps.retentionDays }, deps);
+    const result = await flushStageSamples({ retentionDays: deps.retentionDays }, deps, deps.db);
     if (result.written > 0 || result.pruned > 0 || result.unreadable > 0) {
       log.info({ ...result, trigger: payload.trigger }, "stage timings flushed");
     }
@@ -30,11 +31,12 @@ export function metricsFlushProcessor(
 
 /** `metrics.sample`: every READY workspace's CPU, memory, disk and processes from its backend. */
 export function metricsSampleProcessor(deps: {
+  db: Db;
   drivers: Pick<DriverSet, "forKind">;
   retentionDays: number;
 }): JobProcessor<BerthJobCatalog, "metrics.sample"> {
   return async ({ log }) => {
-    const result = await sampleWorkspaceResources({ ...deps, log });
+    const result = await sampleWorkspaceResources({ ...deps, log }, deps.db);
     if (result.failed > 0) log.warn(result, "some workspaces' resources could not be sampled");
     return result;
   };

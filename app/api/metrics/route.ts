@@ -1,4 +1,4 @@
-import { getConfig } from "@/server/config/config";
+import { processBerth } from "@/server/composition/process-berth";
 import { assertMetricsToken, renderMetrics } from "@/server/modules/metrics/prometheus.service";
 import { toRouteError } from "@/server/api/error-mapping";
 
@@ -11,8 +11,10 @@ export const runtime = "nodejs";
  */
 export async function GET(request: Request): Promise<Response> {
   try {
-    assertMetricsToken(getConfig().operations.metricsToken, request.headers.get("authorization"));
-    const body = await renderMetrics();
+    // Entered by Next: the process' Berth comes through its one handle.
+    const berth = processBerth();
+    assertMetricsToken(berth.config.operations.metricsToken, request.headers.get("authorization"));
+    const body = await renderMetrics(berth.db);
     return new Response(body, {
       headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8", "cache-control": "no-store" },
     });

@@ -38,25 +38,27 @@ export const operationsRouter = createTRPCRouter({
   readiness: tenantProcedureFor("operations:read")
     .input(ZTenantInput.extend(ZReadinessRange.shape))
     .output(ZReadinessView)
-    .query(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...range } }) => readiness(ctx.scope, range)),
+    .query(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...range } }) =>
+      readiness(ctx.scope, range, ctx.berth.db),
+    ),
 
   /** The Overview's charts (every member may read them): starts per hour, turns per day, ok and failed. */
   activity: tenantProcedureFor("tenant:read")
     .input(ZTenantInput)
     .output(ZActivityView)
-    .query(({ ctx }) => tenantActivity(ctx.scope)),
+    .query(({ ctx }) => tenantActivity(ctx.scope, undefined, ctx.berth.db)),
 
   /** The Overview's trend charts (every member): workspaces by state per hour, failed turns per day. */
   trends: tenantProcedureFor("tenant:read")
     .input(ZTenantInput)
     .output(ZOverviewTrends)
-    .query(({ ctx }) => overviewTrends(ctx.scope)),
+    .query(({ ctx }) => overviewTrends(ctx.scope, undefined, ctx.berth.db)),
 
   /** The Overview's getting-started checklist (every member), each step checked from the tenant's data. */
   gettingStarted: tenantProcedureFor("tenant:read")
     .input(ZTenantInput)
     .output(ZGettingStarted)
-    .query(({ ctx }) => gettingStarted(ctx.scope)),
+    .query(({ ctx }) => gettingStarted(ctx.scope, ctx.berth.db)),
 
   /** The Overview's usage tiles (every member): tokens per day and the top agents, from the ledger. */
   usage: tenantProcedureFor("tenant:read")
@@ -74,14 +76,14 @@ export const operationsRouter = createTRPCRouter({
   workspaceTimings: tenantProcedureFor("workspace:read")
     .input(ZWorkspaceTarget)
     .output(ZWorkspaceTimingsView)
-    .query(({ ctx, input }) => workspaceTimings(ctx.scope, input.workspaceId)),
+    .query(({ ctx, input }) => workspaceTimings(ctx.scope, input.workspaceId, ctx.berth.db)),
 
   /** One workspace's lifecycle (events, provisions, attaches) in time order, paged back by `cursor`. */
   workspaceTimeline: tenantProcedureFor("workspace:read")
     .input(ZWorkspaceTarget.extend(ZTimelineQuery.shape))
     .output(ZWorkspaceTimelineView)
     .query(({ ctx, input: { workspaceId, limit, cursor } }) =>
-      workspaceTimeline(ctx.scope, workspaceId, { limit, cursor }),
+      workspaceTimeline(ctx.scope, workspaceId, { limit, cursor }, ctx.berth.db),
     ),
 
   /** One workspace's CPU, memory, disk and processes over a range; `supported` false: none is sampled. */
@@ -94,6 +96,8 @@ export const operationsRouter = createTRPCRouter({
         input.workspaceId,
         { range: input.range },
         { drivers: getEngine().drivers },
+        undefined,
+        ctx.berth.db,
       ),
     ),
 

@@ -1,4 +1,4 @@
-import { type DbClient, getDb } from "@/server/db";
+import type { DbClient } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 
 export type ActivityBucket = { at: Date; ok: number; failed: number };
@@ -12,7 +12,7 @@ export async function activityCounts(
   what: "provisions" | "turns",
   unit: "hour" | "day",
   from: Date,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<ActivityBucket[]> {
   const [kind, stage] = what === "provisions" ? ["provision", "total"] : ["turn", "model"];
   // `unit` is one of two literals (typed), passed as a bind parameter: date_trunc takes it as text.

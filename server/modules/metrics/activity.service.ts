@@ -2,6 +2,7 @@ import { z } from "zod";
 import { assertCan } from "@/server/auth/policy";
 import type { TenantScope } from "@/server/auth/scope";
 import { activityCounts, type ActivityBucket } from "./activity.data";
+import type { Db } from "@/server/db";
 
 const ZBucket = z.object({ at: z.date(), ok: z.number().int(), failed: z.number().int() });
 export const ZActivityView = z.object({
@@ -23,13 +24,13 @@ function filled(rows: ActivityBucket[], unitMs: number, count: number, now: numb
 }
 
 /** The Overview's pictures: workspace starts per hour (24 h) and turns per day (14 days), ok and failed. */
-export async function tenantActivity(scope: TenantScope, now = Date.now()) {
+export async function tenantActivity(scope: TenantScope, now = Date.now(), db: Db) {
   assertCan(scope, "tenant:read");
   const hoursFrom = new Date(Math.floor(now / HOUR) * HOUR - 23 * HOUR);
   const daysFrom = new Date(Math.floor(now / DAY) * DAY - 13 * DAY);
   const [starts, turns] = await Promise.all([
-    activityCounts(scope, "provisions", "hour", hoursFrom),
-    activityCounts(scope, "turns", "day", daysFrom),
+    activityCounts(scope, "provisions", "hour", hoursFrom, db),
+    activityCounts(scope, "turns", "day", daysFrom, db),
   ]);
   return { startsPerHour: filled(starts, HOUR, 24, now), turnsPerDay: filled(turns, DAY, 14, now) };
 }

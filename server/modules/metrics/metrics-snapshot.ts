@@ -1,6 +1,7 @@
 import type { Queue } from "bullmq";
 import { getQueues } from "@/server/queue/queues";
 import { STAGE_BUCKETS_MS, stageHistograms, workspaceCounts } from "./metrics.data";
+import type { Db } from "@/server/db";
 
 /**
  * The installation's figures at one moment, independent of how they are sent: `/api/metrics` renders them
@@ -28,13 +29,14 @@ const BOUNDS_SECONDS = STAGE_BUCKETS_MS.map((bound) => bound / 1000);
 /** The figures; `queues` defaults to the process' queues (tests pass their own). */
 export async function metricsSnapshot(
   deps: { queues: readonly Queue[] } = { queues: getQueues().all() },
+  db: Db,
 ): Promise<MetricFamily[]> {
-  const workspaces = (await workspaceCounts()).map((row) => ({
+  const workspaces = (await workspaceCounts(db)).map((row) => ({
     labels: { state: row.state, backend: row.backend },
     value: row.count,
   }));
 
-  const histograms = await stageHistograms();
+  const histograms = await stageHistograms(db);
   const provisions: ValuePoint[] = [];
   const turns: ValuePoint[] = [];
   const stages: HistogramPoint[] = [];

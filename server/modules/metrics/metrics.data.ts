@@ -1,11 +1,11 @@
 import { Prisma } from "@/generated/prisma/client";
-import { type DbClient, getDb } from "@/server/db";
+import type { DbClient } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import type { TStageSample } from "./stage-sample.schema";
 
 /** The only Prisma importer of the metrics module: stage samples in, percentiles and totals out. */
 
-export async function insertStageSamples(samples: TStageSample[], db: DbClient = getDb()): Promise<number> {
+export async function insertStageSamples(samples: TStageSample[], db: DbClient): Promise<number> {
   if (samples.length === 0) return 0;
   // A sample of a tenant deleted meanwhile would fail the whole batch on its foreign key: skip it instead.
   const tenants = new Set(
@@ -21,7 +21,7 @@ export async function insertStageSamples(samples: TStageSample[], db: DbClient =
   return count;
 }
 
-export async function pruneStageSamplesBefore(cutoff: Date, db: DbClient = getDb()): Promise<number> {
+export async function pruneStageSamplesBefore(cutoff: Date, db: DbClient): Promise<number> {
   const { count } = await db.stageSample.deleteMany({ where: { at: { lt: cutoff } } });
   return count;
 }
@@ -45,7 +45,7 @@ export type StagePercentileRow = {
 export async function stagePercentiles(
   scope: TenantScope,
   range: { from: Date; to: Date },
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<StagePercentileRow[]> {
   const rows = await db.$queryRaw<
     { kind: string; backend: string; path: string; stage: string; count: bigint; p: number[] }[]
@@ -78,7 +78,7 @@ export async function slowestProvisions(
   scope: TenantScope,
   range: { from: Date; to: Date },
   limit: number,
-  db: DbClient = getDb(),
+  db: DbClient,
 ) {
   return db.stageSample.findMany({
     where: {
@@ -112,7 +112,7 @@ export type StageHistogramRow = {
 };
 
 /** Every stored sample (all tenants, the whole retention window), as cumulative histograms. */
-export async function stageHistograms(db: DbClient = getDb()): Promise<StageHistogramRow[]> {
+export async function stageHistograms(db: DbClient): Promise<StageHistogramRow[]> {
   const totals = await db.$queryRaw<
     { kind: string; backend: string; path: string; stage: string; ok: boolean; count: bigint; sum: bigint }[]
   >`
@@ -147,7 +147,7 @@ export async function stageHistograms(db: DbClient = getDb()): Promise<StageHist
 }
 
 /** Workspaces by state and backend (all tenants). */
-export async function workspaceCounts(db: DbClient = getDb()) {
+export async function workspaceCounts(db: DbClient) {
   const rows = await db.workspace.groupBy({ by: ["state", "backendKind"], _count: { _all: true } });
   return rows.map((row) => ({ state: row.state, backend: row.backendKind, count: row._count._all }));
 }

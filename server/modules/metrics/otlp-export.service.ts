@@ -4,8 +4,11 @@ import type { OtlpExportConfig } from "@/server/config/operations";
 import { redisKey } from "@/server/redis";
 import { metricsSnapshot } from "./metrics-snapshot";
 import { otlpMetricsRequest, sendOtlpMetrics } from "./otlp-export";
+import type { Db } from "@/server/db";
 
 export type OtlpExportDeps = {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   redis: Redis;
   redisPrefix: string;
   /** Who started the cumulative figures (this process' first export) and what it is. */
@@ -35,12 +38,15 @@ export async function exportMetricsIfDue(
     "NX",
   );
   if (claim !== "OK") return "not-due";
-  const body = otlpMetricsRequest(await metricsSnapshot(deps.queues ? { queues: deps.queues } : undefined), {
-    serviceName: config.serviceName,
-    startedAt: deps.startedAt,
-    now: now(),
-    ...(deps.resource ? { resource: deps.resource } : {}),
-  });
+  const body = otlpMetricsRequest(
+    await metricsSnapshot(deps.queues ? { queues: deps.queues } : undefined, deps.db),
+    {
+      serviceName: config.serviceName,
+      startedAt: deps.startedAt,
+      now: now(),
+      ...(deps.resource ? { resource: deps.resource } : {}),
+    },
+  );
   await sendOtlpMetrics(config, body);
   return "exported";
 }

@@ -1,4 +1,4 @@
-import { type DbClient, getDb } from "@/server/db";
+import type { DbClient } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 
 /** The Overview's trend charts and getting-started checklist: reads across the tenant's own tables. */
@@ -26,7 +26,7 @@ export async function workspaceStateCounts(
   scope: TenantScope,
   from: Date,
   hours: number,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<StateCount[]> {
   const kinds = Object.keys(STATE_AFTER);
   const rows = await db.$queryRaw<{ bucket: Date; kind: string; count: bigint }[]>`
@@ -54,7 +54,7 @@ export type TurnOutcomeBucket = { at: Date; failed: number; interrupted: number 
 export async function failedTurnCounts(
   scope: TenantScope,
   from: Date,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<TurnOutcomeBucket[]> {
   const rows = await db.$queryRaw<{ bucket: Date; failed: bigint; interrupted: bigint }[]>`
     SELECT date_trunc('day', started_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS bucket,
@@ -82,10 +82,7 @@ export type GettingStartedFacts = {
 };
 
 /** What the tenant has done so far, each an existence count capped at 1 (the checklist needs no more). */
-export async function gettingStartedFacts(
-  scope: TenantScope,
-  db: DbClient = getDb(),
-): Promise<GettingStartedFacts> {
+export async function gettingStartedFacts(scope: TenantScope, db: DbClient): Promise<GettingStartedFacts> {
   const tenantId = scope.tenantId;
   const one = { tenantId };
   const [agents, agentsWithKey, completedTurns, sessions, userMessages, members, invitations, links] =

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { assertCan } from "@/server/auth/policy";
 import type { TenantScope } from "@/server/auth/scope";
 import { failedTurnCounts, gettingStartedFacts, workspaceStateCounts } from "./overview-trends.data";
+import type { Db } from "@/server/db";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -40,13 +41,14 @@ export const ZOverviewTrends = z.object({
 export async function overviewTrends(
   scope: TenantScope,
   now = Date.now(),
+  db: Db,
 ): Promise<z.output<typeof ZOverviewTrends>> {
   assertCan(scope, "tenant:read");
   const lastHour = Math.floor(now / HOUR) * HOUR;
   const lastDay = Math.floor(now / DAY) * DAY;
   const [states, turns] = await Promise.all([
-    workspaceStateCounts(scope, new Date(lastHour - (HOURS - 1) * HOUR), HOURS),
-    failedTurnCounts(scope, new Date(lastDay - (DAYS - 1) * DAY)),
+    workspaceStateCounts(scope, new Date(lastHour - (HOURS - 1) * HOUR), HOURS, db),
+    failedTurnCounts(scope, new Date(lastDay - (DAYS - 1) * DAY), db),
   ]);
   const byHour = new Map<number, z.output<typeof ZStateBucket>>();
   for (let index = 0; index < HOURS; index++) {
@@ -80,9 +82,9 @@ export const ZGettingStarted = z.object({
  * connected (an agent holds a model key, or a turn completed, which a keyless local model also shows); a
  * session exists; a user message was sent; someone else was invited or joined.
  */
-export async function gettingStarted(scope: TenantScope): Promise<z.output<typeof ZGettingStarted>> {
+export async function gettingStarted(scope: TenantScope, db: Db): Promise<z.output<typeof ZGettingStarted>> {
   assertCan(scope, "tenant:read");
-  const facts = await gettingStartedFacts(scope);
+  const facts = await gettingStartedFacts(scope, db);
   const done: Record<(typeof STEPS)[number], boolean> = {
     agent: facts.agents > 0,
     model: facts.agentsWithKey > 0 || facts.completedTurns > 0,

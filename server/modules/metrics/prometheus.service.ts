@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { Queue } from "bullmq";
 import { AppError } from "@/server/shared/errors";
 import { type Labels, metricsSnapshot } from "./metrics-snapshot";
+import type { Db } from "@/server/db";
 
 /**
  * `GET /api/metrics` in the Prometheus text format (0.0.4). Every name and label is listed in
@@ -43,9 +44,9 @@ class Exposition {
 }
 
 /** The exposition; `queues` defaults to the process' queues (tests pass their own). */
-export async function renderMetrics(deps?: { queues: readonly Queue[] }): Promise<string> {
+export async function renderMetrics(db: Db, deps?: { queues: readonly Queue[] }): Promise<string> {
   const out = new Exposition();
-  for (const family of await metricsSnapshot(deps)) {
+  for (const family of await metricsSnapshot(deps, db)) {
     out.family(family.name, family.type, family.help);
     if (family.type !== "histogram") {
       for (const point of family.points) out.sample(family.name, point.labels, point.value);

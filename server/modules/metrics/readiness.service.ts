@@ -3,6 +3,7 @@ import { assertCan } from "@/server/auth/policy";
 import type { TenantScope } from "@/server/auth/scope";
 import { AppError } from "@/server/shared/errors";
 import { slowestProvisions, stagePercentiles } from "./metrics.data";
+import type { Db } from "@/server/db";
 
 export const ZReadinessRange = z.object({
   from: z.coerce.date(),
@@ -40,7 +41,7 @@ export const ZReadinessView = z.object({
 const MAX_RANGE_MS = 400 * 86_400_000;
 
 /** The readiness picture of a tenant: p50/p95/p99 per stage, backend and path, and the slowest provisions. */
-export async function readiness(scope: TenantScope, input: z.output<typeof ZReadinessRange>) {
+export async function readiness(scope: TenantScope, input: z.output<typeof ZReadinessRange>, db: Db) {
   assertCan(scope, "operations:read");
   if (input.to <= input.from || input.to.getTime() - input.from.getTime() > MAX_RANGE_MS) {
     throw new AppError("BAD_REQUEST", "the range must end after it starts and span at most 400 days", {
@@ -49,8 +50,8 @@ export async function readiness(scope: TenantScope, input: z.output<typeof ZRead
   }
   const range = { from: input.from, to: input.to };
   const [stages, slowest] = await Promise.all([
-    stagePercentiles(scope, range),
-    slowestProvisions(scope, range, input.slowest),
+    stagePercentiles(scope, range, db),
+    slowestProvisions(scope, range, input.slowest, db),
   ]);
   return { from: input.from, to: input.to, stages, slowest };
 }

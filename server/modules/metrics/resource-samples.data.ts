@@ -1,4 +1,4 @@
-import { type DbClient, getDb } from "@/server/db";
+import type { DbClient } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import type { WorkspaceRecord } from "@/server/modules/workspace/workspace-lifecycle.data";
 
@@ -18,7 +18,7 @@ export type ResourceSampleInput = {
 /** READY workspaces (all tenants) to sample, the least recently changed first, at most `limit`. */
 export async function listReadyRecordsForSampling(
   limit: number,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<
   Pick<
     WorkspaceRecord,
@@ -41,10 +41,7 @@ export async function listReadyRecordsForSampling(
   });
 }
 
-export async function insertResourceSamples(
-  samples: ResourceSampleInput[],
-  db: DbClient = getDb(),
-): Promise<number> {
+export async function insertResourceSamples(samples: ResourceSampleInput[], db: DbClient): Promise<number> {
   if (samples.length === 0) return 0;
   const { count } = await db.resourceSample.createMany({
     data: samples.map((sample) => ({
@@ -56,7 +53,7 @@ export async function insertResourceSamples(
   return count;
 }
 
-export async function pruneResourceSamplesBefore(cutoff: Date, db: DbClient = getDb()): Promise<number> {
+export async function pruneResourceSamplesBefore(cutoff: Date, db: DbClient): Promise<number> {
   const { count } = await db.resourceSample.deleteMany({ where: { at: { lt: cutoff } } });
   return count;
 }
@@ -80,7 +77,7 @@ export async function workspaceResourceBuckets(
   scope: TenantScope,
   workspaceId: string,
   options: { from: Date; bucketMs: number },
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<ResourceBucket[]> {
   const rows = await db.$queryRaw<
     {

@@ -14,6 +14,7 @@ import {
   type ResourceSampleInput,
   workspaceResourceBuckets,
 } from "./resource-samples.data";
+import type { Db } from "@/server/db";
 
 /**
  * Per-workspace CPU, memory, disk and processes: `metrics.sample` (a schedule, queue `metrics`) asks each
@@ -31,14 +32,17 @@ const CONCURRENCY = 4;
 
 export type ResourceSampleResult = { sampled: number; unsupported: number; failed: number; pruned: number };
 
-export async function sampleWorkspaceResources(deps: {
-  drivers: Pick<DriverSet, "forKind">;
-  retentionDays: number;
-  log?: Pick<Logger, "warn">;
-  now?: () => Date;
-}): Promise<ResourceSampleResult> {
+export async function sampleWorkspaceResources(
+  deps: {
+    drivers: Pick<DriverSet, "forKind">;
+    retentionDays: number;
+    log?: Pick<Logger, "warn">;
+    now?: () => Date;
+  },
+  db: Db,
+): Promise<ResourceSampleResult> {
   const now = deps.now ?? (() => new Date());
-  const records = await listReadyRecordsForSampling(MAX_WORKSPACES_PER_TICK);
+  const records = await listReadyRecordsForSampling(MAX_WORKSPACES_PER_TICK, db);
   const samples: ResourceSampleInput[] = [];
   let unsupported = 0;
   let failed = 0;
@@ -66,9 +70,10 @@ export async function sampleWorkspaceResources(deps: {
     }
   };
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  const sampled = await insertResourceSamples(samples);
+  const sampled = await insertResourceSamples(samples, db);
   const pruned = await pruneResourceSamplesBefore(
     new Date(now().getTime() - deps.retentionDays * 86_400_000),
+    db,
   );
   return { sampled, unsupported, failed, pruned };
 }
@@ -134,6 +139,7 @@ export async function workspaceResources(
   input: z.output<typeof ZResourceRange>,
   deps: { drivers: Pick<DriverSet, "forKind"> },
   now = Date.now(),
+  db: Db,
 ): Promise<z.output<typeof ZWorkspaceResourcesView>> {
   assertCan(scope, "workspace:read");
   const record = await getWorkspace(scope, workspaceId);
@@ -146,9 +152,14 @@ export async function workspaceResources(
   }
   const rangeMs = RANGES_MS[input.range];
   const bucketMs = Math.max(RESOURCE_SAMPLE_EVERY_MS, Math.ceil(rangeMs / MAX_POINTS / 1_000) * 1_000);
-  const buckets = await workspaceResourceBuckets(scope, workspaceId, {
-    from: new Date(now - rangeMs),
-    bucketMs,
-  });
+  const buckets = await workspaceResourceBuckets(
+    scope,
+    workspaceId,
+    {
+      from: new Date(now - rangeMs),
+      bucketMs,
+    },
+    db,
+  );
   return { supported, bucketMs, points: withCpuPercent(buckets) };
 }

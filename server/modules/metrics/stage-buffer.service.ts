@@ -4,6 +4,7 @@ import { getRedis, redisKey } from "@/server/redis";
 import { insertStageSamples, pruneStageSamplesBefore } from "./metrics.data";
 import { ZStageSample, type TStageSample, type TStageSampleInput } from "./stage-sample.schema";
 import { parseJsonOrNull } from "@/server/shared/json";
+import type { Db } from "@/server/db";
 
 /**
  * Stage timings are measured on the hot path (provisions, attaches, turns) but written off it: recording is
@@ -45,6 +46,7 @@ export type StageFlushResult = { written: number; pruned: number; unreadable: nu
 export async function flushStageSamples(
   options: { retentionDays: number; batchSize?: number; maxBatches?: number; now?: Date },
   deps: StageBufferDeps = defaultDeps(),
+  db: Db,
 ): Promise<StageFlushResult> {
   const key = bufferKey(deps.redisPrefix);
   const batchSize = options.batchSize ?? 1_000;
@@ -60,7 +62,7 @@ export async function flushStageSamples(
       else unreadable += 1;
     }
     try {
-      written += await insertStageSamples(samples);
+      written += await insertStageSamples(samples, db);
     } catch (error) {
       await deps.redis.lpush(key, ...raw.toReversed());
       throw error;
@@ -68,6 +70,9 @@ export async function flushStageSamples(
     if (raw.length < batchSize) break;
   }
   const now = options.now ?? new Date();
-  const pruned = await pruneStageSamplesBefore(new Date(now.getTime() - options.retentionDays * 86_400_000));
+  const pruned = await pruneStageSamplesBefore(
+    new Date(now.getTime() - options.retentionDays * 86_400_000),
+    db,
+  );
   return { written, pruned, unreadable };
 }

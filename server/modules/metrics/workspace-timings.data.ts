@@ -1,4 +1,4 @@
-import { type DbClient, getDb } from "@/server/db";
+import type { DbClient } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 
 /** One workspace's stage timings (stage_samples) and its lifecycle timeline (events merged with provisions). */
@@ -18,7 +18,7 @@ export type WorkspaceStageRow = {
 export async function workspaceStageSummary(
   scope: TenantScope,
   workspaceId: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<WorkspaceStageRow[]> {
   const rows = await db.$queryRaw<
     {
@@ -68,7 +68,7 @@ export async function recentProvisionRuns(
   scope: TenantScope,
   workspaceId: string,
   limit: number,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<ProvisionRun[]> {
   const rows = await db.$queryRaw<
     {
@@ -136,7 +136,7 @@ export async function workspaceTimelinePage(
   scope: TenantScope,
   workspaceId: string,
   options: { before: TimelineCursor | null; limit: number },
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<(TimelineRow & { rank: number })[]> {
   const before = options.before;
   const rows = await db.$queryRaw<

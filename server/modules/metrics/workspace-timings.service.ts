@@ -11,6 +11,7 @@ import {
   workspaceStageSummary,
   workspaceTimelinePage,
 } from "./workspace-timings.data";
+import type { Db } from "@/server/db";
 
 export const ZWorkspaceTimingsView = z.object({
   stages: z.array(
@@ -116,11 +117,11 @@ async function assertReadable(scope: TenantScope, workspaceId: string): Promise<
 }
 
 /** The workspace page's stage timings: per-stage figures and its latest provisions stage by stage. */
-export async function workspaceTimings(scope: TenantScope, workspaceId: string) {
+export async function workspaceTimings(scope: TenantScope, workspaceId: string, db: Db) {
   await assertReadable(scope, workspaceId);
   const [stages, provisions] = await Promise.all([
-    workspaceStageSummary(scope, workspaceId),
-    recentProvisionRuns(scope, workspaceId, RECENT_PROVISIONS),
+    workspaceStageSummary(scope, workspaceId, db),
+    recentProvisionRuns(scope, workspaceId, RECENT_PROVISIONS, db),
   ]);
   return { stages, provisions: provisions.toReversed() };
 }
@@ -130,11 +131,12 @@ export async function workspaceTimeline(
   scope: TenantScope,
   workspaceId: string,
   input: z.output<typeof ZTimelineQuery>,
+  db: Db,
 ): Promise<z.output<typeof ZWorkspaceTimelineView>> {
   await assertReadable(scope, workspaceId);
   const before = input.cursor ? decodeCursor(input.cursor) : null;
   // One more than asked: it says whether an earlier page exists.
-  const rows = await workspaceTimelinePage(scope, workspaceId, { before, limit: input.limit + 1 });
+  const rows = await workspaceTimelinePage(scope, workspaceId, { before, limit: input.limit + 1 }, db);
   const page = rows.slice(0, input.limit);
   const oldest = page.at(-1);
   const names = await auditActorNames(

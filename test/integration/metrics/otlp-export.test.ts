@@ -17,6 +17,7 @@ import {
 import { createTestTenant, type TestTenant } from "../db/fixtures";
 import { isolatedRedisConfig, testLog } from "../queue/queue-fixtures";
 import { parseExposition } from "./prometheus-exposition";
+import { processBerth } from "@/server/composition/process-berth";
 
 function metricOf(entry: ReceivedExport, name: string) {
   return entry.body.resourceMetrics[0]!.scopeMetrics[0]!.metrics.find((metric) => metric.name === name);
@@ -46,6 +47,7 @@ describe("OpenTelemetry export (OTLP/HTTP JSON) of the /api/metrics figures, rea
     intervalMs,
   });
   const deps = () => ({
+    db: processBerth().db,
     redis: connection,
     redisPrefix: redis.prefix,
     startedAt: new Date(Date.now() - 60_000),
@@ -71,6 +73,7 @@ describe("OpenTelemetry export (OTLP/HTTP JSON) of the /api/metrics figures, rea
         { ...base, stage: "total", durationMs: 1_200 },
         { ...base, stage: "total", durationMs: 400_000, ok: false },
       ].map((sample) => ZStageSample.parse(sample)),
+      processBerth().db,
     );
   });
   afterAll(async () => {
@@ -138,7 +141,7 @@ describe("OpenTelemetry export (OTLP/HTTP JSON) of the /api/metrics figures, rea
     expect(Object.fromEntries(exported)).toEqual({ ok: 2, failed: 1 });
 
     // The same numbers the scrape endpoint shows.
-    const { samples } = parseExposition(await renderMetrics({ queues: queues.all() }));
+    const { samples } = parseExposition(await renderMetrics(processBerth().db, { queues: queues.all() }));
     const scraped = samples.filter(
       (sample) => sample.name === "berth_provisions_total" && sample.labels.backend === backend,
     );

@@ -10,6 +10,7 @@ import { tenantUsageOverview } from "@/server/modules/metrics/usage-overview.ser
 import { getDb } from "@/server/db";
 import { addTestMember, createTestTenant, type TestTenant } from "../db/fixtures";
 import { isolatedRedisConfig, openTestQueues } from "../queue/queue-fixtures";
+import { processBerth } from "@/server/composition/process-berth";
 
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
@@ -126,7 +127,7 @@ describe("the Overview's tiles: tokens per day, top agents (the ledger) and the 
       ],
     });
 
-    const view = await overviewTrends(fresh.scope, hour + 30 * 60_000);
+    const view = await overviewTrends(fresh.scope, hour + 30 * 60_000, processBerth().db);
     const zero = { ready: 0, provisioning: 0, stopped: 0, failed: 0, purged: 0 };
     expect(view.workspaceStates).toHaveLength(24);
     expect(view.workspaceStates.slice(-5)).toEqual([
@@ -142,7 +143,7 @@ describe("the Overview's tiles: tokens per day, top agents (the ledger) and the 
       { at: new Date(today), failed: 2, interrupted: 0 },
     ]);
     // Another tenant sees none of it.
-    const theirs = await overviewTrends(other.scope, hour + 30 * 60_000);
+    const theirs = await overviewTrends(other.scope, hour + 30 * 60_000, processBerth().db);
     expect(theirs.workspaceStates.every((b) => b.ready + b.stopped === 0)).toBe(true);
     expect(theirs.failedTurns.every((b) => b.failed + b.interrupted === 0)).toBe(true);
   });
@@ -151,8 +152,10 @@ describe("the Overview's tiles: tokens per day, top agents (the ledger) and the 
     const fresh = await createTestTenant();
     const db = getDb();
     const done = async () =>
-      Object.fromEntries((await gettingStarted(fresh.scope)).steps.map((step) => [step.id, step.done]));
-    expect(await gettingStarted(fresh.scope)).toMatchObject({ complete: false });
+      Object.fromEntries(
+        (await gettingStarted(fresh.scope, processBerth().db)).steps.map((step) => [step.id, step.done]),
+      );
+    expect(await gettingStarted(fresh.scope, processBerth().db)).toMatchObject({ complete: false });
     expect(await done()).toEqual({
       agent: false,
       model: false,
@@ -185,7 +188,7 @@ describe("the Overview's tiles: tokens per day, top agents (the ledger) and the 
       },
     });
     await addTestMember(fresh, "member");
-    expect(await gettingStarted(fresh.scope)).toMatchObject({ complete: true });
+    expect(await gettingStarted(fresh.scope, processBerth().db)).toMatchObject({ complete: true });
   });
 
   describe("queue depth", () => {

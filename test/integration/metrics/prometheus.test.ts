@@ -12,6 +12,7 @@ import { createRedisConnection } from "@/server/redis";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
 import { isolatedRedisConfig, testLog } from "../queue/queue-fixtures";
 import { parseExposition, type ParsedSample } from "./prometheus-exposition";
+import { processBerth } from "@/server/composition/process-berth";
 
 describe("/api/metrics exposition (real Postgres and Redis)", () => {
   let redis: RedisConfig;
@@ -45,6 +46,7 @@ describe("/api/metrics exposition (real Postgres and Redis)", () => {
         { ...base, stage: "total", durationMs: 400_000, ok: false },
         { ...base, kind: "turn", path: "turn", stage: "model", durationMs: 30 },
       ].map((s) => ZStageSample.parse(s)),
+      processBerth().db,
     );
     await upsertWorkspaceBinding(tenant.scope, {
       id: `ws-metrics-${backend}`,
@@ -55,7 +57,9 @@ describe("/api/metrics exposition (real Postgres and Redis)", () => {
     await enqueue("metrics.flush", { trigger: "manual" });
     await enqueue("metrics.flush", { trigger: "manual" });
 
-    const { types, samples } = parseExposition(await renderMetrics({ queues: queues.all() }));
+    const { types, samples } = parseExposition(
+      await renderMetrics(processBerth().db, { queues: queues.all() }),
+    );
     expect(types.get("berth_stage_duration_seconds")).toBe("histogram");
     expect(types.get("berth_provisions_total")).toBe("counter");
 

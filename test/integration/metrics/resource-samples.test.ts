@@ -20,6 +20,7 @@ import {
 } from "../../drivers/docker/support/docker-env";
 import { addTestMember, createTestTenant, expectAppError, type TestTenant } from "../db/fixtures";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "../workspace/harness";
+import { processBerth } from "@/server/composition/process-berth";
 
 const MIB = 1024 * 1024;
 
@@ -34,7 +35,8 @@ describe("per-workspace resource samples: local sandbox and Docker (real workers
   const runtimeRoot = path.join("/tmp", `berth-rs-${randomBytes(3).toString("hex")}`);
   const rowsOf = (workspaceId: string) =>
     getDb().resourceSample.findMany({ where: { workspaceId }, orderBy: { id: "asc" } });
-  const sample = () => sampleWorkspaceResources({ drivers: h.engine.drivers, retentionDays: 14 });
+  const sample = () =>
+    sampleWorkspaceResources({ drivers: h.engine.drivers, retentionDays: 14 }, processBerth().db);
 
   beforeAll(async () => {
     h = await startWorkspaceHarness(
@@ -93,7 +95,14 @@ describe("per-workspace resource samples: local sandbox and Docker (real workers
 
     await workspace.machine.exec(["/bin/sh", "-c", "head -c 2097152 /dev/urandom > more.bin"]);
     await sample();
-    const view = await workspaceResources(tenant.scope, workspaceId, { range: "1h" }, h.engine);
+    const view = await workspaceResources(
+      tenant.scope,
+      workspaceId,
+      { range: "1h" },
+      h.engine,
+      undefined,
+      processBerth().db,
+    );
     expect(view.supported).toBe(true);
     const last = view.points.at(-1)!;
     expect(last.diskBytes).toBeGreaterThanOrEqual(6 * MIB);
@@ -126,7 +135,14 @@ describe("per-workspace resource samples: local sandbox and Docker (real workers
         { tenantId: fresh.tenantId, workspaceId, cpuSeconds: 1, memoryBytes: 200n, at: at(0) },
       ],
     });
-    const view = await workspaceResources(fresh.scope, workspaceId, { range: "1h" }, h.engine, now);
+    const view = await workspaceResources(
+      fresh.scope,
+      workspaceId,
+      { range: "1h" },
+      h.engine,
+      now,
+      processBerth().db,
+    );
     const mine = view.points.filter((p) => p.memoryBytes !== null && p.memoryBytes <= 300);
     expect(mine.map((p) => p.cpuPercent)).toEqual([null, 20, null]);
     expect(mine.map((p) => p.memoryBytes)).toEqual([100, 300, 200]);
@@ -147,6 +163,7 @@ describe("per-workspace resource samples: local sandbox and Docker (real workers
       { range: "1h" },
       h.engine,
       now,
+      processBerth().db,
     );
     expect(ratedView.points.flatMap((p) => (p.cpuPercent === null ? [] : [p.cpuPercent]))).toEqual(
       ratedView.points.length === 1 ? [60] : [40, 80],
@@ -159,15 +176,24 @@ describe("per-workspace resource samples: local sandbox and Docker (real workers
       },
     };
     expect(
-      (await workspaceResources(fresh.scope, workspaceId, { range: "1h" }, { drivers: gone })).supported,
+      (
+        await workspaceResources(
+          fresh.scope,
+          workspaceId,
+          { range: "1h" },
+          { drivers: gone },
+          undefined,
+          processBerth().db,
+        )
+      ).supported,
     ).toBe(false);
     const member = await addTestMember(fresh, "member");
     await expectAppError(
-      workspaceResources(member.scope, workspaceId, { range: "1h" }, h.engine),
+      workspaceResources(member.scope, workspaceId, { range: "1h" }, h.engine, undefined, processBerth().db),
       "NOT_FOUND",
     );
     await expectAppError(
-      workspaceResources(tenant.scope, workspaceId, { range: "1h" }, h.engine),
+      workspaceResources(tenant.scope, workspaceId, { range: "1h" }, h.engine, undefined, processBerth().db),
       "NOT_FOUND",
     );
   });

@@ -8,6 +8,7 @@ import { flushStageSamples, recordStageSamples } from "@/server/modules/metrics/
 import { getWorkspace } from "@/server/modules/workspace/workspace.data";
 import { addTestMember, createTestTenant, type TestTenant } from "../db/fixtures";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "../workspace/harness";
+import { processBerth } from "@/server/composition/process-berth";
 
 const HOUR = 3_600_000;
 
@@ -53,12 +54,17 @@ describe("stage timings: recording, flush, retention and readiness percentiles (
         { ...base, stage: "machine", durationMs: 99_999, at: new Date(Date.now() - 30 * 24 * HOUR) },
         { ...base, tenantId: other.tenantId, stage: "machine", durationMs: 99_999 },
       ].map((sample) => ZStageSample.parse(sample)),
+      processBerth().db,
     );
-    const view = await readiness(tenant.scope, {
-      from: new Date(Date.now() - 2 * HOUR),
-      to: new Date(),
-      slowest: 10,
-    });
+    const view = await readiness(
+      tenant.scope,
+      {
+        from: new Date(Date.now() - 2 * HOUR),
+        to: new Date(),
+        slowest: 10,
+      },
+      processBerth().db,
+    );
     const machine = view.stages.filter((s) => s.stage === "machine" && s.backend === "docker");
     expect(machine).toEqual([
       {
@@ -87,12 +93,14 @@ describe("stage timings: recording, flush, retention and readiness percentiles (
   it("refuses readiness to members and viewers, and an inverted range", async () => {
     const member = await addTestMember(tenant, "member");
     const range = { from: new Date(Date.now() - HOUR), to: new Date(), slowest: 10 };
-    await expect(readiness(member.scope, range)).rejects.toMatchObject({ code: "FORBIDDEN" });
-    await expect(readiness(tenant.scope, { ...range, from: range.to, to: range.from })).rejects.toMatchObject(
-      {
-        code: "BAD_REQUEST",
-      },
-    );
+    await expect(readiness(member.scope, range, processBerth().db)).rejects.toMatchObject({
+      code: "FORBIDDEN",
+    });
+    await expect(
+      readiness(tenant.scope, { ...range, from: range.to, to: range.from }, processBerth().db),
+    ).rejects.toMatchObject({
+      code: "BAD_REQUEST",
+    });
   });
 
   it("records a cold provision's stages and the attach in the buffer only; the flush stores them", async () => {
@@ -107,7 +115,7 @@ describe("stage timings: recording, flush, retention and readiness percentiles (
     expect(await rowsOf(workspaceId)).toEqual([]);
     await vi.waitFor(
       async () => {
-        await flushStageSamples({ retentionDays: 14 });
+        await flushStageSamples({ retentionDays: 14 }, undefined, processBerth().db);
         const stages = (await rowsOf(workspaceId)).map((r) => `${r.kind}/${r.path}/${r.stage}`);
         expect(stages.sort()).toEqual(
           [
@@ -144,7 +152,7 @@ describe("stage timings: recording, flush, retention and readiness percentiles (
     await h.service.resolveForSession(tenant.scope, session.id);
     await vi.waitFor(
       async () => {
-        await flushStageSamples({ retentionDays: 14 });
+        await flushStageSamples({ retentionDays: 14 }, undefined, processBerth().db);
         const paths = (await rowsOf(workspaceId)).filter((r) => r.stage === "total" || r.stage === "attach");
         expect(paths.map((r) => `${r.kind}/${r.path}`).sort()).toEqual(
           ["attach/cold", "attach/resume", "provision/cold", "provision/resume"].sort(),
@@ -172,15 +180,18 @@ describe("stage timings: recording, flush, retention and readiness percentiles (
         ok,
         at: new Date(at),
       });
-    await insertStageSamples([
-      sample("provision", utc(0, 15, 5)),
-      sample("provision", utc(0, 15, 29), false),
-      sample("provision", utc(0, 13, 0)),
-      sample("provision", utc(-1, 15, 0)), // 24.5 h ago: outside the 24 hourly buckets
-      sample("turn", utc(0, 9, 0)),
-      sample("turn", utc(-2, 23, 59), false),
-    ]);
-    const activity = await tenantActivity(fresh.scope, now);
+    await insertStageSamples(
+      [
+        sample("provision", utc(0, 15, 5)),
+        sample("provision", utc(0, 15, 29), false),
+        sample("provision", utc(0, 13, 0)),
+        sample("provision", utc(-1, 15, 0)), // 24.5 h ago: outside the 24 hourly buckets
+        sample("turn", utc(0, 9, 0)),
+        sample("turn", utc(-2, 23, 59), false),
+      ],
+      processBerth().db,
+    );
+    const activity = await tenantActivity(fresh.scope, now, processBerth().db);
     expect(activity.startsPerHour).toHaveLength(24);
     expect(activity.startsPerHour.at(-1)).toEqual({
       at: new Date(utc(0, 15)),
@@ -210,9 +221,9 @@ describe("stage timings: recording, flush, retention and readiness percentiles (
       at: new Date(Date.now() - 3 * 24 * HOUR),
     });
     await recordStageSamples([old]);
-    await flushStageSamples({ retentionDays: 14 });
+    await flushStageSamples({ retentionDays: 14 }, undefined, processBerth().db);
     expect(await rowsOf("ws-retention-probe")).toHaveLength(1);
-    await flushStageSamples({ retentionDays: 2 });
+    await flushStageSamples({ retentionDays: 2 }, undefined, processBerth().db);
     expect(await rowsOf("ws-retention-probe")).toHaveLength(0);
   });
 });

@@ -6,6 +6,7 @@ import { workspaceTimeline, workspaceTimings } from "@/server/modules/metrics/wo
 import { getWorkspace } from "@/server/modules/workspace/workspace.data";
 import { addTestMember, createTestTenant, expectAppError, type TestTenant } from "../db/fixtures";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "../workspace/harness";
+import { processBerth } from "@/server/composition/process-berth";
 
 describe("a workspace's stage timings and lifecycle timeline (real Postgres, Redis, workers)", () => {
   let h: WorkspaceHarness;
@@ -27,8 +28,8 @@ describe("a workspace's stage timings and lifecycle timeline (real Postgres, Red
     await h.service.resolveForSession(tenant.scope, fresh.session.id);
     await vi.waitFor(
       async () => {
-        await flushStageSamples({ retentionDays: 14 });
-        const { provisions } = await workspaceTimings(tenant.scope, workspaceId);
+        await flushStageSamples({ retentionDays: 14 }, undefined, processBerth().db);
+        const { provisions } = await workspaceTimings(tenant.scope, workspaceId, processBerth().db);
         expect(provisions.map((p) => p.path)).toEqual(["cold", "resume"]);
       },
       { timeout: 15_000, interval: 200 },
@@ -40,19 +41,22 @@ describe("a workspace's stage timings and lifecycle timeline (real Postgres, Red
 
   it("sums each stage of this workspace only, and lists its provisions oldest first with their stages", async () => {
     // Another workspace's sample of the same tenant does not count.
-    await insertStageSamples([
-      ZStageSample.parse({
-        tenantId: tenant.tenantId,
-        kind: "provision",
-        backend: "local",
-        path: "cold",
-        stage: "total",
-        durationMs: 99_999,
-        workspaceId: "another-workspace",
-        at: new Date(),
-      }),
-    ]);
-    const view = await workspaceTimings(tenant.scope, workspaceId);
+    await insertStageSamples(
+      [
+        ZStageSample.parse({
+          tenantId: tenant.tenantId,
+          kind: "provision",
+          backend: "local",
+          path: "cold",
+          stage: "total",
+          durationMs: 99_999,
+          workspaceId: "another-workspace",
+          at: new Date(),
+        }),
+      ],
+      processBerth().db,
+    );
+    const view = await workspaceTimings(tenant.scope, workspaceId, processBerth().db);
     const total = view.stages.filter((s) => s.kind === "provision" && s.stage === "total");
     expect(total.map((s) => [s.path, s.count])).toEqual([
       ["cold", 1],
@@ -69,7 +73,7 @@ describe("a workspace's stage timings and lifecycle timeline (real Postgres, Red
   });
 
   it("puts events, provisions and attaches on one timeline in time order, paged back without gaps or repeats", async () => {
-    const whole = await workspaceTimeline(tenant.scope, workspaceId, { limit: 200 });
+    const whole = await workspaceTimeline(tenant.scope, workspaceId, { limit: 200 }, processBerth().db);
     expect(whole.earlier).toBeNull();
     const times = whole.items.map((item) => item.at.getTime());
     expect(times).toEqual(times.toSorted((a, b) => a - b));
@@ -96,7 +100,12 @@ describe("a workspace's stage timings and lifecycle timeline (real Postgres, Red
     const pages: string[][] = [];
     let cursor: string | undefined;
     for (;;) {
-      const page = await workspaceTimeline(tenant.scope, workspaceId, { limit: 3, cursor });
+      const page = await workspaceTimeline(
+        tenant.scope,
+        workspaceId,
+        { limit: 3, cursor },
+        processBerth().db,
+      );
       pages.unshift(page.items.map((item) => item.key));
       if (!page.earlier) break;
       cursor = page.earlier;
@@ -107,14 +116,20 @@ describe("a workspace's stage timings and lifecycle timeline (real Postgres, Red
 
   it("answers NOT_FOUND for another tenant's workspace and for a member who has no session on it", async () => {
     const other = await createTestTenant();
-    await expectAppError(workspaceTimings(other.scope, workspaceId), "NOT_FOUND");
-    await expectAppError(workspaceTimeline(other.scope, workspaceId, { limit: 10 }), "NOT_FOUND");
-    const member = await addTestMember(tenant, "member");
-    await expectAppError(workspaceTimeline(member.scope, workspaceId, { limit: 10 }), "NOT_FOUND");
-    const viewer = await addTestMember(tenant, "viewer");
-    expect((await workspaceTimings(viewer.scope, workspaceId)).provisions).toHaveLength(2);
+    await expectAppError(workspaceTimings(other.scope, workspaceId, processBerth().db), "NOT_FOUND");
     await expectAppError(
-      workspaceTimeline(tenant.scope, workspaceId, { limit: 10, cursor: "not-a-cursor" }),
+      workspaceTimeline(other.scope, workspaceId, { limit: 10 }, processBerth().db),
+      "NOT_FOUND",
+    );
+    const member = await addTestMember(tenant, "member");
+    await expectAppError(
+      workspaceTimeline(member.scope, workspaceId, { limit: 10 }, processBerth().db),
+      "NOT_FOUND",
+    );
+    const viewer = await addTestMember(tenant, "viewer");
+    expect((await workspaceTimings(viewer.scope, workspaceId, processBerth().db)).provisions).toHaveLength(2);
+    await expectAppError(
+      workspaceTimeline(tenant.scope, workspaceId, { limit: 10, cursor: "not-a-cursor" }, processBerth().db),
       "BAD_REQUEST",
     );
   });
