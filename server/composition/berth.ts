@@ -314,6 +314,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
     },
     get backendSettings() {
       return createBackendSettingsService({
+        db: db(),
         secretKey: secretKey(),
         enabledKinds: () => liveEngine().drivers.all.map((driver) => driver.kind),
       });
@@ -376,7 +377,7 @@ export function composeEngine(
   // tenants' own backend settings (an E2B team's key, sealed) come from the database too.
   return createEngine({
     installationId: () => ensureInstallationId(db),
-    tenantSettings: tenantDriverSettings(secretKeyFromBytes(encryptionKey)),
+    tenantSettings: tenantDriverSettings(secretKeyFromBytes(encryptionKey), db),
     // Each tenant's own idle TTL (its policy; the installation's caps it) for the cache, as for the sweep.
     tenantIdleTtls: async () =>
       new Map(

@@ -29,29 +29,31 @@ export const libraryRouter = createTRPCRouter({
   list: tenantProcedureFor("library:read")
     .input(ZTenantInput.extend(ZLibraryListRequest.shape))
     .output(ZLibraryEntryPage)
-    .query(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...request } }) => listLibrary(ctx.scope, request)),
+    .query(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...request } }) =>
+      listLibrary(ctx.scope, request, ctx.berth.db),
+    ),
 
   get: tenantProcedureFor("library:read")
     .input(ZEntryTarget)
     .output(ZLibraryEntryDetail)
-    .query(({ ctx, input }) => getLibraryEntryDetail(ctx.scope, input.entryId)),
+    .query(({ ctx, input }) => getLibraryEntryDetail(ctx.scope, input.entryId, ctx.berth.db)),
 
   create: tenantProcedureFor("library:manage")
     .input(z.intersection(ZTenantInput, ZLibraryCreateRequest))
     .output(ZLibraryEntryView)
     .mutation(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...request } }) =>
-      addLibraryEntry(ctx.scope, request),
+      addLibraryEntry(ctx.scope, request, ctx.berth.db),
     ),
 
   update: tenantProcedureFor("library:manage")
     .input(ZEntryTarget.extend({ patch: ZLibraryUpdateRequest }))
     .output(ZLibraryEntryView)
-    .mutation(({ ctx, input }) => changeLibraryEntry(ctx.scope, input.entryId, input.patch)),
+    .mutation(({ ctx, input }) => changeLibraryEntry(ctx.scope, input.entryId, input.patch, ctx.berth.db)),
 
   delete: tenantProcedureFor("library:manage")
     .input(ZEntryTarget)
     .output(z.object({ deleted: z.literal(true) }))
-    .mutation(({ ctx, input }) => removeLibraryEntry(ctx.scope, input.entryId)),
+    .mutation(({ ctx, input }) => removeLibraryEntry(ctx.scope, input.entryId, ctx.berth.db)),
 
   /** Adds the entry to the agent's defaults (or replaces its default of the same name). */
   equip: tenantProcedureFor("agent:manage")
@@ -64,6 +66,6 @@ export const libraryRouter = createTRPCRouter({
       }),
     )
     .mutation(({ ctx, input }) =>
-      equipAgentFromLibrary(ctx.scope, { entryId: input.entryId, agentId: input.agentId }),
+      equipAgentFromLibrary(ctx.scope, { entryId: input.entryId, agentId: input.agentId }, ctx.berth.db),
     ),
 });

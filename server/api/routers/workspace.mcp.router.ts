@@ -46,6 +46,7 @@ export const workspaceMcpRouter = createTRPCRouter({
           sessionId: input.sessionId,
         },
         getWorkspaceServices().content,
+        ctx.berth.db,
       ),
     ),
 

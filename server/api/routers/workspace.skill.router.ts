@@ -28,6 +28,7 @@ export const workspaceSkillRouter = createTRPCRouter({
         ctx.scope,
         { entryId: input.entryId, workspaceId: input.workspaceId, agentId: input.agentId ?? null },
         getWorkspaceServices().content,
+        ctx.berth.db,
       ),
     ),
 

@@ -25,6 +25,7 @@ import type {
   BackendSettingsView,
   ZBackendSettingsPatch,
 } from "./backend-settings.types";
+import type { Db } from "@/server/db";
 
 /** The tenant and backend are the sealed key's authenticated data: a row copied to another tenant fails. */
 const sealingContext = (tenantId: string, backend: string) => `tenant-backend:${tenantId}:${backend}`;
@@ -62,12 +63,15 @@ function view(settings: SettingsOfBackend, row: BackendSettingsRow | null): Back
  * installation's. Admins read and change them; every change is audited without the secret.
  */
 export function createBackendSettingsService(deps: {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   secretKey: SecretKey;
   /** Where the declarations come from (default: DRIVERS). */
   registry?: DriverRegistry;
   /** The kinds this installation runs (the settings page lists their forms). Absent: every declared one. */
   enabledKinds?: () => readonly string[];
 }) {
+  const { db } = deps;
   const declared = (backend: string) => requireSettingsOf(backend, deps.registry);
   return {
     /** The backends of this installation that take tenant settings, each with its fields and values. */
@@ -84,7 +88,7 @@ export function createBackendSettingsService(deps: {
           title: settings.declaration.title,
           description: settings.declaration.description,
           fields: fieldsOf(settings),
-          current: view(settings, await findBackendSettings(scope.tenantId, backend)),
+          current: view(settings, await findBackendSettings(scope.tenantId, backend, db)),
         });
       }
       return forms;
@@ -93,7 +97,7 @@ export function createBackendSettingsService(deps: {
     async read(scope: TenantScope, backend: string): Promise<BackendSettingsView> {
       assertCan(scope, "workspace:manage");
       const settings = declared(backend);
-      return view(settings, await findBackendSettings(scope.tenantId, backend));
+      return view(settings, await findBackendSettings(scope.tenantId, backend, db));
     },
 
     /** Absent fields keep their values; null puts one back to the installation's. */
@@ -103,7 +107,7 @@ export function createBackendSettingsService(deps: {
       const { backend } = settings;
       const patch = parseInput(settings.patch, raw.settings);
       const secretField = settings.declaration.secretField;
-      const before = await findBackendSettings(scope.tenantId, backend);
+      const before = await findBackendSettings(scope.tenantId, backend, db);
       const fields: Record<string, unknown> = { ...storedFields(settings, before) };
       for (const [name, value] of Object.entries(patch)) {
         if (name === secretField) continue;
@@ -122,7 +126,7 @@ export function createBackendSettingsService(deps: {
                 secretSealed: encryptSecret(deps.secretKey, secret, sealingContext(scope.tenantId, backend)),
                 secretHint: hintOf(secret),
               };
-      const row = await upsertBackendSettings(scope, backend, { settings: stored, ...sealed });
+      const row = await upsertBackendSettings(scope, backend, { settings: stored, ...sealed }, db);
       await recordAudit(scope, {
         action: "tenant.backend-settings.update",
         targetType: "tenant",
@@ -147,7 +151,7 @@ export function createBackendSettingsService(deps: {
     async clear(scope: TenantScope, backend: string): Promise<BackendSettingsView> {
       assertCan(scope, "workspace:manage");
       const settings = declared(backend);
-      const removed = await deleteBackendSettings(scope, backend);
+      const removed = await deleteBackendSettings(scope, backend, db);
       if (removed) {
         await recordAudit(scope, {
           action: "tenant.backend-settings.clear",
@@ -168,12 +172,16 @@ export type BackendSettingsService = ReturnType<typeof createBackendSettingsServ
  * What the drivers read (the composition passes it in): a tenant's settings of a backend that declares
  * some, with the secret unsealed.
  */
-export function tenantDriverSettings(secretKey: SecretKey, registry?: DriverRegistry): TenantDriverSettings {
+export function tenantDriverSettings(
+  secretKey: SecretKey,
+  db: Db,
+  registry?: DriverRegistry,
+): TenantDriverSettings {
   return {
     async forTenant(backend, tenantId) {
       const settings = settingsOf(backend, registry);
       if (!settings) return null;
-      const row = await findBackendSettings(tenantId, backend);
+      const row = await findBackendSettings(tenantId, backend, db);
       if (!row) return null;
       const fields: Record<string, unknown> = { ...storedFields(settings, row) };
       const secretField = settings.declaration.secretField;
@@ -183,6 +191,6 @@ export function tenantDriverSettings(secretKey: SecretKey, registry?: DriverRegi
       return fields;
     },
     tenants: (backend) =>
-      settingsOf(backend, registry) ? tenantsWithBackendSettings(backend) : Promise.resolve([]),
+      settingsOf(backend, registry) ? tenantsWithBackendSettings(backend, db) : Promise.resolve([]),
   };
 }

@@ -34,6 +34,7 @@ import {
   ZLibraryListRequest,
   ZLibraryUpdateRequest,
 } from "./library.types";
+import type { Db } from "@/server/db";
 
 /**
  * The tenant library's use cases. Reads need `library:read` (viewers and up), changes `library:manage`
@@ -77,13 +78,14 @@ function wrongKind(entry: LibraryEntryRecord, wanted: LibraryKind): AppError {
   });
 }
 
-export async function listLibrary(scope: TenantScope, raw: z.input<typeof ZLibraryListRequest> = {}) {
+export async function listLibrary(scope: TenantScope, raw: z.input<typeof ZLibraryListRequest> = {}, db: Db) {
   assertCan(scope, "library:read");
   const input = parseInput(ZLibraryListRequest, raw);
-  const page = await listLibraryEntries(scope, input);
+  const page = await listLibraryEntries(scope, input, db);
   const usage = await libraryUsage(
     scope,
     page.items.map((entry) => entry.id),
+    db,
   );
   return { ...page, items: page.items.map((entry) => toView(entry, usage.get(entry.id) ?? [])) };
 }
@@ -91,16 +93,18 @@ export async function listLibrary(scope: TenantScope, raw: z.input<typeof ZLibra
 export async function getLibraryEntryDetail(
   scope: TenantScope,
   entryId: string,
+  db: Db,
 ): Promise<LibraryEntryDetail> {
   assertCan(scope, "library:read");
-  const entry = await getLibraryEntry(scope, entryId);
-  const usage = await libraryUsage(scope, [entry.id]);
+  const entry = await getLibraryEntry(scope, entryId, db);
+  const usage = await libraryUsage(scope, [entry.id], db);
   return { ...toView(entry, usage.get(entry.id) ?? []), skillContent: skillOf(entry) };
 }
 
 export async function addLibraryEntry(
   scope: TenantScope,
   raw: TLibraryCreateRequest,
+  db: Db,
 ): Promise<LibraryEntryView> {
   assertCan(scope, "library:manage");
   const input = parseInput(ZLibraryCreateRequest, raw);
@@ -111,9 +115,9 @@ export async function addLibraryEntry(
   // A key seen before answers with its entry, adding (and auditing) nothing.
   return createOnce(input.idempotencyKey ? scopedCreateKey(scope, input.idempotencyKey) : null, {
     earlier: async (createKey) => {
-      const first = await findLibraryEntryByCreateKey(scope, createKey);
+      const first = await findLibraryEntryByCreateKey(scope, createKey, db);
       if (!first) return null;
-      const usage = await libraryUsage(scope, [first.id]);
+      const usage = await libraryUsage(scope, [first.id], db);
       return { result: toView(first, usage.get(first.id) ?? []), createdAt: first.createdAt };
     },
     create: (createKey) =>
@@ -127,13 +131,17 @@ export async function addLibraryEntry(
         },
         async () =>
           toView(
-            await createLibraryEntry(scope, {
-              kind: input.kind,
-              name: content.name,
-              description,
-              content,
-              createKey,
-            }),
+            await createLibraryEntry(
+              scope,
+              {
+                kind: input.kind,
+                name: content.name,
+                description,
+                content,
+                createKey,
+              },
+              db,
+            ),
             [],
           ),
         undefined,
@@ -146,25 +154,31 @@ export async function addLibraryEntry(
 export async function addLibrarySkillArchive(
   scope: TenantScope,
   upload: { stream: Readable; format: ArchiveFormat; description?: string; idempotencyKey?: string },
+  db: Db,
 ): Promise<LibraryEntryView> {
   assertCan(scope, "library:manage");
   const skill = await importSkillArchive(upload.stream, upload.format);
-  return addLibraryEntry(scope, {
-    kind: "SKILL",
-    skill,
-    ...(upload.description ? { description: upload.description } : {}),
-    ...(upload.idempotencyKey ? { idempotencyKey: upload.idempotencyKey } : {}),
-  });
+  return addLibraryEntry(
+    scope,
+    {
+      kind: "SKILL",
+      skill,
+      ...(upload.description ? { description: upload.description } : {}),
+      ...(upload.idempotencyKey ? { idempotencyKey: upload.idempotencyKey } : {}),
+    },
+    db,
+  );
 }
 
 export async function changeLibraryEntry(
   scope: TenantScope,
   entryId: string,
   raw: TLibraryUpdateRequest,
+  db: Db,
 ): Promise<LibraryEntryView> {
   assertCan(scope, "library:manage");
   const patch = parseInput(ZLibraryUpdateRequest, raw);
-  const current = await getLibraryEntry(scope, entryId);
+  const current = await getLibraryEntry(scope, entryId, db);
   if (patch.declaration && current.kind !== "MCP") throw wrongKind(current, "MCP");
   if (patch.skill && current.kind !== "SKILL") throw wrongKind(current, "SKILL");
   const content = patch.declaration ?? patch.skill;
@@ -178,21 +192,30 @@ export async function changeLibraryEntry(
       details: { fields: Object.keys(patch), name: content?.name ?? current.name },
     },
     async () => {
-      const entry = await updateLibraryEntry(scope, entryId, {
-        ...(patch.description !== undefined ? { description: patch.description } : {}),
-        ...(content ? { content, name: content.name } : {}),
-      });
-      const usage = await libraryUsage(scope, [entry.id]);
+      const entry = await updateLibraryEntry(
+        scope,
+        entryId,
+        {
+          ...(patch.description !== undefined ? { description: patch.description } : {}),
+          ...(content ? { content, name: content.name } : {}),
+        },
+        db,
+      );
+      const usage = await libraryUsage(scope, [entry.id], db);
       return toView(entry, usage.get(entry.id) ?? []);
     },
   );
 }
 
 /** Deletes the entry; agents' defaults copied from it stay as they are (they are copies, not links). */
-export async function removeLibraryEntry(scope: TenantScope, entryId: string): Promise<{ deleted: true }> {
+export async function removeLibraryEntry(
+  scope: TenantScope,
+  entryId: string,
+  db: Db,
+): Promise<{ deleted: true }> {
   assertCan(scope, "library:manage");
   return audited(scope, { action: "library.delete", targetType: "library", targetId: entryId }, async () => {
-    await deleteLibraryEntry(scope, entryId);
+    await deleteLibraryEntry(scope, entryId, db);
     return { deleted: true as const };
   });
 }
@@ -205,9 +228,10 @@ export async function removeLibraryEntry(scope: TenantScope, entryId: string): P
 export async function equipAgentFromLibrary(
   scope: TenantScope,
   input: { entryId: string; agentId: string },
+  db: Db,
 ): Promise<{ agentId: string; name: string; outcome: "added" | "replaced" | "unchanged" }> {
   assertCan(scope, "agent:manage");
-  const entry = await getLibraryEntry(scope, input.entryId);
+  const entry = await getLibraryEntry(scope, input.entryId, db);
   await assertStdioAllowed(scope, declarationOf(entry));
   let outcome: "added" | "replaced" | "unchanged" = "added";
   const upsert = <T extends { name: string }>(list: T[], item: T): T[] => {
@@ -254,9 +278,10 @@ export async function installMcpFromLibrary(
   scope: TenantScope,
   input: { entryId: string; workspaceId: string; agentId: string; sessionId: string },
   content: InstallPort,
+  db: Db,
 ): Promise<{ name: string }> {
   assertCan(scope, "library:read");
-  const entry = await getLibraryEntry(scope, input.entryId);
+  const entry = await getLibraryEntry(scope, input.entryId, db);
   const declaration = declarationOf(entry);
   if (!declaration) throw wrongKind(entry, "MCP");
   return content.addMcp(
@@ -271,9 +296,10 @@ export async function installSkillFromLibrary(
   scope: TenantScope,
   input: { entryId: string; workspaceId: string; agentId: string | null },
   content: InstallPort,
+  db: Db,
 ): Promise<{ name: string; dir: string; deduplicated: boolean }> {
   assertCan(scope, "library:read");
-  const entry = await getLibraryEntry(scope, input.entryId);
+  const entry = await getLibraryEntry(scope, input.entryId, db);
   const skill = skillOf(entry);
   if (!skill) throw wrongKind(entry, "SKILL");
   const { stream, format } = inlineSkillTar(ZSeedSkill.parse(skill));

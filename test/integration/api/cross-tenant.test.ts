@@ -486,11 +486,19 @@ beforeAll(async () => {
       sessionIds: [session.id],
     });
     const { invite } = await createInvite(t.ownerScope, { role: "viewer" });
-    const mcpEntry = await addLibraryEntry(t.ownerScope, { kind: "MCP", declaration: probeMcp("xt-probe") });
-    const skillEntry = await addLibraryEntry(t.ownerScope, {
-      kind: "SKILL",
-      skill: { kind: "inline", name: "xt-skill", description: "probe", instructions: "probe" },
-    });
+    const mcpEntry = await addLibraryEntry(
+      t.ownerScope,
+      { kind: "MCP", declaration: probeMcp("xt-probe") },
+      processBerth().db,
+    );
+    const skillEntry = await addLibraryEntry(
+      t.ownerScope,
+      {
+        kind: "SKILL",
+        skill: { kind: "inline", name: "xt-skill", description: "probe", instructions: "probe" },
+      },
+      processBerth().db,
+    );
     // A (FAILED, so fileless) checkpoint of the session and a finished restore: rows to aim at.
     const checkpoint = await insertCheckpoint(t.ownerScope, {
       workspaceId: id,

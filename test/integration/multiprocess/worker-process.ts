@@ -43,7 +43,7 @@ function waitForFile(file: string): Promise<void> {
  * production composition does (the Kubernetes driver refuses to run without an installation id).
  */
 function observedDrivers(config: EngineConfig, secrets: { encryptionKey: Buffer }) {
-  const tenantSettings = tenantDriverSettings(secretKeyFromBytes(secrets.encryptionKey));
+  const tenantSettings = tenantDriverSettings(secretKeyFromBytes(secrets.encryptionKey), processBerth().db);
   return driverSetOf(
     createDriverSet(config, undefined, {
       installationId: () => ensureInstallationId(processBerth().db),

@@ -11,6 +11,7 @@ import { contextFromHeaders, createTestApiRuntime } from "../api/support/api-tes
 import { rejectionCode } from "../api/support/call-by-path";
 import { createTenantFixture, type TenantFixture } from "../api/support/tenant-fixtures";
 import { closeProcessBerth } from "@/server/composition/process-berth";
+import { processBerth } from "@/server/composition/process-berth";
 
 /**
  * A tenant's own E2B team (`backendSettings.read` / `set` / `clear` of the `e2b` backend, whose driver
@@ -70,7 +71,7 @@ describe("tenant E2B settings", () => {
       decryptSecret(secretKey(), row.secretSealed!, `tenant-backend:${other.tenant.id}:e2b`),
     ).toThrow();
 
-    const source = tenantDriverSettings(secretKey());
+    const source = tenantDriverSettings(secretKey(), processBerth().db);
     expect(await source.forTenant("e2b", tenant.tenant.id)).toEqual({
       apiKey,
       template: "berth-big",
@@ -101,7 +102,9 @@ describe("tenant E2B settings", () => {
       secretHint: null,
       values: { domain: "e2b.example.com" },
     });
-    expect(await tenantDriverSettings(secretKey()).forTenant("e2b", tenant.tenant.id)).toEqual({
+    expect(
+      await tenantDriverSettings(secretKey(), processBerth().db).forTenant("e2b", tenant.tenant.id),
+    ).toEqual({
       domain: "e2b.example.com",
       minCpuCount: 4,
     });
@@ -129,7 +132,9 @@ describe("tenant E2B settings", () => {
     expect(await owner.backendSettings.clear({ ...e2b, confirm: true })).toMatchObject({
       configured: false,
     });
-    expect(await tenantDriverSettings(secretKey()).forTenant("e2b", tenant.tenant.id)).toBeNull();
+    expect(
+      await tenantDriverSettings(secretKey(), processBerth().db).forTenant("e2b", tenant.tenant.id),
+    ).toBeNull();
 
     await flushAuditBuffer({ redis: getRedis(), redisPrefix: getConfig().redis.prefix });
     const rows = await getDb().auditLog.findMany({

@@ -115,7 +115,12 @@ it("a driver added through a registry entry alone runs a workspace end to end", 
   expect(workspace.getInstructions()).toContain("You have access to a throwaway workspace");
   // Its tenant settings (declared in its definition) are stored, sealed and handed back like E2B's.
   const secretKey = secretKeyFromBytes(getConfig().secrets.encryptionKey);
-  const settings = createBackendSettingsService({ secretKey, registry, enabledKinds: () => ["throwaway"] });
+  const settings = createBackendSettingsService({
+    db: processBerth().db,
+    secretKey,
+    registry,
+    enabledKinds: () => ["throwaway"],
+  });
   const [form] = await settings.forms(tenant.scope);
   expect(form?.fields.map((field) => [field.name, field.title, field.secret])).toEqual([
     ["motto", "Motto", false],
@@ -126,7 +131,12 @@ it("a driver added through a registry entry alone runs a workspace end to end", 
     settings: { motto: "made to be thrown away", token: "throwaway-token-1234" },
   });
   expect(saved).toMatchObject({ secretHint: "…1234", values: { motto: "made to be thrown away" } });
-  expect(await tenantDriverSettings(secretKey, registry).forTenant("throwaway", tenant.tenantId)).toEqual({
+  expect(
+    await tenantDriverSettings(secretKey, processBerth().db, registry).forTenant(
+      "throwaway",
+      tenant.tenantId,
+    ),
+  ).toEqual({
     motto: "made to be thrown away",
     token: "throwaway-token-1234",
   });

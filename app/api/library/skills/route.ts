@@ -13,6 +13,7 @@ import { AppError } from "@/server/shared/errors";
 import { ZIdempotencyKey } from "@/server/shared/idempotency";
 import { parseInput } from "@/server/shared/parse-input";
 import { requestMetaOf, runWithRequestMeta } from "@/server/shared/request-meta";
+import { processBerth } from "@/server/composition/process-berth";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
@@ -57,12 +58,17 @@ async function upload(request: Request): Promise<Response> {
       url.searchParams.get("idempotencyKey") ?? undefined,
     );
     const entry = await imports.run(() =>
-      addLibrarySkillArchive(scope, {
-        stream,
-        format,
-        ...(description ? { description } : {}),
-        ...(idempotencyKey ? { idempotencyKey } : {}),
-      }),
+      addLibrarySkillArchive(
+        scope,
+        {
+          stream,
+          format,
+          ...(description ? { description } : {}),
+          ...(idempotencyKey ? { idempotencyKey } : {}),
+        },
+        // Entered by Next: the process' Berth comes through its one handle.
+        processBerth().db,
+      ),
     );
     return Response.json(entry, { status: 201 });
   } catch (error) {

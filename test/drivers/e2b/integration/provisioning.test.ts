@@ -31,6 +31,7 @@ import {
   stopChildren,
   type Child,
 } from "../../../integration/multiprocess/processes";
+import { processBerth } from "@/server/composition/process-berth";
 
 type Answer =
   | { ok: true; handle?: { sandboxId: string } & Record<string, unknown>; exitCode?: number; stdout?: string }
@@ -206,6 +207,7 @@ describeE2b("E2B workspaces across processes", { timeout: 300_000 }, () => {
   it("a tenant's own E2B key, stored sealed by its admin, is the team its workspaces are made in", async () => {
     const tenant: TestTenant = await createTestTenant();
     const settings = createBackendSettingsService({
+      db: processBerth().db,
       secretKey: secretKeyFromBytes(getConfig().secrets.encryptionKey),
     });
     await settings.set(tenant.scope, { backend: "e2b", settings: { apiKey: TENANT_TEAM_KEY } });
