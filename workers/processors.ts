@@ -24,7 +24,7 @@ export type ProcessorDeps = {
   redis: Redis;
   redisPrefix: string;
   /** The process' workspace engine (drivers, config, queues); defaults to getEngine(). */
-  engine?: Pick<WorkspaceEngine, "drivers" | "config" | "queues">;
+  engine?: Pick<WorkspaceEngine, "drivers" | "config" | "queues" | "checkpoints">;
   /** Stage-timing retention and the webhook URL policy; default: getConfig().operations. */
   operations?: OperationsConfig;
   /** Decrypts webhook signing secrets; default: the configured encryption key. */
@@ -57,7 +57,7 @@ export function registerBerthProcessors(
   );
   registerWorkspaceProcessors(registry, engine, { lockDurationMs: deps.lockDurationMs });
   registerTenantProcessors(registry, engine);
-  registerCheckpointProcessors(registry);
+  registerCheckpointProcessors(registry, engine);
   registerWebhookProcessors(registry, {
     queues: engine.queues,
     secretKey: secretKeyFromBytes(deps.encryptionKey ?? getConfig().secrets.encryptionKey),

@@ -18,6 +18,7 @@ import {
   meteringSchedules,
   registerBerthProcessors,
 } from "./processors";
+import { checkpointSchedules } from "./processors/checkpoint.processors";
 import { workspaceSchedules } from "./processors/workspace.processors";
 import { closeConnection, ProcessorRegistry, settlesWithin, startWorkers } from "./registry";
 import { applySchedules, keepSchedules, missingSchedules, type Schedule } from "./schedules";
@@ -57,7 +58,7 @@ export async function startWorkerRuntime(params: {
   /** How often the schedules are checked and re-created when missing (default 30 s; also on reconnect). */
   scheduleCheckIntervalMs?: number;
   /** The workspace engine the workspace jobs use; defaults to the process-wide getEngine(). */
-  engine?: Pick<WorkspaceEngine, "drivers" | "config" | "queues">;
+  engine?: Pick<WorkspaceEngine, "drivers" | "config" | "queues" | "checkpoints">;
   /** Quotas and metering rates; defaults to the environment's. */
   quotas?: QuotaConfig;
 }): Promise<WorkerRuntime> {
@@ -92,6 +93,7 @@ export async function startWorkerRuntime(params: {
     ...berthSchedules,
     ...meteringSchedules(quotas),
     ...workspaceSchedules((params.engine ?? getEngine()).config),
+    ...checkpointSchedules,
   ];
   try {
     const registry = new ProcessorRegistry(jobCatalog);

@@ -1,16 +1,37 @@
-import { getEngine, getWorkspaceServices } from "@/server/composition/services";
+import { getWorkspaceServices } from "@/server/composition/services";
+import type { WorkspaceEngine } from "@/server/engine/engine";
 import { runCheckpointRestore } from "@/server/modules/checkpoint/checkpoint-restore.service";
+import { CHECKPOINT_SWEEP_EVERY_MS } from "@/server/modules/checkpoint/checkpoint.jobs";
+import { sweepCheckpoints } from "@/server/modules/checkpoint/checkpoint-sweep.service";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
+import type { BerthSchedulerId } from "@/server/queue/schedulers";
 import type { ProcessorRegistry } from "../registry";
+import { defineSchedule, type Schedule } from "../schedules";
 
 /** `checkpoint.restore` (transport-thin): a revert's or fork's files, written under the restore's lease. */
-export function registerCheckpointProcessors(registry: ProcessorRegistry<BerthJobCatalog>): void {
+export function registerCheckpointProcessors(
+  registry: ProcessorRegistry<BerthJobCatalog>,
+  engine: Pick<WorkspaceEngine, "checkpoints">,
+): void {
   registry.registerProcessor("checkpoint.restore", ({ payload, log, job, signal }) =>
     runCheckpointRestore(
-      { workspaces: getWorkspaceServices().service, store: getEngine().checkpoints },
+      { workspaces: getWorkspaceServices().service, store: engine.checkpoints },
       payload,
       log,
       { isLastAttempt: job.attemptsMade + 1 >= (job.opts.attempts ?? 1), signal },
     ),
   );
+  registry.registerProcessor("checkpoint.sweep", ({ log }) =>
+    sweepCheckpoints({ store: engine.checkpoints }, log),
+  );
 }
+
+/** The checkpoint sweep's tick (one run per interval across all workers). */
+export const checkpointSchedules: readonly Schedule<BerthJobCatalog>[] = [
+  defineSchedule<BerthJobCatalog, "checkpoint.sweep">({
+    id: "checkpoint.sweep.tick" satisfies BerthSchedulerId,
+    job: "checkpoint.sweep",
+    payload: { trigger: "schedule" },
+    every: CHECKPOINT_SWEEP_EVERY_MS,
+  }),
+];

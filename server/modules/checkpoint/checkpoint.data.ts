@@ -33,19 +33,36 @@ const checkpointSelect = {
 
 export type CheckpointRow = Prisma.WorkspaceCheckpointGetPayload<{ select: typeof checkpointSelect }>;
 
-/** The newest READY checkpoint's root tree of a workspace generation: the next checkpoint's base. */
+/**
+ * The tree a workspace's next checkpoint compares with: its newest READY checkpoint's, unless a revert
+ * or fork wrote another one into it since (then the work folder started from that checkpoint's).
+ */
 export async function latestCheckpointTree(
   scope: TenantScope,
   workspaceId: string,
   generation: number,
   db: DbClient = getDb(),
 ): Promise<string | null> {
-  const row = await db.workspaceCheckpoint.findFirst({
-    where: { tenantId: scope.tenantId, workspaceId, generation, status: "READY" },
-    orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-    select: { rootTree: true },
-  });
-  return row?.rootTree ?? null;
+  const [checkpoint, restore] = await Promise.all([
+    db.workspaceCheckpoint.findFirst({
+      where: { tenantId: scope.tenantId, workspaceId, generation, status: "READY" },
+      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+      select: { rootTree: true, createdAt: true },
+    }),
+    db.checkpointRestore.findFirst({
+      where: { tenantId: scope.tenantId, workspaceId, status: "DONE" },
+      orderBy: [{ finishedAt: "desc" }, { id: "desc" }],
+      select: { checkpointId: true, finishedAt: true },
+    }),
+  ]);
+  if (restore?.finishedAt && (!checkpoint || restore.finishedAt > checkpoint.createdAt)) {
+    const restored = await db.workspaceCheckpoint.findFirst({
+      where: { tenantId: scope.tenantId, id: restore.checkpointId, status: "READY" },
+      select: { rootTree: true },
+    });
+    if (restored?.rootTree) return restored.rootTree;
+  }
+  return checkpoint?.rootTree ?? null;
 }
 
 export async function insertCheckpoint(
@@ -111,12 +128,12 @@ export async function beginRestore(
     workspaceId: string;
     sessionId: string;
   },
-  db: DbClient = getDb(),
   /**
    * Writes that land with it or not at all (a fork's workspace binding, session and transcript); what
    * it returns completes the restore's row (the fork's session id).
    */
   within?: (tx: Prisma.TransactionClient) => Promise<{ sessionId: string }>,
+  db: DbClient = getDb(),
 ): Promise<{ restoreId: string }> {
   return db.$transaction(async (tx) => {
     const completed = within ? await within(tx) : {};

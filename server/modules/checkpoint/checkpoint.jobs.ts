@@ -12,6 +12,11 @@ export const ZCheckpointRestorePayload = z.object({
   restoreId: z.string().min(1).max(200),
 });
 
+export const ZCheckpointSweepPayload = z.object({ trigger: z.enum(["schedule", "manual"]) });
+
+/** How often the checkpoint sweep applies the tenants' retention (checkpoint-sweep.service.ts). */
+export const CHECKPOINT_SWEEP_EVERY_MS = 15 * 60_000;
+
 export const checkpointJobs = {
   "checkpoint.restore": defineJob({
     queue: "workspace",
@@ -23,5 +28,11 @@ export const checkpointJobs = {
       removeOnFail: JOB_RETENTION.failed,
     },
     jobId: (p) => deterministicJobId("checkpoint.restore", p.restoreId),
+  }),
+  /** Retention: expired checkpoints' rows, then the store objects no kept checkpoint reaches. */
+  "checkpoint.sweep": defineJob({
+    queue: "workspace",
+    schema: ZCheckpointSweepPayload,
+    options: { attempts: 1, removeOnComplete: JOB_RETENTION.completed, removeOnFail: JOB_RETENTION.failed },
   }),
 } as const;

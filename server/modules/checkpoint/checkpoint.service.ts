@@ -1,6 +1,5 @@
 import { createTwoFilesPatch } from "diff";
 import type { TenantScope } from "@/server/auth/scope";
-import { getDb } from "@/server/db";
 import type { Logger } from "@/server/logger";
 import { audited } from "@/server/modules/audit/audited";
 import { announceChange } from "@/server/modules/live/change-feed";
@@ -253,7 +252,6 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
           const { restoreId } = await beginRestore(
             scope,
             { kind: "FORK", checkpointId: checkpoint.id, workspaceId, sessionId: "" },
-            getDb(),
             async (tx) => {
               await upsertWorkspaceBinding(
                 scope,

@@ -67,7 +67,7 @@ export class FolderCheckpointStore implements CheckpointStore {
 
   async putTree(tenantId: string, hash: string, bytes: Buffer): Promise<boolean> {
     const target = this.objectPath(tenantId, hash);
-    if (await exists(target)) return false;
+    if (await referencedAgain(target)) return false;
     const temp = path.join(this.tenantDir(tenantId), "incoming", randomUUID());
     await fs.mkdir(path.dirname(temp), { recursive: true });
     try {
@@ -146,7 +146,7 @@ export class FolderCheckpointStore implements CheckpointStore {
   /** Moves a finished temp file to its object path unless the object exists (dedup). */
   private async adopt(tenantId: string, hash: string, temp: string): Promise<boolean> {
     const target = this.objectPath(tenantId, hash);
-    if (await exists(target)) return false;
+    if (await referencedAgain(target)) return false;
     await fs.mkdir(path.dirname(target), { recursive: true });
     await fs.rename(temp, target);
     return true;
@@ -166,6 +166,18 @@ export class FolderCheckpointStore implements CheckpointStore {
 
 function missingObject(hash: string): AppError {
   return new AppError("NOT_FOUND", `Checkpoint object ${hash.slice(0, 12)} is missing from the store`);
+}
+
+/**
+ * True when the object exists, and then its mtime is now: the sweep's grace counts from its last
+ * reference, so a sweep that began before the checkpoint naming it is written cannot take it.
+ */
+async function referencedAgain(file: string): Promise<boolean> {
+  const now = new Date();
+  return fs.utimes(file, now, now).then(
+    () => true,
+    () => false,
+  );
 }
 
 async function exists(file: string): Promise<boolean> {

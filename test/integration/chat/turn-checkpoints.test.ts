@@ -1,6 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { disconnectDb } from "@/server/db";
+import { createLogger } from "@/server/logger";
+import { sweepCheckpoints } from "@/server/modules/checkpoint/checkpoint-sweep.service";
+import { getWorkspace } from "@/server/modules/workspace/workspace.data";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
 import { rejectionCode } from "../api/support/call-by-path";
 import { sendChat, startAgentApiHarness, type AgentApiHarness } from "../agent/support";
@@ -91,17 +94,18 @@ describe("turn checkpoints", () => {
     ]);
     const begun = outcomes.flatMap((outcome) => (outcome.status === "fulfilled" ? [outcome.value] : []));
     expect(begun).toHaveLength(1);
-    expect(
-      await rejectionCode(
-        Promise.reject((outcomes.find((o) => o.status === "rejected") as PromiseRejectedResult).reason),
-      ),
-    ).toBe("CONFLICT");
+    const refused = outcomes.find((o): o is PromiseRejectedResult => o.status === "rejected");
+    expect(refused?.reason).toMatchObject({ code: "CONFLICT" });
     expect(await restoreEnd(begun[0]!.restoreId)).toMatchObject({ status: "DONE", written: 1, deleted: 1 });
 
     // The files are back, and the reverted turn is marked (kept in the transcript).
     expect(await bash(sessionId, "cat src/a.txt keep.txt; test -e b.txt || echo b.txt-gone")).toBe(
       "one\ntwo\nkeep\nb.txt-gone\n",
     );
+    // That turn changed nothing: its checkpoint compares with the state the revert wrote, not the
+    // reverted turn's.
+    const afterRevert = (await h.owner.checkpoint.list({ ...h.ref, sessionId })).at(-1)!;
+    expect([afterRevert.added, afterRevert.changed, afterRevert.removed]).toEqual([0, 0, 0]);
     const history = await h.owner.chat.history({ ...h.ref, sessionId });
     const reverted = history.filter((message) => message.reverted);
     expect(reverted.length).toBeGreaterThan(0);
@@ -120,4 +124,68 @@ describe("turn checkpoints", () => {
       "one\ntwo\nkeep\nb.txt-gone\n",
     );
   });
+});
+
+describe("checkpoint retention", () => {
+  it(
+    "keeps the last K turns and what fits the storage cap, frees the rest, and goes with a purge",
+    { timeout: 120_000 },
+    async () => {
+      const agent = await h.owner.agent.create({
+        ...h.ref,
+        name: `cp-keep-${randomUUID().slice(0, 6)}`,
+        modelConfig: { baseUrl: fake.baseUrl, model: "fake-model", apiKey: "sk-cp" },
+      });
+      const { sessionId, workspaceId } = await h.owner.session.create({ ...h.ref, agentId: agent.id });
+      // (The tenant's other sessions keep their checkpoints: the counts below are this session's.)
+      // Four turns, each replacing one 400 KB file with new bytes: four blobs of 400 KB in the store.
+      for (let turn = 0; turn < 4; turn += 1) await bash(sessionId, "head -c 400000 /dev/urandom > big.bin");
+      const all = await h.owner.checkpoint.list({ ...h.ref, sessionId });
+      expect(all).toHaveLength(4);
+      const sweep = () =>
+        sweepCheckpoints(
+          { store: h.workspace.engine.checkpoints, graceMs: 0 },
+          createLogger({ level: "silent" }),
+        );
+      const ours = async () => (await sweep()).tenants.find((tenant) => tenant.tenantId === h.ref.tenantId)!;
+
+      // Keep the last two turns: the oldest two rows go; the store keeps turn 2's blob too (turn 3's diff
+      // compares with it) and frees turn 1's.
+      await h.owner.tenant.setPolicy({ ...h.ref, checkpointKeepTurns: 2 });
+      const kept = await ours();
+      expect(kept.expired).toBe(2);
+      expect(kept.sweptBytes).toBeGreaterThanOrEqual(400_000);
+      expect(kept.keptBytes).toBeGreaterThanOrEqual(3 * 400_000);
+      expect((await h.owner.checkpoint.list({ ...h.ref, sessionId })).map((c) => c.id)).toEqual(
+        all.slice(2).map((c) => c.id),
+      );
+      const oldestKept = all[2]!;
+      const diff = await h.owner.checkpoint.diff({ ...h.ref, sessionId, checkpointId: oldestKept.id });
+      expect(diff.files.map((file) => `${file.kind} ${file.path}`)).toEqual(["changed big.bin"]);
+      expect(await ours()).toMatchObject({ expired: 0, sweptObjects: 0 });
+
+      // A 1 MiB cap: the newest (always kept) reaches 800 KB with its base; the next would pass the cap
+      // (and so would any older one of the tenant's).
+      await h.owner.tenant.setPolicy({ ...h.ref, checkpointStorageBytes: 1_048_576 });
+      const capped = await ours();
+      expect(capped.expired).toBeGreaterThanOrEqual(1);
+      expect(capped.keptBytes).toBeLessThanOrEqual(1_048_576);
+      expect((await h.owner.checkpoint.list({ ...h.ref, sessionId })).map((c) => c.id)).toEqual([all[3]!.id]);
+
+      // A purge deletes the workspace's checkpoints, and its receipt counts them.
+      await h.owner.workspace.purge({ ...h.ref, workspaceId, reason: "retention test" });
+      await vi.waitFor(
+        async () => expect((await getWorkspace(h.tenant.ownerScope, workspaceId)).state).toBe("PURGED"),
+        { timeout: 60_000, interval: 100 },
+      );
+      const [receipt] = await h.owner.workspace.purgeReceipts({
+        ...h.ref,
+        targetType: "workspace",
+        targetId: workspaceId,
+      });
+      expect(receipt?.deleted).toMatchObject({ databaseRows: expect.objectContaining({ checkpoints: 1 }) });
+      expect(await h.owner.checkpoint.list({ ...h.ref, sessionId })).toEqual([]);
+      await h.owner.tenant.setPolicy({ ...h.ref, checkpointKeepTurns: null, checkpointStorageBytes: null });
+    },
+  );
 });

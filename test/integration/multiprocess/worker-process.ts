@@ -16,6 +16,7 @@ import { tenantDriverSettings } from "@/server/modules/backend-settings/backend-
 import { ensureInstallationId } from "@/server/modules/installation/installation.data";
 import { getQueues } from "@/server/queue/queues";
 import type { WorkspaceDriver, WorkspaceSpec } from "@/server/workspace/drivers/driver";
+import { FolderCheckpointStore } from "@/server/workspace/checkpoints/checkpoint-store";
 import { startWorkerRuntime } from "@/workers/runtime";
 
 const controlDir = process.env.MP_CONTROL_DIR!;
@@ -78,6 +79,9 @@ const runtime = await startWorkerRuntime({
     drivers: observedDrivers(engineConfig, config.secrets),
     config: engineConfig,
     queues: getQueues(),
+    checkpoints: new FolderCheckpointStore(
+      engineConfig.checkpointDir ?? `${engineConfig.basedir}-checkpoints`,
+    ),
   },
 });
 process.stdout.write("ready\n");

@@ -1,0 +1,98 @@
+import type { Logger } from "@/server/logger";
+import type { CheckpointStore } from "@/server/workspace/checkpoints/checkpoint-store";
+import {
+  ReachableObjects,
+  retentionPolicyOf,
+  splitByPolicy,
+  type RetentionRow,
+} from "./checkpoint-retention";
+import {
+  checkpointsHeldByRestores,
+  deleteCheckpoints,
+  listRetentionRows,
+  listTenantsWithCheckpoints,
+} from "./checkpoint-retention.data";
+
+/**
+ * Objects younger than this are never swept, referenced or not: a turn being checkpointed right now has
+ * stored objects that no row names yet (its row is written when the capture ends).
+ */
+export const CHECKPOINT_OBJECT_GRACE_MS = 60 * 60_000;
+
+export type TenantSweepResult = {
+  tenantId: string;
+  kept: number;
+  expired: number;
+  /** Deduplicated bytes the kept checkpoints reach in the store. */
+  keptBytes: number;
+  sweptObjects: number;
+  sweptBytes: number;
+};
+
+/**
+ * `checkpoint.sweep`: applies each tenant's retention (checkpoint-retention.ts), deletes the expired rows,
+ * then the store objects no kept checkpoint reaches. Rows go before objects, so a crash in between leaves
+ * only unreferenced objects, which the next sweep deletes.
+ */
+export async function sweepCheckpoints(
+  deps: { store: CheckpointStore; now?: () => Date; graceMs?: number },
+  log: Logger,
+): Promise<{ tenants: TenantSweepResult[] }> {
+  const tenants: TenantSweepResult[] = [];
+  for (const tenant of await listTenantsWithCheckpoints()) {
+    try {
+      tenants.push(await sweepTenant(deps, tenant.id, retentionPolicyOf(tenant)));
+    } catch (error) {
+      // One tenant's broken store folder must not stop the others' retention.
+      log.error({ err: error, tenantId: tenant.id }, "checkpoint sweep of a tenant failed");
+    }
+  }
+  const expired = tenants.reduce((sum, tenant) => sum + tenant.expired, 0);
+  log.info({ tenants: tenants.length, expired }, "checkpoint sweep done");
+  return { tenants };
+}
+
+async function sweepTenant(
+  deps: { store: CheckpointStore; now?: () => Date; graceMs?: number },
+  tenantId: string,
+  policy: ReturnType<typeof retentionPolicyOf>,
+): Promise<TenantSweepResult> {
+  const rows = await listRetentionRows(tenantId);
+  const held = await checkpointsHeldByRestores(tenantId);
+  const { pinned, kept, expired } = splitByPolicy(rows, policy, deps.now?.() ?? new Date(), held);
+  const reachable = new ReachableObjects(deps.store, tenantId);
+  for (const row of pinned) await reachable.reach(row);
+  // Newest first: once one does not fit under the cap, neither does any older one.
+  let full = false;
+  const survivors: RetentionRow[] = [...pinned];
+  for (const row of kept) {
+    const fits =
+      !full &&
+      (await reachable.reach(
+        row,
+        (added) => policy.storageBytes === null || reachable.totalBytes + added <= policy.storageBytes,
+      ));
+    if (fits) survivors.push(row);
+    else {
+      full = true;
+      expired.push(row);
+    }
+  }
+  await deleteCheckpoints(
+    tenantId,
+    expired.map((row) => row.id),
+  );
+  const swept = await deps.store.sweep(
+    tenantId,
+    new Set(reachable.objects.keys()),
+    deps.graceMs ?? CHECKPOINT_OBJECT_GRACE_MS,
+  );
+  return {
+    tenantId,
+    kept: survivors.length,
+    expired: expired.length,
+    keptBytes: reachable.totalBytes,
+    sweptObjects: swept.objects,
+    sweptBytes: swept.bytes,
+  };
+}
