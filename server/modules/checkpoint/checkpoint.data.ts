@@ -17,6 +17,7 @@ const checkpointSelect = {
   generation: true,
   sessionId: true,
   turnId: true,
+  kind: true,
   status: true,
   rootTree: true,
   baseTree: true,
@@ -170,6 +171,7 @@ const restoreSelect = {
   id: true,
   kind: true,
   checkpointId: true,
+  safetyCheckpointId: true,
   workspaceId: true,
   sessionId: true,
   status: true,
@@ -223,8 +225,20 @@ export async function finishRestore(
     if (outcome.status === "DONE" && restore.kind === "REVERT") {
       const checkpoint = await tx.workspaceCheckpoint.findUniqueOrThrow({
         where: { id: restore.checkpointId },
-        select: { turnId: true, createdAt: true },
+        select: { turnId: true, createdAt: true, kind: true },
       });
+      if (checkpoint.kind === "BEFORE_REVERT") {
+        // Undoing a revert: the turns it marked are the session's again.
+        const undone = await tx.checkpointRestore.findFirst({
+          where: { tenantId: scope.tenantId, safetyCheckpointId: restore.checkpointId },
+          select: { id: true },
+        });
+        if (undone)
+          await tx.chatTurn.updateMany({
+            where: { tenantId: scope.tenantId, sessionId: restore.sessionId, revertedBy: undone.id },
+            data: { revertedAt: null, revertedBy: null },
+          });
+      }
       const turn = checkpoint.turnId
         ? await tx.chatTurn.findUnique({ where: { id: checkpoint.turnId }, select: { startedAt: true } })
         : null;
@@ -235,9 +249,37 @@ export async function finishRestore(
           startedAt: { gt: turn?.startedAt ?? checkpoint.createdAt },
           revertedAt: null,
         },
-        data: { revertedAt: new Date() },
+        data: { revertedAt: new Date(), revertedBy: restoreId },
       });
     }
     return true;
+  });
+}
+
+/**
+ * Records a revert's BEFORE_REVERT checkpoint (what the folder held before the first file is written),
+ * once: a retried restore finds it recorded and does not take the half-restored folder for it.
+ */
+export async function recordSafetyCheckpoint(
+  scope: TenantScope,
+  restoreId: string,
+  data: Omit<Prisma.WorkspaceCheckpointUncheckedCreateInput, "tenantId" | "id" | "createdAt" | "kind">,
+  db: DbClient = getDb(),
+): Promise<string> {
+  return db.$transaction(async (tx) => {
+    const restore = await tx.checkpointRestore.findFirstOrThrow({
+      where: { tenantId: scope.tenantId, id: restoreId },
+      select: { safetyCheckpointId: true },
+    });
+    if (restore.safetyCheckpointId) return restore.safetyCheckpointId;
+    const checkpoint = await tx.workspaceCheckpoint.create({
+      data: { ...data, kind: "BEFORE_REVERT", tenantId: scope.tenantId },
+      select: { id: true },
+    });
+    await tx.checkpointRestore.update({
+      where: { id: restoreId },
+      data: { safetyCheckpointId: checkpoint.id },
+    });
+    return checkpoint.id;
   });
 }

@@ -128,6 +128,8 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
       return (await listSessionCheckpoints(scope, sessionId)).map(({ checkpoint, turn }) => ({
         id: checkpoint.id,
         turnId: checkpoint.turnId,
+        /** TURN, or BEFORE_REVERT: the folder just before a revert (reverting to it undoes the revert). */
+        kind: checkpoint.kind,
         status: checkpoint.status,
         files: checkpoint.files,
         totalBytes: Number(checkpoint.totalBytes),
