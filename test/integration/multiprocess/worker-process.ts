@@ -66,6 +66,25 @@ function observed(driver: WorkspaceDriver): WorkspaceDriver {
   };
 }
 
+/**
+ * The checkpoint store, with blob reads held at the "block-restore" file: a restore that has deleted what
+ * the checkpoint lacks and begun writing its files logs `restore-held <pid>` and waits there (for ever: the
+ * test kills the process).
+ */
+function heldStore(store: FolderCheckpointStore): FolderCheckpointStore {
+  let reads = 0;
+  const readBlob = store.readBlob.bind(store);
+  store.readBlob = async (tenantId, hash) => {
+    reads += 1;
+    if (reads > 20 && fs.existsSync(path.join(controlDir, "block-restore"))) {
+      log(`restore-held ${process.pid}`);
+      await waitForFile(path.join(controlDir, "release"));
+    }
+    return readBlob(tenantId, hash);
+  };
+  return store;
+}
+
 const config = loadConfig();
 const engineConfig = loadEngineConfig();
 const runtime = await startWorkerRuntime({
@@ -79,8 +98,8 @@ const runtime = await startWorkerRuntime({
     drivers: observedDrivers(engineConfig, config.secrets),
     config: engineConfig,
     queues: getQueues(),
-    checkpoints: new FolderCheckpointStore(
-      engineConfig.checkpointDir ?? `${engineConfig.basedir}-checkpoints`,
+    checkpoints: heldStore(
+      new FolderCheckpointStore(engineConfig.checkpointDir ?? `${engineConfig.basedir}-checkpoints`),
     ),
   },
 });
