@@ -27,13 +27,16 @@ export async function checkWorkspaceBackend(say: (line: string) => void): Promis
     await drivers.close();
   }
   if (config.checkpointS3) {
+    const store = new S3CheckpointStore(config.checkpointS3);
     try {
-      say(`checkpoints: ${await new S3CheckpointStore(config.checkpointS3).probe()}`);
+      say(`checkpoints: ${await store.probe()}`);
     } catch (error) {
       if (!isAppError(error)) throw error;
       throw new WorkspaceBackendUnavailableError(
         `${error.message}.\nCreate the bucket or fix the BERTH_CHECKPOINT_S3_* variables (README, Turn checkpoints).`,
       );
+    } finally {
+      store.close();
     }
   }
 }

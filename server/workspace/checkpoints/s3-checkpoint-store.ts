@@ -35,6 +35,8 @@ export type S3CheckpointStoreOptions = {
   readonly prefix: string;
   /** Local folder where blobs too large to hold in memory wait while their hash is computed. */
   readonly spoolDir: string;
+  /** Keys per listed page and per delete batch (default and S3's maximum 1,000; tests use a few). */
+  readonly pageSize?: number;
 };
 
 /**
@@ -46,7 +48,7 @@ const INLINE_LIMIT = 4 * 1024 * 1024;
 const PART_SIZE = 8 * 1024 * 1024;
 const PART_QUEUE = 2;
 /** ListObjectsV2's and DeleteObjects' own maximum: one page listed, one batch deleted. */
-const PAGE = 1_000;
+const MAX_PAGE = 1_000;
 const TREE_CACHE_ENTRIES = 4_096;
 
 /**
@@ -58,8 +60,10 @@ export class S3CheckpointStore implements CheckpointStore {
   private readonly client: S3Client;
   // Trees are immutable and small; diffs and restores read the same ones again and again.
   private readonly trees = new Map<string, Tree>();
+  private readonly pageSize: number;
 
   constructor(private readonly options: S3CheckpointStoreOptions) {
+    this.pageSize = Math.min(Math.max(1, options.pageSize ?? MAX_PAGE), MAX_PAGE);
     this.client = new S3Client({
       region: options.region,
       forcePathStyle: options.forcePathStyle,
@@ -70,6 +74,11 @@ export class S3CheckpointStore implements CheckpointStore {
       requestChecksumCalculation: "WHEN_REQUIRED",
       responseChecksumValidation: "WHEN_REQUIRED",
     });
+  }
+
+  /** Closes the client's kept-alive connections (a process that built a store only for its boot check). */
+  close(): void {
+    this.client.destroy();
   }
 
   /** The boot check: the bucket exists and these credentials may use it. Returns a line for the log. */
@@ -259,7 +268,7 @@ export class S3CheckpointStore implements CheckpointStore {
         new ListObjectsV2Command({
           Bucket: this.options.bucket,
           Prefix: prefix,
-          MaxKeys: PAGE,
+          MaxKeys: this.pageSize,
           ...(token ? { ContinuationToken: token } : {}),
         }),
       );
@@ -271,8 +280,8 @@ export class S3CheckpointStore implements CheckpointStore {
 
   /** One DeleteObjects per ≤ 1,000 keys; a key S3 could not delete fails the call (the job retries). */
   private async deleteKeys(keys: readonly string[]): Promise<void> {
-    for (let start = 0; start < keys.length; start += PAGE) {
-      const batch = keys.slice(start, start + PAGE);
+    for (let start = 0; start < keys.length; start += this.pageSize) {
+      const batch = keys.slice(start, start + this.pageSize);
       const result = await this.client.send(
         new DeleteObjectsCommand({
           Bucket: this.options.bucket,
