@@ -124,8 +124,8 @@ describe("the S3 store's boot check", () => {
     await expect(probe("no-such-bucket")).rejects.toThrow(
       `Checkpoint bucket no-such-bucket at ${s3.endpoint} is unusable: the bucket does not exist`,
     );
-    await expect(
-      probe(s3.bucket, { accessKeyId: "wrong", secretAccessKey: "wrong" }),
-    ).rejects.toThrow(/unusable: access denied/);
+    await expect(probe(s3.bucket, { accessKeyId: "wrong", secretAccessKey: "wrong" })).rejects.toThrow(
+      /unusable: access denied/,
+    );
   });
 });
