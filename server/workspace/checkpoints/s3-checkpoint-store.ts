@@ -6,6 +6,7 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 import {
+  CopyObjectCommand,
   DeleteObjectsCommand,
   GetObjectCommand,
   HeadBucketCommand,
@@ -50,6 +51,8 @@ const PART_QUEUE = 2;
 /** ListObjectsV2's and DeleteObjects' own maximum: one page listed, one batch deleted. */
 const MAX_PAGE = 1_000;
 const TREE_CACHE_ENTRIES = 4_096;
+/** The largest object one CopyObject may copy (S3's limit). */
+const MAX_COPY_BYTES = 5 * 1024 ** 3;
 
 /**
  * Checkpoint objects in an S3 bucket, with the folder store's semantics: `<prefix><tenant>/objects/aa/<rest>`
@@ -215,7 +218,7 @@ export class S3CheckpointStore implements CheckpointStore {
       );
       const { hash, size } = finish();
       const key = this.key(tenantId, hash);
-      if (await this.exists(key)) return { hash, size, stored: false };
+      if (await this.referencedAgain(key, size)) return { hash, size, stored: false };
       const upload = new Upload({
         client: this.client,
         params: { Bucket: this.options.bucket, Key: key, Body: createReadStream(temp) },
@@ -232,11 +235,38 @@ export class S3CheckpointStore implements CheckpointStore {
 
   private async putIfAbsent(tenantId: string, hash: string, body: Buffer): Promise<boolean> {
     const key = this.key(tenantId, hash);
-    if (await this.exists(key)) return false;
+    if (await this.referencedAgain(key, body.length)) return false;
     await this.client.send(
       new PutObjectCommand({ Bucket: this.options.bucket, Key: key, Body: body, ContentLength: body.length }),
     );
     return true;
+  }
+
+  /**
+   * True when the object exists, and then its LastModified is now, as the folder store's mtime: the sweep's
+   * grace counts from the last reference, so a sweep that began before the checkpoint naming it is
+   * written cannot take it. A copy onto itself with new metadata is S3's way to touch an object: one
+   * request, no bytes sent, and a 404 when absent. S3 copies at most 5 GiB in one request, so a larger
+   * object is only checked (its grace then counts from its upload).
+   */
+  private async referencedAgain(key: string, size: number): Promise<boolean> {
+    if (size > MAX_COPY_BYTES) return this.exists(key);
+    const source = `${this.options.bucket}/${key}`.split("/").map(encodeURIComponent).join("/");
+    try {
+      await this.client.send(
+        new CopyObjectCommand({
+          Bucket: this.options.bucket,
+          Key: key,
+          CopySource: source,
+          MetadataDirective: "REPLACE",
+          Metadata: { "berth-referenced": new Date().toISOString() },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isNotFound(error)) return false;
+      throw error;
+    }
   }
 
   private async exists(key: string): Promise<boolean> {

@@ -172,6 +172,26 @@ describe.each(Object.keys(SUBJECTS))("CheckpointStore conformance: %s", (name) =
     expect((await store.putBlob("tenant-a", Readable.from([Buffer.from("file 1")]))).stored).toBe(true);
   });
 
+  it("restarts an object's grace when a put references it again", async () => {
+    const { store } = make();
+    const blob = await store.putBlob("tenant-a", Readable.from([Buffer.from("old file")]));
+    const tree = encodeTree([]);
+    await store.putTree("tenant-a", tree.hash, tree.bytes);
+    // Older than the grace by now (S3's LastModified has whole seconds: a margin of one)...
+    await new Promise((resolve) => setTimeout(resolve, 2_200));
+    // ...but a checkpoint being written names them again: a sweep must not take them from under it.
+    expect(await store.putBlob("tenant-a", Readable.from([Buffer.from("old file")]))).toEqual({
+      ...blob,
+      stored: false,
+    });
+    expect(await store.putTree("tenant-a", tree.hash, tree.bytes)).toBe(false);
+    expect(await store.sweep("tenant-a", new Set(), 1_500)).toEqual({ objects: 0, bytes: 0 });
+    expect(await store.sweep("tenant-a", new Set(), -1)).toEqual({
+      objects: 2,
+      bytes: blob.size + tree.bytes.length,
+    });
+  });
+
   it("drops a tenant whole, tree cache included, and the tenant can start over", async () => {
     const { store } = make();
     const hashes: string[] = [];
