@@ -7,7 +7,7 @@ import type { CheckpointStore } from "@/server/workspace/checkpoints/checkpoint-
  * `keepTurns` of their workspace AND younger than `keepDays`; then, newest first across the tenant, as
  * many as fit in `storageBytes` of deduplicated store bytes (what the objects they reach weigh once each).
  */
-export const CHECKPOINT_RETENTION_DEFAULTS = { keepTurns: 100, keepDays: 30 } as const;
+const CHECKPOINT_RETENTION_DEFAULTS = { keepTurns: 100, keepDays: 30 } as const;
 
 export type RetentionPolicy = { keepTurns: number; keepDays: number; storageBytes: number | null };
 

@@ -17,7 +17,7 @@ import {
  * Objects younger than this are never swept, referenced or not: a turn being checkpointed right now has
  * stored objects that no row names yet (its row is written when the capture ends).
  */
-export const CHECKPOINT_OBJECT_GRACE_MS = 60 * 60_000;
+const CHECKPOINT_OBJECT_GRACE_MS = 60 * 60_000;
 
 export type TenantSweepResult = {
   tenantId: string;

@@ -7,12 +7,12 @@ import { deterministicJobId, defineJob } from "@/server/queue/types";
  * restore (its id), retried with backoff: the restore is convergent, so a retry after a killed worker
  * finishes what the first run began, and the workspace takes no other lease until it has.
  */
-export const ZCheckpointRestorePayload = z.object({
+const ZCheckpointRestorePayload = z.object({
   tenantId: z.string().min(1).max(200),
   restoreId: z.string().min(1).max(200),
 });
 
-export const ZCheckpointSweepPayload = z.object({ trigger: z.enum(["schedule", "manual"]) });
+const ZCheckpointSweepPayload = z.object({ trigger: z.enum(["schedule", "manual"]) });
 
 /** How often the checkpoint sweep applies the tenants' retention (checkpoint-sweep.service.ts). */
 export const CHECKPOINT_SWEEP_EVERY_MS = 15 * 60_000;

@@ -38,7 +38,10 @@ const SAFE_TENANT = /^[A-Za-z0-9_-]{1,100}$/;
 const HASH = /^[0-9a-f]{64}$/;
 const TREE_CACHE_ENTRIES = 4_096;
 
-/** The default store: a folder of this installation (BERTH_CHECKPOINT_DIR, else `checkpoints/` in its data folder). */
+/**
+ * The default store: a folder of this installation (BERTH_CHECKPOINT_DIR, else `checkpoints/` in its data
+ * folder). S3CheckpointStore (s3-checkpoint-store.ts) replaces it when BERTH_CHECKPOINT_S3_BUCKET is set.
+ */
 export class FolderCheckpointStore implements CheckpointStore {
   // Trees are immutable and small; diffs and restores read the same ones again and again.
   private readonly trees = new Map<string, Tree>();
@@ -153,18 +156,28 @@ export class FolderCheckpointStore implements CheckpointStore {
   }
 
   private tenantDir(tenantId: string): string {
-    if (!SAFE_TENANT.test(tenantId))
-      throw new AppError("BAD_REQUEST", "Invalid tenant id for the checkpoint store");
-    return path.join(this.root, tenantId);
+    return path.join(this.root, checkTenantId(tenantId));
   }
 
   private objectPath(tenantId: string, hash: string): string {
-    if (!HASH.test(hash)) throw new AppError("BAD_REQUEST", "Invalid checkpoint object hash");
-    return path.join(this.tenantDir(tenantId), "objects", hash.slice(0, 2), hash.slice(2));
+    return path.join(this.root, ...checkpointObjectKey(tenantId, hash).split("/"));
   }
 }
 
-function missingObject(hash: string): AppError {
+/** The tenant id, checked: it names a folder or a key prefix, so it must not hold `/`, `..` or the like. */
+export function checkTenantId(tenantId: string): string {
+  if (!SAFE_TENANT.test(tenantId))
+    throw new AppError("BAD_REQUEST", "Invalid tenant id for the checkpoint store");
+  return tenantId;
+}
+
+/** Every store's layout of one object: `<tenant>/objects/<2 hex>/<62 hex>` (few entries per folder). */
+export function checkpointObjectKey(tenantId: string, hash: string): string {
+  if (!HASH.test(hash)) throw new AppError("BAD_REQUEST", "Invalid checkpoint object hash");
+  return `${checkTenantId(tenantId)}/objects/${hash.slice(0, 2)}/${hash.slice(2)}`;
+}
+
+export function missingObject(hash: string): AppError {
   return new AppError("NOT_FOUND", `Checkpoint object ${hash.slice(0, 12)} is missing from the store`);
 }
 
