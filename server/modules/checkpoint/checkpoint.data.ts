@@ -66,6 +66,23 @@ export async function latestCheckpointTree(
   return checkpoint?.rootTree ?? null;
 }
 
+/** The root trees of a workspace generation's READY turn checkpoints, newest first. */
+export async function recentTurnTrees(
+  scope: TenantScope,
+  workspaceId: string,
+  generation: number,
+  take: number,
+  db: DbClient = getDb(),
+): Promise<string[]> {
+  const rows = await db.workspaceCheckpoint.findMany({
+    where: { tenantId: scope.tenantId, workspaceId, generation, status: "READY", kind: "TURN" },
+    orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+    select: { rootTree: true },
+    take,
+  });
+  return rows.flatMap((row) => (row.rootTree ? [row.rootTree] : []));
+}
+
 export async function insertCheckpoint(
   scope: TenantScope,
   data: Omit<Prisma.WorkspaceCheckpointUncheckedCreateInput, "tenantId" | "id" | "createdAt">,

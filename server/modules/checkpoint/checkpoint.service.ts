@@ -1,4 +1,3 @@
-import { createTwoFilesPatch } from "diff";
 import type { TenantScope } from "@/server/auth/scope";
 import type { Logger } from "@/server/logger";
 import { audited } from "@/server/modules/audit/audited";
@@ -20,8 +19,10 @@ import {
   insertCheckpoint,
   latestCheckpointTree,
   listSessionCheckpoints,
+  recentTurnTrees,
 } from "./checkpoint.data";
 import { copyTranscriptUntil } from "./checkpoint-transcript.data";
+import { unifiedDiffOf } from "./checkpoint-text";
 
 export type CheckpointServiceDeps = {
   store: CheckpointStore;
@@ -32,8 +33,6 @@ export type CheckpointServiceDeps = {
 
 /** A diff lists at most this many files; the rest is counted. */
 const MAX_DIFF_FILES = 2_000;
-/** Text diffs of files up to this size; larger or binary files are reported without one. */
-const MAX_TEXT_DIFF_BYTES = 512 * 1024;
 
 export function createCheckpointService(deps: CheckpointServiceDeps) {
   const { store } = deps;
@@ -122,6 +121,38 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
       }
     },
 
+    /**
+     * What changed in the workspace's folder since the end of its last turn (`turnsBack` 0) or of the
+     * turn `turnsBack` before it, with one file's unified diff when `path` is given: the agent's
+     * `Changes` tool, run under the turn's lease. Reads only the files whose size or mtime changed.
+     */
+    async workingChanges(
+      scope: TenantScope,
+      input: { machine: WorkspaceMachine; workspaceId: string; generation: number },
+      query: { turnsBack: number; path?: string | undefined; signal?: AbortSignal | undefined },
+    ) {
+      const latest = await latestCheckpointTree(scope, input.workspaceId, input.generation);
+      const since =
+        query.turnsBack === 0
+          ? latest
+          : ((await recentTurnTrees(scope, input.workspaceId, input.generation, query.turnsBack + 1))[
+              query.turnsBack
+            ] ?? null);
+      const now = await captureCheckpoint({
+        machine: input.machine,
+        store,
+        tenantId: scope.tenantId,
+        previous: latest,
+        ...(query.signal ? { signal: query.signal } : {}),
+      });
+      const changes = (await diffTrees(readTree(scope.tenantId), since, now.root)).filter(
+        (change) => (change.kind === "removed" ? change.before : change.after).type !== "dir",
+      );
+      if (query.path === undefined) return { changes, diff: null };
+      const change = changes.find((candidate) => candidate.path === query.path);
+      return { changes, diff: change ? await unifiedDiffOf(store, scope.tenantId, change) : null };
+    },
+
     /** The session's checkpoints with their turns, oldest first. */
     async list(scope: TenantScope, sessionId: string) {
       await sessionFor(scope, sessionId, false);
@@ -181,18 +212,7 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
         throw new AppError("NOT_FOUND", `no change to ${path} in checkpoint ${checkpointId}`, {
           userMessage: "That file did not change in this turn.",
         });
-      const before = change.kind === "added" ? null : change.before;
-      const after = change.kind === "removed" ? null : change.after;
-      const [left, right] = await Promise.all([
-        textOf(scope.tenantId, before),
-        textOf(scope.tenantId, after),
-      ]);
-      if (left === undefined || right === undefined)
-        return { path, kind: change.kind, binary: true, diff: null };
-      const patch = createTwoFilesPatch(`a/${path}`, `b/${path}`, left ?? "", right ?? "", "", "", {
-        context: 3,
-      });
-      return { path, kind: change.kind, binary: false, diff: replaceUnstorableCharacters(patch).text };
+      return unifiedDiffOf(store, scope.tenantId, change);
     },
 
     /**
@@ -307,18 +327,6 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
       return restore;
     },
   };
-
-  /** A file's text, null when absent, undefined when binary or too large to diff. */
-  async function textOf(tenantId: string, entry: TreeEntry | null): Promise<string | null | undefined> {
-    if (!entry) return null;
-    if (entry.type === "symlink") return `-> ${entry.target}\n`;
-    if (entry.type !== "file" || entry.size > MAX_TEXT_DIFF_BYTES) return undefined;
-    const chunks: Buffer[] = [];
-    for await (const chunk of await store.readBlob(tenantId, entry.hash)) chunks.push(chunk as Buffer);
-    const bytes = Buffer.concat(chunks);
-    if (bytes.includes(0)) return undefined;
-    return bytes.toString("utf8");
-  }
 }
 
 function sizeOf(entry: TreeEntry): number | null {

@@ -141,6 +141,44 @@ describe("turn checkpoints", () => {
   });
 });
 
+describe("the agent's Changes tool", () => {
+  it(
+    "lists what this turn changed so far (Bash included) and diffs a file",
+    { timeout: 60_000 },
+    async () => {
+      const agent = await h.owner.agent.create({
+        ...h.ref,
+        name: `cp-changes-${randomUUID().slice(0, 6)}`,
+        modelConfig: { baseUrl: fake.baseUrl, model: "fake-model", apiKey: "sk-cp" },
+      });
+      const { sessionId } = await h.owner.session.create({ ...h.ref, agentId: agent.id });
+      await bash(sessionId, "printf 'a\\n' > a.txt && echo gone > old.txt");
+      fake.enqueue(
+        {
+          kind: "tool-calls",
+          calls: [
+            {
+              id: "c_b",
+              name: "Bash",
+              arguments: { command: "echo b >> a.txt && rm old.txt && echo n > new.txt" },
+            },
+          ],
+        },
+        { kind: "tool-calls", calls: [{ id: "c_c", name: "Changes", arguments: { path: "a.txt" } }] },
+        { kind: "text", text: "checked" },
+      );
+      const events = await sendChat(h.owner, { ...h.ref, sessionId, message: "change and check" });
+      const output = (events.filter((event) => event.type === "tool-result") as { output: string }[]).at(
+        -1,
+      )!.output;
+      expect(output).toMatch(/^added\s+new\.txt \(2 B\)$/m);
+      expect(output).toMatch(/^changed\s+a\.txt \(4 B\)$/m);
+      expect(output).toMatch(/^removed\s+old\.txt/m);
+      expect(output).toContain("+b");
+    },
+  );
+});
+
 describe("checkpoint retention", () => {
   it(
     "keeps the last K turns and what fits the storage cap, frees the rest, and goes with a purge",
