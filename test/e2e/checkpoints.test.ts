@@ -9,7 +9,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Locator, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAuth } from "@/server/auth/auth";
 import { createBerthClient, type BerthClient } from "@/server/client/create-berth-client";
 import { getDb } from "@/server/db";
@@ -54,6 +54,7 @@ describe.skipIf(!HAS_CHROMIUM)("turn checkpoints in the dashboard", () => {
   let admin: User;
   let viewer: User;
   let sessionId = "";
+  let workspaceId = "";
 
   beforeAll(async () => {
     fake = await startFakeModel({ apiKey: MODEL_KEY });
@@ -75,7 +76,7 @@ describe.skipIf(!HAS_CHROMIUM)("turn checkpoints in the dashboard", () => {
       name: `cp-${randomUUID().slice(0, 6)}`,
       modelConfig: { baseUrl: fake.baseUrl, model: "fake-model", apiKey: MODEL_KEY },
     });
-    ({ sessionId } = await client.session.create.mutate({
+    ({ sessionId, workspaceId } = await client.session.create.mutate({
       tenantId: tenant.scope.tenantId,
       agentId: agent.id,
       name: "checkpointed",
@@ -151,11 +152,39 @@ describe.skipIf(!HAS_CHROMIUM)("turn checkpoints in the dashboard", () => {
 
   it("reverts to the earlier turn: one restore, DONE, files back, the later turn marked", async () => {
     const { page, pageErrors } = await open(`/sessions/${sessionId}`, admin);
+    const dialog = page.getByTestId("turn-changes-dialog");
+    const confirm = page.getByTestId("confirm-dialog");
+
+    // While a turn runs, the revert is refused as a CONFLICT, said in words; the turn goes on.
+    fake.enqueue({ kind: "stall", text: ["thinking"] });
+    const box = page.getByRole("form", { name: "Send a message" }).getByLabel("Message");
+    await box.fill("hold on");
+    await box.press("Enter");
+    await page.getByTestId("turn-streaming").waitFor();
+    await changesOf(page, FIRST).click();
+    await dialog.getByRole("button", { name: "Revert to this turn" }).click();
+    await confirm.getByRole("button", { name: "Revert" }).click();
+    const refusal = dialog.getByTestId("checkpoint-action-error");
+    await refusal.waitFor();
+    expect(await refusal.getAttribute("data-code")).toBe("CONFLICT");
+    expect(await refusal.textContent()).toMatch(/^Not now: .+ Try again once it has ended\.$/);
+    await shot(page, "revert-conflict");
+    await page.keyboard.press("Escape");
+    await dialog.waitFor({ state: "detached" });
+    await page.getByRole("button", { name: "Cancel turn" }).click();
+    await page.getByTestId("turn-cancelled").waitFor();
+    // The turn's lease goes with it, just after its end is shown.
+    await vi.waitFor(
+      async () =>
+        expect(
+          await getDb().workspaceLease.count({ where: { workspaceId, expiresAt: { gt: new Date() } } }),
+        ).toBe(0),
+      { timeout: 30_000, interval: 200 },
+    );
+
     const reverts = countCalls(page, "checkpoint.revert");
     await changesOf(page, FIRST).click();
-    const dialog = page.getByTestId("turn-changes-dialog");
     await dialog.getByRole("button", { name: "Revert to this turn" }).click();
-    const confirm = page.getByTestId("confirm-dialog");
     expect(await confirm.textContent()).toContain("not deleted");
     await clickTwiceAtOnce(confirm.getByRole("button", { name: "Revert" }));
     // The progress shows above the chat until the workers end it: DONE, or FAILED with its reason.
@@ -203,8 +232,8 @@ describe.skipIf(!HAS_CHROMIUM)("turn checkpoints in the dashboard", () => {
       (url) => /\/sessions\/[^/]+$/.test(url.pathname) && !url.pathname.endsWith(sessionId),
     );
     await page.getByRole("heading", { level: 1, name: "forked at the first turn" }).waitFor();
-    // The fork's transcript runs up to the first turn, whose changes it lists too.
-    await changesOf(page, FIRST).waitFor();
+    // The fork's transcript runs up to the first turn (its own turns will have checkpoints of their own).
+    await page.getByTestId("message-text").filter({ hasText: FIRST }).waitFor();
     expect(await page.getByTestId("message-text").filter({ hasText: SECOND }).count()).toBe(0);
     expect(forks()).toBe(1);
     await shot(page, "fork");

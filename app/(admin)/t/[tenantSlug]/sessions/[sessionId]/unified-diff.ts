@@ -30,19 +30,11 @@ export function parseUnifiedDiff(patch: string): DiffLine[] {
     }
     if (!inHunk) continue;
     const text = row.slice(1);
-    switch (row[0]) {
-      case "+":
-        lines.push({ kind: "added", text, oldLine: null, newLine: newLine++ });
-        break;
-      case "-":
-        lines.push({ kind: "removed", text, oldLine: oldLine++, newLine: null });
-        break;
-      case "\\":
-        lines.push({ kind: "note", text: row.slice(2) });
-        break;
-      default:
-        lines.push({ kind: "context", text, oldLine: oldLine++, newLine: newLine++ });
-    }
+    const mark = row.charAt(0);
+    if (mark === "+") lines.push({ kind: "added", text, oldLine: null, newLine: newLine++ });
+    else if (mark === "-") lines.push({ kind: "removed", text, oldLine: oldLine++, newLine: null });
+    else if (mark === "\\") lines.push({ kind: "note", text: row.slice(2) });
+    else lines.push({ kind: "context", text, oldLine: oldLine++, newLine: newLine++ });
   }
   return lines;
 }
