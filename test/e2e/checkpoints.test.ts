@@ -167,7 +167,7 @@ describe.skipIf(!HAS_CHROMIUM)("turn checkpoints in the dashboard", () => {
     const refusal = dialog.getByTestId("checkpoint-action-error");
     await refusal.waitFor();
     expect(await refusal.getAttribute("data-code")).toBe("CONFLICT");
-    expect(await refusal.textContent()).toMatch(/^Not now: .+ Try again once it has ended\.$/);
+    expect(await refusal.textContent()).toMatch(/^Not now: .*in use/);
     await shot(page, "revert-conflict");
     await page.keyboard.press("Escape");
     await dialog.waitFor({ state: "detached" });
@@ -232,6 +232,10 @@ describe.skipIf(!HAS_CHROMIUM)("turn checkpoints in the dashboard", () => {
       (url) => /\/sessions\/[^/]+$/.test(url.pathname) && !url.pathname.endsWith(sessionId),
     );
     await page.getByRole("heading", { level: 1, name: "forked at the first turn" }).waitFor();
+    // The fork's workspace is filled with the first turn's files by the workers, its progress followed.
+    const progress = page.getByTestId("restore-progress").and(page.locator(":not([data-status=running])"));
+    await progress.waitFor();
+    expect(await progress.textContent()).toMatch(/^The fork's workspace is ready: \d+ files? written/);
     // The fork's transcript runs up to the first turn (its own turns will have checkpoints of their own).
     await page.getByTestId("message-text").filter({ hasText: FIRST }).waitFor();
     expect(await page.getByTestId("message-text").filter({ hasText: SECOND }).count()).toBe(0);

@@ -45,23 +45,23 @@ function useOneAtATime() {
 function RefusalAlert({
   error,
   action,
+  className,
 }: {
   error: { message: string; data?: unknown } | null;
   action: string;
+  className?: string;
 }) {
   if (!error) return null;
   const code = (error.data as { code?: string } | undefined)?.code;
   return (
-    <Alert data-testid="checkpoint-action-error" data-code={code}>
-      {code === "CONFLICT"
-        ? `Not now: ${error.message} Try again once it has ended.`
-        : `Could not ${action}: ${error.message}`}
+    <Alert data-testid="checkpoint-action-error" data-code={code} className={className}>
+      {code === "CONFLICT" ? `Not now: ${error.message}` : `Could not ${action}: ${error.message}`}
     </Alert>
   );
 }
 
 /**
- * "Revert to this turn": the workers bring the session's workspace back to the checkpoint; the later turns
+ * "Revert to this turn" (a fragment: its button and its refusal go in the dialog's footer): the workers bring the session's workspace back to the checkpoint; the later turns
  * stay in the transcript, marked reverted. `onStarted` closes the diff so the progress above the chat shows.
  */
 export function RevertAction({ checkpointId, onStarted }: { checkpointId: string; onStarted: () => void }) {
@@ -70,7 +70,7 @@ export function RevertAction({ checkpointId, onStarted }: { checkpointId: string
   const once = useOneAtATime();
   const revert = useMutation(trpc.checkpoint.revert.mutationOptions());
   return (
-    <div className="flex flex-col gap-2">
+    <>
       <ConfirmDialog
         title="Revert the workspace to this turn?"
         description={
@@ -101,8 +101,9 @@ export function RevertAction({ checkpointId, onStarted }: { checkpointId: string
           </Button>
         }
       />
-      <RefusalAlert error={revert.error} action="revert" />
-    </div>
+      {/* On a line of its own below the actions (the footer wraps). */}
+      <RefusalAlert error={revert.error} action="revert" className="order-last w-full" />
+    </>
   );
 }
 
@@ -119,7 +120,10 @@ export function ForkAction({ checkpointId }: { checkpointId: string }) {
       onSuccess: async (created) => {
         toast.success("Forked: the new session starts as this turn left the workspace.");
         await queryClient.invalidateQueries({ queryKey: trpc.session.pathKey() });
-        router.push(`/t/${encodeURIComponent(tenantSlug)}/sessions/${encodeURIComponent(created.sessionId)}`);
+        // With its restore: the new page shows the workspace being filled until it is ready.
+        router.push(
+          `/t/${encodeURIComponent(tenantSlug)}/sessions/${encodeURIComponent(created.sessionId)}?restore=${encodeURIComponent(created.restoreId)}`,
+        );
       },
     }),
   );

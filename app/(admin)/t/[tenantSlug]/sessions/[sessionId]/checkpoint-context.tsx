@@ -15,7 +15,7 @@ type CheckpointsValue = {
   byTurn: ReadonlyMap<string, CheckpointItem>;
   /** Why this user may not revert or fork here (null: they may). */
   changeRefusal: string | null;
-  /** The revert this page started and follows until it ends (null: none). */
+  /** The revert this page started, or the fork's that opened it, followed until it ends (null: none). */
   restoreId: string | null;
   followRestore: (restoreId: string | null) => void;
 };
@@ -31,16 +31,18 @@ export function CheckpointsProvider({
   tenantSlug,
   sessionId,
   changeRefusal,
+  initialRestoreId,
   children,
 }: {
   tenantSlug: string;
   sessionId: string;
   changeRefusal: string | null;
+  initialRestoreId: string | null;
   children: ReactNode;
 }) {
   const trpc = useTRPC();
   const list = useQuery(trpc.checkpoint.list.queryOptions({ tenantSlug, sessionId }));
-  const [restoreId, followRestore] = useState<string | null>(null);
+  const [restoreId, followRestore] = useState<string | null>(initialRestoreId);
   const value = useMemo(
     () => ({
       tenantSlug,

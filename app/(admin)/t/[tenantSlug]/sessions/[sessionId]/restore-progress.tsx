@@ -12,9 +12,30 @@ import { useCheckpoints } from "./checkpoint-context";
 /** How often a running revert is read again: the workers write the files, usually within seconds. */
 const POLL_MS = 1_000;
 
+/** What the banner says of a restore, by kind: a revert of this session, or the filling of a fork's workspace. */
+const WORDS = {
+  REVERT: {
+    running: "Reverting the workspace to the chosen turn… New messages wait until it is done.",
+    done: "Reverted:",
+    doneAfter: "The later turns are marked reverted and kept below.",
+    toast: "Reverted: the workspace is back to that turn.",
+    failed: "The revert failed:",
+    failedAfter: "The workspace and turns are as they were.",
+  },
+  FORK: {
+    running: "Filling this fork's workspace with the checkpoint's files… New messages wait until it is done.",
+    done: "The fork's workspace is ready:",
+    doneAfter: "",
+    toast: "The fork's workspace is ready.",
+    failed: "Filling the fork's workspace failed:",
+    failedAfter: "Its workspace may lack the checkpoint's files.",
+  },
+} as const;
+
 /**
- * The revert this page started, read from `checkpoint.restore` until the workers end it. When it is DONE
- * the history, turns and checkpoints are read again, so the later turns show as reverted.
+ * The restore this page follows (a revert it started, or the fork's that opened it), read from
+ * `checkpoint.restore` until the workers end it. At the end the history, turns and checkpoints are read
+ * again, so a revert's later turns show as reverted.
  */
 export function RestoreProgress() {
   const trpc = useTRPC();
@@ -31,13 +52,13 @@ export function RestoreProgress() {
   useEffect(() => {
     if (!restoreId || !status || status === "RUNNING" || announced.current === restoreId) return;
     announced.current = restoreId;
-    if (status === "DONE") toast.success("Reverted: the workspace is back to that turn.");
+    if (status === "DONE") toast.success(WORDS[restore.data?.kind ?? "REVERT"].toast);
     void Promise.all([
       queryClient.invalidateQueries({ queryKey: trpc.chat.pathKey() }),
       queryClient.invalidateQueries({ queryKey: trpc.checkpoint.list.pathKey() }),
       queryClient.invalidateQueries({ queryKey: trpc.session.pathKey() }),
     ]);
-  }, [restoreId, status, queryClient, trpc]);
+  }, [restoreId, status, restore.data?.kind, queryClient, trpc]);
 
   if (!restoreId) return null;
   const dismiss = (
@@ -51,11 +72,12 @@ export function RestoreProgress() {
       <X />
     </Button>
   );
+  const words = WORDS[restore.data?.kind ?? "REVERT"];
   if (restore.error) {
     return (
       <Alert className="mb-4" data-testid="restore-progress" data-status="unknown">
         <span className="flex items-start gap-2">
-          Could not read the revert&apos;s progress: {restore.error.message} {dismiss}
+          Could not read the progress: {restore.error.message} {dismiss}
         </span>
       </Alert>
     );
@@ -64,8 +86,7 @@ export function RestoreProgress() {
     return (
       <Alert tone="info" className="mb-4" data-testid="restore-progress" data-status="running">
         <span className="inline-flex items-center gap-2">
-          <Loader2 className="size-3.5 animate-spin" /> Reverting the workspace to the chosen turn… New
-          messages wait until it is done.
+          <Loader2 className="size-3.5 animate-spin" /> {words.running}
         </span>
       </Alert>
     );
@@ -74,8 +95,7 @@ export function RestoreProgress() {
     return (
       <Alert className="mb-4" data-testid="restore-progress" data-status="failed">
         <span className="flex items-start gap-2">
-          The revert failed: {restore.data.error ?? "no reason given"}. The workspace and turns are as they
-          were. {dismiss}
+          {words.failed} {restore.data.error ?? "no reason given"}. {words.failedAfter} {dismiss}
         </span>
       </Alert>
     );
@@ -83,8 +103,8 @@ export function RestoreProgress() {
   return (
     <Alert tone="success" className="mb-4" data-testid="restore-progress" data-status="done">
       <span className="flex items-start gap-2">
-        Reverted: {restore.data.written} file{restore.data.written === 1 ? "" : "s"} written,{" "}
-        {restore.data.deleted} deleted. The later turns are marked reverted and kept below. {dismiss}
+        {words.done} {restore.data.written} file{restore.data.written === 1 ? "" : "s"} written,{" "}
+        {restore.data.deleted} deleted. {words.doneAfter} {dismiss}
       </span>
     </Alert>
   );

@@ -30,7 +30,16 @@ import { placeTurns } from "./turn-markers";
 import { type LiveTurn, type SendRefusal, useChatTurn } from "./use-chat-turn";
 import { CHAT_MESSAGE_MAX_CHARS } from "@/server/modules/chat/chat.schema";
 
-export function SessionDetail({ tenantSlug, sessionId }: { tenantSlug: string; sessionId: string }) {
+export function SessionDetail({
+  tenantSlug,
+  sessionId,
+  restoreId,
+}: {
+  tenantSlug: string;
+  sessionId: string;
+  /** A restore to follow from the start (a fork's, from the address it was opened at). */
+  restoreId: string | null;
+}) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const router = useRouter();
@@ -158,7 +167,12 @@ export function SessionDetail({ tenantSlug, sessionId }: { tenantSlug: string; s
   }
 
   return (
-    <CheckpointsProvider tenantSlug={tenantSlug} sessionId={sessionId} changeRefusal={checkpointRefusal}>
+    <CheckpointsProvider
+      tenantSlug={tenantSlug}
+      sessionId={sessionId}
+      changeRefusal={checkpointRefusal}
+      initialRestoreId={restoreId}
+    >
       <div className="flex flex-col">
         <PageHeader
           breadcrumb={

@@ -156,7 +156,7 @@ function ChangesDialog({ checkpoint, onClose }: { checkpoint: CheckpointItem; on
           </div>
         </div>
       )}
-      <DialogFooter className="items-start sm:justify-start">
+      <DialogFooter className="flex-wrap sm:justify-start">
         <RevertAction checkpointId={checkpoint.id} onStarted={onClose} />
         <ForkAction checkpointId={checkpoint.id} />
       </DialogFooter>
