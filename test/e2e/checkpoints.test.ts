@@ -247,12 +247,14 @@ describe.skipIf(!HAS_CHROMIUM)("turn checkpoints in the dashboard", () => {
 
   it("edits checkpoint retention on the settings page", async () => {
     const { page, pageErrors } = await open("/settings", admin);
+    const saves = countCalls(page, "tenant.setPolicy");
     const form = page.getByRole("form", { name: "Checkpoint retention" });
     await form.getByLabel("Keep the last turns").fill("25");
     await form.getByLabel("Storage cap", { exact: true }).fill("2");
     await form.getByLabel("Storage cap unit").selectOption("GiB");
-    await form.getByRole("button", { name: "Save retention" }).click();
+    await clickTwiceAtOnce(form.getByRole("button", { name: "Save retention" }));
     await page.locator("[data-sonner-toast]").filter({ hasText: "Checkpoint retention saved." }).waitFor();
+    expect(saves()).toBe(1);
     expect(await getTenantPolicy(e2e.tenant.scope)).toMatchObject({
       checkpointKeepTurns: 25,
       checkpointKeepDays: null,

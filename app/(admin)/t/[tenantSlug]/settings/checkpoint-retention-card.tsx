@@ -10,7 +10,7 @@ import { formString } from "@/app/_components/ui/form-data";
 import { Input } from "@/app/_components/ui/input";
 import { Label } from "@/app/_components/ui/label";
 import { Select } from "@/app/_components/ui/select";
-import { resetErrorOnEdit } from "@/app/_components/ui/use-submit-once";
+import { resetErrorOnEdit, useSubmitOnce } from "@/app/_components/ui/use-submit-once";
 import { useTRPC } from "@/app/_trpc/client";
 import type { TenantPolicyView } from "@/server/modules/tenant/tenant-policy";
 import { ServerErrors } from "../agents/agent-ui";
@@ -77,14 +77,14 @@ export function CheckpointRetentionCard({
   );
   const cap = capInUnits(policy.checkpointStorageBytes);
   const capId = useId();
+  const submitOnce = useSubmitOnce();
 
   function onSave(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
-    // A second submit while one is in flight (a double click) sends nothing.
-    if (save.isPending) return;
     const patch = retentionPatch(policy, new FormData(event.currentTarget));
     if (Object.keys(patch).length === 0) return void toast.info("Nothing changed.");
-    save.mutate({ tenantSlug, ...patch });
+    // A second submit while one is in flight (a double click) sends nothing; the policy takes no key.
+    submitOnce(() => save.mutateAsync({ tenantSlug, ...patch }));
   }
 
   return (

@@ -72,7 +72,9 @@ export function RestoreProgress() {
       <X />
     </Button>
   );
+  // Before the first answer the kind is unknown: the running line says only what both kinds do.
   const words = WORDS[restore.data?.kind ?? "REVERT"];
+  const running = restore.data ? words.running : "Restoring the workspace from a checkpoint…";
   if (restore.error) {
     return (
       <Alert className="mb-4" data-testid="restore-progress" data-status="unknown">
@@ -86,7 +88,7 @@ export function RestoreProgress() {
     return (
       <Alert tone="info" className="mb-4" data-testid="restore-progress" data-status="running">
         <span className="inline-flex items-center gap-2">
-          <Loader2 className="size-3.5 animate-spin" /> {words.running}
+          <Loader2 className="size-3.5 animate-spin" /> {running}
         </span>
       </Alert>
     );
