@@ -26,7 +26,8 @@ const WORDS = {
     running: "Filling this fork's workspace with the checkpoint's files… New messages wait until it is done.",
     done: "The fork's workspace is ready:",
     doneAfter: "",
-    toast: "The fork's workspace is ready.",
+    // The fork's own toast ("Forked: …") was just shown; the banner says the rest.
+    toast: null,
     failed: "Filling the fork's workspace failed:",
     failedAfter: "Its workspace may lack the checkpoint's files.",
   },
@@ -52,7 +53,8 @@ export function RestoreProgress() {
   useEffect(() => {
     if (!restoreId || !status || status === "RUNNING" || announced.current === restoreId) return;
     announced.current = restoreId;
-    if (status === "DONE") toast.success(WORDS[restore.data?.kind ?? "REVERT"].toast);
+    const done = WORDS[restore.data?.kind ?? "REVERT"].toast;
+    if (status === "DONE" && done) toast.success(done);
     void Promise.all([
       queryClient.invalidateQueries({ queryKey: trpc.chat.pathKey() }),
       queryClient.invalidateQueries({ queryKey: trpc.checkpoint.list.pathKey() }),
