@@ -203,6 +203,20 @@ describe.skipIf(!HAS_CHROMIUM)("turn checkpoints in the dashboard", () => {
       .filter({ has: page.getByTestId("message-text").filter({ hasText: FIRST }) });
     expect(await firstUser.getAttribute("data-reverted")).toBeNull();
     await shot(page, "reverted");
+
+    // The revert is undoable from the banner (the folder before it is a checkpoint of its own): the
+    // later turn is the session's again. Then the revert once more, for what follows.
+    const undos = countCalls(page, "checkpoint.revert");
+    await clickTwiceAtOnce(progress.getByRole("button", { name: "Undo revert" }));
+    await page
+      .locator('[data-testid="restore-progress"][data-status="running"]')
+      .waitFor({ state: "detached" });
+    await secondUser.getByTestId("reverted-badge").waitFor({ state: "detached" });
+    expect(undos()).toBe(1);
+    await changesOf(page, FIRST).click();
+    await dialog.getByRole("button", { name: "Revert to this turn" }).click();
+    await confirm.getByRole("button", { name: "Revert" }).click();
+    await secondUser.getByTestId("reverted-badge").waitFor();
     expect(pageErrors).toEqual([]);
     await page.close();
 

@@ -20,7 +20,7 @@ import { defineSchedule, type Schedule } from "../schedules";
  */
 export function registerWorkspaceProcessors(
   registry: ProcessorRegistry<BerthJobCatalog>,
-  engine: Pick<WorkspaceEngine, "drivers" | "config" | "queues">,
+  engine: Pick<WorkspaceEngine, "drivers" | "config" | "queues" | "checkpoints">,
   /** The workers' job lock duration: a provision run's claim lapses after as long (provision-claim.ts). */
   options: { lockDurationMs?: number | undefined } = {},
 ): void {
@@ -30,6 +30,7 @@ export function registerWorkspaceProcessors(
     config: engine.config,
     requestStop: (payload) => enqueue("workspace.stop", payload),
     requestProvision: (payload) => enqueue("workspace.provision", payload),
+    checkpoints: engine.checkpoints,
     ...(options.lockDurationMs !== undefined ? { provisionClaimMs: options.lockDurationMs } : {}),
   };
   registry

@@ -1,4 +1,6 @@
 import { randomUUID } from "node:crypto";
+import fs from "node:fs/promises";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { disconnectDb } from "@/server/db";
 import { createLogger } from "@/server/logger";
@@ -175,6 +177,43 @@ describe("the agent's Changes tool", () => {
       expect(output).toMatch(/^changed\s+a\.txt \(4 B\)$/m);
       expect(output).toMatch(/^removed\s+old\.txt/m);
       expect(output).toContain("+b");
+    },
+  );
+});
+
+describe("resume integrity", () => {
+  it(
+    "compares a recreated machine's folder with the last checkpoint and names what was lost",
+    { timeout: 90_000 },
+    async () => {
+      const agent = await h.owner.agent.create({
+        ...h.ref,
+        name: `cp-resume-${randomUUID().slice(0, 6)}`,
+        modelConfig: { baseUrl: fake.baseUrl, model: "fake-model", apiKey: "sk-cp" },
+      });
+      const { sessionId, workspaceId } = await h.owner.session.create({ ...h.ref, agentId: agent.id });
+      await bash(sessionId, "echo a > a.txt && echo b > b.txt");
+      await h.owner.workspace.stop({ ...h.ref, workspaceId });
+      await vi.waitFor(
+        async () => expect((await getWorkspace(h.tenant.ownerScope, workspaceId)).state).toBe("STOPPED"),
+        { timeout: 60_000, interval: 100 },
+      );
+      // Lost while the workspace was stopped, behind Berth's back (a disk, a cleanup script, a lost volume).
+      const entries = await fs.readdir(h.workspace.basedir, { recursive: true });
+      const lost = entries.filter(
+        (entry) => entry.includes(workspaceId) && entry.endsWith(`${path.sep}b.txt`),
+      );
+      expect(lost).toHaveLength(1);
+      await fs.rm(path.join(h.workspace.basedir, lost[0]!));
+
+      // The next turn provisions the machine again; before it is READY its folder is compared.
+      expect(await bash(sessionId, "cat a.txt")).toBe("a\n");
+      const events = await h.owner.workspace.events({ ...h.ref, workspaceId, kinds: ["integrity_checked"] });
+      expect(events.items).toHaveLength(1);
+      expect(events.items[0]).toMatchObject({
+        reason: expect.stringContaining("without 1"),
+        data: expect.objectContaining({ lostCount: 1, lost: ["b.txt"], changedCount: 0 }),
+      });
     },
   );
 });

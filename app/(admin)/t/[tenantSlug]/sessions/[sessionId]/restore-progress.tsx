@@ -1,6 +1,6 @@
 "use client";
 
-import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Loader2, X } from "lucide-react";
 import { useEffect, useRef } from "react";
 import { toast } from "sonner";
@@ -108,8 +108,44 @@ export function RestoreProgress() {
     <Alert tone="success" className="mb-4" data-testid="restore-progress" data-status="done">
       <span className="flex items-start gap-2">
         {words.done} {restore.data.written} file{restore.data.written === 1 ? "" : "s"} written,{" "}
-        {restore.data.deleted} deleted. {words.doneAfter} {dismiss}
+        {restore.data.deleted} deleted. {words.doneAfter}
+        {restore.data.kind === "REVERT" && restore.data.safetyCheckpointId ? (
+          <UndoRevert checkpointId={restore.data.safetyCheckpointId} />
+        ) : null}
+        {dismiss}
       </span>
     </Alert>
+  );
+}
+
+/**
+ * Every revert first records the folder as it was (a BEFORE_REVERT checkpoint): reverting to that one
+ * undoes the revert, files and turns alike. One call for a double click.
+ */
+function UndoRevert({ checkpointId }: { checkpointId: string }) {
+  const trpc = useTRPC();
+  const { tenantSlug, sessionId, changeRefusal, followRestore } = useCheckpoints();
+  const busy = useRef(false);
+  const undo = useMutation(
+    trpc.checkpoint.revert.mutationOptions({
+      onSuccess: ({ restoreId }) => followRestore(restoreId),
+      onError: (error) => toast.error(`Could not undo the revert: ${error.message}`),
+    }),
+  );
+  if (changeRefusal) return null;
+  return (
+    <Button
+      variant="outline"
+      size="sm"
+      className="h-6 px-2"
+      disabled={undo.isPending}
+      onClick={() => {
+        if (busy.current) return;
+        busy.current = true;
+        undo.mutate({ tenantSlug, sessionId, checkpointId }, { onSettled: () => (busy.current = false) });
+      }}
+    >
+      Undo revert
+    </Button>
   );
 }
