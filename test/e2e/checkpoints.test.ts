@@ -213,6 +213,7 @@ describe.skipIf(!HAS_CHROMIUM)("turn checkpoints in the dashboard", () => {
       .waitFor({ state: "detached" });
     await secondUser.getByTestId("reverted-badge").waitFor({ state: "detached" });
     expect(undos()).toBe(1);
+    await progress.getByRole("button", { name: "Dismiss" }).click();
     await changesOf(page, FIRST).click();
     await dialog.getByRole("button", { name: "Revert to this turn" }).click();
     await confirm.getByRole("button", { name: "Revert" }).click();

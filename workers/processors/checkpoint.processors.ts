@@ -1,8 +1,8 @@
 import { getWorkspaceServices } from "@/server/composition/services";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import { runCheckpointRestore } from "@/server/modules/checkpoint/checkpoint-restore.service";
-import { CHECKPOINT_SWEEP_EVERY_MS } from "@/server/modules/checkpoint/checkpoint.jobs";
-import { sweepCheckpoints } from "@/server/modules/checkpoint/checkpoint-sweep.service";
+import { CHECKPOINT_PRUNE_EVERY_MS } from "@/server/modules/checkpoint/checkpoint.jobs";
+import { pruneCheckpoints } from "@/server/modules/checkpoint/checkpoint-prune.service";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
 import type { BerthSchedulerId } from "@/server/queue/schedulers";
 import type { ProcessorRegistry } from "../registry";
@@ -21,17 +21,17 @@ export function registerCheckpointProcessors(
       { isLastAttempt: job.attemptsMade + 1 >= (job.opts.attempts ?? 1), signal },
     ),
   );
-  registry.registerProcessor("checkpoint.sweep", ({ log }) =>
-    sweepCheckpoints({ store: engine.checkpoints }, log),
+  registry.registerProcessor("checkpoint.prune", ({ log }) =>
+    pruneCheckpoints({ store: engine.checkpoints }, log),
   );
 }
 
-/** The checkpoint sweep's tick (one run per interval across all workers). */
+/** The checkpoint prune's tick (one run per interval across all workers). */
 export const checkpointSchedules: readonly Schedule<BerthJobCatalog>[] = [
-  defineSchedule<BerthJobCatalog, "checkpoint.sweep">({
-    id: "checkpoint.sweep.tick" satisfies BerthSchedulerId,
-    job: "checkpoint.sweep",
+  defineSchedule<BerthJobCatalog, "checkpoint.prune">({
+    id: "checkpoint.prune.tick" satisfies BerthSchedulerId,
+    job: "checkpoint.prune",
     payload: { trigger: "schedule" },
-    every: CHECKPOINT_SWEEP_EVERY_MS,
+    every: CHECKPOINT_PRUNE_EVERY_MS,
   }),
 ];

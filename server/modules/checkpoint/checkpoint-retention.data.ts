@@ -2,8 +2,8 @@ import { type DbClient, getDb } from "@/server/db";
 import type { RetentionRow } from "./checkpoint-retention";
 
 /**
- * The rows the checkpoint sweep reads and deletes (checkpoint-sweep.service.ts). Not tenant-scoped by a
- * caller's scope: the sweep is the installation's and walks every tenant in turn.
+ * The rows the checkpoint prune reads and deletes (checkpoint-prune.service.ts). Not tenant-scoped by a
+ * caller's scope: the prune is the installation's and walks every tenant in turn.
  */
 
 const DELETE_BATCH = 500;
@@ -46,7 +46,7 @@ export async function checkpointsHeldByRestores(
   return new Set(rows.map((row) => row.checkpoint_id));
 }
 
-/** Deletes checkpoint rows in bounded batches (the store's objects go in the sweep's next step). */
+/** Deletes checkpoint rows in bounded batches (the store's objects go in the prune's next step). */
 export async function deleteCheckpoints(
   tenantId: string,
   ids: readonly string[],

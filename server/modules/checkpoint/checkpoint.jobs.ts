@@ -12,10 +12,10 @@ const ZCheckpointRestorePayload = z.object({
   restoreId: z.string().min(1).max(200),
 });
 
-const ZCheckpointSweepPayload = z.object({ trigger: z.enum(["schedule", "manual"]) });
+const ZCheckpointPrunePayload = z.object({ trigger: z.enum(["schedule", "manual"]) });
 
-/** How often the checkpoint sweep applies the tenants' retention (checkpoint-sweep.service.ts). */
-export const CHECKPOINT_SWEEP_EVERY_MS = 15 * 60_000;
+/** How often the checkpoint prune applies the tenants' retention (checkpoint-prune.service.ts). */
+export const CHECKPOINT_PRUNE_EVERY_MS = 15 * 60_000;
 
 export const checkpointJobs = {
   "checkpoint.restore": defineJob({
@@ -30,9 +30,9 @@ export const checkpointJobs = {
     jobId: (p) => deterministicJobId("checkpoint.restore", p.restoreId),
   }),
   /** Retention: expired checkpoints' rows, then the store objects no kept checkpoint reaches. */
-  "checkpoint.sweep": defineJob({
+  "checkpoint.prune": defineJob({
     queue: "workspace",
-    schema: ZCheckpointSweepPayload,
+    schema: ZCheckpointPrunePayload,
     options: { attempts: 1, removeOnComplete: JOB_RETENTION.completed, removeOnFail: JOB_RETENTION.failed },
   }),
 } as const;

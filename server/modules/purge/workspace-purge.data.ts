@@ -136,7 +136,7 @@ export async function completePurge(
     });
     // Its skills' bytes no longer count against the tenant's skill storage.
     const skillStorage = await deleteStoredSkills({ workspaceId }, tx);
-    // Its turn checkpoints go with it; the store objects only they reached go in the next checkpoint sweep.
+    // Its turn checkpoints go with it; the store objects only they reached go in the next checkpoint prune.
     const { count: checkpoints } = await tx.workspaceCheckpoint.deleteMany({
       where: { tenantId: scope.tenantId, workspaceId },
     });

@@ -25,7 +25,7 @@ export interface CheckpointStore {
    * Deletes the tenant's objects not in `keep` that are older than `graceMs` (a checkpoint being stored
    * right now has written objects no stored checkpoint references yet). Yields between batches.
    */
-  sweep(
+  prune(
     tenantId: string,
     keep: ReadonlySet<string>,
     graceMs: number,
@@ -104,7 +104,7 @@ export class FolderCheckpointStore implements CheckpointStore {
     return tree;
   }
 
-  async sweep(
+  async prune(
     tenantId: string,
     keep: ReadonlySet<string>,
     graceMs: number,
@@ -142,7 +142,7 @@ export class FolderCheckpointStore implements CheckpointStore {
   async dropTenant(tenantId: string): Promise<void> {
     const dir = this.tenantDir(tenantId);
     for (const key of this.trees.keys()) if (key.startsWith(`${tenantId}/`)) this.trees.delete(key);
-    await this.sweep(tenantId, new Set(), -1);
+    await this.prune(tenantId, new Set(), -1);
     await fs.rm(dir, { recursive: true, force: true });
   }
 
@@ -182,8 +182,8 @@ export function missingObject(hash: string): AppError {
 }
 
 /**
- * True when the object exists, and then its mtime is now: the sweep's grace counts from its last
- * reference, so a sweep that began before the checkpoint naming it is written cannot take it.
+ * True when the object exists, and then its mtime is now: the prune's grace counts from its last
+ * reference, so a prune that began before the checkpoint naming it is written cannot take it.
  */
 async function referencedAgain(file: string): Promise<boolean> {
   const now = new Date();

@@ -56,7 +56,7 @@ const MAX_COPY_BYTES = 5 * 1024 ** 3;
 
 /**
  * Checkpoint objects in an S3 bucket, with the folder store's semantics: `<prefix><tenant>/objects/aa/<rest>`
- * per tenant (never shared), a present object is never uploaded again, sweep and dropTenant work page by
+ * per tenant (never shared), a present object is never uploaded again, prune and dropTenant work page by
  * page (at most 1,000 keys listed or deleted per request) and nothing is read or hashed synchronously.
  */
 export class S3CheckpointStore implements CheckpointStore {
@@ -159,7 +159,7 @@ export class S3CheckpointStore implements CheckpointStore {
     return tree;
   }
 
-  async sweep(
+  async prune(
     tenantId: string,
     keep: ReadonlySet<string>,
     graceMs: number,
@@ -243,8 +243,8 @@ export class S3CheckpointStore implements CheckpointStore {
   }
 
   /**
-   * True when the object exists, and then its LastModified is now, as the folder store's mtime: the sweep's
-   * grace counts from the last reference, so a sweep that began before the checkpoint naming it is
+   * True when the object exists, and then its LastModified is now, as the folder store's mtime: the prune's
+   * grace counts from the last reference, so a prune that began before the checkpoint naming it is
    * written cannot take it. A copy onto itself with new metadata is S3's way to touch an object: one
    * request, no bytes sent, and a 404 when absent. S3 copies at most 5 GiB in one request, so a larger
    * object is only checked (its grace then counts from its upload).
@@ -337,7 +337,7 @@ export class S3CheckpointStore implements CheckpointStore {
   }
 }
 
-/** `<objectsPrefix>aa/<62 hex>` → the hash; anything else (a stray key) → null, never deleted by sweep. */
+/** `<objectsPrefix>aa/<62 hex>` → the hash; anything else (a stray key) → null, never deleted by a prune. */
 function hashOfKey(key: string, objectsPrefix: string): string | null {
   const [shard, rest, ...more] = key.slice(objectsPrefix.length).split("/");
   const hash = `${shard}${rest}`;

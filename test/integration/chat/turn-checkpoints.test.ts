@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { disconnectDb } from "@/server/db";
 import { createLogger } from "@/server/logger";
-import { sweepCheckpoints } from "@/server/modules/checkpoint/checkpoint-sweep.service";
+import { pruneCheckpoints } from "@/server/modules/checkpoint/checkpoint-prune.service";
 import { getWorkspace } from "@/server/modules/workspace/workspace.data";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
 import { rejectionCode } from "../api/support/call-by-path";
@@ -234,19 +234,19 @@ describe("checkpoint retention", () => {
       for (let turn = 0; turn < 4; turn += 1) await bash(sessionId, "head -c 400000 /dev/urandom > big.bin");
       const all = await h.owner.checkpoint.list({ ...h.ref, sessionId });
       expect(all).toHaveLength(4);
-      const sweep = () =>
-        sweepCheckpoints(
+      const prune = () =>
+        pruneCheckpoints(
           { store: h.workspace.engine.checkpoints, graceMs: 0 },
           createLogger({ level: "silent" }),
         );
-      const ours = async () => (await sweep()).tenants.find((tenant) => tenant.tenantId === h.ref.tenantId)!;
+      const ours = async () => (await prune()).tenants.find((tenant) => tenant.tenantId === h.ref.tenantId)!;
 
       // Keep the last two turns: the oldest two rows go; the store keeps turn 2's blob too (turn 3's diff
       // compares with it) and frees turn 1's.
       await h.owner.tenant.setPolicy({ ...h.ref, checkpointKeepTurns: 2 });
       const kept = await ours();
       expect(kept.expired).toBeGreaterThanOrEqual(2);
-      expect(kept.sweptBytes).toBeGreaterThanOrEqual(400_000);
+      expect(kept.prunedBytes).toBeGreaterThanOrEqual(400_000);
       expect(kept.keptBytes).toBeGreaterThanOrEqual(3 * 400_000);
       expect((await h.owner.checkpoint.list({ ...h.ref, sessionId })).map((c) => c.id)).toEqual(
         all.slice(2).map((c) => c.id),
@@ -254,7 +254,7 @@ describe("checkpoint retention", () => {
       const oldestKept = all[2]!;
       const diff = await h.owner.checkpoint.diff({ ...h.ref, sessionId, checkpointId: oldestKept.id });
       expect(diff.files.map((file) => `${file.kind} ${file.path}`)).toEqual(["changed big.bin"]);
-      expect(await ours()).toMatchObject({ expired: 0, sweptObjects: 0 });
+      expect(await ours()).toMatchObject({ expired: 0, prunedObjects: 0 });
 
       // A 1 MiB cap: the newest (always kept) reaches 800 KB with its base; the next would pass the cap
       // (and so would any older one of the tenant's).

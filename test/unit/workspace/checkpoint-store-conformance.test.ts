@@ -54,7 +54,7 @@ const SUBJECTS: Record<string, () => Subject> = {
       // Each installation its own key space in the one bucket, as BERTH_CHECKPOINT_S3_PREFIX gives.
       prefix: `installation-${installations}/`,
       spoolDir,
-      // A few keys per page, so sweep and dropTenant cross several pages and delete batches.
+      // A few keys per page, so prune and dropTenant cross several pages and delete batches.
       pageSize: 4,
     });
     s3Stores.push(store);
@@ -129,14 +129,14 @@ describe.each(Object.keys(SUBJECTS))("CheckpointStore conformance: %s", (name) =
     await expect(store.readBlob("../tenant-a", blob.hash)).rejects.toMatchObject({ code: "BAD_REQUEST" });
   });
 
-  it("keeps tenants apart: no shared objects, reads, dedup, sweeps or drops across them", async () => {
+  it("keeps tenants apart: no shared objects, reads, dedup, prunes or drops across them", async () => {
     const { store } = make();
     // `t1` is a prefix of `t10`'s name: a store keying by a bare prefix would mix them up.
     const mine = await store.putBlob("t1", Readable.from([Buffer.from("secret")]));
     await expect(store.readBlob("t10", mine.hash)).rejects.toMatchObject({ code: "NOT_FOUND" });
     const theirs = await store.putBlob("t10", Readable.from([Buffer.from("secret")]));
     expect(theirs).toEqual({ ...mine, stored: true }); // stored again: no cross-tenant dedup
-    expect(await store.sweep("t1", new Set(), -1)).toEqual({ objects: 1, bytes: 6 });
+    expect(await store.prune("t1", new Set(), -1)).toEqual({ objects: 1, bytes: 6 });
     expect(await text(await store.readBlob("t10", mine.hash))).toBe("secret");
     await store.putBlob("t1", Readable.from([Buffer.from("secret")]));
     await store.dropTenant("t1");
@@ -144,7 +144,7 @@ describe.each(Object.keys(SUBJECTS))("CheckpointStore conformance: %s", (name) =
     expect(await text(await store.readBlob("t10", mine.hash))).toBe("secret");
   });
 
-  it("sweeps only unreferenced objects older than the grace, over several pages", async () => {
+  it("prunes only unreferenced objects older than the grace, over several pages", async () => {
     const { store } = make();
     const kept: string[] = [];
     const dropped: { hash: string; size: number }[] = [];
@@ -158,16 +158,16 @@ describe.each(Object.keys(SUBJECTS))("CheckpointStore conformance: %s", (name) =
     const keep = new Set([...kept, tree.hash]);
     const other = await store.putBlob("tenant-b", Readable.from([Buffer.from("file 1")]));
     // Recent: a checkpoint being captured right now has objects nothing references yet.
-    expect(await store.sweep("tenant-a", new Set(), 60_000)).toEqual({ objects: 0, bytes: 0 });
+    expect(await store.prune("tenant-a", new Set(), 60_000)).toEqual({ objects: 0, bytes: 0 });
     const bytes = dropped.reduce((total, blob) => total + blob.size, 0);
-    expect(await store.sweep("tenant-a", keep, -1)).toEqual({ objects: dropped.length, bytes });
+    expect(await store.prune("tenant-a", keep, -1)).toEqual({ objects: dropped.length, bytes });
     for (const hash of kept) expect(await text(await store.readBlob("tenant-a", hash))).toMatch(/^file/);
     expect(await store.readTree("tenant-a", tree.hash)).toEqual({ v: 1, entries: [] });
     for (const { hash } of dropped) {
       await expect(store.readBlob("tenant-a", hash)).rejects.toMatchObject({ code: "NOT_FOUND" });
     }
     expect(await text(await store.readBlob("tenant-b", other.hash))).toBe("file 1");
-    expect(await store.sweep("tenant-a", keep, -1)).toEqual({ objects: 0, bytes: 0 });
+    expect(await store.prune("tenant-a", keep, -1)).toEqual({ objects: 0, bytes: 0 });
     // A swept object can be stored again.
     expect((await store.putBlob("tenant-a", Readable.from([Buffer.from("file 1")]))).stored).toBe(true);
   });
@@ -179,14 +179,14 @@ describe.each(Object.keys(SUBJECTS))("CheckpointStore conformance: %s", (name) =
     await store.putTree("tenant-a", tree.hash, tree.bytes);
     // Older than the grace by now (S3's LastModified has whole seconds: a margin of one)...
     await new Promise((resolve) => setTimeout(resolve, 2_200));
-    // ...but a checkpoint being written names them again: a sweep must not take them from under it.
+    // ...but a checkpoint being written names them again: a prune must not take them from under it.
     expect(await store.putBlob("tenant-a", Readable.from([Buffer.from("old file")]))).toEqual({
       ...blob,
       stored: false,
     });
     expect(await store.putTree("tenant-a", tree.hash, tree.bytes)).toBe(false);
-    expect(await store.sweep("tenant-a", new Set(), 1_500)).toEqual({ objects: 0, bytes: 0 });
-    expect(await store.sweep("tenant-a", new Set(), -1)).toEqual({
+    expect(await store.prune("tenant-a", new Set(), 1_500)).toEqual({ objects: 0, bytes: 0 });
+    expect(await store.prune("tenant-a", new Set(), -1)).toEqual({
       objects: 2,
       bytes: blob.size + tree.bytes.length,
     });
@@ -209,7 +209,7 @@ describe.each(Object.keys(SUBJECTS))("CheckpointStore conformance: %s", (name) =
     await store.dropTenant("tenant-a"); // nothing left: a no-op
     await store.dropTenant("never-seen");
     expect(await store.putTree("tenant-a", tree.hash, tree.bytes)).toBe(true);
-    expect(await store.sweep("tenant-a", new Set(), -1)).toEqual({ objects: 1, bytes: tree.bytes.length });
+    expect(await store.prune("tenant-a", new Set(), -1)).toEqual({ objects: 1, bytes: tree.bytes.length });
   });
 });
 

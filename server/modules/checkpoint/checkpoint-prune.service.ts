@@ -19,44 +19,44 @@ import {
  */
 const CHECKPOINT_OBJECT_GRACE_MS = 60 * 60_000;
 
-export type TenantSweepResult = {
+export type TenantPruneResult = {
   tenantId: string;
   kept: number;
   expired: number;
   /** Deduplicated bytes the kept checkpoints reach in the store. */
   keptBytes: number;
-  sweptObjects: number;
-  sweptBytes: number;
+  prunedObjects: number;
+  prunedBytes: number;
 };
 
 /**
- * `checkpoint.sweep`: applies each tenant's retention (checkpoint-retention.ts), deletes the expired rows,
+ * `checkpoint.prune`: applies each tenant's retention (checkpoint-retention.ts), deletes the expired rows,
  * then the store objects no kept checkpoint reaches. Rows go before objects, so a crash in between leaves
- * only unreferenced objects, which the next sweep deletes.
+ * only unreferenced objects, which the next prune deletes.
  */
-export async function sweepCheckpoints(
+export async function pruneCheckpoints(
   deps: { store: CheckpointStore; now?: () => Date; graceMs?: number },
   log: Logger,
-): Promise<{ tenants: TenantSweepResult[] }> {
-  const tenants: TenantSweepResult[] = [];
+): Promise<{ tenants: TenantPruneResult[] }> {
+  const tenants: TenantPruneResult[] = [];
   for (const tenant of await listTenantsWithCheckpoints()) {
     try {
-      tenants.push(await sweepTenant(deps, tenant.id, retentionPolicyOf(tenant)));
+      tenants.push(await pruneTenant(deps, tenant.id, retentionPolicyOf(tenant)));
     } catch (error) {
       // One tenant's broken store folder must not stop the others' retention.
-      log.error({ err: error, tenantId: tenant.id }, "checkpoint sweep of a tenant failed");
+      log.error({ err: error, tenantId: tenant.id }, "checkpoint prune of a tenant failed");
     }
   }
   const expired = tenants.reduce((sum, tenant) => sum + tenant.expired, 0);
-  log.info({ tenants: tenants.length, expired }, "checkpoint sweep done");
+  log.info({ tenants: tenants.length, expired }, "checkpoint prune done");
   return { tenants };
 }
 
-async function sweepTenant(
+async function pruneTenant(
   deps: { store: CheckpointStore; now?: () => Date; graceMs?: number },
   tenantId: string,
   policy: ReturnType<typeof retentionPolicyOf>,
-): Promise<TenantSweepResult> {
+): Promise<TenantPruneResult> {
   const rows = await listRetentionRows(tenantId);
   const held = await checkpointsHeldByRestores(tenantId);
   const { pinned, kept, expired } = splitByPolicy(rows, policy, deps.now?.() ?? new Date(), held);
@@ -82,7 +82,7 @@ async function sweepTenant(
     tenantId,
     expired.map((row) => row.id),
   );
-  const swept = await deps.store.sweep(
+  const swept = await deps.store.prune(
     tenantId,
     new Set(reachable.objects.keys()),
     deps.graceMs ?? CHECKPOINT_OBJECT_GRACE_MS,
@@ -92,7 +92,7 @@ async function sweepTenant(
     kept: survivors.length,
     expired: expired.length,
     keptBytes: reachable.totalBytes,
-    sweptObjects: swept.objects,
-    sweptBytes: swept.bytes,
+    prunedObjects: swept.objects,
+    prunedBytes: swept.bytes,
   };
 }
