@@ -32,6 +32,7 @@ export const chatRouter = createTRPCRouter({
           sessionId: input.sessionId,
           message: input.message,
           ...(input.idempotencyKey ? { idempotencyKey: input.idempotencyKey } : {}),
+          ...(input.checkpointFirst ? { checkpointFirst: true } : {}),
         },
         signal ? { signal } : {},
       );

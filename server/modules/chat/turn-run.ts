@@ -32,6 +32,8 @@ export type ClaimedTurn = {
   session: SessionDTO;
   agent: { agent: AgentDTO; modelApiKey: () => string | null };
   message: string;
+  /** Record a BEFORE_TURN checkpoint before the turn runs (`chat.send`'s `checkpointFirst`). */
+  checkpointFirst?: boolean;
   turn: RunningTurn;
   /** The turn's quota slot (none without quotas), released when it ends. */
   admission: TurnAdmission | undefined;
@@ -213,6 +215,15 @@ async function run(
         ],
         logger: ctx.chatLogger,
       });
+      if (claimed.checkpointFirst)
+        await ctx.checkpoints?.recordTurn(scope, {
+          machine: workspace.machine,
+          workspaceId: record.id,
+          generation: record.generation,
+          sessionId,
+          turnId: claimed.turn.turnId,
+          before: true,
+        });
       const history = fromStoredMessages(await loadHistory(scope, sessionId));
       const result = await runTurn({
         sessionId,

@@ -62,8 +62,10 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
 
   return {
     /**
-     * Records the workdir at the end of a turn. Never fails the turn: a checkpoint that cannot be taken
-     * is stored as FAILED with the reason, and the next one starts from the last READY one.
+     * Records the workdir at the end of a turn, or before one the sender marked risky (`before`: what
+     * changed since the last turn outside of turns, an upload or a terminal, is kept too). Never fails
+     * the turn: a checkpoint that cannot be taken is stored as FAILED with the reason, and the next one
+     * starts from the last READY one.
      */
     async recordTurn(
       scope: TenantScope,
@@ -73,6 +75,7 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
         generation: number;
         sessionId: string;
         turnId: string;
+        before?: boolean;
       },
     ): Promise<CheckpointRow | null> {
       const started = Date.now();
@@ -80,7 +83,8 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
         workspaceId: input.workspaceId,
         generation: input.generation,
         sessionId: input.sessionId,
-        turnId: input.turnId,
+        // One checkpoint per turn names it: the one at its end.
+        ...(input.before ? { turnId: null, kind: "BEFORE_TURN" as const } : { turnId: input.turnId }),
       };
       try {
         const previous = await latestCheckpointTree(scope, input.workspaceId, input.generation);
@@ -159,7 +163,10 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
       return (await listSessionCheckpoints(scope, sessionId)).map(({ checkpoint, turn }) => ({
         id: checkpoint.id,
         turnId: checkpoint.turnId,
-        /** TURN, or BEFORE_REVERT: the folder just before a revert (reverting to it undoes the revert). */
+        /**
+         * TURN; BEFORE_TURN (before a turn sent as risky); BEFORE_REVERT (the folder just before a revert:
+         * reverting to it undoes the revert).
+         */
         kind: checkpoint.kind,
         status: checkpoint.status,
         files: checkpoint.files,

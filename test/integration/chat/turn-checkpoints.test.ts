@@ -143,7 +143,7 @@ describe("turn checkpoints", () => {
   });
 });
 
-describe("the agent's Changes tool", () => {
+describe("the agent's Changes tool, and risky turns", () => {
   it(
     "lists what this turn changed so far (Bash included) and diffs a file",
     { timeout: 60_000 },
@@ -153,7 +153,7 @@ describe("the agent's Changes tool", () => {
         name: `cp-changes-${randomUUID().slice(0, 6)}`,
         modelConfig: { baseUrl: fake.baseUrl, model: "fake-model", apiKey: "sk-cp" },
       });
-      const { sessionId } = await h.owner.session.create({ ...h.ref, agentId: agent.id });
+      const { sessionId, workspaceId } = await h.owner.session.create({ ...h.ref, agentId: agent.id });
       await bash(sessionId, "printf 'a\\n' > a.txt && echo gone > old.txt");
       fake.enqueue(
         {
@@ -177,6 +177,17 @@ describe("the agent's Changes tool", () => {
       expect(output).toMatch(/^changed\s+a\.txt \(4 B\)$/m);
       expect(output).toMatch(/^removed\s+old\.txt/m);
       expect(output).toContain("+b");
+
+      // A risky turn: what an upload changed since the last turn is recorded before the turn runs.
+      await h.owner.workspace.files.write({ ...h.ref, workspaceId, path: "uploaded.txt", content: "up" });
+      fake.enqueue({ kind: "text", text: "nothing to do" });
+      const risky = await sendChat(h.owner, { ...h.ref, sessionId, message: "risky", checkpointFirst: true });
+      expect(risky.at(-1)).toMatchObject({ type: "done", status: "completed" });
+      const [before, end] = (await h.owner.checkpoint.list({ ...h.ref, sessionId })).slice(-2);
+      expect(before).toMatchObject({ kind: "BEFORE_TURN", turnId: null, added: 1, status: "READY" });
+      expect(end).toMatchObject({ kind: "TURN", added: 0, changed: 0, removed: 0 });
+      const diff = await h.owner.checkpoint.diff({ ...h.ref, sessionId, checkpointId: before!.id });
+      expect(diff.files.map((file) => `${file.kind} ${file.path}`)).toEqual(["added uploaded.txt"]);
     },
   );
 });
