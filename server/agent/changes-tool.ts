@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { isAppError } from "@/server/shared/errors";
 import type { AgentTool, AgentToolResult } from "./ports";
+import { guarded, invalidInput } from "./tool-failures";
 
 /** What the `Changes` tool asks of the turn's workspace (the checkpoint service answers it). */
 export type WorkspaceChangesPort = (query: {
@@ -49,17 +49,10 @@ export function createChangesTool(changesOf: WorkspaceChangesPort): AgentTool {
     },
     async execute(raw, { signal }): Promise<AgentToolResult> {
       const parsed = ZChangesInput.safeParse(raw ?? {});
-      if (!parsed.success)
-        return {
-          content: `Error: invalid input for Changes: ${z.prettifyError(parsed.error)}`,
-          isError: true,
-        };
-      try {
-        const { changes, diff } = await changesOf({
-          turnsBack: parsed.data.turns_back,
-          path: parsed.data.path,
-          signal,
-        });
+      if (!parsed.success) return invalidInput("Changes", parsed.error);
+      const { turns_back: turnsBack, path } = parsed.data;
+      return guarded(signal, async () => {
+        const { changes, diff } = await changesOf({ turnsBack, path, signal });
         const lines = changes
           .slice(0, MAX_LISTED)
           .map(
@@ -68,23 +61,15 @@ export function createChangesTool(changesOf: WorkspaceChangesPort): AgentTool {
           );
         if (changes.length > MAX_LISTED) lines.push(`… and ${changes.length - MAX_LISTED} more`);
         const listing = lines.length === 0 ? "No changes." : lines.join("\n");
-        if (parsed.data.path === undefined) return { content: listing, isError: false };
+        if (path === undefined) return { content: listing, isError: false };
         const detail =
           diff === null
-            ? `${parsed.data.path} did not change.`
+            ? `${path} did not change.`
             : diff.binary
-              ? `${parsed.data.path} is binary or too large to diff.`
+              ? `${path} is binary or too large to diff.`
               : (diff.diff ?? "");
         return { content: `${listing}\n\n${detail}`, isError: false };
-      } catch (error) {
-        if (signal?.aborted) throw error;
-        const message = isAppError(error)
-          ? error.userMessage
-          : error instanceof Error
-            ? error.message
-            : String(error);
-        return { content: `Error: ${message}`, isError: true };
-      }
+      });
     },
   };
 }

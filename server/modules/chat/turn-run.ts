@@ -215,15 +215,17 @@ async function run(
         ],
         logger: ctx.chatLogger,
       });
-      if (claimed.checkpointFirst)
-        await ctx.checkpoints?.recordTurn(scope, {
+      // Never fail the turn (a checkpoint that cannot be taken is recorded as FAILED).
+      const checkpoint = (before: boolean) =>
+        ctx.checkpoints?.recordTurn(scope, {
           machine: workspace.machine,
           workspaceId: record.id,
           generation: record.generation,
           sessionId,
           turnId: claimed.turn.turnId,
-          before: true,
+          before,
         });
+      if (claimed.checkpointFirst) await checkpoint(true);
       const history = fromStoredMessages(await loadHistory(scope, sessionId));
       const result = await runTurn({
         sessionId,
@@ -247,14 +249,8 @@ async function run(
         ctx.log.warn({ err: error }, "could not buffer turn timings"),
       );
       // The workdir as this turn left it (Bash changes included), still under the turn's lease: nothing
-      // else can change it before it is recorded. Never fails the turn (a failed checkpoint is recorded).
-      await ctx.checkpoints?.recordTurn(scope, {
-        machine: workspace.machine,
-        workspaceId: record.id,
-        generation: record.generation,
-        sessionId,
-        turnId: claimed.turn.turnId,
-      });
+      // else can change it before it is recorded.
+      await checkpoint(false);
       return { ...result, backend: record.backendKind, workspaceId: record.id };
     },
   );

@@ -6,16 +6,10 @@ import { restoreLeaseHolder } from "@/server/modules/workspace/workspace-lifecyc
 import { isAppError } from "@/server/shared/errors";
 import type { CheckpointStore } from "@/server/workspace/checkpoints/checkpoint-store";
 import { restoreCheckpoint } from "@/server/workspace/checkpoints/restore";
-import { captureCheckpoint } from "@/server/workspace/checkpoints/capture";
 import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
 import type { TenantScope } from "@/server/auth/scope";
-import {
-  finishRestore,
-  getCheckpoint,
-  getRestore,
-  latestCheckpointTree,
-  recordSafetyCheckpoint,
-} from "./checkpoint.data";
+import { finishRestore, getCheckpoint, getRestore, recordSafetyCheckpoint } from "./checkpoint.data";
+import { captureRowOf } from "./checkpoint-capture";
 
 export type RestoreJobDeps = {
   workspaces: Pick<WorkspaceService, "withLease">;
@@ -100,27 +94,18 @@ async function safetyCheckpoint(
     const recorded = await getCheckpoint(scope, restore.safetyCheckpointId);
     if (recorded.rootTree) return { id: recorded.id, root: recorded.rootTree };
   }
-  const started = Date.now();
-  const previous = await latestCheckpointTree(scope, restore.workspaceId, generation);
-  const captured = await captureCheckpoint({
+  const row = await captureRowOf(deps.store, scope, {
     machine,
-    store: deps.store,
-    tenantId: scope.tenantId,
-    previous,
+    workspaceId: restore.workspaceId,
+    generation,
   });
   const id = await recordSafetyCheckpoint(scope, restore.id, {
+    ...row,
     workspaceId: restore.workspaceId,
     generation,
     sessionId: restore.sessionId,
-    status: "READY",
-    rootTree: captured.root,
-    baseTree: previous,
-    files: captured.stats.files,
-    totalBytes: captured.stats.totalBytes,
-    storedBytes: captured.stats.storedBytes,
-    durationMs: Date.now() - started,
   });
-  return { id, root: (await getCheckpoint(scope, id)).rootTree ?? captured.root };
+  return { id, root: (await getCheckpoint(scope, id)).rootTree ?? row.rootTree };
 }
 
 /** After a revert that failed for good: the folder back as it was before it (best effort), and what to say. */

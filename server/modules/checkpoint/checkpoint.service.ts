@@ -22,6 +22,7 @@ import {
   recentTurnTrees,
 } from "./checkpoint.data";
 import { copyTranscriptUntil } from "./checkpoint-transcript.data";
+import { captureRowOf } from "./checkpoint-capture";
 import { unifiedDiffOf } from "./checkpoint-text";
 
 export type CheckpointServiceDeps = {
@@ -87,29 +88,9 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
         ...(input.before ? { turnId: null, kind: "BEFORE_TURN" as const } : { turnId: input.turnId }),
       };
       try {
-        const previous = await latestCheckpointTree(scope, input.workspaceId, input.generation);
-        const captured = await captureCheckpoint({
-          machine: input.machine,
-          store,
-          tenantId: scope.tenantId,
-          previous,
-        });
-        // Counted: files and links (an empty folder that came or went is listed by the diff, not counted).
-        const changes = (await diffTrees(readTree(scope.tenantId), previous, captured.root)).filter(
-          (change) => (change.kind === "removed" ? change.before : change.after).type !== "dir",
-        );
         const row = await insertCheckpoint(scope, {
           ...base,
-          status: "READY",
-          rootTree: captured.root,
-          baseTree: previous,
-          files: captured.stats.files,
-          totalBytes: captured.stats.totalBytes,
-          storedBytes: captured.stats.storedBytes,
-          added: changes.filter((change) => change.kind === "added").length,
-          changed: changes.filter((change) => change.kind === "changed").length,
-          removed: changes.filter((change) => change.kind === "removed").length,
-          durationMs: Date.now() - started,
+          ...(await captureRowOf(store, scope, input)),
         });
         announceChange(scope.tenantId, { topic: "session", id: input.sessionId, userId: null });
         return row;
