@@ -1,7 +1,6 @@
 import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { getConfig } from "@/server/config/config";
 import { loadRedisConfig } from "@/server/config/redis";
-import { getAgentServices, getEngine } from "@/server/composition/services";
 import { getLogger } from "@/server/logger";
 import { createAgent } from "@/server/modules/agent/agent.data";
 import { startFakeModel } from "@/test/fixtures/fake-model/server";
@@ -9,6 +8,7 @@ import { rowReads, watchSqlByContext } from "@/test/integration/db/sql-reads";
 import { startWorkerRuntime } from "@/workers/runtime";
 import { result, type BenchResult } from "./lib";
 import { startStack } from "./service/stack";
+import { processBerth } from "@/server/composition/process-berth";
 
 /**
  * The reads of one chat turn (issue 23, "one read"): a real `chat.send` against the machine's PostgreSQL and
@@ -21,7 +21,7 @@ import { startStack } from "./service/stack";
 export async function run(): Promise<BenchResult[]> {
   const stack = await startStack();
   const fake = await startFakeModel({ apiKey: "sk-bench" });
-  const engine = getEngine();
+  const engine = processBerth().engine;
   const workers = await startWorkerRuntime({
     redis: loadRedisConfig(),
     workers: { ...getConfig().workers, concurrency: 2 },
@@ -41,11 +41,11 @@ export async function run(): Promise<BenchResult[]> {
       },
       secretKeyFromBytes(getConfig().secrets.encryptionKey),
     );
-    const session = await getAgentServices().session.create(stack.scope, { agentId: agent.id });
+    const session = await processBerth().agents.session.create(stack.scope, { agentId: agent.id });
     const turn = async (message: string) => {
       fake.enqueue({ kind: "text", text: `answer to ${message}` });
       const { statements } = await sql.during(async () => {
-        for await (const event of await getAgentServices().chat.send(stack.scope, {
+        for await (const event of await processBerth().agents.chat.send(stack.scope, {
           sessionId: session.sessionId,
           message,
         })) {

@@ -25,6 +25,8 @@ const SECRET_KEYS = [
   "connectionString",
   "databaseUrl",
   "redisUrl",
+  // The checkpoint bucket's static credentials (engine config `checkpointS3.credentials`).
+  "secretAccessKey",
 ];
 export const REDACT_PATHS = SECRET_KEYS.flatMap((key) => [
   `["${key}"]`,

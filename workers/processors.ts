@@ -24,8 +24,8 @@ export type ProcessorDeps = {
   berth: Pick<Berth, "config" | "db" | "engine" | "workspaces">;
   redis: Redis;
   redisPrefix: string;
-  /** The workspace engine the jobs use (drivers, config, queues); default: the root's. */
-  engine?: Pick<WorkspaceEngine, "drivers" | "config" | "queues">;
+  /** The workspace engine the jobs use (drivers, config, queues, checkpoints); default: the root's. */
+  engine?: Pick<WorkspaceEngine, "drivers" | "config" | "queues" | "checkpoints">;
   /** Stage-timing retention and the webhook URL policy; default: the root's configuration. */
   operations?: OperationsConfig;
   /** Decrypts webhook signing secrets; default: the configured encryption key. */
@@ -63,7 +63,7 @@ export function registerBerthProcessors(
   );
   registerWorkspaceProcessors(registry, engine, deps.berth.db, { lockDurationMs: deps.lockDurationMs });
   registerTenantProcessors(registry, engine, deps.berth.db);
-  registerCheckpointProcessors(registry, deps.berth);
+  registerCheckpointProcessors(registry, engine, deps.berth);
   registerWebhookProcessors(registry, {
     db: deps.berth.db,
     queues: engine.queues,

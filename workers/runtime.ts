@@ -19,6 +19,7 @@ import {
   meteringSchedules,
   registerBerthProcessors,
 } from "./processors";
+import { checkpointSchedules } from "./processors/checkpoint.processors";
 import { workspaceSchedules } from "./processors/workspace.processors";
 import { closeConnection, ProcessorRegistry, settlesWithin, startWorkers } from "./registry";
 import { applySchedules, keepSchedules, missingSchedules, type Schedule } from "./schedules";
@@ -60,7 +61,7 @@ export async function startWorkerRuntime(params: {
   /** How often the schedules are checked and re-created when missing (default 30 s; also on reconnect). */
   scheduleCheckIntervalMs?: number;
   /** The workspace engine the workspace jobs use; default: the root's. */
-  engine?: Pick<WorkspaceEngine, "drivers" | "config" | "queues">;
+  engine?: Pick<WorkspaceEngine, "drivers" | "config" | "queues" | "checkpoints">;
   /** Quotas and metering rates; defaults to the environment's. */
   quotas?: QuotaConfig;
 }): Promise<WorkerRuntime> {
@@ -96,6 +97,7 @@ export async function startWorkerRuntime(params: {
     ...berthSchedules,
     ...meteringSchedules(quotas),
     ...workspaceSchedules((params.engine ?? berth.engine).config),
+    ...checkpointSchedules,
   ];
   try {
     const registry = new ProcessorRegistry(jobCatalog);

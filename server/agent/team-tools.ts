@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { isAppError } from "@/server/shared/errors";
-import type { AgentTool, AgentToolResult, TeamPort } from "./ports";
+import type { AgentTool, TeamPort } from "./ports";
+import { guarded, invalidInput } from "./tool-failures";
 
 /**
  * Team tools (agentscope-spec.md §9.6). `AgentCreate` spawns a worker that SHARES the leader's workspace:
@@ -141,26 +141,4 @@ function createAgentInviteTool(input: TeamToolsInput): AgentTool {
       });
     },
   };
-}
-
-function invalidInput(tool: string, error: z.ZodError): AgentToolResult {
-  return { content: `Error: invalid input for ${tool}: ${z.prettifyError(error)}`, isError: true };
-}
-
-/** Domain failures become error results the leader can react to; a cancellation propagates. */
-async function guarded(
-  signal: AbortSignal | undefined,
-  work: () => Promise<AgentToolResult>,
-): Promise<AgentToolResult> {
-  try {
-    return await work();
-  } catch (error) {
-    if (signal?.aborted) throw error;
-    const message = isAppError(error)
-      ? error.userMessage
-      : error instanceof Error
-        ? error.message
-        : String(error);
-    return { content: `Error: ${message}`, isError: true };
-  }
 }

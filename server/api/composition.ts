@@ -9,7 +9,7 @@ import { processBerth } from "@/server/composition/process-berth";
 const runtimes = new WeakMap<Berth, ApiRuntime>();
 
 /** The tRPC runtime over `berth` (one per root). */
-export function apiRuntimeOf(berth: Berth): ApiRuntime {
+function apiRuntimeOf(berth: Berth): ApiRuntime {
   let runtime = runtimes.get(berth);
   if (!runtime) {
     const { logger, auth, origins } = berth.api;

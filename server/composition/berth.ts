@@ -56,14 +56,14 @@ import { processLiveness, startHeartbeat } from "@/server/queue/heartbeat";
 import { createProcessQueues, type QueueSet } from "@/server/queue/queues";
 import { createRedisConnection } from "@/server/redis";
 
-export type WorkspaceServices = {
+type WorkspaceServices = {
   service: WorkspaceService;
   content: WorkspaceContentService;
   terminals: WorkspaceTerminalService;
 };
 
 /** The web app's server side (the tRPC context's runtime is these and the root: server/api/composition.ts). */
-export type BerthApi = {
+type BerthApi = {
   logger: Logger;
   auth: BerthAuth;
   /** Origins whose cookie-authenticated POSTs are accepted (CSRF check, server/api/request-origin.ts). */

@@ -11,7 +11,6 @@
 import { loadConfig } from "@/server/config/config";
 import {
   installProcessRoot,
-  peekProcessRoot,
   processRoot,
   setProcessRootBuilder,
   takeProcessRoot,
@@ -23,11 +22,6 @@ setProcessRootBuilder(() => createBerth(loadConfig()));
 /** This process' Berth (built from the environment on first use when no composition root installed one). */
 export function processBerth(): Berth {
   return processRoot<Berth>();
-}
-
-/** The process' Berth if there is one, without building it. */
-export function peekProcessBerth(): Berth | undefined {
-  return peekProcessRoot<Berth>();
 }
 
 /** Makes `berth` this process' root (a composition root, before anything serves). Refuses a second one. */

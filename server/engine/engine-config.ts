@@ -2,6 +2,8 @@ import path from "node:path";
 import { z } from "zod";
 import { parseEnv, readProcessEnv, type RawEnv } from "@/server/config/env";
 import { AppError } from "@/server/shared/errors";
+import { loadCheckpointS3Config } from "./checkpoint-config";
+import type { S3CheckpointStoreOptions } from "@/server/workspace/checkpoints/s3-checkpoint-store";
 import type { DriverContext } from "@/server/workspace/drivers/driver";
 import {
   DRIVERS,
@@ -37,6 +39,7 @@ const engineEnvOf = (registry: DriverRegistry) => {
     BERTH_WORKSPACE_BASEDIR: z.string().optional(),
     // Host folder of the turn checkpoints' store (server/workspace/checkpoints/). Relative → cwd. Default:
     // `checkpoints/` in the installation's data folder, beside (never inside) the workspaces' folder.
+    // With BERTH_CHECKPOINT_S3_BUCKET (checkpoint-config.ts) it only spools large blobs on their way up.
     BERTH_CHECKPOINT_DIR: z.string().optional(),
     // A READY workspace with no activity and no lease for this long is stopped by `workspace.sweep`.
     BERTH_WORKSPACE_IDLE_TTL_MS: z.coerce.number().int().min(1_000).default(3_600_000),
@@ -112,6 +115,8 @@ export type EngineConfig = {
   readonly basedir: string;
   /** The checkpoint store's folder. Absent: `<basedir>-checkpoints`, beside the workspaces' folder. */
   readonly checkpointDir?: string;
+  /** The S3 bucket of the checkpoint store (checkpoint-config.ts); absent or null → the folder store. */
+  readonly checkpointS3?: S3CheckpointStoreOptions | null;
   readonly idleTtlMs: number;
   readonly sweepIntervalMs: number;
   readonly reconcileIntervalMs: number;
@@ -138,6 +143,10 @@ export function loadEngineConfig(
     parsed.BERTH_WORKSPACE_BASEDIR ?? path.join(env.BERTH_DATA_DIR || ".data", "workspaces"),
   );
   const backends = enabledDrivers(parsed.BERTH_WORKSPACE_BACKEND, parsed.BERTH_WORKSPACE_BACKENDS, registry);
+  const checkpointDir = path.resolve(
+    cwd,
+    parsed.BERTH_CHECKPOINT_DIR ?? path.join(env.BERTH_DATA_DIR || ".data", "checkpoints"),
+  );
   const context = { basedir, cwd, uid };
   const drivers: Partial<Record<DriverName, unknown>> = {};
   for (const name of backends) drivers[name] = driverConfig(name, env, context, registry);
@@ -146,10 +155,8 @@ export function loadEngineConfig(
     backends,
     drivers,
     basedir,
-    checkpointDir: path.resolve(
-      cwd,
-      parsed.BERTH_CHECKPOINT_DIR ?? path.join(env.BERTH_DATA_DIR || ".data", "checkpoints"),
-    ),
+    checkpointDir,
+    checkpointS3: loadCheckpointS3Config(env, checkpointDir),
     idleTtlMs: parsed.BERTH_WORKSPACE_IDLE_TTL_MS,
     sweepIntervalMs: parsed.BERTH_WORKSPACE_SWEEP_INTERVAL_MS,
     reconcileIntervalMs: parsed.BERTH_WORKSPACE_RECONCILE_INTERVAL_MS,

@@ -11,7 +11,8 @@ import type { TenantDriverSettings } from "@/server/workspace/drivers/driver";
 import { RecordAttacher, type EnsureProvisioned } from "./record-attacher";
 import { createDriverSet, type DriverSet } from "./driver-set";
 import type { EngineConfig } from "./engine-config";
-import { type CheckpointStore, FolderCheckpointStore } from "@/server/workspace/checkpoints/checkpoint-store";
+import type { CheckpointStore } from "@/server/workspace/checkpoints/checkpoint-store";
+import { createCheckpointStore } from "./checkpoint-config";
 
 /**
  * The per-process composition of the workspace engine: ONE WorkspaceManager (shared by routers, chat, team
@@ -103,7 +104,10 @@ export function createEngine(options: CreateEngineOptions): WorkspaceEngine {
     drivers,
     manager,
     queues,
-    checkpoints: new FolderCheckpointStore(config.checkpointDir ?? `${config.basedir}-checkpoints`),
+    checkpoints: createCheckpointStore({
+      checkpointDir: config.checkpointDir ?? `${config.basedir}-checkpoints`,
+      checkpointS3: config.checkpointS3 ?? null,
+    }),
     downloadSecret: createHmac("sha256", options.secret).update("berth:workspace-download-token").digest(),
     log: engineLog,
     attachedAt: (workspace) => attachedAt.get(workspace),

@@ -13,6 +13,7 @@ export const BERTH_SCHEDULERS = [
   { id: "metering.flush.tick", queue: "metering" },
   { id: "workspace.sweep.tick", queue: "workspace" },
   { id: "workspace.reconcile.tick", queue: "workspace" },
+  { id: "checkpoint.prune.tick", queue: "workspace" },
 ] as const;
 
 export type BerthSchedulerId = (typeof BERTH_SCHEDULERS)[number]["id"];

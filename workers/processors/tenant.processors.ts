@@ -7,10 +7,10 @@ import type { ProcessorRegistry } from "../registry";
 /** `tenant.delete` (transport-thin: the service purges the workspaces through each record's driver). */
 export function registerTenantProcessors(
   registry: ProcessorRegistry<BerthJobCatalog>,
-  engine: Pick<WorkspaceEngine, "drivers">,
+  engine: Pick<WorkspaceEngine, "drivers" | "checkpoints">,
   db: Db,
 ): void {
   registry.registerProcessor("tenant.delete", ({ payload, log }) =>
-    deleteTenant({ drivers: engine.drivers }, payload, log, db),
+    deleteTenant({ drivers: engine.drivers, checkpoints: engine.checkpoints }, payload, log, db),
   );
 }

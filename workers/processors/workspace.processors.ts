@@ -21,7 +21,7 @@ import { defineSchedule, type Schedule } from "../schedules";
  */
 export function registerWorkspaceProcessors(
   registry: ProcessorRegistry<BerthJobCatalog>,
-  engine: Pick<WorkspaceEngine, "drivers" | "config" | "queues">,
+  engine: Pick<WorkspaceEngine, "drivers" | "config" | "queues" | "checkpoints">,
   /** The process' database client (the Berth root's). */
   db: Db,
   /** The workers' job lock duration: a provision run's claim lapses after as long (provision-claim.ts). */
@@ -34,6 +34,7 @@ export function registerWorkspaceProcessors(
     db,
     requestStop: (payload) => enqueue("workspace.stop", payload),
     requestProvision: (payload) => enqueue("workspace.provision", payload),
+    checkpoints: engine.checkpoints,
     ...(options.lockDurationMs !== undefined ? { provisionClaimMs: options.lockDurationMs } : {}),
   };
   registry

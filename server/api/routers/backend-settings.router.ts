@@ -1,6 +1,5 @@
 import { z } from "zod";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
-import { getBackendSettingsService } from "@/server/composition/services";
 import {
   ZBackendSettingsForm,
   ZBackendSettingsPatch,
@@ -17,25 +16,25 @@ export const backendSettingsRouter = createTRPCRouter({
   forms: tenantProcedureFor("workspace:manage")
     .input(ZTenantInput)
     .output(z.array(ZBackendSettingsForm))
-    .query(({ ctx }) => getBackendSettingsService().forms(ctx.scope)),
+    .query(({ ctx }) => ctx.berth.backendSettings.forms(ctx.scope)),
 
   /** The tenant's settings of one backend; its secret only as a masked hint. */
   read: tenantProcedureFor("workspace:manage")
     .input(ZTenantInput.extend({ backend: ZBackendKind }))
     .output(ZBackendSettingsView)
-    .query(({ ctx, input }) => getBackendSettingsService().read(ctx.scope, input.backend)),
+    .query(({ ctx, input }) => ctx.berth.backendSettings.read(ctx.scope, input.backend)),
 
   /** Absent fields keep their values; null puts one back to the installation's. Audited, secret never logged. */
   set: tenantProcedureFor("workspace:manage")
     .input(ZTenantInput.extend(ZBackendSettingsPatch.shape))
     .output(ZBackendSettingsView)
     .mutation(({ ctx, input }) =>
-      getBackendSettingsService().set(ctx.scope, { backend: input.backend, settings: input.settings }),
+      ctx.berth.backendSettings.set(ctx.scope, { backend: input.backend, settings: input.settings }),
     ),
 
   /** Drops the tenant's settings of one backend: its next provisions use the installation's. */
   clear: tenantProcedureFor("workspace:manage")
     .input(ZTenantInput.extend({ backend: ZBackendKind, confirm: z.literal(true) }))
     .output(ZBackendSettingsView)
-    .mutation(({ ctx, input }) => getBackendSettingsService().clear(ctx.scope, input.backend)),
+    .mutation(({ ctx, input }) => ctx.berth.backendSettings.clear(ctx.scope, input.backend)),
 });

@@ -2,9 +2,9 @@ import { TRPCError } from "@trpc/server";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
 import { ZChatHistoryRequest, ZChatSendRequest } from "@/server/modules/chat/chat.schema";
 import { ZChatAttachRequest } from "@/server/modules/chat/turn-attach";
-import { getAgentServices } from "@/server/composition/services";
+import type { Berth } from "@/server/composition/berth";
 
-const chat = () => getAgentServices().chat;
+const chat = (ctx: { berth: Berth }) => ctx.berth.agents.chat;
 
 /**
  * `chat.*`. `send` is a MUTATION (POST only: a cross-site link or a GET can never start a turn) whose result
@@ -26,12 +26,13 @@ export const chatRouter = createTRPCRouter({
             "chat.send streams its events: call it through httpBatchStreamLink (trpc-accept: application/jsonl)",
         });
       }
-      return chat().send(
+      return chat(ctx).send(
         ctx.scope,
         {
           sessionId: input.sessionId,
           message: input.message,
           ...(input.idempotencyKey ? { idempotencyKey: input.idempotencyKey } : {}),
+          ...(input.checkpointFirst ? { checkpointFirst: true } : {}),
         },
         signal ? { signal } : {},
       );
@@ -47,24 +48,26 @@ export const chatRouter = createTRPCRouter({
             "chat.attach streams its events: call it through httpBatchStreamLink (trpc-accept: application/jsonl)",
         });
       }
-      return chat().attach(ctx.scope, input, signal);
+      return chat(ctx).attach(ctx.scope, input, signal);
     }),
 
   follow: tenantProcedureFor("session:read")
     .input(ZTenantInput.extend({ sessionId: ZChatSendRequest.shape.sessionId }))
     // Not a generator: the session is checked when the subscription is made (a foreign or unknown session
     // is refused at once, NOT_FOUND), not on its first pull.
-    .subscription(({ ctx, input, signal }) => chat().follow(ctx.scope, input.sessionId, signal)),
+    .subscription(({ ctx, input, signal }) => chat(ctx).follow(ctx.scope, input.sessionId, signal)),
 
   turns: tenantProcedureFor("session:read")
     .input(ZTenantInput.extend({ sessionId: ZChatSendRequest.shape.sessionId }))
-    .query(({ ctx, input }) => chat().turns(ctx.scope, input.sessionId)),
+    .query(({ ctx, input }) => chat(ctx).turns(ctx.scope, input.sessionId)),
 
   cancel: tenantProcedureFor("session:use")
     .input(ZTenantInput.extend({ sessionId: ZChatSendRequest.shape.sessionId }))
-    .mutation(({ ctx, input }) => chat().cancel(ctx.scope, input.sessionId)),
+    .mutation(({ ctx, input }) => chat(ctx).cancel(ctx.scope, input.sessionId)),
 
   history: tenantProcedureFor("session:read")
     .input(ZTenantInput.extend(ZChatHistoryRequest.shape))
-    .query(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...input } }) => chat().history(ctx.scope, input)),
+    .query(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...input } }) =>
+      chat(ctx).history(ctx.scope, input),
+    ),
 });

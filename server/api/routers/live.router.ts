@@ -1,7 +1,6 @@
 import { z } from "zod";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
 import { resolveTenantScope } from "@/server/auth/resolve";
-import { getChangeFeed } from "@/server/composition/services";
 import { CHANGE_TOPICS, ZChangeTopic } from "@/server/modules/live/change-feed";
 import { tenantChangeStream } from "@/server/modules/live/change-stream";
 
@@ -21,7 +20,7 @@ export const liveRouter = createTRPCRouter({
     )
     .subscription(async function* ({ ctx, input, signal }) {
       let scope = ctx.scope;
-      yield* tenantChangeStream(getChangeFeed(), {
+      yield* tenantChangeStream(ctx.berth.changeFeed, {
         tenantId: scope.tenantId,
         topics: input.topics,
         signal,

@@ -1,6 +1,5 @@
 import { z } from "zod";
 import { createTRPCRouter, tenantAdminProcedure, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
-import { getAgentServices, getEngine, getWebhookService } from "@/server/composition/services";
 import { ZQueueDepthView } from "@/server/modules/jobs/jobs.service";
 import { tenantActivity, ZActivityView } from "@/server/modules/metrics/activity.service";
 import {
@@ -70,7 +69,7 @@ export const operationsRouter = createTRPCRouter({
   queueDepth: tenantAdminProcedure
     .input(ZTenantInput)
     .output(z.array(ZQueueDepthView))
-    .query(({ ctx }) => getAgentServices().jobs.depth(ctx.scope)),
+    .query(({ ctx }) => ctx.berth.agents.jobs.depth(ctx.scope)),
 
   /** One workspace's stage figures and latest provisions (whoever may read the workspace). */
   workspaceTimings: tenantProcedureFor("workspace:read")
@@ -95,7 +94,7 @@ export const operationsRouter = createTRPCRouter({
         ctx.scope,
         input.workspaceId,
         { range: input.range },
-        { drivers: getEngine().drivers },
+        { drivers: ctx.berth.engine.drivers },
         undefined,
         ctx.berth.db,
       ),
@@ -104,26 +103,26 @@ export const operationsRouter = createTRPCRouter({
   webhooks: tenantProcedureFor("webhook:manage")
     .input(ZTenantInput)
     .output(z.array(ZWebhookEndpointView))
-    .query(({ ctx }) => getWebhookService().list(ctx.scope)),
+    .query(({ ctx }) => ctx.berth.webhooks.list(ctx.scope)),
 
   /** The answer's `secret` is shown once: it is stored encrypted and never returned again. */
   createWebhook: tenantProcedureFor("webhook:manage")
     .input(ZTenantInput.extend(ZWebhookEndpointCreate.shape))
     .output(z.object({ endpoint: ZWebhookEndpointView, secret: z.string() }))
     .mutation(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...input } }) =>
-      getWebhookService().create(ctx.scope, input),
+      ctx.berth.webhooks.create(ctx.scope, input),
     ),
 
   deleteWebhook: tenantProcedureFor("webhook:manage")
     .input(ZEndpointTarget)
-    .mutation(({ ctx, input }) => getWebhookService().remove(ctx.scope, input.endpointId)),
+    .mutation(({ ctx, input }) => ctx.berth.webhooks.remove(ctx.scope, input.endpointId)),
 
   testWebhook: tenantProcedureFor("webhook:manage")
     .input(ZEndpointTarget)
-    .mutation(({ ctx, input }) => getWebhookService().test(ctx.scope, input.endpointId)),
+    .mutation(({ ctx, input }) => ctx.berth.webhooks.test(ctx.scope, input.endpointId)),
 
   webhookDeliveries: tenantProcedureFor("webhook:manage")
     .input(ZTenantInput.extend({ endpointId: z.string().min(1).max(200).optional() }))
     .output(z.array(ZWebhookDeliveryView))
-    .query(({ ctx, input }) => getWebhookService().deliveries(ctx.scope, { endpointId: input.endpointId })),
+    .query(({ ctx, input }) => ctx.berth.webhooks.deliveries(ctx.scope, { endpointId: input.endpointId })),
 });

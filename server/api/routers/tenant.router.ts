@@ -13,11 +13,11 @@ import {
   ZTenantPolicyPatch,
   ZTenantPolicyView,
 } from "@/server/modules/tenant/tenant-policy";
-import { getEngine } from "@/server/composition/services";
+import type { Berth } from "@/server/composition/berth";
 
 /** What the installation allows a tenant (its engine's configuration, BERTH_WORKSPACE_IDLE_TTL_MS). */
-const operatorLimits = (): OperatorLimits => ({
-  idleTtlMs: getEngine().config.idleTtlMs,
+const operatorLimits = (ctx: { berth: Berth }): OperatorLimits => ({
+  idleTtlMs: ctx.berth.engine.config.idleTtlMs,
   minIdleTtlMs: MIN_TENANT_IDLE_TTL_MS,
 });
 
@@ -81,7 +81,7 @@ export const tenantRouter = createTRPCRouter({
     .input(ZTenantInput)
     .output(ZTenantPolicyView)
     .query(async ({ ctx }) =>
-      viewTenantPolicy(await readTenantPolicy(ctx.scope), operatorLimits().idleTtlMs),
+      viewTenantPolicy(await readTenantPolicy(ctx.scope), operatorLimits(ctx).idleTtlMs),
     ),
 
   /** Owners only. Absent fields keep their values; null puts a default back to the installation's. */
@@ -89,7 +89,7 @@ export const tenantRouter = createTRPCRouter({
     .input(ZTenantInput.extend(ZTenantPolicyPatch.shape))
     .output(ZTenantPolicyView)
     .mutation(async ({ ctx, input: { tenantId: _t, tenantSlug: _s, ...patch } }) => {
-      const operator = operatorLimits();
+      const operator = operatorLimits(ctx);
       return viewTenantPolicy(await changeTenantPolicy(ctx.scope, patch, operator), operator.idleTtlMs);
     }),
 });

@@ -1,6 +1,5 @@
 import { z } from "zod";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
-import { getWorkspaceServices } from "@/server/composition/services";
 
 const ZFilesTarget = ZTenantInput.extend({ workspaceId: z.string().min(1).max(200) });
 const ZPath = z.string().min(1).max(4096);
@@ -13,7 +12,7 @@ export const workspaceFilesRouter = createTRPCRouter({
   list: tenantProcedureFor("workspace:read")
     .input(ZFilesTarget.extend({ path: z.string().max(4096).default(".") }))
     .query(({ ctx, input }) =>
-      getWorkspaceServices().content.listFiles(ctx.scope, input.workspaceId, input.path),
+      ctx.berth.workspaces.content.listFiles(ctx.scope, input.workspaceId, input.path),
     ),
 
   read: tenantProcedureFor("workspace:read")
@@ -29,7 +28,7 @@ export const workspaceFilesRouter = createTRPCRouter({
       }),
     )
     .query(({ ctx, input }) =>
-      getWorkspaceServices().content.readFile(ctx.scope, input.workspaceId, input.path, input.maxBytes),
+      ctx.berth.workspaces.content.readFile(ctx.scope, input.workspaceId, input.path, input.maxBytes),
     ),
 
   /** Saves a text file (at most 1 MiB, no NUL); CONFLICT when it changed since `expectedUpdatedAt`. */
@@ -44,7 +43,7 @@ export const workspaceFilesRouter = createTRPCRouter({
       }),
     )
     .mutation(({ ctx, input }) =>
-      getWorkspaceServices().content.writeFile(ctx.scope, input.workspaceId, input.path, input.content, {
+      ctx.berth.workspaces.content.writeFile(ctx.scope, input.workspaceId, input.path, input.content, {
         ...(input.expectedUpdatedAt ? { expectedUpdatedAt: input.expectedUpdatedAt } : {}),
         ...(input.mustNotExist ? { mustNotExist: true } : {}),
       }),
@@ -53,20 +52,20 @@ export const workspaceFilesRouter = createTRPCRouter({
   mkdir: tenantProcedureFor("session:use")
     .input(ZFilesTarget.extend({ path: ZPath }))
     .mutation(({ ctx, input }) =>
-      getWorkspaceServices().content.makeDirectory(ctx.scope, input.workspaceId, input.path),
+      ctx.berth.workspaces.content.makeDirectory(ctx.scope, input.workspaceId, input.path),
     ),
 
   /** A file, or a folder with everything in it. */
   delete: tenantProcedureFor("session:use")
     .input(ZFilesTarget.extend({ path: ZPath }))
     .mutation(({ ctx, input }) =>
-      getWorkspaceServices().content.remove(ctx.scope, input.workspaceId, input.path),
+      ctx.berth.workspaces.content.remove(ctx.scope, input.workspaceId, input.path),
     ),
 
   /** A link valid for one file for a minute (`GET /api/workspaces/:id/files/download?path=&token=`). */
   downloadToken: tenantProcedureFor("workspace:read")
     .input(ZFilesTarget.extend({ path: ZPath }))
     .query(({ ctx, input }) =>
-      getWorkspaceServices().content.downloadToken(ctx.scope, input.workspaceId, input.path),
+      ctx.berth.workspaces.content.downloadToken(ctx.scope, input.workspaceId, input.path),
     ),
 });

@@ -1,6 +1,5 @@
 import { z } from "zod";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
-import { getWorkspaceServices } from "@/server/composition/services";
 import { installMcpFromLibrary } from "@/server/modules/library/library.service";
 
 // An MCP scope is (agent, session); "" is the shared legacy scope (agentscope-spec.md §2.1).
@@ -15,7 +14,7 @@ export const workspaceMcpRouter = createTRPCRouter({
   list: tenantProcedureFor("workspace:read")
     .input(ZMcpTarget)
     .query(({ ctx, input }) =>
-      getWorkspaceServices().content.listMcps(ctx.scope, input.workspaceId, {
+      ctx.berth.workspaces.content.listMcps(ctx.scope, input.workspaceId, {
         agentId: input.agentId,
         sessionId: input.sessionId,
       }),
@@ -25,7 +24,7 @@ export const workspaceMcpRouter = createTRPCRouter({
     // The declaration is validated by the engine's schema (the `.mcp` v2 shape) inside the service.
     .input(ZMcpTarget.extend({ declaration: z.record(z.string(), z.unknown()) }))
     .mutation(({ ctx, input }) =>
-      getWorkspaceServices().content.addMcp(
+      ctx.berth.workspaces.content.addMcp(
         ctx.scope,
         input.workspaceId,
         { agentId: input.agentId, sessionId: input.sessionId },
@@ -45,7 +44,7 @@ export const workspaceMcpRouter = createTRPCRouter({
           agentId: input.agentId,
           sessionId: input.sessionId,
         },
-        getWorkspaceServices().content,
+        ctx.berth.workspaces.content,
         ctx.berth.db,
       ),
     ),
@@ -53,7 +52,7 @@ export const workspaceMcpRouter = createTRPCRouter({
   remove: tenantProcedureFor("session:use")
     .input(ZMcpTarget.extend({ name: z.string().min(1).max(200) }))
     .mutation(({ ctx, input }) =>
-      getWorkspaceServices().content.removeMcp(
+      ctx.berth.workspaces.content.removeMcp(
         ctx.scope,
         input.workspaceId,
         { agentId: input.agentId, sessionId: input.sessionId },

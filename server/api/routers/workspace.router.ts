@@ -1,15 +1,15 @@
 import { z } from "zod";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
-import { getWorkspaceServices } from "@/server/composition/services";
 import { ZBackendKind } from "@/server/modules/agent/agent.types";
 import { ZWorkspaceEventKind, ZWorkspaceState } from "@/server/modules/workspace/workspace.types";
 import { workspaceFilesRouter } from "./workspace.files.router";
 import { workspaceMcpRouter } from "./workspace.mcp.router";
 import { workspaceSkillRouter } from "./workspace.skill.router";
+import type { Berth } from "@/server/composition/berth";
 
 const ZWorkspaceTarget = ZTenantInput.extend({ workspaceId: z.string().min(1).max(200) });
 
-const services = () => getWorkspaceServices();
+const services = (ctx: { berth: Berth }) => ctx.berth.workspaces;
 
 /**
  * `workspace.*`: lifecycle and inspection of the tenant's workspaces. Reads are open to viewers; stop and
@@ -33,13 +33,13 @@ export const workspaceRouter = createTRPCRouter({
       }),
     )
     .query(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...input } }) =>
-      services().service.list(ctx.scope, input),
+      services(ctx).service.list(ctx.scope, input),
     ),
 
   /** The installation's workspace backend: `{ backend, isolated, sandbox }` (host-unconfined → isolated false). */
   backend: tenantProcedureFor("workspace:read")
     .input(ZTenantInput)
-    .query(() => services().service.backendInfo()),
+    .query(({ ctx }) => services(ctx).service.backendInfo()),
 
   /**
    * Every backend this installation runs (kind, driver, isolated, what stop keeps) with the installation's
@@ -47,19 +47,19 @@ export const workspaceRouter = createTRPCRouter({
    */
   backends: tenantProcedureFor("tenant:read")
     .input(ZTenantInput)
-    .query(({ ctx }) => services().service.backends.options(ctx.scope)),
+    .query(({ ctx }) => services(ctx).service.backends.options(ctx.scope)),
 
   /** The tenant's default backend for new workspaces (null: the installation's); owners and admins. */
   setDefaultBackend: tenantProcedureFor("tenant:manage")
     .input(ZTenantInput.extend({ defaultBackend: ZBackendKind.nullable() }))
     .mutation(({ ctx, input }) =>
-      services().service.backends.setTenantDefault(ctx.scope, { defaultBackend: input.defaultBackend }),
+      services(ctx).service.backends.setTenantDefault(ctx.scope, { defaultBackend: input.defaultBackend }),
     ),
 
   /** State, backend, trusted-only flag, idle time, active leases and the last events with their reasons. */
   get: tenantProcedureFor("workspace:read")
     .input(ZWorkspaceTarget)
-    .query(({ ctx, input }) => services().service.get(ctx.scope, input.workspaceId)),
+    .query(({ ctx, input }) => services(ctx).service.get(ctx.scope, input.workspaceId)),
 
   /** The ledger, newest first, paged by `cursor`; `kinds` keeps only those kinds of events. */
   events: tenantProcedureFor("workspace:read")
@@ -71,7 +71,7 @@ export const workspaceRouter = createTRPCRouter({
       }),
     )
     .query(({ ctx, input: { workspaceId, kinds, limit, cursor } }) =>
-      services().service.events(ctx.scope, workspaceId, { kinds, limit, cursor }),
+      services(ctx).service.events(ctx.scope, workspaceId, { kinds, limit, cursor }),
     ),
 
   stop: tenantProcedureFor("workspace:manage")
@@ -79,7 +79,7 @@ export const workspaceRouter = createTRPCRouter({
       ZWorkspaceTarget.extend({ force: z.boolean().default(false), reason: z.string().max(500).optional() }),
     )
     .mutation(({ ctx, input }) =>
-      services().service.requestStop(ctx.scope, input.workspaceId, {
+      services(ctx).service.requestStop(ctx.scope, input.workspaceId, {
         force: input.force,
         ...(input.reason ? { reason: input.reason } : {}),
       }),
@@ -88,12 +88,12 @@ export const workspaceRouter = createTRPCRouter({
   /** Starts a STOPPED, FAILED or never provisioned workspace (the provision job); READY ones stay as they are. */
   start: tenantProcedureFor("workspace:manage")
     .input(ZWorkspaceTarget)
-    .mutation(({ ctx, input }) => services().service.requestStart(ctx.scope, input.workspaceId)),
+    .mutation(({ ctx, input }) => services(ctx).service.requestStart(ctx.scope, input.workspaceId)),
 
   /** Names the workspace on the dashboard (null or blank clears it). */
   setLabel: tenantProcedureFor("workspace:manage")
     .input(ZWorkspaceTarget.extend({ label: z.string().max(100).nullable() }))
-    .mutation(({ ctx, input }) => services().service.setLabel(ctx.scope, input.workspaceId, input.label)),
+    .mutation(({ ctx, input }) => services(ctx).service.setLabel(ctx.scope, input.workspaceId, input.label)),
 
   /**
    * Stop, start or purge many workspaces: each through its own request (audited, its own job), with a
@@ -108,7 +108,7 @@ export const workspaceRouter = createTRPCRouter({
       }),
     )
     .mutation(({ ctx, input }) =>
-      services().service.bulk(ctx.scope, {
+      services(ctx).service.bulk(ctx.scope, {
         action: input.action,
         workspaceIds: input.workspaceIds,
         force: input.force,
@@ -120,7 +120,7 @@ export const workspaceRouter = createTRPCRouter({
       ZWorkspaceTarget.extend({ force: z.boolean().default(false), reason: z.string().max(500).optional() }),
     )
     .mutation(({ ctx, input }) =>
-      services().service.requestPurge(ctx.scope, input.workspaceId, {
+      services(ctx).service.requestPurge(ctx.scope, input.workspaceId, {
         force: input.force,
         ...(input.reason ? { reason: input.reason } : {}),
       }),
@@ -129,7 +129,7 @@ export const workspaceRouter = createTRPCRouter({
   /** Git status of the workdir (or of `cwd` inside it), best effort as in the reference. */
   status: tenantProcedureFor("workspace:read")
     .input(ZWorkspaceTarget.extend({ cwd: z.string().max(4096).optional() }))
-    .query(({ ctx, input }) => services().content.status(ctx.scope, input.workspaceId, input.cwd)),
+    .query(({ ctx, input }) => services(ctx).content.status(ctx.scope, input.workspaceId, input.cwd)),
 
   /** What purges deleted, per tenant (workspaces, sessions, agents), with who asked for each by name. */
   purgeReceipts: tenantProcedureFor("audit:read")
@@ -140,7 +140,7 @@ export const workspaceRouter = createTRPCRouter({
         limit: z.number().int().min(1).max(200).optional(),
       }),
     )
-    .query(({ ctx, input }) => services().service.purgeReceipts(ctx.scope, input)),
+    .query(({ ctx, input }) => services(ctx).service.purgeReceipts(ctx.scope, input)),
 
   mcp: workspaceMcpRouter,
   skill: workspaceSkillRouter,

@@ -1,6 +1,5 @@
 import { z } from "zod";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
-import { getWorkspaceServices } from "@/server/composition/services";
 import { installSkillFromLibrary } from "@/server/modules/library/library.service";
 
 const ZSkillTarget = ZTenantInput.extend({
@@ -17,7 +16,7 @@ export const workspaceSkillRouter = createTRPCRouter({
   list: tenantProcedureFor("workspace:read")
     .input(ZSkillTarget)
     .query(({ ctx, input }) =>
-      getWorkspaceServices().content.listSkills(ctx.scope, input.workspaceId, input.agentId ?? null),
+      ctx.berth.workspaces.content.listSkills(ctx.scope, input.workspaceId, input.agentId ?? null),
     ),
 
   /** The reference's `POST /workspace/skill/from-library`: a library skill into the agent's partition. */
@@ -27,7 +26,7 @@ export const workspaceSkillRouter = createTRPCRouter({
       installSkillFromLibrary(
         ctx.scope,
         { entryId: input.entryId, workspaceId: input.workspaceId, agentId: input.agentId ?? null },
-        getWorkspaceServices().content,
+        ctx.berth.workspaces.content,
         ctx.berth.db,
       ),
     ),
@@ -47,7 +46,7 @@ export const workspaceSkillRouter = createTRPCRouter({
       }),
     )
     .mutation(({ ctx, input }) =>
-      getWorkspaceServices().content.removeSkill(
+      ctx.berth.workspaces.content.removeSkill(
         ctx.scope,
         input.workspaceId,
         input.agentId ?? null,

@@ -15,7 +15,7 @@ import type { TurnRegistry } from "./turn-registry";
 import type { CheckpointService } from "@/server/modules/checkpoint/checkpoint.service";
 
 /** What a turn records at its end: its workspace's checkpoint (server/modules/checkpoint/). */
-export type TurnCheckpoints = Pick<CheckpointService, "recordTurn">;
+export type TurnCheckpoints = Pick<CheckpointService, "recordTurn" | "workingChanges">;
 type CheckpointMachine = Parameters<TurnCheckpoints["recordTurn"]>[1]["machine"];
 
 /** What the chat service needs of the workspace service (workspace.service.ts). */

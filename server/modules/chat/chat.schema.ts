@@ -20,6 +20,11 @@ export const ZChatSendRequest = z.object({
   sessionId: z.string().min(1).max(200),
   message: z.string().min(1).max(CHAT_MESSAGE_MAX_CHARS),
   /**
+   * A risky turn: record the workspace's folder before it runs too (a BEFORE_TURN checkpoint), so what
+   * changed since the last turn outside of turns (uploads, a terminal) can be restored as well.
+   */
+  checkpointFirst: z.boolean().optional(),
+  /**
    * The client's key of this send (one per message, reused when it sends the same message again after a
    * lost connection): a send with a key the session has seen runs nothing and reports that turn instead.
    */

@@ -16,7 +16,9 @@ import { assembleToolkit } from "@/server/agent/toolkit";
 import { turnWorkspacePort } from "@/server/agent/workspace-adapters";
 import { sessionCommandEnv } from "@/server/workspace/workspace-env";
 import type { TurnAdmission } from "@/server/modules/quota/quota.service";
-import type { ChatContext } from "./chat-context";
+import type { Workspace } from "@/server/workspace/workspace";
+import { createChangesTool } from "@/server/agent/changes-tool";
+import type { ChatContext, TurnCheckpoints } from "./chat-context";
 import { teamToolsFor } from "./chat-team";
 import type { TurnOutcome } from "./chat-turn.data";
 import { storeTurnEnd, storeUnsavedTurn } from "./turn-end";
@@ -30,6 +32,8 @@ export type ClaimedTurn = {
   session: SessionDTO;
   agent: { agent: AgentDTO; modelApiKey: () => string | null };
   message: string;
+  /** Record a BEFORE_TURN checkpoint before the turn runs (`chat.send`'s `checkpointFirst`). */
+  checkpointFirst?: boolean;
   turn: RunningTurn;
   /** The turn's quota slot (none without quotas), released when it ends. */
   admission: TurnAdmission | undefined;
@@ -205,9 +209,23 @@ async function run(
         sessionId,
         baseSystemPrompt: systemPromptOf(agent),
         workspace: port,
-        extraTools: await teamTools(ctx, scope, session),
+        extraTools: [
+          ...(await teamTools(ctx, scope, session)),
+          ...(ctx.checkpoints ? [changesTool(ctx.checkpoints, scope, workspace.machine, record)] : []),
+        ],
         logger: ctx.chatLogger,
       });
+      // Never fail the turn (a checkpoint that cannot be taken is recorded as FAILED).
+      const checkpoint = (before: boolean) =>
+        ctx.checkpoints?.recordTurn(scope, {
+          machine: workspace.machine,
+          workspaceId: record.id,
+          generation: record.generation,
+          sessionId,
+          turnId: claimed.turn.turnId,
+          before,
+        });
+      if (claimed.checkpointFirst) await checkpoint(true);
       const history = fromStoredMessages(await loadHistory(scope, sessionId));
       const result = await runTurn({
         sessionId,
@@ -231,14 +249,8 @@ async function run(
         ctx.log.warn({ err: error }, "could not buffer turn timings"),
       );
       // The workdir as this turn left it (Bash changes included), still under the turn's lease: nothing
-      // else can change it before it is recorded. Never fails the turn (a failed checkpoint is recorded).
-      await ctx.checkpoints?.recordTurn(scope, {
-        machine: workspace.machine,
-        workspaceId: record.id,
-        generation: record.generation,
-        sessionId,
-        turnId: claimed.turn.turnId,
-      });
+      // else can change it before it is recorded.
+      await checkpoint(false);
       return { ...result, backend: record.backendKind, workspaceId: record.id };
     },
   );
@@ -277,4 +289,27 @@ async function loadHistory(scope: TenantScope, sessionId: string): Promise<Store
   }
   // What a revert undid stays in the transcript but not in the model's context.
   return rows.filter((row) => !row.reverted).map((row) => ({ role: row.role, content: row.content }));
+}
+
+/** The agent's `Changes` tool over the turn's workspace (its checkpoints, and the folder as it is now). */
+function changesTool(
+  checkpoints: TurnCheckpoints,
+  scope: TenantScope,
+  machine: Workspace["machine"],
+  record: { id: string; generation: number },
+) {
+  return createChangesTool(async (query) => {
+    const { changes, diff } = await checkpoints.workingChanges(
+      scope,
+      { machine, workspaceId: record.id, generation: record.generation },
+      query,
+    );
+    return {
+      changes: changes.map((change) => {
+        const entry = change.kind === "removed" ? change.before : change.after;
+        return { path: change.path, kind: change.kind, size: entry.type === "file" ? entry.size : null };
+      }),
+      diff,
+    };
+  });
 }

@@ -49,7 +49,16 @@ export async function sendTurn(
   }
   return startTurn(
     ctx,
-    { scope, session, agent, message: input.message, turn: claim.turn, admission, requestedAt: Date.now() },
+    {
+      scope,
+      session,
+      agent,
+      message: input.message,
+      checkpointFirst: input.checkpointFirst ?? false,
+      turn: claim.turn,
+      admission,
+      requestedAt: Date.now(),
+    },
     options.signal,
   );
 }

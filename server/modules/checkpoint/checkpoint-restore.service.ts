@@ -6,7 +6,10 @@ import { restoreLeaseHolder } from "@/server/modules/workspace/workspace-lifecyc
 import { isAppError } from "@/server/shared/errors";
 import type { CheckpointStore } from "@/server/workspace/checkpoints/checkpoint-store";
 import { restoreCheckpoint } from "@/server/workspace/checkpoints/restore";
-import { finishRestore, getCheckpoint, getRestore } from "./checkpoint.data";
+import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
+import type { TenantScope } from "@/server/auth/scope";
+import { finishRestore, getCheckpoint, getRestore, recordSafetyCheckpoint } from "./checkpoint.data";
+import { captureRowOf } from "./checkpoint-capture";
 
 export type RestoreJobDeps = {
   workspaces: Pick<WorkspaceService, "withLease">;
@@ -30,6 +33,7 @@ export async function runCheckpointRestore(
   const restore = await getRestore(scope, payload.restoreId);
   if (restore.status !== "RUNNING") return { skipped: `restore is ${restore.status}` };
   const checkpoint = await getCheckpoint(scope, restore.checkpointId);
+  let safety: { id: string; root: string } | null = null;
   try {
     if (!checkpoint.rootTree) throw new Error("the checkpoint has no tree (it failed)");
     const root = checkpoint.rootTree;
@@ -37,14 +41,17 @@ export async function runCheckpointRestore(
       scope,
       restore.workspaceId,
       { holder: restoreLeaseHolder(restore.id), reason: `checkpoint ${restore.kind.toLowerCase()}` },
-      (workspace) =>
-        restoreCheckpoint({
+      async (workspace, record) => {
+        if (restore.kind === "REVERT")
+          safety = await safetyCheckpoint(deps, scope, restore, workspace.machine, record.generation);
+        return restoreCheckpoint({
           machine: workspace.machine,
           store: deps.store,
           tenantId: scope.tenantId,
           root,
           ...(options.signal ? { signal: options.signal } : {}),
-        }),
+        });
+      },
     );
     await finishRestore(scope, restore.id, {
       status: "DONE",
@@ -58,10 +65,74 @@ export async function runCheckpointRestore(
     if (permanent || options.isLastAttempt) {
       log.warn({ err: error, restoreId: restore.id }, "a checkpoint restore failed");
       const reason = error instanceof Error ? error.message : String(error);
-      await finishRestore(scope, restore.id, { status: "FAILED", error: reason.slice(0, 1_000) });
+      const after = await putBack(deps, scope, restore, safety, log);
+      await finishRestore(scope, restore.id, {
+        status: "FAILED",
+        error: `${reason}${after}`.slice(0, 1_000),
+      });
       announceChange(scope.tenantId, { topic: "session", id: restore.sessionId, userId: null });
       return { skipped: "failed" };
     }
     throw error;
+  }
+}
+
+type RestoreOf = Awaited<ReturnType<typeof getRestore>>;
+
+/**
+ * The folder as it is before a revert writes anything, recorded once as a BEFORE_REVERT checkpoint: it
+ * makes the revert undoable, and it is what a revert that cannot finish puts back.
+ */
+async function safetyCheckpoint(
+  deps: RestoreJobDeps,
+  scope: TenantScope,
+  restore: RestoreOf,
+  machine: WorkspaceMachine,
+  generation: number,
+): Promise<{ id: string; root: string }> {
+  if (restore.safetyCheckpointId) {
+    const recorded = await getCheckpoint(scope, restore.safetyCheckpointId);
+    if (recorded.rootTree) return { id: recorded.id, root: recorded.rootTree };
+  }
+  const row = await captureRowOf(deps.store, scope, {
+    machine,
+    workspaceId: restore.workspaceId,
+    generation,
+  });
+  const id = await recordSafetyCheckpoint(scope, restore.id, {
+    ...row,
+    workspaceId: restore.workspaceId,
+    generation,
+    sessionId: restore.sessionId,
+  });
+  return { id, root: (await getCheckpoint(scope, id)).rootTree ?? row.rootTree };
+}
+
+/** After a revert that failed for good: the folder back as it was before it (best effort), and what to say. */
+async function putBack(
+  deps: RestoreJobDeps,
+  scope: TenantScope,
+  restore: RestoreOf,
+  safety: { id: string; root: string } | null,
+  log: Pick<Logger, "warn">,
+): Promise<string> {
+  if (!safety) return "";
+  try {
+    await deps.workspaces.withLease(
+      scope,
+      restore.workspaceId,
+      { holder: restoreLeaseHolder(restore.id), reason: "checkpoint revert undone" },
+      (workspace) =>
+        restoreCheckpoint({
+          machine: workspace.machine,
+          store: deps.store,
+          tenantId: scope.tenantId,
+          root: safety.root,
+        }),
+    );
+    return "; the workspace was put back as it was before the revert";
+  } catch (error) {
+    log.warn({ err: error, restoreId: restore.id }, "could not put a workspace back after a failed revert");
+    return `; the state before the revert is checkpoint ${safety.id}`;
   }
 }

@@ -53,7 +53,7 @@ export async function copyTranscriptUntil(
       sessionId: input.to,
       role: message.role,
       content: message.content as Prisma.InputJsonValue,
-      toolCalls: (message.toolCalls ?? undefined) as Prisma.InputJsonValue | undefined,
+      toolCalls: message.toolCalls ?? undefined,
       createdAt: message.createdAt,
     })),
   });

@@ -17,6 +17,7 @@ const checkpointSelect = {
   generation: true,
   sessionId: true,
   turnId: true,
+  kind: true,
   status: true,
   rootTree: true,
   baseTree: true,
@@ -33,19 +34,53 @@ const checkpointSelect = {
 
 export type CheckpointRow = Prisma.WorkspaceCheckpointGetPayload<{ select: typeof checkpointSelect }>;
 
-/** The newest READY checkpoint's root tree of a workspace generation: the next checkpoint's base. */
+/**
+ * The tree a workspace's next checkpoint compares with: its newest READY checkpoint's, unless a revert
+ * or fork wrote another one into it since (then the work folder started from that checkpoint's).
+ */
 export async function latestCheckpointTree(
   scope: TenantScope,
   workspaceId: string,
   generation: number,
   db: DbClient = getDb(),
 ): Promise<string | null> {
-  const row = await db.workspaceCheckpoint.findFirst({
-    where: { tenantId: scope.tenantId, workspaceId, generation, status: "READY" },
+  const [checkpoint, restore] = await Promise.all([
+    db.workspaceCheckpoint.findFirst({
+      where: { tenantId: scope.tenantId, workspaceId, generation, status: "READY" },
+      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+      select: { rootTree: true, createdAt: true },
+    }),
+    db.checkpointRestore.findFirst({
+      where: { tenantId: scope.tenantId, workspaceId, status: "DONE" },
+      orderBy: [{ finishedAt: "desc" }, { id: "desc" }],
+      select: { checkpointId: true, finishedAt: true },
+    }),
+  ]);
+  if (restore?.finishedAt && (!checkpoint || restore.finishedAt > checkpoint.createdAt)) {
+    const restored = await db.workspaceCheckpoint.findFirst({
+      where: { tenantId: scope.tenantId, id: restore.checkpointId, status: "READY" },
+      select: { rootTree: true },
+    });
+    if (restored?.rootTree) return restored.rootTree;
+  }
+  return checkpoint?.rootTree ?? null;
+}
+
+/** The root trees of a workspace generation's READY turn checkpoints, newest first. */
+export async function recentTurnTrees(
+  scope: TenantScope,
+  workspaceId: string,
+  generation: number,
+  take: number,
+  db: DbClient = getDb(),
+): Promise<string[]> {
+  const rows = await db.workspaceCheckpoint.findMany({
+    where: { tenantId: scope.tenantId, workspaceId, generation, status: "READY", kind: "TURN" },
     orderBy: [{ createdAt: "desc" }, { id: "desc" }],
     select: { rootTree: true },
+    take,
   });
-  return row?.rootTree ?? null;
+  return rows.flatMap((row) => (row.rootTree ? [row.rootTree] : []));
 }
 
 export async function insertCheckpoint(
@@ -111,12 +146,12 @@ export async function beginRestore(
     workspaceId: string;
     sessionId: string;
   },
-  db: DbClient = getDb(),
   /**
    * Writes that land with it or not at all (a fork's workspace binding, session and transcript); what
    * it returns completes the restore's row (the fork's session id).
    */
   within?: (tx: Prisma.TransactionClient) => Promise<{ sessionId: string }>,
+  db: DbClient = getDb(),
 ): Promise<{ restoreId: string }> {
   return db.$transaction(async (tx) => {
     const completed = within ? await within(tx) : {};
@@ -153,6 +188,7 @@ const restoreSelect = {
   id: true,
   kind: true,
   checkpointId: true,
+  safetyCheckpointId: true,
   workspaceId: true,
   sessionId: true,
   status: true,
@@ -206,8 +242,20 @@ export async function finishRestore(
     if (outcome.status === "DONE" && restore.kind === "REVERT") {
       const checkpoint = await tx.workspaceCheckpoint.findUniqueOrThrow({
         where: { id: restore.checkpointId },
-        select: { turnId: true, createdAt: true },
+        select: { turnId: true, createdAt: true, kind: true },
       });
+      if (checkpoint.kind === "BEFORE_REVERT") {
+        // Undoing a revert: the turns it marked are the session's again.
+        const undone = await tx.checkpointRestore.findFirst({
+          where: { tenantId: scope.tenantId, safetyCheckpointId: restore.checkpointId },
+          select: { id: true },
+        });
+        if (undone)
+          await tx.chatTurn.updateMany({
+            where: { tenantId: scope.tenantId, sessionId: restore.sessionId, revertedBy: undone.id },
+            data: { revertedAt: null, revertedBy: null },
+          });
+      }
       const turn = checkpoint.turnId
         ? await tx.chatTurn.findUnique({ where: { id: checkpoint.turnId }, select: { startedAt: true } })
         : null;
@@ -218,9 +266,37 @@ export async function finishRestore(
           startedAt: { gt: turn?.startedAt ?? checkpoint.createdAt },
           revertedAt: null,
         },
-        data: { revertedAt: new Date() },
+        data: { revertedAt: new Date(), revertedBy: restoreId },
       });
     }
     return true;
+  });
+}
+
+/**
+ * Records a revert's BEFORE_REVERT checkpoint (what the folder held before the first file is written),
+ * once: a retried restore finds it recorded and does not take the half-restored folder for it.
+ */
+export async function recordSafetyCheckpoint(
+  scope: TenantScope,
+  restoreId: string,
+  data: Omit<Prisma.WorkspaceCheckpointUncheckedCreateInput, "tenantId" | "id" | "createdAt" | "kind">,
+  db: DbClient = getDb(),
+): Promise<string> {
+  return db.$transaction(async (tx) => {
+    const restore = await tx.checkpointRestore.findFirstOrThrow({
+      where: { tenantId: scope.tenantId, id: restoreId },
+      select: { safetyCheckpointId: true },
+    });
+    if (restore.safetyCheckpointId) return restore.safetyCheckpointId;
+    const checkpoint = await tx.workspaceCheckpoint.create({
+      data: { ...data, kind: "BEFORE_REVERT", tenantId: scope.tenantId },
+      select: { id: true },
+    });
+    await tx.checkpointRestore.update({
+      where: { id: restoreId },
+      data: { safetyCheckpointId: checkpoint.id },
+    });
+    return checkpoint.id;
   });
 }

@@ -7,10 +7,15 @@ import { deterministicJobId, defineJob } from "@/server/queue/types";
  * restore (its id), retried with backoff: the restore is convergent, so a retry after a killed worker
  * finishes what the first run began, and the workspace takes no other lease until it has.
  */
-export const ZCheckpointRestorePayload = z.object({
+const ZCheckpointRestorePayload = z.object({
   tenantId: z.string().min(1).max(200),
   restoreId: z.string().min(1).max(200),
 });
+
+const ZCheckpointPrunePayload = z.object({ trigger: z.enum(["schedule", "manual"]) });
+
+/** How often the checkpoint prune applies the tenants' retention (checkpoint-prune.service.ts). */
+export const CHECKPOINT_PRUNE_EVERY_MS = 15 * 60_000;
 
 export const checkpointJobs = {
   "checkpoint.restore": defineJob({
@@ -23,5 +28,11 @@ export const checkpointJobs = {
       removeOnFail: JOB_RETENTION.failed,
     },
     jobId: (p) => deterministicJobId("checkpoint.restore", p.restoreId),
+  }),
+  /** Retention: expired checkpoints' rows, then the store objects no kept checkpoint reaches. */
+  "checkpoint.prune": defineJob({
+    queue: "workspace",
+    schema: ZCheckpointPrunePayload,
+    options: { attempts: 1, removeOnComplete: JOB_RETENTION.completed, removeOnFail: JOB_RETENTION.failed },
   }),
 } as const;

@@ -1,6 +1,4 @@
-import { createTwoFilesPatch } from "diff";
 import type { TenantScope } from "@/server/auth/scope";
-import { getDb } from "@/server/db";
 import type { Logger } from "@/server/logger";
 import { audited } from "@/server/modules/audit/audited";
 import { announceChange } from "@/server/modules/live/change-feed";
@@ -21,8 +19,11 @@ import {
   insertCheckpoint,
   latestCheckpointTree,
   listSessionCheckpoints,
+  recentTurnTrees,
 } from "./checkpoint.data";
 import { copyTranscriptUntil } from "./checkpoint-transcript.data";
+import { captureRowOf } from "./checkpoint-capture";
+import { unifiedDiffOf } from "./checkpoint-text";
 
 export type CheckpointServiceDeps = {
   store: CheckpointStore;
@@ -33,8 +34,6 @@ export type CheckpointServiceDeps = {
 
 /** A diff lists at most this many files; the rest is counted. */
 const MAX_DIFF_FILES = 2_000;
-/** Text diffs of files up to this size; larger or binary files are reported without one. */
-const MAX_TEXT_DIFF_BYTES = 512 * 1024;
 
 export function createCheckpointService(deps: CheckpointServiceDeps) {
   const { store } = deps;
@@ -64,8 +63,10 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
 
   return {
     /**
-     * Records the workdir at the end of a turn. Never fails the turn: a checkpoint that cannot be taken
-     * is stored as FAILED with the reason, and the next one starts from the last READY one.
+     * Records the workdir at the end of a turn, or before one the sender marked risky (`before`: what
+     * changed since the last turn outside of turns, an upload or a terminal, is kept too). Never fails
+     * the turn: a checkpoint that cannot be taken is stored as FAILED with the reason, and the next one
+     * starts from the last READY one.
      */
     async recordTurn(
       scope: TenantScope,
@@ -75,6 +76,7 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
         generation: number;
         sessionId: string;
         turnId: string;
+        before?: boolean;
       },
     ): Promise<CheckpointRow | null> {
       const started = Date.now();
@@ -82,32 +84,13 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
         workspaceId: input.workspaceId,
         generation: input.generation,
         sessionId: input.sessionId,
-        turnId: input.turnId,
+        // One checkpoint per turn names it: the one at its end.
+        ...(input.before ? { turnId: null, kind: "BEFORE_TURN" as const } : { turnId: input.turnId }),
       };
       try {
-        const previous = await latestCheckpointTree(scope, input.workspaceId, input.generation);
-        const captured = await captureCheckpoint({
-          machine: input.machine,
-          store,
-          tenantId: scope.tenantId,
-          previous,
-        });
-        // Counted: files and links (an empty folder that came or went is listed by the diff, not counted).
-        const changes = (await diffTrees(readTree(scope.tenantId), previous, captured.root)).filter(
-          (change) => (change.kind === "removed" ? change.before : change.after).type !== "dir",
-        );
         const row = await insertCheckpoint(scope, {
           ...base,
-          status: "READY",
-          rootTree: captured.root,
-          baseTree: previous,
-          files: captured.stats.files,
-          totalBytes: captured.stats.totalBytes,
-          storedBytes: captured.stats.storedBytes,
-          added: changes.filter((change) => change.kind === "added").length,
-          changed: changes.filter((change) => change.kind === "changed").length,
-          removed: changes.filter((change) => change.kind === "removed").length,
-          durationMs: Date.now() - started,
+          ...(await captureRowOf(store, scope, input)),
         });
         announceChange(scope.tenantId, { topic: "session", id: input.sessionId, userId: null });
         return row;
@@ -123,12 +106,49 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
       }
     },
 
+    /**
+     * What changed in the workspace's folder since the end of its last turn (`turnsBack` 0) or of the
+     * turn `turnsBack` before it, with one file's unified diff when `path` is given: the agent's
+     * `Changes` tool, run under the turn's lease. Reads only the files whose size or mtime changed.
+     */
+    async workingChanges(
+      scope: TenantScope,
+      input: { machine: WorkspaceMachine; workspaceId: string; generation: number },
+      query: { turnsBack: number; path?: string | undefined; signal?: AbortSignal | undefined },
+    ) {
+      const latest = await latestCheckpointTree(scope, input.workspaceId, input.generation);
+      const since =
+        query.turnsBack === 0
+          ? latest
+          : ((await recentTurnTrees(scope, input.workspaceId, input.generation, query.turnsBack + 1))[
+              query.turnsBack
+            ] ?? null);
+      const now = await captureCheckpoint({
+        machine: input.machine,
+        store,
+        tenantId: scope.tenantId,
+        previous: latest,
+        ...(query.signal ? { signal: query.signal } : {}),
+      });
+      const changes = (await diffTrees(readTree(scope.tenantId), since, now.root)).filter(
+        (change) => (change.kind === "removed" ? change.before : change.after).type !== "dir",
+      );
+      if (query.path === undefined) return { changes, diff: null };
+      const change = changes.find((candidate) => candidate.path === query.path);
+      return { changes, diff: change ? await unifiedDiffOf(store, scope.tenantId, change) : null };
+    },
+
     /** The session's checkpoints with their turns, oldest first. */
     async list(scope: TenantScope, sessionId: string) {
       await sessionFor(scope, sessionId, false);
       return (await listSessionCheckpoints(scope, sessionId)).map(({ checkpoint, turn }) => ({
         id: checkpoint.id,
         turnId: checkpoint.turnId,
+        /**
+         * TURN; BEFORE_TURN (before a turn sent as risky); BEFORE_REVERT (the folder just before a revert:
+         * reverting to it undoes the revert).
+         */
+        kind: checkpoint.kind,
         status: checkpoint.status,
         files: checkpoint.files,
         totalBytes: Number(checkpoint.totalBytes),
@@ -180,18 +200,7 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
         throw new AppError("NOT_FOUND", `no change to ${path} in checkpoint ${checkpointId}`, {
           userMessage: "That file did not change in this turn.",
         });
-      const before = change.kind === "added" ? null : change.before;
-      const after = change.kind === "removed" ? null : change.after;
-      const [left, right] = await Promise.all([
-        textOf(scope.tenantId, before),
-        textOf(scope.tenantId, after),
-      ]);
-      if (left === undefined || right === undefined)
-        return { path, kind: change.kind, binary: true, diff: null };
-      const patch = createTwoFilesPatch(`a/${path}`, `b/${path}`, left ?? "", right ?? "", "", "", {
-        context: 3,
-      });
-      return { path, kind: change.kind, binary: false, diff: replaceUnstorableCharacters(patch).text };
+      return unifiedDiffOf(store, scope.tenantId, change);
     },
 
     /**
@@ -253,7 +262,6 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
           const { restoreId } = await beginRestore(
             scope,
             { kind: "FORK", checkpointId: checkpoint.id, workspaceId, sessionId: "" },
-            getDb(),
             async (tx) => {
               await upsertWorkspaceBinding(
                 scope,
@@ -307,18 +315,6 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
       return restore;
     },
   };
-
-  /** A file's text, null when absent, undefined when binary or too large to diff. */
-  async function textOf(tenantId: string, entry: TreeEntry | null): Promise<string | null | undefined> {
-    if (!entry) return null;
-    if (entry.type === "symlink") return `-> ${entry.target}\n`;
-    if (entry.type !== "file" || entry.size > MAX_TEXT_DIFF_BYTES) return undefined;
-    const chunks: Buffer[] = [];
-    for await (const chunk of await store.readBlob(tenantId, entry.hash)) chunks.push(chunk as Buffer);
-    const bytes = Buffer.concat(chunks);
-    if (bytes.includes(0)) return undefined;
-    return bytes.toString("utf8");
-  }
 }
 
 function sizeOf(entry: TreeEntry): number | null {

@@ -3,7 +3,9 @@ import { resolveSystemTenantScope, tenantAdmitsWork } from "@/server/auth/resolv
 import type { TenantScope } from "@/server/auth/scope";
 import type { EngineConfig } from "@/server/engine/engine-config";
 import type { DriverSet } from "@/server/engine/driver-set";
-import type { BackendHandle, CreateProgress } from "@/server/workspace/drivers/driver";
+import type { BackendHandle, CreateProgress, WorkspaceSpec } from "@/server/workspace/drivers/driver";
+import type { CheckpointStore } from "@/server/workspace/checkpoints/checkpoint-store";
+import { checkResumeIntegrity } from "@/server/modules/checkpoint/resume-integrity";
 import type { Logger } from "@/server/logger";
 import { AppError } from "@/server/shared/errors";
 import { redactHostPaths } from "@/server/shared/host-paths";
@@ -45,6 +47,8 @@ export type WorkspaceJobDeps = {
   db: Db;
   /** Quota admission and limits (default: the installation's, over the process' Redis). */
   quota?: QuotaDeps;
+  /** The turn checkpoints' store: a recreated or resumed machine's folder is compared with the last one. */
+  checkpoints?: CheckpointStore;
   /**
    * How long a provision run's claim on creating a machine holds unless renewed (provision-claim.ts): the
    * workers' job lock duration, so a dead run is taken over when its job would be. Default 30 s.
@@ -85,7 +89,7 @@ type ProvisionOutcome = {
  * of an attempt whose worker died (stalled-job recovery), so it provisions again (create-or-get).
  */
 export async function provisionWorkspace(
-  deps: Pick<WorkspaceJobDeps, "drivers" | "quota" | "provisionClaimMs">,
+  deps: Pick<WorkspaceJobDeps, "drivers" | "quota" | "provisionClaimMs" | "checkpoints">,
   payload: z.output<typeof ZWorkspaceProvisionPayload>,
   log: Logger,
   /** The job's enqueue and pick-up times (epoch ms): the stage timings start there. */
@@ -102,7 +106,7 @@ export async function provisionWorkspace(
 
 /** One look at the workspace and, under its claim, the provision; "claim-held": another run has it. */
 async function provisionOnce(
-  deps: Pick<WorkspaceJobDeps, "drivers" | "quota" | "provisionClaimMs">,
+  deps: Pick<WorkspaceJobDeps, "drivers" | "quota" | "provisionClaimMs" | "checkpoints">,
   payload: z.output<typeof ZWorkspaceProvisionPayload>,
   log: Logger,
   timing: { requestedAt: number; pickedUpAt: number },
@@ -146,6 +150,9 @@ async function provisionOnce(
       await recordProvisionFailure(scope, record, error, timings, log);
       throw error;
     }
+    // Before READY, so no turn can change the folder while it is compared with the last checkpoint.
+    if (deps.checkpoints && record.state !== "PURGED")
+      await checkResumed(deps.checkpoints, driver, scope, record, { ...spec, handle }, log);
     await transitionFrom(scope, record.id, {
       from: ["PROVISIONING"],
       to: "READY",
@@ -185,6 +192,31 @@ async function provisionOnce(
     path,
   });
   return { outcome: "provisioned", handle, path };
+}
+
+/** How long the resume check may take before the provision goes on without it. */
+const RESUME_CHECK_MS = 60_000;
+
+/** The resume integrity check (resume-integrity.ts) on the new machine, attached for it and let go. */
+async function checkResumed(
+  store: CheckpointStore,
+  driver: Driver,
+  scope: TenantScope,
+  record: WorkspaceRecord,
+  spec: WorkspaceSpec,
+  log: Logger,
+): Promise<void> {
+  const signal = AbortSignal.timeout(RESUME_CHECK_MS);
+  const machine = await driver.attach(spec, { signal }).catch((error: unknown) => {
+    log.warn({ err: error, workspaceId: record.id }, "could not attach a new machine to check its files");
+    return null;
+  });
+  if (!machine) return;
+  try {
+    await checkResumeIntegrity({ store, log }, scope, record, machine, signal);
+  } finally {
+    await driver.detach(machine).catch(() => {});
+  }
 }
 
 /** The data-lost event, recorded once per job, whoever notices first (the job or the driver). */

@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import type { DriverSet } from "@/server/engine/driver-set";
+import type { CheckpointStore } from "@/server/workspace/checkpoints/checkpoint-store";
 import type { Logger } from "@/server/logger";
 import { appendOperatorAudit } from "@/server/modules/operator/operator.data";
 import type { ZTenantDeletePayload } from "@/server/modules/operator/operator.jobs";
@@ -11,11 +12,11 @@ import type { Db } from "@/server/db";
 /**
  * `tenant.delete`: purges every workspace of the tenant on its own backend (the same `purgeWorkspace` the
  * `workspace.purge` job runs: stop, inventory, delete machine and data, purge receipt), then deletes the
- * tenant's rows and writes the deletion receipt in one transaction. A retry skips what is purged already;
+ * tenant's turn checkpoints from the store, then its rows, and writes the deletion receipt in one transaction. A retry skips what is purged already;
  * a job for a tenant already gone returns its receipt.
  */
 export async function deleteTenant(
-  deps: { drivers: DriverSet },
+  deps: { drivers: DriverSet; checkpoints: CheckpointStore },
   payload: z.output<typeof ZTenantDeletePayload>,
   log: Logger,
   db: Db,
@@ -45,6 +46,8 @@ export async function deleteTenant(
     });
   }
   log.info({ tenantId: payload.tenantId, workspaces: purged.length }, "tenant workspaces purged");
+  // Before the rows: a crash after them would leave a tenant no job names any more, and its objects.
+  await deps.checkpoints.dropTenant(payload.tenantId);
 
   const outcome = await deleteTenantRows(
     {

@@ -113,7 +113,12 @@ export async function completePurge(
     holder: string;
     reason: string;
     data: Record<string, unknown>;
-    receipt: (databaseRows: { workspaceLeases: number; skillStorage: number }) => Record<string, unknown>;
+    receipt: (databaseRows: {
+      workspaceLeases: number;
+      skillStorage: number;
+      checkpoints: number;
+      checkpointRestores: number;
+    }) => Record<string, unknown>;
   },
   db = getDb(),
 ): Promise<PurgeReceiptDTO | null> {
@@ -131,20 +136,27 @@ export async function completePurge(
     });
     // Its skills' bytes no longer count against the tenant's skill storage.
     const skillStorage = await deleteStoredSkills({ workspaceId }, tx);
+    // Its turn checkpoints go with it; the store objects only they reached go in the next checkpoint prune.
+    const { count: checkpoints } = await tx.workspaceCheckpoint.deleteMany({
+      where: { tenantId: scope.tenantId, workspaceId },
+    });
+    const { count: checkpointRestores } = await tx.checkpointRestore.deleteMany({
+      where: { tenantId: scope.tenantId, workspaceId },
+    });
     await setState(tx, scope, workspaceId, row, "PURGED", change.reason, change.data, {
       backendHandle: null,
     });
     announce = row.metering.userId;
     await tx.workspace.update({
       where: { id: workspaceId },
-      data: { purgeHolder: null, purgeHeldUntil: null, purgeInventory: Prisma.DbNull },
+      data: { purgeHolder: null, purgeHeldUntil: null, purgeInventory: Prisma.DbNull, restoringId: null },
     });
     return recordPurgeReceipt(
       scope,
       {
         targetType: "workspace",
         targetId: workspaceId,
-        deleted: change.receipt({ workspaceLeases, skillStorage }),
+        deleted: change.receipt({ workspaceLeases, skillStorage, checkpoints, checkpointRestores }),
       },
       tx,
     );

@@ -38,7 +38,7 @@ export type { LeaseOptions } from "./workspace-lease";
  * The workspace service: the ONE way API code (routers, chat, team tools, route handlers) reaches a
  * workspace. Every call resolves through the process' WorkspaceManager with the session's stored workspace
  * id; a miss waits for the workers to provision (see RecordAttacher), a stopped workspace comes back
- * transparently. Build one per process with `createWorkspaceService(getEngine())`.
+ * transparently. Build one per process with `createWorkspaceService(berth.engine)` (the root does: server/composition/berth.ts).
  *
  * Each use case is a named function taking its dependencies (workspace-use.ts: attach under a lease;
  * workspace-binding.ts; workspace-queries.ts: the pages' reads; workspace-requests.ts: stop, start, purge,

@@ -51,6 +51,7 @@ const WORKSPACE_EVENT_KINDS = [
   "lease_acquired",
   "lease_released",
   "data_lost",
+  "integrity_checked",
 ] as const;
 export const ZWorkspaceEventKind = z.enum(WORKSPACE_EVENT_KINDS);
 export type WorkspaceEventKind = z.infer<typeof ZWorkspaceEventKind>;

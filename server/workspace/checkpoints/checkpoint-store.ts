@@ -25,7 +25,7 @@ export interface CheckpointStore {
    * Deletes the tenant's objects not in `keep` that are older than `graceMs` (a checkpoint being stored
    * right now has written objects no stored checkpoint references yet). Yields between batches.
    */
-  sweep(
+  prune(
     tenantId: string,
     keep: ReadonlySet<string>,
     graceMs: number,
@@ -38,7 +38,10 @@ const SAFE_TENANT = /^[A-Za-z0-9_-]{1,100}$/;
 const HASH = /^[0-9a-f]{64}$/;
 const TREE_CACHE_ENTRIES = 4_096;
 
-/** The default store: a folder of this installation (BERTH_CHECKPOINT_DIR, else `checkpoints/` in its data folder). */
+/**
+ * The default store: a folder of this installation (BERTH_CHECKPOINT_DIR, else `checkpoints/` in its data
+ * folder). S3CheckpointStore (s3-checkpoint-store.ts) replaces it when BERTH_CHECKPOINT_S3_BUCKET is set.
+ */
 export class FolderCheckpointStore implements CheckpointStore {
   // Trees are immutable and small; diffs and restores read the same ones again and again.
   private readonly trees = new Map<string, Tree>();
@@ -67,7 +70,7 @@ export class FolderCheckpointStore implements CheckpointStore {
 
   async putTree(tenantId: string, hash: string, bytes: Buffer): Promise<boolean> {
     const target = this.objectPath(tenantId, hash);
-    if (await exists(target)) return false;
+    if (await referencedAgain(target)) return false;
     const temp = path.join(this.tenantDir(tenantId), "incoming", randomUUID());
     await fs.mkdir(path.dirname(temp), { recursive: true });
     try {
@@ -101,7 +104,7 @@ export class FolderCheckpointStore implements CheckpointStore {
     return tree;
   }
 
-  async sweep(
+  async prune(
     tenantId: string,
     keep: ReadonlySet<string>,
     graceMs: number,
@@ -139,33 +142,55 @@ export class FolderCheckpointStore implements CheckpointStore {
   async dropTenant(tenantId: string): Promise<void> {
     const dir = this.tenantDir(tenantId);
     for (const key of this.trees.keys()) if (key.startsWith(`${tenantId}/`)) this.trees.delete(key);
-    await this.sweep(tenantId, new Set(), -1);
+    await this.prune(tenantId, new Set(), -1);
     await fs.rm(dir, { recursive: true, force: true });
   }
 
   /** Moves a finished temp file to its object path unless the object exists (dedup). */
   private async adopt(tenantId: string, hash: string, temp: string): Promise<boolean> {
     const target = this.objectPath(tenantId, hash);
-    if (await exists(target)) return false;
+    if (await referencedAgain(target)) return false;
     await fs.mkdir(path.dirname(target), { recursive: true });
     await fs.rename(temp, target);
     return true;
   }
 
   private tenantDir(tenantId: string): string {
-    if (!SAFE_TENANT.test(tenantId))
-      throw new AppError("BAD_REQUEST", "Invalid tenant id for the checkpoint store");
-    return path.join(this.root, tenantId);
+    return path.join(this.root, checkTenantId(tenantId));
   }
 
   private objectPath(tenantId: string, hash: string): string {
-    if (!HASH.test(hash)) throw new AppError("BAD_REQUEST", "Invalid checkpoint object hash");
-    return path.join(this.tenantDir(tenantId), "objects", hash.slice(0, 2), hash.slice(2));
+    return path.join(this.root, ...checkpointObjectKey(tenantId, hash).split("/"));
   }
 }
 
-function missingObject(hash: string): AppError {
+/** The tenant id, checked: it names a folder or a key prefix, so it must not hold `/`, `..` or the like. */
+export function checkTenantId(tenantId: string): string {
+  if (!SAFE_TENANT.test(tenantId))
+    throw new AppError("BAD_REQUEST", "Invalid tenant id for the checkpoint store");
+  return tenantId;
+}
+
+/** Every store's layout of one object: `<tenant>/objects/<2 hex>/<62 hex>` (few entries per folder). */
+export function checkpointObjectKey(tenantId: string, hash: string): string {
+  if (!HASH.test(hash)) throw new AppError("BAD_REQUEST", "Invalid checkpoint object hash");
+  return `${checkTenantId(tenantId)}/objects/${hash.slice(0, 2)}/${hash.slice(2)}`;
+}
+
+export function missingObject(hash: string): AppError {
   return new AppError("NOT_FOUND", `Checkpoint object ${hash.slice(0, 12)} is missing from the store`);
+}
+
+/**
+ * True when the object exists, and then its mtime is now: the prune's grace counts from its last
+ * reference, so a prune that began before the checkpoint naming it is written cannot take it.
+ */
+async function referencedAgain(file: string): Promise<boolean> {
+  const now = new Date();
+  return fs.utimes(file, now, now).then(
+    () => true,
+    () => false,
+  );
 }
 
 async function exists(file: string): Promise<boolean> {

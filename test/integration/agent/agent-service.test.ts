@@ -8,12 +8,12 @@ import { getConfig } from "@/server/config/config";
 import { getDb } from "@/server/db";
 import { getAgentModelApiKey } from "@/server/modules/agent/agent.data";
 import { flushAuditBuffer } from "@/server/modules/audit/audit-buffer.service";
-import { getAgentServices } from "@/server/composition/services";
 import { getQueues } from "@/server/queue/queues";
 import { getRedis } from "@/server/redis";
 import { rejectionCode } from "../api/support/call-by-path";
 import { startAgentApiHarness, type AgentApiHarness } from "./support";
 import { closeProcessBerth } from "@/server/composition/process-berth";
+import { processBerth } from "@/server/composition/process-berth";
 
 /** agent.* through the API: the key goes in encrypted and never comes out; delete cascades and purges. */
 let h: AgentApiHarness;
@@ -275,7 +275,7 @@ describe("agent.update is a partial patch", () => {
       ).toBe("BAD_REQUEST");
       // The service checks too, with the one AppError type (callers other than tRPC).
       await expect(
-        getAgentServices().agent.update(h.tenant.ownerScope, agent.id, patch as { description?: string }),
+        processBerth().agents.agent.update(h.tenant.ownerScope, agent.id, patch as { description?: string }),
       ).rejects.toMatchObject({ name: "AppError", code: "BAD_REQUEST" });
     }
     expect(await h.owner.agent.get({ ...h.ref, agentId: agent.id })).toEqual(before);

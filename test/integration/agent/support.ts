@@ -46,7 +46,7 @@ export async function startAgentApiHarness(label: string): Promise<AgentApiHarne
  */
 export async function sendChat(
   caller: ReturnType<typeof createCaller>,
-  input: { tenantId: string; sessionId: string; message: string },
+  input: { tenantId: string; sessionId: string; message: string; checkpointFirst?: boolean },
 ) {
   return collect(await caller.chat.send(input));
 }

@@ -14,7 +14,6 @@ import { resolveTenantScope } from "@/server/auth/resolve";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { createApiKey } from "@/server/modules/api-key/api-key.service";
 import { addMember } from "@/server/modules/member/member.data";
-import { getWebhookService, getWorkspaceServices } from "@/server/composition/services";
 import { createAgent } from "@/server/modules/agent/agent.data";
 import { createSession } from "@/server/modules/session/session.data";
 import { insertCheckpoint } from "@/server/modules/checkpoint/checkpoint.data";
@@ -480,7 +479,7 @@ beforeAll(async () => {
       secretKeyFromBytes(randomBytes(32)),
     );
     const session = await createSession(t.ownerScope, { agentId: agent.id, workspaceId: id });
-    const { jobId } = await getWorkspaceServices().service.enqueueSessionPurge(t.ownerScope, {
+    const { jobId } = await processBerth().workspaces.service.enqueueSessionPurge(t.ownerScope, {
       workspaceId: id,
       agentId: agent.id,
       sessionIds: [session.id],
@@ -528,7 +527,7 @@ beforeAll(async () => {
       mcpEntryId: mcpEntry.id,
       skillEntryId: skillEntry.id,
       webhookId: (
-        await getWebhookService().create(t.ownerScope, {
+        await processBerth().webhooks.create(t.ownerScope, {
           url: PROBE_WEBHOOK_URL,
           events: ["workspace.ready"],
         })

@@ -10,7 +10,6 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { loadRedisConfig } from "@/server/config/redis";
 import { getDb } from "@/server/db";
 import { auditDeadLetters, recordAudit } from "@/server/modules/audit/audit-buffer.service";
-import { getAgentServices } from "@/server/composition/services";
 import { checkHealth } from "@/server/modules/health/health.service";
 import { createRedisConnection, redisKey } from "@/server/redis";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
@@ -77,7 +76,7 @@ describe("the audit buffer under hostile strings", () => {
 
     // The service itself (no HTTP boundary in front, which answers 400): the failed cancel is audited
     // with the target id it was given.
-    await expect(getAgentServices().chat.cancel(scope, "x\u0000y")).rejects.toThrow();
+    await expect(processBerth().agents.chat.cancel(scope, "x\u0000y")).rejects.toThrow();
     await recordAudit(other.ownerScope, { action: "other.tenant", outcome: "success" });
 
     await vi.waitFor(
@@ -132,7 +131,7 @@ describe("chat.send with a message storage cannot take", () => {
     // runs (bytes Postgres cannot store may come from anywhere and must never fail a turn).
     fake.enqueue({ kind: "text", text: "Heard you." });
     const events = [];
-    for await (const event of await getAgentServices().chat.send(h.tenant.ownerScope, {
+    for await (const event of await processBerth().agents.chat.send(h.tenant.ownerScope, {
       sessionId,
       message: "hi\u0000there",
     }))

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { getAgentServices } from "@/server/composition/services";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
 import { collect, startAgentApiHarness, type AgentApiHarness } from "../agent/support";
 import { rowReads, watchSqlByContext, type SqlWatch } from "../db/sql-reads";
 import { closeProcessBerth } from "@/server/composition/process-berth";
+import { processBerth } from "@/server/composition/process-berth";
 
 /**
  * What one turn reads (issue 23, "one read"): the SQL a `chat.send` sends on its own behalf, from the claim
@@ -41,7 +41,9 @@ afterAll(async () => {
 async function turnReads(message: string) {
   fake.enqueue({ kind: "text", text: `answer to ${message}` });
   const { value: events, statements } = await sql.during(async () =>
-    collect(await getAgentServices().chat.send(h.tenant.ownerScope, { sessionId: ids.sessionId, message })),
+    collect(
+      await processBerth().agents.chat.send(h.tenant.ownerScope, { sessionId: ids.sessionId, message }),
+    ),
   );
   expect(events.at(-1)).toMatchObject({ type: "done", status: "completed" });
   return {

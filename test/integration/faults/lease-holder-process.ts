@@ -9,14 +9,14 @@
 import { randomUUID } from "node:crypto";
 import { createInterface } from "node:readline";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
-import { getWorkspaceServices } from "@/server/composition/services";
 import { startWorkspaceHarness } from "../workspace/harness";
 import { closeProcessBerth } from "@/server/composition/process-berth";
 import { installTestBerth } from "@/test/setup/test-berth";
+import { processBerth } from "@/server/composition/process-berth";
 
 const harness = await startWorkspaceHarness();
 await installTestBerth({ engine: harness.engine });
-const { service } = getWorkspaceServices();
+const { service } = processBerth().workspaces;
 
 let endTurn: (() => void) | undefined;
 const say = (line: string) => process.stdout.write(`${line}\n`);

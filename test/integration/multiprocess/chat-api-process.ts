@@ -1,19 +1,19 @@
 /**
  * A web replica for the multi-process chat test: the process-wide composition a Next.js server builds
- * (getApiComposition → runtime, the app router whose `chat` procedures use getAgentServices() over
- * getEngine()), called in-process through the tRPC caller. Prints "ready", waits for a "go" line on stdin,
+ * (processApiRuntime → the app router whose `chat` procedures use the root's agent services over
+ * processBerth().engine), called in-process through the tRPC caller. Prints "ready", waits for a "go" line on stdin,
  * then runs one real `chat.send` turn for each session of MP_SESSION_IDS (comma-separated) at once, drains
  * every event stream to its end and prints one JSON line: a summary per session.
  */
 import { createInterface } from "node:readline";
 import { createContextInner } from "@/server/api/context";
 import { createCaller } from "@/server/api/root";
-import { getEngine } from "@/server/composition/services";
 import type { TChatTurnEvent } from "@/server/agent/agent.schema";
 import { getQueues } from "@/server/queue/queues";
 import { ownerPrincipalFromEnv } from "./processes";
 import { closeProcessBerth } from "@/server/composition/process-berth";
 import { processApiRuntime } from "@/server/api/composition";
+import { processBerth } from "@/server/composition/process-berth";
 
 export type TurnSummary = {
   sessionId: string;
@@ -64,7 +64,7 @@ for await (const line of lines) {
   break;
 }
 await closeProcessBerth();
-await getEngine().close();
+await processBerth().engine.close();
 await getQueues().close();
 await closeProcessBerth();
 process.exit(0);

@@ -10,7 +10,6 @@
  */
 import { createInterface } from "node:readline";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
-import { getEngine } from "@/server/composition/services";
 import { getDb } from "@/server/db";
 import { createLogger } from "@/server/logger";
 import { ensureInstallationId } from "@/server/modules/installation/installation.data";
@@ -25,7 +24,7 @@ import { closeProcessBerth } from "@/server/composition/process-berth";
 import { processBerth } from "@/server/composition/process-berth";
 
 const log = createLogger({ level: "silent" });
-const engine = getEngine();
+const engine = processBerth().engine;
 const tenant = await createTestTenant();
 const backendKind = process.env.BERTH_WORKSPACE_BACKEND === "kubernetes" ? "kubernetes" : "docker";
 const machineName = backendKind === "kubernetes" ? podName : containerName;

@@ -1,6 +1,6 @@
 /**
  * A web replica for the multi-process quota tests: the process-wide composition a Next.js server builds
- * (getApiComposition → the app router over getAgentServices() and getEngine()), called in-process through
+ * (processApiRuntime → the app router over the root's agent services and engine), called in-process through
  * the tRPC caller as a tenant's owner. Prints "ready"; then each stdin line `send {"tenantId", "userId",
  * "email", "sessionIds"}` (a SendRequest: the tenant and owner the turns are sent as) starts one
  * `chat.send` per session id at once, and each turn prints one JSON line (a TurnOutcome) when it ended.
@@ -8,13 +8,13 @@
 import { createInterface } from "node:readline";
 import { createContextInner } from "@/server/api/context";
 import { createCaller } from "@/server/api/root";
-import { getEngine } from "@/server/composition/services";
 import type { TChatTurnEvent } from "@/server/agent/agent.schema";
 import { getQueues } from "@/server/queue/queues";
 import type { RequestPrincipal } from "@/server/auth/resolve";
 import { ownerPrincipal } from "./processes";
 import { closeProcessBerth } from "@/server/composition/process-berth";
 import { processApiRuntime } from "@/server/api/composition";
+import { processBerth } from "@/server/composition/process-berth";
 
 export type SendRequest = { tenantId: string; userId: string; email: string; sessionIds: string[] };
 
@@ -76,7 +76,7 @@ for await (const line of lines) {
 }
 await Promise.all(running);
 await closeProcessBerth();
-await getEngine().close();
+await processBerth().engine.close();
 await getQueues().close();
 await closeProcessBerth();
 process.exit(0);

@@ -8,11 +8,11 @@
 import { createInterface } from "node:readline";
 import { createContextInner } from "@/server/api/context";
 import { createCaller } from "@/server/api/root";
-import { getEngine } from "@/server/composition/services";
 import { getQueues } from "@/server/queue/queues";
 import { ownerPrincipalFromEnv } from "./processes";
 import { closeProcessBerth } from "@/server/composition/process-berth";
 import { processApiRuntime } from "@/server/api/composition";
+import { processBerth } from "@/server/composition/process-berth";
 
 export type ReplicaRequest = { id: number; path: string; input: unknown };
 export type ReplicaAnswer =
@@ -45,7 +45,7 @@ for await (const line of createInterface({ input: process.stdin })) {
   const answer = await call(JSON.parse(line) as ReplicaRequest);
   process.stdout.write(`${JSON.stringify(answer)}\n`);
 }
-await getEngine().close();
+await processBerth().engine.close();
 await getQueues().close();
 await closeProcessBerth();
 process.exit(0);

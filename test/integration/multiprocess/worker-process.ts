@@ -16,6 +16,7 @@ import { tenantDriverSettings } from "@/server/modules/backend-settings/backend-
 import { ensureInstallationId } from "@/server/modules/installation/installation.data";
 import { getQueues } from "@/server/queue/queues";
 import type { WorkspaceDriver, WorkspaceSpec } from "@/server/workspace/drivers/driver";
+import { FolderCheckpointStore } from "@/server/workspace/checkpoints/checkpoint-store";
 import { startWorkerRuntime } from "@/workers/runtime";
 import { processBerth } from "@/server/composition/process-berth";
 
@@ -66,6 +67,25 @@ function observed(driver: WorkspaceDriver): WorkspaceDriver {
   };
 }
 
+/**
+ * The checkpoint store, with blob reads held at the "block-restore" file: a restore that has deleted what
+ * the checkpoint lacks and begun writing its files logs `restore-held <pid>` and waits there (for ever: the
+ * test kills the process).
+ */
+function heldStore(store: FolderCheckpointStore): FolderCheckpointStore {
+  let reads = 0;
+  const readBlob = store.readBlob.bind(store);
+  store.readBlob = async (tenantId, hash) => {
+    reads += 1;
+    if (reads > 20 && fs.existsSync(path.join(controlDir, "block-restore"))) {
+      log(`restore-held ${process.pid}`);
+      await waitForFile(path.join(controlDir, "release"));
+    }
+    return readBlob(tenantId, hash);
+  };
+  return store;
+}
+
 const config = loadConfig();
 const engineConfig = loadEngineConfig();
 const runtime = await startWorkerRuntime({
@@ -79,6 +99,9 @@ const runtime = await startWorkerRuntime({
     drivers: observedDrivers(engineConfig, config.secrets),
     config: engineConfig,
     queues: getQueues(),
+    checkpoints: heldStore(
+      new FolderCheckpointStore(engineConfig.checkpointDir ?? `${engineConfig.basedir}-checkpoints`),
+    ),
   },
 });
 process.stdout.write("ready\n");

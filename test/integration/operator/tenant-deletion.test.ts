@@ -1,3 +1,4 @@
+import { Readable } from "node:stream";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import path from "node:path";
@@ -90,6 +91,11 @@ describeDocker("a deleted tenant leaves no workspace, no rows and a receipt", { 
       workspaceId: onDocker.workspaceId,
     });
     expect((await docker.getContainer(name).inspect()).State.Running).toBe(true);
+    // A turn checkpoint's object in the installation's store.
+    const stored = await h.engine.checkpoints.putBlob(
+      t.tenant.id,
+      Readable.from([Buffer.from("turn files")]),
+    );
     const keptRows = await countTenantRows(kept.tenant.id, processBerth().db);
     const before = await countTenantRows(t.tenant.id, processBerth().db);
     expect(before).toMatchObject({ workspaces: 4, sessions: 4, agents: 4, memberships: 2 });
@@ -122,6 +128,9 @@ describeDocker("a deleted tenant leaves no workspace, no rows and a receipt", { 
     await expect(docker.getContainer(name).inspect()).rejects.toMatchObject({ statusCode: 404 });
     expect(e2b.emulator.sandbox(sandboxId)).toBeUndefined();
     expect(await kubeObjects()).toEqual({ pods: 0, claims: 0 });
+    await expect(h.engine.checkpoints.readBlob(t.tenant.id, stored.hash)).rejects.toMatchObject({
+      code: "NOT_FOUND",
+    });
     // No rows in any table that names a tenant, and the tenant's own accounts went with it.
     for (const table of await tenantOwnedTables(processBerth().db)) {
       const rows = await getDb().$queryRawUnsafe<{ n: bigint }[]>(

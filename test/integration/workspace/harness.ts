@@ -119,7 +119,7 @@ export async function startWorkspaceHarness(
     log: testLog,
     healthPort: null,
     schedules: [],
-    engine: { drivers, config, queues },
+    engine: { drivers, config, queues, checkpoints: engine.checkpoints },
   });
   return {
     basedir,

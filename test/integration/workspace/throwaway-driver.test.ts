@@ -76,7 +76,7 @@ beforeAll(async () => {
     log: testLog,
     healthPort: null,
     schedules: [],
-    engine: { drivers, config, queues },
+    engine: { drivers, config, queues, checkpoints: engine.checkpoints },
   });
   close = async () => {
     await workers.stop();

@@ -134,7 +134,7 @@ describe("checkpoints of a workdir", () => {
     ).toMatchObject({ written: 0, deleted: 0 });
   });
 
-  it("keeps tenants apart and sweeps only unreferenced objects past the grace time", async () => {
+  it("keeps tenants apart and prunes only unreferenced objects past the grace time", async () => {
     await write("a.txt", "a");
     const first = await capture(null);
     await expect(store.readTree("tenant-b", first.root)).rejects.toMatchObject({ code: "NOT_FOUND" });
@@ -142,8 +142,8 @@ describe("checkpoints of a workdir", () => {
     const second = await capture(first.root);
     const keep = new Set<string>([second.root]);
     for await (const entry of walkTree(read, second.root)) if (entry.type !== "symlink") keep.add(entry.hash);
-    expect(await store.sweep(TENANT, keep, 60_000)).toEqual({ objects: 0, bytes: 0 });
-    const swept = await store.sweep(TENANT, keep, -1);
+    expect(await store.prune(TENANT, keep, 60_000)).toEqual({ objects: 0, bytes: 0 });
+    const swept = await store.prune(TENANT, keep, -1);
     expect(swept.objects).toBe(2); // the first root tree and the first blob
     expect(await filesOf(second.root)).toEqual({ "a.txt": "a2" });
   });

@@ -23,6 +23,7 @@ import {
 import { useTenantRole } from "../_components/tenant-role";
 import { BackendCard } from "./backend-card";
 import { BackendSettingsCards } from "./backend-settings-cards";
+import { CheckpointRetentionCard } from "./checkpoint-retention-card";
 import { QuotaCard } from "./quota-card";
 import { resetErrorOnEdit } from "@/app/_components/ui/use-submit-once";
 
@@ -184,6 +185,7 @@ export function SettingsView({ tenantSlug }: { tenantSlug: string }) {
           </CardContent>
         </Card>
 
+        <CheckpointRetentionCard tenantSlug={tenantSlug} policy={current} canManage={canManage} />
         <BackendCard tenantSlug={tenantSlug} canManage={canManage} />
         {can("workspace:manage", false) && <BackendSettingsCards tenantSlug={tenantSlug} />}
         {can("workspace:manage", false) && <QuotaCard tenantSlug={tenantSlug} />}

@@ -32,13 +32,15 @@ const EVENT_KINDS: Record<WorkspaceEventKind, { transition: boolean }> = {
   lease_acquired: { transition: false },
   lease_released: { transition: false },
   data_lost: { transition: false },
+  integrity_checked: { transition: false },
 };
 export const EVENT_KIND_LIST = Object.keys(EVENT_KINDS) as WorkspaceEventKind[];
 export const TRANSITION_KIND_LIST = EVENT_KIND_LIST.filter((kind) => EVENT_KINDS[kind].transition);
 
 /** What the events tab and its filter call a kind: the stored name, except where it needs saying plainly. */
 export function eventKindLabel(kind: WorkspaceEventKind): string {
-  return kind === "data_lost" ? "data lost" : kind;
+  if (kind === "data_lost") return "data lost";
+  return kind === "integrity_checked" ? "files checked" : kind;
 }
 
 /**
@@ -49,6 +51,14 @@ export function EventKindLabel({ kind }: { kind: WorkspaceEventKind }) {
   if (kind === "data_lost") {
     return (
       <Badge tone="danger" dot data-testid="event-data-lost">
+        {eventKindLabel(kind)}
+      </Badge>
+    );
+  }
+  if (kind === "integrity_checked") {
+    // Whether anything was lost is in the event's reason beside it; the badge says a check ran.
+    return (
+      <Badge tone="info" dot data-testid="event-integrity-checked">
         {eventKindLabel(kind)}
       </Badge>
     );

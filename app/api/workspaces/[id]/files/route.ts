@@ -2,7 +2,7 @@ import { Readable } from "node:stream";
 import type { ReadableStream as NodeWebReadableStream } from "node:stream/web";
 import { closeConnectionIfRefused, limitRequestBody } from "@/server/api/request-limits";
 import { assertRouteInput, routeErrorResponse, routeTenantScope } from "@/server/api/route-auth";
-import { getWorkspaceServices } from "@/server/composition/services";
+import { processBerth } from "@/server/composition/process-berth";
 import { FILE_UPLOAD_MAX_BYTES } from "@/server/modules/workspace-content/workspace-files.service";
 import { AppError } from "@/server/shared/errors";
 import { requestMetaOf, runWithRequestMeta } from "@/server/shared/request-meta";
@@ -38,7 +38,7 @@ async function upload(request: Request, context: { params: Promise<{ id: string 
     if (!path) throw new AppError("BAD_REQUEST", "path missing", { userMessage: "path is required." });
     const body = bounded.request.body;
     if (!body) throw new AppError("UNPROCESSABLE", "no body", { userMessage: "Expected a request body." });
-    const result = await getWorkspaceServices().content.uploadFile(scope, id, {
+    const result = await processBerth().workspaces.content.uploadFile(scope, id, {
       path,
       stream: Readable.fromWeb(body as NodeWebReadableStream<Uint8Array>),
       overwrite: url.searchParams.get("overwrite") === "true",

@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import type { ReadableStream as NodeWebReadableStream } from "node:stream/web";
 import { assertRouteInput, routeErrorResponse, routeTenantScope } from "@/server/api/route-auth";
-import { getWorkspaceServices } from "@/server/composition/services";
+import { processBerth } from "@/server/composition/process-berth";
 import { AppError } from "@/server/shared/errors";
 import type { SkillArchiveUpload } from "@/server/modules/workspace-content/workspace-content.service";
 import {
@@ -59,7 +59,7 @@ async function upload(request: Request, context: { params: Promise<{ id: string 
       install = { agentId, stream, format: body.format };
     }
     const result = await installs.run(() =>
-      getWorkspaceServices().content.installSkillArchive(scope, id, install),
+      processBerth().workspaces.content.installSkillArchive(scope, id, install),
     );
     return Response.json(result, { status: 201 });
   } catch (error) {

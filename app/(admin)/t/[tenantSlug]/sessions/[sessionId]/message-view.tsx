@@ -1,7 +1,8 @@
 "use client";
 
-import { Bot, User } from "lucide-react";
+import { Bot, Undo2, User } from "lucide-react";
 import { type ReactNode, useState } from "react";
+import { Badge } from "@/app/_components/ui/badge";
 import { CodeBlock } from "@/app/_components/ui/code-block";
 import { cn } from "@/app/_components/ui/cn";
 import { RelativeTime } from "@/app/_components/ui/relative-time";
@@ -83,6 +84,8 @@ export type HistoryMessage = {
   content: unknown;
   toolCalls: unknown;
   createdAt: Date;
+  /** A revert to an earlier turn undid this message's turn: still shown, dimmed and marked. */
+  reverted?: boolean;
 };
 
 /** The frame of a chat row: who speaks (avatar, name, time), then what they said. */
@@ -91,16 +94,24 @@ export function ChatRow({
   meta,
   children,
   testId = "chat-message",
+  reverted = false,
 }: {
   role: string;
   meta?: ReactNode;
   children: ReactNode;
   testId?: string;
+  reverted?: boolean;
 }) {
   const isUser = role === "user";
   const isTool = role === "tool";
   return (
-    <li className={cn("flex gap-3", isTool && "pl-10")} data-testid={testId} data-role={role}>
+    <li
+      // Dimmed, not hidden: a reverted turn stays readable (and selectable) in the transcript.
+      className={cn("flex gap-3", isTool && "pl-10", reverted && "opacity-60")}
+      data-testid={testId}
+      data-role={role}
+      data-reverted={reverted || undefined}
+    >
       {!isTool && (
         <div
           className={cn(
@@ -116,7 +127,12 @@ export function ChatRow({
         {!isTool && (
           <div className="mb-1 flex items-baseline gap-2 text-xs">
             <span className="font-medium capitalize">{isUser ? "You" : role}</span>
-            <span className="text-muted-foreground">{meta}</span>
+            <span className="text-muted-foreground inline-flex flex-wrap items-center gap-2">{meta}</span>
+            {reverted && (
+              <Badge tone="warning" data-testid="reverted-badge">
+                <Undo2 /> reverted
+              </Badge>
+            )}
           </div>
         )}
         <div className="flex flex-col gap-2">{children}</div>
@@ -125,10 +141,28 @@ export function ChatRow({
   );
 }
 
-export function MessageView({ message, ctx }: { message: HistoryMessage; ctx: ChatContext }) {
+/** `turnActions`: beside the first message of a turn, what the turn changed (turn-changes.tsx). */
+export function MessageView({
+  message,
+  ctx,
+  turnActions,
+}: {
+  message: HistoryMessage;
+  ctx: ChatContext;
+  turnActions?: ReactNode;
+}) {
   const { content } = message;
   return (
-    <ChatRow role={message.role} meta={<RelativeTime value={message.createdAt} />}>
+    <ChatRow
+      role={message.role}
+      reverted={message.reverted ?? false}
+      meta={
+        <>
+          <RelativeTime value={message.createdAt} />
+          {turnActions}
+        </>
+      }
+    >
       {typeof content === "string" ? (
         <MessageText text={content} />
       ) : Array.isArray(content) ? (

@@ -20,91 +20,26 @@ import { Textarea } from "@/app/_components/ui/textarea";
 import { useTRPC } from "@/app/_trpc/client";
 import { useTenantRole } from "../../_components/tenant-role";
 import { sessionDeleteConfirmText, WorkspaceLink } from "../session-ui";
-import { MessageView } from "./message-view";
+import { CheckpointsProvider } from "./checkpoint-context";
+import { HISTORY_PAGE, HistoryPage, type PageStart } from "./history-page";
+import { RestoreProgress } from "./restore-progress";
 import { SessionEnv } from "./session-env";
 import type { ChatContext } from "./tool-views";
 import { LiveTurnView, TurnErrorView, TurnSummary } from "./turn-view";
-import { markersBetween, type PlacedTurn, placeTurns, TurnMarker } from "./turn-markers";
+import { placeTurns } from "./turn-markers";
 import { type LiveTurn, type SendRefusal, useChatTurn } from "./use-chat-turn";
 import { CHAT_MESSAGE_MAX_CHARS } from "@/server/modules/chat/chat.schema";
 
-// A page of chat.history; the next page starts after the last message shown.
-const HISTORY_PAGE = 100;
-
-/** Where a history page starts: after this message (none: from the beginning). */
-type PageStart = { id: string; createdAt: Date } | undefined;
-
-function HistoryPage({
-  ctx,
+export function SessionDetail({
+  tenantSlug,
   sessionId,
-  start,
-  isLast,
-  turns,
-  onMore,
+  restoreId,
 }: {
-  ctx: ChatContext;
+  tenantSlug: string;
   sessionId: string;
-  start: PageStart;
-  isLast: boolean;
-  /** The turns that did not complete, each marked after its messages. */
-  turns: readonly PlacedTurn[];
-  onMore: (last: { id: string; createdAt: Date }) => void;
+  /** A restore to follow from the start (a fork's, from the address it was opened at). */
+  restoreId: string | null;
 }) {
-  const afterId = start?.id;
-  const trpc = useTRPC();
-  const page = useQuery(
-    trpc.chat.history.queryOptions({
-      tenantSlug: ctx.tenantSlug,
-      sessionId,
-      limit: HISTORY_PAGE,
-      ...(afterId ? { afterId } : {}),
-    }),
-  );
-  if (page.error) {
-    return (
-      <li>
-        <Alert>{page.error.message}</Alert>
-      </li>
-    );
-  }
-  if (!page.data) {
-    return (
-      <li className="grid gap-2">
-        <Skeleton className="h-5 w-2/3" />
-        <Skeleton className="h-5 w-1/2" />
-      </li>
-    );
-  }
-  const last = page.data.at(-1);
-  let previousAt = start?.createdAt ?? null;
-  return (
-    <>
-      {page.data.map((message) => {
-        const before = previousAt;
-        previousAt = message.createdAt;
-        return [
-          ...markersBetween(turns, before, message.createdAt).map((turn) => (
-            <TurnMarker key={turn.id} turn={turn} lastMessageAt={before} />
-          )),
-          <MessageView key={message.id} message={message} ctx={ctx} />,
-        ];
-      })}
-      {isLast &&
-        markersBetween(turns, previousAt, null).map((turn) => (
-          <TurnMarker key={turn.id} turn={turn} lastMessageAt={previousAt} />
-        ))}
-      {isLast && last && page.data.length === HISTORY_PAGE && (
-        <li className="flex justify-center">
-          <Button variant="outline" size="sm" onClick={() => onMore(last)}>
-            Load more messages
-          </Button>
-        </li>
-      )}
-    </>
-  );
-}
-
-export function SessionDetail({ tenantSlug, sessionId }: { tenantSlug: string; sessionId: string }) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const router = useRouter();
@@ -149,6 +84,8 @@ export function SessionDetail({ tenantSlug, sessionId }: { tenantSlug: string; s
           queryClient.invalidateQueries({ queryKey: trpc.chat.history.pathKey() }),
           queryClient.invalidateQueries({ queryKey: trpc.chat.turns.pathKey() }),
           queryClient.invalidateQueries({ queryKey: trpc.session.pathKey() }),
+          // The turn recorded its checkpoint before it ended: its changes show beside it.
+          queryClient.invalidateQueries({ queryKey: trpc.checkpoint.list.pathKey() }),
         ]).then(() => {
           setLastTurn(final);
           reset();
@@ -192,6 +129,12 @@ export function SessionDetail({ tenantSlug, sessionId }: { tenantSlug: string; s
   const myUserId = me.data?.principal.kind === "user" ? me.data.principal.userId : undefined;
   const canEditEnv = canUse && (role !== "member" || current.userId === myUserId);
   const historyEmpty = firstPage.data?.length === 0;
+  // The server refuses the same (a member reverts and forks only their own sessions).
+  const checkpointRefusal = !canUse
+    ? "Your role can read this session but not revert or fork it."
+    : !canEditEnv
+      ? "Only the session's owner or an admin can revert or fork it."
+      : null;
 
   function submit(event?: FormEvent) {
     event?.preventDefault();
@@ -224,156 +167,164 @@ export function SessionDetail({ tenantSlug, sessionId }: { tenantSlug: string; s
   }
 
   return (
-    <div className="flex flex-col">
-      <PageHeader
-        breadcrumb={
-          <Link href={`${base}/sessions`} className="hover:text-foreground">
-            ← Sessions
-          </Link>
-        }
-        title={current.name || "Unnamed session"}
-        description={
-          <span className="flex flex-wrap items-center gap-x-4 gap-y-1" aria-label="Session">
-            <span>
-              Agent{" "}
-              <Link
-                className="text-foreground font-medium hover:underline"
-                href={`${base}/agents/${encodeURIComponent(current.agentId)}`}
-              >
-                {agent.data?.name ?? "…"}
-              </Link>
-            </span>
-            <span className="inline-flex items-center gap-1">
-              Workspace <WorkspaceLink tenantSlug={tenantSlug} workspaceId={current.workspaceId} />
-            </span>
-            <StateBadge state={current.status} data-testid="session-status" />
-            <span>
-              Created <RelativeTime value={current.createdAt} />
-            </span>
-            <CopyableId value={current.id} />
-          </span>
-        }
-        actions={
-          canUse && (
-            <div className="flex items-center gap-2">
-              {canEditEnv && (
-                <RenameButton ariaLabel="Rename session" onClick={() => setRenaming(true)} showText />
-              )}
-              <ConfirmDialog
-                title={`Delete session ${current.name || "unnamed"}?`}
-                description={sessionDeleteConfirmText(current)}
-                confirmLabel="Delete session"
-                onConfirm={() => remove.mutateAsync({ tenantSlug, sessionId }).catch(() => {})}
-                trigger={
-                  <Button variant="outline" size="sm" disabled={remove.isPending}>
-                    <Trash2 className="text-destructive" /> Delete session
-                  </Button>
-                }
-              />
-            </div>
-          )
-        }
-      />
-      {remove.error && <Alert className="mb-4">{remove.error.message}</Alert>}
-      <RenameDialog
-        open={renaming}
-        onOpenChange={setRenaming}
-        title="Rename this session"
-        description="The name the session lists and this page show. Leave it empty to clear it."
-        formLabel="Rename session"
-        current={current.name}
-        maxLength={200}
-        save={(name) => rename.mutateAsync({ tenantSlug, sessionId, patch: { name } })}
-      />
-      <SessionEnv
-        tenantSlug={tenantSlug}
-        sessionId={sessionId}
-        env={current.env}
-        agentEnv={agent.data?.env}
-        canEdit={canEditEnv}
-      />
-
-      <section aria-label="Chat" className="bg-card flex flex-col rounded-xl border shadow-xs">
-        <ol className="flex min-h-64 flex-col gap-5 p-4 sm:p-6" data-testid="chat-log">
-          {historyEmpty && !turn && !lastTurn ? (
-            <li>
-              <EmptyState
-                icon={MessagesSquare}
-                title="No messages yet"
-                description={
-                  canUse ? "Send the first message below." : "Nothing has been said in this session."
-                }
-              />
-            </li>
-          ) : (
-            pageStarts.map((start, index) => (
-              <HistoryPage
-                key={start?.id ?? "start"}
-                ctx={ctx}
-                sessionId={sessionId}
-                start={start}
-                isLast={index === pageStarts.length - 1}
-                turns={placedTurns}
-                onMore={(last) => setPageStarts((starts) => [...starts, last])}
-              />
-            ))
-          )}
-          {turn && <LiveTurnView turn={turn} ctx={ctx} />}
-          {!turn && lastTurn && (
-            <li className="flex flex-col gap-2 pl-10" data-testid="last-turn">
-              {lastTurn.error && <TurnErrorView error={lastTurn.error} />}
-              <TurnSummary turn={lastTurn} />
-            </li>
-          )}
-        </ol>
-        <div ref={endRef} />
-        <div className="bg-card sticky bottom-0 rounded-b-xl border-t p-3 sm:p-4">
-          {canUse && refusal && (
-            <Alert className="mb-2" data-testid="send-refused">
-              <p className="font-medium">Not sent: {refusal.message}</p>
-              <p className="mt-1 text-xs opacity-80">Your message is still in the box below.</p>
-              {/* The session is gone (deleted, or with its agent): the way back is the sessions list. */}
-              {refusal.code === "NOT_FOUND" && (
-                <Link className="mt-1 inline-block text-sm underline" href={`${base}/sessions`}>
-                  Back to sessions
-                </Link>
-              )}
-            </Alert>
-          )}
-          {canUse ? (
-            <form onSubmit={submit} aria-label="Send a message" className="flex items-end gap-2">
-              <Textarea
-                aria-label="Message"
-                placeholder={`Message ${agent.data?.name ?? "the agent"}…  (Enter to send, Shift+Enter for a new line)`}
-                value={draft}
-                onChange={(event) => setDraft(event.target.value)}
-                onKeyDown={onKeyDown}
-                rows={1}
-                className="max-h-48 min-h-10 resize-none"
-              />
-              {streaming ? (
-                <Button
-                  variant="outline"
-                  onClick={() => void cancel()}
-                  disabled={cancelling}
-                  aria-label="Cancel turn"
-                  className="h-10"
+    <CheckpointsProvider
+      tenantSlug={tenantSlug}
+      sessionId={sessionId}
+      changeRefusal={checkpointRefusal}
+      initialRestoreId={restoreId}
+    >
+      <div className="flex flex-col">
+        <PageHeader
+          breadcrumb={
+            <Link href={`${base}/sessions`} className="hover:text-foreground">
+              ← Sessions
+            </Link>
+          }
+          title={current.name || "Unnamed session"}
+          description={
+            <span className="flex flex-wrap items-center gap-x-4 gap-y-1" aria-label="Session">
+              <span>
+                Agent{" "}
+                <Link
+                  className="text-foreground font-medium hover:underline"
+                  href={`${base}/agents/${encodeURIComponent(current.agentId)}`}
                 >
-                  <Square className="fill-current" /> {cancelling ? "Cancelling…" : "Cancel"}
-                </Button>
-              ) : (
-                <Button type="submit" aria-label="Send" className="h-10" disabled={!draft.trim()}>
-                  <ArrowUp /> Send
-                </Button>
-              )}
-            </form>
-          ) : (
-            <p className="text-muted-foreground text-sm" data-testid="chat-read-only">
-              Your role can read this session but not send messages.
-            </p>
-          )}
-        </div>
-      </section>
-    </div>
+                  {agent.data?.name ?? "…"}
+                </Link>
+              </span>
+              <span className="inline-flex items-center gap-1">
+                Workspace <WorkspaceLink tenantSlug={tenantSlug} workspaceId={current.workspaceId} />
+              </span>
+              <StateBadge state={current.status} data-testid="session-status" />
+              <span>
+                Created <RelativeTime value={current.createdAt} />
+              </span>
+              <CopyableId value={current.id} />
+            </span>
+          }
+          actions={
+            canUse && (
+              <div className="flex items-center gap-2">
+                {canEditEnv && (
+                  <RenameButton ariaLabel="Rename session" onClick={() => setRenaming(true)} showText />
+                )}
+                <ConfirmDialog
+                  title={`Delete session ${current.name || "unnamed"}?`}
+                  description={sessionDeleteConfirmText(current)}
+                  confirmLabel="Delete session"
+                  onConfirm={() => remove.mutateAsync({ tenantSlug, sessionId }).catch(() => {})}
+                  trigger={
+                    <Button variant="outline" size="sm" disabled={remove.isPending}>
+                      <Trash2 className="text-destructive" /> Delete session
+                    </Button>
+                  }
+                />
+              </div>
+            )
+          }
+        />
+        {remove.error && <Alert className="mb-4">{remove.error.message}</Alert>}
+        <RenameDialog
+          open={renaming}
+          onOpenChange={setRenaming}
+          title="Rename this session"
+          description="The name the session lists and this page show. Leave it empty to clear it."
+          formLabel="Rename session"
+          current={current.name}
+          maxLength={200}
+          save={(name) => rename.mutateAsync({ tenantSlug, sessionId, patch: { name } })}
+        />
+        <SessionEnv
+          tenantSlug={tenantSlug}
+          sessionId={sessionId}
+          env={current.env}
+          agentEnv={agent.data?.env}
+          canEdit={canEditEnv}
+        />
+
+        <RestoreProgress />
+        <section aria-label="Chat" className="bg-card flex flex-col rounded-xl border shadow-xs">
+          <ol className="flex min-h-64 flex-col gap-5 p-4 sm:p-6" data-testid="chat-log">
+            {historyEmpty && !turn && !lastTurn ? (
+              <li>
+                <EmptyState
+                  icon={MessagesSquare}
+                  title="No messages yet"
+                  description={
+                    canUse ? "Send the first message below." : "Nothing has been said in this session."
+                  }
+                />
+              </li>
+            ) : (
+              pageStarts.map((start, index) => (
+                <HistoryPage
+                  key={start?.id ?? "start"}
+                  ctx={ctx}
+                  sessionId={sessionId}
+                  start={start}
+                  isLast={index === pageStarts.length - 1}
+                  turns={placedTurns}
+                  onMore={(last) => setPageStarts((starts) => [...starts, last])}
+                />
+              ))
+            )}
+            {turn && <LiveTurnView turn={turn} ctx={ctx} />}
+            {!turn && lastTurn && (
+              <li className="flex flex-col gap-2 pl-10" data-testid="last-turn">
+                {lastTurn.error && <TurnErrorView error={lastTurn.error} />}
+                <TurnSummary turn={lastTurn} />
+              </li>
+            )}
+          </ol>
+          <div ref={endRef} />
+          <div className="bg-card sticky bottom-0 rounded-b-xl border-t p-3 sm:p-4">
+            {canUse && refusal && (
+              <Alert className="mb-2" data-testid="send-refused">
+                <p className="font-medium">Not sent: {refusal.message}</p>
+                <p className="mt-1 text-xs opacity-80">Your message is still in the box below.</p>
+                {/* The session is gone (deleted, or with its agent): the way back is the sessions list. */}
+                {refusal.code === "NOT_FOUND" && (
+                  <Link className="mt-1 inline-block text-sm underline" href={`${base}/sessions`}>
+                    Back to sessions
+                  </Link>
+                )}
+              </Alert>
+            )}
+            {canUse ? (
+              <form onSubmit={submit} aria-label="Send a message" className="flex items-end gap-2">
+                <Textarea
+                  aria-label="Message"
+                  placeholder={`Message ${agent.data?.name ?? "the agent"}…  (Enter to send, Shift+Enter for a new line)`}
+                  value={draft}
+                  onChange={(event) => setDraft(event.target.value)}
+                  onKeyDown={onKeyDown}
+                  rows={1}
+                  className="max-h-48 min-h-10 resize-none"
+                />
+                {streaming ? (
+                  <Button
+                    variant="outline"
+                    onClick={() => void cancel()}
+                    disabled={cancelling}
+                    aria-label="Cancel turn"
+                    className="h-10"
+                  >
+                    <Square className="fill-current" /> {cancelling ? "Cancelling…" : "Cancel"}
+                  </Button>
+                ) : (
+                  <Button type="submit" aria-label="Send" className="h-10" disabled={!draft.trim()}>
+                    <ArrowUp /> Send
+                  </Button>
+                )}
+              </form>
+            ) : (
+              <p className="text-muted-foreground text-sm" data-testid="chat-read-only">
+                Your role can read this session but not send messages.
+              </p>
+            )}
+          </div>
+        </section>
+      </div>
+    </CheckpointsProvider>
   );
 }

@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import { assertRouteInput, routeErrorResponse } from "@/server/api/route-auth";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
-import { getWorkspaceServices } from "@/server/composition/services";
+import { processBerth } from "@/server/composition/process-berth";
 import { verifyDownloadToken } from "@/server/modules/workspace-content/download-token";
 import { AppError } from "@/server/shared/errors";
 
@@ -24,7 +24,7 @@ export async function GET(request: Request, context: { params: Promise<{ id: str
       throw new AppError("UNAUTHORIZED", "path and token required", {
         userMessage: "Malformed download token.",
       });
-    const { service, content } = getWorkspaceServices();
+    const { service, content } = processBerth().workspaces;
     const { tenantId } = verifyDownloadToken(service.engine.downloadSecret, token, { workspaceId: id, path });
     const scope = await resolveSystemTenantScope(tenantId);
     return await content.openFile(scope, id, path, (file) => {

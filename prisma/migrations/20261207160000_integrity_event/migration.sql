@@ -1,0 +1,2 @@
+-- AlterEnum
+ALTER TYPE "WorkspaceEventKind" ADD VALUE 'integrity_checked';

@@ -1,0 +1,2 @@
+-- AlterEnum
+ALTER TYPE "CheckpointKind" ADD VALUE 'BEFORE_TURN';

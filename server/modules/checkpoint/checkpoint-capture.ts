@@ -1,0 +1,43 @@
+import type { TenantScope } from "@/server/auth/scope";
+import { captureCheckpoint } from "@/server/workspace/checkpoints/capture";
+import type { CheckpointStore } from "@/server/workspace/checkpoints/checkpoint-store";
+import { diffTrees } from "@/server/workspace/checkpoints/tree";
+import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
+import { latestCheckpointTree } from "./checkpoint.data";
+
+/**
+ * The workspace's folder now, stored, as the columns of a READY checkpoint row: its tree, the tree it
+ * compares with (the last checkpoint, or what the last revert or fork wrote), and the counts. Counted:
+ * files and links (an empty folder that came or went is listed by the diff, not counted).
+ */
+export async function captureRowOf(
+  store: CheckpointStore,
+  scope: TenantScope,
+  workspace: { machine: WorkspaceMachine; workspaceId: string; generation: number },
+  signal?: AbortSignal,
+) {
+  const started = Date.now();
+  const previous = await latestCheckpointTree(scope, workspace.workspaceId, workspace.generation);
+  const captured = await captureCheckpoint({
+    machine: workspace.machine,
+    store,
+    tenantId: scope.tenantId,
+    previous,
+    ...(signal ? { signal } : {}),
+  });
+  const changes = (
+    await diffTrees((hash) => store.readTree(scope.tenantId, hash), previous, captured.root)
+  ).filter((change) => (change.kind === "removed" ? change.before : change.after).type !== "dir");
+  return {
+    status: "READY" as const,
+    rootTree: captured.root,
+    baseTree: previous,
+    files: captured.stats.files,
+    totalBytes: captured.stats.totalBytes,
+    storedBytes: captured.stats.storedBytes,
+    added: changes.filter((change) => change.kind === "added").length,
+    changed: changes.filter((change) => change.kind === "changed").length,
+    removed: changes.filter((change) => change.kind === "removed").length,
+    durationMs: Date.now() - started,
+  };
+}
