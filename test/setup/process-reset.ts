@@ -1,4 +1,7 @@
 import { afterAll } from "vitest";
+// Imported for its effect too: it registers how the process' Berth is built on first use
+// (createBerth from the environment), so a file that only calls data functions finds a root.
+import { closeProcessBerth } from "@/server/composition/process-berth";
 
 /**
  * Per-file teardown of the projects over real services (`integration`, `e2e`). Their files share a worker's
@@ -9,6 +12,5 @@ import { afterAll } from "vitest";
  * next file's first use builds a fresh root from the environment, as a new process does.
  */
 afterAll(async () => {
-  const { closeProcessBerth } = await import("@/server/composition/process-berth");
   await closeProcessBerth();
 });
