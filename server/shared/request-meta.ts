@@ -10,10 +10,11 @@ export type RequestMeta = { readonly ip: string | null; readonly userAgent: stri
 
 /**
  * One store per process, not per copy of this module. Under `npm start` the request is entered by Next's
- * copy (its route handlers) while the services that audit it are the composition's, loaded through tsx
- * (server/shared/process-registry.ts): with a store per copy, every audit entry written by those services
+ * copy (its route handlers) while the services that audit it are the root's, loaded through tsx
+ * (server/shared/process-root.ts): with a store per copy, every audit entry written by those services
  * (session.create, agent.create, workspace.*, chat.*, jobs.retry, uploads) lost its address and user agent.
- * `Symbol.for` gives both copies the same key; nothing is built lazily, so a sealed registry is no concern.
+ * `Symbol.for` gives both copies the same key. It is request context, not composition: it holds no
+ * instance of the root (that is the one process handle's job).
  */
 const STORAGE_KEY = Symbol.for("berth.request-meta");
 const holder = globalThis as { [STORAGE_KEY]?: AsyncLocalStorage<RequestMeta> };
