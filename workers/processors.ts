@@ -61,8 +61,8 @@ export function registerBerthProcessors(
       retentionDays: operations.metricsRetentionDays,
     }),
   );
-  registerWorkspaceProcessors(registry, engine, deps.berth.db, { lockDurationMs: deps.lockDurationMs });
-  registerTenantProcessors(registry, engine, deps.berth.db);
+  registerWorkspaceProcessors(registry, engine, deps.berth, { lockDurationMs: deps.lockDurationMs });
+  registerTenantProcessors(registry, engine, deps.berth);
   registerCheckpointProcessors(registry, engine, deps.berth);
   registerWebhookProcessors(registry, {
     db: deps.berth.db,

@@ -18,6 +18,7 @@ import {
   berthSchedules,
   meteringSchedules,
   registerBerthProcessors,
+  type ProcessorDeps,
 } from "./processors";
 import { checkpointSchedules } from "./processors/checkpoint.processors";
 import { workspaceSchedules } from "./processors/workspace.processors";
@@ -48,7 +49,10 @@ const SCHEDULE_CHECK_INTERVAL_MS = 30_000;
  * process) and scripts/start.ts (in-process next to the web server).
  */
 export async function startWorkerRuntime(params: {
-  /** The process' Berth root (its engine and services); default: the process' one. */
+  /**
+   * The process' Berth root (its database, engine and services). Default: the process' one, looked up
+   * whenever a job needs it (tests install a root over their harness' engine after the runtime started).
+   */
   berth?: Berth;
   redis: RedisConfig;
   workers: WorkersConfig;
@@ -65,7 +69,7 @@ export async function startWorkerRuntime(params: {
   /** Quotas and metering rates; defaults to the environment's. */
   quotas?: QuotaConfig;
 }): Promise<WorkerRuntime> {
-  const berth = params.berth ?? processBerth();
+  const berth: ProcessorDeps["berth"] = params.berth ?? currentProcessBerth();
   const quotas = params.quotas ?? loadQuotaConfig();
   const workerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const log = params.log.child({ component: "workers", workerId });
@@ -174,4 +178,22 @@ export async function startWorkerRuntime(params: {
     await health?.close();
     throw error;
   }
+}
+
+/** The process' root as it is when read (see `berth` of startWorkerRuntime). */
+function currentProcessBerth(): ProcessorDeps["berth"] {
+  return {
+    get config() {
+      return processBerth().config;
+    },
+    get db() {
+      return processBerth().db;
+    },
+    get engine() {
+      return processBerth().engine;
+    },
+    get workspaces() {
+      return processBerth().workspaces;
+    },
+  };
 }

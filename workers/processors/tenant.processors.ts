@@ -1,4 +1,4 @@
-import type { Db } from "@/server/db";
+import type { Berth } from "@/server/composition/berth";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import { deleteTenant } from "@/server/modules/operator/tenant-deletion.service";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
@@ -8,9 +8,10 @@ import type { ProcessorRegistry } from "../registry";
 export function registerTenantProcessors(
   registry: ProcessorRegistry<BerthJobCatalog>,
   engine: Pick<WorkspaceEngine, "drivers" | "checkpoints">,
-  db: Db,
+  /** The process' root (its database, read per job). */
+  berth: Pick<Berth, "db">,
 ): void {
   registry.registerProcessor("tenant.delete", ({ payload, log }) =>
-    deleteTenant({ drivers: engine.drivers, checkpoints: engine.checkpoints }, payload, log, db),
+    deleteTenant({ drivers: engine.drivers, checkpoints: engine.checkpoints }, payload, log, berth.db),
   );
 }

@@ -1,4 +1,4 @@
-import type { Db } from "@/server/db";
+import type { Berth } from "@/server/composition/berth";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import {
   provisionWorkspace,
@@ -22,8 +22,8 @@ import { defineSchedule, type Schedule } from "../schedules";
 export function registerWorkspaceProcessors(
   registry: ProcessorRegistry<BerthJobCatalog>,
   engine: Pick<WorkspaceEngine, "drivers" | "config" | "queues" | "checkpoints">,
-  /** The process' database client (the Berth root's). */
-  db: Db,
+  /** The process' root (its database, read per job). */
+  berth: Pick<Berth, "db">,
   /** The workers' job lock duration: a provision run's claim lapses after as long (provision-claim.ts). */
   options: { lockDurationMs?: number | undefined } = {},
 ): void {
@@ -31,7 +31,9 @@ export function registerWorkspaceProcessors(
   const deps: WorkspaceJobDeps = {
     drivers: engine.drivers,
     config: engine.config,
-    db,
+    get db() {
+      return berth.db;
+    },
     requestStop: (payload) => enqueue("workspace.stop", payload),
     requestProvision: (payload) => enqueue("workspace.provision", payload),
     checkpoints: engine.checkpoints,
