@@ -24,6 +24,9 @@ const FILES: ReadonlyArray<{ path: string; data: Buffer; mode?: number }> = [
   { path: "work/empty.txt", data: Buffer.alloc(0) },
   { path: "work/bin/run.sh", data: Buffer.from("#!/bin/sh\necho ran\n"), mode: 0o755 },
   { path: "work/data/blob.bin", data: BINARY },
+  // Modes a umask of 022 would not give: a restore must set them, not leave them to the umask.
+  { path: "work/data/shared.txt", data: Buffer.from("group writable\n"), mode: 0o664 },
+  { path: "work/data/secret.txt", data: Buffer.from("owner only\n"), mode: 0o600 },
   ...Array.from({ length: 24 }, (_, index) => ({
     path: `work/pkg/m${index % 4}/file-${index}.txt`,
     data: Buffer.from(`filler ${index}\n`),
@@ -53,9 +56,12 @@ export function registerCheckpointCases(context: ContractContext): void {
       const machine = await context.driver.attach({ ...spec, handle });
       storeRoot = await fs.mkdtemp(path.join(os.tmpdir(), "berth-contract-checkpoints-"));
       const store = new FolderCheckpointStore(storeRoot);
-      for (const file of FILES)
-        await machine.writeFile(file.path, file.data, file.mode ? { mode: file.mode } : {});
+      for (const file of FILES) {
+        await machine.writeFile(file.path, file.data);
+        if (file.mode) await ok(machine, ["chmod", file.mode.toString(8), file.path]);
+      }
       await machine.mkdir("work/empty-dir");
+      await ok(machine, ["chmod", "775", "work/empty-dir"]);
       for (const [link, target] of Object.entries(LINKS)) await ok(machine, ["ln", "-s", target, link]);
       const snapshot = await snapshotOf(machine, "work");
       const first = await captureCheckpoint({ machine, store, tenantId: TENANT, previous: null });
@@ -96,21 +102,21 @@ export function registerCheckpointCases(context: ContractContext): void {
         entries.set(
           entry.path,
           entry.type === "file"
-            ? `file ${(entry.mode & 0o111) !== 0 ? "x" : "-"} ${entry.size} ${entry.hash}`
+            ? `file ${entry.mode.toString(8)} ${entry.size} ${entry.hash}`
             : entry.type === "symlink"
               ? `-> ${entry.target}`
-              : "dir",
+              : `dir ${(entry.mode & 0o777).toString(8)}`, // a volume may add setgid (fsGroup)
         );
       }
       for (const file of FILES) {
-        const executable = file.mode === 0o755 ? "x" : "-";
+        const mode = (file.mode ?? 0o644).toString(8);
         expect(entries.get(file.path), file.path).toBe(
-          `file ${executable} ${file.data.length} ${sha256(file.data)}`,
+          `file ${mode} ${file.data.length} ${sha256(file.data)}`,
         );
       }
       for (const [link, target] of Object.entries(LINKS)) expect(entries.get(link)).toBe(`-> ${target}`);
-      for (const dir of ["work/empty-dir", "work/src/app/util/deep", "work/docs"])
-        expect(entries.get(dir)).toBe("dir");
+      for (const dir of ["work/src/app/util/deep", "work/docs"]) expect(entries.get(dir)).toBe("dir 755");
+      expect(entries.get("work/empty-dir")).toBe("dir 775");
       // The capture read every file once, and its blobs are the machine's bytes.
       expect(first.stats.readFiles).toBe(first.stats.files);
       expect(first.stats.skippedFiles).toBe(0);
@@ -128,7 +134,7 @@ export function registerCheckpointCases(context: ContractContext): void {
       // Same size, new bytes: only the mtime tells the walk it changed.
       await machine.writeFile("work/data/blob.bin", randomBytes(BINARY.length));
       // Now the same bytes as a file the store already holds: read, but deduplicated.
-      await machine.writeFile(UNICODE, FILES[6]!.data);
+      await machine.writeFile(UNICODE, FILES[FILES.length - 1]!.data);
       const second = await captureCheckpoint({ machine, store, tenantId: TENANT, previous: base.root });
       expect(second.stats.readFiles).toBe(3);
       // Two new blobs, and the trees on the changed paths: root, work, src, app, util, deep, data, docs.
@@ -149,6 +155,8 @@ export function registerCheckpointCases(context: ContractContext): void {
       await ok(machine, ["ln", "-sfn", "elsewhere", "work/current"]);
       await ok(machine, ["chmod", "700", "work/docs"]);
       await ok(machine, ["rm", "-f", "work/empty.txt"]);
+      await ok(machine, ["rm", "-f", "work/data/secret.txt"]);
+      await ok(machine, ["chmod", "644", "work/data/shared.txt"]);
       const restored = await restore(first.root);
       expect(restored.deleted).toBeGreaterThanOrEqual(3);
       expect(restored.written).toBeGreaterThanOrEqual(5);
