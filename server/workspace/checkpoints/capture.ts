@@ -1,10 +1,10 @@
-import path from "node:path/posix";
 import { Readable } from "node:stream";
 import tarStream from "tar-stream";
 import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
 import type { CheckpointStore } from "./checkpoint-store";
 import { listMachineTree, type ListedEntry } from "./machine-listing";
-import { encodeTree, type FileEntry, type TreeEntry, walkTree } from "./tree";
+import { byName, type CaptureIndex, indexOf, rememberIndex, sameEntries } from "./capture-index";
+import { encodeTree, type FileEntry, type TreeEntry } from "./tree";
 
 /**
  * Records the machine's workdir as a checkpoint: a stat walk (machine-listing.ts), then only the files
@@ -40,13 +40,11 @@ export async function captureCheckpoint(options: {
   signal?: AbortSignal;
 }): Promise<CaptureResult> {
   const { machine, store, tenantId, signal } = options;
-  const listing = await listMachineTree(machine, signal ? { signal } : {});
-  const known = new Map<string, FileEntry>();
-  if (options.previous) {
-    for await (const entry of walkTree((hash) => store.readTree(tenantId, hash), options.previous)) {
-      if (entry.type === "file") known.set(entry.path, entry);
-    }
-  }
+  const [listing, previous] = await Promise.all([
+    listMachineTree(machine, signal ? { signal } : {}),
+    options.previous ? indexOf(store, tenantId, options.previous) : null,
+  ]);
+  const known = previous?.files ?? new Map<string, FileEntry>();
   const stats: CaptureResult["stats"] = {
     files: 0,
     directories: 0,
@@ -80,7 +78,9 @@ export async function captureCheckpoint(options: {
   for (const [filePath, blob] of read) blobs.set(filePath, blob);
   stats.readFiles = read.size;
   stats.skippedFiles = toRead.length - read.size;
-  const root = await storeTrees(store, tenantId, listing, blobs, stats);
+  const index: CaptureIndex = { files: new Map(), folders: new Map() };
+  const root = await storeTrees(store, tenantId, listing, blobs, stats, previous, index);
+  rememberIndex(store, tenantId, root, index);
   return { root, stats };
 }
 
@@ -147,22 +147,29 @@ async function readThroughArchive(
   return read;
 }
 
-/** Builds and stores the trees bottom-up from the listing; returns the root tree's hash. */
+/**
+ * Builds and stores the trees bottom-up from the listing; returns the root tree's hash and fills `index`.
+ * A folder whose entries equal the previous checkpoint's keeps its tree (already in the store): a turn that
+ * changed k files encodes and writes only the trees on their paths.
+ */
 async function storeTrees(
   store: CheckpointStore,
   tenantId: string,
   listing: readonly ListedEntry[],
   blobs: ReadonlyMap<string, { hash: string; size: number }>,
   stats: CaptureResult["stats"],
+  previous: CaptureIndex | null,
+  index: CaptureIndex,
 ): Promise<string> {
   const children = new Map<string, TreeEntry[]>([["", []]]);
   const dirModes = new Map<string, number>();
   for (const entry of listing) if (entry.type === "dir") children.set(entry.path, []);
   for (const entry of listing) {
-    const parent = path.dirname(entry.path) === "." ? "" : path.dirname(entry.path);
+    const slash = entry.path.lastIndexOf("/");
+    const parent = slash === -1 ? "" : entry.path.slice(0, slash);
     const siblings = children.get(parent);
     if (!siblings) continue; // its folder was not listed (vanished mid-walk)
-    const name = path.basename(entry.path);
+    const name = entry.path.slice(slash + 1);
     if (entry.type === "dir") {
       dirModes.set(entry.path, entry.mode);
       stats.directories += 1;
@@ -171,35 +178,44 @@ async function storeTrees(
     } else {
       const blob = blobs.get(entry.path);
       if (!blob) continue;
-      siblings.push({
+      const file: FileEntry = {
         name,
         type: "file",
         mode: entry.mode,
         size: blob.size,
         mtimeMs: entry.mtimeMs,
         hash: blob.hash,
-      });
+      };
+      siblings.push(file);
+      index.files.set(entry.path, file);
       stats.files += 1;
       stats.totalBytes += blob.size;
     }
   }
-  // Deepest folders first, so each folder's subtrees are hashed before it.
-  const folders = [...dirModes.keys()].sort((a, b) => b.split("/").length - a.split("/").length);
-  for (const folder of folders) {
-    const { bytes, hash } = encodeTree(children.get(folder) ?? []);
+  const storeFolder = async (folder: string): Promise<string> => {
+    const entries = (children.get(folder) ?? []).sort(byName);
+    const before = previous?.folders.get(folder);
+    if (before && sameEntries(before.entries, entries)) {
+      index.folders.set(folder, { entries, hash: before.hash });
+      return before.hash;
+    }
+    const { bytes, hash } = encodeTree(entries);
     if (await store.putTree(tenantId, hash, bytes)) {
       stats.storedObjects += 1;
       stats.storedBytes += bytes.length;
     }
-    const parent = path.dirname(folder) === "." ? "" : path.dirname(folder);
+    index.folders.set(folder, { entries, hash });
+    return hash;
+  };
+  // Deepest folders first, so each folder's subtrees are hashed before it.
+  const depth = (folder: string) => folder.split("/").length;
+  const folders = [...dirModes.keys()].sort((a, b) => depth(b) - depth(a));
+  for (const folder of folders) {
+    const hash = await storeFolder(folder);
+    const slash = folder.lastIndexOf("/");
     children
-      .get(parent)
-      ?.push({ name: path.basename(folder), type: "dir", mode: dirModes.get(folder)!, hash });
+      .get(slash === -1 ? "" : folder.slice(0, slash))
+      ?.push({ name: folder.slice(slash + 1), type: "dir", mode: dirModes.get(folder)!, hash });
   }
-  const { bytes, hash } = encodeTree(children.get("") ?? []);
-  if (await store.putTree(tenantId, hash, bytes)) {
-    stats.storedObjects += 1;
-    stats.storedBytes += bytes.length;
-  }
-  return hash;
+  return storeFolder("");
 }

@@ -243,7 +243,7 @@ async function snapshotOf(machine: WorkspaceMachine, dir: string): Promise<Snaps
     const name = header.name.replace(/\/$/, "");
     const mode = ((header.mode ?? 0) & 0o7777).toString(8);
     const chunks: Buffer[] = [];
-    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+    stream.on("data", (chunk: unknown) => chunks.push(chunk as Buffer));
     stream.on("end", () => {
       snapshot[name] =
         header.type === "symlink"
