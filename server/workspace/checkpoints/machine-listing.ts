@@ -51,26 +51,25 @@ export async function listMachineTree(
     "%y\\0%m\\0%s/%T@\\0%P\\0%l\\0",
   ];
   const entries: ListedEntry[] = [];
-  const fields: string[] = [];
+  let fields: string[] = [];
   let pending: Buffer = Buffer.alloc(0);
   let overflow = false;
+  // One decode and one split per chunk, up to its last NUL (a NUL byte is never inside a UTF-8 sequence).
   const take = (chunk: Buffer) => {
     if (overflow) return;
     pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-    let start = 0;
-    for (let nul = pending.indexOf(0, start); nul !== -1; nul = pending.indexOf(0, start)) {
-      fields.push(pending.toString("utf8", start, nul));
-      start = nul + 1;
-      if (fields.length === FIELDS_PER_ENTRY) {
-        const entry = toEntry(fields.splice(0, FIELDS_PER_ENTRY));
-        if (entry) entries.push(entry);
-        if (entries.length > MAX_CHECKPOINT_ENTRIES) {
-          overflow = true;
-          return;
-        }
-      }
+    const last = pending.lastIndexOf(0);
+    if (last === -1) return;
+    const parts = pending.toString("utf8", 0, last).split("\0");
+    pending = pending.subarray(last + 1);
+    if (fields.length > 0) parts.unshift(...fields.splice(0));
+    let at = 0;
+    for (; at + FIELDS_PER_ENTRY <= parts.length; at += FIELDS_PER_ENTRY) {
+      const entry = toEntry(parts[at]!, parts[at + 1]!, parts[at + 2]!, parts[at + 3]!, parts[at + 4]!);
+      if (entry) entries.push(entry);
     }
-    pending = pending.subarray(start);
+    fields = parts.slice(at);
+    if (entries.length > MAX_CHECKPOINT_ENTRIES) overflow = true;
   };
   const result = await machine.exec(argv, {
     cwd: machine.workdir,
@@ -94,19 +93,25 @@ export async function listMachineTree(
   return entries;
 }
 
-function toEntry([type, mode, sizeAndTime, path, target]: string[]): ListedEntry | null {
+function toEntry(
+  type: string,
+  mode: string,
+  sizeAndTime: string,
+  path: string,
+  target: string,
+): ListedEntry | null {
   if (!path) return null;
-  const permissions = Number.parseInt(mode ?? "0", 8) & 0o7777;
+  const permissions = Number.parseInt(mode, 8) & 0o7777;
   if (type === "d") return { path, type: "dir", mode: permissions };
-  if (type === "l") return { path, type: "symlink", target: target ?? "" };
+  if (type === "l") return { path, type: "symlink", target };
   if (type !== "f") return null; // sockets, fifos, devices: nothing a checkpoint can hold
-  const [size, seconds] = (sizeAndTime ?? "").split("/");
+  const slash = sizeAndTime.indexOf("/");
   return {
     path,
     type: "file",
     mode: permissions,
-    size: Number(size),
-    mtimeMs: mtimeMsOf(seconds ?? "0"),
+    size: Number(sizeAndTime.slice(0, slash)),
+    mtimeMs: mtimeMsOf(sizeAndTime.slice(slash + 1)),
   };
 }
 
