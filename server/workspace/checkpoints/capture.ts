@@ -30,6 +30,9 @@ export type CaptureResult = {
 
 /** Above this many files to read, one archive of the workdir is cheaper than one exec per file. */
 const PER_FILE_READ_LIMIT = 48;
+/** Files up to this size are buffered out of the archive and stored concurrently, this many at a time. */
+const BUFFERED_FILE_BYTES = 256 * 1024;
+const WRITES_IN_FLIGHT = 16;
 
 export async function captureCheckpoint(options: {
   machine: WorkspaceMachine;
@@ -109,7 +112,11 @@ async function readEachFile(
   return read;
 }
 
-/** One `getArchive` of the workdir, keeping only the wanted files' entries (a first checkpoint, a big turn). */
+/**
+ * One `getArchive` of the workdir, keeping only the wanted files' entries (a first checkpoint, a big turn).
+ * Small files are buffered and stored WRITES_IN_FLIGHT at a time while the archive goes on; big ones are
+ * streamed into the store one after another.
+ */
 async function readThroughArchive(
   machine: WorkspaceMachine,
   store: CheckpointStore,
@@ -118,6 +125,13 @@ async function readThroughArchive(
   onStored: (stored: { hash: string; size: number; stored: boolean }) => void,
 ): Promise<Map<string, { hash: string; size: number }>> {
   const read = new Map<string, { hash: string; size: number }>();
+  const writing = new Set<Promise<void>>();
+  let failed: Error | null = null;
+  const put = (relative: string, data: Readable): Promise<void> =>
+    store.putBlob(tenantId, data).then((stored) => {
+      onStored(stored);
+      read.set(relative, { hash: stored.hash, size: stored.size });
+    });
   const archive = await machine.getArchive(machine.workdir);
   const extract = tarStream.extract();
   const done = new Promise<void>((resolve, reject) => {
@@ -129,14 +143,24 @@ async function readThroughArchive(
         stream.resume();
         return;
       }
-      store.putBlob(tenantId, Readable.from(stream as AsyncIterable<Buffer>)).then(
-        (stored) => {
-          onStored(stored);
-          read.set(relative, { hash: stored.hash, size: stored.size });
-          next();
-        },
-        (error: unknown) => next(error as Error),
-      );
+      if ((header.size ?? 0) > BUFFERED_FILE_BYTES) {
+        put(relative, Readable.from(stream as AsyncIterable<Buffer>)).then(
+          () => next(),
+          (error: unknown) => next(error as Error),
+        );
+        return;
+      }
+      const chunks: Buffer[] = [];
+      stream.on("data", (chunk: unknown) => chunks.push(chunk as Buffer));
+      stream.on("end", () => {
+        const job = put(relative, Readable.from([Buffer.concat(chunks)])).catch((error: unknown) => {
+          failed ??= error as Error;
+        });
+        writing.add(job);
+        void job.finally(() => writing.delete(job));
+        if (writing.size < WRITES_IN_FLIGHT) next(failed);
+        else void Promise.race(writing).then(() => next(failed));
+      });
     });
     extract.on("finish", resolve);
     extract.on("error", reject);
@@ -144,6 +168,8 @@ async function readThroughArchive(
   });
   archive.pipe(extract);
   await done;
+  await Promise.all(writing);
+  if (failed) throw failed;
   return read;
 }
 

@@ -42,13 +42,14 @@ const TREE_CACHE_ENTRIES = 4_096;
 export class FolderCheckpointStore implements CheckpointStore {
   // Trees are immutable and small; diffs and restores read the same ones again and again.
   private readonly trees = new Map<string, Tree>();
+  private readonly folders = new Set<string>();
 
   constructor(private readonly root: string) {}
 
   async putBlob(tenantId: string, data: Readable): Promise<{ hash: string; size: number; stored: boolean }> {
     const dir = this.tenantDir(tenantId);
     const temp = path.join(dir, "incoming", randomUUID());
-    await fs.mkdir(path.dirname(temp), { recursive: true });
+    await this.mkdirOnce(path.dirname(temp));
     const hasher = createHash("sha256");
     let size = 0;
     data.on("data", (chunk: Buffer) => {
@@ -69,7 +70,7 @@ export class FolderCheckpointStore implements CheckpointStore {
     const target = this.objectPath(tenantId, hash);
     if (await exists(target)) return false;
     const temp = path.join(this.tenantDir(tenantId), "incoming", randomUUID());
-    await fs.mkdir(path.dirname(temp), { recursive: true });
+    await this.mkdirOnce(path.dirname(temp));
     try {
       await fs.writeFile(temp, bytes, { mode: 0o600 });
       return await this.adopt(tenantId, hash, temp);
@@ -140,6 +141,7 @@ export class FolderCheckpointStore implements CheckpointStore {
     const dir = this.tenantDir(tenantId);
     for (const key of this.trees.keys()) if (key.startsWith(`${tenantId}/`)) this.trees.delete(key);
     await this.sweep(tenantId, new Set(), -1);
+    for (const folder of this.folders) if (folder.startsWith(`${dir}${path.sep}`)) this.folders.delete(folder);
     await fs.rm(dir, { recursive: true, force: true });
   }
 
@@ -147,9 +149,16 @@ export class FolderCheckpointStore implements CheckpointStore {
   private async adopt(tenantId: string, hash: string, temp: string): Promise<boolean> {
     const target = this.objectPath(tenantId, hash);
     if (await exists(target)) return false;
-    await fs.mkdir(path.dirname(target), { recursive: true });
+    await this.mkdirOnce(path.dirname(target));
     await fs.rename(temp, target);
     return true;
+  }
+
+  /** mkdir -p, once per folder and process (objects' shards are never removed while in use, only swept empty). */
+  private async mkdirOnce(dir: string): Promise<void> {
+    if (this.folders.has(dir)) return;
+    await fs.mkdir(dir, { recursive: true });
+    this.folders.add(dir);
   }
 
   private tenantDir(tenantId: string): string {
