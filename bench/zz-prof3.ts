@@ -12,7 +12,7 @@ await fs.mkdir(path.join(root, "ws"));
 const local = await localMachine(path.join(root, "ws"));
 if (typeof local === "string") throw new Error(local);
 const host = path.join(root, "host"); await fs.mkdir(host);
-const paths = await writeTree(host, n, 1024);
+const paths = await writeTree(host, n, 256);
 await local.machine.putArchive(".", tarOf(host));
 const m = local.machine;
 const store = new FolderCheckpointStore(path.join(root, "store"));
@@ -21,7 +21,7 @@ console.log("first", (await timed(async () => { prev = (await captureCheckpoint(
 const session = new Session(); session.connect();
 await session.post("Profiler.enable"); await session.post("Profiler.start");
 const caps: number[] = [], bases: number[] = [];
-for (let i = 0; i < 15; i++) {
+for (let i = 0; i < 8; i++) {
   const ch = paths.slice(i * 3, i * 3 + 3);
   for (const p of ch) await m.writeFile(p, randomBytes(512));
   caps.push(await timed(async () => { prev = (await captureCheckpoint({ machine: m, store, tenantId: TENANT, previous: prev })).root; }));

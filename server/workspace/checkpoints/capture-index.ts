@@ -1,45 +1,55 @@
 import type { CheckpointStore } from "./checkpoint-store";
-import type { FileEntry, TreeEntry } from "./tree";
+import type { TreeEntry } from "./tree";
 
 /**
- * What the next capture needs from the previous checkpoint, by path: each file's entry (size and mtime
- * decide whether it is read again) and each folder's entries and tree hash (a folder whose entries are the
- * same keeps its tree: no encoding, hashing or store write). Like git's index, it is kept in memory for the
- * root a capture returns, so a workspace's next turn on this process reads no tree from the store; any other
- * process, or a root no longer cached, loads it from the store's trees.
+ * The previous checkpoint as the next capture needs it, like git's index: every entry by path (a file's
+ * size and mtime decide whether it is read again; a folder's entry carries its tree hash) and how many
+ * entries each folder holds (a folder whose count changed lost or gained some). It is kept in this
+ * process' memory for the root a capture returned, so the workspace's next turn here reads no tree from the
+ * store; another process, or a root no longer cached, loads it from the store's trees. A capture TAKES the
+ * index it starts from (out of the cache) and updates it in place, so a failed capture leaves none behind.
  */
 export type CaptureIndex = {
-  files: Map<string, FileEntry>;
-  /** "" is the root folder. Entries sorted by name, as stored. */
-  folders: Map<string, { entries: readonly TreeEntry[]; hash: string }>;
+  root: string;
+  entries: Map<string, TreeEntry>;
+  /** Entries per folder ("" is the root folder). */
+  counts: Map<string, number>;
 };
 
 /** Indexes kept per store (a root of one store says nothing about another's objects), most recent last. */
 const CACHED_INDEXES = 8;
 const cache = new WeakMap<CheckpointStore, Map<string, CaptureIndex>>();
 
-export function rememberIndex(store: CheckpointStore, tenantId: string, root: string, index: CaptureIndex): void {
+export function emptyIndex(): CaptureIndex {
+  return { root: "", entries: new Map(), counts: new Map() };
+}
+
+export function rememberIndex(store: CheckpointStore, tenantId: string, index: CaptureIndex): void {
   let indexes = cache.get(store);
   if (!indexes) cache.set(store, (indexes = new Map()));
-  const key = `${tenantId}/${root}`;
+  const key = `${tenantId}/${index.root}`;
   indexes.delete(key);
   indexes.set(key, index);
   if (indexes.size > CACHED_INDEXES) indexes.delete(indexes.keys().next().value!);
 }
 
-/** The index of checkpoint `root`: from this process' cache, else from the store's trees. */
-export async function indexOf(store: CheckpointStore, tenantId: string, root: string): Promise<CaptureIndex> {
-  const cached = cache.get(store)?.get(`${tenantId}/${root}`);
-  if (cached) return cached;
-  const index: CaptureIndex = { files: new Map(), folders: new Map() };
+/** The index of checkpoint `root`, the caller's to change: out of this process' cache, else from the store. */
+export async function takeIndex(store: CheckpointStore, tenantId: string, root: string): Promise<CaptureIndex> {
+  const key = `${tenantId}/${root}`;
+  const cached = cache.get(store)?.get(key);
+  if (cached) {
+    cache.get(store)!.delete(key);
+    return cached;
+  }
+  const index: CaptureIndex = { root, entries: new Map(), counts: new Map() };
   const load = async (folder: string, hash: string): Promise<void> => {
     const tree = await store.readTree(tenantId, hash);
-    index.folders.set(folder, { entries: tree.entries, hash });
+    index.counts.set(folder, tree.entries.length);
     const prefix = folder === "" ? "" : `${folder}/`;
     const subfolders: Promise<void>[] = [];
     for (const entry of tree.entries) {
-      if (entry.type === "file") index.files.set(prefix + entry.name, entry);
-      else if (entry.type === "dir") subfolders.push(load(prefix + entry.name, entry.hash));
+      index.entries.set(prefix + entry.name, entry);
+      if (entry.type === "dir") subfolders.push(load(prefix + entry.name, entry.hash));
     }
     await Promise.all(subfolders);
   };
@@ -47,31 +57,14 @@ export async function indexOf(store: CheckpointStore, tenantId: string, root: st
   return index;
 }
 
-/** Same entries, field by field (both sorted by name): the folder's tree would encode to the same bytes. */
-export function sameEntries(a: readonly TreeEntry[], b: readonly TreeEntry[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let at = 0; at < a.length; at++) {
-    const left = a[at]!;
-    const right = b[at]!;
-    if (left.name !== right.name || left.type !== right.type) return false;
-    if (left.type === "file" && right.type === "file") {
-      if (
-        left.hash !== right.hash ||
-        left.mode !== right.mode ||
-        left.size !== right.size ||
-        left.mtimeMs !== right.mtimeMs
-      )
-        return false;
-    } else if (left.type === "dir" && right.type === "dir") {
-      if (left.hash !== right.hash || left.mode !== right.mode) return false;
-    } else if (left.type === "symlink" && right.type === "symlink") {
-      if (left.target !== right.target) return false;
-    }
-  }
-  return true;
+/** The tree hash of a folder of the index ("" is the root). */
+export function folderHash(index: CaptureIndex, folder: string): string | null {
+  if (folder === "") return index.root || null;
+  const entry = index.entries.get(folder);
+  return entry?.type === "dir" ? entry.hash : null;
 }
 
-/** The order encodeTree stores entries in. */
-export function byName(a: TreeEntry, b: TreeEntry): number {
-  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+export function parentOf(path: string): string {
+  const slash = path.lastIndexOf("/");
+  return slash === -1 ? "" : path.slice(0, slash);
 }

@@ -3,8 +3,8 @@ import tarStream from "tar-stream";
 import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
 import type { CheckpointStore } from "./checkpoint-store";
 import { listMachineTree, type ListedEntry } from "./machine-listing";
-import { byName, type CaptureIndex, indexOf, rememberIndex, sameEntries } from "./capture-index";
-import { encodeTree, type FileEntry, type TreeEntry } from "./tree";
+import { emptyIndex, rememberIndex, takeIndex } from "./capture-index";
+import { updateTrees } from "./capture-trees";
 
 /**
  * Records the machine's workdir as a checkpoint: a stat walk (machine-listing.ts), then only the files
@@ -43,11 +43,10 @@ export async function captureCheckpoint(options: {
   signal?: AbortSignal;
 }): Promise<CaptureResult> {
   const { machine, store, tenantId, signal } = options;
-  const [listing, previous] = await Promise.all([
+  const [listing, index] = await Promise.all([
     listMachineTree(machine, signal ? { signal } : {}),
-    options.previous ? indexOf(store, tenantId, options.previous) : null,
+    options.previous ? takeIndex(store, tenantId, options.previous) : emptyIndex(),
   ]);
-  const known = previous?.files ?? new Map<string, FileEntry>();
   const stats: CaptureResult["stats"] = {
     files: 0,
     directories: 0,
@@ -57,16 +56,26 @@ export async function captureCheckpoint(options: {
     storedBytes: 0,
     skippedFiles: 0,
   };
-  const blobs = new Map<string, { hash: string; size: number }>();
+  // What differs from the index: one lookup per entry, nothing else for the unchanged ones.
+  const changed: ListedEntry[] = [];
   const toRead: string[] = [];
+  let fresh = false;
   for (const entry of listing) {
-    if (entry.type !== "file") continue;
-    const before = known.get(entry.path);
-    if (before && before.size === entry.size && before.mtimeMs === entry.mtimeMs) {
-      blobs.set(entry.path, { hash: before.hash, size: before.size });
-    } else {
+    const before = index.entries.get(entry.path);
+    if (entry.type === "file") {
+      stats.files += 1;
+      stats.totalBytes += entry.size;
+      if (before?.type === "file" && before.size === entry.size && before.mtimeMs === entry.mtimeMs) {
+        if (before.mode !== entry.mode) changed.push(entry);
+        continue;
+      }
       toRead.push(entry.path);
-    }
+    } else if (entry.type === "dir") {
+      stats.directories += 1;
+      if (before?.type === "dir" && before.mode === entry.mode) continue;
+    } else if (before?.type === "symlink" && before.target === entry.target) continue;
+    fresh ||= before === undefined;
+    changed.push(entry);
   }
   const onStored = (stored: { hash: string; size: number; stored: boolean }) => {
     if (stored.stored) {
@@ -78,12 +87,25 @@ export async function captureCheckpoint(options: {
     toRead.length > PER_FILE_READ_LIMIT
       ? await readThroughArchive(machine, store, tenantId, new Set(toRead), onStored)
       : await readEachFile(machine, store, tenantId, toRead, onStored, signal);
-  for (const [filePath, blob] of read) blobs.set(filePath, blob);
   stats.readFiles = read.size;
   stats.skippedFiles = toRead.length - read.size;
-  const index: CaptureIndex = { files: new Map(), folders: new Map() };
-  const root = await storeTrees(store, tenantId, listing, blobs, stats, previous, index);
-  rememberIndex(store, tenantId, root, index);
+  if (stats.skippedFiles > 0) {
+    const wanted = new Set(toRead);
+    for (const entry of changed)
+      if (entry.type === "file" && !read.has(entry.path) && wanted.has(entry.path)) {
+        stats.files -= 1;
+        stats.totalBytes -= entry.size;
+      }
+  }
+  const root = await updateTrees(
+    store,
+    tenantId,
+    listing,
+    index,
+    { changed, read, maybeRemoved: fresh || listing.length !== index.entries.size },
+    (bytes) => onStored({ hash: "", size: bytes, stored: true }),
+  );
+  rememberIndex(store, tenantId, index);
   return { root, stats };
 }
 
@@ -171,77 +193,4 @@ async function readThroughArchive(
   await Promise.all(writing);
   if (failed) throw failed;
   return read;
-}
-
-/**
- * Builds and stores the trees bottom-up from the listing; returns the root tree's hash and fills `index`.
- * A folder whose entries equal the previous checkpoint's keeps its tree (already in the store): a turn that
- * changed k files encodes and writes only the trees on their paths.
- */
-async function storeTrees(
-  store: CheckpointStore,
-  tenantId: string,
-  listing: readonly ListedEntry[],
-  blobs: ReadonlyMap<string, { hash: string; size: number }>,
-  stats: CaptureResult["stats"],
-  previous: CaptureIndex | null,
-  index: CaptureIndex,
-): Promise<string> {
-  const children = new Map<string, TreeEntry[]>([["", []]]);
-  const dirModes = new Map<string, number>();
-  for (const entry of listing) if (entry.type === "dir") children.set(entry.path, []);
-  for (const entry of listing) {
-    const slash = entry.path.lastIndexOf("/");
-    const parent = slash === -1 ? "" : entry.path.slice(0, slash);
-    const siblings = children.get(parent);
-    if (!siblings) continue; // its folder was not listed (vanished mid-walk)
-    const name = entry.path.slice(slash + 1);
-    if (entry.type === "dir") {
-      dirModes.set(entry.path, entry.mode);
-      stats.directories += 1;
-    } else if (entry.type === "symlink") {
-      siblings.push({ name, type: "symlink", target: entry.target });
-    } else {
-      const blob = blobs.get(entry.path);
-      if (!blob) continue;
-      const file: FileEntry = {
-        name,
-        type: "file",
-        mode: entry.mode,
-        size: blob.size,
-        mtimeMs: entry.mtimeMs,
-        hash: blob.hash,
-      };
-      siblings.push(file);
-      index.files.set(entry.path, file);
-      stats.files += 1;
-      stats.totalBytes += blob.size;
-    }
-  }
-  const storeFolder = async (folder: string): Promise<string> => {
-    const entries = (children.get(folder) ?? []).sort(byName);
-    const before = previous?.folders.get(folder);
-    if (before && sameEntries(before.entries, entries)) {
-      index.folders.set(folder, { entries, hash: before.hash });
-      return before.hash;
-    }
-    const { bytes, hash } = encodeTree(entries);
-    if (await store.putTree(tenantId, hash, bytes)) {
-      stats.storedObjects += 1;
-      stats.storedBytes += bytes.length;
-    }
-    index.folders.set(folder, { entries, hash });
-    return hash;
-  };
-  // Deepest folders first, so each folder's subtrees are hashed before it.
-  const depth = (folder: string) => folder.split("/").length;
-  const folders = [...dirModes.keys()].sort((a, b) => depth(b) - depth(a));
-  for (const folder of folders) {
-    const hash = await storeFolder(folder);
-    const slash = folder.lastIndexOf("/");
-    children
-      .get(slash === -1 ? "" : folder.slice(0, slash))
-      ?.push({ name: folder.slice(slash + 1), type: "dir", mode: dirModes.get(folder)!, hash });
-  }
-  return storeFolder("");
 }
