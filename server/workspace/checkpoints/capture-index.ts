@@ -1,4 +1,5 @@
 import type { CheckpointStore } from "./checkpoint-store";
+import type { ListedEntry } from "./machine-listing";
 import type { TreeEntry } from "./tree";
 
 /**
@@ -14,6 +15,12 @@ export type CaptureIndex = {
   entries: Map<string, TreeEntry>;
   /** Entries per folder ("" is the root folder). */
   counts: Map<string, number>;
+  /**
+   * The listing this index was built from, in the walk's order (null when loaded from the store, or when
+   * a file of it was skipped): the next walk lists unchanged folders in the same order, so an entry is
+   * compared with the one at its position first, without a lookup by path.
+   */
+  listing: readonly ListedEntry[] | null;
 };
 
 /** Indexes kept per store (a root of one store says nothing about another's objects), most recent last. */
@@ -21,7 +28,7 @@ const CACHED_INDEXES = 8;
 const cache = new WeakMap<CheckpointStore, Map<string, CaptureIndex>>();
 
 export function emptyIndex(): CaptureIndex {
-  return { root: "", entries: new Map(), counts: new Map() };
+  return { root: "", entries: new Map(), counts: new Map(), listing: null };
 }
 
 export function rememberIndex(store: CheckpointStore, tenantId: string, index: CaptureIndex): void {
@@ -34,14 +41,18 @@ export function rememberIndex(store: CheckpointStore, tenantId: string, index: C
 }
 
 /** The index of checkpoint `root`, the caller's to change: out of this process' cache, else from the store. */
-export async function takeIndex(store: CheckpointStore, tenantId: string, root: string): Promise<CaptureIndex> {
+export async function takeIndex(
+  store: CheckpointStore,
+  tenantId: string,
+  root: string,
+): Promise<CaptureIndex> {
   const key = `${tenantId}/${root}`;
   const cached = cache.get(store)?.get(key);
   if (cached) {
     cache.get(store)!.delete(key);
     return cached;
   }
-  const index: CaptureIndex = { root, entries: new Map(), counts: new Map() };
+  const index: CaptureIndex = { root, entries: new Map(), counts: new Map(), listing: null };
   const load = async (folder: string, hash: string): Promise<void> => {
     const tree = await store.readTree(tenantId, hash);
     index.counts.set(folder, tree.entries.length);
@@ -67,4 +78,13 @@ export function folderHash(index: CaptureIndex, folder: string): string | null {
 export function parentOf(path: string): string {
   const slash = path.lastIndexOf("/");
   return slash === -1 ? "" : path.slice(0, slash);
+}
+
+/** The same stat facts: an entry listed again unchanged. */
+export function sameListed(a: ListedEntry, b: ListedEntry): boolean {
+  if (a.path !== b.path) return false;
+  if (a.type === "file")
+    return b.type === "file" && a.size === b.size && a.mtimeMs === b.mtimeMs && a.mode === b.mode;
+  if (a.type === "dir") return b.type === "dir" && a.mode === b.mode;
+  return b.type === "symlink" && a.target === b.target;
 }

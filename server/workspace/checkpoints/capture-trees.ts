@@ -44,7 +44,7 @@ export async function updateTrees(
   if (dirty.size === 0 && index.root) return index.root;
   dirty.add("");
   for (const folder of [...dirty])
-    for (let up = folder; up !== ""; ) {
+    for (let up = folder; up !== "";) {
       up = parentOf(up);
       dirty.add(up);
     }
@@ -60,8 +60,17 @@ export async function updateTrees(
       return before.mode === entry.mode ? before : { ...before, name, mode: entry.mode };
     }
     const blob = changes.read.get(entry.path);
-    if (blob) return { name, type: "file", mode: entry.mode, size: blob.size, mtimeMs: entry.mtimeMs, hash: blob.hash };
-    if (before?.type !== "file" || before.size !== entry.size || before.mtimeMs !== entry.mtimeMs) return null;
+    if (blob)
+      return {
+        name,
+        type: "file",
+        mode: entry.mode,
+        size: blob.size,
+        mtimeMs: entry.mtimeMs,
+        hash: blob.hash,
+      };
+    if (before?.type !== "file" || before.size !== entry.size || before.mtimeMs !== entry.mtimeMs)
+      return null;
     return before.mode === entry.mode ? before : { ...before, name, mode: entry.mode };
   };
   const removed: string[] = [];
@@ -106,7 +115,8 @@ export async function updateTrees(
     const entries = children.get(folder)!;
     const { bytes, hash } = encodeTree(entries);
     if (await store.putTree(tenantId, hash, bytes)) onStored(bytes.length);
-    for (const entry of entries) index.entries.set(folder === "" ? entry.name : `${folder}/${entry.name}`, entry);
+    for (const entry of entries)
+      index.entries.set(folder === "" ? entry.name : `${folder}/${entry.name}`, entry);
     if (folder === "") {
       root = hash;
       continue;

@@ -3,7 +3,7 @@ import tarStream from "tar-stream";
 import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
 import type { CheckpointStore } from "./checkpoint-store";
 import { listMachineTree, type ListedEntry } from "./machine-listing";
-import { emptyIndex, rememberIndex, takeIndex } from "./capture-index";
+import { emptyIndex, rememberIndex, sameListed, takeIndex } from "./capture-index";
 import { updateTrees } from "./capture-trees";
 
 /**
@@ -60,7 +60,16 @@ export async function captureCheckpoint(options: {
   const changed: ListedEntry[] = [];
   const toRead: string[] = [];
   let fresh = false;
-  for (const entry of listing) {
+  const prior = index.listing;
+  for (const [at, entry] of listing.entries()) {
+    const listed = prior?.[at];
+    if (listed && sameListed(listed, entry)) {
+      if (entry.type === "file") {
+        stats.files += 1;
+        stats.totalBytes += entry.size;
+      } else if (entry.type === "dir") stats.directories += 1;
+      continue;
+    }
     const before = index.entries.get(entry.path);
     if (entry.type === "file") {
       stats.files += 1;
@@ -105,6 +114,7 @@ export async function captureCheckpoint(options: {
     { changed, read, maybeRemoved: fresh || listing.length !== index.entries.size },
     (bytes) => onStored({ hash: "", size: bytes, stored: true }),
   );
+  index.listing = stats.skippedFiles === 0 ? listing : null;
   rememberIndex(store, tenantId, index);
   return { root, stats };
 }

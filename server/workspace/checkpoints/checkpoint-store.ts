@@ -141,7 +141,8 @@ export class FolderCheckpointStore implements CheckpointStore {
     const dir = this.tenantDir(tenantId);
     for (const key of this.trees.keys()) if (key.startsWith(`${tenantId}/`)) this.trees.delete(key);
     await this.sweep(tenantId, new Set(), -1);
-    for (const folder of this.folders) if (folder.startsWith(`${dir}${path.sep}`)) this.folders.delete(folder);
+    for (const folder of this.folders)
+      if (folder.startsWith(`${dir}${path.sep}`)) this.folders.delete(folder);
     await fs.rm(dir, { recursive: true, force: true });
   }
 
