@@ -79,12 +79,3 @@ export function parentOf(path: string): string {
   const slash = path.lastIndexOf("/");
   return slash === -1 ? "" : path.slice(0, slash);
 }
-
-/** The same stat facts: an entry listed again unchanged. */
-export function sameListed(a: ListedEntry, b: ListedEntry): boolean {
-  if (a.path !== b.path) return false;
-  if (a.type === "file")
-    return b.type === "file" && a.size === b.size && a.mtimeMs === b.mtimeMs && a.mode === b.mode;
-  if (a.type === "dir") return b.type === "dir" && a.mode === b.mode;
-  return b.type === "symlink" && a.target === b.target;
-}

@@ -111,10 +111,16 @@ export async function updateTrees(
   const modes = new Map<string, number>();
   for (const entry of changes.changed) if (entry.type === "dir") modes.set(entry.path, entry.mode);
   let root = "";
+  const writes: Promise<void>[] = [];
   for (const folder of order) {
     const entries = children.get(folder)!;
     const { bytes, hash } = encodeTree(entries);
-    if (await store.putTree(tenantId, hash, bytes)) onStored(bytes.length);
+    // Hashes are known at once; the store writes run side by side.
+    writes.push(
+      store.putTree(tenantId, hash, bytes).then((stored) => {
+        if (stored) onStored(bytes.length);
+      }),
+    );
     for (const entry of entries)
       index.entries.set(folder === "" ? entry.name : `${folder}/${entry.name}`, entry);
     if (folder === "") {
@@ -128,6 +134,7 @@ export async function updateTrees(
     index.entries.set(folder, dirEntry);
     children.get(parentOf(folder))?.push(dirEntry);
   }
+  await Promise.all(writes);
   forget(index, removed, children, counts);
   if (counts) index.counts = counts;
   for (const [folder, entries] of children) index.counts.set(folder, entries.length);

@@ -3,7 +3,7 @@ import tarStream from "tar-stream";
 import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
 import type { CheckpointStore } from "./checkpoint-store";
 import { listMachineTree, type ListedEntry } from "./machine-listing";
-import { emptyIndex, rememberIndex, sameListed, takeIndex } from "./capture-index";
+import { emptyIndex, rememberIndex, takeIndex } from "./capture-index";
 import { updateTrees } from "./capture-trees";
 
 /**
@@ -33,6 +33,8 @@ const PER_FILE_READ_LIMIT = 48;
 /** Files up to this size are buffered out of the archive and stored concurrently, this many at a time. */
 const BUFFERED_FILE_BYTES = 256 * 1024;
 const WRITES_IN_FLIGHT = 16;
+/** Changed files read one by one (below PER_FILE_READ_LIMIT), this many at a time. */
+const READS_IN_FLIGHT = 4;
 
 export async function captureCheckpoint(options: {
   machine: WorkspaceMachine;
@@ -43,10 +45,8 @@ export async function captureCheckpoint(options: {
   signal?: AbortSignal;
 }): Promise<CaptureResult> {
   const { machine, store, tenantId, signal } = options;
-  const [listing, index] = await Promise.all([
-    listMachineTree(machine, signal ? { signal } : {}),
-    options.previous ? takeIndex(store, tenantId, options.previous) : emptyIndex(),
-  ]);
+  // The index first (from memory, usually): the walk hands back its unchanged entries as they were.
+  const index = options.previous ? await takeIndex(store, tenantId, options.previous) : emptyIndex();
   const stats: CaptureResult["stats"] = {
     files: 0,
     directories: 0,
@@ -61,9 +61,10 @@ export async function captureCheckpoint(options: {
   const toRead: string[] = [];
   let fresh = false;
   const prior = index.listing;
+  const listing = await listMachineTree(machine, { ...(signal ? { signal } : {}), prior });
   for (const [at, entry] of listing.entries()) {
     const listed = prior?.[at];
-    if (listed && sameListed(listed, entry)) {
+    if (listed === entry) {
       if (entry.type === "file") {
         stats.files += 1;
         stats.totalBytes += entry.size;
@@ -128,19 +129,25 @@ async function readEachFile(
   signal: AbortSignal | undefined,
 ): Promise<Map<string, { hash: string; size: number }>> {
   const read = new Map<string, { hash: string; size: number }>();
-  for (const filePath of paths) {
-    signal?.throwIfAborted();
-    let data: Readable;
-    try {
-      data = await machine.readFile(filePath);
-    } catch {
-      continue; // gone or unreadable since the walk: left out, counted as skipped
+  // A few at a time: each is a read from the machine and a few store operations, mostly waiting.
+  let next = 0;
+  const worker = async () => {
+    while (next < paths.length) {
+      signal?.throwIfAborted();
+      const filePath = paths[next++]!;
+      let data: Readable;
+      try {
+        data = await machine.readFile(filePath);
+      } catch {
+        continue; // gone or unreadable since the walk: left out, counted as skipped
+      }
+      const stored = await store.putBlob(tenantId, data).catch(() => null);
+      if (!stored) continue;
+      onStored(stored);
+      read.set(filePath, { hash: stored.hash, size: stored.size });
     }
-    const stored = await store.putBlob(tenantId, data).catch(() => null);
-    if (!stored) continue;
-    onStored(stored);
-    read.set(filePath, { hash: stored.hash, size: stored.size });
-  }
+  };
+  await Promise.all(Array.from({ length: Math.min(READS_IN_FLIGHT, paths.length) }, worker));
   return read;
 }
 

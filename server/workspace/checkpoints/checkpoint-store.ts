@@ -56,13 +56,14 @@ export class FolderCheckpointStore implements CheckpointStore {
       hasher.update(chunk);
       size += chunk.length;
     });
+    let adopted = false;
     try {
       await pipeline(data, createWriteStream(temp, { mode: 0o600 }));
       const hash = hasher.digest("hex");
-      const stored = await this.adopt(tenantId, hash, temp);
-      return { hash, size, stored };
+      adopted = await this.adopt(tenantId, hash, temp);
+      return { hash, size, stored: adopted };
     } finally {
-      await fs.rm(temp, { force: true });
+      if (!adopted) await fs.rm(temp, { force: true }); // an adopted temp file is the object now
     }
   }
 
@@ -71,11 +72,13 @@ export class FolderCheckpointStore implements CheckpointStore {
     if (await exists(target)) return false;
     const temp = path.join(this.tenantDir(tenantId), "incoming", randomUUID());
     await this.mkdirOnce(path.dirname(temp));
+    let adopted = false;
     try {
       await fs.writeFile(temp, bytes, { mode: 0o600 });
-      return await this.adopt(tenantId, hash, temp);
+      adopted = await this.adopt(tenantId, hash, temp, false);
+      return adopted;
     } finally {
-      await fs.rm(temp, { force: true });
+      if (!adopted) await fs.rm(temp, { force: true });
     }
   }
 
@@ -147,9 +150,10 @@ export class FolderCheckpointStore implements CheckpointStore {
   }
 
   /** Moves a finished temp file to its object path unless the object exists (dedup). */
-  private async adopt(tenantId: string, hash: string, temp: string): Promise<boolean> {
+  private async adopt(tenantId: string, hash: string, temp: string, check = true): Promise<boolean> {
     const target = this.objectPath(tenantId, hash);
-    if (await exists(target)) return false;
+    // A rename over an object that appeared meanwhile replaces it with the same bytes: harmless.
+    if (check && (await exists(target))) return false;
     await this.mkdirOnce(path.dirname(target));
     await fs.rename(temp, target);
     return true;

@@ -29,7 +29,15 @@ const FIELDS_PER_ENTRY = 5;
 /** Lists the workdir (excluded paths pruned), parents before their contents. */
 export async function listMachineTree(
   machine: WorkspaceMachine,
-  options: { signal?: AbortSignal; timeoutMs?: number } = {},
+  options: {
+    signal?: AbortSignal;
+    timeoutMs?: number;
+    /**
+     * The previous listing of this workdir: an entry found unchanged at the same position is returned as
+     * the previous object itself (nothing allocated for it; the caller may compare by identity).
+     */
+    prior?: readonly ListedEntry[] | null;
+  } = {},
 ): Promise<ListedEntry[]> {
   const prune = CHECKPOINT_EXCLUDED_PATHS.flatMap((excluded, index) => [
     ...(index > 0 ? ["-o"] : []),
@@ -74,7 +82,7 @@ export async function listMachineTree(
         ends.push(nul);
       }
       if (ends.length < FIELDS_PER_ENTRY) break;
-      const entry = parseRecord(text, at, ends);
+      const entry = parseRecord(text, at, ends, options.prior?.[entries.length]);
       if (entry) entries.push(entry);
       at = ends[FIELDS_PER_ENTRY - 1]! + 1;
     }
@@ -104,16 +112,31 @@ export async function listMachineTree(
 }
 
 /** One record, `type\0mode\0size/seconds.fraction\0path\0target\0`, starting at `at`, its NULs at `ends`. */
-function parseRecord(text: string, at: number, ends: readonly number[]): ListedEntry | null {
+function parseRecord(
+  text: string,
+  at: number,
+  ends: readonly number[],
+  prior: ListedEntry | undefined,
+): ListedEntry | null {
   const [typeEnd, modeEnd, statEnd, pathEnd, targetEnd] = ends as [number, number, number, number, number];
   if (pathEnd === statEnd + 1) return null;
   const type = text.charCodeAt(at);
-  const path = text.slice(statEnd + 1, pathEnd);
+  const samePath =
+    prior !== undefined &&
+    prior.path.length === pathEnd - statEnd - 1 &&
+    text.startsWith(prior.path, statEnd + 1);
+  const path = samePath ? prior.path : text.slice(statEnd + 1, pathEnd);
   let mode = 0;
   for (let i = typeEnd + 1; i < modeEnd; i++) mode = mode * 8 + (text.charCodeAt(i) - 48);
   mode &= 0o7777;
-  if (type === 100 /* d */) return { path, type: "dir", mode };
-  if (type === 108 /* l */) return { path, type: "symlink", target: text.slice(pathEnd + 1, targetEnd) };
+  if (type === 100 /* d */)
+    return samePath && prior.type === "dir" && prior.mode === mode ? prior : { path, type: "dir", mode };
+  if (type === 108 /* l */) {
+    const target = text.slice(pathEnd + 1, targetEnd);
+    return samePath && prior.type === "symlink" && prior.target === target
+      ? prior
+      : { path, type: "symlink", target };
+  }
   if (type !== 102 /* f */) return null; // sockets, fifos, devices: nothing a checkpoint can hold
   let i = modeEnd + 1;
   let size = 0;
@@ -126,5 +149,14 @@ function parseRecord(text: string, at: number, ends: readonly number[]): ListedE
   let digits = 0;
   for (i++; i < statEnd && digits < 6; i++, digits++) micros = micros * 10 + (text.charCodeAt(i) - 48);
   for (; digits < 6; digits++) micros *= 10;
-  return { path, type: "file", mode, size, mtimeMs: seconds * 1000 + micros / 1000 };
+  const mtimeMs = seconds * 1000 + micros / 1000;
+  if (
+    samePath &&
+    prior.type === "file" &&
+    prior.mode === mode &&
+    prior.size === size &&
+    prior.mtimeMs === mtimeMs
+  )
+    return prior;
+  return { path, type: "file", mode, size, mtimeMs };
 }
