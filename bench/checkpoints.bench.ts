@@ -29,7 +29,7 @@ import { median, result, type BenchResult } from "./lib";
  * `BERTH_BENCH_CHECKPOINT_N=10000` leaves out the n = 100k workspace (it takes about a minute to build).
  */
 const K = 3;
-const ROUNDS = 9;
+const ROUNDS = 15;
 const TURNS = 100;
 const SIZES = (process.env.BERTH_BENCH_CHECKPOINT_N ?? "10000,100000")
   .split(",")
