@@ -98,7 +98,8 @@ async function revertRounds(
       const restored = await restoreCheckpoint({ machine, store, tenantId: TENANT, root: checkpoint.root });
       restoreMs.push(performance.now() - start);
       written = restored.written;
-      if (restored.writtenBytes < FILES * FILE_BYTES) throw new Error(`restore wrote ${restored.writtenBytes} bytes`);
+      if (restored.writtenBytes < FILES * FILE_BYTES)
+        throw new Error(`restore wrote ${restored.writtenBytes} bytes`);
       copyMs.push(await copy());
     }
     return { restoreMs: median(restoreMs), copyMs: median(copyMs), written };
@@ -133,7 +134,11 @@ async function dockerMachine(basedir: string): Promise<BenchMachine | string> {
   const context = { basedir, cwd: process.cwd(), uid: process.getuid?.() ?? -1 };
   const runtimeRoot = path.join("/tmp", `berth-bench-crt-${randomBytes(3).toString("hex")}`);
   const fromEnv = dockerDriver.configFromEnv(
-    { DOCKER_SOCKET: SOCKET_PATH, BERTH_DOCKER_BASE_IMAGE: BASE_IMAGE, BERTH_DOCKER_RUNTIME_ROOT: runtimeRoot },
+    {
+      DOCKER_SOCKET: SOCKET_PATH,
+      BERTH_DOCKER_BASE_IMAGE: BASE_IMAGE,
+      BERTH_DOCKER_RUNTIME_ROOT: runtimeRoot,
+    },
     context,
   ) as Record<string, unknown>;
   const config = dockerDriver.configSchema.parse({ ...fromEnv, stopTimeoutSeconds: 1 });

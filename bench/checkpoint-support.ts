@@ -92,7 +92,10 @@ export async function writeTree(root: string, files: number, bytes: number): Pro
         const index = start + offset;
         // Unique bytes per file (the index up front), the rest from a random pool: no two files dedup.
         const at = (index * 977) % (pool.length - bytes);
-        const data = Buffer.concat([Buffer.from(`${index}:`), pool.subarray(at, at + bytes)]).subarray(0, bytes);
+        const data = Buffer.concat([Buffer.from(`${index}:`), pool.subarray(at, at + bytes)]).subarray(
+          0,
+          bytes,
+        );
         return fs.writeFile(path.join(root, p), data);
       }),
     );

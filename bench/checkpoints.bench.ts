@@ -107,7 +107,8 @@ async function captureRounds(
         throw new Error(`capture read ${captured.stats.readFiles} files, expected ${changed.length}`);
       previous = captured.root;
     };
-    const measureBaseline = async () => baselineMs.push(await bareWalkAndCopy(local.machine, changed, scratch));
+    const measureBaseline = async () =>
+      baselineMs.push(await bareWalkAndCopy(local.machine, changed, scratch));
     // Alternate which goes first: neither always finds the other's warm caches.
     if (round % 2) {
       await measureBaseline();
@@ -128,8 +129,9 @@ async function storageTurns(
   paths: readonly string[],
 ): Promise<{ bytes: number; disk: number; workspace: number }> {
   const store = new FolderCheckpointStore(storeRoot);
-  let previous = (await captureCheckpoint({ machine: local.machine, store, tenantId: TENANT, previous: null }))
-    .root;
+  let previous = (
+    await captureCheckpoint({ machine: local.machine, store, tenantId: TENANT, previous: null })
+  ).root;
   for (let turn = 0; turn < TURNS; turn++) {
     const file = paths[(turn * 7919) % paths.length]!;
     await local.machine.writeFile(file, randomBytes(10 * 1024));
