@@ -29,7 +29,7 @@ export type BenchMachine = {
   close(): Promise<void>;
 };
 
-export function specOf(workspaceId: string): WorkspaceSpec {
+function specOf(workspaceId: string): WorkspaceSpec {
   return {
     workspaceId,
     tenantId: TENANT,

@@ -7,7 +7,7 @@ import { deterministicJobId, defineJob } from "@/server/queue/types";
  * restore (its id), retried with backoff: the restore is convergent, so a retry after a killed worker
  * finishes what the first run began, and the workspace takes no other lease until it has.
  */
-export const ZCheckpointRestorePayload = z.object({
+const ZCheckpointRestorePayload = z.object({
   tenantId: z.string().min(1).max(200),
   restoreId: z.string().min(1).max(200),
 });

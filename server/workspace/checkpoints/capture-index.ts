@@ -33,7 +33,7 @@ export function emptyIndex(): CaptureIndex {
 
 export function rememberIndex(store: CheckpointStore, tenantId: string, index: CaptureIndex): void {
   let indexes = cache.get(store);
-  if (!indexes) cache.set(store, (indexes = new Map()));
+  if (!indexes) cache.set(store, (indexes = new Map<string, CaptureIndex>()));
   const key = `${tenantId}/${index.root}`;
   indexes.delete(key);
   indexes.set(key, index);

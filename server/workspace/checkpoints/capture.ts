@@ -165,7 +165,7 @@ async function readThroughArchive(
 ): Promise<Map<string, { hash: string; size: number }>> {
   const read = new Map<string, { hash: string; size: number }>();
   const writing = new Set<Promise<void>>();
-  let failed: Error | null = null;
+  const failure: { error: Error | null } = { error: null };
   const put = (relative: string, data: Readable): Promise<void> =>
     store.putBlob(tenantId, data).then((stored) => {
       onStored(stored);
@@ -193,12 +193,12 @@ async function readThroughArchive(
       stream.on("data", (chunk: unknown) => chunks.push(chunk as Buffer));
       stream.on("end", () => {
         const job = put(relative, Readable.from([Buffer.concat(chunks)])).catch((error: unknown) => {
-          failed ??= error as Error;
+          failure.error ??= error as Error;
         });
         writing.add(job);
         void job.finally(() => writing.delete(job));
-        if (writing.size < WRITES_IN_FLIGHT) next(failed);
-        else void Promise.race(writing).then(() => next(failed));
+        if (writing.size < WRITES_IN_FLIGHT) next(failure.error);
+        else void Promise.race(writing).then(() => next(failure.error));
       });
     });
     extract.on("finish", resolve);
@@ -208,6 +208,6 @@ async function readThroughArchive(
   archive.pipe(extract);
   await done;
   await Promise.all(writing);
-  if (failed) throw failed;
+  if (failure.error) throw failure.error;
   return read;
 }

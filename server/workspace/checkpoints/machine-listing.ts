@@ -10,7 +10,7 @@ import { WORKSPACE_LAYOUT } from "@/server/workspace/layout";
  */
 
 /** Paths of the workdir that Berth owns and rewrites itself, never checkpointed or restored. */
-export const CHECKPOINT_EXCLUDED_PATHS = [
+const CHECKPOINT_EXCLUDED_PATHS = [
   WORKSPACE_LAYOUT.mcpFile,
   WORKSPACE_LAYOUT.skillSeedDir,
   ".berth-checkpoint",
@@ -22,7 +22,7 @@ export type ListedEntry =
   | { path: string; type: "symlink"; target: string };
 
 /** A workspace larger than this is refused a checkpoint (typed, not an outage). */
-export const MAX_CHECKPOINT_ENTRIES = 1_000_000;
+const MAX_CHECKPOINT_ENTRIES = 1_000_000;
 
 const FIELDS_PER_ENTRY = 5;
 

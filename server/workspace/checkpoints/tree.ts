@@ -10,7 +10,7 @@ import { z } from "zod";
 
 const ZHash = z.string().regex(/^[0-9a-f]{64}$/);
 
-export const ZTreeEntry = z.discriminatedUnion("type", [
+const ZTreeEntry = z.discriminatedUnion("type", [
   z.object({
     name: z.string().min(1),
     type: z.literal("file"),
@@ -35,7 +35,7 @@ export type FileEntry = Extract<TreeEntry, { type: "file" }>;
 export const ZTree = z.object({ v: z.literal(1), entries: z.array(ZTreeEntry) });
 export type Tree = z.infer<typeof ZTree>;
 
-export function sha256Hex(data: Uint8Array | string): string {
+function sha256Hex(data: Uint8Array | string): string {
   return createHash("sha256").update(data).digest("hex");
 }
 
