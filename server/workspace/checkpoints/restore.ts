@@ -168,9 +168,12 @@ function prefetchBlobs(store: CheckpointStore, tenantId: string, toWrite: readon
       const at = next++;
       const entry = toWrite[at]!;
       if (entry.type !== "file") continue;
-      const read = store.readBlob(tenantId, entry.hash);
       const data =
-        entry.size <= PREFETCH_MAX_BYTES ? read.then((stream) => bytesOf(stream, entry.size)) : read;
+        entry.size > PREFETCH_MAX_BYTES
+          ? store.readBlob(tenantId, entry.hash)
+          : store.readBlobBytes
+            ? store.readBlobBytes(tenantId, entry.hash)
+            : store.readBlob(tenantId, entry.hash).then((stream) => bytesOf(stream, entry.size));
       data.catch(() => undefined); // surfaced by take()
       started.set(at, data);
     }
