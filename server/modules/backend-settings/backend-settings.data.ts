@@ -1,6 +1,6 @@
 import type { Prisma } from "@/generated/prisma/client";
 import type { TenantScope } from "@/server/auth/scope";
-import type { DbClient } from "@/server/db";
+import { type DbClient, getDb } from "@/server/db";
 
 /** The only Prisma importer of the backend-settings module. Tenant calls take a scope; the drivers' reads ids. */
 
@@ -16,7 +16,7 @@ const rowView = { settings: true, secretSealed: true, secretHint: true, updatedA
 export async function findBackendSettings(
   tenantId: string,
   backend: string,
-  db: DbClient,
+  db: DbClient = getDb(),
 ): Promise<BackendSettingsRow | null> {
   return db.tenantBackendSettings.findUnique({
     where: { tenantId_backend: { tenantId, backend } },
@@ -28,7 +28,7 @@ export async function upsertBackendSettings(
   scope: TenantScope,
   backend: string,
   row: { settings: Record<string, unknown>; secretSealed: string | null; secretHint: string | null },
-  db: DbClient,
+  db: DbClient = getDb(),
 ): Promise<BackendSettingsRow> {
   // The settings were validated by their driver's schema (strings and numbers): JSON as they are.
   const data = { ...row, settings: row.settings as Prisma.InputJsonObject, updatedBy: scope.userId };
@@ -43,7 +43,7 @@ export async function upsertBackendSettings(
 export async function deleteBackendSettings(
   scope: TenantScope,
   backend: string,
-  db: DbClient,
+  db: DbClient = getDb(),
 ): Promise<boolean> {
   const { count } = await db.tenantBackendSettings.deleteMany({
     where: { tenantId: scope.tenantId, backend },
@@ -52,7 +52,7 @@ export async function deleteBackendSettings(
 }
 
 /** Tenants with settings of `backend` that are not suspended or being deleted. */
-export async function tenantsWithBackendSettings(backend: string, db: DbClient): Promise<string[]> {
+export async function tenantsWithBackendSettings(backend: string, db: DbClient = getDb()): Promise<string[]> {
   const rows = await db.tenantBackendSettings.findMany({
     where: { backend, tenant: { status: "active" } },
     select: { tenantId: true },

@@ -1,6 +1,6 @@
 import type { Prisma } from "@/generated/prisma/client";
 import type { TenantScope } from "@/server/auth/scope";
-import { type DbClient, isUniqueViolation, pageSize } from "@/server/db";
+import { type DbClient, getDb, isUniqueViolation, pageSize } from "@/server/db";
 import { AppError } from "@/server/shared/errors";
 import { type Page, pageArgs, paginate } from "@/server/shared/page";
 import { ZMcpDeclaration } from "@/server/workspace/mcp/types";
@@ -56,7 +56,7 @@ export async function createLibraryEntry(
     /** `scopedCreateKey` of the request's idempotency key (unique per tenant). */
     createKey?: string | null;
   },
-  db: DbClient,
+  db: DbClient = getDb(),
 ): Promise<LibraryEntryRecord> {
   try {
     const row = await db.libraryEntry.create({
@@ -73,7 +73,7 @@ export async function createLibraryEntry(
 export async function findLibraryEntryByCreateKey(
   scope: TenantScope,
   createKey: string,
-  db: DbClient,
+  db: DbClient = getDb(),
 ): Promise<LibraryEntryRecord | null> {
   const row = await db.libraryEntry.findUnique({
     where: { tenantId_createKey: { tenantId: scope.tenantId, createKey } },
@@ -85,7 +85,7 @@ export async function findLibraryEntryByCreateKey(
 export async function getLibraryEntry(
   scope: TenantScope,
   entryId: string,
-  db: DbClient,
+  db: DbClient = getDb(),
 ): Promise<LibraryEntryRecord> {
   const row = await db.libraryEntry.findFirst({
     where: { tenantId: scope.tenantId, id: entryId },
@@ -99,7 +99,7 @@ export async function getLibraryEntry(
 export async function listLibraryEntries(
   scope: TenantScope,
   options: { kind?: LibraryKind; limit?: number; cursor?: string } = {},
-  db: DbClient,
+  db: DbClient = getDb(),
 ): Promise<Page<LibraryEntryRecord>> {
   const take = pageSize(options.limit);
   const rows = await db.libraryEntry.findMany({
@@ -116,7 +116,7 @@ export async function updateLibraryEntry(
   scope: TenantScope,
   entryId: string,
   patch: { name?: string; description?: string; content?: Prisma.InputJsonValue },
-  db: DbClient,
+  db: DbClient = getDb(),
 ): Promise<LibraryEntryRecord> {
   const current = await getLibraryEntry(scope, entryId, db);
   try {
@@ -134,7 +134,7 @@ export async function updateLibraryEntry(
 export async function deleteLibraryEntry(
   scope: TenantScope,
   entryId: string,
-  db: DbClient,
+  db: DbClient = getDb(),
 ): Promise<void> {
   const { count } = await db.libraryEntry.deleteMany({ where: { tenantId: scope.tenantId, id: entryId } });
   if (count === 0) throw libraryEntryNotFound(entryId);
@@ -148,7 +148,7 @@ export async function deleteLibraryEntry(
 export async function libraryUsage(
   scope: TenantScope,
   entryIds: readonly string[],
-  db: DbClient,
+  db: DbClient = getDb(),
 ): Promise<Map<string, LibraryUsage[]>> {
   const usage = new Map<string, LibraryUsage[]>();
   if (entryIds.length === 0) return usage;
