@@ -21,19 +21,28 @@ export async function checkResumeIntegrity(
   deps: { store: CheckpointStore; log: Pick<Logger, "warn"> },
   scope: TenantScope,
   workspace: { id: string; generation: number; backendKind: string },
-  machine: WorkspaceMachine,
-  signal?: AbortSignal,
+  machine: {
+    /** Runs `check` on the attached machine (attached only if there is something to compare with). */
+    withMachine(check: (machine: WorkspaceMachine) => Promise<void>): Promise<void>;
+    signal?: AbortSignal;
+  },
 ): Promise<void> {
   try {
     const last = await latestCheckpointTree(scope, workspace.id, workspace.generation);
     if (!last) return;
-    const now = await captureCheckpoint({
-      machine,
-      store: deps.store,
-      tenantId: scope.tenantId,
-      previous: last,
-      ...(signal ? { signal } : {}),
+    let root: string | undefined;
+    await machine.withMachine(async (attached) => {
+      const captured = await captureCheckpoint({
+        machine: attached,
+        store: deps.store,
+        tenantId: scope.tenantId,
+        previous: last,
+        ...(machine.signal ? { signal: machine.signal } : {}),
+      });
+      root = captured.root;
     });
+    if (root === undefined) return;
+    const now = { root };
     const readTree = (hash: string) => deps.store.readTree(scope.tenantId, hash);
     const changes = (await diffTrees(readTree, last, now.root)).filter(
       (change) => (change.kind === "removed" ? change.before : change.after).type !== "dir",

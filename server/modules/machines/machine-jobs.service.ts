@@ -207,16 +207,18 @@ async function checkResumed(
   log: Logger,
 ): Promise<void> {
   const signal = AbortSignal.timeout(RESUME_CHECK_MS);
-  const machine = await driver.attach(spec, { signal }).catch((error: unknown) => {
-    log.warn({ err: error, workspaceId: record.id }, "could not attach a new machine to check its files");
-    return null;
+  await checkResumeIntegrity({ store, log }, scope, record, {
+    signal,
+    // Only when the generation has a checkpoint to compare with: a first provision attaches nothing more.
+    async withMachine(check) {
+      const machine = await driver.attach(spec, { signal });
+      try {
+        await check(machine);
+      } finally {
+        await driver.detach(machine).catch(() => {});
+      }
+    },
   });
-  if (!machine) return;
-  try {
-    await checkResumeIntegrity({ store, log }, scope, record, machine, signal);
-  } finally {
-    await driver.detach(machine).catch(() => {});
-  }
 }
 
 /** The data-lost event, recorded once per job, whoever notices first (the job or the driver). */

@@ -1,10 +1,10 @@
-import path from "node:path/posix";
 import { Readable } from "node:stream";
 import tarStream from "tar-stream";
 import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
 import type { CheckpointStore } from "./checkpoint-store";
 import { listMachineTree, type ListedEntry } from "./machine-listing";
-import { encodeTree, type FileEntry, type TreeEntry, walkTree } from "./tree";
+import { emptyIndex, rememberIndex, takeIndex } from "./capture-index";
+import { updateTrees } from "./capture-trees";
 
 /**
  * Records the machine's workdir as a checkpoint: a stat walk (machine-listing.ts), then only the files
@@ -30,6 +30,11 @@ export type CaptureResult = {
 
 /** Above this many files to read, one archive of the workdir is cheaper than one exec per file. */
 const PER_FILE_READ_LIMIT = 48;
+/** Files up to this size are buffered out of the archive and stored concurrently, this many at a time. */
+const BUFFERED_FILE_BYTES = 256 * 1024;
+const WRITES_IN_FLIGHT = 16;
+/** Changed files read one by one (below PER_FILE_READ_LIMIT), this many at a time. */
+const READS_IN_FLIGHT = 4;
 
 export async function captureCheckpoint(options: {
   machine: WorkspaceMachine;
@@ -40,13 +45,8 @@ export async function captureCheckpoint(options: {
   signal?: AbortSignal;
 }): Promise<CaptureResult> {
   const { machine, store, tenantId, signal } = options;
-  const listing = await listMachineTree(machine, signal ? { signal } : {});
-  const known = new Map<string, FileEntry>();
-  if (options.previous) {
-    for await (const entry of walkTree((hash) => store.readTree(tenantId, hash), options.previous)) {
-      if (entry.type === "file") known.set(entry.path, entry);
-    }
-  }
+  // The index first (from memory, usually): the walk hands back its unchanged entries as they were.
+  const index = options.previous ? await takeIndex(store, tenantId, options.previous) : emptyIndex();
   const stats: CaptureResult["stats"] = {
     files: 0,
     directories: 0,
@@ -56,16 +56,36 @@ export async function captureCheckpoint(options: {
     storedBytes: 0,
     skippedFiles: 0,
   };
-  const blobs = new Map<string, { hash: string; size: number }>();
+  // What differs from the index: one lookup per entry, nothing else for the unchanged ones.
+  const changed: ListedEntry[] = [];
   const toRead: string[] = [];
-  for (const entry of listing) {
-    if (entry.type !== "file") continue;
-    const before = known.get(entry.path);
-    if (before && before.size === entry.size && before.mtimeMs === entry.mtimeMs) {
-      blobs.set(entry.path, { hash: before.hash, size: before.size });
-    } else {
-      toRead.push(entry.path);
+  let fresh = false;
+  const prior = index.listing;
+  const listing = await listMachineTree(machine, { ...(signal ? { signal } : {}), prior });
+  for (const [at, entry] of listing.entries()) {
+    const listed = prior?.[at];
+    if (listed === entry) {
+      if (entry.type === "file") {
+        stats.files += 1;
+        stats.totalBytes += entry.size;
+      } else if (entry.type === "dir") stats.directories += 1;
+      continue;
     }
+    const before = index.entries.get(entry.path);
+    if (entry.type === "file") {
+      stats.files += 1;
+      stats.totalBytes += entry.size;
+      if (before?.type === "file" && before.size === entry.size && before.mtimeMs === entry.mtimeMs) {
+        if (before.mode !== entry.mode) changed.push(entry);
+        continue;
+      }
+      toRead.push(entry.path);
+    } else if (entry.type === "dir") {
+      stats.directories += 1;
+      if (before?.type === "dir" && before.mode === entry.mode) continue;
+    } else if (before?.type === "symlink" && before.target === entry.target) continue;
+    fresh ||= before === undefined;
+    changed.push(entry);
   }
   const onStored = (stored: { hash: string; size: number; stored: boolean }) => {
     if (stored.stored) {
@@ -77,10 +97,26 @@ export async function captureCheckpoint(options: {
     toRead.length > PER_FILE_READ_LIMIT
       ? await readThroughArchive(machine, store, tenantId, new Set(toRead), onStored)
       : await readEachFile(machine, store, tenantId, toRead, onStored, signal);
-  for (const [filePath, blob] of read) blobs.set(filePath, blob);
   stats.readFiles = read.size;
   stats.skippedFiles = toRead.length - read.size;
-  const root = await storeTrees(store, tenantId, listing, blobs, stats);
+  if (stats.skippedFiles > 0) {
+    const wanted = new Set(toRead);
+    for (const entry of changed)
+      if (entry.type === "file" && !read.has(entry.path) && wanted.has(entry.path)) {
+        stats.files -= 1;
+        stats.totalBytes -= entry.size;
+      }
+  }
+  const root = await updateTrees(
+    store,
+    tenantId,
+    listing,
+    index,
+    { changed, read, maybeRemoved: fresh || listing.length !== index.entries.size },
+    (bytes) => onStored({ hash: "", size: bytes, stored: true }),
+  );
+  index.listing = stats.skippedFiles === 0 ? listing : null;
+  rememberIndex(store, tenantId, index);
   return { root, stats };
 }
 
@@ -93,23 +129,33 @@ async function readEachFile(
   signal: AbortSignal | undefined,
 ): Promise<Map<string, { hash: string; size: number }>> {
   const read = new Map<string, { hash: string; size: number }>();
-  for (const filePath of paths) {
-    signal?.throwIfAborted();
-    let data: Readable;
-    try {
-      data = await machine.readFile(filePath);
-    } catch {
-      continue; // gone or unreadable since the walk: left out, counted as skipped
+  // A few at a time: each is a read from the machine and a few store operations, mostly waiting.
+  let next = 0;
+  const worker = async () => {
+    while (next < paths.length) {
+      signal?.throwIfAborted();
+      const filePath = paths[next++]!;
+      let data: Readable;
+      try {
+        data = await machine.readFile(filePath);
+      } catch {
+        continue; // gone or unreadable since the walk: left out, counted as skipped
+      }
+      const stored = await store.putBlob(tenantId, data).catch(() => null);
+      if (!stored) continue;
+      onStored(stored);
+      read.set(filePath, { hash: stored.hash, size: stored.size });
     }
-    const stored = await store.putBlob(tenantId, data).catch(() => null);
-    if (!stored) continue;
-    onStored(stored);
-    read.set(filePath, { hash: stored.hash, size: stored.size });
-  }
+  };
+  await Promise.all(Array.from({ length: Math.min(READS_IN_FLIGHT, paths.length) }, worker));
   return read;
 }
 
-/** One `getArchive` of the workdir, keeping only the wanted files' entries (a first checkpoint, a big turn). */
+/**
+ * One `getArchive` of the workdir, keeping only the wanted files' entries (a first checkpoint, a big turn).
+ * Small files are buffered and stored WRITES_IN_FLIGHT at a time while the archive goes on; big ones are
+ * streamed into the store one after another.
+ */
 async function readThroughArchive(
   machine: WorkspaceMachine,
   store: CheckpointStore,
@@ -118,6 +164,13 @@ async function readThroughArchive(
   onStored: (stored: { hash: string; size: number; stored: boolean }) => void,
 ): Promise<Map<string, { hash: string; size: number }>> {
   const read = new Map<string, { hash: string; size: number }>();
+  const writing = new Set<Promise<void>>();
+  const failure: { error: Error | null } = { error: null };
+  const put = (relative: string, data: Readable): Promise<void> =>
+    store.putBlob(tenantId, data).then((stored) => {
+      onStored(stored);
+      read.set(relative, { hash: stored.hash, size: stored.size });
+    });
   const archive = await machine.getArchive(machine.workdir);
   const extract = tarStream.extract();
   const done = new Promise<void>((resolve, reject) => {
@@ -129,14 +182,24 @@ async function readThroughArchive(
         stream.resume();
         return;
       }
-      store.putBlob(tenantId, Readable.from(stream as AsyncIterable<Buffer>)).then(
-        (stored) => {
-          onStored(stored);
-          read.set(relative, { hash: stored.hash, size: stored.size });
-          next();
-        },
-        (error: unknown) => next(error as Error),
-      );
+      if ((header.size ?? 0) > BUFFERED_FILE_BYTES) {
+        put(relative, Readable.from(stream as AsyncIterable<Buffer>)).then(
+          () => next(),
+          (error: unknown) => next(error as Error),
+        );
+        return;
+      }
+      const chunks: Buffer[] = [];
+      stream.on("data", (chunk: unknown) => chunks.push(chunk as Buffer));
+      stream.on("end", () => {
+        const job = put(relative, Readable.from([Buffer.concat(chunks)])).catch((error: unknown) => {
+          failure.error ??= error as Error;
+        });
+        writing.add(job);
+        void job.finally(() => writing.delete(job));
+        if (writing.size < WRITES_IN_FLIGHT) next(failure.error);
+        else void Promise.race(writing).then(() => next(failure.error));
+      });
     });
     extract.on("finish", resolve);
     extract.on("error", reject);
@@ -144,62 +207,7 @@ async function readThroughArchive(
   });
   archive.pipe(extract);
   await done;
+  await Promise.all(writing);
+  if (failure.error) throw failure.error;
   return read;
-}
-
-/** Builds and stores the trees bottom-up from the listing; returns the root tree's hash. */
-async function storeTrees(
-  store: CheckpointStore,
-  tenantId: string,
-  listing: readonly ListedEntry[],
-  blobs: ReadonlyMap<string, { hash: string; size: number }>,
-  stats: CaptureResult["stats"],
-): Promise<string> {
-  const children = new Map<string, TreeEntry[]>([["", []]]);
-  const dirModes = new Map<string, number>();
-  for (const entry of listing) if (entry.type === "dir") children.set(entry.path, []);
-  for (const entry of listing) {
-    const parent = path.dirname(entry.path) === "." ? "" : path.dirname(entry.path);
-    const siblings = children.get(parent);
-    if (!siblings) continue; // its folder was not listed (vanished mid-walk)
-    const name = path.basename(entry.path);
-    if (entry.type === "dir") {
-      dirModes.set(entry.path, entry.mode);
-      stats.directories += 1;
-    } else if (entry.type === "symlink") {
-      siblings.push({ name, type: "symlink", target: entry.target });
-    } else {
-      const blob = blobs.get(entry.path);
-      if (!blob) continue;
-      siblings.push({
-        name,
-        type: "file",
-        mode: entry.mode,
-        size: blob.size,
-        mtimeMs: entry.mtimeMs,
-        hash: blob.hash,
-      });
-      stats.files += 1;
-      stats.totalBytes += blob.size;
-    }
-  }
-  // Deepest folders first, so each folder's subtrees are hashed before it.
-  const folders = [...dirModes.keys()].sort((a, b) => b.split("/").length - a.split("/").length);
-  for (const folder of folders) {
-    const { bytes, hash } = encodeTree(children.get(folder) ?? []);
-    if (await store.putTree(tenantId, hash, bytes)) {
-      stats.storedObjects += 1;
-      stats.storedBytes += bytes.length;
-    }
-    const parent = path.dirname(folder) === "." ? "" : path.dirname(folder);
-    children
-      .get(parent)
-      ?.push({ name: path.basename(folder), type: "dir", mode: dirModes.get(folder)!, hash });
-  }
-  const { bytes, hash } = encodeTree(children.get("") ?? []);
-  if (await store.putTree(tenantId, hash, bytes)) {
-    stats.storedObjects += 1;
-    stats.storedBytes += bytes.length;
-  }
-  return hash;
 }

@@ -20,6 +20,8 @@ export interface CheckpointStore {
   /** Stores a tree's canonical bytes (encodeTree) under its hash; false when it was already there. */
   putTree(tenantId: string, hash: string, bytes: Buffer): Promise<boolean>;
   readBlob(tenantId: string, hash: string): Promise<Readable>;
+  /** A small blob's bytes at once (restores read thousands of them): optional, else readBlob is used. */
+  readBlobBytes?(tenantId: string, hash: string): Promise<Buffer>;
   readTree(tenantId: string, hash: string): Promise<Tree>;
   /**
    * Deletes the tenant's objects not in `keep` that are older than `graceMs` (a checkpoint being stored
@@ -45,26 +47,28 @@ const TREE_CACHE_ENTRIES = 4_096;
 export class FolderCheckpointStore implements CheckpointStore {
   // Trees are immutable and small; diffs and restores read the same ones again and again.
   private readonly trees = new Map<string, Tree>();
+  private readonly folders = new Set<string>();
 
   constructor(private readonly root: string) {}
 
   async putBlob(tenantId: string, data: Readable): Promise<{ hash: string; size: number; stored: boolean }> {
     const dir = this.tenantDir(tenantId);
     const temp = path.join(dir, "incoming", randomUUID());
-    await fs.mkdir(path.dirname(temp), { recursive: true });
+    await this.mkdirOnce(path.dirname(temp));
     const hasher = createHash("sha256");
     let size = 0;
     data.on("data", (chunk: Buffer) => {
       hasher.update(chunk);
       size += chunk.length;
     });
+    let adopted = false;
     try {
       await pipeline(data, createWriteStream(temp, { mode: 0o600 }));
       const hash = hasher.digest("hex");
-      const stored = await this.adopt(tenantId, hash, temp);
-      return { hash, size, stored };
+      adopted = await this.adopt(tenantId, hash, temp);
+      return { hash, size, stored: adopted };
     } finally {
-      await fs.rm(temp, { force: true });
+      if (!adopted) await fs.rm(temp, { force: true }); // an adopted temp file is the object now
     }
   }
 
@@ -72,12 +76,14 @@ export class FolderCheckpointStore implements CheckpointStore {
     const target = this.objectPath(tenantId, hash);
     if (await referencedAgain(target)) return false;
     const temp = path.join(this.tenantDir(tenantId), "incoming", randomUUID());
-    await fs.mkdir(path.dirname(temp), { recursive: true });
+    await this.mkdirOnce(path.dirname(temp));
+    let adopted = false;
     try {
       await fs.writeFile(temp, bytes, { mode: 0o600 });
-      return await this.adopt(tenantId, hash, temp);
+      adopted = await this.adopt(tenantId, hash, temp, false);
+      return adopted;
     } finally {
-      await fs.rm(temp, { force: true });
+      if (!adopted) await fs.rm(temp, { force: true });
     }
   }
 
@@ -85,6 +91,15 @@ export class FolderCheckpointStore implements CheckpointStore {
     const file = this.objectPath(tenantId, hash);
     if (!(await exists(file))) throw missingObject(hash);
     return createReadStream(file);
+  }
+
+  async readBlobBytes(tenantId: string, hash: string): Promise<Buffer> {
+    try {
+      return await fs.readFile(this.objectPath(tenantId, hash));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw missingObject(hash);
+      throw error;
+    }
   }
 
   async readTree(tenantId: string, hash: string): Promise<Tree> {
@@ -143,16 +158,26 @@ export class FolderCheckpointStore implements CheckpointStore {
     const dir = this.tenantDir(tenantId);
     for (const key of this.trees.keys()) if (key.startsWith(`${tenantId}/`)) this.trees.delete(key);
     await this.prune(tenantId, new Set(), -1);
+    for (const folder of this.folders)
+      if (folder.startsWith(`${dir}${path.sep}`)) this.folders.delete(folder);
     await fs.rm(dir, { recursive: true, force: true });
   }
 
   /** Moves a finished temp file to its object path unless the object exists (dedup). */
-  private async adopt(tenantId: string, hash: string, temp: string): Promise<boolean> {
+  private async adopt(tenantId: string, hash: string, temp: string, check = true): Promise<boolean> {
     const target = this.objectPath(tenantId, hash);
-    if (await referencedAgain(target)) return false;
-    await fs.mkdir(path.dirname(target), { recursive: true });
+    // A rename over an object that appeared meanwhile replaces it with the same bytes: harmless.
+    if (check && (await referencedAgain(target))) return false;
+    await this.mkdirOnce(path.dirname(target));
     await fs.rename(temp, target);
     return true;
+  }
+
+  /** mkdir -p, once per folder and process (objects' shards are never removed while in use, only swept empty). */
+  private async mkdirOnce(dir: string): Promise<void> {
+    if (this.folders.has(dir)) return;
+    await fs.mkdir(dir, { recursive: true });
+    this.folders.add(dir);
   }
 
   private tenantDir(tenantId: string): string {

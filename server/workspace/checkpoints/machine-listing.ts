@@ -29,7 +29,15 @@ const FIELDS_PER_ENTRY = 5;
 /** Lists the workdir (excluded paths pruned), parents before their contents. */
 export async function listMachineTree(
   machine: WorkspaceMachine,
-  options: { signal?: AbortSignal; timeoutMs?: number } = {},
+  options: {
+    signal?: AbortSignal;
+    timeoutMs?: number;
+    /**
+     * The previous listing of this workdir: an entry found unchanged at the same position is returned as
+     * the previous object itself (nothing allocated for it; the caller may compare by identity).
+     */
+    prior?: readonly ListedEntry[] | null;
+  } = {},
 ): Promise<ListedEntry[]> {
   const prune = CHECKPOINT_EXCLUDED_PATHS.flatMap((excluded, index) => [
     ...(index > 0 ? ["-o"] : []),
@@ -51,26 +59,35 @@ export async function listMachineTree(
     "%y\\0%m\\0%s/%T@\\0%P\\0%l\\0",
   ];
   const entries: ListedEntry[] = [];
-  const fields: string[] = [];
+  let carry = "";
   let pending: Buffer = Buffer.alloc(0);
   let overflow = false;
+  // One decode per chunk, up to its last NUL (a NUL byte is never inside a UTF-8 sequence); records are
+  // parsed in place (numbers from the characters, only the path and a link's target sliced): a listing of
+  // 100k entries makes 100k objects and their paths, not half a million strings.
   const take = (chunk: Buffer) => {
     if (overflow) return;
     pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-    let start = 0;
-    for (let nul = pending.indexOf(0, start); nul !== -1; nul = pending.indexOf(0, start)) {
-      fields.push(pending.toString("utf8", start, nul));
-      start = nul + 1;
-      if (fields.length === FIELDS_PER_ENTRY) {
-        const entry = toEntry(fields.splice(0, FIELDS_PER_ENTRY));
-        if (entry) entries.push(entry);
-        if (entries.length > MAX_CHECKPOINT_ENTRIES) {
-          overflow = true;
-          return;
-        }
+    const last = pending.lastIndexOf(0);
+    if (last === -1) return;
+    const text = carry + pending.toString("utf8", 0, last + 1);
+    pending = pending.subarray(last + 1);
+    let at = 0;
+    const ends: number[] = [];
+    for (;;) {
+      ends.length = 0;
+      for (let from = at; ends.length < FIELDS_PER_ENTRY; from = ends[ends.length - 1]! + 1) {
+        const nul = text.indexOf("\0", from);
+        if (nul === -1) break;
+        ends.push(nul);
       }
+      if (ends.length < FIELDS_PER_ENTRY) break;
+      const entry = parseRecord(text, at, ends, options.prior?.[entries.length]);
+      if (entry) entries.push(entry);
+      at = ends[FIELDS_PER_ENTRY - 1]! + 1;
     }
-    pending = pending.subarray(start);
+    carry = text.slice(at);
+    if (entries.length > MAX_CHECKPOINT_ENTRIES) overflow = true;
   };
   const result = await machine.exec(argv, {
     cwd: machine.workdir,
@@ -94,25 +111,52 @@ export async function listMachineTree(
   return entries;
 }
 
-function toEntry([type, mode, sizeAndTime, path, target]: string[]): ListedEntry | null {
-  if (!path) return null;
-  const permissions = Number.parseInt(mode ?? "0", 8) & 0o7777;
-  if (type === "d") return { path, type: "dir", mode: permissions };
-  if (type === "l") return { path, type: "symlink", target: target ?? "" };
-  if (type !== "f") return null; // sockets, fifos, devices: nothing a checkpoint can hold
-  const [size, seconds] = (sizeAndTime ?? "").split("/");
-  return {
-    path,
-    type: "file",
-    mode: permissions,
-    size: Number(size),
-    mtimeMs: mtimeMsOf(seconds ?? "0"),
-  };
-}
-
-/** find's `%T@` ("1733550000.1234567890") in whole microseconds, the same on every read of one file. */
-function mtimeMsOf(seconds: string): number {
-  const [whole, fraction = ""] = seconds.split(".");
-  const micros = (fraction + "000000").slice(0, 6);
-  return Number(whole) * 1000 + Number(micros) / 1000;
+/** One record, `type\0mode\0size/seconds.fraction\0path\0target\0`, starting at `at`, its NULs at `ends`. */
+function parseRecord(
+  text: string,
+  at: number,
+  ends: readonly number[],
+  prior: ListedEntry | undefined,
+): ListedEntry | null {
+  const [typeEnd, modeEnd, statEnd, pathEnd, targetEnd] = ends as [number, number, number, number, number];
+  if (pathEnd === statEnd + 1) return null;
+  const type = text.charCodeAt(at);
+  const samePath =
+    prior !== undefined &&
+    prior.path.length === pathEnd - statEnd - 1 &&
+    text.startsWith(prior.path, statEnd + 1);
+  const path = samePath ? prior.path : text.slice(statEnd + 1, pathEnd);
+  let mode = 0;
+  for (let i = typeEnd + 1; i < modeEnd; i++) mode = mode * 8 + (text.charCodeAt(i) - 48);
+  mode &= 0o7777;
+  if (type === 100 /* d */)
+    return samePath && prior.type === "dir" && prior.mode === mode ? prior : { path, type: "dir", mode };
+  if (type === 108 /* l */) {
+    const target = text.slice(pathEnd + 1, targetEnd);
+    return samePath && prior.type === "symlink" && prior.target === target
+      ? prior
+      : { path, type: "symlink", target };
+  }
+  if (type !== 102 /* f */) return null; // sockets, fifos, devices: nothing a checkpoint can hold
+  let i = modeEnd + 1;
+  let size = 0;
+  for (; i < statEnd && text.charCodeAt(i) !== 47 /* / */; i++) size = size * 10 + (text.charCodeAt(i) - 48);
+  let seconds = 0;
+  for (i++; i < statEnd && text.charCodeAt(i) !== 46 /* . */; i++)
+    seconds = seconds * 10 + (text.charCodeAt(i) - 48);
+  // find's `%T@` ("1733550000.1234567890") in whole microseconds, the same on every read of one file.
+  let micros = 0;
+  let digits = 0;
+  for (i++; i < statEnd && digits < 6; i++, digits++) micros = micros * 10 + (text.charCodeAt(i) - 48);
+  for (; digits < 6; digits++) micros *= 10;
+  const mtimeMs = seconds * 1000 + micros / 1000;
+  if (
+    samePath &&
+    prior.type === "file" &&
+    prior.mode === mode &&
+    prior.size === size &&
+    prior.mtimeMs === mtimeMs
+  )
+    return prior;
+  return { path, type: "file", mode, size, mtimeMs };
 }

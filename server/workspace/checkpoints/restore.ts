@@ -1,11 +1,12 @@
 import { once } from "node:events";
+import type { Readable } from "node:stream";
 import tarStream from "tar-stream";
 import { AppError } from "@/server/shared/errors";
 import { tarBytes } from "@/server/workspace/archive/sinks/tar-repack-sink";
 import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
 import type { CheckpointStore } from "./checkpoint-store";
 import { listMachineTree, type ListedEntry } from "./machine-listing";
-import { type FlatEntry, walkTree } from "./tree";
+import { type FileEntry, type FlatEntry, walkTree } from "./tree";
 
 /**
  * Brings the machine's workdir to a checkpoint's tree: what is there and should not be is deleted, what
@@ -17,6 +18,9 @@ import { type FlatEntry, walkTree } from "./tree";
 export type RestoreResult = { written: number; deleted: number; writtenBytes: number };
 
 const RM_BATCH = 500;
+/** Blobs read ahead of the tar stream, and the size up to which one is read whole. */
+const PREFETCH_FILES = 32;
+const PREFETCH_MAX_BYTES = 256 * 1024;
 
 export async function restoreCheckpoint(options: {
   machine: WorkspaceMachine;
@@ -78,40 +82,46 @@ export async function restoreCheckpoint(options: {
   let writtenBytes = 0;
   if (toWrite.length > 0) {
     const pack = tarStream.pack();
+    const blobs = prefetchBlobs(store, tenantId, toWrite);
     const producing = (async () => {
-      for (const entry of toWrite) {
+      for (const [at, entry] of toWrite.entries()) {
         signal?.throwIfAborted();
         if (entry.type === "dir") {
           await addEntry(pack, { name: entry.path, type: "directory", mode: entry.mode });
         } else if (entry.type === "symlink") {
           await addEntry(pack, { name: entry.path, type: "symlink", linkname: entry.target });
         } else {
-          const data = await store.readBlob(tenantId, entry.hash);
-          let sink!: ReturnType<tarStream.Pack["entry"]>;
-          const written = new Promise<void>((resolve, reject) => {
-            sink = pack.entry(
-              {
-                name: entry.path,
-                type: "file",
-                mode: entry.mode,
-                size: entry.size,
-                mtime: new Date(entry.mtimeMs),
-                // ustar keeps whole seconds; the pax record keeps the microseconds the next walk compares.
-                pax: { mtime: paxTime(entry.mtimeMs) },
-              },
-              (error) => (error ? reject(error) : resolve()),
-            );
-          });
-          for await (const chunk of data as AsyncIterable<Buffer>)
-            if (!sink.write(chunk)) await once(sink, "drain");
-          sink.end(undefined);
-          await written;
+          const header = {
+            name: entry.path,
+            type: "file" as const,
+            mode: entry.mode,
+            size: entry.size,
+            mtime: new Date(entry.mtimeMs),
+            // ustar keeps whole seconds; the pax record keeps the microseconds the next walk compares.
+            pax: { mtime: paxTime(entry.mtimeMs) },
+          };
+          const data = await blobs.take(at);
+          if (Buffer.isBuffer(data)) {
+            await addEntry(pack, header, data);
+          } else {
+            let sink!: ReturnType<tarStream.Pack["entry"]>;
+            const written = new Promise<void>((resolve, reject) => {
+              sink = pack.entry(header, (error) => (error ? reject(error) : resolve()));
+            });
+            for await (const chunk of data as AsyncIterable<Buffer>)
+              if (!sink.write(chunk)) await once(sink, "drain");
+            sink.end(undefined);
+            await written;
+          }
           writtenBytes += entry.size;
         }
       }
       pack.finalize();
     })();
-    producing.catch((error: unknown) => pack.destroy(error as Error));
+    producing.catch((error: unknown) => {
+      blobs.cancel();
+      pack.destroy(error as Error);
+    });
     await Promise.all([machine.putArchive(machine.workdir, tarBytes(pack)), producing]);
   }
   return {
@@ -132,8 +142,58 @@ function sameLink(entry: ListedEntry, target: string): boolean {
   return entry.type === "symlink" && entry.target === target;
 }
 
-function addEntry(pack: tarStream.Pack, header: Parameters<tarStream.Pack["entry"]>[0]): Promise<void> {
+function addEntry(
+  pack: tarStream.Pack,
+  header: Parameters<tarStream.Pack["entry"]>[0],
+  data?: Buffer,
+): Promise<void> {
   return new Promise((resolve, reject) => {
-    pack.entry(header, (error) => (error ? reject(error) : resolve()));
+    const done = (error?: Error | null) => (error ? reject(error) : resolve());
+    if (data) pack.entry(header, data, done);
+    else pack.entry(header, done);
   });
+}
+
+/**
+ * Reads the blobs of the files to write ahead of the tar stream, PREFETCH_FILES at a time: small ones whole
+ * (the store's reads overlap instead of one open, read and close after another), big ones as streams
+ * opened when their turn comes.
+ */
+function prefetchBlobs(store: CheckpointStore, tenantId: string, toWrite: readonly FlatEntry[]) {
+  const started = new Map<number, Promise<Buffer | Readable>>();
+  let next = 0;
+  let cancelled = false;
+  const start = () => {
+    while (!cancelled && next < toWrite.length && started.size < PREFETCH_FILES) {
+      const at = next++;
+      const entry = toWrite[at]!;
+      if (entry.type !== "file") continue;
+      const data =
+        entry.size > PREFETCH_MAX_BYTES
+          ? store.readBlob(tenantId, entry.hash)
+          : store.readBlobBytes
+            ? store.readBlobBytes(tenantId, entry.hash)
+            : store.readBlob(tenantId, entry.hash).then((stream) => bytesOf(stream, entry.size));
+      data.catch(() => undefined); // surfaced by take()
+      started.set(at, data);
+    }
+  };
+  return {
+    async take(at: number): Promise<Buffer | Readable> {
+      start();
+      const data = started.get(at) ?? store.readBlob(tenantId, (toWrite[at] as FileEntry).hash);
+      started.delete(at);
+      start();
+      return data;
+    },
+    cancel() {
+      cancelled = true;
+    },
+  };
+}
+
+async function bytesOf(stream: Readable, size: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream as AsyncIterable<Buffer>) chunks.push(chunk);
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
 }

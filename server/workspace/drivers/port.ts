@@ -42,7 +42,11 @@ export interface WorkspaceMachine {
    */
   hostPath?(path: string): string;
 
-  /** Extracts an uncompressed tar stream into `dir` (created if missing). Trusted input only: callers validate. */
+  /**
+   * Extracts an uncompressed tar stream into `dir` (created if missing), as the workspace user: permission
+   * bits exactly as the archive says (not narrowed by a umask: a checkpoint restore depends on it), the
+   * owner never. Trusted input only: callers validate (skill installs re-pack with 0644/0755).
+   */
   putArchive(dir: string, tar: Readable): Promise<void>;
   /** Streams `path` (file or directory) as an uncompressed tar whose single top entry is its basename. */
   getArchive(path: string): Promise<Readable>;

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { WorkspaceDriver, WorkspaceSpec } from "@/server/workspace/drivers/driver";
 import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
+import { registerCheckpointCases } from "./cases/checkpoints";
 import { registerExecCases } from "./cases/exec";
 import { registerFileCases } from "./cases/files";
 import { registerLifecycleCases } from "./cases/lifecycle";
@@ -121,6 +122,7 @@ export function describeBackendContract(
     registerFileCases(context);
     registerWorkspaceCases(context);
     registerPtyCases(context);
+    registerCheckpointCases(context);
 
     it("lists only known defects that name a case", () => {
       expect(defects.filter((defect) => !matched.has(defect))).toEqual([]);

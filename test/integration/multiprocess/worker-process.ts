@@ -74,14 +74,22 @@ function observed(driver: WorkspaceDriver): WorkspaceDriver {
  */
 function heldStore(store: FolderCheckpointStore): FolderCheckpointStore {
   let reads = 0;
-  const readBlob = store.readBlob.bind(store);
-  store.readBlob = async (tenantId, hash) => {
+  const held = async () => {
     reads += 1;
     if (reads > 20 && fs.existsSync(path.join(controlDir, "block-restore"))) {
       log(`restore-held ${process.pid}`);
       await waitForFile(path.join(controlDir, "release"));
     }
+  };
+  const readBlob = store.readBlob.bind(store);
+  const readBlobBytes = store.readBlobBytes.bind(store);
+  store.readBlob = async (tenantId, hash) => {
+    await held();
     return readBlob(tenantId, hash);
+  };
+  store.readBlobBytes = async (tenantId, hash) => {
+    await held();
+    return readBlobBytes(tenantId, hash);
   };
   return store;
 }

@@ -50,6 +50,9 @@ describe("tenant defaults", () => {
       stdioMcpMinRole: "admin",
       defaultIsolationPolicy: null,
       workspaceIdleTtlMs: null,
+      checkpointKeepTurns: null,
+      checkpointKeepDays: null,
+      checkpointStorageBytes: null,
       operator: { idleTtlMs: INSTALLATION_TTL_MS, minIdleTtlMs: 60_000 },
       effective: { isolationPolicy: "PER_AGENT", idleTtlMs: INSTALLATION_TTL_MS },
     });

@@ -143,7 +143,12 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
     expect(deleted.resources).toEqual([`directory:${workdir}`]);
     expect(deleted.skills).toContain("agent-x/hello");
     expect(deleted.offloadFiles).toBe(1);
-    expect(deleted.databaseRows).toEqual({ workspaceLeases: 0, skillStorage: 0 });
+    expect(deleted.databaseRows).toEqual({
+      workspaceLeases: 0,
+      skillStorage: 0,
+      checkpoints: 0,
+      checkpointRestores: 0,
+    });
     const purged = await listWorkspaceEvents(tenant.scope, workspaceId, { kinds: ["purged"] });
     expect(purged[0]?.reason).toBe("test purge");
     // The binding stays usable (purge-generations.test.ts): the next use is a fresh generation.

@@ -134,6 +134,67 @@ describe("checkpoints of a workdir", () => {
     ).toMatchObject({ written: 0, deleted: 0 });
   });
 
+  it("an incremental capture equals a capture from scratch, whatever changed (adds, removals, modes, types)", async () => {
+    let seed = 7;
+    const random = (below: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % below;
+    };
+    const paths = () => Array.from({ length: 12 }, (_, index) => `d${index % 3}/s${index % 2}/f${index}`);
+    for (const file of paths().slice(0, 8)) await write(file, `start ${file}`);
+    let previous = (await capture(null)).root;
+    for (let step = 0; step < 40; step++) {
+      const target = paths()[random(12)]!;
+      const full = path.join(work.workdir, target);
+      const folder = path.dirname(full);
+      switch (random(7)) {
+        case 0:
+          await write(target, `step ${step}`);
+          break;
+        case 1:
+          await fs.rm(full, { recursive: true, force: true });
+          break;
+        case 2:
+          await fs.chmod(full, 0o700).catch(() => undefined);
+          break;
+        case 3:
+          await fs.rm(folder, { recursive: true, force: true });
+          break;
+        case 4:
+          await fs.rm(full, { recursive: true, force: true });
+          await fs.mkdir(path.join(full, "inner"), { recursive: true });
+          break;
+        case 5:
+          await fs.rm(full, { recursive: true, force: true });
+          await fs.mkdir(folder, { recursive: true });
+          await fs.symlink(`target-${step}`, full);
+          break;
+        default:
+          await fs.chmod(folder, step % 2 ? 0o750 : 0o755).catch(() => undefined);
+      }
+      // Every third step from another store object over the same folder: the index comes from its trees.
+      const incremental = await captureCheckpoint({
+        machine: work.machine,
+        store: step % 3 ? store : new FolderCheckpointStore(storeRoot),
+        tenantId: TENANT,
+        previous,
+      });
+      const scratch = await captureCheckpoint({
+        machine: work.machine,
+        store: new FolderCheckpointStore(path.join(storeRoot, `scratch-${step}`)),
+        tenantId: TENANT,
+        previous: null,
+      });
+      expect(incremental.root, `step ${step}`).toBe(scratch.root);
+      expect(incremental.stats).toMatchObject({
+        files: scratch.stats.files,
+        directories: scratch.stats.directories,
+        totalBytes: scratch.stats.totalBytes,
+      });
+      previous = incremental.root;
+    }
+  });
+
   it("keeps tenants apart and prunes only unreferenced objects past the grace time", async () => {
     await write("a.txt", "a");
     const first = await capture(null);

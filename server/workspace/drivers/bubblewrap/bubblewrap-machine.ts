@@ -242,12 +242,15 @@ export class BubblewrapMachine implements WorkspaceMachine {
   async putArchive(dir: string, tar: Readable): Promise<void> {
     const target = path.posix.resolve(SANDBOX_WORKDIR, dir);
     await this.mkdir(target);
-    const result = await this.runSandboxed(["tar", "-x", "-f", "-", "-C", target, "--no-same-owner"], {
-      cwd: target,
-      stdin: tar,
-      maxBufferBytes: 64 * 1024,
-      timeoutMs: this.options.config.commandTimeoutMs,
-    });
+    const result = await this.runSandboxed(
+      ["tar", "-x", "-f", "-", "-C", target, "--no-same-owner", "--same-permissions"],
+      {
+        cwd: target,
+        stdin: tar,
+        maxBufferBytes: 64 * 1024,
+        timeoutMs: this.options.config.commandTimeoutMs,
+      },
+    );
     if (result.exitCode !== 0) {
       throw new AppError(
         "INTERNAL",

@@ -48,7 +48,7 @@ const SCRIPTS = {
   realpath: EXEC_SCRIPTS.realpath,
   /** $1 directory (created), $2 uploaded tar (removed). */
   untar:
-    'mkdir -p -- "$1" && tar -x -f "$2" -C "$1" --no-same-owner --no-same-permissions; rc=$?; rm -f -- "$2"; exit $rc',
+    'mkdir -p -- "$1" && tar -x -f "$2" -C "$1" --no-same-owner --same-permissions; rc=$?; rm -f -- "$2"; exit $rc',
   /** $1 path, $2 tar to write: a tar whose single top entry is the basename. */
   tar: [
     `[ -e "$1" ] || [ -L "$1" ] || exit ${EXIT.notFound}`,

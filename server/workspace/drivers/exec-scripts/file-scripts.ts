@@ -81,7 +81,7 @@ export const SCRIPTS = {
   ].join("\n"),
   realpath: 'exec realpath -e -- "$1"',
   /** $1 directory to extract into (created). */
-  untar: 'mkdir -p -- "$1" && exec tar -x -f - -C "$1" --no-same-owner --no-same-permissions',
+  untar: 'mkdir -p -- "$1" && exec tar -x -f - -C "$1" --no-same-owner --same-permissions',
   /** $1 path: a tar whose single top entry is its basename. */
   tar: [
     `[ -e "$1" ] || [ -L "$1" ] || exit ${EXIT.notFound}`,

@@ -200,11 +200,14 @@ export class HostFolderMachine implements WorkspaceMachine {
   async putArchive(dir: string, tar: Readable): Promise<void> {
     const target = this.resolve(dir);
     await fs.mkdir(target, { recursive: true });
-    const result = await this.exec(["tar", "-x", "-f", "-", "-C", target, "--no-same-owner"], {
-      cwd: target,
-      stdin: tar,
-      maxBufferBytes: 64 * 1024,
-    });
+    const result = await this.exec(
+      ["tar", "-x", "-f", "-", "-C", target, "--no-same-owner", "--same-permissions"],
+      {
+        cwd: target,
+        stdin: tar,
+        maxBufferBytes: 64 * 1024,
+      },
+    );
     if (result.exitCode !== 0) {
       throw new AppError(
         "INTERNAL",
