@@ -280,6 +280,21 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
     return { logger, auth, origins, signInGuard };
   });
 
+  const backendSettings = lazy(() =>
+    createBackendSettingsService({
+      db: db(),
+      secretKey: secretKey(),
+      enabledKinds: () => liveEngine().drivers.all.map((driver) => driver.kind),
+    }),
+  );
+  const webhooks = lazy(() =>
+    createWebhookService({
+      db: db(),
+      secretKey: secretKey(),
+      policy: { allowedOrigins: config.operations.webhookAllowedOrigins },
+    }),
+  );
+
   const berth: Berth = {
     config,
     get engineConfig() {
@@ -313,18 +328,10 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       return agents().services;
     },
     get backendSettings() {
-      return createBackendSettingsService({
-        db: db(),
-        secretKey: secretKey(),
-        enabledKinds: () => liveEngine().drivers.all.map((driver) => driver.kind),
-      });
+      return backendSettings();
     },
     get webhooks() {
-      return createWebhookService({
-        db: db(),
-        secretKey: secretKey(),
-        policy: { allowedOrigins: config.operations.webhookAllowedOrigins },
-      });
+      return webhooks();
     },
     get api() {
       return api();
