@@ -288,4 +288,21 @@ describe.skipIf(!HAS_CHROMIUM)("turn checkpoints in the dashboard", () => {
     expect(pageErrors).toEqual([]);
     await page.close();
   });
+
+  it("sends a risky turn: Checkpoint first records the workspace before the turn runs", async () => {
+    const { page, pageErrors } = await open(`/sessions/${sessionId}`, admin);
+    const form = page.getByRole("form", { name: "Send a message" });
+    const before = await client.checkpoint.list.query({ tenantId: e2e.tenant.scope.tenantId, sessionId });
+    await form.getByLabel("Checkpoint first").check();
+    bashNext("echo risky > risky.txt");
+    await form.getByLabel("Message").fill("a risky turn");
+    await form.getByLabel("Message").press("Enter");
+    await changesOf(page, "a risky turn").waitFor();
+    const after = await client.checkpoint.list.query({ tenantId: e2e.tenant.scope.tenantId, sessionId });
+    expect(after.slice(before.length).map((checkpoint) => checkpoint.kind)).toEqual(["BEFORE_TURN", "TURN"]);
+    // One turn's choice: the box is clear for the next message.
+    expect(await form.getByLabel("Checkpoint first").isChecked()).toBe(false);
+    expect(pageErrors).toEqual([]);
+    await page.close();
+  });
 });

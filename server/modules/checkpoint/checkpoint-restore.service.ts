@@ -5,10 +5,16 @@ import type { WorkspaceService } from "@/server/modules/workspace/workspace.serv
 import { restoreLeaseHolder } from "@/server/modules/workspace/workspace-lifecycle.data";
 import { isAppError } from "@/server/shared/errors";
 import type { CheckpointStore } from "@/server/workspace/checkpoints/checkpoint-store";
-import { restoreCheckpoint } from "@/server/workspace/checkpoints/restore";
+import { restoreCheckpoint, type RestoreProgress } from "@/server/workspace/checkpoints/restore";
 import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
 import type { TenantScope } from "@/server/auth/scope";
-import { finishRestore, getCheckpoint, getRestore, recordSafetyCheckpoint } from "./checkpoint.data";
+import {
+  finishRestore,
+  getCheckpoint,
+  getRestore,
+  recordRestoreProgress,
+  recordSafetyCheckpoint,
+} from "./checkpoint.data";
 import { captureRowOf } from "./checkpoint-capture";
 
 export type RestoreJobDeps = {
@@ -50,6 +56,7 @@ export async function runCheckpointRestore(
           tenantId: scope.tenantId,
           root,
           ...(options.signal ? { signal: options.signal } : {}),
+          onProgress: progressWriter(scope, restore.id, log),
         });
       },
     );
@@ -78,6 +85,27 @@ export async function runCheckpointRestore(
 }
 
 type RestoreOf = Awaited<ReturnType<typeof getRestore>>;
+
+/** How often a restore's progress reaches its row (what `checkpoint.restore` answers while it runs). */
+const PROGRESS_EVERY_MS = 1_000;
+
+/** Writes progress to the restore's row: the first and the last report, and at most one a second between. */
+function progressWriter(scope: TenantScope, restoreId: string, log: Pick<Logger, "warn">) {
+  let lastAt = 0;
+  let writing: Promise<void> = Promise.resolve();
+  return (progress: RestoreProgress) => {
+    const now = Date.now();
+    const last = progress.written === progress.toWrite;
+    if (!last && now - lastAt < PROGRESS_EVERY_MS) return;
+    lastAt = now;
+    // One write at a time, in order; a failed one is only logged (progress is advisory).
+    writing = writing.then(() =>
+      recordRestoreProgress(scope, restoreId, progress).catch((error: unknown) =>
+        log.warn({ err: error, restoreId }, "could not record a restore's progress"),
+      ),
+    );
+  };
+}
 
 /**
  * The folder as it is before a revert writes anything, recorded once as a BEFORE_REVERT checkpoint: it

@@ -193,6 +193,9 @@ const restoreSelect = {
   sessionId: true,
   status: true,
   written: true,
+  toWrite: true,
+  writtenBytes: true,
+  toWriteBytes: true,
   deleted: true,
   error: true,
   createdAt: true,
@@ -213,6 +216,24 @@ export async function getRestore(
   if (!row)
     throw new AppError("NOT_FOUND", `restore ${restoreId} not found`, { userMessage: "Restore not found." });
   return row;
+}
+
+/** A RUNNING restore's progress (the workers write it at most about once a second). */
+export async function recordRestoreProgress(
+  scope: TenantScope,
+  restoreId: string,
+  progress: { written: number; toWrite: number; writtenBytes: number; toWriteBytes: number },
+  db: DbClient = getDb(),
+): Promise<void> {
+  await db.checkpointRestore.updateMany({
+    where: { tenantId: scope.tenantId, id: restoreId, status: "RUNNING" },
+    data: {
+      written: progress.written,
+      toWrite: progress.toWrite,
+      writtenBytes: BigInt(progress.writtenBytes),
+      toWriteBytes: BigInt(progress.toWriteBytes),
+    },
+  });
 }
 
 /**

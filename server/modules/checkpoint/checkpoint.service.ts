@@ -312,7 +312,11 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
     async restoreStatus(scope: TenantScope, restoreId: string) {
       const restore = await getRestore(scope, restoreId);
       if (scope.role === "member") await sessionFor(scope, restore.sessionId, true);
-      return restore;
+      return {
+        ...restore,
+        writtenBytes: Number(restore.writtenBytes),
+        toWriteBytes: Number(restore.toWriteBytes),
+      };
     },
   };
 }

@@ -17,6 +17,14 @@ import { type FileEntry, type FlatEntry, walkTree } from "./tree";
  */
 export type RestoreResult = { written: number; deleted: number; writtenBytes: number };
 
+/** How far a restore is: the files and links streamed into the machine so far, of how many. */
+export type RestoreProgress = {
+  written: number;
+  toWrite: number;
+  writtenBytes: number;
+  toWriteBytes: number;
+};
+
 const RM_BATCH = 500;
 /** Blobs read ahead of the tar stream, and the size up to which one is read whole. */
 const PREFETCH_FILES = 32;
@@ -28,8 +36,10 @@ export async function restoreCheckpoint(options: {
   tenantId: string;
   root: string;
   signal?: AbortSignal;
+  /** Called after each file or link is streamed (the caller throttles what it does with it). */
+  onProgress?: (progress: RestoreProgress) => void;
 }): Promise<RestoreResult> {
-  const { machine, store, tenantId, root, signal } = options;
+  const { machine, store, tenantId, root, signal, onProgress } = options;
   const target: FlatEntry[] = [];
   for await (const entry of walkTree((hash) => store.readTree(tenantId, hash), root)) target.push(entry);
   const wanted = new Map(target.map((entry) => [entry.path, entry]));
@@ -80,6 +90,13 @@ export async function restoreCheckpoint(options: {
   }
 
   let writtenBytes = 0;
+  const progress: RestoreProgress = {
+    written: 0,
+    toWrite: toWrite.filter((entry) => entry.type !== "dir").length,
+    writtenBytes: 0,
+    toWriteBytes: toWrite.reduce((sum, entry) => sum + (entry.type === "file" ? entry.size : 0), 0),
+  };
+  onProgress?.({ ...progress });
   if (toWrite.length > 0) {
     const pack = tarStream.pack();
     const blobs = prefetchBlobs(store, tenantId, toWrite);
@@ -90,6 +107,8 @@ export async function restoreCheckpoint(options: {
           await addEntry(pack, { name: entry.path, type: "directory", mode: entry.mode });
         } else if (entry.type === "symlink") {
           await addEntry(pack, { name: entry.path, type: "symlink", linkname: entry.target });
+          progress.written += 1;
+          onProgress?.({ ...progress });
         } else {
           const header = {
             name: entry.path,
@@ -114,6 +133,9 @@ export async function restoreCheckpoint(options: {
             await written;
           }
           writtenBytes += entry.size;
+          progress.written += 1;
+          progress.writtenBytes = writtenBytes;
+          onProgress?.({ ...progress });
         }
       }
       pack.finalize();

@@ -143,8 +143,10 @@ describe("a worker killed mid-restore", { timeout: 180_000 }, () => {
       content: "x",
     });
     expect(refused).toMatchObject({ ok: false, error: { code: "CONFLICT" } });
+    // Its progress says how far the killed run got: of the checkpoint's files and link, some written.
     expect(await ok<{ status: string }>("checkpoint.restore", { restoreId })).toMatchObject({
       status: "RUNNING",
+      toWrite: FILES + 1,
     });
 
     // A second worker takes the stalled job back and finishes it.

@@ -91,6 +91,11 @@ export function RestoreProgress() {
       <Alert tone="info" className="mb-4" data-testid="restore-progress" data-status="running">
         <span className="inline-flex items-center gap-2">
           <Loader2 className="size-3.5 animate-spin" /> {running}
+          {restore.data && restore.data.toWrite > 0 ? (
+            <span className="tabular-nums" data-testid="restore-count">
+              {restore.data.written} of {restore.data.toWrite} files
+            </span>
+          ) : null}
         </span>
       </Alert>
     );

@@ -60,6 +60,8 @@ export function SessionDetail({
   // The turn that just ended here is summed up below the history (with its error); marked once reloaded.
   const placedTurns = placeTurns(lastTurn ? turnSummaries.data?.slice(0, -1) : turnSummaries.data);
   const [draft, setDraft] = useState("");
+  // A risky turn: the workspace is recorded before it runs too (uploads and terminal changes included).
+  const [checkpointFirst, setCheckpointFirst] = useState(false);
   // Why the last send did not go (the draft is kept): a turn already running, a message too long, ...
   const [refusal, setRefusal] = useState<SendRefusal | null>(null);
   const endRef = useRef<HTMLDivElement>(null);
@@ -159,7 +161,8 @@ export function SessionDetail({
     }
     setRefusal(null);
     setLastTurn(null);
-    send(message);
+    send(message, { checkpointFirst });
+    setCheckpointFirst(false);
   }
   function onKeyDown(event: KeyboardEvent<HTMLTextAreaElement>) {
     // Enter sends, Shift+Enter is a new line (IME composition excepted).
@@ -301,6 +304,18 @@ export function SessionDetail({
                   rows={1}
                   className="max-h-48 min-h-10 resize-none"
                 />
+                <label
+                  className="text-muted-foreground flex h-10 shrink-0 items-center gap-1.5 text-xs"
+                  title="Record the workspace before this turn runs too, so what changed since the last turn (uploads, a terminal) can be restored"
+                >
+                  <input
+                    type="checkbox"
+                    checked={checkpointFirst}
+                    onChange={(event) => setCheckpointFirst(event.target.checked)}
+                    aria-label="Checkpoint first"
+                  />
+                  Checkpoint first
+                </label>
                 {streaming ? (
                   <Button
                     variant="outline"

@@ -110,7 +110,8 @@ export function useChatTurn({
   );
 
   const send = useCallback(
-    (message: string) => {
+    /** `checkpointFirst`: a risky turn, the workspace recorded before it runs too. */
+    (message: string, options: { checkpointFirst?: boolean } = {}) => {
       const start = startingTurn(message);
       followedRef.current = null;
       update(start);
@@ -154,7 +155,13 @@ export function useChatTurn({
         for (let attempt = 0; ; attempt++) {
           try {
             const events = await client.chat.send.mutate(
-              { tenantSlug, sessionId, message, idempotencyKey },
+              {
+                tenantSlug,
+                sessionId,
+                message,
+                idempotencyKey,
+                ...(options.checkpointFirst ? { checkpointFirst: true } : {}),
+              },
               { signal: controller.signal },
             );
             accept();
