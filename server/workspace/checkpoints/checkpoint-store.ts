@@ -6,7 +6,7 @@ import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { AppError } from "@/server/shared/errors";
-import { type Tree, ZTree } from "./tree";
+import { type Tree, TreeCache } from "./tree";
 
 /**
  * Where checkpoints' objects live: blobs (file bytes) and trees (folder listings), each under its SHA-256.
@@ -38,7 +38,6 @@ export interface CheckpointStore {
 
 const SAFE_TENANT = /^[A-Za-z0-9_-]{1,100}$/;
 const HASH = /^[0-9a-f]{64}$/;
-const TREE_CACHE_ENTRIES = 4_096;
 
 /**
  * The default store: a folder of this installation (BERTH_CHECKPOINT_DIR, else `checkpoints/` in its data
@@ -46,7 +45,7 @@ const TREE_CACHE_ENTRIES = 4_096;
  */
 export class FolderCheckpointStore implements CheckpointStore {
   // Trees are immutable and small; diffs and restores read the same ones again and again.
-  private readonly trees = new Map<string, Tree>();
+  private readonly trees = new TreeCache();
   private readonly folders = new Set<string>();
 
   constructor(private readonly root: string) {}
@@ -113,10 +112,7 @@ export class FolderCheckpointStore implements CheckpointStore {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") throw missingObject(hash);
       throw error;
     }
-    const tree = ZTree.parse(JSON.parse(bytes.toString("utf8")));
-    if (this.trees.size >= TREE_CACHE_ENTRIES) this.trees.delete(this.trees.keys().next().value!);
-    this.trees.set(key, tree);
-    return tree;
+    return this.trees.remember(key, bytes);
   }
 
   async prune(
@@ -144,7 +140,7 @@ export class FolderCheckpointStore implements CheckpointStore {
         const stat = await fs.stat(file).catch(() => null);
         if (!stat || stat.mtimeMs > cutoff) continue;
         await fs.rm(file, { force: true });
-        this.trees.delete(`${tenantId}/${hash}`);
+        this.trees.forget(`${tenantId}/${hash}`);
         objects += 1;
         bytes += stat.size;
       }
@@ -156,7 +152,7 @@ export class FolderCheckpointStore implements CheckpointStore {
 
   async dropTenant(tenantId: string): Promise<void> {
     const dir = this.tenantDir(tenantId);
-    for (const key of this.trees.keys()) if (key.startsWith(`${tenantId}/`)) this.trees.delete(key);
+    this.trees.forgetPrefix(`${tenantId}/`);
     await this.prune(tenantId, new Set(), -1);
     for (const folder of this.folders)
       if (folder.startsWith(`${dir}${path.sep}`)) this.folders.delete(folder);

@@ -20,7 +20,7 @@ import {
 import { Upload } from "@aws-sdk/lib-storage";
 import { AppError } from "@/server/shared/errors";
 import { type CheckpointStore, checkpointObjectKey, checkTenantId, missingObject } from "./checkpoint-store";
-import { type Tree, ZTree } from "./tree";
+import { type Tree, TreeCache } from "./tree";
 
 /** Where and how to reach the bucket (validated from the environment by server/engine/checkpoint-config.ts). */
 export type S3CheckpointStoreOptions = {
@@ -50,7 +50,6 @@ const PART_SIZE = 8 * 1024 * 1024;
 const PART_QUEUE = 2;
 /** ListObjectsV2's and DeleteObjects' own maximum: one page listed, one batch deleted. */
 const MAX_PAGE = 1_000;
-const TREE_CACHE_ENTRIES = 4_096;
 /** The largest object one CopyObject may copy (S3's limit). */
 const MAX_COPY_BYTES = 5 * 1024 ** 3;
 
@@ -62,7 +61,7 @@ const MAX_COPY_BYTES = 5 * 1024 ** 3;
 export class S3CheckpointStore implements CheckpointStore {
   private readonly client: S3Client;
   // Trees are immutable and small; diffs and restores read the same ones again and again.
-  private readonly trees = new Map<string, Tree>();
+  private readonly trees = new TreeCache();
   private readonly pageSize: number;
 
   constructor(private readonly options: S3CheckpointStoreOptions) {
@@ -153,10 +152,7 @@ export class S3CheckpointStore implements CheckpointStore {
     if (cached) return cached;
     const response = await this.get(tenantId, hash);
     const bytes = Buffer.from(await response.Body!.transformToByteArray());
-    const tree = ZTree.parse(JSON.parse(bytes.toString("utf8")));
-    if (this.trees.size >= TREE_CACHE_ENTRIES) this.trees.delete(this.trees.keys().next().value!);
-    this.trees.set(key, tree);
-    return tree;
+    return this.trees.remember(key, bytes);
   }
 
   async prune(
@@ -178,7 +174,7 @@ export class S3CheckpointStore implements CheckpointStore {
       });
       await this.deleteKeys(doomed.map((object) => object.Key!));
       for (const object of doomed) {
-        this.trees.delete(object.Key!);
+        this.trees.forget(object.Key!);
         objects += 1;
         bytes += object.Size ?? 0;
       }
@@ -189,7 +185,7 @@ export class S3CheckpointStore implements CheckpointStore {
 
   async dropTenant(tenantId: string): Promise<void> {
     const prefix = this.tenantPrefix(tenantId);
-    for (const key of this.trees.keys()) if (key.startsWith(prefix)) this.trees.delete(key);
+    this.trees.forgetPrefix(prefix);
     // Everything under the tenant's prefix, objects or not, one listed page (≤ 1,000 keys) per request.
     for await (const page of this.pages(prefix)) {
       await this.deleteKeys(page.map((object) => object.Key!));

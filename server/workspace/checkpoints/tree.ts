@@ -144,3 +144,33 @@ export async function* walkTree(read: TreeReader, root: string, prefix = ""): As
     if (entry.type === "dir") yield* walkTree(read, entry.hash, `${path}/`);
   }
 }
+
+/**
+ * Parsed trees by store key, the oldest dropped past `limit` (trees are immutable: a hash names one
+ * content for ever, so a cached tree is never stale; pruned ones are forgotten by the store).
+ */
+export class TreeCache {
+  private readonly trees = new Map<string, Tree>();
+
+  constructor(private readonly limit = 4_096) {}
+
+  get(key: string): Tree | undefined {
+    return this.trees.get(key);
+  }
+
+  /** Parses a tree's stored bytes, remembers and returns it. */
+  remember(key: string, bytes: Buffer): Tree {
+    const tree = ZTree.parse(JSON.parse(bytes.toString("utf8")));
+    if (this.trees.size >= this.limit) this.trees.delete(this.trees.keys().next().value!);
+    this.trees.set(key, tree);
+    return tree;
+  }
+
+  forget(key: string): void {
+    this.trees.delete(key);
+  }
+
+  forgetPrefix(prefix: string): void {
+    for (const key of this.trees.keys()) if (key.startsWith(prefix)) this.trees.delete(key);
+  }
+}
