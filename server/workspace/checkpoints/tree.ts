@@ -32,7 +32,7 @@ const ZTreeEntry = z.discriminatedUnion("type", [
 export type TreeEntry = z.infer<typeof ZTreeEntry>;
 export type FileEntry = Extract<TreeEntry, { type: "file" }>;
 
-export const ZTree = z.object({ v: z.literal(1), entries: z.array(ZTreeEntry) });
+const ZTree = z.object({ v: z.literal(1), entries: z.array(ZTreeEntry) });
 export type Tree = z.infer<typeof ZTree>;
 
 function sha256Hex(data: Uint8Array | string): string {
