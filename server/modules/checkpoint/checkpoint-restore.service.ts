@@ -40,6 +40,7 @@ export async function runCheckpointRestore(
   if (restore.status !== "RUNNING") return { skipped: `restore is ${restore.status}` };
   const checkpoint = await getCheckpoint(scope, restore.checkpointId);
   let safety: { id: string; root: string } | null = null;
+  const progress = progressWriter(scope, restore.id, log);
   try {
     if (!checkpoint.rootTree) throw new Error("the checkpoint has no tree (it failed)");
     const root = checkpoint.rootTree;
@@ -56,10 +57,11 @@ export async function runCheckpointRestore(
           tenantId: scope.tenantId,
           root,
           ...(options.signal ? { signal: options.signal } : {}),
-          onProgress: progressWriter(scope, restore.id, log),
+          onProgress: (reported) => progress.report(reported),
         });
       },
     );
+    await progress.flushed();
     await finishRestore(scope, restore.id, {
       status: "DONE",
       written: result.written,
@@ -89,21 +91,26 @@ type RestoreOf = Awaited<ReturnType<typeof getRestore>>;
 /** How often a restore's progress reaches its row (what `checkpoint.restore` answers while it runs). */
 const PROGRESS_EVERY_MS = 1_000;
 
-/** Writes progress to the restore's row: the first and the last report, and at most one a second between. */
+/**
+ * Writes progress to the restore's row: the first and the last report, and at most one a second between,
+ * one write at a time and in order. `flushed` waits for them (before the restore is ended, so its final
+ * count is what the row says). A failed write is only logged: progress is advisory.
+ */
 function progressWriter(scope: TenantScope, restoreId: string, log: Pick<Logger, "warn">) {
   let lastAt = 0;
   let writing: Promise<void> = Promise.resolve();
-  return (progress: RestoreProgress) => {
-    const now = Date.now();
-    const last = progress.written === progress.toWrite;
-    if (!last && now - lastAt < PROGRESS_EVERY_MS) return;
-    lastAt = now;
-    // One write at a time, in order; a failed one is only logged (progress is advisory).
-    writing = writing.then(() =>
-      recordRestoreProgress(scope, restoreId, progress).catch((error: unknown) =>
-        log.warn({ err: error, restoreId }, "could not record a restore's progress"),
-      ),
-    );
+  return {
+    report(progress: RestoreProgress) {
+      const now = Date.now();
+      if (progress.written !== progress.toWrite && now - lastAt < PROGRESS_EVERY_MS) return;
+      lastAt = now;
+      writing = writing.then(() =>
+        recordRestoreProgress(scope, restoreId, progress).catch((error: unknown) =>
+          log.warn({ err: error, restoreId }, "could not record a restore's progress"),
+        ),
+      );
+    },
+    flushed: () => writing,
   };
 }
 
