@@ -22,7 +22,7 @@ import {
   recentTurnTrees,
 } from "./checkpoint.data";
 import { copyTranscriptUntil } from "./checkpoint-transcript.data";
-import { captureRowOf } from "./checkpoint-capture";
+import { captureRowOf, fileChanges } from "./checkpoint-capture";
 import { unifiedDiffOf } from "./checkpoint-text";
 
 export type CheckpointServiceDeps = {
@@ -130,9 +130,7 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
         previous: latest,
         ...(query.signal ? { signal: query.signal } : {}),
       });
-      const changes = (await diffTrees(readTree(scope.tenantId), since, now.root)).filter(
-        (change) => (change.kind === "removed" ? change.before : change.after).type !== "dir",
-      );
+      const changes = await fileChanges(store, scope.tenantId, since, now.root);
       if (query.path === undefined) return { changes, diff: null };
       const change = changes.find((candidate) => candidate.path === query.path);
       return { changes, diff: change ? await unifiedDiffOf(store, scope.tenantId, change) : null };

@@ -3,9 +3,10 @@ import type { Logger } from "@/server/logger";
 import { appendWorkspaceEvent } from "@/server/modules/workspace/workspace.data";
 import { captureCheckpoint } from "@/server/workspace/checkpoints/capture";
 import type { CheckpointStore } from "@/server/workspace/checkpoints/checkpoint-store";
-import { diffTrees, walkTree } from "@/server/workspace/checkpoints/tree";
+import { walkTree } from "@/server/workspace/checkpoints/tree";
 import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
 import { latestCheckpointTree } from "./checkpoint.data";
+import { fileChanges } from "./checkpoint-capture";
 
 /** The event names at most this many paths of each kind; the counts are whole. */
 const LISTED_PATHS = 50;
@@ -42,12 +43,9 @@ export async function checkResumeIntegrity(
       root = captured.root;
     });
     if (root === undefined) return;
-    const now = { root };
-    const readTree = (hash: string) => deps.store.readTree(scope.tenantId, hash);
-    const changes = (await diffTrees(readTree, last, now.root)).filter(
-      (change) => (change.kind === "removed" ? change.before : change.after).type !== "dir",
-    );
+    const changes = await fileChanges(deps.store, scope.tenantId, last, root);
     let recorded = 0;
+    const readTree = (hash: string) => deps.store.readTree(scope.tenantId, hash);
     for await (const entry of walkTree(readTree, last)) if (entry.type !== "dir") recorded += 1;
     const lost = changes.filter((change) => change.kind === "removed").map((change) => change.path);
     const changed = changes.filter((change) => change.kind === "changed").map((change) => change.path);

@@ -28,7 +28,7 @@ import { useCheckpoints } from "./checkpoint-context";
  * so `disabled={isPending}` alone would send the second (the server refuses it as a CONFLICT, which would
  * then read as a failure of the first).
  */
-function useOneAtATime() {
+export function useOneAtATime() {
   const busy = useRef(false);
   return async (run: () => Promise<unknown>) => {
     if (busy.current) return;

@@ -7,6 +7,7 @@ import { toast } from "sonner";
 import { Alert } from "@/app/_components/ui/alert";
 import { Button } from "@/app/_components/ui/button";
 import { useTRPC } from "@/app/_trpc/client";
+import { useOneAtATime } from "./checkpoint-actions";
 import { useCheckpoints } from "./checkpoint-context";
 
 /** How often a running revert is read again: the workers write the files, usually within seconds. */
@@ -130,7 +131,7 @@ export function RestoreProgress() {
 function UndoRevert({ checkpointId }: { checkpointId: string }) {
   const trpc = useTRPC();
   const { tenantSlug, sessionId, changeRefusal, followRestore } = useCheckpoints();
-  const busy = useRef(false);
+  const once = useOneAtATime();
   const undo = useMutation(
     trpc.checkpoint.revert.mutationOptions({
       onSuccess: ({ restoreId }) => followRestore(restoreId),
@@ -144,11 +145,9 @@ function UndoRevert({ checkpointId }: { checkpointId: string }) {
       size="sm"
       className="h-6 px-2"
       disabled={undo.isPending}
-      onClick={() => {
-        if (busy.current) return;
-        busy.current = true;
-        undo.mutate({ tenantSlug, sessionId, checkpointId }, { onSettled: () => (busy.current = false) });
-      }}
+      onClick={() =>
+        void once(() => undo.mutateAsync({ tenantSlug, sessionId, checkpointId }).catch(() => {}))
+      }
     >
       Undo revert
     </Button>
