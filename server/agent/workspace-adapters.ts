@@ -25,6 +25,8 @@ export type EngineWorkspace = EngineOffloader & {
   listMcpTools(scope: { agentId: string; sessionId: string }): Promise<McpToolDescriptor[]>;
   /** The session's MCP tools plus those of the agent's shared scope (agentId, ""). */
   listSessionMcpTools(scope: { agentId: string; sessionId: string }): Promise<McpToolDescriptor[]>;
+  /** The MCP servers running now for the session and its agent's shared scope, starting none. */
+  runningMcps(scope: { agentId: string; sessionId: string }): string[];
   listSkills(
     agentId?: string | null,
   ): Promise<{ skills: ReadonlyArray<{ name: string; description: string }> }>;

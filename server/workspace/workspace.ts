@@ -260,6 +260,16 @@ export class Workspace implements AsyncDisposable {
     return this.requireLive().mcp.sessionTools(scope);
   }
 
+  /**
+   * The MCP servers running now for a session's turn (its own scope's and the agent's shared scope's),
+   * starting none.
+   */
+  runningMcps(scope: McpScope): string[] {
+    const live = this.requireLive().mcp;
+    const names = [...live.running(scope), ...live.running({ agentId: scope.agentId, sessionId: "" })];
+    return [...new Set(names)].sort();
+  }
+
   /** Live instance counts and the cap on live stateful ones (BERTH_MAX_LIVE_STATEFUL_MCPS). */
   mcpStats(): McpRegistryStats {
     return this.requireLive().mcp.stats();

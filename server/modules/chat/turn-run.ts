@@ -224,6 +224,7 @@ async function run(
           sessionId,
           turnId: claimed.turn.turnId,
           before,
+          mcpRunning: workspace.runningMcps({ agentId: agent.id, sessionId }),
         });
       if (claimed.checkpointFirst) await checkpoint(true);
       const history = fromStoredMessages(await loadHistory(scope, sessionId));

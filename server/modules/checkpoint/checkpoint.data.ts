@@ -321,3 +321,18 @@ export async function recordSafetyCheckpoint(
     return checkpoint.id;
   });
 }
+
+/** The MCP servers the newest READY checkpoint of a workspace generation recorded as running. */
+export async function lastRunningMcps(
+  scope: TenantScope,
+  workspaceId: string,
+  generation: number,
+  db: DbClient,
+): Promise<string[]> {
+  const row = await db.workspaceCheckpoint.findFirst({
+    where: { tenantId: scope.tenantId, workspaceId, generation, status: "READY" },
+    orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+    select: { mcpRunning: true },
+  });
+  return row?.mcpRunning ?? [];
+}

@@ -77,6 +77,8 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
         sessionId: string;
         turnId: string;
         before?: boolean;
+        /** The MCP servers running for the turn's session when it is taken (names). */
+        mcpRunning?: string[];
       },
     ): Promise<CheckpointRow | null> {
       const started = Date.now();
@@ -84,6 +86,7 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
         workspaceId: input.workspaceId,
         generation: input.generation,
         sessionId: input.sessionId,
+        mcpRunning: input.mcpRunning ?? [],
         // One checkpoint per turn names it: the one at its end.
         ...(input.before ? { turnId: null, kind: "BEFORE_TURN" as const } : { turnId: input.turnId }),
       };

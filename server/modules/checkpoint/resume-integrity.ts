@@ -1,11 +1,13 @@
 import type { TenantScope } from "@/server/auth/scope";
+import type { DbClient } from "@/server/db";
 import type { Logger } from "@/server/logger";
 import { appendWorkspaceEvent } from "@/server/modules/workspace/workspace.data";
 import { captureCheckpoint } from "@/server/workspace/checkpoints/capture";
 import type { CheckpointStore } from "@/server/workspace/checkpoints/checkpoint-store";
 import { walkTree } from "@/server/workspace/checkpoints/tree";
 import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
-import { latestCheckpointTree } from "./checkpoint.data";
+import { WORKSPACE_LAYOUT } from "@/server/workspace/layout";
+import { lastRunningMcps, latestCheckpointTree } from "./checkpoint.data";
 import { fileChanges } from "./checkpoint-capture";
 
 /** The event names at most this many paths of each kind; the counts are whole. */
@@ -16,10 +18,13 @@ const LISTED_PATHS = 50;
  * E2B sandbox resumed, a Pod recreated on its claim), compares its work folder with the last checkpoint
  * and records what survived and what was lost or changed as an `integrity_checked` event: a silent loss
  * becomes a visible one, and reverting to that checkpoint restores it. The folder's files include the
- * offload index (`sessions/`) and skills. Never fails the provision: a check that cannot run is logged.
+ * offload index (`sessions/`, whose lost entries are also named apart) and skills. Processes do not survive
+ * a recreate: the MCP servers the last checkpoint recorded as running are named as stopped (each starts
+ * again on its next use, without whatever it held in memory). Never fails the provision: a check that
+ * cannot run is logged.
  */
 export async function checkResumeIntegrity(
-  deps: { store: CheckpointStore; log: Pick<Logger, "warn"> },
+  deps: { store: CheckpointStore; db: DbClient; log: Pick<Logger, "warn"> },
   scope: TenantScope,
   workspace: { id: string; generation: number; backendKind: string },
   machine: {
@@ -29,7 +34,7 @@ export async function checkResumeIntegrity(
   },
 ): Promise<void> {
   try {
-    const last = await latestCheckpointTree(scope, workspace.id, workspace.generation);
+    const last = await latestCheckpointTree(scope, workspace.id, workspace.generation, deps.db);
     if (!last) return;
     let root: string | undefined;
     await machine.withMachine(async (attached) => {
@@ -51,11 +56,18 @@ export async function checkResumeIntegrity(
     const changed = changes.filter((change) => change.kind === "changed").map((change) => change.path);
     const added = changes.filter((change) => change.kind === "added").length;
     const survived = recorded - lost.length - changed.length;
-    const reason =
+    const offloadLost = lost.filter((path) => path.startsWith(`${WORKSPACE_LAYOUT.sessionsDir}/`));
+    const mcpStopped = await lastRunningMcps(scope, workspace.id, workspace.generation, deps.db);
+    const files =
       lost.length + changed.length === 0
         ? `the machine came back with all ${recorded} files of the last checkpoint`
         : `the machine came back without ${lost.length} and with ${changed.length} changed of the ` +
           `${recorded} files of the last checkpoint; reverting to it restores them`;
+    const processes =
+      mcpStopped.length === 0
+        ? ""
+        : `; MCP servers running then and not now: ${mcpStopped.join(", ")} (each starts again on its next use)`;
+    const reason = files + processes;
     await appendWorkspaceEvent(scope, workspace.id, {
       kind: "integrity_checked",
       reason,
@@ -69,6 +81,9 @@ export async function checkResumeIntegrity(
         addedCount: added,
         lost: lost.slice(0, LISTED_PATHS),
         changed: changed.slice(0, LISTED_PATHS),
+        offloadLostCount: offloadLost.length,
+        offloadLost: offloadLost.slice(0, LISTED_PATHS),
+        mcpStopped,
       },
     });
   } catch (error) {

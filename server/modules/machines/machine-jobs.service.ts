@@ -89,7 +89,7 @@ type ProvisionOutcome = {
  * of an attempt whose worker died (stalled-job recovery), so it provisions again (create-or-get).
  */
 export async function provisionWorkspace(
-  deps: Pick<WorkspaceJobDeps, "drivers" | "quota" | "provisionClaimMs" | "checkpoints">,
+  deps: Pick<WorkspaceJobDeps, "drivers" | "quota" | "provisionClaimMs" | "checkpoints" | "db">,
   payload: z.output<typeof ZWorkspaceProvisionPayload>,
   log: Logger,
   /** The job's enqueue and pick-up times (epoch ms): the stage timings start there. */
@@ -106,7 +106,7 @@ export async function provisionWorkspace(
 
 /** One look at the workspace and, under its claim, the provision; "claim-held": another run has it. */
 async function provisionOnce(
-  deps: Pick<WorkspaceJobDeps, "drivers" | "quota" | "provisionClaimMs" | "checkpoints">,
+  deps: Pick<WorkspaceJobDeps, "drivers" | "quota" | "provisionClaimMs" | "checkpoints" | "db">,
   payload: z.output<typeof ZWorkspaceProvisionPayload>,
   log: Logger,
   timing: { requestedAt: number; pickedUpAt: number },
@@ -152,7 +152,10 @@ async function provisionOnce(
     }
     // Before READY, so no turn can change the folder while it is compared with the last checkpoint.
     if (deps.checkpoints && record.state !== "PURGED")
-      await checkResumed(deps.checkpoints, driver, scope, record, { ...spec, handle }, log);
+      await checkResumed({ store: deps.checkpoints, db: deps.db, log }, driver, scope, record, {
+        ...spec,
+        handle,
+      });
     await transitionFrom(scope, record.id, {
       from: ["PROVISIONING"],
       to: "READY",
@@ -199,15 +202,14 @@ const RESUME_CHECK_MS = 60_000;
 
 /** The resume integrity check (resume-integrity.ts) on the new machine, attached for it and let go. */
 async function checkResumed(
-  store: CheckpointStore,
+  deps: { store: CheckpointStore; db: Db; log: Logger },
   driver: Driver,
   scope: TenantScope,
   record: WorkspaceRecord,
   spec: WorkspaceSpec,
-  log: Logger,
 ): Promise<void> {
   const signal = AbortSignal.timeout(RESUME_CHECK_MS);
-  await checkResumeIntegrity({ store, log }, scope, record, {
+  await checkResumeIntegrity(deps, scope, record, {
     signal,
     // Only when the generation has a checkpoint to compare with: a first provision attaches nothing more.
     async withMachine(check) {

@@ -221,6 +221,15 @@ export class McpRegistry {
   }
 
   /**
+   * The names of the scope's MCPs connected now, starting none: what a turn checkpoint records as running,
+   * so a machine that comes back without its processes can say which servers it lost.
+   */
+  running(scope: McpScope): string[] {
+    const live = this.instances.get(scopeKey(scope));
+    return live ? [...live].filter(([, client]) => client.isConnected).map(([name]) => name) : [];
+  }
+
+  /**
    * The MCP tools a turn of a session gets: its own scope's, then those of the agent's shared scope
    * (agentId, "") that the session does not declare under the same name, so what an admin adds for the
    * agent reaches every session of it. A session's own declaration wins a name clash; the shared scope's

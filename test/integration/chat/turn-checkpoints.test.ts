@@ -16,6 +16,8 @@ import { closeProcessBerth } from "@/server/composition/process-berth";
  * recorded at its end; a diff of what a turn did; a revert that brings deleted files back and marks the
  * later turn reverted; two concurrent reverts (one wins); and a fork that starts as the checkpoint.
  */
+const EVERYTHING_ENTRY = path.resolve("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+
 let h: AgentApiHarness;
 let fake: FakeModelServer;
 
@@ -203,7 +205,22 @@ describe("resume integrity", () => {
         modelConfig: { baseUrl: fake.baseUrl, model: "fake-model", apiKey: "sk-cp" },
       });
       const { sessionId, workspaceId } = await h.owner.session.create({ ...h.ref, agentId: agent.id });
-      await bash(sessionId, "echo a > a.txt && echo b > b.txt");
+      // A real stdio MCP server of the session, running during the turn (a turn lists its tools).
+      await h.owner.workspace.mcp.add({
+        ...h.ref,
+        workspaceId,
+        agentId: agent.id,
+        sessionId,
+        declaration: {
+          name: "scratch",
+          is_stateful: true,
+          mcp_config: { type: "stdio_mcp", command: process.execPath, args: [EVERYTHING_ENTRY, "stdio"] },
+        },
+      });
+      await bash(
+        sessionId,
+        "echo a > a.txt && echo b > b.txt && mkdir -p sessions/old && echo r > sessions/old/r.txt",
+      );
       await h.owner.workspace.stop({ ...h.ref, workspaceId });
       await vi.waitFor(
         async () => expect((await getWorkspace(h.tenant.ownerScope, workspaceId)).state).toBe("STOPPED"),
@@ -212,18 +229,26 @@ describe("resume integrity", () => {
       // Lost while the workspace was stopped, behind Berth's back (a disk, a cleanup script, a lost volume).
       const entries = await fs.readdir(h.workspace.basedir, { recursive: true });
       const lost = entries.filter(
-        (entry) => entry.includes(workspaceId) && entry.endsWith(`${path.sep}b.txt`),
+        (entry) =>
+          entry.includes(workspaceId) &&
+          (entry.endsWith(`${path.sep}b.txt`) || entry.endsWith(`${path.sep}r.txt`)),
       );
-      expect(lost).toHaveLength(1);
-      await fs.rm(path.join(h.workspace.basedir, lost[0]!));
+      expect(lost).toHaveLength(2);
+      for (const entry of lost) await fs.rm(path.join(h.workspace.basedir, entry));
 
       // The next turn provisions the machine again; before it is READY its folder is compared.
       expect(await bash(sessionId, "cat a.txt")).toBe("a\n");
       const events = await h.owner.workspace.events({ ...h.ref, workspaceId, kinds: ["integrity_checked"] });
       expect(events.items).toHaveLength(1);
       expect(events.items[0]).toMatchObject({
-        reason: expect.stringContaining("without 1"),
-        data: expect.objectContaining({ lostCount: 1, lost: ["b.txt"], changedCount: 0 }),
+        reason: expect.stringMatching(/without 2 .*MCP servers running then and not now: scratch/),
+        data: expect.objectContaining({
+          lostCount: 2,
+          lost: ["b.txt", "sessions/old/r.txt"],
+          changedCount: 0,
+          offloadLost: ["sessions/old/r.txt"],
+          mcpStopped: ["scratch"],
+        }),
       });
     },
   );

@@ -45,7 +45,7 @@ async function run(request: Request): Promise<unknown> {
         userId: tenant.owner.id,
       });
       await provisionWorkspace(
-        { drivers: engine.drivers },
+        { drivers: engine.drivers, db: processBerth().db },
         { tenantId: tenant.tenantId, workspaceId, reason: "test", machineGone: false },
         log,
       );

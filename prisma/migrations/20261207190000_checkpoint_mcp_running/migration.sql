@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "workspace_checkpoints" ADD COLUMN     "mcp_running" TEXT[] DEFAULT ARRAY[]::TEXT[];
