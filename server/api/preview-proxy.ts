@@ -151,8 +151,6 @@ export function createPreviewProxy(berth: Berth) {
   };
 }
 
-export type PreviewProxy = ReturnType<typeof createPreviewProxy>;
-
 /** One HTTP/1.1 exchange over the tunnel (Connection: close: the tunnel serves this request only). */
 function relayHttp(
   req: IncomingMessage,
@@ -166,7 +164,7 @@ function relayHttp(
       method: req.method,
       path: path.upstreamPath,
       headers,
-      createConnection: () => tunnel as unknown as import("node:net").Socket,
+      createConnection: () => tunnel,
     });
     upstream.on("response", (answer) => {
       const out: Record<string, string | string[]> = {};

@@ -1,9 +1,9 @@
 import { MAX_TUNNEL_PORT, MIN_TUNNEL_PORT } from "@/server/workspace/gateway/gateway-protocol";
 
 /** The preview URL space on Berth's origin: `/p/<workspaceId>/<port>/<rest>`. */
-export const PREVIEW_PREFIX = "/p/";
+const PREVIEW_PREFIX = "/p/";
 /** The query parameter carrying a share link's token (removed before the request reaches the app). */
-export const SHARE_PARAM = "berth_share";
+const SHARE_PARAM = "berth_share";
 /** The path-scoped cookie a share link sets on first use. */
 export const SHARE_COOKIE = "berth_preview";
 

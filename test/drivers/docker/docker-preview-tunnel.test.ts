@@ -5,7 +5,6 @@
  * gateway without its token.
  */
 import http from "node:http";
-import type { Socket } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { DockerWorkspaceHandle } from "@/server/workspace/drivers/docker/docker-containers";
 import { openGatewayTunnel } from "@/server/workspace/gateway/client/gateway-tunnel";
@@ -42,7 +41,7 @@ describeDocker("preview tunnels through the Docker gateway", () => {
       const req = http.request({
         path: "/inside?y=1",
         headers: { host: `127.0.0.1:${APP_PORT}`, connection: "close" },
-        createConnection: () => tunnel as unknown as Socket,
+        createConnection: () => tunnel,
       });
       req.on("response", (res) => {
         let body = "";

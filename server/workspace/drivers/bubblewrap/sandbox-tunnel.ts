@@ -96,7 +96,7 @@ async function descendantsOf(roots: readonly number[]): Promise<number[]> {
 }
 
 /** A LISTEN socket (state 0A) on `port` on loopback or any address, in the process' network namespace. */
-export async function listensOn(pid: number, port: number): Promise<boolean> {
+async function listensOn(pid: number, port: number): Promise<boolean> {
   const hexPort = port.toString(16).toUpperCase().padStart(4, "0");
   for (const table of ["tcp", "tcp6"]) {
     const text = await fsp.readFile(`/proc/${pid}/net/${table}`, "utf8").catch(() => "");

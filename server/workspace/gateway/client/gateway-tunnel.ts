@@ -12,13 +12,13 @@ import { gatewayError } from "./gateway-client";
 import type { GatewayEndpoint } from "./gateway-wire";
 
 /** `details.reason` of the error for a gateway older than the tunnel (protocol < 4). */
-export const GATEWAY_PREDATES_PREVIEWS = "gateway_predates_previews";
+const GATEWAY_PREDATES_PREVIEWS = "gateway_predates_previews";
 
 /**
  * The refusal for a gateway that cannot tunnel: it was started by a Berth from before previews and keeps
  * running until the workspace restarts (its machine, hence its gateway, is re-made by a provision).
  */
-export function gatewayPredatesPreviews(protocol: number): AppError {
+function gatewayPredatesPreviews(protocol: number): AppError {
   return new AppError(
     "UNPROCESSABLE",
     `the workspace's gateway speaks protocol ${protocol}, tunnels need ${GATEWAY_TUNNEL_PROTOCOL}`,
