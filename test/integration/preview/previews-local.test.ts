@@ -87,11 +87,17 @@ describe.skipIf(process.getuid?.() !== 0)("preview URLs on the local backend", {
   });
 
   const previewUrl = (port = APP_PORT, rest = "") => `${base}/p/${workspaceId}/${port}/${rest}`;
+  /** An idle clock an hour old: any bump by the preview path (whose granularity is 1 s) would show. */
+  const ageActivity = async () => {
+    const past = new Date(Date.now() - 3_600_000);
+    await processBerth().db.workspace.update({ where: { id: workspaceId }, data: { lastActivityAt: past } });
+    return past;
+  };
   const get = (url: string, headers: Record<string, string> = {}) =>
     fetch(url, { headers, redirect: "manual" });
 
   it("answers a member's session: the app sees its own path and Host, none of Berth's cookies", async () => {
-    const before = (await getWorkspace(a.ownerScope, workspaceId)).lastActivityAt;
+    const before = await ageActivity();
     const res = await get(previewUrl(APP_PORT, "hello?x=1"), { cookie: `${a.owner.cookie}; theme=dark` });
     expect(res.status).toBe(200);
     const seen = (await res.json()) as Record<string, string>;
@@ -158,7 +164,7 @@ describe.skipIf(process.getuid?.() !== 0)("preview URLs on the local backend", {
   });
 
   it("relays a WebSocket (same-origin, the member's session) and leaves the idle clock alone", async () => {
-    const before = (await getWorkspace(a.ownerScope, workspaceId)).lastActivityAt;
+    const before = await ageActivity();
     const ws = new WebSocket(previewUrl(APP_PORT, "socket").replace("http", "ws"), {
       headers: { cookie: a.owner.cookie, origin: processBerth().api.origins.allowedOrigins[0]! },
     });
@@ -179,5 +185,12 @@ describe.skipIf(process.getuid?.() !== 0)("preview URLs on the local backend", {
     });
     expect(crossSite).toBe(403);
     expect((await getWorkspace(a.ownerScope, workspaceId)).lastActivityAt).toEqual(before);
+    // The check can see a bump: a leased call (work) moves the same clock.
+    await processBerth().workspaces.service.withWorkspace(a.ownerScope, workspaceId, "test: work", () =>
+      Promise.resolve(),
+    );
+    expect((await getWorkspace(a.ownerScope, workspaceId)).lastActivityAt!.getTime()).toBeGreaterThan(
+      before.getTime(),
+    );
   });
 });
