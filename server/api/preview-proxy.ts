@@ -3,6 +3,7 @@ import type { Duplex } from "node:stream";
 import { toRouteError } from "@/server/api/error-mapping";
 import { assertSameOriginUpgrade } from "@/server/api/request-origin";
 import { resolveRequestPrincipal } from "@/server/auth/resolve";
+import type { TenantScope } from "@/server/auth/scope";
 import type { Berth } from "@/server/composition/berth";
 import {
   isPreviewUrl,
@@ -40,10 +41,7 @@ const HOP_BY_HOP = new Set([
   "cookie",
 ]);
 
-type Authorized = {
-  scope: Parameters<Berth["workspaces"]["previews"]["openTunnel"]>[0];
-  via: "member" | "share";
-};
+type Authorized = { scope: TenantScope; via: "member" | "share" };
 
 export function createPreviewProxy(berth: Berth) {
   const previews = () => berth.workspaces.previews;
