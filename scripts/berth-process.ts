@@ -16,6 +16,7 @@ import type { Logger } from "@/server/logger";
 import { bootstrapFirstTenant, type BootstrapResult } from "@/server/modules/bootstrap/bootstrap.service";
 import { startWorkerRuntime, type WorkerRuntime } from "@/workers/runtime";
 import { serveTerminalUpgrades } from "@/server/api/terminal-socket";
+import { createPreviewProxy, isPreviewUrl } from "@/server/api/preview-proxy";
 import { serveIncomingRequest } from "./services/incoming-request";
 
 export type BerthProcess = {
@@ -65,8 +66,12 @@ export async function startBerthProcess(options: {
   // Client address from trusted proxies only; unread upload bodies drained or the connection closed.
   const trustedProxies = parseTrustedProxies(config.http.trustedProxies);
   // Every audit entry written while a request is served names its caller (address, user agent).
+  // Preview URLs (/p/<workspace>/<port>/…) are relayed into workspaces here, never by Next.
+  const previews = createPreviewProxy(berth);
   const server = createServer((req, res) => {
-    serveIncomingRequest(req, res, trustedProxies, () => void handle(req, res));
+    serveIncomingRequest(req, res, trustedProxies, () =>
+      isPreviewUrl(req.url) ? previews.handleRequest(req, res) : void handle(req, res),
+    );
   });
   // The dashboard terminal's WebSocket (server/api/terminal-socket.ts). In production Next serves no
   // upgrades; the development server listens for its hot reload's on this server itself.
@@ -79,7 +84,10 @@ export async function startBerthProcess(options: {
     if (client) req.headers["x-forwarded-for"] = client;
     else delete req.headers["x-forwarded-for"];
   });
-  serveTerminalUpgrades(berth, server, { othersBelongToNext: development });
+  server.on("upgrade", (req, socket, head: Buffer) => {
+    if (isPreviewUrl(req.url)) previews.handleUpgrade(req, socket, head);
+  });
+  serveTerminalUpgrades(berth, server, { othersBelongToNext: development, skip: isPreviewUrl });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.http.port, config.http.host, () => resolve());

@@ -51,6 +51,7 @@ import {
   type WorkspaceContentService,
 } from "@/server/modules/workspace-content/workspace-content.service";
 import { createWorkspaceService, type WorkspaceService } from "@/server/modules/workspace/workspace.service";
+import { createPreviewService, type PreviewService } from "@/server/modules/preview/preview.service";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
 import { processLiveness, startHeartbeat } from "@/server/queue/heartbeat";
 import { createProcessQueues, type QueueSet } from "@/server/queue/queues";
@@ -60,6 +61,7 @@ type WorkspaceServices = {
   service: WorkspaceService;
   content: WorkspaceContentService;
   terminals: WorkspaceTerminalService;
+  previews: PreviewService;
 };
 
 /** The web app's server side (the tRPC context's runtime is these and the root: server/api/composition.ts). */
@@ -236,6 +238,12 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
         { reattachGraceMs: config.http.terminalReattachGraceMs },
         relay,
       ),
+      previews: createPreviewService({
+        db: db(),
+        workspaces: service,
+        authSecret: config.secrets.authSecret,
+        baseUrl: config.http.baseUrl,
+      }),
     };
   });
 

@@ -14,6 +14,8 @@ export const APP_ERROR_CODES = {
   TOO_MANY_REQUESTS: { http: 429, retryable: true },
   /** A tenant quota or budget refused the request; `details` names the limit and its value. */
   QUOTA_EXCEEDED: { http: 429, retryable: false },
+  /** Something Berth relays to (a workspace's preview port) refused or broke the connection. */
+  BAD_GATEWAY: { http: 502, retryable: true },
   TIMEOUT: { http: 504, retryable: true },
   UNAVAILABLE: { http: 503, retryable: true },
   INTERNAL: { http: 500, retryable: true },

@@ -4,6 +4,7 @@ import { ZBackendKind } from "@/server/modules/agent/agent.types";
 import { ZWorkspaceEventKind, ZWorkspaceState } from "@/server/modules/workspace/workspace.types";
 import { workspaceFilesRouter } from "./workspace.files.router";
 import { workspaceMcpRouter } from "./workspace.mcp.router";
+import { workspacePreviewsRouter } from "./workspace.previews.router";
 import { workspaceSkillRouter } from "./workspace.skill.router";
 import type { Berth } from "@/server/composition/berth";
 
@@ -145,4 +146,5 @@ export const workspaceRouter = createTRPCRouter({
   mcp: workspaceMcpRouter,
   skill: workspaceSkillRouter,
   files: workspaceFilesRouter,
+  previews: workspacePreviewsRouter,
 });

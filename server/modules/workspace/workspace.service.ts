@@ -1,7 +1,7 @@
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import { createEnqueue } from "@/server/queue/enqueue";
 import { bindDeps } from "@/server/shared/bind-deps";
-import { createAttachDeps } from "./workspace-attach";
+import { attachWorkspace, createAttachDeps } from "./workspace-attach";
 import { bindingFor, bindWorkspace, type BindingDeps } from "./workspace-binding";
 import { createBackendChoice } from "./workspace-backend.service";
 import { acquireLease, callLease, createLeaseDeps, releaseLease } from "./workspace-lease";
@@ -77,6 +77,8 @@ export function createWorkspaceService(engine: WorkspaceEngine, options: { lease
     withSessionWorkspace: bindUse(withSessionWorkspace),
     withWorkspaceOfSession: bindUse(withWorkspaceOfSession),
     withWorkspace: bindUse(withWorkspace),
+    /** Attach without a lease (previews: passive traffic must neither hold nor move the idle clock). */
+    attach: bindUse(attachWorkspace),
 
     /** The backends of this installation and the tenant's choice among them (backend-choice service). */
     backends,

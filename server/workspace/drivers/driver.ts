@@ -65,6 +65,13 @@ export type DriverCapabilities = {
   readonly mayVanish: boolean;
   /** The machine offers `openPty` (an interactive terminal inside the same confinement as `exec`). */
   readonly pty: boolean;
+  /**
+   * The machine offers `openTunnel` (preview URLs: a TCP connection to a port on the machine's loopback).
+   * Docker: through the gateway's tunnel upgrade on its unix socket; bubblewrap: into the network namespace
+   * of the sandbox that listens (root only, private network only). False where the driver cannot tunnel
+   * (host-unconfined: its loopback is the host's; E2B and Kubernetes: not built yet).
+   */
+  readonly previews: boolean;
 };
 
 /** What a driver confines, for the engine, the API and the dashboard. */

@@ -1,4 +1,4 @@
-import type { Readable } from "node:stream";
+import type { Duplex, Readable } from "node:stream";
 import type { BackendKind } from "./kind";
 
 /**
@@ -57,6 +57,15 @@ export interface WorkspaceMachine {
    * caller ends it with `kill()` (and a stop or purge of the machine ends it too).
    */
   openPty?(options: PtyOptions): Promise<PtyProcess>;
+
+  /**
+   * A raw TCP connection to 127.0.0.1:`port` as seen INSIDE the machine (a preview URL's traffic), resolved
+   * once connected. Absent where the backend cannot reach the machine's loopback (`capabilities.previews`).
+   * Refusals are AppErrors: BAD_GATEWAY with `details.reason: "port_not_listening"` when nothing listens,
+   * UNPROCESSABLE `gateway_predates_previews` for a gateway too old to tunnel. The caller ends it (destroy).
+   * Opening one is not work: it takes no lease and moves no idle clock.
+   */
+  openTunnel?(port: number): Promise<Duplex>;
 
   /** Releases connections; does not delete data. Idempotent. */
   close(): Promise<void>;

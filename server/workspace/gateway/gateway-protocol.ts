@@ -16,8 +16,12 @@ import type { McpScope } from "@/server/workspace/mcp/types";
  * 2: adds the `/files/*` endpoints (workspace file operations, see ZGatewayFileOp). A host must not call them
  * on a gateway that reports an older protocol: an old gateway answers them 404, which reads like a missing file.
  * 3: adds the channel (channel-framing.ts); hosts find out by asking for it, an older gateway refuses.
+ * 4: adds the TCP tunnel (TUNNEL_PATH below: preview URLs). A host checks `protocol` first: an older gateway
+ * answers the upgrade 404, which would read like "nothing listens on that port".
  */
-export const GATEWAY_PROTOCOL_VERSION = 3;
+export const GATEWAY_PROTOCOL_VERSION = 4;
+/** The first protocol with the TCP tunnel. */
+export const GATEWAY_TUNNEL_PROTOCOL = 4;
 /** The first protocol with the file endpoints. */
 export const GATEWAY_FILES_PROTOCOL = 2;
 
@@ -155,3 +159,20 @@ export const GATEWAY_ENV = {
   /** "files" in the unprivileged child that serves the file endpoints (see file-worker.ts). */
   role: "BERTH_GATEWAY_ROLE",
 } as const;
+
+/**
+ * The TCP tunnel (protocol ≥ 4): `GET /tunnel?port=N` with `Upgrade: berth-gateway-tcp` and the bearer
+ * token. The gateway connects to 127.0.0.1:N inside the machine FIRST and answers `101` only once that
+ * connection stands, so a host learns "nothing listens" as an HTTP answer (502, the usual error body with
+ * `details.reason: "port_not_listening"`), never as a tunnel that closes at once. After the 101 the
+ * connection carries the raw bytes both ways; either side's FIN is passed on (half-close).
+ */
+export const TUNNEL_PATH = "/tunnel";
+export const TUNNEL_PROTOCOL = "berth-gateway-tcp";
+/** Ports below are privileged (system services); a preview is an unprivileged app's. */
+export const MIN_TUNNEL_PORT = 1024;
+export const MAX_TUNNEL_PORT = 65535;
+export const PORT_NOT_LISTENING = "port_not_listening";
+export function tunnelPath(port: number): string {
+  return `${TUNNEL_PATH}?port=${port}`;
+}

@@ -5,6 +5,7 @@ import { registerCheckpointCases } from "./cases/checkpoints";
 import { registerExecCases } from "./cases/exec";
 import { registerFileCases } from "./cases/files";
 import { registerLifecycleCases } from "./cases/lifecycle";
+import { registerPreviewCases } from "./cases/previews";
 import { registerPtyCases } from "./cases/pty";
 import { registerWorkspaceCases } from "./cases/workspace";
 import { everythingFixture, type EverythingFixture } from "./support";
@@ -122,6 +123,7 @@ export function describeBackendContract(
     registerFileCases(context);
     registerWorkspaceCases(context);
     registerPtyCases(context);
+    registerPreviewCases(context);
     registerCheckpointCases(context);
 
     it("lists only known defects that name a case", () => {

@@ -87,6 +87,7 @@ describe("E2B driver configuration from the environment", () => {
       gateway: "sandbox-url",
       mayVanish: true,
       pty: true,
+      previews: false,
     });
     expect(driver.kind).toBe("e2b");
   });

@@ -66,6 +66,7 @@ describeE2b("E2B driver against the emulator: exec, files, archives and MCP thro
       gateway: "sandbox-url",
       mayVanish: true,
       pty: true,
+      previews: false,
     });
     expect(backend).toMatchObject({ workdir: "/home/user/workspace" });
     expect("hostPath" in backend).toBe(false);

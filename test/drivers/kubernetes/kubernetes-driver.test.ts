@@ -67,6 +67,7 @@ describeKube("Kubernetes driver against the loopback API server emulator", () =>
       gateway: "exec-stream",
       mayVanish: true,
       pty: true,
+      previews: false,
     });
     const { handle, steps } = await provision(driver, spec);
     podOfSpec = handle.pod as string;

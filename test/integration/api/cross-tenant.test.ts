@@ -162,6 +162,26 @@ const CASES: Record<string, CrossTenantCase> = {
   "live.changes": { kind: "tenant", input: () => ({}), targetsRows: false },
   "workspace.status": { kind: "tenant", input: (t) => ({ workspaceId: workspaceOf(t) }), targetsRows: true },
   "workspace.purgeReceipts": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "workspace.previews.list": {
+    kind: "tenant",
+    input: (t) => ({ workspaceId: workspaceOf(t) }),
+    targetsRows: true,
+  },
+  "workspace.previews.expose": {
+    kind: "tenant",
+    input: (t) => ({ workspaceId: workspaceOf(t), port: 4000 }),
+    targetsRows: true,
+  },
+  "workspace.previews.unexpose": {
+    kind: "tenant",
+    input: (t) => ({ workspaceId: workspaceOf(t), port: 3000 }),
+    targetsRows: true,
+  },
+  "workspace.previews.shareLink": {
+    kind: "tenant",
+    input: (t) => ({ workspaceId: workspaceOf(t), port: 3000 }),
+    targetsRows: true,
+  },
   "workspace.mcp.list": {
     kind: "tenant",
     input: (t) => ({ workspaceId: workspaceOf(t) }),
@@ -463,6 +483,7 @@ async function snapshotOfB() {
     webhooks: await bOwner.operations.webhooks(ref),
     webhookDeliveries: await bOwner.operations.webhookDeliveries(ref),
     quota: await bOwner.quota.usage(ref),
+    previews: await bOwner.workspace.previews.list({ ...ref, workspaceId: workspaceOf(b) }),
   };
 }
 
@@ -472,6 +493,8 @@ beforeAll(async () => {
   for (const t of [a, b]) {
     const id = `xt${randomUUID().replaceAll("-", "")}`;
     await upsertWorkspaceBinding(t.ownerScope, { id, backendKind: "local", isolationPolicy: "PER_AGENT" });
+    // An exposed port, so share links of the tenant's own workspace are valid inputs.
+    await getDb().workspacePreview.create({ data: { tenantId: t.tenant.id, workspaceId: id, port: 3000 } });
     workspaceIds.set(t.tenant.id, id);
     const agent = await createAgent(
       t.ownerScope,

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { GatewayClient } from "@/server/workspace/gateway/client/gateway-client";
 import { HttpGatewayTransport } from "@/server/workspace/gateway/client/gateway-transport";
 import { CHANNEL_PROTOCOL } from "@/server/workspace/gateway/channel-framing";
+import { GATEWAY_PROTOCOL_VERSION } from "@/server/workspace/gateway/gateway-protocol";
 import { serveChannel } from "@/server/workspace/gateway/server/gateway-channel-server";
 import { createGatewayServer } from "@/server/workspace/gateway/server/gateway-server";
 import type { CancelSignal } from "@/server/workspace/mcp/cancel-signal";
@@ -48,7 +49,7 @@ describe("gateway channel: the JSON requests over one upgraded connection", () =
   it("carries registration, tool calls and errors (with their codes) on one connection", async () => {
     const before = { ...counts };
     const client = new GatewayClient(new HttpGatewayTransport({ socketPath }, TOKEN, { channel: true }));
-    expect((await client.health()).protocol).toBe(3);
+    expect((await client.health()).protocol).toBe(GATEWAY_PROTOCOL_VERSION);
     await client.addMcp(scope, everythingMcp("everything"));
     const calls = await Promise.all(
       ["a", "b", "c"].map((message) =>

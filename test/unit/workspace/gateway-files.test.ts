@@ -180,6 +180,11 @@ describe("a gateway older than the file endpoints", () => {
         { reuseToken: true },
       );
       expect((await gateway.ready).protocol).toBe(1);
+      // Nor does it tunnel (protocol < 4): refused before any request, saying what to do.
+      await expect(gateway.openTunnel(3000)).rejects.toMatchObject({
+        code: "UNPROCESSABLE",
+        details: expect.objectContaining({ reason: "gateway_predates_previews" }) as unknown,
+      });
       const refused = await gateway.files.stat("/workspace/a.txt").catch((error: unknown) => error);
       expect(canFallBack(refused)).toBe(true);
       expect(asked.filter((url) => url.startsWith("/files/"))).toEqual([]);

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
-import type { Readable } from "node:stream";
+import type { Duplex, Readable } from "node:stream";
 import { AppError } from "@/server/shared/errors";
 import type {
   DirEntry,
@@ -27,6 +27,7 @@ import { SANDBOX_WORKDIR, type TSandboxConfig } from "./sandbox-config";
 import { startSandboxGateway, type SandboxGateway } from "./sandbox-gateway";
 import type { SandboxRegistry } from "./sandbox-registry";
 import { openSandboxPty } from "./sandbox-pty";
+import { openSandboxTunnel } from "./sandbox-tunnel";
 import { SandboxView } from "./sandbox-view";
 
 export type BubblewrapBackendOptions = {
@@ -87,6 +88,11 @@ export class BubblewrapMachine implements WorkspaceMachine {
   openPty(options: PtyOptions): Promise<PtyProcess> {
     const { config, hostWorkdir, key, identity, registry } = this.options;
     return openSandboxPty({ config, hostWorkdir, key, identity, registry, env: this.env }, options);
+  }
+
+  /** A preview tunnel into the sandbox that listens on `port` (sandbox-tunnel.ts: why not the gateway). */
+  openTunnel(port: number): Promise<Duplex> {
+    return openSandboxTunnel(this.options, port);
   }
 
   /** One sandbox around `command`; also what the gateway is started with (`extras`). */

@@ -4,6 +4,7 @@ import { definedOnly, parseEnv } from "@/server/shared/env-parsing";
 import type { DriverDefinition, DriverImplementation } from "@/server/workspace/drivers/driver";
 import { HostFolderMachines } from "@/server/workspace/drivers/host-folder/host-folder-machines";
 import { SandboxedFolders } from "./sandboxed-folders";
+import { sandboxTunnelsAvailable } from "./sandbox-tunnel";
 import { ZSandboxConfig, type TSandboxConfig } from "./sandbox-config";
 import { makeSearchableUpwards } from "./sandbox-dirs";
 import { probeSandbox } from "./sandbox-probe";
@@ -74,6 +75,7 @@ export const bubblewrapDriver: DriverDefinition<TSandboxConfig> = {
         gateway: "unix-socket",
         mayVanish: false,
         pty: true,
+        previews: sandboxTunnelsAvailable(config),
       },
       ...machines.operations(),
       attach: (spec) => folders.attach(spec),

@@ -221,6 +221,7 @@ export class DockerContainers {
       user: `${this.config.uid}:${this.config.gid}`,
       env: containerEnv(this.config),
       files: gateway.files,
+      openTunnel: gateway.openTunnel,
       hostFolder: { path: hostWorkdir, identity: workdirIdentity },
       onClose: () => stopContainer(this.docker, name, this.config.stopTimeoutSeconds),
     });

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import path from "node:path";
+import type { Duplex } from "node:stream";
 import type Docker from "dockerode";
 import { z } from "zod";
 import { AppError, isAppError } from "@/server/shared/errors";
@@ -8,6 +9,7 @@ import { GatewayClient, waitForGatewayHealthy } from "@/server/workspace/gateway
 import { GatewayConnector } from "@/server/workspace/gateway/client/gateway-connector";
 import { GatewayFileClient } from "@/server/workspace/gateway/client/gateway-files";
 import { HttpGatewayTransport } from "@/server/workspace/gateway/client/gateway-transport";
+import { openGatewayTunnel } from "@/server/workspace/gateway/client/gateway-tunnel";
 import {
   GATEWAY_ENV,
   GATEWAY_FILES_PROTOCOL,
@@ -34,6 +36,8 @@ export type RunningGateway = {
    * exec) when the gateway did not start or is older than protocol 2.
    */
   files: GatewayFileClient;
+  /** A preview tunnel to a port inside the container (the gateway's tunnel upgrade, protocol ≥ 4). */
+  openTunnel: (port: number) => Promise<Duplex>;
 };
 
 /**
@@ -200,6 +204,7 @@ function runningGateway(
     instanceNonce,
     ready,
     files: new GatewayFileClient({ socketPath }, token, { ready: servesFiles }),
+    openTunnel: (port) => openGatewayTunnel({ socketPath }, token, port, { health: ready }),
   };
 }
 

@@ -1,5 +1,5 @@
 import path from "node:path";
-import { Readable } from "node:stream";
+import { type Duplex, Readable } from "node:stream";
 import type Docker from "dockerode";
 import { AppError, isAppError } from "@/server/shared/errors";
 import type {
@@ -41,6 +41,8 @@ export type DockerBackendOptions = {
    * stat, microseconds beside an exec or a gateway round trip) and says `workspaceVanished` instead.
    */
   hostFolder?: { path: string; identity: string };
+  /** Preview tunnels through the in-container gateway (docker-gateway.ts). */
+  openTunnel?: (port: number) => Promise<Duplex>;
 };
 
 /**
@@ -109,6 +111,17 @@ export class DockerMachine implements WorkspaceMachine {
     // The folder deleted while the command ran: the engine's refusal arrives as the command's output.
     if (result.exitCode !== 0) await this.assertHostFolder();
     return result;
+  }
+
+  /** A preview tunnel: the gateway connects to the port inside the container (its network namespace). */
+  async openTunnel(port: number): Promise<Duplex> {
+    if (!this.options.openTunnel) {
+      throw new AppError("UNPROCESSABLE", "this Docker machine has no gateway tunnel", {
+        details: { reason: "previews_unsupported" },
+      });
+    }
+    await this.assertHostFolder();
+    return this.options.openTunnel(port);
   }
 
   /** A terminal: `docker exec` with a TTY as the workspace user (docker-pty.ts). */

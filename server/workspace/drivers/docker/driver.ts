@@ -68,6 +68,7 @@ export function dockerDriverOver(machines: DockerMachines): DriverImplementation
       gateway: "unix-socket",
       mayVanish: true,
       pty: true,
+      previews: true,
     },
     create: (spec, options) => machines.create(spec, options),
     stop: (spec) => machines.stop(spec),

@@ -42,6 +42,7 @@ export const e2bDriver: DriverDefinition<E2bDriverConfig> = {
         gateway: "sandbox-url",
         mayVanish: true,
         pty: true,
+        previews: false,
       },
       // Workers: create (find, resume or create; verify; gateway), stop = pause, purge = kill, reconcile.
       create: async (spec, options) => (await team(spec)).create(spec, options?.onProgress),

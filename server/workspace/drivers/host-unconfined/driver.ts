@@ -51,6 +51,7 @@ export const hostUnconfinedDriver: DriverDefinition<HostUnconfinedConfig> = {
         mayVanish: false,
         // No browser shell on Berth's own host with Berth's privileges (its secrets, every workspace).
         pty: false,
+        previews: false,
       },
       ...new HostFolderMachines({ basedir, folders }).operations(),
       attach: (spec) => folders.attach(spec),

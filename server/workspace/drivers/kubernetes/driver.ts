@@ -20,6 +20,7 @@ const KUBERNETES_CAPABILITIES: DriverCapabilities = {
   gateway: "exec-stream",
   mayVanish: true,
   pty: true,
+  previews: false,
 };
 
 /**

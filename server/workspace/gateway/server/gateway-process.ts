@@ -56,7 +56,16 @@ export function runGateway(): void {
     worker.warmUp();
     files = worker;
   }
-  const server = createGatewayServer({ token: config.token, instanceNonce: config.nonce, registry, files });
+  const ownPort = config.listen.startsWith("tcp:")
+    ? Number(config.listen.slice(config.listen.lastIndexOf(":") + 1))
+    : null;
+  const server = createGatewayServer({
+    token: config.token,
+    instanceNonce: config.nonce,
+    registry,
+    files,
+    tunnelRefusedPorts: ownPort === null ? [] : [ownPort],
+  });
   // Tool calls may legitimately run for minutes; the host's per-call timeout is the real bound.
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;

@@ -6,6 +6,7 @@ import { CancelSource, type CancelSignal } from "@/server/workspace/mcp/cancel-s
 import { ZMcpDeclaration, type McpScope } from "@/server/workspace/mcp/types";
 import { GATEWAY_PROTOCOL_VERSION, ZGatewayCallToolBody, type TGatewayHealth } from "../gateway-protocol";
 import { isChannelUpgrade, serveChannel } from "./gateway-channel-server";
+import { isTunnelUpgrade, refuse, serveTunnel, tunnelPort } from "./gateway-tunnel-server";
 import type { FileService } from "./file-worker";
 import { expectsContinue, sendError, sendJson } from "./http-util";
 import type { ScopeRegistry } from "./scope-registry";
@@ -18,6 +19,8 @@ export type GatewayServerOptions = {
   files?: FileService;
   /** Request bodies above this are refused with 413 (tool arguments travel in them). */
   maxBodyBytes?: number;
+  /** Ports a tunnel may never reach besides those below 1024: the gateway's own TCP port, if it has one. */
+  tunnelRefusedPorts?: readonly number[];
 };
 
 /**
@@ -61,13 +64,26 @@ export function createGatewayServer(options: GatewayServerOptions): http.Server 
   // Writes ask before sending their body; the token check and the file service decide whether it comes.
   server.on("checkContinue", handler);
   const channels = new Set<Duplex>();
-  server.on("upgrade", (req: http.IncomingMessage, socket: Duplex) => {
-    if (!isChannelUpgrade(req)) {
+  server.on("upgrade", (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    const tunnel = isTunnelUpgrade(req);
+    if (!tunnel && !isChannelUpgrade(req)) {
       socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
       return;
     }
     if (!authorised(req)) {
       socket.end("HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+      return;
+    }
+    if (tunnel) {
+      socket.on("error", () => socket.destroy());
+      let port: number;
+      try {
+        port = tunnelPort(req.url ?? "", options.tunnelRefusedPorts ?? []);
+      } catch (error) {
+        refuse(socket, error);
+        return;
+      }
+      serveTunnel(socket, head, port, channels);
       return;
     }
     channels.add(socket);

@@ -14,6 +14,7 @@ import { WorkspaceActions } from "./workspace-actions";
 import { WorkspaceEvents } from "./workspace-events";
 import { WorkspaceFiles } from "./workspace-files";
 import { WorkspaceMcps } from "./workspace-mcps";
+import { WorkspacePreviews } from "./workspace-previews";
 import { WorkspaceOperations } from "./workspace-operations";
 import { WorkspaceOverview } from "./workspace-overview";
 import { WorkspaceSkills } from "./workspace-skills";
@@ -26,6 +27,7 @@ const TABS = [
   { value: "skills", label: "Skills" },
   { value: "mcp", label: "MCP servers" },
   { value: "terminal", label: "Terminal" },
+  { value: "previews", label: "Previews" },
   { value: "events", label: "Events" },
   { value: "operations", label: "Operations" },
   { value: "receipts", label: "Receipts" },
@@ -137,6 +139,9 @@ export function WorkspaceDetail({ tenantSlug, workspaceId }: { tenantSlug: strin
           ) : (
             <NotReady />
           )}
+        </TabsContent>
+        <TabsContent value="previews">
+          <WorkspacePreviews tenantSlug={tenantSlug} workspaceId={workspaceId} />
         </TabsContent>
         <TabsContent value="events">
           <WorkspaceEvents
