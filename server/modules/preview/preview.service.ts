@@ -28,6 +28,12 @@ import {
 export const ZPreviewPort = z.number().int().min(MIN_TUNNEL_PORT).max(MAX_TUNNEL_PORT);
 export const ZShareTtlMs = z.number().int().min(60_000).max(MAX_SHARE_TTL_MS).default(DEFAULT_SHARE_TTL_MS);
 
+/**
+ * How long a member's pass lasts: a working day of an open preview; opening it again renews it. Unexposing
+ * the port ends it at once; a member removed from the tenant keeps it until it expires (as a share link).
+ */
+const MEMBER_PASS_TTL_MS = 8 * 60 * 60 * 1000;
+
 export type PreviewDeps = {
   db: Db;
   workspaces: WorkspaceService;
@@ -113,7 +119,7 @@ export function createPreviewService(deps: PreviewDeps) {
     async authorize(
       target: PreviewTarget,
       credentials: { principal: RequestPrincipal | null; shareToken: string | null },
-    ): Promise<{ scope: TenantScope; via: "member" | "share" }> {
+    ): Promise<{ scope: TenantScope; via: "member" | "share"; pass: string | null }> {
       const found = await findPreviewTarget(db, target.workspaceId, target.port);
       const shared =
         credentials.shareToken !== null && verifyPreviewToken(key, target, credentials.shareToken) !== null;
@@ -133,7 +139,11 @@ export function createPreviewService(deps: PreviewDeps) {
         throw unauthorized();
       }
       if (!found.exposed) throw notExposed(target.port);
-      return { scope, via };
+      // A member's pass: the preview runs in an opaque origin (preview-proxy.ts), whose requests carry
+      // no Lax cookie, so the app's own requests authenticate with this share token as a cookie instead.
+      const pass =
+        via === "member" ? signPreviewToken(key, target, new Date(Date.now() + MEMBER_PASS_TTL_MS)) : null;
+      return { scope, via, pass };
     },
 
     /**

@@ -105,8 +105,22 @@ describe.skipIf(process.getuid?.() !== 0)("preview URLs on the local backend", {
     expect(seen.host).toBe(`127.0.0.1:${APP_PORT}`);
     expect(seen.prefix).toBe(`/p/${workspaceId}/${APP_PORT}`);
     expect(seen.cookie).toBe("theme=dark");
-    // The app may set its own cookies, never one that would replace Berth's session.
-    expect(res.headers.getSetCookie()).toEqual(["app=1; Path=/"]);
+    // The app may set its own cookies, never one that would replace Berth's session; Berth adds the
+    // member's pass, the only cookie the app's own requests carry from its opaque origin.
+    const [appCookie, pass] = res.headers.getSetCookie();
+    expect(appCookie).toBe("app=1; Path=/");
+    expect(pass).toMatch(
+      new RegExp(
+        `^berth_preview=[^;]+; Path=/p/${workspaceId}/${APP_PORT}/; HttpOnly; SameSite=None; Secure$`,
+      ),
+    );
+    // The page runs sandboxed, in an opaque origin: never as Berth's origin with the member's session.
+    const policy = res.headers.get("content-security-policy")!;
+    expect(policy).toMatch(/(^|, )sandbox allow-scripts/);
+    expect(policy).not.toContain("allow-same-origin");
+    // What a subrequest of that page sends (the pass, no session) is let in.
+    const sub = await get(previewUrl(APP_PORT, "app.js"), { cookie: pass!.split(";")[0]! });
+    expect(sub.status).toBe(200);
     // Passive: the idle sweep's clock did not move.
     expect((await getWorkspace(a.ownerScope, workspaceId)).lastActivityAt).toEqual(before);
   });
