@@ -10,6 +10,7 @@ import type { WorkspaceService } from "@/server/modules/workspace/workspace.serv
 import { AppError } from "@/server/shared/errors";
 import { MAX_TUNNEL_PORT, MIN_TUNNEL_PORT } from "@/server/workspace/gateway/gateway-protocol";
 import { previewUrl } from "./preview-path";
+import { TunnelSlots } from "./tunnel-slots";
 import {
   deleteWorkspacePreview,
   findPreviewTarget,
@@ -33,6 +34,8 @@ export const ZShareTtlMs = z.number().int().min(60_000).max(MAX_SHARE_TTL_MS).de
  * the port ends it at once; a member removed from the tenant keeps it until it expires (as a share link).
  */
 const MEMBER_PASS_TTL_MS = 8 * 60 * 60 * 1000;
+/** Open tunnels per workspace in one process (tunnel-slots.ts): a busy dev page opens a few dozen. */
+const TUNNELS_PER_WORKSPACE = 64;
 
 export type PreviewDeps = {
   db: Db;
@@ -52,6 +55,7 @@ export type PreviewDeps = {
 export function createPreviewService(deps: PreviewDeps) {
   const key = previewShareKey(deps.authSecret);
   const { db, workspaces } = deps;
+  const slots = new TunnelSlots(TUNNELS_PER_WORKSPACE);
   const toView =
     (workspaceId: string) => (preview: { port: number; createdBy: string | null; createdAt: Date }) => ({
       ...preview,
@@ -164,7 +168,7 @@ export function createPreviewService(deps: PreviewDeps) {
       const workspace = await workspaces.attach(scope, record);
       const { machine } = workspace;
       if (!machine.openTunnel) throw previewsUnsupported(record.backendKind);
-      return machine.openTunnel(target.port);
+      return slots.hold(record.id, () => machine.openTunnel!(target.port));
     },
   };
 
