@@ -222,6 +222,7 @@ export class DockerContainers {
       env: containerEnv(this.config),
       files: gateway.files,
       hostFolder: { path: hostWorkdir, identity: workdirIdentity },
+      hostRuntimeDir,
       onClose: () => stopContainer(this.docker, name, this.config.stopTimeoutSeconds),
     });
     return {
