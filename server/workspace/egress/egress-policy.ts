@@ -52,10 +52,7 @@ function isRuleHost(value: string): boolean {
 }
 
 /** An agent's policy replaces its tenant's whole (no merge: what an admin sets for an agent is what it gets). */
-export function effectiveEgressPolicy(
-  tenant: EgressPolicy | null,
-  agent: EgressPolicy | null,
-): EgressPolicy {
+export function effectiveEgressPolicy(tenant: EgressPolicy | null, agent: EgressPolicy | null): EgressPolicy {
   return agent ?? tenant ?? EGRESS_OFF;
 }
 
@@ -92,7 +89,8 @@ function addressListed(rules: readonly EgressRule[], address: string, port: numb
   });
 }
 
-export type EgressVerdict = { allowed: true } | { allowed: false; reason: EgressRefusalReason; message: string };
+export type EgressVerdict =
+  { allowed: true } | { allowed: false; reason: EgressRefusalReason; message: string };
 
 export type EgressRefusalReason =
   | "egress_off"

@@ -119,7 +119,8 @@ export class EgressProxy {
     grant: EgressGrant,
     target: { host: string; port: number; method: string },
   ): Promise<{ address: string } | { refusal: EgressRefusal }> {
-    const refuse = (reason: EgressRefusalReason, message: string) => this.refused(grant, { ...target, reason, message });
+    const refuse = (reason: EgressRefusalReason, message: string) =>
+      this.refused(grant, { ...target, reason, message });
     const byName = checkHost(grant.policy, target.host, target.port);
     if (!byName.allowed) return refuse(byName.reason, byName.message);
     const addresses = await this.resolve(target.host).catch(() => []);
@@ -140,7 +141,8 @@ export class EgressProxy {
 
   private async onRequest(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const grant = this.grantOf(req);
-    if (!grant) return answer(res, 407, "Berth egress proxy: this request carries no grant of this workspace\n");
+    if (!grant)
+      return answer(res, 407, "Berth egress proxy: this request carries no grant of this workspace\n");
     let url: URL;
     try {
       url = new URL(req.url ?? "");
@@ -183,7 +185,8 @@ export class EgressProxy {
       reply.pipe(res);
     });
     upstream.on("error", (error) => {
-      if (!res.headersSent) answer(res, 502, `Berth egress proxy: ${host}:${port} failed: ${error.message}\n`);
+      if (!res.headersSent)
+        answer(res, 502, `Berth egress proxy: ${host}:${port} failed: ${error.message}\n`);
       else res.destroy();
     });
     req.pipe(upstream);
@@ -192,7 +195,8 @@ export class EgressProxy {
   private async onConnect(req: http.IncomingMessage, client: net.Socket, head: Buffer): Promise<void> {
     client.on("error", () => undefined);
     const grant = this.grantOf(req);
-    if (!grant) return rawAnswer(client, 407, "Berth egress proxy: this request carries no grant of this workspace\n");
+    if (!grant)
+      return rawAnswer(client, 407, "Berth egress proxy: this request carries no grant of this workspace\n");
     const match = /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(req.url ?? "");
     if (!match) return rawAnswer(client, 400, "Berth egress proxy: CONNECT takes host:port\n");
     const target = { host: match[1]!, port: Number(match[2]), method: "CONNECT" };
@@ -207,7 +211,11 @@ export class EgressProxy {
     });
     upstream.on("error", (error) => {
       if (upstream.bytesRead === 0 && upstream.bytesWritten === 0) {
-        rawAnswer(client, 502, `Berth egress proxy: ${target.host}:${target.port} failed: ${error.message}\n`);
+        rawAnswer(
+          client,
+          502,
+          `Berth egress proxy: ${target.host}:${target.port} failed: ${error.message}\n`,
+        );
       } else client.destroy();
     });
     client.once("close", () => upstream.destroy());

@@ -45,7 +45,8 @@ export function rewriteHeaders(
   const byName = new Map(secrets.map((secret) => [secret.name, secret]));
   const names = new Set<string>();
   for (const value of Object.values(headers)) {
-    for (const one of [value ?? []].flat()) for (const match of one.matchAll(PLACEHOLDER)) names.add(match[1]!);
+    for (const one of [value ?? []].flat())
+      for (const match of one.matchAll(PLACEHOLDER)) names.add(match[1]!);
   }
   const unknown = [...names].filter((name) => !byName.has(name));
   if (unknown.length > 0) {

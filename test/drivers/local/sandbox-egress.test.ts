@@ -68,7 +68,11 @@ describeSandbox("bubblewrap sandbox: egress through the host proxy", () => {
     const refused = await sh(`${curl(`-w '%{http_code}' http://127.0.0.1:${other.port}/nope`)}`, lease.env);
     expect(refused.stdout.toString()).toMatch(/refused GET 127\.0\.0\.1:\d+: .*not on the allow-list.*403$/s);
     expect(other.received).toHaveLength(0);
-    expect(refusals.at(-1)).toMatchObject({ host: "127.0.0.1", port: other.port, reason: "host_not_allowed" });
+    expect(refusals.at(-1)).toMatchObject({
+      host: "127.0.0.1",
+      port: other.port,
+      reason: "host_not_allowed",
+    });
   });
 
   it("tunnels CONNECT to an allowed host and refuses one to another port", async () => {
@@ -84,12 +88,18 @@ describeSandbox("bubblewrap sandbox: egress through the host proxy", () => {
 
   it("puts a secret's value into the headers toward its bound host only; the workspace never sees it", async () => {
     const env = { ...lease.env, API_TOKEN: "berth-secret://api-token" };
-    const sent = await sh(`${curl(`-H "Authorization: Bearer $API_TOKEN" http://127.0.0.1:${allowed.port}/secret`)}`, env);
+    const sent = await sh(
+      `${curl(`-H "Authorization: Bearer $API_TOKEN" http://127.0.0.1:${allowed.port}/secret`)}`,
+      env,
+    );
     expect(sent.stdout.toString()).toContain("(/secret)");
     expect(allowed.received.at(-1)?.headers.authorization).toBe(`Bearer ${SECRET}`);
 
     const before = allowed.received.length;
-    const unbound = await sh(`${curl(`-H "Authorization: Bearer $API_TOKEN" http://localhost:${allowed.port}/leak`)}`, env);
+    const unbound = await sh(
+      `${curl(`-H "Authorization: Bearer $API_TOKEN" http://localhost:${allowed.port}/leak`)}`,
+      env,
+    );
     expect(unbound.stdout.toString()).toMatch(/secret api-token may not be sent to localhost/);
     expect(allowed.received.length).toBe(before);
     expect(refusals.at(-1)).toMatchObject({ reason: "secret_host_not_bound", secretNames: ["api-token"] });

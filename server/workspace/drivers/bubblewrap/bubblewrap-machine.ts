@@ -24,7 +24,12 @@ import { workspaceVanished } from "@/server/workspace/drivers/vanished";
 import { isInside } from "@/server/workspace/paths";
 import { mkdirAnchored, withAnchoredDir, withAnchoredParent } from "./anchored-paths";
 import { sandboxArgv, type SandboxIdentity, type SandboxMount } from "./sandbox-args";
-import { SANDBOX_EGRESS_DIR, SANDBOX_GATEWAY_BUNDLE, SANDBOX_WORKDIR, type TSandboxConfig } from "./sandbox-config";
+import {
+  SANDBOX_EGRESS_DIR,
+  SANDBOX_GATEWAY_BUNDLE,
+  SANDBOX_WORKDIR,
+  type TSandboxConfig,
+} from "./sandbox-config";
 import { traversableTree } from "./sandbox-dirs";
 import { startSandboxGateway, writeGatewayBundle, type SandboxGateway } from "./sandbox-gateway";
 import { MachineEgress, type EgressGrant, type EgressLease } from "@/server/workspace/egress/machine-egress";
@@ -94,7 +99,10 @@ export class BubblewrapMachine implements WorkspaceMachine {
       options.timeoutMs && options.timeoutMs > 0 ? options.timeoutMs : ceiling,
       ceiling,
     );
-    const egress = this.egress.wrap(command, options.env, [fs.realpathSync(process.execPath), SANDBOX_GATEWAY_BUNDLE]);
+    const egress = this.egress.wrap(command, options.env, [
+      fs.realpathSync(process.execPath),
+      SANDBOX_GATEWAY_BUNDLE,
+    ]);
     const run = { ...options, timeoutMs, env: egress.env };
     if (!egress.wrapped) return this.runSandboxed(command, run);
     return this.runWithEgress(egress.command, run);
