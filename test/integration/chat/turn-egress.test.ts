@@ -125,13 +125,12 @@ describe("egress and secrets through real turns", () => {
       expect(look).toContain("berth-secret://api-token");
       expect(look).not.toContain(SECRET);
       const record = await getDb().workspace.findUniqueOrThrow({ where: { id: workspaceId } });
-      const handle = record.handle as { directory?: string } | null;
-      if (handle?.directory) {
-        for (const entry of await fs.readdir(handle.directory, { recursive: true })) {
-          const file = path.join(handle.directory, entry);
-          if ((await fs.stat(file)).isFile())
-            expect(await fs.readFile(file, "utf8"), entry).not.toContain(SECRET);
-        }
+      const folder = (record.backendHandle as { folder?: string } | null)?.folder;
+      expect(folder).toBeTruthy();
+      for (const entry of await fs.readdir(folder!, { recursive: true })) {
+        const file = path.join(folder!, entry);
+        if ((await fs.stat(file)).isFile())
+          expect(await fs.readFile(file, "utf8"), entry).not.toContain(SECRET);
       }
 
       // Counted per workspace, newest first, with the placeholder's name (never its value).
