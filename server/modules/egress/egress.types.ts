@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ZEgressMode, ZEgressPolicy, ZEgressRule } from "@/server/workspace/egress/egress-policy";
+import { ZEgressPolicy, ZEgressRule } from "@/server/workspace/egress/egress-policy";
 import { ZSecretName } from "@/server/workspace/egress/egress-secrets";
 
 export type EgressRuleRow = z.infer<typeof ZEgressRule>;
@@ -67,4 +67,4 @@ export const ZEgressSecretView = z.object({
 });
 export type EgressSecretView = Omit<z.infer<typeof ZEgressSecretView>, "placeholder">;
 
-export { ZEgressMode, ZEgressPolicy };
+export { ZEgressPolicy };

@@ -27,10 +27,10 @@ export const ZEgressRule = z.object({
   /** Absent or empty: every port. */
   ports: z.array(z.number().int().min(1).max(65_535)).max(32).optional(),
 });
-export type EgressRule = z.infer<typeof ZEgressRule>;
+type EgressRule = z.infer<typeof ZEgressRule>;
 
-export const EGRESS_MODES = ["off", "allowlist", "open"] as const;
-export const ZEgressMode = z.enum(EGRESS_MODES);
+const EGRESS_MODES = ["off", "allowlist", "open"] as const;
+const ZEgressMode = z.enum(EGRESS_MODES);
 
 export const ZEgressPolicy = z.object({
   mode: ZEgressMode,
@@ -38,7 +38,7 @@ export const ZEgressPolicy = z.object({
 });
 export type EgressPolicy = z.infer<typeof ZEgressPolicy>;
 
-export const EGRESS_OFF: EgressPolicy = { mode: "off", allow: [] };
+const EGRESS_OFF: EgressPolicy = { mode: "off", allow: [] };
 
 function isRuleHost(value: string): boolean {
   const [net, prefix, extra] = value.split("/");

@@ -10,7 +10,7 @@ import { hostMatches, type EgressVerdict } from "./egress-policy";
  * elsewhere by asking nicely. Bodies and URLs are never rewritten (the value would echo into logs and
  * redirects), and an HTTPS tunnel is opaque: only plain-HTTP requests get values (README "Egress and secrets").
  */
-export const SECRET_PLACEHOLDER_PREFIX = "berth-secret://";
+const SECRET_PLACEHOLDER_PREFIX = "berth-secret://";
 export const ZSecretName = z
   .string()
   .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, "lower-case letters, digits, - and _ (at most 63)");
@@ -25,7 +25,7 @@ export function secretPlaceholder(name: string): string {
 export type EgressSecret = { name: string; value: string; hosts: readonly string[] };
 
 /** Is `host` one of the secret's bound hosts (names, `*.` patterns or literal addresses)? */
-export function secretBoundTo(secret: EgressSecret, host: string): boolean {
+function secretBoundTo(secret: EgressSecret, host: string): boolean {
   return secret.hosts.some((pattern) => hostMatches(pattern.toLowerCase(), host));
 }
 
