@@ -193,82 +193,77 @@ async function run(
     reason: `chat turn of session ${sessionId}`,
     ttlMs: ctx.turnLeaseMs,
   };
-  return ctx.workspaces.withWorkspaceOfSession(
+  // The turn's egress grant (policy, secrets) for its commands, closed when the turn ends; policy `off`:
+  // nothing added, no network (server/modules/egress/).
+  let egress: { env: Record<string, string>; close(): void } | undefined;
+  const running = ctx.workspaces.withWorkspaceOfSession(
     scope,
     { session, agent },
     lease,
     async (workspace, record) => {
       const timer = new TurnTimer({ tenantId: scope.tenantId, record, requestedAt: claimed.requestedAt });
-      // The turn's egress grant (policy, secrets) for its commands; `off`: nothing added, no network.
-      const egress = await ctx.egress?.openTurnEgress(scope, {
+      egress = await ctx.egress?.openTurnEgress(scope, {
         agentId: agent.id,
         workspaceId: record.id,
         machine: workspace.machine,
       });
-      try {
-        return await runOnWorkspace(egress?.env ?? {});
-      } finally {
-        egress?.close();
-      }
-
-      async function runOnWorkspace(egressEnv: Record<string, string>): Promise<RunResult> {
-        const port = turnWorkspacePort(workspace, {
-          readState: ctx.readStates.of(sessionId),
-          acceptedMediaTypes: agent.modelConfig.acceptedMediaTypes ?? [],
-          env: { ...sessionCommandEnv(agent.env, session.env), ...egressEnv },
-        });
-        const toolkit = await assembleToolkit({
-          agentId: agent.id,
+      const port = turnWorkspacePort(workspace, {
+        readState: ctx.readStates.of(sessionId),
+        acceptedMediaTypes: agent.modelConfig.acceptedMediaTypes ?? [],
+        env: { ...sessionCommandEnv(agent.env, session.env), ...egress?.env },
+      });
+      const toolkit = await assembleToolkit({
+        agentId: agent.id,
+        sessionId,
+        baseSystemPrompt: systemPromptOf(agent),
+        workspace: port,
+        extraTools: [
+          ...(await teamTools(ctx, scope, session)),
+          ...(ctx.checkpoints ? [changesTool(ctx.checkpoints, scope, workspace.machine, record)] : []),
+        ],
+        logger: ctx.chatLogger,
+      });
+      // Never fail the turn (a checkpoint that cannot be taken is recorded as FAILED).
+      const checkpoint = (before: boolean) =>
+        ctx.checkpoints?.recordTurn(scope, {
+          machine: workspace.machine,
+          workspaceId: record.id,
+          generation: record.generation,
           sessionId,
-          baseSystemPrompt: systemPromptOf(agent),
-          workspace: port,
-          extraTools: [
-            ...(await teamTools(ctx, scope, session)),
-            ...(ctx.checkpoints ? [changesTool(ctx.checkpoints, scope, workspace.machine, record)] : []),
-          ],
-          logger: ctx.chatLogger,
+          turnId: claimed.turn.turnId,
+          before,
+          mcpRunning: workspace.runningMcps({ agentId: agent.id, sessionId }),
         });
-        // Never fail the turn (a checkpoint that cannot be taken is recorded as FAILED).
-        const checkpoint = (before: boolean) =>
-          ctx.checkpoints?.recordTurn(scope, {
-            machine: workspace.machine,
-            workspaceId: record.id,
-            generation: record.generation,
-            sessionId,
-            turnId: claimed.turn.turnId,
-            before,
-            mcpRunning: workspace.runningMcps({ agentId: agent.id, sessionId }),
-          });
-        if (claimed.checkpointFirst) await checkpoint(true);
-        const history = fromStoredMessages(await loadHistory(scope, sessionId));
-        const result = await runTurn({
-          sessionId,
-          model: agentModel.model,
-          modelSettings: agentModel.settings,
-          system: toolkit.system,
-          history,
-          userMessage: claimed.message,
-          tools: toolkit.tools,
-          offloader: port,
-          signal: claimed.turn.signal,
-          ...(ctx.limits ? { limits: ctx.limits } : {}),
-          onEvent: (event) => {
-            timer.observe(event);
-            if (event.type === "tool-result") attachTracker().answered(workspace);
-            emit(event);
-          },
-          logger: ctx.chatLogger,
-        });
-        timer.finish(result.status !== "failed", (error) =>
-          ctx.log.warn({ err: error }, "could not buffer turn timings"),
-        );
-        // The workdir as this turn left it (Bash changes included), still under the turn's lease: nothing
-        // else can change it before it is recorded.
-        await checkpoint(false);
-        return { ...result, backend: record.backendKind, workspaceId: record.id };
-      }
+      if (claimed.checkpointFirst) await checkpoint(true);
+      const history = fromStoredMessages(await loadHistory(scope, sessionId));
+      const result = await runTurn({
+        sessionId,
+        model: agentModel.model,
+        modelSettings: agentModel.settings,
+        system: toolkit.system,
+        history,
+        userMessage: claimed.message,
+        tools: toolkit.tools,
+        offloader: port,
+        signal: claimed.turn.signal,
+        ...(ctx.limits ? { limits: ctx.limits } : {}),
+        onEvent: (event) => {
+          timer.observe(event);
+          if (event.type === "tool-result") attachTracker().answered(workspace);
+          emit(event);
+        },
+        logger: ctx.chatLogger,
+      });
+      timer.finish(result.status !== "failed", (error) =>
+        ctx.log.warn({ err: error }, "could not buffer turn timings"),
+      );
+      // The workdir as this turn left it (Bash changes included), still under the turn's lease: nothing
+      // else can change it before it is recorded.
+      await checkpoint(false);
+      return { ...result, backend: record.backendKind, workspaceId: record.id };
     },
   );
+  return running.finally(() => egress?.close());
 }
 
 /** The agent's own system prompt as written (the description is for people, not the model). */
