@@ -22,6 +22,7 @@ import { operationsRouter } from "@/server/api/routers/operations.router";
 import { quotaRouter } from "@/server/api/routers/quota.router";
 import { sessionRouter } from "@/server/api/routers/session.router";
 import { checkpointRouter } from "@/server/api/routers/checkpoint.router";
+import { egressRouter } from "@/server/api/routers/egress.router";
 import { createCallerFactory, createTRPCRouter } from "@/server/api/trpc";
 
 export const appRouter = createTRPCRouter({
@@ -33,6 +34,7 @@ export const appRouter = createTRPCRouter({
   audit: auditRouter,
   backendSettings: backendSettingsRouter,
   workspace: workspaceRouter,
+  egress: egressRouter,
   agent: agentRouter,
   session: sessionRouter,
   checkpoint: checkpointRouter,

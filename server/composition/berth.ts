@@ -46,6 +46,7 @@ import {
 import { createTerminalRelay } from "@/server/modules/terminal/terminal-relay";
 import { listTenantIdleTtlsBelow } from "@/server/modules/tenant/tenant-policy.data";
 import { createWebhookService, type WebhookService } from "@/server/modules/webhook/webhook.service";
+import { createEgressService, type EgressService } from "@/server/modules/egress/egress.service";
 import {
   createWorkspaceContentService,
   type WorkspaceContentService,
@@ -103,6 +104,8 @@ export type Berth = {
   readonly backendSettings: BackendSettingsService;
   /** The tenant side of lifecycle webhooks. */
   readonly webhooks: WebhookService;
+  /** Egress policies and secrets; each turn's grant on its machine (server/modules/egress/). */
+  readonly egress: EgressService;
   /** The web app's server side: the tRPC runtime, better-auth and the sign-in guard. */
   readonly api: BerthApi;
   /** The change feed if something built it (announcing never builds one: a script announces nothing). */
@@ -262,6 +265,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       }),
       liveness,
       reapIntervalMs: Math.max(300, Math.floor(ttlMs / 3)),
+      egress: egress(),
     });
     return { services, subscriber };
   });
@@ -294,6 +298,9 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       secretKey: secretKey(),
       enabledKinds: () => liveEngine().drivers.all.map((driver) => driver.kind),
     }),
+  );
+  const egress = lazy(() =>
+    createEgressService({ db: db(), secretKey: secretKey(), log: log().child({ component: "egress" }) }),
   );
   const webhooks = lazy(() =>
     createWebhookService({
@@ -340,6 +347,9 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
     },
     get webhooks() {
       return webhooks();
+    },
+    get egress() {
+      return egress();
     },
     get api() {
       return api();

@@ -13,10 +13,17 @@ import type { TurnEventLog } from "./turn-event-log";
 import type { TurnQuotaPort } from "./turn-quota";
 import type { TurnRegistry } from "./turn-registry";
 import type { CheckpointService } from "@/server/modules/checkpoint/checkpoint.service";
+import type { EgressService } from "@/server/modules/egress/egress.service";
 
 /** What a turn records at its end: its workspace's checkpoint (server/modules/checkpoint/). */
 export type TurnCheckpoints = Pick<CheckpointService, "recordTurn" | "workingChanges">;
 type CheckpointMachine = Parameters<TurnCheckpoints["recordTurn"]>[1]["machine"];
+
+/**
+ * A turn's egress (server/modules/egress/egress.service.ts): the grant its commands carry (env) while the
+ * turn runs; closed at its end. No grant (policy `off`): empty env, no network.
+ */
+export type TurnEgress = Pick<EgressService, "openTurnEgress">;
 
 /** What the chat service needs of the workspace service (workspace.service.ts). */
 export type ChatWorkspacePort = {
@@ -52,6 +59,7 @@ export type ChatContext = {
   quota: TurnQuotaPort | undefined;
   turnEnd: { log: Logger; retryDelaysMs: readonly number[] | undefined };
   checkpoints: TurnCheckpoints | undefined;
+  egress: TurnEgress | undefined;
   eventLog: TurnEventLog;
   /** How turns are seen again from their logs (chat-following.ts). */
   attach: TurnAttachDeps;

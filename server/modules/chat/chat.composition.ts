@@ -5,6 +5,7 @@ import { createSessionService, type SessionService } from "@/server/modules/sess
 import type { WorkspaceService } from "@/server/modules/workspace/workspace.service";
 import type { TenantScope } from "@/server/auth/scope";
 import { createChatService, type ChatService } from "./chat.service";
+import type { TurnEgress } from "./chat-context";
 import {
   createCheckpointService,
   type CheckpointService,
@@ -54,6 +55,8 @@ export function createAgentServices(deps: {
   turnTtlMs?: number;
   /** Quota admission of turns (default: the installation's, built on first use). */
   quota?: QuotaDeps;
+  /** Each turn's egress grant (server/modules/egress/); without it commands have no network. */
+  egress?: TurnEgress;
 }): AgentServices {
   const log = deps.workspaces.engine.log.child({ component: "chat" });
   const onAuditFailure = (error: unknown) => log.error({ err: error }, "audit write failed");
@@ -88,6 +91,7 @@ export function createAgentServices(deps: {
     ...(deps.eventLog ? { eventLog: deps.eventLog } : {}),
     createSession: (scope, request, extra) => session.create(scope, request, extra),
     checkpoints,
+    ...(deps.egress ? { egress: deps.egress } : {}),
     quota: {
       admitTurn: (tenantId, turnId) => admitTurn(tenantId, turnId, (quota ??= defaultQuotaDeps())),
       renewEveryMs: TURN_SLOT_RENEW_MS,

@@ -7,7 +7,13 @@ import { getSession, listChatMessages } from "@/server/modules/session/session.d
 import { parseInput } from "@/server/shared/parse-input";
 import type { TTurnLimitsInput } from "@/server/agent/agent.schema";
 import { attachToTurn, followingDeps, followTurns, listTurns } from "./chat-following";
-import { type ChatContext, type ChatWorkspacePort, ReadStates, type TurnCheckpoints } from "./chat-context";
+import {
+  type ChatContext,
+  type ChatWorkspacePort,
+  ReadStates,
+  type TurnCheckpoints,
+  type TurnEgress,
+} from "./chat-context";
 import { ZChatHistoryRequest, type ZChatSendRequest } from "./chat.schema";
 import type { TeamDeps } from "./chat-team";
 import type { ZChatAttachRequest } from "./turn-attach";
@@ -42,6 +48,8 @@ export type ChatServiceDeps = {
   eventLog?: TurnEventLog;
   /** Records each turn's checkpoint of the workdir (none without it: unit tests). */
   checkpoints?: TurnCheckpoints;
+  /** Opens each turn's egress grant; without it commands have no network (policy `off` everywhere). */
+  egress?: TurnEgress;
 };
 
 export function createChatService(deps: ChatServiceDeps) {
@@ -58,6 +66,7 @@ export function createChatService(deps: ChatServiceDeps) {
     quota: deps.quota,
     turnEnd: { log: deps.log, retryDelaysMs: deps.finishRetryDelaysMs },
     checkpoints: deps.checkpoints,
+    egress: deps.egress,
     eventLog,
     attach: followingDeps({ log: eventLog, registry: deps.registry }),
     readStates: new ReadStates(),

@@ -193,16 +193,24 @@ async function run(
     reason: `chat turn of session ${sessionId}`,
     ttlMs: ctx.turnLeaseMs,
   };
-  return ctx.workspaces.withWorkspaceOfSession(
+  // The turn's egress grant (policy, secrets) for its commands, closed when the turn ends; policy `off`:
+  // nothing added, no network (server/modules/egress/).
+  let egress: { env: Record<string, string>; close(): void } | undefined;
+  const running = ctx.workspaces.withWorkspaceOfSession(
     scope,
     { session, agent },
     lease,
     async (workspace, record) => {
       const timer = new TurnTimer({ tenantId: scope.tenantId, record, requestedAt: claimed.requestedAt });
+      egress = await ctx.egress?.openTurnEgress(scope, {
+        agentId: agent.id,
+        workspaceId: record.id,
+        machine: workspace.machine,
+      });
       const port = turnWorkspacePort(workspace, {
         readState: ctx.readStates.of(sessionId),
         acceptedMediaTypes: agent.modelConfig.acceptedMediaTypes ?? [],
-        env: sessionCommandEnv(agent.env, session.env),
+        env: { ...sessionCommandEnv(agent.env, session.env), ...egress?.env },
       });
       const toolkit = await assembleToolkit({
         agentId: agent.id,
@@ -255,6 +263,7 @@ async function run(
       return { ...result, backend: record.backendKind, workspaceId: record.id };
     },
   );
+  return running.finally(() => egress?.close());
 }
 
 /** The agent's own system prompt as written (the description is for people, not the model). */

@@ -1,3 +1,4 @@
+import type { EgressGrant, EgressLease } from "@/server/workspace/egress/machine-egress";
 import type { Duplex, Readable } from "node:stream";
 import type { BackendKind } from "./kind";
 
@@ -8,6 +9,7 @@ import type { BackendKind } from "./kind";
  * relative paths resolve against `workdir`. Implementations must never buffer a whole file or archive in
  * memory: data moves as streams.
  */
+
 export interface WorkspaceMachine {
   /** Absolute path of the workspace root as seen by the machine (e.g. `/workspace` in a container). */
   readonly workdir: string;
@@ -66,6 +68,13 @@ export interface WorkspaceMachine {
    * Opening one is not work: it takes no lease and moves no idle clock.
    */
   openTunnel?(port: number): Promise<Duplex>;
+
+  /**
+   * Egress through Berth's proxy for the commands that carry the returned `env` (server/workspace/egress/):
+   * while the lease is open, such a command reaches the network as `grant` allows, through a forwarder in
+   * front of it. Absent where the backend has no proxy (E2B, Kubernetes: their commands get no egress).
+   */
+  openEgress?(grant: EgressGrant): Promise<EgressLease>;
 
   /** Releases connections; does not delete data. Idempotent. */
   close(): Promise<void>;

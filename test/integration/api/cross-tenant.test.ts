@@ -244,6 +244,60 @@ const CASES: Record<string, CrossTenantCase> = {
     input: (t) => ({ workspaceId: workspaceOf(t), path: "notes.txt" }),
     targetsRows: true,
   },
+  // egress.* (issue 25): policies and secrets of the tenant and of an agent (rows made in beforeAll), and a
+  // workspace's refusals; B's agent, secret and workspace ids under A's tenant must be NOT_FOUND.
+  "egress.tenantPolicy": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "egress.setTenantPolicy": {
+    kind: "tenant",
+    input: () => ({ policy: { mode: "allowlist", allow: [{ host: "probe.example.com" }] } }),
+    targetsRows: false,
+  },
+  "egress.agentPolicy": { kind: "tenant", input: (t) => ({ agentId: rowsOf(t).agentId }), targetsRows: true },
+  "egress.setAgentPolicy": {
+    kind: "tenant",
+    input: (t) => ({ agentId: rowsOf(t).agentId, policy: { mode: "open", allow: [] } }),
+    targetsRows: true,
+  },
+  "egress.tenantSecrets": { kind: "tenant", input: () => ({}), targetsRows: false },
+  "egress.createTenantSecret": {
+    kind: "tenant",
+    input: () => ({
+      name: `probe-${randomUUID().slice(0, 8)}`,
+      value: "probe-value",
+      hosts: ["example.com"],
+    }),
+    targetsRows: false,
+  },
+  "egress.deleteTenantSecret": {
+    kind: "tenant",
+    input: (t) => ({ secretId: egressRowsOf(t).tenantSecretId }),
+    targetsRows: true,
+  },
+  "egress.agentSecrets": {
+    kind: "tenant",
+    input: (t) => ({ agentId: rowsOf(t).agentId }),
+    targetsRows: true,
+  },
+  "egress.createAgentSecret": {
+    kind: "tenant",
+    input: (t) => ({
+      agentId: rowsOf(t).agentId,
+      name: `probe-${randomUUID().slice(0, 8)}`,
+      value: "probe-value",
+      hosts: ["example.com"],
+    }),
+    targetsRows: true,
+  },
+  "egress.deleteAgentSecret": {
+    kind: "tenant",
+    input: (t) => ({ agentId: rowsOf(t).agentId, secretId: egressRowsOf(t).agentSecretId }),
+    targetsRows: true,
+  },
+  "egress.workspaceStatus": {
+    kind: "tenant",
+    input: (t) => ({ workspaceId: workspaceOf(t) }),
+    targetsRows: true,
+  },
   // agent.*, session.*, chat.*, jobs.* (H9): rows made per tenant in beforeAll (an agent, a session of it,
   // a waiting session.purge job); B's ids under A's tenant must be NOT_FOUND, and nothing of B may change.
   "agent.create": {
@@ -444,6 +498,14 @@ function rowsOf(t: TenantFixture) {
   return rows;
 }
 
+/** Per tenant: a tenant secret and an agent secret (egress.*). */
+const egressRows = new Map<string, { tenantSecretId: string; agentSecretId: string }>();
+function egressRowsOf(t: TenantFixture) {
+  const rows = egressRows.get(t.tenant.id);
+  if (!rows) throw new Error(`no egress fixture for tenant ${t.tenant.slug}`);
+  return rows;
+}
+
 /** One workspace binding per tenant (created in beforeAll), for the workspace.* cases. */
 const workspaceIds = new Map<string, string>();
 function workspaceOf(t: TenantFixture): string {
@@ -484,6 +546,11 @@ async function snapshotOfB() {
     webhookDeliveries: await bOwner.operations.webhookDeliveries(ref),
     quota: await bOwner.quota.usage(ref),
     previews: await bOwner.workspace.previews.list({ ...ref, workspaceId: workspaceOf(b) }),
+    egressPolicy: await bOwner.egress.tenantPolicy(ref),
+    egressAgentPolicy: await bOwner.egress.agentPolicy({ ...ref, agentId: rowsOf(b).agentId }),
+    egressSecrets: await bOwner.egress.tenantSecrets(ref),
+    egressAgentSecrets: await bOwner.egress.agentSecrets({ ...ref, agentId: rowsOf(b).agentId }),
+    egressStatus: await bOwner.egress.workspaceStatus({ ...ref, workspaceId: workspaceOf(b) }),
   };
 }
 
@@ -539,6 +606,13 @@ beforeAll(async () => {
         sessionId: session.id,
         status: "FAILED",
       },
+    });
+    const egress = processBerth().egress;
+    const secret = { value: "xt-secret-value", hosts: ["example.com"] };
+    egressRows.set(t.tenant.id, {
+      tenantSecretId: (await egress.createSecret(t.ownerScope, undefined, { ...secret, name: "xt-tenant" }))
+        .id,
+      agentSecretId: (await egress.createSecret(t.ownerScope, agent.id, { ...secret, name: "xt-agent" })).id,
     });
     tenantRows.set(t.tenant.id, {
       checkpointId: checkpoint.id,
@@ -715,10 +789,12 @@ describe("cross-member isolation inside a tenant", () => {
     await createSession(scope, { agentId: rowsOf(a).agentId, workspaceId: memberWorkspaceId });
   });
 
-  it("enumerates every workspace.* (and operations.workspace*) procedure that names a workspace", () => {
+  it("enumerates every workspace.* (and operations.workspace*, egress.workspaceStatus) procedure that names a workspace", () => {
     const keyed = allProcedurePaths().filter(
       (path) =>
-        (path.startsWith("workspace.") || path.startsWith("operations.workspace")) &&
+        (path.startsWith("workspace.") ||
+          path.startsWith("operations.workspace") ||
+          path === "egress.workspaceStatus") &&
         ![
           "workspace.list",
           "workspace.purgeReceipts",

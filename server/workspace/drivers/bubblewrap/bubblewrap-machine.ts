@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
@@ -23,8 +24,15 @@ import { workspaceVanished } from "@/server/workspace/drivers/vanished";
 import { isInside } from "@/server/workspace/paths";
 import { mkdirAnchored, withAnchoredDir, withAnchoredParent } from "./anchored-paths";
 import { sandboxArgv, type SandboxIdentity, type SandboxMount } from "./sandbox-args";
-import { SANDBOX_WORKDIR, type TSandboxConfig } from "./sandbox-config";
-import { startSandboxGateway, type SandboxGateway } from "./sandbox-gateway";
+import {
+  SANDBOX_EGRESS_DIR,
+  SANDBOX_GATEWAY_BUNDLE,
+  SANDBOX_WORKDIR,
+  type TSandboxConfig,
+} from "./sandbox-config";
+import { traversableTree } from "./sandbox-dirs";
+import { startSandboxGateway, writeGatewayBundle, type SandboxGateway } from "./sandbox-gateway";
+import { MachineEgress, type EgressGrant, type EgressLease } from "@/server/workspace/egress/machine-egress";
 import type { SandboxRegistry } from "./sandbox-registry";
 import { openSandboxPty } from "./sandbox-pty";
 import { openSandboxTunnel } from "./sandbox-tunnel";
@@ -59,6 +67,8 @@ export class BubblewrapMachine implements WorkspaceMachine {
   private readonly files: HostFolderMachine;
   private readonly env: Record<string, string>;
   private gateway: Promise<SandboxGateway> | null = null;
+  /** This process' egress proxy of the workspace (egress/machine-egress.ts), started by the first grant. */
+  private readonly egress: MachineEgress;
 
   constructor(readonly options: BubblewrapBackendOptions) {
     this.view = new SandboxView(options.hostWorkdir);
@@ -69,6 +79,15 @@ export class BubblewrapMachine implements WorkspaceMachine {
       LANG: "C.UTF-8",
       ...options.config.env,
     };
+    const egressDir = path.join(
+      options.config.runtimeRoot,
+      "eg",
+      `${options.key}-${process.pid}-${randomBytes(4).toString("hex")}`,
+    );
+    this.egress = new MachineEgress({
+      hostSocketPath: path.join(egressDir, "proxy.sock"),
+      machineSocketPath: `${SANDBOX_EGRESS_DIR}/proxy.sock`,
+    });
   }
 
   get hostWorkdir(): string {
@@ -81,7 +100,32 @@ export class BubblewrapMachine implements WorkspaceMachine {
       options.timeoutMs && options.timeoutMs > 0 ? options.timeoutMs : ceiling,
       ceiling,
     );
-    return this.runSandboxed(command, { ...options, timeoutMs });
+    const egress = this.egress.wrap(command, options.env, [
+      fs.realpathSync(process.execPath),
+      SANDBOX_GATEWAY_BUNDLE,
+    ]);
+    const run = { ...options, timeoutMs, env: egress.env };
+    if (!egress.wrapped) return this.runSandboxed(command, run);
+    return this.runWithEgress(egress.command, run);
+  }
+
+  /** Egress for the commands that carry the lease's env (see port.ts and egress/). */
+  async openEgress(grant: EgressGrant): Promise<EgressLease> {
+    const { runtimeRoot } = this.options.config;
+    await traversableTree(runtimeRoot, path.join(runtimeRoot, "eg"));
+    return this.egress.open(grant);
+  }
+
+  /** A command behind the forwarder: the proxy's socket folder and the gateway bundle are mounted read-only. */
+  private async runWithEgress(command: readonly string[], options: ExecOptions): Promise<ExecResult> {
+    const bundle = await writeGatewayBundle(this.options.config.runtimeRoot);
+    return this.runSandboxed(command, options, {
+      tmpfs: ["/run", "/opt"],
+      mounts: [
+        { hostPath: this.egress.hostSocketDir, target: SANDBOX_EGRESS_DIR, readOnly: true },
+        { hostPath: bundle, target: SANDBOX_GATEWAY_BUNDLE, readOnly: true },
+      ],
+    });
   }
 
   /** A terminal: the same sandbox as a command's, on a host PTY (sandbox-pty.ts). */
@@ -289,6 +333,7 @@ export class BubblewrapMachine implements WorkspaceMachine {
   async close(): Promise<void> {
     const gateway = this.gateway;
     this.gateway = null;
+    await this.egress.close();
     if (gateway)
       await gateway.then(
         (running) => running.stop(),

@@ -6,6 +6,8 @@ export const SANDBOX_WORKDIR = "/workspace";
 /** Inside the gateway's sandbox only: its socket folder and its code. */
 export const SANDBOX_RUNTIME_DIR = "/run/berth";
 export const SANDBOX_GATEWAY_BUNDLE = "/opt/berth/berth-gateway.cjs";
+/** Inside a command's sandbox that may use egress: the host proxy's socket folder (read-only). */
+export const SANDBOX_EGRESS_DIR = "/run/berth-egress";
 
 const MAX_UID = 4_294_967_294;
 const ZAbsolute = z.string().refine((value) => path.isAbsolute(value), "must be an absolute path");

@@ -61,7 +61,7 @@ export async function startSandboxGateway(backend: SandboxGatewayHost): Promise<
   await traversableTree(config.runtimeRoot, path.dirname(runtimeDir));
   await fs.mkdir(runtimeDir, { recursive: true, mode: 0o700 });
   if (identity.dropped) await fs.chown(runtimeDir, identity.uid, identity.gid);
-  const bundlePath = await writeBundle(config.runtimeRoot);
+  const bundlePath = await writeGatewayBundle(config.runtimeRoot);
 
   const token = randomBytes(32).toString("base64url");
   const nonce = randomBytes(16).toString("hex");
@@ -132,8 +132,11 @@ export async function startSandboxGateway(backend: SandboxGatewayHost): Promise<
   };
 }
 
-/** The gateway's code, once per content, readable by every workspace uid (it holds no secret). */
-async function writeBundle(runtimeRoot: string): Promise<string> {
+/**
+ * The gateway's code, once per content, readable by every workspace uid (it holds no secret). Also the
+ * egress forwarder's (its `egress` role, mounted into the commands that use egress).
+ */
+export async function writeGatewayBundle(runtimeRoot: string): Promise<string> {
   const bundle = await loadGatewayBundle();
   const file = path.join(runtimeRoot, `berth-gateway-${bundle.sha256.slice(0, 16)}.cjs`);
   const existing = await fs.stat(file).catch(() => null);

@@ -223,6 +223,7 @@ export class DockerContainers {
       files: gateway.files,
       openTunnel: gateway.openTunnel,
       hostFolder: { path: hostWorkdir, identity: workdirIdentity },
+      hostRuntimeDir,
       onClose: () => stopContainer(this.docker, name, this.config.stopTimeoutSeconds),
     });
     return {

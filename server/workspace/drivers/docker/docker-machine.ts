@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { type Duplex, Readable } from "node:stream";
 import type Docker from "dockerode";
@@ -14,6 +15,7 @@ import type {
 } from "@/server/workspace/drivers/port";
 import { canFallBack, type GatewayFileClient } from "@/server/workspace/gateway/client/gateway-files";
 import { workspaceVanished } from "@/server/workspace/drivers/vanished";
+import { MachineEgress, type EgressGrant, type EgressLease } from "@/server/workspace/egress/machine-egress";
 import { CONTAINER_PATHS } from "./docker-config";
 import { runExec, startExec, type ExecIdentity } from "./docker-exec";
 import { openDockerPty } from "./docker-pty";
@@ -43,6 +45,8 @@ export type DockerBackendOptions = {
   hostFolder?: { path: string; identity: string };
   /** Preview tunnels through the in-container gateway (docker-gateway.ts). */
   openTunnel?: (port: number) => Promise<Duplex>;
+  /** The container's runtime folder on the host (bind-mounted at /run/berth): where the egress proxy listens. */
+  hostRuntimeDir?: string;
 };
 
 /**
@@ -61,7 +65,18 @@ export class DockerMachine implements WorkspaceMachine {
   /** File operations by `docker exec` scripts as the workspace user (exec-scripts/): the gateway's fallback. */
   private readonly scripts: ScriptFiles;
 
+  /** This process' egress proxy of the container (egress/machine-egress.ts), started by the first grant. */
+  private readonly egress: MachineEgress | null;
+
   constructor(private readonly options: DockerBackendOptions) {
+    // One socket per process in the shared runtime folder: each process serves the grants of its own turns.
+    const socketName = `egress-${process.pid}-${randomBytes(4).toString("hex")}.sock`;
+    this.egress = options.hostRuntimeDir
+      ? new MachineEgress({
+          hostSocketPath: path.join(options.hostRuntimeDir, socketName),
+          machineSocketPath: path.posix.join(CONTAINER_PATHS.runtimeDir, socketName),
+        })
+      : null;
     this.scripts = new ScriptFiles({
       run: async (argv, { stdin, maxBytes }) => {
         const result = await this.guard(() =>
@@ -104,9 +119,13 @@ export class DockerMachine implements WorkspaceMachine {
     }
   }
 
-  async exec(command: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+  async exec(given: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+    // A command carrying an egress grant runs behind the forwarder (the image's gateway bundle, `egress` role).
+    const egress = this.egress?.wrap(given, options.env, ["node", CONTAINER_PATHS.gatewayBundle]);
+    const command = egress?.command ?? given;
+    const env = egress ? egress.env : options.env;
     const result = await this.guard(() =>
-      runExec(this.options.container, command, this.identity(options.cwd, options.env), options),
+      runExec(this.options.container, command, this.identity(options.cwd, env), options),
     );
     // The folder deleted while the command ran: the engine's refusal arrives as the command's output.
     if (result.exitCode !== 0) await this.assertHostFolder();
@@ -215,7 +234,14 @@ export class DockerMachine implements WorkspaceMachine {
   }
 
   /** Stops the container; the workdir keeps every file. Idempotent. */
+  /** Egress for the commands that carry the lease's env (see port.ts and egress/). */
+  openEgress(grant: EgressGrant): Promise<EgressLease> {
+    if (!this.egress) throw new AppError("UNAVAILABLE", "This workspace container has no egress folder");
+    return this.egress.open(grant);
+  }
+
   async close(): Promise<void> {
+    await this.egress?.close();
     if (this.closed) return;
     this.closed = true;
     await this.options.onClose?.();

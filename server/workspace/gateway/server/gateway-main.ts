@@ -1,3 +1,4 @@
+import { EGRESS_ENV } from "../egress-protocol";
 import { GATEWAY_ENV } from "../gateway-protocol";
 
 /**
@@ -6,7 +7,8 @@ import { GATEWAY_ENV } from "../gateway-protocol";
  * bundler turns into lazily initialised modules, so the worker never evaluates the MCP SDK it does not use
  * (it saves tens of MB of resident memory in every container).
  */
-const role = process.env[GATEWAY_ENV.role] === "files" ? "files" : "gateway";
+const requested = process.env[GATEWAY_ENV.role];
+const role = requested === "files" || requested === EGRESS_ENV.role ? requested : "gateway";
 
 function fail(error: unknown): never {
   console.error(
@@ -15,7 +17,10 @@ function fail(error: unknown): never {
   process.exit(1);
 }
 
-if (role === "files") {
+if (role === EGRESS_ENV.role) {
+  // In front of one command: the egress forwarder (egress-forwarder.ts).
+  import("./egress-forwarder").then((forwarder) => forwarder.runEgressExec()).catch(fail);
+} else if (role === "files") {
   import("./file-worker").then((worker) => worker.runFileWorker()).catch(fail);
 } else {
   import("./gateway-process").then((gateway) => gateway.runGateway()).catch(fail);

@@ -24,6 +24,7 @@ import { useTenantRole } from "../_components/tenant-role";
 import { BackendCard } from "./backend-card";
 import { BackendSettingsCards } from "./backend-settings-cards";
 import { CheckpointRetentionCard } from "./checkpoint-retention-card";
+import { EgressCard, SecretsCard } from "./egress-cards";
 import { QuotaCard } from "./quota-card";
 import { resetErrorOnEdit } from "@/app/_components/ui/use-submit-once";
 
@@ -187,6 +188,8 @@ export function SettingsView({ tenantSlug }: { tenantSlug: string }) {
 
         <CheckpointRetentionCard tenantSlug={tenantSlug} policy={current} canManage={canManage} />
         <BackendCard tenantSlug={tenantSlug} canManage={canManage} />
+        <EgressCard tenantSlug={tenantSlug} canManage={canManage} />
+        {canManage && <SecretsCard tenantSlug={tenantSlug} />}
         {can("workspace:manage", false) && <BackendSettingsCards tenantSlug={tenantSlug} />}
         {can("workspace:manage", false) && <QuotaCard tenantSlug={tenantSlug} />}
       </div>
