@@ -6,10 +6,10 @@
  * Everything shutdown needs is imported here, statically: at Ctrl-C tsx's esbuild service receives the
  * terminal's SIGINT too and dies, so nothing may be loaded through tsx once a signal arrived.
  */
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server } from "node:http";
 import next from "next";
-import { parseTrustedProxies, resolveClientAddress } from "@/server/api/client-address";
-import { buildApiProcess, createBerth } from "@/server/composition/berth";
+import { parseTrustedProxies, resolveClientAddress, type TrustedProxies } from "@/server/api/client-address";
+import { type Berth, buildApiProcess, createBerth } from "@/server/composition/berth";
 import { closeProcessBerth, installProcessBerth } from "@/server/composition/process-berth";
 import { loadConfig } from "@/server/config/config";
 import type { Logger } from "@/server/logger";
@@ -66,32 +66,19 @@ export async function startBerthProcess(options: {
   // Client address from trusted proxies only; unread upload bodies drained or the connection closed.
   const trustedProxies = parseTrustedProxies(config.http.trustedProxies);
   // Every audit entry written while a request is served names its caller (address, user agent).
-  // Preview URLs (/p/<workspace>/<port>/…) are relayed into workspaces here, never by Next.
-  const previews = createPreviewProxy(berth);
   const server = createServer((req, res) => {
-    serveIncomingRequest(req, res, trustedProxies, () =>
-      isPreviewUrl(req.url) ? previews.handleRequest(req, res) : void handle(req, res),
-    );
+    serveIncomingRequest(req, res, trustedProxies, () => void handle(req, res));
   });
   // The dashboard terminal's WebSocket (server/api/terminal-socket.ts). In production Next serves no
   // upgrades; the development server listens for its hot reload's on this server itself.
-  server.on("upgrade", (req) => {
-    const client = resolveClientAddress(
-      req.socket.remoteAddress,
-      req.headers["x-forwarded-for"],
-      trustedProxies,
-    );
-    if (client) req.headers["x-forwarded-for"] = client;
-    else delete req.headers["x-forwarded-for"];
-  });
-  server.on("upgrade", (req, socket, head: Buffer) => {
-    if (isPreviewUrl(req.url)) previews.handleUpgrade(req, socket, head);
-  });
-  serveTerminalUpgrades(berth, server, { othersBelongToNext: development, skip: isPreviewUrl });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(config.http.port, config.http.host, () => resolve());
-  });
+  server.on("upgrade", (req) => resolveUpgradeClient(req, trustedProxies));
+  serveTerminalUpgrades(berth, server, { othersBelongToNext: development });
+  await listen(server, config.http.port, config.http.host);
+  // Preview URLs (/p/<workspace>/<port>/…), relayed into workspaces on an origin of their own (a second
+  // listener), never the dashboard's: an app's scripts must not run where Berth's API trusts the session.
+  const previewServer = config.http.preview ? createPreviewServer(berth, trustedProxies) : null;
+  if (previewServer && config.http.preview)
+    await listen(previewServer, config.http.preview.port, config.http.host);
 
   // In development and API-only mode (BERTH_API_ONLY) the workers run apart: `npm run workers`.
   const workers =
@@ -109,7 +96,10 @@ export async function startBerthProcess(options: {
     log,
     bootstrap,
     apiOnly: !development && config.apiOnly,
-    close: () => closeBerthProcess(server, workers),
+    close: async () => {
+      if (previewServer) await closePreviewServer(previewServer);
+      await closeBerthProcess(server, workers);
+    },
   };
 }
 
@@ -119,6 +109,48 @@ async function closeBerthProcess(server: Server, workers: WorkerRuntime | null):
   await workers?.stop();
   await closeProcessBerth();
   // Long-lived requests (SSE subscriptions) would hold close() open forever.
+  server.closeAllConnections();
+  await closed;
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => resolve());
+  });
+}
+
+/** An upgrade's client address from trusted proxies only (as serveIncomingRequest does for requests). */
+function resolveUpgradeClient(req: IncomingMessage, trustedProxies: TrustedProxies): void {
+  const client = resolveClientAddress(
+    req.socket.remoteAddress,
+    req.headers["x-forwarded-for"],
+    trustedProxies,
+  );
+  if (client) req.headers["x-forwarded-for"] = client;
+  else delete req.headers["x-forwarded-for"];
+}
+
+/** The preview origin's server: /p/ requests and upgrades, nothing else (no dashboard, no API). */
+function createPreviewServer(berth: Berth, trustedProxies: TrustedProxies): Server {
+  const previews = createPreviewProxy(berth);
+  const server = createServer((req, res) => {
+    serveIncomingRequest(req, res, trustedProxies, () =>
+      isPreviewUrl(req.url)
+        ? previews.handleRequest(req, res)
+        : void res.writeHead(404, { "content-type": "text/plain; charset=utf-8" }).end("Not a preview.\n"),
+    );
+  });
+  server.on("upgrade", (req, socket, head: Buffer) => {
+    resolveUpgradeClient(req, trustedProxies);
+    if (isPreviewUrl(req.url)) previews.handleUpgrade(req, socket, head);
+    else socket.destroy();
+  });
+  return server;
+}
+
+async function closePreviewServer(server: Server): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeAllConnections();
   await closed;
 }

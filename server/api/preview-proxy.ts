@@ -41,30 +41,19 @@ const HOP_BY_HOP = new Set([
   "cookie",
 ]);
 
-type Authorized = { scope: TenantScope; via: "member" | "share"; pass: string | null };
-
-/**
- * Every answer of a preview is a sandboxed document without `allow-same-origin`: the app's pages and scripts
- * run in an opaque origin, not Berth's, so they can neither read Berth's API with the visiting member's
- * session (no CORS grant, and the session cookie is SameSite=Lax: not sent from an opaque origin) nor pass
- * its CSRF check (their Origin is `null`), nor register service workers or read Berth's cookies. Added to
- * the app's own policy, never replacing it (every CSP a response carries is enforced).
- */
-const PREVIEW_SANDBOX =
-  "sandbox allow-scripts allow-forms allow-popups allow-popups-to-escape-sandbox allow-modals allow-downloads";
+type Authorized = { scope: TenantScope; via: "member" | "share" };
 
 export function createPreviewProxy(berth: Berth) {
   const previews = () => berth.workspaces.previews;
-  const base = new URL(berth.config.http.baseUrl);
-  const forwardedProto = base.protocol.replace(":", "");
-  // A request from the opaque-origin app carries only SameSite=None cookies, which browsers accept only
-  // when Secure, and Secure only from https or a loopback host. Elsewhere (plain http on a network name)
-  // the pass is Lax: pages open, their own subrequests are refused (serve previews over https).
-  const secureCookies =
-    forwardedProto === "https" || ["localhost", "127.0.0.1", "[::1]"].includes(base.hostname);
+  // Previews are served on their own origin (BERTH_PREVIEW_PORT), never the dashboard's: the app's scripts
+  // then cannot read Berth's API (no CORS grant) nor pass its CSRF check with the member's session. The
+  // member's session cookie still reaches it (cookies are per host, not per port), which is how a member
+  // opens one; writes and upgrades with it must come from the preview origin itself.
+  const previewOrigin = berth.config.http.preview?.url ?? null;
+  const forwardedProto = new URL(previewOrigin ?? berth.config.http.baseUrl).protocol.replace(":", "");
   const passCookie = (path: PreviewRequestPath, token: string) =>
-    `${SHARE_COOKIE}=${token}; Path=${path.cookiePath}; HttpOnly; ` +
-    (secureCookies ? "SameSite=None; Secure" : "SameSite=Lax");
+    `${SHARE_COOKIE}=${token}; Path=${path.cookiePath}; HttpOnly; SameSite=Lax` +
+    (forwardedProto === "https" ? "; Secure" : "");
 
   /** The caller's credentials checked for this preview (the query's share token first, then the cookie). */
   async function authorize(
@@ -79,7 +68,8 @@ export function createPreviewProxy(berth: Berth) {
     const authorized = await previews().authorize(target, { principal, shareToken });
     // A cookie-authenticated upgrade or write from another site is refused (no CORS on WebSockets).
     const unsafe = upgrade || !["GET", "HEAD", "OPTIONS"].includes(req.method ?? "GET");
-    if (authorized.via === "member" && unsafe) assertSameOriginUpgrade(headers, berth.api.origins);
+    if (authorized.via === "member" && unsafe)
+      assertSameOriginUpgrade(headers, { allowedOrigins: previewOrigin ? [previewOrigin] : [] });
     return authorized;
   }
 
@@ -112,7 +102,7 @@ export function createPreviewProxy(berth: Berth) {
       res.writeHead(308, { location: `${path.cookiePath}${query}` }).end();
       return;
     }
-    const { scope, via, pass } = await authorize(req, path, false);
+    const { scope, via } = await authorize(req, path, false);
     if (path.shareToken !== null && via === "share" && (req.method === "GET" || req.method === "HEAD")) {
       // First use of a share link: the token moves into a cookie for this preview's path only, and the
       // address bar loses it (so it is not copied along, nor sent to the app, nor left in its logs).
@@ -126,9 +116,7 @@ export function createPreviewProxy(berth: Berth) {
       return;
     }
     const tunnel = await previews().openTunnel(scope, { workspaceId: path.workspaceId, port: path.port });
-    await relayHttp(req, res, tunnel, path, upstreamHeaders(req, path, false), {
-      ...(pass === null ? {} : { pass: passCookie(path, pass) }),
-    });
+    await relayHttp(req, res, tunnel, path, upstreamHeaders(req, path, false));
   }
 
   return {
@@ -177,8 +165,6 @@ function relayHttp(
   tunnel: Duplex,
   path: PreviewRequestPath,
   headers: Record<string, string | string[]>,
-  /** The member's pass cookie to set beside the app's own. */
-  extra: { pass?: string },
 ): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     const upstream = http.request({
@@ -200,13 +186,6 @@ function relayHttp(
         }
         out[name] = value;
       }
-      if (extra.pass)
-        out["set-cookie"] = [...((out["set-cookie"] as string[] | undefined) ?? []), extra.pass];
-      const policy = answer.headers["content-security-policy"];
-      out["content-security-policy"] = [
-        ...(policy === undefined ? [] : Array.isArray(policy) ? policy : [policy]),
-        PREVIEW_SANDBOX,
-      ];
       res.writeHead(answer.statusCode ?? 502, answer.statusMessage, out);
       answer.pipe(res);
       answer.on("end", () => resolve());

@@ -75,13 +75,10 @@ export function serveTerminalUpgrades(
   server: Server,
   options: {
     othersBelongToNext?: boolean;
-    /** Upgrades another listener of the same server serves (preview URLs): left alone. */
-    skip?: (url: string | undefined) => boolean;
   } = {},
 ): void {
   const sockets = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES * 2 });
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    if (options.skip?.(req.url)) return;
     const url = new URL(req.url ?? "/", "http://berth.invalid");
     const match = TERMINAL_PATH.exec(url.pathname);
     if (!match && options.othersBelongToNext) return;

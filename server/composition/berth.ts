@@ -245,7 +245,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
         db: db(),
         workspaces: service,
         authSecret: config.secrets.authSecret,
-        baseUrl: config.http.baseUrl,
+        previewUrl: config.http.preview?.url ?? null,
       }),
     };
   });

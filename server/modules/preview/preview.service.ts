@@ -29,11 +29,6 @@ import {
 export const ZPreviewPort = z.number().int().min(MIN_TUNNEL_PORT).max(MAX_TUNNEL_PORT);
 export const ZShareTtlMs = z.number().int().min(60_000).max(MAX_SHARE_TTL_MS).default(DEFAULT_SHARE_TTL_MS);
 
-/**
- * How long a member's pass lasts: a working day of an open preview; opening it again renews it. Unexposing
- * the port ends it at once; a member removed from the tenant keeps it until it expires (as a share link).
- */
-const MEMBER_PASS_TTL_MS = 8 * 60 * 60 * 1000;
 /** Open tunnels per workspace in one process (tunnel-slots.ts): a busy dev page opens a few dozen. */
 const TUNNELS_PER_WORKSPACE = 64;
 
@@ -42,8 +37,8 @@ export type PreviewDeps = {
   workspaces: WorkspaceService;
   /** The installation's auth secret: share links are keyed by a key derived from it (preview-token.ts). */
   authSecret: string;
-  /** Berth's public origin: preview URLs live on it. */
-  baseUrl: string;
+  /** The preview origin (BERTH_PREVIEW_PORT / BERTH_PREVIEW_URL), never the dashboard's; null: previews off. */
+  previewUrl: string | null;
 };
 
 /**
@@ -56,10 +51,19 @@ export function createPreviewService(deps: PreviewDeps) {
   const key = previewShareKey(deps.authSecret);
   const { db, workspaces } = deps;
   const slots = new TunnelSlots(TUNNELS_PER_WORKSPACE);
+  /** The preview origin, or a refusal that says previews are off on this installation. */
+  const previewOrigin = (): string => {
+    if (deps.previewUrl) return deps.previewUrl;
+    throw new AppError("UNPROCESSABLE", "previews are off (BERTH_PREVIEW_PORT is not set)", {
+      userMessage:
+        "Previews are off on this installation: an operator sets BERTH_PREVIEW_PORT (an origin of their own).",
+      details: { reason: "previews_not_configured" },
+    });
+  };
   const toView =
     (workspaceId: string) => (preview: { port: number; createdBy: string | null; createdAt: Date }) => ({
       ...preview,
-      url: previewUrl(deps.baseUrl, { workspaceId, port: preview.port }),
+      url: deps.previewUrl ? previewUrl(deps.previewUrl, { workspaceId, port: preview.port }) : null,
     });
 
   /** The record when the caller may see the workspace (NOT_FOUND otherwise, whatever the reason). */
@@ -75,13 +79,14 @@ export function createPreviewService(deps: PreviewDeps) {
       const record = await visibleRecord(scope, workspaceId);
       const previews = await listWorkspacePreviews(db, scope, workspaceId);
       const supported = workspaces.engine.drivers.find(record.backendKind)?.capabilities.previews ?? false;
-      return { supported, previews: previews.map(toView(workspaceId)) };
+      return { supported, enabled: deps.previewUrl !== null, previews: previews.map(toView(workspaceId)) };
     },
 
     async expose(scope: TenantScope, workspaceId: string, port: number) {
       assertCan(scope, "workspace:manage");
       return workspaces.audited(scope, "workspace.preview.expose", workspaceId, { port }, async () => {
         await visibleRecord(scope, workspaceId);
+        previewOrigin();
         const { preview, created } = await insertWorkspacePreview(db, scope, workspaceId, port, scope.userId);
         return { ...toView(workspaceId)(preview), created };
       });
@@ -109,7 +114,7 @@ export function createPreviewService(deps: PreviewDeps) {
           const exposed = (await listWorkspacePreviews(db, scope, workspaceId)).some((p) => p.port === port);
           if (!exposed) throw notExposed(port);
           const token = signPreviewToken(key, { workspaceId, port }, expiresAt);
-          return { url: previewUrl(deps.baseUrl, { workspaceId, port }, token), expiresAt };
+          return { url: previewUrl(previewOrigin(), { workspaceId, port }, token), expiresAt };
         },
       );
     },
@@ -123,7 +128,7 @@ export function createPreviewService(deps: PreviewDeps) {
     async authorize(
       target: PreviewTarget,
       credentials: { principal: RequestPrincipal | null; shareToken: string | null },
-    ): Promise<{ scope: TenantScope; via: "member" | "share"; pass: string | null }> {
+    ): Promise<{ scope: TenantScope; via: "member" | "share" }> {
       const found = await findPreviewTarget(db, target.workspaceId, target.port);
       const shared =
         credentials.shareToken !== null && verifyPreviewToken(key, target, credentials.shareToken) !== null;
@@ -143,11 +148,7 @@ export function createPreviewService(deps: PreviewDeps) {
         throw unauthorized();
       }
       if (!found.exposed) throw notExposed(target.port);
-      // A member's pass: the preview runs in an opaque origin (preview-proxy.ts), whose requests carry
-      // no Lax cookie, so the app's own requests authenticate with this share token as a cookie instead.
-      const pass =
-        via === "member" ? signPreviewToken(key, target, new Date(Date.now() + MEMBER_PASS_TTL_MS)) : null;
-      return { scope, via, pass };
+      return { scope, via };
     },
 
     /**

@@ -1,3 +1,4 @@
+import { findFreePort } from "@/scripts/services/ports";
 import { startBerthProcess, waitUntilServing } from "@/test/integration/start/support/start-process";
 
 /** What a test reaches a Berth server by (the shared one of the e2e files, or one of its own). */
@@ -26,7 +27,13 @@ export async function startBerth(port: number, env: NodeJS.ProcessEnv): Promise<
   const berth = startBerthProcess({
     via: "node",
     port,
-    env: { ...env, HOST: "127.0.0.1", BERTH_BASE_URL: url },
+    // Previews on an origin of their own, as an operator who turns them on sets it.
+    env: {
+      ...env,
+      HOST: "127.0.0.1",
+      BERTH_BASE_URL: url,
+      BERTH_PREVIEW_PORT: env.BERTH_PREVIEW_PORT ?? String(await findFreePort()),
+    },
   });
   const server: RunningBerth = {
     url,

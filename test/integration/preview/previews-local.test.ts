@@ -21,6 +21,13 @@ import { createTenantFixture, type TenantFixture } from "../api/support/tenant-f
 import { provisionReadyLocalWorkspace } from "../workspace/provision-ready";
 import { PREVIEW_APP } from "./preview-server";
 
+// Previews have an origin of their own (the config refuses the dashboard's): set before this file's root
+// is built. The relay under test is served on a server of the test's; the origin is what links and the
+// upgrade check use.
+const PREVIEW_PORT = 3999;
+process.env.BERTH_PREVIEW_PORT = String(PREVIEW_PORT);
+const PREVIEW_ORIGIN = `http://localhost:${PREVIEW_PORT}`;
+
 const APP_PORT = 18_000 + Math.floor(Math.random() * 1000);
 const IDLE_PORT = APP_PORT + 1;
 
@@ -105,22 +112,8 @@ describe.skipIf(process.getuid?.() !== 0)("preview URLs on the local backend", {
     expect(seen.host).toBe(`127.0.0.1:${APP_PORT}`);
     expect(seen.prefix).toBe(`/p/${workspaceId}/${APP_PORT}`);
     expect(seen.cookie).toBe("theme=dark");
-    // The app may set its own cookies, never one that would replace Berth's session; Berth adds the
-    // member's pass, the only cookie the app's own requests carry from its opaque origin.
-    const [appCookie, pass] = res.headers.getSetCookie();
-    expect(appCookie).toBe("app=1; Path=/");
-    expect(pass).toMatch(
-      new RegExp(
-        `^berth_preview=[^;]+; Path=/p/${workspaceId}/${APP_PORT}/; HttpOnly; SameSite=None; Secure$`,
-      ),
-    );
-    // The page runs sandboxed, in an opaque origin: never as Berth's origin with the member's session.
-    const policy = res.headers.get("content-security-policy")!;
-    expect(policy).toMatch(/(^|, )sandbox allow-scripts/);
-    expect(policy).not.toContain("allow-same-origin");
-    // What a subrequest of that page sends (the pass, no session) is let in.
-    const sub = await get(previewUrl(APP_PORT, "app.js"), { cookie: pass!.split(";")[0]! });
-    expect(sub.status).toBe(200);
+    // The app may set its own cookies, never one that would replace Berth's session.
+    expect(res.headers.getSetCookie()).toEqual(["app=1; Path=/"]);
     // Passive: the idle sweep's clock did not move.
     expect((await getWorkspace(a.ownerScope, workspaceId)).lastActivityAt).toEqual(before);
   });
@@ -180,7 +173,7 @@ describe.skipIf(process.getuid?.() !== 0)("preview URLs on the local backend", {
   it("relays a WebSocket (same-origin, the member's session) and leaves the idle clock alone", async () => {
     const before = await ageActivity();
     const ws = new WebSocket(previewUrl(APP_PORT, "socket").replace("http", "ws"), {
-      headers: { cookie: a.owner.cookie, origin: processBerth().api.origins.allowedOrigins[0]! },
+      headers: { cookie: a.owner.cookie, origin: PREVIEW_ORIGIN },
     });
     const echoed = await new Promise<string>((resolve, reject) => {
       ws.once("open", () => ws.send("ping"));

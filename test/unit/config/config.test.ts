@@ -27,6 +27,7 @@ describe("config", () => {
       baseUrl: "http://localhost:3000",
       trustedProxies: [],
       terminalReattachGraceMs: 30_000,
+      preview: null,
     });
     expect(config.secrets.encryptionKey).toEqual(Buffer.alloc(32, 7));
     expect(config.logging.level).toBe("info");
@@ -90,6 +91,30 @@ describe("config", () => {
   it("treats empty strings as unset", () => {
     expect(() => loadDatabaseConfig({ DATABASE_URL: "" })).toThrow(/DATABASE_URL: required/);
     expect(loadHttpConfig({ PORT: "" }).port).toBe(3000);
+  });
+
+  it("serves previews only on an origin apart from the dashboard's, and not at all unless set", () => {
+    expect(loadHttpConfig({}).preview).toBeNull();
+    expect(loadHttpConfig({ PORT: "3000", BERTH_PREVIEW_PORT: "3001" }).preview).toEqual({
+      port: 3001,
+      url: "http://localhost:3001",
+    });
+    const behindProxy = loadHttpConfig({
+      BERTH_BASE_URL: "https://berth.example.com",
+      BERTH_PREVIEW_PORT: "3001",
+      BERTH_PREVIEW_URL: "https://preview.example.net/",
+    });
+    expect(behindProxy.preview).toEqual({ port: 3001, url: "https://preview.example.net" });
+    expect(() =>
+      loadHttpConfig({
+        BERTH_BASE_URL: "https://berth.example.com",
+        BERTH_PREVIEW_PORT: "3001",
+        BERTH_PREVIEW_URL: "https://berth.example.com/p",
+      }),
+    ).toThrow(/must differ/);
+    expect(() => loadHttpConfig({ BERTH_PREVIEW_URL: "https://preview.example.net" })).toThrow(
+      /BERTH_PREVIEW_PORT/,
+    );
   });
 
   it("coerces and bounds numbers", () => {

@@ -98,7 +98,8 @@ export function WorkspacePreviews({ tenantSlug, workspaceId }: { tenantSlug: str
       <CardHeader>
         <CardTitle>Previews</CardTitle>
         <CardDescription>
-          Ports of apps running in the workspace, opened on Berth&apos;s address. Only exposed ports are
+          Ports of apps running in the workspace, opened on Berth&apos;s preview address (an origin apart from
+          the dashboard&apos;s, so an app&apos;s scripts never act as you here). Only exposed ports are
           reachable: by members who may see this workspace, or by whoever holds a share link until it expires.
           Previews never keep the workspace awake.
         </CardDescription>
@@ -106,7 +107,12 @@ export function WorkspacePreviews({ tenantSlug, workspaceId }: { tenantSlug: str
       <CardContent className="grid gap-4">
         <Notice message={message} testId="previews-notice" />
         {previews.error ? <Alert>{previews.error.message}</Alert> : null}
-        {previews.data && !previews.data.supported ? (
+        {previews.data && !previews.data.enabled ? (
+          <Alert>
+            Previews are off on this installation: an operator sets BERTH_PREVIEW_PORT to serve them on an
+            origin of their own.
+          </Alert>
+        ) : previews.data && !previews.data.supported ? (
           <Alert>This workspace&apos;s backend does not offer previews.</Alert>
         ) : null}
         {!previews.data && !previews.error ? <Skeleton className="h-24 w-full" /> : null}
@@ -133,11 +139,13 @@ export function WorkspacePreviews({ tenantSlug, workspaceId }: { tenantSlug: str
                     <RelativeTime value={preview.createdAt} />
                   </TableCell>
                   <TableCell className="flex justify-end gap-2">
-                    <Button asChild variant="outline" size="sm">
-                      <a href={preview.url} target="_blank" rel="noopener noreferrer">
-                        <ExternalLink aria-hidden /> Open
-                      </a>
-                    </Button>
+                    {preview.url ? (
+                      <Button asChild variant="outline" size="sm">
+                        <a href={preview.url} target="_blank" rel="noopener noreferrer">
+                          <ExternalLink aria-hidden /> Open
+                        </a>
+                      </Button>
+                    ) : null}
                     {canManage ? (
                       <>
                         <Button
