@@ -1,4 +1,4 @@
-import { type DbClient, getDb } from "@/server/db";
+import { type DbClient } from "@/server/db";
 import type { RetentionRow } from "./checkpoint-retention";
 
 /**
@@ -9,7 +9,7 @@ import type { RetentionRow } from "./checkpoint-retention";
 const DELETE_BATCH = 500;
 
 /** Tenants that have any checkpoint, with their retention policy columns. */
-export async function listTenantsWithCheckpoints(db: DbClient = getDb()) {
+export async function listTenantsWithCheckpoints(db: DbClient) {
   return db.tenant.findMany({
     where: { checkpoints: { some: {} } },
     select: {
@@ -22,7 +22,7 @@ export async function listTenantsWithCheckpoints(db: DbClient = getDb()) {
   });
 }
 
-export async function listRetentionRows(tenantId: string, db: DbClient = getDb()): Promise<RetentionRow[]> {
+export async function listRetentionRows(tenantId: string, db: DbClient): Promise<RetentionRow[]> {
   return db.workspaceCheckpoint.findMany({
     where: { tenantId },
     select: { id: true, workspaceId: true, status: true, rootTree: true, baseTree: true, createdAt: true },
@@ -35,7 +35,7 @@ export async function listRetentionRows(tenantId: string, db: DbClient = getDb()
  */
 export async function checkpointsHeldByRestores(
   tenantId: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<Set<string>> {
   const rows = await db.$queryRaw<{ checkpoint_id: string }[]>`
     SELECT checkpoint_id FROM checkpoint_restores WHERE tenant_id = ${tenantId} AND status = 'RUNNING'
@@ -50,7 +50,7 @@ export async function checkpointsHeldByRestores(
 export async function deleteCheckpoints(
   tenantId: string,
   ids: readonly string[],
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<number> {
   let deleted = 0;
   for (let start = 0; start < ids.length; start += DELETE_BATCH) {
