@@ -71,11 +71,11 @@ async function resolveApiKeyPrincipal(key: string): Promise<RequestPrincipal> {
 
 /** The usable key behind a plain key (recording its use, at most once a minute), or null. */
 export async function authenticateApiKey(plainKey: string): Promise<GateApiKey | null> {
-  const gate = await findApiKeyByHashForGate(hashApiKey(plainKey));
+  const gate = await findApiKeyByHashForGate(hashApiKey(plainKey), db);
   if (!gate?.usable) return null;
   const now = new Date();
   if (!gate.lastUsedAt || now.getTime() - gate.lastUsedAt.getTime() >= LAST_USED_GRANULARITY_MS) {
-    await touchApiKeyForGate(gate.id, now, LAST_USED_GRANULARITY_MS);
+    await touchApiKeyForGate(gate.id, now, LAST_USED_GRANULARITY_MS, db);
   }
   return gate;
 }
@@ -98,7 +98,7 @@ export async function resolveTenantScope(
   tenantIdOrSlug: string,
 ): Promise<TenantScope> {
   if (principal.kind === "user") {
-    const membership = await findMembershipForGate(tenantIdOrSlug, principal.userId);
+    const membership = await findMembershipForGate(tenantIdOrSlug, principal.userId, db);
     if (!membership) throw forbidden(`user ${principal.userId} is not a member of ${tenantIdOrSlug}`);
     assertTenantAdmits(membership.tenantId, membership.tenantStatus);
     return mintTenantScope({
@@ -109,7 +109,7 @@ export async function resolveTenantScope(
     });
   }
 
-  const key = await findApiKeyTenantForGate(principal.apiKeyId, tenantIdOrSlug);
+  const key = await findApiKeyTenantForGate(principal.apiKeyId, tenantIdOrSlug, db);
   if (!key?.usable || !key.tenantMatches) {
     throw forbidden(`api key ${principal.apiKeyId} does not belong to ${tenantIdOrSlug}`);
   }
@@ -136,7 +136,7 @@ function scopeForKey(
 /** Re-reads membership (or the key) for an existing scope; for mutations. Throws FORBIDDEN when gone. */
 export async function reverifyTenantScope(scope: TenantScope): Promise<TenantScope> {
   if (scope.apiKeyId) {
-    const key = await findApiKeyForGate(scope.apiKeyId);
+    const key = await findApiKeyForGate(scope.apiKeyId, db);
     if (!key) throw forbidden(`api key ${scope.apiKeyId} no longer exists`);
     return resolveTenantScope(
       {
@@ -150,7 +150,7 @@ export async function reverifyTenantScope(scope: TenantScope): Promise<TenantSco
     );
   }
   if (scope.userId) {
-    const membership = await findMembershipForGate(scope.tenantId, scope.userId);
+    const membership = await findMembershipForGate(scope.tenantId, scope.userId, db);
     if (!membership) throw forbidden(`user ${scope.userId} is no longer a member of ${scope.tenantId}`);
     assertTenantAdmits(membership.tenantId, membership.tenantStatus);
     return mintTenantScope({
@@ -173,7 +173,7 @@ export async function resolveSystemTenantScope(
   tenantId: string,
   options: { allowSuspended?: boolean } = {},
 ): Promise<TenantScope> {
-  const found = await findTenantForGate(tenantId);
+  const found = await findTenantForGate(tenantId, db);
   if (found?.id !== tenantId)
     throw new AppError("NOT_FOUND", `tenant ${tenantId} not found`, { userMessage: "Tenant not found." });
   if (!options.allowSuspended) assertTenantAdmits(tenantId, found.status);
@@ -182,7 +182,7 @@ export async function resolveSystemTenantScope(
 
 /** True while the tenant exists and is active (not suspended or being deleted): for work already under way. */
 export async function tenantAdmitsWork(tenantId: string): Promise<boolean> {
-  return (await findTenantForGate(tenantId))?.status === "active";
+  return (await findTenantForGate(tenantId, db))?.status === "active";
 }
 
 function forbidden(message: string): AppError {

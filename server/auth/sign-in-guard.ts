@@ -59,7 +59,7 @@ export function createSignInGuard(deps: SignInGuardDeps) {
   }
 
   async function audit(email: string, request: Request, reason: "invalid_credentials" | "throttled") {
-    const account = await findUserTenantsByEmailForGate(email);
+    const account = await findUserTenantsByEmailForGate(email, db);
     const meta = requestMetaOf(request.headers);
     if (!account || account.tenantIds.length === 0) {
       deps.log.warn({ reason, ip: meta.ip }, "sign-in failed for an email without a tenant");

@@ -61,7 +61,7 @@ export async function changePassword(
 }
 
 async function audit(email: string, outcome: "success" | "failure"): Promise<void> {
-  const account = await findUserTenantsByEmailForGate(email);
+  const account = await findUserTenantsByEmailForGate(email, db);
   if (!account) return;
   const meta = currentRequestMeta();
   for (const tenantId of account.tenantIds) {

@@ -54,7 +54,7 @@ async function footprintOf(scope: TenantScope, agentId: string) {
   const sessionsByWorkspace = new Map<string, string[]>();
   let cursor: string | undefined;
   do {
-    const page = await listSessions(scope, { agentId, limit: 200, ...(cursor ? { cursor } : {}) });
+    const page = await listSessions(scope, { agentId, limit: 200, ...(cursor ? { cursor } : {}) }, db);
     for (const session of page.items) {
       workspaceIds.add(session.workspaceId);
       sessionIds.push(session.id);
@@ -65,7 +65,7 @@ async function footprintOf(scope: TenantScope, agentId: string) {
     cursor = page.nextCursor ?? undefined;
   } while (cursor);
   do {
-    const page = await listWorkspaces(scope, { agentId, limit: 200, ...(cursor ? { cursor } : {}) });
+    const page = await listWorkspaces(scope, { agentId, limit: 200, ...(cursor ? { cursor } : {}) }, db);
     for (const workspace of page.items) {
       workspaceIds.add(workspace.id);
       if (workspace.state === "READY" || workspace.state === "STOPPING") ownWorkspaceIds.push(workspace.id);
@@ -127,12 +127,12 @@ export async function removeAgent(
     scope,
     { action: "agent.delete", targetType: "agent", targetId: agentId, details: cause },
     async () => {
-      const agent = await getAgent(scope, agentId);
+      const agent = await getAgent(scope, agentId, db);
       const { workspaceIds, ownWorkspaceIds, sessionIds, sessionsByWorkspace } = await footprintOf(
         scope,
         agentId,
       );
-      const workerAgentIds = (await listWorkerAgentIds(scope, sessionIds)).filter((id) => !seen.has(id));
+      const workerAgentIds = (await listWorkerAgentIds(scope, sessionIds, db)).filter((id) => !seen.has(id));
       for (const workerId of workerAgentIds) {
         await removeAgent(
           scope,
@@ -143,8 +143,8 @@ export async function removeAgent(
         ).catch(unlessNotFound);
       }
       // Before the rows go: an open tab's Send on one of its sessions is told the agent was deleted.
-      await recordDeletedSessions(scope, { agentId, agentName: agent.name, sessionIds });
-      await deleteAgent(scope, agentId);
+      await recordDeletedSessions(scope, { agentId, agentName: agent.name, sessionIds }, db);
+      await deleteAgent(scope, agentId, db);
       const sessionPurgeJobIds: (string | null)[] = [];
       for (const [workspaceId, ids] of sessionsByWorkspace) {
         for (let start = 0; start < ids.length; start += SESSION_PURGE_BATCH) {
@@ -191,7 +191,7 @@ export async function removeWorkerAgentsOf(
   deps: AgentRemovalDeps,
   cause: Record<string, unknown>,
 ): Promise<string[]> {
-  const workerAgentIds = await listWorkerAgentIds(scope, leaderSessionIds);
+  const workerAgentIds = await listWorkerAgentIds(scope, leaderSessionIds, db);
   for (const workerId of workerAgentIds) {
     await removeAgent(scope, workerId, deps, cause).catch(unlessNotFound);
   }

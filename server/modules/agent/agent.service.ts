@@ -76,7 +76,7 @@ export function createAgentService(deps: AgentServiceDeps) {
       // A key seen before answers with its agent, creating (and auditing) nothing.
       return createOnce(input.idempotencyKey ? scopedCreateKey(scope, input.idempotencyKey) : null, {
         earlier: async (createKey) => {
-          const first = await findAgentByCreateKey(scope, createKey);
+          const first = await findAgentByCreateKey(scope, createKey, db);
           return first ? { result: view(first), createdAt: first.createdAt } : null;
         },
         create: (createKey) =>
@@ -93,7 +93,7 @@ export function createAgentService(deps: AgentServiceDeps) {
                     modelApiKey: input.modelApiKey ?? apiKey ?? null,
                     createKey,
                   },
-                  deps.secretKey,
+                  deps.secretKey, db,
                 ),
               ),
             onAuditFailure,
@@ -103,12 +103,12 @@ export function createAgentService(deps: AgentServiceDeps) {
     },
 
     async list(scope: TenantScope, options: { limit?: number; cursor?: string } = {}) {
-      const page = await listAgents(scope, options);
+      const page = await listAgents(scope, options, db);
       return { ...page, items: page.items.map(view) };
     },
 
     async get(scope: TenantScope, agentId: string): Promise<AgentView> {
-      return view(await getAgent(scope, agentId));
+      return view(await getAgent(scope, agentId, db));
     },
 
     /**
@@ -138,7 +138,7 @@ export function createAgentService(deps: AgentServiceDeps) {
               modelConfig,
               ...(modelApiKey !== undefined ? { modelApiKey } : {}),
             },
-            deps.secretKey,
+            deps.secretKey, db,
           ),
         onAuditFailure,
         (result) => ({ details: { fields: result.changedFields } }),

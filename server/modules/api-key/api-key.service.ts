@@ -136,7 +136,7 @@ async function mintApiKey(
         ? { mintedByApiKeyId: apiKey.mintedByApiKeyId, detached: apiKey.mintedByApiKeyId === null }
         : {}),
     },
-  });
+  }, db);
   return { apiKey, plainKey: created.key };
 }
 
@@ -149,7 +149,7 @@ export async function revokeApiKey(scope: TenantScope, apiKeyId: string, db: Db)
     targetId: apiKeyId,
     outcome: "success",
     ...(alsoRevoked.length > 0 ? { details: { alsoRevoked } } : {}),
-  });
+  }, db);
   return key;
 }
 

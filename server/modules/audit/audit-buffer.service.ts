@@ -222,6 +222,7 @@ export async function writeBufferedAuditEntries(entries: TBufferedAuditEntry[]):
         // The actor was fixed when the action happened, not the flush's system scope.
         actor: { type: actorType, id: actorId },
       })),
+      db,
     );
   }
   return written;

@@ -27,7 +27,7 @@ export function createAuditService() {
   async function view(scope: TenantScope, entries: AuditLogDTO[]): Promise<AuditLogView[]> {
     const names = await auditActorNames(
       scope,
-      entries.map((entry) => ({ type: entry.actorType, id: entry.actorId })),
+      entries.map((entry) => ({ type: entry.actorType, id: entry.actorId })), db,
     );
     return entries.map((entry) => ({
       ...entry,
@@ -42,14 +42,14 @@ export function createAuditService() {
       raw: TAuditFilters & { limit?: number; cursor?: string },
     ): Promise<Page<AuditLogView>> {
       const filters = parseInput(ZAuditFilters, raw);
-      const page = await listAuditLogs(scope, { ...filters, limit: raw.limit, cursor: raw.cursor });
+      const page = await listAuditLogs(scope, { ...filters, limit: raw.limit, cursor: raw.cursor }, db);
       return { items: await view(scope, page.items), nextCursor: page.nextCursor };
     },
 
     /** The actions and actors (named) the filters can pick from. */
     async facets(scope: TenantScope) {
-      const { actions, targetTypes, actors } = await auditFacets(scope);
-      const names = await auditActorNames(scope, actors);
+      const { actions, targetTypes, actors } = await auditFacets(scope, db);
+      const names = await auditActorNames(scope, actors, db);
       return {
         actions,
         targetTypes,
@@ -72,7 +72,7 @@ export function createAuditService() {
       let cursor: string | undefined;
       let truncated = false;
       for (;;) {
-        const page = await listAuditLogs(scope, { ...filters, limit: EXPORT_PAGE, cursor });
+        const page = await listAuditLogs(scope, { ...filters, limit: EXPORT_PAGE, cursor }, db);
         rows.push(...page.items);
         if (!page.nextCursor) break;
         if (rows.length >= AUDIT_EXPORT_MAX_ROWS) {
@@ -85,7 +85,7 @@ export function createAuditService() {
       truncated ||= rows.length > kept.length;
       const names = await auditActorNames(
         scope,
-        kept.map((entry) => ({ type: entry.actorType, id: entry.actorId })),
+        kept.map((entry) => ({ type: entry.actorType, id: entry.actorId })), db,
       );
       return { csv: auditCsv(kept, (entry) => actorLabelOf(entry, names)), rows: kept.length, truncated };
     },

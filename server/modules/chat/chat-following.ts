@@ -39,9 +39,9 @@ const IDLE_BACKSTOP_MS = 5_000;
 export function followingDeps(deps: { log: TurnEventLog; registry: TurnRegistry }): TurnAttachDeps {
   return {
     log: deps.log,
-    getTurn: (scope, turnId) => getTurn(scope, turnId),
-    getTurnHeader: (scope, turnId) => getTurnHeader(scope, turnId),
-    runningTurnOf: (scope, sessionId) => getRunningTurnId(scope, sessionId),
+    getTurn: (scope, turnId) => getTurn(scope, turnId, db),
+    getTurnHeader: (scope, turnId) => getTurnHeader(scope, turnId, db),
+    runningTurnOf: (scope, sessionId) => getRunningTurnId(scope, sessionId, db),
     interruptIfDead: (scope, turn) => deps.registry.interruptIfDead(scope, turn),
   };
 }
@@ -81,9 +81,9 @@ export async function attachToTurn(
   signal?: AbortSignal,
 ): Promise<AsyncIterable<TAttachedTurnEvent>> {
   const input = parseInput(ZChatAttachRequest, raw);
-  const session = await getSession(scope, input.sessionId);
-  const turnId = input.turnId ?? (await getRunningTurnId(scope, session.id));
-  if (turnId && (await getTurn(scope, turnId))?.sessionId !== session.id) {
+  const session = await getSession(scope, input.sessionId, db);
+  const turnId = input.turnId ?? (await getRunningTurnId(scope, session.id, db));
+  if (turnId && (await getTurn(scope, turnId, db))?.sessionId !== session.id) {
     throw new AppError("NOT_FOUND", `turn ${turnId} not found`, { userMessage: "Turn not found." });
   }
   const events = turnId ? attachTurn(deps, scope, turnId, input.fromSeq ?? 1, signal) : null;
@@ -99,7 +99,7 @@ export async function followTurns(
   sessionId: string,
   signal?: AbortSignal,
 ): Promise<AsyncIterable<TSessionFollowEvent>> {
-  const session = await getSession(scope, sessionId);
+  const session = await getSession(scope, sessionId, db);
   // A turn started on another replica is announced on the tenant's change feed (Redis pub/sub): it
   // wakes this follower at once, as a local start does, so the session is looked at only on a change
   // (and on a slow backstop, since pub/sub drops what a disconnected subscriber misses).
@@ -125,6 +125,6 @@ export async function followTurns(
 
 /** `chat.turns`: the session's recent turns with their status and, for a failed or interrupted one, why. */
 export async function listTurns(scope: TenantScope, sessionId: string) {
-  const session = await getSession(scope, sessionId);
+  const session = await getSession(scope, sessionId, db);
   return listTurnSummaries(scope, session.id);
 }

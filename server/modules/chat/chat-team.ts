@@ -44,8 +44,8 @@ function workerAgentName(name: string): string {
 function teamPortFor(deps: TeamDeps, scope: TenantScope, leader: SessionDTO): TeamPort {
   return {
     async createWorkerSession({ leaderSessionId, workspaceId, name, description }) {
-      const leaderAgent = await getAgent(scope, leader.agentId);
-      const apiKey = await getAgentModelApiKey(scope, leaderAgent.id, deps.secretKey);
+      const leaderAgent = await getAgent(scope, leader.agentId, db);
+      const apiKey = await getAgentModelApiKey(scope, leaderAgent.id, deps.secretKey, db);
       const workerName = workerAgentName(name);
       const worker = await createAgent(
         scope,
@@ -60,7 +60,7 @@ function teamPortFor(deps: TeamDeps, scope: TenantScope, leader: SessionDTO): Te
           // The link that lets session.delete remove this worker with its leader (invited agents have none).
           createdByLeaderSessionId: leaderSessionId,
         },
-        deps.secretKey,
+        deps.secretKey, db,
       );
       const { sessionId } = await deps.createSession(
         scope,
@@ -105,7 +105,7 @@ export async function teamToolsFor(
   session: SessionDTO,
 ): Promise<AgentTool[]> {
   if (session.leaderSessionId !== null) return [];
-  const page = await listAgents(scope, { limit: INVITABLE_LIMIT });
+  const page = await listAgents(scope, { limit: INVITABLE_LIMIT }, db);
   const invitableAgents = page.items
     // Another team's workers are not offered: they are deleted with their own leader session.
     .filter((agent) => agent.id !== session.agentId && agent.createdByLeaderSessionId === null)

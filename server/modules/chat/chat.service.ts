@@ -93,7 +93,7 @@ async function cancelTurn(
     scope,
     { action: "chat.cancel", targetType: "session", targetId: sessionId },
     async () => {
-      const session = await getSession(scope, sessionId);
+      const session = await getSession(scope, sessionId, db);
       return { cancelled: await ctx.registry.cancel(session.id) };
     },
     (error) => ctx.log.warn({ err: error }, "could not audit a chat cancel"),
@@ -104,9 +104,9 @@ async function cancelTurn(
 /** `chat.history`: the session's stored conversation, a page at a time. */
 async function chatHistory(scope: TenantScope, raw: z.input<typeof ZChatHistoryRequest>) {
   const input = parseInput(ZChatHistoryRequest, raw);
-  const session = await getSession(scope, input.sessionId);
+  const session = await getSession(scope, input.sessionId, db);
   return listChatMessages(scope, session.id, {
     ...(input.limit ? { limit: input.limit } : {}),
     ...(input.afterId ? { afterId: input.afterId } : {}),
-  });
+  }, db);
 }

@@ -25,7 +25,7 @@ export async function reapDeadHolders(deps: {
   log: Logger;
 }): Promise<{ interruptedTurns: number; releasedLeases: number }> {
   const turns = await listRunningTurns();
-  const owners = new Set([...turns.map((turn) => turn.ownerId), ...(await listLeaseOwnersForSystem())]);
+  const owners = new Set([...turns.map((turn) => turn.ownerId), ...(await listLeaseOwnersForSystem(db))]);
   owners.delete(deps.liveness.ownerId);
   const liveness = await deps.liveness.classify([...owners]).catch((error: unknown) => {
     deps.log.warn({ err: error }, "process liveness unknown; only stale turn claims are released");
@@ -42,7 +42,7 @@ export async function reapDeadHolders(deps: {
     // This process' own turn that no longer runs here (its end could not be stored) goes once stale.
     if (!dead.has(turn.ownerId) && !(stale && (mine || !alive.has(turn.ownerId)))) continue;
     const scope = await resolveSystemTenantScope(turn.tenantId).catch(() => null);
-    if (scope && (await interruptTurn(scope, turn.sessionId, turn.id))) {
+    if (scope && (await interruptTurn(scope, turn.sessionId, turn.id, db))) {
       interruptedTurns += 1;
       deps.log.warn(
         { sessionId: turn.sessionId, turnId: turn.id, ownerId: turn.ownerId },
@@ -52,7 +52,7 @@ export async function reapDeadHolders(deps: {
   }
   const releasedLeases = await releaseLeasesOfOwnersForSystem(
     [...dead],
-    "the process holding the lease stopped (no heartbeat)",
+    "the process holding the lease stopped (no heartbeat)", db,
   );
   if (releasedLeases > 0) {
     deps.log.warn(

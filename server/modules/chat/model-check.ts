@@ -42,14 +42,14 @@ export async function checkAgentModel(
   deps: { secretKey: SecretKey; timeoutMs?: number },
 ): Promise<TModelCheckResult> {
   assertCan(scope, "agent:manage");
-  const agent = await getAgent(scope, agentId);
+  const agent = await getAgent(scope, agentId, db);
   const model = agent.modelConfig.model;
   let baseUrl: string | null = agent.modelConfig.baseUrl ?? null;
   const started = performance.now();
   try {
     const endpoint = modelEndpointForAgent(
       agent.modelConfig,
-      await getAgentModelApiKey(scope, agent.id, deps.secretKey),
+      await getAgentModelApiKey(scope, agent.id, deps.secretKey, db),
     );
     baseUrl = endpoint.baseUrl;
     const agentModel = createAgentModel(endpoint);

@@ -44,7 +44,7 @@ export async function storeTurnEnd(
   const delays = deps.retryDelaysMs ?? [250, 1_000, 2_000, 4_000, 8_000];
   for (let attempt = 0; ; attempt++) {
     try {
-      await finishTurn(scope, turn.sessionId, turn.turnId, { outcome, messages, compaction, sessionStatus });
+      await finishTurn(scope, turn.sessionId, turn.turnId, { outcome, messages, compaction, sessionStatus }, db);
       return;
     } catch (error) {
       const delay = delays[attempt];
@@ -93,7 +93,7 @@ export async function storeUnsavedTurn(
     ],
     compaction: null,
     sessionStatus: "ERROR",
-  }).catch((again: unknown) =>
+  }, db).catch((again: unknown) =>
     deps.log.error({ err: again, sessionId: turn.sessionId }, "could not store a chat turn as failed"),
   );
   return { type: "error", ...error };

@@ -282,7 +282,7 @@ async function loadHistory(scope: TenantScope, sessionId: string): Promise<Store
   const rows: ChatMessageDTO[] = [];
   let afterId: string | undefined;
   for (;;) {
-    const page = await listChatMessages(scope, sessionId, { limit: 200, ...(afterId ? { afterId } : {}) });
+    const page = await listChatMessages(scope, sessionId, { limit: 200, ...(afterId ? { afterId } : {}) }, db);
     rows.push(...page);
     if (page.length < 200) break;
     afterId = page.at(-1)!.id;

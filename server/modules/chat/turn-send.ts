@@ -38,7 +38,7 @@ export async function sendTurn(
   // A session deleted with its agent says so (details.reason "agent_deleted"), not a bare NOT_FOUND.
   const session = await getSessionOrWhyGone(scope, input.sessionId);
   // The agent and its sealed key in one read (decrypted when the turn runs, see getAgentForTurn).
-  const agent = await getAgentForTurn(scope, session.agentId, ctx.secretKey);
+  const agent = await getAgentForTurn(scope, session.agentId, ctx.secretKey, db);
   options.signal?.throwIfAborted();
   const admission = await admit(ctx, scope);
   const claim = await claimSession(ctx, scope, session, input, admission);

@@ -17,7 +17,7 @@ export async function captureRowOf(
   signal?: AbortSignal,
 ) {
   const started = Date.now();
-  const previous = await latestCheckpointTree(scope, workspace.workspaceId, workspace.generation);
+  const previous = await latestCheckpointTree(scope, workspace.workspaceId, workspace.generation, db);
   const captured = await captureCheckpoint({
     machine: workspace.machine,
     store,

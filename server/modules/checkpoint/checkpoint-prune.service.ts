@@ -39,7 +39,7 @@ export async function pruneCheckpoints(
   log: Logger,
 ): Promise<{ tenants: TenantPruneResult[] }> {
   const tenants: TenantPruneResult[] = [];
-  for (const tenant of await listTenantsWithCheckpoints()) {
+  for (const tenant of await listTenantsWithCheckpoints(db)) {
     try {
       tenants.push(await pruneTenant(deps, tenant.id, retentionPolicyOf(tenant)));
     } catch (error) {
@@ -57,8 +57,8 @@ async function pruneTenant(
   tenantId: string,
   policy: ReturnType<typeof retentionPolicyOf>,
 ): Promise<TenantPruneResult> {
-  const rows = await listRetentionRows(tenantId);
-  const held = await checkpointsHeldByRestores(tenantId);
+  const rows = await listRetentionRows(tenantId, db);
+  const held = await checkpointsHeldByRestores(tenantId, db);
   const { pinned, kept, expired } = splitByPolicy(rows, policy, deps.now?.() ?? new Date(), held);
   const reachable = new ReachableObjects(deps.store, tenantId);
   for (const row of pinned) await reachable.reach(row);
@@ -80,7 +80,7 @@ async function pruneTenant(
   }
   await deleteCheckpoints(
     tenantId,
-    expired.map((row) => row.id),
+    expired.map((row) => row.id), db,
   );
   const swept = await deps.store.prune(
     tenantId,

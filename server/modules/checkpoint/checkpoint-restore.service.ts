@@ -36,9 +36,9 @@ export async function runCheckpointRestore(
   options: { isLastAttempt: boolean; signal?: AbortSignal | undefined },
 ): Promise<{ written: number; deleted: number } | { skipped: string }> {
   const scope = await resolveSystemTenantScope(payload.tenantId);
-  const restore = await getRestore(scope, payload.restoreId);
+  const restore = await getRestore(scope, payload.restoreId, db);
   if (restore.status !== "RUNNING") return { skipped: `restore is ${restore.status}` };
-  const checkpoint = await getCheckpoint(scope, restore.checkpointId);
+  const checkpoint = await getCheckpoint(scope, restore.checkpointId, db);
   let safety: { id: string; root: string } | null = null;
   const progress = progressWriter(scope, restore.id, log);
   try {
@@ -66,7 +66,7 @@ export async function runCheckpointRestore(
       status: "DONE",
       written: result.written,
       deleted: result.deleted,
-    });
+    }, db);
     announceChange(scope.tenantId, { topic: "session", id: restore.sessionId, userId: null });
     return { written: result.written, deleted: result.deleted };
   } catch (error) {
@@ -78,7 +78,7 @@ export async function runCheckpointRestore(
       await finishRestore(scope, restore.id, {
         status: "FAILED",
         error: `${reason}${after}`.slice(0, 1_000),
-      });
+      }, db);
       announceChange(scope.tenantId, { topic: "session", id: restore.sessionId, userId: null });
       return { skipped: "failed" };
     }
@@ -105,7 +105,7 @@ function progressWriter(scope: TenantScope, restoreId: string, log: Pick<Logger,
       if (progress.written !== progress.toWrite && now - lastAt < PROGRESS_EVERY_MS) return;
       lastAt = now;
       writing = writing.then(() =>
-        recordRestoreProgress(scope, restoreId, progress).catch((error: unknown) =>
+        recordRestoreProgress(scope, restoreId, progress, db).catch((error: unknown) =>
           log.warn({ err: error, restoreId }, "could not record a restore's progress"),
         ),
       );
@@ -126,7 +126,7 @@ async function safetyCheckpoint(
   generation: number,
 ): Promise<{ id: string; root: string }> {
   if (restore.safetyCheckpointId) {
-    const recorded = await getCheckpoint(scope, restore.safetyCheckpointId);
+    const recorded = await getCheckpoint(scope, restore.safetyCheckpointId, db);
     if (recorded.rootTree) return { id: recorded.id, root: recorded.rootTree };
   }
   const row = await captureRowOf(deps.store, scope, {
@@ -139,8 +139,8 @@ async function safetyCheckpoint(
     workspaceId: restore.workspaceId,
     generation,
     sessionId: restore.sessionId,
-  });
-  return { id, root: (await getCheckpoint(scope, id)).rootTree ?? row.rootTree };
+  }, db);
+  return { id, root: (await getCheckpoint(scope, id, db)).rootTree ?? row.rootTree };
 }
 
 /** After a revert that failed for good: the folder back as it was before it (best effort), and what to say. */

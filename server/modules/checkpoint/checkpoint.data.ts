@@ -150,7 +150,7 @@ export async function beginRestore(
    * Writes that land with it or not at all (a fork's workspace binding, session and transcript); what
    * it returns completes the restore's row (the fork's session id).
    */
-  within?: (tx: Prisma.TransactionClient) => Promise<{ sessionId: string }>,
+  within: ((tx: Prisma.TransactionClient) => Promise<{ sessionId: string }>) | undefined,
   db: DbClient,
 ): Promise<{ restoreId: string }> {
   return db.$transaction(async (tx) => {

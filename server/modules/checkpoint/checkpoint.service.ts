@@ -41,14 +41,14 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
 
   /** A member acts only on their own sessions; another's answers NOT_FOUND, as another tenant's does. */
   async function sessionFor(scope: TenantScope, sessionId: string, forChange: boolean) {
-    const session = await getSession(scope, sessionId);
+    const session = await getSession(scope, sessionId, db);
     if (forChange && scope.role === "member" && session.userId !== scope.userId)
       throw sessionNotFound(sessionId);
     return session;
   }
 
   async function checkpointOf(scope: TenantScope, sessionId: string, checkpointId: string) {
-    const checkpoint = await getCheckpoint(scope, checkpointId);
+    const checkpoint = await getCheckpoint(scope, checkpointId, db);
     if (checkpoint.sessionId !== sessionId || checkpoint.status !== "READY" || !checkpoint.rootTree) {
       throw new AppError(
         "BAD_REQUEST",
@@ -91,7 +91,7 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
         const row = await insertCheckpoint(scope, {
           ...base,
           ...(await captureRowOf(store, scope, input)),
-        });
+        }, db);
         announceChange(scope.tenantId, { topic: "session", id: input.sessionId, userId: null });
         return row;
       } catch (error) {
@@ -102,7 +102,7 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
           status: "FAILED",
           error: replaceUnstorableCharacters(reason.slice(0, 1_000)).text,
           durationMs: Date.now() - started,
-        }).catch(() => null);
+        }, db).catch(() => null);
       }
     },
 
@@ -116,11 +116,11 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
       input: { machine: WorkspaceMachine; workspaceId: string; generation: number },
       query: { turnsBack: number; path?: string | undefined; signal?: AbortSignal | undefined },
     ) {
-      const latest = await latestCheckpointTree(scope, input.workspaceId, input.generation);
+      const latest = await latestCheckpointTree(scope, input.workspaceId, input.generation, db);
       const since =
         query.turnsBack === 0
           ? latest
-          : ((await recentTurnTrees(scope, input.workspaceId, input.generation, query.turnsBack + 1))[
+          : ((await recentTurnTrees(scope, input.workspaceId, input.generation, query.turnsBack + 1, db))[
               query.turnsBack
             ] ?? null);
       const now = await captureCheckpoint({
@@ -141,7 +141,7 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
     /** The session's checkpoints with their turns, oldest first. */
     async list(scope: TenantScope, sessionId: string) {
       await sessionFor(scope, sessionId, false);
-      return (await listSessionCheckpoints(scope, sessionId)).map(({ checkpoint, turn }) => ({
+      return (await listSessionCheckpoints(scope, sessionId, db)).map(({ checkpoint, turn }) => ({
         id: checkpoint.id,
         turnId: checkpoint.turnId,
         /**
@@ -257,7 +257,7 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
         async () => {
           const source = await sessionFor(scope, input.sessionId, true);
           const checkpoint = await checkpointOf(scope, source.id, input.checkpointId);
-          const sourceWorkspace = await getWorkspaceOrNull(scope, checkpoint.workspaceId);
+          const sourceWorkspace = await getWorkspaceOrNull(scope, checkpoint.workspaceId, db);
           const workspaceId = assignSessionWorkspaceId("PER_SESSION", scope, source.agentId);
           const { restoreId } = await beginRestore(
             scope,
@@ -290,9 +290,9 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
                 tx,
               );
               return { sessionId: fork.id };
-            },
+            }, db,
           );
-          const forkId = (await getRestore(scope, restoreId)).sessionId;
+          const forkId = (await getRestore(scope, restoreId, db)).sessionId;
           await deps.enqueueRestore(scope, restoreId);
           announceChange(scope.tenantId, { topic: "session", id: forkId, userId: scope.userId });
           return { sessionId: forkId, workspaceId, restoreId };
@@ -310,7 +310,7 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
 
     /** A revert's or fork's progress. */
     async restoreStatus(scope: TenantScope, restoreId: string) {
-      const restore = await getRestore(scope, restoreId);
+      const restore = await getRestore(scope, restoreId, db);
       if (scope.role === "member") await sessionFor(scope, restore.sessionId, true);
       return {
         ...restore,

@@ -28,7 +28,7 @@ export async function checkResumeIntegrity(
   },
 ): Promise<void> {
   try {
-    const last = await latestCheckpointTree(scope, workspace.id, workspace.generation);
+    const last = await latestCheckpointTree(scope, workspace.id, workspace.generation, db);
     if (!last) return;
     let root: string | undefined;
     await machine.withMachine(async (attached) => {
@@ -72,7 +72,7 @@ export async function checkResumeIntegrity(
         lost: lost.slice(0, LISTED_PATHS),
         changed: changed.slice(0, LISTED_PATHS),
       },
-    });
+    }, db);
   } catch (error) {
     deps.log.warn({ err: error, workspaceId: workspace.id }, "could not check a resumed workspace's files");
   }

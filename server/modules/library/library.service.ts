@@ -258,7 +258,7 @@ export async function equipAgentFromLibrary(
             : current.defaultMcpConfigs,
           defaultSkills: skill ? upsert(current.defaultSkills, skill) : current.defaultSkills,
         };
-      });
+      }, db);
       return { agentId: input.agentId, name: entry.name, outcome: changed ? outcome : "unchanged" };
     },
     undefined,

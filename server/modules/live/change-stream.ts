@@ -19,7 +19,7 @@ async function mayHearOf(scope: TenantScope, change: TenantChange): Promise<bool
   switch (change.topic) {
     case "workspace":
       if (!roleCan(scope.role, "workspace:read")) return false;
-      return mayListWorkspace(scope, { id: change.id, userId: change.userId ?? null });
+      return mayListWorkspace(scope, { id: change.id, userId: change.userId ?? null }, db);
     case "job":
       return isRoleAtLeast(scope.role, "admin");
     case "invitation":

@@ -15,5 +15,5 @@ export async function recordDataLostEvent(
     kind: "data_lost",
     reason: `${reason}: the workspace's files are lost; it is provisioned again, empty`,
     data: { backend: record.backendKind, generation: record.generation, state: record.state },
-  });
+  }, db);
 }

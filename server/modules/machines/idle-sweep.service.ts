@@ -30,7 +30,7 @@ export async function sweepIdleWorkspaces(
   const stopping: string[] = [];
   const leased: string[] = [];
   let skipped = 0;
-  for (const candidate of await findSweepCandidates({ idleBefore, tenantIdleBefore, limit: 500 })) {
+  for (const candidate of await findSweepCandidates({ idleBefore, tenantIdleBefore, limit: 500 }, db)) {
     const scope = await resolveSystemTenantScope(candidate.tenantId, { allowSuspended: true });
     const tenantTtlMs = tenantTtls.get(candidate.tenantId);
     const ttlMs = effectiveIdleTtlMs(tenantTtlMs ?? null, installationTtlMs);
@@ -41,7 +41,7 @@ export async function sweepIdleWorkspaces(
       idleBefore: new Date(now.getTime() - ttlMs),
       leaseBornAfter,
       reason,
-    });
+    }, db);
     if (decision.outcome === "stopping") {
       stopping.push(candidate.id);
       await deps.requestStop({ tenantId: candidate.tenantId, workspaceId: candidate.id, reason });

@@ -66,7 +66,7 @@ async function loadRecord(
   options: { allowSuspended?: boolean } = {},
 ): Promise<{ scope: TenantScope; record: WorkspaceRecord }> {
   const scope = await resolveSystemTenantScope(tenantId, options);
-  const record = await findWorkspaceRecordForSystem(workspaceId);
+  const record = await findWorkspaceRecordForSystem(workspaceId, db);
   if (!record || record.tenantId !== tenantId) {
     throw new AppError("NOT_FOUND", `workspace ${workspaceId} not found in tenant ${tenantId}`);
   }
@@ -136,7 +136,7 @@ async function provisionOnce(
         kind: "provisioning",
         reason: "retrying an interrupted provision",
         data: { attempt: 0 },
-      });
+      }, db);
     }
     const progress = progressRecorder(scope, record, timings, dataLoss, log);
     try {
@@ -159,7 +159,7 @@ async function provisionOnce(
       reason: "provisioned",
       backendHandle: handle,
       meteredSize: size,
-    });
+    }, db);
   } finally {
     await claim.end();
   }
@@ -257,13 +257,13 @@ async function enterProvisioning(input: {
         to: "FAILED",
         reason: payload.machineGone ? "machine vanished (found on use)" : "machine vanished",
         error: "machine vanished",
-      });
+      }, db);
       await dataLoss.record("its machine vanished while it was READY");
       await transitionFrom(scope, record.id, {
         from: ["FAILED"],
         to: "PROVISIONING",
         reason: payload.reason,
-      });
+      }, db);
       break;
     case "PURGED": {
       // The purge deleted the last generation's machine and data: this use starts the next one, empty.
@@ -273,7 +273,7 @@ async function enterProvisioning(input: {
         to: "PROVISIONING",
         reason: `${payload.reason}: generation ${next} after a purge`,
         admit,
-      });
+      }, db);
       break;
     }
     case "PURGING":
@@ -296,7 +296,7 @@ async function enterProvisioning(input: {
         to: "PROVISIONING",
         reason: payload.reason,
         admit,
-      });
+      }, db);
       break;
   }
   return "provisioning";
@@ -325,7 +325,7 @@ function progressRecorder(
           kind: "provisioning",
           reason,
           data: { step: progress.step },
-        });
+        }, db);
       })
       .catch((error: unknown) => log.warn({ err: error }, "could not record a provisioning step"));
   };
@@ -348,7 +348,7 @@ async function recordProvisionFailure(
     to: "FAILED",
     reason: "provisioning failed",
     error: message.slice(0, 4000),
-  }).catch((transitionError: unknown) =>
+  }, db).catch((transitionError: unknown) =>
     log.warn({ err: transitionError }, "could not record the failed provision"),
   );
   timings.done(false);
@@ -367,12 +367,12 @@ export async function stopWorkspace(
 ): Promise<{ outcome: "stopped" | "nothing-to-stop"; state: string }> {
   const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId, { allowSuspended: true });
   if (record.state === "READY") {
-    await transitionFrom(scope, record.id, { from: ["READY"], to: "STOPPING", reason: payload.reason });
+    await transitionFrom(scope, record.id, { from: ["READY"], to: "STOPPING", reason: payload.reason }, db);
   } else if (record.state !== "STOPPING") {
     return { outcome: "nothing-to-stop", state: record.state };
   }
   await deps.drivers.forKind(record.backendKind).stop(specOfRecord(record));
-  await transitionFrom(scope, record.id, { from: ["STOPPING"], to: "STOPPED", reason: payload.reason });
+  await transitionFrom(scope, record.id, { from: ["STOPPING"], to: "STOPPED", reason: payload.reason }, db);
   emitLifecycleEvent(record.tenantId, "workspace.stopped", {
     workspaceId: record.id,
     reason: payload.reason,

@@ -40,7 +40,7 @@ export async function claimProvision(
     taken = await takeProvisionClaim(
       workspaceId,
       { holder, processTag, live: () => [...liveHolders] },
-      heldForMs,
+      heldForMs, db,
     );
   } finally {
     if (!taken) liveHolders.delete(holder);
@@ -48,7 +48,7 @@ export async function claimProvision(
   if (!taken) return null;
   const renewing = setInterval(
     () => {
-      renewWorkspaceClaim("provision", workspaceId, holder, heldForMs).then(
+      renewWorkspaceClaim("provision", workspaceId, holder, heldForMs, db).then(
         (held) => {
           if (!held) log.warn({ workspaceId }, "the provision claim was taken over while this run created");
         },
@@ -64,7 +64,7 @@ export async function claimProvision(
       clearInterval(renewing);
       // Cleared already when the run changed the state; otherwise the next run need not wait for a lapse
       // (and if this fails too, this process' next run takes its own ended claim over at once).
-      await releaseWorkspaceClaim("provision", workspaceId, holder).catch(() => undefined);
+      await releaseWorkspaceClaim("provision", workspaceId, holder, db).catch(() => undefined);
       liveHolders.delete(holder);
     },
   };
@@ -77,7 +77,7 @@ export async function claimProvision(
 export async function waitForProvisionClaim(workspaceId: string, signal?: AbortSignal): Promise<void> {
   for (;;) {
     signal?.throwIfAborted();
-    const claim = await readProvisionClaim(workspaceId);
+    const claim = await readProvisionClaim(workspaceId, db);
     if (!claim || claim.state !== "PROVISIONING" || !claim.holder || !claim.heldUntil) return;
     const lapsesIn = claim.heldUntil.getTime() - Date.now();
     const ownEnded = claim.holder.startsWith(`${processTag}:`) && !liveHolders.has(claim.holder);

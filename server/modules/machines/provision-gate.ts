@@ -222,7 +222,7 @@ function isConnectionTrouble(error: Error): boolean {
 }
 
 async function currentRecord(spec: WorkspaceSpec): Promise<WorkspaceRecord> {
-  const record = await findWorkspaceRecordForSystem(spec.workspaceId);
+  const record = await findWorkspaceRecordForSystem(spec.workspaceId, db);
   if (!record || record.tenantId !== spec.tenantId) {
     throw new AppError(
       "NOT_FOUND",

@@ -76,7 +76,7 @@ async function resumeStuckTransitions(
   now: Date,
 ): Promise<void> {
   const before = new Date(now.getTime() - (payload.stuckAfterMs ?? STUCK_AFTER_MS));
-  for (const record of await listStuckTransitionsForSystem(before)) {
+  for (const record of await listStuckTransitionsForSystem(before, db)) {
     const state = record.state === "PROVISIONING" ? "PROVISIONING" : "STOPPING";
     const since = record.stateChangedAt.toISOString();
     report.resumed.push({ workspaceId: record.id, state, since });
@@ -87,7 +87,7 @@ async function resumeStuckTransitions(
       kind: state === "PROVISIONING" ? "provisioning" : "stopping",
       reason,
       data: { stuckSince: since },
-    });
+    }, db);
     const ref = { tenantId: record.tenantId, workspaceId: record.id, reason };
     await (state === "PROVISIONING" ? deps.requestProvision(ref) : deps.requestStop(ref));
   }
@@ -100,14 +100,14 @@ async function reconcileDriver(
   log: Logger,
   signal: AbortSignal | undefined,
 ): Promise<void> {
-  const records = new Map((await listLiveRecordsForSystem(driver.kind)).map((record) => [record.id, record]));
+  const records = new Map((await listLiveRecordsForSystem(driver.kind, db)).map((record) => [record.id, record]));
   for (const resource of await driver.listResources()) {
     const record = resource.workspaceId === null ? undefined : records.get(resource.workspaceId);
     if (record && record.tenantId === resource.tenantId) continue;
     // Re-check right before reaping: a record may have been created since the listing (on any backend:
     // host-folder backends share the base dir's layout).
     const fresh =
-      resource.workspaceId === null ? null : await findWorkspaceRecordForSystem(resource.workspaceId);
+      resource.workspaceId === null ? null : await findWorkspaceRecordForSystem(resource.workspaceId, db);
     if (fresh && fresh.state !== "PURGED" && fresh.tenantId === resource.tenantId) continue;
     // A reap stopped half-way (shutdown) is finished by the next reconcile: the folder is still an orphan.
     if (!payload.dryRun) await driver.reap(resource, { signal });
@@ -128,7 +128,7 @@ async function reconcileDriver(
       to: "FAILED",
       reason: "reconcile: backend resources vanished",
       error: "backend resources vanished",
-    })
+    }, db)
       .then(() => recordDataLostEvent(scope, record, "reconcile found its machine gone"))
       .catch((error: unknown) =>
         log.warn({ err: error, workspaceId: record.id }, "could not mark a vanished workspace"),

@@ -92,7 +92,7 @@ export async function replayInvite(
   createKey: string,
   deps: LinkSecret,
 ): Promise<{ invite: InviteDTO; token: string } | null> {
-  const first = await findInviteByCreateKey(scope, createKey);
+  const first = await findInviteByCreateKey(scope, createKey, db);
   if (!first) return null;
   assertKeyInWindow(first.invite.createdAt);
   const token = keyedToken(scope, createKey, deps);
@@ -126,7 +126,7 @@ export async function issueInviteLink(
     note: input.note,
     createdById: input.createdById,
     expiresAt: new Date(Date.now() + input.expiresInHours * 3600_000),
-  });
+  }, db);
   announceChange(scope.tenantId, { topic: "invitation" });
   await appendAuditLog(scope, {
     action: "member.invite",
@@ -134,18 +134,18 @@ export async function issueInviteLink(
     targetId: invite.id,
     outcome: "success",
     details: { role: input.role, expiresAt: invite.expiresAt.toISOString() },
-  });
+  }, db);
   return { invite, token };
 }
 
 export async function listTenantInvites(scope: TenantScope): Promise<InviteDTO[]> {
   assertCan(scope, "member:manage");
-  return listInvites(scope);
+  return listInvites(scope, db);
 }
 
 export async function revokeInvite(scope: TenantScope, inviteId: string): Promise<void> {
   assertCan(scope, "member:manage");
-  if (!(await revokeInviteRow(scope, inviteId))) {
+  if (!(await revokeInviteRow(scope, inviteId, db))) {
     throw new AppError("NOT_FOUND", `no pending invitation ${inviteId}`, {
       userMessage: "No pending invitation with this id.",
     });
@@ -156,7 +156,7 @@ export async function revokeInvite(scope: TenantScope, inviteId: string): Promis
     targetType: "invitation",
     targetId: inviteId,
     outcome: "success",
-  });
+  }, db);
 }
 
 /**
@@ -164,7 +164,7 @@ export async function revokeInvite(scope: TenantScope, inviteId: string): Promis
  * FORBIDDEN `tenant_suspended` while an operator has the tenant suspended (the link works again on resume).
  */
 export async function previewInvite(token: string): Promise<InvitePreview> {
-  const invite = await findPendingInvite(hashInviteToken(parseInput(ZInviteToken, token)));
+  const invite = await findPendingInvite(hashInviteToken(parseInput(ZInviteToken, token)), db);
   if (!invite) throw goneError();
   assertTenantAdmits(invite.tenantId, invite.tenantStatus);
   return { tenantName: invite.tenantName, role: invite.role, expiresAt: invite.expiresAt };
@@ -184,7 +184,7 @@ export async function acceptInvite(
   // This body reaches no tRPC input middleware: refuse what Postgres cannot store here (NUL, lone surrogate).
   assertNoUnsafeStrings(raw);
   const input = parseInput(ZInviteAcceptRequest, raw);
-  const invite = await findPendingInvite(hashInviteToken(input.token));
+  const invite = await findPendingInvite(hashInviteToken(input.token), db);
   if (!invite) throw goneError();
   assertTenantAdmits(invite.tenantId, invite.tenantStatus);
   const passwordHash = await (await auth.$context).password.hash(input.password);
@@ -195,7 +195,7 @@ export async function acceptInvite(
     name: input.name,
     email: input.email,
     passwordHash,
-  });
+  }, db);
   switch (outcome.kind) {
     case "gone":
       throw goneError();

@@ -35,7 +35,7 @@ export async function changeMemberRole(
     targetId: userId,
     outcome: "success",
     details: { from: target.role, to: role },
-  });
+  }, db);
   return member;
 }
 
@@ -54,7 +54,7 @@ export async function removeMember(db: Db, scope: TenantScope, userId: string): 
     targetType: "user",
     targetId: userId,
     outcome: "success",
-  });
+  }, db);
 }
 
 /** The tenant's members with their roles. */

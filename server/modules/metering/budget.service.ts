@@ -58,7 +58,7 @@ export async function evaluateBudgets(
 ): Promise<BudgetEvaluation[]> {
   const results: BudgetEvaluation[] = [];
   for (const tenantId of tenantIds) {
-    const quota = await getTenantQuota(tenantId);
+    const quota = await getTenantQuota(tenantId, db);
     const budget = quota.monthlyBudgetUnits;
     if (budget === null) continue;
     const spent = await monthSpend(tenantId, deps.rates, now);
@@ -67,7 +67,7 @@ export async function evaluateBudgets(
     const result: BudgetEvaluation = { tenantId, alerts: [], stopped: [] };
     for (const percent of quota.budgetAlertPercents) {
       if (percentUsed < percent) continue;
-      if (!(await claimBudgetAlert({ tenantId, month, percent, spentUnits: spent, budgetUnits: budget })))
+      if (!(await claimBudgetAlert({ tenantId, month, percent, spentUnits: spent, budgetUnits: budget }, db)))
         continue;
       result.alerts.push(percent);
       const scope = await resolveSystemTenantScope(tenantId);
@@ -88,7 +88,7 @@ export async function evaluateBudgets(
       });
     }
     if (percentUsed >= 100 && quota.budgetHardStop && quota.budgetStopWorkspaces) {
-      for (const workspaceId of await listReadyWorkspaceIds(tenantId)) {
+      for (const workspaceId of await listReadyWorkspaceIds(tenantId, db)) {
         await deps.requestStop({
           tenantId,
           workspaceId,

@@ -19,7 +19,7 @@ export async function runMeteringFlush(deps: {
   requestStop: (payload: { tenantId: string; workspaceId: string; reason: string }) => Promise<unknown>;
   log: Logger;
 }): Promise<MeteringFlushResult & { accrued: number; budgets: BudgetEvaluation[] }> {
-  const accrued = await accrueRunningWorkspaces(new Date(Date.now() - ACCRUAL_EVERY_MS), 500);
+  const accrued = await accrueRunningWorkspaces(new Date(Date.now() - ACCRUAL_EVERY_MS), 500, db);
   const flushed = await flushMeteringBuffer(deps);
   const budgets = await evaluateBudgets(flushed.tenantIds, {
     rates: deps.quotas.rates,

@@ -63,7 +63,7 @@ export async function flushMeteringBuffer(
   },
 ): Promise<MeteringFlushResult> {
   const keys = { buffer: bufferKey(deps.redisPrefix), inflight: inflightKey(deps.redisPrefix) };
-  const write = deps.write ?? ((entries: TUsageEntry[]) => insertUsageRecords(entries));
+  const write = deps.write ?? ((entries: TUsageEntry[]) => insertUsageRecords(entries, db));
   const tenantIds = new Set<string>();
   let written = 0;
   let batches = 0;

@@ -30,8 +30,8 @@ export async function tenantUsageOverview(
   assertCan(scope, "tenant:read");
   const today = Math.floor(now / DAY) * DAY;
   const [days, topAgents] = await Promise.all([
-    tokensPerDay(scope, new Date(today - (DAYS - 1) * DAY)),
-    topAgentsByUsage(scope, new Date(now - TOP_AGENTS_DAYS * DAY), TOP_AGENTS),
+    tokensPerDay(scope, new Date(today - (DAYS - 1) * DAY), db),
+    topAgentsByUsage(scope, new Date(now - TOP_AGENTS_DAYS * DAY), TOP_AGENTS, db),
   ]);
   const byDay = new Map(days.map((day) => [day.at.getTime(), day]));
   return {

@@ -113,7 +113,7 @@ function decodeCursor(raw: string): TimelineCursor {
 async function assertReadable(scope: TenantScope, workspaceId: string): Promise<void> {
   assertCan(scope, "workspace:read");
   // Another tenant's workspace is NOT_FOUND here, and a member sees only their own sessions' ones.
-  await assertMayActOnWorkspace(scope, await getWorkspace(scope, workspaceId));
+  await assertMayActOnWorkspace(scope, await getWorkspace(scope, workspaceId, db), db);
 }
 
 /** The workspace page's stage timings: per-stage figures and its latest provisions stage by stage. */
@@ -141,7 +141,7 @@ export async function workspaceTimeline(
   const oldest = page.at(-1);
   const names = await auditActorNames(
     scope,
-    page.flatMap((row) => (row.source === "event" ? [storedActor(row.actor)] : [])),
+    page.flatMap((row) => (row.source === "event" ? [storedActor(row.actor)] : [])), db,
   );
   return {
     items: page.toReversed().map((row) =>

@@ -26,7 +26,7 @@ export async function setTenantQuotaOverrides(
   const { tenantId: ref, overrides } = parseInput(ZTenantQuotaOverridesRequest, raw);
   const tenant = await findTenantWithUsage(ref, db);
   if (!tenant) throw new AppError("NOT_FOUND", `no tenant ${ref}`, { userMessage: `No tenant ${ref}.` });
-  await saveQuotaOverrides(tenant.id, overrides);
+  await saveQuotaOverrides(tenant.id, overrides, db);
   await appendOperatorAudit(
     {
       actor: operatorAuditActor(actor),

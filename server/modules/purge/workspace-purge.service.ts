@@ -73,7 +73,7 @@ export async function purgeWorkspace(
   run: PurgeRun = {},
 ): Promise<{ outcome: "purged" | "already-purged"; receiptId?: string; generation?: number }> {
   const scope = await resolveSystemTenantScope(payload.tenantId, { allowSuspended: true });
-  const record = await findWorkspaceRecordForSystem(payload.workspaceId);
+  const record = await findWorkspaceRecordForSystem(payload.workspaceId, db);
   if (!record || record.tenantId !== payload.tenantId) {
     throw new AppError(
       "NOT_FOUND",
@@ -89,7 +89,7 @@ export async function purgeWorkspace(
     heldForMs: CLAIM_MS,
     reason: payload.reason,
     requestedBy: payload.actor,
-  });
+  }, db);
   if (claim.outcome === "already-purged") return { outcome: "already-purged" };
   const driver = deps.drivers.forKind(record.backendKind);
   const spec = specOfRecord(record);
@@ -100,7 +100,7 @@ export async function purgeWorkspace(
     let inventory = claim.inventory === null ? null : ZPurgeInventory.parse(claim.inventory);
     if (!inventory) {
       inventory = await inventoryOf(driver, spec);
-      if (!(await storePurgeInventory(record.id, holder, inventory))) throw lostClaim(record.id);
+      if (!(await storePurgeInventory(record.id, holder, inventory, db))) throw lostClaim(record.id);
     }
     // What was running (or may be, after an interrupted purge) stops before its data goes.
     if (["READY", "PROVISIONING", "STOPPING", "PURGING"].includes(claim.from)) await driver.stop(spec);
@@ -110,7 +110,7 @@ export async function purgeWorkspace(
       onProgress: async (progress) => {
         if (Date.now() - renewedAt < CLAIM_RENEW_MS) return;
         renewedAt = Date.now();
-        if (!(await renewWorkspaceClaim("purge", record.id, holder, CLAIM_MS))) throw lostClaim(record.id);
+        if (!(await renewWorkspaceClaim("purge", record.id, holder, CLAIM_MS, db))) throw lostClaim(record.id);
         await run.onProgress?.(progress);
       },
     });
@@ -134,7 +134,7 @@ export async function purgeWorkspace(
         databaseRows,
         deletedAt: new Date().toISOString(),
       }),
-    });
+    }, db);
     if (!receipt) throw lostClaim(record.id);
     emitLifecycleEvent(record.tenantId, "workspace.purged", {
       workspaceId: record.id,
@@ -144,7 +144,7 @@ export async function purgeWorkspace(
     return { outcome: "purged", receiptId: receipt.id, generation: record.generation };
   } catch (error) {
     // The next run (after a shutdown, a retry) takes over at once instead of waiting for the claim to lapse.
-    await releaseWorkspaceClaim("purge", record.id, holder).catch(() => undefined);
+    await releaseWorkspaceClaim("purge", record.id, holder, db).catch(() => undefined);
     throw error;
   }
 }

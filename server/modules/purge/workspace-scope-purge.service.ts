@@ -50,7 +50,7 @@ async function withAttachedWorkspace<T>(
     return await fn(workspace);
   } finally {
     await workspace.close().catch(() => undefined);
-    await releaseWorkspaceLease(scope, record.id, holder).catch(() => undefined);
+    await releaseWorkspaceLease(scope, record.id, holder, db).catch(() => undefined);
   }
 }
 
@@ -64,7 +64,7 @@ export async function purgeSessions(
   log: Logger,
 ): Promise<{ outcome: "purged" | "no-workspace"; sessions: number }> {
   const scope = await resolveSystemTenantScope(payload.tenantId);
-  const record = await findWorkspaceRecordForSystem(payload.workspaceId);
+  const record = await findWorkspaceRecordForSystem(payload.workspaceId, db);
   if (
     !record ||
     record.tenantId !== payload.tenantId ||
@@ -96,7 +96,7 @@ export async function purgeSessions(
             ledBy: sessionId === payload.sessionIds[0] ? null : payload.sessionIds[0],
             deletedAt: new Date().toISOString(),
           },
-        });
+        }, db);
       }
     },
   );
@@ -112,7 +112,7 @@ export async function purgeAgent(
   const scope = await resolveSystemTenantScope(payload.tenantId);
   const purged: { workspaceId: string; skills: string[] }[] = [];
   for (const workspaceId of new Set(payload.workspaceIds)) {
-    const record = await findWorkspaceRecordForSystem(workspaceId);
+    const record = await findWorkspaceRecordForSystem(workspaceId, db);
     if (
       !record ||
       record.tenantId !== payload.tenantId ||
@@ -139,6 +139,6 @@ export async function purgeAgent(
     targetType: "agent",
     targetId: payload.agentId,
     deleted: { workspaces: purged, deletedAt: new Date().toISOString() },
-  });
+  }, db);
   return { workspaces: purged.map((entry) => entry.workspaceId) };
 }

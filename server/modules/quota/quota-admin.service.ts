@@ -24,12 +24,12 @@ import {
 export async function readTenantUsage(scope: TenantScope, deps: QuotaDeps): Promise<TenantUsageView> {
   assertCan(scope, "workspace:manage");
   const tenantId = scope.tenantId;
-  const row = await getTenantQuota(tenantId);
+  const row = await getTenantQuota(tenantId, db);
   const limits = effectiveLimits(row, deps.config.defaults);
   const month = monthOf(new Date());
   const [live, total, turns, provisions, sums] = await Promise.all([
     countLiveWorkspaces(tenantId),
-    countTotalWorkspaces(tenantId),
+    countTotalWorkspaces(tenantId, db),
     countHeldTurns(deps, tenantId),
     admitProvisionInWindow(deps, tenantId, Number.MAX_SAFE_INTEGER, { consume: false }),
     sumUsageSince(tenantId, month.start),
@@ -74,7 +74,7 @@ export async function changeBudget(
   await audited(
     scope,
     { action: "budget.update", targetType: "tenant", targetId: scope.tenantId, details: budget },
-    () => saveBudgetSettings(scope.tenantId, budget),
+    () => saveBudgetSettings(scope.tenantId, budget, db),
   );
   return readTenantUsage(scope, deps);
 }

@@ -51,7 +51,7 @@ export function effectiveLimits(row: TenantQuotaRow, defaults: QuotaLimits): Quo
 }
 
 export async function tenantLimits(tenantId: string, deps: Pick<QuotaDeps, "config">): Promise<QuotaLimits> {
-  return effectiveLimits(await getTenantQuota(tenantId), deps.config.defaults);
+  return effectiveLimits(await getTenantQuota(tenantId, db), deps.config.defaults);
 }
 
 /** The hard stop: QUOTA_EXCEEDED once this month's spend reached a budget that has `budgetHardStop`. */
@@ -60,7 +60,7 @@ async function assertWithinBudget(
   deps: Pick<QuotaDeps, "config">,
   row?: TenantQuotaRow,
 ): Promise<void> {
-  const quota = row ?? (await getTenantQuota(tenantId));
+  const quota = row ?? (await getTenantQuota(tenantId, db));
   if (quota.monthlyBudgetUnits === null || !quota.budgetHardStop) return;
   const spent = await monthSpend(tenantId, deps.config.rates);
   if (spent >= quota.monthlyBudgetUnits)
@@ -74,7 +74,7 @@ const TURN_SLOT_TTL_MS = 2 * 60_000;
 
 /** Admits a turn: within the budget, and one of `concurrentTurns` slots taken atomically. */
 export async function admitTurn(tenantId: string, turnId: string, deps: QuotaDeps): Promise<TurnAdmission> {
-  const row = await getTenantQuota(tenantId);
+  const row = await getTenantQuota(tenantId, db);
   await assertWithinBudget(tenantId, deps, row);
   const limit = effectiveLimits(row, deps.config.defaults).concurrentTurns;
   const slot = await admitHeldTurn(deps, tenantId, turnId, limit, TURN_SLOT_TTL_MS);
@@ -135,9 +135,9 @@ export async function precheckProvision(
   workspaceId: string,
   deps: QuotaDeps,
 ): Promise<void> {
-  const row = await getTenantQuota(tenantId);
+  const row = await getTenantQuota(tenantId, db);
   const limits = effectiveLimits(row, deps.config.defaults);
-  const live = await countLiveWorkspaces(tenantId, { except: workspaceId });
+  const live = await countLiveWorkspaces(tenantId, { except: workspaceId }, db);
   if (live >= limits.liveWorkspaces) throw quotaExceeded("liveWorkspaces", limits.liveWorkspaces, live);
   await assertWithinBudget(tenantId, deps, row);
   const rate = await admitProvisionInWindow(deps, tenantId, limits.provisionsPerMinute, { consume: false });

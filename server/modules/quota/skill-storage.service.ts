@@ -23,7 +23,7 @@ export async function withinSkillStorage<T extends InstalledSkill>(
   const { tenantId, workspaceId, partition } = target;
   // Recorded without a cap too, so a cap set later counts what is already stored.
   const limit = (await tenantLimits(tenantId, deps)).skillStorageBytes;
-  const used = await sumStoredSkillBytes(tenantId);
+  const used = await sumStoredSkillBytes(tenantId, db);
   if (limit > 0 && used >= limit) throw quotaExceeded("skillStorageBytes", limit, used);
   const room = limit > 0 ? limit - used : undefined;
   let installed: T;
@@ -42,7 +42,7 @@ export async function withinSkillStorage<T extends InstalledSkill>(
     tenantId,
     { workspaceId, partition, dir: installed.dir },
     installed.storedBytes,
-    (row) => effectiveLimits(row, deps.config.defaults).skillStorageBytes,
+    (row) => effectiveLimits(row, deps.config.defaults).skillStorageBytes, db,
   ).catch(async (error: unknown) => {
     await remove(installed.dir);
     throw error;
@@ -60,5 +60,5 @@ export async function releaseStoredSkills(key: {
   partition?: string;
   dir?: string;
 }): Promise<number> {
-  return deleteStoredSkills(key);
+  return deleteStoredSkills(key, db);
 }

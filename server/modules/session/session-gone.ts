@@ -11,10 +11,10 @@ import type { SessionDTO } from "./session.types";
  */
 export async function getSessionOrWhyGone(scope: TenantScope, sessionId: string): Promise<SessionDTO> {
   try {
-    return await getSession(scope, sessionId);
+    return await getSession(scope, sessionId, db);
   } catch (error) {
     if (!isAppError(error) || error.code !== "NOT_FOUND") throw error;
-    const gone = await findDeletedSession(scope, sessionId);
+    const gone = await findDeletedSession(scope, sessionId, db);
     if (!gone) throw error;
     throw new AppError("NOT_FOUND", `session ${sessionId} was deleted with agent ${gone.agentId}`, {
       userMessage:

@@ -194,8 +194,8 @@ async function assertMayOpenTerminal(
   workspaceId: string,
 ): Promise<void> {
   assertCan(scope, "session:use");
-  const record = await getWorkspace(scope, workspaceId);
-  await assertMayActOnWorkspace(scope, record);
+  const record = await getWorkspace(scope, workspaceId, db);
+  await assertMayActOnWorkspace(scope, record, db);
   if (record.state !== "READY") {
     throw new AppError("CONFLICT", `workspace ${workspaceId} is ${record.state}`, {
       userMessage: `The workspace is ${record.state.toLowerCase()}: a terminal needs a ready workspace.`,
@@ -270,7 +270,7 @@ async function runTerminal(
   const { service, options, relay, log } = deps;
   const machine = workspace.machine;
   if (!machine.openPty) throw new AppError("UNPROCESSABLE", "backend has no PTY");
-  const env = agentId ? ((await getAgentOrNull(scope, agentId))?.env ?? {}) : {};
+  const env = agentId ? ((await getAgentOrNull(scope, agentId, db))?.env ?? {}) : {};
   const pty = await machine.openPty({ ...size, env });
   const openedAt = Date.now();
   const renew = setInterval(() => {
