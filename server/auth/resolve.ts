@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { createHash } from "node:crypto";
 import { AppError } from "@/server/shared/errors";
 import type { BerthAuth } from "@/server/auth/auth";
@@ -70,7 +71,7 @@ async function resolveApiKeyPrincipal(key: string): Promise<RequestPrincipal> {
 }
 
 /** The usable key behind a plain key (recording its use, at most once a minute), or null. */
-export async function authenticateApiKey(plainKey: string): Promise<GateApiKey | null> {
+export async function authenticateApiKey(plainKey: string, db: Db): Promise<GateApiKey | null> {
   const gate = await findApiKeyByHashForGate(hashApiKey(plainKey), db);
   if (!gate?.usable) return null;
   const now = new Date();
@@ -96,6 +97,7 @@ export function hashApiKey(key: string): string {
 export async function resolveTenantScope(
   principal: RequestPrincipal,
   tenantIdOrSlug: string,
+  db: Db,
 ): Promise<TenantScope> {
   if (principal.kind === "user") {
     const membership = await findMembershipForGate(tenantIdOrSlug, principal.userId, db);
@@ -134,7 +136,7 @@ function scopeForKey(
 }
 
 /** Re-reads membership (or the key) for an existing scope; for mutations. Throws FORBIDDEN when gone. */
-export async function reverifyTenantScope(scope: TenantScope): Promise<TenantScope> {
+export async function reverifyTenantScope(scope: TenantScope, db: Db): Promise<TenantScope> {
   if (scope.apiKeyId) {
     const key = await findApiKeyForGate(scope.apiKeyId, db);
     if (!key) throw forbidden(`api key ${scope.apiKeyId} no longer exists`);
@@ -172,6 +174,7 @@ export async function reverifyTenantScope(scope: TenantScope): Promise<TenantSco
 export async function resolveSystemTenantScope(
   tenantId: string,
   options: { allowSuspended?: boolean } = {},
+  db: Db,
 ): Promise<TenantScope> {
   const found = await findTenantForGate(tenantId, db);
   if (found?.id !== tenantId)
@@ -181,7 +184,7 @@ export async function resolveSystemTenantScope(
 }
 
 /** True while the tenant exists and is active (not suspended or being deleted): for work already under way. */
-export async function tenantAdmitsWork(tenantId: string): Promise<boolean> {
+export async function tenantAdmitsWork(tenantId: string, db: Db): Promise<boolean> {
   return (await findTenantForGate(tenantId, db))?.status === "active";
 }
 

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
 import { findUserTenantsByEmailForGate } from "@/server/auth/gate.data";
@@ -28,6 +29,8 @@ export const DEFAULT_SIGN_IN_LIMITS: SignInGuardLimits = {
 };
 
 export type SignInGuardDeps = {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   redis: Redis;
   redisPrefix: string;
   limits?: SignInGuardLimits;
@@ -38,6 +41,7 @@ export type SignInGuardDeps = {
 const SIGN_IN_PATH = "/api/auth/sign-in/email";
 
 export function createSignInGuard(deps: SignInGuardDeps) {
+  const { db } = deps;
   const limits = deps.limits ?? DEFAULT_SIGN_IN_LIMITS;
   const key = (kind: "addr" | "acct", value: string) =>
     [deps.redisPrefix, "sign-in-failures", kind, createHash("sha256").update(value).digest("hex")].join(":");

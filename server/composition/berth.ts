@@ -233,6 +233,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       content: createWorkspaceContentService(service),
       terminals: createWorkspaceTerminalService(
         service,
+        db(),
         { reattachGraceMs: config.http.terminalReattachGraceMs },
         relay,
       ),
@@ -243,6 +244,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
     const subscriber = createRedisConnection(config.redis, "worker", "berth-turn-cancel");
     const { liveness, ttlMs } = holder();
     const services = createAgentServices({
+      db: db(),
       workspaces: workspaces().service,
       secretKey: secretKey(),
       cancelBus: new RedisCancelBus({ redis: redis(), subscriber, prefix: config.redis.prefix }),
@@ -272,6 +274,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
     });
     const origins = { allowedOrigins: [new URL(config.http.baseUrl).origin, ...trustedOrigins] };
     const signInGuard = createSignInGuard({
+      db: db(),
       redis: redis(),
       redisPrefix: config.redis.prefix,
       recordAudit: (scope, entry) => recordAudit(scope, entry),
@@ -376,6 +379,7 @@ export function composeEngine(
 ): WorkspaceEngine {
   const { config, queues, log, encryptionKey, db, ...rest } = options;
   const ensureProvisioned = createProvisionGate({
+    db,
     queues,
     waitMs: config.provisionWaitMs,
     log: log.child({ component: "workspace-engine" }),

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { isAPIError } from "better-auth/api";
 import { z } from "zod";
 import type { BerthAuth } from "@/server/auth/auth";
@@ -30,6 +31,7 @@ export async function changePassword(
   auth: BerthAuth,
   caller: { userId: string; email: string; headers: Headers },
   raw: z.input<typeof ZChangePasswordInput>,
+  db: Db,
 ): Promise<{ changed: true; setCookies: string[] }> {
   const input = parseInput(ZChangePasswordInput, raw);
   let setCookies: string[];
@@ -60,7 +62,7 @@ export async function changePassword(
   return { changed: true, setCookies };
 }
 
-async function audit(email: string, outcome: "success" | "failure"): Promise<void> {
+async function audit(email: string, outcome: "success" | "failure", db: Db): Promise<void> {
   const account = await findUserTenantsByEmailForGate(email, db);
   if (!account) return;
   const meta = currentRequestMeta();

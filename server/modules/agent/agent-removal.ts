@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import { deleteAgent, getAgent, listWorkerAgentIds } from "@/server/modules/agent/agent.data";
 import { audited } from "@/server/modules/audit/audited";
@@ -47,7 +48,7 @@ const SESSION_PURGE_BATCH = 1_000;
  * Every workspace the agent has used (its sessions' workspaces and its bindings), its session ids, and
  * those ids grouped by workspace (for the offload purge).
  */
-async function footprintOf(scope: TenantScope, agentId: string) {
+async function footprintOf(scope: TenantScope, agentId: string, db: Db) {
   const workspaceIds = new Set<string>();
   const ownWorkspaceIds: string[] = [];
   const sessionIds: string[] = [];
@@ -121,6 +122,7 @@ export async function removeAgent(
   deps: AgentRemovalDeps,
   cause: Record<string, unknown> = {},
   seen: Set<string> = new Set(),
+  db: Db,
 ): Promise<AgentRemoval> {
   seen.add(agentId);
   return audited(
@@ -190,6 +192,7 @@ export async function removeWorkerAgentsOf(
   leaderSessionIds: string[],
   deps: AgentRemovalDeps,
   cause: Record<string, unknown>,
+  db: Db,
 ): Promise<string[]> {
   const workerAgentIds = await listWorkerAgentIds(scope, leaderSessionIds, db);
   for (const workerId of workerAgentIds) {

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { SecretKey } from "@/server/auth/secrets";
 import type { TenantScope } from "@/server/auth/scope";
 import {
@@ -24,6 +25,8 @@ import { parseInput } from "@/server/shared/parse-input";
 export type { AgentView };
 
 export type AgentServiceDeps = {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   secretKey: SecretKey;
   /** The workspace service's `session.purge` and `agent.purge` producers (jobs run in the workers). */
   enqueueSessionPurge(
@@ -65,6 +68,7 @@ async function assertStdioDefaultsAllowed(
 }
 
 export function createAgentService(deps: AgentServiceDeps) {
+  const { db } = deps;
   const onAuditFailure = deps.onAuditFailure ?? (() => undefined);
 
   return {

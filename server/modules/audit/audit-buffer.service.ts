@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { z } from "zod";
 import type { Redis } from "ioredis";
 import { enqueue } from "@/server/queue/enqueue";
@@ -199,7 +200,7 @@ export async function auditDeadLetters(
  * when buffered (so a retry inserts nothing twice). Entries of a tenant that no longer exists are dropped:
  * its audit rows were cascaded away, and writing them would fail the batch forever. Returns rows inserted.
  */
-export async function writeBufferedAuditEntries(entries: TBufferedAuditEntry[]): Promise<number> {
+export async function writeBufferedAuditEntries(entries: TBufferedAuditEntry[], db: Db): Promise<number> {
   const byTenant = new Map<string, TBufferedAuditEntry[]>();
   for (const entry of entries) {
     const group = byTenant.get(entry.tenantId);

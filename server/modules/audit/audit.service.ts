@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import { parseInput } from "@/server/shared/parse-input";
 import { auditActorNames, auditFacets, listAuditLogs } from "./audit.data";
@@ -23,7 +24,7 @@ function actorLabelOf(entry: AuditLogDTO, names: Map<string, string>): string {
  * outcome, time range), with actors named (user emails, API key names) and failure reasons pulled out of
  * the details. The CSV export reads the same filtered rows as the list.
  */
-export function createAuditService() {
+export function createAuditService(db: Db) {
   async function view(scope: TenantScope, entries: AuditLogDTO[]): Promise<AuditLogView[]> {
     const names = await auditActorNames(
       scope,

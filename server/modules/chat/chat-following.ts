@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { z } from "zod";
 import type { TenantScope } from "@/server/auth/scope";
 import type { Logger } from "@/server/logger";
@@ -36,7 +37,8 @@ const IDLE_BACKSTOP_MS = 5_000;
  * Reading never affects a turn. Each use case is a function of the same `TurnAttachDeps`
  * (`followingDeps` builds them once per service).
  */
-export function followingDeps(deps: { log: TurnEventLog; registry: TurnRegistry }): TurnAttachDeps {
+export function followingDeps(deps: { log: TurnEventLog; registry: TurnRegistry; db: Db }): TurnAttachDeps {
+  const { db } = deps;
   return {
     log: deps.log,
     getTurn: (scope, turnId) => getTurn(scope, turnId, db),
@@ -79,6 +81,7 @@ export async function attachToTurn(
   scope: TenantScope,
   raw: z.input<typeof ZChatAttachRequest>,
   signal?: AbortSignal,
+  db: Db,
 ): Promise<AsyncIterable<TAttachedTurnEvent>> {
   const input = parseInput(ZChatAttachRequest, raw);
   const session = await getSession(scope, input.sessionId, db);
@@ -98,6 +101,7 @@ export async function followTurns(
   scope: TenantScope,
   sessionId: string,
   signal?: AbortSignal,
+  db: Db,
 ): Promise<AsyncIterable<TSessionFollowEvent>> {
   const session = await getSession(scope, sessionId, db);
   // A turn started on another replica is announced on the tenant's change feed (Redis pub/sub): it
@@ -124,7 +128,7 @@ export async function followTurns(
 }
 
 /** `chat.turns`: the session's recent turns with their status and, for a failed or interrupted one, why. */
-export async function listTurns(scope: TenantScope, sessionId: string) {
+export async function listTurns(scope: TenantScope, sessionId: string, db: Db) {
   const session = await getSession(scope, sessionId, db);
-  return listTurnSummaries(scope, session.id);
+  return listTurnSummaries(scope, session.id, undefined, db);
 }

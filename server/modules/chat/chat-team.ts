@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { randomUUID } from "node:crypto";
 import type { SecretKey } from "@/server/auth/secrets";
 import type { TenantScope } from "@/server/auth/scope";
@@ -17,6 +18,8 @@ import { createTeamTools } from "@/server/agent/team-tools";
  * worker agent records `createdByLeaderSessionId`, so it is deleted with the leader, the invited agent is not.
  */
 export type TeamDeps = {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   secretKey: SecretKey;
   createSession(
     scope: TenantScope,
@@ -104,6 +107,7 @@ export async function teamToolsFor(
   scope: TenantScope,
   session: SessionDTO,
 ): Promise<AgentTool[]> {
+  const { db } = deps;
   if (session.leaderSessionId !== null) return [];
   const page = await listAgents(scope, { limit: INVITABLE_LIMIT }, db);
   const invitableAgents = page.items

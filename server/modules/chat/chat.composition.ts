@@ -1,4 +1,5 @@
 import type { SecretKey } from "@/server/auth/secrets";
+import type { Db } from "@/server/db";
 import { createAgentService, type AgentService } from "@/server/modules/agent/agent.service";
 import { createJobsService, type JobsService } from "@/server/modules/jobs/jobs.service";
 import { createSessionService, type SessionService } from "@/server/modules/session/session.service";
@@ -41,6 +42,8 @@ export type AgentServices = {
 };
 
 export function createAgentServices(deps: {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   workspaces: WorkspaceService;
   secretKey: SecretKey;
   /** Cancel requests between processes (Redis pub/sub). */
@@ -55,12 +58,18 @@ export function createAgentServices(deps: {
   /** Quota admission of turns (default: the installation's, built on first use). */
   quota?: QuotaDeps;
 }): AgentServices {
+  const { db } = deps;
   const log = deps.workspaces.engine.log.child({ component: "chat" });
   const onAuditFailure = (error: unknown) => log.error({ err: error }, "audit write failed");
   const turnTtlMs = deps.turnTtlMs ?? 60_000;
   let quota = deps.quota;
   const registry = new TurnRegistry({
-    claims: { claim: claimTurn, heartbeat: heartbeatTurn, interrupt: interruptTurn, get: getTurn },
+    claims: {
+      claim: (scope, input) => claimTurn(scope, input, db),
+      heartbeat: (turnId, ownerId) => heartbeatTurn(turnId, ownerId, db),
+      interrupt: (scope, sessionId, turnId) => interruptTurn(scope, sessionId, turnId, db),
+      get: (scope, turnId) => getTurn(scope, turnId, db),
+    },
     cancelBus: deps.cancelBus,
     liveness: deps.liveness,
     turnTtlMs,

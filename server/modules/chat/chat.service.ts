@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { z } from "zod";
 import type { SecretKey } from "@/server/auth/secrets";
 import type { TenantScope } from "@/server/auth/scope";
@@ -25,6 +26,8 @@ import { sendTurn } from "./turn-send";
  * turn's status and reason. Composed per process in chat.composition.ts.
  */
 export type ChatServiceDeps = {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   workspaces: ChatWorkspacePort;
   registry: TurnRegistry;
   secretKey: SecretKey;
@@ -45,6 +48,7 @@ export type ChatServiceDeps = {
 };
 
 export function createChatService(deps: ChatServiceDeps) {
+  const { db } = deps;
   const eventLog = deps.eventLog ?? new InMemoryTurnEventLog();
   const ctx: ChatContext = {
     workspaces: deps.workspaces,

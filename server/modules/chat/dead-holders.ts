@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
 import type { Logger } from "@/server/logger";
 import {
@@ -18,13 +19,16 @@ import type { Liveness } from "./turn-registry";
  * so several processes reaping at once do no harm.
  */
 export async function reapDeadHolders(deps: {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   liveness: Liveness;
   turnTtlMs: number;
   /** Turns running in this process are never reaped here (their heartbeat may lag during an outage). */
   isRunningHere: (sessionId: string) => boolean;
   log: Logger;
 }): Promise<{ interruptedTurns: number; releasedLeases: number }> {
-  const turns = await listRunningTurns();
+  const { db } = deps;
+  const turns = await listRunningTurns(undefined, db);
   const owners = new Set([...turns.map((turn) => turn.ownerId), ...(await listLeaseOwnersForSystem(db))]);
   owners.delete(deps.liveness.ownerId);
   const liveness = await deps.liveness.classify([...owners]).catch((error: unknown) => {

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { generateText } from "ai";
 import { z } from "zod";
 import type { SecretKey } from "@/server/auth/secrets";
@@ -40,6 +41,7 @@ export async function checkAgentModel(
   scope: TenantScope,
   agentId: string,
   deps: { secretKey: SecretKey; timeoutMs?: number },
+  db: Db,
 ): Promise<TModelCheckResult> {
   assertCan(scope, "agent:manage");
   const agent = await getAgent(scope, agentId, db);

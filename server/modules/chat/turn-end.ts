@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import type { Logger } from "@/server/logger";
 import { isConnectionError } from "@/server/shared/errors";
@@ -35,6 +36,7 @@ export async function storeTurnEnd(
   turn: RunningTurn,
   outcome: TurnOutcome,
   result: TurnResult | null,
+  db: Db,
 ): Promise<void> {
   const sessionStatus = outcome.done.status === "failed" ? "ERROR" : "IDLE";
   const messages = result ? result.newMessages.map(toStoredMessage) : [];
@@ -70,6 +72,7 @@ export async function storeUnsavedTurn(
   userMessage: string,
   done: DoneEvent,
   thrown: unknown,
+  db: Db,
 ): Promise<ErrorEvent> {
   if (isConnectionError(thrown)) {
     return {

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { randomUUID } from "node:crypto";
 import type { TenantScope } from "@/server/auth/scope";
 import { type AgentDTO, defaultSystemPrompt } from "@/server/modules/agent/agent.types";
@@ -278,7 +279,7 @@ async function teamTools(ctx: ChatContext, scope: TenantScope, session: SessionD
 }
 
 /** The session's stored conversation, every page of it, as the model is given it. */
-async function loadHistory(scope: TenantScope, sessionId: string): Promise<StoredChatMessage[]> {
+async function loadHistory(scope: TenantScope, sessionId: string, db: Db): Promise<StoredChatMessage[]> {
   const rows: ChatMessageDTO[] = [];
   let afterId: string | undefined;
   for (;;) {

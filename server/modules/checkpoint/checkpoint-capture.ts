@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import { captureCheckpoint } from "@/server/workspace/checkpoints/capture";
 import type { CheckpointStore } from "@/server/workspace/checkpoints/checkpoint-store";
@@ -15,6 +16,7 @@ export async function captureRowOf(
   scope: TenantScope,
   workspace: { machine: WorkspaceMachine; workspaceId: string; generation: number },
   signal?: AbortSignal,
+  db: Db,
 ) {
   const started = Date.now();
   const previous = await latestCheckpointTree(scope, workspace.workspaceId, workspace.generation, db);

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { Logger } from "@/server/logger";
 import type { CheckpointStore } from "@/server/workspace/checkpoints/checkpoint-store";
 import {
@@ -37,6 +38,7 @@ export type TenantPruneResult = {
 export async function pruneCheckpoints(
   deps: { store: CheckpointStore; now?: () => Date; graceMs?: number },
   log: Logger,
+  db: Db,
 ): Promise<{ tenants: TenantPruneResult[] }> {
   const tenants: TenantPruneResult[] = [];
   for (const tenant of await listTenantsWithCheckpoints(db)) {
@@ -56,6 +58,7 @@ async function pruneTenant(
   deps: { store: CheckpointStore; now?: () => Date; graceMs?: number },
   tenantId: string,
   policy: ReturnType<typeof retentionPolicyOf>,
+  db: Db,
 ): Promise<TenantPruneResult> {
   const rows = await listRetentionRows(tenantId, db);
   const held = await checkpointsHeldByRestores(tenantId, db);

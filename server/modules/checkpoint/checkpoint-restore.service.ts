@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
 import type { Logger } from "@/server/logger";
 import { announceChange } from "@/server/modules/live/change-feed";
@@ -18,6 +19,8 @@ import {
 import { captureRowOf } from "./checkpoint-capture";
 
 export type RestoreJobDeps = {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   workspaces: Pick<WorkspaceService, "withLease">;
   store: CheckpointStore;
 };
@@ -35,6 +38,7 @@ export async function runCheckpointRestore(
   log: Pick<Logger, "warn">,
   options: { isLastAttempt: boolean; signal?: AbortSignal | undefined },
 ): Promise<{ written: number; deleted: number } | { skipped: string }> {
+  const { db } = deps;
   const scope = await resolveSystemTenantScope(payload.tenantId);
   const restore = await getRestore(scope, payload.restoreId, db);
   if (restore.status !== "RUNNING") return { skipped: `restore is ${restore.status}` };
@@ -96,7 +100,7 @@ const PROGRESS_EVERY_MS = 1_000;
  * one write at a time and in order. `flushed` waits for them (before the restore is ended, so its final
  * count is what the row says). A failed write is only logged: progress is advisory.
  */
-function progressWriter(scope: TenantScope, restoreId: string, log: Pick<Logger, "warn">) {
+function progressWriter(scope: TenantScope, restoreId: string, log: Pick<Logger, "warn">, db: Db) {
   let lastAt = 0;
   let writing: Promise<void> = Promise.resolve();
   return {
@@ -124,6 +128,7 @@ async function safetyCheckpoint(
   restore: RestoreOf,
   machine: WorkspaceMachine,
   generation: number,
+  db: Db,
 ): Promise<{ id: string; root: string }> {
   if (restore.safetyCheckpointId) {
     const recorded = await getCheckpoint(scope, restore.safetyCheckpointId, db);

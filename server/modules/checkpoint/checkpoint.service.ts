@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import type { Logger } from "@/server/logger";
 import { audited } from "@/server/modules/audit/audited";
@@ -26,6 +27,8 @@ import { captureRowOf } from "./checkpoint-capture";
 import { unifiedDiffOf } from "./checkpoint-text";
 
 export type CheckpointServiceDeps = {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   store: CheckpointStore;
   /** Hands a begun restore to the workers (`checkpoint.restore`). */
   enqueueRestore: (scope: TenantScope, restoreId: string) => Promise<void>;
@@ -36,6 +39,7 @@ export type CheckpointServiceDeps = {
 const MAX_DIFF_FILES = 2_000;
 
 export function createCheckpointService(deps: CheckpointServiceDeps) {
+  const { db } = deps;
   const { store } = deps;
   const readTree = (tenantId: string) => (hash: string) => store.readTree(tenantId, hash);
 
@@ -228,7 +232,10 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
             checkpointId: checkpoint.id,
             workspaceId: session.workspaceId,
             sessionId: session.id,
-          });
+          },
+          undefined,
+          db,
+          );
           await deps.enqueueRestore(scope, restoreId);
           return { restoreId };
         },

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import type { Logger } from "@/server/logger";
 import { appendWorkspaceEvent } from "@/server/modules/workspace/workspace.data";
@@ -26,6 +27,7 @@ export async function checkResumeIntegrity(
     withMachine(check: (machine: WorkspaceMachine) => Promise<void>): Promise<void>;
     signal?: AbortSignal;
   },
+  db: Db,
 ): Promise<void> {
   try {
     const last = await latestCheckpointTree(scope, workspace.id, workspace.generation, db);

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { roleCan } from "@/server/auth/policy";
 import { isRoleAtLeast } from "@/server/auth/roles";
 import type { TenantScope } from "@/server/auth/scope";
@@ -15,7 +16,7 @@ const MAX_PENDING = 500;
  * up read workspaces, sessions and members; members hear only of the workspaces of their own sessions; the
  * jobs page and invitations are for admins.
  */
-async function mayHearOf(scope: TenantScope, change: TenantChange): Promise<boolean> {
+async function mayHearOf(scope: TenantScope, change: TenantChange, db: Db): Promise<boolean> {
   switch (change.topic) {
     case "workspace":
       if (!roleCan(scope.role, "workspace:read")) return false;

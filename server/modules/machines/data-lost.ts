@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import { appendWorkspaceEvent } from "@/server/modules/workspace/workspace.data";
 import type { WorkspaceRecord } from "@/server/modules/workspace/workspace-lifecycle.data";
@@ -10,6 +11,7 @@ export async function recordDataLostEvent(
   scope: TenantScope,
   record: WorkspaceRecord,
   reason: string,
+  db: Db,
 ): Promise<void> {
   await appendWorkspaceEvent(scope, record.id, {
     kind: "data_lost",

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
 import type { Logger } from "@/server/logger";
 import { effectiveIdleTtlMs } from "@/server/modules/tenant/tenant-policy";
@@ -16,6 +17,7 @@ export async function sweepIdleWorkspaces(
   log: Logger,
   now = new Date(),
 ): Promise<{ stopping: string[]; leased: string[]; skipped: number }> {
+  const { db } = deps;
   const installationTtlMs = deps.config.idleTtlMs;
   const idleBefore = new Date(now.getTime() - installationTtlMs);
   // A tenant's own idle TTL counts when it is shorter (the installation's is the maximum): min(tenant, installation).

@@ -64,6 +64,7 @@ async function loadRecord(
   tenantId: string,
   workspaceId: string,
   options: { allowSuspended?: boolean } = {},
+  db: Db,
 ): Promise<{ scope: TenantScope; record: WorkspaceRecord }> {
   const scope = await resolveSystemTenantScope(tenantId, options);
   const record = await findWorkspaceRecordForSystem(workspaceId, db);
@@ -89,7 +90,7 @@ type ProvisionOutcome = {
  * of an attempt whose worker died (stalled-job recovery), so it provisions again (create-or-get).
  */
 export async function provisionWorkspace(
-  deps: Pick<WorkspaceJobDeps, "drivers" | "quota" | "provisionClaimMs" | "checkpoints">,
+  deps: Pick<WorkspaceJobDeps, "db" | "drivers" | "quota" | "provisionClaimMs" | "checkpoints">,
   payload: z.output<typeof ZWorkspaceProvisionPayload>,
   log: Logger,
   /** The job's enqueue and pick-up times (epoch ms): the stage timings start there. */
@@ -97,6 +98,7 @@ export async function provisionWorkspace(
   /** The job's signal (shutdown, a lost lock): ends a wait for another run's claim. */
   signal?: AbortSignal,
 ): Promise<ProvisionOutcome> {
+  const { db } = deps;
   for (;;) {
     const outcome = await provisionOnce(deps, payload, log, timing);
     if (outcome !== "claim-held") return outcome;
@@ -106,11 +108,12 @@ export async function provisionWorkspace(
 
 /** One look at the workspace and, under its claim, the provision; "claim-held": another run has it. */
 async function provisionOnce(
-  deps: Pick<WorkspaceJobDeps, "drivers" | "quota" | "provisionClaimMs" | "checkpoints">,
+  deps: Pick<WorkspaceJobDeps, "db" | "drivers" | "quota" | "provisionClaimMs" | "checkpoints">,
   payload: z.output<typeof ZWorkspaceProvisionPayload>,
   log: Logger,
   timing: { requestedAt: number; pickedUpAt: number },
 ): Promise<ProvisionOutcome | "claim-held"> {
+  const { db } = deps;
   const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId);
   const driver = deps.drivers.forKind(record.backendKind);
   const quota = deps.quota ?? defaultQuotaDeps();
@@ -247,7 +250,7 @@ async function enterProvisioning(input: {
   spec: Parameters<Driver["exists"]>[0];
   admit: ReturnType<typeof provisionAdmission>;
   dataLoss: ReturnType<typeof dataLossRecorder>;
-}): Promise<"already-ready" | "provisioning"> {
+}, db: Db): Promise<"already-ready" | "provisioning"> {
   const { scope, record, payload, driver, spec, admit, dataLoss } = input;
   switch (record.state) {
     case "READY":
@@ -312,6 +315,7 @@ function progressRecorder(
   timings: ReturnType<typeof startProvisionTimings>,
   dataLoss: ReturnType<typeof dataLossRecorder>,
   log: Logger,
+  db: Db,
 ) {
   let progressEvents = Promise.resolve();
   const onProgress = (progress: CreateProgress) => {
@@ -341,6 +345,7 @@ async function recordProvisionFailure(
   error: unknown,
   timings: ReturnType<typeof startProvisionTimings>,
   log: Logger,
+  db: Db,
 ) {
   const message = error instanceof Error ? error.message : String(error);
   await transitionFrom(scope, record.id, {
@@ -362,9 +367,10 @@ async function recordProvisionFailure(
 
 /** `workspace.stop`: READY | STOPPING → STOPPED; the machine stops, its data stays. */
 export async function stopWorkspace(
-  deps: Pick<WorkspaceJobDeps, "drivers">,
+  deps: Pick<WorkspaceJobDeps, "db" | "drivers">,
   payload: z.output<typeof ZWorkspaceStopPayload>,
 ): Promise<{ outcome: "stopped" | "nothing-to-stop"; state: string }> {
+  const { db } = deps;
   const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId, { allowSuspended: true });
   if (record.state === "READY") {
     await transitionFrom(scope, record.id, { from: ["READY"], to: "STOPPING", reason: payload.reason }, db);

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { releaseWorkspaceClaim, renewWorkspaceClaim } from "@/server/modules/workspace/workspace-claim.data";
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -32,6 +33,7 @@ export async function claimProvision(
   workspaceId: string,
   heldForMs: number,
   log: Logger,
+  db: Db,
 ): Promise<ProvisionClaim | null> {
   const holder = `${processTag}:${randomUUID()}`;
   liveHolders.add(holder);
@@ -74,7 +76,7 @@ export async function claimProvision(
  * Waits while another run holds a live claim on `workspaceId`: until its state changes, its claim is
  * let go or lapses. Aborted by `signal` (shutdown, a lost job lock) with the signal's reason.
  */
-export async function waitForProvisionClaim(workspaceId: string, signal?: AbortSignal): Promise<void> {
+export async function waitForProvisionClaim(workspaceId: string, signal?: AbortSignal, db: Db): Promise<void> {
   for (;;) {
     signal?.throwIfAborted();
     const claim = await readProvisionClaim(workspaceId, db);

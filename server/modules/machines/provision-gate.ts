@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { Job } from "bullmq";
 import { z } from "zod";
@@ -21,6 +22,8 @@ import { handleOfRecord } from "@/server/modules/workspace/workspace-spec";
 const ZProvisionResult = z.object({ path: z.enum(STAGE_PATHS).optional() });
 
 export type ProvisionGateDeps = {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   queues: QueueSet<BerthJobCatalog>;
   /** How long one call waits for the workers before answering UNAVAILABLE. */
   waitMs: number;
@@ -84,6 +87,7 @@ function provisionedRecord(record: WorkspaceRecord): ProvisionedMachine {
  * try again after a failure (which stays recorded on the workspace: state FAILED, error, event) or a stop.
  */
 export function createProvisionGate(deps: ProvisionGateDeps): EnsureProvisioned {
+  const { db } = deps;
   const enqueue = createEnqueue(deps.queues);
   let quota = deps.quota;
   // Refused before any job or backend call: live workspaces, budget, provisions per minute. The worker's

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { z } from "zod";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
 import type { Logger } from "@/server/logger";
@@ -38,13 +39,14 @@ const STUCK_AFTER_MS = 10 * 60_000;
  * reporting what it did.
  */
 export async function reconcileWorkspaces(
-  deps: Pick<WorkspaceJobDeps, "drivers" | "requestProvision" | "requestStop">,
+  deps: Pick<WorkspaceJobDeps, "db" | "drivers" | "requestProvision" | "requestStop">,
   payload: z.output<typeof ZWorkspaceReconcilePayload>,
   log: Logger,
   /** The job's signal: an orphan folder is reaped in yielding batches that stop at it (shutdown). */
   run: { signal?: AbortSignal | undefined } = {},
   now = new Date(),
 ): Promise<ReconcileReport> {
+  const { db } = deps;
   const report: ReconcileReport = {
     dryRun: payload.dryRun,
     reapedOrphans: [],
@@ -70,11 +72,12 @@ export async function reconcileWorkspaces(
  * the transition (provision and stop both resume an interrupted run), and an event says why.
  */
 async function resumeStuckTransitions(
-  deps: Pick<WorkspaceJobDeps, "requestProvision" | "requestStop">,
+  deps: Pick<WorkspaceJobDeps, "db" | "requestProvision" | "requestStop">,
   payload: z.output<typeof ZWorkspaceReconcilePayload>,
   report: ReconcileReport,
   now: Date,
 ): Promise<void> {
+  const { db } = deps;
   const before = new Date(now.getTime() - (payload.stuckAfterMs ?? STUCK_AFTER_MS));
   for (const record of await listStuckTransitionsForSystem(before, db)) {
     const state = record.state === "PROVISIONING" ? "PROVISIONING" : "STOPPING";
@@ -99,6 +102,7 @@ async function reconcileDriver(
   report: ReconcileReport,
   log: Logger,
   signal: AbortSignal | undefined,
+  db: Db,
 ): Promise<void> {
   const records = new Map((await listLiveRecordsForSystem(driver.kind, db)).map((record) => [record.id, record]));
   for (const resource of await driver.listResources()) {

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { createHash, createHmac, randomBytes } from "node:crypto";
 import type { z } from "zod";
 import type { BerthAuth } from "@/server/auth/auth";
@@ -91,6 +92,7 @@ export async function replayInvite(
   scope: TenantScope,
   createKey: string,
   deps: LinkSecret,
+  db: Db,
 ): Promise<{ invite: InviteDTO; token: string } | null> {
   const first = await findInviteByCreateKey(scope, createKey, db);
   if (!first) return null;
@@ -115,6 +117,7 @@ export async function issueInviteLink(
   scope: TenantScope,
   input: { role: TenantRole; note: string; expiresInHours: number; createdById: string },
   keyed: { createKey?: string } & LinkSecret = {},
+  db: Db,
 ): Promise<{ invite: InviteDTO; token: string }> {
   const token = keyed.createKey
     ? keyedToken(scope, keyed.createKey, keyed)
@@ -138,12 +141,12 @@ export async function issueInviteLink(
   return { invite, token };
 }
 
-export async function listTenantInvites(scope: TenantScope): Promise<InviteDTO[]> {
+export async function listTenantInvites(scope: TenantScope, db: Db): Promise<InviteDTO[]> {
   assertCan(scope, "member:manage");
   return listInvites(scope, db);
 }
 
-export async function revokeInvite(scope: TenantScope, inviteId: string): Promise<void> {
+export async function revokeInvite(scope: TenantScope, inviteId: string, db: Db): Promise<void> {
   assertCan(scope, "member:manage");
   if (!(await revokeInviteRow(scope, inviteId, db))) {
     throw new AppError("NOT_FOUND", `no pending invitation ${inviteId}`, {
@@ -163,7 +166,7 @@ export async function revokeInvite(scope: TenantScope, inviteId: string): Promis
  * What the invitation page shows (tenant name, role, expiry); NOT_FOUND for a used, revoked or expired link,
  * FORBIDDEN `tenant_suspended` while an operator has the tenant suspended (the link works again on resume).
  */
-export async function previewInvite(token: string): Promise<InvitePreview> {
+export async function previewInvite(token: string, db: Db): Promise<InvitePreview> {
   const invite = await findPendingInvite(hashInviteToken(parseInput(ZInviteToken, token)), db);
   if (!invite) throw goneError();
   assertTenantAdmits(invite.tenantId, invite.tenantStatus);
@@ -180,6 +183,7 @@ export async function acceptInvite(
   auth: BerthAuth,
   /** Validated here (`ZInviteAcceptRequest`): it comes straight from a public request body. */
   raw: unknown,
+  db: Db,
 ): Promise<{ tenantSlug: string; email: string }> {
   // This body reaches no tRPC input middleware: refuse what Postgres cannot store here (NUL, lone surrogate).
   assertNoUnsafeStrings(raw);

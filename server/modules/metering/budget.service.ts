@@ -1,3 +1,4 @@
+import type { DbClient } from "@/server/db";
 import type { MeteringRate, QuotaConfig } from "@/server/config/quotas";
 import type { Logger } from "@/server/logger";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
@@ -36,8 +37,8 @@ export function spendOf(sums: UsageSums, rates: Rates): number {
   return total;
 }
 
-export async function monthSpend(tenantId: string, rates: Rates, now = new Date()): Promise<number> {
-  return spendOf(await sumUsageSince(tenantId, monthOf(now).start), rates);
+export async function monthSpend(tenantId: string, rates: Rates, now = new Date(), db: DbClient): Promise<number> {
+  return spendOf(await sumUsageSince(tenantId, monthOf(now).start, undefined, db), rates);
 }
 
 export type BudgetEvaluation = { tenantId: string; alerts: number[]; stopped: string[] };
@@ -55,6 +56,7 @@ export async function evaluateBudgets(
     log: Logger;
   },
   now = new Date(),
+  db: DbClient,
 ): Promise<BudgetEvaluation[]> {
   const results: BudgetEvaluation[] = [];
   for (const tenantId of tenantIds) {

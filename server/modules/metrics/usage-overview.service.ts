@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { z } from "zod";
 import { assertCan } from "@/server/auth/policy";
 import type { TenantScope } from "@/server/auth/scope";
@@ -26,6 +27,7 @@ const TOP_AGENTS = 5;
 export async function tenantUsageOverview(
   scope: TenantScope,
   now = Date.now(),
+  db: Db,
 ): Promise<z.output<typeof ZUsageOverview>> {
   assertCan(scope, "tenant:read");
   const today = Math.floor(now / DAY) * DAY;

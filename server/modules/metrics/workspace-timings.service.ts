@@ -110,7 +110,7 @@ function decodeCursor(raw: string): TimelineCursor {
   return { at: new Date(at), rank, key };
 }
 
-async function assertReadable(scope: TenantScope, workspaceId: string): Promise<void> {
+async function assertReadable(scope: TenantScope, workspaceId: string, db: Db): Promise<void> {
   assertCan(scope, "workspace:read");
   // Another tenant's workspace is NOT_FOUND here, and a member sees only their own sessions' ones.
   await assertMayActOnWorkspace(scope, await getWorkspace(scope, workspaceId, db), db);

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { releaseWorkspaceClaim, renewWorkspaceClaim } from "@/server/modules/workspace/workspace-claim.data";
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
@@ -71,6 +72,7 @@ export async function purgeWorkspace(
   deps: { drivers: DriverSet },
   payload: z.output<typeof ZWorkspacePurgePayload>,
   run: PurgeRun = {},
+  db: Db,
 ): Promise<{ outcome: "purged" | "already-purged"; receiptId?: string; generation?: number }> {
   const scope = await resolveSystemTenantScope(payload.tenantId, { allowSuspended: true });
   const record = await findWorkspaceRecordForSystem(payload.workspaceId, db);

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { releaseStoredSkills } from "@/server/modules/quota/skill-storage.service";
 import { partitionName } from "@/server/workspace/skills/skill-names";
 import type { z } from "zod";
@@ -29,13 +30,14 @@ async function withAttachedWorkspace<T>(
   record: WorkspaceRecord,
   holder: string,
   fn: (workspace: Workspace) => Promise<T>,
+  db: Db,
 ): Promise<T> {
   // Never on a workspace whose generation is being (or was) purged: attaching would recreate its folder.
   await acquireLeaseLocked(
     scope,
     record.id,
     { holder, reason: holder.split(":")[0] ?? holder, expiresAt: new Date(Date.now() + 10 * 60_000) },
-    undefined,
+    db,
     { refuseStates: ["PURGING", "PURGED"] },
   );
   const workspace = new Workspace({
@@ -62,6 +64,7 @@ export async function purgeSessions(
   deps: { drivers: DriverSet },
   payload: z.output<typeof ZSessionPurgePayload>,
   log: Logger,
+  db: Db,
 ): Promise<{ outcome: "purged" | "no-workspace"; sessions: number }> {
   const scope = await resolveSystemTenantScope(payload.tenantId);
   const record = await findWorkspaceRecordForSystem(payload.workspaceId, db);
@@ -108,6 +111,7 @@ export async function purgeSessions(
 export async function purgeAgent(
   deps: { drivers: DriverSet },
   payload: z.output<typeof ZAgentPurgePayload>,
+  db: Db,
 ): Promise<{ workspaces: string[] }> {
   const scope = await resolveSystemTenantScope(payload.tenantId);
   const purged: { workspaceId: string; skills: string[] }[] = [];

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { getConfig } from "@/server/config/config";
 import type { QuotaConfig, QuotaLimits } from "@/server/config/quotas";
 import { monthSpend } from "@/server/modules/metering/budget.service";
@@ -50,7 +51,7 @@ export function effectiveLimits(row: TenantQuotaRow, defaults: QuotaLimits): Quo
   };
 }
 
-export async function tenantLimits(tenantId: string, deps: Pick<QuotaDeps, "config">): Promise<QuotaLimits> {
+export async function tenantLimits(tenantId: string, deps: Pick<QuotaDeps, "config">, db: Db): Promise<QuotaLimits> {
   return effectiveLimits(await getTenantQuota(tenantId, db), deps.config.defaults);
 }
 
@@ -59,6 +60,7 @@ async function assertWithinBudget(
   tenantId: string,
   deps: Pick<QuotaDeps, "config">,
   row?: TenantQuotaRow,
+  db: Db,
 ): Promise<void> {
   const quota = row ?? (await getTenantQuota(tenantId, db));
   if (quota.monthlyBudgetUnits === null || !quota.budgetHardStop) return;
@@ -73,7 +75,7 @@ export type TurnAdmission = { renew(): Promise<void>; release(): Promise<void> }
 const TURN_SLOT_TTL_MS = 2 * 60_000;
 
 /** Admits a turn: within the budget, and one of `concurrentTurns` slots taken atomically. */
-export async function admitTurn(tenantId: string, turnId: string, deps: QuotaDeps): Promise<TurnAdmission> {
+export async function admitTurn(tenantId: string, turnId: string, deps: QuotaDeps, db: Db): Promise<TurnAdmission> {
   const row = await getTenantQuota(tenantId, db);
   await assertWithinBudget(tenantId, deps, row);
   const limit = effectiveLimits(row, deps.config.defaults).concurrentTurns;
@@ -134,6 +136,7 @@ export async function precheckProvision(
   tenantId: string,
   workspaceId: string,
   deps: QuotaDeps,
+  db: Db,
 ): Promise<void> {
   const row = await getTenantQuota(tenantId, db);
   const limits = effectiveLimits(row, deps.config.defaults);

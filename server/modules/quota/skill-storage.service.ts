@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { isAppError } from "@/server/shared/errors";
 import { effectiveLimits, tenantLimits, type QuotaDeps } from "./quota.service";
 import { quotaExceeded } from "./quota.types";
@@ -19,6 +20,7 @@ export async function withinSkillStorage<T extends InstalledSkill>(
   install: (maxExpandedBytes: number | undefined) => Promise<T>,
   remove: (dir: string) => Promise<void>,
   deps: SkillStorageDeps,
+  db: Db,
 ): Promise<T> {
   const { tenantId, workspaceId, partition } = target;
   // Recorded without a cap too, so a cap set later counts what is already stored.
@@ -59,6 +61,6 @@ export async function releaseStoredSkills(key: {
   workspaceId: string;
   partition?: string;
   dir?: string;
-}): Promise<number> {
+}, db: Db): Promise<number> {
   return deleteStoredSkills(key, db);
 }

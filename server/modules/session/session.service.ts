@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import { agentNotFound } from "@/server/modules/agent/agent.data";
 import type { IsolationPolicy } from "@/server/modules/agent/agent.types";
@@ -62,6 +63,8 @@ type SessionWorkspacePort = {
 };
 
 export type SessionServiceDeps = {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   workspaces: SessionWorkspacePort;
   /** Cancels a running turn of a session being deleted (the chat service's registry). */
   cancelTurn?: (sessionId: string) => Promise<unknown>;
@@ -69,6 +72,7 @@ export type SessionServiceDeps = {
 };
 
 export function createSessionService(deps: SessionServiceDeps) {
+  const { db } = deps;
   const onAuditFailure = deps.onAuditFailure ?? (() => undefined);
 
   /**
@@ -173,7 +177,7 @@ export function createSessionService(deps: SessionServiceDeps) {
             createKey,
             ...(extra.leaderSessionId ? { leaderSessionId: extra.leaderSessionId } : {}),
           },
-          undefined,
+          db,
           binding ? { binding } : {},
         );
         return { sessionId: session.id, workspaceId: session.workspaceId, session };
