@@ -73,7 +73,11 @@ export function registerBerthProcessors(
   const enqueue = createEnqueue(engine.queues);
   registry.registerProcessor(
     "metering.flush",
-    meteringFlushProcessor({ ...deps, requestStop: (payload) => enqueue("workspace.stop", payload) }),
+    meteringFlushProcessor({
+      ...deps,
+      db: deps.berth.db,
+      requestStop: (payload) => enqueue("workspace.stop", payload),
+    }),
   );
 }
 

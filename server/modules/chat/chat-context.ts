@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { SecretKey } from "@/server/auth/secrets";
 import type { TenantScope } from "@/server/auth/scope";
 import type { Logger } from "@/server/logger";
@@ -40,6 +41,8 @@ export type ChatWorkspacePort = {
  * to each of them explicitly.
  */
 export type ChatContext = {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   workspaces: ChatWorkspacePort;
   registry: TurnRegistry;
   secretKey: SecretKey;

@@ -80,7 +80,7 @@ export async function attachToTurn(
   deps: TurnAttachDeps,
   scope: TenantScope,
   raw: z.input<typeof ZChatAttachRequest>,
-  signal?: AbortSignal,
+  signal: AbortSignal | undefined,
   db: Db,
 ): Promise<AsyncIterable<TAttachedTurnEvent>> {
   const input = parseInput(ZChatAttachRequest, raw);
@@ -100,7 +100,7 @@ export async function followTurns(
   deps: TurnAttachDeps,
   scope: TenantScope,
   sessionId: string,
-  signal?: AbortSignal,
+  signal: AbortSignal | undefined,
   db: Db,
 ): Promise<AsyncIterable<TSessionFollowEvent>> {
   const session = await getSession(scope, sessionId, db);

@@ -47,8 +47,8 @@ function workerAgentName(name: string): string {
 function teamPortFor(deps: TeamDeps, scope: TenantScope, leader: SessionDTO): TeamPort {
   return {
     async createWorkerSession({ leaderSessionId, workspaceId, name, description }) {
-      const leaderAgent = await getAgent(scope, leader.agentId, db);
-      const apiKey = await getAgentModelApiKey(scope, leaderAgent.id, deps.secretKey, db);
+      const leaderAgent = await getAgent(scope, leader.agentId, deps.db);
+      const apiKey = await getAgentModelApiKey(scope, leaderAgent.id, deps.secretKey, deps.db);
       const workerName = workerAgentName(name);
       const worker = await createAgent(
         scope,
@@ -63,7 +63,7 @@ function teamPortFor(deps: TeamDeps, scope: TenantScope, leader: SessionDTO): Te
           // The link that lets session.delete remove this worker with its leader (invited agents have none).
           createdByLeaderSessionId: leaderSessionId,
         },
-        deps.secretKey, db,
+        deps.secretKey, deps.db,
       );
       const { sessionId } = await deps.createSession(
         scope,

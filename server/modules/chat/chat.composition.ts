@@ -75,6 +75,7 @@ export function createAgentServices(deps: {
     turnTtlMs,
   });
   const reaper = startDeadHolderReaper({
+    db,
     liveness: deps.liveness,
     turnTtlMs,
     isRunningHere: (sessionId) => registry.isRunningHere(sessionId),
@@ -83,6 +84,7 @@ export function createAgentServices(deps: {
   });
   const enqueue = createEnqueue(deps.workspaces.engine.queues);
   const checkpoints = createCheckpointService({
+    db,
     store: deps.workspaces.engine.checkpoints,
     enqueueRestore: async (scope, restoreId) => {
       await enqueue("checkpoint.restore", { tenantId: scope.tenantId, restoreId });
@@ -90,6 +92,7 @@ export function createAgentServices(deps: {
     log,
   });
   const chat = createChatService({
+    db,
     workspaces: deps.workspaces,
     registry,
     secretKey: deps.secretKey,
@@ -98,18 +101,20 @@ export function createAgentServices(deps: {
     createSession: (scope, request, extra) => session.create(scope, request, extra),
     checkpoints,
     quota: {
-      admitTurn: (tenantId, turnId) => admitTurn(tenantId, turnId, (quota ??= defaultQuotaDeps())),
+      admitTurn: (tenantId, turnId) => admitTurn(tenantId, turnId, (quota ??= defaultQuotaDeps()), db),
       renewEveryMs: TURN_SLOT_RENEW_MS,
       recordUsage: (entries) => recordUsage(entries),
     },
   });
   const session = createSessionService({
+    db,
     workspaces: deps.workspaces,
     cancelTurn: (sessionId) => chat.cancelTurn(sessionId),
     onAuditFailure,
   });
   return {
     agent: createAgentService({
+      db,
       secretKey: deps.secretKey,
       enqueueSessionPurge: (scope, input) => deps.workspaces.enqueueSessionPurge(scope, input),
       enqueueAgentPurge: (scope, input) => deps.workspaces.enqueueAgentPurge(scope, input),
@@ -121,7 +126,7 @@ export function createAgentServices(deps: {
     chat,
     jobs: createJobsService(deps.workspaces.engine.queues),
     checkpoints,
-    checkModel: (scope, agentId) => checkAgentModel(scope, agentId, { secretKey: deps.secretKey }),
+    checkModel: (scope, agentId) => checkAgentModel(scope, agentId, { secretKey: deps.secretKey }, db),
     close: () => reaper.stop(),
   };
 }

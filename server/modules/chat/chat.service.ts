@@ -51,6 +51,7 @@ export function createChatService(deps: ChatServiceDeps) {
   const { db } = deps;
   const eventLog = deps.eventLog ?? new InMemoryTurnEventLog();
   const ctx: ChatContext = {
+    db,
     workspaces: deps.workspaces,
     registry: deps.registry,
     secretKey: deps.secretKey,
@@ -63,7 +64,7 @@ export function createChatService(deps: ChatServiceDeps) {
     turnEnd: { log: deps.log, retryDelaysMs: deps.finishRetryDelaysMs },
     checkpoints: deps.checkpoints,
     eventLog,
-    attach: followingDeps({ log: eventLog, registry: deps.registry }),
+    attach: followingDeps({ log: eventLog, registry: deps.registry, db }),
     readStates: new ReadStates(),
     send: (scope, input) => sendTurn(ctx, scope, input),
   };
@@ -74,7 +75,7 @@ export function createChatService(deps: ChatServiceDeps) {
       options: { signal?: AbortSignal } = {},
     ) => sendTurn(ctx, scope, raw, options),
     cancel: (scope: TenantScope, sessionId: string) => cancelTurn(ctx, scope, sessionId),
-    history: (scope: TenantScope, raw: z.input<typeof ZChatHistoryRequest>) => chatHistory(scope, raw),
+    history: (scope: TenantScope, raw: z.input<typeof ZChatHistoryRequest>) => chatHistory(scope, raw, db),
     attach: (scope: TenantScope, raw: z.input<typeof ZChatAttachRequest>, signal?: AbortSignal) =>
       attachToTurn(ctx.attach, scope, raw, signal),
     follow: (scope: TenantScope, sessionId: string, signal?: AbortSignal) =>
@@ -97,7 +98,7 @@ async function cancelTurn(
     scope,
     { action: "chat.cancel", targetType: "session", targetId: sessionId },
     async () => {
-      const session = await getSession(scope, sessionId, db);
+      const session = await getSession(scope, sessionId, ctx.db);
       return { cancelled: await ctx.registry.cancel(session.id) };
     },
     (error) => ctx.log.warn({ err: error }, "could not audit a chat cancel"),
@@ -106,7 +107,7 @@ async function cancelTurn(
 }
 
 /** `chat.history`: the session's stored conversation, a page at a time. */
-async function chatHistory(scope: TenantScope, raw: z.input<typeof ZChatHistoryRequest>) {
+async function chatHistory(scope: TenantScope, raw: z.input<typeof ZChatHistoryRequest>, db: Db) {
   const input = parseInput(ZChatHistoryRequest, raw);
   const session = await getSession(scope, input.sessionId, db);
   return listChatMessages(scope, session.id, {

@@ -1,4 +1,3 @@
-import type { Db } from "@/server/db";
 import { randomUUID } from "node:crypto";
 import type { z } from "zod";
 import type { TenantScope } from "@/server/auth/scope";
@@ -34,8 +33,8 @@ export async function sendTurn(
   scope: TenantScope,
   raw: z.input<typeof ZChatSendRequest>,
   options: { signal?: AbortSignal } = {},
-  db: Db,
 ): Promise<AsyncIterable<TChatTurnEvent>> {
+  const { db } = ctx;
   const input = parseInput(ZChatSendRequest, raw);
   // A session deleted with its agent says so (details.reason "agent_deleted"), not a bare NOT_FOUND.
   const session = await getSessionOrWhyGone(scope, input.sessionId);

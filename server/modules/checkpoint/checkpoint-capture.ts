@@ -15,7 +15,7 @@ export async function captureRowOf(
   store: CheckpointStore,
   scope: TenantScope,
   workspace: { machine: WorkspaceMachine; workspaceId: string; generation: number },
-  signal?: AbortSignal,
+  signal: AbortSignal | undefined,
   db: Db,
 ) {
   const started = Date.now();

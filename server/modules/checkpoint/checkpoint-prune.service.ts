@@ -36,10 +36,10 @@ export type TenantPruneResult = {
  * only unreferenced objects, which the next prune deletes.
  */
 export async function pruneCheckpoints(
-  deps: { store: CheckpointStore; now?: () => Date; graceMs?: number },
+  deps: { store: CheckpointStore; db: Db; now?: () => Date; graceMs?: number },
   log: Logger,
-  db: Db,
 ): Promise<{ tenants: TenantPruneResult[] }> {
+  const { db } = deps;
   const tenants: TenantPruneResult[] = [];
   for (const tenant of await listTenantsWithCheckpoints(db)) {
     try {

@@ -76,7 +76,7 @@ export async function claimProvision(
  * Waits while another run holds a live claim on `workspaceId`: until its state changes, its claim is
  * let go or lapses. Aborted by `signal` (shutdown, a lost job lock) with the signal's reason.
  */
-export async function waitForProvisionClaim(workspaceId: string, signal?: AbortSignal, db: Db): Promise<void> {
+export async function waitForProvisionClaim(workspaceId: string, signal: AbortSignal | undefined, db: Db): Promise<void> {
   for (;;) {
     signal?.throwIfAborted();
     const claim = await readProvisionClaim(workspaceId, db);

@@ -69,11 +69,11 @@ function lostClaim(workspaceId: string): AppError {
  * record's was done already.
  */
 export async function purgeWorkspace(
-  deps: { drivers: DriverSet },
+  deps: { drivers: DriverSet; db: Db },
   payload: z.output<typeof ZWorkspacePurgePayload>,
   run: PurgeRun = {},
-  db: Db,
 ): Promise<{ outcome: "purged" | "already-purged"; receiptId?: string; generation?: number }> {
+  const { db } = deps;
   const scope = await resolveSystemTenantScope(payload.tenantId, { allowSuspended: true });
   const record = await findWorkspaceRecordForSystem(payload.workspaceId, db);
   if (!record || record.tenantId !== payload.tenantId) {

@@ -61,11 +61,11 @@ async function withAttachedWorkspace<T>(
  * #2288) and their offload files, with a purge receipt per session.
  */
 export async function purgeSessions(
-  deps: { drivers: DriverSet },
+  deps: { drivers: DriverSet; db: Db },
   payload: z.output<typeof ZSessionPurgePayload>,
   log: Logger,
-  db: Db,
 ): Promise<{ outcome: "purged" | "no-workspace"; sessions: number }> {
+  const { db } = deps;
   const scope = await resolveSystemTenantScope(payload.tenantId);
   const record = await findWorkspaceRecordForSystem(payload.workspaceId, db);
   if (
@@ -109,10 +109,10 @@ export async function purgeSessions(
 
 /** `agent.purge`: the agent's skill partition and MCP scopes in every workspace it used; one receipt. */
 export async function purgeAgent(
-  deps: { drivers: DriverSet },
+  deps: { drivers: DriverSet; db: Db },
   payload: z.output<typeof ZAgentPurgePayload>,
-  db: Db,
 ): Promise<{ workspaces: string[] }> {
+  const { db } = deps;
   const scope = await resolveSystemTenantScope(payload.tenantId);
   const purged: { workspaceId: string; skills: string[] }[] = [];
   for (const workspaceId of new Set(payload.workspaceIds)) {

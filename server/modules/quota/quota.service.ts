@@ -59,7 +59,7 @@ export async function tenantLimits(tenantId: string, deps: Pick<QuotaDeps, "conf
 async function assertWithinBudget(
   tenantId: string,
   deps: Pick<QuotaDeps, "config">,
-  row?: TenantQuotaRow,
+  row: TenantQuotaRow | undefined,
   db: Db,
 ): Promise<void> {
   const quota = row ?? (await getTenantQuota(tenantId, db));
