@@ -1,4 +1,5 @@
 import { processApiRuntime } from "@/server/api/composition";
+import { processBerth } from "@/server/composition/process-berth";
 import { assertSameOriginRequest } from "@/server/api/request-origin";
 import { assertCan, type TenantAction } from "@/server/auth/policy";
 import { resolveRequestPrincipal, resolveTenantScope } from "@/server/auth/resolve";
@@ -28,7 +29,7 @@ export async function routeTenantScope(request: Request, action: TenantAction): 
     throw new AppError("BAD_REQUEST", "tenant missing", {
       userMessage: "tenantId or tenantSlug is required",
     });
-  const scope = await resolveTenantScope(principal, tenantRef);
+  const scope = await resolveTenantScope(principal, tenantRef, processBerth().db);
   assertCan(scope, action);
   return scope;
 }

@@ -115,7 +115,7 @@ async function accept(
   }
   const principal = await resolveRequestPrincipal(berth.api.auth, headers);
   if (!principal) throw new AppError("UNAUTHORIZED", "no credentials", { userMessage: "Sign in first." });
-  const scope = await resolveTenantScope(principal, query.data.tenantSlug);
+  const scope = await resolveTenantScope(principal, query.data.tenantSlug, berth.db);
   const { terminals } = berth.workspaces;
 
   // The sink exists before the socket does: output that arrives during the handshake is queued.

@@ -156,7 +156,7 @@ const tenantProcedure = authedProcedure.use(async ({ ctx, getRawInput, next }) =
   if (tenantRef === undefined) {
     throw new TRPCError({ code: "BAD_REQUEST", message: "tenantId or tenantSlug is required" });
   }
-  const scope = await resolveTenantScope(ctx.principal, tenantRef);
+  const scope = await resolveTenantScope(ctx.principal, tenantRef, ctx.berth.db);
   return next({ ctx: { scope, log: ctx.log.child({ tenantId: scope.tenantId }) } });
 });
 

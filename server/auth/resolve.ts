@@ -59,7 +59,7 @@ export async function resolveRequestPrincipal(
  * two writes) for features Berth keeps off (rate limits, usage counts, permissions).
  */
 async function resolveApiKeyPrincipal(key: string): Promise<RequestPrincipal> {
-  const gate = await authenticateApiKey(key);
+  const gate = await authenticateApiKey(key, db);
   if (!gate) throw unauthorized("api key unknown, revoked, disabled or expired");
   return {
     kind: "api_key",
@@ -148,7 +148,7 @@ export async function reverifyTenantScope(scope: TenantScope, db: Db): Promise<T
         role: key.role,
         userId: key.createdByUserId,
       },
-      scope.tenantId,
+      scope.tenantId, db,
     );
   }
   if (scope.userId) {
@@ -162,7 +162,7 @@ export async function reverifyTenantScope(scope: TenantScope, db: Db): Promise<T
       role: membership.role,
     });
   }
-  return resolveSystemTenantScope(scope.tenantId);
+  return resolveSystemTenantScope(scope.tenantId, {}, db);
 }
 
 /**

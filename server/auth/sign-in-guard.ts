@@ -70,7 +70,7 @@ export function createSignInGuard(deps: SignInGuardDeps) {
       return;
     }
     for (const tenantId of account.tenantIds) {
-      const scope = await resolveSystemTenantScope(tenantId, { allowSuspended: true });
+      const scope = await resolveSystemTenantScope(tenantId, { allowSuspended: true }, db);
       await deps.recordAudit(scope, {
         action: "auth.sign-in",
         targetType: "user",

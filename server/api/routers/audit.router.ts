@@ -4,7 +4,7 @@ import { createAuditService } from "@/server/modules/audit/audit.service";
 import { ZAuditFilters, ZAuditLogView } from "@/server/modules/audit/audit.types";
 import { ZPageInput, ZPageOf } from "@/server/shared/page";
 
-const audit = createAuditService();
+const audit = createAuditService(ctx.berth.db);
 
 /** `audit.*`, admins only: the tenant's audit log, filtered on the server; the export takes the same filters. */
 export const auditRouter = createTRPCRouter({

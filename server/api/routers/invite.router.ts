@@ -18,13 +18,13 @@ export const inviteRouter = createTRPCRouter({
   list: tenantProcedureFor("member:manage")
     .input(ZTenantInput)
     .output(z.array(ZInviteDTO))
-    .query(({ ctx }) => listTenantInvites(ctx.scope)),
+    .query(({ ctx }) => listTenantInvites(ctx.scope, ctx.berth.db)),
 
   revoke: tenantProcedureFor("member:manage")
     .input(ZTenantInput.extend({ inviteId: z.string().min(1).max(200) }))
     .output(z.object({ revoked: z.literal(true) }))
     .mutation(async ({ ctx, input }) => {
-      await revokeInvite(ctx.scope, input.inviteId);
+      await revokeInvite(ctx.scope, input.inviteId, ctx.berth.db);
       return { revoked: true as const };
     }),
 });

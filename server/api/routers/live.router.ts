@@ -28,7 +28,7 @@ export const liveRouter = createTRPCRouter({
         // a demoted one hears only what the new role may list.
         currentScope: async (change) => {
           if (change.topic === "member" && (!change.userId || change.userId === scope.userId)) {
-            scope = await resolveTenantScope(ctx.principal, scope.tenantId);
+            scope = await resolveTenantScope(ctx.principal, scope.tenantId, ctx.berth.db);
           }
           return scope;
         },

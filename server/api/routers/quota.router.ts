@@ -12,13 +12,13 @@ export const quotaRouter = createTRPCRouter({
   usage: tenantProcedureFor("workspace:manage")
     .input(ZTenantInput)
     .output(ZTenantUsageView)
-    .query(({ ctx }) => readTenantUsage(ctx.scope, defaultQuotaDeps())),
+    .query(({ ctx }) => readTenantUsage(ctx.scope, defaultQuotaDeps(), ctx.berth.db)),
 
   /** The monthly budget (units of BERTH_METERING_RATES), alert percentages and hard stop. */
   setBudget: tenantProcedureFor("tenant:manage")
     .input(ZTenantInput.extend(ZBudgetSettings.shape))
     .output(ZTenantUsageView)
     .mutation(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...budget } }) =>
-      changeBudget(ctx.scope, budget, defaultQuotaDeps()),
+      changeBudget(ctx.scope, budget, defaultQuotaDeps(), ctx.berth.db),
     ),
 });

@@ -55,7 +55,7 @@ export const tenantRouter = createTRPCRouter({
           tenants: await listUserTenants(userId, ctx.berth.db),
         };
       }
-      const scope = await resolveTenantScope(principal, principal.tenantId);
+      const scope = await resolveTenantScope(principal, principal.tenantId, ctx.berth.db);
       const tenant = await readTenant(scope, ctx.berth.db);
       return {
         principal: { kind: "api_key", apiKeyId: principal.apiKeyId, tenantId: principal.tenantId },

@@ -43,7 +43,7 @@ export async function changePassword(
     });
     setCookies = headers.getSetCookie();
   } catch (error) {
-    await audit(caller.email, "failure");
+    await audit(caller.email, "failure", db);
     if (isAPIError(error) && error.status === "BAD_REQUEST") {
       throw new AppError("BAD_REQUEST", `change password refused: ${error.message}`, {
         userMessage:
@@ -58,7 +58,7 @@ export async function changePassword(
     }
     throw error;
   }
-  await audit(caller.email, "success");
+  await audit(caller.email, "success", db);
   return { changed: true, setCookies };
 }
 
@@ -67,7 +67,7 @@ async function audit(email: string, outcome: "success" | "failure", db: Db): Pro
   if (!account) return;
   const meta = currentRequestMeta();
   for (const tenantId of account.tenantIds) {
-    await recordAudit(await resolveSystemTenantScope(tenantId, { allowSuspended: true }), {
+    await recordAudit(await resolveSystemTenantScope(tenantId, { allowSuspended: true }, db), {
       action: "account.change-password",
       targetType: "user",
       targetId: account.userId,

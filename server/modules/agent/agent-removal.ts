@@ -12,6 +12,8 @@ import { isAppError } from "@/server/shared/errors";
  * jobs run in the workers, so they reach every backend, Docker included).
  */
 export type AgentRemovalDeps = {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   enqueueSessionPurge(
     scope: TenantScope,
     input: { workspaceId: string; agentId: string; sessionIds: string[] },
@@ -122,8 +124,8 @@ export async function removeAgent(
   deps: AgentRemovalDeps,
   cause: Record<string, unknown> = {},
   seen: Set<string> = new Set(),
-  db: Db,
 ): Promise<AgentRemoval> {
+  const { db } = deps;
   seen.add(agentId);
   return audited(
     scope,
@@ -132,7 +134,7 @@ export async function removeAgent(
       const agent = await getAgent(scope, agentId, db);
       const { workspaceIds, ownWorkspaceIds, sessionIds, sessionsByWorkspace } = await footprintOf(
         scope,
-        agentId,
+        agentId, db,
       );
       const workerAgentIds = (await listWorkerAgentIds(scope, sessionIds, db)).filter((id) => !seen.has(id));
       for (const workerId of workerAgentIds) {
@@ -192,8 +194,8 @@ export async function removeWorkerAgentsOf(
   leaderSessionIds: string[],
   deps: AgentRemovalDeps,
   cause: Record<string, unknown>,
-  db: Db,
 ): Promise<string[]> {
+  const { db } = deps;
   const workerAgentIds = await listWorkerAgentIds(scope, leaderSessionIds, db);
   for (const workerId of workerAgentIds) {
     await removeAgent(scope, workerId, deps, cause).catch(unlessNotFound);

@@ -64,7 +64,7 @@ async function assertStdioDefaultsAllowed(
   defaults: readonly { mcp_config: { type: string } }[] | undefined,
 ): Promise<void> {
   if (defaults?.some((declaration) => declaration.mcp_config.type === "stdio_mcp"))
-    await assertMayDeclareStdioMcp(scope);
+    await assertMayDeclareStdioMcp(scope, db);
 }
 
 export function createAgentService(deps: AgentServiceDeps) {
@@ -157,6 +157,7 @@ export function createAgentService(deps: AgentServiceDeps) {
      */
     async delete(scope: TenantScope, agentId: string): Promise<AgentRemoval> {
       return removeAgent(scope, agentId, {
+        db,
         enqueueSessionPurge: (...args) => deps.enqueueSessionPurge(...args),
         enqueueAgentPurge: (...args) => deps.enqueueAgentPurge(...args),
         ...(deps.requestStop ? { requestStop: deps.requestStop } : {}),

@@ -165,7 +165,7 @@ export type VerifiedApiKey = {
  * expired) and records its last use. Returns null for an unknown, revoked or expired key.
  */
 export async function verifyApiKey(plainKey: string): Promise<VerifiedApiKey | null> {
-  const gate = await authenticateApiKey(plainKey);
+  const gate = await authenticateApiKey(plainKey, db);
   if (!gate) return null;
   return {
     apiKeyId: gate.id,

@@ -209,7 +209,7 @@ export async function writeBufferedAuditEntries(entries: TBufferedAuditEntry[], 
   }
   let written = 0;
   for (const [tenantId, group] of byTenant) {
-    const scope = await resolveSystemTenantScope(tenantId, { allowSuspended: true }).catch(
+    const scope = await resolveSystemTenantScope(tenantId, { allowSuspended: true }, db).catch(
       (error: unknown) => {
         if (isAppError(error) && error.code === "NOT_FOUND") return null;
         throw error;

@@ -77,10 +77,10 @@ export function createChatService(deps: ChatServiceDeps) {
     cancel: (scope: TenantScope, sessionId: string) => cancelTurn(ctx, scope, sessionId),
     history: (scope: TenantScope, raw: z.input<typeof ZChatHistoryRequest>) => chatHistory(scope, raw, db),
     attach: (scope: TenantScope, raw: z.input<typeof ZChatAttachRequest>, signal?: AbortSignal) =>
-      attachToTurn(ctx.attach, scope, raw, signal),
+      attachToTurn(ctx.attach, scope, raw, signal, db),
     follow: (scope: TenantScope, sessionId: string, signal?: AbortSignal) =>
-      followTurns(ctx.attach, scope, sessionId, signal),
-    turns: (scope: TenantScope, sessionId: string) => listTurns(scope, sessionId),
+      followTurns(ctx.attach, scope, sessionId, signal, db),
+    turns: (scope: TenantScope, sessionId: string) => listTurns(scope, sessionId, db),
     /** Cancels a session's running turn without a scope (session deletion: the session service's). */
     cancelTurn: (sessionId: string) => deps.registry.cancel(sessionId),
   };

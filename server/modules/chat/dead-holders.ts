@@ -45,7 +45,7 @@ export async function reapDeadHolders(deps: {
     const stale = turn.heartbeatAt.getTime() < staleBefore;
     // This process' own turn that no longer runs here (its end could not be stored) goes once stale.
     if (!dead.has(turn.ownerId) && !(stale && (mine || !alive.has(turn.ownerId)))) continue;
-    const scope = await resolveSystemTenantScope(turn.tenantId).catch(() => null);
+    const scope = await resolveSystemTenantScope(turn.tenantId, {}, db).catch(() => null);
     if (scope && (await interruptTurn(scope, turn.sessionId, turn.id, db))) {
       interruptedTurns += 1;
       deps.log.warn(

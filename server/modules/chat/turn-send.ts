@@ -37,7 +37,7 @@ export async function sendTurn(
   const { db } = ctx;
   const input = parseInput(ZChatSendRequest, raw);
   // A session deleted with its agent says so (details.reason "agent_deleted"), not a bare NOT_FOUND.
-  const session = await getSessionOrWhyGone(scope, input.sessionId);
+  const session = await getSessionOrWhyGone(scope, input.sessionId, db);
   // The agent and its sealed key in one read (decrypted when the turn runs, see getAgentForTurn).
   const agent = await getAgentForTurn(scope, session.agentId, ctx.secretKey, db);
   options.signal?.throwIfAborted();

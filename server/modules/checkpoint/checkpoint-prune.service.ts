@@ -43,7 +43,7 @@ export async function pruneCheckpoints(
   const tenants: TenantPruneResult[] = [];
   for (const tenant of await listTenantsWithCheckpoints(db)) {
     try {
-      tenants.push(await pruneTenant(deps, tenant.id, retentionPolicyOf(tenant)));
+      tenants.push(await pruneTenant(deps, tenant.id, retentionPolicyOf(tenant), db));
     } catch (error) {
       // One tenant's broken store folder must not stop the others' retention.
       log.error({ err: error, tenantId: tenant.id }, "checkpoint prune of a tenant failed");

@@ -39,12 +39,12 @@ export async function runCheckpointRestore(
   options: { isLastAttempt: boolean; signal?: AbortSignal | undefined },
 ): Promise<{ written: number; deleted: number } | { skipped: string }> {
   const { db } = deps;
-  const scope = await resolveSystemTenantScope(payload.tenantId);
+  const scope = await resolveSystemTenantScope(payload.tenantId, {}, db);
   const restore = await getRestore(scope, payload.restoreId, db);
   if (restore.status !== "RUNNING") return { skipped: `restore is ${restore.status}` };
   const checkpoint = await getCheckpoint(scope, restore.checkpointId, db);
   let safety: { id: string; root: string } | null = null;
-  const progress = progressWriter(scope, restore.id, log);
+  const progress = progressWriter(scope, restore.id, log, db);
   try {
     if (!checkpoint.rootTree) throw new Error("the checkpoint has no tree (it failed)");
     const root = checkpoint.rootTree;
@@ -54,7 +54,7 @@ export async function runCheckpointRestore(
       { holder: restoreLeaseHolder(restore.id), reason: `checkpoint ${restore.kind.toLowerCase()}` },
       async (workspace, record) => {
         if (restore.kind === "REVERT")
-          safety = await safetyCheckpoint(deps, scope, restore, workspace.machine, record.generation);
+          safety = await safetyCheckpoint(deps, scope, restore, workspace.machine, record.generation, db);
         return restoreCheckpoint({
           machine: workspace.machine,
           store: deps.store,
@@ -138,7 +138,7 @@ async function safetyCheckpoint(
     machine,
     workspaceId: restore.workspaceId,
     generation,
-  });
+  }, undefined, db);
   const id = await recordSafetyCheckpoint(scope, restore.id, {
     ...row,
     workspaceId: restore.workspaceId,

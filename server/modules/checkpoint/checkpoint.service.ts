@@ -94,7 +94,7 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
       try {
         const row = await insertCheckpoint(scope, {
           ...base,
-          ...(await captureRowOf(store, scope, input)),
+          ...(await captureRowOf(store, scope, input, undefined, db)),
         }, db);
         announceChange(scope.tenantId, { topic: "session", id: input.sessionId, userId: null });
         return row;

@@ -68,7 +68,7 @@ function toView(entry: LibraryEntryRecord, usedBy: LibraryUsage[]): LibraryEntry
 }
 
 async function assertStdioAllowed(scope: TenantScope, declaration: TMcpDeclaration | null): Promise<void> {
-  if (declaration?.mcp_config.type === "stdio_mcp") await assertMayDeclareStdioMcp(scope);
+  if (declaration?.mcp_config.type === "stdio_mcp") await assertMayDeclareStdioMcp(scope, db);
 }
 
 function wrongKind(entry: LibraryEntryRecord, wanted: LibraryKind): AppError {

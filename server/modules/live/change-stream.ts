@@ -69,7 +69,7 @@ export async function* tenantChangeStream(
       }
       const scope = await options.currentScope(change);
       if (topics && !topics.has(change.topic)) continue;
-      if (await mayHearOf(scope, change)) yield change;
+      if (await mayHearOf(scope, change, db)) yield change;
     }
   } finally {
     options.signal?.removeEventListener("abort", onAbort);

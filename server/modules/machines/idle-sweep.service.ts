@@ -33,7 +33,7 @@ export async function sweepIdleWorkspaces(
   const leased: string[] = [];
   let skipped = 0;
   for (const candidate of await findSweepCandidates({ idleBefore, tenantIdleBefore, limit: 500 }, db)) {
-    const scope = await resolveSystemTenantScope(candidate.tenantId, { allowSuspended: true });
+    const scope = await resolveSystemTenantScope(candidate.tenantId, { allowSuspended: true }, db);
     const tenantTtlMs = tenantTtls.get(candidate.tenantId);
     const ttlMs = effectiveIdleTtlMs(tenantTtlMs ?? null, installationTtlMs);
     const reason =

@@ -66,7 +66,7 @@ async function loadRecord(
   options: { allowSuspended?: boolean } = {},
   db: Db,
 ): Promise<{ scope: TenantScope; record: WorkspaceRecord }> {
-  const scope = await resolveSystemTenantScope(tenantId, options);
+  const scope = await resolveSystemTenantScope(tenantId, options, db);
   const record = await findWorkspaceRecordForSystem(workspaceId, db);
   if (!record || record.tenantId !== tenantId) {
     throw new AppError("NOT_FOUND", `workspace ${workspaceId} not found in tenant ${tenantId}`);
@@ -102,7 +102,7 @@ export async function provisionWorkspace(
   for (;;) {
     const outcome = await provisionOnce(deps, payload, log, timing);
     if (outcome !== "claim-held") return outcome;
-    await waitForProvisionClaim(payload.workspaceId, signal);
+    await waitForProvisionClaim(payload.workspaceId, signal, db);
   }
 }
 
@@ -114,7 +114,7 @@ async function provisionOnce(
   timing: { requestedAt: number; pickedUpAt: number },
 ): Promise<ProvisionOutcome | "claim-held"> {
   const { db } = deps;
-  const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId);
+  const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId, {}, db);
   const driver = deps.drivers.forKind(record.backendKind);
   const quota = deps.quota ?? defaultQuotaDeps();
   // A workspace that starts holding a machine is admitted against the tenant's quotas (live workspaces,
@@ -128,9 +128,9 @@ async function provisionOnce(
     log.warn({ err: error }, "could not buffer stage timings"),
   );
   const path = timings.path;
-  const entered = await enterProvisioning({ scope, record, payload, driver, spec, admit, dataLoss });
+  const entered = await enterProvisioning({ scope, record, payload, driver, spec, admit, dataLoss }, db);
   if (entered === "already-ready") return { outcome: "already-ready" };
-  const claim = await claimProvision(record.id, deps.provisionClaimMs ?? DEFAULT_PROVISION_CLAIM_MS, log);
+  const claim = await claimProvision(record.id, deps.provisionClaimMs ?? DEFAULT_PROVISION_CLAIM_MS, log, db);
   if (!claim) return "claim-held";
   let handle: BackendHandle;
   try {
@@ -141,7 +141,7 @@ async function provisionOnce(
         data: { attempt: 0 },
       }, db);
     }
-    const progress = progressRecorder(scope, record, timings, dataLoss, log);
+    const progress = progressRecorder(scope, record, timings, dataLoss, log, db);
     try {
       // A generation after a purge starts without the old handle: its machine is gone.
       handle = await driver.create(record.state === "PURGED" ? { ...spec, handle: null } : spec, {
@@ -150,7 +150,7 @@ async function provisionOnce(
       await progress.recorded();
     } catch (error) {
       await progress.recorded();
-      await recordProvisionFailure(scope, record, error, timings, log);
+      await recordProvisionFailure(scope, record, error, timings, log, db);
       throw error;
     }
     // Before READY, so no turn can change the folder while it is compared with the last checkpoint.
@@ -181,7 +181,7 @@ async function provisionOnce(
   ]).catch((error: unknown) => log.warn({ err: error }, "could not meter a provision"));
   // An operator suspended the tenant while the machine was being made: that suspension's stop job found the
   // record PROVISIONING and had nothing to stop, so the machine stops here instead of running on.
-  if (!(await tenantAdmitsWork(payload.tenantId))) {
+  if (!(await tenantAdmitsWork(payload.tenantId, db))) {
     await stopWorkspace(deps, {
       tenantId: payload.tenantId,
       workspaceId: record.id,
@@ -221,7 +221,7 @@ async function checkResumed(
         await driver.detach(machine).catch(() => {});
       }
     },
-  });
+  }, db);
 }
 
 /** The data-lost event, recorded once per job, whoever notices first (the job or the driver). */
@@ -231,7 +231,7 @@ function dataLossRecorder(scope: TenantScope, record: WorkspaceRecord) {
     recorded: () => recorded,
     async record(reason: string) {
       recorded = true;
-      await recordDataLostEvent(scope, record, reason);
+      await recordDataLostEvent(scope, record, reason, db);
     },
   };
 }
@@ -371,7 +371,7 @@ export async function stopWorkspace(
   payload: z.output<typeof ZWorkspaceStopPayload>,
 ): Promise<{ outcome: "stopped" | "nothing-to-stop"; state: string }> {
   const { db } = deps;
-  const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId, { allowSuspended: true });
+  const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId, { allowSuspended: true }, db);
   if (record.state === "READY") {
     await transitionFrom(scope, record.id, { from: ["READY"], to: "STOPPING", reason: payload.reason }, db);
   } else if (record.state !== "STOPPING") {

@@ -93,7 +93,7 @@ export function createProvisionGate(deps: ProvisionGateDeps): EnsureProvisioned 
   // Refused before any job or backend call: live workspaces, budget, provisions per minute. The worker's
   // transition is the admission itself (atomic); this only answers the caller at once, with the limit.
   const precheck = (spec: WorkspaceSpec) =>
-    precheckProvision(spec.tenantId, spec.workspaceId, (quota ??= defaultQuotaDeps()));
+    precheckProvision(spec.tenantId, spec.workspaceId, (quota ??= defaultQuotaDeps()), db);
   return async (spec, options = {}) => {
     // Two rounds at most: the job we waited for may have finished (and been removed) in between, in which
     // case the record, not the job, says whether the workspace is ready.

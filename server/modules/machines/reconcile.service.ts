@@ -54,7 +54,7 @@ export async function reconcileWorkspaces(
     prunedImages: [],
     resumed: [],
   };
-  for (const driver of deps.drivers.all) await reconcileDriver(driver, payload, report, log, run.signal);
+  for (const driver of deps.drivers.all) await reconcileDriver(driver, payload, report, log, run.signal, db);
   await resumeStuckTransitions(deps, payload, report, now);
   const changes =
     report.reapedOrphans.length +
@@ -84,7 +84,7 @@ async function resumeStuckTransitions(
     const since = record.stateChangedAt.toISOString();
     report.resumed.push({ workspaceId: record.id, state, since });
     if (payload.dryRun) continue;
-    const scope = await resolveSystemTenantScope(record.tenantId, { allowSuspended: true });
+    const scope = await resolveSystemTenantScope(record.tenantId, { allowSuspended: true }, db);
     const reason = `reconcile: ${state} since ${since}; its job enqueued again (a live one is joined)`;
     await appendWorkspaceEvent(scope, record.id, {
       kind: state === "PROVISIONING" ? "provisioning" : "stopping",
@@ -126,14 +126,14 @@ async function reconcileDriver(
     if (await driver.exists(specOfRecord(record))) continue;
     report.markedVanished.push(record.id);
     if (payload.dryRun) continue;
-    const scope = await resolveSystemTenantScope(record.tenantId, { allowSuspended: true });
+    const scope = await resolveSystemTenantScope(record.tenantId, { allowSuspended: true }, db);
     await transitionFrom(scope, record.id, {
       from: ["READY", "STOPPED"],
       to: "FAILED",
       reason: "reconcile: backend resources vanished",
       error: "backend resources vanished",
     }, db)
-      .then(() => recordDataLostEvent(scope, record, "reconcile found its machine gone"))
+      .then(() => recordDataLostEvent(scope, record, "reconcile found its machine gone", db))
       .catch((error: unknown) =>
         log.warn({ err: error, workspaceId: record.id }, "could not mark a vanished workspace"),
       );

@@ -61,15 +61,15 @@ export async function createInvite(
     });
   }
   const { idempotencyKey, ...link } = input;
-  if (!idempotencyKey) return issueInviteLink(scope, { ...link, createdById: scope.userId });
+  if (!idempotencyKey) return issueInviteLink(scope, { ...link, createdById: scope.userId }, {}, db);
   const createKey = scopedCreateKey(scope, idempotencyKey);
-  const earlier = await replayInvite(scope, createKey, deps);
+  const earlier = await replayInvite(scope, createKey, deps, db);
   if (earlier) return earlier;
   try {
-    return await issueInviteLink(scope, { ...link, createdById: scope.userId }, { createKey, ...deps });
+    return await issueInviteLink(scope, { ...link, createdById: scope.userId }, { createKey, ...deps }, db);
   } catch (error) {
     // The same key raced in concurrently (a double click): the unique index let one through.
-    const winner = isCreateKeyTaken(error) ? await replayInvite(scope, createKey, deps) : null;
+    const winner = isCreateKeyTaken(error) ? await replayInvite(scope, createKey, deps, db) : null;
     if (winner) return winner;
     throw error;
   }

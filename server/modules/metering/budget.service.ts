@@ -63,7 +63,7 @@ export async function evaluateBudgets(
     const quota = await getTenantQuota(tenantId, db);
     const budget = quota.monthlyBudgetUnits;
     if (budget === null) continue;
-    const spent = await monthSpend(tenantId, deps.rates, now);
+    const spent = await monthSpend(tenantId, deps.rates, now, db);
     const percentUsed = budget === 0 ? Infinity : (spent / budget) * 100;
     const month = monthOf(now).label;
     const result: BudgetEvaluation = { tenantId, alerts: [], stopped: [] };
@@ -72,7 +72,7 @@ export async function evaluateBudgets(
       if (!(await claimBudgetAlert({ tenantId, month, percent, spentUnits: spent, budgetUnits: budget }, db)))
         continue;
       result.alerts.push(percent);
-      const scope = await resolveSystemTenantScope(tenantId);
+      const scope = await resolveSystemTenantScope(tenantId, {}, db);
       await recordAudit(scope, {
         action: "budget.threshold",
         targetType: "tenant",

@@ -93,12 +93,13 @@ async function inviteOwner(
   actor: OperatorActor,
   tenantId: string,
   link: { note: string; expiresInHours: number; createKey: string | null },
+  db: Db,
 ) {
-  const scope = await resolveSystemTenantScope(tenantId, { allowSuspended: true });
+  const scope = await resolveSystemTenantScope(tenantId, { allowSuspended: true }, db);
   let created = false;
   const { invite, token } = await createOnce(link.createKey, {
     earlier: async (createKey) => {
-      const first = await replayInvite(scope, createKey, {});
+      const first = await replayInvite(scope, createKey, {}, db);
       return first ? { result: first, createdAt: first.invite.createdAt } : null;
     },
     create: async (createKey) => {
@@ -112,6 +113,7 @@ async function inviteOwner(
           createdById: actor.userId ?? "cli",
         },
         createKey ? { createKey } : {},
+        db,
       );
       created = true;
       return issued;
@@ -146,7 +148,7 @@ export async function createTenant(
       const first = await findTenantByCreateKey(createKey, db);
       if (!first) return null;
       // The owner's invitation with its derived link; made here when the first create has not made it yet.
-      const { ownerInvite } = await inviteOwner(actor, first.id, ownerLink(createKey));
+      const { ownerInvite } = await inviteOwner(actor, first.id, ownerLink(createKey), db);
       return {
         result: { tenant: await requireTenant(first.id, db), ownerInvite },
         createdAt: first.createdAt,
@@ -160,7 +162,7 @@ export async function createTenant(
           details: { field: "slug" },
         });
       }
-      const { ownerInvite } = await inviteOwner(actor, row.id, ownerLink(createKey));
+      const { ownerInvite } = await inviteOwner(actor, row.id, ownerLink(createKey), db);
       await appendOperatorAudit(
         {
           actor: operatorAuditActor(actor),
@@ -198,7 +200,7 @@ export async function createOwnerInvite(
     note: input.ownerNote,
     expiresInHours: input.expiresInHours,
     createKey: input.idempotencyKey ? operatorCreateKey(actor, input.idempotencyKey) : null,
-  });
+  }, db);
   // A replay answers with the first invitation and audits nothing again.
   if (!created) return invite;
   await appendOperatorAudit(

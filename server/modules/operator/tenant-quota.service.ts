@@ -39,7 +39,7 @@ export async function setTenantQuotaOverrides(
     },
     db,
   );
-  return readTenantUsage(await resolveSystemTenantScope(tenant.id, { allowSuspended: true }), deps);
+  return readTenantUsage(await resolveSystemTenantScope(tenant.id, { allowSuspended: true }, db), deps, db);
 }
 
 /** A tenant's limits (effective value, overridden or the installation's default) and its use, for operators. */
@@ -52,5 +52,5 @@ export async function readTenantQuota(
   const { tenantId: ref } = parseInput(ZTenantRef, raw);
   const tenant = await findTenantWithUsage(ref, db);
   if (!tenant) throw new AppError("NOT_FOUND", `no tenant ${ref}`, { userMessage: `No tenant ${ref}.` });
-  return readTenantUsage(await resolveSystemTenantScope(tenant.id, { allowSuspended: true }), deps);
+  return readTenantUsage(await resolveSystemTenantScope(tenant.id, { allowSuspended: true }, db), deps, db);
 }

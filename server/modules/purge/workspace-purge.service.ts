@@ -74,7 +74,7 @@ export async function purgeWorkspace(
   run: PurgeRun = {},
 ): Promise<{ outcome: "purged" | "already-purged"; receiptId?: string; generation?: number }> {
   const { db } = deps;
-  const scope = await resolveSystemTenantScope(payload.tenantId, { allowSuspended: true });
+  const scope = await resolveSystemTenantScope(payload.tenantId, { allowSuspended: true }, db);
   const record = await findWorkspaceRecordForSystem(payload.workspaceId, db);
   if (!record || record.tenantId !== payload.tenantId) {
     throw new AppError(

@@ -66,7 +66,7 @@ export async function purgeSessions(
   log: Logger,
 ): Promise<{ outcome: "purged" | "no-workspace"; sessions: number }> {
   const { db } = deps;
-  const scope = await resolveSystemTenantScope(payload.tenantId);
+  const scope = await resolveSystemTenantScope(payload.tenantId, {}, db);
   const record = await findWorkspaceRecordForSystem(payload.workspaceId, db);
   if (
     !record ||
@@ -101,7 +101,7 @@ export async function purgeSessions(
           },
         }, db);
       }
-    },
+    }, db,
   );
   log.info({ workspaceId: record.id, sessions: payload.sessionIds.length }, "sessions purged from workspace");
   return { outcome: "purged", sessions: payload.sessionIds.length };
@@ -113,7 +113,7 @@ export async function purgeAgent(
   payload: z.output<typeof ZAgentPurgePayload>,
 ): Promise<{ workspaces: string[] }> {
   const { db } = deps;
-  const scope = await resolveSystemTenantScope(payload.tenantId);
+  const scope = await resolveSystemTenantScope(payload.tenantId, {}, db);
   const purged: { workspaceId: string; skills: string[] }[] = [];
   for (const workspaceId of new Set(payload.workspaceIds)) {
     const record = await findWorkspaceRecordForSystem(workspaceId, db);
@@ -134,9 +134,9 @@ export async function purgeAgent(
       async (workspace) => {
         const skills = (await workspace.listSkills(payload.agentId)).skills.map((skill) => skill.name);
         await workspace.purgeAgent({ agentId: payload.agentId });
-        await releaseStoredSkills({ workspaceId, partition: partitionName(payload.agentId) });
+        await releaseStoredSkills({ workspaceId, partition: partitionName(payload.agentId) }, db);
         purged.push({ workspaceId, skills });
-      },
+      }, db,
     );
   }
   await recordPurgeReceipt(scope, {

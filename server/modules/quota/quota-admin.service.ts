@@ -78,5 +78,5 @@ export async function changeBudget(
     { action: "budget.update", targetType: "tenant", targetId: scope.tenantId, details: budget },
     () => saveBudgetSettings(scope.tenantId, budget, db),
   );
-  return readTenantUsage(scope, deps);
+  return readTenantUsage(scope, deps, db);
 }

@@ -64,7 +64,7 @@ async function assertWithinBudget(
 ): Promise<void> {
   const quota = row ?? (await getTenantQuota(tenantId, db));
   if (quota.monthlyBudgetUnits === null || !quota.budgetHardStop) return;
-  const spent = await monthSpend(tenantId, deps.config.rates);
+  const spent = await monthSpend(tenantId, deps.config.rates, undefined, db);
   if (spent >= quota.monthlyBudgetUnits)
     throw quotaExceeded("monthlyBudgetUnits", quota.monthlyBudgetUnits, spent);
 }
@@ -77,7 +77,7 @@ const TURN_SLOT_TTL_MS = 2 * 60_000;
 /** Admits a turn: within the budget, and one of `concurrentTurns` slots taken atomically. */
 export async function admitTurn(tenantId: string, turnId: string, deps: QuotaDeps, db: Db): Promise<TurnAdmission> {
   const row = await getTenantQuota(tenantId, db);
-  await assertWithinBudget(tenantId, deps, row);
+  await assertWithinBudget(tenantId, deps, row, db);
   const limit = effectiveLimits(row, deps.config.defaults).concurrentTurns;
   const slot = await admitHeldTurn(deps, tenantId, turnId, limit, TURN_SLOT_TTL_MS);
   if (!slot.admitted) throw quotaExceeded("concurrentTurns", limit, slot.count);
@@ -122,7 +122,7 @@ export function provisionAdmission(
     const limits = effectiveLimits(row, deps.config.defaults);
     const live = await countLiveWorkspaces(tenantId, { except: workspaceId }, tx);
     if (live >= limits.liveWorkspaces) throw quotaExceeded("liveWorkspaces", limits.liveWorkspaces, live);
-    await assertWithinBudget(tenantId, deps, row);
+    await assertWithinBudget(tenantId, deps, row, db);
     const rate = await admitProvisionInWindow(deps, tenantId, limits.provisionsPerMinute, { consume: true });
     if (!rate.admitted) throw quotaExceeded("provisionsPerMinute", limits.provisionsPerMinute, rate.count);
   };
@@ -142,7 +142,7 @@ export async function precheckProvision(
   const limits = effectiveLimits(row, deps.config.defaults);
   const live = await countLiveWorkspaces(tenantId, { except: workspaceId }, db);
   if (live >= limits.liveWorkspaces) throw quotaExceeded("liveWorkspaces", limits.liveWorkspaces, live);
-  await assertWithinBudget(tenantId, deps, row);
+  await assertWithinBudget(tenantId, deps, row, db);
   const rate = await admitProvisionInWindow(deps, tenantId, limits.provisionsPerMinute, { consume: false });
   if (!rate.admitted) throw quotaExceeded("provisionsPerMinute", limits.provisionsPerMinute, rate.count);
 }
@@ -152,7 +152,7 @@ export async function workspaceResources(
   tenantId: string,
   deps: Pick<QuotaDeps, "config">,
 ): Promise<{ resources: { cpus?: number; memoryBytes?: number; diskBytes?: number }; size: string }> {
-  const limits = await tenantLimits(tenantId, deps);
+  const limits = await tenantLimits(tenantId, deps, db);
   const resources = {
     ...(limits.workspaceCpus > 0 ? { cpus: limits.workspaceCpus } : {}),
     ...(limits.workspaceMemoryBytes > 0 ? { memoryBytes: limits.workspaceMemoryBytes } : {}),
@@ -177,7 +177,7 @@ export async function withinMcpQuota<T>(
   add: () => Promise<T>,
   deps: QuotaDeps,
 ): Promise<T> {
-  const limit = (await tenantLimits(tenantId, deps)).mcpServersPerScope;
+  const limit = (await tenantLimits(tenantId, deps, db)).mcpServersPerScope;
   return withQuotaLock(deps, `mcp:${key.workspaceId}:${key.agentId}:${key.sessionId}`, async () => {
     const used = await count();
     if (used >= limit) throw quotaExceeded("mcpServersPerScope", limit, used);

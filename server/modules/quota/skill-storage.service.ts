@@ -24,7 +24,7 @@ export async function withinSkillStorage<T extends InstalledSkill>(
 ): Promise<T> {
   const { tenantId, workspaceId, partition } = target;
   // Recorded without a cap too, so a cap set later counts what is already stored.
-  const limit = (await tenantLimits(tenantId, deps)).skillStorageBytes;
+  const limit = (await tenantLimits(tenantId, deps, db)).skillStorageBytes;
   const used = await sumStoredSkillBytes(tenantId, db);
   if (limit > 0 && used >= limit) throw quotaExceeded("skillStorageBytes", limit, used);
   const room = limit > 0 ? limit - used : undefined;

@@ -273,6 +273,7 @@ export function createSessionService(deps: SessionServiceDeps) {
             scope,
             team.map((member) => member.id),
             {
+              db,
               enqueueSessionPurge: (...args) => deps.workspaces.enqueueSessionPurge(...args),
               enqueueAgentPurge: (...args) => deps.workspaces.enqueueAgentPurge(...args),
               ...(deps.workspaces.requestStop ? { requestStop: deps.workspaces.requestStop } : {}),

@@ -113,7 +113,7 @@ async function addWorkspaceMcp(
     });
   }
   // A stdio MCP is a command: the tenant's policy is checked before the workspace is even attached.
-  if (parsed.data.mcp_config.type === "stdio_mcp") await assertMayDeclareStdioMcp(scope);
+  if (parsed.data.mcp_config.type === "stdio_mcp") await assertMayDeclareStdioMcp(scope, db);
   return deps.service.audited(
     scope,
     "workspace.mcp.add",
@@ -201,7 +201,7 @@ async function removeWorkspaceSkill(
   return deps.service.audited(scope, "workspace.skill.remove", workspaceId, { ...target, agentId }, () =>
     usingWorkspace(deps, scope, workspaceId, "workspace.skill.remove", async (ws) => {
       const { dir } = await ws.removeSkill("dir" in target ? { dir: target.dir } : target.name, agentId);
-      await releaseStoredSkills({ workspaceId, partition: partitionName(agentId), dir });
+      await releaseStoredSkills({ workspaceId, partition: partitionName(agentId), dir }, db);
       return { removed: true as const };
     }),
   );
@@ -239,7 +239,7 @@ async function installWorkspaceSkillArchive(
           async (dir) => {
             await ws.removeSkill({ dir }, input.agentId);
           },
-          deps.quota(),
+          deps.quota(), db,
         );
         return { name: result.skill.name, dir: result.skill.dir, deduplicated: result.deduplicated };
       }),
