@@ -58,7 +58,7 @@ export async function resolveRequestPrincipal(
  * it). The plugin's own verify is not used on this path: it costs three statements per request (lookup and
  * two writes) for features Berth keeps off (rate limits, usage counts, permissions).
  */
-async function resolveApiKeyPrincipal(key: string): Promise<RequestPrincipal> {
+async function resolveApiKeyPrincipal(key: string, db: Db): Promise<RequestPrincipal> {
   const gate = await authenticateApiKey(key, db);
   if (!gate) throw unauthorized("api key unknown, revoked, disabled or expired");
   return {

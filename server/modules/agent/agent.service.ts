@@ -62,6 +62,7 @@ type WithoutKey<C> = { [K in keyof C as K extends "apiKey" ? never : K]: C[K] };
 async function assertStdioDefaultsAllowed(
   scope: TenantScope,
   defaults: readonly { mcp_config: { type: string } }[] | undefined,
+  db: Db,
 ): Promise<void> {
   if (defaults?.some((declaration) => declaration.mcp_config.type === "stdio_mcp"))
     await assertMayDeclareStdioMcp(scope, db);

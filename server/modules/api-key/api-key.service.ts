@@ -164,7 +164,7 @@ export type VerifiedApiKey = {
  * Checks a plain key exactly as request authentication does (hash lookup, enabled, not revoked, not
  * expired) and records its last use. Returns null for an unknown, revoked or expired key.
  */
-export async function verifyApiKey(plainKey: string): Promise<VerifiedApiKey | null> {
+export async function verifyApiKey(plainKey: string, db: Db): Promise<VerifiedApiKey | null> {
   const gate = await authenticateApiKey(plainKey, db);
   if (!gate) return null;
   return {

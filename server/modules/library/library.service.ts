@@ -67,7 +67,7 @@ function toView(entry: LibraryEntryRecord, usedBy: LibraryUsage[]): LibraryEntry
   };
 }
 
-async function assertStdioAllowed(scope: TenantScope, declaration: TMcpDeclaration | null): Promise<void> {
+async function assertStdioAllowed(scope: TenantScope, declaration: TMcpDeclaration | null, db: Db): Promise<void> {
   if (declaration?.mcp_config.type === "stdio_mcp") await assertMayDeclareStdioMcp(scope, db);
 }
 

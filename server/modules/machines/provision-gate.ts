@@ -225,7 +225,7 @@ function isConnectionTrouble(error: Error): boolean {
   );
 }
 
-async function currentRecord(spec: WorkspaceSpec): Promise<WorkspaceRecord> {
+async function currentRecord(spec: WorkspaceSpec, db: Db): Promise<WorkspaceRecord> {
   const record = await findWorkspaceRecordForSystem(spec.workspaceId, db);
   if (!record || record.tenantId !== spec.tenantId) {
     throw new AppError(
