@@ -76,7 +76,7 @@ export function createAgentService(deps: AgentServiceDeps) {
     async create(scope: TenantScope, raw: TAgentCreateRequest): Promise<AgentView> {
       const input = parseInput(ZAgentCreateRequest, raw);
       deps.assertBackendChoosable(input.backend);
-      await assertStdioDefaultsAllowed(scope, input.defaultMcpConfigs);
+      await assertStdioDefaultsAllowed(scope, input.defaultMcpConfigs, db);
       const { modelConfig, apiKey } = splitKey(input.modelConfig);
       // A key seen before answers with its agent, creating (and auditing) nothing.
       return createOnce(input.idempotencyKey ? scopedCreateKey(scope, input.idempotencyKey) : null, {
@@ -123,7 +123,7 @@ export function createAgentService(deps: AgentServiceDeps) {
     async update(scope: TenantScope, agentId: string, raw: TAgentUpdateRequest): Promise<AgentView> {
       const patch = parseInput(ZAgentUpdateRequest, raw);
       deps.assertBackendChoosable(patch.backend);
-      await assertStdioDefaultsAllowed(scope, patch.defaultMcpConfigs);
+      await assertStdioDefaultsAllowed(scope, patch.defaultMcpConfigs, db);
       const { modelConfig, apiKey } = splitKey(patch.modelConfig);
       const modelApiKey = patch.modelApiKey !== undefined ? patch.modelApiKey : apiKey;
       const requested = [

@@ -109,7 +109,7 @@ export async function addLibraryEntry(
   assertCan(scope, "library:manage");
   const input = parseInput(ZLibraryCreateRequest, raw);
   const content = input.kind === "MCP" ? input.declaration : input.skill;
-  if (input.kind === "MCP") await assertStdioAllowed(scope, input.declaration);
+  if (input.kind === "MCP") await assertStdioAllowed(scope, input.declaration, db);
   const description =
     input.kind === "SKILL" ? (input.description ?? input.skill.description) : input.description;
   // A key seen before answers with its entry, adding (and auditing) nothing.
@@ -182,7 +182,7 @@ export async function changeLibraryEntry(
   if (patch.declaration && current.kind !== "MCP") throw wrongKind(current, "MCP");
   if (patch.skill && current.kind !== "SKILL") throw wrongKind(current, "SKILL");
   const content = patch.declaration ?? patch.skill;
-  if (patch.declaration) await assertStdioAllowed(scope, patch.declaration);
+  if (patch.declaration) await assertStdioAllowed(scope, patch.declaration, db);
   return audited(
     scope,
     {
@@ -232,7 +232,7 @@ export async function equipAgentFromLibrary(
 ): Promise<{ agentId: string; name: string; outcome: "added" | "replaced" | "unchanged" }> {
   assertCan(scope, "agent:manage");
   const entry = await getLibraryEntry(scope, input.entryId, db);
-  await assertStdioAllowed(scope, declarationOf(entry));
+  await assertStdioAllowed(scope, declarationOf(entry), db);
   let outcome: "added" | "replaced" | "unchanged" = "added";
   const upsert = <T extends { name: string }>(list: T[], item: T): T[] => {
     const index = list.findIndex((existing) => existing.name === item.name);

@@ -99,7 +99,7 @@ export function createProvisionGate(deps: ProvisionGateDeps): EnsureProvisioned 
     // case the record, not the job, says whether the workspace is ready.
     for (let round = 0; ; round++) {
       const record =
-        (round === 0 && !options.machineGone && takeRecordRead(spec)) || (await currentRecord(spec));
+        (round === 0 && !options.machineGone && takeRecordRead(spec)) || (await currentRecord(spec, db));
       // A READY record whose machine an attach found gone is not ready: the workers look first.
       const trustReady = !(options.machineGone && round === 0);
       if (record.state === "READY" && trustReady) return machineOf(record);
@@ -108,11 +108,11 @@ export function createProvisionGate(deps: ProvisionGateDeps): EnsureProvisioned 
       if (record.state !== "PROVISIONING" && record.state !== "READY") await precheck(spec);
       try {
         await provisionOnce(spec, record.state, options.machineGone === true);
-        const after = await currentRecord(spec);
+        const after = await currentRecord(spec, db);
         if (after.state === "READY") return provisionedRecord(after);
         throw new Error(`the provision job finished but the workspace is ${after.state}`);
       } catch (error) {
-        const after = await currentRecord(spec);
+        const after = await currentRecord(spec, db);
         if (after.state === "READY") return provisionedRecord(after);
         // The worker refused it at admission (another replica took the last slot meanwhile): the typed
         // refusal, not "try again shortly".
@@ -160,7 +160,7 @@ export function createProvisionGate(deps: ProvisionGateDeps): EnsureProvisioned 
       if (remaining <= 0) throw new Error(`no provision result within ${deps.waitMs} ms`);
       const finished = await waitForEvent(job, Math.min(checkEveryMs, remaining));
       if (finished) return notePath(spec.workspaceId, finished.result);
-      const record = await currentRecord(spec).catch(rethrowIfDefinite);
+      const record = await currentRecord(spec, db).catch(rethrowIfDefinite);
       // READY means done, except for a machine found gone: its record stays READY until the job runs.
       if (record?.state === "READY" && !machineGone) return;
       const outcome = await jobOutcome(jobId).catch(() => "unknown" as const);
