@@ -41,10 +41,7 @@ export type GateApiKey = {
 };
 
 /** Berth's columns of an API key the plugin has already verified (role, creator, revocation). */
-export async function findApiKeyForGate(
-  apiKeyId: string,
-  db: DbClient,
-): Promise<GateApiKey | null> {
+export async function findApiKeyForGate(apiKeyId: string, db: DbClient): Promise<GateApiKey | null> {
   const row = await db.apiKey.findFirst({ where: { id: apiKeyId }, select: gateKeySelect });
   return row ? toGateApiKey(row) : null;
 }

@@ -148,7 +148,8 @@ export async function reverifyTenantScope(scope: TenantScope, db: Db): Promise<T
         role: key.role,
         userId: key.createdByUserId,
       },
-      scope.tenantId, db,
+      scope.tenantId,
+      db,
     );
   }
   if (scope.userId) {

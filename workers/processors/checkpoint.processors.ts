@@ -15,10 +15,15 @@ export function registerCheckpointProcessors(
   berth: Pick<Berth, "workspaces" | "db">,
 ): void {
   registry.registerProcessor("checkpoint.restore", ({ payload, log, job, signal }) =>
-    runCheckpointRestore({ workspaces: berth.workspaces.service, store: engine.checkpoints, db: berth.db }, payload, log, {
-      isLastAttempt: job.attemptsMade + 1 >= (job.opts.attempts ?? 1),
-      signal,
-    }),
+    runCheckpointRestore(
+      { workspaces: berth.workspaces.service, store: engine.checkpoints, db: berth.db },
+      payload,
+      log,
+      {
+        isLastAttempt: job.attemptsMade + 1 >= (job.opts.attempts ?? 1),
+        signal,
+      },
+    ),
   );
   registry.registerProcessor("checkpoint.prune", ({ log }) =>
     pruneCheckpoints({ store: engine.checkpoints, db: berth.db }, log),

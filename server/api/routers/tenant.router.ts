@@ -90,6 +90,9 @@ export const tenantRouter = createTRPCRouter({
     .output(ZTenantPolicyView)
     .mutation(async ({ ctx, input: { tenantId: _t, tenantSlug: _s, ...patch } }) => {
       const operator = operatorLimits(ctx);
-      return viewTenantPolicy(await changeTenantPolicy(ctx.scope, patch, operator, ctx.berth.db), operator.idleTtlMs);
+      return viewTenantPolicy(
+        await changeTenantPolicy(ctx.scope, patch, operator, ctx.berth.db),
+        operator.idleTtlMs,
+      );
     }),
 });

@@ -134,7 +134,8 @@ export async function removeAgent(
       const agent = await getAgent(scope, agentId, db);
       const { workspaceIds, ownWorkspaceIds, sessionIds, sessionsByWorkspace } = await footprintOf(
         scope,
-        agentId, db,
+        agentId,
+        db,
       );
       const workerAgentIds = (await listWorkerAgentIds(scope, sessionIds, db)).filter((id) => !seen.has(id));
       for (const workerId of workerAgentIds) {

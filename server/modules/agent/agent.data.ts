@@ -122,11 +122,7 @@ export async function getAgentOrNull(
   return toAgentDTO(rest, modelApiKeyEncrypted !== null);
 }
 
-export async function getAgent(
-  scope: TenantScope,
-  agentId: string,
-  db: DbClient,
-): Promise<AgentDTO> {
+export async function getAgent(scope: TenantScope, agentId: string, db: DbClient): Promise<AgentDTO> {
   const agent = await getAgentOrNull(scope, agentId, db);
   if (!agent) throw agentNotFound(agentId);
   return agent;
@@ -303,11 +299,7 @@ export async function updateAgent(
 }
 
 /** Deletes the agent row (its sessions and messages cascade). Workspaces are purged by the service first. */
-export async function deleteAgent(
-  scope: TenantScope,
-  agentId: string,
-  db: DbClient,
-): Promise<void> {
+export async function deleteAgent(scope: TenantScope, agentId: string, db: DbClient): Promise<void> {
   const { count } = await db.agent.deleteMany({ where: { tenantId: scope.tenantId, id: agentId } });
   if (count === 0) throw agentNotFound(agentId);
 }

@@ -59,11 +59,7 @@ function toAuditRow(scope: TenantScope, raw: TAuditRowInput): Prisma.AuditLogCre
 }
 
 /** Appends one audit entry. Pass the transaction client to record it atomically with the change. */
-export async function appendAuditLog(
-  scope: TenantScope,
-  entry: TAuditRowInput,
-  db: DbClient,
-): Promise<void> {
+export async function appendAuditLog(scope: TenantScope, entry: TAuditRowInput, db: DbClient): Promise<void> {
   await db.auditLog.create({ data: toAuditRow(scope, entry), select: { id: true } });
 }
 

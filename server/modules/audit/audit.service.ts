@@ -28,7 +28,8 @@ export function createAuditService(db: Db) {
   async function view(scope: TenantScope, entries: AuditLogDTO[]): Promise<AuditLogView[]> {
     const names = await auditActorNames(
       scope,
-      entries.map((entry) => ({ type: entry.actorType, id: entry.actorId })), db,
+      entries.map((entry) => ({ type: entry.actorType, id: entry.actorId })),
+      db,
     );
     return entries.map((entry) => ({
       ...entry,
@@ -86,7 +87,8 @@ export function createAuditService(db: Db) {
       truncated ||= rows.length > kept.length;
       const names = await auditActorNames(
         scope,
-        kept.map((entry) => ({ type: entry.actorType, id: entry.actorId })), db,
+        kept.map((entry) => ({ type: entry.actorType, id: entry.actorId })),
+        db,
       );
       return { csv: auditCsv(kept, (entry) => actorLabelOf(entry, names)), rows: kept.length, truncated };
     },

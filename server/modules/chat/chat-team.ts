@@ -63,7 +63,8 @@ function teamPortFor(deps: TeamDeps, scope: TenantScope, leader: SessionDTO): Te
           // The link that lets session.delete remove this worker with its leader (invited agents have none).
           createdByLeaderSessionId: leaderSessionId,
         },
-        deps.secretKey, deps.db,
+        deps.secretKey,
+        deps.db,
       );
       const { sessionId } = await deps.createSession(
         scope,

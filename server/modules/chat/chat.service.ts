@@ -110,8 +110,13 @@ async function cancelTurn(
 async function chatHistory(scope: TenantScope, raw: z.input<typeof ZChatHistoryRequest>, db: Db) {
   const input = parseInput(ZChatHistoryRequest, raw);
   const session = await getSession(scope, input.sessionId, db);
-  return listChatMessages(scope, session.id, {
-    ...(input.limit ? { limit: input.limit } : {}),
-    ...(input.afterId ? { afterId: input.afterId } : {}),
-  }, db);
+  return listChatMessages(
+    scope,
+    session.id,
+    {
+      ...(input.limit ? { limit: input.limit } : {}),
+      ...(input.afterId ? { afterId: input.afterId } : {}),
+    },
+    db,
+  );
 }

@@ -56,7 +56,8 @@ export async function reapDeadHolders(deps: {
   }
   const releasedLeases = await releaseLeasesOfOwnersForSystem(
     [...dead],
-    "the process holding the lease stopped (no heartbeat)", db,
+    "the process holding the lease stopped (no heartbeat)",
+    db,
   );
   if (releasedLeases > 0) {
     deps.log.warn(

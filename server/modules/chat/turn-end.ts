@@ -46,7 +46,13 @@ export async function storeTurnEnd(
   const delays = deps.retryDelaysMs ?? [250, 1_000, 2_000, 4_000, 8_000];
   for (let attempt = 0; ; attempt++) {
     try {
-      await finishTurn(scope, turn.sessionId, turn.turnId, { outcome, messages, compaction, sessionStatus }, db);
+      await finishTurn(
+        scope,
+        turn.sessionId,
+        turn.turnId,
+        { outcome, messages, compaction, sessionStatus },
+        db,
+      );
       return;
     } catch (error) {
       const delay = delays[attempt];
@@ -88,15 +94,21 @@ export async function storeUnsavedTurn(
     message: `The reply could not be saved: ${masked.message}`,
     retryable: false,
   };
-  await finishTurn(scope, turn.sessionId, turn.turnId, {
-    outcome: { done: { ...done, status: "failed" }, text: "", error },
-    messages: [
-      { role: "user", content: userMessage },
-      { role: "assistant", content: [{ type: "text", text: `[${error.message}]` }] },
-    ],
-    compaction: null,
-    sessionStatus: "ERROR",
-  }, db).catch((again: unknown) =>
+  await finishTurn(
+    scope,
+    turn.sessionId,
+    turn.turnId,
+    {
+      outcome: { done: { ...done, status: "failed" }, text: "", error },
+      messages: [
+        { role: "user", content: userMessage },
+        { role: "assistant", content: [{ type: "text", text: `[${error.message}]` }] },
+      ],
+      compaction: null,
+      sessionStatus: "ERROR",
+    },
+    db,
+  ).catch((again: unknown) =>
     deps.log.error({ err: again, sessionId: turn.sessionId }, "could not store a chat turn as failed"),
   );
   return { type: "error", ...error };

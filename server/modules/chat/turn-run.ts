@@ -283,7 +283,12 @@ async function loadHistory(scope: TenantScope, sessionId: string, db: Db): Promi
   const rows: ChatMessageDTO[] = [];
   let afterId: string | undefined;
   for (;;) {
-    const page = await listChatMessages(scope, sessionId, { limit: 200, ...(afterId ? { afterId } : {}) }, db);
+    const page = await listChatMessages(
+      scope,
+      sessionId,
+      { limit: 200, ...(afterId ? { afterId } : {}) },
+      db,
+    );
     rows.push(...page);
     if (page.length < 200) break;
     afterId = page.at(-1)!.id;

@@ -83,7 +83,8 @@ async function pruneTenant(
   }
   await deleteCheckpoints(
     tenantId,
-    expired.map((row) => row.id), db,
+    expired.map((row) => row.id),
+    db,
   );
   const swept = await deps.store.prune(
     tenantId,

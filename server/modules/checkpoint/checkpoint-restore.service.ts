@@ -66,11 +66,16 @@ export async function runCheckpointRestore(
       },
     );
     await progress.flushed();
-    await finishRestore(scope, restore.id, {
-      status: "DONE",
-      written: result.written,
-      deleted: result.deleted,
-    }, db);
+    await finishRestore(
+      scope,
+      restore.id,
+      {
+        status: "DONE",
+        written: result.written,
+        deleted: result.deleted,
+      },
+      db,
+    );
     announceChange(scope.tenantId, { topic: "session", id: restore.sessionId, userId: null });
     return { written: result.written, deleted: result.deleted };
   } catch (error) {
@@ -79,10 +84,15 @@ export async function runCheckpointRestore(
       log.warn({ err: error, restoreId: restore.id }, "a checkpoint restore failed");
       const reason = error instanceof Error ? error.message : String(error);
       const after = await putBack(deps, scope, restore, safety, log);
-      await finishRestore(scope, restore.id, {
-        status: "FAILED",
-        error: `${reason}${after}`.slice(0, 1_000),
-      }, db);
+      await finishRestore(
+        scope,
+        restore.id,
+        {
+          status: "FAILED",
+          error: `${reason}${after}`.slice(0, 1_000),
+        },
+        db,
+      );
       announceChange(scope.tenantId, { topic: "session", id: restore.sessionId, userId: null });
       return { skipped: "failed" };
     }
@@ -134,17 +144,28 @@ async function safetyCheckpoint(
     const recorded = await getCheckpoint(scope, restore.safetyCheckpointId, db);
     if (recorded.rootTree) return { id: recorded.id, root: recorded.rootTree };
   }
-  const row = await captureRowOf(deps.store, scope, {
-    machine,
-    workspaceId: restore.workspaceId,
-    generation,
-  }, undefined, db);
-  const id = await recordSafetyCheckpoint(scope, restore.id, {
-    ...row,
-    workspaceId: restore.workspaceId,
-    generation,
-    sessionId: restore.sessionId,
-  }, db);
+  const row = await captureRowOf(
+    deps.store,
+    scope,
+    {
+      machine,
+      workspaceId: restore.workspaceId,
+      generation,
+    },
+    undefined,
+    db,
+  );
+  const id = await recordSafetyCheckpoint(
+    scope,
+    restore.id,
+    {
+      ...row,
+      workspaceId: restore.workspaceId,
+      generation,
+      sessionId: restore.sessionId,
+    },
+    db,
+  );
   return { id, root: (await getCheckpoint(scope, id, db)).rootTree ?? row.rootTree };
 }
 

@@ -33,10 +33,7 @@ export async function listRetentionRows(tenantId: string, db: DbClient): Promise
  * Checkpoints a restore still needs: one being written (RUNNING), and each workspace's latest DONE
  * restore's (the next turn's checkpoint reuses the objects of the files it has not changed since).
  */
-export async function checkpointsHeldByRestores(
-  tenantId: string,
-  db: DbClient,
-): Promise<Set<string>> {
+export async function checkpointsHeldByRestores(tenantId: string, db: DbClient): Promise<Set<string>> {
   const rows = await db.$queryRaw<{ checkpoint_id: string }[]>`
     SELECT checkpoint_id FROM checkpoint_restores WHERE tenant_id = ${tenantId} AND status = 'RUNNING'
     UNION

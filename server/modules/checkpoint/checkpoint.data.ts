@@ -204,11 +204,7 @@ const restoreSelect = {
 
 export type RestoreRow = Prisma.CheckpointRestoreGetPayload<{ select: typeof restoreSelect }>;
 
-export async function getRestore(
-  scope: TenantScope,
-  restoreId: string,
-  db: DbClient,
-): Promise<RestoreRow> {
+export async function getRestore(scope: TenantScope, restoreId: string, db: DbClient): Promise<RestoreRow> {
   const row = await db.checkpointRestore.findFirst({
     where: { tenantId: scope.tenantId, id: restoreId },
     select: restoreSelect,

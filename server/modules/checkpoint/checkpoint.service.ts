@@ -92,21 +92,29 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
         ...(input.before ? { turnId: null, kind: "BEFORE_TURN" as const } : { turnId: input.turnId }),
       };
       try {
-        const row = await insertCheckpoint(scope, {
-          ...base,
-          ...(await captureRowOf(store, scope, input, undefined, db)),
-        }, db);
+        const row = await insertCheckpoint(
+          scope,
+          {
+            ...base,
+            ...(await captureRowOf(store, scope, input, undefined, db)),
+          },
+          db,
+        );
         announceChange(scope.tenantId, { topic: "session", id: input.sessionId, userId: null });
         return row;
       } catch (error) {
         deps.log.warn({ err: error, workspaceId: input.workspaceId }, "could not record a turn checkpoint");
         const reason = error instanceof Error ? error.message : String(error);
-        return insertCheckpoint(scope, {
-          ...base,
-          status: "FAILED",
-          error: replaceUnstorableCharacters(reason.slice(0, 1_000)).text,
-          durationMs: Date.now() - started,
-        }, db).catch(() => null);
+        return insertCheckpoint(
+          scope,
+          {
+            ...base,
+            status: "FAILED",
+            error: replaceUnstorableCharacters(reason.slice(0, 1_000)).text,
+            durationMs: Date.now() - started,
+          },
+          db,
+        ).catch(() => null);
       }
     },
 
@@ -227,14 +235,16 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
           if (checkpoint.workspaceId !== session.workspaceId) {
             throw new AppError("BAD_REQUEST", "The checkpoint belongs to another workspace of this session");
           }
-          const { restoreId } = await beginRestore(scope, {
-            kind: "REVERT",
-            checkpointId: checkpoint.id,
-            workspaceId: session.workspaceId,
-            sessionId: session.id,
-          },
-          undefined,
-          db,
+          const { restoreId } = await beginRestore(
+            scope,
+            {
+              kind: "REVERT",
+              checkpointId: checkpoint.id,
+              workspaceId: session.workspaceId,
+              sessionId: session.id,
+            },
+            undefined,
+            db,
           );
           await deps.enqueueRestore(scope, restoreId);
           return { restoreId };
@@ -297,7 +307,8 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
                 tx,
               );
               return { sessionId: fork.id };
-            }, db,
+            },
+            db,
           );
           const forkId = (await getRestore(scope, restoreId, db)).sessionId;
           await deps.enqueueRestore(scope, restoreId);

@@ -60,21 +60,26 @@ export async function checkResumeIntegrity(
         ? `the machine came back with all ${recorded} files of the last checkpoint`
         : `the machine came back without ${lost.length} and with ${changed.length} changed of the ` +
           `${recorded} files of the last checkpoint; reverting to it restores them`;
-    await appendWorkspaceEvent(scope, workspace.id, {
-      kind: "integrity_checked",
-      reason,
-      data: {
-        backend: workspace.backendKind,
-        generation: workspace.generation,
-        checkpointTree: last,
-        survived,
-        lostCount: lost.length,
-        changedCount: changed.length,
-        addedCount: added,
-        lost: lost.slice(0, LISTED_PATHS),
-        changed: changed.slice(0, LISTED_PATHS),
+    await appendWorkspaceEvent(
+      scope,
+      workspace.id,
+      {
+        kind: "integrity_checked",
+        reason,
+        data: {
+          backend: workspace.backendKind,
+          generation: workspace.generation,
+          checkpointTree: last,
+          survived,
+          lostCount: lost.length,
+          changedCount: changed.length,
+          addedCount: added,
+          lost: lost.slice(0, LISTED_PATHS),
+          changed: changed.slice(0, LISTED_PATHS),
+        },
       },
-    }, db);
+      db,
+    );
   } catch (error) {
     deps.log.warn({ err: error, workspaceId: workspace.id }, "could not check a resumed workspace's files");
   }

@@ -67,7 +67,11 @@ function toView(entry: LibraryEntryRecord, usedBy: LibraryUsage[]): LibraryEntry
   };
 }
 
-async function assertStdioAllowed(scope: TenantScope, declaration: TMcpDeclaration | null, db: Db): Promise<void> {
+async function assertStdioAllowed(
+  scope: TenantScope,
+  declaration: TMcpDeclaration | null,
+  db: Db,
+): Promise<void> {
   if (declaration?.mcp_config.type === "stdio_mcp") await assertMayDeclareStdioMcp(scope, db);
 }
 
@@ -249,16 +253,21 @@ export async function equipAgentFromLibrary(
       details: { entryId: entry.id, kind: entry.kind, name: entry.name },
     },
     async () => {
-      const { changed } = await editAgentDefaults(scope, input.agentId, (current) => {
-        const declaration = declarationOf(entry);
-        const skill = skillOf(entry);
-        return {
-          defaultMcpConfigs: declaration
-            ? upsert(current.defaultMcpConfigs, declaration)
-            : current.defaultMcpConfigs,
-          defaultSkills: skill ? upsert(current.defaultSkills, skill) : current.defaultSkills,
-        };
-      }, db);
+      const { changed } = await editAgentDefaults(
+        scope,
+        input.agentId,
+        (current) => {
+          const declaration = declarationOf(entry);
+          const skill = skillOf(entry);
+          return {
+            defaultMcpConfigs: declaration
+              ? upsert(current.defaultMcpConfigs, declaration)
+              : current.defaultMcpConfigs,
+            defaultSkills: skill ? upsert(current.defaultSkills, skill) : current.defaultSkills,
+          };
+        },
+        db,
+      );
       return { agentId: input.agentId, name: entry.name, outcome: changed ? outcome : "unchanged" };
     },
     undefined,

@@ -13,9 +13,14 @@ export async function recordDataLostEvent(
   reason: string,
   db: Db,
 ): Promise<void> {
-  await appendWorkspaceEvent(scope, record.id, {
-    kind: "data_lost",
-    reason: `${reason}: the workspace's files are lost; it is provisioned again, empty`,
-    data: { backend: record.backendKind, generation: record.generation, state: record.state },
-  }, db);
+  await appendWorkspaceEvent(
+    scope,
+    record.id,
+    {
+      kind: "data_lost",
+      reason: `${reason}: the workspace's files are lost; it is provisioned again, empty`,
+      data: { backend: record.backendKind, generation: record.generation, state: record.state },
+    },
+    db,
+  );
 }

@@ -39,11 +39,16 @@ export async function sweepIdleWorkspaces(
     const reason =
       `idle for more than ${Math.round(ttlMs / 1000)} s` +
       (tenantTtlMs === undefined ? "" : " (tenant setting)");
-    const decision = await stopIfIdle(scope, candidate.id, {
-      idleBefore: new Date(now.getTime() - ttlMs),
-      leaseBornAfter,
-      reason,
-    }, db);
+    const decision = await stopIfIdle(
+      scope,
+      candidate.id,
+      {
+        idleBefore: new Date(now.getTime() - ttlMs),
+        leaseBornAfter,
+        reason,
+      },
+      db,
+    );
     if (decision.outcome === "stopping") {
       stopping.push(candidate.id);
       await deps.requestStop({ tenantId: candidate.tenantId, workspaceId: candidate.id, reason });

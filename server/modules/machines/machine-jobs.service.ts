@@ -135,11 +135,16 @@ async function provisionOnce(
   let handle: BackendHandle;
   try {
     if (record.state === "PROVISIONING") {
-      await appendWorkspaceEvent(scope, record.id, {
-        kind: "provisioning",
-        reason: "retrying an interrupted provision",
-        data: { attempt: 0 },
-      }, db);
+      await appendWorkspaceEvent(
+        scope,
+        record.id,
+        {
+          kind: "provisioning",
+          reason: "retrying an interrupted provision",
+          data: { attempt: 0 },
+        },
+        db,
+      );
     }
     const progress = progressRecorder(scope, record, timings, dataLoss, log, db);
     try {
@@ -156,13 +161,18 @@ async function provisionOnce(
     // Before READY, so no turn can change the folder while it is compared with the last checkpoint.
     if (deps.checkpoints && record.state !== "PURGED")
       await checkResumed(deps.checkpoints, driver, scope, record, { ...spec, handle }, log);
-    await transitionFrom(scope, record.id, {
-      from: ["PROVISIONING"],
-      to: "READY",
-      reason: "provisioned",
-      backendHandle: handle,
-      meteredSize: size,
-    }, db);
+    await transitionFrom(
+      scope,
+      record.id,
+      {
+        from: ["PROVISIONING"],
+        to: "READY",
+        reason: "provisioned",
+        backendHandle: handle,
+        meteredSize: size,
+      },
+      db,
+    );
   } finally {
     await claim.end();
   }
@@ -210,18 +220,24 @@ async function checkResumed(
   log: Logger,
 ): Promise<void> {
   const signal = AbortSignal.timeout(RESUME_CHECK_MS);
-  await checkResumeIntegrity({ store, log }, scope, record, {
-    signal,
-    // Only when the generation has a checkpoint to compare with: a first provision attaches nothing more.
-    async withMachine(check) {
-      const machine = await driver.attach(spec, { signal });
-      try {
-        await check(machine);
-      } finally {
-        await driver.detach(machine).catch(() => {});
-      }
+  await checkResumeIntegrity(
+    { store, log },
+    scope,
+    record,
+    {
+      signal,
+      // Only when the generation has a checkpoint to compare with: a first provision attaches nothing more.
+      async withMachine(check) {
+        const machine = await driver.attach(spec, { signal });
+        try {
+          await check(machine);
+        } finally {
+          await driver.detach(machine).catch(() => {});
+        }
+      },
     },
-  }, db);
+    db,
+  );
 }
 
 /** The data-lost event, recorded once per job, whoever notices first (the job or the driver). */
@@ -242,41 +258,59 @@ type Driver = ReturnType<DriverSet["forKind"]>;
  * Moves the record to PROVISIONING from whatever state the job found it in (or finds a READY record's
  * machine still there: nothing to do). A purge or a stop under way makes the job wait (retryable).
  */
-async function enterProvisioning(input: {
-  scope: TenantScope;
-  record: WorkspaceRecord;
-  payload: z.output<typeof ZWorkspaceProvisionPayload>;
-  driver: Driver;
-  spec: Parameters<Driver["exists"]>[0];
-  admit: ReturnType<typeof provisionAdmission>;
-  dataLoss: ReturnType<typeof dataLossRecorder>;
-}, db: Db): Promise<"already-ready" | "provisioning"> {
+async function enterProvisioning(
+  input: {
+    scope: TenantScope;
+    record: WorkspaceRecord;
+    payload: z.output<typeof ZWorkspaceProvisionPayload>;
+    driver: Driver;
+    spec: Parameters<Driver["exists"]>[0];
+    admit: ReturnType<typeof provisionAdmission>;
+    dataLoss: ReturnType<typeof dataLossRecorder>;
+  },
+  db: Db,
+): Promise<"already-ready" | "provisioning"> {
   const { scope, record, payload, driver, spec, admit, dataLoss } = input;
   switch (record.state) {
     case "READY":
       if (await driver.exists(spec)) return "already-ready";
-      await transitionFrom(scope, record.id, {
-        from: ["READY"],
-        to: "FAILED",
-        reason: payload.machineGone ? "machine vanished (found on use)" : "machine vanished",
-        error: "machine vanished",
-      }, db);
+      await transitionFrom(
+        scope,
+        record.id,
+        {
+          from: ["READY"],
+          to: "FAILED",
+          reason: payload.machineGone ? "machine vanished (found on use)" : "machine vanished",
+          error: "machine vanished",
+        },
+        db,
+      );
       await dataLoss.record("its machine vanished while it was READY");
-      await transitionFrom(scope, record.id, {
-        from: ["FAILED"],
-        to: "PROVISIONING",
-        reason: payload.reason,
-      }, db);
+      await transitionFrom(
+        scope,
+        record.id,
+        {
+          from: ["FAILED"],
+          to: "PROVISIONING",
+          reason: payload.reason,
+        },
+        db,
+      );
       break;
     case "PURGED": {
       // The purge deleted the last generation's machine and data: this use starts the next one, empty.
       const next = record.generation + 1;
-      await transitionFrom(scope, record.id, {
-        from: ["PURGED"],
-        to: "PROVISIONING",
-        reason: `${payload.reason}: generation ${next} after a purge`,
-        admit,
-      }, db);
+      await transitionFrom(
+        scope,
+        record.id,
+        {
+          from: ["PURGED"],
+          to: "PROVISIONING",
+          reason: `${payload.reason}: generation ${next} after a purge`,
+          admit,
+        },
+        db,
+      );
       break;
     }
     case "PURGING":
@@ -294,12 +328,17 @@ async function enterProvisioning(input: {
       // A stopped workspace keeps its data; if its machine is gone now, that data went with it.
       if (record.state === "STOPPED" && record.backendHandle !== null && !(await driver.exists(spec)))
         await dataLoss.record("its machine vanished while it was stopped");
-      await transitionFrom(scope, record.id, {
-        from: [record.state],
-        to: "PROVISIONING",
-        reason: payload.reason,
-        admit,
-      }, db);
+      await transitionFrom(
+        scope,
+        record.id,
+        {
+          from: [record.state],
+          to: "PROVISIONING",
+          reason: payload.reason,
+          admit,
+        },
+        db,
+      );
       break;
   }
   return "provisioning";
@@ -325,11 +364,16 @@ function progressRecorder(
         const reason = progress.detail ? `${progress.step}: ${progress.detail.slice(0, 500)}` : progress.step;
         // The driver found the machine's files gone (an E2B sandbox that vanished or came back empty).
         if (progress.dataLost && !dataLoss.recorded()) return dataLoss.record(reason);
-        await appendWorkspaceEvent(scope, record.id, {
-          kind: "provisioning",
-          reason,
-          data: { step: progress.step },
-        }, db);
+        await appendWorkspaceEvent(
+          scope,
+          record.id,
+          {
+            kind: "provisioning",
+            reason,
+            data: { step: progress.step },
+          },
+          db,
+        );
       })
       .catch((error: unknown) => log.warn({ err: error }, "could not record a provisioning step"));
   };
@@ -348,12 +392,17 @@ async function recordProvisionFailure(
   db: Db,
 ) {
   const message = error instanceof Error ? error.message : String(error);
-  await transitionFrom(scope, record.id, {
-    from: ["PROVISIONING"],
-    to: "FAILED",
-    reason: "provisioning failed",
-    error: message.slice(0, 4000),
-  }, db).catch((transitionError: unknown) =>
+  await transitionFrom(
+    scope,
+    record.id,
+    {
+      from: ["PROVISIONING"],
+      to: "FAILED",
+      reason: "provisioning failed",
+      error: message.slice(0, 4000),
+    },
+    db,
+  ).catch((transitionError: unknown) =>
     log.warn({ err: transitionError }, "could not record the failed provision"),
   );
   timings.done(false);
@@ -371,7 +420,12 @@ export async function stopWorkspace(
   payload: z.output<typeof ZWorkspaceStopPayload>,
 ): Promise<{ outcome: "stopped" | "nothing-to-stop"; state: string }> {
   const { db } = deps;
-  const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId, { allowSuspended: true }, db);
+  const { scope, record } = await loadRecord(
+    payload.tenantId,
+    payload.workspaceId,
+    { allowSuspended: true },
+    db,
+  );
   if (record.state === "READY") {
     await transitionFrom(scope, record.id, { from: ["READY"], to: "STOPPING", reason: payload.reason }, db);
   } else if (record.state !== "STOPPING") {

@@ -42,7 +42,8 @@ export async function claimProvision(
     taken = await takeProvisionClaim(
       workspaceId,
       { holder, processTag, live: () => [...liveHolders] },
-      heldForMs, db,
+      heldForMs,
+      db,
     );
   } finally {
     if (!taken) liveHolders.delete(holder);
@@ -76,7 +77,11 @@ export async function claimProvision(
  * Waits while another run holds a live claim on `workspaceId`: until its state changes, its claim is
  * let go or lapses. Aborted by `signal` (shutdown, a lost job lock) with the signal's reason.
  */
-export async function waitForProvisionClaim(workspaceId: string, signal: AbortSignal | undefined, db: Db): Promise<void> {
+export async function waitForProvisionClaim(
+  workspaceId: string,
+  signal: AbortSignal | undefined,
+  db: Db,
+): Promise<void> {
   for (;;) {
     signal?.throwIfAborted();
     const claim = await readProvisionClaim(workspaceId, db);

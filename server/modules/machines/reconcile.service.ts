@@ -86,11 +86,16 @@ async function resumeStuckTransitions(
     if (payload.dryRun) continue;
     const scope = await resolveSystemTenantScope(record.tenantId, { allowSuspended: true }, db);
     const reason = `reconcile: ${state} since ${since}; its job enqueued again (a live one is joined)`;
-    await appendWorkspaceEvent(scope, record.id, {
-      kind: state === "PROVISIONING" ? "provisioning" : "stopping",
-      reason,
-      data: { stuckSince: since },
-    }, db);
+    await appendWorkspaceEvent(
+      scope,
+      record.id,
+      {
+        kind: state === "PROVISIONING" ? "provisioning" : "stopping",
+        reason,
+        data: { stuckSince: since },
+      },
+      db,
+    );
     const ref = { tenantId: record.tenantId, workspaceId: record.id, reason };
     await (state === "PROVISIONING" ? deps.requestProvision(ref) : deps.requestStop(ref));
   }
@@ -104,7 +109,9 @@ async function reconcileDriver(
   signal: AbortSignal | undefined,
   db: Db,
 ): Promise<void> {
-  const records = new Map((await listLiveRecordsForSystem(driver.kind, db)).map((record) => [record.id, record]));
+  const records = new Map(
+    (await listLiveRecordsForSystem(driver.kind, db)).map((record) => [record.id, record]),
+  );
   for (const resource of await driver.listResources()) {
     const record = resource.workspaceId === null ? undefined : records.get(resource.workspaceId);
     if (record && record.tenantId === resource.tenantId) continue;
@@ -127,12 +134,17 @@ async function reconcileDriver(
     report.markedVanished.push(record.id);
     if (payload.dryRun) continue;
     const scope = await resolveSystemTenantScope(record.tenantId, { allowSuspended: true }, db);
-    await transitionFrom(scope, record.id, {
-      from: ["READY", "STOPPED"],
-      to: "FAILED",
-      reason: "reconcile: backend resources vanished",
-      error: "backend resources vanished",
-    }, db)
+    await transitionFrom(
+      scope,
+      record.id,
+      {
+        from: ["READY", "STOPPED"],
+        to: "FAILED",
+        reason: "reconcile: backend resources vanished",
+        error: "backend resources vanished",
+      },
+      db,
+    )
       .then(() => recordDataLostEvent(scope, record, "reconcile found its machine gone", db))
       .catch((error: unknown) =>
         log.warn({ err: error, workspaceId: record.id }, "could not mark a vanished workspace"),

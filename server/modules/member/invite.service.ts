@@ -122,22 +122,30 @@ export async function issueInviteLink(
   const token = keyed.createKey
     ? keyedToken(scope, keyed.createKey, keyed)
     : `${TOKEN_PREFIX}${randomBytes(24).toString("base64url")}`;
-  const invite = await insertInvite(scope, {
-    tokenHash: hashInviteToken(token),
-    createKey: keyed.createKey ?? null,
-    role: input.role,
-    note: input.note,
-    createdById: input.createdById,
-    expiresAt: new Date(Date.now() + input.expiresInHours * 3600_000),
-  }, db);
+  const invite = await insertInvite(
+    scope,
+    {
+      tokenHash: hashInviteToken(token),
+      createKey: keyed.createKey ?? null,
+      role: input.role,
+      note: input.note,
+      createdById: input.createdById,
+      expiresAt: new Date(Date.now() + input.expiresInHours * 3600_000),
+    },
+    db,
+  );
   announceChange(scope.tenantId, { topic: "invitation" });
-  await appendAuditLog(scope, {
-    action: "member.invite",
-    targetType: "invitation",
-    targetId: invite.id,
-    outcome: "success",
-    details: { role: input.role, expiresAt: invite.expiresAt.toISOString() },
-  }, db);
+  await appendAuditLog(
+    scope,
+    {
+      action: "member.invite",
+      targetType: "invitation",
+      targetId: invite.id,
+      outcome: "success",
+      details: { role: input.role, expiresAt: invite.expiresAt.toISOString() },
+    },
+    db,
+  );
   return { invite, token };
 }
 
@@ -154,12 +162,16 @@ export async function revokeInvite(scope: TenantScope, inviteId: string, db: Db)
     });
   }
   announceChange(scope.tenantId, { topic: "invitation" });
-  await appendAuditLog(scope, {
-    action: "member.invite-revoke",
-    targetType: "invitation",
-    targetId: inviteId,
-    outcome: "success",
-  }, db);
+  await appendAuditLog(
+    scope,
+    {
+      action: "member.invite-revoke",
+      targetType: "invitation",
+      targetId: inviteId,
+      outcome: "success",
+    },
+    db,
+  );
 }
 
 /**
@@ -192,14 +204,17 @@ export async function acceptInvite(
   if (!invite) throw goneError();
   assertTenantAdmits(invite.tenantId, invite.tenantStatus);
   const passwordHash = await (await auth.$context).password.hash(input.password);
-  const outcome = await acceptInviteAsNewUser({
-    inviteId: invite.id,
-    tenantId: invite.tenantId,
-    role: invite.role,
-    name: input.name,
-    email: input.email,
-    passwordHash,
-  }, db);
+  const outcome = await acceptInviteAsNewUser(
+    {
+      inviteId: invite.id,
+      tenantId: invite.tenantId,
+      role: invite.role,
+      name: input.name,
+      email: input.email,
+      passwordHash,
+    },
+    db,
+  );
   switch (outcome.kind) {
     case "gone":
       throw goneError();

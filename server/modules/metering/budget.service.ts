@@ -37,7 +37,12 @@ export function spendOf(sums: UsageSums, rates: Rates): number {
   return total;
 }
 
-export async function monthSpend(tenantId: string, rates: Rates, now = new Date(), db: DbClient): Promise<number> {
+export async function monthSpend(
+  tenantId: string,
+  rates: Rates,
+  now = new Date(),
+  db: DbClient,
+): Promise<number> {
   return spendOf(await sumUsageSince(tenantId, monthOf(now).start, undefined, db), rates);
 }
 

@@ -25,10 +25,15 @@ export async function runMeteringFlush(deps: {
   const { db } = deps;
   const accrued = await accrueRunningWorkspaces(new Date(Date.now() - ACCRUAL_EVERY_MS), 500, db);
   const flushed = await flushMeteringBuffer(deps, db);
-  const budgets = await evaluateBudgets(flushed.tenantIds, {
-    rates: deps.quotas.rates,
-    requestStop: deps.requestStop,
-    log: deps.log,
-  }, undefined, db);
+  const budgets = await evaluateBudgets(
+    flushed.tenantIds,
+    {
+      rates: deps.quotas.rates,
+      requestStop: deps.requestStop,
+      log: deps.log,
+    },
+    undefined,
+    db,
+  );
   return { ...flushed, accrued, budgets };
 }

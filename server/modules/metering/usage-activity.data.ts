@@ -6,11 +6,7 @@ import type { TenantScope } from "@/server/auth/scope";
 export type TokenDay = { at: Date; input: number; output: number };
 
 /** Input and output tokens of the tenant per UTC day since `from`; only days with usage come back. */
-export async function tokensPerDay(
-  scope: TenantScope,
-  from: Date,
-  db: DbClient,
-): Promise<TokenDay[]> {
+export async function tokensPerDay(scope: TenantScope, from: Date, db: DbClient): Promise<TokenDay[]> {
   // usage_records.at is a UTC timestamp without a zone: date_trunc on it is already a UTC day.
   const rows = await db.$queryRaw<{ day: Date; input: number | null; output: number | null }[]>`
     SELECT date_trunc('day', at) AS day,

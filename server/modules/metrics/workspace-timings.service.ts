@@ -141,7 +141,8 @@ export async function workspaceTimeline(
   const oldest = page.at(-1);
   const names = await auditActorNames(
     scope,
-    page.flatMap((row) => (row.source === "event" ? [storedActor(row.actor)] : [])), db,
+    page.flatMap((row) => (row.source === "event" ? [storedActor(row.actor)] : [])),
+    db,
   );
   return {
     items: page.toReversed().map((row) =>

@@ -196,11 +196,16 @@ export async function createOwnerInvite(
   );
   const tenant = await requireTenant(tenantId, db);
   if (tenant.status === "deleting") throw wrongStatus(tenant, "invite", "active or suspended");
-  const { ownerInvite: invite, created } = await inviteOwner(actor, tenant.id, {
-    note: input.ownerNote,
-    expiresInHours: input.expiresInHours,
-    createKey: input.idempotencyKey ? operatorCreateKey(actor, input.idempotencyKey) : null,
-  }, db);
+  const { ownerInvite: invite, created } = await inviteOwner(
+    actor,
+    tenant.id,
+    {
+      note: input.ownerNote,
+      expiresInHours: input.expiresInHours,
+      createKey: input.idempotencyKey ? operatorCreateKey(actor, input.idempotencyKey) : null,
+    },
+    db,
+  );
   // A replay answers with the first invitation and audits nothing again.
   if (!created) return invite;
   await appendOperatorAudit(

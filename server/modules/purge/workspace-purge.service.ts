@@ -85,13 +85,18 @@ export async function purgeWorkspace(
   const requested = payload.generation ?? record.generation;
   if (record.generation > requested || record.state === "PURGED") return { outcome: "already-purged" };
   const holder = randomUUID();
-  const claim = await claimPurge(scope, record.id, {
-    holder,
-    generation: requested,
-    heldForMs: CLAIM_MS,
-    reason: payload.reason,
-    requestedBy: payload.actor,
-  }, db);
+  const claim = await claimPurge(
+    scope,
+    record.id,
+    {
+      holder,
+      generation: requested,
+      heldForMs: CLAIM_MS,
+      reason: payload.reason,
+      requestedBy: payload.actor,
+    },
+    db,
+  );
   if (claim.outcome === "already-purged") return { outcome: "already-purged" };
   const driver = deps.drivers.forKind(record.backendKind);
   const spec = specOfRecord(record);
@@ -112,31 +117,37 @@ export async function purgeWorkspace(
       onProgress: async (progress) => {
         if (Date.now() - renewedAt < CLAIM_RENEW_MS) return;
         renewedAt = Date.now();
-        if (!(await renewWorkspaceClaim("purge", record.id, holder, CLAIM_MS, db))) throw lostClaim(record.id);
+        if (!(await renewWorkspaceClaim("purge", record.id, holder, CLAIM_MS, db)))
+          throw lostClaim(record.id);
         await run.onProgress?.(progress);
       },
     });
     const finalInventory = inventory;
-    const receipt = await completePurge(scope, record.id, {
-      holder,
-      reason: payload.reason,
-      data: {
-        resources,
-        skills: finalInventory.skills.length,
-        mcpDeclarations: finalInventory.mcpDeclarations.length,
-        nextUse: `provisions generation ${record.generation + 1}`,
-      },
-      receipt: (databaseRows) => ({
+    const receipt = await completePurge(
+      scope,
+      record.id,
+      {
+        holder,
         reason: payload.reason,
-        requestedBy: payload.actor,
-        backend: driver.name,
-        generation: record.generation,
-        resources,
-        ...finalInventory,
-        databaseRows,
-        deletedAt: new Date().toISOString(),
-      }),
-    }, db);
+        data: {
+          resources,
+          skills: finalInventory.skills.length,
+          mcpDeclarations: finalInventory.mcpDeclarations.length,
+          nextUse: `provisions generation ${record.generation + 1}`,
+        },
+        receipt: (databaseRows) => ({
+          reason: payload.reason,
+          requestedBy: payload.actor,
+          backend: driver.name,
+          generation: record.generation,
+          resources,
+          ...finalInventory,
+          databaseRows,
+          deletedAt: new Date().toISOString(),
+        }),
+      },
+      db,
+    );
     if (!receipt) throw lostClaim(record.id);
     emitLifecycleEvent(record.tenantId, "workspace.purged", {
       workspaceId: record.id,

@@ -89,19 +89,24 @@ export async function purgeSessions(
         const mcpDeclarations = all.filter((entry) => entry.split("/")[1] === sessionId);
         const offloadFiles = await countSessionFiles(workspace.machine, [sessionId]);
         await workspace.purgeSession({ sessionId });
-        await recordPurgeReceipt(scope, {
-          targetType: "session",
-          targetId: sessionId,
-          deleted: {
-            workspaceId: record.id,
-            mcpDeclarations,
-            offloadFiles,
-            ledBy: sessionId === payload.sessionIds[0] ? null : payload.sessionIds[0],
-            deletedAt: new Date().toISOString(),
+        await recordPurgeReceipt(
+          scope,
+          {
+            targetType: "session",
+            targetId: sessionId,
+            deleted: {
+              workspaceId: record.id,
+              mcpDeclarations,
+              offloadFiles,
+              ledBy: sessionId === payload.sessionIds[0] ? null : payload.sessionIds[0],
+              deletedAt: new Date().toISOString(),
+            },
           },
-        }, db);
+          db,
+        );
       }
-    }, db,
+    },
+    db,
   );
   log.info({ workspaceId: record.id, sessions: payload.sessionIds.length }, "sessions purged from workspace");
   return { outcome: "purged", sessions: payload.sessionIds.length };
@@ -136,13 +141,18 @@ export async function purgeAgent(
         await workspace.purgeAgent({ agentId: payload.agentId });
         await releaseStoredSkills({ workspaceId, partition: partitionName(payload.agentId) }, db);
         purged.push({ workspaceId, skills });
-      }, db,
+      },
+      db,
     );
   }
-  await recordPurgeReceipt(scope, {
-    targetType: "agent",
-    targetId: payload.agentId,
-    deleted: { workspaces: purged, deletedAt: new Date().toISOString() },
-  }, db);
+  await recordPurgeReceipt(
+    scope,
+    {
+      targetType: "agent",
+      targetId: payload.agentId,
+      deleted: { workspaces: purged, deletedAt: new Date().toISOString() },
+    },
+    db,
+  );
   return { workspaces: purged.map((entry) => entry.workspaceId) };
 }

@@ -51,7 +51,11 @@ export function effectiveLimits(row: TenantQuotaRow, defaults: QuotaLimits): Quo
   };
 }
 
-export async function tenantLimits(tenantId: string, deps: Pick<QuotaDeps, "config">, db: Db): Promise<QuotaLimits> {
+export async function tenantLimits(
+  tenantId: string,
+  deps: Pick<QuotaDeps, "config">,
+  db: Db,
+): Promise<QuotaLimits> {
   return effectiveLimits(await getTenantQuota(tenantId, db), deps.config.defaults);
 }
 
@@ -75,7 +79,12 @@ export type TurnAdmission = { renew(): Promise<void>; release(): Promise<void> }
 const TURN_SLOT_TTL_MS = 2 * 60_000;
 
 /** Admits a turn: within the budget, and one of `concurrentTurns` slots taken atomically. */
-export async function admitTurn(tenantId: string, turnId: string, deps: QuotaDeps, db: Db): Promise<TurnAdmission> {
+export async function admitTurn(
+  tenantId: string,
+  turnId: string,
+  deps: QuotaDeps,
+  db: Db,
+): Promise<TurnAdmission> {
   const row = await getTenantQuota(tenantId, db);
   await assertWithinBudget(tenantId, deps, row, db);
   const limit = effectiveLimits(row, deps.config.defaults).concurrentTurns;

@@ -44,7 +44,8 @@ export async function withinSkillStorage<T extends InstalledSkill>(
     tenantId,
     { workspaceId, partition, dir: installed.dir },
     installed.storedBytes,
-    (row) => effectiveLimits(row, deps.config.defaults).skillStorageBytes, db,
+    (row) => effectiveLimits(row, deps.config.defaults).skillStorageBytes,
+    db,
   ).catch(async (error: unknown) => {
     await remove(installed.dir);
     throw error;
@@ -57,10 +58,13 @@ export async function withinSkillStorage<T extends InstalledSkill>(
 }
 
 /** Frees a deleted skill's bytes (`dir`), an agent partition's (agent purge) or a purged workspace's. */
-export async function releaseStoredSkills(key: {
-  workspaceId: string;
-  partition?: string;
-  dir?: string;
-}, db: Db): Promise<number> {
+export async function releaseStoredSkills(
+  key: {
+    workspaceId: string;
+    partition?: string;
+    dir?: string;
+  },
+  db: Db,
+): Promise<number> {
   return deleteStoredSkills(key, db);
 }

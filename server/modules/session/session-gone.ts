@@ -10,7 +10,11 @@ import type { SessionDTO } from "./session.types";
  * `details.reason: "agent_deleted"` and a message naming the agent, so an open tab's Send says what happened
  * (and the page offers the way back to the sessions list) instead of a bare "Session not found.".
  */
-export async function getSessionOrWhyGone(scope: TenantScope, sessionId: string, db: Db): Promise<SessionDTO> {
+export async function getSessionOrWhyGone(
+  scope: TenantScope,
+  sessionId: string,
+  db: Db,
+): Promise<SessionDTO> {
   try {
     return await getSession(scope, sessionId, db);
   } catch (error) {

@@ -121,11 +121,7 @@ export async function findSessionByCreateKey(
   return row && toSessionDTO(row);
 }
 
-export async function getSession(
-  scope: TenantScope,
-  sessionId: string,
-  db: DbClient,
-): Promise<SessionDTO> {
+export async function getSession(scope: TenantScope, sessionId: string, db: DbClient): Promise<SessionDTO> {
   const session = await getSessionOrNull(scope, sessionId, db);
   if (!session) throw sessionNotFound(sessionId);
   return session;
@@ -177,11 +173,7 @@ export async function updateSession(
 }
 
 /** Deletes the session and its messages. Team workers keep existing with `leaderSessionId` cleared. */
-export async function deleteSession(
-  scope: TenantScope,
-  sessionId: string,
-  db: DbClient,
-): Promise<void> {
+export async function deleteSession(scope: TenantScope, sessionId: string, db: DbClient): Promise<void> {
   const { count } = await db.session.deleteMany({ where: { tenantId: scope.tenantId, id: sessionId } });
   if (count === 0) throw sessionNotFound(sessionId);
 }

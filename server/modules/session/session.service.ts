@@ -195,11 +195,15 @@ export function createSessionService(deps: SessionServiceDeps) {
       const leader = team[index]!;
       let cursor: string | undefined;
       do {
-        const page = await listSessions(scope, {
-          leaderSessionId: leader.id,
-          limit: 200,
-          ...(cursor ? { cursor } : {}),
-        }, db);
+        const page = await listSessions(
+          scope,
+          {
+            leaderSessionId: leader.id,
+            limit: 200,
+            ...(cursor ? { cursor } : {}),
+          },
+          db,
+        );
         for (const worker of page.items) {
           if (seen.has(worker.id)) continue;
           seen.add(worker.id);

@@ -239,7 +239,8 @@ async function installWorkspaceSkillArchive(
           async (dir) => {
             await ws.removeSkill({ dir }, input.agentId);
           },
-          deps.quota(), db,
+          deps.quota(),
+          db,
         );
         return { name: result.skill.name, dir: result.skill.dir, deduplicated: result.deduplicated };
       }),

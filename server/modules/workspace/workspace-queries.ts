@@ -102,7 +102,12 @@ async function recentEventsAndLastTransition(scope: TenantScope, workspaceId: st
   const seen = page.items.find((event) => transitionKinds.has(event.kind));
   // Every event is on the page when there is no next one: no transition among them means none at all.
   if (seen || page.nextCursor === null) return { events: page.items, lastTransition: seen ?? null };
-  const [older] = await listWorkspaceEvents(scope, workspaceId, { limit: 1, kinds: [...TRANSITION_EVENT_KINDS] }, db);
+  const [older] = await listWorkspaceEvents(
+    scope,
+    workspaceId,
+    { limit: 1, kinds: [...TRANSITION_EVENT_KINDS] },
+    db,
+  );
   return { events: page.items, lastTransition: older ?? null };
 }
 

@@ -48,10 +48,7 @@ export type { LeaseOptions } from "./workspace-lease";
  * `leaseOwnerId`: this process' liveness id (server/queue/heartbeat.ts, group `holders`), written on every
  * lease it takes, so the leases of a process that died are released as soon as its heartbeat stops.
  */
-export function createWorkspaceService(
-  engine: WorkspaceEngine,
-  options: { db: Db; leaseOwnerId?: string },
-) {
+export function createWorkspaceService(engine: WorkspaceEngine, options: { db: Db; leaseOwnerId?: string }) {
   const { db } = options;
   const backends = createBackendChoice(engine.drivers, db);
   const binding: BindingDeps = { backends, db, bindingsInFlight: new Map() };
