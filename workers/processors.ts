@@ -43,7 +43,7 @@ export function registerBerthProcessors(
 ): void {
   const engine = deps.engine ?? deps.berth.engine;
   const operations = deps.operations ?? deps.berth.config.operations;
-  registry.registerProcessor("audit.flush", auditFlushProcessor(deps));
+  registry.registerProcessor("audit.flush", auditFlushProcessor({ ...deps, db: deps.berth.db }));
   registry.registerProcessor(
     "metrics.flush",
     metricsFlushProcessor({

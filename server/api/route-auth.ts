@@ -1,5 +1,4 @@
 import { processApiRuntime } from "@/server/api/composition";
-import { processBerth } from "@/server/composition/process-berth";
 import { assertSameOriginRequest } from "@/server/api/request-origin";
 import { assertCan, type TenantAction } from "@/server/auth/policy";
 import { resolveRequestPrincipal, resolveTenantScope } from "@/server/auth/resolve";
@@ -17,7 +16,7 @@ export async function routeTenantScope(request: Request, action: TenantAction): 
   // Route handlers are entered by Next, so they reach the process' Berth through its one handle.
   const runtime = processApiRuntime();
   assertSameOriginRequest(request, runtime.origins);
-  const principal = await resolveRequestPrincipal(runtime.auth, request.headers);
+  const principal = await resolveRequestPrincipal(runtime.auth, request.headers, runtime.berth.db);
   if (!principal)
     throw new AppError("UNAUTHORIZED", "no credentials", { userMessage: "Sign in or send an API key" });
   const url = new URL(request.url);
@@ -29,7 +28,7 @@ export async function routeTenantScope(request: Request, action: TenantAction): 
     throw new AppError("BAD_REQUEST", "tenant missing", {
       userMessage: "tenantId or tenantSlug is required",
     });
-  const scope = await resolveTenantScope(principal, tenantRef, processBerth().db);
+  const scope = await resolveTenantScope(principal, tenantRef, runtime.berth.db);
   assertCan(scope, action);
   return scope;
 }

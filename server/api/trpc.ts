@@ -117,7 +117,7 @@ export const publicProcedure = baseProcedure;
 export const authedProcedure = baseProcedure.use(async ({ ctx, next }) => {
   const principal =
     ctx.principal === undefined
-      ? await resolveRequestPrincipal(ctx.runtime.auth, ctx.headers)
+      ? await resolveRequestPrincipal(ctx.runtime.auth, ctx.headers, ctx.berth.db)
       : ctx.principal;
   if (!principal) throw new TRPCError({ code: "UNAUTHORIZED", message: "Sign in or send an API key" });
   const who = principal.kind === "user" ? { userId: principal.userId } : { apiKeyId: principal.apiKeyId };

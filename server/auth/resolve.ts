@@ -35,11 +35,12 @@ const BEARER = /^Bearer\s+(\S+)\s*$/i;
 export async function resolveRequestPrincipal(
   auth: BerthAuth,
   headers: Headers,
+  db: Db,
 ): Promise<RequestPrincipal | null> {
   const authorization = headers.get("authorization");
   const bearer = authorization ? BEARER.exec(authorization)?.[1] : undefined;
   if (authorization && !bearer) throw unauthorized("malformed Authorization header");
-  if (bearer) return resolveApiKeyPrincipal(bearer);
+  if (bearer) return resolveApiKeyPrincipal(bearer, db);
 
   const session = await auth.api.getSession({ headers });
   if (!session) return null;

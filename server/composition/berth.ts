@@ -230,7 +230,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
     });
     return {
       service,
-      content: createWorkspaceContentService(service),
+      content: createWorkspaceContentService(service, { db: db() }),
       terminals: createWorkspaceTerminalService(
         service,
         db(),

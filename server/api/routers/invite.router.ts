@@ -13,7 +13,9 @@ export const inviteRouter = createTRPCRouter({
   create: tenantProcedureFor("member:manage")
     .input(ZTenantInput.extend(ZInviteCreateRequest.shape))
     .output(z.object({ invite: ZInviteDTO, token: z.string() }))
-    .mutation(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...input } }) => createInvite(ctx.scope, input)),
+    .mutation(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...input } }) =>
+      createInvite(ctx.scope, input, {}, ctx.berth.db),
+    ),
 
   list: tenantProcedureFor("member:manage")
     .input(ZTenantInput)

@@ -21,6 +21,7 @@ export const liveRouter = createTRPCRouter({
     .subscription(async function* ({ ctx, input, signal }) {
       let scope = ctx.scope;
       yield* tenantChangeStream(ctx.berth.changeFeed, {
+        db: ctx.berth.db,
         tenantId: scope.tenantId,
         topics: input.topics,
         signal,

@@ -86,6 +86,8 @@ export async function recordAudit(
 }
 
 export type FlushDeps = {
+  /** The process' database client (the Berth root's), for the default writer. */
+  db: Db;
   redis: Redis;
   redisPrefix: string;
   /** Inserts entries, skipping ids that already exist; returns the rows inserted. Default: writeBufferedAuditEntries. */
@@ -108,7 +110,8 @@ export type FlushResult = { written: number; batches: number; deadLettered: numb
 export async function flushAuditBuffer(deps: FlushDeps): Promise<FlushResult> {
   const keys = { buffer: bufferKey(deps.redisPrefix), inflight: inflightKey(deps.redisPrefix) };
   const batchSize = deps.batchSize ?? 500;
-  const write = deps.writeEntries ?? writeBufferedAuditEntries;
+  const write =
+    deps.writeEntries ?? ((entries: TBufferedAuditEntry[]) => writeBufferedAuditEntries(entries, deps.db));
   let written = 0;
   let batches = 0;
   let deadLettered = 0;

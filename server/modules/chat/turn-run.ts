@@ -138,7 +138,7 @@ async function finish(
     }).catch((error: unknown) => ctx.log.warn({ err: error }, "could not audit a chat turn"));
   const error = transcript.error;
   try {
-    await storeTurnEnd(ctx.turnEnd, scope, turn, { done, text: transcript.text, error }, result, db);
+    await storeTurnEnd(ctx.turnEnd, scope, turn, { done, text: transcript.text, error }, result, ctx.db);
     await auditTurn(done.status === "completed" || done.status === "cancelled" ? "success" : "failure", {
       status: done.status,
       steps: done.steps,
@@ -151,7 +151,7 @@ async function finish(
     // connection is an outage: the claim goes stale and the session is then shown as interrupted.
     // Anything else is no outage and is not called one; the turn is stored as failed without its reply.
     ctx.log.error({ err: thrown, sessionId: session.id }, "could not store a chat turn's end");
-    const unsaved = await storeUnsavedTurn(ctx.turnEnd, scope, turn, claimed.message, done, thrown, db);
+    const unsaved = await storeUnsavedTurn(ctx.turnEnd, scope, turn, claimed.message, done, thrown, ctx.db);
     await auditTurn("failure", { status: "failed", code: unsaved.code });
     announceTurn(scope.tenantId, session, "failed", unsaved.code);
     publish(unsaved);
@@ -227,7 +227,7 @@ async function run(
           before,
         });
       if (claimed.checkpointFirst) await checkpoint(true);
-      const history = fromStoredMessages(await loadHistory(scope, sessionId, db));
+      const history = fromStoredMessages(await loadHistory(scope, sessionId, ctx.db));
       const result = await runTurn({
         sessionId,
         model: agentModel.model,
@@ -268,6 +268,7 @@ async function teamTools(ctx: ChatContext, scope: TenantScope, session: SessionD
   if (!createSession) return [];
   return teamToolsFor(
     {
+      db: ctx.db,
       secretKey: ctx.secretKey,
       createSession,
       send: ctx.send,

@@ -41,6 +41,8 @@ async function mayHearOf(scope: TenantScope, change: TenantChange, db: Db): Prom
 export async function* tenantChangeStream(
   feed: ChangeFeed,
   options: {
+    /** The process' database client (the Berth root's): who may hear of a workspace is read from it. */
+    db: Db;
     tenantId: string;
     topics: readonly ChangeTopic[] | undefined;
     signal: AbortSignal | undefined;
@@ -69,7 +71,7 @@ export async function* tenantChangeStream(
       }
       const scope = await options.currentScope(change);
       if (topics && !topics.has(change.topic)) continue;
-      if (await mayHearOf(scope, change, db)) yield change;
+      if (await mayHearOf(scope, change, options.db)) yield change;
     }
   } finally {
     options.signal?.removeEventListener("abort", onAbort);

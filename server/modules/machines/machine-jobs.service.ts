@@ -120,9 +120,9 @@ async function provisionOnce(
   // A workspace that starts holding a machine is admitted against the tenant's quotas (live workspaces,
   // budget, provisions per minute) inside its transition, under the tenant's quota lock.
   const admit = provisionAdmission(record.tenantId, record.id, quota);
-  const { resources, size } = await workspaceResources(record.tenantId, quota);
+  const { resources, size } = await workspaceResources(record.tenantId, quota, db);
   const spec = { ...specOfRecord(record), resources };
-  const dataLoss = dataLossRecorder(scope, record);
+  const dataLoss = dataLossRecorder(scope, record, db);
   // Off the hot path: one un-awaited buffer push when the provision ends (see stage-buffer.service.ts).
   const timings = startProvisionTimings(timing, record, (error) =>
     log.warn({ err: error }, "could not buffer stage timings"),
@@ -160,7 +160,7 @@ async function provisionOnce(
     }
     // Before READY, so no turn can change the folder while it is compared with the last checkpoint.
     if (deps.checkpoints && record.state !== "PURGED")
-      await checkResumed(deps.checkpoints, driver, scope, record, { ...spec, handle }, log);
+      await checkResumed(deps.checkpoints, driver, scope, record, { ...spec, handle }, log, db);
     await transitionFrom(
       scope,
       record.id,
@@ -218,6 +218,7 @@ async function checkResumed(
   record: WorkspaceRecord,
   spec: WorkspaceSpec,
   log: Logger,
+  db: Db,
 ): Promise<void> {
   const signal = AbortSignal.timeout(RESUME_CHECK_MS);
   await checkResumeIntegrity(
@@ -241,7 +242,7 @@ async function checkResumed(
 }
 
 /** The data-lost event, recorded once per job, whoever notices first (the job or the driver). */
-function dataLossRecorder(scope: TenantScope, record: WorkspaceRecord) {
+function dataLossRecorder(scope: TenantScope, record: WorkspaceRecord, db: Db) {
   let recorded = false;
   return {
     recorded: () => recorded,

@@ -46,7 +46,8 @@ const goneError = () =>
 export async function createInvite(
   scope: TenantScope,
   raw: z.input<typeof ZInviteCreateRequest>,
-  deps: LinkSecret = {},
+  deps: LinkSecret,
+  db: Db,
 ): Promise<{ invite: InviteDTO; token: string }> {
   assertCan(scope, "member:manage");
   const input = parseInput(ZInviteCreateRequest, raw);

@@ -1,4 +1,4 @@
-import type { DbClient } from "@/server/db";
+import type { Db, DbClient } from "@/server/db";
 import type { MeteringRate, QuotaConfig } from "@/server/config/quotas";
 import type { Logger } from "@/server/logger";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
@@ -61,7 +61,7 @@ export async function evaluateBudgets(
     log: Logger;
   },
   now = new Date(),
-  db: DbClient,
+  db: Db,
 ): Promise<BudgetEvaluation[]> {
   const results: BudgetEvaluation[] = [];
   for (const tenantId of tenantIds) {

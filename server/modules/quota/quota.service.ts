@@ -1,4 +1,4 @@
-import type { Db } from "@/server/db";
+import type { Db, DbClient } from "@/server/db";
 import { getConfig } from "@/server/config/config";
 import type { QuotaConfig, QuotaLimits } from "@/server/config/quotas";
 import { monthSpend } from "@/server/modules/metering/budget.service";
@@ -64,7 +64,7 @@ async function assertWithinBudget(
   tenantId: string,
   deps: Pick<QuotaDeps, "config">,
   row: TenantQuotaRow | undefined,
-  db: Db,
+  db: DbClient,
 ): Promise<void> {
   const quota = row ?? (await getTenantQuota(tenantId, db));
   if (quota.monthlyBudgetUnits === null || !quota.budgetHardStop) return;
@@ -131,7 +131,7 @@ export function provisionAdmission(
     const limits = effectiveLimits(row, deps.config.defaults);
     const live = await countLiveWorkspaces(tenantId, { except: workspaceId }, tx);
     if (live >= limits.liveWorkspaces) throw quotaExceeded("liveWorkspaces", limits.liveWorkspaces, live);
-    await assertWithinBudget(tenantId, deps, row, db);
+    await assertWithinBudget(tenantId, deps, row, tx);
     const rate = await admitProvisionInWindow(deps, tenantId, limits.provisionsPerMinute, { consume: true });
     if (!rate.admitted) throw quotaExceeded("provisionsPerMinute", limits.provisionsPerMinute, rate.count);
   };
@@ -160,6 +160,7 @@ export async function precheckProvision(
 export async function workspaceResources(
   tenantId: string,
   deps: Pick<QuotaDeps, "config">,
+  db: Db,
 ): Promise<{ resources: { cpus?: number; memoryBytes?: number; diskBytes?: number }; size: string }> {
   const limits = await tenantLimits(tenantId, deps, db);
   const resources = {
@@ -185,6 +186,7 @@ export async function withinMcpQuota<T>(
   count: () => Promise<number>,
   add: () => Promise<T>,
   deps: QuotaDeps,
+  db: Db,
 ): Promise<T> {
   const limit = (await tenantLimits(tenantId, deps, db)).mcpServersPerScope;
   return withQuotaLock(deps, `mcp:${key.workspaceId}:${key.agentId}:${key.sessionId}`, async () => {

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { Readable } from "node:stream";
 import type { TenantScope } from "@/server/auth/scope";
 import { AppError } from "@/server/shared/errors";
@@ -24,6 +25,8 @@ export type SkillArchiveUpload = {
 
 /** What the content use cases need: the workspace service and the quota limits (built on first use). */
 type ContentDeps = {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   service: Pick<WorkspaceService, "withWorkspace" | "audited">;
   quota: () => QuotaDeps;
 };
@@ -113,7 +116,7 @@ async function addWorkspaceMcp(
     });
   }
   // A stdio MCP is a command: the tenant's policy is checked before the workspace is even attached.
-  if (parsed.data.mcp_config.type === "stdio_mcp") await assertMayDeclareStdioMcp(scope, db);
+  if (parsed.data.mcp_config.type === "stdio_mcp") await assertMayDeclareStdioMcp(scope, deps.db);
   return deps.service.audited(
     scope,
     "workspace.mcp.add",
@@ -136,6 +139,7 @@ async function addWorkspaceMcp(
               return { name: parsed.data.name };
             },
             deps.quota(),
+            deps.db,
           ),
         mcpScope.agentId,
       ),
@@ -201,7 +205,7 @@ async function removeWorkspaceSkill(
   return deps.service.audited(scope, "workspace.skill.remove", workspaceId, { ...target, agentId }, () =>
     usingWorkspace(deps, scope, workspaceId, "workspace.skill.remove", async (ws) => {
       const { dir } = await ws.removeSkill("dir" in target ? { dir: target.dir } : target.name, agentId);
-      await releaseStoredSkills({ workspaceId, partition: partitionName(agentId), dir }, db);
+      await releaseStoredSkills({ workspaceId, partition: partitionName(agentId), dir }, deps.db);
       return { removed: true as const };
     }),
   );
@@ -240,7 +244,7 @@ async function installWorkspaceSkillArchive(
             await ws.removeSkill({ dir }, input.agentId);
           },
           deps.quota(),
-          db,
+          deps.db,
         );
         return { name: result.skill.name, dir: result.skill.dir, deduplicated: result.deduplicated };
       }),
@@ -254,10 +258,10 @@ async function installWorkspaceSkillArchive(
  */
 export function createWorkspaceContentService(
   service: WorkspaceService,
-  options: { quota?: QuotaDeps } = {},
+  options: { db: Db; quota?: QuotaDeps },
 ) {
   let quotaDeps = options.quota;
-  const deps: ContentDeps = { service, quota: () => (quotaDeps ??= defaultQuotaDeps()) };
+  const deps: ContentDeps = { db: options.db, service, quota: () => (quotaDeps ??= defaultQuotaDeps()) };
   const bind = bindDeps(deps);
   return {
     status: bind(readWorkspaceStatus),
