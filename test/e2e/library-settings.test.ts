@@ -122,7 +122,7 @@ describe.skipIf(!HAS_CHROMIUM)("library, agent defaults and settings, end to end
     // The form starts empty again, defaults included.
     expect(await defaults.getByTestId("default-item").count()).toBe(0);
 
-    const agent = await getAgentByName(tenant.scope, AGENT_NAME);
+    const agent = await getAgentByName(tenant.scope, AGENT_NAME, processBerth().db);
     expect(agent).toMatchObject({ systemPrompt: SYSTEM_PROMPT, description: "Finds things in the docs" });
     expect(agent?.defaultMcpConfigs).toMatchObject([
       {
@@ -169,9 +169,9 @@ describe.skipIf(!HAS_CHROMIUM)("library, agent defaults and settings, end to end
     await vi.waitFor(async () =>
       expect(await libraryRow("hello").getByTestId("used-by").textContent()).toContain("researcher"),
     );
-    expect((await getAgentByName(tenant.scope, "researcher"))?.defaultSkills).toMatchObject([
-      { name: "hello" },
-    ]);
+    expect(
+      (await getAgentByName(tenant.scope, "researcher", processBerth().db))?.defaultSkills,
+    ).toMatchObject([{ name: "hello" }]);
     await shot(page, "library-used-by");
   });
 
@@ -202,7 +202,7 @@ describe.skipIf(!HAS_CHROMIUM)("library, agent defaults and settings, end to end
     await toast("Settings saved.");
     await vi.waitFor(async () => expect(await effective.textContent()).toContain("30 min"));
     expect(await effective.textContent()).toContain("one workspace per session");
-    expect(await getTenantPolicy(tenant.scope)).toMatchObject({
+    expect(await getTenantPolicy(tenant.scope, processBerth().db)).toMatchObject({
       workspaceIdleTtlMs: 1_800_000,
       defaultIsolationPolicy: "PER_SESSION",
     });
@@ -246,6 +246,7 @@ describe.skipIf(!HAS_CHROMIUM)("library, agent defaults and settings, end to end
       tenant.scope,
       { monthlyBudgetUnits: 40, alertPercents: [80], hardStop: true, stopWorkspaces: false },
       defaultQuotaDeps(),
+      processBerth().db,
     );
     await nav("Settings");
     await page.waitForURL(/\/settings$/);

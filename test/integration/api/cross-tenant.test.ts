@@ -471,20 +471,29 @@ beforeAll(async () => {
   [a, b] = await Promise.all([createTenantFixture(runtime, "a"), createTenantFixture(runtime, "b")]);
   for (const t of [a, b]) {
     const id = `xt${randomUUID().replaceAll("-", "")}`;
-    await upsertWorkspaceBinding(t.ownerScope, { id, backendKind: "local", isolationPolicy: "PER_AGENT" });
+    await upsertWorkspaceBinding(
+      t.ownerScope,
+      { id, backendKind: "local", isolationPolicy: "PER_AGENT" },
+      processBerth().db,
+    );
     workspaceIds.set(t.tenant.id, id);
     const agent = await createAgent(
       t.ownerScope,
       { name: `xt-agent-${randomUUID().slice(0, 8)}`, modelConfig: { provider: "openai", model: "m" } },
       secretKeyFromBytes(randomBytes(32)),
+      processBerth().db,
     );
-    const session = await createSession(t.ownerScope, { agentId: agent.id, workspaceId: id });
+    const session = await createSession(
+      t.ownerScope,
+      { agentId: agent.id, workspaceId: id },
+      processBerth().db,
+    );
     const { jobId } = await processBerth().workspaces.service.enqueueSessionPurge(t.ownerScope, {
       workspaceId: id,
       agentId: agent.id,
       sessionIds: [session.id],
     });
-    const { invite } = await createInvite(t.ownerScope, { role: "viewer" });
+    const { invite } = await createInvite(t.ownerScope, { role: "viewer" }, {}, processBerth().db);
     const mcpEntry = await addLibraryEntry(
       t.ownerScope,
       { kind: "MCP", declaration: probeMcp("xt-probe") },
@@ -499,14 +508,18 @@ beforeAll(async () => {
       processBerth().db,
     );
     // A (FAILED, so fileless) checkpoint of the session and a finished restore: rows to aim at.
-    const checkpoint = await insertCheckpoint(t.ownerScope, {
-      workspaceId: id,
-      generation: 1,
-      sessionId: session.id,
-      turnId: null,
-      status: "FAILED",
-      error: "probe",
-    });
+    const checkpoint = await insertCheckpoint(
+      t.ownerScope,
+      {
+        workspaceId: id,
+        generation: 1,
+        sessionId: session.id,
+        turnId: null,
+        status: "FAILED",
+        error: "probe",
+      },
+      processBerth().db,
+    );
     const restore = await getDb().checkpointRestore.create({
       data: {
         tenantId: t.tenant.id,
@@ -673,6 +686,7 @@ describe("cross-member isolation inside a tenant", () => {
     const scope = await resolveTenantScope(
       { kind: "user", userId: user.id, email, name: "Member A", authSessionId: "fixture" },
       a.tenant.id,
+      processBerth().db,
     );
     ownersMemberKey = (
       await createApiKey(
@@ -684,12 +698,20 @@ describe("cross-member isolation inside a tenant", () => {
     ).plainKey;
     member = { id: user.id, cookie: await signInCookie(runtime.auth, email, FIXTURE_PASSWORD) };
     memberWorkspaceId = `xm${randomUUID().replaceAll("-", "")}`;
-    await upsertWorkspaceBinding(a.ownerScope, {
-      id: memberWorkspaceId,
-      backendKind: "local",
-      isolationPolicy: "PER_AGENT",
-    });
-    await createSession(scope, { agentId: rowsOf(a).agentId, workspaceId: memberWorkspaceId });
+    await upsertWorkspaceBinding(
+      a.ownerScope,
+      {
+        id: memberWorkspaceId,
+        backendKind: "local",
+        isolationPolicy: "PER_AGENT",
+      },
+      processBerth().db,
+    );
+    await createSession(
+      scope,
+      { agentId: rowsOf(a).agentId, workspaceId: memberWorkspaceId },
+      processBerth().db,
+    );
   });
 
   it("enumerates every workspace.* (and operations.workspace*) procedure that names a workspace", () => {

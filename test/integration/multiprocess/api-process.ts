@@ -25,7 +25,7 @@ const engine = composeEngine({
   secret: "multiprocess-test-secret",
   log: createLogger({ level: "silent" }),
 });
-const service = createWorkspaceService(engine);
+const service = createWorkspaceService(engine, { db: processBerth().db });
 
 function requestOf(line: string): Request {
   const named = line.slice("go".length).trim();

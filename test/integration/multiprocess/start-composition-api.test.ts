@@ -116,7 +116,7 @@ describe("the API as npm start composes it", { timeout: 120_000 }, () => {
       expect(upload.status, await upload.clone().text()).toBe(201);
       await mutate("workspace.stop", { workspaceId, force: true });
       // A public route with no async context of its own: the server's sets it. (Only people invite.)
-      const { token } = await createInvite(a.ownerScope, { role: "member" });
+      const { token } = await createInvite(a.ownerScope, { role: "member" }, {}, getDb());
       const accepted = await fetch(`${url}/api/invitations/accept`, {
         method: "POST",
         headers: {

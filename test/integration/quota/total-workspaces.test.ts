@@ -52,6 +52,7 @@ describe("the total-workspaces quota", () => {
 
   it("binds exactly the limit under 30 concurrent session creations; the refused leave no session", async () => {
     const agent = await createAgentService({
+      db: processBerth().db,
       secretKey: secretKeyFromBytes(getConfig().secrets.encryptionKey),
       enqueueSessionPurge: () => Promise.reject(new AppError("INTERNAL", "not used here")),
       enqueueAgentPurge: () => Promise.reject(new AppError("INTERNAL", "not used here")),
@@ -68,7 +69,10 @@ describe("the total-workspaces quota", () => {
       deps,
       processBerth().db,
     );
-    const sessions = createSessionService({ workspaces: createWorkspaceService(engine) });
+    const sessions = createSessionService({
+      db: processBerth().db,
+      workspaces: createWorkspaceService(engine, { db: processBerth().db }),
+    });
     const results = await Promise.allSettled(
       Array.from({ length: 30 }, () => sessions.create(tenant.scope, { agentId: agent.id })),
     );
@@ -83,7 +87,7 @@ describe("the total-workspaces quota", () => {
     }
     expect(await getDb().workspace.count({ where: { tenantId: tenant.tenantId } })).toBe(5);
     expect(await getDb().session.count({ where: { tenantId: tenant.tenantId } })).toBe(5);
-    const usage = await readTenantUsage(tenant.scope, deps);
+    const usage = await readTenantUsage(tenant.scope, deps, processBerth().db);
     expect(usage.limits.find((l) => l.limit === "totalWorkspaces")).toMatchObject({
       value: 5,
       overridden: true,

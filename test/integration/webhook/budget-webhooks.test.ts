@@ -50,6 +50,7 @@ describe("budget alerts as lifecycle webhooks (real Postgres, Redis, workers, a 
       tenant.scope,
       { monthlyBudgetUnits: 4, alertPercents: [50, 100], hardStop: true, stopWorkspaces: false },
       defaultQuotaDeps(),
+      processBerth().db,
     );
     const rates = {
       "*": {
@@ -78,7 +79,7 @@ describe("budget alerts as lifecycle webhooks (real Postgres, Redis, workers, a 
     // Two turns of a 4-unit budget: 50 %. The endpoint fails once first: the delivery is retried.
     receiver.script.push(503);
     await turns(2);
-    await evaluateBudgets([tenant.tenantId], deps);
+    await evaluateBudgets([tenant.tenantId], deps, undefined, processBerth().db);
     await vi.waitFor(() => expect(receiver.received).toHaveLength(2), { timeout: 30_000, interval: 100 });
     const [failed, retried] = receiver.received;
     expect(failed!.headers["berth-delivery"]).toBe(retried!.headers["berth-delivery"]);
@@ -90,7 +91,7 @@ describe("budget alerts as lifecycle webhooks (real Postgres, Redis, workers, a 
 
     // Two more: 100 %, the budget is spent.
     await turns(2);
-    await evaluateBudgets([tenant.tenantId], deps);
+    await evaluateBudgets([tenant.tenantId], deps, undefined, processBerth().db);
     await vi.waitFor(() => expect(delivered("budget.exhausted")).toHaveLength(1), { timeout: 30_000 });
     expect(JSON.parse(delivered("budget.exhausted")[0]!.body)).toMatchObject({
       event: "budget.exhausted",
@@ -103,7 +104,7 @@ describe("budget alerts as lifecycle webhooks (real Postgres, Redis, workers, a 
     }
 
     // Evaluated again (the next flush): both alerts were raised this month, nothing is emitted twice.
-    expect(await evaluateBudgets([tenant.tenantId], deps)).toEqual([
+    expect(await evaluateBudgets([tenant.tenantId], deps, undefined, processBerth().db)).toEqual([
       { tenantId: tenant.tenantId, alerts: [], stopped: [] },
     ]);
     await vi.waitFor(async () => {
