@@ -1,12 +1,12 @@
 import { z } from "zod";
-import type { Db } from "@/server/db";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
 import { createAuditService } from "@/server/modules/audit/audit.service";
 import { ZAuditFilters, ZAuditLogView } from "@/server/modules/audit/audit.types";
 import { ZPageInput, ZPageOf } from "@/server/shared/page";
+import type { Berth } from "@/server/composition/berth";
 
 /** The audit service over the request's root database client. */
-const audit = (ctx: { berth: { db: Db } }) => createAuditService(ctx.berth.db);
+const audit = (ctx: { berth: Pick<Berth, "db"> }) => createAuditService(ctx.berth.db);
 
 /** `audit.*`, admins only: the tenant's audit log, filtered on the server; the export takes the same filters. */
 export const auditRouter = createTRPCRouter({

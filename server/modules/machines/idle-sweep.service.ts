@@ -1,4 +1,3 @@
-import type { Db } from "@/server/db";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
 import type { Logger } from "@/server/logger";
 import { effectiveIdleTtlMs } from "@/server/modules/tenant/tenant-policy";
