@@ -32,6 +32,7 @@ import {
 } from "@/server/modules/backend-settings/backend-settings.service";
 import { createAgentServices, type AgentServices } from "@/server/modules/chat/chat.composition";
 import { RedisCancelBus } from "@/server/modules/chat/redis-cancel-bus";
+import type { QuotaDeps } from "@/server/modules/quota/quota.service";
 import { RedisTurnEventLog } from "@/server/modules/chat/turn-event-log";
 import type { Liveness } from "@/server/modules/chat/turn-registry";
 import { ensureInstallationId } from "@/server/modules/installation/installation.data";
@@ -87,6 +88,8 @@ export type Berth = {
   readonly redis: Redis;
   /** Every queue of Berth's catalog, on a connection of their own. */
   readonly queues: QueueSet<BerthJobCatalog>;
+  /** Quota admission and limits: the installation's quota configuration over the shared Redis counters. */
+  readonly quota: QuotaDeps;
   /** The tenant change feed; every process with an engine announces on it (server/modules/live). */
   readonly changeFeed: ChangeFeed;
   /** The API half of a provision's stage timings (server/modules/metrics/attach-tracker.ts). */
@@ -160,12 +163,18 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       createProcessQueues({ redis: config.redis, log: log().child({ component: "queues" }) }),
   );
   const secretKey = () => secretKeyFromBytes(config.secrets.encryptionKey);
+  const quota = lazy((): QuotaDeps => ({
+    redis: redis(),
+    redisPrefix: queues().redisPrefix,
+    config: config.quotas,
+  }));
 
   const changeFeed = lazy(() =>
     createChangeFeed({
       redis: redis(),
       subscriber: () => createRedisConnection(config.redis, "worker", "berth-change-feed"),
       prefix: config.redis.prefix,
+      log: log().child({ component: "change-feed" }),
     }),
   );
   const attachTracker = lazy(
@@ -187,6 +196,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       log: log(),
       encryptionKey: config.secrets.encryptionKey,
       db: db(),
+      quota,
     });
   });
   // Every process that has an engine changes workspaces, so it also announces them (API and workers).
@@ -230,7 +240,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
     });
     return {
       service,
-      content: createWorkspaceContentService(service, { db: db() }),
+      content: createWorkspaceContentService(service, { db: db(), quota }),
       terminals: createWorkspaceTerminalService(
         service,
         db(),
@@ -256,6 +266,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       }),
       liveness,
       reapIntervalMs: Math.max(300, Math.floor(ttlMs / 3)),
+      quota,
     });
     return { services, subscriber };
   });
@@ -314,6 +325,9 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
     },
     get queues() {
       return queues();
+    },
+    get quota() {
+      return quota();
     },
     get changeFeed() {
       return changeFeed();
@@ -375,11 +389,17 @@ export function buildApiProcess(berth: Berth): void {
 
 /** An engine whose cache misses go through the workers (the provision gate over its queues). */
 export function composeEngine(
-  options: Omit<CreateEngineOptions, "ensureProvisioned"> & { encryptionKey: Buffer; db: Db },
+  options: Omit<CreateEngineOptions, "ensureProvisioned"> & {
+    encryptionKey: Buffer;
+    db: Db;
+    /** Quota checks before a provision is asked for (the root's `quota`). */
+    quota: () => QuotaDeps;
+  },
 ): WorkspaceEngine {
-  const { config, queues, log, encryptionKey, db, ...rest } = options;
+  const { config, queues, log, encryptionKey, db, quota, ...rest } = options;
   const ensureProvisioned = createProvisionGate({
     db,
+    quota,
     queues,
     waitMs: config.provisionWaitMs,
     log: log.child({ component: "workspace-engine" }),

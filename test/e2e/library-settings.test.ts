@@ -15,7 +15,6 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { getDb } from "@/server/db";
 import { getAgentByName } from "@/server/modules/agent/agent.data";
 import { changeBudget } from "@/server/modules/quota/quota-admin.service";
-import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
 import { getTenantPolicy } from "@/server/modules/tenant/tenant-policy.data";
 import type { BerthServer } from "./support/berth-server";
 import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
@@ -239,13 +238,13 @@ describe.skipIf(!HAS_CHROMIUM)("library, agent defaults and settings, end to end
     await setTenantQuotaOverrides(
       cliOperatorActor(),
       { tenantId: tenant.scope.tenantId, overrides: { liveWorkspaces: 7 } },
-      defaultQuotaDeps(),
+      processBerth().quota,
       processBerth().db,
     );
     await changeBudget(
       tenant.scope,
       { monthlyBudgetUnits: 40, alertPercents: [80], hardStop: true, stopWorkspaces: false },
-      defaultQuotaDeps(),
+      processBerth().quota,
       processBerth().db,
     );
     await nav("Settings");

@@ -1,6 +1,11 @@
 import { z } from "zod";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
-import { createInvite, listTenantInvites, revokeInvite } from "@/server/modules/member/invite.service";
+import {
+  createInvite,
+  inviteLinkSecret,
+  listTenantInvites,
+  revokeInvite,
+} from "@/server/modules/member/invite.service";
 import { ZInviteCreateRequest, ZInviteDTO } from "@/server/modules/member/invite.types";
 
 /**
@@ -14,7 +19,7 @@ export const inviteRouter = createTRPCRouter({
     .input(ZTenantInput.extend(ZInviteCreateRequest.shape))
     .output(z.object({ invite: ZInviteDTO, token: z.string() }))
     .mutation(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...input } }) =>
-      createInvite(ctx.scope, input, {}, ctx.berth.db),
+      createInvite(ctx.scope, input, inviteLinkSecret(ctx.berth.config), ctx.berth.db),
     ),
 
   list: tenantProcedureFor("member:manage")

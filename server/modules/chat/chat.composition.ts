@@ -17,12 +17,7 @@ import { startDeadHolderReaper } from "./dead-holders";
 import { type CancelBus, type Liveness, TurnRegistry } from "./turn-registry";
 import type { TurnEventLog } from "./turn-event-log";
 import { recordUsage } from "@/server/modules/metering/metering.service";
-import {
-  admitTurn,
-  defaultQuotaDeps,
-  TURN_SLOT_RENEW_MS,
-  type QuotaDeps,
-} from "@/server/modules/quota/quota.service";
+import { admitTurn, TURN_SLOT_RENEW_MS, type QuotaDeps } from "@/server/modules/quota/quota.service";
 
 /**
  * Composition of the agent-facing services (agents, sessions, chat, jobs) over one workspace service, so
@@ -55,14 +50,13 @@ export function createAgentServices(deps: {
   /** How often this process looks for turns and leases of dead processes (about a third of their TTL). */
   reapIntervalMs: number;
   turnTtlMs?: number;
-  /** Quota admission of turns (default: the installation's, built on first use). */
-  quota?: QuotaDeps;
+  /** Quota admission of turns (the root's, built on first use). */
+  quota: () => QuotaDeps;
 }): AgentServices {
   const { db } = deps;
   const log = deps.workspaces.engine.log.child({ component: "chat" });
   const onAuditFailure = (error: unknown) => log.error({ err: error }, "audit write failed");
   const turnTtlMs = deps.turnTtlMs ?? 60_000;
-  let quota = deps.quota;
   const registry = new TurnRegistry({
     claims: {
       claim: (scope, input) => claimTurn(scope, input, db),
@@ -101,7 +95,7 @@ export function createAgentServices(deps: {
     createSession: (scope, request, extra) => session.create(scope, request, extra),
     checkpoints,
     quota: {
-      admitTurn: (tenantId, turnId) => admitTurn(tenantId, turnId, (quota ??= defaultQuotaDeps()), db),
+      admitTurn: (tenantId, turnId) => admitTurn(tenantId, turnId, deps.quota(), db),
       renewEveryMs: TURN_SLOT_RENEW_MS,
       recordUsage: (entries) => recordUsage(entries),
     },

@@ -10,12 +10,7 @@ import type { Logger } from "@/server/logger";
 import { AppError } from "@/server/shared/errors";
 import { redactHostPaths } from "@/server/shared/host-paths";
 import { recordUsage } from "@/server/modules/metering/metering.service";
-import {
-  defaultQuotaDeps,
-  provisionAdmission,
-  workspaceResources,
-  type QuotaDeps,
-} from "@/server/modules/quota/quota.service";
+import { provisionAdmission, workspaceResources, type QuotaDeps } from "@/server/modules/quota/quota.service";
 import { startProvisionTimings } from "@/server/modules/metrics/provision-timings";
 import type { TStagePath } from "@/server/modules/metrics/stage-sample.schema";
 import { emitLifecycleEvent } from "@/server/modules/webhook/webhook-events";
@@ -45,8 +40,8 @@ export type WorkspaceJobDeps = {
   requestProvision: (payload: z.input<typeof ZWorkspaceProvisionPayload>) => Promise<unknown>;
   /** The process' database client (the Berth root's). */
   db: Db;
-  /** Quota admission and limits (default: the installation's, over the process' Redis). */
-  quota?: QuotaDeps;
+  /** Quota admission and limits (the root's, built on first use). */
+  quota: () => QuotaDeps;
   /** The turn checkpoints' store: a recreated or resumed machine's folder is compared with the last one. */
   checkpoints?: CheckpointStore;
   /**
@@ -116,7 +111,7 @@ async function provisionOnce(
   const { db } = deps;
   const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId, {}, db);
   const driver = deps.drivers.forKind(record.backendKind);
-  const quota = deps.quota ?? defaultQuotaDeps();
+  const quota = deps.quota();
   // A workspace that starts holding a machine is admitted against the tenant's quotas (live workspaces,
   // budget, provisions per minute) inside its transition, under the tenant's quota lock.
   const admit = provisionAdmission(record.tenantId, record.id, quota);

@@ -10,7 +10,7 @@ import { createEnqueue } from "@/server/queue/enqueue";
 import type { QueueSet } from "@/server/queue/queues";
 import { deterministicJobId } from "@/server/queue/types";
 import { AppError, isAppError } from "@/server/shared/errors";
-import { defaultQuotaDeps, precheckProvision, type QuotaDeps } from "@/server/modules/quota/quota.service";
+import { precheckProvision, type QuotaDeps } from "@/server/modules/quota/quota.service";
 import type { EnsureProvisioned, ProvisionedMachine } from "@/server/engine/record-attacher";
 import type { WorkspaceSpec } from "@/server/workspace/drivers/driver";
 import {
@@ -33,8 +33,8 @@ export type ProvisionGateDeps = {
    */
   checkEveryMs?: number;
   log: Logger;
-  /** Quota checks before a provision is asked for (default: the installation's, built on first use). */
-  quota?: QuotaDeps;
+  /** Quota checks before a provision is asked for (the root's, built on first use). */
+  quota: () => QuotaDeps;
 };
 
 const DEFAULT_CHECK_EVERY_MS = 2_000;
@@ -89,11 +89,10 @@ function provisionedRecord(record: WorkspaceRecord): ProvisionedMachine {
 export function createProvisionGate(deps: ProvisionGateDeps): EnsureProvisioned {
   const { db } = deps;
   const enqueue = createEnqueue(deps.queues);
-  let quota = deps.quota;
   // Refused before any job or backend call: live workspaces, budget, provisions per minute. The worker's
   // transition is the admission itself (atomic); this only answers the caller at once, with the limit.
   const precheck = (spec: WorkspaceSpec) =>
-    precheckProvision(spec.tenantId, spec.workspaceId, (quota ??= defaultQuotaDeps()), db);
+    precheckProvision(spec.tenantId, spec.workspaceId, deps.quota(), db);
   return async (spec, options = {}) => {
     // Two rounds at most: the job we waited for may have finished (and been removed) in between, in which
     // case the record, not the job, says whether the workspace is ready.

@@ -6,7 +6,7 @@ import { assertCan, canGrantRole } from "@/server/auth/policy";
 import type { TenantRole } from "@/server/auth/roles";
 import type { TenantScope } from "@/server/auth/scope";
 import { assertTenantAdmits } from "@/server/auth/tenant-suspension";
-import { getConfig } from "@/server/config/config";
+import type { BerthConfig } from "@/server/config/config";
 import { appendAuditLog } from "@/server/modules/audit/audit.data";
 import { announceChange } from "@/server/modules/live/change-feed";
 import {
@@ -62,7 +62,7 @@ export async function createInvite(
     });
   }
   const { idempotencyKey, ...link } = input;
-  if (!idempotencyKey) return issueInviteLink(scope, { ...link, createdById: scope.userId }, {}, db);
+  if (!idempotencyKey) return issueInviteLink(scope, { ...link, createdById: scope.userId }, deps, db);
   const createKey = scopedCreateKey(scope, idempotencyKey);
   const earlier = await replayInvite(scope, createKey, deps, db);
   if (earlier) return earlier;
@@ -76,14 +76,20 @@ export async function createInvite(
   }
 }
 
-type LinkSecret = { linkSecret?: () => string };
+/** The server's secret keyed invitation links are derived from (the root's `secrets.authSecret`). */
+export type LinkSecret = { linkSecret: () => string };
+
+/** The link secret of a root's configuration. */
+export function inviteLinkSecret(config: Pick<BerthConfig, "secrets">): LinkSecret {
+  return { linkSecret: () => config.secrets.authSecret };
+}
 
 /**
  * A keyed invitation's token is derived (HMAC of the server's secret) from the tenant and the scoped key, so
  * a replay can show the same link again while the database still holds only its hash.
  */
 function keyedToken(scope: TenantScope, createKey: string, deps: LinkSecret): string {
-  const secret = (deps.linkSecret ?? (() => getConfig().secrets.authSecret))();
+  const secret = deps.linkSecret();
   const mac = createHmac("sha256", secret).update(`berth:invite-link:v1:${scope.tenantId}:${createKey}`);
   return `${TOKEN_PREFIX}${mac.digest().subarray(0, 24).toString("base64url")}`;
 }
@@ -117,7 +123,7 @@ export async function replayInvite(
 export async function issueInviteLink(
   scope: TenantScope,
   input: { role: TenantRole; note: string; expiresInHours: number; createdById: string },
-  keyed: { createKey?: string } & LinkSecret = {},
+  keyed: { createKey?: string } & LinkSecret,
   db: Db,
 ): Promise<{ invite: InviteDTO; token: string }> {
   const token = keyed.createKey

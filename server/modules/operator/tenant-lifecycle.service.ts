@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
-import { issueInviteLink, replayInvite } from "@/server/modules/member/invite.service";
+import { issueInviteLink, type LinkSecret, replayInvite } from "@/server/modules/member/invite.service";
 import { appendOperatorAudit } from "@/server/modules/operator/operator.data";
 import {
   operatorActorLabel,
@@ -93,13 +93,14 @@ async function inviteOwner(
   actor: OperatorActor,
   tenantId: string,
   link: { note: string; expiresInHours: number; createKey: string | null },
+  secret: LinkSecret,
   db: Db,
 ) {
   const scope = await resolveSystemTenantScope(tenantId, { allowSuspended: true }, db);
   let created = false;
   const { invite, token } = await createOnce(link.createKey, {
     earlier: async (createKey) => {
-      const first = await replayInvite(scope, createKey, {}, db);
+      const first = await replayInvite(scope, createKey, secret, db);
       return first ? { result: first, createdAt: first.invite.createdAt } : null;
     },
     create: async (createKey) => {
@@ -112,7 +113,7 @@ async function inviteOwner(
           // The operator's user id (tenant admins then see their email on the invitation), or "cli".
           createdById: actor.userId ?? "cli",
         },
-        createKey ? { createKey } : {},
+        createKey ? { createKey, ...secret } : secret,
         db,
       );
       created = true;
@@ -134,6 +135,7 @@ async function inviteOwner(
 export async function createTenant(
   actor: OperatorActor,
   raw: z.input<typeof ZTenantCreateRequest>,
+  secret: LinkSecret,
   db: Db,
 ): Promise<TenantCreated> {
   const input = parseInput(ZTenantCreateRequest, raw);
@@ -148,7 +150,7 @@ export async function createTenant(
       const first = await findTenantByCreateKey(createKey, db);
       if (!first) return null;
       // The owner's invitation with its derived link; made here when the first create has not made it yet.
-      const { ownerInvite } = await inviteOwner(actor, first.id, ownerLink(createKey), db);
+      const { ownerInvite } = await inviteOwner(actor, first.id, ownerLink(createKey), secret, db);
       return {
         result: { tenant: await requireTenant(first.id, db), ownerInvite },
         createdAt: first.createdAt,
@@ -162,7 +164,7 @@ export async function createTenant(
           details: { field: "slug" },
         });
       }
-      const { ownerInvite } = await inviteOwner(actor, row.id, ownerLink(createKey), db);
+      const { ownerInvite } = await inviteOwner(actor, row.id, ownerLink(createKey), secret, db);
       await appendOperatorAudit(
         {
           actor: operatorAuditActor(actor),
@@ -187,6 +189,7 @@ export async function createTenant(
 export async function createOwnerInvite(
   actor: OperatorActor,
   raw: z.input<typeof ZTenantRef> & { note?: string; expiresInHours?: number; idempotencyKey?: string },
+  secret: LinkSecret,
   db: Db,
 ) {
   const { tenantId } = parseInput(ZTenantRef, { tenantId: raw.tenantId });
@@ -204,6 +207,7 @@ export async function createOwnerInvite(
       expiresInHours: input.expiresInHours,
       createKey: input.idempotencyKey ? operatorCreateKey(actor, input.idempotencyKey) : null,
     },
+    secret,
     db,
   );
   // A replay answers with the first invitation and audits nothing again.

@@ -2,8 +2,6 @@ import type { Db, DbClient } from "@/server/db";
 import { getConfig } from "@/server/config/config";
 import type { QuotaConfig, QuotaLimits } from "@/server/config/quotas";
 import { monthSpend } from "@/server/modules/metering/budget.service";
-import { getQueues } from "@/server/queue/queues";
-import { getRedis } from "@/server/redis";
 import {
   admitHeldTurn,
   admitProvisionInWindow,
@@ -30,10 +28,6 @@ import { quotaExceeded } from "./quota.types";
  * each (quota-counters.ts). Never check-then-act: the admission IS the write.
  */
 export type QuotaDeps = QuotaCounterDeps & { config: QuotaConfig };
-
-export function defaultQuotaDeps(): QuotaDeps {
-  return { redis: getRedis(), redisPrefix: getQueues().redisPrefix, config: getConfig().quotas };
-}
 
 /** The installation's defaults with the tenant's overrides applied. */
 export function effectiveLimits(row: TenantQuotaRow, defaults: QuotaLimits): QuotaLimits {

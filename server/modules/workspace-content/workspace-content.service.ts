@@ -7,7 +7,7 @@ import { ZMcpDeclaration } from "@/server/workspace/mcp/types";
 import { resolveConfined } from "@/server/workspace/paths";
 import type { Workspace } from "@/server/workspace/workspace";
 import { assertMayDeclareStdioMcp } from "@/server/modules/tenant/tenant-policy";
-import { defaultQuotaDeps, withinMcpQuota, type QuotaDeps } from "@/server/modules/quota/quota.service";
+import { withinMcpQuota, type QuotaDeps } from "@/server/modules/quota/quota.service";
 import { releaseStoredSkills, withinSkillStorage } from "@/server/modules/quota/skill-storage.service";
 import { partitionName } from "@/server/workspace/skills/skill-names";
 import { readGitStatus } from "./git-status";
@@ -23,7 +23,7 @@ export type SkillArchiveUpload = {
   maxArchiveBytes?: number;
 };
 
-/** What the content use cases need: the workspace service and the quota limits (built on first use). */
+/** What the content use cases need: the workspace service and the quota limits (the root's, on first use). */
 type ContentDeps = {
   /** The process' database client (the Berth root's). */
   db: Db;
@@ -258,10 +258,9 @@ async function installWorkspaceSkillArchive(
  */
 export function createWorkspaceContentService(
   service: WorkspaceService,
-  options: { db: Db; quota?: QuotaDeps },
+  options: { db: Db; quota: () => QuotaDeps },
 ) {
-  let quotaDeps = options.quota;
-  const deps: ContentDeps = { db: options.db, service, quota: () => (quotaDeps ??= defaultQuotaDeps()) };
+  const deps: ContentDeps = { db: options.db, service, quota: options.quota };
   const bind = bindDeps(deps);
   return {
     status: bind(readWorkspaceStatus),

@@ -20,7 +20,7 @@ import { insertCheckpoint } from "@/server/modules/checkpoint/checkpoint.data";
 import { getDb } from "@/server/db";
 import { upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
 import { contextFromHeaders, createTestApiRuntime } from "./support/api-test-runtime";
-import { createInvite } from "@/server/modules/member/invite.service";
+import { createInvite, inviteLinkSecret } from "@/server/modules/member/invite.service";
 import { addLibraryEntry } from "@/server/modules/library/library.service";
 import { allProcedurePaths, callByPath, procedureType, rejectionCode } from "./support/call-by-path";
 import {
@@ -493,7 +493,12 @@ beforeAll(async () => {
       agentId: agent.id,
       sessionIds: [session.id],
     });
-    const { invite } = await createInvite(t.ownerScope, { role: "viewer" }, {}, processBerth().db);
+    const { invite } = await createInvite(
+      t.ownerScope,
+      { role: "viewer" },
+      inviteLinkSecret(processBerth().config),
+      processBerth().db,
+    );
     const mcpEntry = await addLibraryEntry(
       t.ownerScope,
       { kind: "MCP", declaration: probeMcp("xt-probe") },

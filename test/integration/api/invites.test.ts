@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { POST as acceptRoute } from "@/app/api/invitations/accept/route";
 import { createCaller } from "@/server/api/root";
 import { listMembers } from "@/server/modules/member/member.data";
-import { acceptInvite, hashInviteToken } from "@/server/modules/member/invite.service";
+import { acceptInvite, hashInviteToken, inviteLinkSecret } from "@/server/modules/member/invite.service";
 import { getDb } from "@/server/db";
 import { cliOperatorActor } from "@/server/modules/operator/operator-actor";
 import {
@@ -209,6 +209,7 @@ describe("accepting over HTTP", () => {
         name: "Suspended invites",
         slug: `susp-inv-${Date.now()}`,
       },
+      inviteLinkSecret(processBerth().config),
       processBerth().db,
     );
     const ownerToken = created.ownerInvite.path.slice("/invite/".length);

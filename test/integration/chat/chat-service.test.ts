@@ -115,6 +115,7 @@ describe("chat.send", () => {
         cancelBus: new RedisCancelBus({ redis: commands, subscriber, prefix: redisConfig.prefix }),
         liveness: { ownerId: "other-process", classify: () => Promise.resolve({ alive: [], dead: [] }) },
         reapIntervalMs: 60_000,
+        quota: () => processBerth().quota,
       });
       await expect(
         other.chat.send(h.tenant.ownerScope, { sessionId, message: "me three" }),

@@ -18,6 +18,7 @@ import { getQueues } from "@/server/queue/queues";
 type Request = { tenantId: string; userId: string; sessionIds: string[]; calls: number };
 
 const engine = composeEngine({
+  quota: () => processBerth().quota,
   encryptionKey: processBerth().config.secrets.encryptionKey,
   db: processBerth().db,
   config: loadEngineConfig(),

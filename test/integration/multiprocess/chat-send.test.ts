@@ -107,6 +107,7 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
     // The session service as session.create runs it, over this process' own workspace service (it only
     // writes the PENDING binding: nothing here provisions or enqueues).
     engine = composeEngine({
+      quota: () => processBerth().quota,
       encryptionKey: processBerth().config.secrets.encryptionKey,
       db: processBerth().db,
       config: testEngineConfig(workspacesDir),

@@ -49,7 +49,7 @@ async function run(request: Request): Promise<unknown> {
         processBerth().db,
       );
       await provisionWorkspace(
-        { db: processBerth().db, drivers: engine.drivers },
+        { db: processBerth().db, drivers: engine.drivers, quota: () => processBerth().quota },
         { tenantId: tenant.tenantId, workspaceId, reason: "test", machineGone: false },
         log,
       );

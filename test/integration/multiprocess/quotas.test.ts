@@ -98,6 +98,7 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
       BERTH_METERING_RATES: JSON.stringify({ "*": { turn: 1 } }),
     };
     engine = composeEngine({
+      quota: () => processBerth().quota,
       encryptionKey: processBerth().config.secrets.encryptionKey,
       db: processBerth().db,
       config: testEngineConfig(workspacesDir),

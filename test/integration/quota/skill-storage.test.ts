@@ -10,7 +10,6 @@ import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { POST as uploadSkill } from "@/app/api/workspaces/[id]/skills/route";
 import { createApiKey } from "@/server/modules/api-key/api-key.service";
-import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
 import { sumStoredSkillBytes } from "@/server/modules/quota/skill-storage.data";
 import { findWorkspaceRecordForSystem } from "@/server/modules/workspace/workspace-lifecycle.data";
 import { isAppError } from "@/server/shared/errors";
@@ -52,7 +51,7 @@ describe("the skill storage quota (a tenant's total across workspaces)", () => {
     await setTenantQuotaOverrides(
       cliOperatorActor(),
       { tenantId: tenant.scope.tenantId, overrides: { skillStorageBytes: limit } },
-      defaultQuotaDeps(),
+      processBerth().quota,
       processBerth().db,
     );
     const [a, b] = [await freshSession(tenant.scope), await freshSession(tenant.scope)];

@@ -18,7 +18,6 @@ import { getDb } from "@/server/db";
 import { createLogger } from "@/server/logger";
 import { createAgentService } from "@/server/modules/agent/agent.service";
 import { readTenantUsage } from "@/server/modules/quota/quota-admin.service";
-import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
 import { createSessionService } from "@/server/modules/session/session.service";
 import { createWorkspaceService } from "@/server/modules/workspace/workspace.service";
 import { getQueues } from "@/server/queue/queues";
@@ -35,6 +34,7 @@ describe("the total-workspaces quota", () => {
   beforeAll(async () => {
     basedir = await fs.mkdtemp(path.join(os.tmpdir(), "berth-quota-total-"));
     engine = composeEngine({
+      quota: () => processBerth().quota,
       encryptionKey: processBerth().config.secrets.encryptionKey,
       db: processBerth().db,
       config: testEngineConfig(basedir),
@@ -62,7 +62,7 @@ describe("the total-workspaces quota", () => {
       modelConfig: { baseUrl: "http://127.0.0.1:9/v1", model: "m", apiKey: "k" },
       isolationPolicy: "PER_SESSION",
     });
-    const deps = defaultQuotaDeps();
+    const deps = processBerth().quota;
     await setTenantQuotaOverrides(
       cliOperatorActor(),
       { tenantId: tenant.scope.tenantId, overrides: { totalWorkspaces: 5 } },

@@ -4,7 +4,6 @@ import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { getDb } from "@/server/db";
 import { evaluateBudgets } from "@/server/modules/metering/budget.service";
 import { changeBudget } from "@/server/modules/quota/quota-admin.service";
-import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
 import { createWebhookService } from "@/server/modules/webhook/webhook.service";
 import { verifyWebhookSignature } from "@/server/modules/webhook/webhook-signing";
 import { testLog } from "../queue/queue-fixtures";
@@ -49,7 +48,7 @@ describe("budget alerts as lifecycle webhooks (real Postgres, Redis, workers, a 
     await changeBudget(
       tenant.scope,
       { monthlyBudgetUnits: 4, alertPercents: [50, 100], hardStop: true, stopWorkspaces: false },
-      defaultQuotaDeps(),
+      processBerth().quota,
       processBerth().db,
     );
     const rates = {

@@ -100,6 +100,7 @@ export async function startWorkspaceHarness(
   const engines: WorkspaceEngine[] = [];
   const newEngine = () => {
     const engine = composeEngine({
+      quota: () => processBerth().quota,
       config,
       queues,
       secret,
@@ -128,7 +129,8 @@ export async function startWorkspaceHarness(
     machine,
     engine,
     service,
-    content: () => createWorkspaceContentService(service, { db: processBerth().db }),
+    content: () =>
+      createWorkspaceContentService(service, { db: processBerth().db, quota: () => processBerth().quota }),
     replica: () => createWorkspaceService(newEngine(), { db: processBerth().db }),
     workers,
     async close() {

@@ -17,6 +17,7 @@ import { closeProcessBerth } from "@/server/composition/process-berth";
 describe("the workspace cache's idle TTL", () => {
   const config = { ...loadEngineConfig(), idleTtlMs: 3_600_000 };
   const engine = composeEngine({
+    quota: () => processBerth().quota,
     encryptionKey: processBerth().config.secrets.encryptionKey,
     db: processBerth().db,
     config,

@@ -61,6 +61,7 @@ beforeAll(async () => {
   connection = createRedisConnection(redis, "producer", "test-throwaway");
   const queues = createQueues(jobCatalog, { connection, redis, log: testLog });
   const engine = composeEngine({
+    quota: () => processBerth().quota,
     encryptionKey: processBerth().config.secrets.encryptionKey,
     db: processBerth().db,
     config,
