@@ -193,7 +193,12 @@ export const COMMANDS: Record<string, Command> = {
     "tenant suspend <slug|id> [--reason <text>]",
     oneTenant({ reason: flagString }),
     async ({ positionals: [ref], flags }, ctx) => {
-      const result = await suspendTenant(operator, { tenantId: ref, reason: flags.reason }, ctx.berth.db);
+      const result = await suspendTenant(
+        operator,
+        { tenantId: ref, reason: flags.reason },
+        ctx.berth.queues,
+        ctx.berth.db,
+      );
       return {
         json: result,
         text: [`suspended ${result.tenant.slug}; stopping ${result.stopsRequested.length} workspace(s)`],
@@ -213,7 +218,12 @@ export const COMMANDS: Record<string, Command> = {
       }),
     }),
     async ({ positionals: [ref], flags }, ctx) => {
-      const requested = await requestTenantDeletion(operator, { tenantId: ref }, ctx.berth.db);
+      const requested = await requestTenantDeletion(
+        operator,
+        { tenantId: ref },
+        ctx.berth.queues,
+        ctx.berth.db,
+      );
       if (!flags.wait) {
         return {
           json: requested,

@@ -306,6 +306,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       db: db(),
       secretKey: secretKey(),
       policy: { allowedOrigins: config.operations.webhookAllowedOrigins },
+      queues,
     }),
   );
 

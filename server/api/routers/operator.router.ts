@@ -74,7 +74,7 @@ export const operatorRouter = createTRPCRouter({
     suspend: operatorProcedure
       .input(ZTenantSuspendRequest)
       .output(ZSuspendResult)
-      .mutation(({ ctx, input }) => suspendTenant(ctx.operator, input, ctx.berth.db)),
+      .mutation(({ ctx, input }) => suspendTenant(ctx.operator, input, ctx.berth.queues, ctx.berth.db)),
     resume: operatorProcedure
       .input(ZTenantRef)
       .output(ZSuspendResult)
@@ -82,7 +82,9 @@ export const operatorRouter = createTRPCRouter({
     delete: operatorProcedure
       .input(ZTenantRef)
       .output(ZDeleteRequested)
-      .mutation(({ ctx, input }) => requestTenantDeletion(ctx.operator, input, ctx.berth.db)),
+      .mutation(({ ctx, input }) =>
+        requestTenantDeletion(ctx.operator, input, ctx.berth.queues, ctx.berth.db),
+      ),
     /** The tenant's limits (effective, overridden or default) and its use of each. */
     quota: operatorProcedure
       .input(ZTenantRef)

@@ -27,7 +27,9 @@ import {
   liveWorkspaceStates,
   transitionTenantStatus,
 } from "@/server/modules/operator/tenant-admin.data";
-import { enqueue } from "@/server/queue/enqueue";
+import type { BerthJobCatalog } from "@/server/queue/catalog";
+import { createEnqueue } from "@/server/queue/enqueue";
+import type { QueueSet } from "@/server/queue/queues";
 import { AppError } from "@/server/shared/errors";
 import { createOnce } from "@/server/shared/idempotency";
 import { parseInput } from "@/server/shared/parse-input";
@@ -259,6 +261,8 @@ async function moveTenant(
 export async function suspendTenant(
   actor: OperatorActor,
   raw: z.input<typeof ZTenantSuspendRequest>,
+  /** The root's queues: the stops are jobs. */
+  queues: QueueSet<BerthJobCatalog>,
   db: Db,
 ): Promise<{ tenant: OperatorTenantView; stopsRequested: string[] }> {
   const input = parseInput(ZTenantSuspendRequest, raw);
@@ -274,6 +278,7 @@ export async function suspendTenant(
     db,
   );
   const live = await listTenantWorkspaceIds(tenant.id, { states: liveWorkspaceStates }, db);
+  const enqueue = createEnqueue(queues);
   for (const workspaceId of live) {
     await enqueue("workspace.stop", { tenantId: tenant.id, workspaceId, reason: "tenant suspended" });
   }
@@ -308,6 +313,8 @@ export async function resumeTenant(
 export async function requestTenantDeletion(
   actor: OperatorActor,
   raw: z.input<typeof ZTenantRef>,
+  /** The root's queues: the deletion is a job. */
+  queues: QueueSet<BerthJobCatalog>,
   db: Db,
 ): Promise<{ tenantId: string; jobId: string }> {
   const { tenantId: ref } = parseInput(ZTenantRef, raw);
@@ -328,6 +335,9 @@ export async function requestTenantDeletion(
       db,
     );
   }
-  const job = await enqueue("tenant.delete", { tenantId: tenant.id, actor: operatorActorLabel(actor) });
+  const job = await createEnqueue(queues)("tenant.delete", {
+    tenantId: tenant.id,
+    actor: operatorActorLabel(actor),
+  });
   return { tenantId: tenant.id, jobId: job.id ?? "" };
 }

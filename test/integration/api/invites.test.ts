@@ -219,8 +219,8 @@ describe("accepting over HTTP", () => {
       tenantId: other.tenant.id,
       role: "member",
     });
-    await suspendTenant(operator, { tenantId: created.tenant.id }, processBerth().db);
-    await suspendTenant(operator, { tenantId: other.tenant.id }, processBerth().db);
+    await suspendTenant(operator, { tenantId: created.tenant.id }, processBerth().queues, processBerth().db);
+    await suspendTenant(operator, { tenantId: other.tenant.id }, processBerth().queues, processBerth().db);
 
     const body = (token: string, email: string) =>
       JSON.stringify({ token, name: "Late", email, password: "s3cret-passw0rd" });

@@ -63,6 +63,7 @@ describe("a suspended tenant is refused everywhere and comes back on resume", ()
     const suspended = await suspendTenant(
       operator,
       { tenantId: t.tenant.id, reason: "unpaid invoice" },
+      processBerth().queues,
       processBerth().db,
     );
     expect(suspended.tenant.status).toBe("suspended");
@@ -138,9 +139,9 @@ describe("a suspended tenant is refused everywhere and comes back on resume", ()
       code: "CONFLICT",
       details: { reason: "tenant_status", status: "active" },
     });
-    await suspendTenant(operator, { tenantId: other.tenant.id }, processBerth().db);
+    await suspendTenant(operator, { tenantId: other.tenant.id }, processBerth().queues, processBerth().db);
     await expect(
-      suspendTenant(operator, { tenantId: other.tenant.id }, processBerth().db),
+      suspendTenant(operator, { tenantId: other.tenant.id }, processBerth().queues, processBerth().db),
     ).rejects.toMatchObject({
       code: "CONFLICT",
     });
@@ -153,7 +154,12 @@ describe("a suspended tenant is refused everywhere and comes back on resume", ()
     // The suspension lands while the machine is being made: its stop job finds PROVISIONING, nothing to stop.
     h.machine.create = async (spec, options) => {
       h.machine.create = create;
-      const suspended = await suspendTenant(operator, { tenantId: other.tenant.id }, processBerth().db);
+      const suspended = await suspendTenant(
+        operator,
+        { tenantId: other.tenant.id },
+        processBerth().queues,
+        processBerth().db,
+      );
       expect(suspended.stopsRequested).toEqual([workspaceId]);
       return create(spec, options);
     };

@@ -40,7 +40,12 @@ describe("budget alerts as lifecycle webhooks (real Postgres, Redis, workers, a 
   });
 
   it("sends budget.threshold_reached at 50 % and budget.exhausted at 100 %, signed, retried, once each", async () => {
-    const service = createWebhookService({ db: processBerth().db, secretKey, policy });
+    const service = createWebhookService({
+      db: processBerth().db,
+      secretKey,
+      policy,
+      queues: () => processBerth().queues,
+    });
     const { endpoint, secret } = await service.create(tenant.scope, {
       url: `${receiver.origin}/budget`,
       events: ["budget.threshold_reached", "budget.exhausted"],
