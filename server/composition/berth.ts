@@ -197,6 +197,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       encryptionKey: config.secrets.encryptionKey,
       db: db(),
       quota,
+      attachTracker,
     });
   });
   // Every process that has an engine changes workspaces, so it also announces them (API and workers).
@@ -229,7 +230,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
 
   const workspaces = lazy((): WorkspaceServices => {
     const holderId = holder().liveness.ownerId;
-    const service = createWorkspaceService(liveEngine(), { db: db(), leaseOwnerId: holderId });
+    const service = createWorkspaceService(liveEngine(), { db: db(), attachTracker, leaseOwnerId: holderId });
     // Reattaches across replicas: this process owns its terminals under its holder id.
     const relay = createTerminalRelay({
       redis: redis(),
@@ -267,6 +268,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       liveness,
       reapIntervalMs: Math.max(300, Math.floor(ttlMs / 3)),
       quota,
+      attachTracker,
     });
     return { services, subscriber };
   });
@@ -395,12 +397,15 @@ export function composeEngine(
     db: Db;
     /** Quota checks before a provision is asked for (the root's `quota`). */
     quota: () => QuotaDeps;
+    /** The root's attach tracker (the provision's path, for this process' attach timing). */
+    attachTracker: () => AttachTracker;
   },
 ): WorkspaceEngine {
-  const { config, queues, log, encryptionKey, db, quota, ...rest } = options;
+  const { config, queues, log, encryptionKey, db, quota, attachTracker, ...rest } = options;
   const ensureProvisioned = createProvisionGate({
     db,
     quota,
+    attachTracker,
     queues,
     waitMs: config.provisionWaitMs,
     log: log.child({ component: "workspace-engine" }),

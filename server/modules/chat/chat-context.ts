@@ -1,4 +1,5 @@
 import type { Db } from "@/server/db";
+import type { AttachTracker } from "@/server/modules/metrics/attach-tracker";
 import type { SecretKey } from "@/server/auth/secrets";
 import type { TenantScope } from "@/server/auth/scope";
 import type { Logger } from "@/server/logger";
@@ -55,6 +56,8 @@ export type ChatContext = {
   quota: TurnQuotaPort | undefined;
   turnEnd: { log: Logger; retryDelaysMs: readonly number[] | undefined };
   checkpoints: TurnCheckpoints | undefined;
+  /** The root's attach tracker (stage timings: `first_answer`). */
+  attachTracker: () => AttachTracker;
   eventLog: TurnEventLog;
   /** How turns are seen again from their logs (chat-following.ts). */
   attach: TurnAttachDeps;

@@ -1,5 +1,6 @@
 import type { SecretKey } from "@/server/auth/secrets";
 import type { Db } from "@/server/db";
+import type { AttachTracker } from "@/server/modules/metrics/attach-tracker";
 import { createAgentService, type AgentService } from "@/server/modules/agent/agent.service";
 import { createJobsService, type JobsService } from "@/server/modules/jobs/jobs.service";
 import { createSessionService, type SessionService } from "@/server/modules/session/session.service";
@@ -52,6 +53,8 @@ export function createAgentServices(deps: {
   turnTtlMs?: number;
   /** Quota admission of turns (the root's, built on first use). */
   quota: () => QuotaDeps;
+  /** The root's attach tracker (turns' `first_answer` timings). */
+  attachTracker: () => AttachTracker;
 }): AgentServices {
   const { db } = deps;
   const log = deps.workspaces.engine.log.child({ component: "chat" });
@@ -94,6 +97,7 @@ export function createAgentServices(deps: {
     ...(deps.eventLog ? { eventLog: deps.eventLog } : {}),
     createSession: (scope, request, extra) => session.create(scope, request, extra),
     checkpoints,
+    attachTracker: deps.attachTracker,
     quota: {
       admitTurn: (tenantId, turnId) => admitTurn(tenantId, turnId, deps.quota(), db),
       renewEveryMs: TURN_SLOT_RENEW_MS,

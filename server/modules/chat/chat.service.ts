@@ -1,4 +1,5 @@
 import type { Db } from "@/server/db";
+import type { AttachTracker } from "@/server/modules/metrics/attach-tracker";
 import type { z } from "zod";
 import type { SecretKey } from "@/server/auth/secrets";
 import type { TenantScope } from "@/server/auth/scope";
@@ -45,6 +46,8 @@ export type ChatServiceDeps = {
   eventLog?: TurnEventLog;
   /** Records each turn's checkpoint of the workdir (none without it: unit tests). */
   checkpoints?: TurnCheckpoints;
+  /** The root's attach tracker: a turn's first tool result after a fresh attach is `first_answer`. */
+  attachTracker: () => AttachTracker;
 };
 
 export function createChatService(deps: ChatServiceDeps) {
@@ -63,6 +66,7 @@ export function createChatService(deps: ChatServiceDeps) {
     quota: deps.quota,
     turnEnd: { log: deps.log, retryDelaysMs: deps.finishRetryDelaysMs },
     checkpoints: deps.checkpoints,
+    attachTracker: deps.attachTracker,
     eventLog,
     attach: followingDeps({ log: eventLog, registry: deps.registry, db }),
     readStates: new ReadStates(),

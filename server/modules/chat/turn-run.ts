@@ -4,7 +4,6 @@ import type { TenantScope } from "@/server/auth/scope";
 import { type AgentDTO, defaultSystemPrompt } from "@/server/modules/agent/agent.types";
 import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
 import { announceChange } from "@/server/modules/live/change-feed";
-import { attachTracker } from "@/server/modules/metrics/attach-tracker";
 import { listChatMessages } from "@/server/modules/session/session.data";
 import type { ChatMessageDTO, SessionDTO } from "@/server/modules/session/session.types";
 import { emitLifecycleEvent } from "@/server/modules/webhook/webhook-events";
@@ -241,7 +240,7 @@ async function run(
         ...(ctx.limits ? { limits: ctx.limits } : {}),
         onEvent: (event) => {
           timer.observe(event);
-          if (event.type === "tool-result") attachTracker().answered(workspace);
+          if (event.type === "tool-result") ctx.attachTracker().answered(workspace);
           emit(event);
         },
         logger: ctx.chatLogger,

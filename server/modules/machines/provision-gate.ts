@@ -2,7 +2,7 @@ import type { Db } from "@/server/db";
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { Job } from "bullmq";
 import { z } from "zod";
-import { attachTracker } from "@/server/modules/metrics/attach-tracker";
+import type { AttachTracker } from "@/server/modules/metrics/attach-tracker";
 import { STAGE_PATHS } from "@/server/modules/metrics/stage-sample.schema";
 import type { Logger } from "@/server/logger";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
@@ -35,6 +35,8 @@ export type ProvisionGateDeps = {
   log: Logger;
   /** Quota checks before a provision is asked for (the root's, built on first use). */
   quota: () => QuotaDeps;
+  /** Where the path the workers took is noted for this process' attach timing (the root's tracker). */
+  attachTracker: () => AttachTracker;
 };
 
 const DEFAULT_CHECK_EVERY_MS = 2_000;
@@ -186,7 +188,7 @@ export function createProvisionGate(deps: ProvisionGateDeps): EnsureProvisioned 
   function notePath(workspaceId: string, result: unknown): void {
     const parsed = ZProvisionResult.safeParse(result);
     if (parsed.success && parsed.data.path) {
-      attachTracker().noteProvisioned(workspaceId, { path: parsed.data.path, readyAt: Date.now() });
+      deps.attachTracker().noteProvisioned(workspaceId, { path: parsed.data.path, readyAt: Date.now() });
     }
   }
 

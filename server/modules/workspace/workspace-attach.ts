@@ -3,7 +3,7 @@ import type { Db, DbClient } from "@/server/db";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import { getAgentOrNull } from "@/server/modules/agent/agent.data";
 import { type AgentDTO, ZAgentDefaultMcps, ZAgentDefaultSkills } from "@/server/modules/agent/agent.types";
-import { attachTracker } from "@/server/modules/metrics/attach-tracker";
+import type { AttachTracker } from "@/server/modules/metrics/attach-tracker";
 import { AppError } from "@/server/shared/errors";
 import type { Workspace } from "@/server/workspace/workspace";
 import { attachWithRecordRead } from "@/server/modules/machines/provision-gate";
@@ -15,6 +15,8 @@ import type { WorkspaceDTO } from "./workspace.types";
 /** What attaching needs: the process' engine and its single flights (one per process, see the factory). */
 export type AttachDeps = {
   engine: WorkspaceEngine;
+  /** The API half of the stage timings (the root's tracker, built on first use). */
+  attachTracker: () => AttachTracker;
   /** The process' database client (the Berth root's). */
   db: Db;
   /** One read per agent at a time, however many calls use its workspaces at once. */
@@ -23,8 +25,12 @@ export type AttachDeps = {
   generationReads: WeakMap<Workspace, Promise<number>>;
 };
 
-export function createAttachDeps(engine: WorkspaceEngine, db: Db): AttachDeps {
-  return { engine, db, agentReads: new Map(), generationReads: new WeakMap() };
+export function createAttachDeps(
+  engine: WorkspaceEngine,
+  attachTracker: () => AttachTracker,
+  db: Db,
+): AttachDeps {
+  return { engine, attachTracker, db, agentReads: new Map(), generationReads: new WeakMap() };
 }
 
 /** What attaching needs of a record (a WorkspaceDTO or the lease lock's WorkspaceRecord). */
@@ -57,7 +63,7 @@ export async function requireWorkspaceRecord(
  * and went), or older than the record's last state change while the record is not READY.
  */
 export async function attachWorkspace(
-  deps: Pick<AttachDeps, "engine" | "db" | "generationReads">,
+  deps: Pick<AttachDeps, "engine" | "attachTracker" | "db" | "generationReads">,
   scope: TenantScope,
   record: AttachableRecord,
   /** The record as just read under the lease lock: the provision gate starts from it (no read of its own). */
@@ -88,7 +94,7 @@ export async function attachWorkspace(
   const attachedAt = engine.attachedAt(workspace);
   if (attachedAt !== undefined && attachedAt >= requestedAt) {
     // This call (or one racing it) attached: the stage timings get `attach` and, later, `first_answer`.
-    attachTracker().attached(workspace, {
+    deps.attachTracker().attached(workspace, {
       tenantId: scope.tenantId,
       workspaceId: record.id,
       backend: record.backendKind,

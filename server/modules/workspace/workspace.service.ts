@@ -1,4 +1,5 @@
 import type { Db } from "@/server/db";
+import type { AttachTracker } from "@/server/modules/metrics/attach-tracker";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import { createEnqueue } from "@/server/queue/enqueue";
 import { bindDeps } from "@/server/shared/bind-deps";
@@ -48,13 +49,21 @@ export type { LeaseOptions } from "./workspace-lease";
  * `leaseOwnerId`: this process' liveness id (server/queue/heartbeat.ts, group `holders`), written on every
  * lease it takes, so the leases of a process that died are released as soon as its heartbeat stops.
  */
-export function createWorkspaceService(engine: WorkspaceEngine, options: { db: Db; leaseOwnerId?: string }) {
+export function createWorkspaceService(
+  engine: WorkspaceEngine,
+  options: {
+    db: Db;
+    /** The root's attach tracker (stage timings of attaches), built on first use. */
+    attachTracker: () => AttachTracker;
+    leaseOwnerId?: string;
+  },
+) {
   const { db } = options;
   const backends = createBackendChoice(engine.drivers, db);
   const binding: BindingDeps = { backends, db, bindingsInFlight: new Map() };
   const use: WorkspaceUseDeps = {
     ...createLeaseDeps(engine, options.leaseOwnerId ?? null, db),
-    ...createAttachDeps(engine, db),
+    ...createAttachDeps(engine, options.attachTracker, db),
     ...binding,
   };
   const requests: RequestDeps = { enqueue: createEnqueue(engine.queues), db, log: engine.log };

@@ -116,6 +116,7 @@ describe("chat.send", () => {
         liveness: { ownerId: "other-process", classify: () => Promise.resolve({ alive: [], dead: [] }) },
         reapIntervalMs: 60_000,
         quota: () => processBerth().quota,
+        attachTracker: () => processBerth().attachTracker,
       });
       await expect(
         other.chat.send(h.tenant.ownerScope, { sessionId, message: "me three" }),

@@ -108,6 +108,7 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
     // writes the PENDING binding: nothing here provisions or enqueues).
     engine = composeEngine({
       quota: () => processBerth().quota,
+      attachTracker: () => processBerth().attachTracker,
       encryptionKey: processBerth().config.secrets.encryptionKey,
       db: processBerth().db,
       config: testEngineConfig(workspacesDir),
@@ -117,7 +118,10 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
     });
     const sessionService = createSessionService({
       db: processBerth().db,
-      workspaces: createWorkspaceService(engine, { db: processBerth().db }),
+      workspaces: createWorkspaceService(engine, {
+        db: processBerth().db,
+        attachTracker: () => processBerth().attachTracker,
+      }),
     });
     const create = () => sessionService.create(tenant.scope, { agentId: agent.id });
     // The first alone (it inserts the PENDING workspace row), the rest in small batches.

@@ -99,6 +99,7 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
     };
     engine = composeEngine({
       quota: () => processBerth().quota,
+      attachTracker: () => processBerth().attachTracker,
       encryptionKey: processBerth().config.secrets.encryptionKey,
       db: processBerth().db,
       config: testEngineConfig(workspacesDir),
@@ -166,7 +167,10 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
     });
     const sessionService = createSessionService({
       db: processBerth().db,
-      workspaces: createWorkspaceService(engine, { db: processBerth().db }),
+      workspaces: createWorkspaceService(engine, {
+        db: processBerth().db,
+        attachTracker: () => processBerth().attachTracker,
+      }),
     });
     const create = () => sessionService.create(tenant.scope, { agentId: agent.id });
     const sessions = [await create()];

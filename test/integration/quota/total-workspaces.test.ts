@@ -35,6 +35,7 @@ describe("the total-workspaces quota", () => {
     basedir = await fs.mkdtemp(path.join(os.tmpdir(), "berth-quota-total-"));
     engine = composeEngine({
       quota: () => processBerth().quota,
+      attachTracker: () => processBerth().attachTracker,
       encryptionKey: processBerth().config.secrets.encryptionKey,
       db: processBerth().db,
       config: testEngineConfig(basedir),
@@ -71,7 +72,10 @@ describe("the total-workspaces quota", () => {
     );
     const sessions = createSessionService({
       db: processBerth().db,
-      workspaces: createWorkspaceService(engine, { db: processBerth().db }),
+      workspaces: createWorkspaceService(engine, {
+        db: processBerth().db,
+        attachTracker: () => processBerth().attachTracker,
+      }),
     });
     const results = await Promise.allSettled(
       Array.from({ length: 30 }, () => sessions.create(tenant.scope, { agentId: agent.id })),

@@ -101,6 +101,7 @@ export async function startWorkspaceHarness(
   const newEngine = () => {
     const engine = composeEngine({
       quota: () => processBerth().quota,
+      attachTracker: () => processBerth().attachTracker,
       config,
       queues,
       secret,
@@ -113,7 +114,10 @@ export async function startWorkspaceHarness(
     return engine;
   };
   const engine = newEngine();
-  const service = createWorkspaceService(engine, { db: processBerth().db });
+  const service = createWorkspaceService(engine, {
+    db: processBerth().db,
+    attachTracker: () => processBerth().attachTracker,
+  });
   const workers = await startWorkerRuntime({
     redis,
     workers: { concurrency: 4, healthPort: 0, heartbeatTtlMs: 15_000 },
@@ -131,7 +135,11 @@ export async function startWorkspaceHarness(
     service,
     content: () =>
       createWorkspaceContentService(service, { db: processBerth().db, quota: () => processBerth().quota }),
-    replica: () => createWorkspaceService(newEngine(), { db: processBerth().db }),
+    replica: () =>
+      createWorkspaceService(newEngine(), {
+        db: processBerth().db,
+        attachTracker: () => processBerth().attachTracker,
+      }),
     workers,
     async close() {
       await workers.stop();

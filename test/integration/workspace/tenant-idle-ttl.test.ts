@@ -18,6 +18,7 @@ describe("the workspace cache's idle TTL", () => {
   const config = { ...loadEngineConfig(), idleTtlMs: 3_600_000 };
   const engine = composeEngine({
     quota: () => processBerth().quota,
+    attachTracker: () => processBerth().attachTracker,
     encryptionKey: processBerth().config.secrets.encryptionKey,
     db: processBerth().db,
     config,

@@ -62,6 +62,7 @@ beforeAll(async () => {
   const queues = createQueues(jobCatalog, { connection, redis, log: testLog });
   const engine = composeEngine({
     quota: () => processBerth().quota,
+    attachTracker: () => processBerth().attachTracker,
     encryptionKey: processBerth().config.secrets.encryptionKey,
     db: processBerth().db,
     config,
@@ -70,7 +71,10 @@ beforeAll(async () => {
     log: testLog,
     drivers,
   });
-  service = createWorkspaceService(engine, { db: processBerth().db });
+  service = createWorkspaceService(engine, {
+    db: processBerth().db,
+    attachTracker: () => processBerth().attachTracker,
+  });
   workers = await startWorkerRuntime({
     redis,
     workers: { concurrency: 2, healthPort: 0, heartbeatTtlMs: 15_000 },
