@@ -40,6 +40,7 @@ export async function run(): Promise<BenchResult[]> {
         modelApiKey: "sk-bench",
       },
       secretKeyFromBytes(getConfig().secrets.encryptionKey),
+      processBerth().db,
     );
     const session = await processBerth().agents.session.create(stack.scope, { agentId: agent.id });
     const turn = async (message: string) => {

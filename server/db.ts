@@ -30,8 +30,8 @@ export function createDatabaseClient(
 }
 
 /**
- * TRANSITIONAL: the process root's database client, for the data functions that still default their `db`
- * parameter to it (issue 23 removes them module by module; new code takes `db` explicitly from the root).
+ * The process root's database client, for tests and bench/ only: server code takes `db` from the root
+ * (its caller or its deps), never from here.
  */
 export function getDb(): PrismaClient {
   return processRoot<{ db: PrismaClient }>().db;

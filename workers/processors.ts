@@ -21,7 +21,7 @@ import { defineSchedule, type Schedule } from "./schedules";
 /** What Berth's processors need from the composition root (workers/runtime.ts). */
 export type ProcessorDeps = {
   /** The process' Berth root: its configuration and services. */
-  berth: Pick<Berth, "config" | "db" | "engine" | "workspaces">;
+  berth: Pick<Berth, "config" | "db" | "engine" | "workspaces" | "quota">;
   redis: Redis;
   redisPrefix: string;
   /** The workspace engine the jobs use (drivers, config, queues, checkpoints); default: the root's. */
@@ -43,12 +43,13 @@ export function registerBerthProcessors(
 ): void {
   const engine = deps.engine ?? deps.berth.engine;
   const operations = deps.operations ?? deps.berth.config.operations;
-  registry.registerProcessor("audit.flush", auditFlushProcessor(deps));
+  registry.registerProcessor("audit.flush", auditFlushProcessor({ ...deps, db: deps.berth.db }));
   registry.registerProcessor(
     "metrics.flush",
     metricsFlushProcessor({
       ...deps,
       db: deps.berth.db,
+      queues: engine.queues.all(),
       retentionDays: operations.metricsRetentionDays,
       otlp: operations.otlp,
     }),
@@ -73,7 +74,11 @@ export function registerBerthProcessors(
   const enqueue = createEnqueue(engine.queues);
   registry.registerProcessor(
     "metering.flush",
-    meteringFlushProcessor({ ...deps, requestStop: (payload) => enqueue("workspace.stop", payload) }),
+    meteringFlushProcessor({
+      ...deps,
+      db: deps.berth.db,
+      requestStop: (payload) => enqueue("workspace.stop", payload),
+    }),
   );
 }
 

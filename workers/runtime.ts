@@ -189,6 +189,9 @@ function currentProcessBerth(): ProcessorDeps["berth"] {
     get db() {
       return processBerth().db;
     },
+    get quota() {
+      return processBerth().quota;
+    },
     get engine() {
       return processBerth().engine;
     },

@@ -94,6 +94,7 @@ export async function startStack(): Promise<BenchStack> {
       tenant.scope,
       { name: "bench-agent", modelConfig: { provider: "openai-compatible", model: "bench" } },
       secretKeyFromBytes(getConfig().secrets.encryptionKey),
+      processBerth().db,
     );
     const inflight = new Inflight();
     const berth = await serveFetchHandler((req) =>

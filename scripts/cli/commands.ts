@@ -16,8 +16,8 @@ import {
   resumeTenant,
   suspendTenant,
 } from "@/server/modules/operator/tenant-lifecycle.service";
+import { inviteLinkSecret } from "@/server/modules/member/invite.service";
 import { setTenantQuotaOverrides } from "@/server/modules/operator/tenant-quota.service";
-import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
 import { AppError } from "@/server/shared/errors";
 import type { Berth } from "@/server/composition/berth";
 import type { Db } from "@/server/db";
@@ -118,6 +118,7 @@ export const COMMANDS: Record<string, Command> = {
           ownerNote: flags["owner-note"],
           expiresInHours: flags["expires-in-hours"],
         },
+        inviteLinkSecret(ctx.berth.config),
         ctx.berth.db,
       );
       const link = `${ctx.baseUrl}${created.ownerInvite.path}`;
@@ -152,7 +153,12 @@ export const COMMANDS: Record<string, Command> = {
     "tenant invite-owner <slug|id> [--note <text>]",
     oneTenant({ note: flagString }),
     async ({ positionals: [ref], flags }, ctx) => {
-      const invite = await createOwnerInvite(operator, { tenantId: ref, note: flags.note }, ctx.berth.db);
+      const invite = await createOwnerInvite(
+        operator,
+        { tenantId: ref, note: flags.note },
+        inviteLinkSecret(ctx.berth.config),
+        ctx.berth.db,
+      );
       const url = `${ctx.baseUrl}${invite.path}`;
       return { json: { ...invite, url }, text: ["owner invitation (shown once):", `  ${url}`] };
     },
@@ -170,7 +176,7 @@ export const COMMANDS: Record<string, Command> = {
       const usage = await setTenantQuotaOverrides(
         operator,
         { tenantId: ref, overrides },
-        defaultQuotaDeps(),
+        ctx.berth.quota,
         ctx.berth.db,
       );
       return {
@@ -187,7 +193,12 @@ export const COMMANDS: Record<string, Command> = {
     "tenant suspend <slug|id> [--reason <text>]",
     oneTenant({ reason: flagString }),
     async ({ positionals: [ref], flags }, ctx) => {
-      const result = await suspendTenant(operator, { tenantId: ref, reason: flags.reason }, ctx.berth.db);
+      const result = await suspendTenant(
+        operator,
+        { tenantId: ref, reason: flags.reason },
+        ctx.berth.queues,
+        ctx.berth.db,
+      );
       return {
         json: result,
         text: [`suspended ${result.tenant.slug}; stopping ${result.stopsRequested.length} workspace(s)`],
@@ -207,7 +218,12 @@ export const COMMANDS: Record<string, Command> = {
       }),
     }),
     async ({ positionals: [ref], flags }, ctx) => {
-      const requested = await requestTenantDeletion(operator, { tenantId: ref }, ctx.berth.db);
+      const requested = await requestTenantDeletion(
+        operator,
+        { tenantId: ref },
+        ctx.berth.queues,
+        ctx.berth.db,
+      );
       if (!flags.wait) {
         return {
           json: requested,

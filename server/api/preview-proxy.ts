@@ -63,7 +63,7 @@ export function createPreviewProxy(berth: Berth) {
   ): Promise<Authorized> {
     const shareToken = path.shareToken ?? cookieOf(req.headers.cookie, SHARE_COOKIE);
     const headers = headersOf(req.headers, { withoutAuthorization: true });
-    const principal = await resolveRequestPrincipal(berth.api.auth, headers);
+    const principal = await resolveRequestPrincipal(berth.api.auth, headers, berth.db);
     const target = { workspaceId: path.workspaceId, port: path.port };
     const authorized = await previews().authorize(target, { principal, shareToken });
     // A cookie-authenticated upgrade or write from another site is refused (no CORS on WebSockets).

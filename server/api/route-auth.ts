@@ -16,7 +16,7 @@ export async function routeTenantScope(request: Request, action: TenantAction): 
   // Route handlers are entered by Next, so they reach the process' Berth through its one handle.
   const runtime = processApiRuntime();
   assertSameOriginRequest(request, runtime.origins);
-  const principal = await resolveRequestPrincipal(runtime.auth, request.headers);
+  const principal = await resolveRequestPrincipal(runtime.auth, request.headers, runtime.berth.db);
   if (!principal)
     throw new AppError("UNAUTHORIZED", "no credentials", { userMessage: "Sign in or send an API key" });
   const url = new URL(request.url);
@@ -28,7 +28,7 @@ export async function routeTenantScope(request: Request, action: TenantAction): 
     throw new AppError("BAD_REQUEST", "tenant missing", {
       userMessage: "tenantId or tenantSlug is required",
     });
-  const scope = await resolveTenantScope(principal, tenantRef);
+  const scope = await resolveTenantScope(principal, tenantRef, runtime.berth.db);
   assertCan(scope, action);
   return scope;
 }

@@ -115,9 +115,9 @@ async function accept(
       userMessage: "A terminal needs tenantSlug and a size of 1–1000 columns by 1–500 rows.",
     });
   }
-  const principal = await resolveRequestPrincipal(berth.api.auth, headers);
+  const principal = await resolveRequestPrincipal(berth.api.auth, headers, berth.db);
   if (!principal) throw new AppError("UNAUTHORIZED", "no credentials", { userMessage: "Sign in first." });
-  const scope = await resolveTenantScope(principal, query.data.tenantSlug);
+  const scope = await resolveTenantScope(principal, query.data.tenantSlug, berth.db);
   const { terminals } = berth.workspaces;
 
   // The sink exists before the socket does: output that arrives during the handshake is queued.

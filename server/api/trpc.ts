@@ -117,7 +117,7 @@ export const publicProcedure = baseProcedure;
 export const authedProcedure = baseProcedure.use(async ({ ctx, next }) => {
   const principal =
     ctx.principal === undefined
-      ? await resolveRequestPrincipal(ctx.runtime.auth, ctx.headers)
+      ? await resolveRequestPrincipal(ctx.runtime.auth, ctx.headers, ctx.berth.db)
       : ctx.principal;
   if (!principal) throw new TRPCError({ code: "UNAUTHORIZED", message: "Sign in or send an API key" });
   const who = principal.kind === "user" ? { userId: principal.userId } : { apiKeyId: principal.apiKeyId };
@@ -156,7 +156,7 @@ const tenantProcedure = authedProcedure.use(async ({ ctx, getRawInput, next }) =
   if (tenantRef === undefined) {
     throw new TRPCError({ code: "BAD_REQUEST", message: "tenantId or tenantSlug is required" });
   }
-  const scope = await resolveTenantScope(ctx.principal, tenantRef);
+  const scope = await resolveTenantScope(ctx.principal, tenantRef, ctx.berth.db);
   return next({ ctx: { scope, log: ctx.log.child({ tenantId: scope.tenantId }) } });
 });
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { type DbClient, getDb } from "@/server/db";
+import { type DbClient } from "@/server/db";
 import type { TenantRole } from "@/server/auth/roles";
 
 /**
@@ -21,7 +21,7 @@ export type GateMembership = {
 export async function findMembershipForGate(
   tenantIdOrSlug: string,
   userId: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<GateMembership | null> {
   const row = await db.membership.findFirst({
     where: { userId, tenant: { OR: [{ id: tenantIdOrSlug }, { slug: tenantIdOrSlug }] } },
@@ -41,10 +41,7 @@ export type GateApiKey = {
 };
 
 /** Berth's columns of an API key the plugin has already verified (role, creator, revocation). */
-export async function findApiKeyForGate(
-  apiKeyId: string,
-  db: DbClient = getDb(),
-): Promise<GateApiKey | null> {
+export async function findApiKeyForGate(apiKeyId: string, db: DbClient): Promise<GateApiKey | null> {
   const row = await db.apiKey.findFirst({ where: { id: apiKeyId }, select: gateKeySelect });
   return row ? toGateApiKey(row) : null;
 }
@@ -52,7 +49,7 @@ export async function findApiKeyForGate(
 /** The tenant (id and status) for an id or slug, or null. */
 export async function findTenantForGate(
   tenantIdOrSlug: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<{ id: string; status: GateTenantStatus } | null> {
   return db.tenant.findFirst({
     where: { OR: [{ id: tenantIdOrSlug }, { slug: tenantIdOrSlug }] },
@@ -92,7 +89,7 @@ function toGateApiKey(row: {
 /** An API key by the hash stored for it (better-auth's api-key plugin's `key` column), with its last use. */
 export async function findApiKeyByHashForGate(
   keyHash: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<(GateApiKey & { lastUsedAt: Date | null }) | null> {
   const row = await db.apiKey.findUnique({
     where: { key: keyHash },
@@ -129,7 +126,7 @@ const ZKeyTenantRow = z.object({
 export async function findApiKeyTenantForGate(
   apiKeyId: string,
   tenantIdOrSlug: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<GateApiKeyTenant | null> {
   const rows = await db.$queryRaw<unknown[]>`
     SELECT k.id, k.tenant_id, k.role::text AS role, k.created_by_user_id, k.enabled, k.revoked_at,
@@ -166,7 +163,7 @@ export async function touchApiKeyForGate(
   apiKeyId: string,
   at: Date,
   granularityMs: number,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<void> {
   await db.apiKey.updateMany({
     where: {
@@ -180,7 +177,7 @@ export async function touchApiKeyForGate(
 /** The user with this email (case-insensitive) and the tenants they belong to, for auditing a sign-in. */
 export async function findUserTenantsByEmailForGate(
   email: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<{ userId: string; tenantIds: string[] } | null> {
   const user = await db.user.findFirst({
     where: { email: { equals: email, mode: "insensitive" } },

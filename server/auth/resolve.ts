@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { createHash } from "node:crypto";
 import { AppError } from "@/server/shared/errors";
 import type { BerthAuth } from "@/server/auth/auth";
@@ -34,11 +35,12 @@ const BEARER = /^Bearer\s+(\S+)\s*$/i;
 export async function resolveRequestPrincipal(
   auth: BerthAuth,
   headers: Headers,
+  db: Db,
 ): Promise<RequestPrincipal | null> {
   const authorization = headers.get("authorization");
   const bearer = authorization ? BEARER.exec(authorization)?.[1] : undefined;
   if (authorization && !bearer) throw unauthorized("malformed Authorization header");
-  if (bearer) return resolveApiKeyPrincipal(bearer);
+  if (bearer) return resolveApiKeyPrincipal(bearer, db);
 
   const session = await auth.api.getSession({ headers });
   if (!session) return null;
@@ -57,8 +59,8 @@ export async function resolveRequestPrincipal(
  * it). The plugin's own verify is not used on this path: it costs three statements per request (lookup and
  * two writes) for features Berth keeps off (rate limits, usage counts, permissions).
  */
-async function resolveApiKeyPrincipal(key: string): Promise<RequestPrincipal> {
-  const gate = await authenticateApiKey(key);
+async function resolveApiKeyPrincipal(key: string, db: Db): Promise<RequestPrincipal> {
+  const gate = await authenticateApiKey(key, db);
   if (!gate) throw unauthorized("api key unknown, revoked, disabled or expired");
   return {
     kind: "api_key",
@@ -70,12 +72,12 @@ async function resolveApiKeyPrincipal(key: string): Promise<RequestPrincipal> {
 }
 
 /** The usable key behind a plain key (recording its use, at most once a minute), or null. */
-export async function authenticateApiKey(plainKey: string): Promise<GateApiKey | null> {
-  const gate = await findApiKeyByHashForGate(hashApiKey(plainKey));
+export async function authenticateApiKey(plainKey: string, db: Db): Promise<GateApiKey | null> {
+  const gate = await findApiKeyByHashForGate(hashApiKey(plainKey), db);
   if (!gate?.usable) return null;
   const now = new Date();
   if (!gate.lastUsedAt || now.getTime() - gate.lastUsedAt.getTime() >= LAST_USED_GRANULARITY_MS) {
-    await touchApiKeyForGate(gate.id, now, LAST_USED_GRANULARITY_MS);
+    await touchApiKeyForGate(gate.id, now, LAST_USED_GRANULARITY_MS, db);
   }
   return gate;
 }
@@ -96,9 +98,10 @@ export function hashApiKey(key: string): string {
 export async function resolveTenantScope(
   principal: RequestPrincipal,
   tenantIdOrSlug: string,
+  db: Db,
 ): Promise<TenantScope> {
   if (principal.kind === "user") {
-    const membership = await findMembershipForGate(tenantIdOrSlug, principal.userId);
+    const membership = await findMembershipForGate(tenantIdOrSlug, principal.userId, db);
     if (!membership) throw forbidden(`user ${principal.userId} is not a member of ${tenantIdOrSlug}`);
     assertTenantAdmits(membership.tenantId, membership.tenantStatus);
     return mintTenantScope({
@@ -109,7 +112,7 @@ export async function resolveTenantScope(
     });
   }
 
-  const key = await findApiKeyTenantForGate(principal.apiKeyId, tenantIdOrSlug);
+  const key = await findApiKeyTenantForGate(principal.apiKeyId, tenantIdOrSlug, db);
   if (!key?.usable || !key.tenantMatches) {
     throw forbidden(`api key ${principal.apiKeyId} does not belong to ${tenantIdOrSlug}`);
   }
@@ -134,9 +137,9 @@ function scopeForKey(
 }
 
 /** Re-reads membership (or the key) for an existing scope; for mutations. Throws FORBIDDEN when gone. */
-export async function reverifyTenantScope(scope: TenantScope): Promise<TenantScope> {
+export async function reverifyTenantScope(scope: TenantScope, db: Db): Promise<TenantScope> {
   if (scope.apiKeyId) {
-    const key = await findApiKeyForGate(scope.apiKeyId);
+    const key = await findApiKeyForGate(scope.apiKeyId, db);
     if (!key) throw forbidden(`api key ${scope.apiKeyId} no longer exists`);
     return resolveTenantScope(
       {
@@ -147,10 +150,11 @@ export async function reverifyTenantScope(scope: TenantScope): Promise<TenantSco
         userId: key.createdByUserId,
       },
       scope.tenantId,
+      db,
     );
   }
   if (scope.userId) {
-    const membership = await findMembershipForGate(scope.tenantId, scope.userId);
+    const membership = await findMembershipForGate(scope.tenantId, scope.userId, db);
     if (!membership) throw forbidden(`user ${scope.userId} is no longer a member of ${scope.tenantId}`);
     assertTenantAdmits(membership.tenantId, membership.tenantStatus);
     return mintTenantScope({
@@ -160,7 +164,7 @@ export async function reverifyTenantScope(scope: TenantScope): Promise<TenantSco
       role: membership.role,
     });
   }
-  return resolveSystemTenantScope(scope.tenantId);
+  return resolveSystemTenantScope(scope.tenantId, {}, db);
 }
 
 /**
@@ -172,8 +176,9 @@ export async function reverifyTenantScope(scope: TenantScope): Promise<TenantSco
 export async function resolveSystemTenantScope(
   tenantId: string,
   options: { allowSuspended?: boolean } = {},
+  db: Db,
 ): Promise<TenantScope> {
-  const found = await findTenantForGate(tenantId);
+  const found = await findTenantForGate(tenantId, db);
   if (found?.id !== tenantId)
     throw new AppError("NOT_FOUND", `tenant ${tenantId} not found`, { userMessage: "Tenant not found." });
   if (!options.allowSuspended) assertTenantAdmits(tenantId, found.status);
@@ -181,8 +186,8 @@ export async function resolveSystemTenantScope(
 }
 
 /** True while the tenant exists and is active (not suspended or being deleted): for work already under way. */
-export async function tenantAdmitsWork(tenantId: string): Promise<boolean> {
-  return (await findTenantForGate(tenantId))?.status === "active";
+export async function tenantAdmitsWork(tenantId: string, db: Db): Promise<boolean> {
+  return (await findTenantForGate(tenantId, db))?.status === "active";
 }
 
 function forbidden(message: string): AppError {

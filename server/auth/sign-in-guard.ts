@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
 import { findUserTenantsByEmailForGate } from "@/server/auth/gate.data";
@@ -28,6 +29,8 @@ export const DEFAULT_SIGN_IN_LIMITS: SignInGuardLimits = {
 };
 
 export type SignInGuardDeps = {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   redis: Redis;
   redisPrefix: string;
   limits?: SignInGuardLimits;
@@ -38,6 +41,7 @@ export type SignInGuardDeps = {
 const SIGN_IN_PATH = "/api/auth/sign-in/email";
 
 export function createSignInGuard(deps: SignInGuardDeps) {
+  const { db } = deps;
   const limits = deps.limits ?? DEFAULT_SIGN_IN_LIMITS;
   const key = (kind: "addr" | "acct", value: string) =>
     [deps.redisPrefix, "sign-in-failures", kind, createHash("sha256").update(value).digest("hex")].join(":");
@@ -59,14 +63,14 @@ export function createSignInGuard(deps: SignInGuardDeps) {
   }
 
   async function audit(email: string, request: Request, reason: "invalid_credentials" | "throttled") {
-    const account = await findUserTenantsByEmailForGate(email);
+    const account = await findUserTenantsByEmailForGate(email, db);
     const meta = requestMetaOf(request.headers);
     if (!account || account.tenantIds.length === 0) {
       deps.log.warn({ reason, ip: meta.ip }, "sign-in failed for an email without a tenant");
       return;
     }
     for (const tenantId of account.tenantIds) {
-      const scope = await resolveSystemTenantScope(tenantId, { allowSuspended: true });
+      const scope = await resolveSystemTenantScope(tenantId, { allowSuspended: true }, db);
       await deps.recordAudit(scope, {
         action: "auth.sign-in",
         targetType: "user",

@@ -32,6 +32,7 @@ import {
 } from "@/server/modules/backend-settings/backend-settings.service";
 import { createAgentServices, type AgentServices } from "@/server/modules/chat/chat.composition";
 import { RedisCancelBus } from "@/server/modules/chat/redis-cancel-bus";
+import type { QuotaDeps } from "@/server/modules/quota/quota.service";
 import { RedisTurnEventLog } from "@/server/modules/chat/turn-event-log";
 import type { Liveness } from "@/server/modules/chat/turn-registry";
 import { ensureInstallationId } from "@/server/modules/installation/installation.data";
@@ -90,6 +91,8 @@ export type Berth = {
   readonly redis: Redis;
   /** Every queue of Berth's catalog, on a connection of their own. */
   readonly queues: QueueSet<BerthJobCatalog>;
+  /** Quota admission and limits: the installation's quota configuration over the shared Redis counters. */
+  readonly quota: QuotaDeps;
   /** The tenant change feed; every process with an engine announces on it (server/modules/live). */
   readonly changeFeed: ChangeFeed;
   /** The API half of a provision's stage timings (server/modules/metrics/attach-tracker.ts). */
@@ -165,12 +168,18 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       createProcessQueues({ redis: config.redis, log: log().child({ component: "queues" }) }),
   );
   const secretKey = () => secretKeyFromBytes(config.secrets.encryptionKey);
+  const quota = lazy((): QuotaDeps => ({
+    redis: redis(),
+    redisPrefix: queues().redisPrefix,
+    config: config.quotas,
+  }));
 
   const changeFeed = lazy(() =>
     createChangeFeed({
       redis: redis(),
       subscriber: () => createRedisConnection(config.redis, "worker", "berth-change-feed"),
       prefix: config.redis.prefix,
+      log: log().child({ component: "change-feed" }),
     }),
   );
   const attachTracker = lazy(
@@ -192,6 +201,8 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       log: log(),
       encryptionKey: config.secrets.encryptionKey,
       db: db(),
+      quota,
+      attachTracker,
     });
   });
   // Every process that has an engine changes workspaces, so it also announces them (API and workers).
@@ -224,7 +235,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
 
   const workspaces = lazy((): WorkspaceServices => {
     const holderId = holder().liveness.ownerId;
-    const service = createWorkspaceService(liveEngine(), { leaseOwnerId: holderId });
+    const service = createWorkspaceService(liveEngine(), { db: db(), attachTracker, leaseOwnerId: holderId });
     // Reattaches across replicas: this process owns its terminals under its holder id.
     const relay = createTerminalRelay({
       redis: redis(),
@@ -235,9 +246,10 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
     });
     return {
       service,
-      content: createWorkspaceContentService(service),
+      content: createWorkspaceContentService(service, { db: db(), quota }),
       terminals: createWorkspaceTerminalService(
         service,
+        db(),
         { reattachGraceMs: config.http.terminalReattachGraceMs },
         relay,
       ),
@@ -254,6 +266,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
     const subscriber = createRedisConnection(config.redis, "worker", "berth-turn-cancel");
     const { liveness, ttlMs } = holder();
     const services = createAgentServices({
+      db: db(),
       workspaces: workspaces().service,
       secretKey: secretKey(),
       cancelBus: new RedisCancelBus({ redis: redis(), subscriber, prefix: config.redis.prefix }),
@@ -266,6 +279,8 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       liveness,
       reapIntervalMs: Math.max(300, Math.floor(ttlMs / 3)),
       egress: egress(),
+      quota,
+      attachTracker,
     });
     return { services, subscriber };
   });
@@ -284,6 +299,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
     });
     const origins = { allowedOrigins: [new URL(config.http.baseUrl).origin, ...trustedOrigins] };
     const signInGuard = createSignInGuard({
+      db: db(),
       redis: redis(),
       redisPrefix: config.redis.prefix,
       recordAudit: (scope, entry) => recordAudit(scope, entry),
@@ -307,6 +323,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       db: db(),
       secretKey: secretKey(),
       policy: { allowedOrigins: config.operations.webhookAllowedOrigins },
+      queues,
     }),
   );
 
@@ -326,6 +343,9 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
     },
     get queues() {
       return queues();
+    },
+    get quota() {
+      return quota();
     },
     get changeFeed() {
       return changeFeed();
@@ -390,10 +410,20 @@ export function buildApiProcess(berth: Berth): void {
 
 /** An engine whose cache misses go through the workers (the provision gate over its queues). */
 export function composeEngine(
-  options: Omit<CreateEngineOptions, "ensureProvisioned"> & { encryptionKey: Buffer; db: Db },
+  options: Omit<CreateEngineOptions, "ensureProvisioned"> & {
+    encryptionKey: Buffer;
+    db: Db;
+    /** Quota checks before a provision is asked for (the root's `quota`). */
+    quota: () => QuotaDeps;
+    /** The root's attach tracker (the provision's path, for this process' attach timing). */
+    attachTracker: () => AttachTracker;
+  },
 ): WorkspaceEngine {
-  const { config, queues, log, encryptionKey, db, ...rest } = options;
+  const { config, queues, log, encryptionKey, db, quota, attachTracker, ...rest } = options;
   const ensureProvisioned = createProvisionGate({
+    db,
+    quota,
+    attachTracker,
     queues,
     waitMs: config.provisionWaitMs,
     log: log.child({ component: "workspace-engine" }),

@@ -89,7 +89,7 @@ describe.skipIf(!HAS_CHROMIUM)("agents and sessions pages, end to end", () => {
   }
 
   async function writerAgent() {
-    const agent = await getAgentByName(tenant.scope, AGENT_NAME);
+    const agent = await getAgentByName(tenant.scope, AGENT_NAME, processBerth().db);
     if (!agent) throw new Error(`agent ${AGENT_NAME} not found`);
     return agent;
   }
@@ -130,7 +130,7 @@ describe.skipIf(!HAS_CHROMIUM)("agents and sessions pages, end to end", () => {
     expect(await form.getByLabel("API key").inputValue()).toBe("");
     await expectNoKeyInPage(page);
     const created = await writerAgent();
-    expect(await getAgentModelApiKey(tenant.scope, created.id, secretKey)).toBe(FIRST_KEY);
+    expect(await getAgentModelApiKey(tenant.scope, created.id, secretKey, processBerth().db)).toBe(FIRST_KEY);
 
     // Edit the model only: the rest, the key included, stays as stored.
     await row.getByRole("link", { name: AGENT_NAME }).click();
@@ -143,7 +143,7 @@ describe.skipIf(!HAS_CHROMIUM)("agents and sessions pages, end to end", () => {
     const edited = await writerAgent();
     expect(edited.modelConfig).toMatchObject({ provider: "openai-compatible", model: "model-b" });
     expect(edited).toMatchObject({ description: "Writes things", isolationPolicy: "PER_SESSION" });
-    expect(await getAgentModelApiKey(tenant.scope, created.id, secretKey)).toBe(FIRST_KEY);
+    expect(await getAgentModelApiKey(tenant.scope, created.id, secretKey, processBerth().db)).toBe(FIRST_KEY);
 
     await page.getByRole("link", { name: "← Agents" }).click();
     await page.waitForURL(new RegExp(`/t/${tenant.slug}/agents$`));
@@ -157,14 +157,16 @@ describe.skipIf(!HAS_CHROMIUM)("agents and sessions pages, end to end", () => {
     await replace.getByLabel("New key").fill(SECOND_KEY);
     await replace.getByRole("button", { name: "Replace key" }).click();
     await page.locator("[data-sonner-toast]").filter({ hasText: "Key replaced." }).waitFor();
-    expect(await getAgentModelApiKey(tenant.scope, created.id, secretKey)).toBe(SECOND_KEY);
+    expect(await getAgentModelApiKey(tenant.scope, created.id, secretKey, processBerth().db)).toBe(
+      SECOND_KEY,
+    );
     await expectNoKeyInPage(page);
 
     await page.getByRole("button", { name: "Clear key" }).click();
     expect(await confirmInDialog(page, "Clear key")).toContain(AGENT_NAME);
     await page.locator("[data-sonner-toast]").filter({ hasText: "Key cleared." }).waitFor();
     expect(await page.getByTestId("key-state").textContent()).toBe("no key");
-    expect(await getAgentModelApiKey(tenant.scope, created.id, secretKey)).toBeNull();
+    expect(await getAgentModelApiKey(tenant.scope, created.id, secretKey, processBerth().db)).toBeNull();
     expect((await writerAgent()).modelConfig.model).toBe("model-b");
     expect(pageErrors).toEqual([]);
     await page.close();
@@ -177,28 +179,34 @@ describe.skipIf(!HAS_CHROMIUM)("agents and sessions pages, end to end", () => {
       agentId: agent.id,
       name: "e2e-chat",
     });
-    await appendChatMessages(tenant.scope, sessionId, [
-      { role: "user", content: [{ type: "text", text: "Count the files, please." }] },
-      {
-        role: "assistant",
-        content: [
-          { type: "text", text: "Let me look." },
-          { type: "tool-call", toolCallId: "call-1", toolName: "Glob", input: { pattern: "**/*.md" } },
-        ],
-      },
-      {
-        role: "tool",
-        content: [
-          {
-            type: "tool-result",
-            toolCallId: "call-1",
-            toolName: "Glob",
-            output: { type: "text", value: "README.md\nNOTES.md" },
-          },
-        ],
-      },
-      { role: "assistant", content: [{ type: "text", text: "There are 2 markdown files." }] },
-    ]);
+    await appendChatMessages(
+      tenant.scope,
+      sessionId,
+      [
+        { role: "user", content: [{ type: "text", text: "Count the files, please." }] },
+        {
+          role: "assistant",
+          content: [
+            { type: "text", text: "Let me look." },
+            { type: "tool-call", toolCallId: "call-1", toolName: "Glob", input: { pattern: "**/*.md" } },
+          ],
+        },
+        {
+          role: "tool",
+          content: [
+            {
+              type: "tool-result",
+              toolCallId: "call-1",
+              toolName: "Glob",
+              output: { type: "text", value: "README.md\nNOTES.md" },
+            },
+          ],
+        },
+        { role: "assistant", content: [{ type: "text", text: "There are 2 markdown files." }] },
+      ],
+      undefined,
+      processBerth().db,
+    );
 
     const { page, pageErrors } = await signedInPage();
     await page.getByRole("navigation", { name: "Tenant" }).getByRole("link", { name: "Sessions" }).click();
@@ -240,7 +248,7 @@ describe.skipIf(!HAS_CHROMIUM)("agents and sessions pages, end to end", () => {
     await page.getByTestId("session-row").first().waitFor();
     await vi.waitFor(async () => expect(await page.getByTestId("session-row").count()).toBe(3));
     expect(await page.getByTestId("session-row").filter({ hasText: "e2e-chat" }).count()).toBe(0);
-    expect(await getSessionOrNull(tenant.scope, sessionId)).toBeNull();
+    expect(await getSessionOrNull(tenant.scope, sessionId, processBerth().db)).toBeNull();
     expect(pageErrors).toEqual([]);
     await page.close();
   });
@@ -257,8 +265,8 @@ describe.skipIf(!HAS_CHROMIUM)("agents and sessions pages, end to end", () => {
     expect(await confirmInDialog(page, "Delete agent")).toContain("Every session of this agent is deleted");
     await vi.waitFor(async () => expect(await row.count()).toBe(0));
     expect(await page.getByTestId("agent-row").count()).toBe(2); // the seeded ones stay
-    expect(await getAgentOrNull(tenant.scope, agent.id)).toBeNull();
-    expect(await getSessionOrNull(tenant.scope, sessionId)).toBeNull();
+    expect(await getAgentOrNull(tenant.scope, agent.id, processBerth().db)).toBeNull();
+    expect(await getSessionOrNull(tenant.scope, sessionId, processBerth().db)).toBeNull();
     expect(pageErrors).toEqual([]);
     await page.close();
   });

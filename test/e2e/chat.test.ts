@@ -90,7 +90,7 @@ describe.skipIf(!HAS_CHROMIUM)("sessions and chat, end to end", () => {
       .filter({ hasText: `Agent ${AGENT_NAME} created.` })
       .waitFor();
     await shot(page, "agents");
-    expect(await getAgentByName(tenant.scope, AGENT_NAME)).toMatchObject({
+    expect(await getAgentByName(tenant.scope, AGENT_NAME, processBerth().db)).toMatchObject({
       modelConfig: { baseUrl: model.baseUrl },
     });
   });
@@ -128,16 +128,16 @@ describe.skipIf(!HAS_CHROMIUM)("sessions and chat, end to end", () => {
     await live.getByTestId("live-text").filter({ hasText: "Looking at the files" }).waitFor();
     await shot(page, "streaming-turn");
     const sessionId = sessionPath.split("/").at(-1)!;
-    expect((await getSession(tenant.scope, sessionId)).status).toBe("RUNNING");
+    expect((await getSession(tenant.scope, sessionId, processBerth().db)).status).toBe("RUNNING");
 
     await page.getByRole("button", { name: "Cancel turn" }).click();
     await page.getByTestId("turn-cancelled").waitFor();
     await shot(page, "cancelled-turn");
     await vi.waitFor(async () =>
-      expect((await getSession(tenant.scope, sessionId)).status).not.toBe("RUNNING"),
+      expect((await getSession(tenant.scope, sessionId, processBerth().db)).status).not.toBe("RUNNING"),
     );
     // What was said before the cancel is kept: the user's message and the tool call are in the history.
-    const stored = await listChatMessages(tenant.scope, sessionId, {});
+    const stored = await listChatMessages(tenant.scope, sessionId, {}, processBerth().db);
     expect(stored[0]?.role).toBe("user");
     await page.getByTestId("chat-message").getByTestId("tool-call").filter({ hasText: "Glob" }).waitFor();
   });
@@ -202,7 +202,9 @@ describe.skipIf(!HAS_CHROMIUM)("sessions and chat, end to end", () => {
     held.open();
     await page.getByTestId("chat-message").filter({ hasText: "Streaming slowly and done." }).waitFor();
     const sessionId = sessionPath.split("/").at(-1)!;
-    await vi.waitFor(async () => expect((await getSession(tenant.scope, sessionId)).status).toBe("IDLE"));
+    await vi.waitFor(async () =>
+      expect((await getSession(tenant.scope, sessionId, processBerth().db)).status).toBe("IDLE"),
+    );
     await shot(page, "reattached-turn");
   });
 

@@ -275,7 +275,7 @@ describe.skipIf(!HAS_CHROMIUM)("turn checkpoints in the dashboard", () => {
     await clickTwiceAtOnce(form.getByRole("button", { name: "Save retention" }));
     await page.locator("[data-sonner-toast]").filter({ hasText: "Checkpoint retention saved." }).waitFor();
     expect(saves()).toBe(1);
-    expect(await getTenantPolicy(e2e.tenant.scope)).toMatchObject({
+    expect(await getTenantPolicy(e2e.tenant.scope, getDb())).toMatchObject({
       checkpointKeepTurns: 25,
       checkpointKeepDays: null,
       checkpointStorageBytes: 2 * 1024 ** 3,
@@ -283,7 +283,9 @@ describe.skipIf(!HAS_CHROMIUM)("turn checkpoints in the dashboard", () => {
     // Emptied: back to the default.
     await form.getByLabel("Keep the last turns").fill("");
     await form.getByRole("button", { name: "Save retention" }).click();
-    await expect.poll(async () => (await getTenantPolicy(e2e.tenant.scope)).checkpointKeepTurns).toBeNull();
+    await expect
+      .poll(async () => (await getTenantPolicy(e2e.tenant.scope, getDb())).checkpointKeepTurns)
+      .toBeNull();
     await shot(page, "settings");
     expect(pageErrors).toEqual([]);
     await page.close();

@@ -62,7 +62,7 @@ describe.skipIf(!HAS_CHROMIUM)("environment variables of agents and sessions", (
     await e2e?.close();
   });
 
-  const storedAgentEnv = async () => (await getAgentByName(e2e.tenant.scope, AGENT_NAME))?.env;
+  const storedAgentEnv = async () => (await getAgentByName(e2e.tenant.scope, AGENT_NAME, getDb()))?.env;
 
   it("creates an agent with variables, refuses bad names next to their row, and saves a removal", async () => {
     const { page, pageErrors } = await open("/agents", admin);
@@ -136,7 +136,7 @@ describe.skipIf(!HAS_CHROMIUM)("environment variables of agents and sessions", (
     await section.getByLabel("Value of variable 1").fill("review");
     await section.getByRole("button", { name: "Save variables" }).click();
     await toast(page, "Variables saved.").waitFor();
-    expect((await getSessionOrNull(e2e.tenant.scope, sessionId))?.env).toEqual({ STAGE: "review" });
+    expect((await getSessionOrNull(e2e.tenant.scope, sessionId, getDb()))?.env).toEqual({ STAGE: "review" });
 
     await page.reload();
     const variable = section.getByTestId("env-variable");
@@ -152,7 +152,7 @@ describe.skipIf(!HAS_CHROMIUM)("environment variables of agents and sessions", (
     await form.getByRole("button", { name: "Save" }).dblclick();
     await page.getByRole("heading", { name: "reviewed", exact: true }).waitFor();
     expect(renames()).toBe(1);
-    expect(await getSessionOrNull(e2e.tenant.scope, sessionId)).toMatchObject({
+    expect(await getSessionOrNull(e2e.tenant.scope, sessionId, getDb())).toMatchObject({
       name: "reviewed",
       env: { STAGE: "review" },
     });

@@ -15,7 +15,6 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { getDb } from "@/server/db";
 import { getAgentByName } from "@/server/modules/agent/agent.data";
 import { changeBudget } from "@/server/modules/quota/quota-admin.service";
-import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
 import { getTenantPolicy } from "@/server/modules/tenant/tenant-policy.data";
 import type { BerthServer } from "./support/berth-server";
 import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
@@ -122,7 +121,7 @@ describe.skipIf(!HAS_CHROMIUM)("library, agent defaults and settings, end to end
     // The form starts empty again, defaults included.
     expect(await defaults.getByTestId("default-item").count()).toBe(0);
 
-    const agent = await getAgentByName(tenant.scope, AGENT_NAME);
+    const agent = await getAgentByName(tenant.scope, AGENT_NAME, processBerth().db);
     expect(agent).toMatchObject({ systemPrompt: SYSTEM_PROMPT, description: "Finds things in the docs" });
     expect(agent?.defaultMcpConfigs).toMatchObject([
       {
@@ -169,9 +168,9 @@ describe.skipIf(!HAS_CHROMIUM)("library, agent defaults and settings, end to end
     await vi.waitFor(async () =>
       expect(await libraryRow("hello").getByTestId("used-by").textContent()).toContain("researcher"),
     );
-    expect((await getAgentByName(tenant.scope, "researcher"))?.defaultSkills).toMatchObject([
-      { name: "hello" },
-    ]);
+    expect(
+      (await getAgentByName(tenant.scope, "researcher", processBerth().db))?.defaultSkills,
+    ).toMatchObject([{ name: "hello" }]);
     await shot(page, "library-used-by");
   });
 
@@ -202,7 +201,7 @@ describe.skipIf(!HAS_CHROMIUM)("library, agent defaults and settings, end to end
     await toast("Settings saved.");
     await vi.waitFor(async () => expect(await effective.textContent()).toContain("30 min"));
     expect(await effective.textContent()).toContain("one workspace per session");
-    expect(await getTenantPolicy(tenant.scope)).toMatchObject({
+    expect(await getTenantPolicy(tenant.scope, processBerth().db)).toMatchObject({
       workspaceIdleTtlMs: 1_800_000,
       defaultIsolationPolicy: "PER_SESSION",
     });
@@ -239,13 +238,14 @@ describe.skipIf(!HAS_CHROMIUM)("library, agent defaults and settings, end to end
     await setTenantQuotaOverrides(
       cliOperatorActor(),
       { tenantId: tenant.scope.tenantId, overrides: { liveWorkspaces: 7 } },
-      defaultQuotaDeps(),
+      processBerth().quota,
       processBerth().db,
     );
     await changeBudget(
       tenant.scope,
       { monthlyBudgetUnits: 40, alertPercents: [80], hardStop: true, stopWorkspaces: false },
-      defaultQuotaDeps(),
+      processBerth().quota,
+      processBerth().db,
     );
     await nav("Settings");
     await page.waitForURL(/\/settings$/);

@@ -117,7 +117,7 @@ describe.skipIf(!HAS_CHROMIUM)("web security under npm start", () => {
     expect(await iterator.next()).toMatchObject({ value: { type: "text-delta" } });
     controller.abort();
     // A closed tab or a reload is no cancel: the turn still holds the session, and attaching shows it.
-    expect((await getSession(tenant.scope, sessionId)).status).toBe("RUNNING");
+    expect((await getSession(tenant.scope, sessionId, processBerth().db)).status).toBe("RUNNING");
     const attached = await client.chat.attach.query({ sessionId });
     const replay = attached[Symbol.asyncIterator]();
     expect(await replay.next()).toMatchObject({
@@ -136,10 +136,13 @@ describe.skipIf(!HAS_CHROMIUM)("web security under npm start", () => {
       { signal: run.signal, onEvent: (event) => event.type === "text-delta" && run.abort() },
     );
     await expect(running).rejects.toThrow();
-    await vi.waitFor(async () => expect((await getSession(tenant.scope, sessionId)).status).toBe("IDLE"), {
-      timeout: 20_000,
-      interval: 100,
-    });
+    await vi.waitFor(
+      async () => expect((await getSession(tenant.scope, sessionId, processBerth().db)).status).toBe("IDLE"),
+      {
+        timeout: 20_000,
+        interval: 100,
+      },
+    );
     const turns = await client.chat.turns.query({ sessionId });
     expect(turns.map((turn) => turn.status)).toEqual(["CANCELLED", "CANCELLED"]);
   });

@@ -142,7 +142,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspace generations and the agent's MCP scope,
     );
     expect(listing).toContain("FRESH-WORKSPACE");
     expect(listing).not.toContain("old.txt");
-    expect(await getWorkspace(tenant.scope, firstSession.workspaceId)).toMatchObject({
+    expect(await getWorkspace(tenant.scope, firstSession.workspaceId, processBerth().db)).toMatchObject({
       state: "READY",
       generation: 2,
     });

@@ -64,14 +64,18 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     liveId = `ws-live-${suffix}`;
     lateId = `ws-late-${suffix}`;
     // A workspace provisioned for real by the workers (local backend, in the app's data dir), then leased as a turn would.
-    await upsertWorkspaceBinding(tenant.scope, {
-      id: liveId,
-      backendKind: "local",
-      isolationPolicy: "PER_AGENT",
-    });
+    await upsertWorkspaceBinding(
+      tenant.scope,
+      {
+        id: liveId,
+        backendKind: "local",
+        isolationPolicy: "PER_AGENT",
+      },
+      processBerth().db,
+    );
     await provision(liveId, "e2e: first use");
-    expect((await getWorkspace(tenant.scope, liveId)).state).toBe("READY");
-    await acquireLeaseLocked(tenant.scope, liveId, LEASE);
+    expect((await getWorkspace(tenant.scope, liveId, processBerth().db)).state).toBe("READY");
+    await acquireLeaseLocked(tenant.scope, liveId, LEASE, processBerth().db);
     // A provision job for a workspace with no record yet: not retryable, so it fails at once.
     await expect(provision(lateId, "e2e: too early")).rejects.toThrow(/not found/);
   });
@@ -161,7 +165,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
       .filter({ hasText: /^Stopped: files stay/ })
       .waitFor();
     expect(await page.getByTestId("state-reason").textContent()).toContain("e2e: admin stop");
-    expect((await getWorkspace(tenant.scope, liveId)).state).toBe("STOPPED");
+    expect((await getWorkspace(tenant.scope, liveId, processBerth().db)).state).toBe("STOPPED");
 
     // Purge asks for the id to be typed before it can be confirmed.
     await page.getByRole("button", { name: "Purge…" }).click();
@@ -208,17 +212,21 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     await shot(page, "jobs-failed");
 
     // Now that the record exists, the same job can succeed: Retry puts it back in the queue.
-    await upsertWorkspaceBinding(tenant.scope, {
-      id: lateId,
-      backendKind: "local",
-      isolationPolicy: "PER_AGENT",
-    });
+    await upsertWorkspaceBinding(
+      tenant.scope,
+      {
+        id: lateId,
+        backendKind: "local",
+        isolationPolicy: "PER_AGENT",
+      },
+      processBerth().db,
+    );
     await failed.getByRole("button", { name: "Retry" }).click();
     await failed
       .getByTestId("job-state")
       .filter({ hasText: /^completed$/ })
       .waitFor();
-    expect((await getWorkspace(tenant.scope, lateId)).state).toBe("READY");
+    expect((await getWorkspace(tenant.scope, lateId, processBerth().db)).state).toBe("READY");
     await shot(page, "jobs-retried");
 
     await page.getByRole("navigation", { name: "Tenant" }).getByRole("link", { name: "Workspaces" }).click();
@@ -326,7 +334,11 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
     const suffix = tenant.slug.slice("e2e-".length);
     const [outsideId, bulkA, bulkB] = ["outside", "bulk-a", "bulk-b"].map((name) => `ws-${name}-${suffix}`);
     for (const id of [outsideId!, bulkA!, bulkB!]) {
-      await upsertWorkspaceBinding(tenant.scope, { id, backendKind: "local", isolationPolicy: "PER_AGENT" });
+      await upsertWorkspaceBinding(
+        tenant.scope,
+        { id, backendKind: "local", isolationPolicy: "PER_AGENT" },
+        processBerth().db,
+      );
       await provision(id, "e2e: live list");
     }
     const { page, pageErrors } = await open("/workspaces", tenant);

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { Redis } from "ioredis";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
 import { flushAuditBuffer } from "@/server/modules/audit/audit-buffer.service";
@@ -5,6 +6,8 @@ import type { TBufferedAuditEntry } from "@/server/modules/audit/audit-buffer.sc
 import type { JobProcessor } from "../registry";
 
 export type AuditFlushDeps = {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   redis: Redis;
   redisPrefix: string;
   /** Defaults to the AuditLog table (tests may count or fail writes). */

@@ -12,16 +12,21 @@ import { defineSchedule, type Schedule } from "../schedules";
 export function registerCheckpointProcessors(
   registry: ProcessorRegistry<BerthJobCatalog>,
   engine: Pick<WorkspaceEngine, "checkpoints">,
-  berth: Pick<Berth, "workspaces">,
+  berth: Pick<Berth, "workspaces" | "db">,
 ): void {
   registry.registerProcessor("checkpoint.restore", ({ payload, log, job, signal }) =>
-    runCheckpointRestore({ workspaces: berth.workspaces.service, store: engine.checkpoints }, payload, log, {
-      isLastAttempt: job.attemptsMade + 1 >= (job.opts.attempts ?? 1),
-      signal,
-    }),
+    runCheckpointRestore(
+      { workspaces: berth.workspaces.service, store: engine.checkpoints, db: berth.db },
+      payload,
+      log,
+      {
+        isLastAttempt: job.attemptsMade + 1 >= (job.opts.attempts ?? 1),
+        signal,
+      },
+    ),
   );
   registry.registerProcessor("checkpoint.prune", ({ log }) =>
-    pruneCheckpoints({ store: engine.checkpoints }, log),
+    pruneCheckpoints({ store: engine.checkpoints, db: berth.db }, log),
   );
 }
 

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { Redis } from "ioredis";
 import type { QuotaConfig } from "@/server/config/quotas";
 import { runMeteringFlush } from "@/server/modules/metering/metering-flush.service";
@@ -5,6 +6,8 @@ import type { BerthJobCatalog } from "@/server/queue/catalog";
 import type { JobProcessor } from "../registry";
 
 export type MeteringFlushDeps = {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   redis: Redis;
   redisPrefix: string;
   quotas: QuotaConfig;

@@ -1,3 +1,4 @@
+import type { Queue } from "bullmq";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
 import { flushStageSamples, type StageBufferDeps } from "@/server/modules/metrics/stage-buffer.service";
 import type { DriverSet } from "@/server/engine/driver-set";
@@ -13,7 +14,13 @@ import type { Db } from "@/server/db";
  * collector that fails is logged, never a failed flush: the timings are already safe in Postgres.
  */
 export function metricsFlushProcessor(
-  deps: StageBufferDeps & { db: Db; retentionDays: number; otlp: OtlpExportConfig | null },
+  deps: StageBufferDeps & {
+    db: Db;
+    /** The queues whose job counts the OTLP export reports (the root's). */
+    queues: readonly Queue[];
+    retentionDays: number;
+    otlp: OtlpExportConfig | null;
+  },
 ): JobProcessor<BerthJobCatalog, "metrics.flush"> {
   const startedAt = new Date();
   return async ({ payload, log }) => {

@@ -23,7 +23,7 @@ export function registerWorkspaceProcessors(
   registry: ProcessorRegistry<BerthJobCatalog>,
   engine: Pick<WorkspaceEngine, "drivers" | "config" | "queues" | "checkpoints">,
   /** The process' root (its database, read per job). */
-  berth: Pick<Berth, "db">,
+  berth: Pick<Berth, "db" | "quota">,
   /** The workers' job lock duration: a provision run's claim lapses after as long (provision-claim.ts). */
   options: { lockDurationMs?: number | undefined } = {},
 ): void {
@@ -34,6 +34,7 @@ export function registerWorkspaceProcessors(
     get db() {
       return berth.db;
     },
+    quota: () => berth.quota,
     requestStop: (payload) => enqueue("workspace.stop", payload),
     requestProvision: (payload) => enqueue("workspace.provision", payload),
     checkpoints: engine.checkpoints,

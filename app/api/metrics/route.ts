@@ -14,7 +14,7 @@ export async function GET(request: Request): Promise<Response> {
     // Entered by Next: the process' Berth comes through its one handle.
     const berth = processBerth();
     assertMetricsToken(berth.config.operations.metricsToken, request.headers.get("authorization"));
-    const body = await renderMetrics(berth.db);
+    const body = await renderMetrics(berth.db, { queues: berth.queues.all() });
     return new Response(body, {
       headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8", "cache-control": "no-store" },
     });

@@ -16,6 +16,7 @@ export const accountRouter = createTRPCRouter({
       ctx.runtime.auth,
       { userId: ctx.principal.userId, email: ctx.principal.email, headers: ctx.headers },
       input,
+      ctx.berth.db,
     );
     for (const cookie of setCookies) ctx.resHeaders?.append("set-cookie", cookie);
     return { changed: true as const, otherSessionsEnded: true as const };

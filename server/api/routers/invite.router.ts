@@ -1,6 +1,11 @@
 import { z } from "zod";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
-import { createInvite, listTenantInvites, revokeInvite } from "@/server/modules/member/invite.service";
+import {
+  createInvite,
+  inviteLinkSecret,
+  listTenantInvites,
+  revokeInvite,
+} from "@/server/modules/member/invite.service";
 import { ZInviteCreateRequest, ZInviteDTO } from "@/server/modules/member/invite.types";
 
 /**
@@ -13,18 +18,20 @@ export const inviteRouter = createTRPCRouter({
   create: tenantProcedureFor("member:manage")
     .input(ZTenantInput.extend(ZInviteCreateRequest.shape))
     .output(z.object({ invite: ZInviteDTO, token: z.string() }))
-    .mutation(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...input } }) => createInvite(ctx.scope, input)),
+    .mutation(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...input } }) =>
+      createInvite(ctx.scope, input, inviteLinkSecret(ctx.berth.config), ctx.berth.db),
+    ),
 
   list: tenantProcedureFor("member:manage")
     .input(ZTenantInput)
     .output(z.array(ZInviteDTO))
-    .query(({ ctx }) => listTenantInvites(ctx.scope)),
+    .query(({ ctx }) => listTenantInvites(ctx.scope, ctx.berth.db)),
 
   revoke: tenantProcedureFor("member:manage")
     .input(ZTenantInput.extend({ inviteId: z.string().min(1).max(200) }))
     .output(z.object({ revoked: z.literal(true) }))
     .mutation(async ({ ctx, input }) => {
-      await revokeInvite(ctx.scope, input.inviteId);
+      await revokeInvite(ctx.scope, input.inviteId, ctx.berth.db);
       return { revoked: true as const };
     }),
 });

@@ -21,6 +21,7 @@ export const liveRouter = createTRPCRouter({
     .subscription(async function* ({ ctx, input, signal }) {
       let scope = ctx.scope;
       yield* tenantChangeStream(ctx.berth.changeFeed, {
+        db: ctx.berth.db,
         tenantId: scope.tenantId,
         topics: input.topics,
         signal,
@@ -28,7 +29,7 @@ export const liveRouter = createTRPCRouter({
         // a demoted one hears only what the new role may list.
         currentScope: async (change) => {
           if (change.topic === "member" && (!change.userId || change.userId === scope.userId)) {
-            scope = await resolveTenantScope(ctx.principal, scope.tenantId);
+            scope = await resolveTenantScope(ctx.principal, scope.tenantId, ctx.berth.db);
           }
           return scope;
         },

@@ -63,7 +63,7 @@ export const operationsRouter = createTRPCRouter({
   usage: tenantProcedureFor("tenant:read")
     .input(ZTenantInput)
     .output(ZUsageOverview)
-    .query(({ ctx }) => tenantUsageOverview(ctx.scope)),
+    .query(({ ctx }) => tenantUsageOverview(ctx.scope, undefined, ctx.berth.db)),
 
   /** The Overview's queue tile (admins, as the Jobs page): the tenant's waiting/active/delayed/failed jobs. */
   queueDepth: tenantAdminProcedure

@@ -33,8 +33,8 @@ import {
   resumeTenant,
   suspendTenant,
 } from "@/server/modules/operator/tenant-lifecycle.service";
+import { inviteLinkSecret } from "@/server/modules/member/invite.service";
 import { readTenantQuota, setTenantQuotaOverrides } from "@/server/modules/operator/tenant-quota.service";
-import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
 import { ZTenantUsageView } from "@/server/modules/quota/quota.types";
 import { ZIdempotencyKey } from "@/server/shared/idempotency";
 
@@ -57,7 +57,9 @@ export const operatorRouter = createTRPCRouter({
     create: operatorProcedure
       .input(ZTenantCreateRequest)
       .output(ZTenantCreated)
-      .mutation(({ ctx, input }) => createTenant(ctx.operator, input, ctx.berth.db)),
+      .mutation(({ ctx, input }) =>
+        createTenant(ctx.operator, input, inviteLinkSecret(ctx.berth.config), ctx.berth.db),
+      ),
     inviteOwner: operatorProcedure
       .input(
         ZTenantRef.extend({
@@ -66,11 +68,13 @@ export const operatorRouter = createTRPCRouter({
         }),
       )
       .output(ZOwnerInviteCreated)
-      .mutation(({ ctx, input }) => createOwnerInvite(ctx.operator, input, ctx.berth.db)),
+      .mutation(({ ctx, input }) =>
+        createOwnerInvite(ctx.operator, input, inviteLinkSecret(ctx.berth.config), ctx.berth.db),
+      ),
     suspend: operatorProcedure
       .input(ZTenantSuspendRequest)
       .output(ZSuspendResult)
-      .mutation(({ ctx, input }) => suspendTenant(ctx.operator, input, ctx.berth.db)),
+      .mutation(({ ctx, input }) => suspendTenant(ctx.operator, input, ctx.berth.queues, ctx.berth.db)),
     resume: operatorProcedure
       .input(ZTenantRef)
       .output(ZSuspendResult)
@@ -78,18 +82,20 @@ export const operatorRouter = createTRPCRouter({
     delete: operatorProcedure
       .input(ZTenantRef)
       .output(ZDeleteRequested)
-      .mutation(({ ctx, input }) => requestTenantDeletion(ctx.operator, input, ctx.berth.db)),
+      .mutation(({ ctx, input }) =>
+        requestTenantDeletion(ctx.operator, input, ctx.berth.queues, ctx.berth.db),
+      ),
     /** The tenant's limits (effective, overridden or default) and its use of each. */
     quota: operatorProcedure
       .input(ZTenantRef)
       .output(ZTenantUsageView)
-      .query(({ ctx, input }) => readTenantQuota(ctx.operator, input, defaultQuotaDeps(), ctx.berth.db)),
+      .query(({ ctx, input }) => readTenantQuota(ctx.operator, input, ctx.berth.quota, ctx.berth.db)),
     /** Replaces the tenant's quota overrides; answers its limits and usage. */
     setQuotaOverrides: operatorProcedure
       .input(ZTenantQuotaOverridesRequest)
       .output(ZTenantUsageView)
       .mutation(({ ctx, input }) =>
-        setTenantQuotaOverrides(ctx.operator, input, defaultQuotaDeps(), ctx.berth.db),
+        setTenantQuotaOverrides(ctx.operator, input, ctx.berth.quota, ctx.berth.db),
       ),
     deletionReceipts: operatorProcedure
       .output(z.array(ZTenantDeletionReceiptView))

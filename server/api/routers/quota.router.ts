@@ -1,5 +1,4 @@
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
-import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
 import { changeBudget, readTenantUsage } from "@/server/modules/quota/quota-admin.service";
 import { ZBudgetSettings, ZTenantUsageView } from "@/server/modules/quota/quota.types";
 
@@ -12,13 +11,13 @@ export const quotaRouter = createTRPCRouter({
   usage: tenantProcedureFor("workspace:manage")
     .input(ZTenantInput)
     .output(ZTenantUsageView)
-    .query(({ ctx }) => readTenantUsage(ctx.scope, defaultQuotaDeps())),
+    .query(({ ctx }) => readTenantUsage(ctx.scope, ctx.berth.quota, ctx.berth.db)),
 
   /** The monthly budget (units of BERTH_METERING_RATES), alert percentages and hard stop. */
   setBudget: tenantProcedureFor("tenant:manage")
     .input(ZTenantInput.extend(ZBudgetSettings.shape))
     .output(ZTenantUsageView)
     .mutation(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...budget } }) =>
-      changeBudget(ctx.scope, budget, defaultQuotaDeps()),
+      changeBudget(ctx.scope, budget, ctx.berth.quota, ctx.berth.db),
     ),
 });

@@ -55,7 +55,7 @@ export const tenantRouter = createTRPCRouter({
           tenants: await listUserTenants(userId, ctx.berth.db),
         };
       }
-      const scope = await resolveTenantScope(principal, principal.tenantId);
+      const scope = await resolveTenantScope(principal, principal.tenantId, ctx.berth.db);
       const tenant = await readTenant(scope, ctx.berth.db);
       return {
         principal: { kind: "api_key", apiKeyId: principal.apiKeyId, tenantId: principal.tenantId },
@@ -81,7 +81,7 @@ export const tenantRouter = createTRPCRouter({
     .input(ZTenantInput)
     .output(ZTenantPolicyView)
     .query(async ({ ctx }) =>
-      viewTenantPolicy(await readTenantPolicy(ctx.scope), operatorLimits(ctx).idleTtlMs),
+      viewTenantPolicy(await readTenantPolicy(ctx.scope, ctx.berth.db), operatorLimits(ctx).idleTtlMs),
     ),
 
   /** Owners only. Absent fields keep their values; null puts a default back to the installation's. */
@@ -90,6 +90,9 @@ export const tenantRouter = createTRPCRouter({
     .output(ZTenantPolicyView)
     .mutation(async ({ ctx, input: { tenantId: _t, tenantSlug: _s, ...patch } }) => {
       const operator = operatorLimits(ctx);
-      return viewTenantPolicy(await changeTenantPolicy(ctx.scope, patch, operator), operator.idleTtlMs);
+      return viewTenantPolicy(
+        await changeTenantPolicy(ctx.scope, patch, operator, ctx.berth.db),
+        operator.idleTtlMs,
+      );
     }),
 });

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { isAPIError } from "better-auth/api";
 import { z } from "zod";
 import type { BerthAuth } from "@/server/auth/auth";
@@ -30,6 +31,7 @@ export async function changePassword(
   auth: BerthAuth,
   caller: { userId: string; email: string; headers: Headers },
   raw: z.input<typeof ZChangePasswordInput>,
+  db: Db,
 ): Promise<{ changed: true; setCookies: string[] }> {
   const input = parseInput(ZChangePasswordInput, raw);
   let setCookies: string[];
@@ -41,7 +43,7 @@ export async function changePassword(
     });
     setCookies = headers.getSetCookie();
   } catch (error) {
-    await audit(caller.email, "failure");
+    await audit(caller.email, "failure", db);
     if (isAPIError(error) && error.status === "BAD_REQUEST") {
       throw new AppError("BAD_REQUEST", `change password refused: ${error.message}`, {
         userMessage:
@@ -56,16 +58,16 @@ export async function changePassword(
     }
     throw error;
   }
-  await audit(caller.email, "success");
+  await audit(caller.email, "success", db);
   return { changed: true, setCookies };
 }
 
-async function audit(email: string, outcome: "success" | "failure"): Promise<void> {
-  const account = await findUserTenantsByEmailForGate(email);
+async function audit(email: string, outcome: "success" | "failure", db: Db): Promise<void> {
+  const account = await findUserTenantsByEmailForGate(email, db);
   if (!account) return;
   const meta = currentRequestMeta();
   for (const tenantId of account.tenantIds) {
-    await recordAudit(await resolveSystemTenantScope(tenantId, { allowSuspended: true }), {
+    await recordAudit(await resolveSystemTenantScope(tenantId, { allowSuspended: true }, db), {
       action: "account.change-password",
       targetType: "user",
       targetId: account.userId,

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import { deleteAgent, getAgent, listWorkerAgentIds } from "@/server/modules/agent/agent.data";
 import { audited } from "@/server/modules/audit/audited";
@@ -11,6 +12,8 @@ import { isAppError } from "@/server/shared/errors";
  * jobs run in the workers, so they reach every backend, Docker included).
  */
 export type AgentRemovalDeps = {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   enqueueSessionPurge(
     scope: TenantScope,
     input: { workspaceId: string; agentId: string; sessionIds: string[] },
@@ -47,14 +50,14 @@ const SESSION_PURGE_BATCH = 1_000;
  * Every workspace the agent has used (its sessions' workspaces and its bindings), its session ids, and
  * those ids grouped by workspace (for the offload purge).
  */
-async function footprintOf(scope: TenantScope, agentId: string) {
+async function footprintOf(scope: TenantScope, agentId: string, db: Db) {
   const workspaceIds = new Set<string>();
   const ownWorkspaceIds: string[] = [];
   const sessionIds: string[] = [];
   const sessionsByWorkspace = new Map<string, string[]>();
   let cursor: string | undefined;
   do {
-    const page = await listSessions(scope, { agentId, limit: 200, ...(cursor ? { cursor } : {}) });
+    const page = await listSessions(scope, { agentId, limit: 200, ...(cursor ? { cursor } : {}) }, db);
     for (const session of page.items) {
       workspaceIds.add(session.workspaceId);
       sessionIds.push(session.id);
@@ -65,7 +68,7 @@ async function footprintOf(scope: TenantScope, agentId: string) {
     cursor = page.nextCursor ?? undefined;
   } while (cursor);
   do {
-    const page = await listWorkspaces(scope, { agentId, limit: 200, ...(cursor ? { cursor } : {}) });
+    const page = await listWorkspaces(scope, { agentId, limit: 200, ...(cursor ? { cursor } : {}) }, db);
     for (const workspace of page.items) {
       workspaceIds.add(workspace.id);
       if (workspace.state === "READY" || workspace.state === "STOPPING") ownWorkspaceIds.push(workspace.id);
@@ -122,17 +125,19 @@ export async function removeAgent(
   cause: Record<string, unknown> = {},
   seen: Set<string> = new Set(),
 ): Promise<AgentRemoval> {
+  const { db } = deps;
   seen.add(agentId);
   return audited(
     scope,
     { action: "agent.delete", targetType: "agent", targetId: agentId, details: cause },
     async () => {
-      const agent = await getAgent(scope, agentId);
+      const agent = await getAgent(scope, agentId, db);
       const { workspaceIds, ownWorkspaceIds, sessionIds, sessionsByWorkspace } = await footprintOf(
         scope,
         agentId,
+        db,
       );
-      const workerAgentIds = (await listWorkerAgentIds(scope, sessionIds)).filter((id) => !seen.has(id));
+      const workerAgentIds = (await listWorkerAgentIds(scope, sessionIds, db)).filter((id) => !seen.has(id));
       for (const workerId of workerAgentIds) {
         await removeAgent(
           scope,
@@ -143,8 +148,8 @@ export async function removeAgent(
         ).catch(unlessNotFound);
       }
       // Before the rows go: an open tab's Send on one of its sessions is told the agent was deleted.
-      await recordDeletedSessions(scope, { agentId, agentName: agent.name, sessionIds });
-      await deleteAgent(scope, agentId);
+      await recordDeletedSessions(scope, { agentId, agentName: agent.name, sessionIds }, db);
+      await deleteAgent(scope, agentId, db);
       const sessionPurgeJobIds: (string | null)[] = [];
       for (const [workspaceId, ids] of sessionsByWorkspace) {
         for (let start = 0; start < ids.length; start += SESSION_PURGE_BATCH) {
@@ -191,7 +196,8 @@ export async function removeWorkerAgentsOf(
   deps: AgentRemovalDeps,
   cause: Record<string, unknown>,
 ): Promise<string[]> {
-  const workerAgentIds = await listWorkerAgentIds(scope, leaderSessionIds);
+  const { db } = deps;
+  const workerAgentIds = await listWorkerAgentIds(scope, leaderSessionIds, db);
   for (const workerId of workerAgentIds) {
     await removeAgent(scope, workerId, deps, cause).catch(unlessNotFound);
   }

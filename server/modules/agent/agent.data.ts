@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import { isDeepStrictEqual } from "node:util";
 import type { Prisma } from "@/generated/prisma/client";
-import { type Db, type DbClient, getDb, isUniqueViolation, pageSize } from "@/server/db";
+import { type Db, type DbClient, isUniqueViolation, pageSize } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import { decryptSecret, encryptSecret, type SecretKey } from "@/server/auth/secrets";
 import { AppError } from "@/server/shared/errors";
@@ -60,7 +60,7 @@ export async function createAgent(
   scope: TenantScope,
   rawInput: TCreateAgentInput,
   secretKey: SecretKey,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<AgentDTO> {
   const input = parseInput(ZCreateAgentInput, rawInput);
   const id = randomUUID();
@@ -97,7 +97,7 @@ export async function createAgent(
 export async function findAgentByCreateKey(
   scope: TenantScope,
   createKey: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<AgentDTO | null> {
   const row = await db.agent.findUnique({
     where: { tenantId_createKey: { tenantId: scope.tenantId, createKey } },
@@ -111,7 +111,7 @@ export async function findAgentByCreateKey(
 export async function getAgentOrNull(
   scope: TenantScope,
   agentId: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<AgentDTO | null> {
   const row = await db.agent.findFirst({
     where: { tenantId: scope.tenantId, id: agentId },
@@ -122,11 +122,7 @@ export async function getAgentOrNull(
   return toAgentDTO(rest, modelApiKeyEncrypted !== null);
 }
 
-export async function getAgent(
-  scope: TenantScope,
-  agentId: string,
-  db: DbClient = getDb(),
-): Promise<AgentDTO> {
+export async function getAgent(scope: TenantScope, agentId: string, db: DbClient): Promise<AgentDTO> {
   const agent = await getAgentOrNull(scope, agentId, db);
   if (!agent) throw agentNotFound(agentId);
   return agent;
@@ -135,7 +131,7 @@ export async function getAgent(
 export async function getAgentByName(
   scope: TenantScope,
   name: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<AgentDTO | null> {
   const row = await db.agent.findFirst({ where: { tenantId: scope.tenantId, name }, select: { id: true } });
   return row ? getAgentOrNull(scope, row.id, db) : null;
@@ -145,7 +141,7 @@ export async function getAgentByName(
 export async function listAgents(
   scope: TenantScope,
   options: { limit?: number; cursor?: string } = {},
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<Page<AgentDTO>> {
   const take = pageSize(options.limit);
   const rows = await db.agent.findMany({
@@ -170,7 +166,7 @@ export async function patchAgent(
   agentId: string,
   rawPatch: TUpdateAgentInput,
   secretKey: SecretKey,
-  db: Db = getDb(),
+  db: Db,
 ): Promise<{ agent: AgentDTO; changedFields: string[] }> {
   const patch = parseInput(ZUpdateAgentInput, rawPatch);
   try {
@@ -259,7 +255,7 @@ export async function editAgentDefaults(
   scope: TenantScope,
   agentId: string,
   edit: (current: AgentDefaults) => AgentDefaults,
-  db: Db = getDb(),
+  db: Db,
 ): Promise<{ agent: AgentDTO; changed: boolean }> {
   return db.$transaction(async (tx) => {
     const locked = await tx.$queryRaw<{ id: string }[]>`
@@ -297,17 +293,13 @@ export async function updateAgent(
   agentId: string,
   rawPatch: TUpdateAgentInput,
   secretKey: SecretKey,
-  db: Db = getDb(),
+  db: Db,
 ): Promise<AgentDTO> {
   return (await patchAgent(scope, agentId, rawPatch, secretKey, db)).agent;
 }
 
 /** Deletes the agent row (its sessions and messages cascade). Workspaces are purged by the service first. */
-export async function deleteAgent(
-  scope: TenantScope,
-  agentId: string,
-  db: DbClient = getDb(),
-): Promise<void> {
+export async function deleteAgent(scope: TenantScope, agentId: string, db: DbClient): Promise<void> {
   const { count } = await db.agent.deleteMany({ where: { tenantId: scope.tenantId, id: agentId } });
   if (count === 0) throw agentNotFound(agentId);
 }
@@ -316,7 +308,7 @@ export async function deleteAgent(
 export async function listWorkerAgentIds(
   scope: TenantScope,
   leaderSessionIds: string[],
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<string[]> {
   if (leaderSessionIds.length === 0) return [];
   const rows = await db.agent.findMany({
@@ -335,7 +327,7 @@ export async function getAgentModelApiKey(
   scope: TenantScope,
   agentId: string,
   secretKey: SecretKey,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<string | null> {
   const row = await db.agent.findFirst({
     where: { tenantId: scope.tenantId, id: agentId },
@@ -355,7 +347,7 @@ export async function getAgentForTurn(
   scope: TenantScope,
   agentId: string,
   secretKey: SecretKey,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<{ agent: AgentDTO; modelApiKey: () => string | null }> {
   const row = await db.agent.findFirst({
     where: { tenantId: scope.tenantId, id: agentId },

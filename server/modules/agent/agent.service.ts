@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { SecretKey } from "@/server/auth/secrets";
 import type { TenantScope } from "@/server/auth/scope";
 import {
@@ -24,6 +25,8 @@ import { parseInput } from "@/server/shared/parse-input";
 export type { AgentView };
 
 export type AgentServiceDeps = {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   secretKey: SecretKey;
   /** The workspace service's `session.purge` and `agent.purge` producers (jobs run in the workers). */
   enqueueSessionPurge(
@@ -59,24 +62,26 @@ type WithoutKey<C> = { [K in keyof C as K extends "apiKey" ? never : K]: C[K] };
 async function assertStdioDefaultsAllowed(
   scope: TenantScope,
   defaults: readonly { mcp_config: { type: string } }[] | undefined,
+  db: Db,
 ): Promise<void> {
   if (defaults?.some((declaration) => declaration.mcp_config.type === "stdio_mcp"))
-    await assertMayDeclareStdioMcp(scope);
+    await assertMayDeclareStdioMcp(scope, db);
 }
 
 export function createAgentService(deps: AgentServiceDeps) {
+  const { db } = deps;
   const onAuditFailure = deps.onAuditFailure ?? (() => undefined);
 
   return {
     async create(scope: TenantScope, raw: TAgentCreateRequest): Promise<AgentView> {
       const input = parseInput(ZAgentCreateRequest, raw);
       deps.assertBackendChoosable(input.backend);
-      await assertStdioDefaultsAllowed(scope, input.defaultMcpConfigs);
+      await assertStdioDefaultsAllowed(scope, input.defaultMcpConfigs, db);
       const { modelConfig, apiKey } = splitKey(input.modelConfig);
       // A key seen before answers with its agent, creating (and auditing) nothing.
       return createOnce(input.idempotencyKey ? scopedCreateKey(scope, input.idempotencyKey) : null, {
         earlier: async (createKey) => {
-          const first = await findAgentByCreateKey(scope, createKey);
+          const first = await findAgentByCreateKey(scope, createKey, db);
           return first ? { result: view(first), createdAt: first.createdAt } : null;
         },
         create: (createKey) =>
@@ -94,6 +99,7 @@ export function createAgentService(deps: AgentServiceDeps) {
                     createKey,
                   },
                   deps.secretKey,
+                  db,
                 ),
               ),
             onAuditFailure,
@@ -103,12 +109,12 @@ export function createAgentService(deps: AgentServiceDeps) {
     },
 
     async list(scope: TenantScope, options: { limit?: number; cursor?: string } = {}) {
-      const page = await listAgents(scope, options);
+      const page = await listAgents(scope, options, db);
       return { ...page, items: page.items.map(view) };
     },
 
     async get(scope: TenantScope, agentId: string): Promise<AgentView> {
-      return view(await getAgent(scope, agentId));
+      return view(await getAgent(scope, agentId, db));
     },
 
     /**
@@ -118,7 +124,7 @@ export function createAgentService(deps: AgentServiceDeps) {
     async update(scope: TenantScope, agentId: string, raw: TAgentUpdateRequest): Promise<AgentView> {
       const patch = parseInput(ZAgentUpdateRequest, raw);
       deps.assertBackendChoosable(patch.backend);
-      await assertStdioDefaultsAllowed(scope, patch.defaultMcpConfigs);
+      await assertStdioDefaultsAllowed(scope, patch.defaultMcpConfigs, db);
       const { modelConfig, apiKey } = splitKey(patch.modelConfig);
       const modelApiKey = patch.modelApiKey !== undefined ? patch.modelApiKey : apiKey;
       const requested = [
@@ -139,6 +145,7 @@ export function createAgentService(deps: AgentServiceDeps) {
               ...(modelApiKey !== undefined ? { modelApiKey } : {}),
             },
             deps.secretKey,
+            db,
           ),
         onAuditFailure,
         (result) => ({ details: { fields: result.changedFields } }),
@@ -153,6 +160,7 @@ export function createAgentService(deps: AgentServiceDeps) {
      */
     async delete(scope: TenantScope, agentId: string): Promise<AgentRemoval> {
       return removeAgent(scope, agentId, {
+        db,
         enqueueSessionPurge: (...args) => deps.enqueueSessionPurge(...args),
         enqueueAgentPurge: (...args) => deps.enqueueAgentPurge(...args),
         ...(deps.requestStop ? { requestStop: deps.requestStop } : {}),

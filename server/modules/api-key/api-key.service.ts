@@ -125,31 +125,39 @@ async function mintApiKey(
     throw fromAuthError(error);
   }
   const apiKey = await recordOwnership(scope, created.id, input, keyed?.createKey ?? null, db);
-  await appendAuditLog(scope, {
-    action: "api-key.create",
-    targetType: "api_key",
-    targetId: created.id,
-    outcome: "success",
-    details: {
-      role: input.role,
-      ...(scope.apiKeyId
-        ? { mintedByApiKeyId: apiKey.mintedByApiKeyId, detached: apiKey.mintedByApiKeyId === null }
-        : {}),
+  await appendAuditLog(
+    scope,
+    {
+      action: "api-key.create",
+      targetType: "api_key",
+      targetId: created.id,
+      outcome: "success",
+      details: {
+        role: input.role,
+        ...(scope.apiKeyId
+          ? { mintedByApiKeyId: apiKey.mintedByApiKeyId, detached: apiKey.mintedByApiKeyId === null }
+          : {}),
+      },
     },
-  });
+    db,
+  );
   return { apiKey, plainKey: created.key };
 }
 
 export async function revokeApiKey(scope: TenantScope, apiKeyId: string, db: Db): Promise<ApiKeyDTO> {
   assertCan(scope, "api-key:manage");
   const { alsoRevoked, ...key } = await revokeApiKeyRow(scope, apiKeyId, db);
-  await appendAuditLog(scope, {
-    action: "api-key.revoke",
-    targetType: "api_key",
-    targetId: apiKeyId,
-    outcome: "success",
-    ...(alsoRevoked.length > 0 ? { details: { alsoRevoked } } : {}),
-  });
+  await appendAuditLog(
+    scope,
+    {
+      action: "api-key.revoke",
+      targetType: "api_key",
+      targetId: apiKeyId,
+      outcome: "success",
+      ...(alsoRevoked.length > 0 ? { details: { alsoRevoked } } : {}),
+    },
+    db,
+  );
   return key;
 }
 
@@ -164,8 +172,8 @@ export type VerifiedApiKey = {
  * Checks a plain key exactly as request authentication does (hash lookup, enabled, not revoked, not
  * expired) and records its last use. Returns null for an unknown, revoked or expired key.
  */
-export async function verifyApiKey(plainKey: string): Promise<VerifiedApiKey | null> {
-  const gate = await authenticateApiKey(plainKey);
+export async function verifyApiKey(plainKey: string, db: Db): Promise<VerifiedApiKey | null> {
+  const gate = await authenticateApiKey(plainKey, db);
   if (!gate) return null;
   return {
     apiKeyId: gate.id,

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { z } from "zod";
 import type { Redis } from "ioredis";
 import { enqueue } from "@/server/queue/enqueue";
@@ -85,6 +86,8 @@ export async function recordAudit(
 }
 
 export type FlushDeps = {
+  /** The process' database client (the Berth root's), for the default writer. */
+  db: Db;
   redis: Redis;
   redisPrefix: string;
   /** Inserts entries, skipping ids that already exist; returns the rows inserted. Default: writeBufferedAuditEntries. */
@@ -107,7 +110,8 @@ export type FlushResult = { written: number; batches: number; deadLettered: numb
 export async function flushAuditBuffer(deps: FlushDeps): Promise<FlushResult> {
   const keys = { buffer: bufferKey(deps.redisPrefix), inflight: inflightKey(deps.redisPrefix) };
   const batchSize = deps.batchSize ?? 500;
-  const write = deps.writeEntries ?? writeBufferedAuditEntries;
+  const write =
+    deps.writeEntries ?? ((entries: TBufferedAuditEntry[]) => writeBufferedAuditEntries(entries, deps.db));
   let written = 0;
   let batches = 0;
   let deadLettered = 0;
@@ -199,7 +203,7 @@ export async function auditDeadLetters(
  * when buffered (so a retry inserts nothing twice). Entries of a tenant that no longer exists are dropped:
  * its audit rows were cascaded away, and writing them would fail the batch forever. Returns rows inserted.
  */
-export async function writeBufferedAuditEntries(entries: TBufferedAuditEntry[]): Promise<number> {
+export async function writeBufferedAuditEntries(entries: TBufferedAuditEntry[], db: Db): Promise<number> {
   const byTenant = new Map<string, TBufferedAuditEntry[]>();
   for (const entry of entries) {
     const group = byTenant.get(entry.tenantId);
@@ -208,7 +212,7 @@ export async function writeBufferedAuditEntries(entries: TBufferedAuditEntry[]):
   }
   let written = 0;
   for (const [tenantId, group] of byTenant) {
-    const scope = await resolveSystemTenantScope(tenantId, { allowSuspended: true }).catch(
+    const scope = await resolveSystemTenantScope(tenantId, { allowSuspended: true }, db).catch(
       (error: unknown) => {
         if (isAppError(error) && error.code === "NOT_FOUND") return null;
         throw error;
@@ -222,6 +226,7 @@ export async function writeBufferedAuditEntries(entries: TBufferedAuditEntry[]):
         // The actor was fixed when the action happened, not the flush's system scope.
         actor: { type: actorType, id: actorId },
       })),
+      db,
     );
   }
   return written;

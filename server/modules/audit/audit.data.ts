@@ -1,6 +1,6 @@
 import { parseInput } from "@/server/shared/parse-input";
 import type { Prisma } from "@/generated/prisma/client";
-import { type DbClient, getDb, isRejectedData, pageSize } from "@/server/db";
+import { type DbClient, isRejectedData, pageSize } from "@/server/db";
 import { isAppError } from "@/server/shared/errors";
 import { sanitizeStrings } from "@/server/shared/unsafe-strings";
 import { actorLabel, actorOfScope, type TenantScope } from "@/server/auth/scope";
@@ -59,11 +59,7 @@ function toAuditRow(scope: TenantScope, raw: TAuditRowInput): Prisma.AuditLogCre
 }
 
 /** Appends one audit entry. Pass the transaction client to record it atomically with the change. */
-export async function appendAuditLog(
-  scope: TenantScope,
-  entry: TAuditRowInput,
-  db: DbClient = getDb(),
-): Promise<void> {
+export async function appendAuditLog(scope: TenantScope, entry: TAuditRowInput, db: DbClient): Promise<void> {
   await db.auditLog.create({ data: toAuditRow(scope, entry), select: { id: true } });
 }
 
@@ -75,7 +71,7 @@ export async function appendAuditLog(
 export async function appendAuditLogs(
   scope: TenantScope,
   entries: TAuditRowInput[],
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<number> {
   if (entries.length === 0) return 0;
   const data = entries.map((entry) => toAuditRow(scope, entry));
@@ -108,7 +104,7 @@ function auditWhere(scope: TenantScope, filters: TAuditFilters): Prisma.AuditLog
 export async function listAuditLogs(
   scope: TenantScope,
   options: TAuditFilters & { limit?: number; cursor?: string } = {},
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<Page<AuditLogDTO>> {
   const take = pageSize(options.limit);
   const rows = await db.auditLog.findMany({
@@ -123,7 +119,7 @@ export async function listAuditLogs(
 /** What the audit filters can choose from: the actions and actors the tenant's log holds. */
 export async function auditFacets(
   scope: TenantScope,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<{
   actions: string[];
   targetTypes: string[];
@@ -165,7 +161,7 @@ export async function auditFacets(
 export async function auditActorNames(
   scope: TenantScope,
   actors: { type: string; id: string | null }[],
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<Map<string, string>> {
   const idsOf = (type: string) => [
     ...new Set(actors.filter((actor) => actor.type === type && actor.id).map((actor) => actor.id!)),
@@ -205,7 +201,7 @@ const receiptSelect = {
 export async function recordPurgeReceipt(
   scope: TenantScope,
   receipt: { targetType: TPurgeTargetType; targetId: string; deleted: Record<string, unknown> },
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<PurgeReceiptDTO> {
   return db.purgeReceipt.create({
     data: {
@@ -222,7 +218,7 @@ export async function recordPurgeReceipt(
 export async function listPurgeReceipts(
   scope: TenantScope,
   options: { targetType?: TPurgeTargetType; targetId?: string; limit?: number } = {},
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<PurgeReceiptDTO[]> {
   return db.purgeReceipt.findMany({
     where: {

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import { parseInput } from "@/server/shared/parse-input";
 import { auditActorNames, auditFacets, listAuditLogs } from "./audit.data";
@@ -23,11 +24,12 @@ function actorLabelOf(entry: AuditLogDTO, names: Map<string, string>): string {
  * outcome, time range), with actors named (user emails, API key names) and failure reasons pulled out of
  * the details. The CSV export reads the same filtered rows as the list.
  */
-export function createAuditService() {
+export function createAuditService(db: Db) {
   async function view(scope: TenantScope, entries: AuditLogDTO[]): Promise<AuditLogView[]> {
     const names = await auditActorNames(
       scope,
       entries.map((entry) => ({ type: entry.actorType, id: entry.actorId })),
+      db,
     );
     return entries.map((entry) => ({
       ...entry,
@@ -42,14 +44,14 @@ export function createAuditService() {
       raw: TAuditFilters & { limit?: number; cursor?: string },
     ): Promise<Page<AuditLogView>> {
       const filters = parseInput(ZAuditFilters, raw);
-      const page = await listAuditLogs(scope, { ...filters, limit: raw.limit, cursor: raw.cursor });
+      const page = await listAuditLogs(scope, { ...filters, limit: raw.limit, cursor: raw.cursor }, db);
       return { items: await view(scope, page.items), nextCursor: page.nextCursor };
     },
 
     /** The actions and actors (named) the filters can pick from. */
     async facets(scope: TenantScope) {
-      const { actions, targetTypes, actors } = await auditFacets(scope);
-      const names = await auditActorNames(scope, actors);
+      const { actions, targetTypes, actors } = await auditFacets(scope, db);
+      const names = await auditActorNames(scope, actors, db);
       return {
         actions,
         targetTypes,
@@ -72,7 +74,7 @@ export function createAuditService() {
       let cursor: string | undefined;
       let truncated = false;
       for (;;) {
-        const page = await listAuditLogs(scope, { ...filters, limit: EXPORT_PAGE, cursor });
+        const page = await listAuditLogs(scope, { ...filters, limit: EXPORT_PAGE, cursor }, db);
         rows.push(...page.items);
         if (!page.nextCursor) break;
         if (rows.length >= AUDIT_EXPORT_MAX_ROWS) {
@@ -86,6 +88,7 @@ export function createAuditService() {
       const names = await auditActorNames(
         scope,
         kept.map((entry) => ({ type: entry.actorType, id: entry.actorId })),
+        db,
       );
       return { csv: auditCsv(kept, (entry) => actorLabelOf(entry, names)), rows: kept.length, truncated };
     },

@@ -1,3 +1,5 @@
+import type { Db } from "@/server/db";
+import type { AttachTracker } from "@/server/modules/metrics/attach-tracker";
 import type { SecretKey } from "@/server/auth/secrets";
 import type { TenantScope } from "@/server/auth/scope";
 import type { Logger } from "@/server/logger";
@@ -47,6 +49,8 @@ export type ChatWorkspacePort = {
  * to each of them explicitly.
  */
 export type ChatContext = {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   workspaces: ChatWorkspacePort;
   registry: TurnRegistry;
   secretKey: SecretKey;
@@ -60,6 +64,8 @@ export type ChatContext = {
   turnEnd: { log: Logger; retryDelaysMs: readonly number[] | undefined };
   checkpoints: TurnCheckpoints | undefined;
   egress: TurnEgress | undefined;
+  /** The root's attach tracker (stage timings: `first_answer`). */
+  attachTracker: () => AttachTracker;
   eventLog: TurnEventLog;
   /** How turns are seen again from their logs (chat-following.ts). */
   attach: TurnAttachDeps;

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { z } from "zod";
 import type { TenantScope } from "@/server/auth/scope";
 import type { Logger } from "@/server/logger";
@@ -36,12 +37,13 @@ const IDLE_BACKSTOP_MS = 5_000;
  * Reading never affects a turn. Each use case is a function of the same `TurnAttachDeps`
  * (`followingDeps` builds them once per service).
  */
-export function followingDeps(deps: { log: TurnEventLog; registry: TurnRegistry }): TurnAttachDeps {
+export function followingDeps(deps: { log: TurnEventLog; registry: TurnRegistry; db: Db }): TurnAttachDeps {
+  const { db } = deps;
   return {
     log: deps.log,
-    getTurn: (scope, turnId) => getTurn(scope, turnId),
-    getTurnHeader: (scope, turnId) => getTurnHeader(scope, turnId),
-    runningTurnOf: (scope, sessionId) => getRunningTurnId(scope, sessionId),
+    getTurn: (scope, turnId) => getTurn(scope, turnId, db),
+    getTurnHeader: (scope, turnId) => getTurnHeader(scope, turnId, db),
+    runningTurnOf: (scope, sessionId) => getRunningTurnId(scope, sessionId, db),
     interruptIfDead: (scope, turn) => deps.registry.interruptIfDead(scope, turn),
   };
 }
@@ -78,12 +80,13 @@ export async function attachToTurn(
   deps: TurnAttachDeps,
   scope: TenantScope,
   raw: z.input<typeof ZChatAttachRequest>,
-  signal?: AbortSignal,
+  signal: AbortSignal | undefined,
+  db: Db,
 ): Promise<AsyncIterable<TAttachedTurnEvent>> {
   const input = parseInput(ZChatAttachRequest, raw);
-  const session = await getSession(scope, input.sessionId);
-  const turnId = input.turnId ?? (await getRunningTurnId(scope, session.id));
-  if (turnId && (await getTurn(scope, turnId))?.sessionId !== session.id) {
+  const session = await getSession(scope, input.sessionId, db);
+  const turnId = input.turnId ?? (await getRunningTurnId(scope, session.id, db));
+  if (turnId && (await getTurn(scope, turnId, db))?.sessionId !== session.id) {
     throw new AppError("NOT_FOUND", `turn ${turnId} not found`, { userMessage: "Turn not found." });
   }
   const events = turnId ? attachTurn(deps, scope, turnId, input.fromSeq ?? 1, signal) : null;
@@ -97,9 +100,10 @@ export async function followTurns(
   deps: TurnAttachDeps,
   scope: TenantScope,
   sessionId: string,
-  signal?: AbortSignal,
+  signal: AbortSignal | undefined,
+  db: Db,
 ): Promise<AsyncIterable<TSessionFollowEvent>> {
-  const session = await getSession(scope, sessionId);
+  const session = await getSession(scope, sessionId, db);
   // A turn started on another replica is announced on the tenant's change feed (Redis pub/sub): it
   // wakes this follower at once, as a local start does, so the session is looked at only on a change
   // (and on a slow backstop, since pub/sub drops what a disconnected subscriber misses).
@@ -124,7 +128,7 @@ export async function followTurns(
 }
 
 /** `chat.turns`: the session's recent turns with their status and, for a failed or interrupted one, why. */
-export async function listTurns(scope: TenantScope, sessionId: string) {
-  const session = await getSession(scope, sessionId);
-  return listTurnSummaries(scope, session.id);
+export async function listTurns(scope: TenantScope, sessionId: string, db: Db) {
+  const session = await getSession(scope, sessionId, db);
+  return listTurnSummaries(scope, session.id, undefined, db);
 }

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { randomUUID } from "node:crypto";
 import type { SecretKey } from "@/server/auth/secrets";
 import type { TenantScope } from "@/server/auth/scope";
@@ -17,6 +18,8 @@ import { createTeamTools } from "@/server/agent/team-tools";
  * worker agent records `createdByLeaderSessionId`, so it is deleted with the leader, the invited agent is not.
  */
 export type TeamDeps = {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   secretKey: SecretKey;
   createSession(
     scope: TenantScope,
@@ -44,8 +47,8 @@ function workerAgentName(name: string): string {
 function teamPortFor(deps: TeamDeps, scope: TenantScope, leader: SessionDTO): TeamPort {
   return {
     async createWorkerSession({ leaderSessionId, workspaceId, name, description }) {
-      const leaderAgent = await getAgent(scope, leader.agentId);
-      const apiKey = await getAgentModelApiKey(scope, leaderAgent.id, deps.secretKey);
+      const leaderAgent = await getAgent(scope, leader.agentId, deps.db);
+      const apiKey = await getAgentModelApiKey(scope, leaderAgent.id, deps.secretKey, deps.db);
       const workerName = workerAgentName(name);
       const worker = await createAgent(
         scope,
@@ -61,6 +64,7 @@ function teamPortFor(deps: TeamDeps, scope: TenantScope, leader: SessionDTO): Te
           createdByLeaderSessionId: leaderSessionId,
         },
         deps.secretKey,
+        deps.db,
       );
       const { sessionId } = await deps.createSession(
         scope,
@@ -104,8 +108,9 @@ export async function teamToolsFor(
   scope: TenantScope,
   session: SessionDTO,
 ): Promise<AgentTool[]> {
+  const { db } = deps;
   if (session.leaderSessionId !== null) return [];
-  const page = await listAgents(scope, { limit: INVITABLE_LIMIT });
+  const page = await listAgents(scope, { limit: INVITABLE_LIMIT }, db);
   const invitableAgents = page.items
     // Another team's workers are not offered: they are deleted with their own leader session.
     .filter((agent) => agent.id !== session.agentId && agent.createdByLeaderSessionId === null)

@@ -1,6 +1,6 @@
 import { type Prisma } from "@/generated/prisma/client";
 import type { TenantScope } from "@/server/auth/scope";
-import { type DbClient, getDb } from "@/server/db";
+import { type Db, type DbClient } from "@/server/db";
 import { appendChatMessages } from "@/server/modules/session/session.data";
 import type { TAppendChatMessageInput } from "@/server/modules/session/session.types";
 import { AppError } from "@/server/shared/errors";
@@ -102,7 +102,7 @@ export async function claimTurn(
     idempotencyKey: string | null;
     userMessage: string;
   },
-  db = getDb(),
+  db: Db,
 ): Promise<ClaimResult> {
   return db.$transaction(async (tx) => {
     const session = await lockSession(tx, scope, input.sessionId);
@@ -142,7 +142,7 @@ export async function claimTurn(
 }
 
 /** Renews the claim; false when the turn is no longer this owner's RUNNING turn (it was interrupted). */
-export async function heartbeatTurn(turnId: string, ownerId: string, db = getDb()): Promise<boolean> {
+export async function heartbeatTurn(turnId: string, ownerId: string, db: Db): Promise<boolean> {
   const { count } = await db.chatTurn.updateMany({
     where: { id: turnId, ownerId, status: "RUNNING" },
     data: { heartbeatAt: new Date() },
@@ -150,7 +150,7 @@ export async function heartbeatTurn(turnId: string, ownerId: string, db = getDb(
   return count === 1;
 }
 
-export async function getTurn(scope: TenantScope, turnId: string, db = getDb()): Promise<StoredTurn | null> {
+export async function getTurn(scope: TenantScope, turnId: string, db: Db): Promise<StoredTurn | null> {
   const row = await db.chatTurn.findFirst({
     where: { tenantId: scope.tenantId, id: turnId },
     select: turnSelect,
@@ -186,7 +186,7 @@ export async function finishTurn(
     compaction: { count: number; stub: TAppendChatMessageInput } | null;
     sessionStatus: "IDLE" | "ERROR";
   },
-  db = getDb(),
+  db: Db,
 ): Promise<{ interrupted: boolean }> {
   const sanitized = sanitizeStrings(unsafeResult);
   // Each message carries its turn: a checkpoint's transcript, a revert's marks and a fork's copy follow it.
@@ -225,7 +225,7 @@ export async function interruptTurn(
   scope: TenantScope,
   sessionId: string,
   turnId: string,
-  db = getDb(),
+  db: Db,
 ): Promise<boolean> {
   return db.$transaction(async (tx) => {
     await lockSession(tx, scope, sessionId);
@@ -272,7 +272,7 @@ async function interruptLocked(
 /** Every RUNNING turn (any tenant): what the dead-holder reaper checks. Bounded per pass. */
 export async function listRunningTurns(
   limit = 500,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<Array<{ id: string; tenantId: string; sessionId: string; ownerId: string; heartbeatAt: Date }>> {
   return db.chatTurn.findMany({
     where: { status: "RUNNING" },
@@ -291,7 +291,7 @@ export type TurnHeader = { id: string; userMessage: string; startedAt: Date; ide
 export async function getTurnHeader(
   scope: TenantScope,
   turnId: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<TurnHeader | null> {
   return db.chatTurn.findFirst({
     where: { tenantId: scope.tenantId, id: turnId },
@@ -310,7 +310,7 @@ export async function listTurnSummaries(
   scope: TenantScope,
   sessionId: string,
   limit = 200,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<ChatTurnSummaryDTO[]> {
   const rows = await db.chatTurn.findMany({
     where: { tenantId: scope.tenantId, sessionId },
@@ -336,7 +336,7 @@ export async function listTurnSummaries(
 export async function getRunningTurnId(
   scope: TenantScope,
   sessionId: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<string | null> {
   const row = await db.session.findFirst({
     where: { tenantId: scope.tenantId, id: sessionId },

@@ -1,4 +1,6 @@
 import type { SecretKey } from "@/server/auth/secrets";
+import type { Db } from "@/server/db";
+import type { AttachTracker } from "@/server/modules/metrics/attach-tracker";
 import { createAgentService, type AgentService } from "@/server/modules/agent/agent.service";
 import { createJobsService, type JobsService } from "@/server/modules/jobs/jobs.service";
 import { createSessionService, type SessionService } from "@/server/modules/session/session.service";
@@ -17,12 +19,7 @@ import { startDeadHolderReaper } from "./dead-holders";
 import { type CancelBus, type Liveness, TurnRegistry } from "./turn-registry";
 import type { TurnEventLog } from "./turn-event-log";
 import { recordUsage } from "@/server/modules/metering/metering.service";
-import {
-  admitTurn,
-  defaultQuotaDeps,
-  TURN_SLOT_RENEW_MS,
-  type QuotaDeps,
-} from "@/server/modules/quota/quota.service";
+import { admitTurn, TURN_SLOT_RENEW_MS, type QuotaDeps } from "@/server/modules/quota/quota.service";
 
 /**
  * Composition of the agent-facing services (agents, sessions, chat, jobs) over one workspace service, so
@@ -42,6 +39,8 @@ export type AgentServices = {
 };
 
 export function createAgentServices(deps: {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   workspaces: WorkspaceService;
   secretKey: SecretKey;
   /** Cancel requests between processes (Redis pub/sub). */
@@ -53,22 +52,30 @@ export function createAgentServices(deps: {
   /** How often this process looks for turns and leases of dead processes (about a third of their TTL). */
   reapIntervalMs: number;
   turnTtlMs?: number;
-  /** Quota admission of turns (default: the installation's, built on first use). */
-  quota?: QuotaDeps;
+  /** Quota admission of turns (the root's, built on first use). */
+  quota: () => QuotaDeps;
+  /** The root's attach tracker (turns' `first_answer` timings). */
+  attachTracker: () => AttachTracker;
   /** Each turn's egress grant (server/modules/egress/); without it commands have no network. */
   egress?: TurnEgress;
 }): AgentServices {
+  const { db } = deps;
   const log = deps.workspaces.engine.log.child({ component: "chat" });
   const onAuditFailure = (error: unknown) => log.error({ err: error }, "audit write failed");
   const turnTtlMs = deps.turnTtlMs ?? 60_000;
-  let quota = deps.quota;
   const registry = new TurnRegistry({
-    claims: { claim: claimTurn, heartbeat: heartbeatTurn, interrupt: interruptTurn, get: getTurn },
+    claims: {
+      claim: (scope, input) => claimTurn(scope, input, db),
+      heartbeat: (turnId, ownerId) => heartbeatTurn(turnId, ownerId, db),
+      interrupt: (scope, sessionId, turnId) => interruptTurn(scope, sessionId, turnId, db),
+      get: (scope, turnId) => getTurn(scope, turnId, db),
+    },
     cancelBus: deps.cancelBus,
     liveness: deps.liveness,
     turnTtlMs,
   });
   const reaper = startDeadHolderReaper({
+    db,
     liveness: deps.liveness,
     turnTtlMs,
     isRunningHere: (sessionId) => registry.isRunningHere(sessionId),
@@ -77,6 +84,7 @@ export function createAgentServices(deps: {
   });
   const enqueue = createEnqueue(deps.workspaces.engine.queues);
   const checkpoints = createCheckpointService({
+    db,
     store: deps.workspaces.engine.checkpoints,
     enqueueRestore: async (scope, restoreId) => {
       await enqueue("checkpoint.restore", { tenantId: scope.tenantId, restoreId });
@@ -84,6 +92,7 @@ export function createAgentServices(deps: {
     log,
   });
   const chat = createChatService({
+    db,
     workspaces: deps.workspaces,
     registry,
     secretKey: deps.secretKey,
@@ -92,19 +101,22 @@ export function createAgentServices(deps: {
     createSession: (scope, request, extra) => session.create(scope, request, extra),
     checkpoints,
     ...(deps.egress ? { egress: deps.egress } : {}),
+    attachTracker: deps.attachTracker,
     quota: {
-      admitTurn: (tenantId, turnId) => admitTurn(tenantId, turnId, (quota ??= defaultQuotaDeps())),
+      admitTurn: (tenantId, turnId) => admitTurn(tenantId, turnId, deps.quota(), db),
       renewEveryMs: TURN_SLOT_RENEW_MS,
       recordUsage: (entries) => recordUsage(entries),
     },
   });
   const session = createSessionService({
+    db,
     workspaces: deps.workspaces,
     cancelTurn: (sessionId) => chat.cancelTurn(sessionId),
     onAuditFailure,
   });
   return {
     agent: createAgentService({
+      db,
       secretKey: deps.secretKey,
       enqueueSessionPurge: (scope, input) => deps.workspaces.enqueueSessionPurge(scope, input),
       enqueueAgentPurge: (scope, input) => deps.workspaces.enqueueAgentPurge(scope, input),
@@ -116,7 +128,7 @@ export function createAgentServices(deps: {
     chat,
     jobs: createJobsService(deps.workspaces.engine.queues),
     checkpoints,
-    checkModel: (scope, agentId) => checkAgentModel(scope, agentId, { secretKey: deps.secretKey }),
+    checkModel: (scope, agentId) => checkAgentModel(scope, agentId, { secretKey: deps.secretKey }, db),
     close: () => reaper.stop(),
   };
 }

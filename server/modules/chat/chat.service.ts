@@ -1,3 +1,5 @@
+import type { Db } from "@/server/db";
+import type { AttachTracker } from "@/server/modules/metrics/attach-tracker";
 import type { z } from "zod";
 import type { SecretKey } from "@/server/auth/secrets";
 import type { TenantScope } from "@/server/auth/scope";
@@ -31,6 +33,8 @@ import { sendTurn } from "./turn-send";
  * turn's status and reason. Composed per process in chat.composition.ts.
  */
 export type ChatServiceDeps = {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   workspaces: ChatWorkspacePort;
   registry: TurnRegistry;
   secretKey: SecretKey;
@@ -50,11 +54,15 @@ export type ChatServiceDeps = {
   checkpoints?: TurnCheckpoints;
   /** Opens each turn's egress grant; without it commands have no network (policy `off` everywhere). */
   egress?: TurnEgress;
+  /** The root's attach tracker: a turn's first tool result after a fresh attach is `first_answer`. */
+  attachTracker: () => AttachTracker;
 };
 
 export function createChatService(deps: ChatServiceDeps) {
+  const { db } = deps;
   const eventLog = deps.eventLog ?? new InMemoryTurnEventLog();
   const ctx: ChatContext = {
+    db,
     workspaces: deps.workspaces,
     registry: deps.registry,
     secretKey: deps.secretKey,
@@ -67,8 +75,9 @@ export function createChatService(deps: ChatServiceDeps) {
     turnEnd: { log: deps.log, retryDelaysMs: deps.finishRetryDelaysMs },
     checkpoints: deps.checkpoints,
     egress: deps.egress,
+    attachTracker: deps.attachTracker,
     eventLog,
-    attach: followingDeps({ log: eventLog, registry: deps.registry }),
+    attach: followingDeps({ log: eventLog, registry: deps.registry, db }),
     readStates: new ReadStates(),
     send: (scope, input) => sendTurn(ctx, scope, input),
   };
@@ -79,12 +88,12 @@ export function createChatService(deps: ChatServiceDeps) {
       options: { signal?: AbortSignal } = {},
     ) => sendTurn(ctx, scope, raw, options),
     cancel: (scope: TenantScope, sessionId: string) => cancelTurn(ctx, scope, sessionId),
-    history: (scope: TenantScope, raw: z.input<typeof ZChatHistoryRequest>) => chatHistory(scope, raw),
+    history: (scope: TenantScope, raw: z.input<typeof ZChatHistoryRequest>) => chatHistory(scope, raw, db),
     attach: (scope: TenantScope, raw: z.input<typeof ZChatAttachRequest>, signal?: AbortSignal) =>
-      attachToTurn(ctx.attach, scope, raw, signal),
+      attachToTurn(ctx.attach, scope, raw, signal, db),
     follow: (scope: TenantScope, sessionId: string, signal?: AbortSignal) =>
-      followTurns(ctx.attach, scope, sessionId, signal),
-    turns: (scope: TenantScope, sessionId: string) => listTurns(scope, sessionId),
+      followTurns(ctx.attach, scope, sessionId, signal, db),
+    turns: (scope: TenantScope, sessionId: string) => listTurns(scope, sessionId, db),
     /** Cancels a session's running turn without a scope (session deletion: the session service's). */
     cancelTurn: (sessionId: string) => deps.registry.cancel(sessionId),
   };
@@ -102,7 +111,7 @@ async function cancelTurn(
     scope,
     { action: "chat.cancel", targetType: "session", targetId: sessionId },
     async () => {
-      const session = await getSession(scope, sessionId);
+      const session = await getSession(scope, sessionId, ctx.db);
       return { cancelled: await ctx.registry.cancel(session.id) };
     },
     (error) => ctx.log.warn({ err: error }, "could not audit a chat cancel"),
@@ -111,11 +120,16 @@ async function cancelTurn(
 }
 
 /** `chat.history`: the session's stored conversation, a page at a time. */
-async function chatHistory(scope: TenantScope, raw: z.input<typeof ZChatHistoryRequest>) {
+async function chatHistory(scope: TenantScope, raw: z.input<typeof ZChatHistoryRequest>, db: Db) {
   const input = parseInput(ZChatHistoryRequest, raw);
-  const session = await getSession(scope, input.sessionId);
-  return listChatMessages(scope, session.id, {
-    ...(input.limit ? { limit: input.limit } : {}),
-    ...(input.afterId ? { afterId: input.afterId } : {}),
-  });
+  const session = await getSession(scope, input.sessionId, db);
+  return listChatMessages(
+    scope,
+    session.id,
+    {
+      ...(input.limit ? { limit: input.limit } : {}),
+      ...(input.afterId ? { afterId: input.afterId } : {}),
+    },
+    db,
+  );
 }

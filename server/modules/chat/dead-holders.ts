@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
 import type { Logger } from "@/server/logger";
 import {
@@ -18,14 +19,17 @@ import type { Liveness } from "./turn-registry";
  * so several processes reaping at once do no harm.
  */
 export async function reapDeadHolders(deps: {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   liveness: Liveness;
   turnTtlMs: number;
   /** Turns running in this process are never reaped here (their heartbeat may lag during an outage). */
   isRunningHere: (sessionId: string) => boolean;
   log: Logger;
 }): Promise<{ interruptedTurns: number; releasedLeases: number }> {
-  const turns = await listRunningTurns();
-  const owners = new Set([...turns.map((turn) => turn.ownerId), ...(await listLeaseOwnersForSystem())]);
+  const { db } = deps;
+  const turns = await listRunningTurns(undefined, db);
+  const owners = new Set([...turns.map((turn) => turn.ownerId), ...(await listLeaseOwnersForSystem(db))]);
   owners.delete(deps.liveness.ownerId);
   const liveness = await deps.liveness.classify([...owners]).catch((error: unknown) => {
     deps.log.warn({ err: error }, "process liveness unknown; only stale turn claims are released");
@@ -41,8 +45,8 @@ export async function reapDeadHolders(deps: {
     const stale = turn.heartbeatAt.getTime() < staleBefore;
     // This process' own turn that no longer runs here (its end could not be stored) goes once stale.
     if (!dead.has(turn.ownerId) && !(stale && (mine || !alive.has(turn.ownerId)))) continue;
-    const scope = await resolveSystemTenantScope(turn.tenantId).catch(() => null);
-    if (scope && (await interruptTurn(scope, turn.sessionId, turn.id))) {
+    const scope = await resolveSystemTenantScope(turn.tenantId, {}, db).catch(() => null);
+    if (scope && (await interruptTurn(scope, turn.sessionId, turn.id, db))) {
       interruptedTurns += 1;
       deps.log.warn(
         { sessionId: turn.sessionId, turnId: turn.id, ownerId: turn.ownerId },
@@ -53,6 +57,7 @@ export async function reapDeadHolders(deps: {
   const releasedLeases = await releaseLeasesOfOwnersForSystem(
     [...dead],
     "the process holding the lease stopped (no heartbeat)",
+    db,
   );
   if (releasedLeases > 0) {
     deps.log.warn(

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { generateText } from "ai";
 import { z } from "zod";
 import type { SecretKey } from "@/server/auth/secrets";
@@ -40,16 +41,17 @@ export async function checkAgentModel(
   scope: TenantScope,
   agentId: string,
   deps: { secretKey: SecretKey; timeoutMs?: number },
+  db: Db,
 ): Promise<TModelCheckResult> {
   assertCan(scope, "agent:manage");
-  const agent = await getAgent(scope, agentId);
+  const agent = await getAgent(scope, agentId, db);
   const model = agent.modelConfig.model;
   let baseUrl: string | null = agent.modelConfig.baseUrl ?? null;
   const started = performance.now();
   try {
     const endpoint = modelEndpointForAgent(
       agent.modelConfig,
-      await getAgentModelApiKey(scope, agent.id, deps.secretKey),
+      await getAgentModelApiKey(scope, agent.id, deps.secretKey, db),
     );
     baseUrl = endpoint.baseUrl;
     const agentModel = createAgentModel(endpoint);

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import type { Logger } from "@/server/logger";
 import { isConnectionError } from "@/server/shared/errors";
@@ -35,6 +36,7 @@ export async function storeTurnEnd(
   turn: RunningTurn,
   outcome: TurnOutcome,
   result: TurnResult | null,
+  db: Db,
 ): Promise<void> {
   const sessionStatus = outcome.done.status === "failed" ? "ERROR" : "IDLE";
   const messages = result ? result.newMessages.map(toStoredMessage) : [];
@@ -44,7 +46,13 @@ export async function storeTurnEnd(
   const delays = deps.retryDelaysMs ?? [250, 1_000, 2_000, 4_000, 8_000];
   for (let attempt = 0; ; attempt++) {
     try {
-      await finishTurn(scope, turn.sessionId, turn.turnId, { outcome, messages, compaction, sessionStatus });
+      await finishTurn(
+        scope,
+        turn.sessionId,
+        turn.turnId,
+        { outcome, messages, compaction, sessionStatus },
+        db,
+      );
       return;
     } catch (error) {
       const delay = delays[attempt];
@@ -70,6 +78,7 @@ export async function storeUnsavedTurn(
   userMessage: string,
   done: DoneEvent,
   thrown: unknown,
+  db: Db,
 ): Promise<ErrorEvent> {
   if (isConnectionError(thrown)) {
     return {
@@ -85,15 +94,21 @@ export async function storeUnsavedTurn(
     message: `The reply could not be saved: ${masked.message}`,
     retryable: false,
   };
-  await finishTurn(scope, turn.sessionId, turn.turnId, {
-    outcome: { done: { ...done, status: "failed" }, text: "", error },
-    messages: [
-      { role: "user", content: userMessage },
-      { role: "assistant", content: [{ type: "text", text: `[${error.message}]` }] },
-    ],
-    compaction: null,
-    sessionStatus: "ERROR",
-  }).catch((again: unknown) =>
+  await finishTurn(
+    scope,
+    turn.sessionId,
+    turn.turnId,
+    {
+      outcome: { done: { ...done, status: "failed" }, text: "", error },
+      messages: [
+        { role: "user", content: userMessage },
+        { role: "assistant", content: [{ type: "text", text: `[${error.message}]` }] },
+      ],
+      compaction: null,
+      sessionStatus: "ERROR",
+    },
+    db,
+  ).catch((again: unknown) =>
     deps.log.error({ err: again, sessionId: turn.sessionId }, "could not store a chat turn as failed"),
   );
   return { type: "error", ...error };

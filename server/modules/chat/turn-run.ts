@@ -1,9 +1,9 @@
+import type { Db } from "@/server/db";
 import { randomUUID } from "node:crypto";
 import type { TenantScope } from "@/server/auth/scope";
 import { type AgentDTO, defaultSystemPrompt } from "@/server/modules/agent/agent.types";
 import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
 import { announceChange } from "@/server/modules/live/change-feed";
-import { attachTracker } from "@/server/modules/metrics/attach-tracker";
 import { listChatMessages } from "@/server/modules/session/session.data";
 import type { ChatMessageDTO, SessionDTO } from "@/server/modules/session/session.types";
 import { emitLifecycleEvent } from "@/server/modules/webhook/webhook-events";
@@ -137,7 +137,7 @@ async function finish(
     }).catch((error: unknown) => ctx.log.warn({ err: error }, "could not audit a chat turn"));
   const error = transcript.error;
   try {
-    await storeTurnEnd(ctx.turnEnd, scope, turn, { done, text: transcript.text, error }, result);
+    await storeTurnEnd(ctx.turnEnd, scope, turn, { done, text: transcript.text, error }, result, ctx.db);
     await auditTurn(done.status === "completed" || done.status === "cancelled" ? "success" : "failure", {
       status: done.status,
       steps: done.steps,
@@ -150,7 +150,7 @@ async function finish(
     // connection is an outage: the claim goes stale and the session is then shown as interrupted.
     // Anything else is no outage and is not called one; the turn is stored as failed without its reply.
     ctx.log.error({ err: thrown, sessionId: session.id }, "could not store a chat turn's end");
-    const unsaved = await storeUnsavedTurn(ctx.turnEnd, scope, turn, claimed.message, done, thrown);
+    const unsaved = await storeUnsavedTurn(ctx.turnEnd, scope, turn, claimed.message, done, thrown, ctx.db);
     await auditTurn("failure", { status: "failed", code: unsaved.code });
     announceTurn(scope.tenantId, session, "failed", unsaved.code);
     publish(unsaved);
@@ -235,7 +235,7 @@ async function run(
           mcpRunning: workspace.runningMcps({ agentId: agent.id, sessionId }),
         });
       if (claimed.checkpointFirst) await checkpoint(true);
-      const history = fromStoredMessages(await loadHistory(scope, sessionId));
+      const history = fromStoredMessages(await loadHistory(scope, sessionId, ctx.db));
       const result = await runTurn({
         sessionId,
         model: agentModel.model,
@@ -249,7 +249,7 @@ async function run(
         ...(ctx.limits ? { limits: ctx.limits } : {}),
         onEvent: (event) => {
           timer.observe(event);
-          if (event.type === "tool-result") attachTracker().answered(workspace);
+          if (event.type === "tool-result") ctx.attachTracker().answered(workspace);
           emit(event);
         },
         logger: ctx.chatLogger,
@@ -277,6 +277,7 @@ async function teamTools(ctx: ChatContext, scope: TenantScope, session: SessionD
   if (!createSession) return [];
   return teamToolsFor(
     {
+      db: ctx.db,
       secretKey: ctx.secretKey,
       createSession,
       send: ctx.send,
@@ -288,11 +289,16 @@ async function teamTools(ctx: ChatContext, scope: TenantScope, session: SessionD
 }
 
 /** The session's stored conversation, every page of it, as the model is given it. */
-async function loadHistory(scope: TenantScope, sessionId: string): Promise<StoredChatMessage[]> {
+async function loadHistory(scope: TenantScope, sessionId: string, db: Db): Promise<StoredChatMessage[]> {
   const rows: ChatMessageDTO[] = [];
   let afterId: string | undefined;
   for (;;) {
-    const page = await listChatMessages(scope, sessionId, { limit: 200, ...(afterId ? { afterId } : {}) });
+    const page = await listChatMessages(
+      scope,
+      sessionId,
+      { limit: 200, ...(afterId ? { afterId } : {}) },
+      db,
+    );
     rows.push(...page);
     if (page.length < 200) break;
     afterId = page.at(-1)!.id;

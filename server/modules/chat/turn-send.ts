@@ -34,11 +34,12 @@ export async function sendTurn(
   raw: z.input<typeof ZChatSendRequest>,
   options: { signal?: AbortSignal } = {},
 ): Promise<AsyncIterable<TChatTurnEvent>> {
+  const { db } = ctx;
   const input = parseInput(ZChatSendRequest, raw);
   // A session deleted with its agent says so (details.reason "agent_deleted"), not a bare NOT_FOUND.
-  const session = await getSessionOrWhyGone(scope, input.sessionId);
+  const session = await getSessionOrWhyGone(scope, input.sessionId, db);
   // The agent and its sealed key in one read (decrypted when the turn runs, see getAgentForTurn).
-  const agent = await getAgentForTurn(scope, session.agentId, ctx.secretKey);
+  const agent = await getAgentForTurn(scope, session.agentId, ctx.secretKey, db);
   options.signal?.throwIfAborted();
   const admission = await admit(ctx, scope);
   const claim = await claimSession(ctx, scope, session, input, admission);

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import { captureCheckpoint } from "@/server/workspace/checkpoints/capture";
 import type { CheckpointStore } from "@/server/workspace/checkpoints/checkpoint-store";
@@ -14,10 +15,11 @@ export async function captureRowOf(
   store: CheckpointStore,
   scope: TenantScope,
   workspace: { machine: WorkspaceMachine; workspaceId: string; generation: number },
-  signal?: AbortSignal,
+  signal: AbortSignal | undefined,
+  db: Db,
 ) {
   const started = Date.now();
-  const previous = await latestCheckpointTree(scope, workspace.workspaceId, workspace.generation);
+  const previous = await latestCheckpointTree(scope, workspace.workspaceId, workspace.generation, db);
   const captured = await captureCheckpoint({
     machine: workspace.machine,
     store,

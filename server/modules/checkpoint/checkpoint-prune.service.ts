@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { Logger } from "@/server/logger";
 import type { CheckpointStore } from "@/server/workspace/checkpoints/checkpoint-store";
 import {
@@ -35,13 +36,14 @@ export type TenantPruneResult = {
  * only unreferenced objects, which the next prune deletes.
  */
 export async function pruneCheckpoints(
-  deps: { store: CheckpointStore; now?: () => Date; graceMs?: number },
+  deps: { store: CheckpointStore; db: Db; now?: () => Date; graceMs?: number },
   log: Logger,
 ): Promise<{ tenants: TenantPruneResult[] }> {
+  const { db } = deps;
   const tenants: TenantPruneResult[] = [];
-  for (const tenant of await listTenantsWithCheckpoints()) {
+  for (const tenant of await listTenantsWithCheckpoints(db)) {
     try {
-      tenants.push(await pruneTenant(deps, tenant.id, retentionPolicyOf(tenant)));
+      tenants.push(await pruneTenant(deps, tenant.id, retentionPolicyOf(tenant), db));
     } catch (error) {
       // One tenant's broken store folder must not stop the others' retention.
       log.error({ err: error, tenantId: tenant.id }, "checkpoint prune of a tenant failed");
@@ -56,9 +58,10 @@ async function pruneTenant(
   deps: { store: CheckpointStore; now?: () => Date; graceMs?: number },
   tenantId: string,
   policy: ReturnType<typeof retentionPolicyOf>,
+  db: Db,
 ): Promise<TenantPruneResult> {
-  const rows = await listRetentionRows(tenantId);
-  const held = await checkpointsHeldByRestores(tenantId);
+  const rows = await listRetentionRows(tenantId, db);
+  const held = await checkpointsHeldByRestores(tenantId, db);
   const { pinned, kept, expired } = splitByPolicy(rows, policy, deps.now?.() ?? new Date(), held);
   const reachable = new ReachableObjects(deps.store, tenantId);
   for (const row of pinned) await reachable.reach(row);
@@ -81,6 +84,7 @@ async function pruneTenant(
   await deleteCheckpoints(
     tenantId,
     expired.map((row) => row.id),
+    db,
   );
   const swept = await deps.store.prune(
     tenantId,

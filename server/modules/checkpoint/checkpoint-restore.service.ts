@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
 import type { Logger } from "@/server/logger";
 import { announceChange } from "@/server/modules/live/change-feed";
@@ -18,6 +19,8 @@ import {
 import { captureRowOf } from "./checkpoint-capture";
 
 export type RestoreJobDeps = {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   workspaces: Pick<WorkspaceService, "withLease">;
   store: CheckpointStore;
 };
@@ -35,12 +38,13 @@ export async function runCheckpointRestore(
   log: Pick<Logger, "warn">,
   options: { isLastAttempt: boolean; signal?: AbortSignal | undefined },
 ): Promise<{ written: number; deleted: number } | { skipped: string }> {
-  const scope = await resolveSystemTenantScope(payload.tenantId);
-  const restore = await getRestore(scope, payload.restoreId);
+  const { db } = deps;
+  const scope = await resolveSystemTenantScope(payload.tenantId, {}, db);
+  const restore = await getRestore(scope, payload.restoreId, db);
   if (restore.status !== "RUNNING") return { skipped: `restore is ${restore.status}` };
-  const checkpoint = await getCheckpoint(scope, restore.checkpointId);
+  const checkpoint = await getCheckpoint(scope, restore.checkpointId, db);
   let safety: { id: string; root: string } | null = null;
-  const progress = progressWriter(scope, restore.id, log);
+  const progress = progressWriter(scope, restore.id, log, db);
   try {
     if (!checkpoint.rootTree) throw new Error("the checkpoint has no tree (it failed)");
     const root = checkpoint.rootTree;
@@ -50,7 +54,7 @@ export async function runCheckpointRestore(
       { holder: restoreLeaseHolder(restore.id), reason: `checkpoint ${restore.kind.toLowerCase()}` },
       async (workspace, record) => {
         if (restore.kind === "REVERT")
-          safety = await safetyCheckpoint(deps, scope, restore, workspace.machine, record.generation);
+          safety = await safetyCheckpoint(deps, scope, restore, workspace.machine, record.generation, db);
         return restoreCheckpoint({
           machine: workspace.machine,
           store: deps.store,
@@ -62,11 +66,16 @@ export async function runCheckpointRestore(
       },
     );
     await progress.flushed();
-    await finishRestore(scope, restore.id, {
-      status: "DONE",
-      written: result.written,
-      deleted: result.deleted,
-    });
+    await finishRestore(
+      scope,
+      restore.id,
+      {
+        status: "DONE",
+        written: result.written,
+        deleted: result.deleted,
+      },
+      db,
+    );
     announceChange(scope.tenantId, { topic: "session", id: restore.sessionId, userId: null });
     return { written: result.written, deleted: result.deleted };
   } catch (error) {
@@ -75,10 +84,15 @@ export async function runCheckpointRestore(
       log.warn({ err: error, restoreId: restore.id }, "a checkpoint restore failed");
       const reason = error instanceof Error ? error.message : String(error);
       const after = await putBack(deps, scope, restore, safety, log);
-      await finishRestore(scope, restore.id, {
-        status: "FAILED",
-        error: `${reason}${after}`.slice(0, 1_000),
-      });
+      await finishRestore(
+        scope,
+        restore.id,
+        {
+          status: "FAILED",
+          error: `${reason}${after}`.slice(0, 1_000),
+        },
+        db,
+      );
       announceChange(scope.tenantId, { topic: "session", id: restore.sessionId, userId: null });
       return { skipped: "failed" };
     }
@@ -96,7 +110,7 @@ const PROGRESS_EVERY_MS = 1_000;
  * one write at a time and in order. `flushed` waits for them (before the restore is ended, so its final
  * count is what the row says). A failed write is only logged: progress is advisory.
  */
-function progressWriter(scope: TenantScope, restoreId: string, log: Pick<Logger, "warn">) {
+function progressWriter(scope: TenantScope, restoreId: string, log: Pick<Logger, "warn">, db: Db) {
   let lastAt = 0;
   let writing: Promise<void> = Promise.resolve();
   return {
@@ -105,7 +119,7 @@ function progressWriter(scope: TenantScope, restoreId: string, log: Pick<Logger,
       if (progress.written !== progress.toWrite && now - lastAt < PROGRESS_EVERY_MS) return;
       lastAt = now;
       writing = writing.then(() =>
-        recordRestoreProgress(scope, restoreId, progress).catch((error: unknown) =>
+        recordRestoreProgress(scope, restoreId, progress, db).catch((error: unknown) =>
           log.warn({ err: error, restoreId }, "could not record a restore's progress"),
         ),
       );
@@ -124,23 +138,35 @@ async function safetyCheckpoint(
   restore: RestoreOf,
   machine: WorkspaceMachine,
   generation: number,
+  db: Db,
 ): Promise<{ id: string; root: string }> {
   if (restore.safetyCheckpointId) {
-    const recorded = await getCheckpoint(scope, restore.safetyCheckpointId);
+    const recorded = await getCheckpoint(scope, restore.safetyCheckpointId, db);
     if (recorded.rootTree) return { id: recorded.id, root: recorded.rootTree };
   }
-  const row = await captureRowOf(deps.store, scope, {
-    machine,
-    workspaceId: restore.workspaceId,
-    generation,
-  });
-  const id = await recordSafetyCheckpoint(scope, restore.id, {
-    ...row,
-    workspaceId: restore.workspaceId,
-    generation,
-    sessionId: restore.sessionId,
-  });
-  return { id, root: (await getCheckpoint(scope, id)).rootTree ?? row.rootTree };
+  const row = await captureRowOf(
+    deps.store,
+    scope,
+    {
+      machine,
+      workspaceId: restore.workspaceId,
+      generation,
+    },
+    undefined,
+    db,
+  );
+  const id = await recordSafetyCheckpoint(
+    scope,
+    restore.id,
+    {
+      ...row,
+      workspaceId: restore.workspaceId,
+      generation,
+      sessionId: restore.sessionId,
+    },
+    db,
+  );
+  return { id, root: (await getCheckpoint(scope, id, db)).rootTree ?? row.rootTree };
 }
 
 /** After a revert that failed for good: the folder back as it was before it (best effort), and what to say. */

@@ -1,4 +1,4 @@
-import { type DbClient, getDb } from "@/server/db";
+import { type DbClient } from "@/server/db";
 import type { RetentionRow } from "./checkpoint-retention";
 
 /**
@@ -9,7 +9,7 @@ import type { RetentionRow } from "./checkpoint-retention";
 const DELETE_BATCH = 500;
 
 /** Tenants that have any checkpoint, with their retention policy columns. */
-export async function listTenantsWithCheckpoints(db: DbClient = getDb()) {
+export async function listTenantsWithCheckpoints(db: DbClient) {
   return db.tenant.findMany({
     where: { checkpoints: { some: {} } },
     select: {
@@ -22,7 +22,7 @@ export async function listTenantsWithCheckpoints(db: DbClient = getDb()) {
   });
 }
 
-export async function listRetentionRows(tenantId: string, db: DbClient = getDb()): Promise<RetentionRow[]> {
+export async function listRetentionRows(tenantId: string, db: DbClient): Promise<RetentionRow[]> {
   return db.workspaceCheckpoint.findMany({
     where: { tenantId },
     select: { id: true, workspaceId: true, status: true, rootTree: true, baseTree: true, createdAt: true },
@@ -33,10 +33,7 @@ export async function listRetentionRows(tenantId: string, db: DbClient = getDb()
  * Checkpoints a restore still needs: one being written (RUNNING), and each workspace's latest DONE
  * restore's (the next turn's checkpoint reuses the objects of the files it has not changed since).
  */
-export async function checkpointsHeldByRestores(
-  tenantId: string,
-  db: DbClient = getDb(),
-): Promise<Set<string>> {
+export async function checkpointsHeldByRestores(tenantId: string, db: DbClient): Promise<Set<string>> {
   const rows = await db.$queryRaw<{ checkpoint_id: string }[]>`
     SELECT checkpoint_id FROM checkpoint_restores WHERE tenant_id = ${tenantId} AND status = 'RUNNING'
     UNION
@@ -50,7 +47,7 @@ export async function checkpointsHeldByRestores(
 export async function deleteCheckpoints(
   tenantId: string,
   ids: readonly string[],
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<number> {
   let deleted = 0;
   for (let start = 0; start < ids.length; start += DELETE_BATCH) {

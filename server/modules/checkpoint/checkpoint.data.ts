@@ -1,6 +1,6 @@
 import type { CheckpointRestoreKind, Prisma } from "@/generated/prisma/client";
 import type { TenantScope } from "@/server/auth/scope";
-import { type DbClient, getDb } from "@/server/db";
+import { type DbClient } from "@/server/db";
 import { AppError } from "@/server/shared/errors";
 import { lockWorkspace } from "@/server/modules/workspace/workspace-lifecycle.data";
 
@@ -42,7 +42,7 @@ export async function latestCheckpointTree(
   scope: TenantScope,
   workspaceId: string,
   generation: number,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<string | null> {
   const [checkpoint, restore] = await Promise.all([
     db.workspaceCheckpoint.findFirst({
@@ -72,7 +72,7 @@ export async function recentTurnTrees(
   workspaceId: string,
   generation: number,
   take: number,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<string[]> {
   const rows = await db.workspaceCheckpoint.findMany({
     where: { tenantId: scope.tenantId, workspaceId, generation, status: "READY", kind: "TURN" },
@@ -86,7 +86,7 @@ export async function recentTurnTrees(
 export async function insertCheckpoint(
   scope: TenantScope,
   data: Omit<Prisma.WorkspaceCheckpointUncheckedCreateInput, "tenantId" | "id" | "createdAt">,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<CheckpointRow> {
   return db.workspaceCheckpoint.create({
     data: { ...data, tenantId: scope.tenantId },
@@ -97,7 +97,7 @@ export async function insertCheckpoint(
 export async function getCheckpoint(
   scope: TenantScope,
   checkpointId: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<CheckpointRow> {
   const row = await db.workspaceCheckpoint.findFirst({
     where: { tenantId: scope.tenantId, id: checkpointId },
@@ -111,7 +111,7 @@ export async function getCheckpoint(
 }
 
 /** A session's checkpoints, oldest first, with their turns (what the dashboard lays beside the messages). */
-export async function listSessionCheckpoints(scope: TenantScope, sessionId: string, db: DbClient = getDb()) {
+export async function listSessionCheckpoints(scope: TenantScope, sessionId: string, db: DbClient) {
   const [checkpoints, turns] = await Promise.all([
     db.workspaceCheckpoint.findMany({
       where: { tenantId: scope.tenantId, sessionId },
@@ -150,8 +150,8 @@ export async function beginRestore(
    * Writes that land with it or not at all (a fork's workspace binding, session and transcript); what
    * it returns completes the restore's row (the fork's session id).
    */
-  within?: (tx: Prisma.TransactionClient) => Promise<{ sessionId: string }>,
-  db: DbClient = getDb(),
+  within: ((tx: Prisma.TransactionClient) => Promise<{ sessionId: string }>) | undefined,
+  db: DbClient,
 ): Promise<{ restoreId: string }> {
   return db.$transaction(async (tx) => {
     const completed = within ? await within(tx) : {};
@@ -204,11 +204,7 @@ const restoreSelect = {
 
 export type RestoreRow = Prisma.CheckpointRestoreGetPayload<{ select: typeof restoreSelect }>;
 
-export async function getRestore(
-  scope: TenantScope,
-  restoreId: string,
-  db: DbClient = getDb(),
-): Promise<RestoreRow> {
+export async function getRestore(scope: TenantScope, restoreId: string, db: DbClient): Promise<RestoreRow> {
   const row = await db.checkpointRestore.findFirst({
     where: { tenantId: scope.tenantId, id: restoreId },
     select: restoreSelect,
@@ -223,7 +219,7 @@ export async function recordRestoreProgress(
   scope: TenantScope,
   restoreId: string,
   progress: { written: number; toWrite: number; writtenBytes: number; toWriteBytes: number },
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<void> {
   await db.checkpointRestore.updateMany({
     where: { tenantId: scope.tenantId, id: restoreId, status: "RUNNING" },
@@ -244,7 +240,7 @@ export async function finishRestore(
   scope: TenantScope,
   restoreId: string,
   outcome: { status: "DONE"; written: number; deleted: number } | { status: "FAILED"; error: string },
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<boolean> {
   return db.$transaction(async (tx) => {
     const { count } = await tx.checkpointRestore.updateMany({
@@ -302,7 +298,7 @@ export async function recordSafetyCheckpoint(
   scope: TenantScope,
   restoreId: string,
   data: Omit<Prisma.WorkspaceCheckpointUncheckedCreateInput, "tenantId" | "id" | "createdAt" | "kind">,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<string> {
   return db.$transaction(async (tx) => {
     const restore = await tx.checkpointRestore.findFirstOrThrow({

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import type { Logger } from "@/server/logger";
 import { audited } from "@/server/modules/audit/audited";
@@ -26,6 +27,8 @@ import { captureRowOf, fileChanges } from "./checkpoint-capture";
 import { unifiedDiffOf } from "./checkpoint-text";
 
 export type CheckpointServiceDeps = {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   store: CheckpointStore;
   /** Hands a begun restore to the workers (`checkpoint.restore`). */
   enqueueRestore: (scope: TenantScope, restoreId: string) => Promise<void>;
@@ -36,19 +39,20 @@ export type CheckpointServiceDeps = {
 const MAX_DIFF_FILES = 2_000;
 
 export function createCheckpointService(deps: CheckpointServiceDeps) {
+  const { db } = deps;
   const { store } = deps;
   const readTree = (tenantId: string) => (hash: string) => store.readTree(tenantId, hash);
 
   /** A member acts only on their own sessions; another's answers NOT_FOUND, as another tenant's does. */
   async function sessionFor(scope: TenantScope, sessionId: string, forChange: boolean) {
-    const session = await getSession(scope, sessionId);
+    const session = await getSession(scope, sessionId, db);
     if (forChange && scope.role === "member" && session.userId !== scope.userId)
       throw sessionNotFound(sessionId);
     return session;
   }
 
   async function checkpointOf(scope: TenantScope, sessionId: string, checkpointId: string) {
-    const checkpoint = await getCheckpoint(scope, checkpointId);
+    const checkpoint = await getCheckpoint(scope, checkpointId, db);
     if (checkpoint.sessionId !== sessionId || checkpoint.status !== "READY" || !checkpoint.rootTree) {
       throw new AppError(
         "BAD_REQUEST",
@@ -91,21 +95,29 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
         ...(input.before ? { turnId: null, kind: "BEFORE_TURN" as const } : { turnId: input.turnId }),
       };
       try {
-        const row = await insertCheckpoint(scope, {
-          ...base,
-          ...(await captureRowOf(store, scope, input)),
-        });
+        const row = await insertCheckpoint(
+          scope,
+          {
+            ...base,
+            ...(await captureRowOf(store, scope, input, undefined, db)),
+          },
+          db,
+        );
         announceChange(scope.tenantId, { topic: "session", id: input.sessionId, userId: null });
         return row;
       } catch (error) {
         deps.log.warn({ err: error, workspaceId: input.workspaceId }, "could not record a turn checkpoint");
         const reason = error instanceof Error ? error.message : String(error);
-        return insertCheckpoint(scope, {
-          ...base,
-          status: "FAILED",
-          error: replaceUnstorableCharacters(reason.slice(0, 1_000)).text,
-          durationMs: Date.now() - started,
-        }).catch(() => null);
+        return insertCheckpoint(
+          scope,
+          {
+            ...base,
+            status: "FAILED",
+            error: replaceUnstorableCharacters(reason.slice(0, 1_000)).text,
+            durationMs: Date.now() - started,
+          },
+          db,
+        ).catch(() => null);
       }
     },
 
@@ -119,11 +131,11 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
       input: { machine: WorkspaceMachine; workspaceId: string; generation: number },
       query: { turnsBack: number; path?: string | undefined; signal?: AbortSignal | undefined },
     ) {
-      const latest = await latestCheckpointTree(scope, input.workspaceId, input.generation);
+      const latest = await latestCheckpointTree(scope, input.workspaceId, input.generation, db);
       const since =
         query.turnsBack === 0
           ? latest
-          : ((await recentTurnTrees(scope, input.workspaceId, input.generation, query.turnsBack + 1))[
+          : ((await recentTurnTrees(scope, input.workspaceId, input.generation, query.turnsBack + 1, db))[
               query.turnsBack
             ] ?? null);
       const now = await captureCheckpoint({
@@ -142,7 +154,7 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
     /** The session's checkpoints with their turns, oldest first. */
     async list(scope: TenantScope, sessionId: string) {
       await sessionFor(scope, sessionId, false);
-      return (await listSessionCheckpoints(scope, sessionId)).map(({ checkpoint, turn }) => ({
+      return (await listSessionCheckpoints(scope, sessionId, db)).map(({ checkpoint, turn }) => ({
         id: checkpoint.id,
         turnId: checkpoint.turnId,
         /**
@@ -224,12 +236,17 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
           if (checkpoint.workspaceId !== session.workspaceId) {
             throw new AppError("BAD_REQUEST", "The checkpoint belongs to another workspace of this session");
           }
-          const { restoreId } = await beginRestore(scope, {
-            kind: "REVERT",
-            checkpointId: checkpoint.id,
-            workspaceId: session.workspaceId,
-            sessionId: session.id,
-          });
+          const { restoreId } = await beginRestore(
+            scope,
+            {
+              kind: "REVERT",
+              checkpointId: checkpoint.id,
+              workspaceId: session.workspaceId,
+              sessionId: session.id,
+            },
+            undefined,
+            db,
+          );
           await deps.enqueueRestore(scope, restoreId);
           return { restoreId };
         },
@@ -258,7 +275,7 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
         async () => {
           const source = await sessionFor(scope, input.sessionId, true);
           const checkpoint = await checkpointOf(scope, source.id, input.checkpointId);
-          const sourceWorkspace = await getWorkspaceOrNull(scope, checkpoint.workspaceId);
+          const sourceWorkspace = await getWorkspaceOrNull(scope, checkpoint.workspaceId, db);
           const workspaceId = assignSessionWorkspaceId("PER_SESSION", scope, source.agentId);
           const { restoreId } = await beginRestore(
             scope,
@@ -292,8 +309,9 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
               );
               return { sessionId: fork.id };
             },
+            db,
           );
-          const forkId = (await getRestore(scope, restoreId)).sessionId;
+          const forkId = (await getRestore(scope, restoreId, db)).sessionId;
           await deps.enqueueRestore(scope, restoreId);
           announceChange(scope.tenantId, { topic: "session", id: forkId, userId: scope.userId });
           return { sessionId: forkId, workspaceId, restoreId };
@@ -311,7 +329,7 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
 
     /** A revert's or fork's progress. */
     async restoreStatus(scope: TenantScope, restoreId: string) {
-      const restore = await getRestore(scope, restoreId);
+      const restore = await getRestore(scope, restoreId, db);
       if (scope.role === "member") await sessionFor(scope, restore.sessionId, true);
       return {
         ...restore,

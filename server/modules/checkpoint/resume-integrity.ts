@@ -68,24 +68,29 @@ export async function checkResumeIntegrity(
         ? ""
         : `; MCP servers running then and not now: ${mcpStopped.join(", ")} (each starts again on its next use)`;
     const reason = files + processes;
-    await appendWorkspaceEvent(scope, workspace.id, {
-      kind: "integrity_checked",
-      reason,
-      data: {
-        backend: workspace.backendKind,
-        generation: workspace.generation,
-        checkpointTree: last,
-        survived,
-        lostCount: lost.length,
-        changedCount: changed.length,
-        addedCount: added,
-        lost: lost.slice(0, LISTED_PATHS),
-        changed: changed.slice(0, LISTED_PATHS),
-        offloadLostCount: offloadLost.length,
-        offloadLost: offloadLost.slice(0, LISTED_PATHS),
-        mcpStopped,
+    await appendWorkspaceEvent(
+      scope,
+      workspace.id,
+      {
+        kind: "integrity_checked",
+        reason,
+        data: {
+          backend: workspace.backendKind,
+          generation: workspace.generation,
+          checkpointTree: last,
+          survived,
+          lostCount: lost.length,
+          changedCount: changed.length,
+          addedCount: added,
+          lost: lost.slice(0, LISTED_PATHS),
+          changed: changed.slice(0, LISTED_PATHS),
+          offloadLostCount: offloadLost.length,
+          offloadLost: offloadLost.slice(0, LISTED_PATHS),
+          mcpStopped,
+        },
       },
-    });
+      deps.db,
+    );
   } catch (error) {
     deps.log.warn({ err: error, workspaceId: workspace.id }, "could not check a resumed workspace's files");
   }

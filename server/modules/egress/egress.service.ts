@@ -169,7 +169,7 @@ export function createEgressService(deps: EgressServiceDeps) {
     /** `workspace.egress` status: the tenant's policy and the workspace's refusals (count, newest first). */
     async workspaceStatus(scope: TenantScope, workspaceId: string) {
       assertCan(scope, "workspace:read");
-      await assertMayActOnWorkspace(scope, await requireWorkspaceRecord(scope, workspaceId));
+      await assertMayActOnWorkspace(scope, await requireWorkspaceRecord(scope, workspaceId, db), db);
       const stats = await readEgressStats(scope, workspaceId, db);
       const lastRefused = ZRefusedEntry.array().safeParse(stats?.lastRefused ?? []);
       return {

@@ -67,8 +67,12 @@ function toView(entry: LibraryEntryRecord, usedBy: LibraryUsage[]): LibraryEntry
   };
 }
 
-async function assertStdioAllowed(scope: TenantScope, declaration: TMcpDeclaration | null): Promise<void> {
-  if (declaration?.mcp_config.type === "stdio_mcp") await assertMayDeclareStdioMcp(scope);
+async function assertStdioAllowed(
+  scope: TenantScope,
+  declaration: TMcpDeclaration | null,
+  db: Db,
+): Promise<void> {
+  if (declaration?.mcp_config.type === "stdio_mcp") await assertMayDeclareStdioMcp(scope, db);
 }
 
 function wrongKind(entry: LibraryEntryRecord, wanted: LibraryKind): AppError {
@@ -109,7 +113,7 @@ export async function addLibraryEntry(
   assertCan(scope, "library:manage");
   const input = parseInput(ZLibraryCreateRequest, raw);
   const content = input.kind === "MCP" ? input.declaration : input.skill;
-  if (input.kind === "MCP") await assertStdioAllowed(scope, input.declaration);
+  if (input.kind === "MCP") await assertStdioAllowed(scope, input.declaration, db);
   const description =
     input.kind === "SKILL" ? (input.description ?? input.skill.description) : input.description;
   // A key seen before answers with its entry, adding (and auditing) nothing.
@@ -182,7 +186,7 @@ export async function changeLibraryEntry(
   if (patch.declaration && current.kind !== "MCP") throw wrongKind(current, "MCP");
   if (patch.skill && current.kind !== "SKILL") throw wrongKind(current, "SKILL");
   const content = patch.declaration ?? patch.skill;
-  if (patch.declaration) await assertStdioAllowed(scope, patch.declaration);
+  if (patch.declaration) await assertStdioAllowed(scope, patch.declaration, db);
   return audited(
     scope,
     {
@@ -232,7 +236,7 @@ export async function equipAgentFromLibrary(
 ): Promise<{ agentId: string; name: string; outcome: "added" | "replaced" | "unchanged" }> {
   assertCan(scope, "agent:manage");
   const entry = await getLibraryEntry(scope, input.entryId, db);
-  await assertStdioAllowed(scope, declarationOf(entry));
+  await assertStdioAllowed(scope, declarationOf(entry), db);
   let outcome: "added" | "replaced" | "unchanged" = "added";
   const upsert = <T extends { name: string }>(list: T[], item: T): T[] => {
     const index = list.findIndex((existing) => existing.name === item.name);
@@ -249,16 +253,21 @@ export async function equipAgentFromLibrary(
       details: { entryId: entry.id, kind: entry.kind, name: entry.name },
     },
     async () => {
-      const { changed } = await editAgentDefaults(scope, input.agentId, (current) => {
-        const declaration = declarationOf(entry);
-        const skill = skillOf(entry);
-        return {
-          defaultMcpConfigs: declaration
-            ? upsert(current.defaultMcpConfigs, declaration)
-            : current.defaultMcpConfigs,
-          defaultSkills: skill ? upsert(current.defaultSkills, skill) : current.defaultSkills,
-        };
-      });
+      const { changed } = await editAgentDefaults(
+        scope,
+        input.agentId,
+        (current) => {
+          const declaration = declarationOf(entry);
+          const skill = skillOf(entry);
+          return {
+            defaultMcpConfigs: declaration
+              ? upsert(current.defaultMcpConfigs, declaration)
+              : current.defaultMcpConfigs,
+            defaultSkills: skill ? upsert(current.defaultSkills, skill) : current.defaultSkills,
+          };
+        },
+        db,
+      );
       return { agentId: input.agentId, name: entry.name, outcome: changed ? outcome : "unchanged" };
     },
     undefined,

@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import { z } from "zod";
-import { getLogger } from "@/server/logger";
+import type { Logger } from "@/server/logger";
 import { onChannelMessage, publishMessage, subscribeChannel, unsubscribeChannel } from "@/server/redis";
 import { peekProcessRoot } from "@/server/shared/process-root";
 
@@ -43,6 +43,8 @@ type ChangeFeedOptions = {
   /** A dedicated connection, opened on first listen (once subscribed, ioredis allows only (un)subscribe). */
   subscriber: () => Redis;
   prefix: string;
+  /** Where a failed publish is reported (the root's logger). */
+  log: Pick<Logger, "warn">;
 };
 
 export function createChangeFeed(options: ChangeFeedOptions) {
@@ -68,7 +70,7 @@ export function createChangeFeed(options: ChangeFeedOptions) {
     publish(tenantId: string, change: TenantChange): void {
       void publishMessage(options.redis, channelOf(tenantId), JSON.stringify(change)).catch(
         (error: unknown) =>
-          getLogger().warn({ err: error, tenantId, topic: change.topic }, "could not publish a change"),
+          options.log.warn({ err: error, tenantId, topic: change.topic }, "could not publish a change"),
       );
     },
 

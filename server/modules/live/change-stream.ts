@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { roleCan } from "@/server/auth/policy";
 import { isRoleAtLeast } from "@/server/auth/roles";
 import type { TenantScope } from "@/server/auth/scope";
@@ -15,11 +16,11 @@ const MAX_PENDING = 500;
  * up read workspaces, sessions and members; members hear only of the workspaces of their own sessions; the
  * jobs page and invitations are for admins.
  */
-async function mayHearOf(scope: TenantScope, change: TenantChange): Promise<boolean> {
+async function mayHearOf(scope: TenantScope, change: TenantChange, db: Db): Promise<boolean> {
   switch (change.topic) {
     case "workspace":
       if (!roleCan(scope.role, "workspace:read")) return false;
-      return mayListWorkspace(scope, { id: change.id, userId: change.userId ?? null });
+      return mayListWorkspace(scope, { id: change.id, userId: change.userId ?? null }, db);
     case "job":
       return isRoleAtLeast(scope.role, "admin");
     case "invitation":
@@ -40,6 +41,8 @@ async function mayHearOf(scope: TenantScope, change: TenantChange): Promise<bool
 export async function* tenantChangeStream(
   feed: ChangeFeed,
   options: {
+    /** The process' database client (the Berth root's): who may hear of a workspace is read from it. */
+    db: Db;
     tenantId: string;
     topics: readonly ChangeTopic[] | undefined;
     signal: AbortSignal | undefined;
@@ -68,7 +71,7 @@ export async function* tenantChangeStream(
       }
       const scope = await options.currentScope(change);
       if (topics && !topics.has(change.topic)) continue;
-      if (await mayHearOf(scope, change)) yield change;
+      if (await mayHearOf(scope, change, options.db)) yield change;
     }
   } finally {
     options.signal?.removeEventListener("abort", onAbort);

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import { appendWorkspaceEvent } from "@/server/modules/workspace/workspace.data";
 import type { WorkspaceRecord } from "@/server/modules/workspace/workspace-lifecycle.data";
@@ -10,10 +11,16 @@ export async function recordDataLostEvent(
   scope: TenantScope,
   record: WorkspaceRecord,
   reason: string,
+  db: Db,
 ): Promise<void> {
-  await appendWorkspaceEvent(scope, record.id, {
-    kind: "data_lost",
-    reason: `${reason}: the workspace's files are lost; it is provisioned again, empty`,
-    data: { backend: record.backendKind, generation: record.generation, state: record.state },
-  });
+  await appendWorkspaceEvent(
+    scope,
+    record.id,
+    {
+      kind: "data_lost",
+      reason: `${reason}: the workspace's files are lost; it is provisioned again, empty`,
+      data: { backend: record.backendKind, generation: record.generation, state: record.state },
+    },
+    db,
+  );
 }

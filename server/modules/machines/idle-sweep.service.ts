@@ -16,6 +16,7 @@ export async function sweepIdleWorkspaces(
   log: Logger,
   now = new Date(),
 ): Promise<{ stopping: string[]; leased: string[]; skipped: number }> {
+  const { db } = deps;
   const installationTtlMs = deps.config.idleTtlMs;
   const idleBefore = new Date(now.getTime() - installationTtlMs);
   // A tenant's own idle TTL counts when it is shorter (the installation's is the maximum): min(tenant, installation).
@@ -30,18 +31,23 @@ export async function sweepIdleWorkspaces(
   const stopping: string[] = [];
   const leased: string[] = [];
   let skipped = 0;
-  for (const candidate of await findSweepCandidates({ idleBefore, tenantIdleBefore, limit: 500 })) {
-    const scope = await resolveSystemTenantScope(candidate.tenantId, { allowSuspended: true });
+  for (const candidate of await findSweepCandidates({ idleBefore, tenantIdleBefore, limit: 500 }, db)) {
+    const scope = await resolveSystemTenantScope(candidate.tenantId, { allowSuspended: true }, db);
     const tenantTtlMs = tenantTtls.get(candidate.tenantId);
     const ttlMs = effectiveIdleTtlMs(tenantTtlMs ?? null, installationTtlMs);
     const reason =
       `idle for more than ${Math.round(ttlMs / 1000)} s` +
       (tenantTtlMs === undefined ? "" : " (tenant setting)");
-    const decision = await stopIfIdle(scope, candidate.id, {
-      idleBefore: new Date(now.getTime() - ttlMs),
-      leaseBornAfter,
-      reason,
-    });
+    const decision = await stopIfIdle(
+      scope,
+      candidate.id,
+      {
+        idleBefore: new Date(now.getTime() - ttlMs),
+        leaseBornAfter,
+        reason,
+      },
+      db,
+    );
     if (decision.outcome === "stopping") {
       stopping.push(candidate.id);
       await deps.requestStop({ tenantId: candidate.tenantId, workspaceId: candidate.id, reason });

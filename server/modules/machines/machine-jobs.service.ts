@@ -10,12 +10,7 @@ import type { Logger } from "@/server/logger";
 import { AppError } from "@/server/shared/errors";
 import { redactHostPaths } from "@/server/shared/host-paths";
 import { recordUsage } from "@/server/modules/metering/metering.service";
-import {
-  defaultQuotaDeps,
-  provisionAdmission,
-  workspaceResources,
-  type QuotaDeps,
-} from "@/server/modules/quota/quota.service";
+import { provisionAdmission, workspaceResources, type QuotaDeps } from "@/server/modules/quota/quota.service";
 import { startProvisionTimings } from "@/server/modules/metrics/provision-timings";
 import type { TStagePath } from "@/server/modules/metrics/stage-sample.schema";
 import { emitLifecycleEvent } from "@/server/modules/webhook/webhook-events";
@@ -45,8 +40,8 @@ export type WorkspaceJobDeps = {
   requestProvision: (payload: z.input<typeof ZWorkspaceProvisionPayload>) => Promise<unknown>;
   /** The process' database client (the Berth root's). */
   db: Db;
-  /** Quota admission and limits (default: the installation's, over the process' Redis). */
-  quota?: QuotaDeps;
+  /** Quota admission and limits (the root's, built on first use). */
+  quota: () => QuotaDeps;
   /** The turn checkpoints' store: a recreated or resumed machine's folder is compared with the last one. */
   checkpoints?: CheckpointStore;
   /**
@@ -64,9 +59,10 @@ async function loadRecord(
   tenantId: string,
   workspaceId: string,
   options: { allowSuspended?: boolean } = {},
+  db: Db,
 ): Promise<{ scope: TenantScope; record: WorkspaceRecord }> {
-  const scope = await resolveSystemTenantScope(tenantId, options);
-  const record = await findWorkspaceRecordForSystem(workspaceId);
+  const scope = await resolveSystemTenantScope(tenantId, options, db);
+  const record = await findWorkspaceRecordForSystem(workspaceId, db);
   if (!record || record.tenantId !== tenantId) {
     throw new AppError("NOT_FOUND", `workspace ${workspaceId} not found in tenant ${tenantId}`);
   }
@@ -97,10 +93,11 @@ export async function provisionWorkspace(
   /** The job's signal (shutdown, a lost lock): ends a wait for another run's claim. */
   signal?: AbortSignal,
 ): Promise<ProvisionOutcome> {
+  const { db } = deps;
   for (;;) {
     const outcome = await provisionOnce(deps, payload, log, timing);
     if (outcome !== "claim-held") return outcome;
-    await waitForProvisionClaim(payload.workspaceId, signal);
+    await waitForProvisionClaim(payload.workspaceId, signal, db);
   }
 }
 
@@ -111,34 +108,40 @@ async function provisionOnce(
   log: Logger,
   timing: { requestedAt: number; pickedUpAt: number },
 ): Promise<ProvisionOutcome | "claim-held"> {
-  const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId);
+  const { db } = deps;
+  const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId, {}, db);
   const driver = deps.drivers.forKind(record.backendKind);
-  const quota = deps.quota ?? defaultQuotaDeps();
+  const quota = deps.quota();
   // A workspace that starts holding a machine is admitted against the tenant's quotas (live workspaces,
   // budget, provisions per minute) inside its transition, under the tenant's quota lock.
   const admit = provisionAdmission(record.tenantId, record.id, quota);
-  const { resources, size } = await workspaceResources(record.tenantId, quota);
+  const { resources, size } = await workspaceResources(record.tenantId, quota, db);
   const spec = { ...specOfRecord(record), resources };
-  const dataLoss = dataLossRecorder(scope, record);
+  const dataLoss = dataLossRecorder(scope, record, db);
   // Off the hot path: one un-awaited buffer push when the provision ends (see stage-buffer.service.ts).
   const timings = startProvisionTimings(timing, record, (error) =>
     log.warn({ err: error }, "could not buffer stage timings"),
   );
   const path = timings.path;
-  const entered = await enterProvisioning({ scope, record, payload, driver, spec, admit, dataLoss });
+  const entered = await enterProvisioning({ scope, record, payload, driver, spec, admit, dataLoss }, db);
   if (entered === "already-ready") return { outcome: "already-ready" };
-  const claim = await claimProvision(record.id, deps.provisionClaimMs ?? DEFAULT_PROVISION_CLAIM_MS, log);
+  const claim = await claimProvision(record.id, deps.provisionClaimMs ?? DEFAULT_PROVISION_CLAIM_MS, log, db);
   if (!claim) return "claim-held";
   let handle: BackendHandle;
   try {
     if (record.state === "PROVISIONING") {
-      await appendWorkspaceEvent(scope, record.id, {
-        kind: "provisioning",
-        reason: "retrying an interrupted provision",
-        data: { attempt: 0 },
-      });
+      await appendWorkspaceEvent(
+        scope,
+        record.id,
+        {
+          kind: "provisioning",
+          reason: "retrying an interrupted provision",
+          data: { attempt: 0 },
+        },
+        db,
+      );
     }
-    const progress = progressRecorder(scope, record, timings, dataLoss, log);
+    const progress = progressRecorder(scope, record, timings, dataLoss, log, db);
     try {
       // A generation after a purge starts without the old handle: its machine is gone.
       handle = await driver.create(record.state === "PURGED" ? { ...spec, handle: null } : spec, {
@@ -147,22 +150,27 @@ async function provisionOnce(
       await progress.recorded();
     } catch (error) {
       await progress.recorded();
-      await recordProvisionFailure(scope, record, error, timings, log);
+      await recordProvisionFailure(scope, record, error, timings, log, db);
       throw error;
     }
     // Before READY, so no turn can change the folder while it is compared with the last checkpoint.
     if (deps.checkpoints && record.state !== "PURGED")
-      await checkResumed({ store: deps.checkpoints, db: deps.db, log }, driver, scope, record, {
+      await checkResumed({ store: deps.checkpoints, db, log }, driver, scope, record, {
         ...spec,
         handle,
       });
-    await transitionFrom(scope, record.id, {
-      from: ["PROVISIONING"],
-      to: "READY",
-      reason: "provisioned",
-      backendHandle: handle,
-      meteredSize: size,
-    });
+    await transitionFrom(
+      scope,
+      record.id,
+      {
+        from: ["PROVISIONING"],
+        to: "READY",
+        reason: "provisioned",
+        backendHandle: handle,
+        meteredSize: size,
+      },
+      db,
+    );
   } finally {
     await claim.end();
   }
@@ -181,7 +189,7 @@ async function provisionOnce(
   ]).catch((error: unknown) => log.warn({ err: error }, "could not meter a provision"));
   // An operator suspended the tenant while the machine was being made: that suspension's stop job found the
   // record PROVISIONING and had nothing to stop, so the machine stops here instead of running on.
-  if (!(await tenantAdmitsWork(payload.tenantId))) {
+  if (!(await tenantAdmitsWork(payload.tenantId, db))) {
     await stopWorkspace(deps, {
       tenantId: payload.tenantId,
       workspaceId: record.id,
@@ -224,13 +232,13 @@ async function checkResumed(
 }
 
 /** The data-lost event, recorded once per job, whoever notices first (the job or the driver). */
-function dataLossRecorder(scope: TenantScope, record: WorkspaceRecord) {
+function dataLossRecorder(scope: TenantScope, record: WorkspaceRecord, db: Db) {
   let recorded = false;
   return {
     recorded: () => recorded,
     async record(reason: string) {
       recorded = true;
-      await recordDataLostEvent(scope, record, reason);
+      await recordDataLostEvent(scope, record, reason, db);
     },
   };
 }
@@ -241,41 +249,59 @@ type Driver = ReturnType<DriverSet["forKind"]>;
  * Moves the record to PROVISIONING from whatever state the job found it in (or finds a READY record's
  * machine still there: nothing to do). A purge or a stop under way makes the job wait (retryable).
  */
-async function enterProvisioning(input: {
-  scope: TenantScope;
-  record: WorkspaceRecord;
-  payload: z.output<typeof ZWorkspaceProvisionPayload>;
-  driver: Driver;
-  spec: Parameters<Driver["exists"]>[0];
-  admit: ReturnType<typeof provisionAdmission>;
-  dataLoss: ReturnType<typeof dataLossRecorder>;
-}): Promise<"already-ready" | "provisioning"> {
+async function enterProvisioning(
+  input: {
+    scope: TenantScope;
+    record: WorkspaceRecord;
+    payload: z.output<typeof ZWorkspaceProvisionPayload>;
+    driver: Driver;
+    spec: Parameters<Driver["exists"]>[0];
+    admit: ReturnType<typeof provisionAdmission>;
+    dataLoss: ReturnType<typeof dataLossRecorder>;
+  },
+  db: Db,
+): Promise<"already-ready" | "provisioning"> {
   const { scope, record, payload, driver, spec, admit, dataLoss } = input;
   switch (record.state) {
     case "READY":
       if (await driver.exists(spec)) return "already-ready";
-      await transitionFrom(scope, record.id, {
-        from: ["READY"],
-        to: "FAILED",
-        reason: payload.machineGone ? "machine vanished (found on use)" : "machine vanished",
-        error: "machine vanished",
-      });
+      await transitionFrom(
+        scope,
+        record.id,
+        {
+          from: ["READY"],
+          to: "FAILED",
+          reason: payload.machineGone ? "machine vanished (found on use)" : "machine vanished",
+          error: "machine vanished",
+        },
+        db,
+      );
       await dataLoss.record("its machine vanished while it was READY");
-      await transitionFrom(scope, record.id, {
-        from: ["FAILED"],
-        to: "PROVISIONING",
-        reason: payload.reason,
-      });
+      await transitionFrom(
+        scope,
+        record.id,
+        {
+          from: ["FAILED"],
+          to: "PROVISIONING",
+          reason: payload.reason,
+        },
+        db,
+      );
       break;
     case "PURGED": {
       // The purge deleted the last generation's machine and data: this use starts the next one, empty.
       const next = record.generation + 1;
-      await transitionFrom(scope, record.id, {
-        from: ["PURGED"],
-        to: "PROVISIONING",
-        reason: `${payload.reason}: generation ${next} after a purge`,
-        admit,
-      });
+      await transitionFrom(
+        scope,
+        record.id,
+        {
+          from: ["PURGED"],
+          to: "PROVISIONING",
+          reason: `${payload.reason}: generation ${next} after a purge`,
+          admit,
+        },
+        db,
+      );
       break;
     }
     case "PURGING":
@@ -293,12 +319,17 @@ async function enterProvisioning(input: {
       // A stopped workspace keeps its data; if its machine is gone now, that data went with it.
       if (record.state === "STOPPED" && record.backendHandle !== null && !(await driver.exists(spec)))
         await dataLoss.record("its machine vanished while it was stopped");
-      await transitionFrom(scope, record.id, {
-        from: [record.state],
-        to: "PROVISIONING",
-        reason: payload.reason,
-        admit,
-      });
+      await transitionFrom(
+        scope,
+        record.id,
+        {
+          from: [record.state],
+          to: "PROVISIONING",
+          reason: payload.reason,
+          admit,
+        },
+        db,
+      );
       break;
   }
   return "provisioning";
@@ -314,6 +345,7 @@ function progressRecorder(
   timings: ReturnType<typeof startProvisionTimings>,
   dataLoss: ReturnType<typeof dataLossRecorder>,
   log: Logger,
+  db: Db,
 ) {
   let progressEvents = Promise.resolve();
   const onProgress = (progress: CreateProgress) => {
@@ -323,11 +355,16 @@ function progressRecorder(
         const reason = progress.detail ? `${progress.step}: ${progress.detail.slice(0, 500)}` : progress.step;
         // The driver found the machine's files gone (an E2B sandbox that vanished or came back empty).
         if (progress.dataLost && !dataLoss.recorded()) return dataLoss.record(reason);
-        await appendWorkspaceEvent(scope, record.id, {
-          kind: "provisioning",
-          reason,
-          data: { step: progress.step },
-        });
+        await appendWorkspaceEvent(
+          scope,
+          record.id,
+          {
+            kind: "provisioning",
+            reason,
+            data: { step: progress.step },
+          },
+          db,
+        );
       })
       .catch((error: unknown) => log.warn({ err: error }, "could not record a provisioning step"));
   };
@@ -343,14 +380,20 @@ async function recordProvisionFailure(
   error: unknown,
   timings: ReturnType<typeof startProvisionTimings>,
   log: Logger,
+  db: Db,
 ) {
   const message = error instanceof Error ? error.message : String(error);
-  await transitionFrom(scope, record.id, {
-    from: ["PROVISIONING"],
-    to: "FAILED",
-    reason: "provisioning failed",
-    error: message.slice(0, 4000),
-  }).catch((transitionError: unknown) =>
+  await transitionFrom(
+    scope,
+    record.id,
+    {
+      from: ["PROVISIONING"],
+      to: "FAILED",
+      reason: "provisioning failed",
+      error: message.slice(0, 4000),
+    },
+    db,
+  ).catch((transitionError: unknown) =>
     log.warn({ err: transitionError }, "could not record the failed provision"),
   );
   timings.done(false);
@@ -364,17 +407,23 @@ async function recordProvisionFailure(
 
 /** `workspace.stop`: READY | STOPPING → STOPPED; the machine stops, its data stays. */
 export async function stopWorkspace(
-  deps: Pick<WorkspaceJobDeps, "drivers">,
+  deps: Pick<WorkspaceJobDeps, "db" | "drivers">,
   payload: z.output<typeof ZWorkspaceStopPayload>,
 ): Promise<{ outcome: "stopped" | "nothing-to-stop"; state: string }> {
-  const { scope, record } = await loadRecord(payload.tenantId, payload.workspaceId, { allowSuspended: true });
+  const { db } = deps;
+  const { scope, record } = await loadRecord(
+    payload.tenantId,
+    payload.workspaceId,
+    { allowSuspended: true },
+    db,
+  );
   if (record.state === "READY") {
-    await transitionFrom(scope, record.id, { from: ["READY"], to: "STOPPING", reason: payload.reason });
+    await transitionFrom(scope, record.id, { from: ["READY"], to: "STOPPING", reason: payload.reason }, db);
   } else if (record.state !== "STOPPING") {
     return { outcome: "nothing-to-stop", state: record.state };
   }
   await deps.drivers.forKind(record.backendKind).stop(specOfRecord(record));
-  await transitionFrom(scope, record.id, { from: ["STOPPING"], to: "STOPPED", reason: payload.reason });
+  await transitionFrom(scope, record.id, { from: ["STOPPING"], to: "STOPPED", reason: payload.reason }, db);
   emitLifecycleEvent(record.tenantId, "workspace.stopped", {
     workspaceId: record.id,
     reason: payload.reason,

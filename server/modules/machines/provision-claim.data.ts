@@ -1,4 +1,4 @@
-import { type DbClient, getDb } from "@/server/db";
+import { type DbClient } from "@/server/db";
 
 /**
  * The provision claim's rows. A PROVISIONING workspace's machine is created by one run at a time: the run
@@ -31,7 +31,7 @@ export async function takeProvisionClaim(
   workspaceId: string,
   holders: ProvisionClaimHolders,
   heldForMs: number,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<boolean> {
   const now = new Date();
   const { count } = await db.workspace.updateMany({
@@ -59,7 +59,7 @@ export async function takeProvisionClaim(
 /** The workspace's state and claim as they are now (null: the record is gone). */
 export async function readProvisionClaim(
   workspaceId: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<{ state: string; holder: string | null; heldUntil: Date | null } | null> {
   const row = await db.workspace.findUnique({
     where: { id: workspaceId },

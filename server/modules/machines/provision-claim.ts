@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { releaseWorkspaceClaim, renewWorkspaceClaim } from "@/server/modules/workspace/workspace-claim.data";
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -32,6 +33,7 @@ export async function claimProvision(
   workspaceId: string,
   heldForMs: number,
   log: Logger,
+  db: Db,
 ): Promise<ProvisionClaim | null> {
   const holder = `${processTag}:${randomUUID()}`;
   liveHolders.add(holder);
@@ -41,6 +43,7 @@ export async function claimProvision(
       workspaceId,
       { holder, processTag, live: () => [...liveHolders] },
       heldForMs,
+      db,
     );
   } finally {
     if (!taken) liveHolders.delete(holder);
@@ -48,7 +51,7 @@ export async function claimProvision(
   if (!taken) return null;
   const renewing = setInterval(
     () => {
-      renewWorkspaceClaim("provision", workspaceId, holder, heldForMs).then(
+      renewWorkspaceClaim("provision", workspaceId, holder, heldForMs, db).then(
         (held) => {
           if (!held) log.warn({ workspaceId }, "the provision claim was taken over while this run created");
         },
@@ -64,7 +67,7 @@ export async function claimProvision(
       clearInterval(renewing);
       // Cleared already when the run changed the state; otherwise the next run need not wait for a lapse
       // (and if this fails too, this process' next run takes its own ended claim over at once).
-      await releaseWorkspaceClaim("provision", workspaceId, holder).catch(() => undefined);
+      await releaseWorkspaceClaim("provision", workspaceId, holder, db).catch(() => undefined);
       liveHolders.delete(holder);
     },
   };
@@ -74,10 +77,14 @@ export async function claimProvision(
  * Waits while another run holds a live claim on `workspaceId`: until its state changes, its claim is
  * let go or lapses. Aborted by `signal` (shutdown, a lost job lock) with the signal's reason.
  */
-export async function waitForProvisionClaim(workspaceId: string, signal?: AbortSignal): Promise<void> {
+export async function waitForProvisionClaim(
+  workspaceId: string,
+  signal: AbortSignal | undefined,
+  db: Db,
+): Promise<void> {
   for (;;) {
     signal?.throwIfAborted();
-    const claim = await readProvisionClaim(workspaceId);
+    const claim = await readProvisionClaim(workspaceId, db);
     if (!claim || claim.state !== "PROVISIONING" || !claim.holder || !claim.heldUntil) return;
     const lapsesIn = claim.heldUntil.getTime() - Date.now();
     const ownEnded = claim.holder.startsWith(`${processTag}:`) && !liveHolders.has(claim.holder);

@@ -1,7 +1,8 @@
+import type { Db } from "@/server/db";
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { Job } from "bullmq";
 import { z } from "zod";
-import { attachTracker } from "@/server/modules/metrics/attach-tracker";
+import type { AttachTracker } from "@/server/modules/metrics/attach-tracker";
 import { STAGE_PATHS } from "@/server/modules/metrics/stage-sample.schema";
 import type { Logger } from "@/server/logger";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
@@ -9,7 +10,7 @@ import { createEnqueue } from "@/server/queue/enqueue";
 import type { QueueSet } from "@/server/queue/queues";
 import { deterministicJobId } from "@/server/queue/types";
 import { AppError, isAppError } from "@/server/shared/errors";
-import { defaultQuotaDeps, precheckProvision, type QuotaDeps } from "@/server/modules/quota/quota.service";
+import { precheckProvision, type QuotaDeps } from "@/server/modules/quota/quota.service";
 import type { EnsureProvisioned, ProvisionedMachine } from "@/server/engine/record-attacher";
 import type { WorkspaceSpec } from "@/server/workspace/drivers/driver";
 import {
@@ -21,6 +22,8 @@ import { handleOfRecord } from "@/server/modules/workspace/workspace-spec";
 const ZProvisionResult = z.object({ path: z.enum(STAGE_PATHS).optional() });
 
 export type ProvisionGateDeps = {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   queues: QueueSet<BerthJobCatalog>;
   /** How long one call waits for the workers before answering UNAVAILABLE. */
   waitMs: number;
@@ -30,8 +33,10 @@ export type ProvisionGateDeps = {
    */
   checkEveryMs?: number;
   log: Logger;
-  /** Quota checks before a provision is asked for (default: the installation's, built on first use). */
-  quota?: QuotaDeps;
+  /** Quota checks before a provision is asked for (the root's, built on first use). */
+  quota: () => QuotaDeps;
+  /** Where the path the workers took is noted for this process' attach timing (the root's tracker). */
+  attachTracker: () => AttachTracker;
 };
 
 const DEFAULT_CHECK_EVERY_MS = 2_000;
@@ -84,18 +89,18 @@ function provisionedRecord(record: WorkspaceRecord): ProvisionedMachine {
  * try again after a failure (which stays recorded on the workspace: state FAILED, error, event) or a stop.
  */
 export function createProvisionGate(deps: ProvisionGateDeps): EnsureProvisioned {
+  const { db } = deps;
   const enqueue = createEnqueue(deps.queues);
-  let quota = deps.quota;
   // Refused before any job or backend call: live workspaces, budget, provisions per minute. The worker's
   // transition is the admission itself (atomic); this only answers the caller at once, with the limit.
   const precheck = (spec: WorkspaceSpec) =>
-    precheckProvision(spec.tenantId, spec.workspaceId, (quota ??= defaultQuotaDeps()));
+    precheckProvision(spec.tenantId, spec.workspaceId, deps.quota(), db);
   return async (spec, options = {}) => {
     // Two rounds at most: the job we waited for may have finished (and been removed) in between, in which
     // case the record, not the job, says whether the workspace is ready.
     for (let round = 0; ; round++) {
       const record =
-        (round === 0 && !options.machineGone && takeRecordRead(spec)) || (await currentRecord(spec));
+        (round === 0 && !options.machineGone && takeRecordRead(spec)) || (await currentRecord(spec, db));
       // A READY record whose machine an attach found gone is not ready: the workers look first.
       const trustReady = !(options.machineGone && round === 0);
       if (record.state === "READY" && trustReady) return machineOf(record);
@@ -104,11 +109,11 @@ export function createProvisionGate(deps: ProvisionGateDeps): EnsureProvisioned 
       if (record.state !== "PROVISIONING" && record.state !== "READY") await precheck(spec);
       try {
         await provisionOnce(spec, record.state, options.machineGone === true);
-        const after = await currentRecord(spec);
+        const after = await currentRecord(spec, db);
         if (after.state === "READY") return provisionedRecord(after);
         throw new Error(`the provision job finished but the workspace is ${after.state}`);
       } catch (error) {
-        const after = await currentRecord(spec);
+        const after = await currentRecord(spec, db);
         if (after.state === "READY") return provisionedRecord(after);
         // The worker refused it at admission (another replica took the last slot meanwhile): the typed
         // refusal, not "try again shortly".
@@ -156,7 +161,7 @@ export function createProvisionGate(deps: ProvisionGateDeps): EnsureProvisioned 
       if (remaining <= 0) throw new Error(`no provision result within ${deps.waitMs} ms`);
       const finished = await waitForEvent(job, Math.min(checkEveryMs, remaining));
       if (finished) return notePath(spec.workspaceId, finished.result);
-      const record = await currentRecord(spec).catch(rethrowIfDefinite);
+      const record = await currentRecord(spec, db).catch(rethrowIfDefinite);
       // READY means done, except for a machine found gone: its record stays READY until the job runs.
       if (record?.state === "READY" && !machineGone) return;
       const outcome = await jobOutcome(jobId).catch(() => "unknown" as const);
@@ -183,7 +188,7 @@ export function createProvisionGate(deps: ProvisionGateDeps): EnsureProvisioned 
   function notePath(workspaceId: string, result: unknown): void {
     const parsed = ZProvisionResult.safeParse(result);
     if (parsed.success && parsed.data.path) {
-      attachTracker().noteProvisioned(workspaceId, { path: parsed.data.path, readyAt: Date.now() });
+      deps.attachTracker().noteProvisioned(workspaceId, { path: parsed.data.path, readyAt: Date.now() });
     }
   }
 
@@ -221,8 +226,8 @@ function isConnectionTrouble(error: Error): boolean {
   );
 }
 
-async function currentRecord(spec: WorkspaceSpec): Promise<WorkspaceRecord> {
-  const record = await findWorkspaceRecordForSystem(spec.workspaceId);
+async function currentRecord(spec: WorkspaceSpec, db: Db): Promise<WorkspaceRecord> {
+  const record = await findWorkspaceRecordForSystem(spec.workspaceId, db);
   if (!record || record.tenantId !== spec.tenantId) {
     throw new AppError(
       "NOT_FOUND",

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { z } from "zod";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
 import type { Logger } from "@/server/logger";
@@ -38,13 +39,14 @@ const STUCK_AFTER_MS = 10 * 60_000;
  * reporting what it did.
  */
 export async function reconcileWorkspaces(
-  deps: Pick<WorkspaceJobDeps, "drivers" | "requestProvision" | "requestStop">,
+  deps: Pick<WorkspaceJobDeps, "db" | "drivers" | "requestProvision" | "requestStop">,
   payload: z.output<typeof ZWorkspaceReconcilePayload>,
   log: Logger,
   /** The job's signal: an orphan folder is reaped in yielding batches that stop at it (shutdown). */
   run: { signal?: AbortSignal | undefined } = {},
   now = new Date(),
 ): Promise<ReconcileReport> {
+  const { db } = deps;
   const report: ReconcileReport = {
     dryRun: payload.dryRun,
     reapedOrphans: [],
@@ -52,7 +54,7 @@ export async function reconcileWorkspaces(
     prunedImages: [],
     resumed: [],
   };
-  for (const driver of deps.drivers.all) await reconcileDriver(driver, payload, report, log, run.signal);
+  for (const driver of deps.drivers.all) await reconcileDriver(driver, payload, report, log, run.signal, db);
   await resumeStuckTransitions(deps, payload, report, now);
   const changes =
     report.reapedOrphans.length +
@@ -70,24 +72,30 @@ export async function reconcileWorkspaces(
  * the transition (provision and stop both resume an interrupted run), and an event says why.
  */
 async function resumeStuckTransitions(
-  deps: Pick<WorkspaceJobDeps, "requestProvision" | "requestStop">,
+  deps: Pick<WorkspaceJobDeps, "db" | "requestProvision" | "requestStop">,
   payload: z.output<typeof ZWorkspaceReconcilePayload>,
   report: ReconcileReport,
   now: Date,
 ): Promise<void> {
+  const { db } = deps;
   const before = new Date(now.getTime() - (payload.stuckAfterMs ?? STUCK_AFTER_MS));
-  for (const record of await listStuckTransitionsForSystem(before)) {
+  for (const record of await listStuckTransitionsForSystem(before, db)) {
     const state = record.state === "PROVISIONING" ? "PROVISIONING" : "STOPPING";
     const since = record.stateChangedAt.toISOString();
     report.resumed.push({ workspaceId: record.id, state, since });
     if (payload.dryRun) continue;
-    const scope = await resolveSystemTenantScope(record.tenantId, { allowSuspended: true });
+    const scope = await resolveSystemTenantScope(record.tenantId, { allowSuspended: true }, db);
     const reason = `reconcile: ${state} since ${since}; its job enqueued again (a live one is joined)`;
-    await appendWorkspaceEvent(scope, record.id, {
-      kind: state === "PROVISIONING" ? "provisioning" : "stopping",
-      reason,
-      data: { stuckSince: since },
-    });
+    await appendWorkspaceEvent(
+      scope,
+      record.id,
+      {
+        kind: state === "PROVISIONING" ? "provisioning" : "stopping",
+        reason,
+        data: { stuckSince: since },
+      },
+      db,
+    );
     const ref = { tenantId: record.tenantId, workspaceId: record.id, reason };
     await (state === "PROVISIONING" ? deps.requestProvision(ref) : deps.requestStop(ref));
   }
@@ -99,15 +107,18 @@ async function reconcileDriver(
   report: ReconcileReport,
   log: Logger,
   signal: AbortSignal | undefined,
+  db: Db,
 ): Promise<void> {
-  const records = new Map((await listLiveRecordsForSystem(driver.kind)).map((record) => [record.id, record]));
+  const records = new Map(
+    (await listLiveRecordsForSystem(driver.kind, db)).map((record) => [record.id, record]),
+  );
   for (const resource of await driver.listResources()) {
     const record = resource.workspaceId === null ? undefined : records.get(resource.workspaceId);
     if (record && record.tenantId === resource.tenantId) continue;
     // Re-check right before reaping: a record may have been created since the listing (on any backend:
     // host-folder backends share the base dir's layout).
     const fresh =
-      resource.workspaceId === null ? null : await findWorkspaceRecordForSystem(resource.workspaceId);
+      resource.workspaceId === null ? null : await findWorkspaceRecordForSystem(resource.workspaceId, db);
     if (fresh && fresh.state !== "PURGED" && fresh.tenantId === resource.tenantId) continue;
     // A reap stopped half-way (shutdown) is finished by the next reconcile: the folder is still an orphan.
     if (!payload.dryRun) await driver.reap(resource, { signal });
@@ -122,14 +133,19 @@ async function reconcileDriver(
     if (await driver.exists(specOfRecord(record))) continue;
     report.markedVanished.push(record.id);
     if (payload.dryRun) continue;
-    const scope = await resolveSystemTenantScope(record.tenantId, { allowSuspended: true });
-    await transitionFrom(scope, record.id, {
-      from: ["READY", "STOPPED"],
-      to: "FAILED",
-      reason: "reconcile: backend resources vanished",
-      error: "backend resources vanished",
-    })
-      .then(() => recordDataLostEvent(scope, record, "reconcile found its machine gone"))
+    const scope = await resolveSystemTenantScope(record.tenantId, { allowSuspended: true }, db);
+    await transitionFrom(
+      scope,
+      record.id,
+      {
+        from: ["READY", "STOPPED"],
+        to: "FAILED",
+        reason: "reconcile: backend resources vanished",
+        error: "backend resources vanished",
+      },
+      db,
+    )
+      .then(() => recordDataLostEvent(scope, record, "reconcile found its machine gone", db))
       .catch((error: unknown) =>
         log.warn({ err: error, workspaceId: record.id }, "could not mark a vanished workspace"),
       );

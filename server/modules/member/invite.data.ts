@@ -3,7 +3,7 @@ import type { Prisma } from "@/generated/prisma/client";
 import type { GateTenantStatus } from "@/server/auth/gate.data";
 import type { TenantRole } from "@/server/auth/roles";
 import type { TenantScope } from "@/server/auth/scope";
-import { type DbClient, getDb, isUniqueViolation } from "@/server/db";
+import { type Db, type DbClient, isUniqueViolation } from "@/server/db";
 import type { InviteDTO, InvitePreview } from "@/server/modules/member/invite.types";
 import { createKeyTaken } from "@/server/shared/idempotency";
 import { currentRequestMeta } from "@/server/shared/request-meta";
@@ -57,7 +57,7 @@ export async function insertInvite(
     /** `scopedCreateKey` of the request's idempotency key (unique per tenant). */
     createKey?: string | null;
   },
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<InviteDTO> {
   const row = await db.inviteLink
     .create({ data: { tenantId: scope.tenantId, ...input }, select: inviteSelect })
@@ -76,7 +76,7 @@ export async function insertInvite(
 export async function findInviteByCreateKey(
   scope: TenantScope,
   createKey: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<{ invite: InviteDTO; tokenHash: string } | null> {
   const row = await db.inviteLink.findUnique({
     where: { tenantId_createKey: { tenantId: scope.tenantId, createKey } },
@@ -88,7 +88,7 @@ export async function findInviteByCreateKey(
 }
 
 /** The tenant's invitations, newest first (the last 100: pending ones and recent history). */
-export async function listInvites(scope: TenantScope, db: DbClient = getDb()): Promise<InviteDTO[]> {
+export async function listInvites(scope: TenantScope, db: DbClient): Promise<InviteDTO[]> {
   const rows = await db.inviteLink.findMany({
     where: { tenantId: scope.tenantId },
     select: inviteSelect,
@@ -99,7 +99,7 @@ export async function listInvites(scope: TenantScope, db: DbClient = getDb()): P
 }
 
 /** Revokes a pending invitation; false when there is none with that id (or it is no longer pending). */
-export async function revokeInvite(scope: TenantScope, id: string, db: DbClient = getDb()): Promise<boolean> {
+export async function revokeInvite(scope: TenantScope, id: string, db: DbClient): Promise<boolean> {
   const { count } = await db.inviteLink.updateMany({
     where: { id, tenantId: scope.tenantId, acceptedAt: null, revokedAt: null },
     data: { revokedAt: new Date() },
@@ -113,7 +113,7 @@ export async function revokeInvite(scope: TenantScope, id: string, db: DbClient 
  */
 export async function findPendingInvite(
   tokenHash: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<(InvitePreview & { id: string; tenantId: string; tenantStatus: GateTenantStatus }) | null> {
   const row = await db.inviteLink.findFirst({
     where: { tokenHash, acceptedAt: null, revokedAt: null, expiresAt: { gt: new Date() } },
@@ -158,7 +158,7 @@ export async function acceptInviteAsNewUser(
     email: string;
     passwordHash: string;
   },
-  db = getDb(),
+  db: Db,
 ): Promise<AcceptOutcome> {
   const userId = randomUUID();
   return db

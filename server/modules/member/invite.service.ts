@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { createHash, createHmac, randomBytes } from "node:crypto";
 import type { z } from "zod";
 import type { BerthAuth } from "@/server/auth/auth";
@@ -5,7 +6,7 @@ import { assertCan, canGrantRole } from "@/server/auth/policy";
 import type { TenantRole } from "@/server/auth/roles";
 import type { TenantScope } from "@/server/auth/scope";
 import { assertTenantAdmits } from "@/server/auth/tenant-suspension";
-import { getConfig } from "@/server/config/config";
+import type { BerthConfig } from "@/server/config/config";
 import { appendAuditLog } from "@/server/modules/audit/audit.data";
 import { announceChange } from "@/server/modules/live/change-feed";
 import {
@@ -45,7 +46,8 @@ const goneError = () =>
 export async function createInvite(
   scope: TenantScope,
   raw: z.input<typeof ZInviteCreateRequest>,
-  deps: LinkSecret = {},
+  deps: LinkSecret,
+  db: Db,
 ): Promise<{ invite: InviteDTO; token: string }> {
   assertCan(scope, "member:manage");
   const input = parseInput(ZInviteCreateRequest, raw);
@@ -60,28 +62,34 @@ export async function createInvite(
     });
   }
   const { idempotencyKey, ...link } = input;
-  if (!idempotencyKey) return issueInviteLink(scope, { ...link, createdById: scope.userId });
+  if (!idempotencyKey) return issueInviteLink(scope, { ...link, createdById: scope.userId }, deps, db);
   const createKey = scopedCreateKey(scope, idempotencyKey);
-  const earlier = await replayInvite(scope, createKey, deps);
+  const earlier = await replayInvite(scope, createKey, deps, db);
   if (earlier) return earlier;
   try {
-    return await issueInviteLink(scope, { ...link, createdById: scope.userId }, { createKey, ...deps });
+    return await issueInviteLink(scope, { ...link, createdById: scope.userId }, { createKey, ...deps }, db);
   } catch (error) {
     // The same key raced in concurrently (a double click): the unique index let one through.
-    const winner = isCreateKeyTaken(error) ? await replayInvite(scope, createKey, deps) : null;
+    const winner = isCreateKeyTaken(error) ? await replayInvite(scope, createKey, deps, db) : null;
     if (winner) return winner;
     throw error;
   }
 }
 
-type LinkSecret = { linkSecret?: () => string };
+/** The server's secret keyed invitation links are derived from (the root's `secrets.authSecret`). */
+export type LinkSecret = { linkSecret: () => string };
+
+/** The link secret of a root's configuration. */
+export function inviteLinkSecret(config: Pick<BerthConfig, "secrets">): LinkSecret {
+  return { linkSecret: () => config.secrets.authSecret };
+}
 
 /**
  * A keyed invitation's token is derived (HMAC of the server's secret) from the tenant and the scoped key, so
  * a replay can show the same link again while the database still holds only its hash.
  */
 function keyedToken(scope: TenantScope, createKey: string, deps: LinkSecret): string {
-  const secret = (deps.linkSecret ?? (() => getConfig().secrets.authSecret))();
+  const secret = deps.linkSecret();
   const mac = createHmac("sha256", secret).update(`berth:invite-link:v1:${scope.tenantId}:${createKey}`);
   return `${TOKEN_PREFIX}${mac.digest().subarray(0, 24).toString("base64url")}`;
 }
@@ -91,8 +99,9 @@ export async function replayInvite(
   scope: TenantScope,
   createKey: string,
   deps: LinkSecret,
+  db: Db,
 ): Promise<{ invite: InviteDTO; token: string } | null> {
-  const first = await findInviteByCreateKey(scope, createKey);
+  const first = await findInviteByCreateKey(scope, createKey, db);
   if (!first) return null;
   assertKeyInWindow(first.invite.createdAt);
   const token = keyedToken(scope, createKey, deps);
@@ -114,57 +123,70 @@ export async function replayInvite(
 export async function issueInviteLink(
   scope: TenantScope,
   input: { role: TenantRole; note: string; expiresInHours: number; createdById: string },
-  keyed: { createKey?: string } & LinkSecret = {},
+  keyed: { createKey?: string } & LinkSecret,
+  db: Db,
 ): Promise<{ invite: InviteDTO; token: string }> {
   const token = keyed.createKey
     ? keyedToken(scope, keyed.createKey, keyed)
     : `${TOKEN_PREFIX}${randomBytes(24).toString("base64url")}`;
-  const invite = await insertInvite(scope, {
-    tokenHash: hashInviteToken(token),
-    createKey: keyed.createKey ?? null,
-    role: input.role,
-    note: input.note,
-    createdById: input.createdById,
-    expiresAt: new Date(Date.now() + input.expiresInHours * 3600_000),
-  });
+  const invite = await insertInvite(
+    scope,
+    {
+      tokenHash: hashInviteToken(token),
+      createKey: keyed.createKey ?? null,
+      role: input.role,
+      note: input.note,
+      createdById: input.createdById,
+      expiresAt: new Date(Date.now() + input.expiresInHours * 3600_000),
+    },
+    db,
+  );
   announceChange(scope.tenantId, { topic: "invitation" });
-  await appendAuditLog(scope, {
-    action: "member.invite",
-    targetType: "invitation",
-    targetId: invite.id,
-    outcome: "success",
-    details: { role: input.role, expiresAt: invite.expiresAt.toISOString() },
-  });
+  await appendAuditLog(
+    scope,
+    {
+      action: "member.invite",
+      targetType: "invitation",
+      targetId: invite.id,
+      outcome: "success",
+      details: { role: input.role, expiresAt: invite.expiresAt.toISOString() },
+    },
+    db,
+  );
   return { invite, token };
 }
 
-export async function listTenantInvites(scope: TenantScope): Promise<InviteDTO[]> {
+export async function listTenantInvites(scope: TenantScope, db: Db): Promise<InviteDTO[]> {
   assertCan(scope, "member:manage");
-  return listInvites(scope);
+  return listInvites(scope, db);
 }
 
-export async function revokeInvite(scope: TenantScope, inviteId: string): Promise<void> {
+export async function revokeInvite(scope: TenantScope, inviteId: string, db: Db): Promise<void> {
   assertCan(scope, "member:manage");
-  if (!(await revokeInviteRow(scope, inviteId))) {
+  if (!(await revokeInviteRow(scope, inviteId, db))) {
     throw new AppError("NOT_FOUND", `no pending invitation ${inviteId}`, {
       userMessage: "No pending invitation with this id.",
     });
   }
   announceChange(scope.tenantId, { topic: "invitation" });
-  await appendAuditLog(scope, {
-    action: "member.invite-revoke",
-    targetType: "invitation",
-    targetId: inviteId,
-    outcome: "success",
-  });
+  await appendAuditLog(
+    scope,
+    {
+      action: "member.invite-revoke",
+      targetType: "invitation",
+      targetId: inviteId,
+      outcome: "success",
+    },
+    db,
+  );
 }
 
 /**
  * What the invitation page shows (tenant name, role, expiry); NOT_FOUND for a used, revoked or expired link,
  * FORBIDDEN `tenant_suspended` while an operator has the tenant suspended (the link works again on resume).
  */
-export async function previewInvite(token: string): Promise<InvitePreview> {
-  const invite = await findPendingInvite(hashInviteToken(parseInput(ZInviteToken, token)));
+export async function previewInvite(token: string, db: Db): Promise<InvitePreview> {
+  const invite = await findPendingInvite(hashInviteToken(parseInput(ZInviteToken, token)), db);
   if (!invite) throw goneError();
   assertTenantAdmits(invite.tenantId, invite.tenantStatus);
   return { tenantName: invite.tenantName, role: invite.role, expiresAt: invite.expiresAt };
@@ -180,22 +202,26 @@ export async function acceptInvite(
   auth: BerthAuth,
   /** Validated here (`ZInviteAcceptRequest`): it comes straight from a public request body. */
   raw: unknown,
+  db: Db,
 ): Promise<{ tenantSlug: string; email: string }> {
   // This body reaches no tRPC input middleware: refuse what Postgres cannot store here (NUL, lone surrogate).
   assertNoUnsafeStrings(raw);
   const input = parseInput(ZInviteAcceptRequest, raw);
-  const invite = await findPendingInvite(hashInviteToken(input.token));
+  const invite = await findPendingInvite(hashInviteToken(input.token), db);
   if (!invite) throw goneError();
   assertTenantAdmits(invite.tenantId, invite.tenantStatus);
   const passwordHash = await (await auth.$context).password.hash(input.password);
-  const outcome = await acceptInviteAsNewUser({
-    inviteId: invite.id,
-    tenantId: invite.tenantId,
-    role: invite.role,
-    name: input.name,
-    email: input.email,
-    passwordHash,
-  });
+  const outcome = await acceptInviteAsNewUser(
+    {
+      inviteId: invite.id,
+      tenantId: invite.tenantId,
+      role: invite.role,
+      name: input.name,
+      email: input.email,
+      passwordHash,
+    },
+    db,
+  );
   switch (outcome.kind) {
     case "gone":
       throw goneError();

@@ -29,13 +29,17 @@ export async function changeMemberRole(
   }
   const member = await updateMemberRole(scope, userId, role, db);
   announceChange(scope.tenantId, { topic: "member", userId });
-  await appendAuditLog(scope, {
-    action: "member.role-change",
-    targetType: "user",
-    targetId: userId,
-    outcome: "success",
-    details: { from: target.role, to: role },
-  });
+  await appendAuditLog(
+    scope,
+    {
+      action: "member.role-change",
+      targetType: "user",
+      targetId: userId,
+      outcome: "success",
+      details: { from: target.role, to: role },
+    },
+    db,
+  );
   return member;
 }
 
@@ -49,12 +53,16 @@ export async function removeMember(db: Db, scope: TenantScope, userId: string): 
   }
   await removeMemberRow(scope, userId, db);
   announceChange(scope.tenantId, { topic: "member", userId });
-  await appendAuditLog(scope, {
-    action: "member.remove",
-    targetType: "user",
-    targetId: userId,
-    outcome: "success",
-  });
+  await appendAuditLog(
+    scope,
+    {
+      action: "member.remove",
+      targetType: "user",
+      targetId: userId,
+      outcome: "success",
+    },
+    db,
+  );
 }
 
 /** The tenant's members with their roles. */

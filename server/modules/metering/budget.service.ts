@@ -1,3 +1,4 @@
+import type { Db, DbClient } from "@/server/db";
 import type { MeteringRate, QuotaConfig } from "@/server/config/quotas";
 import type { Logger } from "@/server/logger";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
@@ -36,8 +37,13 @@ export function spendOf(sums: UsageSums, rates: Rates): number {
   return total;
 }
 
-export async function monthSpend(tenantId: string, rates: Rates, now = new Date()): Promise<number> {
-  return spendOf(await sumUsageSince(tenantId, monthOf(now).start), rates);
+export async function monthSpend(
+  tenantId: string,
+  rates: Rates,
+  now = new Date(),
+  db: DbClient,
+): Promise<number> {
+  return spendOf(await sumUsageSince(tenantId, monthOf(now).start, undefined, db), rates);
 }
 
 export type BudgetEvaluation = { tenantId: string; alerts: number[]; stopped: string[] };
@@ -55,22 +61,23 @@ export async function evaluateBudgets(
     log: Logger;
   },
   now = new Date(),
+  db: Db,
 ): Promise<BudgetEvaluation[]> {
   const results: BudgetEvaluation[] = [];
   for (const tenantId of tenantIds) {
-    const quota = await getTenantQuota(tenantId);
+    const quota = await getTenantQuota(tenantId, db);
     const budget = quota.monthlyBudgetUnits;
     if (budget === null) continue;
-    const spent = await monthSpend(tenantId, deps.rates, now);
+    const spent = await monthSpend(tenantId, deps.rates, now, db);
     const percentUsed = budget === 0 ? Infinity : (spent / budget) * 100;
     const month = monthOf(now).label;
     const result: BudgetEvaluation = { tenantId, alerts: [], stopped: [] };
     for (const percent of quota.budgetAlertPercents) {
       if (percentUsed < percent) continue;
-      if (!(await claimBudgetAlert({ tenantId, month, percent, spentUnits: spent, budgetUnits: budget })))
+      if (!(await claimBudgetAlert({ tenantId, month, percent, spentUnits: spent, budgetUnits: budget }, db)))
         continue;
       result.alerts.push(percent);
-      const scope = await resolveSystemTenantScope(tenantId);
+      const scope = await resolveSystemTenantScope(tenantId, {}, db);
       await recordAudit(scope, {
         action: "budget.threshold",
         targetType: "tenant",
@@ -88,7 +95,7 @@ export async function evaluateBudgets(
       });
     }
     if (percentUsed >= 100 && quota.budgetHardStop && quota.budgetStopWorkspaces) {
-      for (const workspaceId of await listReadyWorkspaceIds(tenantId)) {
+      for (const workspaceId of await listReadyWorkspaceIds(tenantId, db)) {
         await deps.requestStop({
           tenantId,
           workspaceId,

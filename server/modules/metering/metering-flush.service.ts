@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { Redis } from "ioredis";
 import type { QuotaConfig } from "@/server/config/quotas";
 import type { Logger } from "@/server/logger";
@@ -13,18 +14,26 @@ const ACCRUAL_EVERY_MS = 5 * 60_000;
  * the budgets of the tenants whose usage it wrote (alerts once, stops when asked).
  */
 export async function runMeteringFlush(deps: {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   redis: Redis;
   redisPrefix: string;
   quotas: QuotaConfig;
   requestStop: (payload: { tenantId: string; workspaceId: string; reason: string }) => Promise<unknown>;
   log: Logger;
 }): Promise<MeteringFlushResult & { accrued: number; budgets: BudgetEvaluation[] }> {
-  const accrued = await accrueRunningWorkspaces(new Date(Date.now() - ACCRUAL_EVERY_MS), 500);
-  const flushed = await flushMeteringBuffer(deps);
-  const budgets = await evaluateBudgets(flushed.tenantIds, {
-    rates: deps.quotas.rates,
-    requestStop: deps.requestStop,
-    log: deps.log,
-  });
+  const { db } = deps;
+  const accrued = await accrueRunningWorkspaces(new Date(Date.now() - ACCRUAL_EVERY_MS), 500, db);
+  const flushed = await flushMeteringBuffer(deps, db);
+  const budgets = await evaluateBudgets(
+    flushed.tenantIds,
+    {
+      rates: deps.quotas.rates,
+      requestStop: deps.requestStop,
+      log: deps.log,
+    },
+    undefined,
+    db,
+  );
   return { ...flushed, accrued, budgets };
 }

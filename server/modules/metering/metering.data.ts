@@ -1,11 +1,11 @@
 import type { Prisma } from "@/generated/prisma/client";
-import { type DbClient, getDb } from "@/server/db";
+import { type DbClient } from "@/server/db";
 import type { TUsageEntry, UsageSums } from "./metering.types";
 
 /** The metering ledger (UsageRecord) and the budget alerts: the only Prisma importer of the module. */
 
 /** Inserts entries, skipping ids already stored (a retried flush); returns the rows inserted. */
-export async function insertUsageRecords(entries: TUsageEntry[], db: DbClient = getDb()): Promise<number> {
+export async function insertUsageRecords(entries: TUsageEntry[], db: DbClient): Promise<number> {
   if (entries.length === 0) return 0;
   const { count } = await db.usageRecord.createMany({ data: entries, skipDuplicates: true });
   return count;
@@ -20,7 +20,7 @@ export async function sumUsageSince(
   tenantId: string,
   since: Date,
   filter: { sessionId?: string; agentId?: string } = {},
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<UsageSums> {
   const rows = await db.usageRecord.groupBy({
     by: ["kind", "backend"],
@@ -37,14 +37,14 @@ export async function sumUsageSince(
 /** Records that `percent` of the month's budget was crossed; false when it already was (fires once). */
 export async function claimBudgetAlert(
   alert: { tenantId: string; month: string; percent: number; spentUnits: number; budgetUnits: number },
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<boolean> {
   const { count } = await db.budgetAlert.createMany({ data: [alert], skipDuplicates: true });
   return count === 1;
 }
 
 /** The tenant's READY workspaces (a budget stop stops them). */
-export async function listReadyWorkspaceIds(tenantId: string, db: DbClient = getDb()): Promise<string[]> {
+export async function listReadyWorkspaceIds(tenantId: string, db: DbClient): Promise<string[]> {
   const rows = await db.workspace.findMany({ where: { tenantId, state: "READY" }, select: { id: true } });
   return rows.map((row) => row.id);
 }

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { Redis } from "ioredis";
 import { enqueue } from "@/server/queue/enqueue";
 import { getQueues } from "@/server/queue/queues";
@@ -61,9 +62,10 @@ export async function flushMeteringBuffer(
     batchSize?: number;
     maxBatches?: number;
   },
+  db: Db,
 ): Promise<MeteringFlushResult> {
   const keys = { buffer: bufferKey(deps.redisPrefix), inflight: inflightKey(deps.redisPrefix) };
-  const write = deps.write ?? ((entries: TUsageEntry[]) => insertUsageRecords(entries));
+  const write = deps.write ?? ((entries: TUsageEntry[]) => insertUsageRecords(entries, db));
   const tenantIds = new Set<string>();
   let written = 0;
   let batches = 0;

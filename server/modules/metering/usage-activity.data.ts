@@ -1,4 +1,4 @@
-import { type DbClient, getDb } from "@/server/db";
+import { type DbClient } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 
 /** The ledger read for the Overview's pictures: tokens per day and the agents that used the most. */
@@ -6,11 +6,7 @@ import type { TenantScope } from "@/server/auth/scope";
 export type TokenDay = { at: Date; input: number; output: number };
 
 /** Input and output tokens of the tenant per UTC day since `from`; only days with usage come back. */
-export async function tokensPerDay(
-  scope: TenantScope,
-  from: Date,
-  db: DbClient = getDb(),
-): Promise<TokenDay[]> {
+export async function tokensPerDay(scope: TenantScope, from: Date, db: DbClient): Promise<TokenDay[]> {
   // usage_records.at is a UTC timestamp without a zone: date_trunc on it is already a UTC day.
   const rows = await db.$queryRaw<{ day: Date; input: number | null; output: number | null }[]>`
     SELECT date_trunc('day', at) AS day,
@@ -30,7 +26,7 @@ export async function topAgentsByUsage(
   scope: TenantScope,
   from: Date,
   limit: number,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<AgentUsage[]> {
   const rows = await db.$queryRaw<
     { agent_id: string; name: string | null; turns: number | null; tokens: number | null }[]

@@ -1,4 +1,3 @@
-import { processRoot } from "@/server/shared/process-root";
 import type { TStageSampleInput, TStagePath } from "./stage-sample.schema";
 
 /**
@@ -62,9 +61,4 @@ export class AttachTracker {
       { ...base, kind: "attach", stage: "first_answer", durationMs: at - attachedAt, at: new Date(at) },
     ]);
   }
-}
-
-/** TRANSITIONAL: the process root's tracker (server/composition/berth.ts), for code not yet handed it. */
-export function attachTracker(): AttachTracker {
-  return processRoot<{ attachTracker: AttachTracker }>().attachTracker;
 }

@@ -1,5 +1,4 @@
 import type { Queue } from "bullmq";
-import { getQueues } from "@/server/queue/queues";
 import { STAGE_BUCKETS_MS, stageHistograms, workspaceCounts } from "./metrics.data";
 import type { Db } from "@/server/db";
 
@@ -26,11 +25,8 @@ export type MetricFamily =
 const JOB_STATES = ["waiting", "active", "delayed", "prioritized", "failed", "completed"] as const;
 const BOUNDS_SECONDS = STAGE_BUCKETS_MS.map((bound) => bound / 1000);
 
-/** The figures; `queues` defaults to the process' queues (tests pass their own). */
-export async function metricsSnapshot(
-  deps: { queues: readonly Queue[] } = { queues: getQueues().all() },
-  db: Db,
-): Promise<MetricFamily[]> {
+/** The figures, with the job counts of `queues` (the root's: `berth.queues.all()`). */
+export async function metricsSnapshot(deps: { queues: readonly Queue[] }, db: Db): Promise<MetricFamily[]> {
   const workspaces = (await workspaceCounts(db)).map((row) => ({
     labels: { state: row.state, backend: row.backend },
     value: row.count,

@@ -14,8 +14,8 @@ export type OtlpExportDeps = {
   /** Who started the cumulative figures (this process' first export) and what it is. */
   startedAt: Date;
   resource?: Record<string, string>;
-  /** The queues whose counts are exported (default: the process' queues). */
-  queues?: readonly Queue[];
+  /** The queues whose counts are exported (the root's). */
+  queues: readonly Queue[];
 };
 
 /**
@@ -38,15 +38,12 @@ export async function exportMetricsIfDue(
     "NX",
   );
   if (claim !== "OK") return "not-due";
-  const body = otlpMetricsRequest(
-    await metricsSnapshot(deps.queues ? { queues: deps.queues } : undefined, deps.db),
-    {
-      serviceName: config.serviceName,
-      startedAt: deps.startedAt,
-      now: now(),
-      ...(deps.resource ? { resource: deps.resource } : {}),
-    },
-  );
+  const body = otlpMetricsRequest(await metricsSnapshot({ queues: deps.queues }, deps.db), {
+    serviceName: config.serviceName,
+    startedAt: deps.startedAt,
+    now: now(),
+    ...(deps.resource ? { resource: deps.resource } : {}),
+  });
   await sendOtlpMetrics(config, body);
   return "exported";
 }

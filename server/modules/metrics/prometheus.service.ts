@@ -43,8 +43,8 @@ class Exposition {
   }
 }
 
-/** The exposition; `queues` defaults to the process' queues (tests pass their own). */
-export async function renderMetrics(db: Db, deps?: { queues: readonly Queue[] }): Promise<string> {
+/** The exposition, with the job counts of `deps.queues` (the root's). */
+export async function renderMetrics(db: Db, deps: { queues: readonly Queue[] }): Promise<string> {
   const out = new Exposition();
   for (const family of await metricsSnapshot(deps, db)) {
     out.family(family.name, family.type, family.help);

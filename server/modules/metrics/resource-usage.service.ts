@@ -142,8 +142,8 @@ export async function workspaceResources(
   db: Db,
 ): Promise<z.output<typeof ZWorkspaceResourcesView>> {
   assertCan(scope, "workspace:read");
-  const record = await getWorkspace(scope, workspaceId);
-  await assertMayActOnWorkspace(scope, record);
+  const record = await getWorkspace(scope, workspaceId, db);
+  await assertMayActOnWorkspace(scope, record, db);
   let supported = false;
   try {
     supported = deps.drivers.forKind(record.backendKind).usage !== undefined;

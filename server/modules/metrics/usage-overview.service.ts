@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { z } from "zod";
 import { assertCan } from "@/server/auth/policy";
 import type { TenantScope } from "@/server/auth/scope";
@@ -26,12 +27,13 @@ const TOP_AGENTS = 5;
 export async function tenantUsageOverview(
   scope: TenantScope,
   now = Date.now(),
+  db: Db,
 ): Promise<z.output<typeof ZUsageOverview>> {
   assertCan(scope, "tenant:read");
   const today = Math.floor(now / DAY) * DAY;
   const [days, topAgents] = await Promise.all([
-    tokensPerDay(scope, new Date(today - (DAYS - 1) * DAY)),
-    topAgentsByUsage(scope, new Date(now - TOP_AGENTS_DAYS * DAY), TOP_AGENTS),
+    tokensPerDay(scope, new Date(today - (DAYS - 1) * DAY), db),
+    topAgentsByUsage(scope, new Date(now - TOP_AGENTS_DAYS * DAY), TOP_AGENTS, db),
   ]);
   const byDay = new Map(days.map((day) => [day.at.getTime(), day]));
   return {

@@ -110,15 +110,15 @@ function decodeCursor(raw: string): TimelineCursor {
   return { at: new Date(at), rank, key };
 }
 
-async function assertReadable(scope: TenantScope, workspaceId: string): Promise<void> {
+async function assertReadable(scope: TenantScope, workspaceId: string, db: Db): Promise<void> {
   assertCan(scope, "workspace:read");
   // Another tenant's workspace is NOT_FOUND here, and a member sees only their own sessions' ones.
-  await assertMayActOnWorkspace(scope, await getWorkspace(scope, workspaceId));
+  await assertMayActOnWorkspace(scope, await getWorkspace(scope, workspaceId, db), db);
 }
 
 /** The workspace page's stage timings: per-stage figures and its latest provisions stage by stage. */
 export async function workspaceTimings(scope: TenantScope, workspaceId: string, db: Db) {
-  await assertReadable(scope, workspaceId);
+  await assertReadable(scope, workspaceId, db);
   const [stages, provisions] = await Promise.all([
     workspaceStageSummary(scope, workspaceId, db),
     recentProvisionRuns(scope, workspaceId, RECENT_PROVISIONS, db),
@@ -133,7 +133,7 @@ export async function workspaceTimeline(
   input: z.output<typeof ZTimelineQuery>,
   db: Db,
 ): Promise<z.output<typeof ZWorkspaceTimelineView>> {
-  await assertReadable(scope, workspaceId);
+  await assertReadable(scope, workspaceId, db);
   const before = input.cursor ? decodeCursor(input.cursor) : null;
   // One more than asked: it says whether an earlier page exists.
   const rows = await workspaceTimelinePage(scope, workspaceId, { before, limit: input.limit + 1 }, db);
@@ -142,6 +142,7 @@ export async function workspaceTimeline(
   const names = await auditActorNames(
     scope,
     page.flatMap((row) => (row.source === "event" ? [storedActor(row.actor)] : [])),
+    db,
   );
   return {
     items: page.toReversed().map((row) =>

@@ -32,12 +32,15 @@ export async function deleteTenant(
     generation: number | null;
   }[] = [];
   for (const workspaceId of workspaceIds) {
-    const result = await purgeWorkspace(deps, {
-      tenantId: payload.tenantId,
-      workspaceId,
-      reason: "tenant deleted",
-      actor: payload.actor,
-    });
+    const result = await purgeWorkspace(
+      { drivers: deps.drivers, db },
+      {
+        tenantId: payload.tenantId,
+        workspaceId,
+        reason: "tenant deleted",
+        actor: payload.actor,
+      },
+    );
     purged.push({
       workspaceId,
       outcome: result.outcome,

@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
-import { issueInviteLink, replayInvite } from "@/server/modules/member/invite.service";
+import { issueInviteLink, type LinkSecret, replayInvite } from "@/server/modules/member/invite.service";
 import { appendOperatorAudit } from "@/server/modules/operator/operator.data";
 import {
   operatorActorLabel,
@@ -27,7 +27,9 @@ import {
   liveWorkspaceStates,
   transitionTenantStatus,
 } from "@/server/modules/operator/tenant-admin.data";
-import { enqueue } from "@/server/queue/enqueue";
+import type { BerthJobCatalog } from "@/server/queue/catalog";
+import { createEnqueue } from "@/server/queue/enqueue";
+import type { QueueSet } from "@/server/queue/queues";
 import { AppError } from "@/server/shared/errors";
 import { createOnce } from "@/server/shared/idempotency";
 import { parseInput } from "@/server/shared/parse-input";
@@ -93,12 +95,14 @@ async function inviteOwner(
   actor: OperatorActor,
   tenantId: string,
   link: { note: string; expiresInHours: number; createKey: string | null },
+  secret: LinkSecret,
+  db: Db,
 ) {
-  const scope = await resolveSystemTenantScope(tenantId, { allowSuspended: true });
+  const scope = await resolveSystemTenantScope(tenantId, { allowSuspended: true }, db);
   let created = false;
   const { invite, token } = await createOnce(link.createKey, {
     earlier: async (createKey) => {
-      const first = await replayInvite(scope, createKey, {});
+      const first = await replayInvite(scope, createKey, secret, db);
       return first ? { result: first, createdAt: first.invite.createdAt } : null;
     },
     create: async (createKey) => {
@@ -111,7 +115,8 @@ async function inviteOwner(
           // The operator's user id (tenant admins then see their email on the invitation), or "cli".
           createdById: actor.userId ?? "cli",
         },
-        createKey ? { createKey } : {},
+        createKey ? { createKey, ...secret } : secret,
+        db,
       );
       created = true;
       return issued;
@@ -132,6 +137,7 @@ async function inviteOwner(
 export async function createTenant(
   actor: OperatorActor,
   raw: z.input<typeof ZTenantCreateRequest>,
+  secret: LinkSecret,
   db: Db,
 ): Promise<TenantCreated> {
   const input = parseInput(ZTenantCreateRequest, raw);
@@ -146,7 +152,7 @@ export async function createTenant(
       const first = await findTenantByCreateKey(createKey, db);
       if (!first) return null;
       // The owner's invitation with its derived link; made here when the first create has not made it yet.
-      const { ownerInvite } = await inviteOwner(actor, first.id, ownerLink(createKey));
+      const { ownerInvite } = await inviteOwner(actor, first.id, ownerLink(createKey), secret, db);
       return {
         result: { tenant: await requireTenant(first.id, db), ownerInvite },
         createdAt: first.createdAt,
@@ -160,7 +166,7 @@ export async function createTenant(
           details: { field: "slug" },
         });
       }
-      const { ownerInvite } = await inviteOwner(actor, row.id, ownerLink(createKey));
+      const { ownerInvite } = await inviteOwner(actor, row.id, ownerLink(createKey), secret, db);
       await appendOperatorAudit(
         {
           actor: operatorAuditActor(actor),
@@ -185,6 +191,7 @@ export async function createTenant(
 export async function createOwnerInvite(
   actor: OperatorActor,
   raw: z.input<typeof ZTenantRef> & { note?: string; expiresInHours?: number; idempotencyKey?: string },
+  secret: LinkSecret,
   db: Db,
 ) {
   const { tenantId } = parseInput(ZTenantRef, { tenantId: raw.tenantId });
@@ -194,11 +201,17 @@ export async function createOwnerInvite(
   );
   const tenant = await requireTenant(tenantId, db);
   if (tenant.status === "deleting") throw wrongStatus(tenant, "invite", "active or suspended");
-  const { ownerInvite: invite, created } = await inviteOwner(actor, tenant.id, {
-    note: input.ownerNote,
-    expiresInHours: input.expiresInHours,
-    createKey: input.idempotencyKey ? operatorCreateKey(actor, input.idempotencyKey) : null,
-  });
+  const { ownerInvite: invite, created } = await inviteOwner(
+    actor,
+    tenant.id,
+    {
+      note: input.ownerNote,
+      expiresInHours: input.expiresInHours,
+      createKey: input.idempotencyKey ? operatorCreateKey(actor, input.idempotencyKey) : null,
+    },
+    secret,
+    db,
+  );
   // A replay answers with the first invitation and audits nothing again.
   if (!created) return invite;
   await appendOperatorAudit(
@@ -248,6 +261,8 @@ async function moveTenant(
 export async function suspendTenant(
   actor: OperatorActor,
   raw: z.input<typeof ZTenantSuspendRequest>,
+  /** The root's queues: the stops are jobs. */
+  queues: QueueSet<BerthJobCatalog>,
   db: Db,
 ): Promise<{ tenant: OperatorTenantView; stopsRequested: string[] }> {
   const input = parseInput(ZTenantSuspendRequest, raw);
@@ -263,6 +278,7 @@ export async function suspendTenant(
     db,
   );
   const live = await listTenantWorkspaceIds(tenant.id, { states: liveWorkspaceStates }, db);
+  const enqueue = createEnqueue(queues);
   for (const workspaceId of live) {
     await enqueue("workspace.stop", { tenantId: tenant.id, workspaceId, reason: "tenant suspended" });
   }
@@ -297,6 +313,8 @@ export async function resumeTenant(
 export async function requestTenantDeletion(
   actor: OperatorActor,
   raw: z.input<typeof ZTenantRef>,
+  /** The root's queues: the deletion is a job. */
+  queues: QueueSet<BerthJobCatalog>,
   db: Db,
 ): Promise<{ tenantId: string; jobId: string }> {
   const { tenantId: ref } = parseInput(ZTenantRef, raw);
@@ -317,6 +335,9 @@ export async function requestTenantDeletion(
       db,
     );
   }
-  const job = await enqueue("tenant.delete", { tenantId: tenant.id, actor: operatorActorLabel(actor) });
+  const job = await createEnqueue(queues)("tenant.delete", {
+    tenantId: tenant.id,
+    actor: operatorActorLabel(actor),
+  });
   return { tenantId: tenant.id, jobId: job.id ?? "" };
 }

@@ -26,7 +26,7 @@ export async function setTenantQuotaOverrides(
   const { tenantId: ref, overrides } = parseInput(ZTenantQuotaOverridesRequest, raw);
   const tenant = await findTenantWithUsage(ref, db);
   if (!tenant) throw new AppError("NOT_FOUND", `no tenant ${ref}`, { userMessage: `No tenant ${ref}.` });
-  await saveQuotaOverrides(tenant.id, overrides);
+  await saveQuotaOverrides(tenant.id, overrides, db);
   await appendOperatorAudit(
     {
       actor: operatorAuditActor(actor),
@@ -39,7 +39,7 @@ export async function setTenantQuotaOverrides(
     },
     db,
   );
-  return readTenantUsage(await resolveSystemTenantScope(tenant.id, { allowSuspended: true }), deps);
+  return readTenantUsage(await resolveSystemTenantScope(tenant.id, { allowSuspended: true }, db), deps, db);
 }
 
 /** A tenant's limits (effective value, overridden or the installation's default) and its use, for operators. */
@@ -52,5 +52,5 @@ export async function readTenantQuota(
   const { tenantId: ref } = parseInput(ZTenantRef, raw);
   const tenant = await findTenantWithUsage(ref, db);
   if (!tenant) throw new AppError("NOT_FOUND", `no tenant ${ref}`, { userMessage: `No tenant ${ref}.` });
-  return readTenantUsage(await resolveSystemTenantScope(tenant.id, { allowSuspended: true }), deps);
+  return readTenantUsage(await resolveSystemTenantScope(tenant.id, { allowSuspended: true }, db), deps, db);
 }

@@ -68,8 +68,8 @@ export function createPreviewService(deps: PreviewDeps) {
 
   /** The record when the caller may see the workspace (NOT_FOUND otherwise, whatever the reason). */
   const visibleRecord = async (scope: TenantScope, workspaceId: string) => {
-    const record = await requireWorkspaceRecord(scope, workspaceId);
-    await assertMayActOnWorkspace(scope, record);
+    const record = await requireWorkspaceRecord(scope, workspaceId, db);
+    await assertMayActOnWorkspace(scope, record, db);
     return record;
   };
 
@@ -136,10 +136,12 @@ export function createPreviewService(deps: PreviewDeps) {
       let scope: TenantScope;
       let via: "member" | "share";
       if (shared) {
-        scope = await resolveSystemTenantScope(found.tenantId).catch(() => Promise.reject(notFound()));
+        scope = await resolveSystemTenantScope(found.tenantId, {}, db).catch(() =>
+          Promise.reject(notFound()),
+        );
         via = "share";
       } else if (credentials.principal) {
-        scope = await resolveTenantScope(credentials.principal, found.tenantId).catch(() =>
+        scope = await resolveTenantScope(credentials.principal, found.tenantId, db).catch(() =>
           Promise.reject(notFound()),
         );
         if (!(await memberMaySee(scope, target.workspaceId))) throw notFound();
@@ -156,7 +158,7 @@ export function createPreviewService(deps: PreviewDeps) {
      * running (a preview never starts one: that would make opening a link count as work).
      */
     async openTunnel(scope: TenantScope, target: PreviewTarget): Promise<Duplex> {
-      const record = await requireWorkspaceRecord(scope, target.workspaceId);
+      const record = await requireWorkspaceRecord(scope, target.workspaceId, db);
       if (record.state !== "READY") {
         throw new AppError("CONFLICT", `workspace ${record.id} is ${record.state}`, {
           userMessage: `The workspace is ${record.state.toLowerCase()}: previews need it running. Start it first.`,

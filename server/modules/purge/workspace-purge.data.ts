@@ -1,6 +1,6 @@
 import { Prisma } from "@/generated/prisma/client";
 import type { TenantScope } from "@/server/auth/scope";
-import { type DbClient, getDb } from "@/server/db";
+import { type Db, type DbClient } from "@/server/db";
 import { recordPurgeReceipt } from "@/server/modules/audit/audit.data";
 import type { PurgeReceiptDTO } from "@/server/modules/audit/audit.types";
 import { deleteStoredSkills } from "@/server/modules/quota/skill-storage.data";
@@ -35,7 +35,7 @@ export async function claimPurge(
   scope: TenantScope,
   workspaceId: string,
   claim: { holder: string; generation: number; heldForMs: number; reason: string; requestedBy: string },
-  db = getDb(),
+  db: Db,
 ): Promise<PurgeClaim> {
   let announce: string | null | undefined;
   const claimed = await db.$transaction(async (tx): Promise<PurgeClaim> => {
@@ -92,7 +92,7 @@ export async function storePurgeInventory(
   workspaceId: string,
   holder: string,
   inventory: Record<string, unknown>,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<boolean> {
   const { count } = await db.workspace.updateMany({
     where: { id: workspaceId, state: "PURGING", purgeHolder: holder },
@@ -120,7 +120,7 @@ export async function completePurge(
       checkpointRestores: number;
     }) => Record<string, unknown>;
   },
-  db = getDb(),
+  db: Db,
 ): Promise<PurgeReceiptDTO | null> {
   let announce: string | null | undefined;
   const receipt = await db.$transaction(async (tx) => {

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { releaseWorkspaceClaim, renewWorkspaceClaim } from "@/server/modules/workspace/workspace-claim.data";
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
@@ -68,12 +69,13 @@ function lostClaim(workspaceId: string): AppError {
  * record's was done already.
  */
 export async function purgeWorkspace(
-  deps: { drivers: DriverSet },
+  deps: { drivers: DriverSet; db: Db },
   payload: z.output<typeof ZWorkspacePurgePayload>,
   run: PurgeRun = {},
 ): Promise<{ outcome: "purged" | "already-purged"; receiptId?: string; generation?: number }> {
-  const scope = await resolveSystemTenantScope(payload.tenantId, { allowSuspended: true });
-  const record = await findWorkspaceRecordForSystem(payload.workspaceId);
+  const { db } = deps;
+  const scope = await resolveSystemTenantScope(payload.tenantId, { allowSuspended: true }, db);
+  const record = await findWorkspaceRecordForSystem(payload.workspaceId, db);
   if (!record || record.tenantId !== payload.tenantId) {
     throw new AppError(
       "NOT_FOUND",
@@ -83,13 +85,18 @@ export async function purgeWorkspace(
   const requested = payload.generation ?? record.generation;
   if (record.generation > requested || record.state === "PURGED") return { outcome: "already-purged" };
   const holder = randomUUID();
-  const claim = await claimPurge(scope, record.id, {
-    holder,
-    generation: requested,
-    heldForMs: CLAIM_MS,
-    reason: payload.reason,
-    requestedBy: payload.actor,
-  });
+  const claim = await claimPurge(
+    scope,
+    record.id,
+    {
+      holder,
+      generation: requested,
+      heldForMs: CLAIM_MS,
+      reason: payload.reason,
+      requestedBy: payload.actor,
+    },
+    db,
+  );
   if (claim.outcome === "already-purged") return { outcome: "already-purged" };
   const driver = deps.drivers.forKind(record.backendKind);
   const spec = specOfRecord(record);
@@ -100,7 +107,7 @@ export async function purgeWorkspace(
     let inventory = claim.inventory === null ? null : ZPurgeInventory.parse(claim.inventory);
     if (!inventory) {
       inventory = await inventoryOf(driver, spec);
-      if (!(await storePurgeInventory(record.id, holder, inventory))) throw lostClaim(record.id);
+      if (!(await storePurgeInventory(record.id, holder, inventory, db))) throw lostClaim(record.id);
     }
     // What was running (or may be, after an interrupted purge) stops before its data goes.
     if (["READY", "PROVISIONING", "STOPPING", "PURGING"].includes(claim.from)) await driver.stop(spec);
@@ -110,31 +117,37 @@ export async function purgeWorkspace(
       onProgress: async (progress) => {
         if (Date.now() - renewedAt < CLAIM_RENEW_MS) return;
         renewedAt = Date.now();
-        if (!(await renewWorkspaceClaim("purge", record.id, holder, CLAIM_MS))) throw lostClaim(record.id);
+        if (!(await renewWorkspaceClaim("purge", record.id, holder, CLAIM_MS, db)))
+          throw lostClaim(record.id);
         await run.onProgress?.(progress);
       },
     });
     const finalInventory = inventory;
-    const receipt = await completePurge(scope, record.id, {
-      holder,
-      reason: payload.reason,
-      data: {
-        resources,
-        skills: finalInventory.skills.length,
-        mcpDeclarations: finalInventory.mcpDeclarations.length,
-        nextUse: `provisions generation ${record.generation + 1}`,
-      },
-      receipt: (databaseRows) => ({
+    const receipt = await completePurge(
+      scope,
+      record.id,
+      {
+        holder,
         reason: payload.reason,
-        requestedBy: payload.actor,
-        backend: driver.name,
-        generation: record.generation,
-        resources,
-        ...finalInventory,
-        databaseRows,
-        deletedAt: new Date().toISOString(),
-      }),
-    });
+        data: {
+          resources,
+          skills: finalInventory.skills.length,
+          mcpDeclarations: finalInventory.mcpDeclarations.length,
+          nextUse: `provisions generation ${record.generation + 1}`,
+        },
+        receipt: (databaseRows) => ({
+          reason: payload.reason,
+          requestedBy: payload.actor,
+          backend: driver.name,
+          generation: record.generation,
+          resources,
+          ...finalInventory,
+          databaseRows,
+          deletedAt: new Date().toISOString(),
+        }),
+      },
+      db,
+    );
     if (!receipt) throw lostClaim(record.id);
     emitLifecycleEvent(record.tenantId, "workspace.purged", {
       workspaceId: record.id,
@@ -144,7 +157,7 @@ export async function purgeWorkspace(
     return { outcome: "purged", receiptId: receipt.id, generation: record.generation };
   } catch (error) {
     // The next run (after a shutdown, a retry) takes over at once instead of waiting for the claim to lapse.
-    await releaseWorkspaceClaim("purge", record.id, holder).catch(() => undefined);
+    await releaseWorkspaceClaim("purge", record.id, holder, db).catch(() => undefined);
     throw error;
   }
 }

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { releaseStoredSkills } from "@/server/modules/quota/skill-storage.service";
 import { partitionName } from "@/server/workspace/skills/skill-names";
 import type { z } from "zod";
@@ -29,13 +30,14 @@ async function withAttachedWorkspace<T>(
   record: WorkspaceRecord,
   holder: string,
   fn: (workspace: Workspace) => Promise<T>,
+  db: Db,
 ): Promise<T> {
   // Never on a workspace whose generation is being (or was) purged: attaching would recreate its folder.
   await acquireLeaseLocked(
     scope,
     record.id,
     { holder, reason: holder.split(":")[0] ?? holder, expiresAt: new Date(Date.now() + 10 * 60_000) },
-    undefined,
+    db,
     { refuseStates: ["PURGING", "PURGED"] },
   );
   const workspace = new Workspace({
@@ -50,7 +52,7 @@ async function withAttachedWorkspace<T>(
     return await fn(workspace);
   } finally {
     await workspace.close().catch(() => undefined);
-    await releaseWorkspaceLease(scope, record.id, holder).catch(() => undefined);
+    await releaseWorkspaceLease(scope, record.id, holder, db).catch(() => undefined);
   }
 }
 
@@ -59,12 +61,13 @@ async function withAttachedWorkspace<T>(
  * #2288) and their offload files, with a purge receipt per session.
  */
 export async function purgeSessions(
-  deps: { drivers: DriverSet },
+  deps: { drivers: DriverSet; db: Db },
   payload: z.output<typeof ZSessionPurgePayload>,
   log: Logger,
 ): Promise<{ outcome: "purged" | "no-workspace"; sessions: number }> {
-  const scope = await resolveSystemTenantScope(payload.tenantId);
-  const record = await findWorkspaceRecordForSystem(payload.workspaceId);
+  const { db } = deps;
+  const scope = await resolveSystemTenantScope(payload.tenantId, {}, db);
+  const record = await findWorkspaceRecordForSystem(payload.workspaceId, db);
   if (
     !record ||
     record.tenantId !== payload.tenantId ||
@@ -86,19 +89,24 @@ export async function purgeSessions(
         const mcpDeclarations = all.filter((entry) => entry.split("/")[1] === sessionId);
         const offloadFiles = await countSessionFiles(workspace.machine, [sessionId]);
         await workspace.purgeSession({ sessionId });
-        await recordPurgeReceipt(scope, {
-          targetType: "session",
-          targetId: sessionId,
-          deleted: {
-            workspaceId: record.id,
-            mcpDeclarations,
-            offloadFiles,
-            ledBy: sessionId === payload.sessionIds[0] ? null : payload.sessionIds[0],
-            deletedAt: new Date().toISOString(),
+        await recordPurgeReceipt(
+          scope,
+          {
+            targetType: "session",
+            targetId: sessionId,
+            deleted: {
+              workspaceId: record.id,
+              mcpDeclarations,
+              offloadFiles,
+              ledBy: sessionId === payload.sessionIds[0] ? null : payload.sessionIds[0],
+              deletedAt: new Date().toISOString(),
+            },
           },
-        });
+          db,
+        );
       }
     },
+    db,
   );
   log.info({ workspaceId: record.id, sessions: payload.sessionIds.length }, "sessions purged from workspace");
   return { outcome: "purged", sessions: payload.sessionIds.length };
@@ -106,13 +114,14 @@ export async function purgeSessions(
 
 /** `agent.purge`: the agent's skill partition and MCP scopes in every workspace it used; one receipt. */
 export async function purgeAgent(
-  deps: { drivers: DriverSet },
+  deps: { drivers: DriverSet; db: Db },
   payload: z.output<typeof ZAgentPurgePayload>,
 ): Promise<{ workspaces: string[] }> {
-  const scope = await resolveSystemTenantScope(payload.tenantId);
+  const { db } = deps;
+  const scope = await resolveSystemTenantScope(payload.tenantId, {}, db);
   const purged: { workspaceId: string; skills: string[] }[] = [];
   for (const workspaceId of new Set(payload.workspaceIds)) {
-    const record = await findWorkspaceRecordForSystem(workspaceId);
+    const record = await findWorkspaceRecordForSystem(workspaceId, db);
     if (
       !record ||
       record.tenantId !== payload.tenantId ||
@@ -130,15 +139,20 @@ export async function purgeAgent(
       async (workspace) => {
         const skills = (await workspace.listSkills(payload.agentId)).skills.map((skill) => skill.name);
         await workspace.purgeAgent({ agentId: payload.agentId });
-        await releaseStoredSkills({ workspaceId, partition: partitionName(payload.agentId) });
+        await releaseStoredSkills({ workspaceId, partition: partitionName(payload.agentId) }, db);
         purged.push({ workspaceId, skills });
       },
+      db,
     );
   }
-  await recordPurgeReceipt(scope, {
-    targetType: "agent",
-    targetId: payload.agentId,
-    deleted: { workspaces: purged, deletedAt: new Date().toISOString() },
-  });
+  await recordPurgeReceipt(
+    scope,
+    {
+      targetType: "agent",
+      targetId: payload.agentId,
+      deleted: { workspaces: purged, deletedAt: new Date().toISOString() },
+    },
+    db,
+  );
   return { workspaces: purged.map((entry) => entry.workspaceId) };
 }

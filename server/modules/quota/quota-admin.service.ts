@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { QuotaLimits } from "@/server/config/quotas";
 import { assertCan } from "@/server/auth/policy";
 import type { TenantScope } from "@/server/auth/scope";
@@ -21,18 +22,18 @@ import {
  * The tenant's quotas and budget as its admins see them (usage against each limit, this month's spend),
  * and the owner's budget. The quota overrides are an operator's (operator/tenant-quota.service.ts).
  */
-export async function readTenantUsage(scope: TenantScope, deps: QuotaDeps): Promise<TenantUsageView> {
+export async function readTenantUsage(scope: TenantScope, deps: QuotaDeps, db: Db): Promise<TenantUsageView> {
   assertCan(scope, "workspace:manage");
   const tenantId = scope.tenantId;
-  const row = await getTenantQuota(tenantId);
+  const row = await getTenantQuota(tenantId, db);
   const limits = effectiveLimits(row, deps.config.defaults);
   const month = monthOf(new Date());
   const [live, total, turns, provisions, sums] = await Promise.all([
-    countLiveWorkspaces(tenantId),
-    countTotalWorkspaces(tenantId),
+    countLiveWorkspaces(tenantId, undefined, db),
+    countTotalWorkspaces(tenantId, db),
     countHeldTurns(deps, tenantId),
     admitProvisionInWindow(deps, tenantId, Number.MAX_SAFE_INTEGER, { consume: false }),
-    sumUsageSince(tenantId, month.start),
+    sumUsageSince(tenantId, month.start, undefined, db),
   ]);
   const used: Partial<Record<keyof QuotaLimits, number>> = {
     liveWorkspaces: live,
@@ -68,13 +69,14 @@ export async function changeBudget(
   scope: TenantScope,
   raw: TBudgetSettings,
   deps: QuotaDeps,
+  db: Db,
 ): Promise<TenantUsageView> {
   assertCan(scope, "tenant:manage");
   const budget = parseInput(ZBudgetSettings, raw);
   await audited(
     scope,
     { action: "budget.update", targetType: "tenant", targetId: scope.tenantId, details: budget },
-    () => saveBudgetSettings(scope.tenantId, budget),
+    () => saveBudgetSettings(scope.tenantId, budget, db),
   );
-  return readTenantUsage(scope, deps);
+  return readTenantUsage(scope, deps, db);
 }

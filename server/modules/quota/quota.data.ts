@@ -1,5 +1,5 @@
 import type { Prisma } from "@/generated/prisma/client";
-import { type DbClient, getDb } from "@/server/db";
+import { type DbClient } from "@/server/db";
 import type { TBudgetSettings, TQuotaOverrides } from "./quota.types";
 
 /**
@@ -59,7 +59,7 @@ function fromRaw(row: RawRow | undefined): TenantQuotaRow {
 }
 
 /** The tenant's row (all null / off when it has none). */
-export async function getTenantQuota(tenantId: string, db: DbClient = getDb()): Promise<TenantQuotaRow> {
+export async function getTenantQuota(tenantId: string, db: DbClient): Promise<TenantQuotaRow> {
   const rows = await db.$queryRaw<RawRow[]>`SELECT * FROM tenant_quotas WHERE tenant_id = ${tenantId}`;
   return fromRaw(rows[0]);
 }
@@ -92,7 +92,7 @@ const LIVE_STATES = ["PROVISIONING", "READY", "STOPPING"] as const;
 export async function countLiveWorkspaces(
   tenantId: string,
   options: { except?: string } = {},
-  db: DbClient | Prisma.TransactionClient = getDb(),
+  db: DbClient | Prisma.TransactionClient,
 ): Promise<number> {
   return db.workspace.count({
     where: {
@@ -106,7 +106,7 @@ export async function countLiveWorkspaces(
 /** Workspace ids the tenant holds (every record but a purged one): what `totalWorkspaces` counts. */
 export async function countTotalWorkspaces(
   tenantId: string,
-  db: DbClient | Prisma.TransactionClient = getDb(),
+  db: DbClient | Prisma.TransactionClient,
 ): Promise<number> {
   return db.workspace.count({ where: { tenantId, state: { not: "PURGED" } } });
 }
@@ -117,7 +117,7 @@ const big = (value: number | null | undefined) =>
 export async function saveQuotaOverrides(
   tenantId: string,
   overrides: TQuotaOverrides,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<void> {
   const data = {
     liveWorkspaces: overrides.liveWorkspaces,
@@ -136,7 +136,7 @@ export async function saveQuotaOverrides(
 export async function saveBudgetSettings(
   tenantId: string,
   budget: TBudgetSettings,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<void> {
   const data = {
     monthlyBudgetUnits: budget.monthlyBudgetUnits,

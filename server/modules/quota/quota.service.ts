@@ -1,8 +1,7 @@
+import type { Db, DbClient } from "@/server/db";
 import { getConfig } from "@/server/config/config";
 import type { QuotaConfig, QuotaLimits } from "@/server/config/quotas";
 import { monthSpend } from "@/server/modules/metering/budget.service";
-import { getQueues } from "@/server/queue/queues";
-import { getRedis } from "@/server/redis";
 import {
   admitHeldTurn,
   admitProvisionInWindow,
@@ -30,10 +29,6 @@ import { quotaExceeded } from "./quota.types";
  */
 export type QuotaDeps = QuotaCounterDeps & { config: QuotaConfig };
 
-export function defaultQuotaDeps(): QuotaDeps {
-  return { redis: getRedis(), redisPrefix: getQueues().redisPrefix, config: getConfig().quotas };
-}
-
 /** The installation's defaults with the tenant's overrides applied. */
 export function effectiveLimits(row: TenantQuotaRow, defaults: QuotaLimits): QuotaLimits {
   const pick = <K extends keyof QuotaLimits>(key: K): number => row[key] ?? defaults[key];
@@ -50,19 +45,24 @@ export function effectiveLimits(row: TenantQuotaRow, defaults: QuotaLimits): Quo
   };
 }
 
-export async function tenantLimits(tenantId: string, deps: Pick<QuotaDeps, "config">): Promise<QuotaLimits> {
-  return effectiveLimits(await getTenantQuota(tenantId), deps.config.defaults);
+export async function tenantLimits(
+  tenantId: string,
+  deps: Pick<QuotaDeps, "config">,
+  db: Db,
+): Promise<QuotaLimits> {
+  return effectiveLimits(await getTenantQuota(tenantId, db), deps.config.defaults);
 }
 
 /** The hard stop: QUOTA_EXCEEDED once this month's spend reached a budget that has `budgetHardStop`. */
 async function assertWithinBudget(
   tenantId: string,
   deps: Pick<QuotaDeps, "config">,
-  row?: TenantQuotaRow,
+  row: TenantQuotaRow | undefined,
+  db: DbClient,
 ): Promise<void> {
-  const quota = row ?? (await getTenantQuota(tenantId));
+  const quota = row ?? (await getTenantQuota(tenantId, db));
   if (quota.monthlyBudgetUnits === null || !quota.budgetHardStop) return;
-  const spent = await monthSpend(tenantId, deps.config.rates);
+  const spent = await monthSpend(tenantId, deps.config.rates, undefined, db);
   if (spent >= quota.monthlyBudgetUnits)
     throw quotaExceeded("monthlyBudgetUnits", quota.monthlyBudgetUnits, spent);
 }
@@ -73,9 +73,14 @@ export type TurnAdmission = { renew(): Promise<void>; release(): Promise<void> }
 const TURN_SLOT_TTL_MS = 2 * 60_000;
 
 /** Admits a turn: within the budget, and one of `concurrentTurns` slots taken atomically. */
-export async function admitTurn(tenantId: string, turnId: string, deps: QuotaDeps): Promise<TurnAdmission> {
-  const row = await getTenantQuota(tenantId);
-  await assertWithinBudget(tenantId, deps, row);
+export async function admitTurn(
+  tenantId: string,
+  turnId: string,
+  deps: QuotaDeps,
+  db: Db,
+): Promise<TurnAdmission> {
+  const row = await getTenantQuota(tenantId, db);
+  await assertWithinBudget(tenantId, deps, row, db);
   const limit = effectiveLimits(row, deps.config.defaults).concurrentTurns;
   const slot = await admitHeldTurn(deps, tenantId, turnId, limit, TURN_SLOT_TTL_MS);
   if (!slot.admitted) throw quotaExceeded("concurrentTurns", limit, slot.count);
@@ -120,7 +125,7 @@ export function provisionAdmission(
     const limits = effectiveLimits(row, deps.config.defaults);
     const live = await countLiveWorkspaces(tenantId, { except: workspaceId }, tx);
     if (live >= limits.liveWorkspaces) throw quotaExceeded("liveWorkspaces", limits.liveWorkspaces, live);
-    await assertWithinBudget(tenantId, deps, row);
+    await assertWithinBudget(tenantId, deps, row, tx);
     const rate = await admitProvisionInWindow(deps, tenantId, limits.provisionsPerMinute, { consume: true });
     if (!rate.admitted) throw quotaExceeded("provisionsPerMinute", limits.provisionsPerMinute, rate.count);
   };
@@ -134,12 +139,13 @@ export async function precheckProvision(
   tenantId: string,
   workspaceId: string,
   deps: QuotaDeps,
+  db: Db,
 ): Promise<void> {
-  const row = await getTenantQuota(tenantId);
+  const row = await getTenantQuota(tenantId, db);
   const limits = effectiveLimits(row, deps.config.defaults);
-  const live = await countLiveWorkspaces(tenantId, { except: workspaceId });
+  const live = await countLiveWorkspaces(tenantId, { except: workspaceId }, db);
   if (live >= limits.liveWorkspaces) throw quotaExceeded("liveWorkspaces", limits.liveWorkspaces, live);
-  await assertWithinBudget(tenantId, deps, row);
+  await assertWithinBudget(tenantId, deps, row, db);
   const rate = await admitProvisionInWindow(deps, tenantId, limits.provisionsPerMinute, { consume: false });
   if (!rate.admitted) throw quotaExceeded("provisionsPerMinute", limits.provisionsPerMinute, rate.count);
 }
@@ -148,8 +154,9 @@ export async function precheckProvision(
 export async function workspaceResources(
   tenantId: string,
   deps: Pick<QuotaDeps, "config">,
+  db: Db,
 ): Promise<{ resources: { cpus?: number; memoryBytes?: number; diskBytes?: number }; size: string }> {
-  const limits = await tenantLimits(tenantId, deps);
+  const limits = await tenantLimits(tenantId, deps, db);
   const resources = {
     ...(limits.workspaceCpus > 0 ? { cpus: limits.workspaceCpus } : {}),
     ...(limits.workspaceMemoryBytes > 0 ? { memoryBytes: limits.workspaceMemoryBytes } : {}),
@@ -173,8 +180,9 @@ export async function withinMcpQuota<T>(
   count: () => Promise<number>,
   add: () => Promise<T>,
   deps: QuotaDeps,
+  db: Db,
 ): Promise<T> {
-  const limit = (await tenantLimits(tenantId, deps)).mcpServersPerScope;
+  const limit = (await tenantLimits(tenantId, deps, db)).mcpServersPerScope;
   return withQuotaLock(deps, `mcp:${key.workspaceId}:${key.agentId}:${key.sessionId}`, async () => {
     const used = await count();
     if (used >= limit) throw quotaExceeded("mcpServersPerScope", limit, used);

@@ -1,5 +1,5 @@
 import type { Prisma } from "@/generated/prisma/client";
-import { type DbClient, getDb, inTransaction } from "@/server/db";
+import { type DbClient, inTransaction } from "@/server/db";
 import { lockTenantQuota, type TenantQuotaRow } from "./quota.data";
 
 /**
@@ -11,7 +11,7 @@ export type StoredSkillKey = { workspaceId: string; partition: string; dir: stri
 
 export async function sumStoredSkillBytes(
   tenantId: string,
-  db: DbClient | Prisma.TransactionClient = getDb(),
+  db: DbClient | Prisma.TransactionClient,
 ): Promise<number> {
   const result = await db.skillStorageEntry.aggregate({ where: { tenantId }, _sum: { bytes: true } });
   return Number(result._sum.bytes ?? 0n);
@@ -26,7 +26,7 @@ export async function insertStoredSkillWithin(
   key: StoredSkillKey,
   bytes: number,
   limitOf: (row: TenantQuotaRow) => number,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<{ admitted: true } | { admitted: false; limit: number; used: number }> {
   return inTransaction(db, async (tx) => {
     const limit = limitOf(await lockTenantQuota(tx, tenantId));
@@ -44,7 +44,7 @@ export async function insertStoredSkillWithin(
 /** Removes the rows of one skill, of a partition (no `dir`) or of a whole workspace (neither). */
 export async function deleteStoredSkills(
   key: { workspaceId: string; partition?: string; dir?: string },
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<number> {
   const { count } = await db.skillStorageEntry.deleteMany({ where: key });
   return count;

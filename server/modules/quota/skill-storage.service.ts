@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { isAppError } from "@/server/shared/errors";
 import { effectiveLimits, tenantLimits, type QuotaDeps } from "./quota.service";
 import { quotaExceeded } from "./quota.types";
@@ -19,11 +20,12 @@ export async function withinSkillStorage<T extends InstalledSkill>(
   install: (maxExpandedBytes: number | undefined) => Promise<T>,
   remove: (dir: string) => Promise<void>,
   deps: SkillStorageDeps,
+  db: Db,
 ): Promise<T> {
   const { tenantId, workspaceId, partition } = target;
   // Recorded without a cap too, so a cap set later counts what is already stored.
-  const limit = (await tenantLimits(tenantId, deps)).skillStorageBytes;
-  const used = await sumStoredSkillBytes(tenantId);
+  const limit = (await tenantLimits(tenantId, deps, db)).skillStorageBytes;
+  const used = await sumStoredSkillBytes(tenantId, db);
   if (limit > 0 && used >= limit) throw quotaExceeded("skillStorageBytes", limit, used);
   const room = limit > 0 ? limit - used : undefined;
   let installed: T;
@@ -43,6 +45,7 @@ export async function withinSkillStorage<T extends InstalledSkill>(
     { workspaceId, partition, dir: installed.dir },
     installed.storedBytes,
     (row) => effectiveLimits(row, deps.config.defaults).skillStorageBytes,
+    db,
   ).catch(async (error: unknown) => {
     await remove(installed.dir);
     throw error;
@@ -55,10 +58,13 @@ export async function withinSkillStorage<T extends InstalledSkill>(
 }
 
 /** Frees a deleted skill's bytes (`dir`), an agent partition's (agent purge) or a purged workspace's. */
-export async function releaseStoredSkills(key: {
-  workspaceId: string;
-  partition?: string;
-  dir?: string;
-}): Promise<number> {
-  return deleteStoredSkills(key);
+export async function releaseStoredSkills(
+  key: {
+    workspaceId: string;
+    partition?: string;
+    dir?: string;
+  },
+  db: Db,
+): Promise<number> {
+  return deleteStoredSkills(key, db);
 }

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import { AppError, isAppError } from "@/server/shared/errors";
 import { findDeletedSession } from "./deleted-session.data";
@@ -9,12 +10,16 @@ import type { SessionDTO } from "./session.types";
  * `details.reason: "agent_deleted"` and a message naming the agent, so an open tab's Send says what happened
  * (and the page offers the way back to the sessions list) instead of a bare "Session not found.".
  */
-export async function getSessionOrWhyGone(scope: TenantScope, sessionId: string): Promise<SessionDTO> {
+export async function getSessionOrWhyGone(
+  scope: TenantScope,
+  sessionId: string,
+  db: Db,
+): Promise<SessionDTO> {
   try {
-    return await getSession(scope, sessionId);
+    return await getSession(scope, sessionId, db);
   } catch (error) {
     if (!isAppError(error) || error.code !== "NOT_FOUND") throw error;
-    const gone = await findDeletedSession(scope, sessionId);
+    const gone = await findDeletedSession(scope, sessionId, db);
     if (!gone) throw error;
     throw new AppError("NOT_FOUND", `session ${sessionId} was deleted with agent ${gone.agentId}`, {
       userMessage:

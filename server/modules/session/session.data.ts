@@ -2,7 +2,7 @@ import type { z } from "zod";
 import { storedWorkspaceEnv } from "@/server/workspace/workspace-env";
 import { parseInput } from "@/server/shared/parse-input";
 import { Prisma } from "@/generated/prisma/client";
-import { type DbClient, getDb, inTransaction, isUniqueViolation, pageSize } from "@/server/db";
+import { type Db, type DbClient, inTransaction, isUniqueViolation, pageSize } from "@/server/db";
 import { upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
 import type { TUpsertWorkspaceInput } from "@/server/modules/workspace/workspace.types";
 import type { TenantScope } from "@/server/auth/scope";
@@ -52,7 +52,7 @@ function toSessionDTO(row: SessionRow): SessionDTO {
 export async function createSession(
   scope: TenantScope,
   rawInput: TCreateSessionInput,
-  db: DbClient = getDb(),
+  db: DbClient,
   options: { binding?: TUpsertWorkspaceInput } = {},
 ): Promise<SessionDTO> {
   const input = parseInput(ZCreateSessionInput, rawInput);
@@ -99,7 +99,7 @@ export async function createSession(
 export async function getSessionOrNull(
   scope: TenantScope,
   sessionId: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<SessionDTO | null> {
   const row = await db.session.findFirst({
     where: { tenantId: scope.tenantId, id: sessionId },
@@ -112,7 +112,7 @@ export async function getSessionOrNull(
 export async function findSessionByCreateKey(
   scope: TenantScope,
   createKey: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<SessionDTO | null> {
   const row = await db.session.findUnique({
     where: { tenantId_createKey: { tenantId: scope.tenantId, createKey } },
@@ -121,11 +121,7 @@ export async function findSessionByCreateKey(
   return row && toSessionDTO(row);
 }
 
-export async function getSession(
-  scope: TenantScope,
-  sessionId: string,
-  db: DbClient = getDb(),
-): Promise<SessionDTO> {
+export async function getSession(scope: TenantScope, sessionId: string, db: DbClient): Promise<SessionDTO> {
   const session = await getSessionOrNull(scope, sessionId, db);
   if (!session) throw sessionNotFound(sessionId);
   return session;
@@ -142,7 +138,7 @@ export async function listSessions(
     limit?: number;
     cursor?: string;
   } = {},
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<Page<SessionDTO>> {
   const take = pageSize(options.limit);
   const rows = await db.session.findMany({
@@ -165,7 +161,7 @@ export async function updateSession(
   scope: TenantScope,
   sessionId: string,
   rawPatch: TUpdateSessionInput,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<SessionDTO> {
   const patch = parseInput(ZUpdateSessionInput, rawPatch);
   const { count } = await db.session.updateMany({
@@ -177,11 +173,7 @@ export async function updateSession(
 }
 
 /** Deletes the session and its messages. Team workers keep existing with `leaderSessionId` cleared. */
-export async function deleteSession(
-  scope: TenantScope,
-  sessionId: string,
-  db: DbClient = getDb(),
-): Promise<void> {
+export async function deleteSession(scope: TenantScope, sessionId: string, db: DbClient): Promise<void> {
   const { count } = await db.session.deleteMany({ where: { tenantId: scope.tenantId, id: sessionId } });
   if (count === 0) throw sessionNotFound(sessionId);
 }
@@ -203,7 +195,7 @@ export async function appendChatMessage(
   scope: TenantScope,
   sessionId: string,
   rawInput: TAppendChatMessageInput,
-  db = getDb(),
+  db: Db,
 ): Promise<ChatMessageDTO> {
   const input = parseInput(ZAppendChatMessageInput, rawInput);
   return db.$transaction(async (tx) => {
@@ -236,7 +228,7 @@ export async function listChatMessages(
   scope: TenantScope,
   sessionId: string,
   options: { limit?: number; afterId?: string } = {},
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<ChatMessageDTO[]> {
   const rows = await db.chatMessage.findMany({
     where: { tenantId: scope.tenantId, sessionId },
@@ -264,7 +256,7 @@ export async function listChatMessages(
 export async function deleteChatMessages(
   scope: TenantScope,
   sessionId: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<number> {
   const { count } = await db.chatMessage.deleteMany({ where: { tenantId: scope.tenantId, sessionId } });
   return count;
@@ -284,7 +276,7 @@ export async function appendChatMessages(
   sessionId: string,
   rawInputs: TAppendChatMessageInput[],
   replace: { count: number; stub: TAppendChatMessageInput } | null = null,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<number> {
   const inputs = rawInputs.map((raw) => parseInput(ZAppendChatMessageInput, raw));
   // Inside the caller's transaction when given one (a turn stores its messages with its outcome).

@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import { agentNotFound } from "@/server/modules/agent/agent.data";
 import type { IsolationPolicy } from "@/server/modules/agent/agent.types";
@@ -62,6 +63,8 @@ type SessionWorkspacePort = {
 };
 
 export type SessionServiceDeps = {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   workspaces: SessionWorkspacePort;
   /** Cancels a running turn of a session being deleted (the chat service's registry). */
   cancelTurn?: (sessionId: string) => Promise<unknown>;
@@ -69,6 +72,7 @@ export type SessionServiceDeps = {
 };
 
 export function createSessionService(deps: SessionServiceDeps) {
+  const { db } = deps;
   const onAuditFailure = deps.onAuditFailure ?? (() => undefined);
 
   /**
@@ -78,11 +82,11 @@ export function createSessionService(deps: SessionServiceDeps) {
    * The agent's and the tenant's choices (isolation, backend) come in one read.
    */
   async function chooseWorkspace(scope: TenantScope, agentId: string, requested: string | undefined) {
-    const defaults = await readWorkspaceDefaults(scope, agentId);
+    const defaults = await readWorkspaceDefaults(scope, agentId, db);
     if (!defaults) throw agentNotFound(agentId);
     const backendPreferences = { agent: defaults.agent.backend, tenant: defaults.tenant.defaultBackend };
     if (requested !== undefined) {
-      const record = await getWorkspaceOrNull(scope, requested);
+      const record = await getWorkspaceOrNull(scope, requested, db);
       const refusal = workspaceRefusal(record, scope);
       if (refusal !== null || !record) throw workspaceRefusalError(requested, refusal ?? "not_found");
       return { workspaceId: record.id, policy: record.isolationPolicy, backendPreferences };
@@ -91,7 +95,7 @@ export function createSessionService(deps: SessionServiceDeps) {
       defaults.agent.isolationPolicy ?? effectiveDefaultIsolation(defaults.tenant.defaultIsolationPolicy);
     // A PER_USER workspace bound before the tenant was part of the id keeps serving its user in this tenant.
     const legacyId = legacySessionWorkspaceId(policy, scope);
-    if (legacyId !== null && mayShareWorkspace(await getWorkspaceOrNull(scope, legacyId), scope)) {
+    if (legacyId !== null && mayShareWorkspace(await getWorkspaceOrNull(scope, legacyId, db), scope)) {
       return { workspaceId: legacyId, policy, backendPreferences };
     }
     return {
@@ -110,7 +114,7 @@ export function createSessionService(deps: SessionServiceDeps) {
     const createKey = input.idempotencyKey ? scopedCreateKey(scope, input.idempotencyKey) : null;
     // A key seen before answers with its session, creating (and auditing) nothing.
     const replayed = async () => {
-      const first = createKey ? await findSessionByCreateKey(scope, createKey) : null;
+      const first = createKey ? await findSessionByCreateKey(scope, createKey, db) : null;
       if (!first) return null;
       assertKeyInWindow(first.createdAt);
       return { sessionId: first.id, workspaceId: first.workspaceId, session: first };
@@ -173,7 +177,7 @@ export function createSessionService(deps: SessionServiceDeps) {
             createKey,
             ...(extra.leaderSessionId ? { leaderSessionId: extra.leaderSessionId } : {}),
           },
-          undefined,
+          db,
           binding ? { binding } : {},
         );
         return { sessionId: session.id, workspaceId: session.workspaceId, session };
@@ -191,11 +195,15 @@ export function createSessionService(deps: SessionServiceDeps) {
       const leader = team[index]!;
       let cursor: string | undefined;
       do {
-        const page = await listSessions(scope, {
-          leaderSessionId: leader.id,
-          limit: 200,
-          ...(cursor ? { cursor } : {}),
-        });
+        const page = await listSessions(
+          scope,
+          {
+            leaderSessionId: leader.id,
+            limit: 200,
+            ...(cursor ? { cursor } : {}),
+          },
+          db,
+        );
         for (const worker of page.items) {
           if (seen.has(worker.id)) continue;
           seen.add(worker.id);
@@ -211,11 +219,11 @@ export function createSessionService(deps: SessionServiceDeps) {
     create,
 
     async list(scope: TenantScope, raw: z.input<typeof ZSessionListRequest>) {
-      return listSessions(scope, parseInput(ZSessionListRequest, raw));
+      return listSessions(scope, parseInput(ZSessionListRequest, raw), db);
     },
 
     async get(scope: TenantScope, sessionId: string): Promise<SessionDTO> {
-      return getSession(scope, sessionId);
+      return getSession(scope, sessionId, db);
     },
 
     /**
@@ -239,9 +247,9 @@ export function createSessionService(deps: SessionServiceDeps) {
         async () => {
           // A member changes only their own sessions (as they act only on their workspaces); another
           // member's answers NOT_FOUND, as another tenant's does.
-          const current = await getSession(scope, sessionId);
+          const current = await getSession(scope, sessionId, db);
           if (scope.role === "member" && current.userId !== scope.userId) throw sessionNotFound(sessionId);
-          const session = await updateSession(scope, sessionId, patch);
+          const session = await updateSession(scope, sessionId, patch, db);
           announceChange(scope.tenantId, { topic: "session", id: session.id, userId: session.userId });
           return session;
         },
@@ -260,7 +268,7 @@ export function createSessionService(deps: SessionServiceDeps) {
         scope,
         { action: "session.delete", targetType: "session", targetId: sessionId },
         async () => {
-          const session = await getSession(scope, sessionId);
+          const session = await getSession(scope, sessionId, db);
           const team = await teamOf(scope, session);
           const cancelTurn = deps.cancelTurn;
           if (cancelTurn) await Promise.all(team.map((member) => cancelTurn(member.id)));
@@ -269,6 +277,7 @@ export function createSessionService(deps: SessionServiceDeps) {
             scope,
             team.map((member) => member.id),
             {
+              db,
               enqueueSessionPurge: (...args) => deps.workspaces.enqueueSessionPurge(...args),
               enqueueAgentPurge: (...args) => deps.workspaces.enqueueAgentPurge(...args),
               ...(deps.workspaces.requestStop ? { requestStop: deps.workspaces.requestStop } : {}),
@@ -278,7 +287,7 @@ export function createSessionService(deps: SessionServiceDeps) {
           );
           for (const member of [...team].reverse()) {
             // A worker agent's sessions are already gone with it (cascade).
-            await deleteSession(scope, member.id).catch((error: unknown) => {
+            await deleteSession(scope, member.id, db).catch((error: unknown) => {
               if ((error as { code?: string }).code !== "NOT_FOUND") throw error;
             });
           }

@@ -1,6 +1,6 @@
 import type { TenantRole } from "@/server/auth/roles";
 import type { TenantScope } from "@/server/auth/scope";
-import { type DbClient, getDb } from "@/server/db";
+import { type DbClient } from "@/server/db";
 import type { IsolationPolicy } from "@/server/modules/agent/agent.types";
 import { AppError } from "@/server/shared/errors";
 import type { TenantPolicyDTO } from "./tenant-policy.types";
@@ -28,7 +28,7 @@ function toPolicy(row: {
   };
 }
 
-export async function getTenantPolicy(scope: TenantScope, db: DbClient = getDb()): Promise<TenantPolicyDTO> {
+export async function getTenantPolicy(scope: TenantScope, db: DbClient): Promise<TenantPolicyDTO> {
   const row = await db.tenant.findFirst({ where: { id: scope.tenantId }, select: policySelect });
   if (!row)
     throw new AppError("NOT_FOUND", `tenant ${scope.tenantId} not found`, {
@@ -48,7 +48,7 @@ export async function updateTenantPolicy(
     checkpointKeepDays?: number | null;
     checkpointStorageBytes?: number | null;
   },
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<TenantPolicyDTO> {
   const { checkpointKeepTurns, checkpointKeepDays, checkpointStorageBytes } = patch;
   const row = await db.tenant.update({

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { assertCan } from "@/server/auth/policy";
 import { isRoleAtLeast } from "@/server/auth/roles";
 import type { TenantScope } from "@/server/auth/scope";
+import type { DbClient } from "@/server/db";
 import { type IsolationPolicy, ZIsolationPolicy } from "@/server/modules/agent/agent.types";
 import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
 import { AppError } from "@/server/shared/errors";
@@ -67,14 +68,14 @@ export function viewTenantPolicy(policy: TenantPolicyDTO, installationTtlMs: num
   };
 }
 
-export async function readTenantPolicy(scope: TenantScope): Promise<TenantPolicyDTO> {
+export async function readTenantPolicy(scope: TenantScope, db: DbClient): Promise<TenantPolicyDTO> {
   assertCan(scope, "tenant:read");
-  return getTenantPolicy(scope);
+  return getTenantPolicy(scope, db);
 }
 
 /** The isolation policy a session of an agent without its own gets: the tenant's default, else PER_AGENT. */
-export async function tenantDefaultIsolation(scope: TenantScope): Promise<IsolationPolicy> {
-  return effectiveDefaultIsolation((await getTenantPolicy(scope)).defaultIsolationPolicy);
+export async function tenantDefaultIsolation(scope: TenantScope, db: DbClient): Promise<IsolationPolicy> {
+  return effectiveDefaultIsolation((await getTenantPolicy(scope, db)).defaultIsolationPolicy);
 }
 
 /** The same from a tenant default the caller already read (null: the tenant names none). */
@@ -89,7 +90,8 @@ export function effectiveDefaultIsolation(tenantDefault: IsolationPolicy | null)
 export async function changeTenantPolicy(
   scope: TenantScope,
   raw: z.input<typeof ZTenantPolicyPatch>,
-  operator?: OperatorLimits,
+  operator: OperatorLimits | undefined,
+  db: DbClient,
 ): Promise<TenantPolicyDTO> {
   assertCan(scope, "tenant:manage");
   const patch = parseInput(ZTenantPolicyPatch, raw);
@@ -115,7 +117,7 @@ export async function changeTenantPolicy(
       );
     }
   }
-  const policy = await updateTenantPolicy(scope, patch);
+  const policy = await updateTenantPolicy(scope, patch, db);
   await recordAudit(scope, {
     action: "tenant.policy.update",
     targetType: "tenant",
@@ -127,8 +129,8 @@ export async function changeTenantPolicy(
 }
 
 /** Throws FORBIDDEN (before anything is spawned) unless the tenant lets the caller's role declare stdio MCPs. */
-export async function assertMayDeclareStdioMcp(scope: TenantScope): Promise<void> {
-  const { stdioMcpMinRole } = await getTenantPolicy(scope);
+export async function assertMayDeclareStdioMcp(scope: TenantScope, db: DbClient): Promise<void> {
+  const { stdioMcpMinRole } = await getTenantPolicy(scope, db);
   if (isRoleAtLeast(scope.role, stdioMcpMinRole)) return;
   throw new AppError("FORBIDDEN", `role ${scope.role} may not declare stdio MCP servers`, {
     userMessage: `Only ${stdioMcpMinRole}s and above may add stdio MCP servers in this tenant (an owner can change this policy).`,

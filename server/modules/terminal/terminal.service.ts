@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import { randomUUID } from "node:crypto";
 import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
 import { assertCan } from "@/server/auth/policy";
@@ -81,6 +82,8 @@ type Terminal = {
 /** One process' terminals: what every terminal use case shares (built once by the factory below). */
 type TerminalDeps = {
   service: Pick<WorkspaceService, "engine" | "withLease" | "acquireLease">;
+  /** The process' database client (the Berth root's). */
+  db: Db;
   options: TerminalOptions;
   relay: TerminalRelay | undefined;
   /** The terminals open in this process, by id. */
@@ -189,13 +192,14 @@ function attachLocalTerminal(
 
 /** The caller may open a terminal here: `session:use` on a READY workspace of theirs, a PTY, room left. */
 async function assertMayOpenTerminal(
-  deps: Pick<TerminalDeps, "service" | "open" | "options">,
+  deps: Pick<TerminalDeps, "service" | "db" | "open" | "options">,
   scope: TenantScope,
   workspaceId: string,
 ): Promise<void> {
+  const { db } = deps;
   assertCan(scope, "session:use");
-  const record = await getWorkspace(scope, workspaceId);
-  await assertMayActOnWorkspace(scope, record);
+  const record = await getWorkspace(scope, workspaceId, db);
+  await assertMayActOnWorkspace(scope, record, db);
   if (record.state !== "READY") {
     throw new AppError("CONFLICT", `workspace ${workspaceId} is ${record.state}`, {
       userMessage: `The workspace is ${record.state.toLowerCase()}: a terminal needs a ready workspace.`,
@@ -266,11 +270,12 @@ async function runTerminal(
   },
   workspace: Workspace,
 ): Promise<void> {
+  const { db } = deps;
   const { id, scope, workspaceId, agentId, lease, size, sink, started } = start;
   const { service, options, relay, log } = deps;
   const machine = workspace.machine;
   if (!machine.openPty) throw new AppError("UNPROCESSABLE", "backend has no PTY");
-  const env = agentId ? ((await getAgentOrNull(scope, agentId))?.env ?? {}) : {};
+  const env = agentId ? ((await getAgentOrNull(scope, agentId, db))?.env ?? {}) : {};
   const pty = await machine.openPty({ ...size, env });
   const openedAt = Date.now();
   const renew = setInterval(() => {
@@ -372,12 +377,14 @@ async function closeAllTerminals(deps: Pick<TerminalDeps, "open" | "lives" | "re
 /** The terminals of this process: the use cases above over one set of open terminals. */
 export function createWorkspaceTerminalService(
   service: WorkspaceService,
+  db: Db,
   overrides: Partial<TerminalOptions> = {},
   relay?: TerminalRelay,
 ) {
   const options: TerminalOptions = { ...DEFAULT_TERMINAL_OPTIONS, ...overrides };
   const deps: TerminalDeps = {
     service,
+    db,
     options,
     relay,
     open: new Map(),

@@ -4,7 +4,9 @@ import { assertCan } from "@/server/auth/policy";
 import type { TenantScope } from "@/server/auth/scope";
 import { decryptSecret, encryptSecret, type SecretKey } from "@/server/auth/secrets";
 import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
-import { enqueue } from "@/server/queue/enqueue";
+import type { BerthJobCatalog } from "@/server/queue/catalog";
+import { createEnqueue } from "@/server/queue/enqueue";
+import type { QueueSet } from "@/server/queue/queues";
 import { AppError } from "@/server/shared/errors";
 import { createOnce, scopedCreateKey } from "@/server/shared/idempotency";
 import { parseInput } from "@/server/shared/parse-input";
@@ -23,7 +25,13 @@ import { assertWebhookUrlAllowed, type WebhookUrlPolicy } from "./webhook-url-po
 import type { Db } from "@/server/db";
 
 /** Tenant admins' side of lifecycle webhooks: endpoints (secret shown once), test sends, delivery log. */
-export function createWebhookService(deps: { db: Db; secretKey: SecretKey; policy: WebhookUrlPolicy }) {
+export function createWebhookService(deps: {
+  db: Db;
+  secretKey: SecretKey;
+  policy: WebhookUrlPolicy;
+  /** The root's queues (`webhook.test` goes through `webhook.dispatch`), built on first use. */
+  queues: () => QueueSet<BerthJobCatalog>;
+}) {
   const audit = (scope: TenantScope, action: string, targetId: string, details: Record<string, unknown>) =>
     recordAudit(scope, { action, targetType: "webhook", targetId, outcome: "success", details });
 
@@ -94,7 +102,7 @@ export function createWebhookService(deps: { db: Db; secretKey: SecretKey; polic
     async test(scope: TenantScope, endpointId: string): Promise<{ queued: true }> {
       assertCan(scope, "webhook:manage");
       await requireEndpoint(scope, endpointId);
-      await enqueue("webhook.dispatch", {
+      await createEnqueue(deps.queues())("webhook.dispatch", {
         tenantId: scope.tenantId,
         event: "webhook.test",
         occurredAt: new Date().toISOString(),

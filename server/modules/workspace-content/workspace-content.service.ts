@@ -1,3 +1,4 @@
+import type { Db } from "@/server/db";
 import type { Readable } from "node:stream";
 import type { TenantScope } from "@/server/auth/scope";
 import { AppError } from "@/server/shared/errors";
@@ -6,7 +7,7 @@ import { ZMcpDeclaration } from "@/server/workspace/mcp/types";
 import { resolveConfined } from "@/server/workspace/paths";
 import type { Workspace } from "@/server/workspace/workspace";
 import { assertMayDeclareStdioMcp } from "@/server/modules/tenant/tenant-policy";
-import { defaultQuotaDeps, withinMcpQuota, type QuotaDeps } from "@/server/modules/quota/quota.service";
+import { withinMcpQuota, type QuotaDeps } from "@/server/modules/quota/quota.service";
 import { releaseStoredSkills, withinSkillStorage } from "@/server/modules/quota/skill-storage.service";
 import { partitionName } from "@/server/workspace/skills/skill-names";
 import { readGitStatus } from "./git-status";
@@ -22,8 +23,10 @@ export type SkillArchiveUpload = {
   maxArchiveBytes?: number;
 };
 
-/** What the content use cases need: the workspace service and the quota limits (built on first use). */
+/** What the content use cases need: the workspace service and the quota limits (the root's, on first use). */
 type ContentDeps = {
+  /** The process' database client (the Berth root's). */
+  db: Db;
   service: Pick<WorkspaceService, "withWorkspace" | "audited">;
   quota: () => QuotaDeps;
 };
@@ -113,7 +116,7 @@ async function addWorkspaceMcp(
     });
   }
   // A stdio MCP is a command: the tenant's policy is checked before the workspace is even attached.
-  if (parsed.data.mcp_config.type === "stdio_mcp") await assertMayDeclareStdioMcp(scope);
+  if (parsed.data.mcp_config.type === "stdio_mcp") await assertMayDeclareStdioMcp(scope, deps.db);
   return deps.service.audited(
     scope,
     "workspace.mcp.add",
@@ -136,6 +139,7 @@ async function addWorkspaceMcp(
               return { name: parsed.data.name };
             },
             deps.quota(),
+            deps.db,
           ),
         mcpScope.agentId,
       ),
@@ -201,7 +205,7 @@ async function removeWorkspaceSkill(
   return deps.service.audited(scope, "workspace.skill.remove", workspaceId, { ...target, agentId }, () =>
     usingWorkspace(deps, scope, workspaceId, "workspace.skill.remove", async (ws) => {
       const { dir } = await ws.removeSkill("dir" in target ? { dir: target.dir } : target.name, agentId);
-      await releaseStoredSkills({ workspaceId, partition: partitionName(agentId), dir });
+      await releaseStoredSkills({ workspaceId, partition: partitionName(agentId), dir }, deps.db);
       return { removed: true as const };
     }),
   );
@@ -240,6 +244,7 @@ async function installWorkspaceSkillArchive(
             await ws.removeSkill({ dir }, input.agentId);
           },
           deps.quota(),
+          deps.db,
         );
         return { name: result.skill.name, dir: result.skill.dir, deduplicated: result.deduplicated };
       }),
@@ -253,10 +258,9 @@ async function installWorkspaceSkillArchive(
  */
 export function createWorkspaceContentService(
   service: WorkspaceService,
-  options: { quota?: QuotaDeps } = {},
+  options: { db: Db; quota: () => QuotaDeps },
 ) {
-  let quotaDeps = options.quota;
-  const deps: ContentDeps = { service, quota: () => (quotaDeps ??= defaultQuotaDeps()) };
+  const deps: ContentDeps = { db: options.db, service, quota: options.quota };
   const bind = bindDeps(deps);
   return {
     status: bind(readWorkspaceStatus),

@@ -1,5 +1,5 @@
 import type { TenantScope } from "@/server/auth/scope";
-import { type DbClient, getDb } from "@/server/db";
+import { type DbClient } from "@/server/db";
 
 /**
  * The queries behind "a member acts on the workspaces of their own sessions" (workspace-access.ts): the
@@ -11,7 +11,7 @@ export async function userHasSessionOnWorkspace(
   scope: TenantScope,
   workspaceId: string,
   userId: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<boolean> {
   const row = await db.session.findFirst({
     where: { tenantId: scope.tenantId, workspaceId, userId },
@@ -24,7 +24,7 @@ export async function userHasSessionOnWorkspace(
 export async function listWorkspaceIdsOfUserSessions(
   scope: TenantScope,
   userId: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<string[]> {
   const rows = await db.session.findMany({
     where: { tenantId: scope.tenantId, userId },

@@ -1,4 +1,5 @@
 import type { TenantScope } from "@/server/auth/scope";
+import type { DbClient } from "@/server/db";
 import { workspaceUserOf } from "@/server/modules/session/session.policy";
 import { AppError } from "@/server/shared/errors";
 import { listWorkspaceIdsOfUserSessions, userHasSessionOnWorkspace } from "./workspace-access.data";
@@ -16,14 +17,18 @@ function isLimitedToOwnWorkspaces(scope: TenantScope): boolean {
   return scope.role === "member";
 }
 
-async function mayActOnWorkspace(scope: TenantScope, record: WorkspaceDTO): Promise<boolean> {
+async function mayActOnWorkspace(scope: TenantScope, record: WorkspaceDTO, db: DbClient): Promise<boolean> {
   if (!isLimitedToOwnWorkspaces(scope)) return true;
   if (record.userId !== null && record.userId === workspaceUserOf(scope)) return true;
-  return scope.userId !== null && userHasSessionOnWorkspace(scope, record.id, scope.userId);
+  return scope.userId !== null && userHasSessionOnWorkspace(scope, record.id, scope.userId, db);
 }
 
-export async function assertMayActOnWorkspace(scope: TenantScope, record: WorkspaceDTO): Promise<void> {
-  if (await mayActOnWorkspace(scope, record)) return;
+export async function assertMayActOnWorkspace(
+  scope: TenantScope,
+  record: WorkspaceDTO,
+  db: DbClient,
+): Promise<void> {
+  if (await mayActOnWorkspace(scope, record, db)) return;
   throw new AppError("NOT_FOUND", `workspace ${record.id} is not one of the caller's sessions'`, {
     userMessage: "Workspace not found.",
   });
@@ -32,10 +37,11 @@ export async function assertMayActOnWorkspace(scope: TenantScope, record: Worksp
 /** For listings: null (no limit) or what a member may see, as a filter the data layer applies. */
 export async function workspaceListLimit(
   scope: TenantScope,
+  db: DbClient,
 ): Promise<{ workspaceIds: string[]; workspaceUser: string } | null> {
   if (!isLimitedToOwnWorkspaces(scope)) return null;
   return {
-    workspaceIds: scope.userId ? await listWorkspaceIdsOfUserSessions(scope, scope.userId) : [],
+    workspaceIds: scope.userId ? await listWorkspaceIdsOfUserSessions(scope, scope.userId, db) : [],
     workspaceUser: workspaceUserOf(scope),
   };
 }
@@ -47,8 +53,9 @@ export async function workspaceListLimit(
 export async function mayListWorkspace(
   scope: TenantScope,
   workspace: { id: string; userId: string | null },
+  db: DbClient,
 ): Promise<boolean> {
   if (!isLimitedToOwnWorkspaces(scope)) return true;
   if (workspace.userId !== null && workspace.userId === workspaceUserOf(scope)) return true;
-  return scope.userId !== null && userHasSessionOnWorkspace(scope, workspace.id, scope.userId);
+  return scope.userId !== null && userHasSessionOnWorkspace(scope, workspace.id, scope.userId, db);
 }

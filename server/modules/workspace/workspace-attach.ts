@@ -1,8 +1,9 @@
 import type { TenantScope } from "@/server/auth/scope";
+import type { Db, DbClient } from "@/server/db";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import { getAgentOrNull } from "@/server/modules/agent/agent.data";
 import { type AgentDTO, ZAgentDefaultMcps, ZAgentDefaultSkills } from "@/server/modules/agent/agent.types";
-import { attachTracker } from "@/server/modules/metrics/attach-tracker";
+import type { AttachTracker } from "@/server/modules/metrics/attach-tracker";
 import { AppError } from "@/server/shared/errors";
 import type { Workspace } from "@/server/workspace/workspace";
 import { attachWithRecordRead } from "@/server/modules/machines/provision-gate";
@@ -14,14 +15,22 @@ import type { WorkspaceDTO } from "./workspace.types";
 /** What attaching needs: the process' engine and its single flights (one per process, see the factory). */
 export type AttachDeps = {
   engine: WorkspaceEngine;
+  /** The API half of the stage timings (the root's tracker, built on first use). */
+  attachTracker: () => AttachTracker;
+  /** The process' database client (the Berth root's). */
+  db: Db;
   /** One read per agent at a time, however many calls use its workspaces at once. */
   agentReads: Map<string, ReturnType<typeof getAgentOrNull>>;
   /** One read of the record's generation per freshly attached handle. */
   generationReads: WeakMap<Workspace, Promise<number>>;
 };
 
-export function createAttachDeps(engine: WorkspaceEngine): AttachDeps {
-  return { engine, agentReads: new Map(), generationReads: new WeakMap() };
+export function createAttachDeps(
+  engine: WorkspaceEngine,
+  attachTracker: () => AttachTracker,
+  db: Db,
+): AttachDeps {
+  return { engine, attachTracker, db, agentReads: new Map(), generationReads: new WeakMap() };
 }
 
 /** What attaching needs of a record (a WorkspaceDTO or the lease lock's WorkspaceRecord). */
@@ -34,8 +43,12 @@ type AttachableRecord = Pick<
 type AgentDefaults = Pick<AgentDTO, "id" | "defaultMcpConfigs" | "defaultSkills">;
 
 /** The workspace record, or NOT_FOUND. */
-export async function requireWorkspaceRecord(scope: TenantScope, workspaceId: string): Promise<WorkspaceDTO> {
-  const record = await getWorkspaceOrNull(scope, workspaceId);
+export async function requireWorkspaceRecord(
+  scope: TenantScope,
+  workspaceId: string,
+  db: DbClient,
+): Promise<WorkspaceDTO> {
+  const record = await getWorkspaceOrNull(scope, workspaceId, db);
   if (!record) {
     throw new AppError("NOT_FOUND", `workspace ${workspaceId} not found`, {
       userMessage: "Workspace not found.",
@@ -50,7 +63,7 @@ export async function requireWorkspaceRecord(scope: TenantScope, workspaceId: st
  * and went), or older than the record's last state change while the record is not READY.
  */
 export async function attachWorkspace(
-  deps: Pick<AttachDeps, "engine" | "generationReads">,
+  deps: Pick<AttachDeps, "engine" | "attachTracker" | "db" | "generationReads">,
   scope: TenantScope,
   record: AttachableRecord,
   /** The record as just read under the lease lock: the provision gate starts from it (no read of its own). */
@@ -81,7 +94,7 @@ export async function attachWorkspace(
   const attachedAt = engine.attachedAt(workspace);
   if (attachedAt !== undefined && attachedAt >= requestedAt) {
     // This call (or one racing it) attached: the stage timings get `attach` and, later, `first_answer`.
-    attachTracker().attached(workspace, {
+    deps.attachTracker().attached(workspace, {
       tenantId: scope.tenantId,
       workspaceId: record.id,
       backend: record.backendKind,
@@ -99,7 +112,7 @@ export async function attachWorkspace(
     else {
       let reading = deps.generationReads.get(workspace);
       if (!reading) {
-        reading = requireWorkspaceRecord(scope, record.id).then((fresh) => fresh.generation);
+        reading = requireWorkspaceRecord(scope, record.id, deps.db).then((fresh) => fresh.generation);
         deps.generationReads.set(workspace, reading);
       }
       const generation = await reading;
@@ -115,7 +128,7 @@ export async function attachWorkspace(
  * agent saved before validation) are skipped with a warning rather than failing every turn.
  */
 export async function applyAgentDefaults(
-  deps: Pick<AttachDeps, "engine" | "agentReads">,
+  deps: Pick<AttachDeps, "engine" | "db" | "agentReads">,
   scope: TenantScope,
   workspace: Workspace,
   agentId: string | null,
@@ -125,7 +138,7 @@ export async function applyAgentDefaults(
   const key = `${scope.tenantId}\0${agentId}`;
   let loading = deps.agentReads.get(key);
   if (!loading) {
-    loading = getAgentOrNull(scope, agentId).finally(() => deps.agentReads.delete(key));
+    loading = getAgentOrNull(scope, agentId, deps.db).finally(() => deps.agentReads.delete(key));
     deps.agentReads.set(key, loading);
   }
   await applyDefaultsOf(deps, workspace, await loading);

@@ -1,5 +1,5 @@
 import type { TenantScope } from "@/server/auth/scope";
-import { type DbClient, getDb } from "@/server/db";
+import { type DbClient } from "@/server/db";
 import type { BackendKind } from "@/server/workspace/drivers/kind";
 
 /** What a new workspace's backend is chosen from: the agent's own choice, then the tenant's default. */
@@ -8,7 +8,7 @@ export type BackendPreferences = { agent: BackendKind | null; tenant: BackendKin
 export async function readBackendPreferences(
   scope: TenantScope,
   agentId: string | null,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<BackendPreferences> {
   const [tenant, agent] = await Promise.all([
     db.tenant.findFirst({ where: { id: scope.tenantId }, select: { defaultBackend: true } }),
@@ -22,7 +22,7 @@ export async function readBackendPreferences(
 export async function writeTenantDefaultBackend(
   scope: TenantScope,
   backend: BackendKind | null,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<void> {
   await db.tenant.update({ where: { id: scope.tenantId }, data: { defaultBackend: backend } });
 }

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { assertCan } from "@/server/auth/policy";
 import type { TenantScope } from "@/server/auth/scope";
+import type { Db } from "@/server/db";
 import type { DriverSet } from "@/server/engine/driver-set";
 import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
 import { AppError } from "@/server/shared/errors";
@@ -33,7 +34,7 @@ export type BackendOptionDTO = {
  * installation's (BERTH_WORKSPACE_BACKEND), and only among the backends the operator enabled
  * (BERTH_WORKSPACE_BACKENDS). A workspace keeps the backend it was created on.
  */
-export function createBackendChoice(drivers: DriverSet) {
+export function createBackendChoice(drivers: DriverSet, db: Db) {
   function optionOf(kind: BackendKind): BackendOptionDTO {
     const driver = drivers.forKind(kind);
     const definition = drivers.definitionOf(kind);
@@ -66,7 +67,7 @@ export function createBackendChoice(drivers: DriverSet) {
     /** The backends tenants and agents may choose, the installation's and the tenant's defaults. */
     async options(scope: TenantScope) {
       assertCan(scope, "tenant:read");
-      const preferences = await readBackendPreferences(scope, null);
+      const preferences = await readBackendPreferences(scope, null, db);
       return {
         available: drivers.all.map((driver) => optionOf(driver.kind)),
         installationDefault: drivers.default.kind,
@@ -79,7 +80,7 @@ export function createBackendChoice(drivers: DriverSet) {
       assertCan(scope, "tenant:manage");
       const { defaultBackend } = parseInput(ZTenantBackendPatch, raw);
       if (defaultBackend) requireEnabled(defaultBackend, "the tenant default");
-      await writeTenantDefaultBackend(scope, defaultBackend);
+      await writeTenantDefaultBackend(scope, defaultBackend, db);
       await recordAudit(scope, {
         action: "tenant.backend.update",
         targetType: "tenant",
@@ -97,7 +98,7 @@ export function createBackendChoice(drivers: DriverSet) {
 
     /** The backend a new workspace of `agentId` is created on. */
     async kindFor(scope: TenantScope, agentId: string | null): Promise<BackendKind> {
-      return kindFrom(await readBackendPreferences(scope, agentId));
+      return kindFrom(await readBackendPreferences(scope, agentId, db));
     },
 
     /** The same choice from preferences the caller already read (session.create reads them with the agent). */

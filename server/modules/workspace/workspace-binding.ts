@@ -1,4 +1,5 @@
 import type { TenantScope } from "@/server/auth/scope";
+import type { Db } from "@/server/db";
 import { getAgentOrNull } from "@/server/modules/agent/agent.data";
 import { getSession } from "@/server/modules/session/session.data";
 import type { SessionDTO } from "@/server/modules/session/session.types";
@@ -16,14 +17,16 @@ export type BindingBackends = Pick<ReturnType<typeof createBackendChoice>, "kind
 
 export type BindingDeps = {
   backends: BindingBackends;
+  /** The process' database client (the Berth root's). */
+  db: Db;
   /** One insert per workspace per process, however many requests race for it (see bindingForSession). */
   bindingsInFlight: Map<string, Promise<WorkspaceDTO>>;
 };
 
 /** The session's workspace record, created (PENDING) on first use under the agent's isolation policy. */
 export async function bindingForSession(deps: BindingDeps, scope: TenantScope, sessionId: string) {
-  const session = await getSession(scope, sessionId);
-  const existing = await getWorkspaceOrNull(scope, session.workspaceId);
+  const session = await getSession(scope, sessionId, deps.db);
+  const existing = await getWorkspaceOrNull(scope, session.workspaceId, deps.db);
   if (existing) return { session, record: existing };
   return { session, record: await bindSession(deps, scope, session) };
 }
@@ -43,14 +46,18 @@ export async function bindSession(
   let pending = deps.bindingsInFlight.get(key);
   if (!pending) {
     pending = (async () => {
-      const agent = await getAgentOrNull(scope, session.agentId);
-      const { workspace, created } = await upsertWorkspaceBinding(scope, {
-        id: session.workspaceId,
-        backendKind: await deps.backends.kindFor(scope, session.agentId),
-        isolationPolicy: agent?.isolationPolicy ?? (await tenantDefaultIsolation(scope)),
-        agentId: session.agentId,
-        userId: session.userId ?? scope.userId,
-      });
+      const agent = await getAgentOrNull(scope, session.agentId, deps.db);
+      const { workspace, created } = await upsertWorkspaceBinding(
+        scope,
+        {
+          id: session.workspaceId,
+          backendKind: await deps.backends.kindFor(scope, session.agentId),
+          isolationPolicy: agent?.isolationPolicy ?? (await tenantDefaultIsolation(scope, deps.db)),
+          agentId: session.agentId,
+          userId: session.userId ?? scope.userId,
+        },
+        deps.db,
+      );
       if (created) announceWorkspaceCreated(scope.tenantId, workspace);
       return workspace;
     })().finally(() => deps.bindingsInFlight.delete(key));
@@ -84,7 +91,7 @@ export function bindingFor(
 
 /** Records a workspace binding (PENDING) without provisioning. */
 export async function bindWorkspace(
-  backends: Pick<BindingBackends, "kindFor">,
+  deps: { backends: Pick<BindingBackends, "kindFor">; db: Db },
   scope: TenantScope,
   input: {
     workspaceId: string;
@@ -93,13 +100,17 @@ export async function bindWorkspace(
     isolationPolicy: IsolationPolicy;
   },
 ): Promise<WorkspaceDTO> {
-  const { workspace, created } = await upsertWorkspaceBinding(scope, {
-    id: input.workspaceId,
-    backendKind: await backends.kindFor(scope, input.agentId),
-    isolationPolicy: input.isolationPolicy,
-    agentId: input.agentId,
-    userId: input.userId,
-  });
+  const { workspace, created } = await upsertWorkspaceBinding(
+    scope,
+    {
+      id: input.workspaceId,
+      backendKind: await deps.backends.kindFor(scope, input.agentId),
+      isolationPolicy: input.isolationPolicy,
+      agentId: input.agentId,
+      userId: input.userId,
+    },
+    deps.db,
+  );
   if (created) announceWorkspaceCreated(scope.tenantId, workspace);
   return workspace;
 }

@@ -1,4 +1,4 @@
-import { type DbClient, getDb } from "@/server/db";
+import { type DbClient } from "@/server/db";
 
 /**
  * The two claims a workspace row holds while one run does long work on its machine: the provision claim
@@ -32,7 +32,7 @@ export async function renewWorkspaceClaim(
   workspaceId: string,
   holder: string,
   heldForMs: number,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<boolean> {
   const claim = CLAIMS[kind];
   const { count } = await db.workspace.updateMany({
@@ -50,7 +50,7 @@ export async function releaseWorkspaceClaim(
   kind: WorkspaceClaimKind,
   workspaceId: string,
   holder: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<void> {
   const claim = CLAIMS[kind];
   await db.workspace.updateMany({

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { TenantScope } from "@/server/auth/scope";
-import { type DbClient, getDb } from "@/server/db";
+import { type DbClient } from "@/server/db";
 import { ZBackendKind, ZIsolationPolicy } from "@/server/modules/agent/agent.types";
 import { AppError } from "@/server/shared/errors";
 
@@ -34,7 +34,7 @@ const ZDefaultsRow = z.object({
 export async function readWorkspaceDefaults(
   scope: TenantScope,
   agentId: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<WorkspaceDefaults | null> {
   const rows = await db.$queryRaw<unknown[]>`
     SELECT a.id, a.isolation_policy::text AS isolation_policy, a.backend::text AS backend,
@@ -62,7 +62,7 @@ const ZPageContextRow = z.object({
 export async function readWorkspacePageContext(
   scope: TenantScope,
   agentId: string | null,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<WorkspacePageContext> {
   // LEFT JOIN: a workspace without an agent (or whose agent is gone) still has its tenant's TTL.
   const rows = await db.$queryRaw<unknown[]>`

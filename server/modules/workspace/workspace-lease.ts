@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { TenantScope } from "@/server/auth/scope";
+import type { Db } from "@/server/db";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import { releaseWorkspaceLease } from "./workspace.data";
 import { acquireLeaseLocked, touchWorkspaceActivity } from "./workspace-lifecycle.data";
@@ -11,6 +12,8 @@ export type LeaseOptions = { holder: string; reason: string; ttlMs?: number; qui
 /** What taking and releasing leases needs in a process. */
 export type LeaseDeps = {
   engine: Pick<WorkspaceEngine, "config" | "log">;
+  /** The process' database client (the Berth root's). */
+  db: Db;
   /**
    * This process' liveness id (server/queue/heartbeat.ts, group `holders`), written on every lease it
    * takes, so the leases of a process that died are released as soon as its heartbeat stops.
@@ -23,17 +26,18 @@ export type LeaseDeps = {
 export function createLeaseDeps(
   engine: Pick<WorkspaceEngine, "config" | "log">,
   leaseOwnerId: string | null,
+  db: Db,
 ): LeaseDeps {
   const releaseRetry = createLeaseReleaseRetry({
     release: (pending) =>
-      releaseWorkspaceLease(pending.scope, pending.workspaceId, pending.holder, undefined, {
+      releaseWorkspaceLease(pending.scope, pending.workspaceId, pending.holder, db, {
         quiet: pending.quiet,
       }),
-    touch: (pending) => touchWorkspaceActivity(pending.scope, pending.workspaceId, pending.endedAt),
+    touch: (pending) => touchWorkspaceActivity(pending.scope, pending.workspaceId, pending.endedAt, db),
     log: engine.log.child({ component: "lease-release" }),
     giveUpAfterMs: engine.config.maxLeaseMs,
   });
-  return { engine, leaseOwnerId, releaseRetry };
+  return { engine, db, leaseOwnerId, releaseRetry };
 }
 
 export async function acquireLease(
@@ -54,21 +58,22 @@ export async function acquireLease(
       expiresAt: new Date(Date.now() + ttlMs),
       ownerId: deps.leaseOwnerId,
     },
-    undefined,
+    deps.db,
     { quiet: lease.quiet ?? false },
   );
 }
 
 export async function releaseLease(
+  deps: Pick<LeaseDeps, "db">,
   scope: TenantScope,
   workspaceId: string,
   holder: string,
   options: { quiet?: boolean } = {},
 ): Promise<boolean> {
-  const released = await releaseWorkspaceLease(scope, workspaceId, holder, undefined, options);
+  const released = await releaseWorkspaceLease(scope, workspaceId, holder, deps.db, options);
   // The end of a turn is activity too: the idle clock starts now, not when the turn began. The end of a
   // read is not (quiet): browsing never keeps a workspace awake.
-  if (released && !options.quiet) await touchWorkspaceActivity(scope, workspaceId, new Date());
+  if (released && !options.quiet) await touchWorkspaceActivity(scope, workspaceId, new Date(), deps.db);
   return released;
 }
 

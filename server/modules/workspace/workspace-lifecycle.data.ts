@@ -1,6 +1,6 @@
 import { Prisma, type WorkspaceState } from "@/generated/prisma/client";
 import { actorLabel, type TenantScope } from "@/server/auth/scope";
-import { type DbClient, getDb } from "@/server/db";
+import { type Db, type DbClient } from "@/server/db";
 import { AppError } from "@/server/shared/errors";
 import type { BackendKind } from "@/server/workspace/drivers/kind";
 import { canTransitionWorkspace, type WorkspaceLeaseDTO } from "@/server/modules/workspace/workspace.types";
@@ -47,7 +47,7 @@ const recordSelect = {
 /** A workspace by id across tenants: for jobs, which re-check the payload's tenant against it. */
 export async function findWorkspaceRecordForSystem(
   workspaceId: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<WorkspaceRecord | null> {
   return db.workspace.findUnique({ where: { id: workspaceId }, select: recordSelect });
 }
@@ -55,7 +55,7 @@ export async function findWorkspaceRecordForSystem(
 /** Every record of one backend kind that may still own backend resources (reconcile). */
 export async function listLiveRecordsForSystem(
   backendKind: BackendKind,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<WorkspaceRecord[]> {
   return db.workspace.findMany({
     where: { backendKind, state: { not: "PURGED" } },
@@ -66,7 +66,7 @@ export async function listLiveRecordsForSystem(
 /** Records in PROVISIONING or STOPPING since before `before`, oldest first (reconcile resumes them). */
 export async function listStuckTransitionsForSystem(
   before: Date,
-  db: DbClient = getDb(),
+  db: DbClient,
   limit = 500,
 ): Promise<WorkspaceRecord[]> {
   return db.workspace.findMany({
@@ -91,7 +91,7 @@ export async function findSweepCandidates(
     tenantIdleBefore?: readonly { tenantId: string; idleBefore: Date }[];
     limit: number;
   },
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<{ id: string; tenantId: string }[]> {
   const own = options.tenantIdleBefore ?? [];
   return db.workspace.findMany({
@@ -125,7 +125,7 @@ export async function stopIfIdle(
   scope: TenantScope,
   workspaceId: string,
   options: { idleBefore: Date; leaseBornAfter: Date; reason: string },
-  db = getDb(),
+  db: Db,
 ): Promise<SweepDecision> {
   let userId: string | null = null;
   const decision = await db.$transaction(async (tx): Promise<SweepDecision> => {
@@ -186,7 +186,7 @@ export async function acquireLeaseLocked(
   scope: TenantScope,
   workspaceId: string,
   lease: { holder: string; reason: string; expiresAt: Date; ownerId?: string | null },
-  db = getDb(),
+  db: Db,
   /** `quiet`: a read's lease (the dashboard's browsing) writes no `lease_acquired` ledger event. */
   options: { refuseStates?: readonly WorkspaceState[]; quiet?: boolean } = {},
 ): Promise<{ lease: WorkspaceLeaseDTO; state: WorkspaceState; record: WorkspaceRecord }> {
@@ -240,7 +240,7 @@ export async function touchWorkspaceActivity(
   scope: TenantScope,
   workspaceId: string,
   at: Date,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<void> {
   await db.workspace.updateMany({
     where: {
@@ -275,7 +275,7 @@ export async function transitionFrom(
     /** On → READY: the size class the READY period is metered at. */
     meteredSize?: string;
   },
-  db = getDb(),
+  db: Db,
 ): Promise<WorkspaceState> {
   return (await transitionWithGeneration(scope, workspaceId, change, db)).from;
 }
@@ -284,7 +284,7 @@ async function transitionWithGeneration(
   scope: TenantScope,
   workspaceId: string,
   change: Parameters<typeof transitionFrom>[2],
-  db = getDb(),
+  db: Db,
 ): Promise<{ from: WorkspaceState; generation: number }> {
   const done = await db.$transaction(async (tx) => {
     // The tenant's quota lock (if any) before the workspace's: one order everywhere, no deadlock.

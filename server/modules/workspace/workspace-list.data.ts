@@ -1,4 +1,4 @@
-import { type DbClient, getDb, pageSize } from "@/server/db";
+import { type DbClient, pageSize } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import { type Page, pageArgs, paginate } from "@/server/shared/page";
 import type { BackendKind, WorkspaceDTO, WorkspaceState } from "@/server/modules/workspace/workspace.types";
@@ -26,7 +26,7 @@ export async function listWorkspaces(
     /** Only these workspaces and those derived for this workspace user (a member's view: workspace-access.ts). */
     onlyAccessible?: { workspaceIds: string[]; workspaceUser: string } | null;
   } = {},
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<Page<WorkspaceDTO & { agentName: string | null }>> {
   const take = pageSize(options.limit);
   const accessible = options.onlyAccessible;

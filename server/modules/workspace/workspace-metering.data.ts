@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Prisma } from "@/generated/prisma/client";
-import { getDb } from "@/server/db";
+import { type Db } from "@/server/db";
 import { insertUsageRecordInTx } from "@/server/modules/metering/metering.data";
 
 /**
@@ -52,7 +52,7 @@ type RawMetered = {
 };
 
 /** Accrues READY workspaces metered up to before `before` (at most `limit`); returns how many. */
-export async function accrueRunningWorkspaces(before: Date, limit: number, db = getDb()): Promise<number> {
+export async function accrueRunningWorkspaces(before: Date, limit: number, db: Db): Promise<number> {
   const due = await db.workspace.findMany({
     where: { state: "READY", meteredAt: { lt: before } },
     select: { id: true },

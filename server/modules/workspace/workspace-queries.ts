@@ -1,4 +1,5 @@
 import type { TenantScope } from "@/server/auth/scope";
+import type { Db } from "@/server/db";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import { auditActorNames } from "@/server/modules/audit/audit.data";
 import { effectiveIdleTtlMs } from "@/server/modules/tenant/tenant-policy";
@@ -10,38 +11,40 @@ import { requireWorkspaceRecord } from "./workspace-attach";
 import { readWorkspacePageContext } from "./workspace-context.data";
 import { explainLiveness } from "./workspace-liveness";
 
-/** The engine's parts the workspace pages read: its drivers (isolation, terminal) and its TTLs. */
-type QueryEngine = Pick<WorkspaceEngine, "drivers" | "config">;
+/** The engine's parts the workspace pages read (its drivers: isolation, terminal; its TTLs), and the database. */
+type QueryDeps = Pick<WorkspaceEngine, "drivers" | "config"> & { db: Db };
 
 /** The workspaces the caller may list, a page at a time, each described for the dashboard. */
 export async function listWorkspacesFor(
-  engine: Pick<WorkspaceEngine, "drivers">,
+  deps: Pick<QueryDeps, "drivers" | "db">,
   scope: TenantScope,
   options: WorkspaceListFilters & { limit?: number; cursor?: string },
 ) {
-  const page = await listWorkspaces(scope, {
-    ...options,
-    onlyAccessible: await workspaceListLimit(scope),
-  });
-  return { ...page, items: page.items.map((record) => describeWorkspace(engine, record)) };
+  const page = await listWorkspaces(
+    scope,
+    { ...options, onlyAccessible: await workspaceListLimit(scope, deps.db) },
+    deps.db,
+  );
+  return { ...page, items: page.items.map((record) => describeWorkspace(deps, record)) };
 }
 
 /** The workspace page: the record described, its agent, leases, liveness, newest events, last transition. */
-export async function getWorkspaceDetail(engine: QueryEngine, scope: TenantScope, workspaceId: string) {
-  const record = await requireWorkspaceRecord(scope, workspaceId);
-  await assertMayActOnWorkspace(scope, record);
+export async function getWorkspaceDetail(deps: QueryDeps, scope: TenantScope, workspaceId: string) {
+  const { db } = deps;
+  const record = await requireWorkspaceRecord(scope, workspaceId, db);
+  await assertMayActOnWorkspace(scope, record, db);
   const [leases, { events, lastTransition }, context] = await Promise.all([
-    listWorkspaceLeases(scope, workspaceId),
-    recentEventsAndLastTransition(scope, workspaceId),
-    readWorkspacePageContext(scope, record.agentId),
+    listWorkspaceLeases(scope, workspaceId, db),
+    recentEventsAndLastTransition(scope, workspaceId, db),
+    readWorkspacePageContext(scope, record.agentId, db),
   ]);
   return {
-    ...describeWorkspace(engine, record),
+    ...describeWorkspace(deps, record),
     agentName: context.agentName,
     leases,
     liveness: explainLiveness(record, leases, {
-      idleTtlMs: effectiveIdleTtlMs(context.tenantIdleTtlMs, engine.config.idleTtlMs),
-      maxLeaseMs: engine.config.maxLeaseMs,
+      idleTtlMs: effectiveIdleTtlMs(context.tenantIdleTtlMs, deps.config.idleTtlMs),
+      maxLeaseMs: deps.config.maxLeaseMs,
     }),
     events,
     lastTransition,
@@ -50,12 +53,14 @@ export async function getWorkspaceDetail(engine: QueryEngine, scope: TenantScope
 
 /** The workspace's ledger, newest first, a page at a time, optionally only some kinds of events. */
 export async function pageWorkspaceEventsFor(
+  deps: Pick<QueryDeps, "db">,
   scope: TenantScope,
   workspaceId: string,
   options: { kinds?: WorkspaceEventKind[]; limit?: number; cursor?: string },
 ) {
-  await assertMayActOnWorkspace(scope, await requireWorkspaceRecord(scope, workspaceId));
-  const page = await pageWorkspaceEvents(scope, workspaceId, options);
+  const { db } = deps;
+  await assertMayActOnWorkspace(scope, await requireWorkspaceRecord(scope, workspaceId, db), db);
+  const page = await pageWorkspaceEvents(scope, workspaceId, options, db);
   // Actors as people read them ("user:<id>" → the email, "api_key:<id>" → the key's name).
   const names = await auditActorNames(
     scope,
@@ -63,6 +68,7 @@ export async function pageWorkspaceEventsFor(
       const [type, ...id] = event.actor.split(":");
       return type === "user" || type === "api_key" ? [{ type, id: id.join(":") }] : [];
     }),
+    db,
   );
   return {
     ...page,
@@ -90,16 +96,18 @@ export function describeBackends(engine: Pick<WorkspaceEngine, "drivers">) {
  * The workspace page's 50 newest events, and why it is in its state (its newest transition, however many
  * lease events came after it): found among those 50 when it is one of them, else read on its own.
  */
-async function recentEventsAndLastTransition(scope: TenantScope, workspaceId: string) {
-  const page = await pageWorkspaceEvents(scope, workspaceId, { limit: 50 });
+async function recentEventsAndLastTransition(scope: TenantScope, workspaceId: string, db: Db) {
+  const page = await pageWorkspaceEvents(scope, workspaceId, { limit: 50 }, db);
   const transitionKinds = new Set<WorkspaceEventKind>(TRANSITION_EVENT_KINDS);
   const seen = page.items.find((event) => transitionKinds.has(event.kind));
   // Every event is on the page when there is no next one: no transition among them means none at all.
   if (seen || page.nextCursor === null) return { events: page.items, lastTransition: seen ?? null };
-  const [older] = await listWorkspaceEvents(scope, workspaceId, {
-    limit: 1,
-    kinds: [...TRANSITION_EVENT_KINDS],
-  });
+  const [older] = await listWorkspaceEvents(
+    scope,
+    workspaceId,
+    { limit: 1, kinds: [...TRANSITION_EVENT_KINDS] },
+    db,
+  );
   return { events: page.items, lastTransition: older ?? null };
 }
 

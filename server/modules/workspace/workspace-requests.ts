@@ -1,4 +1,5 @@
 import type { TenantScope } from "@/server/auth/scope";
+import type { Db } from "@/server/db";
 import type { Logger } from "@/server/logger";
 import { audited } from "@/server/modules/audit/audited";
 import { auditActorNames, listPurgeReceipts } from "@/server/modules/audit/audit.data";
@@ -16,8 +17,8 @@ import { requireWorkspaceRecord } from "./workspace-attach";
  * createWorkspaceService.
  */
 
-/** What the requests need: the process' enqueue and a logger for audit writes that fail. */
-export type RequestDeps = { enqueue: Enqueue<BerthJobCatalog>; log: Pick<Logger, "error"> };
+/** What the requests need: the process' enqueue, its database client and a logger for audit writes that fail. */
+export type RequestDeps = { enqueue: Enqueue<BerthJobCatalog>; db: Db; log: Pick<Logger, "error"> };
 
 /** One workspace's outcome in a bulk action. */
 type BulkOutcome = {
@@ -59,11 +60,11 @@ export async function requestStop(
     workspaceId,
     { force: options.force ?? false },
     async () => {
-      const record = await requireWorkspaceRecord(scope, workspaceId);
+      const record = await requireWorkspaceRecord(scope, workspaceId, deps.db);
       if (!options.force) assertNotInUse(record, "stop");
       const reason = options.reason ?? "stop requested by an admin";
       if (record.state === "READY") {
-        await transitionFrom(scope, workspaceId, { from: ["READY"], to: "STOPPING", reason });
+        await transitionFrom(scope, workspaceId, { from: ["READY"], to: "STOPPING", reason }, deps.db);
       } else if (record.state !== "STOPPING") {
         return { state: record.state, jobId: null };
       }
@@ -80,7 +81,7 @@ export async function requestStop(
  */
 export async function requestStart(deps: RequestDeps, scope: TenantScope, workspaceId: string) {
   return auditWorkspaceChange(deps.log, scope, "workspace.start", workspaceId, {}, async () => {
-    const record = await requireWorkspaceRecord(scope, workspaceId);
+    const record = await requireWorkspaceRecord(scope, workspaceId, deps.db);
     if (record.state === "READY" || record.state === "PROVISIONING") {
       return { state: record.state, jobId: null };
     }
@@ -102,15 +103,15 @@ export async function requestStart(deps: RequestDeps, scope: TenantScope, worksp
 
 /** Names the workspace on the dashboard (null or blank clears the name). */
 export async function labelWorkspace(
-  deps: Pick<RequestDeps, "log">,
+  deps: Pick<RequestDeps, "log" | "db">,
   scope: TenantScope,
   workspaceId: string,
   label: string | null,
 ) {
   const name = label?.trim() ? label.trim() : null;
   return auditWorkspaceChange(deps.log, scope, "workspace.label", workspaceId, { label: name }, async () => {
-    const record = await requireWorkspaceRecord(scope, workspaceId);
-    await setWorkspaceLabel(scope, workspaceId, name);
+    const record = await requireWorkspaceRecord(scope, workspaceId, deps.db);
+    await setWorkspaceLabel(scope, workspaceId, name, deps.db);
     announceChange(scope.tenantId, { topic: "workspace", id: workspaceId, userId: record.userId });
     return { label: name };
   });
@@ -133,7 +134,7 @@ export async function requestPurge(
     workspaceId,
     { force: options.force ?? false },
     async () => {
-      const record = await requireWorkspaceRecord(scope, workspaceId);
+      const record = await requireWorkspaceRecord(scope, workspaceId, deps.db);
       if (record.state === "PURGED" || record.state === "PURGING") {
         return { state: record.state, jobId: null, generation: record.generation };
       }
@@ -159,10 +160,11 @@ export async function requestPurge(
  * receipt (`deleted.requestedBy`, else the receipt's actor) as an email or API key name.
  */
 export async function listPurgeReceiptsWithRequesters(
+  deps: Pick<RequestDeps, "db">,
   scope: TenantScope,
   options: { targetType?: "workspace" | "session" | "agent"; targetId?: string; limit?: number },
 ) {
-  const receipts = await listPurgeReceipts(scope, options);
+  const receipts = await listPurgeReceipts(scope, options, deps.db);
   const requesterOf = (receipt: (typeof receipts)[number]) => {
     const deleted = receipt.deleted as { requestedBy?: unknown } | null;
     return typeof deleted?.requestedBy === "string" ? deleted.requestedBy : receipt.actor;
@@ -170,6 +172,7 @@ export async function listPurgeReceiptsWithRequesters(
   const names = await auditActorNames(
     scope,
     receipts.flatMap((receipt) => actorRef(requesterOf(receipt)) ?? []),
+    deps.db,
   );
   return receipts.map((receipt) => {
     const requestedBy = requesterOf(receipt);

@@ -31,7 +31,7 @@ export async function withLease<T>(
 ): Promise<T> {
   await acquireLease(deps, scope, workspaceId, lease);
   try {
-    const record = await requireWorkspaceRecord(scope, workspaceId);
+    const record = await requireWorkspaceRecord(scope, workspaceId, deps.db);
     const workspace = await attachWorkspace(deps, scope, record);
     const release = deps.engine.manager.pin(workspace);
     try {
@@ -49,7 +49,7 @@ export async function withLease<T>(
 async function endLease(deps: LeaseDeps, scope: TenantScope, workspaceId: string, lease: LeaseOptions) {
   const quiet = lease.quiet ?? false;
   const endedAt = new Date();
-  await releaseLease(scope, workspaceId, lease.holder, { quiet }).catch((error: unknown) => {
+  await releaseLease(deps, scope, workspaceId, lease.holder, { quiet }).catch((error: unknown) => {
     deps.engine.log.warn(
       { err: error, workspaceId, holder: lease.holder },
       "releasing a lease failed; retrying",
@@ -135,7 +135,7 @@ export async function withWorkspace<T>(
   /** `quiet` for reads: their call lease writes no ledger events. */
   options: { agentId?: string | null; quiet?: boolean } = {},
 ): Promise<T> {
-  await assertMayActOnWorkspace(scope, await requireWorkspaceRecord(scope, workspaceId));
+  await assertMayActOnWorkspace(scope, await requireWorkspaceRecord(scope, workspaceId, deps.db), deps.db);
   const lease = { ...callLease(reason), quiet: options.quiet ?? false, agentId: options.agentId ?? null };
   return withLease(deps, scope, workspaceId, lease, fn);
 }

@@ -1,7 +1,7 @@
 import { admitWorkspaceRecord } from "@/server/modules/quota/quota.service";
 import { parseInput } from "@/server/shared/parse-input";
 import { Prisma } from "@/generated/prisma/client";
-import { type DbClient, getDb, inTransaction, pageSize } from "@/server/db";
+import { type Db, type DbClient, inTransaction, pageSize } from "@/server/db";
 import { actorLabel, type TenantScope } from "@/server/auth/scope";
 import { AppError } from "@/server/shared/errors";
 import { type Page, pageArgs, paginate } from "@/server/shared/page";
@@ -50,7 +50,7 @@ export const toWorkspaceDTO = ({ _count, ...row }: WorkspaceRow): WorkspaceDTO =
 export async function upsertWorkspaceBinding(
   scope: TenantScope,
   rawInput: TUpsertWorkspaceInput,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<{ workspace: WorkspaceDTO; created: boolean }> {
   const input = parseInput(ZUpsertWorkspaceInput, rawInput);
   const existing = await getWorkspaceOrNull(scope, input.id, db);
@@ -85,7 +85,7 @@ export async function upsertWorkspaceBinding(
 export async function getWorkspaceOrNull(
   scope: TenantScope,
   workspaceId: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<WorkspaceDTO | null> {
   const row = await db.workspace.findFirst({
     where: { tenantId: scope.tenantId, id: workspaceId },
@@ -97,7 +97,7 @@ export async function getWorkspaceOrNull(
 export async function getWorkspace(
   scope: TenantScope,
   workspaceId: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<WorkspaceDTO> {
   const workspace = await getWorkspaceOrNull(scope, workspaceId, db);
   if (!workspace) throw notFound(workspaceId);
@@ -109,7 +109,7 @@ export async function setWorkspaceLabel(
   scope: TenantScope,
   workspaceId: string,
   label: string | null,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<boolean> {
   const { count } = await db.workspace.updateMany({
     where: { tenantId: scope.tenantId, id: workspaceId },
@@ -133,7 +133,7 @@ export async function releaseWorkspaceLease(
   scope: TenantScope,
   workspaceId: string,
   holder: string,
-  db = getDb(),
+  db: Db,
   options: { quiet?: boolean } = {},
 ): Promise<boolean> {
   return db.$transaction(async (tx) => {
@@ -149,7 +149,7 @@ export async function releaseWorkspaceLease(
 export async function listWorkspaceLeases(
   scope: TenantScope,
   workspaceId: string,
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<WorkspaceLeaseDTO[]> {
   return db.workspaceLease.findMany({
     where: { tenantId: scope.tenantId, workspaceId, ...liveLeases() },
@@ -175,7 +175,7 @@ export async function appendWorkspaceEvent(
   scope: TenantScope,
   workspaceId: string,
   event: { kind: WorkspaceEventKind; reason?: string | null; data?: Record<string, unknown> | null },
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<WorkspaceEventDTO> {
   const workspace = await db.workspace.findFirst({
     where: { tenantId: scope.tenantId, id: workspaceId },
@@ -194,7 +194,7 @@ export async function listWorkspaceEvents(
   scope: TenantScope,
   workspaceId: string,
   options: { limit?: number; kinds?: WorkspaceEventKind[] } = {},
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<WorkspaceEventDTO[]> {
   return (await pageWorkspaceEvents(scope, workspaceId, options, db)).items;
 }
@@ -204,7 +204,7 @@ export async function pageWorkspaceEvents(
   scope: TenantScope,
   workspaceId: string,
   options: { limit?: number; cursor?: string; kinds?: WorkspaceEventKind[] } = {},
-  db: DbClient = getDb(),
+  db: DbClient,
 ): Promise<Page<WorkspaceEventDTO>> {
   const take = pageSize(options.limit, 100);
   const rows = await db.workspaceEvent.findMany({
@@ -242,7 +242,7 @@ async function insertEvent(
 // -------------------------------------------------------------------------------- system queries
 
 /** The owner processes of current leases (what the dead-holder reaper asks the heartbeats about). */
-export async function listLeaseOwnersForSystem(db: DbClient = getDb()): Promise<string[]> {
+export async function listLeaseOwnersForSystem(db: DbClient): Promise<string[]> {
   const rows = await db.workspaceLease.findMany({
     where: { ownerId: { not: null } },
     select: { ownerId: true },
@@ -256,7 +256,7 @@ export async function listLeaseOwnersForSystem(db: DbClient = getDb()): Promise<
 export async function releaseLeasesOfOwnersForSystem(
   ownerIds: readonly string[],
   reason: string,
-  db = getDb(),
+  db: Db,
 ): Promise<number> {
   if (ownerIds.length === 0) return 0;
   return db.$transaction(async (tx) => {

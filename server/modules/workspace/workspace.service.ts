@@ -1,3 +1,5 @@
+import type { Db } from "@/server/db";
+import type { AttachTracker } from "@/server/modules/metrics/attach-tracker";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import { createEnqueue } from "@/server/queue/enqueue";
 import { bindDeps } from "@/server/shared/bind-deps";
@@ -38,7 +40,7 @@ export type { LeaseOptions } from "./workspace-lease";
  * The workspace service: the ONE way API code (routers, chat, team tools, route handlers) reaches a
  * workspace. Every call resolves through the process' WorkspaceManager with the session's stored workspace
  * id; a miss waits for the workers to provision (see RecordAttacher), a stopped workspace comes back
- * transparently. Build one per process with `createWorkspaceService(berth.engine)` (the root does: server/composition/berth.ts).
+ * transparently. Build one per process with `createWorkspaceService(berth.engine, { db: berth.db })` (the root does: server/composition/berth.ts).
  *
  * Each use case is a named function taking its dependencies (workspace-use.ts: attach under a lease;
  * workspace-binding.ts; workspace-queries.ts: the pages' reads; workspace-requests.ts: stop, start, purge,
@@ -47,25 +49,34 @@ export type { LeaseOptions } from "./workspace-lease";
  * `leaseOwnerId`: this process' liveness id (server/queue/heartbeat.ts, group `holders`), written on every
  * lease it takes, so the leases of a process that died are released as soon as its heartbeat stops.
  */
-export function createWorkspaceService(engine: WorkspaceEngine, options: { leaseOwnerId?: string } = {}) {
-  const backends = createBackendChoice(engine.drivers);
-  const binding: BindingDeps = { backends, bindingsInFlight: new Map() };
+export function createWorkspaceService(
+  engine: WorkspaceEngine,
+  options: {
+    db: Db;
+    /** The root's attach tracker (stage timings of attaches), built on first use. */
+    attachTracker: () => AttachTracker;
+    leaseOwnerId?: string;
+  },
+) {
+  const { db } = options;
+  const backends = createBackendChoice(engine.drivers, db);
+  const binding: BindingDeps = { backends, db, bindingsInFlight: new Map() };
   const use: WorkspaceUseDeps = {
-    ...createLeaseDeps(engine, options.leaseOwnerId ?? null),
-    ...createAttachDeps(engine),
+    ...createLeaseDeps(engine, options.leaseOwnerId ?? null, db),
+    ...createAttachDeps(engine, options.attachTracker, db),
     ...binding,
   };
-  const requests: RequestDeps = { enqueue: createEnqueue(engine.queues), log: engine.log };
+  const requests: RequestDeps = { enqueue: createEnqueue(engine.queues), db, log: engine.log };
   const bindUse = bindDeps(use);
   const bindRequests = bindDeps(requests);
   const bindBackends = bindDeps(backends);
-  const bindEngine = bindDeps(engine);
+  const bindQueries = bindDeps({ drivers: engine.drivers, config: engine.config, db });
 
   return {
     engine,
     audited: bindDeps(engine.log)(auditWorkspaceChange),
     acquireLease: bindUse(acquireLease),
-    releaseLease,
+    releaseLease: bindUse(releaseLease),
     withLease: bindUse(withLease),
     callLease,
     /** Lease releases that failed and are being retried (see lease-release-retry.ts). */
@@ -83,11 +94,11 @@ export function createWorkspaceService(engine: WorkspaceEngine, options: { lease
     /** The backends of this installation and the tenant's choice among them (backend-choice service). */
     backends,
     bindingFor: bindBackends(bindingFor),
-    bindWorkspace: bindBackends(bindWorkspace),
+    bindWorkspace: bindDeps({ backends, db })(bindWorkspace),
 
-    list: bindEngine(listWorkspacesFor),
-    get: bindEngine(getWorkspaceDetail),
-    events: pageWorkspaceEventsFor,
+    list: bindQueries(listWorkspacesFor),
+    get: bindQueries(getWorkspaceDetail),
+    events: bindQueries(pageWorkspaceEventsFor),
     backendInfo: () => describeBackends(engine),
 
     requestStop: bindRequests(requestStop),
@@ -95,7 +106,7 @@ export function createWorkspaceService(engine: WorkspaceEngine, options: { lease
     requestPurge: bindRequests(requestPurge),
     setLabel: bindRequests(labelWorkspace),
     bulk: bindRequests(requestBulk),
-    purgeReceipts: listPurgeReceiptsWithRequesters,
+    purgeReceipts: bindRequests(listPurgeReceiptsWithRequesters),
     enqueueSessionPurge: bindRequests(enqueueSessionPurge),
     enqueueAgentPurge: bindRequests(enqueueAgentPurge),
   };

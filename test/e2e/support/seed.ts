@@ -51,20 +51,25 @@ export async function seedTenantWithData(options: {
   const scope = await resolveTenantScope(
     { kind: "user", userId: owner.id, email: owner.email, name: owner.name, authSessionId: "seed" },
     tenant.id,
+    processBerth().db,
   );
   const secretKey = secretKeyFromBytes(randomBytes(32));
   const modelConfig = { provider: "openai-compatible", model: "test-model" };
   const agents = [];
   for (const name of ["researcher", "coder"])
-    agents.push(await createAgent(scope, { name, modelConfig }, secretKey));
+    agents.push(await createAgent(scope, { name, modelConfig }, secretKey, processBerth().db));
   const workspaceId = `ws-e2e-${suffix}`;
-  await upsertWorkspaceBinding(scope, {
-    id: workspaceId,
-    backendKind: "local",
-    isolationPolicy: "PER_AGENT",
-  });
+  await upsertWorkspaceBinding(
+    scope,
+    {
+      id: workspaceId,
+      backendKind: "local",
+      isolationPolicy: "PER_AGENT",
+    },
+    processBerth().db,
+  );
   for (let i = 0; i < 3; i++)
-    await createSession(scope, { agentId: agents[0]!.id, workspaceId, name: `s${i}` });
+    await createSession(scope, { agentId: agents[0]!.id, workspaceId, name: `s${i}` }, processBerth().db);
   return {
     slug: tenant.slug,
     name: tenant.name,

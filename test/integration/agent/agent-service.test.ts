@@ -53,7 +53,9 @@ describe("agent CRUD", () => {
       SELECT model_config, model_api_key_encrypted FROM agents WHERE id = ${created.id}`;
     expect(JSON.stringify(row)).not.toContain(KEY);
     const secretKey = secretKeyFromBytes(getConfig().secrets.encryptionKey);
-    expect(await getAgentModelApiKey(h.tenant.ownerScope, created.id, secretKey)).toBe(KEY);
+    expect(await getAgentModelApiKey(h.tenant.ownerScope, created.id, secretKey, processBerth().db)).toBe(
+      KEY,
+    );
 
     const renamed = await h.owner.agent.update({
       ...h.ref,
@@ -61,7 +63,9 @@ describe("agent CRUD", () => {
       patch: { description: "changed", modelApiKey: null },
     });
     expect(renamed).toMatchObject({ description: "changed", hasApiKey: false });
-    expect(await getAgentModelApiKey(h.tenant.ownerScope, created.id, secretKey)).toBeNull();
+    expect(
+      await getAgentModelApiKey(h.tenant.ownerScope, created.id, secretKey, processBerth().db),
+    ).toBeNull();
   });
 
   it("lets viewers read but not change agents, and reports name clashes as CONFLICT", async () => {
@@ -156,7 +160,11 @@ describe("agent CRUD", () => {
     await rejectionCode(h.owner.agent.update({ ...h.ref, agentId: "missing", patch: { description: "x" } }));
     await h.owner.agent.delete({ ...h.ref, agentId: agent.id });
     // The buffer is normally drained by the audit.flush job of the process-wide workers.
-    await flushAuditBuffer({ redis: getRedis(), redisPrefix: getQueues().redisPrefix });
+    await flushAuditBuffer({
+      db: processBerth().db,
+      redis: getRedis(),
+      redisPrefix: getQueues().redisPrefix,
+    });
     const { items } = await h.owner.audit.list({ ...h.ref, limit: 200 });
     const ofAgent = items
       .filter((entry) => entry.targetId === agent.id)
@@ -171,7 +179,8 @@ describe("agent CRUD", () => {
 
 describe("agent.update is a partial patch", () => {
   const secretKey = () => secretKeyFromBytes(getConfig().secrets.encryptionKey);
-  const keyOf = (agentId: string) => getAgentModelApiKey(h.tenant.ownerScope, agentId, secretKey());
+  const keyOf = (agentId: string) =>
+    getAgentModelApiKey(h.tenant.ownerScope, agentId, secretKey(), processBerth().db);
   const newKeyedAgent = () =>
     h.owner.agent.create({
       ...h.ref,
@@ -216,7 +225,11 @@ describe("agent.update is a partial patch", () => {
     expect(withoutBase.modelConfig).toEqual({ provider: "openai-compatible", model: "m2", temperature: 0.3 });
     expect(await keyOf(agent.id)).toBe(KEY);
 
-    await flushAuditBuffer({ redis: getRedis(), redisPrefix: getQueues().redisPrefix });
+    await flushAuditBuffer({
+      db: processBerth().db,
+      redis: getRedis(),
+      redisPrefix: getQueues().redisPrefix,
+    });
     const { items } = await h.owner.audit.list({ ...h.ref, action: "agent.update", limit: 200 });
     const details = items
       .filter((entry) => entry.targetId === agent.id)
@@ -243,7 +256,11 @@ describe("agent.update is a partial patch", () => {
     expect(cleared.modelConfig).toEqual(agent.modelConfig);
     expect(await keyOf(agent.id)).toBeNull();
 
-    await flushAuditBuffer({ redis: getRedis(), redisPrefix: getQueues().redisPrefix });
+    await flushAuditBuffer({
+      db: processBerth().db,
+      redis: getRedis(),
+      redisPrefix: getQueues().redisPrefix,
+    });
     const { items } = await h.owner.audit.list({ ...h.ref, action: "agent.update", limit: 200 });
     const ofAgent = items.filter((entry) => entry.targetId === agent.id);
     expect(ofAgent.map((entry) => (entry.details as { fields: string[] }).fields)).toEqual([

@@ -100,11 +100,13 @@ describe("agent system prompt", () => {
       h.tenant.ownerScope,
       { name: "Legacy", description: "  Keeps the books.\n", modelConfig: { provider: "p", model: "m" } },
       secretKey,
+      getDb(),
     );
     const bare = await createAgent(
       h.tenant.ownerScope,
       { name: "Bare", description: " \n", modelConfig: { provider: "p", model: "m" } },
       secretKey,
+      getDb(),
     );
     // The statement as the migration ran it, narrowed to these two rows (other test files' agents stay as they are).
     const narrowed = `${backfill.slice(0, -1)} AND "id" IN ('${described.id}', '${bare.id}');`;

@@ -10,6 +10,7 @@ import { rejectionCode } from "../api/support/call-by-path";
 import { createTenantFixture } from "../api/support/tenant-fixtures";
 import { startAgentApiHarness, type AgentApiHarness } from "./support";
 import { closeProcessBerth } from "@/server/composition/process-berth";
+import { processBerth } from "@/server/composition/process-berth";
 
 /** jobs.list | retry: admins see and retry their tenant's jobs only (tenancy is the payload's tenantId). */
 let h: AgentApiHarness;
@@ -70,7 +71,11 @@ describe("jobs router", () => {
     expect(await rejectionCode(h.viewer.jobs.retry({ ...h.ref, jobId: mine.id! }))).toBe("FORBIDDEN");
 
     // The retry is in the audit log, with who did it and to which job.
-    await flushAuditBuffer({ redis: getRedis(), redisPrefix: getQueues().redisPrefix });
+    await flushAuditBuffer({
+      db: processBerth().db,
+      redis: getRedis(),
+      redisPrefix: getQueues().redisPrefix,
+    });
     const audit = await h.owner.audit.list({ ...h.ref, action: "jobs.retry" });
     expect(audit.items.map((entry) => `${entry.targetId}:${entry.outcome}`)).toEqual(
       expect.arrayContaining([`${mine.id}:success`, `${theirs.id}:failure`]),
@@ -83,7 +88,10 @@ describe("jobs router", () => {
     const stopAndWait = async () => {
       await services.requestStop(h.tenant.ownerScope, workspaceId, { force: true, reason: "test stop" });
       await vi.waitFor(
-        async () => expect((await getWorkspace(h.tenant.ownerScope, workspaceId)).state).toBe("STOPPED"),
+        async () =>
+          expect((await getWorkspace(h.tenant.ownerScope, workspaceId, processBerth().db)).state).toBe(
+            "STOPPED",
+          ),
         { timeout: 60_000, interval: 100 },
       );
     };
@@ -102,7 +110,7 @@ describe("jobs router", () => {
 
     // Same job ids again: the finished jobs are replaced by new runs, not returned as if they had just run.
     await services.resolveForSession(h.tenant.ownerScope, session.id);
-    expect((await getWorkspace(h.tenant.ownerScope, workspaceId)).state).toBe("READY");
+    expect((await getWorkspace(h.tenant.ownerScope, workspaceId, processBerth().db)).state).toBe("READY");
     await stopAndWait();
     const secondRun = await jobsOf();
     expect(secondRun.map((job) => `${job.name}:${job.state}`).sort()).toEqual([

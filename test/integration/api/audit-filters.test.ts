@@ -11,6 +11,7 @@ import { getRedis } from "@/server/redis";
 import { startAgentApiHarness, type AgentApiHarness } from "../agent/support";
 import { rejectionCode } from "./support/call-by-path";
 import { closeProcessBerth } from "@/server/composition/process-berth";
+import { processBerth } from "@/server/composition/process-berth";
 
 let h: AgentApiHarness;
 const DAY = 24 * 60 * 60 * 1000;
@@ -23,35 +24,47 @@ beforeAll(async () => {
   const key = { type: "api_key" as const, id: h.tenant.adminKey.id };
   // 30 rows by the owner on three days, 5 by the admin key, 2 failures: enough to span pages.
   for (let i = 0; i < 30; i++) {
-    await appendAuditLog(scope, {
-      action: "agent.update",
-      targetType: "agent",
-      targetId: `agent-${i % 3}`,
-      outcome: "success",
-      actor: user,
-      at: new Date(base.getTime() - (i % 3) * DAY),
-    });
+    await appendAuditLog(
+      scope,
+      {
+        action: "agent.update",
+        targetType: "agent",
+        targetId: `agent-${i % 3}`,
+        outcome: "success",
+        actor: user,
+        at: new Date(base.getTime() - (i % 3) * DAY),
+      },
+      processBerth().db,
+    );
   }
   for (let i = 0; i < 5; i++) {
-    await appendAuditLog(scope, {
-      action: "session.create",
-      targetType: "session",
-      targetId: `session-${i}`,
-      outcome: "success",
-      actor: key,
-      at: base,
-    });
+    await appendAuditLog(
+      scope,
+      {
+        action: "session.create",
+        targetType: "session",
+        targetId: `session-${i}`,
+        outcome: "success",
+        actor: key,
+        at: base,
+      },
+      processBerth().db,
+    );
   }
   for (const at of [base, new Date(base.getTime() - 2 * DAY)]) {
-    await appendAuditLog(scope, {
-      action: "workspace.stop",
-      targetType: "workspace",
-      targetId: "ws-1",
-      outcome: "failure",
-      actor: user,
-      details: { code: "CONFLICT", error: "The workspace is in use; pass force to stop it anyway." },
-      at,
-    });
+    await appendAuditLog(
+      scope,
+      {
+        action: "workspace.stop",
+        targetType: "workspace",
+        targetId: "ws-1",
+        outcome: "failure",
+        actor: user,
+        details: { code: "CONFLICT", error: "The workspace is in use; pass force to stop it anyway." },
+        at,
+      },
+      processBerth().db,
+    );
   }
 });
 
@@ -103,7 +116,11 @@ describe("audit filters, names and export", () => {
         h.owner.agent.update({ ...h.ref, agentId: "missing-agent", patch: { description: "x" } }),
       ),
     ).toBe("NOT_FOUND");
-    await flushAuditBuffer({ redis: getRedis(), redisPrefix: getQueues().redisPrefix });
+    await flushAuditBuffer({
+      db: processBerth().db,
+      redis: getRedis(),
+      redisPrefix: getQueues().redisPrefix,
+    });
     const failed = await h.owner.audit.list({ ...h.ref, action: "agent.update", targetId: "missing-agent" });
     expect(failed.items).toHaveLength(1);
     expect(failed.items[0]).toMatchObject({ outcome: "failure", actorName: h.tenant.owner.email });

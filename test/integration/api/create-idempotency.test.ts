@@ -121,7 +121,7 @@ describe("idempotency keys of creates", () => {
       (name) => getDb().apiKey.count({ where: { tenantId: t.tenant.id, name } }),
     );
     // The replayed key is the stored one (only its hash is kept) and authenticates.
-    expect(await verifyApiKey(first.plainKey)).toMatchObject({
+    expect(await verifyApiKey(first.plainKey, processBerth().db)).toMatchObject({
       apiKeyId: first.apiKey.id,
       tenantId: t.tenant.id,
       role: "viewer",

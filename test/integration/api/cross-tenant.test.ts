@@ -20,7 +20,7 @@ import { insertCheckpoint } from "@/server/modules/checkpoint/checkpoint.data";
 import { getDb } from "@/server/db";
 import { upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
 import { contextFromHeaders, createTestApiRuntime } from "./support/api-test-runtime";
-import { createInvite } from "@/server/modules/member/invite.service";
+import { createInvite, inviteLinkSecret } from "@/server/modules/member/invite.service";
 import { addLibraryEntry } from "@/server/modules/library/library.service";
 import { allProcedurePaths, callByPath, procedureType, rejectionCode } from "./support/call-by-path";
 import {
@@ -559,7 +559,11 @@ beforeAll(async () => {
   [a, b] = await Promise.all([createTenantFixture(runtime, "a"), createTenantFixture(runtime, "b")]);
   for (const t of [a, b]) {
     const id = `xt${randomUUID().replaceAll("-", "")}`;
-    await upsertWorkspaceBinding(t.ownerScope, { id, backendKind: "local", isolationPolicy: "PER_AGENT" });
+    await upsertWorkspaceBinding(
+      t.ownerScope,
+      { id, backendKind: "local", isolationPolicy: "PER_AGENT" },
+      processBerth().db,
+    );
     // An exposed port, so share links of the tenant's own workspace are valid inputs.
     await getDb().workspacePreview.create({ data: { tenantId: t.tenant.id, workspaceId: id, port: 3000 } });
     workspaceIds.set(t.tenant.id, id);
@@ -567,14 +571,24 @@ beforeAll(async () => {
       t.ownerScope,
       { name: `xt-agent-${randomUUID().slice(0, 8)}`, modelConfig: { provider: "openai", model: "m" } },
       secretKeyFromBytes(randomBytes(32)),
+      processBerth().db,
     );
-    const session = await createSession(t.ownerScope, { agentId: agent.id, workspaceId: id });
+    const session = await createSession(
+      t.ownerScope,
+      { agentId: agent.id, workspaceId: id },
+      processBerth().db,
+    );
     const { jobId } = await processBerth().workspaces.service.enqueueSessionPurge(t.ownerScope, {
       workspaceId: id,
       agentId: agent.id,
       sessionIds: [session.id],
     });
-    const { invite } = await createInvite(t.ownerScope, { role: "viewer" });
+    const { invite } = await createInvite(
+      t.ownerScope,
+      { role: "viewer" },
+      inviteLinkSecret(processBerth().config),
+      processBerth().db,
+    );
     const mcpEntry = await addLibraryEntry(
       t.ownerScope,
       { kind: "MCP", declaration: probeMcp("xt-probe") },
@@ -589,14 +603,18 @@ beforeAll(async () => {
       processBerth().db,
     );
     // A (FAILED, so fileless) checkpoint of the session and a finished restore: rows to aim at.
-    const checkpoint = await insertCheckpoint(t.ownerScope, {
-      workspaceId: id,
-      generation: 1,
-      sessionId: session.id,
-      turnId: null,
-      status: "FAILED",
-      error: "probe",
-    });
+    const checkpoint = await insertCheckpoint(
+      t.ownerScope,
+      {
+        workspaceId: id,
+        generation: 1,
+        sessionId: session.id,
+        turnId: null,
+        status: "FAILED",
+        error: "probe",
+      },
+      processBerth().db,
+    );
     const restore = await getDb().checkpointRestore.create({
       data: {
         tenantId: t.tenant.id,
@@ -770,6 +788,7 @@ describe("cross-member isolation inside a tenant", () => {
     const scope = await resolveTenantScope(
       { kind: "user", userId: user.id, email, name: "Member A", authSessionId: "fixture" },
       a.tenant.id,
+      processBerth().db,
     );
     ownersMemberKey = (
       await createApiKey(
@@ -781,12 +800,20 @@ describe("cross-member isolation inside a tenant", () => {
     ).plainKey;
     member = { id: user.id, cookie: await signInCookie(runtime.auth, email, FIXTURE_PASSWORD) };
     memberWorkspaceId = `xm${randomUUID().replaceAll("-", "")}`;
-    await upsertWorkspaceBinding(a.ownerScope, {
-      id: memberWorkspaceId,
-      backendKind: "local",
-      isolationPolicy: "PER_AGENT",
-    });
-    await createSession(scope, { agentId: rowsOf(a).agentId, workspaceId: memberWorkspaceId });
+    await upsertWorkspaceBinding(
+      a.ownerScope,
+      {
+        id: memberWorkspaceId,
+        backendKind: "local",
+        isolationPolicy: "PER_AGENT",
+      },
+      processBerth().db,
+    );
+    await createSession(
+      scope,
+      { agentId: rowsOf(a).agentId, workspaceId: memberWorkspaceId },
+      processBerth().db,
+    );
   });
 
   it("enumerates every workspace.* (and operations.workspace*, egress.workspaceStatus) procedure that names a workspace", () => {

@@ -290,6 +290,7 @@ describe("PER_USER workspaces across tenants", () => {
     const ownerInB = await resolveTenantScope(
       { kind: "user", userId: a.owner.id, email: a.owner.email, name: "A owner", authSessionId: "t" },
       b.tenant.id,
+      processBerth().db,
     );
     const keyInB = await createApiKey(
       runtime.auth,
@@ -316,15 +317,20 @@ describe("PER_USER workspaces across tenants", () => {
     const memberScope = await resolveTenantScope(
       { kind: "user", userId: a.viewer.id, email: a.viewer.email, name: "A viewer", authSessionId: "t" },
       b.tenant.id,
+      processBerth().db,
     );
     const takenId = assignSessionWorkspaceId("PER_USER", memberScope, agentB.id);
-    await upsertWorkspaceBinding(a.ownerScope, {
-      id: takenId,
-      backendKind: "local",
-      isolationPolicy: "PER_USER",
-      agentId: null,
-      userId: null,
-    });
+    await upsertWorkspaceBinding(
+      a.ownerScope,
+      {
+        id: takenId,
+        backendKind: "local",
+        isolationPolicy: "PER_USER",
+        agentId: null,
+        userId: null,
+      },
+      processBerth().db,
+    );
     const memberKey = await createApiKey(
       runtime.auth,
       memberScope,

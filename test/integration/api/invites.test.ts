@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { POST as acceptRoute } from "@/app/api/invitations/accept/route";
 import { createCaller } from "@/server/api/root";
 import { listMembers } from "@/server/modules/member/member.data";
-import { acceptInvite, hashInviteToken } from "@/server/modules/member/invite.service";
+import { acceptInvite, hashInviteToken, inviteLinkSecret } from "@/server/modules/member/invite.service";
 import { getDb } from "@/server/db";
 import { cliOperatorActor } from "@/server/modules/operator/operator-actor";
 import {
@@ -48,12 +48,16 @@ describe("invitations", () => {
     expect(JSON.stringify(await owner.invite.list(ref()))).not.toContain(token);
 
     const email = uniqueEmail("grace");
-    const accepted = await acceptInvite(runtime.auth, {
-      token,
-      name: "Grace",
-      email,
-      password: "s3cret-passw0rd",
-    });
+    const accepted = await acceptInvite(
+      runtime.auth,
+      {
+        token,
+        name: "Grace",
+        email,
+        password: "s3cret-passw0rd",
+      },
+      processBerth().db,
+    );
     expect(accepted).toEqual({ tenantSlug: t.tenant.slug, email });
     const member = (await listMembers(t.ownerScope, processBerth().db)).find((m) => m.email === email);
     expect(member).toMatchObject({ name: "Grace", role: "member" });
@@ -67,27 +71,43 @@ describe("invitations", () => {
       acceptedByEmail: email,
     });
     await expect(
-      acceptInvite(runtime.auth, {
-        token,
-        name: "Again",
-        email: uniqueEmail("again"),
-        password: "s3cret-passw0rd",
-      }),
+      acceptInvite(
+        runtime.auth,
+        {
+          token,
+          name: "Again",
+          email: uniqueEmail("again"),
+          password: "s3cret-passw0rd",
+        },
+        processBerth().db,
+      ),
     ).rejects.toMatchObject({ code: "NOT_FOUND" });
   });
 
   it("refuses a revoked link, an existing account's email and a weak password, creating nobody", async () => {
     const { invite, token } = await owner.invite.create({ ...ref(), role: "viewer" });
     await expect(
-      acceptInvite(runtime.auth, { token, name: "Taken", email: t.owner.email, password: "s3cret-passw0rd" }),
+      acceptInvite(
+        runtime.auth,
+        { token, name: "Taken", email: t.owner.email, password: "s3cret-passw0rd" },
+        processBerth().db,
+      ),
     ).rejects.toMatchObject({ code: "CONFLICT" });
     await expect(
-      acceptInvite(runtime.auth, { token, name: "Weak", email: uniqueEmail("weak"), password: "short" }),
+      acceptInvite(
+        runtime.auth,
+        { token, name: "Weak", email: uniqueEmail("weak"), password: "short" },
+        processBerth().db,
+      ),
     ).rejects.toMatchObject({ code: "BAD_REQUEST" });
     await owner.invite.revoke({ ...ref(), inviteId: invite.id });
     const email = uniqueEmail("late");
     await expect(
-      acceptInvite(runtime.auth, { token, name: "Late", email, password: "s3cret-passw0rd" }),
+      acceptInvite(
+        runtime.auth,
+        { token, name: "Late", email, password: "s3cret-passw0rd" },
+        processBerth().db,
+      ),
     ).rejects.toMatchObject({ code: "NOT_FOUND" });
     expect(await getDb().user.findFirst({ where: { email } })).toBeNull();
     expect(await rejectionCode(owner.invite.revoke({ ...ref(), inviteId: invite.id }))).toBe("NOT_FOUND");
@@ -133,12 +153,16 @@ describe("idempotency keys", () => {
     const stored = await getDb().inviteLink.findFirstOrThrow({ where: { id: first.invite.id } });
     expect(stored.tokenHash).toBe(hashInviteToken(first.token));
     const email = uniqueEmail("keyed");
-    await acceptInvite(runtime.auth, {
-      token: first.token,
-      name: "Keyed",
-      email,
-      password: "s3cret-passw0rd",
-    });
+    await acceptInvite(
+      runtime.auth,
+      {
+        token: first.token,
+        name: "Keyed",
+        email,
+        password: "s3cret-passw0rd",
+      },
+      processBerth().db,
+    );
 
     // Another key makes another invitation with another link.
     const other = await owner.invite.create({ ...keyed, idempotencyKey: crypto.randomUUID() });
@@ -185,6 +209,7 @@ describe("accepting over HTTP", () => {
         name: "Suspended invites",
         slug: `susp-inv-${Date.now()}`,
       },
+      inviteLinkSecret(processBerth().config),
       processBerth().db,
     );
     const ownerToken = created.ownerInvite.path.slice("/invite/".length);
@@ -194,8 +219,8 @@ describe("accepting over HTTP", () => {
       tenantId: other.tenant.id,
       role: "member",
     });
-    await suspendTenant(operator, { tenantId: created.tenant.id }, processBerth().db);
-    await suspendTenant(operator, { tenantId: other.tenant.id }, processBerth().db);
+    await suspendTenant(operator, { tenantId: created.tenant.id }, processBerth().queues, processBerth().db);
+    await suspendTenant(operator, { tenantId: other.tenant.id }, processBerth().queues, processBerth().db);
 
     const body = (token: string, email: string) =>
       JSON.stringify({ token, name: "Late", email, password: "s3cret-passw0rd" });

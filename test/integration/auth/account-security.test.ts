@@ -22,6 +22,7 @@ import {
   type TenantFixture,
 } from "../api/support/tenant-fixtures";
 import { closeProcessBerth } from "@/server/composition/process-berth";
+import { processBerth } from "@/server/composition/process-berth";
 
 let runtime: ApiRuntime;
 let server: ServedHandler;
@@ -38,7 +39,8 @@ afterAll(async () => {
   await closeProcessBerth();
 });
 
-const principalOf = (cookie: string) => resolveRequestPrincipal(runtime.auth, new Headers({ cookie }));
+const principalOf = (cookie: string) =>
+  resolveRequestPrincipal(runtime.auth, new Headers({ cookie }), processBerth().db);
 
 describe("account.changePassword", () => {
   it("ends every other session of the user and hands the caller a fresh one", async () => {
@@ -157,7 +159,11 @@ describe("audit rows", () => {
       name: `audited-${Date.now()}`,
       modelConfig: { provider: "openai", model: "m" },
     }); // buffered
-    await flushAuditBuffer({ redis: getRedis(), redisPrefix: getConfig().redis.prefix });
+    await flushAuditBuffer({
+      db: processBerth().db,
+      redis: getRedis(),
+      redisPrefix: getConfig().redis.prefix,
+    });
     const rows = (await client.audit.list.query({ limit: 50 })).items;
     const direct = rows.find((row) => row.action === "api-key.create" && row.targetId === key.apiKey.id);
     const buffered = rows.find((row) => row.action === "agent.create");

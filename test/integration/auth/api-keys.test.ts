@@ -41,7 +41,7 @@ describe("tenant API keys (better-auth API-key plugin) as Bearer tokens", () => 
     expect(row.key).not.toBe(plainKey);
     expect(row.key).not.toContain(plainKey.slice(6));
     expect((await listApiKeys(t.scope, undefined, processBerth().db)).map((k) => k.id)).toContain(apiKey.id);
-    const audit = await listAuditLogs(t.scope, { action: "api-key.create" });
+    const audit = await listAuditLogs(t.scope, { action: "api-key.create" }, processBerth().db);
     expect(audit.items[0]).toMatchObject({
       targetId: apiKey.id,
       actorType: "user",
@@ -57,7 +57,7 @@ describe("tenant API keys (better-auth API-key plugin) as Bearer tokens", () => 
       { name: "client", role: "admin" },
       processBerth().db,
     );
-    const verified = await verifyApiKey(plainKey);
+    const verified = await verifyApiKey(plainKey, processBerth().db);
     expect(verified).toEqual({
       apiKeyId: apiKey.id,
       tenantId: t.tenantId,
@@ -67,12 +67,12 @@ describe("tenant API keys (better-auth API-key plugin) as Bearer tokens", () => 
     const firstUse = (await getApiKey(t.scope, apiKey.id, processBerth().db)).lastUsedAt;
     expect(firstUse).toBeInstanceOf(Date);
 
-    const principal = await resolveRequestPrincipal(testAuth(), bearer(plainKey));
+    const principal = await resolveRequestPrincipal(testAuth(), bearer(plainKey), processBerth().db);
     expect(principal).toMatchObject({ kind: "api_key", apiKeyId: apiKey.id, tenantId: t.tenantId });
     const secondUse = (await getApiKey(t.scope, apiKey.id, processBerth().db)).lastUsedAt;
     expect(secondUse!.getTime()).toBeGreaterThanOrEqual(firstUse!.getTime());
 
-    const scope = await resolveTenantScope(principal!, t.slug);
+    const scope = await resolveTenantScope(principal!, t.slug, processBerth().db);
     expect(scope).toMatchObject({
       tenantId: t.tenantId,
       apiKeyId: apiKey.id,
@@ -82,13 +82,13 @@ describe("tenant API keys (better-auth API-key plugin) as Bearer tokens", () => 
   });
 
   it("rejects unknown and malformed keys with UNAUTHORIZED", async () => {
-    expect(await verifyApiKey("berth_not-a-real-key-at-all-000000000000")).toBeNull();
+    expect(await verifyApiKey("berth_not-a-real-key-at-all-000000000000", processBerth().db)).toBeNull();
     await expectAppError(
-      resolveRequestPrincipal(testAuth(), bearer("berth_not-a-real-key-000000000000000")),
+      resolveRequestPrincipal(testAuth(), bearer("berth_not-a-real-key-000000000000000"), processBerth().db),
       "UNAUTHORIZED",
     );
     await expectAppError(
-      resolveRequestPrincipal(testAuth(), new Headers({ authorization: "Basic abc" })),
+      resolveRequestPrincipal(testAuth(), new Headers({ authorization: "Basic abc" }), processBerth().db),
       "UNAUTHORIZED",
     );
   });
@@ -100,13 +100,16 @@ describe("tenant API keys (better-auth API-key plugin) as Bearer tokens", () => 
       { name: "to-revoke" },
       processBerth().db,
     );
-    const principal = await resolveRequestPrincipal(testAuth(), bearer(plainKey));
+    const principal = await resolveRequestPrincipal(testAuth(), bearer(plainKey), processBerth().db);
     const revoked = await revokeApiKey(t.scope, apiKey.id, processBerth().db);
     expect(revoked.revokedAt).toBeInstanceOf(Date);
-    expect(await verifyApiKey(plainKey)).toBeNull();
-    await expectAppError(resolveRequestPrincipal(testAuth(), bearer(plainKey)), "UNAUTHORIZED");
+    expect(await verifyApiKey(plainKey, processBerth().db)).toBeNull();
+    await expectAppError(
+      resolveRequestPrincipal(testAuth(), bearer(plainKey), processBerth().db),
+      "UNAUTHORIZED",
+    );
     // A principal resolved before the revocation cannot mint a scope afterwards either.
-    await expectAppError(resolveTenantScope(principal!, t.tenantId), "FORBIDDEN");
+    await expectAppError(resolveTenantScope(principal!, t.tenantId, processBerth().db), "FORBIDDEN");
     expect((await listApiKeys(t.scope, undefined, processBerth().db)).map((k) => k.id)).not.toContain(
       apiKey.id,
     );
@@ -126,23 +129,33 @@ describe("tenant API keys (better-auth API-key plugin) as Bearer tokens", () => 
       where: { id: apiKey.id },
       data: { expiresAt: new Date(Date.now() - 1000) },
     });
-    await expectAppError(resolveRequestPrincipal(testAuth(), bearer(plainKey)), "UNAUTHORIZED");
-    expect(await verifyApiKey(plainKey)).toBeNull();
+    await expectAppError(
+      resolveRequestPrincipal(testAuth(), bearer(plainKey), processBerth().db),
+      "UNAUTHORIZED",
+    );
+    expect(await verifyApiKey(plainKey, processBerth().db)).toBeNull();
     await getDb().apiKey.update({ where: { id: apiKey.id }, data: { expiresAt: null, enabled: false } });
-    await expectAppError(resolveRequestPrincipal(testAuth(), bearer(plainKey)), "UNAUTHORIZED");
+    await expectAppError(
+      resolveRequestPrincipal(testAuth(), bearer(plainKey), processBerth().db),
+      "UNAUTHORIZED",
+    );
     expect(await getDb().apiKey.count({ where: { id: apiKey.id } })).toBe(1);
   });
 
   it("records last use at most once a minute, so requests do not each write the key row", async () => {
     const { apiKey, plainKey } = await createApiKey(testAuth(), t.scope, { name: "busy" }, processBerth().db);
-    await resolveRequestPrincipal(testAuth(), bearer(plainKey));
+    await resolveRequestPrincipal(testAuth(), bearer(plainKey), processBerth().db);
     const first = (await getApiKey(t.scope, apiKey.id, processBerth().db)).lastUsedAt!;
-    await Promise.all(Array.from({ length: 5 }, () => resolveRequestPrincipal(testAuth(), bearer(plainKey))));
+    await Promise.all(
+      Array.from({ length: 5 }, () =>
+        resolveRequestPrincipal(testAuth(), bearer(plainKey), processBerth().db),
+      ),
+    );
     expect((await getApiKey(t.scope, apiKey.id, processBerth().db)).lastUsedAt).toEqual(first);
 
     const stale = new Date(Date.now() - 2 * 60_000);
     await getDb().apiKey.update({ where: { id: apiKey.id }, data: { lastUsedAt: stale } });
-    await resolveRequestPrincipal(testAuth(), bearer(plainKey));
+    await resolveRequestPrincipal(testAuth(), bearer(plainKey), processBerth().db);
     expect((await getApiKey(t.scope, apiKey.id, processBerth().db)).lastUsedAt!.getTime()).toBeGreaterThan(
       stale.getTime(),
     );
@@ -151,9 +164,9 @@ describe("tenant API keys (better-auth API-key plugin) as Bearer tokens", () => 
   it("a key only opens its own tenant", async () => {
     const other = await createTestTenant();
     const { plainKey } = await createApiKey(testAuth(), t.scope, { name: "scoped" }, processBerth().db);
-    const principal = await resolveRequestPrincipal(testAuth(), bearer(plainKey));
-    await expectAppError(resolveTenantScope(principal!, other.slug), "FORBIDDEN");
-    await expectAppError(resolveTenantScope(principal!, other.tenantId), "FORBIDDEN");
+    const principal = await resolveRequestPrincipal(testAuth(), bearer(plainKey), processBerth().db);
+    await expectAppError(resolveTenantScope(principal!, other.slug, processBerth().db), "FORBIDDEN");
+    await expectAppError(resolveTenantScope(principal!, other.tenantId, processBerth().db), "FORBIDDEN");
   });
 
   it("roles: members and viewers cannot create keys, admins cannot mint owner keys, and a key is capped by its creator's role", async () => {
@@ -185,10 +198,10 @@ describe("tenant API keys (better-auth API-key plugin) as Bearer tokens", () => 
       where: { tenantId: t.tenantId, userId: admin.userId },
       data: { role: "viewer" },
     });
-    const principal = await resolveRequestPrincipal(testAuth(), bearer(plainKey));
-    expect((await resolveTenantScope(principal!, t.tenantId)).role).toBe("viewer");
+    const principal = await resolveRequestPrincipal(testAuth(), bearer(plainKey), processBerth().db);
+    expect((await resolveTenantScope(principal!, t.tenantId, processBerth().db)).role).toBe("viewer");
     // The creator leaves: the key no longer opens the tenant.
     await getDb().membership.deleteMany({ where: { tenantId: t.tenantId, userId: admin.userId } });
-    await expectAppError(resolveTenantScope(principal!, t.tenantId), "FORBIDDEN");
+    await expectAppError(resolveTenantScope(principal!, t.tenantId, processBerth().db), "FORBIDDEN");
   });
 });

@@ -74,8 +74,12 @@ describe("sign-in throttle", () => {
   });
 
   it("records failed and refused sign-ins in the tenant's audit log with address and user agent", async () => {
-    await flushAuditBuffer({ redis: getRedis(), redisPrefix: getConfig().redis.prefix });
-    const page = await listAuditLogs(tenant.scope, { action: "auth.sign-in", limit: 200 });
+    await flushAuditBuffer({
+      db: processBerth().db,
+      redis: getRedis(),
+      redisPrefix: getConfig().redis.prefix,
+    });
+    const page = await listAuditLogs(tenant.scope, { action: "auth.sign-in", limit: 200 }, processBerth().db);
     const reasons = page.items.map((row) => (row.details as { reason?: string } | null)?.reason);
     expect(reasons.filter((r) => r === "invalid_credentials")).toHaveLength(
       DEFAULT_SIGN_IN_LIMITS.maxFailuresPerAccount,

@@ -79,9 +79,10 @@ describe("email/password sign-in and cookie sessions through better-auth's handl
     const principal = await resolveRequestPrincipal(
       testAuth(),
       new Headers({ cookie: sessionCookie(response) }),
+      processBerth().db,
     );
     expect(principal).toMatchObject({ kind: "user", userId: t.owner.id, email: t.owner.email });
-    const scope = await resolveTenantScope(principal!, t.slug);
+    const scope = await resolveTenantScope(principal!, t.slug, processBerth().db);
     expect(scope).toMatchObject({ tenantId: t.tenantId, userId: t.owner.id, apiKeyId: null, role: "owner" });
   });
 
@@ -107,9 +108,13 @@ describe("email/password sign-in and cookie sessions through better-auth's handl
   });
 
   it("returns no principal without credentials, and none for a forged cookie", async () => {
-    expect(await resolveRequestPrincipal(testAuth(), new Headers())).toBeNull();
+    expect(await resolveRequestPrincipal(testAuth(), new Headers(), processBerth().db)).toBeNull();
     expect(
-      await resolveRequestPrincipal(testAuth(), new Headers({ cookie: "berth.session_token=forged.value" })),
+      await resolveRequestPrincipal(
+        testAuth(),
+        new Headers({ cookie: "berth.session_token=forged.value" }),
+        processBerth().db,
+      ),
     ).toBeNull();
   });
 
@@ -122,7 +127,7 @@ describe("email/password sign-in and cookie sessions through better-auth's handl
       }),
     );
     expect(out.status).toBe(200);
-    expect(await resolveRequestPrincipal(testAuth(), new Headers({ cookie }))).toBeNull();
+    expect(await resolveRequestPrincipal(testAuth(), new Headers({ cookie }), processBerth().db)).toBeNull();
   });
 
   it("a signed-in user gets FORBIDDEN for a tenant they do not belong to, and for unknown tenants", async () => {
@@ -132,10 +137,11 @@ describe("email/password sign-in and cookie sessions through better-auth's handl
       new Headers({
         cookie: sessionCookie(await signIn(testAuth(), TEST_BASE_URL, t.owner.email, t.owner.password)),
       }),
+      processBerth().db,
     );
-    await expectAppError(resolveTenantScope(principal!, other.slug), "FORBIDDEN");
-    await expectAppError(resolveTenantScope(principal!, other.tenantId), "FORBIDDEN");
-    await expectAppError(resolveTenantScope(principal!, uniqueSlug("nope")), "FORBIDDEN");
+    await expectAppError(resolveTenantScope(principal!, other.slug, processBerth().db), "FORBIDDEN");
+    await expectAppError(resolveTenantScope(principal!, other.tenantId, processBerth().db), "FORBIDDEN");
+    await expectAppError(resolveTenantScope(principal!, uniqueSlug("nope"), processBerth().db), "FORBIDDEN");
   });
 
   it("re-verification picks up role changes and removal from the database", async () => {
@@ -145,8 +151,8 @@ describe("email/password sign-in and cookie sessions through better-auth's handl
       where: { tenantId: t.tenantId, userId: viewer.userId },
       data: { role: "admin" },
     });
-    expect((await reverifyTenantScope(viewer.scope)).role).toBe("admin");
+    expect((await reverifyTenantScope(viewer.scope, processBerth().db)).role).toBe("admin");
     await removeMember(t.scope, viewer.userId, processBerth().db);
-    await expectAppError(reverifyTenantScope(viewer.scope), "FORBIDDEN");
+    await expectAppError(reverifyTenantScope(viewer.scope, processBerth().db), "FORBIDDEN");
   });
 });

@@ -15,6 +15,7 @@ import { rejectionCode } from "../api/support/call-by-path";
 import { collect, startAgentApiHarness, type AgentApiHarness } from "../agent/support";
 import { hostWorkdirOf } from "../../drivers/local/support/sandbox-env";
 import { closeProcessBerth } from "@/server/composition/process-berth";
+import { processBerth } from "@/server/composition/process-berth";
 
 /**
  * chat.send end to end through the tRPC caller: real Postgres, Redis (cancel requests, queues), in-process
@@ -108,11 +109,14 @@ describe("chat.send", () => {
     const subscriber = new Redis(redisConfig.url);
     try {
       const other = createAgentServices({
+        db: processBerth().db,
         workspaces: h.workspace.replica(),
         secretKey: secretKeyFromBytes(getConfig().secrets.encryptionKey),
         cancelBus: new RedisCancelBus({ redis: commands, subscriber, prefix: redisConfig.prefix }),
         liveness: { ownerId: "other-process", classify: () => Promise.resolve({ alive: [], dead: [] }) },
         reapIntervalMs: 60_000,
+        quota: () => processBerth().quota,
+        attachTracker: () => processBerth().attachTracker,
       });
       await expect(
         other.chat.send(h.tenant.ownerScope, { sessionId, message: "me three" }),
@@ -146,7 +150,11 @@ describe("chat.send", () => {
     expect((await drained).at(-1)).toMatchObject({ type: "done", status: "cancelled" });
 
     // Turns and cancels are audited with their outcome (the buffer is normally drained by audit.flush).
-    await flushAuditBuffer({ redis: getRedis(), redisPrefix: getQueues().redisPrefix });
+    await flushAuditBuffer({
+      db: processBerth().db,
+      redis: getRedis(),
+      redisPrefix: getQueues().redisPrefix,
+    });
     const { items } = await h.owner.audit.list({ ...h.ref, limit: 200 });
     const ofSession = items.filter(
       (entry) => entry.targetId === sessionId && entry.action.startsWith("chat."),

@@ -33,15 +33,16 @@ beforeAll(async () => {
     t.scope,
     { name: `claims-${randomUUID().slice(0, 8)}`, modelConfig: { provider: "p", model: "m" } },
     secretKeyFromBytes(Buffer.alloc(32, 7)),
+    getDb(),
   );
   agentId = agent.id;
 });
 
 const newSession = async () =>
-  (await createSession(t.scope, { agentId, workspaceId: `claims-ws-${randomUUID()}` })).id;
+  (await createSession(t.scope, { agentId, workspaceId: `claims-ws-${randomUUID()}` }, getDb())).id;
 
 const claim = (sessionId: string, ownerId: string, idempotencyKey: string | null = null) =>
-  claimTurn(t.scope, { sessionId, ownerId, idempotencyKey, userMessage: `from ${ownerId}` });
+  claimTurn(t.scope, { sessionId, ownerId, idempotencyKey, userMessage: `from ${ownerId}` }, getDb());
 
 const completed = {
   done: {
@@ -63,7 +64,7 @@ describe("chat turn claims", () => {
     );
     expect(results.filter((result) => result.kind === "claimed")).toHaveLength(1);
     expect(results.filter((result) => result.kind === "busy")).toHaveLength(19);
-    const session = await getSession(t.scope, sessionId);
+    const session = await getSession(t.scope, sessionId, getDb());
     expect(session.status).toBe("RUNNING");
   });
 
@@ -76,21 +77,27 @@ describe("chat turn claims", () => {
     expect(claimed).toHaveLength(1);
     expect(results.filter((result) => result.kind === "same-key")).toHaveLength(9);
     const turnId = claimed[0]!.turn.id;
-    await finishTurn(t.scope, sessionId, turnId, {
-      outcome: completed,
-      messages: [
-        { role: "user", content: "hi" },
-        { role: "assistant", content: [{ type: "text", text: "hello" }] },
-      ],
-      compaction: null,
-      sessionStatus: "IDLE",
-    });
+    await finishTurn(
+      t.scope,
+      sessionId,
+      turnId,
+      {
+        outcome: completed,
+        messages: [
+          { role: "user", content: "hi" },
+          { role: "assistant", content: [{ type: "text", text: "hello" }] },
+        ],
+        compaction: null,
+        sessionStatus: "IDLE",
+      },
+      getDb(),
+    );
     const later = await claim(sessionId, "p2", "key-same-0001");
     expect(later).toMatchObject({
       kind: "same-key",
       turn: { id: turnId, status: "COMPLETED", outcome: completed },
     });
-    expect((await getSession(t.scope, sessionId)).status).toBe("IDLE");
+    expect((await getSession(t.scope, sessionId, getDb())).status).toBe("IDLE");
   });
 
   it("a running claim is busy however stale; once interrupted (message and marker stored) the session is taken, and the old owner ends after the marker", async () => {
@@ -103,32 +110,40 @@ describe("chat turn claims", () => {
     });
     // Whether its owner is dead is the registry's call (process liveness), not the claim's.
     expect(await claim(sessionId, "survivor")).toMatchObject({ kind: "busy", turn: { id: first.turn.id } });
-    expect(await interruptTurn(t.scope, sessionId, first.turn.id)).toBe(true);
+    expect(await interruptTurn(t.scope, sessionId, first.turn.id, getDb())).toBe(true);
     const second = await claim(sessionId, "survivor");
     expect(second.kind).toBe("claimed");
-    expect(await getTurn(t.scope, first.turn.id)).toMatchObject({ status: "INTERRUPTED" });
-    expect(await heartbeatTurn(first.turn.id, "crashed")).toBe(false);
-    expect((await listChatMessages(t.scope, sessionId)).map((m) => [m.role, m.content])).toEqual([
+    expect(await getTurn(t.scope, first.turn.id, getDb())).toMatchObject({ status: "INTERRUPTED" });
+    expect(await heartbeatTurn(first.turn.id, "crashed", getDb())).toBe(false);
+    expect(
+      (await listChatMessages(t.scope, sessionId, undefined, getDb())).map((m) => [m.role, m.content]),
+    ).toEqual([
       ["user", "from crashed"],
       ["assistant", [{ type: "text", text: INTERRUPTED_MARKER }]],
     ]);
     // The "crashed" owner was only slow: its end is stored after the marker, the interruption stands.
-    const late = await finishTurn(t.scope, sessionId, first.turn.id, {
-      outcome: completed,
-      messages: [
-        { role: "user", content: "from crashed" },
-        { role: "assistant", content: [{ type: "text", text: "late" }] },
-      ],
-      compaction: null,
-      sessionStatus: "IDLE",
-    });
+    const late = await finishTurn(
+      t.scope,
+      sessionId,
+      first.turn.id,
+      {
+        outcome: completed,
+        messages: [
+          { role: "user", content: "from crashed" },
+          { role: "assistant", content: [{ type: "text", text: "late" }] },
+        ],
+        compaction: null,
+        sessionStatus: "IDLE",
+      },
+      getDb(),
+    );
     expect(late).toEqual({ interrupted: true });
-    expect((await listChatMessages(t.scope, sessionId)).map((m) => m.role)).toEqual([
+    expect((await listChatMessages(t.scope, sessionId, undefined, getDb())).map((m) => m.role)).toEqual([
       "user",
       "assistant",
       "assistant",
     ]);
-    expect((await getSession(t.scope, sessionId)).status).toBe("RUNNING"); // the survivor's turn
+    expect((await getSession(t.scope, sessionId, getDb())).status).toBe("RUNNING"); // the survivor's turn
   });
 
   it("the reaper interrupts a stale claim only when its owner is not known alive (a live one's renewals may lag)", async () => {
@@ -144,6 +159,7 @@ describe("chat turn claims", () => {
       data: { heartbeatAt: new Date(Date.now() - 120_000) },
     });
     await reapDeadHolders({
+      db: getDb(),
       liveness: {
         ownerId: "reaper",
         // Redis knows the first owner beats; of the second it knows nothing (its set was lost).
@@ -153,7 +169,7 @@ describe("chat turn claims", () => {
       isRunningHere: () => false,
       log: createLogger({ level: "silent" }),
     });
-    expect((await getTurn(t.scope, turns[0]!))?.status).toBe("RUNNING");
-    expect((await getTurn(t.scope, turns[1]!))?.status).toBe("INTERRUPTED");
+    expect((await getTurn(t.scope, turns[0]!, getDb()))?.status).toBe("RUNNING");
+    expect((await getTurn(t.scope, turns[1]!, getDb()))?.status).toBe("INTERRUPTED");
   });
 });

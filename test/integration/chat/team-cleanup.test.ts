@@ -11,6 +11,7 @@ import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model
 import { rejectionCode } from "../api/support/call-by-path";
 import { collect, startAgentApiHarness, type AgentApiHarness } from "../agent/support";
 import { closeProcessBerth } from "@/server/composition/process-berth";
+import { processBerth } from "@/server/composition/process-berth";
 
 /**
  * Team workers made by `AgentCreate` live and die with their leader: deleting the leader session (or the
@@ -156,7 +157,11 @@ describe("team workers are deleted with their leader", () => {
     await waitForAgentPurgeReceipt(team.workerAgentId);
     expect((await workspace.listSkills(team.workerAgentId)).skills).toEqual([]);
 
-    await flushAuditBuffer({ redis: getRedis(), redisPrefix: getQueues().redisPrefix });
+    await flushAuditBuffer({
+      db: processBerth().db,
+      redis: getRedis(),
+      redisPrefix: getQueues().redisPrefix,
+    });
     const { items } = await h.owner.audit.list({ ...h.ref, limit: 200 });
     const workerDelete = items.filter(
       (entry) => entry.action === "agent.delete" && entry.targetId === team.workerAgentId,
@@ -201,7 +206,11 @@ describe("team workers are deleted with their leader", () => {
     expect(await rejectionCode(h.owner.agent.get({ ...h.ref, agentId: workerAgentId }))).toBe("NOT_FOUND");
     await waitForAgentPurgeReceipt(workerAgentId);
 
-    await flushAuditBuffer({ redis: getRedis(), redisPrefix: getQueues().redisPrefix });
+    await flushAuditBuffer({
+      db: processBerth().db,
+      redis: getRedis(),
+      redisPrefix: getQueues().redisPrefix,
+    });
     const { items } = await h.owner.audit.list({ ...h.ref, action: "agent.delete", limit: 200 });
     expect(items.find((entry) => entry.targetId === workerAgentId)).toMatchObject({
       outcome: "success",

@@ -9,6 +9,7 @@ import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model
 import { rejectionCode } from "../api/support/call-by-path";
 import { sendChat, startAgentApiHarness, type AgentApiHarness } from "../agent/support";
 import { closeProcessBerth } from "@/server/composition/process-berth";
+import { processBerth } from "@/server/composition/process-berth";
 
 /**
  * Turn checkpoints (issue 24) end to end: real turns whose Bash changes the workspace (real Postgres,
@@ -223,7 +224,10 @@ describe("resume integrity", () => {
       );
       await h.owner.workspace.stop({ ...h.ref, workspaceId });
       await vi.waitFor(
-        async () => expect((await getWorkspace(h.tenant.ownerScope, workspaceId)).state).toBe("STOPPED"),
+        async () =>
+          expect((await getWorkspace(h.tenant.ownerScope, workspaceId, processBerth().db)).state).toBe(
+            "STOPPED",
+          ),
         { timeout: 60_000, interval: 100 },
       );
       // Lost while the workspace was stopped, behind Berth's back (a disk, a cleanup script, a lost volume).
@@ -272,7 +276,7 @@ describe("checkpoint retention", () => {
       expect(all).toHaveLength(4);
       const prune = () =>
         pruneCheckpoints(
-          { store: h.workspace.engine.checkpoints, graceMs: 0 },
+          { db: processBerth().db, store: h.workspace.engine.checkpoints, graceMs: 0 },
           createLogger({ level: "silent" }),
         );
       const ours = async () => (await prune()).tenants.find((tenant) => tenant.tenantId === h.ref.tenantId)!;
@@ -303,7 +307,10 @@ describe("checkpoint retention", () => {
       // A purge deletes the workspace's checkpoints, and its receipt counts them.
       await h.owner.workspace.purge({ ...h.ref, workspaceId, reason: "retention test" });
       await vi.waitFor(
-        async () => expect((await getWorkspace(h.tenant.ownerScope, workspaceId)).state).toBe("PURGED"),
+        async () =>
+          expect((await getWorkspace(h.tenant.ownerScope, workspaceId, processBerth().db)).state).toBe(
+            "PURGED",
+          ),
         { timeout: 60_000, interval: 100 },
       );
       const [receipt] = await h.owner.workspace.purgeReceipts({

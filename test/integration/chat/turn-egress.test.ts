@@ -9,7 +9,7 @@ import { getRedis } from "@/server/redis";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
 import { startEgressTarget } from "@/test/support/egress-target";
 import { sendChat, startAgentApiHarness, type AgentApiHarness } from "../agent/support";
-import { closeProcessBerth } from "@/server/composition/process-berth";
+import { closeProcessBerth, processBerth } from "@/server/composition/process-berth";
 
 /**
  * Egress and secrets (issue 25) end to end: real turns whose Bash runs curl in a bubblewrap workspace
@@ -156,7 +156,11 @@ describe("egress and secrets through real turns", () => {
       expect(allowed.received.map((r) => r.url)).not.toContain("/agent-off");
 
       // Audited (buffered, then flushed).
-      await flushAuditBuffer({ redis: getRedis(), redisPrefix: getQueues().redisPrefix });
+      await flushAuditBuffer({
+        redis: getRedis(),
+        redisPrefix: getQueues().redisPrefix,
+        db: processBerth().db,
+      });
       const actions = (await h.owner.audit.list({ ...h.ref, limit: 200 })).items.map((entry) => entry.action);
       expect(actions).toContain("workspace.egress.refused");
       expect(actions).toContain("egress.secret.create");

@@ -152,8 +152,16 @@ describe("a database error that is not a lost connection", () => {
     const scope = h.tenant.ownerScope;
     // Below the turn's storage (which replaces these), straight into the tables: what Postgres answers.
     const refusals = await Promise.all([
-      appendChatMessages(scope, sessionId, [{ role: "user", content: "a\u0000b" }]).catch((e: unknown) => e),
-      appendChatMessages(scope, sessionId, [{ role: "user", content: ["x\uD800"] }]).catch((e: unknown) => e),
+      appendChatMessages(scope, sessionId, [{ role: "user", content: "a\u0000b" }], undefined, getDb()).catch(
+        (e: unknown) => e,
+      ),
+      appendChatMessages(
+        scope,
+        sessionId,
+        [{ role: "user", content: ["x\uD800"] }],
+        undefined,
+        getDb(),
+      ).catch((e: unknown) => e),
       getDb()
         .chatTurn.create({
           data: { tenantId: scope.tenantId, sessionId, ownerId: "test", userMessage: "a\u0000b" },

@@ -89,8 +89,16 @@ describe("agent and session environment variables", () => {
     });
 
     // The audit names what changed, never a value.
-    await flushAuditBuffer({ redis: getRedis(), redisPrefix: getConfig().redis.prefix });
-    const entries = await listAuditLogs(h.tenant.ownerScope, { action: "session.update", limit: 5 });
+    await flushAuditBuffer({
+      db: processBerth().db,
+      redis: getRedis(),
+      redisPrefix: getConfig().redis.prefix,
+    });
+    const entries = await listAuditLogs(
+      h.tenant.ownerScope,
+      { action: "session.update", limit: 5 },
+      processBerth().db,
+    );
     expect(entries.items.map((entry) => entry.details)).toEqual([
       { fields: ["name"] },
       { fields: ["env"], envNames: ["ONLY_SESSION"] },

@@ -34,6 +34,7 @@ describe("agent model API keys are encrypted at rest and never returned", () => 
         isolationPolicy: "PER_SESSION",
       },
       key,
+      getDb(),
     );
     agentId = agent.id;
   });
@@ -50,15 +51,18 @@ describe("agent model API keys are encrypted at rest and never returned", () => 
   });
 
   it("round-trips through getAgentModelApiKey with the right key, and fails with a wrong one", async () => {
-    expect(await getAgentModelApiKey(t.scope, agentId, key)).toBe(providerKey);
+    expect(await getAgentModelApiKey(t.scope, agentId, key, getDb())).toBe(providerKey);
     await expectAppError(
-      getAgentModelApiKey(t.scope, agentId, deriveSecretKey("some-other-secret-value")),
+      getAgentModelApiKey(t.scope, agentId, deriveSecretKey("some-other-secret-value"), getDb()),
       "INTERNAL",
     );
   });
 
   it("DTOs from get, list, create and update carry only hasModelApiKey", async () => {
-    const dtos = [await getAgent(t.scope, agentId), ...(await listAgents(t.scope)).items];
+    const dtos = [
+      await getAgent(t.scope, agentId, getDb()),
+      ...(await listAgents(t.scope, undefined, getDb())).items,
+    ];
     for (const dto of dtos) {
       expect(JSON.stringify(dto)).not.toContain(providerKey);
       expect(JSON.stringify(dto)).not.toMatch(/v1\.[A-Za-z0-9_-]+\./);
@@ -76,28 +80,29 @@ describe("agent model API keys are encrypted at rest and never returned", () => 
   });
 
   it("replaces, keeps and clears the key on update", async () => {
-    const renamed = await updateAgent(t.scope, agentId, { description: "still codes" }, key);
+    const renamed = await updateAgent(t.scope, agentId, { description: "still codes" }, key, getDb());
     expect(renamed.hasModelApiKey).toBe(true);
-    expect(await getAgentModelApiKey(t.scope, agentId, key)).toBe(providerKey);
+    expect(await getAgentModelApiKey(t.scope, agentId, key, getDb())).toBe(providerKey);
 
-    await updateAgent(t.scope, agentId, { modelApiKey: "sk-rotated" }, key);
-    expect(await getAgentModelApiKey(t.scope, agentId, key)).toBe("sk-rotated");
+    await updateAgent(t.scope, agentId, { modelApiKey: "sk-rotated" }, key, getDb());
+    expect(await getAgentModelApiKey(t.scope, agentId, key, getDb())).toBe("sk-rotated");
 
-    const cleared = await updateAgent(t.scope, agentId, { modelApiKey: null }, key);
+    const cleared = await updateAgent(t.scope, agentId, { modelApiKey: null }, key, getDb());
     expect(cleared.hasModelApiKey).toBe(false);
-    expect(await getAgentModelApiKey(t.scope, agentId, key)).toBeNull();
+    expect(await getAgentModelApiKey(t.scope, agentId, key, getDb())).toBeNull();
   });
 
   it("agent names are unique per tenant (CONFLICT)", async () => {
     await expectAppError(
-      createAgent(t.scope, { name: "coder", modelConfig: { provider: "p", model: "m" } }, key),
+      createAgent(t.scope, { name: "coder", modelConfig: { provider: "p", model: "m" } }, key, getDb()),
       "CONFLICT",
     );
     const other = await createAgent(
       t.scope,
       { name: "reviewer", modelConfig: { provider: "p", model: "m" } },
       key,
+      getDb(),
     );
-    await expectAppError(updateAgent(t.scope, other.id, { name: "coder" }, key), "CONFLICT");
+    await expectAppError(updateAgent(t.scope, other.id, { name: "coder" }, key, getDb()), "CONFLICT");
   });
 });

@@ -56,6 +56,7 @@ export async function createTestTenant(auth: BerthAuth = testAuth()): Promise<Te
   const scope = await resolveTenantScope(
     { kind: "user", userId: owner.id, email, name: owner.name, authSessionId: "fixture" },
     tenant.id,
+    processBerth().db,
   );
   return { tenantId: tenant.id, slug, owner: { id: owner.id, email, password }, scope };
 }
@@ -73,6 +74,7 @@ export async function addTestMember(
   const scope = await resolveTenantScope(
     { kind: "user", userId: user.id, email, name: email, authSessionId: "fixture" },
     tenant.tenantId,
+    processBerth().db,
   );
   return { userId: user.id, email, password, scope };
 }

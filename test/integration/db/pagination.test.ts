@@ -8,6 +8,7 @@ import { upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.dat
 import { listWorkspaces } from "@/server/modules/workspace/workspace-list.data";
 import type { Page } from "@/server/shared/page";
 import { createTestTenant, type TestTenant } from "./fixtures";
+import { processBerth } from "@/server/composition/process-berth";
 
 /**
  * Cursor paging of the four tenant lists (agents, sessions, workspaces, audit logs) through the shared
@@ -40,26 +41,35 @@ beforeAll(async () => {
       t.scope,
       { name: `pager-${index}`, modelConfig: { provider: "p", model: "m" } },
       key,
+      processBerth().db,
     );
     agentId = agent.id;
-    await upsertWorkspaceBinding(t.scope, {
-      id: `page-ws-${randomUUID().slice(0, 8)}`,
-      backendKind: "local",
-      isolationPolicy: "PER_AGENT",
-      agentId: agent.id,
-    });
-    await appendAuditLog(t.scope, { action: `pager.${index}`, outcome: "success" });
+    await upsertWorkspaceBinding(
+      t.scope,
+      {
+        id: `page-ws-${randomUUID().slice(0, 8)}`,
+        backendKind: "local",
+        isolationPolicy: "PER_AGENT",
+        agentId: agent.id,
+      },
+      processBerth().db,
+    );
+    await appendAuditLog(t.scope, { action: `pager.${index}`, outcome: "success" }, processBerth().db);
   }
   for (let index = 0; index < COUNT; index += 1) {
-    await createSession(t.scope, { agentId, workspaceId: "page-ws-shared", name: `s${index}` });
+    await createSession(
+      t.scope,
+      { agentId, workspaceId: "page-ws-shared", name: `s${index}` },
+      processBerth().db,
+    );
   }
 });
 
 const listers: Record<string, Lister> = {
-  agents: (options) => listAgents(t.scope, options),
-  sessions: (options) => listSessions(t.scope, options),
-  workspaces: (options) => listWorkspaces(t.scope, options),
-  "audit logs": (options) => listAuditLogs(t.scope, options),
+  agents: (options) => listAgents(t.scope, options, processBerth().db),
+  sessions: (options) => listSessions(t.scope, options, processBerth().db),
+  workspaces: (options) => listWorkspaces(t.scope, options, processBerth().db),
+  "audit logs": (options) => listAuditLogs(t.scope, options, processBerth().db),
 };
 
 describe.each(Object.entries(listers))("%s", (_name, list) => {

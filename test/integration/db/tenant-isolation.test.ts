@@ -71,24 +71,46 @@ async function seed(t: TestTenant): Promise<Seeded> {
       modelApiKey: `sk-${t.slug}`,
     },
     secretKey,
+    processBerth().db,
   );
   const workspaceId = `ws-${t.slug}`;
-  await upsertWorkspaceBinding(t.scope, {
-    id: workspaceId,
-    backendKind: "local",
-    isolationPolicy: "PER_AGENT",
-    agentId: agent.id,
-  });
-  const session = await createSession(t.scope, { agentId: agent.id, workspaceId, name: `s-${t.slug}` });
-  await appendChatMessage(t.scope, session.id, { role: "user", content: [{ type: "text", text: "hi" }] });
-  await acquireLeaseLocked(t.scope, workspaceId, LEASE_OF("turn:1"));
-  await appendAuditLog(t.scope, {
-    action: "test.seed",
-    outcome: "success",
-    targetType: "tenant",
-    targetId: t.tenantId,
-  });
-  await recordPurgeReceipt(t.scope, { targetType: "session", targetId: "gone", deleted: { messages: 1 } });
+  await upsertWorkspaceBinding(
+    t.scope,
+    {
+      id: workspaceId,
+      backendKind: "local",
+      isolationPolicy: "PER_AGENT",
+      agentId: agent.id,
+    },
+    processBerth().db,
+  );
+  const session = await createSession(
+    t.scope,
+    { agentId: agent.id, workspaceId, name: `s-${t.slug}` },
+    processBerth().db,
+  );
+  await appendChatMessage(
+    t.scope,
+    session.id,
+    { role: "user", content: [{ type: "text", text: "hi" }] },
+    processBerth().db,
+  );
+  await acquireLeaseLocked(t.scope, workspaceId, LEASE_OF("turn:1"), processBerth().db);
+  await appendAuditLog(
+    t.scope,
+    {
+      action: "test.seed",
+      outcome: "success",
+      targetType: "tenant",
+      targetId: t.tenantId,
+    },
+    processBerth().db,
+  );
+  await recordPurgeReceipt(
+    t.scope,
+    { targetType: "session", targetId: "gone", deleted: { messages: 1 } },
+    processBerth().db,
+  );
   const { apiKey } = await createApiKey(
     testAuth(),
     t.scope,
@@ -153,11 +175,11 @@ describe("tenant isolation at the data layer", () => {
   });
 
   it("audit logs and purge receipts are listed per tenant", async () => {
-    const aLogs = await listAuditLogs(a.scope);
+    const aLogs = await listAuditLogs(a.scope, undefined, processBerth().db);
     expect(aLogs.items.length).toBeGreaterThan(0);
     expect(aLogs.items.every((l) => l.targetId !== b.tenantId)).toBe(true);
     expect(aLogs.items.some((l) => l.targetId === a.tenantId)).toBe(true);
-    const receipts = await listPurgeReceipts(a.scope);
+    const receipts = await listPurgeReceipts(a.scope, undefined, processBerth().db);
     expect(receipts).toHaveLength(1);
     const rawReceipts = await getDb().purgeReceipt.findMany({
       where: { id: { in: receipts.map((r) => r.id) } },
@@ -167,81 +189,124 @@ describe("tenant isolation at the data layer", () => {
   });
 
   it("agents: same name allowed per tenant; A cannot reach B's agent", async () => {
-    expect((await listAgents(a.scope)).items.map((x) => x.id)).toEqual([aRows.agentId]);
-    expect((await getAgentByName(a.scope, "shared-name"))?.id).toBe(aRows.agentId);
-    expect(await getAgentOrNull(a.scope, bRows.agentId)).toBeNull();
-    await expectAppError(getAgent(a.scope, bRows.agentId), "NOT_FOUND");
+    expect((await listAgents(a.scope, undefined, processBerth().db)).items.map((x) => x.id)).toEqual([
+      aRows.agentId,
+    ]);
+    expect((await getAgentByName(a.scope, "shared-name", processBerth().db))?.id).toBe(aRows.agentId);
+    expect(await getAgentOrNull(a.scope, bRows.agentId, processBerth().db)).toBeNull();
+    await expectAppError(getAgent(a.scope, bRows.agentId, processBerth().db), "NOT_FOUND");
     await expectAppError(
-      updateAgent(a.scope, bRows.agentId, { description: "pwned" }, secretKey),
+      updateAgent(a.scope, bRows.agentId, { description: "pwned" }, secretKey, processBerth().db),
       "NOT_FOUND",
     );
-    await expectAppError(getAgentModelApiKey(a.scope, bRows.agentId, secretKey), "NOT_FOUND");
-    await expectAppError(deleteAgent(a.scope, bRows.agentId), "NOT_FOUND");
-    const bAgent = await getAgent(b.scope, bRows.agentId);
+    await expectAppError(
+      getAgentModelApiKey(a.scope, bRows.agentId, secretKey, processBerth().db),
+      "NOT_FOUND",
+    );
+    await expectAppError(deleteAgent(a.scope, bRows.agentId, processBerth().db), "NOT_FOUND");
+    const bAgent = await getAgent(b.scope, bRows.agentId, processBerth().db);
     expect(bAgent.description).toBe("");
-    expect(await getAgentModelApiKey(b.scope, bRows.agentId, secretKey)).toBe(`sk-${b.slug}`);
+    expect(await getAgentModelApiKey(b.scope, bRows.agentId, secretKey, processBerth().db)).toBe(
+      `sk-${b.slug}`,
+    );
   });
 
   it("sessions and messages: A cannot create on B's agent or read/change B's sessions", async () => {
     await expectAppError(
-      createSession(a.scope, { agentId: bRows.agentId, workspaceId: "ws-x" }),
+      createSession(a.scope, { agentId: bRows.agentId, workspaceId: "ws-x" }, processBerth().db),
       "NOT_FOUND",
     );
     await expectAppError(
-      createSession(a.scope, {
-        agentId: aRows.agentId,
-        workspaceId: aRows.workspaceId,
-        leaderSessionId: bRows.sessionId,
-      }),
+      createSession(
+        a.scope,
+        {
+          agentId: aRows.agentId,
+          workspaceId: aRows.workspaceId,
+          leaderSessionId: bRows.sessionId,
+        },
+        processBerth().db,
+      ),
       "NOT_FOUND",
     );
-    expect(await getSessionOrNull(a.scope, bRows.sessionId)).toBeNull();
-    await expectAppError(getSession(a.scope, bRows.sessionId), "NOT_FOUND");
-    expect((await listSessions(a.scope)).items.map((s) => s.id)).toEqual([aRows.sessionId]);
-    expect((await listSessions(a.scope, { workspaceId: bRows.workspaceId })).items).toEqual([]);
-    await expectAppError(updateSession(a.scope, bRows.sessionId, { name: "pwned" }), "NOT_FOUND");
+    expect(await getSessionOrNull(a.scope, bRows.sessionId, processBerth().db)).toBeNull();
+    await expectAppError(getSession(a.scope, bRows.sessionId, processBerth().db), "NOT_FOUND");
+    expect((await listSessions(a.scope, undefined, processBerth().db)).items.map((s) => s.id)).toEqual([
+      aRows.sessionId,
+    ]);
+    expect(
+      (await listSessions(a.scope, { workspaceId: bRows.workspaceId }, processBerth().db)).items,
+    ).toEqual([]);
     await expectAppError(
-      appendChatMessage(a.scope, bRows.sessionId, { role: "user", content: "x" }),
+      updateSession(a.scope, bRows.sessionId, { name: "pwned" }, processBerth().db),
       "NOT_FOUND",
     );
-    expect(await listChatMessages(a.scope, bRows.sessionId)).toEqual([]);
-    expect(await deleteChatMessages(a.scope, bRows.sessionId)).toBe(0);
-    await expectAppError(deleteSession(a.scope, bRows.sessionId), "NOT_FOUND");
-    const bSession = await getSession(b.scope, bRows.sessionId);
+    await expectAppError(
+      appendChatMessage(a.scope, bRows.sessionId, { role: "user", content: "x" }, processBerth().db),
+      "NOT_FOUND",
+    );
+    expect(await listChatMessages(a.scope, bRows.sessionId, undefined, processBerth().db)).toEqual([]);
+    expect(await deleteChatMessages(a.scope, bRows.sessionId, processBerth().db)).toBe(0);
+    await expectAppError(deleteSession(a.scope, bRows.sessionId, processBerth().db), "NOT_FOUND");
+    const bSession = await getSession(b.scope, bRows.sessionId, processBerth().db);
     expect(bSession.name).toBe(`s-${b.slug}`);
-    expect(await listChatMessages(b.scope, bRows.sessionId)).toHaveLength(1);
+    expect(await listChatMessages(b.scope, bRows.sessionId, undefined, processBerth().db)).toHaveLength(1);
   });
 
   it("workspaces, leases and events: A cannot bind, read, move or lease B's workspace", async () => {
     await expectAppError(
-      upsertWorkspaceBinding(a.scope, {
-        id: bRows.workspaceId,
-        backendKind: "docker",
-        isolationPolicy: "PER_SESSION",
-      }),
+      upsertWorkspaceBinding(
+        a.scope,
+        {
+          id: bRows.workspaceId,
+          backendKind: "docker",
+          isolationPolicy: "PER_SESSION",
+        },
+        processBerth().db,
+      ),
       "CONFLICT",
     );
-    expect(await getWorkspaceOrNull(a.scope, bRows.workspaceId)).toBeNull();
-    await expectAppError(getWorkspace(a.scope, bRows.workspaceId), "NOT_FOUND");
-    expect((await listWorkspaces(a.scope)).items.map((w) => w.id)).toEqual([aRows.workspaceId]);
+    expect(await getWorkspaceOrNull(a.scope, bRows.workspaceId, processBerth().db)).toBeNull();
+    await expectAppError(getWorkspace(a.scope, bRows.workspaceId, processBerth().db), "NOT_FOUND");
+    expect((await listWorkspaces(a.scope, undefined, processBerth().db)).items.map((w) => w.id)).toEqual([
+      aRows.workspaceId,
+    ]);
     await expectAppError(
-      transitionFrom(a.scope, bRows.workspaceId, { from: ["PENDING"], to: "PROVISIONING", reason: "evil" }),
+      transitionFrom(
+        a.scope,
+        bRows.workspaceId,
+        { from: ["PENDING"], to: "PROVISIONING", reason: "evil" },
+        processBerth().db,
+      ),
       "NOT_FOUND",
     );
-    await expectAppError(acquireLeaseLocked(a.scope, bRows.workspaceId, LEASE_OF("evil")), "NOT_FOUND");
-    const before = await getWorkspace(b.scope, bRows.workspaceId);
-    await touchWorkspaceActivity(a.scope, bRows.workspaceId, new Date(Date.now() + 60_000));
-    expect((await getWorkspace(b.scope, bRows.workspaceId)).lastActivityAt).toEqual(before.lastActivityAt);
-    expect(await releaseWorkspaceLease(a.scope, bRows.workspaceId, "turn:1")).toBe(false);
-    expect(await listWorkspaceLeases(a.scope, bRows.workspaceId)).toEqual([]);
-    await expectAppError(appendWorkspaceEvent(a.scope, bRows.workspaceId, { kind: "bumped" }), "NOT_FOUND");
-    expect(await listWorkspaceEvents(a.scope, bRows.workspaceId)).toEqual([]);
+    await expectAppError(
+      acquireLeaseLocked(a.scope, bRows.workspaceId, LEASE_OF("evil"), processBerth().db),
+      "NOT_FOUND",
+    );
+    const before = await getWorkspace(b.scope, bRows.workspaceId, processBerth().db);
+    await touchWorkspaceActivity(
+      a.scope,
+      bRows.workspaceId,
+      new Date(Date.now() + 60_000),
+      processBerth().db,
+    );
+    expect((await getWorkspace(b.scope, bRows.workspaceId, processBerth().db)).lastActivityAt).toEqual(
+      before.lastActivityAt,
+    );
+    expect(await releaseWorkspaceLease(a.scope, bRows.workspaceId, "turn:1", processBerth().db)).toBe(false);
+    expect(await listWorkspaceLeases(a.scope, bRows.workspaceId, processBerth().db)).toEqual([]);
+    await expectAppError(
+      appendWorkspaceEvent(a.scope, bRows.workspaceId, { kind: "bumped" }, processBerth().db),
+      "NOT_FOUND",
+    );
+    expect(await listWorkspaceEvents(a.scope, bRows.workspaceId, undefined, processBerth().db)).toEqual([]);
 
-    const bWorkspace = await getWorkspace(b.scope, bRows.workspaceId);
+    const bWorkspace = await getWorkspace(b.scope, bRows.workspaceId, processBerth().db);
     expect(bWorkspace).toMatchObject({ state: "PENDING", backendKind: "local", activeLeases: 1 });
-    expect((await listWorkspaceEvents(b.scope, bRows.workspaceId)).map((e) => e.kind).sort()).toEqual([
-      "created",
-      "lease_acquired",
-    ]);
+    expect(
+      (await listWorkspaceEvents(b.scope, bRows.workspaceId, undefined, processBerth().db))
+        .map((e) => e.kind)
+        .sort(),
+    ).toEqual(["created", "lease_acquired"]);
   });
 });

@@ -35,8 +35,8 @@ describe("workspace bindings and their state machine", () => {
     to: WorkspaceState,
     extra: Partial<Parameters<typeof transitionFrom>[2]> = {},
   ) {
-    await transitionFrom(t.scope, id, { from: WORKSPACE_STATES, to, reason: `to ${to}`, ...extra });
-    return getWorkspace(t.scope, id);
+    await transitionFrom(t.scope, id, { from: WORKSPACE_STATES, to, reason: `to ${to}`, ...extra }, getDb());
+    return getWorkspace(t.scope, id, getDb());
   }
   const lease = (holder: string, reason = "test", expiresAt = new Date(Date.now() + 600_000)) => ({
     holder,
@@ -46,11 +46,15 @@ describe("workspace bindings and their state machine", () => {
 
   async function newWorkspace(): Promise<string> {
     const id = uniqueSlug("ws");
-    const { created } = await upsertWorkspaceBinding(t.scope, {
-      id,
-      backendKind: "docker",
-      isolationPolicy: "PER_SESSION",
-    });
+    const { created } = await upsertWorkspaceBinding(
+      t.scope,
+      {
+        id,
+        backendKind: "docker",
+        isolationPolicy: "PER_SESSION",
+      },
+      getDb(),
+    );
     expect(created).toBe(true);
     return id;
   }
@@ -74,11 +78,15 @@ describe("workspace bindings and their state machine", () => {
 
   it("upsert is idempotent and records one `created` event", async () => {
     const id = await newWorkspace();
-    const again = await upsertWorkspaceBinding(t.scope, {
-      id,
-      backendKind: "e2b",
-      isolationPolicy: "PER_USER",
-    });
+    const again = await upsertWorkspaceBinding(
+      t.scope,
+      {
+        id,
+        backendKind: "e2b",
+        isolationPolicy: "PER_USER",
+      },
+      getDb(),
+    );
     expect(again.created).toBe(false);
     expect(again.workspace).toMatchObject({
       id,
@@ -86,7 +94,9 @@ describe("workspace bindings and their state machine", () => {
       isolationPolicy: "PER_SESSION",
       state: "PENDING",
     });
-    expect((await listWorkspaceEvents(t.scope, id)).map((e) => e.kind)).toEqual(["created"]);
+    expect((await listWorkspaceEvents(t.scope, id, undefined, getDb())).map((e) => e.kind)).toEqual([
+      "created",
+    ]);
   });
 
   it("walks the full lifecycle and writes a ledger entry per step", async () => {
@@ -95,18 +105,18 @@ describe("workspace bindings and their state machine", () => {
     const ready = await step(id, "READY", { backendHandle: { containerId: "c1" } });
     expect(ready).toMatchObject({ state: "READY", backendHandle: { containerId: "c1" }, error: null });
     expect(ready.lastActivityAt).toBeInstanceOf(Date);
-    await transitionFrom(t.scope, id, { from: ["READY"], to: "STOPPING", reason: "idle 1h" });
+    await transitionFrom(t.scope, id, { from: ["READY"], to: "STOPPING", reason: "idle 1h" }, getDb());
     await step(id, "STOPPED");
     await step(id, "PROVISIONING", { reason: "resume" });
     await step(id, "FAILED", { error: "image pull failed" });
-    expect((await getWorkspace(t.scope, id)).error).toBe("image pull failed");
+    expect((await getWorkspace(t.scope, id, getDb())).error).toBe("image pull failed");
     await step(id, "PURGING", { reason: "agent deleted" });
     const purged = await step(id, "PURGED", { backendHandle: null, reason: "agent deleted" });
     expect(purged).toMatchObject({ state: "PURGED", backendHandle: null, error: null, generation: 1 });
     const next = await step(id, "PROVISIONING", { reason: "next use" });
     expect(next).toMatchObject({ state: "PROVISIONING", generation: 2 });
 
-    const events = await listWorkspaceEvents(t.scope, id);
+    const events = await listWorkspaceEvents(t.scope, id, undefined, getDb());
     expect(events.map((e) => e.kind).reverse()).toEqual([
       "created",
       "provisioning",
@@ -137,29 +147,29 @@ describe("workspace bindings and their state machine", () => {
       const id = await workspaceIn(from);
       // Even a caller that names the current state as allowed cannot leave the table.
       for (const to of illegal) await expectAppError(step(id, to), "CONFLICT");
-      expect((await getWorkspace(t.scope, id)).state).toBe(from);
+      expect((await getWorkspace(t.scope, id, getDb())).state).toBe(from);
     }
   });
 
   it("rejects a transition from a state the caller did not expect", async () => {
     const id = await workspaceIn("READY");
     await expectAppError(
-      transitionFrom(t.scope, id, { from: ["PROVISIONING"], to: "STOPPING", reason: "stale" }),
+      transitionFrom(t.scope, id, { from: ["PROVISIONING"], to: "STOPPING", reason: "stale" }, getDb()),
       "CONFLICT",
     );
-    expect((await getWorkspace(t.scope, id)).state).toBe("READY");
+    expect((await getWorkspace(t.scope, id, getDb())).state).toBe("READY");
   });
 
   it("lets exactly one of two concurrent identical transitions win (e.g. two reapers stopping)", async () => {
     const id = await workspaceIn("READY");
     const results = await Promise.allSettled([
-      transitionFrom(t.scope, id, { from: ["READY"], to: "STOPPING", reason: "sweep a" }),
-      transitionFrom(t.scope, id, { from: ["READY"], to: "STOPPING", reason: "sweep b" }),
+      transitionFrom(t.scope, id, { from: ["READY"], to: "STOPPING", reason: "sweep a" }, getDb()),
+      transitionFrom(t.scope, id, { from: ["READY"], to: "STOPPING", reason: "sweep b" }, getDb()),
     ]);
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
     const rejected = results.find((r) => r.status === "rejected");
     expect((rejected as PromiseRejectedResult).reason).toMatchObject({ name: "AppError", code: "CONFLICT" });
-    expect((await listWorkspaceEvents(t.scope, id, { kinds: ["stopping"] })).length).toBe(1);
+    expect((await listWorkspaceEvents(t.scope, id, { kinds: ["stopping"] }, getDb())).length).toBe(1);
   });
 
   it("leases keep the workspace from the sweep, activity moves the idle clock, expired leases do not count", async () => {
@@ -170,49 +180,53 @@ describe("workspace bindings and their state machine", () => {
     });
     const idleBefore = new Date(Date.now() - 60_000);
     const leaseBornAfter = new Date(Date.now() - 3_600_000);
-    expect((await findSweepCandidates({ idleBefore, limit: 500 })).map((w) => w.id)).toContain(id);
+    expect((await findSweepCandidates({ idleBefore, limit: 500 }, getDb())).map((w) => w.id)).toContain(id);
 
-    await acquireLeaseLocked(t.scope, id, lease("turn:42", "running a turn"));
-    await acquireLeaseLocked(t.scope, id, lease("turn:42", "renewed"));
-    expect((await getWorkspace(t.scope, id)).activeLeases).toBe(1);
-    expect((await listWorkspaceLeases(t.scope, id))[0]).toMatchObject({
+    await acquireLeaseLocked(t.scope, id, lease("turn:42", "running a turn"), getDb());
+    await acquireLeaseLocked(t.scope, id, lease("turn:42", "renewed"), getDb());
+    expect((await getWorkspace(t.scope, id, getDb())).activeLeases).toBe(1);
+    expect((await listWorkspaceLeases(t.scope, id, getDb()))[0]).toMatchObject({
       holder: "turn:42",
       reason: "renewed",
     });
     // Taking the lease moved the idle clock; pushed back again, the sweep still sees the live lease.
     await getDb().workspace.updateMany({ where: { id }, data: { lastActivityAt: new Date(0) } });
-    expect(await stopIfIdle(t.scope, id, { idleBefore, leaseBornAfter, reason: "idle" })).toEqual({
+    expect(await stopIfIdle(t.scope, id, { idleBefore, leaseBornAfter, reason: "idle" }, getDb())).toEqual({
       outcome: "leased",
       holders: ["turn:42"],
     });
 
-    expect(await releaseWorkspaceLease(t.scope, id, "turn:42")).toBe(true);
-    expect(await releaseWorkspaceLease(t.scope, id, "turn:42")).toBe(false);
-    await acquireLeaseLocked(t.scope, id, lease("crashed", "gone", new Date(Date.now() - 1000)));
-    expect((await getWorkspace(t.scope, id)).activeLeases).toBe(0);
+    expect(await releaseWorkspaceLease(t.scope, id, "turn:42", getDb())).toBe(true);
+    expect(await releaseWorkspaceLease(t.scope, id, "turn:42", getDb())).toBe(false);
+    await acquireLeaseLocked(t.scope, id, lease("crashed", "gone", new Date(Date.now() - 1000)), getDb());
+    expect((await getWorkspace(t.scope, id, getDb())).activeLeases).toBe(0);
 
-    await touchWorkspaceActivity(t.scope, id, new Date());
-    expect((await findSweepCandidates({ idleBefore, limit: 500 })).map((w) => w.id)).not.toContain(id);
+    await touchWorkspaceActivity(t.scope, id, new Date(), getDb());
+    expect((await findSweepCandidates({ idleBefore, limit: 500 }, getDb())).map((w) => w.id)).not.toContain(
+      id,
+    );
     await getDb().workspace.updateMany({ where: { id }, data: { lastActivityAt: new Date(0) } });
-    expect(await stopIfIdle(t.scope, id, { idleBefore, leaseBornAfter, reason: "idle 1h" })).toMatchObject({
+    expect(
+      await stopIfIdle(t.scope, id, { idleBefore, leaseBornAfter, reason: "idle 1h" }, getDb()),
+    ).toMatchObject({
       outcome: "stopping",
     });
-    expect((await getWorkspace(t.scope, id)).state).toBe("STOPPING");
+    expect((await getWorkspace(t.scope, id, getDb())).state).toBe("STOPPING");
     const kinds = (
-      await listWorkspaceEvents(t.scope, id, { kinds: ["lease_acquired", "lease_released"] })
+      await listWorkspaceEvents(t.scope, id, { kinds: ["lease_acquired", "lease_released"] }, getDb())
     ).map((e) => e.kind);
     expect(kinds.filter((k) => k === "lease_released")).toHaveLength(1);
   });
 
   it("leases a purged workspace (its next use provisions it again) unless told not to, and filters lists by state", async () => {
     const id = await workspaceIn("PURGED");
-    await acquireLeaseLocked(t.scope, id, lease("late"));
-    expect(await releaseWorkspaceLease(t.scope, id, "late")).toBe(true);
+    await acquireLeaseLocked(t.scope, id, lease("late"), getDb());
+    expect(await releaseWorkspaceLease(t.scope, id, "late", getDb())).toBe(true);
     await expectAppError(
-      acquireLeaseLocked(t.scope, id, lease("scope-purge"), undefined, { refuseStates: ["PURGED"] }),
+      acquireLeaseLocked(t.scope, id, lease("scope-purge"), getDb(), { refuseStates: ["PURGED"] }),
       "CONFLICT",
     );
-    const purged = await listWorkspaces(t.scope, { states: ["PURGED"], limit: 200 });
+    const purged = await listWorkspaces(t.scope, { states: ["PURGED"], limit: 200 }, getDb());
     expect(purged.items.every((w) => w.state === "PURGED")).toBe(true);
     expect(purged.items.map((w) => w.id)).toContain(id);
   });

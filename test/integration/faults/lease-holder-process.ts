@@ -22,7 +22,7 @@ let endTurn: (() => void) | undefined;
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
 async function runTurn(tenantId: string, sessionId: string): Promise<void> {
-  const scope = await resolveSystemTenantScope(tenantId);
+  const scope = await resolveSystemTenantScope(tenantId, undefined, processBerth().db);
   const holder = `turn:${randomUUID()}`;
   await service.withSessionWorkspace(scope, sessionId, { holder, reason: "chat turn" }, async () => {
     say(`leased ${holder}`);

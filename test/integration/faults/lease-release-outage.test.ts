@@ -76,16 +76,26 @@ describe("a lease release that fails in a database outage", { timeout: 120_000 }
       timeout: 20_000,
       interval: 100,
     });
-    const released = await listWorkspaceEvents(tenant.scope, workspaceId, { kinds: ["lease_released"] });
+    const released = await listWorkspaceEvents(
+      tenant.scope,
+      workspaceId,
+      { kinds: ["lease_released"] },
+      getDb(),
+    );
     expect(released).toHaveLength(1);
     expect(released[0]).toMatchObject({ reason: null, data: { holder: turnHolder } });
 
     // The sweeper's decision (leases younger than the maximum age keep a workspace): idle, so it stops.
-    const decision = await stopIfIdle(tenant.scope, workspaceId, {
-      idleBefore: new Date(Date.now() + 60_000),
-      leaseBornAfter: new Date(Date.now() - 3_600_000),
-      reason: "idle (test)",
-    });
+    const decision = await stopIfIdle(
+      tenant.scope,
+      workspaceId,
+      {
+        idleBefore: new Date(Date.now() + 60_000),
+        leaseBornAfter: new Date(Date.now() - 3_600_000),
+        reason: "idle (test)",
+      },
+      getDb(),
+    );
     expect(decision).toMatchObject({ outcome: "stopping" });
   });
 
@@ -108,6 +118,7 @@ describe("a lease release that fails in a database outage", { timeout: 120_000 }
     // Any live process' reaper (this one's, here) sees the owner gone and frees its lease.
     const redisPrefix = loadRedisConfig().prefix;
     const reaped = await reapDeadHolders({
+      db: getDb(),
       liveness: {
         ownerId: "lease-release-outage-test",
         classify: (ids) => processLiveness(getRedis(), redisPrefix, "holders", ids, 1_000),
@@ -120,7 +131,12 @@ describe("a lease release that fails in a database outage", { timeout: 120_000 }
     // the run (their processes gone) may have left some.
     expect(reaped.releasedLeases).toBeGreaterThanOrEqual(1);
     expect(await leasesOf(workspaceId)).toEqual([]);
-    const released = await listWorkspaceEvents(tenant.scope, workspaceId, { kinds: ["lease_released"] });
+    const released = await listWorkspaceEvents(
+      tenant.scope,
+      workspaceId,
+      { kinds: ["lease_released"] },
+      getDb(),
+    );
     expect(released).toEqual([
       expect.objectContaining({
         reason: expect.stringContaining("no heartbeat"),

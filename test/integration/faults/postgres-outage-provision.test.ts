@@ -24,6 +24,7 @@ import { createTestTenant, type TestTenant } from "../db/fixtures";
 import { makeControlDir, startChild, stopChildren, type Child } from "../multiprocess/processes";
 import { isolatedRedisConfig, redisPrefixEnv, testLog } from "../queue/queue-fixtures";
 import { freshSession } from "../workspace/harness";
+import { processBerth } from "@/server/composition/process-berth";
 
 /** The attempts the outage lasts for: with five attempts from 0.5 s, the job was out of them by now. */
 const FAILED_ATTEMPTS_DURING_OUTAGE = 5;
@@ -45,13 +46,17 @@ describe("a PostgreSQL outage during a provision", { timeout: 150_000 }, () => {
   it("the provision job's retries outlast the outage: the workspace ends READY", async () => {
     // The record exists (PENDING) before the outage, as a first use leaves it.
     const { agent, workspaceId } = await freshSession(tenant.scope);
-    await upsertWorkspaceBinding(tenant.scope, {
-      id: workspaceId,
-      backendKind: "local",
-      isolationPolicy: "PER_AGENT",
-      agentId: agent.id,
-    });
-    expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("PENDING");
+    await upsertWorkspaceBinding(
+      tenant.scope,
+      {
+        id: workspaceId,
+        backendKind: "local",
+        isolationPolicy: "PER_AGENT",
+        agentId: agent.id,
+      },
+      processBerth().db,
+    );
+    expect((await getWorkspace(tenant.scope, workspaceId, processBerth().db)).state).toBe("PENDING");
 
     proxy = await startTcpProxy(databaseServerOf(process.env.DATABASE_URL!));
     const basedir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), "berth-pg-outage-")));
@@ -88,7 +93,7 @@ describe("a PostgreSQL outage during a provision", { timeout: 150_000 }, () => {
 
       await vi.waitFor(
         async () => {
-          expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("READY");
+          expect((await getWorkspace(tenant.scope, workspaceId, processBerth().db)).state).toBe("READY");
           // The job completes when its processor has returned, a moment after it wrote READY.
           expect(await (await queues.get("workspace").getJob(job.id!))?.getState()).toBe("completed");
         },

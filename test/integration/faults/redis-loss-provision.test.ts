@@ -24,6 +24,7 @@ import {
 } from "../multiprocess/processes";
 import { testLog } from "../queue/queue-fixtures";
 import { freshSession } from "../workspace/harness";
+import { processBerth } from "@/server/composition/process-berth";
 
 // Long enough that waiting it out is unmistakable: the fixed gate answers well within a tenth of it.
 const PROVISION_WAIT_MS = 90_000;
@@ -127,7 +128,7 @@ describe("Redis loses its data while an API waits for a provision", { timeout: 1
       const result = JSON.parse(await api.nextLine((l) => l.startsWith("{"))) as unknown;
       expect(Date.now() - releasedAt).toBeLessThan(ANSWER_WITHIN_MS);
       expect(result).toEqual({ ok: 5, workspaceIds: [workspaceId], errors: [] });
-      expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("READY");
+      expect((await getWorkspace(tenant.scope, workspaceId, processBerth().db)).state).toBe("READY");
       // Exactly once: the second job found the first run's claim and never created the machine itself.
       const log = await readProvisionLog(controlDir);
       expect(log.filter((l) => l.startsWith("start"))).toHaveLength(1);
@@ -164,7 +165,7 @@ describe("Redis loses its data while an API waits for a provision", { timeout: 1
       const result = JSON.parse(await api.nextLine((l) => l.startsWith("{"))) as unknown;
       expect(Date.now() - lostAt).toBeLessThan(ANSWER_WITHIN_MS);
       expect(result).toEqual({ ok: 5, workspaceIds: [workspaceId], errors: [] });
-      expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("READY");
+      expect((await getWorkspace(tenant.scope, workspaceId, processBerth().db)).state).toBe("READY");
       expect((await readProvisionLog(controlDir)).filter((l) => l.startsWith("start"))).toHaveLength(1);
     } finally {
       await queues.close();

@@ -38,13 +38,13 @@ describe("reconcile resolves records stuck in a transition", { timeout: 90_000 }
   it("STOPPING with no stop job → stopped; PROVISIONING with no provision job → READY, each with an event", async () => {
     const { session, workspaceId } = await freshSession(tenant.scope);
     await h.service.resolveForSession(tenant.scope, session.id);
-    expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("READY");
+    expect((await getWorkspace(tenant.scope, workspaceId, getDb())).state).toBe("READY");
     const provisionedBefore = h.machine.provisioned.length;
 
     await strand(workspaceId, "STOPPING");
     await reconcile();
     await vi.waitFor(
-      async () => expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("STOPPED"),
+      async () => expect((await getWorkspace(tenant.scope, workspaceId, getDb())).state).toBe("STOPPED"),
       { timeout: 30_000, interval: 200 },
     );
     expect(h.machine.stopped).toContain(workspaceId);
@@ -52,12 +52,14 @@ describe("reconcile resolves records stuck in a transition", { timeout: 90_000 }
     await strand(workspaceId, "PROVISIONING");
     await reconcile();
     await vi.waitFor(
-      async () => expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("READY"),
+      async () => expect((await getWorkspace(tenant.scope, workspaceId, getDb())).state).toBe("READY"),
       { timeout: 30_000, interval: 200 },
     );
     expect(h.machine.provisioned.length).toBe(provisionedBefore + 1);
 
-    const reasons = (await listWorkspaceEvents(tenant.scope, workspaceId, {})).map((e) => e.reason ?? "");
+    const reasons = (await listWorkspaceEvents(tenant.scope, workspaceId, {}, getDb())).map(
+      (e) => e.reason ?? "",
+    );
     expect(reasons.some((r) => /^reconcile: STOPPING since .* enqueued again/.test(r))).toBe(true);
     expect(reasons.some((r) => /^reconcile: PROVISIONING since .* enqueued again/.test(r))).toBe(true);
   });

@@ -125,7 +125,11 @@ describe("library entries", () => {
     await admin.library.delete({ ...h.ref, entryId: entry.id });
     expect(await rejectionCode(admin.library.get({ ...h.ref, entryId: entry.id }))).toBe("NOT_FOUND");
 
-    await flushAuditBuffer({ redis: getRedis(), redisPrefix: getQueues().redisPrefix });
+    await flushAuditBuffer({
+      db: processBerth().db,
+      redis: getRedis(),
+      redisPrefix: getQueues().redisPrefix,
+    });
     const audit = await h.owner.audit.list({ ...h.ref, limit: 200 });
     const actions = audit.items.filter((row) => row.targetId === entry.id).map((row) => row.action);
     expect(actions).toEqual(expect.arrayContaining(["library.create", "library.update", "library.delete"]));

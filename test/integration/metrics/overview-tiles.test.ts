@@ -20,7 +20,12 @@ describe("the Overview's tiles: tokens per day, top agents (the ledger) and the 
   let other: TestTenant;
   const key = secretKeyFromBytes(randomBytes(32));
   const agentOf = (t: TestTenant, name: string) =>
-    createAgent(t.scope, { name, modelConfig: { provider: "openai", model: "test" } }, key);
+    createAgent(
+      t.scope,
+      { name, modelConfig: { provider: "openai", model: "test" } },
+      key,
+      processBerth().db,
+    );
 
   beforeAll(async () => {
     tenant = await createTestTenant();
@@ -47,19 +52,22 @@ describe("the Overview's tiles: tokens per day, top agents (the ledger) and the 
       workspaceId: null,
       at: new Date(at),
     });
-    await insertUsageRecords([
-      entry(tenant, busy!.id, "input_tokens", 1_000, today + 3_600_000),
-      entry(tenant, busy!.id, "output_tokens", 200, today + 3_600_000),
-      entry(tenant, busy!.id, "turn", 1, today + 3_600_000),
-      entry(tenant, chatty!.id, "input_tokens", 300, today - DAY + 60_000),
-      entry(tenant, chatty!.id, "turn", 5, today - DAY + 60_000),
-      entry(tenant, quiet!.id, "turn", 1, today - 2 * DAY),
-      // 20 days ago: outside both windows. Another tenant's and a workspace-second: never counted.
-      entry(tenant, quiet!.id, "input_tokens", 50_000, today - 20 * DAY),
-      entry(other, theirs.id, "input_tokens", 9_999, today),
-      entry(tenant, busy!.id, "workspace_seconds", 7_777, today),
-    ]);
-    const view = await tenantUsageOverview(tenant.scope, now);
+    await insertUsageRecords(
+      [
+        entry(tenant, busy!.id, "input_tokens", 1_000, today + 3_600_000),
+        entry(tenant, busy!.id, "output_tokens", 200, today + 3_600_000),
+        entry(tenant, busy!.id, "turn", 1, today + 3_600_000),
+        entry(tenant, chatty!.id, "input_tokens", 300, today - DAY + 60_000),
+        entry(tenant, chatty!.id, "turn", 5, today - DAY + 60_000),
+        entry(tenant, quiet!.id, "turn", 1, today - 2 * DAY),
+        // 20 days ago: outside both windows. Another tenant's and a workspace-second: never counted.
+        entry(tenant, quiet!.id, "input_tokens", 50_000, today - 20 * DAY),
+        entry(other, theirs.id, "input_tokens", 9_999, today),
+        entry(tenant, busy!.id, "workspace_seconds", 7_777, today),
+      ],
+      processBerth().db,
+    );
+    const view = await tenantUsageOverview(tenant.scope, now, processBerth().db);
     expect(view.tokensPerDay).toHaveLength(14);
     expect(view.tokensPerDay.at(-1)).toEqual({ at: new Date(today), input: 1_000, output: 200 });
     expect(view.tokensPerDay.at(-2)).toEqual({ at: new Date(today - DAY), input: 300, output: 0 });

@@ -48,11 +48,15 @@ describe("/api/metrics exposition (real Postgres and Redis)", () => {
       ].map((s) => ZStageSample.parse(s)),
       processBerth().db,
     );
-    await upsertWorkspaceBinding(tenant.scope, {
-      id: `ws-metrics-${backend}`,
-      backendKind: "local",
-      isolationPolicy: "PER_AGENT",
-    });
+    await upsertWorkspaceBinding(
+      tenant.scope,
+      {
+        id: `ws-metrics-${backend}`,
+        backendKind: "local",
+        isolationPolicy: "PER_AGENT",
+      },
+      processBerth().db,
+    );
     const enqueue = createEnqueue(queues);
     await enqueue("metrics.flush", { trigger: "manual" });
     await enqueue("metrics.flush", { trigger: "manual" });

@@ -114,7 +114,8 @@ describe("per-workspace resource samples: local sandbox and Docker (real workers
     await h.service.resolveForSession(tenant.scope, session.id);
     await h.service.requestStop(tenant.scope, workspaceId, { reason: "test" });
     await vi.waitFor(
-      async () => expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("STOPPED"),
+      async () =>
+        expect((await getWorkspace(tenant.scope, workspaceId, processBerth().db)).state).toBe("STOPPED"),
       { timeout: 30_000 },
     );
     await sample();
@@ -218,7 +219,8 @@ describe("per-workspace resource samples: local sandbox and Docker (real workers
         // The container goes with the test (every run of this file left one running).
         await h.service.requestPurge(tenant.scope, workspaceId, { force: true });
         await vi.waitFor(
-          async () => expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("PURGED"),
+          async () =>
+            expect((await getWorkspace(tenant.scope, workspaceId, processBerth().db)).state).toBe("PURGED"),
           { timeout: 60_000, interval: 250 },
         );
         await fs.rm(runtimeRoot, { recursive: true, force: true });

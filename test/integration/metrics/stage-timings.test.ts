@@ -131,7 +131,7 @@ describe("stage timings: recording, flush, retention and readiness percentiles (
     );
     const rows = await rowsOf(workspaceId);
     expect(new Set(rows.map((r) => r.backend))).toEqual(
-      new Set([(await getWorkspace(tenant.scope, workspaceId)).backendKind]),
+      new Set([(await getWorkspace(tenant.scope, workspaceId, processBerth().db)).backendKind]),
     );
     const total = rows.find((r) => r.stage === "total")!;
     for (const part of rows.filter((r) => ["queued", "machine", "gateway"].includes(r.stage))) {
@@ -144,7 +144,8 @@ describe("stage timings: recording, flush, retention and readiness percentiles (
     await h.service.resolveForSession(tenant.scope, session.id);
     await h.service.requestStop(tenant.scope, workspaceId, { reason: "test stop" });
     await vi.waitFor(
-      async () => expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("STOPPED"),
+      async () =>
+        expect((await getWorkspace(tenant.scope, workspaceId, processBerth().db)).state).toBe("STOPPED"),
       {
         timeout: 15_000,
       },

@@ -22,7 +22,8 @@ describe("a workspace's stage timings and lifecycle timeline (real Postgres, Red
     await h.service.resolveForSession(tenant.scope, fresh.session.id);
     await h.service.requestStop(tenant.scope, workspaceId, { reason: "timeline stop" });
     await vi.waitFor(
-      async () => expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("STOPPED"),
+      async () =>
+        expect((await getWorkspace(tenant.scope, workspaceId, processBerth().db)).state).toBe("STOPPED"),
       { timeout: 15_000 },
     );
     await h.service.resolveForSession(tenant.scope, fresh.session.id);

@@ -18,6 +18,8 @@ import { getQueues } from "@/server/queue/queues";
 type Request = { tenantId: string; userId: string; sessionIds: string[]; calls: number };
 
 const engine = composeEngine({
+  quota: () => processBerth().quota,
+  attachTracker: () => processBerth().attachTracker,
   encryptionKey: processBerth().config.secrets.encryptionKey,
   db: processBerth().db,
   config: loadEngineConfig(),
@@ -25,7 +27,10 @@ const engine = composeEngine({
   secret: "multiprocess-test-secret",
   log: createLogger({ level: "silent" }),
 });
-const service = createWorkspaceService(engine);
+const service = createWorkspaceService(engine, {
+  db: processBerth().db,
+  attachTracker: () => processBerth().attachTracker,
+});
 
 function requestOf(line: string): Request {
   const named = line.slice("go".length).trim();

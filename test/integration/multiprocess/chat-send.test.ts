@@ -94,6 +94,7 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
     // The same encryption key as the children (inherited environment), so they can decrypt the model key.
     const secretKey = secretKeyFromBytes(getConfig().secrets.encryptionKey);
     const agent = await createAgentService({
+      db: processBerth().db,
       secretKey,
       enqueueSessionPurge: () => Promise.reject(new AppError("INTERNAL", "not used here")),
       enqueueAgentPurge: () => Promise.reject(new AppError("INTERNAL", "not used here")),
@@ -106,6 +107,8 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
     // The session service as session.create runs it, over this process' own workspace service (it only
     // writes the PENDING binding: nothing here provisions or enqueues).
     engine = composeEngine({
+      quota: () => processBerth().quota,
+      attachTracker: () => processBerth().attachTracker,
       encryptionKey: processBerth().config.secrets.encryptionKey,
       db: processBerth().db,
       config: testEngineConfig(workspacesDir),
@@ -113,7 +116,13 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
       secret: "multiprocess-test-secret",
       log: createLogger({ level: "silent" }),
     });
-    const sessionService = createSessionService({ workspaces: createWorkspaceService(engine) });
+    const sessionService = createSessionService({
+      db: processBerth().db,
+      workspaces: createWorkspaceService(engine, {
+        db: processBerth().db,
+        attachTracker: () => processBerth().attachTracker,
+      }),
+    });
     const create = () => sessionService.create(tenant.scope, { agentId: agent.id });
     // The first alone (it inserts the PENDING workspace row), the rest in small batches.
     const first = await create();
@@ -125,7 +134,7 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
     const workspaceId = first.workspaceId;
     expect(new Set(sessions.map((s) => s.workspaceId))).toEqual(new Set([workspaceId]));
     expect(new Set(sessions.map((s) => s.sessionId)).size).toBe(SESSIONS);
-    expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("PENDING");
+    expect((await getWorkspace(tenant.scope, workspaceId, processBerth().db)).state).toBe("PENDING");
 
     const workers = [startChild("worker-process.ts", env), startChild("worker-process.ts", env)];
     children.push(...workers);
@@ -168,8 +177,10 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
       workspaceId,
     ]);
     expect(provisions.filter((l) => l.startsWith("done")).map((l) => l.split(" ")[2])).toEqual([workspaceId]);
-    expect(await listWorkspaceEvents(tenant.scope, workspaceId, { kinds: ["provisioning"] })).toHaveLength(1);
-    const records = await listWorkspaces(tenant.scope, { limit: 10 });
+    expect(
+      await listWorkspaceEvents(tenant.scope, workspaceId, { kinds: ["provisioning"] }, processBerth().db),
+    ).toHaveLength(1);
+    const records = await listWorkspaces(tenant.scope, { limit: 10 }, processBerth().db);
     expect(records.items.map((w) => [w.id, w.state])).toEqual([[workspaceId, "READY"]]);
     const resources = await hostFolderDriver(workspacesDir).listResources();
     expect(resources.map((r) => [r.tenantId, r.workspaceId])).toEqual([[tenant.tenantId, workspaceId]]);
@@ -186,7 +197,9 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
 
     // Every turn was stored before its `done`: user, assistant (tool call), tool result, assistant answer.
     const histories = await Promise.all(
-      sessions.map(async (s) => (await listChatMessages(tenant.scope, s.sessionId)).map((m) => m.role)),
+      sessions.map(async (s) =>
+        (await listChatMessages(tenant.scope, s.sessionId, undefined, processBerth().db)).map((m) => m.role),
+      ),
     );
     const incomplete = histories.filter((roles) => roles.join() !== "user,assistant,tool,assistant");
     expect({ incomplete: incomplete.length, examples: incomplete.slice(0, 3) }).toEqual({

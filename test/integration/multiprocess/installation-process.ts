@@ -37,15 +37,19 @@ async function run(request: Request): Promise<unknown> {
       return ensureInstallationId(processBerth().db);
     case "provision": {
       const workspaceId = request.workspaceId!;
-      const scope = await resolveSystemTenantScope(tenant.tenantId);
-      await upsertWorkspaceBinding(scope, {
-        id: workspaceId,
-        backendKind,
-        isolationPolicy: "PER_AGENT",
-        userId: tenant.owner.id,
-      });
+      const scope = await resolveSystemTenantScope(tenant.tenantId, undefined, processBerth().db);
+      await upsertWorkspaceBinding(
+        scope,
+        {
+          id: workspaceId,
+          backendKind,
+          isolationPolicy: "PER_AGENT",
+          userId: tenant.owner.id,
+        },
+        processBerth().db,
+      );
       await provisionWorkspace(
-        { drivers: engine.drivers, db: processBerth().db },
+        { db: processBerth().db, drivers: engine.drivers, quota: () => processBerth().quota },
         { tenantId: tenant.tenantId, workspaceId, reason: "test", machineGone: false },
         log,
       );
@@ -58,6 +62,7 @@ async function run(request: Request): Promise<unknown> {
       // No record is left mid-transition here: a re-enqueue would mean the test itself went wrong.
       return reconcileWorkspaces(
         {
+          db: processBerth().db,
           drivers: engine.drivers,
           requestProvision: () => Promise.reject(new Error("unexpected provision re-enqueue")),
           requestStop: () => Promise.reject(new Error("unexpected stop re-enqueue")),

@@ -32,6 +32,7 @@ import { createRedisConnection } from "@/server/redis";
 import { createTestTenant } from "../db/fixtures";
 import { isolatedRedisConfig, redisPrefixEnv, testLog } from "../queue/queue-fixtures";
 import { bundled } from "./processes";
+import { processBerth } from "@/server/composition/process-berth";
 
 const repoRoot = path.resolve(import.meta.dirname, "..", "..", "..");
 const FOLDERS = 200;
@@ -159,11 +160,15 @@ describe("purging a workspace of 200,000 files in the worker process", { timeout
       const enqueue = createEnqueue(queues);
       const tenant = await createTestTenant();
       const workspaceId = `large-purge-${randomBytes(4).toString("hex")}`;
-      await upsertWorkspaceBinding(tenant.scope, {
-        id: workspaceId,
-        backendKind: "local",
-        isolationPolicy: "PER_AGENT",
-      });
+      await upsertWorkspaceBinding(
+        tenant.scope,
+        {
+          id: workspaceId,
+          backendKind: "local",
+          isolationPolicy: "PER_AGENT",
+        },
+        processBerth().db,
+      );
       const env = {
         REDIS_URL: redis.url,
         BERTH_REDIS_PREFIX: redisPrefixEnv(redis),
@@ -175,13 +180,14 @@ describe("purging a workspace of 200,000 files in the worker process", { timeout
       const target = { tenantId: tenant.tenantId, workspaceId };
       await enqueue("workspace.provision", target);
       await vi.waitFor(
-        async () => expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("READY"),
+        async () =>
+          expect((await getWorkspace(tenant.scope, workspaceId, processBerth().db)).state).toBe("READY"),
         {
           timeout: 60_000,
           interval: 200,
         },
       );
-      const record = await getWorkspace(tenant.scope, workspaceId);
+      const record = await getWorkspace(tenant.scope, workspaceId, processBerth().db);
       const folder = (record.backendHandle as { folder: string }).folder;
       await fsp.writeFile(
         path.join(folder, ".mcp"),
@@ -221,10 +227,14 @@ describe("purging a workspace of 200,000 files in the worker process", { timeout
       expect(first.output()).toMatch(/"msg":"stopped"/);
       expect(stopped.maxBusyStallMs, diagnostics(first)).toBeLessThan(MAX_STALL_MS);
       // Interrupted, not failed: still PURGING, part of the folder left, no receipt, no attempt spent.
-      expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("PURGING");
+      expect((await getWorkspace(tenant.scope, workspaceId, processBerth().db)).state).toBe("PURGING");
       expect((await fsp.readdir(project)).length).toBeGreaterThan(0);
       expect(
-        await listPurgeReceipts(tenant.scope, { targetType: "workspace", targetId: workspaceId }),
+        await listPurgeReceipts(
+          tenant.scope,
+          { targetType: "workspace", targetId: workspaceId },
+          processBerth().db,
+        ),
       ).toEqual([]);
       const interrupted = await queues.get("workspace").getJob(job.id!);
       expect(interrupted?.attemptsMade).toBe(0);
@@ -244,7 +254,8 @@ describe("purging a workspace of 200,000 files in the worker process", { timeout
       );
       await armProbe(second);
       await vi.waitFor(
-        async () => expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("PURGED"),
+        async () =>
+          expect((await getWorkspace(tenant.scope, workspaceId, processBerth().db)).state).toBe("PURGED"),
         {
           timeout: 180_000,
           interval: 250,
@@ -256,17 +267,23 @@ describe("purging a workspace of 200,000 files in the worker process", { timeout
       expect(finished.maxBusyStallMs, diagnostics(second)).toBeLessThan(MAX_STALL_MS);
 
       expect(fs.existsSync(folder)).toBe(false);
-      const receipts = await listPurgeReceipts(tenant.scope, {
-        targetType: "workspace",
-        targetId: workspaceId,
-      });
+      const receipts = await listPurgeReceipts(
+        tenant.scope,
+        {
+          targetType: "workspace",
+          targetId: workspaceId,
+        },
+        processBerth().db,
+      );
       expect(receipts).toHaveLength(1);
       expect(receipts[0]!.deleted).toMatchObject({
         dataFiles: 3,
         mcpDeclarations: ["agent-1/-/one", "agent-1/-/two"],
         resources: [`directory:${folder}`],
       });
-      const kinds = (await listWorkspaceEvents(tenant.scope, workspaceId)).map((event) => event.kind);
+      const kinds = (await listWorkspaceEvents(tenant.scope, workspaceId, undefined, processBerth().db)).map(
+        (event) => event.kind,
+      );
       expect(kinds.filter((kind) => kind === "purging")).toHaveLength(1);
       expect(kinds.filter((kind) => kind === "purged")).toHaveLength(1);
       expect((await queues.get("workspace").getJob(job.id!))?.finishedOn).toBeGreaterThan(0);

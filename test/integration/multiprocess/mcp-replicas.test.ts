@@ -19,6 +19,7 @@ import { createTestTenant } from "../db/fixtures";
 import { makeControlDir, readProvisionLog, startChild, stopChildren, type Child } from "./processes";
 import type { ReplicaAnswer } from "./replica-process";
 import { closeProcessBerth } from "@/server/composition/process-berth";
+import { processBerth } from "@/server/composition/process-berth";
 
 type McpListing = Array<{ name: string; tools: Array<{ name: string }> }>;
 
@@ -43,11 +44,15 @@ describe("MCP declarations across API replicas", { timeout: 120_000 }, () => {
     upstream = await startHttpMcpServer();
     const tenant = await createTestTenant();
     const workspaceId = `mp-mcp-${randomBytes(4).toString("hex")}`;
-    await upsertWorkspaceBinding(tenant.scope, {
-      id: workspaceId,
-      backendKind: "local",
-      isolationPolicy: "PER_AGENT",
-    });
+    await upsertWorkspaceBinding(
+      tenant.scope,
+      {
+        id: workspaceId,
+        backendKind: "local",
+        isolationPolicy: "PER_AGENT",
+      },
+      processBerth().db,
+    );
 
     const env = {
       BERTH_REDIS_PREFIX: `${process.env.BERTH_REDIS_PREFIX}-mpmcp-${randomBytes(3).toString("hex")}`,

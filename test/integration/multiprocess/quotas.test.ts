@@ -98,6 +98,8 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
       BERTH_METERING_RATES: JSON.stringify({ "*": { turn: 1 } }),
     };
     engine = composeEngine({
+      quota: () => processBerth().quota,
+      attachTracker: () => processBerth().attachTracker,
       encryptionKey: processBerth().config.secrets.encryptionKey,
       db: processBerth().db,
       config: testEngineConfig(workspacesDir),
@@ -153,6 +155,7 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
     fake = await startFakeModel({ apiKey: API_KEY, respond: options.respond });
     const tenant = await createTestTenant();
     const agent = await createAgentService({
+      db: processBerth().db,
       secretKey: secretKeyFromBytes(getConfig().secrets.encryptionKey),
       enqueueSessionPurge: () => Promise.reject(new AppError("INTERNAL", "not used here")),
       enqueueAgentPurge: () => Promise.reject(new AppError("INTERNAL", "not used here")),
@@ -162,7 +165,13 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
       modelConfig: { baseUrl: fake.baseUrl, model: "fake-model", apiKey: API_KEY },
       isolationPolicy: options.isolationPolicy,
     });
-    const sessionService = createSessionService({ workspaces: createWorkspaceService(engine) });
+    const sessionService = createSessionService({
+      db: processBerth().db,
+      workspaces: createWorkspaceService(engine, {
+        db: processBerth().db,
+        attachTracker: () => processBerth().attachTracker,
+      }),
+    });
     const create = () => sessionService.create(tenant.scope, { agentId: agent.id });
     const sessions = [await create()];
     while (sessions.length < options.sessions) {
@@ -225,7 +234,7 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
     await until("35 refusals and 5 held turns", () =>
       run.outcomes.list.length === SESSIONS - 5 && fake!.requests.length === 5 ? true : undefined,
     );
-    const usageWhileHeld = await readTenantUsage(run.tenant.scope, run.quota);
+    const usageWhileHeld = await readTenantUsage(run.tenant.scope, run.quota, processBerth().db);
     expect(usageWhileHeld.limits.find((l) => l.limit === "concurrentTurns")).toMatchObject({
       value: 5,
       used: 5,
@@ -250,13 +259,23 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
       const row = await getDb().workspace.findUnique({ where: { id: workspaceId }, select: { state: true } });
       return row?.state === "STOPPED" ? true : undefined;
     });
-    const [provisioned] = await listWorkspaceEvents(run.tenant.scope, workspaceId, {
-      kinds: ["provisioned"],
-    });
-    const [stopping] = await listWorkspaceEvents(run.tenant.scope, workspaceId, { kinds: ["stopping"] });
+    const [provisioned] = await listWorkspaceEvents(
+      run.tenant.scope,
+      workspaceId,
+      {
+        kinds: ["provisioned"],
+      },
+      processBerth().db,
+    );
+    const [stopping] = await listWorkspaceEvents(
+      run.tenant.scope,
+      workspaceId,
+      { kinds: ["stopping"] },
+      processBerth().db,
+    );
     const readySeconds = (stopping!.at.getTime() - provisioned!.at.getTime()) / 1000;
     const sums = await until("the ledger to hold the run", async () => {
-      const rows = await sumUsageSince(run.tenant.tenantId, new Date(0));
+      const rows = await sumUsageSince(run.tenant.tenantId, new Date(0), undefined, processBerth().db);
       const total = (kind: string) => rows.filter((r) => r.kind === kind).reduce((n, r) => n + r.quantity, 0);
       return total("turn") === 5 && total("workspace_seconds") > 0 ? { rows, total } : undefined;
     });
@@ -323,6 +342,7 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
       run.tenant.scope,
       { monthlyBudgetUnits: 1, alertPercents: [50, 100], hardStop: true, stopWorkspaces: true },
       run.quota,
+      processBerth().db,
     );
     const [first, second] = run.sessions.map((s) => s.sessionId);
     run.send(run.apis[0]!, [first!]);
@@ -343,7 +363,12 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
       const row = await getDb().workspace.findUnique({ where: { id: workspaceId }, select: { state: true } });
       return row?.state === "STOPPED" ? true : undefined;
     });
-    const [stopping] = await listWorkspaceEvents(run.tenant.scope, workspaceId, { kinds: ["stopping"] });
+    const [stopping] = await listWorkspaceEvents(
+      run.tenant.scope,
+      workspaceId,
+      { kinds: ["stopping"] },
+      processBerth().db,
+    );
     expect(stopping?.reason).toBe("monthly budget (1 units) exceeded");
 
     run.send(run.apis[1]!, [second!]);

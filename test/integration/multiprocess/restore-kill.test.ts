@@ -103,16 +103,20 @@ describe("a worker killed mid-restore", { timeout: 180_000 }, () => {
       files.push(await fileEntry(`f${index}.txt`, contentOf(index)));
     const root = encodeTree([...files, { name: "src", type: "dir", mode: 0o755, hash: src.hash }]);
     await store.putTree(tenant.tenantId, root.hash, root.bytes);
-    const { generation } = await getWorkspace(tenant.scope, workspaceId);
-    const checkpoint = await insertCheckpoint(tenant.scope, {
-      workspaceId,
-      generation,
-      sessionId,
-      turnId: null,
-      status: "READY",
-      rootTree: root.hash,
-      baseTree: null,
-    });
+    const { generation } = await getWorkspace(tenant.scope, workspaceId, getDb());
+    const checkpoint = await insertCheckpoint(
+      tenant.scope,
+      {
+        workspaceId,
+        generation,
+        sessionId,
+        turnId: null,
+        status: "READY",
+        rootTree: root.hash,
+        baseTree: null,
+      },
+      getDb(),
+    );
 
     // The revert begins; the worker is held after 20 file reads, then killed there.
     await fs.writeFile(path.join(controlDir, "block-restore"), "");

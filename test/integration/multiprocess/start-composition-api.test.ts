@@ -15,12 +15,12 @@ import superjson from "superjson";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAuth } from "@/server/auth/auth";
 import { getDb } from "@/server/db";
-import { createInvite } from "@/server/modules/member/invite.service";
+import { createInvite, inviteLinkSecret } from "@/server/modules/member/invite.service";
 import { TEST_BASE_URL } from "../api/support/api-test-runtime";
 import { errorOf, rawTrpcCall } from "../api/support/raw-trpc";
 import { createTenantFixture, type TenantFixture } from "../api/support/tenant-fixtures";
 import { bundled, startChild, stopChildren, type Child } from "./processes";
-import { closeProcessBerth } from "@/server/composition/process-berth";
+import { closeProcessBerth, processBerth } from "@/server/composition/process-berth";
 
 /** The client behind the trusted proxy (loopback): what the audit log must name, not the socket's peer. */
 const CLIENT_ADDRESS = "203.0.113.7";
@@ -116,7 +116,12 @@ describe("the API as npm start composes it", { timeout: 120_000 }, () => {
       expect(upload.status, await upload.clone().text()).toBe(201);
       await mutate("workspace.stop", { workspaceId, force: true });
       // A public route with no async context of its own: the server's sets it. (Only people invite.)
-      const { token } = await createInvite(a.ownerScope, { role: "member" });
+      const { token } = await createInvite(
+        a.ownerScope,
+        { role: "member" },
+        inviteLinkSecret(processBerth().config),
+        getDb(),
+      );
       const accepted = await fetch(`${url}/api/invitations/accept`, {
         method: "POST",
         headers: {

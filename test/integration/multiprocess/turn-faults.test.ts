@@ -25,6 +25,7 @@ import { makeControlDir, startChild, stopChildren, type Child } from "./processe
 import { release, runsOf, scriptedModel, startRelay, wipeRedisPrefix, type Relay } from "./fault-support";
 import { closeProcessBerth } from "@/server/composition/process-berth";
 import { processApiRuntime } from "@/server/api/composition";
+import { processBerth } from "@/server/composition/process-berth";
 
 const MODEL_KEY = "sk-turn-faults";
 const prefix = `${process.env.BERTH_REDIS_PREFIX}-faults-${randomBytes(3).toString("hex")}`;
@@ -171,7 +172,9 @@ describe("turn faults across processes", { timeout: 180_000 }, () => {
     // A also holds a `call:` lease (a long file transfer, say) on the same workspace.
     a.child.process.stdin.write(`lease ${tenant.tenant.id} ${tenant.owner.id} ${workspaceId}\n`);
     await a.child.nextLine((line) => line === "leased");
-    const holders = (await listWorkspaceLeases(tenant.ownerScope, workspaceId)).map((lease) => lease.holder);
+    const holders = (await listWorkspaceLeases(tenant.ownerScope, workspaceId, processBerth().db)).map(
+      (lease) => lease.holder,
+    );
     expect(holders.some((holder) => holder.startsWith("turn:"))).toBe(true);
     expect(holders.some((holder) => holder.startsWith("call:"))).toBe(true);
 
@@ -201,10 +204,16 @@ describe("turn faults across processes", { timeout: 180_000 }, () => {
 
     // The dead process's leases (its turn's and its call's) are released within a few heartbeat TTLs.
     await vi.waitFor(
-      async () => expect(await listWorkspaceLeases(tenant.ownerScope, workspaceId)).toEqual([]),
+      async () =>
+        expect(await listWorkspaceLeases(tenant.ownerScope, workspaceId, processBerth().db)).toEqual([]),
       { timeout: 15_000, interval: 200 },
     );
-    const released = await listWorkspaceEvents(tenant.ownerScope, workspaceId, { kinds: ["lease_released"] });
+    const released = await listWorkspaceEvents(
+      tenant.ownerScope,
+      workspaceId,
+      { kinds: ["lease_released"] },
+      processBerth().db,
+    );
     expect(released.filter((event) => event.reason?.includes("no heartbeat")).length).toBeGreaterThanOrEqual(
       1,
     );

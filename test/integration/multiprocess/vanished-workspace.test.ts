@@ -27,6 +27,7 @@ import { createTestTenant } from "../db/fixtures";
 import { makeControlDir, readProvisionLog, startChild, stopChildren, type Child } from "./processes";
 import type { ReplicaAnswer } from "./replica-process";
 import { closeProcessBerth } from "@/server/composition/process-berth";
+import { processBerth } from "@/server/composition/process-berth";
 
 type Listing = { entries: Array<{ name: string }> } | Array<{ name: string }>;
 
@@ -98,11 +99,15 @@ async function vanishedFolderCase(backend: Backend): Promise<void> {
   const controlDir = await makeControlDir(basedir);
   const tenant = await createTestTenant();
   const { workspaceId } = backend;
-  await upsertWorkspaceBinding(tenant.scope, {
-    id: workspaceId,
-    backendKind: backend.kind,
-    isolationPolicy: "PER_AGENT",
-  });
+  await upsertWorkspaceBinding(
+    tenant.scope,
+    {
+      id: workspaceId,
+      backendKind: backend.kind,
+      isolationPolicy: "PER_AGENT",
+    },
+    processBerth().db,
+  );
   const workspaces = path.join(basedir, "workspaces");
   const env = {
     BERTH_REDIS_PREFIX: `${process.env.BERTH_REDIS_PREFIX}-mpvan-${randomBytes(3).toString("hex")}`,
@@ -135,7 +140,7 @@ async function vanishedFolderCase(backend: Backend): Promise<void> {
     true,
   );
   expect(names(await call("workspace.files.list", target))).toContain("notes.txt");
-  expect((await getWorkspace(tenant.scope, workspaceId))?.state).toBe("READY");
+  expect((await getWorkspace(tenant.scope, workspaceId, processBerth().db))?.state).toBe("READY");
 
   // Deleted outside Berth (an operator, a disk swapped, a cleanup script).
   // A binding without a user: the host-folder layout's user segment is the empty id's.
@@ -147,7 +152,9 @@ async function vanishedFolderCase(backend: Backend): Promise<void> {
   const noticed = await call("workspace.files.list", target);
   if (noticed.ok && backend.mayReprovisionFirst) {
     // Not an empty listing of the deleted folder: the workers provisioned it again first.
-    expect(await listWorkspaceEvents(tenant.scope, workspaceId, { kinds: ["data_lost"] })).toHaveLength(1);
+    expect(
+      await listWorkspaceEvents(tenant.scope, workspaceId, { kinds: ["data_lost"] }, processBerth().db),
+    ).toHaveLength(1);
     expect(names(noticed)).not.toContain("notes.txt");
   } else {
     expect(noticed).toMatchObject({ ok: false, error: { code: "CONFLICT" } });
@@ -156,8 +163,13 @@ async function vanishedFolderCase(backend: Backend): Promise<void> {
 
   // The next use re-provisions through the worker: a fresh, empty folder, and the ledger says why.
   expect(names(await call("workspace.files.list", target))).not.toContain("notes.txt");
-  expect((await getWorkspace(tenant.scope, workspaceId))?.state).toBe("READY");
-  const events = await listWorkspaceEvents(tenant.scope, workspaceId, { kinds: ["data_lost"] });
+  expect((await getWorkspace(tenant.scope, workspaceId, processBerth().db))?.state).toBe("READY");
+  const events = await listWorkspaceEvents(
+    tenant.scope,
+    workspaceId,
+    { kinds: ["data_lost"] },
+    processBerth().db,
+  );
   expect(events).toHaveLength(1);
   expect(events[0]!.reason).toMatch(/files are lost/);
   const provisions = (await readProvisionLog(controlDir)).filter((line) => line.startsWith("done"));

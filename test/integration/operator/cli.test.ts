@@ -84,7 +84,7 @@ describe("npm run berth (operator CLI)", { timeout: 180_000 }, () => {
     expect(out.tenant.status).toBe("active");
     expect(out.ownerInvite.url).toMatch(/^https:\/\/berth\.example\.test\/invite\/berth_inv_/);
     const token = out.ownerInvite.url.split("/invite/")[1]!;
-    expect(await previewInvite(token)).toMatchObject({ tenantName: "Scripted Co", role: "owner" });
+    expect(await previewInvite(token, getDb())).toMatchObject({ tenantName: "Scripted Co", role: "owner" });
 
     const taken = await inProcess("tenant", "create", "--name", "Again", "--slug", slug);
     expect(taken.code).toBe(1);
@@ -175,7 +175,7 @@ describe("npm run berth (operator CLI)", { timeout: 180_000 }, () => {
       const createdUrl = (JSON.parse(created.stdout) as { ownerInvite: { url: string } }).ownerInvite.url;
       expect(createdUrl).toMatch(/^http:\/\/localhost:3311\/invite\/berth_inv_/);
       const token = createdUrl.split("/invite/")[1]!;
-      expect(await previewInvite(token)).toMatchObject({ tenantName: "Port Co", role: "owner" });
+      expect(await previewInvite(token, getDb())).toMatchObject({ tenantName: "Port Co", role: "owner" });
 
       // The operator's BERTH_BASE_URL in the CLI's own shell still wins (a proxy's public address).
       const overridden = await run(

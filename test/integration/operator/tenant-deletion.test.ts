@@ -103,6 +103,7 @@ describeDocker("a deleted tenant leaves no workspace, no rows and a receipt", { 
     const { jobId } = await requestTenantDeletion(
       cliOperatorActor(),
       { tenantId: t.tenant.id },
+      processBerth().queues,
       processBerth().db,
     );
     expect(jobId).toBe(`tenant.delete__${t.tenant.id}`);

@@ -57,18 +57,20 @@ describe("a suspended tenant is refused everywhere and comes back on resume", ()
   it("stops its workspaces, refuses cookie, key, route and job with a typed error, and resumes", async () => {
     const { session, workspaceId } = await freshSession(t.ownerScope);
     await h.service.resolveForSession(t.ownerScope, session.id);
-    expect((await getWorkspace(t.ownerScope, workspaceId)).state).toBe("READY");
+    expect((await getWorkspace(t.ownerScope, workspaceId, processBerth().db)).state).toBe("READY");
     const rowsBefore = await getDb().session.count({ where: { tenantId: t.tenant.id } });
 
     const suspended = await suspendTenant(
       operator,
       { tenantId: t.tenant.id, reason: "unpaid invoice" },
+      processBerth().queues,
       processBerth().db,
     );
     expect(suspended.tenant.status).toBe("suspended");
     expect(suspended.stopsRequested).toEqual([workspaceId]);
     await vi.waitFor(
-      async () => expect((await getWorkspace(t.ownerScope, workspaceId)).state).toBe("STOPPED"),
+      async () =>
+        expect((await getWorkspace(t.ownerScope, workspaceId, processBerth().db)).state).toBe("STOPPED"),
       { timeout: 20_000 },
     );
 
@@ -99,7 +101,7 @@ describe("a suspended tenant is refused everywhere and comes back on resume", ()
       .getJob(deterministicJobId("workspace.provision", workspaceId));
     expect(failed?.failedReason).toMatch(/^FORBIDDEN: tenant .* is suspended/);
     expect(failed?.attemptsMade).toBe(1);
-    expect((await getWorkspace(t.ownerScope, workspaceId)).state).toBe("STOPPED");
+    expect((await getWorkspace(t.ownerScope, workspaceId, processBerth().db)).state).toBe("STOPPED");
 
     // Another tenant is untouched.
     const otherCaller = callerWith(runtime, { cookie: other.owner.cookie });
@@ -117,7 +119,7 @@ describe("a suspended tenant is refused everywhere and comes back on resume", ()
     expect((await upload(workspaceId)).status).toBe(201);
     const again = await h.service.resolveForSession(t.ownerScope, session.id);
     expect(again.workspace.kind).toBe("local");
-    expect((await getWorkspace(t.ownerScope, workspaceId)).state).toBe("READY");
+    expect((await getWorkspace(t.ownerScope, workspaceId, processBerth().db)).state).toBe("READY");
 
     const audit = await getDb().operatorAuditLog.findMany({
       where: { targetId: t.tenant.id },
@@ -137,9 +139,9 @@ describe("a suspended tenant is refused everywhere and comes back on resume", ()
       code: "CONFLICT",
       details: { reason: "tenant_status", status: "active" },
     });
-    await suspendTenant(operator, { tenantId: other.tenant.id }, processBerth().db);
+    await suspendTenant(operator, { tenantId: other.tenant.id }, processBerth().queues, processBerth().db);
     await expect(
-      suspendTenant(operator, { tenantId: other.tenant.id }, processBerth().db),
+      suspendTenant(operator, { tenantId: other.tenant.id }, processBerth().queues, processBerth().db),
     ).rejects.toMatchObject({
       code: "CONFLICT",
     });
@@ -152,7 +154,12 @@ describe("a suspended tenant is refused everywhere and comes back on resume", ()
     // The suspension lands while the machine is being made: its stop job finds PROVISIONING, nothing to stop.
     h.machine.create = async (spec, options) => {
       h.machine.create = create;
-      const suspended = await suspendTenant(operator, { tenantId: other.tenant.id }, processBerth().db);
+      const suspended = await suspendTenant(
+        operator,
+        { tenantId: other.tenant.id },
+        processBerth().queues,
+        processBerth().db,
+      );
       expect(suspended.stopsRequested).toEqual([workspaceId]);
       return create(spec, options);
     };
@@ -162,7 +169,8 @@ describe("a suspended tenant is refused everywhere and comes back on resume", ()
     // The caller was admitted before the suspension; its wait for the provision ends in the refusal.
     expect(String(refusedAttach)).toMatch(/FORBIDDEN: tenant .* is suspended/);
     await vi.waitFor(
-      async () => expect((await getWorkspace(other.ownerScope, workspaceId)).state).toBe("STOPPED"),
+      async () =>
+        expect((await getWorkspace(other.ownerScope, workspaceId, processBerth().db)).state).toBe("STOPPED"),
       { timeout: 20_000 },
     );
     expect(h.machine.stopped).toContain(workspaceId);

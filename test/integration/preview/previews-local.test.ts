@@ -73,7 +73,7 @@ describe.skipIf(process.getuid?.() !== 0)("preview URLs on the local backend", {
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
     // The app runs as a command of the workspace (no lease: the test holds the attached machine itself).
-    const record = await getWorkspace(a.ownerScope, workspaceId);
+    const record = await getWorkspace(a.ownerScope, workspaceId, processBerth().db);
     const workspace = await berth.workspaces.service.attach(a.ownerScope, record);
     await new Promise<void>((resolve, reject) => {
       workspace.machine
@@ -115,7 +115,7 @@ describe.skipIf(process.getuid?.() !== 0)("preview URLs on the local backend", {
     // The app may set its own cookies, never one that would replace Berth's session.
     expect(res.headers.getSetCookie()).toEqual(["app=1; Path=/"]);
     // Passive: the idle sweep's clock did not move.
-    expect((await getWorkspace(a.ownerScope, workspaceId)).lastActivityAt).toEqual(before);
+    expect((await getWorkspace(a.ownerScope, workspaceId, processBerth().db)).lastActivityAt).toEqual(before);
   });
 
   it("refuses without credentials (401; a browser goes to sign-in) and hides other tenants' workspaces (404)", async () => {
@@ -191,13 +191,13 @@ describe.skipIf(process.getuid?.() !== 0)("preview URLs on the local backend", {
       probe.once("error", () => undefined);
     });
     expect(crossSite).toBe(403);
-    expect((await getWorkspace(a.ownerScope, workspaceId)).lastActivityAt).toEqual(before);
+    expect((await getWorkspace(a.ownerScope, workspaceId, processBerth().db)).lastActivityAt).toEqual(before);
     // The check can see a bump: a leased call (work) moves the same clock.
     await processBerth().workspaces.service.withWorkspace(a.ownerScope, workspaceId, "test: work", () =>
       Promise.resolve(),
     );
-    expect((await getWorkspace(a.ownerScope, workspaceId)).lastActivityAt!.getTime()).toBeGreaterThan(
-      before.getTime(),
-    );
+    expect(
+      (await getWorkspace(a.ownerScope, workspaceId, processBerth().db)).lastActivityAt!.getTime(),
+    ).toBeGreaterThan(before.getTime());
   });
 });

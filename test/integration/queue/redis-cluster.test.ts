@@ -169,7 +169,7 @@ describeWithRedisServer("Berth on a Redis Cluster (three redis-server masters)",
       );
       expect(resolved.map((r) => r.workspace.id)).toEqual([workspaceId, workspaceId]);
       expect(h.machine.provisioned.filter((id) => id === workspaceId)).toHaveLength(1);
-      expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("READY");
+      expect((await getWorkspace(tenant.scope, workspaceId, getDb())).state).toBe("READY");
     } finally {
       await h.close();
     }

@@ -6,7 +6,6 @@ import { cliOperatorActor } from "@/server/modules/operator/operator-actor";
 import { setTenantQuotaOverrides } from "@/server/modules/operator/tenant-quota.service";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
 import { isAppError } from "@/server/shared/errors";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "../workspace/harness";
@@ -30,7 +29,7 @@ describe("the MCP servers per scope quota", () => {
     await setTenantQuotaOverrides(
       cliOperatorActor(),
       { tenantId: tenant.scope.tenantId, overrides: { mcpServersPerScope: 2 } },
-      defaultQuotaDeps(),
+      processBerth().quota,
       processBerth().db,
     );
     const { agent, session, workspaceId } = await freshSession(tenant.scope);

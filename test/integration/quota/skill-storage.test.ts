@@ -10,7 +10,6 @@ import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { POST as uploadSkill } from "@/app/api/workspaces/[id]/skills/route";
 import { createApiKey } from "@/server/modules/api-key/api-key.service";
-import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
 import { sumStoredSkillBytes } from "@/server/modules/quota/skill-storage.data";
 import { findWorkspaceRecordForSystem } from "@/server/modules/workspace/workspace-lifecycle.data";
 import { isAppError } from "@/server/shared/errors";
@@ -52,7 +51,7 @@ describe("the skill storage quota (a tenant's total across workspaces)", () => {
     await setTenantQuotaOverrides(
       cliOperatorActor(),
       { tenantId: tenant.scope.tenantId, overrides: { skillStorageBytes: limit } },
-      defaultQuotaDeps(),
+      processBerth().quota,
       processBerth().db,
     );
     const [a, b] = [await freshSession(tenant.scope), await freshSession(tenant.scope)];
@@ -75,7 +74,7 @@ describe("the skill storage quota (a tenant's total across workspaces)", () => {
     expect(refusals.map((e) => isAppError(e) && [e.code, e.details?.limit, e.details?.value])).toEqual(
       Array.from({ length: 5 }, () => ["QUOTA_EXCEEDED", "skillStorageBytes", limit]),
     );
-    expect(await sumStoredSkillBytes(tenant.tenantId)).toBe(3 * size);
+    expect(await sumStoredSkillBytes(tenant.tenantId, processBerth().db)).toBe(3 * size);
     // A refused upload's folder was removed again: the workspaces hold only the admitted skills.
     const listed = [
       ...(await content.listSkills(tenant.scope, a.workspaceId, null)),
@@ -106,22 +105,25 @@ describe("the skill storage quota (a tenant's total across workspaces)", () => {
       ? a
       : b;
     await content.removeSkill(tenant.scope, holder.workspaceId, null, { dir: first.dir });
-    expect(await sumStoredSkillBytes(tenant.tenantId)).toBe(2 * size);
+    expect(await sumStoredSkillBytes(tenant.tenantId, processBerth().db)).toBe(2 * size);
     await content.installSkillArchive(tenant.scope, holder.workspaceId, {
       agentId: null,
       stream: Readable.from([await skillTar("after-delete")]),
       format: "tar",
     });
-    expect(await sumStoredSkillBytes(tenant.tenantId)).toBe(2 * size + sizeOf("after-delete"));
+    expect(await sumStoredSkillBytes(tenant.tenantId, processBerth().db)).toBe(
+      2 * size + sizeOf("after-delete"),
+    );
 
     // Purging a workspace frees the bytes of every skill it held; the other workspace's still count.
     await h.service.requestPurge(tenant.scope, a.workspaceId, { reason: "free skill storage" });
     await vi.waitFor(
-      async () => expect((await findWorkspaceRecordForSystem(a.workspaceId))?.state).toBe("PURGED"),
+      async () =>
+        expect((await findWorkspaceRecordForSystem(a.workspaceId, processBerth().db))?.state).toBe("PURGED"),
       { timeout: 15_000 },
     );
     const kept = await content.listSkills(tenant.scope, b.workspaceId, null);
-    expect(await sumStoredSkillBytes(tenant.tenantId)).toBe(
+    expect(await sumStoredSkillBytes(tenant.tenantId, processBerth().db)).toBe(
       kept.reduce((sum, skill) => sum + sizeOf(skill.name), 0),
     );
   });

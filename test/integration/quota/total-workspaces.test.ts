@@ -18,7 +18,6 @@ import { getDb } from "@/server/db";
 import { createLogger } from "@/server/logger";
 import { createAgentService } from "@/server/modules/agent/agent.service";
 import { readTenantUsage } from "@/server/modules/quota/quota-admin.service";
-import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
 import { createSessionService } from "@/server/modules/session/session.service";
 import { createWorkspaceService } from "@/server/modules/workspace/workspace.service";
 import { getQueues } from "@/server/queue/queues";
@@ -35,6 +34,8 @@ describe("the total-workspaces quota", () => {
   beforeAll(async () => {
     basedir = await fs.mkdtemp(path.join(os.tmpdir(), "berth-quota-total-"));
     engine = composeEngine({
+      quota: () => processBerth().quota,
+      attachTracker: () => processBerth().attachTracker,
       encryptionKey: processBerth().config.secrets.encryptionKey,
       db: processBerth().db,
       config: testEngineConfig(basedir),
@@ -52,6 +53,7 @@ describe("the total-workspaces quota", () => {
 
   it("binds exactly the limit under 30 concurrent session creations; the refused leave no session", async () => {
     const agent = await createAgentService({
+      db: processBerth().db,
       secretKey: secretKeyFromBytes(getConfig().secrets.encryptionKey),
       enqueueSessionPurge: () => Promise.reject(new AppError("INTERNAL", "not used here")),
       enqueueAgentPurge: () => Promise.reject(new AppError("INTERNAL", "not used here")),
@@ -61,14 +63,20 @@ describe("the total-workspaces quota", () => {
       modelConfig: { baseUrl: "http://127.0.0.1:9/v1", model: "m", apiKey: "k" },
       isolationPolicy: "PER_SESSION",
     });
-    const deps = defaultQuotaDeps();
+    const deps = processBerth().quota;
     await setTenantQuotaOverrides(
       cliOperatorActor(),
       { tenantId: tenant.scope.tenantId, overrides: { totalWorkspaces: 5 } },
       deps,
       processBerth().db,
     );
-    const sessions = createSessionService({ workspaces: createWorkspaceService(engine) });
+    const sessions = createSessionService({
+      db: processBerth().db,
+      workspaces: createWorkspaceService(engine, {
+        db: processBerth().db,
+        attachTracker: () => processBerth().attachTracker,
+      }),
+    });
     const results = await Promise.allSettled(
       Array.from({ length: 30 }, () => sessions.create(tenant.scope, { agentId: agent.id })),
     );
@@ -83,7 +91,7 @@ describe("the total-workspaces quota", () => {
     }
     expect(await getDb().workspace.count({ where: { tenantId: tenant.tenantId } })).toBe(5);
     expect(await getDb().session.count({ where: { tenantId: tenant.tenantId } })).toBe(5);
-    const usage = await readTenantUsage(tenant.scope, deps);
+    const usage = await readTenantUsage(tenant.scope, deps, processBerth().db);
     expect(usage.limits.find((l) => l.limit === "totalWorkspaces")).toMatchObject({
       value: 5,
       overridden: true,

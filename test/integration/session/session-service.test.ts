@@ -103,12 +103,16 @@ describe("session.create", () => {
     });
 
     const othersId = `other-${randomUUID().slice(0, 8)}`;
-    await upsertWorkspaceBinding(h.tenant.ownerScope, {
-      id: othersId,
-      backendKind: "local",
-      isolationPolicy: "PER_AGENT",
-      userId: h.tenant.viewer.id,
-    });
+    await upsertWorkspaceBinding(
+      h.tenant.ownerScope,
+      {
+        id: othersId,
+        backendKind: "local",
+        isolationPolicy: "PER_AGENT",
+        userId: h.tenant.viewer.id,
+      },
+      getDb(),
+    );
     expect(await refusal(othersId)).toMatchObject({ code: "FORBIDDEN", reason: "other_user" });
 
     const perSession = await newAgent("PER_SESSION");
@@ -116,12 +120,16 @@ describe("session.create", () => {
     expect(await refusal(privateOne.workspaceId)).toMatchObject({ code: "CONFLICT", reason: "per_session" });
 
     const purgedId = `purged-${randomUUID().slice(0, 8)}`;
-    await upsertWorkspaceBinding(h.tenant.ownerScope, {
-      id: purgedId,
-      backendKind: "local",
-      isolationPolicy: "PER_AGENT",
-      userId: h.tenant.owner.id,
-    });
+    await upsertWorkspaceBinding(
+      h.tenant.ownerScope,
+      {
+        id: purgedId,
+        backendKind: "local",
+        isolationPolicy: "PER_AGENT",
+        userId: h.tenant.owner.id,
+      },
+      getDb(),
+    );
     await getDb().workspace.update({ where: { id: purgedId }, data: { state: "PURGED" } });
 
     // Nothing was created for the refused requests.
@@ -203,11 +211,15 @@ describe("session.delete", () => {
     const [leaderAgent, workerAgent] = [await newAgent(), await newAgent()];
     const scope = h.tenant.ownerScope;
     const { sessionId, workspaceId } = await h.owner.session.create({ ...h.ref, agentId: leaderAgent.id });
-    const worker = await createSession(scope, {
-      agentId: workerAgent.id,
-      workspaceId,
-      leaderSessionId: sessionId,
-    });
+    const worker = await createSession(
+      scope,
+      {
+        agentId: workerAgent.id,
+        workspaceId,
+        leaderSessionId: sessionId,
+      },
+      getDb(),
+    );
     const bystander = await h.owner.session.create({ ...h.ref, agentId: leaderAgent.id });
     const { workspace } = await h.workspace.service.resolveForSession(scope, sessionId);
     for (const id of [sessionId, worker.id, bystander.sessionId]) {

@@ -56,11 +56,15 @@ describe("npm start: engine errors reach HTTP clients as their typed 4xx", () =>
       )
     ).plainKey;
     workspaceId = `ws-start-${randomUUID().slice(0, 8)}`;
-    await upsertWorkspaceBinding(tenant.scope, {
-      id: workspaceId,
-      backendKind: "local",
-      isolationPolicy: "PER_AGENT",
-    });
+    await upsertWorkspaceBinding(
+      tenant.scope,
+      {
+        id: workspaceId,
+        backendKind: "local",
+        isolationPolicy: "PER_AGENT",
+      },
+      processBerth().db,
+    );
 
     berth = startBerthProcess({
       via: "npm",
@@ -84,7 +88,7 @@ describe("npm start: engine errors reach HTTP clients as their typed 4xx", () =>
       reason: "start-errors test",
     });
     await jobOutcome(getQueues().get("workspace"), job, 60_000);
-    expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("READY");
+    expect((await getWorkspace(tenant.scope, workspaceId, processBerth().db)).state).toBe("READY");
     // In the data folder's own base directory: every npm start of a checkout used to share `.data/workspaces`,
     // and each one's reconcile reaped the others' workspaces as orphans.
     expect(await readdir(path.join(dataDir, "workspaces"))).toContain(tenant.tenantId);

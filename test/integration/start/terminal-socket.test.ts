@@ -78,6 +78,7 @@ describe("the terminal WebSocket on npm start's server", () => {
         env: { TERMINAL_GREETING: "from-the-agent" },
       },
       secretKeyFromBytes(randomBytes(32)),
+      processBerth().db,
     );
     workspaceId = await provisionReadyLocalWorkspace(
       a.ownerScope,

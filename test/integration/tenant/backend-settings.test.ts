@@ -136,7 +136,11 @@ describe("tenant E2B settings", () => {
       await tenantDriverSettings(secretKey(), processBerth().db).forTenant("e2b", tenant.tenant.id),
     ).toBeNull();
 
-    await flushAuditBuffer({ redis: getRedis(), redisPrefix: getConfig().redis.prefix });
+    await flushAuditBuffer({
+      db: processBerth().db,
+      redis: getRedis(),
+      redisPrefix: getConfig().redis.prefix,
+    });
     const rows = await getDb().auditLog.findMany({
       where: { tenantId: tenant.tenant.id, action: { startsWith: "tenant.backend-settings." } },
     });

@@ -99,7 +99,9 @@ describe("tenant defaults", () => {
     await owner.tenant.setPolicy({ ...ref, defaultIsolationPolicy: "PER_SESSION" });
     const [b1, b2] = await sessionsOf(follows.id);
     expect(b1!.workspaceId).not.toBe(b2!.workspaceId);
-    expect((await getWorkspace(tenant.ownerScope, b1!.workspaceId)).isolationPolicy).toBe("PER_SESSION");
+    expect((await getWorkspace(tenant.ownerScope, b1!.workspaceId, getDb())).isolationPolicy).toBe(
+      "PER_SESSION",
+    );
     const [c1, c2] = await sessionsOf(pinned.id);
     expect(c1!.workspaceId).toBe(c2!.workspaceId);
     // Sessions made earlier keep the workspace they were given.
@@ -134,13 +136,19 @@ describe("tenant defaults", () => {
     expect(report.stopping).toContain(mine.workspaceId);
     expect(report.stopping).not.toContain(theirs.workspaceId);
     await vi.waitFor(
-      async () => expect((await getWorkspace(tenant.ownerScope, mine.workspaceId)).state).toBe("STOPPED"),
+      async () =>
+        expect((await getWorkspace(tenant.ownerScope, mine.workspaceId, getDb())).state).toBe("STOPPED"),
       { timeout: 15_000 },
     );
-    expect((await getWorkspace(other.ownerScope, theirs.workspaceId)).state).toBe("READY");
-    const [stopping] = await listWorkspaceEvents(tenant.ownerScope, mine.workspaceId, {
-      kinds: ["stopping"],
-    });
+    expect((await getWorkspace(other.ownerScope, theirs.workspaceId, getDb())).state).toBe("READY");
+    const [stopping] = await listWorkspaceEvents(
+      tenant.ownerScope,
+      mine.workspaceId,
+      {
+        kinds: ["stopping"],
+      },
+      getDb(),
+    );
     expect(stopping?.reason).toBe("idle for more than 60 s (tenant setting)");
   });
 });

@@ -4,7 +4,6 @@ import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { getDb } from "@/server/db";
 import { evaluateBudgets } from "@/server/modules/metering/budget.service";
 import { changeBudget } from "@/server/modules/quota/quota-admin.service";
-import { defaultQuotaDeps } from "@/server/modules/quota/quota.service";
 import { createWebhookService } from "@/server/modules/webhook/webhook.service";
 import { verifyWebhookSignature } from "@/server/modules/webhook/webhook-signing";
 import { testLog } from "../queue/queue-fixtures";
@@ -41,7 +40,12 @@ describe("budget alerts as lifecycle webhooks (real Postgres, Redis, workers, a 
   });
 
   it("sends budget.threshold_reached at 50 % and budget.exhausted at 100 %, signed, retried, once each", async () => {
-    const service = createWebhookService({ db: processBerth().db, secretKey, policy });
+    const service = createWebhookService({
+      db: processBerth().db,
+      secretKey,
+      policy,
+      queues: () => processBerth().queues,
+    });
     const { endpoint, secret } = await service.create(tenant.scope, {
       url: `${receiver.origin}/budget`,
       events: ["budget.threshold_reached", "budget.exhausted"],
@@ -49,7 +53,8 @@ describe("budget alerts as lifecycle webhooks (real Postgres, Redis, workers, a 
     await changeBudget(
       tenant.scope,
       { monthlyBudgetUnits: 4, alertPercents: [50, 100], hardStop: true, stopWorkspaces: false },
-      defaultQuotaDeps(),
+      processBerth().quota,
+      processBerth().db,
     );
     const rates = {
       "*": {
@@ -78,7 +83,7 @@ describe("budget alerts as lifecycle webhooks (real Postgres, Redis, workers, a 
     // Two turns of a 4-unit budget: 50 %. The endpoint fails once first: the delivery is retried.
     receiver.script.push(503);
     await turns(2);
-    await evaluateBudgets([tenant.tenantId], deps);
+    await evaluateBudgets([tenant.tenantId], deps, undefined, processBerth().db);
     await vi.waitFor(() => expect(receiver.received).toHaveLength(2), { timeout: 30_000, interval: 100 });
     const [failed, retried] = receiver.received;
     expect(failed!.headers["berth-delivery"]).toBe(retried!.headers["berth-delivery"]);
@@ -90,7 +95,7 @@ describe("budget alerts as lifecycle webhooks (real Postgres, Redis, workers, a 
 
     // Two more: 100 %, the budget is spent.
     await turns(2);
-    await evaluateBudgets([tenant.tenantId], deps);
+    await evaluateBudgets([tenant.tenantId], deps, undefined, processBerth().db);
     await vi.waitFor(() => expect(delivered("budget.exhausted")).toHaveLength(1), { timeout: 30_000 });
     expect(JSON.parse(delivered("budget.exhausted")[0]!.body)).toMatchObject({
       event: "budget.exhausted",
@@ -103,7 +108,7 @@ describe("budget alerts as lifecycle webhooks (real Postgres, Redis, workers, a 
     }
 
     // Evaluated again (the next flush): both alerts were raised this month, nothing is emitted twice.
-    expect(await evaluateBudgets([tenant.tenantId], deps)).toEqual([
+    expect(await evaluateBudgets([tenant.tenantId], deps, undefined, processBerth().db)).toEqual([
       { tenantId: tenant.tenantId, alerts: [], stopped: [] },
     ]);
     await vi.waitFor(async () => {

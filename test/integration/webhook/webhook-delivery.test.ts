@@ -33,7 +33,8 @@ describe("lifecycle webhooks: signed deliveries, retries with backoff, the URL p
     await receiver.close();
   });
 
-  const service = () => createWebhookService({ db: processBerth().db, secretKey, policy });
+  const service = () =>
+    createWebhookService({ db: processBerth().db, secretKey, policy, queues: () => processBerth().queues });
   const dispatch = (event: "workspace.ready" | "turn.failed", data: Record<string, string>) =>
     createEnqueue(queues)("webhook.dispatch", {
       tenantId: tenant.tenantId,

@@ -102,17 +102,18 @@ describe("audit.flush end to end (real Redis, Postgres and workers)", () => {
       await recordAudit(tenant.scope, { action: `retry.test.${n}`, outcome: "success" }, deps);
     }
     const crashAfterWrite = flushAuditBuffer({
+      db: getDb(),
       redis: connection,
       redisPrefix: redis.prefix,
       writeEntries: async (entries) => {
-        await writeBufferedAuditEntries(entries);
+        await writeBufferedAuditEntries(entries, getDb());
         throw new Error("worker killed after the insert, before the acknowledgement");
       },
     });
     await expect(crashAfterWrite).rejects.toThrow(/worker killed/);
     expect(await pendingAuditEntries(connection, redis.prefix)).toBe(3);
 
-    const retry = await flushAuditBuffer({ redis: connection, redisPrefix: redis.prefix });
+    const retry = await flushAuditBuffer({ db: getDb(), redis: connection, redisPrefix: redis.prefix });
     expect(retry.written).toBe(0); // all three were already in; skipped by id
     const rows = await getDb().auditLog.findMany({
       where: { tenantId: tenant.tenantId, action: { startsWith: "retry.test." } },
@@ -130,16 +131,17 @@ describe("audit.flush end to end (real Redis, Postgres and workers)", () => {
       );
     }
     const crashMidway = flushAuditBuffer({
+      db: getDb(),
       redis: connection,
       redisPrefix: redis.prefix,
       writeEntries: async (entries) => {
-        await writeBufferedAuditEntries(entries.slice(0, 1));
+        await writeBufferedAuditEntries(entries.slice(0, 1), getDb());
         throw new Error("worker killed after the first insert");
       },
     });
     await expect(crashMidway).rejects.toThrow(/worker killed/);
 
-    const retry = await flushAuditBuffer({ redis: connection, redisPrefix: redis.prefix });
+    const retry = await flushAuditBuffer({ db: getDb(), redis: connection, redisPrefix: redis.prefix });
     expect(retry.written).toBe(2);
     const rows = await getDb().auditLog.findMany({
       where: { tenantId: tenant.tenantId, action: { startsWith: "partial.test." } },
@@ -153,8 +155,8 @@ describe("audit.flush end to end (real Redis, Postgres and workers)", () => {
   it("appendAuditLogs keeps caller-supplied ids, skips ones already written, and rejects an invalid batch whole", async () => {
     const [a, b] = [crypto.randomUUID(), crypto.randomUUID()];
     const entry = (id: string) => ({ id, action: "direct.append", outcome: "success" as const });
-    expect(await appendAuditLogs(tenant.scope, [entry(a)])).toBe(1);
-    expect(await appendAuditLogs(tenant.scope, [entry(a), entry(b)])).toBe(1);
+    expect(await appendAuditLogs(tenant.scope, [entry(a)], getDb())).toBe(1);
+    expect(await appendAuditLogs(tenant.scope, [entry(a), entry(b)], getDb())).toBe(1);
     expect(
       (await getDb().auditLog.findMany({ where: { action: "direct.append" }, select: { id: true } }))
         .map((row) => row.id)
@@ -162,7 +164,9 @@ describe("audit.flush end to end (real Redis, Postgres and workers)", () => {
     ).toEqual([a, b].sort());
 
     const c = crypto.randomUUID();
-    await expect(appendAuditLogs(tenant.scope, [entry(c), entry("not-a-uuid")])).rejects.toMatchObject({
+    await expect(
+      appendAuditLogs(tenant.scope, [entry(c), entry("not-a-uuid")], getDb()),
+    ).rejects.toMatchObject({
       code: "BAD_REQUEST",
     });
     expect(await getDb().auditLog.count({ where: { id: c } })).toBe(0);
@@ -179,7 +183,7 @@ describe("audit.flush end to end (real Redis, Postgres and workers)", () => {
     await recordAudit(gone, { action: "orphan.entry", outcome: "success" }, deps);
     await recordAudit(tenant.scope, { action: "live.entry", outcome: "failure" }, deps);
 
-    const result = await flushAuditBuffer({ redis: connection, redisPrefix: redis.prefix });
+    const result = await flushAuditBuffer({ db: getDb(), redis: connection, redisPrefix: redis.prefix });
     expect(result.written).toBe(1);
     expect(await pendingAuditEntries(connection, redis.prefix)).toBe(0);
     expect(await getDb().auditLog.count({ where: { action: "orphan.entry" } })).toBe(0);
@@ -212,7 +216,12 @@ describe("audit.flush end to end (real Redis, Postgres and workers)", () => {
       return count;
     };
     const before = (await auditDeadLetters(connection, redis.prefix)).total;
-    const result = await flushAuditBuffer({ redis: connection, redisPrefix: redis.prefix, writeEntries });
+    const result = await flushAuditBuffer({
+      db: getDb(),
+      redis: connection,
+      redisPrefix: redis.prefix,
+      writeEntries,
+    });
     expect(result).toMatchObject({ written: 8, deadLettered: 1 });
     expect(await pendingAuditEntries(connection, redis.prefix)).toBe(0);
     expect(
@@ -227,6 +236,7 @@ describe("audit.flush end to end (real Redis, Postgres and workers)", () => {
     await recordAudit(tenant.scope, { action: "outage.entry", outcome: "success" }, deps);
     await expect(
       flushAuditBuffer({
+        db: getDb(),
         redis: connection,
         redisPrefix: redis.prefix,
         writeEntries: () => Promise.reject(new Error("connection refused")),
@@ -234,7 +244,9 @@ describe("audit.flush end to end (real Redis, Postgres and workers)", () => {
     ).rejects.toThrow(/connection refused/);
     expect(await pendingAuditEntries(connection, redis.prefix)).toBe(1);
     expect((await auditDeadLetters(connection, redis.prefix)).total).toBe(before + 1);
-    expect((await flushAuditBuffer({ redis: connection, redisPrefix: redis.prefix })).written).toBe(1);
+    expect(
+      (await flushAuditBuffer({ db: getDb(), redis: connection, redisPrefix: redis.prefix })).written,
+    ).toBe(1);
   });
 
   it("rejects an invalid entry at record time (BAD_REQUEST), buffering nothing", async () => {

@@ -100,6 +100,8 @@ export async function startWorkspaceHarness(
   const engines: WorkspaceEngine[] = [];
   const newEngine = () => {
     const engine = composeEngine({
+      quota: () => processBerth().quota,
+      attachTracker: () => processBerth().attachTracker,
       config,
       queues,
       secret,
@@ -112,7 +114,10 @@ export async function startWorkspaceHarness(
     return engine;
   };
   const engine = newEngine();
-  const service = createWorkspaceService(engine);
+  const service = createWorkspaceService(engine, {
+    db: processBerth().db,
+    attachTracker: () => processBerth().attachTracker,
+  });
   const workers = await startWorkerRuntime({
     redis,
     workers: { concurrency: 4, healthPort: 0, heartbeatTtlMs: 15_000 },
@@ -128,8 +133,13 @@ export async function startWorkspaceHarness(
     machine,
     engine,
     service,
-    content: () => createWorkspaceContentService(service),
-    replica: () => createWorkspaceService(newEngine()),
+    content: () =>
+      createWorkspaceContentService(service, { db: processBerth().db, quota: () => processBerth().quota }),
+    replica: () =>
+      createWorkspaceService(newEngine(), {
+        db: processBerth().db,
+        attachTracker: () => processBerth().attachTracker,
+      }),
     workers,
     async close() {
       await workers.stop();
@@ -158,12 +168,13 @@ export async function freshSession(
       ...(options.backend ? { backend: options.backend } : {}),
     },
     secretKey,
+    processBerth().db,
   );
   const workspaceId = assignWorkspaceId(isolationOfStored(isolation), {
     tenantId: scope.tenantId,
     userId: options.userId ?? scope.userId ?? "",
     agentId: agent.id,
   });
-  const session = await createSession(scope, { agentId: agent.id, workspaceId });
+  const session = await createSession(scope, { agentId: agent.id, workspaceId }, processBerth().db);
   return { agent, session, workspaceId };
 }

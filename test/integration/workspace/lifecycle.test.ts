@@ -29,7 +29,8 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
     await h.close();
   });
 
-  const stateOf = async (workspaceId: string) => (await getWorkspace(tenant.scope, workspaceId)).state;
+  const stateOf = async (workspaceId: string) =>
+    (await getWorkspace(tenant.scope, workspaceId, getDb())).state;
   const runJob = async <N extends "workspace.sweep" | "workspace.reconcile">(
     name: N,
     payload: Parameters<ReturnType<typeof createEnqueue<typeof h.queues.catalog>>>[1],
@@ -48,7 +49,12 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
     // One Workspace object per replica (each process attaches once), one machine provision overall.
     expect(new Set(resolved.map((r) => r.workspace)).size).toBe(4);
     expect(h.machine.provisioned.filter((id) => id === workspaceId)).toHaveLength(1);
-    const provisioning = await listWorkspaceEvents(tenant.scope, workspaceId, { kinds: ["provisioning"] });
+    const provisioning = await listWorkspaceEvents(
+      tenant.scope,
+      workspaceId,
+      { kinds: ["provisioning"] },
+      getDb(),
+    );
     expect(provisioning).toHaveLength(1);
     expect(await stateOf(workspaceId)).toBe("READY");
   });
@@ -66,7 +72,7 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
       h.machine.progressSteps = [];
     }
     // Newest first; reversed, the steps must come out in the order the machine reported them.
-    const steps = (await listWorkspaceEvents(tenant.scope, workspaceId, { kinds: ["provisioning"] }))
+    const steps = (await listWorkspaceEvents(tenant.scope, workspaceId, { kinds: ["provisioning"] }, getDb()))
       .map((event) => event.reason)
       .filter((reason) => reason !== null && /^(image|container|gateway)\./.test(reason))
       .reverse();
@@ -86,7 +92,9 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
     const stop = await h.service.requestStop(tenant.scope, workspaceId, { reason: "test stop" });
     expect(stop.state).toBe("STOPPING");
     await vi.waitFor(async () => expect(await stateOf(workspaceId)).toBe("STOPPED"), { timeout: 15_000 });
-    const kinds = (await listWorkspaceEvents(tenant.scope, workspaceId)).map((e) => `${e.kind}:${e.reason}`);
+    const kinds = (await listWorkspaceEvents(tenant.scope, workspaceId, undefined, getDb())).map(
+      (e) => `${e.kind}:${e.reason}`,
+    );
     expect(kinds).toContain("stopping:test stop");
     expect(kinds).toContain("stopped:test stop");
 
@@ -149,11 +157,14 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
       checkpoints: 0,
       checkpointRestores: 0,
     });
-    const purged = await listWorkspaceEvents(tenant.scope, workspaceId, { kinds: ["purged"] });
+    const purged = await listWorkspaceEvents(tenant.scope, workspaceId, { kinds: ["purged"] }, getDb());
     expect(purged[0]?.reason).toBe("test purge");
     // The binding stays usable (purge-generations.test.ts): the next use is a fresh generation.
     await h.service.resolveForSession(tenant.scope, session.id);
-    expect(await getWorkspace(tenant.scope, workspaceId)).toMatchObject({ state: "READY", generation: 2 });
+    expect(await getWorkspace(tenant.scope, workspaceId, getDb())).toMatchObject({
+      state: "READY",
+      generation: 2,
+    });
   });
 
   it("sweeper stops the idle workspace, skips the leased one, and a lease past the hard maximum does not count", async () => {
@@ -189,9 +200,11 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
       timeout: 15_000,
     });
     expect(await stateOf(leased.workspaceId)).toBe("READY");
-    const staleEvents = await listWorkspaceEvents(tenant.scope, stale.workspaceId);
+    const staleEvents = await listWorkspaceEvents(tenant.scope, stale.workspaceId, undefined, getDb());
     expect(staleEvents.map((e) => e.reason)).toContain("lease exceeded the maximum lease age");
-    const idleStop = (await listWorkspaceEvents(tenant.scope, idle.workspaceId, { kinds: ["stopping"] }))[0];
+    const idleStop = (
+      await listWorkspaceEvents(tenant.scope, idle.workspaceId, { kinds: ["stopping"] }, getDb())
+    )[0];
     expect(idleStop?.reason).toMatch(/^idle for more than/);
     expect(idleStop?.actor).toBe("system");
   });
@@ -255,7 +268,7 @@ describe("workspace resolution, stop, purge, sweep and reconcile (real Postgres,
     expect(report.markedVanished).toContain(workspaceId);
     await expect(fs.stat(orphan)).rejects.toThrow();
     expect(await stateOf(workspaceId)).toBe("FAILED");
-    const failed = await listWorkspaceEvents(tenant.scope, workspaceId, { kinds: ["failed"] });
+    const failed = await listWorkspaceEvents(tenant.scope, workspaceId, { kinds: ["failed"] }, getDb());
     expect(failed[0]?.reason).toBe("reconcile: backend resources vanished");
     // And it recovers on next use (FAILED → PROVISIONING → READY).
     await h.service.resolveForSession(tenant.scope, session.id);

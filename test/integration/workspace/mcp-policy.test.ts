@@ -18,6 +18,7 @@ import {
   type TestHttpMcpServer,
 } from "../../unit/workspace/support/mcp-servers";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "./harness";
+import { processBerth } from "@/server/composition/process-berth";
 
 async function appErrorOf(call: Promise<unknown>): Promise<AppError> {
   const error = await call.then(
@@ -80,15 +81,17 @@ describe("MCP declaration policy", () => {
       h.content().addMcp(tenant.scope, ownerWorkspace, scopeOf("").mcp, everythingMcp("everything")),
     ).resolves.toEqual({ name: "everything" });
     await expect(
-      appErrorOf(changeTenantPolicy(member.scope, { stdioMcpMinRole: "member" })),
+      appErrorOf(
+        changeTenantPolicy(member.scope, { stdioMcpMinRole: "member" }, undefined, processBerth().db),
+      ),
     ).resolves.toMatchObject({ code: "FORBIDDEN" });
-    await changeTenantPolicy(tenant.scope, { stdioMcpMinRole: "member" });
+    await changeTenantPolicy(tenant.scope, { stdioMcpMinRole: "member" }, undefined, processBerth().db);
     try {
       await expect(
         h.content().addMcp(member.scope, memberWorkspace, scopeOf("").mcp, everythingMcp("everything")),
       ).resolves.toEqual({ name: "everything" });
     } finally {
-      await changeTenantPolicy(tenant.scope, { stdioMcpMinRole: "admin" });
+      await changeTenantPolicy(tenant.scope, { stdioMcpMinRole: "admin" }, undefined, processBerth().db);
     }
   });
 

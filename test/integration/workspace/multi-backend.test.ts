@@ -69,15 +69,17 @@ describeDocker("several backends in one deployment (local + docker, real workers
     // Stop goes to the record's own driver: the container stops, the local sandbox is untouched.
     await h.service.requestStop(tenant.scope, onDocker.workspaceId, { reason: "test" });
     await vi.waitFor(
-      async () => expect((await getWorkspace(tenant.scope, onDocker.workspaceId)).state).toBe("STOPPED"),
+      async () =>
+        expect((await getWorkspace(tenant.scope, onDocker.workspaceId, getDb())).state).toBe("STOPPED"),
       { timeout: 30_000 },
     );
     expect((await containerOf(onDocker.workspaceId))?.State.Running).toBe(false);
-    expect((await getWorkspace(tenant.scope, onLocal.workspaceId)).state).toBe("READY");
+    expect((await getWorkspace(tenant.scope, onLocal.workspaceId, getDb())).state).toBe("READY");
 
     await h.service.requestPurge(tenant.scope, onDocker.workspaceId, { force: true });
     await vi.waitFor(
-      async () => expect((await getWorkspace(tenant.scope, onDocker.workspaceId)).state).toBe("PURGED"),
+      async () =>
+        expect((await getWorkspace(tenant.scope, onDocker.workspaceId, getDb())).state).toBe("PURGED"),
       { timeout: 30_000 },
     );
     expect(await containerOf(onDocker.workspaceId)).toBeNull();
@@ -96,7 +98,8 @@ describeDocker("several backends in one deployment (local + docker, real workers
       expect(again.backendKind).toBe("docker");
       await h.service.requestPurge(tenant.scope, inherits.workspaceId, { force: true });
       await vi.waitFor(
-        async () => expect((await getWorkspace(tenant.scope, inherits.workspaceId)).state).toBe("PURGED"),
+        async () =>
+          expect((await getWorkspace(tenant.scope, inherits.workspaceId, getDb())).state).toBe("PURGED"),
         { timeout: 30_000 },
       );
     } finally {

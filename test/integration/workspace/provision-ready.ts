@@ -4,6 +4,7 @@ import { getWorkspace, upsertWorkspaceBinding } from "@/server/modules/workspace
 import { enqueue } from "@/server/queue/enqueue";
 import { getQueues } from "@/server/queue/queues";
 import { jobOutcome } from "../queue/queue-fixtures";
+import { processBerth } from "@/server/composition/process-berth";
 
 /**
  * Binds `workspaceId` on the local backend and has it provisioned for real by whichever worker takes the
@@ -16,14 +17,18 @@ export async function provisionReadyLocalWorkspace(
   /** The agent the workspace belongs to (none by default). */
   agentId?: string,
 ): Promise<string> {
-  await upsertWorkspaceBinding(scope, {
-    id: workspaceId,
-    backendKind: "local",
-    isolationPolicy: "PER_AGENT",
-    ...(agentId ? { agentId } : {}),
-  });
+  await upsertWorkspaceBinding(
+    scope,
+    {
+      id: workspaceId,
+      backendKind: "local",
+      isolationPolicy: "PER_AGENT",
+      ...(agentId ? { agentId } : {}),
+    },
+    processBerth().db,
+  );
   const job = await enqueue("workspace.provision", { tenantId: scope.tenantId, workspaceId, reason });
   await jobOutcome(getQueues().get("workspace"), job, 60_000);
-  expect((await getWorkspace(scope, workspaceId)).state).toBe("READY");
+  expect((await getWorkspace(scope, workspaceId, processBerth().db)).state).toBe("READY");
   return workspaceId;
 }

@@ -7,6 +7,7 @@ import type { Workspace } from "@/server/workspace/workspace";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
 import { everythingMcp } from "@/test/unit/workspace/support/mcp-servers";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "./harness";
+import { processBerth } from "@/server/composition/process-berth";
 
 /**
  * A purge ends a generation of a workspace id, not the id: the sessions bound to it (and new ones of the
@@ -25,7 +26,7 @@ describe("purging a workspace leaves its binding usable (issue 9 D)", () => {
     await h.close();
   });
 
-  const record = (workspaceId: string) => getWorkspace(tenant.scope, workspaceId);
+  const record = (workspaceId: string) => getWorkspace(tenant.scope, workspaceId, processBerth().db);
   const entries = async (workspace: Workspace) =>
     (await workspace.machine.list(workspace.workdir)).map((entry) => entry.name).sort();
   const markerPath = (workspace: Workspace) => path.posix.join(workspace.workdir, "old-generation.txt");
@@ -62,11 +63,11 @@ describe("purging a workspace leaves its binding usable (issue 9 D)", () => {
       expect(await record(workspaceId)).toMatchObject({ state: "READY", generation: 2 });
 
       // A new session bound the way session.create binds it (same derived id) works as well.
-      const later = await createSession(tenant.scope, { agentId: agent.id, workspaceId });
+      const later = await createSession(tenant.scope, { agentId: agent.id, workspaceId }, processBerth().db);
       const viaNew = await h.replica().resolveForSession(tenant.scope, later.id);
       expect(await entries(viaNew.workspace)).not.toContain("old-generation.txt");
 
-      const events = await listWorkspaceEvents(tenant.scope, workspaceId);
+      const events = await listWorkspaceEvents(tenant.scope, workspaceId, undefined, processBerth().db);
       const kinds = events.map((event) => event.kind);
       expect(kinds).toContain("purging");
       expect(kinds).toContain("purged");

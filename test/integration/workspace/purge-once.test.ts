@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { getDb } from "@/server/db";
+import { type Db, getDb } from "@/server/db";
 import { driverSetOf } from "@/server/engine/driver-set";
 import { listPurgeReceipts } from "@/server/modules/audit/audit.data";
 import { upsertWorkspaceBinding, getWorkspace } from "@/server/modules/workspace/workspace.data";
@@ -53,24 +53,38 @@ describe("a workspace purge runs once and writes one correct receipt", () => {
   /** A READY workspace holding 3 data files, 2 MCP declarations and `files` more files; its folder. */
   async function readyWorkspace(files = 200): Promise<{ workspaceId: string; folder: string }> {
     const workspaceId = `purge-once-${randomBytes(4).toString("hex")}`;
-    await upsertWorkspaceBinding(tenant.scope, {
-      id: workspaceId,
-      backendKind: "local",
-      isolationPolicy: "PER_AGENT",
-    });
-    const record = (await findWorkspaceRecordForSystem(workspaceId))!;
+    await upsertWorkspaceBinding(
+      tenant.scope,
+      {
+        id: workspaceId,
+        backendKind: "local",
+        isolationPolicy: "PER_AGENT",
+      },
+      getDb(),
+    );
+    const record = (await findWorkspaceRecordForSystem(workspaceId, getDb()))!;
     const handle = await driver.create(specOfRecord(record));
-    await transitionFrom(tenant.scope, workspaceId, {
-      from: ["PENDING"],
-      to: "PROVISIONING",
-      reason: "test",
-    });
-    await transitionFrom(tenant.scope, workspaceId, {
-      from: ["PROVISIONING"],
-      to: "READY",
-      reason: "test",
-      backendHandle: handle,
-    });
+    await transitionFrom(
+      tenant.scope,
+      workspaceId,
+      {
+        from: ["PENDING"],
+        to: "PROVISIONING",
+        reason: "test",
+      },
+      getDb(),
+    );
+    await transitionFrom(
+      tenant.scope,
+      workspaceId,
+      {
+        from: ["PROVISIONING"],
+        to: "READY",
+        reason: "test",
+        backendHandle: handle,
+      },
+      getDb(),
+    );
     const folder = handle.folder as string;
     await fs.writeFile(path.join(folder, ".mcp"), MCP_FILE);
     await fs.mkdir(path.join(folder, "data"), { recursive: true });
@@ -81,8 +95,8 @@ describe("a workspace purge runs once and writes one correct receipt", () => {
   }
 
   /** The driver with its purge replaced for one run (the rest is the real driver). */
-  function withPurge(purge: WorkspaceDriver["purge"]): { drivers: ReturnType<typeof driverSetOf> } {
-    return { drivers: driverSetOf([{ ...driver, purge }]) };
+  function withPurge(purge: WorkspaceDriver["purge"]): { db: Db; drivers: ReturnType<typeof driverSetOf> } {
+    return { db: getDb(), drivers: driverSetOf([{ ...driver, purge }]) };
   }
 
   const payload = (workspaceId: string) => ({
@@ -92,7 +106,7 @@ describe("a workspace purge runs once and writes one correct receipt", () => {
     actor: "test",
   });
   const receipts = (workspaceId: string) =>
-    listPurgeReceipts(tenant.scope, { targetType: "workspace", targetId: workspaceId });
+    listPurgeReceipts(tenant.scope, { targetType: "workspace", targetId: workspaceId }, getDb());
   const expectOneCorrectReceipt = async (workspaceId: string) => {
     const found = await receipts(workspaceId);
     expect(found).toHaveLength(1);
@@ -111,10 +125,13 @@ describe("a workspace purge runs once and writes one correct receipt", () => {
       throw new Error("worker died mid-purge");
     });
     await expect(purgeWorkspace(dying, payload(workspaceId))).rejects.toThrow(/died/);
-    expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("PURGING");
+    expect((await getWorkspace(tenant.scope, workspaceId, getDb())).state).toBe("PURGING");
     expect(await receipts(workspaceId)).toEqual([]);
 
-    const result = await purgeWorkspace({ drivers: driverSetOf([driver]) }, payload(workspaceId));
+    const result = await purgeWorkspace(
+      { db: getDb(), drivers: driverSetOf([driver]) },
+      payload(workspaceId),
+    );
     expect(result.outcome).toBe("purged");
     await expect(fs.stat(folder)).rejects.toThrow(/ENOENT/);
     await expectOneCorrectReceipt(workspaceId);
@@ -140,7 +157,7 @@ describe("a workspace purge runs once and writes one correct receipt", () => {
     await deleting;
     // The same job picked up by a second worker (its lock lapsed): it must not delete or write a receipt.
     await expect(
-      purgeWorkspace({ drivers: driverSetOf([driver]) }, payload(workspaceId)),
+      purgeWorkspace({ db: getDb(), drivers: driverSetOf([driver]) }, payload(workspaceId)),
     ).rejects.toMatchObject({
       code: "UNAVAILABLE",
     });
@@ -149,9 +166,9 @@ describe("a workspace purge runs once and writes one correct receipt", () => {
     expect((await first).outcome).toBe("purged");
     await expectOneCorrectReceipt(workspaceId);
     // Its retry finds the work done.
-    expect((await purgeWorkspace({ drivers: driverSetOf([driver]) }, payload(workspaceId))).outcome).toBe(
-      "already-purged",
-    );
+    expect(
+      (await purgeWorkspace({ db: getDb(), drivers: driverSetOf([driver]) }, payload(workspaceId))).outcome,
+    ).toBe("already-purged");
     await expectOneCorrectReceipt(workspaceId);
   });
 
@@ -170,9 +187,9 @@ describe("a workspace purge runs once and writes one correct receipt", () => {
     await deleting;
     // The first run stalled past its claim: another takes over and finishes.
     await getDb().workspace.update({ where: { id: workspaceId }, data: { purgeHeldUntil: new Date(0) } });
-    expect((await purgeWorkspace({ drivers: driverSetOf([driver]) }, payload(workspaceId))).outcome).toBe(
-      "purged",
-    );
+    expect(
+      (await purgeWorkspace({ db: getDb(), drivers: driverSetOf([driver]) }, payload(workspaceId))).outcome,
+    ).toBe("purged");
     release();
     await expect(first).rejects.toMatchObject({ code: "UNAVAILABLE" });
     await expectOneCorrectReceipt(workspaceId);

@@ -5,6 +5,7 @@ import { createTestTenant, type TestTenant } from "../db/fixtures";
 import { everythingMcp } from "../../unit/workspace/support/mcp-servers";
 import { hostProcessesMatching, pollUntil } from "../../drivers/local/support/sandbox-env";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "./harness";
+import { processBerth } from "@/server/composition/process-berth";
 
 /**
  * Issue 9 E: stdio MCP servers survived workspace.stop and workspace.purge (alive minutes later with a
@@ -23,7 +24,8 @@ describe("workspace stop and purge end every process the workspace started", () 
     await h.close();
   });
 
-  const stateOf = async (workspaceId: string) => (await getWorkspace(tenant.scope, workspaceId)).state;
+  const stateOf = async (workspaceId: string) =>
+    (await getWorkspace(tenant.scope, workspaceId, processBerth().db)).state;
 
   for (const action of ["stop", "purge"] as const) {
     it(`a ${action} through the workers ends the stdio MCP servers and commands the API process started`, async () => {

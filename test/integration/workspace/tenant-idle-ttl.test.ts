@@ -17,6 +17,8 @@ import { closeProcessBerth } from "@/server/composition/process-berth";
 describe("the workspace cache's idle TTL", () => {
   const config = { ...loadEngineConfig(), idleTtlMs: 3_600_000 };
   const engine = composeEngine({
+    quota: () => processBerth().quota,
+    attachTracker: () => processBerth().attachTracker,
     encryptionKey: processBerth().config.secrets.encryptionKey,
     db: processBerth().db,
     config,
@@ -33,12 +35,12 @@ describe("the workspace cache's idle TTL", () => {
   it("follows each tenant's policy, read at every eviction pass", async () => {
     const short = await createTestTenant();
     const other = await createTestTenant();
-    await updateTenantPolicy(short.scope, { workspaceIdleTtlMs: 120_000 });
+    await updateTenantPolicy(short.scope, { workspaceIdleTtlMs: 120_000 }, processBerth().db);
     await engine.manager.evictIdle();
     expect(engine.manager.idleTtlOf(short.tenantId)).toBe(120_000);
     expect(engine.manager.idleTtlOf(other.tenantId)).toBe(3_600_000);
 
-    await updateTenantPolicy(short.scope, { workspaceIdleTtlMs: null });
+    await updateTenantPolicy(short.scope, { workspaceIdleTtlMs: null }, processBerth().db);
     await engine.manager.evictIdle();
     expect(engine.manager.idleTtlOf(short.tenantId)).toBe(3_600_000);
   });

@@ -61,6 +61,8 @@ beforeAll(async () => {
   connection = createRedisConnection(redis, "producer", "test-throwaway");
   const queues = createQueues(jobCatalog, { connection, redis, log: testLog });
   const engine = composeEngine({
+    quota: () => processBerth().quota,
+    attachTracker: () => processBerth().attachTracker,
     encryptionKey: processBerth().config.secrets.encryptionKey,
     db: processBerth().db,
     config,
@@ -69,7 +71,10 @@ beforeAll(async () => {
     log: testLog,
     drivers,
   });
-  service = createWorkspaceService(engine);
+  service = createWorkspaceService(engine, {
+    db: processBerth().db,
+    attachTracker: () => processBerth().attachTracker,
+  });
   workers = await startWorkerRuntime({
     redis,
     workers: { concurrency: 2, healthPort: 0, heartbeatTtlMs: 15_000 },
@@ -106,7 +111,7 @@ it("a driver added through a registry entry alone runs a workspace end to end", 
     isolated: false,
   });
   // Stored as its kind in Postgres: text, no enum to migrate.
-  expect((await getWorkspace(tenant.scope, workspaceId)).backendKind).toBe("throwaway");
+  expect((await getWorkspace(tenant.scope, workspaceId, processBerth().db)).backendKind).toBe("throwaway");
   // The dashboard's list of backends (workspace.backends) and the instructions read its definition.
   const options = await service.backends.options(tenant.scope);
   expect(options.available).toEqual([
@@ -148,7 +153,8 @@ it("a driver added through a registry entry alone runs a workspace end to end", 
 
   await service.requestStop(tenant.scope, workspaceId, { reason: "test" });
   await vi.waitFor(
-    async () => expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("STOPPED"),
+    async () =>
+      expect((await getWorkspace(tenant.scope, workspaceId, processBerth().db)).state).toBe("STOPPED"),
     {
       timeout: 15_000,
     },
@@ -162,8 +168,12 @@ it("a driver added through a registry entry alone runs a workspace end to end", 
   expect(calls).toContain(`provision ${workspaceId} handle=${workspaceId}#1`);
 
   await service.requestPurge(tenant.scope, workspaceId, { force: true });
-  await vi.waitFor(async () => expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("PURGED"), {
-    timeout: 15_000,
-  });
+  await vi.waitFor(
+    async () =>
+      expect((await getWorkspace(tenant.scope, workspaceId, processBerth().db)).state).toBe("PURGED"),
+    {
+      timeout: 15_000,
+    },
+  );
   expect(calls).toContain(`purge ${workspaceId}`);
 });

@@ -17,7 +17,7 @@ const HOUR = 60 * 60 * 1000;
 const tag = randomUUID().slice(0, 6);
 /** One lifecycle step (the live transition; the table decides). */
 const step = (scope: Parameters<typeof transitionFrom>[0], id: string, to: WorkspaceState) =>
-  transitionFrom(scope, id, { from: WORKSPACE_STATES, to, reason: `to ${to}` });
+  transitionFrom(scope, id, { from: WORKSPACE_STATES, to, reason: `to ${to}` }, getDb());
 let agents: { alpha: { id: string; name: string }; beta: { id: string; name: string } };
 
 beforeAll(async () => {
@@ -29,12 +29,16 @@ beforeAll(async () => {
   // Six alpha workspaces idle 1..6 hours (READY), three beta ones (STOPPED), one leased alpha one.
   for (let i = 1; i <= 6; i++) {
     const id = `ws-alpha-${tag}-${i}`;
-    await upsertWorkspaceBinding(scope, {
-      id,
-      backendKind: "local",
-      isolationPolicy: "PER_AGENT",
-      agentId: alpha.id,
-    });
+    await upsertWorkspaceBinding(
+      scope,
+      {
+        id,
+        backendKind: "local",
+        isolationPolicy: "PER_AGENT",
+        agentId: alpha.id,
+      },
+      getDb(),
+    );
     await step(scope, id, "PROVISIONING");
     await step(scope, id, "READY");
     await getDb().workspace.update({
@@ -44,21 +48,30 @@ beforeAll(async () => {
   }
   for (let i = 1; i <= 3; i++) {
     const id = `ws-beta-${tag}-${i}`;
-    await upsertWorkspaceBinding(scope, {
-      id,
-      backendKind: "docker",
-      isolationPolicy: "PER_AGENT",
-      agentId: beta.id,
-    });
+    await upsertWorkspaceBinding(
+      scope,
+      {
+        id,
+        backendKind: "docker",
+        isolationPolicy: "PER_AGENT",
+        agentId: beta.id,
+      },
+      getDb(),
+    );
     for (const to of ["PROVISIONING", "READY", "STOPPING", "STOPPED"] as const) {
       await step(scope, id, to);
     }
   }
-  await acquireLeaseLocked(scope, `ws-alpha-${tag}-1`, {
-    holder: "turn:x",
-    reason: "a turn",
-    expiresAt: new Date(Date.now() + HOUR),
-  });
+  await acquireLeaseLocked(
+    scope,
+    `ws-alpha-${tag}-1`,
+    {
+      holder: "turn:x",
+      reason: "a turn",
+      expiresAt: new Date(Date.now() + HOUR),
+    },
+    getDb(),
+  );
 });
 
 afterAll(async () => {
@@ -110,7 +123,8 @@ describe("purge receipts", () => {
     await h.workspace.service.resolveForSession(h.tenant.ownerScope, session.id);
     await h.owner.workspace.purge({ ...h.ref, workspaceId, reason: "test purge" });
     await vi.waitFor(
-      async () => expect((await getWorkspace(h.tenant.ownerScope, workspaceId)).state).toBe("PURGED"),
+      async () =>
+        expect((await getWorkspace(h.tenant.ownerScope, workspaceId, getDb())).state).toBe("PURGED"),
       { timeout: 60_000, interval: 100 },
     );
     const [receipt] = await h.owner.workspace.purgeReceipts({

@@ -1,3 +1,4 @@
+import { processBerth } from "@/server/composition/process-berth";
 import type { Metadata } from "next";
 import Link from "next/link";
 import { AuthCard } from "@/app/_components/auth-card";
@@ -12,14 +13,16 @@ export const dynamic = "force-dynamic";
 /** `/invite/<token>`: who invites you and as what, then a name, email and password to join. */
 export default async function InvitePage({ params }: { params: Promise<{ token: string }> }) {
   const { token } = await params;
-  const preview = await previewInvite(decodeURIComponent(token)).catch((error: unknown) => {
-    if (isAppError(error) && (error.code === "NOT_FOUND" || error.code === "BAD_REQUEST")) return null;
-    // Suspended: the link stays valid and works again once the operator resumes the tenant. Being deleted:
-    // the link will never work again.
-    if (isAppError(error) && error.code === "FORBIDDEN")
-      return error.details?.reason === "tenant_suspended" ? ("suspended" as const) : null;
-    throw error;
-  });
+  const preview = await previewInvite(decodeURIComponent(token), processBerth().db).catch(
+    (error: unknown) => {
+      if (isAppError(error) && (error.code === "NOT_FOUND" || error.code === "BAD_REQUEST")) return null;
+      // Suspended: the link stays valid and works again once the operator resumes the tenant. Being deleted:
+      // the link will never work again.
+      if (isAppError(error) && error.code === "FORBIDDEN")
+        return error.details?.reason === "tenant_suspended" ? ("suspended" as const) : null;
+      throw error;
+    },
+  );
   if (preview === "suspended") {
     return (
       <AuthCard

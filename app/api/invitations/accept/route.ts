@@ -14,7 +14,7 @@ export const runtime = "nodejs";
 export async function POST(request: Request): Promise<Response> {
   try {
     const body = await readJsonBody(request);
-    const result = await acceptInvite(processBerth().api.auth, body);
+    const result = await acceptInvite(processBerth().api.auth, body, processBerth().db);
     return Response.json(result, { headers: { "cache-control": "no-store" } });
   } catch (error) {
     return routeErrorResponse(error);

@@ -196,7 +196,7 @@ describeE2b("E2B workspaces across processes", { timeout: 300_000 }, () => {
     const results = await resolveFrom(2, tenant, session.id, 50);
     for (const result of results) expect(result).toEqual({ ok: 50, workspaceIds: [workspaceId], errors: [] });
 
-    const record = await getWorkspace(tenant.scope, workspaceId);
+    const record = await getWorkspace(tenant.scope, workspaceId, processBerth().db);
     expect(record).toMatchObject({ state: "READY", backendKind: "e2b" });
     const sandboxes = live(workspaceId);
     expect(sandboxes).toHaveLength(1);

@@ -23,6 +23,7 @@ import {
   stopChildren,
   type Child,
 } from "../../../integration/multiprocess/processes";
+import { processBerth } from "@/server/composition/process-berth";
 
 describeKube("multi-process provisioning on the Kubernetes backend", { timeout: 300_000 }, () => {
   let tenant: TestTenant;
@@ -88,7 +89,9 @@ describeKube("multi-process provisioning on the Kubernetes backend", { timeout: 
   }
   async function diagnosis(workspaceIds: string[]): Promise<string> {
     const records = await Promise.all(
-      workspaceIds.map((workspaceId) => getWorkspace(tenant.scope, workspaceId).catch(String)),
+      workspaceIds.map((workspaceId) =>
+        getWorkspace(tenant.scope, workspaceId, processBerth().db).catch(String),
+      ),
     );
     const objects = await Promise.all(
       workspaceIds.map((workspaceId) => objectsOf(workspaceId).catch(String)),
@@ -134,7 +137,7 @@ describeKube("multi-process provisioning on the Kubernetes backend", { timeout: 
     const objects = await objectsOf(workspaceId);
     expect([objects.pods.length, objects.claims.length, objects.running]).toEqual([1, 1, true]);
     expect(objects.claims).toEqual([`${objects.pods[0]}-data`]);
-    const record = await getWorkspace(tenant.scope, workspaceId);
+    const record = await getWorkspace(tenant.scope, workspaceId, processBerth().db);
     expect([record.state, record.backendKind]).toEqual(["READY", "kubernetes"]);
   });
 

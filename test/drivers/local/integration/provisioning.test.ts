@@ -22,6 +22,7 @@ import {
   stopChildren,
   type Child,
 } from "../../../integration/multiprocess/processes";
+import { processBerth } from "@/server/composition/process-berth";
 
 describe("multi-process provisioning", { timeout: 120_000 }, () => {
   let tenant: TestTenant;
@@ -83,8 +84,10 @@ describe("multi-process provisioning", { timeout: 120_000 }, () => {
     for (const result of results) expect(result).toEqual({ ok: 50, workspaceIds: [workspaceId], errors: [] });
 
     expect((await provisionsOf(workspaceId)).filter((line) => line.startsWith("start"))).toHaveLength(1);
-    expect(await listWorkspaceEvents(tenant.scope, workspaceId, { kinds: ["provisioning"] })).toHaveLength(1);
-    expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("READY");
+    expect(
+      await listWorkspaceEvents(tenant.scope, workspaceId, { kinds: ["provisioning"] }, processBerth().db),
+    ).toHaveLength(1);
+    expect((await getWorkspace(tenant.scope, workspaceId, processBerth().db)).state).toBe("READY");
   });
 
   // Last: it kills one of the shared workers.
@@ -115,10 +118,10 @@ describe("multi-process provisioning", { timeout: 120_000 }, () => {
     expect(starts.length).toBeGreaterThanOrEqual(2);
     expect(dones.length).toBeGreaterThanOrEqual(1);
     expect(dones.every((l) => Number(l.split(" ")[1]) !== firstPid)).toBe(true);
-    expect((await getWorkspace(tenant.scope, workspaceId)).state).toBe("READY");
-    const reasons = (await listWorkspaceEvents(tenant.scope, workspaceId, { kinds: ["provisioning"] })).map(
-      (e) => e.reason,
-    );
+    expect((await getWorkspace(tenant.scope, workspaceId, processBerth().db)).state).toBe("READY");
+    const reasons = (
+      await listWorkspaceEvents(tenant.scope, workspaceId, { kinds: ["provisioning"] }, processBerth().db)
+    ).map((e) => e.reason);
     expect(reasons).toContain("retrying an interrupted provision");
 
     // One workspace folder per provisioned workspace on disk, each its record's: nothing for reconcile to reap.

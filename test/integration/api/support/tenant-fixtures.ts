@@ -68,6 +68,7 @@ export async function createTenantFixture(runtime: ApiRuntime, label: string): P
   const ownerScope = await resolveTenantScope(
     { kind: "user", userId: owner.id, email: owner.email, name: owner.name, authSessionId: "fixture" },
     tenant.id,
+    processBerth().db,
   );
   const viewer = await createUser(runtime.auth, `viewer-${label}-${suffix}@example.test`, `Viewer ${label}`);
   await addMember(ownerScope, { userId: viewer.id, role: "viewer" }, processBerth().db);

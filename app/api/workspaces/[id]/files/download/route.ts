@@ -26,7 +26,7 @@ export async function GET(request: Request, context: { params: Promise<{ id: str
       });
     const { service, content } = processBerth().workspaces;
     const { tenantId } = verifyDownloadToken(service.engine.downloadSecret, token, { workspaceId: id, path });
-    const scope = await resolveSystemTenantScope(tenantId);
+    const scope = await resolveSystemTenantScope(tenantId, {}, processBerth().db);
     return await content.openFile(scope, id, path, (file) => {
       const headers = new Headers({
         "content-type": "application/octet-stream",
