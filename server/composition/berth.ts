@@ -235,7 +235,12 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
 
   const workspaces = lazy((): WorkspaceServices => {
     const holderId = holder().liveness.ownerId;
-    const service = createWorkspaceService(liveEngine(), { db: db(), attachTracker, leaseOwnerId: holderId });
+    const service = createWorkspaceService(liveEngine(), {
+      db: db(),
+      attachTracker,
+      quota,
+      leaseOwnerId: holderId,
+    });
     // Reattaches across replicas: this process owns its terminals under its holder id.
     const relay = createTerminalRelay({
       redis: redis(),

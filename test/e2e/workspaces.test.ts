@@ -71,6 +71,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
         backendKind: "local",
         isolationPolicy: "PER_AGENT",
       },
+      { config: processBerth().config.quotas },
       processBerth().db,
     );
     await provision(liveId, "e2e: first use");
@@ -219,6 +220,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
         backendKind: "local",
         isolationPolicy: "PER_AGENT",
       },
+      { config: processBerth().config.quotas },
       processBerth().db,
     );
     await failed.getByRole("button", { name: "Retry" }).click();
@@ -337,6 +339,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
       await upsertWorkspaceBinding(
         tenant.scope,
         { id, backendKind: "local", isolationPolicy: "PER_AGENT" },
+        { config: processBerth().config.quotas },
         processBerth().db,
       );
       await provision(id, "e2e: live list");

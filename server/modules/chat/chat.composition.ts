@@ -90,6 +90,7 @@ export function createAgentServices(deps: {
       await enqueue("checkpoint.restore", { tenantId: scope.tenantId, restoreId });
     },
     log,
+    quota: deps.quota,
   });
   const chat = createChatService({
     db,
@@ -111,6 +112,7 @@ export function createAgentServices(deps: {
   const session = createSessionService({
     db,
     workspaces: deps.workspaces,
+    quota: deps.quota,
     cancelTurn: (sessionId) => chat.cancelTurn(sessionId),
     onAuditFailure,
   });

@@ -1,6 +1,7 @@
 import type { Db } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import type { Logger } from "@/server/logger";
+import type { QuotaDeps } from "@/server/modules/quota/quota.service";
 import { audited } from "@/server/modules/audit/audited";
 import { announceChange } from "@/server/modules/live/change-feed";
 import { createSession, getSession, sessionNotFound } from "@/server/modules/session/session.data";
@@ -33,6 +34,8 @@ export type CheckpointServiceDeps = {
   /** Hands a begun restore to the workers (`checkpoint.restore`). */
   enqueueRestore: (scope: TenantScope, restoreId: string) => Promise<void>;
   log: Pick<Logger, "warn">;
+  /** The root's quota deps (a fork's new binding counts against `totalWorkspaces`), built on first use. */
+  quota: () => Pick<QuotaDeps, "config">;
 };
 
 /** A diff lists at most this many files; the rest is counted. */
@@ -290,6 +293,7 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
                   agentId: source.agentId,
                   userId: scope.userId ?? source.userId,
                 },
+                deps.quota(),
                 tx,
               );
               const fork = await createSession(

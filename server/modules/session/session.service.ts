@@ -29,6 +29,7 @@ import {
   workspaceRefusalError,
 } from "@/server/modules/session/session.policy";
 import type { SessionDTO } from "@/server/modules/session/session.types";
+import type { QuotaDeps } from "@/server/modules/quota/quota.service";
 import { effectiveDefaultIsolation } from "@/server/modules/tenant/tenant-policy";
 import { getWorkspaceOrNull } from "@/server/modules/workspace/workspace.data";
 import type { BackendPreferences } from "@/server/modules/workspace/workspace-backend.data";
@@ -66,6 +67,8 @@ export type SessionServiceDeps = {
   /** The process' database client (the Berth root's). */
   db: Db;
   workspaces: SessionWorkspacePort;
+  /** The root's quota deps (a session's new binding counts against `totalWorkspaces`), built on first use. */
+  quota: () => Pick<QuotaDeps, "config">;
   /** Cancels a running turn of a session being deleted (the chat service's registry). */
   cancelTurn?: (sessionId: string) => Promise<unknown>;
   onAuditFailure?: (error: unknown) => void;
@@ -178,7 +181,7 @@ export function createSessionService(deps: SessionServiceDeps) {
             ...(extra.leaderSessionId ? { leaderSessionId: extra.leaderSessionId } : {}),
           },
           db,
-          binding ? { binding } : {},
+          binding ? { binding: { workspace: binding, quota: deps.quota() } } : {},
         );
         return { sessionId: session.id, workspaceId: session.workspaceId, session };
       },

@@ -1,5 +1,6 @@
 import type { TenantScope } from "@/server/auth/scope";
 import type { Db } from "@/server/db";
+import type { QuotaDeps } from "@/server/modules/quota/quota.service";
 import { getAgentOrNull } from "@/server/modules/agent/agent.data";
 import { getSession } from "@/server/modules/session/session.data";
 import type { SessionDTO } from "@/server/modules/session/session.types";
@@ -19,6 +20,8 @@ export type BindingDeps = {
   backends: BindingBackends;
   /** The process' database client (the Berth root's). */
   db: Db;
+  /** The installation's quota configuration (a new record counts against `totalWorkspaces`). */
+  quota: () => Pick<QuotaDeps, "config">;
   /** One insert per workspace per process, however many requests race for it (see bindingForSession). */
   bindingsInFlight: Map<string, Promise<WorkspaceDTO>>;
 };
@@ -56,6 +59,7 @@ export async function bindSession(
           agentId: session.agentId,
           userId: session.userId ?? scope.userId,
         },
+        deps.quota(),
         deps.db,
       );
       if (created) announceWorkspaceCreated(scope.tenantId, workspace);
@@ -91,7 +95,7 @@ export function bindingFor(
 
 /** Records a workspace binding (PENDING) without provisioning. */
 export async function bindWorkspace(
-  deps: { backends: Pick<BindingBackends, "kindFor">; db: Db },
+  deps: Pick<BindingDeps, "db" | "quota"> & { backends: Pick<BindingBackends, "kindFor"> },
   scope: TenantScope,
   input: {
     workspaceId: string;
@@ -109,6 +113,7 @@ export async function bindWorkspace(
       agentId: input.agentId,
       userId: input.userId,
     },
+    deps.quota(),
     deps.db,
   );
   if (created) announceWorkspaceCreated(scope.tenantId, workspace);

@@ -1,5 +1,6 @@
 import type { Db } from "@/server/db";
 import type { AttachTracker } from "@/server/modules/metrics/attach-tracker";
+import type { QuotaDeps } from "@/server/modules/quota/quota.service";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import { createEnqueue } from "@/server/queue/enqueue";
 import { bindDeps } from "@/server/shared/bind-deps";
@@ -55,12 +56,14 @@ export function createWorkspaceService(
     db: Db;
     /** The root's attach tracker (stage timings of attaches), built on first use. */
     attachTracker: () => AttachTracker;
+    /** The root's quota deps (bindings count against `totalWorkspaces`), built on first use. */
+    quota: () => Pick<QuotaDeps, "config">;
     leaseOwnerId?: string;
   },
 ) {
-  const { db } = options;
+  const { db, quota } = options;
   const backends = createBackendChoice(engine.drivers, db);
-  const binding: BindingDeps = { backends, db, bindingsInFlight: new Map() };
+  const binding: BindingDeps = { backends, db, quota, bindingsInFlight: new Map() };
   const use: WorkspaceUseDeps = {
     ...createLeaseDeps(engine, options.leaseOwnerId ?? null, db),
     ...createAttachDeps(engine, options.attachTracker, db),
@@ -94,7 +97,7 @@ export function createWorkspaceService(
     /** The backends of this installation and the tenant's choice among them (backend-choice service). */
     backends,
     bindingFor: bindBackends(bindingFor),
-    bindWorkspace: bindDeps({ backends, db })(bindWorkspace),
+    bindWorkspace: bindDeps({ backends, db, quota })(bindWorkspace),
 
     list: bindQueries(listWorkspacesFor),
     get: bindQueries(getWorkspaceDetail),

@@ -30,6 +30,7 @@ const engine = composeEngine({
 const service = createWorkspaceService(engine, {
   db: processBerth().db,
   attachTracker: () => processBerth().attachTracker,
+  quota: () => processBerth().quota,
 });
 
 function requestOf(line: string): Request {

@@ -118,9 +118,11 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
     });
     const sessionService = createSessionService({
       db: processBerth().db,
+      quota: () => processBerth().quota,
       workspaces: createWorkspaceService(engine, {
         db: processBerth().db,
         attachTracker: () => processBerth().attachTracker,
+        quota: () => processBerth().quota,
       }),
     });
     const create = () => sessionService.create(tenant.scope, { agentId: agent.id });

@@ -46,6 +46,7 @@ async function run(request: Request): Promise<unknown> {
           isolationPolicy: "PER_AGENT",
           userId: tenant.owner.id,
         },
+        { config: processBerth().config.quotas },
         processBerth().db,
       );
       await provisionWorkspace(

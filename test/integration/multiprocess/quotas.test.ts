@@ -167,9 +167,11 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
     });
     const sessionService = createSessionService({
       db: processBerth().db,
+      quota: () => processBerth().quota,
       workspaces: createWorkspaceService(engine, {
         db: processBerth().db,
         attachTracker: () => processBerth().attachTracker,
+        quota: () => processBerth().quota,
       }),
     });
     const create = () => sessionService.create(tenant.scope, { agentId: agent.id });

@@ -72,9 +72,11 @@ describe("the total-workspaces quota", () => {
     );
     const sessions = createSessionService({
       db: processBerth().db,
+      quota: () => processBerth().quota,
       workspaces: createWorkspaceService(engine, {
         db: processBerth().db,
         attachTracker: () => processBerth().attachTracker,
+        quota: () => processBerth().quota,
       }),
     });
     const results = await Promise.allSettled(

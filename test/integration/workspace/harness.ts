@@ -117,6 +117,7 @@ export async function startWorkspaceHarness(
   const service = createWorkspaceService(engine, {
     db: processBerth().db,
     attachTracker: () => processBerth().attachTracker,
+    quota: () => processBerth().quota,
   });
   const workers = await startWorkerRuntime({
     redis,
@@ -139,6 +140,7 @@ export async function startWorkspaceHarness(
       createWorkspaceService(newEngine(), {
         db: processBerth().db,
         attachTracker: () => processBerth().attachTracker,
+        quota: () => processBerth().quota,
       }),
     workers,
     async close() {

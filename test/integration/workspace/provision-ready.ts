@@ -25,6 +25,7 @@ export async function provisionReadyLocalWorkspace(
       isolationPolicy: "PER_AGENT",
       ...(agentId ? { agentId } : {}),
     },
+    { config: processBerth().config.quotas },
     processBerth().db,
   );
   const job = await enqueue("workspace.provision", { tenantId: scope.tenantId, workspaceId, reason });

@@ -9,6 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { processBerth } from "@/server/composition/process-berth";
 import { type Db, getDb } from "@/server/db";
 import { driverSetOf } from "@/server/engine/driver-set";
 import { listPurgeReceipts } from "@/server/modules/audit/audit.data";
@@ -60,6 +61,7 @@ describe("a workspace purge runs once and writes one correct receipt", () => {
         backendKind: "local",
         isolationPolicy: "PER_AGENT",
       },
+      { config: processBerth().config.quotas },
       getDb(),
     );
     const record = (await findWorkspaceRecordForSystem(workspaceId, getDb()))!;

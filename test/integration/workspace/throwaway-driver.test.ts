@@ -74,6 +74,7 @@ beforeAll(async () => {
   service = createWorkspaceService(engine, {
     db: processBerth().db,
     attachTracker: () => processBerth().attachTracker,
+    quota: () => processBerth().quota,
   });
   workers = await startWorkerRuntime({
     redis,
