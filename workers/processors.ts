@@ -21,7 +21,7 @@ import { defineSchedule, type Schedule } from "./schedules";
 /** What Berth's processors need from the composition root (workers/runtime.ts). */
 export type ProcessorDeps = {
   /** The process' Berth root: its configuration and services. */
-  berth: Pick<Berth, "config" | "db" | "engine" | "workspaces" | "quota">;
+  berth: Pick<Berth, "config" | "db" | "engine" | "workspaces" | "quota" | "usage" | "stageSamples">;
   redis: Redis;
   redisPrefix: string;
   /** The workspace engine the jobs use (drivers, config, queues, checkpoints); default: the root's. */

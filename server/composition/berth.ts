@@ -39,7 +39,12 @@ import { ensureInstallationId } from "@/server/modules/installation/installation
 import { type ChangeFeed, createChangeFeed } from "@/server/modules/live/change-feed";
 import { createProvisionGate } from "@/server/modules/machines/provision-gate";
 import { AttachTracker } from "@/server/modules/metrics/attach-tracker";
-import { recordStageSamples } from "@/server/modules/metrics/stage-buffer.service";
+import { stageSampleRecorder, type StageSampleRecorder } from "@/server/modules/metrics/stage-buffer.service";
+import {
+  meteringBufferDeps,
+  usageRecorder,
+  type UsageRecorder,
+} from "@/server/modules/metering/metering.service";
 import {
   createWorkspaceTerminalService,
   type WorkspaceTerminalService,
@@ -95,6 +100,10 @@ export type Berth = {
   readonly quota: QuotaDeps;
   /** The tenant change feed; every process with an engine announces on it (server/modules/live). */
   readonly changeFeed: ChangeFeed;
+  /** Buffers usage for the ledger (`metering.flush`), over `redis` and `queues`. */
+  readonly usage: UsageRecorder;
+  /** Buffers stage timings (`metrics.flush`), over `redis`; never rejects. */
+  readonly stageSamples: StageSampleRecorder;
   /** The API half of a provision's stage timings (server/modules/metrics/attach-tracker.ts). */
   readonly attachTracker: AttachTracker;
   /** The workspace engine: one WorkspaceManager, one set of MCP children. */
@@ -174,6 +183,12 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
     config: config.quotas,
   }));
 
+  // What the hot paths buffer off their path (Redis lists the workers flush), over this root's Redis/queues.
+  const usage = lazy(() => usageRecorder(() => meteringBufferDeps(redis(), queues())));
+  const stageSamples = lazy(() =>
+    stageSampleRecorder(() => ({ redis: redis(), redisPrefix: queues().redisPrefix })),
+  );
+
   const changeFeed = lazy(() =>
     createChangeFeed({
       redis: redis(),
@@ -185,9 +200,9 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
   const attachTracker = lazy(
     () =>
       new AttachTracker((samples) => {
-        void recordStageSamples(samples, {
-          onError: (error) => log().warn({ err: error }, "could not buffer stage timings"),
-        });
+        void stageSamples().record(samples, (error) =>
+          log().warn({ err: error }, "could not buffer stage timings"),
+        );
       }),
   );
 
@@ -286,6 +301,8 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       egress: egress(),
       quota,
       attachTracker,
+      usage,
+      stageSamples,
     });
     return { services, subscriber };
   });
@@ -354,6 +371,12 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
     },
     get changeFeed() {
       return changeFeed();
+    },
+    get usage() {
+      return usage();
+    },
+    get stageSamples() {
+      return stageSamples();
     },
     get attachTracker() {
       return attachTracker();

@@ -18,7 +18,8 @@ import { claimTurn, getTurn, heartbeatTurn, interruptTurn } from "./chat-turn.da
 import { startDeadHolderReaper } from "./dead-holders";
 import { type CancelBus, type Liveness, TurnRegistry } from "./turn-registry";
 import type { TurnEventLog } from "./turn-event-log";
-import { recordUsage } from "@/server/modules/metering/metering.service";
+import type { UsageRecorder } from "@/server/modules/metering/metering.service";
+import type { StageSampleRecorder } from "@/server/modules/metrics/stage-buffer.service";
 import { admitTurn, TURN_SLOT_RENEW_MS, type QuotaDeps } from "@/server/modules/quota/quota.service";
 
 /**
@@ -56,6 +57,10 @@ export function createAgentServices(deps: {
   quota: () => QuotaDeps;
   /** The root's attach tracker (turns' `first_answer` timings). */
   attachTracker: () => AttachTracker;
+  /** The root's usage buffer (turns are metered once they ran). */
+  usage: () => UsageRecorder;
+  /** The root's stage buffer (turns' timings). */
+  stageSamples: () => StageSampleRecorder;
   /** Each turn's egress grant (server/modules/egress/); without it commands have no network. */
   egress?: TurnEgress;
 }): AgentServices {
@@ -103,10 +108,11 @@ export function createAgentServices(deps: {
     checkpoints,
     ...(deps.egress ? { egress: deps.egress } : {}),
     attachTracker: deps.attachTracker,
+    stageSamples: deps.stageSamples,
     quota: {
       admitTurn: (tenantId, turnId) => admitTurn(tenantId, turnId, deps.quota(), db),
       renewEveryMs: TURN_SLOT_RENEW_MS,
-      recordUsage: (entries) => recordUsage(entries),
+      recordUsage: (entries) => deps.usage().record(entries),
     },
   });
   const session = createSessionService({

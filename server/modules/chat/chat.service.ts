@@ -1,5 +1,6 @@
 import type { Db } from "@/server/db";
 import type { AttachTracker } from "@/server/modules/metrics/attach-tracker";
+import type { StageSampleRecorder } from "@/server/modules/metrics/stage-buffer.service";
 import type { z } from "zod";
 import type { SecretKey } from "@/server/auth/secrets";
 import type { TenantScope } from "@/server/auth/scope";
@@ -56,6 +57,8 @@ export type ChatServiceDeps = {
   egress?: TurnEgress;
   /** The root's attach tracker: a turn's first tool result after a fresh attach is `first_answer`. */
   attachTracker: () => AttachTracker;
+  /** The root's stage buffer: each turn's timings. */
+  stageSamples: () => StageSampleRecorder;
 };
 
 export function createChatService(deps: ChatServiceDeps) {
@@ -76,6 +79,7 @@ export function createChatService(deps: ChatServiceDeps) {
     checkpoints: deps.checkpoints,
     egress: deps.egress,
     attachTracker: deps.attachTracker,
+    stageSamples: deps.stageSamples,
     eventLog,
     attach: followingDeps({ log: eventLog, registry: deps.registry, db }),
     readStates: new ReadStates(),

@@ -201,7 +201,10 @@ async function run(
     { session, agent },
     lease,
     async (workspace, record) => {
-      const timer = new TurnTimer({ tenantId: scope.tenantId, record, requestedAt: claimed.requestedAt });
+      const timer = new TurnTimer(
+        { tenantId: scope.tenantId, record, requestedAt: claimed.requestedAt },
+        ctx.stageSamples(),
+      );
       egress = await ctx.egress?.openTurnEgress(scope, {
         agentId: agent.id,
         workspaceId: record.id,

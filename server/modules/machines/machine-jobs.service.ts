@@ -9,9 +9,10 @@ import { checkResumeIntegrity } from "@/server/modules/checkpoint/resume-integri
 import type { Logger } from "@/server/logger";
 import { AppError } from "@/server/shared/errors";
 import { redactHostPaths } from "@/server/shared/host-paths";
-import { recordUsage } from "@/server/modules/metering/metering.service";
+import type { UsageRecorder } from "@/server/modules/metering/metering.service";
 import { provisionAdmission, workspaceResources, type QuotaDeps } from "@/server/modules/quota/quota.service";
 import { startProvisionTimings } from "@/server/modules/metrics/provision-timings";
+import type { StageSampleRecorder } from "@/server/modules/metrics/stage-buffer.service";
 import type { TStagePath } from "@/server/modules/metrics/stage-sample.schema";
 import { emitLifecycleEvent } from "@/server/modules/webhook/webhook-events";
 import { appendWorkspaceEvent } from "@/server/modules/workspace/workspace.data";
@@ -29,6 +30,12 @@ import { claimProvision, DEFAULT_PROVISION_CLAIM_MS, waitForProvisionClaim } fro
 import { specOfRecord } from "@/server/modules/workspace/workspace-spec";
 import type { Db } from "@/server/db";
 
+/** What a provision needs of the workspace jobs' deps. */
+type ProvisionDeps = Pick<
+  WorkspaceJobDeps,
+  "drivers" | "quota" | "usage" | "stageSamples" | "provisionClaimMs" | "checkpoints" | "db"
+>;
+
 /** What the workspace jobs need from the worker's composition root. */
 export type WorkspaceJobDeps = {
   /** Every enabled backend's driver; a record's own backend acts on it. */
@@ -42,6 +49,10 @@ export type WorkspaceJobDeps = {
   db: Db;
   /** Quota admission and limits (the root's, built on first use). */
   quota: () => QuotaDeps;
+  /** Buffers a provision's usage (the root's, built on first use). */
+  usage: () => UsageRecorder;
+  /** Buffers a provision's stage timings (the root's, built on first use). */
+  stageSamples: () => StageSampleRecorder;
   /** The turn checkpoints' store: a recreated or resumed machine's folder is compared with the last one. */
   checkpoints?: CheckpointStore;
   /**
@@ -85,7 +96,7 @@ type ProvisionOutcome = {
  * of an attempt whose worker died (stalled-job recovery), so it provisions again (create-or-get).
  */
 export async function provisionWorkspace(
-  deps: Pick<WorkspaceJobDeps, "drivers" | "quota" | "provisionClaimMs" | "checkpoints" | "db">,
+  deps: ProvisionDeps,
   payload: z.output<typeof ZWorkspaceProvisionPayload>,
   log: Logger,
   /** The job's enqueue and pick-up times (epoch ms): the stage timings start there. */
@@ -103,7 +114,7 @@ export async function provisionWorkspace(
 
 /** One look at the workspace and, under its claim, the provision; "claim-held": another run has it. */
 async function provisionOnce(
-  deps: Pick<WorkspaceJobDeps, "drivers" | "quota" | "provisionClaimMs" | "checkpoints" | "db">,
+  deps: ProvisionDeps,
   payload: z.output<typeof ZWorkspaceProvisionPayload>,
   log: Logger,
   timing: { requestedAt: number; pickedUpAt: number },
@@ -119,7 +130,7 @@ async function provisionOnce(
   const spec = { ...specOfRecord(record), resources };
   const dataLoss = dataLossRecorder(scope, record, db);
   // Off the hot path: one un-awaited buffer push when the provision ends (see stage-buffer.service.ts).
-  const timings = startProvisionTimings(timing, record, (error) =>
+  const timings = startProvisionTimings(timing, record, deps.stageSamples(), (error) =>
     log.warn({ err: error }, "could not buffer stage timings"),
   );
   const path = timings.path;
@@ -175,7 +186,7 @@ async function provisionOnce(
     await claim.end();
   }
   timings.done(true);
-  await recordUsage([
+  await deps.usage().record([
     {
       tenantId: record.tenantId,
       kind: "provision",

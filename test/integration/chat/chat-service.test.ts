@@ -117,6 +117,8 @@ describe("chat.send", () => {
         reapIntervalMs: 60_000,
         quota: () => processBerth().quota,
         attachTracker: () => processBerth().attachTracker,
+        usage: () => processBerth().usage,
+        stageSamples: () => processBerth().stageSamples,
       });
       await expect(
         other.chat.send(h.tenant.ownerScope, { sessionId, message: "me three" }),

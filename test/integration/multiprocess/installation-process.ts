@@ -50,7 +50,13 @@ async function run(request: Request): Promise<unknown> {
         processBerth().db,
       );
       await provisionWorkspace(
-        { db: processBerth().db, drivers: engine.drivers, quota: () => processBerth().quota },
+        {
+          db: processBerth().db,
+          drivers: engine.drivers,
+          quota: () => processBerth().quota,
+          usage: () => processBerth().usage,
+          stageSamples: () => processBerth().stageSamples,
+        },
         { tenantId: tenant.tenantId, workspaceId, reason: "test", machineGone: false },
         log,
       );
