@@ -24,7 +24,11 @@ import { createDatabaseClient, type Db } from "@/server/db";
 import { createEngine, type CreateEngineOptions, type WorkspaceEngine } from "@/server/engine/engine";
 import { type EngineConfig, loadEngineConfig } from "@/server/engine/engine-config";
 import { createLogger, type Logger } from "@/server/logger";
-import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
+import {
+  auditBufferDeps,
+  auditRecorder,
+  type AuditRecorder,
+} from "@/server/modules/audit/audit-buffer.service";
 import {
   type BackendSettingsService,
   createBackendSettingsService,
@@ -100,6 +104,8 @@ export type Berth = {
   readonly quota: QuotaDeps;
   /** The tenant change feed; every process with an engine announces on it (server/modules/live). */
   readonly changeFeed: ChangeFeed;
+  /** Buffers audit entries (`audit.flush`), over `redis` and `queues`: what services audit through. */
+  readonly audit: AuditRecorder;
   /** Buffers usage for the ledger (`metering.flush`), over `redis` and `queues`. */
   readonly usage: UsageRecorder;
   /** Buffers stage timings (`metrics.flush`), over `redis`; never rejects. */
@@ -184,6 +190,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
   }));
 
   // What the hot paths buffer off their path (Redis lists the workers flush), over this root's Redis/queues.
+  const audit = lazy(() => auditRecorder(() => auditBufferDeps(redis(), queues())));
   const usage = lazy(() => usageRecorder(() => meteringBufferDeps(redis(), queues())));
   const stageSamples = lazy(() =>
     stageSampleRecorder(() => ({ redis: redis(), redisPrefix: queues().redisPrefix })),
@@ -254,6 +261,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       db: db(),
       attachTracker,
       quota,
+      audit: audit(),
       leaseOwnerId: holderId,
     });
     // Reattaches across replicas: this process owns its terminals under its holder id.
@@ -269,7 +277,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       content: createWorkspaceContentService(service, { db: db(), quota }),
       terminals: createWorkspaceTerminalService(
         service,
-        db(),
+        { db: db(), audit: audit() },
         { reattachGraceMs: config.http.terminalReattachGraceMs },
         relay,
       ),
@@ -301,6 +309,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       egress: egress(),
       quota,
       attachTracker,
+      audit: audit(),
       usage,
       stageSamples,
     });
@@ -324,7 +333,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       db: db(),
       redis: redis(),
       redisPrefix: config.redis.prefix,
-      recordAudit: (scope, entry) => recordAudit(scope, entry),
+      recordAudit: (scope, entry) => audit().record(scope, entry),
       log: logger.child({ component: "sign-in-guard" }),
     });
     return { logger, auth, origins, signInGuard };
@@ -335,10 +344,16 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       db: db(),
       secretKey: secretKey(),
       enabledKinds: () => liveEngine().drivers.all.map((driver) => driver.kind),
+      audit: audit(),
     }),
   );
   const egress = lazy(() =>
-    createEgressService({ db: db(), secretKey: secretKey(), log: log().child({ component: "egress" }) }),
+    createEgressService({
+      db: db(),
+      secretKey: secretKey(),
+      log: log().child({ component: "egress" }),
+      audit: audit(),
+    }),
   );
   const webhooks = lazy(() =>
     createWebhookService({
@@ -346,6 +361,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       secretKey: secretKey(),
       policy: { allowedOrigins: config.operations.webhookAllowedOrigins },
       queues,
+      audit: audit(),
     }),
   );
 
@@ -371,6 +387,9 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
     },
     get changeFeed() {
       return changeFeed();
+    },
+    get audit() {
+      return audit();
     },
     get usage() {
       return usage();

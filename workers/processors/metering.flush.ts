@@ -1,6 +1,7 @@
 import type { Db } from "@/server/db";
 import type { Redis } from "ioredis";
 import type { QuotaConfig } from "@/server/config/quotas";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
 import { runMeteringFlush } from "@/server/modules/metering/metering-flush.service";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
 import type { JobProcessor } from "../registry";
@@ -12,6 +13,8 @@ export type MeteringFlushDeps = {
   redisPrefix: string;
   quotas: QuotaConfig;
   requestStop: (payload: { tenantId: string; workspaceId: string; reason: string }) => Promise<unknown>;
+  /** Where budget alerts are audited (the root's `berth.audit`). */
+  audit: AuditRecorder;
 };
 
 /** `metering.flush`: the usage buffer → the UsageRecord ledger, then the budgets (transport-thin). */

@@ -1,6 +1,7 @@
 import type { Db } from "@/server/db";
 import type { AttachTracker } from "@/server/modules/metrics/attach-tracker";
 import type { StageSampleRecorder } from "@/server/modules/metrics/stage-buffer.service";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
 import type { SecretKey } from "@/server/auth/secrets";
 import type { TenantScope } from "@/server/auth/scope";
 import type { Logger } from "@/server/logger";
@@ -69,6 +70,8 @@ export type ChatContext = {
   attachTracker: () => AttachTracker;
   /** The root's stage buffer (a turn's `queue_wait`, `tool` and `model` timings). */
   stageSamples: () => StageSampleRecorder;
+  /** Where turns and cancels are audited (the root's `berth.audit`). */
+  audit: AuditRecorder;
   eventLog: TurnEventLog;
   /** How turns are seen again from their logs (chat-following.ts). */
   attach: TurnAttachDeps;

@@ -19,6 +19,7 @@ import { startDeadHolderReaper } from "./dead-holders";
 import { type CancelBus, type Liveness, TurnRegistry } from "./turn-registry";
 import type { TurnEventLog } from "./turn-event-log";
 import type { UsageRecorder } from "@/server/modules/metering/metering.service";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
 import type { StageSampleRecorder } from "@/server/modules/metrics/stage-buffer.service";
 import { admitTurn, TURN_SLOT_RENEW_MS, type QuotaDeps } from "@/server/modules/quota/quota.service";
 
@@ -57,6 +58,8 @@ export function createAgentServices(deps: {
   quota: () => QuotaDeps;
   /** The root's attach tracker (turns' `first_answer` timings). */
   attachTracker: () => AttachTracker;
+  /** Where the services' changes are audited (the root's `berth.audit`). */
+  audit: AuditRecorder;
   /** The root's usage buffer (turns are metered once they ran). */
   usage: () => UsageRecorder;
   /** The root's stage buffer (turns' timings). */
@@ -96,6 +99,7 @@ export function createAgentServices(deps: {
     },
     log,
     quota: deps.quota,
+    audit: deps.audit,
   });
   const chat = createChatService({
     db,
@@ -109,6 +113,7 @@ export function createAgentServices(deps: {
     ...(deps.egress ? { egress: deps.egress } : {}),
     attachTracker: deps.attachTracker,
     stageSamples: deps.stageSamples,
+    audit: deps.audit,
     quota: {
       admitTurn: (tenantId, turnId) => admitTurn(tenantId, turnId, deps.quota(), db),
       renewEveryMs: TURN_SLOT_RENEW_MS,
@@ -119,12 +124,14 @@ export function createAgentServices(deps: {
     db,
     workspaces: deps.workspaces,
     quota: deps.quota,
+    audit: deps.audit,
     cancelTurn: (sessionId) => chat.cancelTurn(sessionId),
     onAuditFailure,
   });
   return {
     agent: createAgentService({
       db,
+      audit: deps.audit,
       secretKey: deps.secretKey,
       enqueueSessionPurge: (scope, input) => deps.workspaces.enqueueSessionPurge(scope, input),
       enqueueAgentPurge: (scope, input) => deps.workspaces.enqueueAgentPurge(scope, input),
@@ -134,7 +141,7 @@ export function createAgentServices(deps: {
     }),
     session,
     chat,
-    jobs: createJobsService(deps.workspaces.engine.queues),
+    jobs: createJobsService(deps.workspaces.engine.queues, deps.audit),
     checkpoints,
     checkModel: (scope, agentId) => checkAgentModel(scope, agentId, { secretKey: deps.secretKey }, db),
     close: () => reaper.stop(),

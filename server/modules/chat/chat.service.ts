@@ -6,6 +6,7 @@ import type { SecretKey } from "@/server/auth/secrets";
 import type { TenantScope } from "@/server/auth/scope";
 import type { Logger } from "@/server/logger";
 import { audited } from "@/server/modules/audit/audited";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
 import { getSession, listChatMessages } from "@/server/modules/session/session.data";
 import { parseInput } from "@/server/shared/parse-input";
 import type { TTurnLimitsInput } from "@/server/agent/agent.schema";
@@ -59,6 +60,8 @@ export type ChatServiceDeps = {
   attachTracker: () => AttachTracker;
   /** The root's stage buffer: each turn's timings. */
   stageSamples: () => StageSampleRecorder;
+  /** Where turns and cancels are audited (the root's `berth.audit`). */
+  audit: AuditRecorder;
 };
 
 export function createChatService(deps: ChatServiceDeps) {
@@ -80,6 +83,7 @@ export function createChatService(deps: ChatServiceDeps) {
     egress: deps.egress,
     attachTracker: deps.attachTracker,
     stageSamples: deps.stageSamples,
+    audit: deps.audit,
     eventLog,
     attach: followingDeps({ log: eventLog, registry: deps.registry, db }),
     readStates: new ReadStates(),
@@ -112,6 +116,7 @@ async function cancelTurn(
   sessionId: string,
 ): Promise<{ cancelled: boolean }> {
   return audited(
+ctx.audit,
     scope,
     { action: "chat.cancel", targetType: "session", targetId: sessionId },
     async () => {

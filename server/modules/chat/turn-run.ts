@@ -2,7 +2,6 @@ import type { Db } from "@/server/db";
 import { randomUUID } from "node:crypto";
 import type { TenantScope } from "@/server/auth/scope";
 import { type AgentDTO, defaultSystemPrompt } from "@/server/modules/agent/agent.types";
-import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
 import { announceChange } from "@/server/modules/live/change-feed";
 import { listChatMessages } from "@/server/modules/session/session.data";
 import type { ChatMessageDTO, SessionDTO } from "@/server/modules/session/session.types";
@@ -128,7 +127,7 @@ async function finish(
   // A turn is a mutation (messages, workspace files): audited once it ends, with its outcome. Never
   // the message text, which may hold secrets.
   const auditTurn = (outcome: "success" | "failure", details: Record<string, unknown>) =>
-    recordAudit(scope, {
+    ctx.audit.record(scope, {
       action: "chat.send",
       targetType: "session",
       targetId: session.id,

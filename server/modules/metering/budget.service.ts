@@ -2,7 +2,7 @@ import type { Db, DbClient } from "@/server/db";
 import type { MeteringRate, QuotaConfig } from "@/server/config/quotas";
 import type { Logger } from "@/server/logger";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
-import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
 import { getTenantQuota } from "@/server/modules/quota/quota.data";
 import { emitLifecycleEvent } from "@/server/modules/webhook/webhook-events";
 import { claimBudgetAlert, listReadyWorkspaceIds, sumUsageSince } from "./metering.data";
@@ -59,6 +59,8 @@ export async function evaluateBudgets(
     rates: Rates;
     requestStop: (payload: { tenantId: string; workspaceId: string; reason: string }) => Promise<unknown>;
     log: Logger;
+    /** Where alerts are audited (the root's `berth.audit`). */
+    audit: AuditRecorder;
   },
   now = new Date(),
   db: Db,
@@ -78,7 +80,7 @@ export async function evaluateBudgets(
         continue;
       result.alerts.push(percent);
       const scope = await resolveSystemTenantScope(tenantId, {}, db);
-      await recordAudit(scope, {
+      await deps.audit.record(scope, {
         action: "budget.threshold",
         targetType: "tenant",
         targetId: tenantId,

@@ -1,6 +1,7 @@
 import type { Db } from "@/server/db";
 import type { AttachTracker } from "@/server/modules/metrics/attach-tracker";
 import type { QuotaDeps } from "@/server/modules/quota/quota.service";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import { createEnqueue } from "@/server/queue/enqueue";
 import { bindDeps } from "@/server/shared/bind-deps";
@@ -58,18 +59,25 @@ export function createWorkspaceService(
     attachTracker: () => AttachTracker;
     /** The root's quota deps (bindings count against `totalWorkspaces`), built on first use. */
     quota: () => Pick<QuotaDeps, "config">;
+    /** Where workspace requests and backend choices are audited (the root's `berth.audit`). */
+    audit: AuditRecorder;
     leaseOwnerId?: string;
   },
 ) {
   const { db, quota } = options;
-  const backends = createBackendChoice(engine.drivers, db);
+  const backends = createBackendChoice(engine.drivers, db, options.audit);
   const binding: BindingDeps = { backends, db, quota, bindingsInFlight: new Map() };
   const use: WorkspaceUseDeps = {
     ...createLeaseDeps(engine, options.leaseOwnerId ?? null, db),
     ...createAttachDeps(engine, options.attachTracker, db),
     ...binding,
   };
-  const requests: RequestDeps = { enqueue: createEnqueue(engine.queues), db, log: engine.log };
+  const requests: RequestDeps = {
+    enqueue: createEnqueue(engine.queues),
+    db,
+    log: engine.log,
+    audit: options.audit,
+  };
   const bindUse = bindDeps(use);
   const bindRequests = bindDeps(requests);
   const bindBackends = bindDeps(backends);
@@ -77,7 +85,7 @@ export function createWorkspaceService(
 
   return {
     engine,
-    audited: bindDeps(engine.log)(auditWorkspaceChange),
+    audited: bindDeps(requests)(auditWorkspaceChange),
     acquireLease: bindUse(acquireLease),
     releaseLease: bindUse(releaseLease),
     withLease: bindUse(withLease),

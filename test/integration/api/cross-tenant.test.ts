@@ -593,6 +593,7 @@ beforeAll(async () => {
     const mcpEntry = await addLibraryEntry(
       t.ownerScope,
       { kind: "MCP", declaration: probeMcp("xt-probe") },
+      processBerth().audit,
       processBerth().db,
     );
     const skillEntry = await addLibraryEntry(
@@ -601,6 +602,7 @@ beforeAll(async () => {
         kind: "SKILL",
         skill: { kind: "inline", name: "xt-skill", description: "probe", instructions: "probe" },
       },
+      processBerth().audit,
       processBerth().db,
     );
     // A (FAILED, so fileless) checkpoint of the session and a finished restore: rows to aim at.

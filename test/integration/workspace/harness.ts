@@ -115,6 +115,7 @@ export async function startWorkspaceHarness(
   };
   const engine = newEngine();
   const service = createWorkspaceService(engine, {
+    audit: processBerth().audit,
     db: processBerth().db,
     attachTracker: () => processBerth().attachTracker,
     quota: () => processBerth().quota,
@@ -138,6 +139,7 @@ export async function startWorkspaceHarness(
       createWorkspaceContentService(service, { db: processBerth().db, quota: () => processBerth().quota }),
     replica: () =>
       createWorkspaceService(newEngine(), {
+        audit: processBerth().audit,
         db: processBerth().db,
         attachTracker: () => processBerth().attachTracker,
         quota: () => processBerth().quota,

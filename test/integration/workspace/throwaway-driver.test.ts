@@ -72,6 +72,7 @@ beforeAll(async () => {
     drivers,
   });
   service = createWorkspaceService(engine, {
+    audit: processBerth().audit,
     db: processBerth().db,
     attachTracker: () => processBerth().attachTracker,
     quota: () => processBerth().quota,
@@ -122,6 +123,7 @@ it("a driver added through a registry entry alone runs a workspace end to end", 
   // Its tenant settings (declared in its definition) are stored, sealed and handed back like E2B's.
   const secretKey = secretKeyFromBytes(getConfig().secrets.encryptionKey);
   const settings = createBackendSettingsService({
+    audit: processBerth().audit,
     db: processBerth().db,
     secretKey,
     registry,
