@@ -23,7 +23,7 @@ export type ProcessorDeps = {
   /** The process' Berth root: its configuration and services. */
   berth: Pick<
     Berth,
-    "config" | "db" | "engine" | "workspaces" | "quota" | "usage" | "stageSamples" | "audit"
+    "config" | "db" | "engine" | "workspaces" | "quota" | "usage" | "stageSamples" | "audit" | "lifecycle"
   >;
   redis: Redis;
   redisPrefix: string;
@@ -81,6 +81,7 @@ export function registerBerthProcessors(
       ...deps,
       db: deps.berth.db,
       audit: deps.berth.audit,
+      lifecycle: deps.berth.lifecycle,
       requestStop: (payload) => enqueue("workspace.stop", payload),
     }),
   );

@@ -56,6 +56,7 @@ import {
 import { createTerminalRelay } from "@/server/modules/terminal/terminal-relay";
 import { listTenantIdleTtlsBelow } from "@/server/modules/tenant/tenant-policy.data";
 import { createWebhookService, type WebhookService } from "@/server/modules/webhook/webhook.service";
+import { lifecycleEvents, type LifecycleEvents } from "@/server/modules/webhook/webhook-events";
 import { createEgressService, type EgressService } from "@/server/modules/egress/egress.service";
 import {
   createWorkspaceContentService,
@@ -106,6 +107,8 @@ export type Berth = {
   readonly changeFeed: ChangeFeed;
   /** Buffers audit entries (`audit.flush`), over `redis` and `queues`: what services audit through. */
   readonly audit: AuditRecorder;
+  /** Announces lifecycle events to tenants' webhooks (`webhook.dispatch` on `queues`; warns on `log`). */
+  readonly lifecycle: LifecycleEvents;
   /** Buffers usage for the ledger (`metering.flush`), over `redis` and `queues`. */
   readonly usage: UsageRecorder;
   /** Buffers stage timings (`metrics.flush`), over `redis`; never rejects. */
@@ -191,6 +194,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
 
   // What the hot paths buffer off their path (Redis lists the workers flush), over this root's Redis/queues.
   const audit = lazy(() => auditRecorder(() => auditBufferDeps(redis(), queues())));
+  const lifecycle = lazy(() => lifecycleEvents({ queues, log }));
   const usage = lazy(() => usageRecorder(() => meteringBufferDeps(redis(), queues())));
   const stageSamples = lazy(() =>
     stageSampleRecorder(() => ({ redis: redis(), redisPrefix: queues().redisPrefix })),
@@ -262,6 +266,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       attachTracker,
       quota,
       audit: audit(),
+      lifecycle: lifecycle(),
       leaseOwnerId: holderId,
     });
     // Reattaches across replicas: this process owns its terminals under its holder id.
@@ -310,6 +315,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       quota,
       attachTracker,
       audit: audit(),
+      lifecycle: lifecycle(),
       usage,
       stageSamples,
     });
@@ -390,6 +396,9 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
     },
     get audit() {
       return audit();
+    },
+    get lifecycle() {
+      return lifecycle();
     },
     get usage() {
       return usage();

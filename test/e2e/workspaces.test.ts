@@ -16,7 +16,7 @@ import { addMember } from "@/server/modules/member/member.data";
 import { createTenantWithOwner } from "@/server/modules/tenant/tenant.service";
 import { getWorkspace, upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
 import { acquireLeaseLocked } from "@/server/modules/workspace/workspace-lifecycle.data";
-import { enqueue } from "@/server/queue/enqueue";
+import { createEnqueue } from "@/server/queue/enqueue";
 import { getQueues } from "@/server/queue/queues";
 import type { BerthServer } from "./support/berth-server";
 import { downloadedText, HAS_CHROMIUM, requireChromium } from "./support/chromium";
@@ -48,7 +48,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
   /** Runs a provision job in the server's workers and resolves (or rejects) when it has finished. */
   async function provision(workspaceId: string, reason: string) {
     const events = await getQueues().events("workspace");
-    const job = await enqueue("workspace.provision", {
+    const job = await createEnqueue(processBerth().queues)("workspace.provision", {
       tenantId: tenant.scope.tenantId,
       workspaceId,
       reason,

@@ -2,6 +2,7 @@ import type { Db } from "@/server/db";
 import type { AttachTracker } from "@/server/modules/metrics/attach-tracker";
 import type { StageSampleRecorder } from "@/server/modules/metrics/stage-buffer.service";
 import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
+import type { LifecycleEvents } from "@/server/modules/webhook/webhook-events";
 import type { SecretKey } from "@/server/auth/secrets";
 import type { TenantScope } from "@/server/auth/scope";
 import type { Logger } from "@/server/logger";
@@ -72,6 +73,8 @@ export type ChatContext = {
   stageSamples: () => StageSampleRecorder;
   /** Where turns and cancels are audited (the root's `berth.audit`). */
   audit: AuditRecorder;
+  /** Announces `turn.completed` / `turn.failed` (the root's `berth.lifecycle`). */
+  lifecycle: LifecycleEvents;
   eventLog: TurnEventLog;
   /** How turns are seen again from their logs (chat-following.ts). */
   attach: TurnAttachDeps;

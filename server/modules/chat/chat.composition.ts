@@ -20,6 +20,7 @@ import { type CancelBus, type Liveness, TurnRegistry } from "./turn-registry";
 import type { TurnEventLog } from "./turn-event-log";
 import type { UsageRecorder } from "@/server/modules/metering/metering.service";
 import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
+import type { LifecycleEvents } from "@/server/modules/webhook/webhook-events";
 import type { StageSampleRecorder } from "@/server/modules/metrics/stage-buffer.service";
 import { admitTurn, TURN_SLOT_RENEW_MS, type QuotaDeps } from "@/server/modules/quota/quota.service";
 
@@ -60,6 +61,8 @@ export function createAgentServices(deps: {
   attachTracker: () => AttachTracker;
   /** Where the services' changes are audited (the root's `berth.audit`). */
   audit: AuditRecorder;
+  /** Announces turns' ends to tenants' webhooks (the root's `berth.lifecycle`). */
+  lifecycle: LifecycleEvents;
   /** The root's usage buffer (turns are metered once they ran). */
   usage: () => UsageRecorder;
   /** The root's stage buffer (turns' timings). */
@@ -114,6 +117,7 @@ export function createAgentServices(deps: {
     attachTracker: deps.attachTracker,
     stageSamples: deps.stageSamples,
     audit: deps.audit,
+    lifecycle: deps.lifecycle,
     quota: {
       admitTurn: (tenantId, turnId) => admitTurn(tenantId, turnId, deps.quota(), db),
       renewEveryMs: TURN_SLOT_RENEW_MS,

@@ -7,6 +7,7 @@ import type { TenantScope } from "@/server/auth/scope";
 import type { Logger } from "@/server/logger";
 import { audited } from "@/server/modules/audit/audited";
 import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
+import type { LifecycleEvents } from "@/server/modules/webhook/webhook-events";
 import { getSession, listChatMessages } from "@/server/modules/session/session.data";
 import { parseInput } from "@/server/shared/parse-input";
 import type { TTurnLimitsInput } from "@/server/agent/agent.schema";
@@ -62,6 +63,8 @@ export type ChatServiceDeps = {
   stageSamples: () => StageSampleRecorder;
   /** Where turns and cancels are audited (the root's `berth.audit`). */
   audit: AuditRecorder;
+  /** Announces turns' ends to tenants' webhooks (the root's `berth.lifecycle`). */
+  lifecycle: LifecycleEvents;
 };
 
 export function createChatService(deps: ChatServiceDeps) {
@@ -84,6 +87,7 @@ export function createChatService(deps: ChatServiceDeps) {
     attachTracker: deps.attachTracker,
     stageSamples: deps.stageSamples,
     audit: deps.audit,
+    lifecycle: deps.lifecycle,
     eventLog,
     attach: followingDeps({ log: eventLog, registry: deps.registry, db }),
     readStates: new ReadStates(),

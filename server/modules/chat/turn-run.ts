@@ -5,7 +5,6 @@ import { type AgentDTO, defaultSystemPrompt } from "@/server/modules/agent/agent
 import { announceChange } from "@/server/modules/live/change-feed";
 import { listChatMessages } from "@/server/modules/session/session.data";
 import type { ChatMessageDTO, SessionDTO } from "@/server/modules/session/session.types";
-import { emitLifecycleEvent } from "@/server/modules/webhook/webhook-events";
 import { runTurn, type TurnResult } from "@/server/agent/agent-loop";
 import type { TChatTurnEvent } from "@/server/agent/agent.schema";
 import { createAgentModel, modelEndpointForAgent } from "@/server/agent/model-provider";
@@ -142,7 +141,7 @@ async function finish(
       steps: done.steps,
       ...(error ? { code: error.code } : {}),
     });
-    announceTurn(scope.tenantId, session, done.status, error?.code ?? null);
+    announceTurn(ctx, scope.tenantId, session, done.status, error?.code ?? null);
     publish(done);
   } catch (thrown) {
     // The turn ran, but its end could not be stored. The client hears so (typed, masked). Only a lost
@@ -151,7 +150,7 @@ async function finish(
     ctx.log.error({ err: thrown, sessionId: session.id }, "could not store a chat turn's end");
     const unsaved = await storeUnsavedTurn(ctx.turnEnd, scope, turn, claimed.message, done, thrown, ctx.db);
     await auditTurn("failure", { status: "failed", code: unsaved.code });
-    announceTurn(scope.tenantId, session, "failed", unsaved.code);
+    announceTurn(ctx, scope.tenantId, session, "failed", unsaved.code);
     publish(unsaved);
     publish({ ...done, status: "failed" });
   } finally {
@@ -165,11 +164,17 @@ async function finish(
 }
 
 /** `turn.completed` / `turn.failed` for the tenant's webhooks (a cancelled turn is neither). */
-function announceTurn(tenantId: string, session: SessionDTO, status: string, code: string | null): void {
+function announceTurn(
+  ctx: Pick<ChatContext, "lifecycle">,
+  tenantId: string,
+  session: SessionDTO,
+  status: string,
+  code: string | null,
+): void {
   // The sessions list's status column (live pages: server/modules/live/change-feed.ts).
   announceChange(tenantId, { topic: "session", id: session.id, userId: session.userId });
   if (status === "cancelled") return;
-  emitLifecycleEvent(tenantId, status === "failed" ? "turn.failed" : "turn.completed", {
+  ctx.lifecycle.emit(tenantId, status === "failed" ? "turn.failed" : "turn.completed", {
     sessionId: session.id,
     agentId: session.agentId,
     workspaceId: session.workspaceId,

@@ -14,7 +14,7 @@ import { provisionAdmission, workspaceResources, type QuotaDeps } from "@/server
 import { startProvisionTimings } from "@/server/modules/metrics/provision-timings";
 import type { StageSampleRecorder } from "@/server/modules/metrics/stage-buffer.service";
 import type { TStagePath } from "@/server/modules/metrics/stage-sample.schema";
-import { emitLifecycleEvent } from "@/server/modules/webhook/webhook-events";
+import type { LifecycleEvents } from "@/server/modules/webhook/webhook-events";
 import { appendWorkspaceEvent } from "@/server/modules/workspace/workspace.data";
 import type {
   ZWorkspaceProvisionPayload,
@@ -33,7 +33,7 @@ import type { Db } from "@/server/db";
 /** What a provision needs of the workspace jobs' deps. */
 type ProvisionDeps = Pick<
   WorkspaceJobDeps,
-  "drivers" | "quota" | "usage" | "stageSamples" | "provisionClaimMs" | "checkpoints" | "db"
+  "drivers" | "quota" | "usage" | "stageSamples" | "lifecycle" | "provisionClaimMs" | "checkpoints" | "db"
 >;
 
 /** What the workspace jobs need from the worker's composition root. */
@@ -53,6 +53,8 @@ export type WorkspaceJobDeps = {
   usage: () => UsageRecorder;
   /** Buffers a provision's stage timings (the root's, built on first use). */
   stageSamples: () => StageSampleRecorder;
+  /** Announces `workspace.ready`, `.failed` and `.stopped` to tenants' webhooks (the root's `berth.lifecycle`). */
+  lifecycle: LifecycleEvents;
   /** The turn checkpoints' store: a recreated or resumed machine's folder is compared with the last one. */
   checkpoints?: CheckpointStore;
   /**
@@ -161,7 +163,7 @@ async function provisionOnce(
       await progress.recorded();
     } catch (error) {
       await progress.recorded();
-      await recordProvisionFailure(scope, record, error, timings, log, db);
+      await recordProvisionFailure(scope, record, error, timings, deps.lifecycle, log, db);
       throw error;
     }
     // Before READY, so no turn can change the folder while it is compared with the last checkpoint.
@@ -208,7 +210,7 @@ async function provisionOnce(
     });
     return { outcome: "stopped-suspended" };
   }
-  emitLifecycleEvent(record.tenantId, "workspace.ready", {
+  deps.lifecycle.emit(record.tenantId, "workspace.ready", {
     workspaceId: record.id,
     backend: record.backendKind,
     path,
@@ -390,6 +392,7 @@ async function recordProvisionFailure(
   record: WorkspaceRecord,
   error: unknown,
   timings: ReturnType<typeof startProvisionTimings>,
+  lifecycle: LifecycleEvents,
   log: Logger,
   db: Db,
 ) {
@@ -408,7 +411,7 @@ async function recordProvisionFailure(
     log.warn({ err: transitionError }, "could not record the failed provision"),
   );
   timings.done(false);
-  emitLifecycleEvent(record.tenantId, "workspace.failed", {
+  lifecycle.emit(record.tenantId, "workspace.failed", {
     workspaceId: record.id,
     backend: record.backendKind,
     // Sent outside the installation: host paths never leave it (server/shared/host-paths.ts).
@@ -418,7 +421,7 @@ async function recordProvisionFailure(
 
 /** `workspace.stop`: READY | STOPPING → STOPPED; the machine stops, its data stays. */
 export async function stopWorkspace(
-  deps: Pick<WorkspaceJobDeps, "db" | "drivers">,
+  deps: Pick<WorkspaceJobDeps, "db" | "drivers" | "lifecycle">,
   payload: z.output<typeof ZWorkspaceStopPayload>,
 ): Promise<{ outcome: "stopped" | "nothing-to-stop"; state: string }> {
   const { db } = deps;
@@ -435,7 +438,7 @@ export async function stopWorkspace(
   }
   await deps.drivers.forKind(record.backendKind).stop(specOfRecord(record));
   await transitionFrom(scope, record.id, { from: ["STOPPING"], to: "STOPPED", reason: payload.reason }, db);
-  emitLifecycleEvent(record.tenantId, "workspace.stopped", {
+  deps.lifecycle.emit(record.tenantId, "workspace.stopped", {
     workspaceId: record.id,
     reason: payload.reason,
   });

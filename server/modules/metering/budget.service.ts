@@ -4,7 +4,7 @@ import type { Logger } from "@/server/logger";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
 import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
 import { getTenantQuota } from "@/server/modules/quota/quota.data";
-import { emitLifecycleEvent } from "@/server/modules/webhook/webhook-events";
+import type { LifecycleEvents } from "@/server/modules/webhook/webhook-events";
 import { claimBudgetAlert, listReadyWorkspaceIds, sumUsageSince } from "./metering.data";
 import { monthOf, type UsageKind, type UsageSums } from "./metering.types";
 
@@ -61,6 +61,8 @@ export async function evaluateBudgets(
     log: Logger;
     /** Where alerts are audited (the root's `berth.audit`). */
     audit: AuditRecorder;
+    /** Announces `budget.threshold_reached` / `budget.exhausted` (the root's `berth.lifecycle`). */
+    lifecycle: LifecycleEvents;
   },
   now = new Date(),
   db: Db,
@@ -88,7 +90,7 @@ export async function evaluateBudgets(
         details: { percent, month, spentUnits: spent, budgetUnits: budget },
       });
       // The tenant's lifecycle webhooks hear it too: an alert at 100 % or more says the budget is spent.
-      emitLifecycleEvent(tenantId, percent >= 100 ? "budget.exhausted" : "budget.threshold_reached", {
+      deps.lifecycle.emit(tenantId, percent >= 100 ? "budget.exhausted" : "budget.threshold_reached", {
         percent,
         month,
         spentUnits: spent,

@@ -3,6 +3,7 @@ import type { Redis } from "ioredis";
 import type { QuotaConfig } from "@/server/config/quotas";
 import type { Logger } from "@/server/logger";
 import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
+import type { LifecycleEvents } from "@/server/modules/webhook/webhook-events";
 import { accrueRunningWorkspaces } from "@/server/modules/workspace/workspace-metering.data";
 import { evaluateBudgets, type BudgetEvaluation } from "./budget.service";
 import { flushMeteringBuffer, type MeteringFlushResult } from "./metering.service";
@@ -24,6 +25,8 @@ export async function runMeteringFlush(deps: {
   log: Logger;
   /** Where budget alerts are audited (the root's `berth.audit`). */
   audit: AuditRecorder;
+  /** Announces budget events to tenants' webhooks (the root's `berth.lifecycle`). */
+  lifecycle: LifecycleEvents;
 }): Promise<MeteringFlushResult & { accrued: number; budgets: BudgetEvaluation[] }> {
   const { db } = deps;
   const accrued = await accrueRunningWorkspaces(new Date(Date.now() - ACCRUAL_EVERY_MS), 500, db);
@@ -35,6 +38,7 @@ export async function runMeteringFlush(deps: {
       requestStop: deps.requestStop,
       log: deps.log,
       audit: deps.audit,
+      lifecycle: deps.lifecycle,
     },
     undefined,
     db,

@@ -5,7 +5,7 @@ import { getAgentOrNull } from "@/server/modules/agent/agent.data";
 import { getSession } from "@/server/modules/session/session.data";
 import type { SessionDTO } from "@/server/modules/session/session.types";
 import { tenantDefaultIsolation } from "@/server/modules/tenant/tenant-policy";
-import { announceWorkspaceCreated } from "@/server/modules/webhook/webhook-events";
+import { announceWorkspaceCreated, type LifecycleEvents } from "@/server/modules/webhook/webhook-events";
 import { getWorkspaceOrNull, upsertWorkspaceBinding } from "./workspace.data";
 import type { BackendPreferences } from "./workspace-backend.data";
 import type { createBackendChoice } from "./workspace-backend.service";
@@ -22,6 +22,8 @@ export type BindingDeps = {
   db: Db;
   /** The installation's quota configuration (a new record counts against `totalWorkspaces`). */
   quota: () => Pick<QuotaDeps, "config">;
+  /** Announces `workspace.created` to the tenant's webhooks (the root's `berth.lifecycle`). */
+  lifecycle: LifecycleEvents;
   /** One insert per workspace per process, however many requests race for it (see bindingForSession). */
   bindingsInFlight: Map<string, Promise<WorkspaceDTO>>;
 };
@@ -62,7 +64,7 @@ export async function bindSession(
         deps.quota(),
         deps.db,
       );
-      if (created) announceWorkspaceCreated(scope.tenantId, workspace);
+      if (created) announceWorkspaceCreated(deps.lifecycle, scope.tenantId, workspace);
       return workspace;
     })().finally(() => deps.bindingsInFlight.delete(key));
     deps.bindingsInFlight.set(key, pending);
@@ -95,7 +97,7 @@ export function bindingFor(
 
 /** Records a workspace binding (PENDING) without provisioning. */
 export async function bindWorkspace(
-  deps: Pick<BindingDeps, "db" | "quota"> & { backends: Pick<BindingBackends, "kindFor"> },
+  deps: Pick<BindingDeps, "db" | "quota" | "lifecycle"> & { backends: Pick<BindingBackends, "kindFor"> },
   scope: TenantScope,
   input: {
     workspaceId: string;
@@ -116,6 +118,6 @@ export async function bindWorkspace(
     deps.quota(),
     deps.db,
   );
-  if (created) announceWorkspaceCreated(scope.tenantId, workspace);
+  if (created) announceWorkspaceCreated(deps.lifecycle, scope.tenantId, workspace);
   return workspace;
 }

@@ -2,6 +2,7 @@ import type { Db } from "@/server/db";
 import type { AttachTracker } from "@/server/modules/metrics/attach-tracker";
 import type { QuotaDeps } from "@/server/modules/quota/quota.service";
 import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
+import type { LifecycleEvents } from "@/server/modules/webhook/webhook-events";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import { createEnqueue } from "@/server/queue/enqueue";
 import { bindDeps } from "@/server/shared/bind-deps";
@@ -61,12 +62,20 @@ export function createWorkspaceService(
     quota: () => Pick<QuotaDeps, "config">;
     /** Where workspace requests and backend choices are audited (the root's `berth.audit`). */
     audit: AuditRecorder;
+    /** Announces lifecycle events to tenants' webhooks (the root's `berth.lifecycle`). */
+    lifecycle: LifecycleEvents;
     leaseOwnerId?: string;
   },
 ) {
   const { db, quota } = options;
   const backends = createBackendChoice(engine.drivers, db, options.audit);
-  const binding: BindingDeps = { backends, db, quota, bindingsInFlight: new Map() };
+  const binding: BindingDeps = {
+    backends,
+    db,
+    quota,
+    lifecycle: options.lifecycle,
+    bindingsInFlight: new Map(),
+  };
   const use: WorkspaceUseDeps = {
     ...createLeaseDeps(engine, options.leaseOwnerId ?? null, db),
     ...createAttachDeps(engine, options.attachTracker, db),
@@ -105,7 +114,7 @@ export function createWorkspaceService(
     /** The backends of this installation and the tenant's choice among them (backend-choice service). */
     backends,
     bindingFor: bindBackends(bindingFor),
-    bindWorkspace: bindDeps({ backends, db, quota })(bindWorkspace),
+    bindWorkspace: bindDeps({ backends, db, quota, lifecycle: options.lifecycle })(bindWorkspace),
 
     list: bindQueries(listWorkspacesFor),
     get: bindQueries(getWorkspaceDetail),

@@ -109,6 +109,7 @@ describe("chat.send", () => {
     const subscriber = new Redis(redisConfig.url);
     try {
       const other = createAgentServices({
+        lifecycle: processBerth().lifecycle,
         audit: processBerth().audit,
         db: processBerth().db,
         workspaces: h.workspace.replica(),

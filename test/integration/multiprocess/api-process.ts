@@ -28,6 +28,7 @@ const engine = composeEngine({
   log: createLogger({ level: "silent" }),
 });
 const service = createWorkspaceService(engine, {
+  lifecycle: processBerth().lifecycle,
   audit: processBerth().audit,
   db: processBerth().db,
   attachTracker: () => processBerth().attachTracker,

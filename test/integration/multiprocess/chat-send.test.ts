@@ -122,6 +122,7 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
       db: processBerth().db,
       quota: () => processBerth().quota,
       workspaces: createWorkspaceService(engine, {
+        lifecycle: processBerth().lifecycle,
         audit: processBerth().audit,
         db: processBerth().db,
         attachTracker: () => processBerth().attachTracker,

@@ -56,6 +56,7 @@ async function run(request: Request): Promise<unknown> {
           quota: () => processBerth().quota,
           usage: () => processBerth().usage,
           stageSamples: () => processBerth().stageSamples,
+          lifecycle: processBerth().lifecycle,
         },
         { tenantId: tenant.tenantId, workspaceId, reason: "test", machineGone: false },
         log,

@@ -171,6 +171,7 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
       db: processBerth().db,
       quota: () => processBerth().quota,
       workspaces: createWorkspaceService(engine, {
+        lifecycle: processBerth().lifecycle,
         audit: processBerth().audit,
         db: processBerth().db,
         attachTracker: () => processBerth().attachTracker,

@@ -76,6 +76,7 @@ describe("the total-workspaces quota", () => {
       db: processBerth().db,
       quota: () => processBerth().quota,
       workspaces: createWorkspaceService(engine, {
+        lifecycle: processBerth().lifecycle,
         audit: processBerth().audit,
         db: processBerth().db,
         attachTracker: () => processBerth().attachTracker,

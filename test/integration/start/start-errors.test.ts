@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createBerthClient, type BerthClient } from "@/server/client/create-berth-client";
 import { apiKeySecret, createApiKey } from "@/server/modules/api-key/api-key.service";
 import { getWorkspace, upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
-import { enqueue } from "@/server/queue/enqueue";
+import { createEnqueue } from "@/server/queue/enqueue";
 import { getQueues } from "@/server/queue/queues";
 import { findFreePort } from "@/scripts/services/ports";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
@@ -84,7 +84,7 @@ describe("npm start: engine errors reach HTTP clients as their typed 4xx", () =>
     });
     await waitUntilServing(berth, url);
     // Provisioned by the server's own workers, as a first chat turn would.
-    const job = await enqueue("workspace.provision", {
+    const job = await createEnqueue(processBerth().queues)("workspace.provision", {
       tenantId: tenant.scope.tenantId,
       workspaceId,
       reason: "start-errors test",

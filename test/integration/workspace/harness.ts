@@ -115,6 +115,7 @@ export async function startWorkspaceHarness(
   };
   const engine = newEngine();
   const service = createWorkspaceService(engine, {
+    lifecycle: processBerth().lifecycle,
     audit: processBerth().audit,
     db: processBerth().db,
     attachTracker: () => processBerth().attachTracker,
@@ -139,6 +140,7 @@ export async function startWorkspaceHarness(
       createWorkspaceContentService(service, { db: processBerth().db, quota: () => processBerth().quota }),
     replica: () =>
       createWorkspaceService(newEngine(), {
+        lifecycle: processBerth().lifecycle,
         audit: processBerth().audit,
         db: processBerth().db,
         attachTracker: () => processBerth().attachTracker,

@@ -72,6 +72,7 @@ beforeAll(async () => {
     drivers,
   });
   service = createWorkspaceService(engine, {
+    lifecycle: processBerth().lifecycle,
     audit: processBerth().audit,
     db: processBerth().db,
     attachTracker: () => processBerth().attachTracker,
