@@ -89,7 +89,13 @@ export async function startStack(): Promise<BenchStack> {
 
     const { auth } = processBerth().api;
     const tenant = await createTestTenant(auth);
-    const key = await createApiKey(auth, tenant.scope, { name: "bench", role: "admin" }, apiKeySecret(processBerth().config), processBerth().db);
+    const key = await createApiKey(
+      auth,
+      tenant.scope,
+      { name: "bench", role: "admin" },
+      apiKeySecret(processBerth().config),
+      processBerth().db,
+    );
     const agent = await createAgent(
       tenant.scope,
       { name: "bench-agent", modelConfig: { provider: "openai-compatible", model: "bench" } },

@@ -48,12 +48,16 @@ export const libraryRouter = createTRPCRouter({
   update: tenantProcedureFor("library:manage")
     .input(ZEntryTarget.extend({ patch: ZLibraryUpdateRequest }))
     .output(ZLibraryEntryView)
-    .mutation(({ ctx, input }) => changeLibraryEntry(ctx.scope, input.entryId, input.patch, ctx.berth.audit, ctx.berth.db)),
+    .mutation(({ ctx, input }) =>
+      changeLibraryEntry(ctx.scope, input.entryId, input.patch, ctx.berth.audit, ctx.berth.db),
+    ),
 
   delete: tenantProcedureFor("library:manage")
     .input(ZEntryTarget)
     .output(z.object({ deleted: z.literal(true) }))
-    .mutation(({ ctx, input }) => removeLibraryEntry(ctx.scope, input.entryId, ctx.berth.audit, ctx.berth.db)),
+    .mutation(({ ctx, input }) =>
+      removeLibraryEntry(ctx.scope, input.entryId, ctx.berth.audit, ctx.berth.db),
+    ),
 
   /** Adds the entry to the agent's defaults (or replaces its default of the same name). */
   equip: tenantProcedureFor("agent:manage")
@@ -66,6 +70,11 @@ export const libraryRouter = createTRPCRouter({
       }),
     )
     .mutation(({ ctx, input }) =>
-      equipAgentFromLibrary(ctx.scope, { entryId: input.entryId, agentId: input.agentId }, ctx.berth.audit, ctx.berth.db),
+      equipAgentFromLibrary(
+        ctx.scope,
+        { entryId: input.entryId, agentId: input.agentId },
+        ctx.berth.audit,
+        ctx.berth.db,
+      ),
     ),
 });

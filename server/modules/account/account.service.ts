@@ -74,15 +74,17 @@ async function audit(
   if (!account) return;
   const meta = currentRequestMeta();
   for (const tenantId of account.tenantIds) {
-    await recorder.record(await resolveSystemTenantScope(tenantId, { allowSuspended: true }, db), {
-      action: "account.change-password",
-      targetType: "user",
-      targetId: account.userId,
-      outcome,
-      actor: { type: "user", id: account.userId },
-      ip: meta?.ip ?? null,
-      userAgent: meta?.userAgent ?? null,
-      details: { otherSessionsRevoked: outcome === "success" },
-    }).catch(() => undefined);
+    await recorder
+      .record(await resolveSystemTenantScope(tenantId, { allowSuspended: true }, db), {
+        action: "account.change-password",
+        targetType: "user",
+        targetId: account.userId,
+        outcome,
+        actor: { type: "user", id: account.userId },
+        ip: meta?.ip ?? null,
+        userAgent: meta?.userAgent ?? null,
+        details: { otherSessionsRevoked: outcome === "success" },
+      })
+      .catch(() => undefined);
   }
 }

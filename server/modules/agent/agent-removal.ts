@@ -131,7 +131,7 @@ export async function removeAgent(
   const { db } = deps;
   seen.add(agentId);
   return audited(
-deps.audit,
+    deps.audit,
     scope,
     { action: "agent.delete", targetType: "agent", targetId: agentId, details: cause },
     async () => {

@@ -89,7 +89,7 @@ export function createAgentService(deps: AgentServiceDeps) {
         },
         create: (createKey) =>
           audited(
-deps.audit,
+            deps.audit,
             scope,
             { action: "agent.create", targetType: "agent", targetId: null, details: { name: input.name } },
             async () =>
@@ -137,7 +137,7 @@ deps.audit,
         ...(modelApiKey !== undefined ? ["modelApiKey"] : []),
       ];
       const { agent } = await audited(
-deps.audit,
+        deps.audit,
         scope,
         { action: "agent.update", targetType: "agent", targetId: agentId, details: { requested } },
         () =>

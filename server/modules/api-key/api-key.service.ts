@@ -60,11 +60,7 @@ export async function createApiKey(
   const { idempotencyKey } = input;
   if (!idempotencyKey) return mintApiKey(auth, scope, input, null, db);
   const createKey = scopedCreateKey(scope, idempotencyKey);
-  const plainKey = deriveApiKey(
-    deps.keySecret(),
-    `${scope.tenantId}:${createKey}`,
-    API_KEY_PREFIX,
-  );
+  const plainKey = deriveApiKey(deps.keySecret(), `${scope.tenantId}:${createKey}`, API_KEY_PREFIX);
   return createOnce(createKey, {
     earlier: async () => {
       const first = await findApiKeyByCreateKey(scope, { createKey, keyHash: hashApiKey(plainKey) }, db);

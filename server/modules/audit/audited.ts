@@ -26,13 +26,15 @@ export async function audited<T>(
   resultDetails: (result: T) => { targetId?: string; details?: Record<string, unknown> } = () => ({}),
 ): Promise<T> {
   const write = (outcome: "success" | "failure", targetId: string | null, extra: Record<string, unknown>) =>
-    audit.record(scope, {
-      action: target.action,
-      targetType: target.targetType,
-      targetId,
-      outcome,
-      details: { ...target.details, ...extra },
-    }).catch(onAuditFailure);
+    audit
+      .record(scope, {
+        action: target.action,
+        targetType: target.targetType,
+        targetId,
+        outcome,
+        details: { ...target.details, ...extra },
+      })
+      .catch(onAuditFailure);
   let result: T;
   try {
     result = await fn();

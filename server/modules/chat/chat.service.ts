@@ -120,7 +120,7 @@ async function cancelTurn(
   sessionId: string,
 ): Promise<{ cancelled: boolean }> {
   return audited(
-ctx.audit,
+    ctx.audit,
     scope,
     { action: "chat.cancel", targetType: "session", targetId: sessionId },
     async () => {

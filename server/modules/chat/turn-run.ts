@@ -126,13 +126,15 @@ async function finish(
   // A turn is a mutation (messages, workspace files): audited once it ends, with its outcome. Never
   // the message text, which may hold secrets.
   const auditTurn = (outcome: "success" | "failure", details: Record<string, unknown>) =>
-    ctx.audit.record(scope, {
-      action: "chat.send",
-      targetType: "session",
-      targetId: session.id,
-      outcome,
-      details: { agentId: claimed.agent.agent.id, ...details },
-    }).catch((error: unknown) => ctx.log.warn({ err: error }, "could not audit a chat turn"));
+    ctx.audit
+      .record(scope, {
+        action: "chat.send",
+        targetType: "session",
+        targetId: session.id,
+        outcome,
+        details: { agentId: claimed.agent.agent.id, ...details },
+      })
+      .catch((error: unknown) => ctx.log.warn({ err: error }, "could not audit a chat turn"));
   const error = transcript.error;
   try {
     await storeTurnEnd(ctx.turnEnd, scope, turn, { done, text: transcript.text, error }, result, ctx.db);

@@ -229,7 +229,7 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
      */
     async revert(scope: TenantScope, input: { sessionId: string; checkpointId: string }) {
       return audited(
-deps.audit,
+        deps.audit,
         scope,
         {
           action: "checkpoint.revert",
@@ -272,7 +272,7 @@ deps.audit,
       input: { sessionId: string; checkpointId: string; name?: string | undefined },
     ) {
       return audited(
-deps.audit,
+        deps.audit,
         scope,
         {
           action: "checkpoint.fork",

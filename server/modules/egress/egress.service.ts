@@ -90,7 +90,7 @@ export function createEgressService(deps: EgressServiceDeps) {
     const key = await ownerKey(scope, agentId, "manage");
     const policy = raw === null ? null : parseInput(ZEgressPolicy, raw);
     await audited(
-        deps.audit,
+      deps.audit,
       scope,
       {
         action: "egress.policy.set",
@@ -248,13 +248,15 @@ export function createEgressService(deps: EgressServiceDeps) {
     await recordEgressRefusal(scope, turn.workspaceId, entry, LAST_REFUSED_KEPT, db).catch((error: unknown) =>
       deps.log.warn({ err: error }, "could not count a refused egress"),
     );
-    await deps.audit.record(scope, {
-      action: "workspace.egress.refused",
-      targetType: "workspace",
-      targetId: turn.workspaceId,
-      outcome: "failure",
-      details: { ...entry, message: refusal.message },
-    }).catch(onAuditFailure);
+    await deps.audit
+      .record(scope, {
+        action: "workspace.egress.refused",
+        targetType: "workspace",
+        targetId: turn.workspaceId,
+        outcome: "failure",
+        details: { ...entry, message: refusal.message },
+      })
+      .catch(onAuditFailure);
   }
 }
 

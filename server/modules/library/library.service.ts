@@ -129,7 +129,7 @@ export async function addLibraryEntry(
     },
     create: (createKey) =>
       audited(
-audit,
+        audit,
         scope,
         {
           action: "library.create",
@@ -197,7 +197,7 @@ export async function changeLibraryEntry(
   const content = patch.declaration ?? patch.skill;
   if (patch.declaration) await assertStdioAllowed(scope, patch.declaration, db);
   return audited(
-audit,
+    audit,
     scope,
     {
       action: "library.update",
@@ -230,10 +230,15 @@ export async function removeLibraryEntry(
   db: Db,
 ): Promise<{ deleted: true }> {
   assertCan(scope, "library:manage");
-  return audited(audit, scope, { action: "library.delete", targetType: "library", targetId: entryId }, async () => {
-    await deleteLibraryEntry(scope, entryId, db);
-    return { deleted: true as const };
-  });
+  return audited(
+    audit,
+    scope,
+    { action: "library.delete", targetType: "library", targetId: entryId },
+    async () => {
+      await deleteLibraryEntry(scope, entryId, db);
+      return { deleted: true as const };
+    },
+  );
 }
 
 /**
@@ -259,7 +264,7 @@ export async function equipAgentFromLibrary(
     return list.map((existing, at) => (at === index ? item : existing));
   };
   return audited(
-audit,
+    audit,
     scope,
     {
       action: "library.equip",

@@ -188,18 +188,21 @@ async function provisionOnce(
     await claim.end();
   }
   timings.done(true);
-  await deps.usage().record([
-    {
-      tenantId: record.tenantId,
-      kind: "provision",
-      quantity: 1,
-      backend: record.backendKind,
-      size,
-      agentId: record.agentId,
-      userId: record.userId,
-      workspaceId: record.id,
-    },
-  ]).catch((error: unknown) => log.warn({ err: error }, "could not meter a provision"));
+  await deps
+    .usage()
+    .record([
+      {
+        tenantId: record.tenantId,
+        kind: "provision",
+        quantity: 1,
+        backend: record.backendKind,
+        size,
+        agentId: record.agentId,
+        userId: record.userId,
+        workspaceId: record.id,
+      },
+    ])
+    .catch((error: unknown) => log.warn({ err: error }, "could not meter a provision"));
   // An operator suspended the tenant while the machine was being made: that suspension's stop job found the
   // record PROVISIONING and had nothing to stop, so the machine stops here instead of running on.
   if (!(await tenantAdmitsWork(payload.tenantId, db))) {

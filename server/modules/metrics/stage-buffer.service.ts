@@ -20,7 +20,9 @@ export type StageSampleRecorder = {
 
 /** A recorder over `deps`, resolved at each record (a failure to build them goes to `onError` too). */
 export function stageSampleRecorder(deps: () => StageBufferDeps): StageSampleRecorder {
-  return { record: (samples, onError) => recordStageSamples(samples, { deps, ...(onError ? { onError } : {}) }) };
+  return {
+    record: (samples, onError) => recordStageSamples(samples, { deps, ...(onError ? { onError } : {}) }),
+  };
 }
 
 function bufferKey(prefix: string): string {

@@ -77,7 +77,7 @@ export async function changeBudget(
   assertCan(scope, "tenant:manage");
   const budget = parseInput(ZBudgetSettings, raw);
   await audited(
-audit,
+    audit,
     scope,
     { action: "budget.update", targetType: "tenant", targetId: scope.tenantId, details: budget },
     () => saveBudgetSettings(scope.tenantId, budget, db),

@@ -150,7 +150,7 @@ export function createSessionService(deps: SessionServiceDeps) {
     createKey: string | null,
   ): Promise<{ sessionId: string; workspaceId: string; session: SessionDTO }> {
     return audited(
-deps.audit,
+      deps.audit,
       scope,
       {
         action: "session.create",
@@ -241,7 +241,7 @@ deps.audit,
     async update(scope: TenantScope, sessionId: string, raw: TSessionUpdateRequest): Promise<SessionDTO> {
       const patch = parseInput(ZSessionUpdateRequest, raw);
       return audited(
-deps.audit,
+        deps.audit,
         scope,
         {
           action: "session.update",
@@ -273,7 +273,7 @@ deps.audit,
      */
     async delete(scope: TenantScope, sessionId: string) {
       return audited(
-deps.audit,
+        deps.audit,
         scope,
         { action: "session.delete", targetType: "session", targetId: sessionId },
         async () => {

@@ -114,13 +114,15 @@ function auditTerminal(
   workspaceId: string,
   details: Record<string, unknown>,
 ) {
-  return deps.audit.record(scope, {
-    action,
-    targetType: "workspace",
-    targetId: workspaceId,
-    outcome: "success",
-    details,
-  }).catch((error: unknown) => deps.log.error({ err: error, action }, "audit write failed"));
+  return deps.audit
+    .record(scope, {
+      action,
+      targetType: "workspace",
+      targetId: workspaceId,
+      outcome: "success",
+      details,
+    })
+    .catch((error: unknown) => deps.log.error({ err: error, action }, "audit write failed"));
 }
 
 /**

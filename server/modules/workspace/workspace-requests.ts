@@ -253,7 +253,11 @@ export function auditWorkspaceChange<T>(
   details: Record<string, unknown>,
   fn: () => Promise<T>,
 ): Promise<T> {
-  return audited(deps.audit, scope, { action, targetType: "workspace", targetId, details }, fn, (error: unknown) =>
-    deps.log.error({ err: error, action, targetId }, "audit write failed"),
+  return audited(
+    deps.audit,
+    scope,
+    { action, targetType: "workspace", targetId, details },
+    fn,
+    (error: unknown) => deps.log.error({ err: error, action, targetId }, "audit write failed"),
   );
 }

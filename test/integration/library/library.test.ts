@@ -67,7 +67,13 @@ async function folderUpload(dir: string) {
 beforeAll(async () => {
   h = await startAgentApiHarness("library");
   const key = (role: "admin" | "member") =>
-    createApiKey(h.runtime.auth, h.tenant.ownerScope, { name: `library ${role}`, role }, apiKeySecret(processBerth().config), processBerth().db);
+    createApiKey(
+      h.runtime.auth,
+      h.tenant.ownerScope,
+      { name: `library ${role}`, role },
+      apiKeySecret(processBerth().config),
+      processBerth().db,
+    );
   adminKey = h.tenant.adminKey.plainKey;
   admin = createCaller(contextFromHeaders(h.runtime, { authorization: `Bearer ${adminKey}` }));
   member = createCaller(

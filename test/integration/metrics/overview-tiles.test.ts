@@ -225,7 +225,9 @@ describe("the Overview's tiles: tokens per day, top agents (the ledger) and the 
       });
       expect(depth.find((row) => row.queue === "test-slow")).toMatchObject({ waiting: 0, delayed: 0 });
       expect(
-        (await createJobsService(queues, processBerth().audit).depth(other.scope)).find((r) => r.queue === "test-main"),
+        (await createJobsService(queues, processBerth().audit).depth(other.scope)).find(
+          (r) => r.queue === "test-main",
+        ),
       ).toMatchObject({ waiting: 1, delayed: 0 });
     });
   });

@@ -84,8 +84,15 @@ describe("the skill storage quota (a tenant's total across workspaces)", () => {
 
     // Over HTTP the refusal is a 429 naming the limit.
     const auth = processBerth().api.auth;
-    const key = (await createApiKey(auth, tenant.scope, { name: "skills", role: "admin" }, apiKeySecret(processBerth().config), processBerth().db))
-      .plainKey;
+    const key = (
+      await createApiKey(
+        auth,
+        tenant.scope,
+        { name: "skills", role: "admin" },
+        apiKeySecret(processBerth().config),
+        processBerth().db,
+      )
+    ).plainKey;
     const refused = await uploadSkill(
       new Request(`http://berth.test/api/workspaces/${a.workspaceId}/skills`, {
         method: "POST",

@@ -68,7 +68,13 @@ describe("budget alerts as lifecycle webhooks (real Postgres, Redis, workers, a 
         toolCall: 0,
       },
     };
-    const deps = { rates, requestStop: () => Promise.resolve(), log: testLog, audit: processBerth().audit, lifecycle: processBerth().lifecycle };
+    const deps = {
+      rates,
+      requestStop: () => Promise.resolve(),
+      log: testLog,
+      audit: processBerth().audit,
+      lifecycle: processBerth().lifecycle,
+    };
     const turns = (count: number) =>
       getDb().usageRecord.createMany({
         data: Array.from({ length: count }, () => ({

@@ -28,7 +28,11 @@ export async function provisionReadyLocalWorkspace(
     { config: processBerth().config.quotas },
     processBerth().db,
   );
-  const job = await createEnqueue(processBerth().queues)("workspace.provision", { tenantId: scope.tenantId, workspaceId, reason });
+  const job = await createEnqueue(processBerth().queues)("workspace.provision", {
+    tenantId: scope.tenantId,
+    workspaceId,
+    reason,
+  });
   await jobOutcome(getQueues().get("workspace"), job, 60_000);
   expect((await getWorkspace(scope, workspaceId, processBerth().db)).state).toBe("READY");
   return workspaceId;

@@ -159,7 +159,10 @@ describe("a workspace purge runs once and writes one correct receipt", () => {
     await deleting;
     // The same job picked up by a second worker (its lock lapsed): it must not delete or write a receipt.
     await expect(
-      purgeWorkspace({ db: getDb(), drivers: driverSetOf([driver]), lifecycle: processBerth().lifecycle }, payload(workspaceId)),
+      purgeWorkspace(
+        { db: getDb(), drivers: driverSetOf([driver]), lifecycle: processBerth().lifecycle },
+        payload(workspaceId),
+      ),
     ).rejects.toMatchObject({
       code: "UNAVAILABLE",
     });
@@ -169,7 +172,12 @@ describe("a workspace purge runs once and writes one correct receipt", () => {
     await expectOneCorrectReceipt(workspaceId);
     // Its retry finds the work done.
     expect(
-      (await purgeWorkspace({ db: getDb(), drivers: driverSetOf([driver]), lifecycle: processBerth().lifecycle }, payload(workspaceId))).outcome,
+      (
+        await purgeWorkspace(
+          { db: getDb(), drivers: driverSetOf([driver]), lifecycle: processBerth().lifecycle },
+          payload(workspaceId),
+        )
+      ).outcome,
     ).toBe("already-purged");
     await expectOneCorrectReceipt(workspaceId);
   });
@@ -190,7 +198,12 @@ describe("a workspace purge runs once and writes one correct receipt", () => {
     // The first run stalled past its claim: another takes over and finishes.
     await getDb().workspace.update({ where: { id: workspaceId }, data: { purgeHeldUntil: new Date(0) } });
     expect(
-      (await purgeWorkspace({ db: getDb(), drivers: driverSetOf([driver]), lifecycle: processBerth().lifecycle }, payload(workspaceId))).outcome,
+      (
+        await purgeWorkspace(
+          { db: getDb(), drivers: driverSetOf([driver]), lifecycle: processBerth().lifecycle },
+          payload(workspaceId),
+        )
+      ).outcome,
     ).toBe("purged");
     release();
     await expect(first).rejects.toMatchObject({ code: "UNAVAILABLE" });

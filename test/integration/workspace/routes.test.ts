@@ -30,10 +30,24 @@ describe("workspace route handlers: skill upload (multipart → engine) and sign
     await installTestBerth({ engine: h.engine });
     [tenant, other] = await Promise.all([createTestTenant(), createTestTenant()]);
     const auth = processBerth().api.auth;
-    key = (await createApiKey(auth, tenant.scope, { name: "routes", role: "admin" }, apiKeySecret(processBerth().config), processBerth().db))
-      .plainKey;
-    otherKey = (await createApiKey(auth, other.scope, { name: "routes", role: "admin" }, apiKeySecret(processBerth().config), processBerth().db))
-      .plainKey;
+    key = (
+      await createApiKey(
+        auth,
+        tenant.scope,
+        { name: "routes", role: "admin" },
+        apiKeySecret(processBerth().config),
+        processBerth().db,
+      )
+    ).plainKey;
+    otherKey = (
+      await createApiKey(
+        auth,
+        other.scope,
+        { name: "routes", role: "admin" },
+        apiKeySecret(processBerth().config),
+        processBerth().db,
+      )
+    ).plainKey;
     const fresh = await freshSession(tenant.scope);
     workspaceId = fresh.workspaceId;
     const { workspace } = await h.service.resolveForSession(tenant.scope, fresh.session.id);
