@@ -43,7 +43,7 @@ const bufferKey = (prefix: string) => redisKey(prefix, "metering", "buffer");
 const inflightKey = (prefix: string) => redisKey(prefix, "metering", "inflight");
 
 /** Buffers usage for the next flush. Entries with a zero quantity are dropped (nothing to count). */
-export async function recordUsage(entries: readonly UsageInput[], deps: MeteringBufferDeps): Promise<void> {
+async function recordUsage(entries: readonly UsageInput[], deps: MeteringBufferDeps): Promise<void> {
   const now = new Date();
   const lines = entries
     .filter((entry) => entry.quantity > 0)

@@ -30,7 +30,7 @@ function bufferKey(prefix: string): string {
 }
 
 /** Buffers samples for the next flush. Never rejects (a failure goes to `onError`). */
-export async function recordStageSamples(
+async function recordStageSamples(
   samples: readonly TStageSampleInput[],
   options: { deps: () => StageBufferDeps; onError?: (error: unknown) => void },
 ): Promise<void> {
