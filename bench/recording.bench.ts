@@ -4,7 +4,6 @@ import os from "node:os";
 import path from "node:path";
 import { TurnTimer } from "@/server/modules/chat/turn-timer";
 import { turnUsage } from "@/server/modules/chat/turn-quota";
-import { recordUsage } from "@/server/modules/metering/metering.service";
 import { getRedis } from "@/server/redis";
 import { attachThrough } from "@/server/workspace/drivers/driver";
 import { createHostFolderDriver } from "@/server/workspace/manager/local-workspace-manager";
@@ -12,7 +11,7 @@ import { WorkspaceManager } from "@/server/workspace/manager/workspace-manager";
 import { createBuiltinTools } from "@/server/workspace/tools";
 import { deleteRedisKeys } from "@/scripts/services/redis";
 import { nsPerAsyncOp, result, type BenchResult } from "./lib";
-import { closeProcessBerth } from "@/server/composition/process-berth";
+import { closeProcessBerth, processBerth } from "@/server/composition/process-berth";
 
 /**
  * Recording stays off the hot path (issue 16): a builtin tool call (Read of a small file on a local
@@ -47,7 +46,10 @@ export async function run(): Promise<BenchResult[]> {
     const first = await read.execute(input);
     if (first.isError) throw new Error(`the Read tool failed: ${first.content}`);
     const bare = () => read.execute(input);
-    const timer = new TurnTimer({ tenantId: who.tenantId, record, requestedAt: Date.now() });
+    const timer = new TurnTimer(
+      { tenantId: who.tenantId, record, requestedAt: Date.now() },
+      processBerth().stageSamples,
+    );
     const timed = async () => {
       timer.observe({ type: "tool-call", toolCallId: "call-1", toolName: "Read", input });
       const answer = await read.execute(input);
@@ -68,8 +70,11 @@ export async function run(): Promise<BenchResult[]> {
       { toolCalls: 1, backend: "local", workspaceId: workspace.id },
     );
     const turnEnd = async () => {
-      new TurnTimer({ tenantId: who.tenantId, record, requestedAt: Date.now() }).finish(true, onError);
-      await recordUsage(usage);
+      new TurnTimer(
+        { tenantId: who.tenantId, record, requestedAt: Date.now() },
+        processBerth().stageSamples,
+      ).finish(true, onError);
+      await processBerth().usage.record(usage);
     };
     const lines = usage.map((entry) => JSON.stringify(entry));
     const floorKey = `${prefix}:floor`;

@@ -62,7 +62,7 @@ export function withContext(log: Logger, context: LogContext): Logger {
   return log.child(context);
 }
 
-/** TRANSITIONAL: the process root's logger, for code not yet handed one (issue 23). */
+/** The process root's logger, for tests and bench/ only: server code is handed the root's (or a child). */
 export function getLogger(): Logger {
   return processRoot<{ log: Logger }>().log;
 }

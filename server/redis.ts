@@ -86,7 +86,7 @@ export function redisKey(prefix: string, ...parts: string[]): string {
   return [prefix, ...parts].join(":");
 }
 
-/** TRANSITIONAL: the process root's producer connection, for code not yet handed it (issue 23). */
+/** The process root's producer connection, for tests and bench/ only: server code is handed the root's. */
 export function getRedis(): Redis {
   return processRoot<{ redis: Redis }>().redis;
 }

@@ -21,7 +21,10 @@ import { defineSchedule, type Schedule } from "./schedules";
 /** What Berth's processors need from the composition root (workers/runtime.ts). */
 export type ProcessorDeps = {
   /** The process' Berth root: its configuration and services. */
-  berth: Pick<Berth, "config" | "db" | "engine" | "workspaces" | "quota">;
+  berth: Pick<
+    Berth,
+    "config" | "db" | "engine" | "workspaces" | "quota" | "usage" | "stageSamples" | "audit" | "lifecycle"
+  >;
   redis: Redis;
   redisPrefix: string;
   /** The workspace engine the jobs use (drivers, config, queues, checkpoints); default: the root's. */
@@ -77,6 +80,8 @@ export function registerBerthProcessors(
     meteringFlushProcessor({
       ...deps,
       db: deps.berth.db,
+      audit: deps.berth.audit,
+      lifecycle: deps.berth.lifecycle,
       requestStop: (payload) => enqueue("workspace.stop", payload),
     }),
   );

@@ -198,5 +198,17 @@ function currentProcessBerth(): ProcessorDeps["berth"] {
     get workspaces() {
       return processBerth().workspaces;
     },
+    get audit() {
+      return processBerth().audit;
+    },
+    get lifecycle() {
+      return processBerth().lifecycle;
+    },
+    get usage() {
+      return processBerth().usage;
+    },
+    get stageSamples() {
+      return processBerth().stageSamples;
+    },
   };
 }

@@ -7,7 +7,7 @@ import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { type TenantScope } from "@/server/auth/scope";
 import { getConfig } from "@/server/config/config";
 import { createAgent } from "@/server/modules/agent/agent.data";
-import { createApiKey } from "@/server/modules/api-key/api-key.service";
+import { apiKeySecret, createApiKey } from "@/server/modules/api-key/api-key.service";
 import { dropDatabase, ensureDatabase, migrateDeploy, withDatabase } from "@/scripts/services/database";
 import { deleteRedisKeys } from "@/scripts/services/redis";
 import { createTestTenant } from "@/test/integration/db/fixtures";
@@ -89,7 +89,13 @@ export async function startStack(): Promise<BenchStack> {
 
     const { auth } = processBerth().api;
     const tenant = await createTestTenant(auth);
-    const key = await createApiKey(auth, tenant.scope, { name: "bench", role: "admin" }, processBerth().db);
+    const key = await createApiKey(
+      auth,
+      tenant.scope,
+      { name: "bench", role: "admin" },
+      apiKeySecret(processBerth().config),
+      processBerth().db,
+    );
     const agent = await createAgent(
       tenant.scope,
       { name: "bench-agent", modelConfig: { provider: "openai-compatible", model: "bench" } },

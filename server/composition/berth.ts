@@ -24,7 +24,11 @@ import { createDatabaseClient, type Db } from "@/server/db";
 import { createEngine, type CreateEngineOptions, type WorkspaceEngine } from "@/server/engine/engine";
 import { type EngineConfig, loadEngineConfig } from "@/server/engine/engine-config";
 import { createLogger, type Logger } from "@/server/logger";
-import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
+import {
+  auditBufferDeps,
+  auditRecorder,
+  type AuditRecorder,
+} from "@/server/modules/audit/audit-buffer.service";
 import {
   type BackendSettingsService,
   createBackendSettingsService,
@@ -39,7 +43,12 @@ import { ensureInstallationId } from "@/server/modules/installation/installation
 import { type ChangeFeed, createChangeFeed } from "@/server/modules/live/change-feed";
 import { createProvisionGate } from "@/server/modules/machines/provision-gate";
 import { AttachTracker } from "@/server/modules/metrics/attach-tracker";
-import { recordStageSamples } from "@/server/modules/metrics/stage-buffer.service";
+import { stageSampleRecorder, type StageSampleRecorder } from "@/server/modules/metrics/stage-buffer.service";
+import {
+  meteringBufferDeps,
+  usageRecorder,
+  type UsageRecorder,
+} from "@/server/modules/metering/metering.service";
 import {
   createWorkspaceTerminalService,
   type WorkspaceTerminalService,
@@ -47,6 +56,7 @@ import {
 import { createTerminalRelay } from "@/server/modules/terminal/terminal-relay";
 import { listTenantIdleTtlsBelow } from "@/server/modules/tenant/tenant-policy.data";
 import { createWebhookService, type WebhookService } from "@/server/modules/webhook/webhook.service";
+import { lifecycleEvents, type LifecycleEvents } from "@/server/modules/webhook/webhook-events";
 import { createEgressService, type EgressService } from "@/server/modules/egress/egress.service";
 import {
   createWorkspaceContentService,
@@ -95,6 +105,14 @@ export type Berth = {
   readonly quota: QuotaDeps;
   /** The tenant change feed; every process with an engine announces on it (server/modules/live). */
   readonly changeFeed: ChangeFeed;
+  /** Buffers audit entries (`audit.flush`), over `redis` and `queues`: what services audit through. */
+  readonly audit: AuditRecorder;
+  /** Announces lifecycle events to tenants' webhooks (`webhook.dispatch` on `queues`; warns on `log`). */
+  readonly lifecycle: LifecycleEvents;
+  /** Buffers usage for the ledger (`metering.flush`), over `redis` and `queues`. */
+  readonly usage: UsageRecorder;
+  /** Buffers stage timings (`metrics.flush`), over `redis`; never rejects. */
+  readonly stageSamples: StageSampleRecorder;
   /** The API half of a provision's stage timings (server/modules/metrics/attach-tracker.ts). */
   readonly attachTracker: AttachTracker;
   /** The workspace engine: one WorkspaceManager, one set of MCP children. */
@@ -174,6 +192,14 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
     config: config.quotas,
   }));
 
+  // What the hot paths buffer off their path (Redis lists the workers flush), over this root's Redis/queues.
+  const audit = lazy(() => auditRecorder(() => auditBufferDeps(redis(), queues())));
+  const lifecycle = lazy(() => lifecycleEvents({ queues, log }));
+  const usage = lazy(() => usageRecorder(() => meteringBufferDeps(redis(), queues())));
+  const stageSamples = lazy(() =>
+    stageSampleRecorder(() => ({ redis: redis(), redisPrefix: queues().redisPrefix })),
+  );
+
   const changeFeed = lazy(() =>
     createChangeFeed({
       redis: redis(),
@@ -185,9 +211,9 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
   const attachTracker = lazy(
     () =>
       new AttachTracker((samples) => {
-        void recordStageSamples(samples, {
-          onError: (error) => log().warn({ err: error }, "could not buffer stage timings"),
-        });
+        void stageSamples().record(samples, (error) =>
+          log().warn({ err: error }, "could not buffer stage timings"),
+        );
       }),
   );
 
@@ -235,7 +261,14 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
 
   const workspaces = lazy((): WorkspaceServices => {
     const holderId = holder().liveness.ownerId;
-    const service = createWorkspaceService(liveEngine(), { db: db(), attachTracker, leaseOwnerId: holderId });
+    const service = createWorkspaceService(liveEngine(), {
+      db: db(),
+      attachTracker,
+      quota,
+      audit: audit(),
+      lifecycle: lifecycle(),
+      leaseOwnerId: holderId,
+    });
     // Reattaches across replicas: this process owns its terminals under its holder id.
     const relay = createTerminalRelay({
       redis: redis(),
@@ -249,7 +282,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       content: createWorkspaceContentService(service, { db: db(), quota }),
       terminals: createWorkspaceTerminalService(
         service,
-        db(),
+        { db: db(), audit: audit() },
         { reattachGraceMs: config.http.terminalReattachGraceMs },
         relay,
       ),
@@ -281,6 +314,10 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       egress: egress(),
       quota,
       attachTracker,
+      audit: audit(),
+      lifecycle: lifecycle(),
+      usage,
+      stageSamples,
     });
     return { services, subscriber };
   });
@@ -302,7 +339,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       db: db(),
       redis: redis(),
       redisPrefix: config.redis.prefix,
-      recordAudit: (scope, entry) => recordAudit(scope, entry),
+      recordAudit: (scope, entry) => audit().record(scope, entry),
       log: logger.child({ component: "sign-in-guard" }),
     });
     return { logger, auth, origins, signInGuard };
@@ -313,10 +350,16 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       db: db(),
       secretKey: secretKey(),
       enabledKinds: () => liveEngine().drivers.all.map((driver) => driver.kind),
+      audit: audit(),
     }),
   );
   const egress = lazy(() =>
-    createEgressService({ db: db(), secretKey: secretKey(), log: log().child({ component: "egress" }) }),
+    createEgressService({
+      db: db(),
+      secretKey: secretKey(),
+      log: log().child({ component: "egress" }),
+      audit: audit(),
+    }),
   );
   const webhooks = lazy(() =>
     createWebhookService({
@@ -324,6 +367,7 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       secretKey: secretKey(),
       policy: { allowedOrigins: config.operations.webhookAllowedOrigins },
       queues,
+      audit: audit(),
     }),
   );
 
@@ -349,6 +393,18 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
     },
     get changeFeed() {
       return changeFeed();
+    },
+    get audit() {
+      return audit();
+    },
+    get lifecycle() {
+      return lifecycle();
+    },
+    get usage() {
+      return usage();
+    },
+    get stageSamples() {
+      return stageSamples();
     },
     get attachTracker() {
       return attachTracker();

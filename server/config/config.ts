@@ -41,7 +41,7 @@ export function loadConfig(env: RawEnv = readProcessEnv()): BerthConfig {
   };
 }
 
-/** TRANSITIONAL: the process root's configuration, for code not yet handed it (issue 23). */
+/** The process root's configuration, for tests and bench/ only: server code is handed the root's. */
 export function getConfig(): BerthConfig {
   return processRoot<{ config: BerthConfig }>().config;
 }

@@ -1,7 +1,6 @@
 import type { Job, JobsOptions, Queue } from "bullmq";
 import { AppError } from "@/server/shared/errors";
-import type { BerthJobCatalog } from "./catalog";
-import { getQueues, type QueueSet } from "./queues";
+import type { QueueSet } from "./queues";
 import type { JobCatalog, JobNameOf, JobPayload, JobPayloadInput } from "./types";
 
 type EnqueueOptions = {
@@ -63,10 +62,3 @@ async function removeFinished(queue: Queue, jobId: string): Promise<void> {
   const state = await previous.getState();
   if (state === "completed" || state === "failed") await previous.remove().catch(() => undefined);
 }
-
-/**
- * Enqueues one of Berth's jobs on the process-wide queues, typed from the catalog:
- * `await enqueue("audit.flush", { trigger: "write" }, { deduplicationId: "audit.flush" })`.
- */
-export const enqueue: Enqueue<BerthJobCatalog> = (name, payload, options) =>
-  createEnqueue(getQueues())(name, payload, options);

@@ -86,7 +86,7 @@ export function createProcessQueues(deps: { redis: RedisConfig; log: Logger }): 
   };
 }
 
-/** TRANSITIONAL: the process root's queues, for code not yet handed them (issue 23). */
+/** The process root's queues, for tests and bench/ only: server code is handed the root's. */
 export function getQueues(): QueueSet<BerthJobCatalog> {
   return processRoot<{ queues: QueueSet<BerthJobCatalog> }>().queues;
 }

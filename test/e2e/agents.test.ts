@@ -15,7 +15,7 @@ import { createBerthClient, type BerthClient } from "@/server/client/create-bert
 import { loadSecretsConfig } from "@/server/config/secrets";
 import { getDb } from "@/server/db";
 import { getAgentByName, getAgentModelApiKey, getAgentOrNull } from "@/server/modules/agent/agent.data";
-import { createApiKey } from "@/server/modules/api-key/api-key.service";
+import { apiKeySecret, createApiKey } from "@/server/modules/api-key/api-key.service";
 import { appendChatMessages, getSessionOrNull } from "@/server/modules/session/session.data";
 import type { BerthServer } from "./support/berth-server";
 import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
@@ -55,6 +55,7 @@ describe.skipIf(!HAS_CHROMIUM)("agents and sessions pages, end to end", () => {
       auth,
       tenant.scope,
       { name: "e2e sessions", role: "admin" },
+      apiKeySecret(processBerth().config),
       processBerth().db,
     );
     client = createBerthClient({ url: e2e.baseUrl, apiKey: plainKey });

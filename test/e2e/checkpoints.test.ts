@@ -12,8 +12,9 @@ import type { Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAuth } from "@/server/auth/auth";
 import { createBerthClient, type BerthClient } from "@/server/client/create-berth-client";
+import { processBerth } from "@/server/composition/process-berth";
 import { getDb } from "@/server/db";
-import { createApiKey } from "@/server/modules/api-key/api-key.service";
+import { apiKeySecret, createApiKey } from "@/server/modules/api-key/api-key.service";
 import { getTenantPolicy } from "@/server/modules/tenant/tenant-policy.data";
 import { type FakeModelServer, startFakeModel } from "@/test/fixtures/fake-model/server";
 import { sendChatTurn } from "./support/chat-turn";
@@ -73,6 +74,7 @@ describe.skipIf(!HAS_CHROMIUM)("turn checkpoints in the dashboard", () => {
       auth,
       tenant.scope,
       { name: "e2e checkpoints", role: "admin" },
+      apiKeySecret(processBerth().config),
       getDb(),
     );
     client = createBerthClient({ url: e2e.baseUrl, apiKey: plainKey });

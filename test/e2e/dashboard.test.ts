@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAuth } from "@/server/auth/auth";
 import { createBerthClient } from "@/server/client/create-berth-client";
 import { getDb } from "@/server/db";
-import { createApiKey } from "@/server/modules/api-key/api-key.service";
+import { apiKeySecret, createApiKey } from "@/server/modules/api-key/api-key.service";
 import type { BerthServer } from "./support/berth-server";
 import { HAS_CHROMIUM, requireChromium } from "./support/chromium";
 import { type E2eApp, startE2eApp, submitSignIn, watchedPage } from "./support/e2e-app";
@@ -190,6 +190,7 @@ describe.skipIf(!HAS_CHROMIUM)("dashboard, end to end", () => {
       auth,
       tenant.scope,
       { name: "e2e client", role: "viewer" },
+      apiKeySecret(processBerth().config),
       processBerth().db,
     );
     const client = createBerthClient({ url: app.url, apiKey: plainKey });

@@ -245,6 +245,7 @@ describe.skipIf(!HAS_CHROMIUM)("library, agent defaults and settings, end to end
       tenant.scope,
       { monthlyBudgetUnits: 40, alertPercents: [80], hardStop: true, stopWorkspaces: false },
       processBerth().quota,
+      processBerth().audit,
       processBerth().db,
     );
     await nav("Settings");

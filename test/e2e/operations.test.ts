@@ -24,7 +24,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAuth } from "@/server/auth/auth";
 import { createBerthClient, type BerthClient } from "@/server/client/create-berth-client";
 import { getDb } from "@/server/db";
-import { createApiKey } from "@/server/modules/api-key/api-key.service";
+import { apiKeySecret, createApiKey } from "@/server/modules/api-key/api-key.service";
 import { RESOURCE_SAMPLE_EVERY_MS } from "@/server/modules/metrics/resource-usage.service";
 import { createTenantWithOwner } from "@/server/modules/tenant/tenant.service";
 import { verifyWebhookSignature } from "@/server/modules/webhook/webhook-signing";
@@ -92,6 +92,7 @@ describe.skipIf(!HAS_CHROMIUM)("operations: readiness chart, /api/metrics and we
         name: "e2e operations",
         role: "admin",
       },
+      apiKeySecret(processBerth().config),
       processBerth().db,
     );
     client = createBerthClient({ url: e2e.baseUrl, apiKey: plainKey });

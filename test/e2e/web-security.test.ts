@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAuth } from "@/server/auth/auth";
 import { createBerthClient, type BerthClient } from "@/server/client/create-berth-client";
 import { getDb } from "@/server/db";
-import { createApiKey } from "@/server/modules/api-key/api-key.service";
+import { apiKeySecret, createApiKey } from "@/server/modules/api-key/api-key.service";
 import { addMember } from "@/server/modules/member/member.data";
 import { getSession } from "@/server/modules/session/session.data";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
@@ -63,6 +63,7 @@ describe.skipIf(!HAS_CHROMIUM)("web security under npm start", () => {
       auth(),
       tenant.scope,
       { name: "web-security", role: "admin" },
+      apiKeySecret(processBerth().config),
       processBerth().db,
     );
     apiKey = plainKey;

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAuth } from "@/server/auth/auth";
 import { createBerthClient, type BerthClient } from "@/server/client/create-berth-client";
 import { getDb } from "@/server/db";
-import { createApiKey } from "@/server/modules/api-key/api-key.service";
+import { apiKeySecret, createApiKey } from "@/server/modules/api-key/api-key.service";
 import { getWorkspace } from "@/server/modules/workspace/workspace.data";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
 import type { BerthServer } from "./support/berth-server";
@@ -56,6 +56,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspace generations and the agent's MCP scope,
       auth,
       tenant.scope,
       { name: "e2e generations", role: "admin" },
+      apiKeySecret(processBerth().config),
       processBerth().db,
     );
     client = createBerthClient({ url: e2e.baseUrl, apiKey: plainKey });

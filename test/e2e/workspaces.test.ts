@@ -16,7 +16,7 @@ import { addMember } from "@/server/modules/member/member.data";
 import { createTenantWithOwner } from "@/server/modules/tenant/tenant.service";
 import { getWorkspace, upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
 import { acquireLeaseLocked } from "@/server/modules/workspace/workspace-lifecycle.data";
-import { enqueue } from "@/server/queue/enqueue";
+import { createEnqueue } from "@/server/queue/enqueue";
 import { getQueues } from "@/server/queue/queues";
 import type { BerthServer } from "./support/berth-server";
 import { downloadedText, HAS_CHROMIUM, requireChromium } from "./support/chromium";
@@ -48,7 +48,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
   /** Runs a provision job in the server's workers and resolves (or rejects) when it has finished. */
   async function provision(workspaceId: string, reason: string) {
     const events = await getQueues().events("workspace");
-    const job = await enqueue("workspace.provision", {
+    const job = await createEnqueue(processBerth().queues)("workspace.provision", {
       tenantId: tenant.scope.tenantId,
       workspaceId,
       reason,
@@ -71,6 +71,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
         backendKind: "local",
         isolationPolicy: "PER_AGENT",
       },
+      { config: processBerth().config.quotas },
       processBerth().db,
     );
     await provision(liveId, "e2e: first use");
@@ -219,6 +220,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
         backendKind: "local",
         isolationPolicy: "PER_AGENT",
       },
+      { config: processBerth().config.quotas },
       processBerth().db,
     );
     await failed.getByRole("button", { name: "Retry" }).click();
@@ -337,6 +339,7 @@ describe.skipIf(!HAS_CHROMIUM)("workspaces and jobs pages, end to end", () => {
       await upsertWorkspaceBinding(
         tenant.scope,
         { id, backendKind: "local", isolationPolicy: "PER_AGENT" },
+        { config: processBerth().config.quotas },
         processBerth().db,
       );
       await provision(id, "e2e: live list");

@@ -1,6 +1,8 @@
 import type { Db } from "@/server/db";
 import type { Redis } from "ioredis";
 import type { QuotaConfig } from "@/server/config/quotas";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
+import type { LifecycleEvents } from "@/server/modules/webhook/webhook-events";
 import { runMeteringFlush } from "@/server/modules/metering/metering-flush.service";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
 import type { JobProcessor } from "../registry";
@@ -12,6 +14,10 @@ export type MeteringFlushDeps = {
   redisPrefix: string;
   quotas: QuotaConfig;
   requestStop: (payload: { tenantId: string; workspaceId: string; reason: string }) => Promise<unknown>;
+  /** Where budget alerts are audited (the root's `berth.audit`). */
+  audit: AuditRecorder;
+  /** Announces budget events to tenants' webhooks (the root's `berth.lifecycle`). */
+  lifecycle: LifecycleEvents;
 };
 
 /** `metering.flush`: the usage buffer → the UsageRecord ledger, then the budgets (transport-thin). */

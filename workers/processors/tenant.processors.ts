@@ -9,9 +9,14 @@ export function registerTenantProcessors(
   registry: ProcessorRegistry<BerthJobCatalog>,
   engine: Pick<WorkspaceEngine, "drivers" | "checkpoints">,
   /** The process' root (its database, read per job). */
-  berth: Pick<Berth, "db">,
+  berth: Pick<Berth, "db" | "lifecycle">,
 ): void {
   registry.registerProcessor("tenant.delete", ({ payload, log }) =>
-    deleteTenant({ drivers: engine.drivers, checkpoints: engine.checkpoints }, payload, log, berth.db),
+    deleteTenant(
+      { drivers: engine.drivers, checkpoints: engine.checkpoints, lifecycle: berth.lifecycle },
+      payload,
+      log,
+      berth.db,
+    ),
   );
 }

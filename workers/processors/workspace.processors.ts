@@ -23,7 +23,7 @@ export function registerWorkspaceProcessors(
   registry: ProcessorRegistry<BerthJobCatalog>,
   engine: Pick<WorkspaceEngine, "drivers" | "config" | "queues" | "checkpoints">,
   /** The process' root (its database, read per job). */
-  berth: Pick<Berth, "db" | "quota">,
+  berth: Pick<Berth, "db" | "quota" | "usage" | "stageSamples" | "lifecycle">,
   /** The workers' job lock duration: a provision run's claim lapses after as long (provision-claim.ts). */
   options: { lockDurationMs?: number | undefined } = {},
 ): void {
@@ -35,6 +35,11 @@ export function registerWorkspaceProcessors(
       return berth.db;
     },
     quota: () => berth.quota,
+    usage: () => berth.usage,
+    stageSamples: () => berth.stageSamples,
+    get lifecycle() {
+      return berth.lifecycle;
+    },
     requestStop: (payload) => enqueue("workspace.stop", payload),
     requestProvision: (payload) => enqueue("workspace.provision", payload),
     checkpoints: engine.checkpoints,

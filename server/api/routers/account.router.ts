@@ -16,6 +16,7 @@ export const accountRouter = createTRPCRouter({
       ctx.runtime.auth,
       { userId: ctx.principal.userId, email: ctx.principal.email, headers: ctx.headers },
       input,
+      ctx.berth.audit,
       ctx.berth.db,
     );
     for (const cookie of setCookies) ctx.resHeaders?.append("set-cookie", cookie);

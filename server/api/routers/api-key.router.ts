@@ -1,6 +1,11 @@
 import { z } from "zod";
 import { createTRPCRouter, tenantProcedureFor, ZTenantInput } from "@/server/api/trpc";
-import { createApiKey, listTenantApiKeys, revokeApiKey } from "@/server/modules/api-key/api-key.service";
+import {
+  apiKeySecret,
+  createApiKey,
+  listTenantApiKeys,
+  revokeApiKey,
+} from "@/server/modules/api-key/api-key.service";
 import { ZApiKeyDTO, ZCreateApiKeyInput } from "@/server/modules/api-key/api-key.types";
 
 export const apiKeyRouter = createTRPCRouter({
@@ -19,7 +24,7 @@ export const apiKeyRouter = createTRPCRouter({
     .input(ZTenantInput.extend(ZCreateApiKeyInput.shape))
     .output(z.object({ apiKey: ZApiKeyDTO, plainKey: z.string() }))
     .mutation(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...input } }) =>
-      createApiKey(ctx.runtime.auth, ctx.scope, input, ctx.berth.db),
+      createApiKey(ctx.runtime.auth, ctx.scope, input, apiKeySecret(ctx.berth.config), ctx.berth.db),
     ),
 
   revoke: tenantProcedureFor("api-key:manage")

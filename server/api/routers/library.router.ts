@@ -42,18 +42,22 @@ export const libraryRouter = createTRPCRouter({
     .input(z.intersection(ZTenantInput, ZLibraryCreateRequest))
     .output(ZLibraryEntryView)
     .mutation(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...request } }) =>
-      addLibraryEntry(ctx.scope, request, ctx.berth.db),
+      addLibraryEntry(ctx.scope, request, ctx.berth.audit, ctx.berth.db),
     ),
 
   update: tenantProcedureFor("library:manage")
     .input(ZEntryTarget.extend({ patch: ZLibraryUpdateRequest }))
     .output(ZLibraryEntryView)
-    .mutation(({ ctx, input }) => changeLibraryEntry(ctx.scope, input.entryId, input.patch, ctx.berth.db)),
+    .mutation(({ ctx, input }) =>
+      changeLibraryEntry(ctx.scope, input.entryId, input.patch, ctx.berth.audit, ctx.berth.db),
+    ),
 
   delete: tenantProcedureFor("library:manage")
     .input(ZEntryTarget)
     .output(z.object({ deleted: z.literal(true) }))
-    .mutation(({ ctx, input }) => removeLibraryEntry(ctx.scope, input.entryId, ctx.berth.db)),
+    .mutation(({ ctx, input }) =>
+      removeLibraryEntry(ctx.scope, input.entryId, ctx.berth.audit, ctx.berth.db),
+    ),
 
   /** Adds the entry to the agent's defaults (or replaces its default of the same name). */
   equip: tenantProcedureFor("agent:manage")
@@ -66,6 +70,11 @@ export const libraryRouter = createTRPCRouter({
       }),
     )
     .mutation(({ ctx, input }) =>
-      equipAgentFromLibrary(ctx.scope, { entryId: input.entryId, agentId: input.agentId }, ctx.berth.db),
+      equipAgentFromLibrary(
+        ctx.scope,
+        { entryId: input.entryId, agentId: input.agentId },
+        ctx.berth.audit,
+        ctx.berth.db,
+      ),
     ),
 });

@@ -18,6 +18,6 @@ export const quotaRouter = createTRPCRouter({
     .input(ZTenantInput.extend(ZBudgetSettings.shape))
     .output(ZTenantUsageView)
     .mutation(({ ctx, input: { tenantId: _t, tenantSlug: _s, ...budget } }) =>
-      changeBudget(ctx.scope, budget, ctx.berth.quota, ctx.berth.db),
+      changeBudget(ctx.scope, budget, ctx.berth.quota, ctx.berth.audit, ctx.berth.db),
     ),
 });

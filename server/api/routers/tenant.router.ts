@@ -91,7 +91,7 @@ export const tenantRouter = createTRPCRouter({
     .mutation(async ({ ctx, input: { tenantId: _t, tenantSlug: _s, ...patch } }) => {
       const operator = operatorLimits(ctx);
       return viewTenantPolicy(
-        await changeTenantPolicy(ctx.scope, patch, operator, ctx.berth.db),
+        await changeTenantPolicy(ctx.scope, patch, operator, ctx.berth.audit, ctx.berth.db),
         operator.idleTtlMs,
       );
     }),

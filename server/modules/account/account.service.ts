@@ -4,7 +4,7 @@ import { z } from "zod";
 import type { BerthAuth } from "@/server/auth/auth";
 import { findUserTenantsByEmailForGate } from "@/server/auth/gate.data";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
-import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
 import { AppError } from "@/server/shared/errors";
 import { parseInput } from "@/server/shared/parse-input";
 import { currentRequestMeta } from "@/server/shared/request-meta";
@@ -31,6 +31,8 @@ export async function changePassword(
   auth: BerthAuth,
   caller: { userId: string; email: string; headers: Headers },
   raw: z.input<typeof ZChangePasswordInput>,
+  /** Where the change is audited, in each of the user's tenants (the root's `berth.audit`). */
+  recorder: AuditRecorder,
   db: Db,
 ): Promise<{ changed: true; setCookies: string[] }> {
   const input = parseInput(ZChangePasswordInput, raw);
@@ -43,7 +45,7 @@ export async function changePassword(
     });
     setCookies = headers.getSetCookie();
   } catch (error) {
-    await audit(caller.email, "failure", db);
+    await audit(recorder, caller.email, "failure", db);
     if (isAPIError(error) && error.status === "BAD_REQUEST") {
       throw new AppError("BAD_REQUEST", `change password refused: ${error.message}`, {
         userMessage:
@@ -58,24 +60,31 @@ export async function changePassword(
     }
     throw error;
   }
-  await audit(caller.email, "success", db);
+  await audit(recorder, caller.email, "success", db);
   return { changed: true, setCookies };
 }
 
-async function audit(email: string, outcome: "success" | "failure", db: Db): Promise<void> {
+async function audit(
+  recorder: AuditRecorder,
+  email: string,
+  outcome: "success" | "failure",
+  db: Db,
+): Promise<void> {
   const account = await findUserTenantsByEmailForGate(email, db);
   if (!account) return;
   const meta = currentRequestMeta();
   for (const tenantId of account.tenantIds) {
-    await recordAudit(await resolveSystemTenantScope(tenantId, { allowSuspended: true }, db), {
-      action: "account.change-password",
-      targetType: "user",
-      targetId: account.userId,
-      outcome,
-      actor: { type: "user", id: account.userId },
-      ip: meta?.ip ?? null,
-      userAgent: meta?.userAgent ?? null,
-      details: { otherSessionsRevoked: outcome === "success" },
-    }).catch(() => undefined);
+    await recorder
+      .record(await resolveSystemTenantScope(tenantId, { allowSuspended: true }, db), {
+        action: "account.change-password",
+        targetType: "user",
+        targetId: account.userId,
+        outcome,
+        actor: { type: "user", id: account.userId },
+        ip: meta?.ip ?? null,
+        userAgent: meta?.userAgent ?? null,
+        details: { otherSessionsRevoked: outcome === "success" },
+      })
+      .catch(() => undefined);
   }
 }

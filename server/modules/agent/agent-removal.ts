@@ -2,6 +2,7 @@ import type { Db } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import { deleteAgent, getAgent, listWorkerAgentIds } from "@/server/modules/agent/agent.data";
 import { audited } from "@/server/modules/audit/audited";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
 import { recordDeletedSessions } from "@/server/modules/session/deleted-session.data";
 import { listSessions } from "@/server/modules/session/session.data";
 import { listWorkspaces } from "@/server/modules/workspace/workspace-list.data";
@@ -14,6 +15,8 @@ import { isAppError } from "@/server/shared/errors";
 export type AgentRemovalDeps = {
   /** The process' database client (the Berth root's). */
   db: Db;
+  /** Where changes are audited (the root's `berth.audit`). */
+  audit: AuditRecorder;
   enqueueSessionPurge(
     scope: TenantScope,
     input: { workspaceId: string; agentId: string; sessionIds: string[] },
@@ -128,6 +131,7 @@ export async function removeAgent(
   const { db } = deps;
   seen.add(agentId);
   return audited(
+    deps.audit,
     scope,
     { action: "agent.delete", targetType: "agent", targetId: agentId, details: cause },
     async () => {

@@ -18,6 +18,7 @@ import {
 } from "@/server/modules/agent/agent.schema";
 import type { AgentDTO } from "@/server/modules/agent/agent.types";
 import { audited } from "@/server/modules/audit/audited";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
 import { assertMayDeclareStdioMcp } from "@/server/modules/tenant/tenant-policy";
 import { createOnce, scopedCreateKey } from "@/server/shared/idempotency";
 import { parseInput } from "@/server/shared/parse-input";
@@ -27,6 +28,8 @@ export type { AgentView };
 export type AgentServiceDeps = {
   /** The process' database client (the Berth root's). */
   db: Db;
+  /** Where changes are audited (the root's `berth.audit`). */
+  audit: AuditRecorder;
   secretKey: SecretKey;
   /** The workspace service's `session.purge` and `agent.purge` producers (jobs run in the workers). */
   enqueueSessionPurge(
@@ -86,6 +89,7 @@ export function createAgentService(deps: AgentServiceDeps) {
         },
         create: (createKey) =>
           audited(
+            deps.audit,
             scope,
             { action: "agent.create", targetType: "agent", targetId: null, details: { name: input.name } },
             async () =>
@@ -133,6 +137,7 @@ export function createAgentService(deps: AgentServiceDeps) {
         ...(modelApiKey !== undefined ? ["modelApiKey"] : []),
       ];
       const { agent } = await audited(
+        deps.audit,
         scope,
         { action: "agent.update", targetType: "agent", targetId: agentId, details: { requested } },
         () =>
@@ -161,6 +166,7 @@ export function createAgentService(deps: AgentServiceDeps) {
     async delete(scope: TenantScope, agentId: string): Promise<AgentRemoval> {
       return removeAgent(scope, agentId, {
         db,
+        audit: deps.audit,
         enqueueSessionPurge: (...args) => deps.enqueueSessionPurge(...args),
         enqueueAgentPurge: (...args) => deps.enqueueAgentPurge(...args),
         ...(deps.requestStop ? { requestStop: deps.requestStop } : {}),

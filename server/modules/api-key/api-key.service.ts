@@ -5,7 +5,7 @@ import type { z } from "zod";
 import { API_KEY_PREFIX } from "@/server/auth/auth";
 import { deriveApiKey, withSuppliedApiKey } from "@/server/auth/api-key-material";
 import { authenticateApiKey, hashApiKey } from "@/server/auth/resolve";
-import { getConfig } from "@/server/config/config";
+import type { BerthConfig } from "@/server/config/config";
 import { createOnce, scopedCreateKey } from "@/server/shared/idempotency";
 import { assertCan, canGrantRole } from "@/server/auth/policy";
 import type { TenantRole } from "@/server/auth/roles";
@@ -26,6 +26,14 @@ import { appendAuditLog } from "@/server/modules/audit/audit.data";
 import type { ApiKeyDTO } from "@/server/modules/api-key/api-key.types";
 import type { Db } from "@/server/db";
 
+/** The server's secret keyed API keys are derived from (the root's `secrets.authSecret`). */
+export type ApiKeySecret = { keySecret: () => string };
+
+/** The API-key secret of a root's configuration. */
+export function apiKeySecret(config: Pick<BerthConfig, "secrets">): ApiKeySecret {
+  return { keySecret: () => config.secrets.authSecret };
+}
+
 /**
  * Creates a tenant API key through better-auth's API-key plugin (random key, SHA-256 hash at rest)
  * and records its role and creator. Admins only; nobody grants a role above their own.
@@ -34,6 +42,7 @@ export async function createApiKey(
   auth: BerthAuth,
   scope: TenantScope,
   rawInput: TCreateApiKeyInput,
+  deps: ApiKeySecret,
   db: Db,
 ): Promise<CreatedApiKey> {
   assertCan(scope, "api-key:manage");
@@ -51,11 +60,7 @@ export async function createApiKey(
   const { idempotencyKey } = input;
   if (!idempotencyKey) return mintApiKey(auth, scope, input, null, db);
   const createKey = scopedCreateKey(scope, idempotencyKey);
-  const plainKey = deriveApiKey(
-    getConfig().secrets.authSecret,
-    `${scope.tenantId}:${createKey}`,
-    API_KEY_PREFIX,
-  );
+  const plainKey = deriveApiKey(deps.keySecret(), `${scope.tenantId}:${createKey}`, API_KEY_PREFIX);
   return createOnce(createKey, {
     earlier: async () => {
       const first = await findApiKeyByCreateKey(scope, { createKey, keyHash: hashApiKey(plainKey) }, db);

@@ -1,9 +1,10 @@
 import type { Db } from "@/server/db";
 import type { z } from "zod";
 import type { Redis } from "ioredis";
-import { enqueue } from "@/server/queue/enqueue";
-import { getQueues } from "@/server/queue/queues";
-import { getRedis, redisKey } from "@/server/redis";
+import type { BerthJobCatalog } from "@/server/queue/catalog";
+import { createEnqueue } from "@/server/queue/enqueue";
+import type { QueueSet } from "@/server/queue/queues";
+import { redisKey } from "@/server/redis";
 import { AppError, isAppError } from "@/server/shared/errors";
 import { currentRequestMeta } from "@/server/shared/request-meta";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
@@ -26,15 +27,25 @@ export type AuditBufferDeps = {
   requestFlush: () => Promise<unknown>;
 };
 
-/** The process-wide Redis connection and queues (composition defaults; tests pass their own). */
-function defaultAuditBufferDeps(): AuditBufferDeps {
-  const queues = getQueues();
+/** The buffer over a root's Redis connection and queues. */
+export function auditBufferDeps(redis: Redis, queues: QueueSet<BerthJobCatalog>): AuditBufferDeps {
+  const enqueue = createEnqueue(queues);
   return {
-    redis: getRedis(),
+    redis,
     redisPrefix: queues.redisPrefix,
     // Deduplicated while a flush is pending or running: a burst of writes costs one job.
     requestFlush: () => enqueue("audit.flush", { trigger: "write" }, { deduplicationId: "audit.flush" }),
   };
+}
+
+/** Buffers audit entries over one Redis and queue set (the root's `berth.audit`; see `recordAudit`). */
+export type AuditRecorder = {
+  record(scope: TenantScope, entry: TAuditEntryInput): Promise<{ id: string }>;
+};
+
+/** A recorder over `deps` (resolved at each record, so building the recorder opens nothing). */
+export function auditRecorder(deps: () => AuditBufferDeps): AuditRecorder {
+  return { record: async (scope, entry) => recordAudit(scope, entry, deps()) };
 }
 
 function bufferKey(prefix: string): string {
@@ -61,7 +72,7 @@ const MAX_DEAD_LETTERS = 10_000;
 export async function recordAudit(
   scope: TenantScope,
   entry: TAuditEntryInput,
-  deps: AuditBufferDeps = defaultAuditBufferDeps(),
+  deps: AuditBufferDeps,
 ): Promise<{ id: string }> {
   // A caller's string (a NUL in a session id, a lone surrogate in a user agent) is audited as far as it can
   // be stored, with those characters replaced, rather than poisoning the buffer for everyone.

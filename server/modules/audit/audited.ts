@@ -1,5 +1,5 @@
 import type { TenantScope } from "@/server/auth/scope";
-import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
 import { auditFailureDetails } from "@/server/modules/audit/audit-failure";
 
 export type AuditTarget = {
@@ -16,6 +16,8 @@ export type AuditTarget = {
  * already happened and must not look failed to the caller.
  */
 export async function audited<T>(
+  /** Where the entry is buffered (the root's `berth.audit`). */
+  audit: AuditRecorder,
   scope: TenantScope,
   target: AuditTarget,
   fn: () => Promise<T>,
@@ -24,13 +26,15 @@ export async function audited<T>(
   resultDetails: (result: T) => { targetId?: string; details?: Record<string, unknown> } = () => ({}),
 ): Promise<T> {
   const write = (outcome: "success" | "failure", targetId: string | null, extra: Record<string, unknown>) =>
-    recordAudit(scope, {
-      action: target.action,
-      targetType: target.targetType,
-      targetId,
-      outcome,
-      details: { ...target.details, ...extra },
-    }).catch(onAuditFailure);
+    audit
+      .record(scope, {
+        action: target.action,
+        targetType: target.targetType,
+        targetId,
+        outcome,
+        details: { ...target.details, ...extra },
+      })
+      .catch(onAuditFailure);
   let result: T;
   try {
     result = await fn();

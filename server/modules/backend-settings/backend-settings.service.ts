@@ -2,7 +2,7 @@ import type { z } from "zod";
 import { assertCan } from "@/server/auth/policy";
 import type { TenantScope } from "@/server/auth/scope";
 import { decryptSecret, encryptSecret, type SecretKey } from "@/server/auth/secrets";
-import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
 import { AppError } from "@/server/shared/errors";
 import { parseInput } from "@/server/shared/parse-input";
 import type { TenantDriverSettings } from "@/server/workspace/drivers/driver";
@@ -70,6 +70,8 @@ export function createBackendSettingsService(deps: {
   registry?: DriverRegistry;
   /** The kinds this installation runs (the settings page lists their forms). Absent: every declared one. */
   enabledKinds?: () => readonly string[];
+  /** Where changes are audited (the root's `berth.audit`). */
+  audit: AuditRecorder;
 }) {
   const { db } = deps;
   const declared = (backend: string) => requireSettingsOf(backend, deps.registry);
@@ -127,7 +129,7 @@ export function createBackendSettingsService(deps: {
                 secretHint: hintOf(secret),
               };
       const row = await upsertBackendSettings(scope, backend, { settings: stored, ...sealed }, db);
-      await recordAudit(scope, {
+      await deps.audit.record(scope, {
         action: "tenant.backend-settings.update",
         targetType: "tenant",
         targetId: scope.tenantId,
@@ -153,7 +155,7 @@ export function createBackendSettingsService(deps: {
       const settings = declared(backend);
       const removed = await deleteBackendSettings(scope, backend, db);
       if (removed) {
-        await recordAudit(scope, {
+        await deps.audit.record(scope, {
           action: "tenant.backend-settings.clear",
           targetType: "tenant",
           targetId: scope.tenantId,

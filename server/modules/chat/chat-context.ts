@@ -1,5 +1,8 @@
 import type { Db } from "@/server/db";
 import type { AttachTracker } from "@/server/modules/metrics/attach-tracker";
+import type { StageSampleRecorder } from "@/server/modules/metrics/stage-buffer.service";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
+import type { LifecycleEvents } from "@/server/modules/webhook/webhook-events";
 import type { SecretKey } from "@/server/auth/secrets";
 import type { TenantScope } from "@/server/auth/scope";
 import type { Logger } from "@/server/logger";
@@ -66,6 +69,12 @@ export type ChatContext = {
   egress: TurnEgress | undefined;
   /** The root's attach tracker (stage timings: `first_answer`). */
   attachTracker: () => AttachTracker;
+  /** The root's stage buffer (a turn's `queue_wait`, `tool` and `model` timings). */
+  stageSamples: () => StageSampleRecorder;
+  /** Where turns and cancels are audited (the root's `berth.audit`). */
+  audit: AuditRecorder;
+  /** Announces `turn.completed` / `turn.failed` (the root's `berth.lifecycle`). */
+  lifecycle: LifecycleEvents;
   eventLog: TurnEventLog;
   /** How turns are seen again from their logs (chat-following.ts). */
   attach: TurnAttachDeps;

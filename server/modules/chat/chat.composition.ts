@@ -18,7 +18,10 @@ import { claimTurn, getTurn, heartbeatTurn, interruptTurn } from "./chat-turn.da
 import { startDeadHolderReaper } from "./dead-holders";
 import { type CancelBus, type Liveness, TurnRegistry } from "./turn-registry";
 import type { TurnEventLog } from "./turn-event-log";
-import { recordUsage } from "@/server/modules/metering/metering.service";
+import type { UsageRecorder } from "@/server/modules/metering/metering.service";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
+import type { LifecycleEvents } from "@/server/modules/webhook/webhook-events";
+import type { StageSampleRecorder } from "@/server/modules/metrics/stage-buffer.service";
 import { admitTurn, TURN_SLOT_RENEW_MS, type QuotaDeps } from "@/server/modules/quota/quota.service";
 
 /**
@@ -56,6 +59,14 @@ export function createAgentServices(deps: {
   quota: () => QuotaDeps;
   /** The root's attach tracker (turns' `first_answer` timings). */
   attachTracker: () => AttachTracker;
+  /** Where the services' changes are audited (the root's `berth.audit`). */
+  audit: AuditRecorder;
+  /** Announces turns' ends to tenants' webhooks (the root's `berth.lifecycle`). */
+  lifecycle: LifecycleEvents;
+  /** The root's usage buffer (turns are metered once they ran). */
+  usage: () => UsageRecorder;
+  /** The root's stage buffer (turns' timings). */
+  stageSamples: () => StageSampleRecorder;
   /** Each turn's egress grant (server/modules/egress/); without it commands have no network. */
   egress?: TurnEgress;
 }): AgentServices {
@@ -90,6 +101,8 @@ export function createAgentServices(deps: {
       await enqueue("checkpoint.restore", { tenantId: scope.tenantId, restoreId });
     },
     log,
+    quota: deps.quota,
+    audit: deps.audit,
   });
   const chat = createChatService({
     db,
@@ -102,21 +115,27 @@ export function createAgentServices(deps: {
     checkpoints,
     ...(deps.egress ? { egress: deps.egress } : {}),
     attachTracker: deps.attachTracker,
+    stageSamples: deps.stageSamples,
+    audit: deps.audit,
+    lifecycle: deps.lifecycle,
     quota: {
       admitTurn: (tenantId, turnId) => admitTurn(tenantId, turnId, deps.quota(), db),
       renewEveryMs: TURN_SLOT_RENEW_MS,
-      recordUsage: (entries) => recordUsage(entries),
+      recordUsage: (entries) => deps.usage().record(entries),
     },
   });
   const session = createSessionService({
     db,
     workspaces: deps.workspaces,
+    quota: deps.quota,
+    audit: deps.audit,
     cancelTurn: (sessionId) => chat.cancelTurn(sessionId),
     onAuditFailure,
   });
   return {
     agent: createAgentService({
       db,
+      audit: deps.audit,
       secretKey: deps.secretKey,
       enqueueSessionPurge: (scope, input) => deps.workspaces.enqueueSessionPurge(scope, input),
       enqueueAgentPurge: (scope, input) => deps.workspaces.enqueueAgentPurge(scope, input),
@@ -126,7 +145,7 @@ export function createAgentServices(deps: {
     }),
     session,
     chat,
-    jobs: createJobsService(deps.workspaces.engine.queues),
+    jobs: createJobsService(deps.workspaces.engine.queues, deps.audit),
     checkpoints,
     checkModel: (scope, agentId) => checkAgentModel(scope, agentId, { secretKey: deps.secretKey }, db),
     close: () => reaper.stop(),

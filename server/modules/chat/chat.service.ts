@@ -1,10 +1,13 @@
 import type { Db } from "@/server/db";
 import type { AttachTracker } from "@/server/modules/metrics/attach-tracker";
+import type { StageSampleRecorder } from "@/server/modules/metrics/stage-buffer.service";
 import type { z } from "zod";
 import type { SecretKey } from "@/server/auth/secrets";
 import type { TenantScope } from "@/server/auth/scope";
 import type { Logger } from "@/server/logger";
 import { audited } from "@/server/modules/audit/audited";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
+import type { LifecycleEvents } from "@/server/modules/webhook/webhook-events";
 import { getSession, listChatMessages } from "@/server/modules/session/session.data";
 import { parseInput } from "@/server/shared/parse-input";
 import type { TTurnLimitsInput } from "@/server/agent/agent.schema";
@@ -56,6 +59,12 @@ export type ChatServiceDeps = {
   egress?: TurnEgress;
   /** The root's attach tracker: a turn's first tool result after a fresh attach is `first_answer`. */
   attachTracker: () => AttachTracker;
+  /** The root's stage buffer: each turn's timings. */
+  stageSamples: () => StageSampleRecorder;
+  /** Where turns and cancels are audited (the root's `berth.audit`). */
+  audit: AuditRecorder;
+  /** Announces turns' ends to tenants' webhooks (the root's `berth.lifecycle`). */
+  lifecycle: LifecycleEvents;
 };
 
 export function createChatService(deps: ChatServiceDeps) {
@@ -76,6 +85,9 @@ export function createChatService(deps: ChatServiceDeps) {
     checkpoints: deps.checkpoints,
     egress: deps.egress,
     attachTracker: deps.attachTracker,
+    stageSamples: deps.stageSamples,
+    audit: deps.audit,
+    lifecycle: deps.lifecycle,
     eventLog,
     attach: followingDeps({ log: eventLog, registry: deps.registry, db }),
     readStates: new ReadStates(),
@@ -108,6 +120,7 @@ async function cancelTurn(
   sessionId: string,
 ): Promise<{ cancelled: boolean }> {
   return audited(
+    ctx.audit,
     scope,
     { action: "chat.cancel", targetType: "session", targetId: sessionId },
     async () => {

@@ -2,11 +2,9 @@ import type { Db } from "@/server/db";
 import { randomUUID } from "node:crypto";
 import type { TenantScope } from "@/server/auth/scope";
 import { type AgentDTO, defaultSystemPrompt } from "@/server/modules/agent/agent.types";
-import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
 import { announceChange } from "@/server/modules/live/change-feed";
 import { listChatMessages } from "@/server/modules/session/session.data";
 import type { ChatMessageDTO, SessionDTO } from "@/server/modules/session/session.types";
-import { emitLifecycleEvent } from "@/server/modules/webhook/webhook-events";
 import { runTurn, type TurnResult } from "@/server/agent/agent-loop";
 import type { TChatTurnEvent } from "@/server/agent/agent.schema";
 import { createAgentModel, modelEndpointForAgent } from "@/server/agent/model-provider";
@@ -128,13 +126,15 @@ async function finish(
   // A turn is a mutation (messages, workspace files): audited once it ends, with its outcome. Never
   // the message text, which may hold secrets.
   const auditTurn = (outcome: "success" | "failure", details: Record<string, unknown>) =>
-    recordAudit(scope, {
-      action: "chat.send",
-      targetType: "session",
-      targetId: session.id,
-      outcome,
-      details: { agentId: claimed.agent.agent.id, ...details },
-    }).catch((error: unknown) => ctx.log.warn({ err: error }, "could not audit a chat turn"));
+    ctx.audit
+      .record(scope, {
+        action: "chat.send",
+        targetType: "session",
+        targetId: session.id,
+        outcome,
+        details: { agentId: claimed.agent.agent.id, ...details },
+      })
+      .catch((error: unknown) => ctx.log.warn({ err: error }, "could not audit a chat turn"));
   const error = transcript.error;
   try {
     await storeTurnEnd(ctx.turnEnd, scope, turn, { done, text: transcript.text, error }, result, ctx.db);
@@ -143,7 +143,7 @@ async function finish(
       steps: done.steps,
       ...(error ? { code: error.code } : {}),
     });
-    announceTurn(scope.tenantId, session, done.status, error?.code ?? null);
+    announceTurn(ctx, scope.tenantId, session, done.status, error?.code ?? null);
     publish(done);
   } catch (thrown) {
     // The turn ran, but its end could not be stored. The client hears so (typed, masked). Only a lost
@@ -152,7 +152,7 @@ async function finish(
     ctx.log.error({ err: thrown, sessionId: session.id }, "could not store a chat turn's end");
     const unsaved = await storeUnsavedTurn(ctx.turnEnd, scope, turn, claimed.message, done, thrown, ctx.db);
     await auditTurn("failure", { status: "failed", code: unsaved.code });
-    announceTurn(scope.tenantId, session, "failed", unsaved.code);
+    announceTurn(ctx, scope.tenantId, session, "failed", unsaved.code);
     publish(unsaved);
     publish({ ...done, status: "failed" });
   } finally {
@@ -166,11 +166,17 @@ async function finish(
 }
 
 /** `turn.completed` / `turn.failed` for the tenant's webhooks (a cancelled turn is neither). */
-function announceTurn(tenantId: string, session: SessionDTO, status: string, code: string | null): void {
+function announceTurn(
+  ctx: Pick<ChatContext, "lifecycle">,
+  tenantId: string,
+  session: SessionDTO,
+  status: string,
+  code: string | null,
+): void {
   // The sessions list's status column (live pages: server/modules/live/change-feed.ts).
   announceChange(tenantId, { topic: "session", id: session.id, userId: session.userId });
   if (status === "cancelled") return;
-  emitLifecycleEvent(tenantId, status === "failed" ? "turn.failed" : "turn.completed", {
+  ctx.lifecycle.emit(tenantId, status === "failed" ? "turn.failed" : "turn.completed", {
     sessionId: session.id,
     agentId: session.agentId,
     workspaceId: session.workspaceId,
@@ -201,7 +207,10 @@ async function run(
     { session, agent },
     lease,
     async (workspace, record) => {
-      const timer = new TurnTimer({ tenantId: scope.tenantId, record, requestedAt: claimed.requestedAt });
+      const timer = new TurnTimer(
+        { tenantId: scope.tenantId, record, requestedAt: claimed.requestedAt },
+        ctx.stageSamples(),
+      );
       egress = await ctx.egress?.openTurnEgress(scope, {
         agentId: agent.id,
         workspaceId: record.id,

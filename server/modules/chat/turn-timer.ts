@@ -1,4 +1,4 @@
-import { recordStageSamples } from "@/server/modules/metrics/stage-buffer.service";
+import type { StageSampleRecorder } from "@/server/modules/metrics/stage-buffer.service";
 import type { TChatTurnEvent } from "@/server/agent/agent.schema";
 
 /**
@@ -17,6 +17,8 @@ export class TurnTimer {
       record: { id: string; backendKind: string };
       requestedAt: number;
     },
+    /** Where the samples go (the root's stage buffer). */
+    private readonly stageSamples: StageSampleRecorder,
   ) {}
 
   observe(event: TChatTurnEvent, at = Date.now()): void {
@@ -39,13 +41,13 @@ export class TurnTimer {
       at: new Date(at),
     };
     const loopMs = at - this.startedAt;
-    void recordStageSamples(
+    void this.stageSamples.record(
       [
         { ...base, stage: "queue_wait", durationMs: this.startedAt - this.facts.requestedAt },
         { ...base, stage: "tool", durationMs: this.toolMs },
         { ...base, stage: "model", durationMs: Math.max(loopMs - this.toolMs, 0) },
       ],
-      { onError },
+      onError,
     );
   }
 }

@@ -1,7 +1,9 @@
 import type { Db } from "@/server/db";
 import type { TenantScope } from "@/server/auth/scope";
 import type { Logger } from "@/server/logger";
+import type { QuotaDeps } from "@/server/modules/quota/quota.service";
 import { audited } from "@/server/modules/audit/audited";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
 import { announceChange } from "@/server/modules/live/change-feed";
 import { createSession, getSession, sessionNotFound } from "@/server/modules/session/session.data";
 import { assignSessionWorkspaceId } from "@/server/modules/session/session.policy";
@@ -33,6 +35,10 @@ export type CheckpointServiceDeps = {
   /** Hands a begun restore to the workers (`checkpoint.restore`). */
   enqueueRestore: (scope: TenantScope, restoreId: string) => Promise<void>;
   log: Pick<Logger, "warn">;
+  /** The root's quota deps (a fork's new binding counts against `totalWorkspaces`), built on first use. */
+  quota: () => Pick<QuotaDeps, "config">;
+  /** Where changes are audited (the root's `berth.audit`). */
+  audit: AuditRecorder;
 };
 
 /** A diff lists at most this many files; the rest is counted. */
@@ -223,6 +229,7 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
      */
     async revert(scope: TenantScope, input: { sessionId: string; checkpointId: string }) {
       return audited(
+        deps.audit,
         scope,
         {
           action: "checkpoint.revert",
@@ -265,6 +272,7 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
       input: { sessionId: string; checkpointId: string; name?: string | undefined },
     ) {
       return audited(
+        deps.audit,
         scope,
         {
           action: "checkpoint.fork",
@@ -290,6 +298,7 @@ export function createCheckpointService(deps: CheckpointServiceDeps) {
                   agentId: source.agentId,
                   userId: scope.userId ?? source.userId,
                 },
+                deps.quota(),
                 tx,
               );
               const fork = await createSession(

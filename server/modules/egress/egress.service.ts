@@ -6,7 +6,7 @@ import { decryptSecret, encryptSecret, type SecretKey } from "@/server/auth/secr
 import type { DbClient } from "@/server/db";
 import type { Logger } from "@/server/logger";
 import { audited } from "@/server/modules/audit/audited";
-import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
 import { assertMayActOnWorkspace } from "@/server/modules/workspace/workspace-access";
 import { requireWorkspaceRecord } from "@/server/modules/workspace/workspace-attach";
 import { AppError } from "@/server/shared/errors";
@@ -39,7 +39,13 @@ const LAST_REFUSED_KEPT = 10;
 
 const sealingContext = (tenantId: string, id: string) => `egress-secret:${tenantId}:${id}`;
 
-export type EgressServiceDeps = { db: DbClient; secretKey: SecretKey; log: Logger };
+export type EgressServiceDeps = {
+  db: DbClient;
+  secretKey: SecretKey;
+  log: Logger;
+  /** Where changes are audited (the root's `berth.audit`). */
+  audit: AuditRecorder;
+};
 
 /**
  * Egress policies and secrets (issue 25; README of server/workspace/egress and ARCHITECTURE.md "Egress and
@@ -84,6 +90,7 @@ export function createEgressService(deps: EgressServiceDeps) {
     const key = await ownerKey(scope, agentId, "manage");
     const policy = raw === null ? null : parseInput(ZEgressPolicy, raw);
     await audited(
+      deps.audit,
       scope,
       {
         action: "egress.policy.set",
@@ -121,6 +128,7 @@ export function createEgressService(deps: EgressServiceDeps) {
       const input = parseInput(ZSecretCreateRequest, raw);
       const id = randomUUID();
       const created = await audited(
+        deps.audit,
         scope,
         {
           action: "egress.secret.create",
@@ -156,6 +164,7 @@ export function createEgressService(deps: EgressServiceDeps) {
     async deleteSecret(scope: TenantScope, agentId: string | undefined, secretId: string) {
       const key = await ownerKey(scope, agentId, "manage");
       const deleted = await audited(
+        deps.audit,
         scope,
         { action: "egress.secret.delete", targetType: "secret", targetId: secretId },
         () => deleteEgressSecret(scope, key, secretId, db),
@@ -239,13 +248,15 @@ export function createEgressService(deps: EgressServiceDeps) {
     await recordEgressRefusal(scope, turn.workspaceId, entry, LAST_REFUSED_KEPT, db).catch((error: unknown) =>
       deps.log.warn({ err: error }, "could not count a refused egress"),
     );
-    await recordAudit(scope, {
-      action: "workspace.egress.refused",
-      targetType: "workspace",
-      targetId: turn.workspaceId,
-      outcome: "failure",
-      details: { ...entry, message: refusal.message },
-    }).catch(onAuditFailure);
+    await deps.audit
+      .record(scope, {
+        action: "workspace.egress.refused",
+        targetType: "workspace",
+        targetId: turn.workspaceId,
+        outcome: "failure",
+        details: { ...entry, message: refusal.message },
+      })
+      .catch(onAuditFailure);
   }
 }
 

@@ -2,6 +2,7 @@ import type { Job } from "bullmq";
 import { z } from "zod";
 import type { TenantScope } from "@/server/auth/scope";
 import { audited } from "@/server/modules/audit/audited";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
 import type { JobCatalog } from "@/server/queue/types";
 import type { QueueSet } from "@/server/queue/queues";
 import { AppError } from "@/server/shared/errors";
@@ -51,7 +52,8 @@ type QueueDepthView = z.output<typeof ZQueueDepthView>;
 /** How many recent jobs per queue and state are scanned for the tenant's (a dashboard, not an archive). */
 const SCAN_PER_STATE = 1_000;
 
-export function createJobsService<C extends JobCatalog>(queues: QueueSet<C>) {
+/** `audit`: where retries are audited (the root's `berth.audit`). */
+export function createJobsService<C extends JobCatalog>(queues: QueueSet<C>, audit: AuditRecorder) {
   const ownedBy = (scope: TenantScope, job: Job | undefined): job is Job =>
     !!job && (job.data as { tenantId?: unknown } | null)?.tenantId === scope.tenantId;
 
@@ -116,7 +118,7 @@ export function createJobsService<C extends JobCatalog>(queues: QueueSet<C>) {
 
     /** Retries a failed job of the tenant; anything else is a CONFLICT (it is not failed) or NOT_FOUND. */
     async retry(scope: TenantScope, jobId: string): Promise<JobView> {
-      return audited(scope, { action: "jobs.retry", targetType: "job", targetId: jobId }, async () => {
+      return audited(audit, scope, { action: "jobs.retry", targetType: "job", targetId: jobId }, async () => {
         for (const queue of queues.all()) {
           const job = (await queue.getJob(jobId)) as Job | undefined;
           if (!ownedBy(scope, job)) continue;

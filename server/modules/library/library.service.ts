@@ -4,6 +4,7 @@ import { assertCan } from "@/server/auth/policy";
 import type { TenantScope } from "@/server/auth/scope";
 import { editAgentDefaults } from "@/server/modules/agent/agent.data";
 import { audited } from "@/server/modules/audit/audited";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
 import { assertMayDeclareStdioMcp } from "@/server/modules/tenant/tenant-policy";
 import type { WorkspaceContentService } from "@/server/modules/workspace-content/workspace-content.service";
 import { AppError } from "@/server/shared/errors";
@@ -108,6 +109,8 @@ export async function getLibraryEntryDetail(
 export async function addLibraryEntry(
   scope: TenantScope,
   raw: TLibraryCreateRequest,
+  /** Where the change is audited (the root's `berth.audit`). */
+  audit: AuditRecorder,
   db: Db,
 ): Promise<LibraryEntryView> {
   assertCan(scope, "library:manage");
@@ -126,6 +129,7 @@ export async function addLibraryEntry(
     },
     create: (createKey) =>
       audited(
+        audit,
         scope,
         {
           action: "library.create",
@@ -158,6 +162,8 @@ export async function addLibraryEntry(
 export async function addLibrarySkillArchive(
   scope: TenantScope,
   upload: { stream: Readable; format: ArchiveFormat; description?: string; idempotencyKey?: string },
+  /** Where the change is audited (the root's `berth.audit`). */
+  audit: AuditRecorder,
   db: Db,
 ): Promise<LibraryEntryView> {
   assertCan(scope, "library:manage");
@@ -170,6 +176,7 @@ export async function addLibrarySkillArchive(
       ...(upload.description ? { description: upload.description } : {}),
       ...(upload.idempotencyKey ? { idempotencyKey: upload.idempotencyKey } : {}),
     },
+    audit,
     db,
   );
 }
@@ -178,6 +185,8 @@ export async function changeLibraryEntry(
   scope: TenantScope,
   entryId: string,
   raw: TLibraryUpdateRequest,
+  /** Where the change is audited (the root's `berth.audit`). */
+  audit: AuditRecorder,
   db: Db,
 ): Promise<LibraryEntryView> {
   assertCan(scope, "library:manage");
@@ -188,6 +197,7 @@ export async function changeLibraryEntry(
   const content = patch.declaration ?? patch.skill;
   if (patch.declaration) await assertStdioAllowed(scope, patch.declaration, db);
   return audited(
+    audit,
     scope,
     {
       action: "library.update",
@@ -215,13 +225,20 @@ export async function changeLibraryEntry(
 export async function removeLibraryEntry(
   scope: TenantScope,
   entryId: string,
+  /** Where the change is audited (the root's `berth.audit`). */
+  audit: AuditRecorder,
   db: Db,
 ): Promise<{ deleted: true }> {
   assertCan(scope, "library:manage");
-  return audited(scope, { action: "library.delete", targetType: "library", targetId: entryId }, async () => {
-    await deleteLibraryEntry(scope, entryId, db);
-    return { deleted: true as const };
-  });
+  return audited(
+    audit,
+    scope,
+    { action: "library.delete", targetType: "library", targetId: entryId },
+    async () => {
+      await deleteLibraryEntry(scope, entryId, db);
+      return { deleted: true as const };
+    },
+  );
 }
 
 /**
@@ -232,6 +249,8 @@ export async function removeLibraryEntry(
 export async function equipAgentFromLibrary(
   scope: TenantScope,
   input: { entryId: string; agentId: string },
+  /** Where the change is audited (the root's `berth.audit`). */
+  audit: AuditRecorder,
   db: Db,
 ): Promise<{ agentId: string; name: string; outcome: "added" | "replaced" | "unchanged" }> {
   assertCan(scope, "agent:manage");
@@ -245,6 +264,7 @@ export async function equipAgentFromLibrary(
     return list.map((existing, at) => (at === index ? item : existing));
   };
   return audited(
+    audit,
     scope,
     {
       action: "library.equip",

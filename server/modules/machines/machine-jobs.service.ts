@@ -9,11 +9,12 @@ import { checkResumeIntegrity } from "@/server/modules/checkpoint/resume-integri
 import type { Logger } from "@/server/logger";
 import { AppError } from "@/server/shared/errors";
 import { redactHostPaths } from "@/server/shared/host-paths";
-import { recordUsage } from "@/server/modules/metering/metering.service";
+import type { UsageRecorder } from "@/server/modules/metering/metering.service";
 import { provisionAdmission, workspaceResources, type QuotaDeps } from "@/server/modules/quota/quota.service";
 import { startProvisionTimings } from "@/server/modules/metrics/provision-timings";
+import type { StageSampleRecorder } from "@/server/modules/metrics/stage-buffer.service";
 import type { TStagePath } from "@/server/modules/metrics/stage-sample.schema";
-import { emitLifecycleEvent } from "@/server/modules/webhook/webhook-events";
+import type { LifecycleEvents } from "@/server/modules/webhook/webhook-events";
 import { appendWorkspaceEvent } from "@/server/modules/workspace/workspace.data";
 import type {
   ZWorkspaceProvisionPayload,
@@ -29,6 +30,12 @@ import { claimProvision, DEFAULT_PROVISION_CLAIM_MS, waitForProvisionClaim } fro
 import { specOfRecord } from "@/server/modules/workspace/workspace-spec";
 import type { Db } from "@/server/db";
 
+/** What a provision needs of the workspace jobs' deps. */
+type ProvisionDeps = Pick<
+  WorkspaceJobDeps,
+  "drivers" | "quota" | "usage" | "stageSamples" | "lifecycle" | "provisionClaimMs" | "checkpoints" | "db"
+>;
+
 /** What the workspace jobs need from the worker's composition root. */
 export type WorkspaceJobDeps = {
   /** Every enabled backend's driver; a record's own backend acts on it. */
@@ -42,6 +49,12 @@ export type WorkspaceJobDeps = {
   db: Db;
   /** Quota admission and limits (the root's, built on first use). */
   quota: () => QuotaDeps;
+  /** Buffers a provision's usage (the root's, built on first use). */
+  usage: () => UsageRecorder;
+  /** Buffers a provision's stage timings (the root's, built on first use). */
+  stageSamples: () => StageSampleRecorder;
+  /** Announces `workspace.ready`, `.failed` and `.stopped` to tenants' webhooks (the root's `berth.lifecycle`). */
+  lifecycle: LifecycleEvents;
   /** The turn checkpoints' store: a recreated or resumed machine's folder is compared with the last one. */
   checkpoints?: CheckpointStore;
   /**
@@ -85,7 +98,7 @@ type ProvisionOutcome = {
  * of an attempt whose worker died (stalled-job recovery), so it provisions again (create-or-get).
  */
 export async function provisionWorkspace(
-  deps: Pick<WorkspaceJobDeps, "drivers" | "quota" | "provisionClaimMs" | "checkpoints" | "db">,
+  deps: ProvisionDeps,
   payload: z.output<typeof ZWorkspaceProvisionPayload>,
   log: Logger,
   /** The job's enqueue and pick-up times (epoch ms): the stage timings start there. */
@@ -103,7 +116,7 @@ export async function provisionWorkspace(
 
 /** One look at the workspace and, under its claim, the provision; "claim-held": another run has it. */
 async function provisionOnce(
-  deps: Pick<WorkspaceJobDeps, "drivers" | "quota" | "provisionClaimMs" | "checkpoints" | "db">,
+  deps: ProvisionDeps,
   payload: z.output<typeof ZWorkspaceProvisionPayload>,
   log: Logger,
   timing: { requestedAt: number; pickedUpAt: number },
@@ -119,7 +132,7 @@ async function provisionOnce(
   const spec = { ...specOfRecord(record), resources };
   const dataLoss = dataLossRecorder(scope, record, db);
   // Off the hot path: one un-awaited buffer push when the provision ends (see stage-buffer.service.ts).
-  const timings = startProvisionTimings(timing, record, (error) =>
+  const timings = startProvisionTimings(timing, record, deps.stageSamples(), (error) =>
     log.warn({ err: error }, "could not buffer stage timings"),
   );
   const path = timings.path;
@@ -150,7 +163,7 @@ async function provisionOnce(
       await progress.recorded();
     } catch (error) {
       await progress.recorded();
-      await recordProvisionFailure(scope, record, error, timings, log, db);
+      await recordProvisionFailure(scope, record, error, timings, deps.lifecycle, log, db);
       throw error;
     }
     // Before READY, so no turn can change the folder while it is compared with the last checkpoint.
@@ -175,18 +188,21 @@ async function provisionOnce(
     await claim.end();
   }
   timings.done(true);
-  await recordUsage([
-    {
-      tenantId: record.tenantId,
-      kind: "provision",
-      quantity: 1,
-      backend: record.backendKind,
-      size,
-      agentId: record.agentId,
-      userId: record.userId,
-      workspaceId: record.id,
-    },
-  ]).catch((error: unknown) => log.warn({ err: error }, "could not meter a provision"));
+  await deps
+    .usage()
+    .record([
+      {
+        tenantId: record.tenantId,
+        kind: "provision",
+        quantity: 1,
+        backend: record.backendKind,
+        size,
+        agentId: record.agentId,
+        userId: record.userId,
+        workspaceId: record.id,
+      },
+    ])
+    .catch((error: unknown) => log.warn({ err: error }, "could not meter a provision"));
   // An operator suspended the tenant while the machine was being made: that suspension's stop job found the
   // record PROVISIONING and had nothing to stop, so the machine stops here instead of running on.
   if (!(await tenantAdmitsWork(payload.tenantId, db))) {
@@ -197,7 +213,7 @@ async function provisionOnce(
     });
     return { outcome: "stopped-suspended" };
   }
-  emitLifecycleEvent(record.tenantId, "workspace.ready", {
+  deps.lifecycle.emit(record.tenantId, "workspace.ready", {
     workspaceId: record.id,
     backend: record.backendKind,
     path,
@@ -379,6 +395,7 @@ async function recordProvisionFailure(
   record: WorkspaceRecord,
   error: unknown,
   timings: ReturnType<typeof startProvisionTimings>,
+  lifecycle: LifecycleEvents,
   log: Logger,
   db: Db,
 ) {
@@ -397,7 +414,7 @@ async function recordProvisionFailure(
     log.warn({ err: transitionError }, "could not record the failed provision"),
   );
   timings.done(false);
-  emitLifecycleEvent(record.tenantId, "workspace.failed", {
+  lifecycle.emit(record.tenantId, "workspace.failed", {
     workspaceId: record.id,
     backend: record.backendKind,
     // Sent outside the installation: host paths never leave it (server/shared/host-paths.ts).
@@ -407,7 +424,7 @@ async function recordProvisionFailure(
 
 /** `workspace.stop`: READY | STOPPING → STOPPED; the machine stops, its data stays. */
 export async function stopWorkspace(
-  deps: Pick<WorkspaceJobDeps, "db" | "drivers">,
+  deps: Pick<WorkspaceJobDeps, "db" | "drivers" | "lifecycle">,
   payload: z.output<typeof ZWorkspaceStopPayload>,
 ): Promise<{ outcome: "stopped" | "nothing-to-stop"; state: string }> {
   const { db } = deps;
@@ -424,7 +441,7 @@ export async function stopWorkspace(
   }
   await deps.drivers.forKind(record.backendKind).stop(specOfRecord(record));
   await transitionFrom(scope, record.id, { from: ["STOPPING"], to: "STOPPED", reason: payload.reason }, db);
-  emitLifecycleEvent(record.tenantId, "workspace.stopped", {
+  deps.lifecycle.emit(record.tenantId, "workspace.stopped", {
     workspaceId: record.id,
     reason: payload.reason,
   });

@@ -2,9 +2,9 @@ import type { Db, DbClient } from "@/server/db";
 import type { MeteringRate, QuotaConfig } from "@/server/config/quotas";
 import type { Logger } from "@/server/logger";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
-import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
 import { getTenantQuota } from "@/server/modules/quota/quota.data";
-import { emitLifecycleEvent } from "@/server/modules/webhook/webhook-events";
+import type { LifecycleEvents } from "@/server/modules/webhook/webhook-events";
 import { claimBudgetAlert, listReadyWorkspaceIds, sumUsageSince } from "./metering.data";
 import { monthOf, type UsageKind, type UsageSums } from "./metering.types";
 
@@ -59,6 +59,10 @@ export async function evaluateBudgets(
     rates: Rates;
     requestStop: (payload: { tenantId: string; workspaceId: string; reason: string }) => Promise<unknown>;
     log: Logger;
+    /** Where alerts are audited (the root's `berth.audit`). */
+    audit: AuditRecorder;
+    /** Announces `budget.threshold_reached` / `budget.exhausted` (the root's `berth.lifecycle`). */
+    lifecycle: LifecycleEvents;
   },
   now = new Date(),
   db: Db,
@@ -78,7 +82,7 @@ export async function evaluateBudgets(
         continue;
       result.alerts.push(percent);
       const scope = await resolveSystemTenantScope(tenantId, {}, db);
-      await recordAudit(scope, {
+      await deps.audit.record(scope, {
         action: "budget.threshold",
         targetType: "tenant",
         targetId: tenantId,
@@ -86,7 +90,7 @@ export async function evaluateBudgets(
         details: { percent, month, spentUnits: spent, budgetUnits: budget },
       });
       // The tenant's lifecycle webhooks hear it too: an alert at 100 % or more says the budget is spent.
-      emitLifecycleEvent(tenantId, percent >= 100 ? "budget.exhausted" : "budget.threshold_reached", {
+      deps.lifecycle.emit(tenantId, percent >= 100 ? "budget.exhausted" : "budget.threshold_reached", {
         percent,
         month,
         spentUnits: spent,

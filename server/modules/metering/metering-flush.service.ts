@@ -2,6 +2,8 @@ import type { Db } from "@/server/db";
 import type { Redis } from "ioredis";
 import type { QuotaConfig } from "@/server/config/quotas";
 import type { Logger } from "@/server/logger";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
+import type { LifecycleEvents } from "@/server/modules/webhook/webhook-events";
 import { accrueRunningWorkspaces } from "@/server/modules/workspace/workspace-metering.data";
 import { evaluateBudgets, type BudgetEvaluation } from "./budget.service";
 import { flushMeteringBuffer, type MeteringFlushResult } from "./metering.service";
@@ -21,6 +23,10 @@ export async function runMeteringFlush(deps: {
   quotas: QuotaConfig;
   requestStop: (payload: { tenantId: string; workspaceId: string; reason: string }) => Promise<unknown>;
   log: Logger;
+  /** Where budget alerts are audited (the root's `berth.audit`). */
+  audit: AuditRecorder;
+  /** Announces budget events to tenants' webhooks (the root's `berth.lifecycle`). */
+  lifecycle: LifecycleEvents;
 }): Promise<MeteringFlushResult & { accrued: number; budgets: BudgetEvaluation[] }> {
   const { db } = deps;
   const accrued = await accrueRunningWorkspaces(new Date(Date.now() - ACCRUAL_EVERY_MS), 500, db);
@@ -31,6 +37,8 @@ export async function runMeteringFlush(deps: {
       rates: deps.quotas.rates,
       requestStop: deps.requestStop,
       log: deps.log,
+      audit: deps.audit,
+      lifecycle: deps.lifecycle,
     },
     undefined,
     db,

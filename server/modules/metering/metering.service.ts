@@ -1,8 +1,9 @@
 import type { Db } from "@/server/db";
 import type { Redis } from "ioredis";
-import { enqueue } from "@/server/queue/enqueue";
-import { getQueues } from "@/server/queue/queues";
-import { getRedis, redisKey } from "@/server/redis";
+import type { BerthJobCatalog } from "@/server/queue/catalog";
+import { createEnqueue } from "@/server/queue/enqueue";
+import type { QueueSet } from "@/server/queue/queues";
+import { redisKey } from "@/server/redis";
 import { insertUsageRecords } from "./metering.data";
 import { ZUsageEntry, type TUsageEntry, type UsageInput } from "./metering.types";
 import { ackBatch, claimBatch } from "@/server/shared/claimed-batches";
@@ -19,24 +20,30 @@ export type MeteringBufferDeps = {
   requestFlush: () => Promise<unknown>;
 };
 
-function defaultMeteringDeps(): MeteringBufferDeps {
-  const queues = getQueues();
+/** The buffer over a root's Redis connection and queues (a flush request is deduplicated while pending). */
+export function meteringBufferDeps(redis: Redis, queues: QueueSet<BerthJobCatalog>): MeteringBufferDeps {
+  const enqueue = createEnqueue(queues);
   return {
-    redis: getRedis(),
+    redis,
     redisPrefix: queues.redisPrefix,
     requestFlush: () =>
       enqueue("metering.flush", { trigger: "write" }, { deduplicationId: "metering.flush" }),
   };
 }
 
+/** Buffers usage over one Redis and queue set (the root's `berth.usage`). */
+export type UsageRecorder = { record(entries: readonly UsageInput[]): Promise<void> };
+
+/** A recorder over `deps` (built on the first record). */
+export function usageRecorder(deps: () => MeteringBufferDeps): UsageRecorder {
+  return { record: async (entries) => recordUsage(entries, deps()) };
+}
+
 const bufferKey = (prefix: string) => redisKey(prefix, "metering", "buffer");
 const inflightKey = (prefix: string) => redisKey(prefix, "metering", "inflight");
 
 /** Buffers usage for the next flush. Entries with a zero quantity are dropped (nothing to count). */
-export async function recordUsage(
-  entries: readonly UsageInput[],
-  deps: MeteringBufferDeps = defaultMeteringDeps(),
-): Promise<void> {
+async function recordUsage(entries: readonly UsageInput[], deps: MeteringBufferDeps): Promise<void> {
   const now = new Date();
   const lines = entries
     .filter((entry) => entry.quantity > 0)

@@ -1,5 +1,5 @@
 import { ProvisionStopwatch, provisionPathOf } from "./provision-stopwatch";
-import { recordStageSamples } from "./stage-buffer.service";
+import type { StageSampleRecorder } from "./stage-buffer.service";
 
 /**
  * The provision job's instrumentation: the path from the record's state, a stopwatch fed by the driver's
@@ -8,6 +8,7 @@ import { recordStageSamples } from "./stage-buffer.service";
 export function startProvisionTimings(
   timing: { requestedAt: number; pickedUpAt: number },
   record: { id: string; tenantId: string; backendKind: string; state: string; backendHandle: unknown },
+  stageSamples: StageSampleRecorder,
   onError: (error: unknown) => void,
 ) {
   const stopwatch = new ProvisionStopwatch(timing.requestedAt, timing.pickedUpAt);
@@ -23,7 +24,7 @@ export function startProvisionTimings(
         path,
         ok,
       });
-      void recordStageSamples(samples, { onError });
+      void stageSamples.record(samples, onError);
     },
   };
 }

@@ -1,6 +1,5 @@
 import type { Redis } from "ioredis";
-import { getQueues } from "@/server/queue/queues";
-import { getRedis, redisKey } from "@/server/redis";
+import { redisKey } from "@/server/redis";
 import { insertStageSamples, pruneStageSamplesBefore } from "./metrics.data";
 import { ZStageSample, type TStageSample, type TStageSampleInput } from "./stage-sample.schema";
 import { parseJsonOrNull } from "@/server/shared/json";
@@ -14,8 +13,16 @@ import type { Db } from "@/server/db";
  */
 export type StageBufferDeps = { redis: Redis; redisPrefix: string };
 
-function defaultDeps(): StageBufferDeps {
-  return { redis: getRedis(), redisPrefix: getQueues().redisPrefix };
+/** Buffers stage samples over one Redis and prefix (the root's `berth.stageSamples`). Never rejects. */
+export type StageSampleRecorder = {
+  record(samples: readonly TStageSampleInput[], onError?: (error: unknown) => void): Promise<void>;
+};
+
+/** A recorder over `deps`, resolved at each record (a failure to build them goes to `onError` too). */
+export function stageSampleRecorder(deps: () => StageBufferDeps): StageSampleRecorder {
+  return {
+    record: (samples, onError) => recordStageSamples(samples, { deps, ...(onError ? { onError } : {}) }),
+  };
 }
 
 function bufferKey(prefix: string): string {
@@ -23,13 +30,13 @@ function bufferKey(prefix: string): string {
 }
 
 /** Buffers samples for the next flush. Never rejects (a failure goes to `onError`). */
-export async function recordStageSamples(
+async function recordStageSamples(
   samples: readonly TStageSampleInput[],
-  options: { deps?: StageBufferDeps; onError?: (error: unknown) => void } = {},
+  options: { deps: () => StageBufferDeps; onError?: (error: unknown) => void },
 ): Promise<void> {
   if (samples.length === 0) return;
   try {
-    const deps = options.deps ?? defaultDeps();
+    const deps = options.deps();
     const lines = samples.map((sample) => JSON.stringify(ZStageSample.parse(sample)));
     await deps.redis.rpush(bufferKey(deps.redisPrefix), ...lines);
   } catch (error) {
@@ -45,7 +52,7 @@ export type StageFlushResult = { written: number; pruned: number; unreadable: nu
  */
 export async function flushStageSamples(
   options: { retentionDays: number; batchSize?: number; maxBatches?: number; now?: Date },
-  deps: StageBufferDeps = defaultDeps(),
+  deps: StageBufferDeps,
   db: Db,
 ): Promise<StageFlushResult> {
   const key = bufferKey(deps.redisPrefix);

@@ -8,6 +8,7 @@ import { listTenantWorkspaceIds } from "@/server/modules/operator/tenant-admin.d
 import { deleteTenantRows, findTenantDeletionReceipt } from "@/server/modules/operator/tenant-deletion.data";
 import { purgeWorkspace } from "@/server/modules/purge/workspace-purge.service";
 import type { Db } from "@/server/db";
+import type { LifecycleEvents } from "@/server/modules/webhook/webhook-events";
 
 /**
  * `tenant.delete`: purges every workspace of the tenant on its own backend (the same `purgeWorkspace` the
@@ -16,7 +17,7 @@ import type { Db } from "@/server/db";
  * a job for a tenant already gone returns its receipt.
  */
 export async function deleteTenant(
-  deps: { drivers: DriverSet; checkpoints: CheckpointStore },
+  deps: { drivers: DriverSet; checkpoints: CheckpointStore; lifecycle: LifecycleEvents },
   payload: z.output<typeof ZTenantDeletePayload>,
   log: Logger,
   db: Db,
@@ -33,7 +34,7 @@ export async function deleteTenant(
   }[] = [];
   for (const workspaceId of workspaceIds) {
     const result = await purgeWorkspace(
-      { drivers: deps.drivers, db },
+      { drivers: deps.drivers, db, lifecycle: deps.lifecycle },
       {
         tenantId: payload.tenantId,
         workspaceId,

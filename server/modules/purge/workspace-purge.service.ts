@@ -4,7 +4,7 @@ import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import { resolveSystemTenantScope } from "@/server/auth/resolve";
 import type { DriverSet } from "@/server/engine/driver-set";
-import { emitLifecycleEvent } from "@/server/modules/webhook/webhook-events";
+import type { LifecycleEvents } from "@/server/modules/webhook/webhook-events";
 import { AppError } from "@/server/shared/errors";
 import type { MachineDeletionOptions } from "@/server/workspace/drivers/driver";
 import type { ZWorkspacePurgePayload } from "@/server/modules/workspace/workspace.jobs";
@@ -69,7 +69,8 @@ function lostClaim(workspaceId: string): AppError {
  * record's was done already.
  */
 export async function purgeWorkspace(
-  deps: { drivers: DriverSet; db: Db },
+  /** `lifecycle`: announces `workspace.purged` (the root's `berth.lifecycle`). */
+  deps: { drivers: DriverSet; db: Db; lifecycle: LifecycleEvents },
   payload: z.output<typeof ZWorkspacePurgePayload>,
   run: PurgeRun = {},
 ): Promise<{ outcome: "purged" | "already-purged"; receiptId?: string; generation?: number }> {
@@ -149,7 +150,7 @@ export async function purgeWorkspace(
       db,
     );
     if (!receipt) throw lostClaim(record.id);
-    emitLifecycleEvent(record.tenantId, "workspace.purged", {
+    deps.lifecycle.emit(record.tenantId, "workspace.purged", {
       workspaceId: record.id,
       generation: record.generation,
       receiptId: receipt.id,

@@ -3,6 +3,7 @@ import type { QuotaLimits } from "@/server/config/quotas";
 import { assertCan } from "@/server/auth/policy";
 import type { TenantScope } from "@/server/auth/scope";
 import { audited } from "@/server/modules/audit/audited";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
 import { spendOf } from "@/server/modules/metering/budget.service";
 import { sumUsageSince } from "@/server/modules/metering/metering.data";
 import { monthOf } from "@/server/modules/metering/metering.types";
@@ -69,11 +70,14 @@ export async function changeBudget(
   scope: TenantScope,
   raw: TBudgetSettings,
   deps: QuotaDeps,
+  /** Where the change is audited (the root's `berth.audit`). */
+  audit: AuditRecorder,
   db: Db,
 ): Promise<TenantUsageView> {
   assertCan(scope, "tenant:manage");
   const budget = parseInput(ZBudgetSettings, raw);
   await audited(
+    audit,
     scope,
     { action: "budget.update", targetType: "tenant", targetId: scope.tenantId, details: budget },
     () => saveBudgetSettings(scope.tenantId, budget, db),

@@ -1,5 +1,4 @@
 import type { Db, DbClient } from "@/server/db";
-import { getConfig } from "@/server/config/config";
 import type { QuotaConfig, QuotaLimits } from "@/server/config/quotas";
 import { monthSpend } from "@/server/modules/metering/budget.service";
 import {
@@ -101,7 +100,7 @@ export async function admitWorkspaceRecord(
   tx: QuotaTx,
   tenantId: string,
   workspaceId: string,
-  deps: Pick<QuotaDeps, "config"> = { config: getConfig().quotas },
+  deps: Pick<QuotaDeps, "config">,
 ): Promise<void> {
   const row = await lockTenantQuota(tx, tenantId);
   // A racing request for the same id inserted it while this one waited for the lock: nothing new.

@@ -5,6 +5,7 @@ import { Prisma } from "@/generated/prisma/client";
 import { type Db, type DbClient, inTransaction, isUniqueViolation, pageSize } from "@/server/db";
 import { upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
 import type { TUpsertWorkspaceInput } from "@/server/modules/workspace/workspace.types";
+import type { QuotaDeps } from "@/server/modules/quota/quota.service";
 import type { TenantScope } from "@/server/auth/scope";
 import { AppError } from "@/server/shared/errors";
 import { createKeyTaken } from "@/server/shared/idempotency";
@@ -53,7 +54,7 @@ export async function createSession(
   scope: TenantScope,
   rawInput: TCreateSessionInput,
   db: DbClient,
-  options: { binding?: TUpsertWorkspaceInput } = {},
+  options: { binding?: { workspace: TUpsertWorkspaceInput; quota: Pick<QuotaDeps, "config"> } } = {},
 ): Promise<SessionDTO> {
   const input = parseInput(ZCreateSessionInput, rawInput);
   const created = inTransaction(db, async (tx) => {
@@ -75,7 +76,8 @@ export async function createSession(
       if (!member)
         throw new AppError("BAD_REQUEST", `user ${userId} is not a member`, { userMessage: "Unknown user." });
     }
-    if (options.binding) await upsertWorkspaceBinding(scope, options.binding, tx);
+    if (options.binding)
+      await upsertWorkspaceBinding(scope, options.binding.workspace, options.binding.quota, tx);
     return tx.session.create({
       data: {
         tenantId: scope.tenantId,

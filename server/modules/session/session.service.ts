@@ -4,6 +4,7 @@ import { agentNotFound } from "@/server/modules/agent/agent.data";
 import type { IsolationPolicy } from "@/server/modules/agent/agent.types";
 import { type AgentRemovalDeps, removeWorkerAgentsOf } from "@/server/modules/agent/agent-removal";
 import { audited } from "@/server/modules/audit/audited";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
 import { announceChange } from "@/server/modules/live/change-feed";
 import {
   createSession,
@@ -29,6 +30,7 @@ import {
   workspaceRefusalError,
 } from "@/server/modules/session/session.policy";
 import type { SessionDTO } from "@/server/modules/session/session.types";
+import type { QuotaDeps } from "@/server/modules/quota/quota.service";
 import { effectiveDefaultIsolation } from "@/server/modules/tenant/tenant-policy";
 import { getWorkspaceOrNull } from "@/server/modules/workspace/workspace.data";
 import type { BackendPreferences } from "@/server/modules/workspace/workspace-backend.data";
@@ -66,6 +68,10 @@ export type SessionServiceDeps = {
   /** The process' database client (the Berth root's). */
   db: Db;
   workspaces: SessionWorkspacePort;
+  /** The root's quota deps (a session's new binding counts against `totalWorkspaces`), built on first use. */
+  quota: () => Pick<QuotaDeps, "config">;
+  /** Where changes are audited (the root's `berth.audit`). */
+  audit: AuditRecorder;
   /** Cancels a running turn of a session being deleted (the chat service's registry). */
   cancelTurn?: (sessionId: string) => Promise<unknown>;
   onAuditFailure?: (error: unknown) => void;
@@ -144,6 +150,7 @@ export function createSessionService(deps: SessionServiceDeps) {
     createKey: string | null,
   ): Promise<{ sessionId: string; workspaceId: string; session: SessionDTO }> {
     return audited(
+      deps.audit,
       scope,
       {
         action: "session.create",
@@ -178,7 +185,7 @@ export function createSessionService(deps: SessionServiceDeps) {
             ...(extra.leaderSessionId ? { leaderSessionId: extra.leaderSessionId } : {}),
           },
           db,
-          binding ? { binding } : {},
+          binding ? { binding: { workspace: binding, quota: deps.quota() } } : {},
         );
         return { sessionId: session.id, workspaceId: session.workspaceId, session };
       },
@@ -234,6 +241,7 @@ export function createSessionService(deps: SessionServiceDeps) {
     async update(scope: TenantScope, sessionId: string, raw: TSessionUpdateRequest): Promise<SessionDTO> {
       const patch = parseInput(ZSessionUpdateRequest, raw);
       return audited(
+        deps.audit,
         scope,
         {
           action: "session.update",
@@ -265,6 +273,7 @@ export function createSessionService(deps: SessionServiceDeps) {
      */
     async delete(scope: TenantScope, sessionId: string) {
       return audited(
+        deps.audit,
         scope,
         { action: "session.delete", targetType: "session", targetId: sessionId },
         async () => {
@@ -278,6 +287,7 @@ export function createSessionService(deps: SessionServiceDeps) {
             team.map((member) => member.id),
             {
               db,
+              audit: deps.audit,
               enqueueSessionPurge: (...args) => deps.workspaces.enqueueSessionPurge(...args),
               enqueueAgentPurge: (...args) => deps.workspaces.enqueueAgentPurge(...args),
               ...(deps.workspaces.requestStop ? { requestStop: deps.workspaces.requestStop } : {}),

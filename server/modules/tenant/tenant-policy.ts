@@ -4,7 +4,7 @@ import { isRoleAtLeast } from "@/server/auth/roles";
 import type { TenantScope } from "@/server/auth/scope";
 import type { DbClient } from "@/server/db";
 import { type IsolationPolicy, ZIsolationPolicy } from "@/server/modules/agent/agent.types";
-import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
 import { AppError } from "@/server/shared/errors";
 import { parseInput } from "@/server/shared/parse-input";
 import { getTenantPolicy, updateTenantPolicy } from "./tenant-policy.data";
@@ -91,6 +91,8 @@ export async function changeTenantPolicy(
   scope: TenantScope,
   raw: z.input<typeof ZTenantPolicyPatch>,
   operator: OperatorLimits | undefined,
+  /** Where the change is audited (the root's `berth.audit`). */
+  audit: AuditRecorder,
   db: DbClient,
 ): Promise<TenantPolicyDTO> {
   assertCan(scope, "tenant:manage");
@@ -118,7 +120,7 @@ export async function changeTenantPolicy(
     }
   }
   const policy = await updateTenantPolicy(scope, patch, db);
-  await recordAudit(scope, {
+  await audit.record(scope, {
     action: "tenant.policy.update",
     targetType: "tenant",
     targetId: scope.tenantId,

@@ -1,6 +1,6 @@
 import type { Db } from "@/server/db";
 import { randomUUID } from "node:crypto";
-import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
 import { assertCan } from "@/server/auth/policy";
 import type { TenantScope } from "@/server/auth/scope";
 import { AppError } from "@/server/shared/errors";
@@ -91,6 +91,8 @@ type TerminalDeps = {
   /** Each terminal's whole life, lease release included (shutdown waits for them before the pool closes). */
   lives: Set<Promise<unknown>>;
   log: Logger;
+  /** Where terminal opens are audited (the root's `berth.audit`). */
+  audit: AuditRecorder;
 };
 
 const sameCaller = (a: TerminalCaller, b: TerminalCaller) =>
@@ -106,19 +108,21 @@ const notOpen = (terminalId: string) =>
   });
 
 function auditTerminal(
-  deps: Pick<TerminalDeps, "log">,
+  deps: Pick<TerminalDeps, "log" | "audit">,
   scope: TenantScope,
   action: string,
   workspaceId: string,
   details: Record<string, unknown>,
 ) {
-  return recordAudit(scope, {
-    action,
-    targetType: "workspace",
-    targetId: workspaceId,
-    outcome: "success",
-    details,
-  }).catch((error: unknown) => deps.log.error({ err: error, action }, "audit write failed"));
+  return deps.audit
+    .record(scope, {
+      action,
+      targetType: "workspace",
+      targetId: workspaceId,
+      outcome: "success",
+      details,
+    })
+    .catch((error: unknown) => deps.log.error({ err: error, action }, "audit write failed"));
 }
 
 /**
@@ -377,7 +381,7 @@ async function closeAllTerminals(deps: Pick<TerminalDeps, "open" | "lives" | "re
 /** The terminals of this process: the use cases above over one set of open terminals. */
 export function createWorkspaceTerminalService(
   service: WorkspaceService,
-  db: Db,
+  { db, audit }: { db: Db; audit: AuditRecorder },
   overrides: Partial<TerminalOptions> = {},
   relay?: TerminalRelay,
 ) {
@@ -390,6 +394,7 @@ export function createWorkspaceTerminalService(
     open: new Map(),
     lives: new Set(),
     log: service.engine.log.child({ component: "terminal" }),
+    audit,
   };
   relay?.serve((request, sink) => attachLocalTerminal(deps, request, sink));
   const bind = bindDeps(deps);

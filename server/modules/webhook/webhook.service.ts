@@ -3,7 +3,7 @@ import type { z } from "zod";
 import { assertCan } from "@/server/auth/policy";
 import type { TenantScope } from "@/server/auth/scope";
 import { decryptSecret, encryptSecret, type SecretKey } from "@/server/auth/secrets";
-import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
 import { createEnqueue } from "@/server/queue/enqueue";
 import type { QueueSet } from "@/server/queue/queues";
@@ -31,9 +31,11 @@ export function createWebhookService(deps: {
   policy: WebhookUrlPolicy;
   /** The root's queues (`webhook.test` goes through `webhook.dispatch`), built on first use. */
   queues: () => QueueSet<BerthJobCatalog>;
+  /** Where changes are audited (the root's `berth.audit`). */
+  audit: AuditRecorder;
 }) {
   const audit = (scope: TenantScope, action: string, targetId: string, details: Record<string, unknown>) =>
-    recordAudit(scope, { action, targetType: "webhook", targetId, outcome: "success", details });
+    deps.audit.record(scope, { action, targetType: "webhook", targetId, outcome: "success", details });
 
   async function requireEndpoint(scope: TenantScope, endpointId: string): Promise<WebhookEndpointView> {
     const endpoint = await findEndpoint(scope, endpointId, deps.db);

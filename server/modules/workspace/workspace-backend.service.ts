@@ -3,7 +3,7 @@ import { assertCan } from "@/server/auth/policy";
 import type { TenantScope } from "@/server/auth/scope";
 import type { Db } from "@/server/db";
 import type { DriverSet } from "@/server/engine/driver-set";
-import { recordAudit } from "@/server/modules/audit/audit-buffer.service";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
 import { AppError } from "@/server/shared/errors";
 import { parseInput } from "@/server/shared/parse-input";
 import type { BackendKind } from "@/server/workspace/drivers/port";
@@ -34,7 +34,7 @@ export type BackendOptionDTO = {
  * installation's (BERTH_WORKSPACE_BACKEND), and only among the backends the operator enabled
  * (BERTH_WORKSPACE_BACKENDS). A workspace keeps the backend it was created on.
  */
-export function createBackendChoice(drivers: DriverSet, db: Db) {
+export function createBackendChoice(drivers: DriverSet, db: Db, audit: AuditRecorder) {
   function optionOf(kind: BackendKind): BackendOptionDTO {
     const driver = drivers.forKind(kind);
     const definition = drivers.definitionOf(kind);
@@ -81,7 +81,7 @@ export function createBackendChoice(drivers: DriverSet, db: Db) {
       const { defaultBackend } = parseInput(ZTenantBackendPatch, raw);
       if (defaultBackend) requireEnabled(defaultBackend, "the tenant default");
       await writeTenantDefaultBackend(scope, defaultBackend, db);
-      await recordAudit(scope, {
+      await audit.record(scope, {
         action: "tenant.backend.update",
         targetType: "tenant",
         targetId: scope.tenantId,

@@ -1,10 +1,11 @@
 import type { TenantScope } from "@/server/auth/scope";
 import type { Db } from "@/server/db";
+import type { QuotaDeps } from "@/server/modules/quota/quota.service";
 import { getAgentOrNull } from "@/server/modules/agent/agent.data";
 import { getSession } from "@/server/modules/session/session.data";
 import type { SessionDTO } from "@/server/modules/session/session.types";
 import { tenantDefaultIsolation } from "@/server/modules/tenant/tenant-policy";
-import { announceWorkspaceCreated } from "@/server/modules/webhook/webhook-events";
+import { announceWorkspaceCreated, type LifecycleEvents } from "@/server/modules/webhook/webhook-events";
 import { getWorkspaceOrNull, upsertWorkspaceBinding } from "./workspace.data";
 import type { BackendPreferences } from "./workspace-backend.data";
 import type { createBackendChoice } from "./workspace-backend.service";
@@ -19,6 +20,10 @@ export type BindingDeps = {
   backends: BindingBackends;
   /** The process' database client (the Berth root's). */
   db: Db;
+  /** The installation's quota configuration (a new record counts against `totalWorkspaces`). */
+  quota: () => Pick<QuotaDeps, "config">;
+  /** Announces `workspace.created` to the tenant's webhooks (the root's `berth.lifecycle`). */
+  lifecycle: LifecycleEvents;
   /** One insert per workspace per process, however many requests race for it (see bindingForSession). */
   bindingsInFlight: Map<string, Promise<WorkspaceDTO>>;
 };
@@ -56,9 +61,10 @@ export async function bindSession(
           agentId: session.agentId,
           userId: session.userId ?? scope.userId,
         },
+        deps.quota(),
         deps.db,
       );
-      if (created) announceWorkspaceCreated(scope.tenantId, workspace);
+      if (created) announceWorkspaceCreated(deps.lifecycle, scope.tenantId, workspace);
       return workspace;
     })().finally(() => deps.bindingsInFlight.delete(key));
     deps.bindingsInFlight.set(key, pending);
@@ -91,7 +97,7 @@ export function bindingFor(
 
 /** Records a workspace binding (PENDING) without provisioning. */
 export async function bindWorkspace(
-  deps: { backends: Pick<BindingBackends, "kindFor">; db: Db },
+  deps: Pick<BindingDeps, "db" | "quota" | "lifecycle"> & { backends: Pick<BindingBackends, "kindFor"> },
   scope: TenantScope,
   input: {
     workspaceId: string;
@@ -109,8 +115,9 @@ export async function bindWorkspace(
       agentId: input.agentId,
       userId: input.userId,
     },
+    deps.quota(),
     deps.db,
   );
-  if (created) announceWorkspaceCreated(scope.tenantId, workspace);
+  if (created) announceWorkspaceCreated(deps.lifecycle, scope.tenantId, workspace);
   return workspace;
 }

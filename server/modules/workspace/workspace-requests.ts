@@ -2,6 +2,7 @@ import type { TenantScope } from "@/server/auth/scope";
 import type { Db } from "@/server/db";
 import type { Logger } from "@/server/logger";
 import { audited } from "@/server/modules/audit/audited";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
 import { auditActorNames, listPurgeReceipts } from "@/server/modules/audit/audit.data";
 import type { BerthJobCatalog } from "@/server/queue/catalog";
 import type { Enqueue } from "@/server/queue/enqueue";
@@ -18,7 +19,13 @@ import { requireWorkspaceRecord } from "./workspace-attach";
  */
 
 /** What the requests need: the process' enqueue, its database client and a logger for audit writes that fail. */
-export type RequestDeps = { enqueue: Enqueue<BerthJobCatalog>; db: Db; log: Pick<Logger, "error"> };
+export type RequestDeps = {
+  enqueue: Enqueue<BerthJobCatalog>;
+  db: Db;
+  log: Pick<Logger, "error">;
+  /** Where the requests are audited (the root's `berth.audit`). */
+  audit: AuditRecorder;
+};
 
 /** One workspace's outcome in a bulk action. */
 type BulkOutcome = {
@@ -54,7 +61,7 @@ export async function requestStop(
   options: { force?: boolean; reason?: string } = {},
 ) {
   return auditWorkspaceChange(
-    deps.log,
+    deps,
     scope,
     "workspace.stop",
     workspaceId,
@@ -80,7 +87,7 @@ export async function requestStop(
  * way is left as it is; one stopping or being purged is refused (CONFLICT: start it once that is done).
  */
 export async function requestStart(deps: RequestDeps, scope: TenantScope, workspaceId: string) {
-  return auditWorkspaceChange(deps.log, scope, "workspace.start", workspaceId, {}, async () => {
+  return auditWorkspaceChange(deps, scope, "workspace.start", workspaceId, {}, async () => {
     const record = await requireWorkspaceRecord(scope, workspaceId, deps.db);
     if (record.state === "READY" || record.state === "PROVISIONING") {
       return { state: record.state, jobId: null };
@@ -103,13 +110,13 @@ export async function requestStart(deps: RequestDeps, scope: TenantScope, worksp
 
 /** Names the workspace on the dashboard (null or blank clears the name). */
 export async function labelWorkspace(
-  deps: Pick<RequestDeps, "log" | "db">,
+  deps: Pick<RequestDeps, "log" | "db" | "audit">,
   scope: TenantScope,
   workspaceId: string,
   label: string | null,
 ) {
   const name = label?.trim() ? label.trim() : null;
-  return auditWorkspaceChange(deps.log, scope, "workspace.label", workspaceId, { label: name }, async () => {
+  return auditWorkspaceChange(deps, scope, "workspace.label", workspaceId, { label: name }, async () => {
     const record = await requireWorkspaceRecord(scope, workspaceId, deps.db);
     await setWorkspaceLabel(scope, workspaceId, name, deps.db);
     announceChange(scope.tenantId, { topic: "workspace", id: workspaceId, userId: record.userId });
@@ -128,7 +135,7 @@ export async function requestPurge(
   options: { force?: boolean; reason?: string } = {},
 ) {
   return auditWorkspaceChange(
-    deps.log,
+    deps,
     scope,
     "workspace.purge",
     workspaceId,
@@ -239,14 +246,18 @@ export async function enqueueAgentPurge(
 
 /** Runs a workspace mutation and audits it (target: the workspace) with its outcome. */
 export function auditWorkspaceChange<T>(
-  log: Pick<Logger, "error">,
+  deps: Pick<RequestDeps, "log" | "audit">,
   scope: TenantScope,
   action: string,
   targetId: string,
   details: Record<string, unknown>,
   fn: () => Promise<T>,
 ): Promise<T> {
-  return audited(scope, { action, targetType: "workspace", targetId, details }, fn, (error: unknown) =>
-    log.error({ err: error, action, targetId }, "audit write failed"),
+  return audited(
+    deps.audit,
+    scope,
+    { action, targetType: "workspace", targetId, details },
+    fn,
+    (error: unknown) => deps.log.error({ err: error, action, targetId }, "audit write failed"),
   );
 }

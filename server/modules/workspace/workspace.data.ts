@@ -1,4 +1,4 @@
-import { admitWorkspaceRecord } from "@/server/modules/quota/quota.service";
+import { admitWorkspaceRecord, type QuotaDeps } from "@/server/modules/quota/quota.service";
 import { parseInput } from "@/server/shared/parse-input";
 import { Prisma } from "@/generated/prisma/client";
 import { type Db, type DbClient, inTransaction, pageSize } from "@/server/db";
@@ -50,6 +50,7 @@ export const toWorkspaceDTO = ({ _count, ...row }: WorkspaceRow): WorkspaceDTO =
 export async function upsertWorkspaceBinding(
   scope: TenantScope,
   rawInput: TUpsertWorkspaceInput,
+  quota: Pick<QuotaDeps, "config">,
   db: DbClient,
 ): Promise<{ workspace: WorkspaceDTO; created: boolean }> {
   const input = parseInput(ZUpsertWorkspaceInput, rawInput);
@@ -59,7 +60,7 @@ export async function upsertWorkspaceBinding(
   // ON CONFLICT DO NOTHING instead of catching a unique violation: a failed statement would abort it.
   return inTransaction(db, async (tx) => {
     // A new id counts against the tenant's `totalWorkspaces`, admitted under its quota lock.
-    await admitWorkspaceRecord(tx, scope.tenantId, input.id);
+    await admitWorkspaceRecord(tx, scope.tenantId, input.id, quota);
     const { count } = await tx.workspace.createMany({
       data: [
         {

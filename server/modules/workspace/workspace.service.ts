@@ -1,5 +1,8 @@
 import type { Db } from "@/server/db";
 import type { AttachTracker } from "@/server/modules/metrics/attach-tracker";
+import type { QuotaDeps } from "@/server/modules/quota/quota.service";
+import type { AuditRecorder } from "@/server/modules/audit/audit-buffer.service";
+import type { LifecycleEvents } from "@/server/modules/webhook/webhook-events";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import { createEnqueue } from "@/server/queue/enqueue";
 import { bindDeps } from "@/server/shared/bind-deps";
@@ -55,18 +58,35 @@ export function createWorkspaceService(
     db: Db;
     /** The root's attach tracker (stage timings of attaches), built on first use. */
     attachTracker: () => AttachTracker;
+    /** The root's quota deps (bindings count against `totalWorkspaces`), built on first use. */
+    quota: () => Pick<QuotaDeps, "config">;
+    /** Where workspace requests and backend choices are audited (the root's `berth.audit`). */
+    audit: AuditRecorder;
+    /** Announces lifecycle events to tenants' webhooks (the root's `berth.lifecycle`). */
+    lifecycle: LifecycleEvents;
     leaseOwnerId?: string;
   },
 ) {
-  const { db } = options;
-  const backends = createBackendChoice(engine.drivers, db);
-  const binding: BindingDeps = { backends, db, bindingsInFlight: new Map() };
+  const { db, quota } = options;
+  const backends = createBackendChoice(engine.drivers, db, options.audit);
+  const binding: BindingDeps = {
+    backends,
+    db,
+    quota,
+    lifecycle: options.lifecycle,
+    bindingsInFlight: new Map(),
+  };
   const use: WorkspaceUseDeps = {
     ...createLeaseDeps(engine, options.leaseOwnerId ?? null, db),
     ...createAttachDeps(engine, options.attachTracker, db),
     ...binding,
   };
-  const requests: RequestDeps = { enqueue: createEnqueue(engine.queues), db, log: engine.log };
+  const requests: RequestDeps = {
+    enqueue: createEnqueue(engine.queues),
+    db,
+    log: engine.log,
+    audit: options.audit,
+  };
   const bindUse = bindDeps(use);
   const bindRequests = bindDeps(requests);
   const bindBackends = bindDeps(backends);
@@ -74,7 +94,7 @@ export function createWorkspaceService(
 
   return {
     engine,
-    audited: bindDeps(engine.log)(auditWorkspaceChange),
+    audited: bindDeps(requests)(auditWorkspaceChange),
     acquireLease: bindUse(acquireLease),
     releaseLease: bindUse(releaseLease),
     withLease: bindUse(withLease),
@@ -94,7 +114,7 @@ export function createWorkspaceService(
     /** The backends of this installation and the tenant's choice among them (backend-choice service). */
     backends,
     bindingFor: bindBackends(bindingFor),
-    bindWorkspace: bindDeps({ backends, db })(bindWorkspace),
+    bindWorkspace: bindDeps({ backends, db, quota, lifecycle: options.lifecycle })(bindWorkspace),
 
     list: bindQueries(listWorkspacesFor),
     get: bindQueries(getWorkspaceDetail),

@@ -66,6 +66,7 @@ export async function seedTenantWithData(options: {
       backendKind: "local",
       isolationPolicy: "PER_AGENT",
     },
+    { config: processBerth().config.quotas },
     processBerth().db,
   );
   for (let i = 0; i < 3; i++)

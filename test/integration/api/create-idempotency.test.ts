@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { POST as uploadLibrarySkill } from "@/app/api/library/skills/route";
 import { getDb } from "@/server/db";
-import { createApiKey, verifyApiKey } from "@/server/modules/api-key/api-key.service";
+import { apiKeySecret, createApiKey, verifyApiKey } from "@/server/modules/api-key/api-key.service";
 import { cliOperatorActor } from "@/server/modules/operator/operator-actor";
 import { grantOperator } from "@/server/modules/operator/operator.service";
 import { callerWith } from "../operator/support";
@@ -182,6 +182,7 @@ describe("idempotency keys of creates", () => {
       runtime.auth,
       t.ownerScope,
       { name: "second admin", role: "admin" },
+      apiKeySecret(processBerth().config),
       processBerth().db,
     );
     const otherKeyHeaders = { authorization: `Bearer ${other.plainKey}` };

@@ -12,7 +12,7 @@ import { type ApiRuntime } from "@/server/api/context";
 import { randomBytes, randomUUID } from "node:crypto";
 import { resolveTenantScope } from "@/server/auth/resolve";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
-import { createApiKey } from "@/server/modules/api-key/api-key.service";
+import { apiKeySecret, createApiKey } from "@/server/modules/api-key/api-key.service";
 import { addMember } from "@/server/modules/member/member.data";
 import { createAgent } from "@/server/modules/agent/agent.data";
 import { createSession } from "@/server/modules/session/session.data";
@@ -562,6 +562,7 @@ beforeAll(async () => {
     await upsertWorkspaceBinding(
       t.ownerScope,
       { id, backendKind: "local", isolationPolicy: "PER_AGENT" },
+      { config: processBerth().config.quotas },
       processBerth().db,
     );
     // An exposed port, so share links of the tenant's own workspace are valid inputs.
@@ -592,6 +593,7 @@ beforeAll(async () => {
     const mcpEntry = await addLibraryEntry(
       t.ownerScope,
       { kind: "MCP", declaration: probeMcp("xt-probe") },
+      processBerth().audit,
       processBerth().db,
     );
     const skillEntry = await addLibraryEntry(
@@ -600,6 +602,7 @@ beforeAll(async () => {
         kind: "SKILL",
         skill: { kind: "inline", name: "xt-skill", description: "probe", instructions: "probe" },
       },
+      processBerth().audit,
       processBerth().db,
     );
     // A (FAILED, so fileless) checkpoint of the session and a finished restore: rows to aim at.
@@ -795,6 +798,7 @@ describe("cross-member isolation inside a tenant", () => {
         runtime.auth,
         a.ownerScope,
         { name: "member-role key", role: "member" },
+        apiKeySecret(processBerth().config),
         processBerth().db,
       )
     ).plainKey;
@@ -807,6 +811,7 @@ describe("cross-member isolation inside a tenant", () => {
         backendKind: "local",
         isolationPolicy: "PER_AGENT",
       },
+      { config: processBerth().config.quotas },
       processBerth().db,
     );
     await createSession(

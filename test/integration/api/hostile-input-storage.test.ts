@@ -9,7 +9,7 @@ import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { loadRedisConfig } from "@/server/config/redis";
 import { getDb } from "@/server/db";
-import { auditDeadLetters, recordAudit } from "@/server/modules/audit/audit-buffer.service";
+import { auditDeadLetters } from "@/server/modules/audit/audit-buffer.service";
 import { checkHealth } from "@/server/modules/health/health.service";
 import { createRedisConnection, redisKey } from "@/server/redis";
 import { startFakeModel, type FakeModelServer } from "@/test/fixtures/fake-model/server";
@@ -77,7 +77,7 @@ describe("the audit buffer under hostile strings", () => {
     // The service itself (no HTTP boundary in front, which answers 400): the failed cancel is audited
     // with the target id it was given.
     await expect(processBerth().agents.chat.cancel(scope, "x\u0000y")).rejects.toThrow();
-    await recordAudit(other.ownerScope, { action: "other.tenant", outcome: "success" });
+    await processBerth().audit.record(other.ownerScope, { action: "other.tenant", outcome: "success" });
 
     await vi.waitFor(
       async () => {
@@ -110,7 +110,7 @@ describe("the audit buffer under hostile strings", () => {
     // After a restart of the workers the buffer still flows.
     await workers.stop();
     workers = await startWorkers();
-    await recordAudit(scope, { action: "after.restart", outcome: "success" });
+    await processBerth().audit.record(scope, { action: "after.restart", outcome: "success" });
     await vi.waitFor(async () => expect(await auditRows(scope.tenantId, "after.restart")).toHaveLength(1), {
       timeout: 20_000,
       interval: 100,

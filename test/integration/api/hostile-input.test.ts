@@ -16,7 +16,7 @@ import { type AppRouter } from "@/server/api/root";
 import { resolveTenantScope } from "@/server/auth/resolve";
 import { createBerthClient, type BerthClient } from "@/server/client/create-berth-client";
 import { getDb } from "@/server/db";
-import { createApiKey } from "@/server/modules/api-key/api-key.service";
+import { apiKeySecret, createApiKey } from "@/server/modules/api-key/api-key.service";
 import { addMember } from "@/server/modules/member/member.data";
 import { assignSessionWorkspaceId } from "@/server/modules/session/session.policy";
 import { upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
@@ -296,6 +296,7 @@ describe("PER_USER workspaces across tenants", () => {
       runtime.auth,
       ownerInB,
       { name: "member in B", role: "member" },
+      apiKeySecret(processBerth().config),
       processBerth().db,
     );
     const clientInB = createBerthClient({ url: server.url, apiKey: keyInB.plainKey });
@@ -329,12 +330,14 @@ describe("PER_USER workspaces across tenants", () => {
         agentId: null,
         userId: null,
       },
+      { config: processBerth().config.quotas },
       processBerth().db,
     );
     const memberKey = await createApiKey(
       runtime.auth,
       memberScope,
       { name: "m", role: "member" },
+      apiKeySecret(processBerth().config),
       processBerth().db,
     );
     const memberClient = createBerthClient({ url: server.url, apiKey: memberKey.plainKey });

@@ -2,7 +2,12 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { resolveRequestPrincipal, resolveTenantScope } from "@/server/auth/resolve";
 import { getDb } from "@/server/db";
 import { getApiKey, listApiKeys } from "@/server/modules/api-key/api-key.data";
-import { createApiKey, revokeApiKey, verifyApiKey } from "@/server/modules/api-key/api-key.service";
+import {
+  apiKeySecret,
+  createApiKey,
+  revokeApiKey,
+  verifyApiKey,
+} from "@/server/modules/api-key/api-key.service";
 import { listAuditLogs } from "@/server/modules/audit/audit.data";
 import { addTestMember, createTestTenant, expectAppError, testAuth, type TestTenant } from "../db/fixtures";
 import { processBerth } from "@/server/composition/process-berth";
@@ -20,6 +25,7 @@ describe("tenant API keys (better-auth API-key plugin) as Bearer tokens", () => 
       testAuth(),
       t.scope,
       { name: "ci", role: "member" },
+      apiKeySecret(processBerth().config),
       processBerth().db,
     );
     expect(plainKey).toMatch(/^berth_[A-Za-z0-9]{20,}$/);
@@ -55,6 +61,7 @@ describe("tenant API keys (better-auth API-key plugin) as Bearer tokens", () => 
       testAuth(),
       t.scope,
       { name: "client", role: "admin" },
+      apiKeySecret(processBerth().config),
       processBerth().db,
     );
     const verified = await verifyApiKey(plainKey, processBerth().db);
@@ -98,6 +105,7 @@ describe("tenant API keys (better-auth API-key plugin) as Bearer tokens", () => 
       testAuth(),
       t.scope,
       { name: "to-revoke" },
+      apiKeySecret(processBerth().config),
       processBerth().db,
     );
     const principal = await resolveRequestPrincipal(testAuth(), bearer(plainKey), processBerth().db);
@@ -123,6 +131,7 @@ describe("tenant API keys (better-auth API-key plugin) as Bearer tokens", () => 
       testAuth(),
       t.scope,
       { name: "expiring" },
+      apiKeySecret(processBerth().config),
       processBerth().db,
     );
     await getDb().apiKey.update({
@@ -143,7 +152,13 @@ describe("tenant API keys (better-auth API-key plugin) as Bearer tokens", () => 
   });
 
   it("records last use at most once a minute, so requests do not each write the key row", async () => {
-    const { apiKey, plainKey } = await createApiKey(testAuth(), t.scope, { name: "busy" }, processBerth().db);
+    const { apiKey, plainKey } = await createApiKey(
+      testAuth(),
+      t.scope,
+      { name: "busy" },
+      apiKeySecret(processBerth().config),
+      processBerth().db,
+    );
     await resolveRequestPrincipal(testAuth(), bearer(plainKey), processBerth().db);
     const first = (await getApiKey(t.scope, apiKey.id, processBerth().db)).lastUsedAt!;
     await Promise.all(
@@ -163,7 +178,13 @@ describe("tenant API keys (better-auth API-key plugin) as Bearer tokens", () => 
 
   it("a key only opens its own tenant", async () => {
     const other = await createTestTenant();
-    const { plainKey } = await createApiKey(testAuth(), t.scope, { name: "scoped" }, processBerth().db);
+    const { plainKey } = await createApiKey(
+      testAuth(),
+      t.scope,
+      { name: "scoped" },
+      apiKeySecret(processBerth().config),
+      processBerth().db,
+    );
     const principal = await resolveRequestPrincipal(testAuth(), bearer(plainKey), processBerth().db);
     await expectAppError(resolveTenantScope(principal!, other.slug, processBerth().db), "FORBIDDEN");
     await expectAppError(resolveTenantScope(principal!, other.tenantId, processBerth().db), "FORBIDDEN");
@@ -172,25 +193,44 @@ describe("tenant API keys (better-auth API-key plugin) as Bearer tokens", () => 
   it("roles: members and viewers cannot create keys, admins cannot mint owner keys, and a key is capped by its creator's role", async () => {
     const member = await addTestMember(t, "member");
     await expectAppError(
-      createApiKey(testAuth(), member.scope, { name: "nope" }, processBerth().db),
+      createApiKey(
+        testAuth(),
+        member.scope,
+        { name: "nope" },
+        apiKeySecret(processBerth().config),
+        processBerth().db,
+      ),
       "FORBIDDEN",
     );
     const viewer = await addTestMember(t, "viewer");
     await expectAppError(
-      createApiKey(testAuth(), viewer.scope, { name: "nope" }, processBerth().db),
+      createApiKey(
+        testAuth(),
+        viewer.scope,
+        { name: "nope" },
+        apiKeySecret(processBerth().config),
+        processBerth().db,
+      ),
       "FORBIDDEN",
     );
 
     const admin = await addTestMember(t, "admin");
     // Owner keys do not exist (the schema refuses them), and an admin cannot exceed their own role.
     await expectAppError(
-      createApiKey(testAuth(), admin.scope, { name: "owner-key", role: "owner" as never }, processBerth().db),
+      createApiKey(
+        testAuth(),
+        admin.scope,
+        { name: "owner-key", role: "owner" as never },
+        apiKeySecret(processBerth().config),
+        processBerth().db,
+      ),
       "BAD_REQUEST",
     );
     const { plainKey } = await createApiKey(
       testAuth(),
       admin.scope,
       { name: "admin-key", role: "admin" },
+      apiKeySecret(processBerth().config),
       processBerth().db,
     );
     // The creator is demoted: the key now acts as a viewer.

@@ -109,6 +109,8 @@ describe("chat.send", () => {
     const subscriber = new Redis(redisConfig.url);
     try {
       const other = createAgentServices({
+        lifecycle: processBerth().lifecycle,
+        audit: processBerth().audit,
         db: processBerth().db,
         workspaces: h.workspace.replica(),
         secretKey: secretKeyFromBytes(getConfig().secrets.encryptionKey),
@@ -117,6 +119,8 @@ describe("chat.send", () => {
         reapIntervalMs: 60_000,
         quota: () => processBerth().quota,
         attachTracker: () => processBerth().attachTracker,
+        usage: () => processBerth().usage,
+        stageSamples: () => processBerth().stageSamples,
       });
       await expect(
         other.chat.send(h.tenant.ownerScope, { sessionId, message: "me three" }),

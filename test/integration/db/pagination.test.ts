@@ -52,6 +52,7 @@ beforeAll(async () => {
         isolationPolicy: "PER_AGENT",
         agentId: agent.id,
       },
+      { config: processBerth().config.quotas },
       processBerth().db,
     );
     await appendAuditLog(t.scope, { action: `pager.${index}`, outcome: "success" }, processBerth().db);

@@ -7,7 +7,7 @@ import {
   revokeApiKey,
   setApiKeyOwnership,
 } from "@/server/modules/api-key/api-key.data";
-import { createApiKey } from "@/server/modules/api-key/api-key.service";
+import { apiKeySecret, createApiKey } from "@/server/modules/api-key/api-key.service";
 import {
   createAgent,
   deleteAgent,
@@ -82,6 +82,7 @@ async function seed(t: TestTenant): Promise<Seeded> {
       isolationPolicy: "PER_AGENT",
       agentId: agent.id,
     },
+    { config: processBerth().config.quotas },
     processBerth().db,
   );
   const session = await createSession(
@@ -115,6 +116,7 @@ async function seed(t: TestTenant): Promise<Seeded> {
     testAuth(),
     t.scope,
     { name: "ci", role: "member" },
+    apiKeySecret(processBerth().config),
     processBerth().db,
   );
   return { agentId: agent.id, sessionId: session.id, workspaceId, apiKeyId: apiKey.id };
@@ -261,6 +263,7 @@ describe("tenant isolation at the data layer", () => {
           backendKind: "docker",
           isolationPolicy: "PER_SESSION",
         },
+        { config: processBerth().config.quotas },
         processBerth().db,
       ),
       "CONFLICT",

@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
+import { processBerth } from "@/server/composition/process-berth";
 import { getDb } from "@/server/db";
 import {
   getWorkspace,
@@ -53,6 +54,7 @@ describe("workspace bindings and their state machine", () => {
         backendKind: "docker",
         isolationPolicy: "PER_SESSION",
       },
+      { config: processBerth().config.quotas },
       getDb(),
     );
     expect(created).toBe(true);
@@ -85,6 +87,7 @@ describe("workspace bindings and their state machine", () => {
         backendKind: "e2b",
         isolationPolicy: "PER_USER",
       },
+      { config: processBerth().config.quotas },
       getDb(),
     );
     expect(again.created).toBe(false);

@@ -54,6 +54,7 @@ describe("a PostgreSQL outage during a provision", { timeout: 150_000 }, () => {
         isolationPolicy: "PER_AGENT",
         agentId: agent.id,
       },
+      { config: processBerth().config.quotas },
       processBerth().db,
     );
     expect((await getWorkspace(tenant.scope, workspaceId, processBerth().db)).state).toBe("PENDING");

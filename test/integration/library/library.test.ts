@@ -3,7 +3,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { POST as uploadLibrarySkill } from "@/app/api/library/skills/route";
 import { createCaller } from "@/server/api/root";
-import { createApiKey } from "@/server/modules/api-key/api-key.service";
+import { apiKeySecret, createApiKey } from "@/server/modules/api-key/api-key.service";
 import { flushAuditBuffer } from "@/server/modules/audit/audit-buffer.service";
 import { getQueues } from "@/server/queue/queues";
 import { getRedis } from "@/server/redis";
@@ -67,7 +67,13 @@ async function folderUpload(dir: string) {
 beforeAll(async () => {
   h = await startAgentApiHarness("library");
   const key = (role: "admin" | "member") =>
-    createApiKey(h.runtime.auth, h.tenant.ownerScope, { name: `library ${role}`, role }, processBerth().db);
+    createApiKey(
+      h.runtime.auth,
+      h.tenant.ownerScope,
+      { name: `library ${role}`, role },
+      apiKeySecret(processBerth().config),
+      processBerth().db,
+    );
   adminKey = h.tenant.adminKey.plainKey;
   admin = createCaller(contextFromHeaders(h.runtime, { authorization: `Bearer ${adminKey}` }));
   member = createCaller(
@@ -196,6 +202,7 @@ describe("library entries", () => {
         h.runtime.auth,
         h.tenant.ownerScope,
         { name: "m", role: "member" },
+        apiKeySecret(processBerth().config),
         processBerth().db,
       )
     ).plainKey;

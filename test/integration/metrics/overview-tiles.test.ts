@@ -214,7 +214,7 @@ describe("the Overview's tiles: tokens per day, top agents (the ledger) and the 
       await main.add("test.echo", { tenantId: tenant.tenantId, itemId: "c" }, { delay: 3_600_000 });
       await main.add("test.echo", { tenantId: other.tenantId, itemId: "d" });
       await main.add("test.echo", { itemId: "system" });
-      const depth = await createJobsService(queues).depth(tenant.scope);
+      const depth = await createJobsService(queues, processBerth().audit).depth(tenant.scope);
       expect(depth.find((row) => row.queue === "test-main")).toEqual({
         queue: "test-main",
         waiting: 2,
@@ -225,7 +225,9 @@ describe("the Overview's tiles: tokens per day, top agents (the ledger) and the 
       });
       expect(depth.find((row) => row.queue === "test-slow")).toMatchObject({ waiting: 0, delayed: 0 });
       expect(
-        (await createJobsService(queues).depth(other.scope)).find((r) => r.queue === "test-main"),
+        (await createJobsService(queues, processBerth().audit).depth(other.scope)).find(
+          (r) => r.queue === "test-main",
+        ),
       ).toMatchObject({ waiting: 1, delayed: 0 });
     });
   });

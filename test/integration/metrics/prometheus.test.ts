@@ -55,6 +55,7 @@ describe("/api/metrics exposition (real Postgres and Redis)", () => {
         backendKind: "local",
         isolationPolicy: "PER_AGENT",
       },
+      { config: processBerth().config.quotas },
       processBerth().db,
     );
     const enqueue = createEnqueue(queues);

@@ -4,11 +4,14 @@ import { insertStageSamples } from "@/server/modules/metrics/metrics.data";
 import { tenantActivity } from "@/server/modules/metrics/activity.service";
 import { readiness } from "@/server/modules/metrics/readiness.service";
 import { ZStageSample } from "@/server/modules/metrics/stage-sample.schema";
-import { flushStageSamples, recordStageSamples } from "@/server/modules/metrics/stage-buffer.service";
+import { flushStageSamples } from "@/server/modules/metrics/stage-buffer.service";
 import { getWorkspace } from "@/server/modules/workspace/workspace.data";
 import { addTestMember, createTestTenant, type TestTenant } from "../db/fixtures";
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "../workspace/harness";
 import { processBerth } from "@/server/composition/process-berth";
+
+/** The process root's stage buffer (what the workers' `metrics.flush` drains). */
+const stageBuffer = () => ({ redis: processBerth().redis, redisPrefix: processBerth().queues.redisPrefix });
 
 const HOUR = 3_600_000;
 
@@ -115,7 +118,7 @@ describe("stage timings: recording, flush, retention and readiness percentiles (
     expect(await rowsOf(workspaceId)).toEqual([]);
     await vi.waitFor(
       async () => {
-        await flushStageSamples({ retentionDays: 14 }, undefined, processBerth().db);
+        await flushStageSamples({ retentionDays: 14 }, stageBuffer(), processBerth().db);
         const stages = (await rowsOf(workspaceId)).map((r) => `${r.kind}/${r.path}/${r.stage}`);
         expect(stages.sort()).toEqual(
           [
@@ -153,7 +156,7 @@ describe("stage timings: recording, flush, retention and readiness percentiles (
     await h.service.resolveForSession(tenant.scope, session.id);
     await vi.waitFor(
       async () => {
-        await flushStageSamples({ retentionDays: 14 }, undefined, processBerth().db);
+        await flushStageSamples({ retentionDays: 14 }, stageBuffer(), processBerth().db);
         const paths = (await rowsOf(workspaceId)).filter((r) => r.stage === "total" || r.stage === "attach");
         expect(paths.map((r) => `${r.kind}/${r.path}`).sort()).toEqual(
           ["attach/cold", "attach/resume", "provision/cold", "provision/resume"].sort(),
@@ -221,10 +224,10 @@ describe("stage timings: recording, flush, retention and readiness percentiles (
       workspaceId: "ws-retention-probe",
       at: new Date(Date.now() - 3 * 24 * HOUR),
     });
-    await recordStageSamples([old]);
-    await flushStageSamples({ retentionDays: 14 }, undefined, processBerth().db);
+    await processBerth().stageSamples.record([old]);
+    await flushStageSamples({ retentionDays: 14 }, stageBuffer(), processBerth().db);
     expect(await rowsOf("ws-retention-probe")).toHaveLength(1);
-    await flushStageSamples({ retentionDays: 2 }, undefined, processBerth().db);
+    await flushStageSamples({ retentionDays: 2 }, stageBuffer(), processBerth().db);
     expect(await rowsOf("ws-retention-probe")).toHaveLength(0);
   });
 });

@@ -8,6 +8,9 @@ import { addTestMember, createTestTenant, expectAppError, type TestTenant } from
 import { freshSession, startWorkspaceHarness, type WorkspaceHarness } from "../workspace/harness";
 import { processBerth } from "@/server/composition/process-berth";
 
+/** The process root's stage buffer (what the workers' `metrics.flush` drains). */
+const stageBuffer = () => ({ redis: processBerth().redis, redisPrefix: processBerth().queues.redisPrefix });
+
 describe("a workspace's stage timings and lifecycle timeline (real Postgres, Redis, workers)", () => {
   let h: WorkspaceHarness;
   let tenant: TestTenant;
@@ -29,7 +32,7 @@ describe("a workspace's stage timings and lifecycle timeline (real Postgres, Red
     await h.service.resolveForSession(tenant.scope, fresh.session.id);
     await vi.waitFor(
       async () => {
-        await flushStageSamples({ retentionDays: 14 }, undefined, processBerth().db);
+        await flushStageSamples({ retentionDays: 14 }, stageBuffer(), processBerth().db);
         const { provisions } = await workspaceTimings(tenant.scope, workspaceId, processBerth().db);
         expect(provisions.map((p) => p.path)).toEqual(["cold", "resume"]);
       },

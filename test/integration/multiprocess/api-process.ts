@@ -28,8 +28,11 @@ const engine = composeEngine({
   log: createLogger({ level: "silent" }),
 });
 const service = createWorkspaceService(engine, {
+  lifecycle: processBerth().lifecycle,
+  audit: processBerth().audit,
   db: processBerth().db,
   attachTracker: () => processBerth().attachTracker,
+  quota: () => processBerth().quota,
 });
 
 function requestOf(line: string): Request {

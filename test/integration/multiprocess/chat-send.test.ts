@@ -94,6 +94,7 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
     // The same encryption key as the children (inherited environment), so they can decrypt the model key.
     const secretKey = secretKeyFromBytes(getConfig().secrets.encryptionKey);
     const agent = await createAgentService({
+      audit: processBerth().audit,
       db: processBerth().db,
       secretKey,
       enqueueSessionPurge: () => Promise.reject(new AppError("INTERNAL", "not used here")),
@@ -117,10 +118,15 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
       log: createLogger({ level: "silent" }),
     });
     const sessionService = createSessionService({
+      audit: processBerth().audit,
       db: processBerth().db,
+      quota: () => processBerth().quota,
       workspaces: createWorkspaceService(engine, {
+        lifecycle: processBerth().lifecycle,
+        audit: processBerth().audit,
         db: processBerth().db,
         attachTracker: () => processBerth().attachTracker,
+        quota: () => processBerth().quota,
       }),
     });
     const create = () => sessionService.create(tenant.scope, { agentId: agent.id });

@@ -46,10 +46,18 @@ async function run(request: Request): Promise<unknown> {
           isolationPolicy: "PER_AGENT",
           userId: tenant.owner.id,
         },
+        { config: processBerth().config.quotas },
         processBerth().db,
       );
       await provisionWorkspace(
-        { db: processBerth().db, drivers: engine.drivers, quota: () => processBerth().quota },
+        {
+          db: processBerth().db,
+          drivers: engine.drivers,
+          quota: () => processBerth().quota,
+          usage: () => processBerth().usage,
+          stageSamples: () => processBerth().stageSamples,
+          lifecycle: processBerth().lifecycle,
+        },
         { tenantId: tenant.tenantId, workspaceId, reason: "test", machineGone: false },
         log,
       );

@@ -167,6 +167,7 @@ describe("purging a workspace of 200,000 files in the worker process", { timeout
           backendKind: "local",
           isolationPolicy: "PER_AGENT",
         },
+        { config: processBerth().config.quotas },
         processBerth().db,
       );
       const env = {

@@ -51,6 +51,7 @@ describe("MCP declarations across API replicas", { timeout: 120_000 }, () => {
         backendKind: "local",
         isolationPolicy: "PER_AGENT",
       },
+      { config: processBerth().config.quotas },
       processBerth().db,
     );
 

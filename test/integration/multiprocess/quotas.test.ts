@@ -155,6 +155,7 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
     fake = await startFakeModel({ apiKey: API_KEY, respond: options.respond });
     const tenant = await createTestTenant();
     const agent = await createAgentService({
+      audit: processBerth().audit,
       db: processBerth().db,
       secretKey: secretKeyFromBytes(getConfig().secrets.encryptionKey),
       enqueueSessionPurge: () => Promise.reject(new AppError("INTERNAL", "not used here")),
@@ -166,10 +167,15 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
       isolationPolicy: options.isolationPolicy,
     });
     const sessionService = createSessionService({
+      audit: processBerth().audit,
       db: processBerth().db,
+      quota: () => processBerth().quota,
       workspaces: createWorkspaceService(engine, {
+        lifecycle: processBerth().lifecycle,
+        audit: processBerth().audit,
         db: processBerth().db,
         attachTracker: () => processBerth().attachTracker,
+        quota: () => processBerth().quota,
       }),
     });
     const create = () => sessionService.create(tenant.scope, { agentId: agent.id });
@@ -342,6 +348,7 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
       run.tenant.scope,
       { monthlyBudgetUnits: 1, alertPercents: [50, 100], hardStop: true, stopWorkspaces: true },
       run.quota,
+      processBerth().audit,
       processBerth().db,
     );
     const [first, second] = run.sessions.map((s) => s.sessionId);

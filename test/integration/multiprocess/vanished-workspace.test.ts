@@ -106,6 +106,7 @@ async function vanishedFolderCase(backend: Backend): Promise<void> {
       backendKind: backend.kind,
       isolationPolicy: "PER_AGENT",
     },
+    { config: processBerth().config.quotas },
     processBerth().db,
   );
   const workspaces = path.join(basedir, "workspaces");

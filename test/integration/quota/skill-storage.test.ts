@@ -9,7 +9,7 @@ import { setTenantQuotaOverrides } from "@/server/modules/operator/tenant-quota.
 import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { POST as uploadSkill } from "@/app/api/workspaces/[id]/skills/route";
-import { createApiKey } from "@/server/modules/api-key/api-key.service";
+import { apiKeySecret, createApiKey } from "@/server/modules/api-key/api-key.service";
 import { sumStoredSkillBytes } from "@/server/modules/quota/skill-storage.data";
 import { findWorkspaceRecordForSystem } from "@/server/modules/workspace/workspace-lifecycle.data";
 import { isAppError } from "@/server/shared/errors";
@@ -84,8 +84,15 @@ describe("the skill storage quota (a tenant's total across workspaces)", () => {
 
     // Over HTTP the refusal is a 429 naming the limit.
     const auth = processBerth().api.auth;
-    const key = (await createApiKey(auth, tenant.scope, { name: "skills", role: "admin" }, processBerth().db))
-      .plainKey;
+    const key = (
+      await createApiKey(
+        auth,
+        tenant.scope,
+        { name: "skills", role: "admin" },
+        apiKeySecret(processBerth().config),
+        processBerth().db,
+      )
+    ).plainKey;
     const refused = await uploadSkill(
       new Request(`http://berth.test/api/workspaces/${a.workspaceId}/skills`, {
         method: "POST",

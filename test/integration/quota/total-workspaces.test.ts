@@ -53,6 +53,7 @@ describe("the total-workspaces quota", () => {
 
   it("binds exactly the limit under 30 concurrent session creations; the refused leave no session", async () => {
     const agent = await createAgentService({
+      audit: processBerth().audit,
       db: processBerth().db,
       secretKey: secretKeyFromBytes(getConfig().secrets.encryptionKey),
       enqueueSessionPurge: () => Promise.reject(new AppError("INTERNAL", "not used here")),
@@ -71,10 +72,15 @@ describe("the total-workspaces quota", () => {
       processBerth().db,
     );
     const sessions = createSessionService({
+      audit: processBerth().audit,
       db: processBerth().db,
+      quota: () => processBerth().quota,
       workspaces: createWorkspaceService(engine, {
+        lifecycle: processBerth().lifecycle,
+        audit: processBerth().audit,
         db: processBerth().db,
         attachTracker: () => processBerth().attachTracker,
+        quota: () => processBerth().quota,
       }),
     });
     const results = await Promise.allSettled(

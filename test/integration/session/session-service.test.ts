@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { TRPCError } from "@trpc/server";
+import { processBerth } from "@/server/composition/process-berth";
 import { getDb } from "@/server/db";
 import type { AppError } from "@/server/shared/errors";
 import { createSession } from "@/server/modules/session/session.data";
@@ -111,6 +112,7 @@ describe("session.create", () => {
         isolationPolicy: "PER_AGENT",
         userId: h.tenant.viewer.id,
       },
+      { config: processBerth().config.quotas },
       getDb(),
     );
     expect(await refusal(othersId)).toMatchObject({ code: "FORBIDDEN", reason: "other_user" });
@@ -128,6 +130,7 @@ describe("session.create", () => {
         isolationPolicy: "PER_AGENT",
         userId: h.tenant.owner.id,
       },
+      { config: processBerth().config.quotas },
       getDb(),
     );
     await getDb().workspace.update({ where: { id: purgedId }, data: { state: "PURGED" } });

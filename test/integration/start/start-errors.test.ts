@@ -12,9 +12,9 @@ import path from "node:path";
 import { TRPCClientError } from "@trpc/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createBerthClient, type BerthClient } from "@/server/client/create-berth-client";
-import { createApiKey } from "@/server/modules/api-key/api-key.service";
+import { apiKeySecret, createApiKey } from "@/server/modules/api-key/api-key.service";
 import { getWorkspace, upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
-import { enqueue } from "@/server/queue/enqueue";
+import { createEnqueue } from "@/server/queue/enqueue";
 import { getQueues } from "@/server/queue/queues";
 import { findFreePort } from "@/scripts/services/ports";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
@@ -52,6 +52,7 @@ describe("npm start: engine errors reach HTTP clients as their typed 4xx", () =>
         processBerth().api.auth,
         tenant.scope,
         { name: "start", role: "admin" },
+        apiKeySecret(processBerth().config),
         processBerth().db,
       )
     ).plainKey;
@@ -63,6 +64,7 @@ describe("npm start: engine errors reach HTTP clients as their typed 4xx", () =>
         backendKind: "local",
         isolationPolicy: "PER_AGENT",
       },
+      { config: processBerth().config.quotas },
       processBerth().db,
     );
 
@@ -82,7 +84,7 @@ describe("npm start: engine errors reach HTTP clients as their typed 4xx", () =>
     });
     await waitUntilServing(berth, url);
     // Provisioned by the server's own workers, as a first chat turn would.
-    const job = await enqueue("workspace.provision", {
+    const job = await createEnqueue(processBerth().queues)("workspace.provision", {
       tenantId: tenant.scope.tenantId,
       workspaceId,
       reason: "start-errors test",

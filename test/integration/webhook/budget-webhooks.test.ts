@@ -41,6 +41,7 @@ describe("budget alerts as lifecycle webhooks (real Postgres, Redis, workers, a 
 
   it("sends budget.threshold_reached at 50 % and budget.exhausted at 100 %, signed, retried, once each", async () => {
     const service = createWebhookService({
+      audit: processBerth().audit,
       db: processBerth().db,
       secretKey,
       policy,
@@ -54,6 +55,7 @@ describe("budget alerts as lifecycle webhooks (real Postgres, Redis, workers, a 
       tenant.scope,
       { monthlyBudgetUnits: 4, alertPercents: [50, 100], hardStop: true, stopWorkspaces: false },
       processBerth().quota,
+      processBerth().audit,
       processBerth().db,
     );
     const rates = {
@@ -66,7 +68,13 @@ describe("budget alerts as lifecycle webhooks (real Postgres, Redis, workers, a 
         toolCall: 0,
       },
     };
-    const deps = { rates, requestStop: () => Promise.resolve(), log: testLog };
+    const deps = {
+      rates,
+      requestStop: () => Promise.resolve(),
+      log: testLog,
+      audit: processBerth().audit,
+      lifecycle: processBerth().lifecycle,
+    };
     const turns = (count: number) =>
       getDb().usageRecord.createMany({
         data: Array.from({ length: count }, () => ({

@@ -34,7 +34,13 @@ describe("lifecycle webhooks: signed deliveries, retries with backoff, the URL p
   });
 
   const service = () =>
-    createWebhookService({ db: processBerth().db, secretKey, policy, queues: () => processBerth().queues });
+    createWebhookService({
+      db: processBerth().db,
+      secretKey,
+      policy,
+      queues: () => processBerth().queues,
+      audit: processBerth().audit,
+    });
   const dispatch = (event: "workspace.ready" | "turn.failed", data: Record<string, string>) =>
     createEnqueue(queues)("webhook.dispatch", {
       tenantId: tenant.tenantId,

@@ -115,8 +115,11 @@ export async function startWorkspaceHarness(
   };
   const engine = newEngine();
   const service = createWorkspaceService(engine, {
+    lifecycle: processBerth().lifecycle,
+    audit: processBerth().audit,
     db: processBerth().db,
     attachTracker: () => processBerth().attachTracker,
+    quota: () => processBerth().quota,
   });
   const workers = await startWorkerRuntime({
     redis,
@@ -137,8 +140,11 @@ export async function startWorkspaceHarness(
       createWorkspaceContentService(service, { db: processBerth().db, quota: () => processBerth().quota }),
     replica: () =>
       createWorkspaceService(newEngine(), {
+        lifecycle: processBerth().lifecycle,
+        audit: processBerth().audit,
         db: processBerth().db,
         attachTracker: () => processBerth().attachTracker,
+        quota: () => processBerth().quota,
       }),
     workers,
     async close() {

@@ -82,16 +82,34 @@ describe("MCP declaration policy", () => {
     ).resolves.toEqual({ name: "everything" });
     await expect(
       appErrorOf(
-        changeTenantPolicy(member.scope, { stdioMcpMinRole: "member" }, undefined, processBerth().db),
+        changeTenantPolicy(
+          member.scope,
+          { stdioMcpMinRole: "member" },
+          undefined,
+          processBerth().audit,
+          processBerth().db,
+        ),
       ),
     ).resolves.toMatchObject({ code: "FORBIDDEN" });
-    await changeTenantPolicy(tenant.scope, { stdioMcpMinRole: "member" }, undefined, processBerth().db);
+    await changeTenantPolicy(
+      tenant.scope,
+      { stdioMcpMinRole: "member" },
+      undefined,
+      processBerth().audit,
+      processBerth().db,
+    );
     try {
       await expect(
         h.content().addMcp(member.scope, memberWorkspace, scopeOf("").mcp, everythingMcp("everything")),
       ).resolves.toEqual({ name: "everything" });
     } finally {
-      await changeTenantPolicy(tenant.scope, { stdioMcpMinRole: "admin" }, undefined, processBerth().db);
+      await changeTenantPolicy(
+        tenant.scope,
+        { stdioMcpMinRole: "admin" },
+        undefined,
+        processBerth().audit,
+        processBerth().db,
+      );
     }
   });
 

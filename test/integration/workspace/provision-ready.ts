@@ -1,7 +1,7 @@
 import { expect } from "vitest";
 import type { TenantScope } from "@/server/auth/scope";
 import { getWorkspace, upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
-import { enqueue } from "@/server/queue/enqueue";
+import { createEnqueue } from "@/server/queue/enqueue";
 import { getQueues } from "@/server/queue/queues";
 import { jobOutcome } from "../queue/queue-fixtures";
 import { processBerth } from "@/server/composition/process-berth";
@@ -25,9 +25,14 @@ export async function provisionReadyLocalWorkspace(
       isolationPolicy: "PER_AGENT",
       ...(agentId ? { agentId } : {}),
     },
+    { config: processBerth().config.quotas },
     processBerth().db,
   );
-  const job = await enqueue("workspace.provision", { tenantId: scope.tenantId, workspaceId, reason });
+  const job = await createEnqueue(processBerth().queues)("workspace.provision", {
+    tenantId: scope.tenantId,
+    workspaceId,
+    reason,
+  });
   await jobOutcome(getQueues().get("workspace"), job, 60_000);
   expect((await getWorkspace(scope, workspaceId, processBerth().db)).state).toBe("READY");
   return workspaceId;

@@ -9,7 +9,8 @@ import os from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Db, getDb } from "@/server/db";
+import { processBerth } from "@/server/composition/process-berth";
+import { getDb } from "@/server/db";
 import { driverSetOf } from "@/server/engine/driver-set";
 import { listPurgeReceipts } from "@/server/modules/audit/audit.data";
 import { upsertWorkspaceBinding, getWorkspace } from "@/server/modules/workspace/workspace.data";
@@ -60,6 +61,7 @@ describe("a workspace purge runs once and writes one correct receipt", () => {
         backendKind: "local",
         isolationPolicy: "PER_AGENT",
       },
+      { config: processBerth().config.quotas },
       getDb(),
     );
     const record = (await findWorkspaceRecordForSystem(workspaceId, getDb()))!;
@@ -95,8 +97,8 @@ describe("a workspace purge runs once and writes one correct receipt", () => {
   }
 
   /** The driver with its purge replaced for one run (the rest is the real driver). */
-  function withPurge(purge: WorkspaceDriver["purge"]): { db: Db; drivers: ReturnType<typeof driverSetOf> } {
-    return { db: getDb(), drivers: driverSetOf([{ ...driver, purge }]) };
+  function withPurge(purge: WorkspaceDriver["purge"]) {
+    return { db: getDb(), drivers: driverSetOf([{ ...driver, purge }]), lifecycle: processBerth().lifecycle };
   }
 
   const payload = (workspaceId: string) => ({
@@ -129,7 +131,7 @@ describe("a workspace purge runs once and writes one correct receipt", () => {
     expect(await receipts(workspaceId)).toEqual([]);
 
     const result = await purgeWorkspace(
-      { db: getDb(), drivers: driverSetOf([driver]) },
+      { db: getDb(), drivers: driverSetOf([driver]), lifecycle: processBerth().lifecycle },
       payload(workspaceId),
     );
     expect(result.outcome).toBe("purged");
@@ -157,7 +159,10 @@ describe("a workspace purge runs once and writes one correct receipt", () => {
     await deleting;
     // The same job picked up by a second worker (its lock lapsed): it must not delete or write a receipt.
     await expect(
-      purgeWorkspace({ db: getDb(), drivers: driverSetOf([driver]) }, payload(workspaceId)),
+      purgeWorkspace(
+        { db: getDb(), drivers: driverSetOf([driver]), lifecycle: processBerth().lifecycle },
+        payload(workspaceId),
+      ),
     ).rejects.toMatchObject({
       code: "UNAVAILABLE",
     });
@@ -167,7 +172,12 @@ describe("a workspace purge runs once and writes one correct receipt", () => {
     await expectOneCorrectReceipt(workspaceId);
     // Its retry finds the work done.
     expect(
-      (await purgeWorkspace({ db: getDb(), drivers: driverSetOf([driver]) }, payload(workspaceId))).outcome,
+      (
+        await purgeWorkspace(
+          { db: getDb(), drivers: driverSetOf([driver]), lifecycle: processBerth().lifecycle },
+          payload(workspaceId),
+        )
+      ).outcome,
     ).toBe("already-purged");
     await expectOneCorrectReceipt(workspaceId);
   });
@@ -188,7 +198,12 @@ describe("a workspace purge runs once and writes one correct receipt", () => {
     // The first run stalled past its claim: another takes over and finishes.
     await getDb().workspace.update({ where: { id: workspaceId }, data: { purgeHeldUntil: new Date(0) } });
     expect(
-      (await purgeWorkspace({ db: getDb(), drivers: driverSetOf([driver]) }, payload(workspaceId))).outcome,
+      (
+        await purgeWorkspace(
+          { db: getDb(), drivers: driverSetOf([driver]), lifecycle: processBerth().lifecycle },
+          payload(workspaceId),
+        )
+      ).outcome,
     ).toBe("purged");
     release();
     await expect(first).rejects.toMatchObject({ code: "UNAVAILABLE" });

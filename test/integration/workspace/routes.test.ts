@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GET as download } from "@/app/api/workspaces/[id]/files/download/route";
 import { POST as uploadSkill } from "@/app/api/workspaces/[id]/skills/route";
 import { createCaller } from "@/server/api/root";
-import { createApiKey } from "@/server/modules/api-key/api-key.service";
+import { apiKeySecret, createApiKey } from "@/server/modules/api-key/api-key.service";
 import type { AppError } from "@/server/shared/errors";
 import { tarOf, VALID_SKILL_MD, zipOf } from "@/test/unit/workspace/support/archives";
 import { contextFromHeaders } from "../api/support/api-test-runtime";
@@ -30,10 +30,24 @@ describe("workspace route handlers: skill upload (multipart → engine) and sign
     await installTestBerth({ engine: h.engine });
     [tenant, other] = await Promise.all([createTestTenant(), createTestTenant()]);
     const auth = processBerth().api.auth;
-    key = (await createApiKey(auth, tenant.scope, { name: "routes", role: "admin" }, processBerth().db))
-      .plainKey;
-    otherKey = (await createApiKey(auth, other.scope, { name: "routes", role: "admin" }, processBerth().db))
-      .plainKey;
+    key = (
+      await createApiKey(
+        auth,
+        tenant.scope,
+        { name: "routes", role: "admin" },
+        apiKeySecret(processBerth().config),
+        processBerth().db,
+      )
+    ).plainKey;
+    otherKey = (
+      await createApiKey(
+        auth,
+        other.scope,
+        { name: "routes", role: "admin" },
+        apiKeySecret(processBerth().config),
+        processBerth().db,
+      )
+    ).plainKey;
     const fresh = await freshSession(tenant.scope);
     workspaceId = fresh.workspaceId;
     const { workspace } = await h.service.resolveForSession(tenant.scope, fresh.session.id);

@@ -72,8 +72,11 @@ beforeAll(async () => {
     drivers,
   });
   service = createWorkspaceService(engine, {
+    lifecycle: processBerth().lifecycle,
+    audit: processBerth().audit,
     db: processBerth().db,
     attachTracker: () => processBerth().attachTracker,
+    quota: () => processBerth().quota,
   });
   workers = await startWorkerRuntime({
     redis,
@@ -121,6 +124,7 @@ it("a driver added through a registry entry alone runs a workspace end to end", 
   // Its tenant settings (declared in its definition) are stored, sealed and handed back like E2B's.
   const secretKey = secretKeyFromBytes(getConfig().secrets.encryptionKey);
   const settings = createBackendSettingsService({
+    audit: processBerth().audit,
     db: processBerth().db,
     secretKey,
     registry,

@@ -4,6 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { processBerth } from "@/server/composition/process-berth";
 import { getDb } from "@/server/db";
 import { getWorkspace, upsertWorkspaceBinding } from "@/server/modules/workspace/workspace.data";
 import { WORKSPACE_STATES, type WorkspaceState } from "@/server/modules/workspace/workspace.types";
@@ -37,6 +38,7 @@ beforeAll(async () => {
         isolationPolicy: "PER_AGENT",
         agentId: alpha.id,
       },
+      { config: processBerth().config.quotas },
       getDb(),
     );
     await step(scope, id, "PROVISIONING");
@@ -56,6 +58,7 @@ beforeAll(async () => {
         isolationPolicy: "PER_AGENT",
         agentId: beta.id,
       },
+      { config: processBerth().config.quotas },
       getDb(),
     );
     for (const to of ["PROVISIONING", "READY", "STOPPING", "STOPPED"] as const) {

@@ -67,6 +67,7 @@ async function upload(request: Request): Promise<Response> {
           ...(idempotencyKey ? { idempotencyKey } : {}),
         },
         // Entered by Next: the process' Berth comes through its one handle.
+        processBerth().audit,
         processBerth().db,
       ),
     );

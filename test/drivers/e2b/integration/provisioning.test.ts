@@ -207,6 +207,7 @@ describeE2b("E2B workspaces across processes", { timeout: 300_000 }, () => {
   it("a tenant's own E2B key, stored sealed by its admin, is the team its workspaces are made in", async () => {
     const tenant: TestTenant = await createTestTenant();
     const settings = createBackendSettingsService({
+      audit: processBerth().audit,
       db: processBerth().db,
       secretKey: secretKeyFromBytes(getConfig().secrets.encryptionKey),
     });

@@ -4,7 +4,7 @@ import { type BerthAuth } from "@/server/auth/auth";
 import { resolveTenantScope } from "@/server/auth/resolve";
 import { type TenantRole } from "@/server/auth/roles";
 import { type TenantScope } from "@/server/auth/scope";
-import { createApiKey } from "@/server/modules/api-key/api-key.service";
+import { apiKeySecret, createApiKey } from "@/server/modules/api-key/api-key.service";
 import { addMember } from "@/server/modules/member/member.data";
 import { createTenantWithOwner } from "@/server/modules/tenant/tenant.service";
 import { processBerth } from "@/server/composition/process-berth";
@@ -42,6 +42,7 @@ async function createKey(auth: BerthAuth, scope: TenantScope, role: Exclude<Tena
     auth,
     scope,
     { name: `${role} key`, role },
+    apiKeySecret(processBerth().config),
     processBerth().db,
   );
   return { id: apiKey.id, plainKey };
