@@ -1,3 +1,4 @@
+import { workspaceServiceOver } from "@/test/setup/test-berth";
 /**
  * An API-side process for the multi-process tests: its own engine (one WorkspaceManager) and workspace
  * service, exactly as a web replica builds them. Prints "ready", then answers each `go` line on stdin: it
@@ -12,7 +13,6 @@ import { composeEngine } from "@/server/composition/berth";
 import { processBerth } from "@/server/composition/process-berth";
 import { loadEngineConfig } from "@/server/engine/engine-config";
 import { createLogger } from "@/server/logger";
-import { createWorkspaceService } from "@/server/modules/workspace/workspace.service";
 import { getQueues } from "@/server/queue/queues";
 
 type Request = { tenantId: string; userId: string; sessionIds: string[]; calls: number };
@@ -27,13 +27,7 @@ const engine = composeEngine({
   secret: "multiprocess-test-secret",
   log: createLogger({ level: "silent" }),
 });
-const service = createWorkspaceService(engine, {
-  lifecycle: processBerth().lifecycle,
-  audit: processBerth().audit,
-  db: processBerth().db,
-  attachTracker: () => processBerth().attachTracker,
-  quota: () => processBerth().quota,
-});
+const service = workspaceServiceOver(engine);
 
 function requestOf(line: string): Request {
   const named = line.slice("go".length).trim();

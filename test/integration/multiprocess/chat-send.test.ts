@@ -1,3 +1,4 @@
+import { sessionServiceOver } from "@/test/setup/test-berth";
 /**
  * Two API processes (web replicas: app router, agent services, one engine each) and two worker processes,
  * real Postgres and Redis: 40 concurrent `chat.send` turns, one per session of ONE fresh agent whose
@@ -21,10 +22,8 @@ import { hostFolderDriver } from "../../drivers/local/support/sandbox-env";
 import { createLogger } from "@/server/logger";
 import { createAgentService } from "@/server/modules/agent/agent.service";
 import { listChatMessages } from "@/server/modules/session/session.data";
-import { createSessionService } from "@/server/modules/session/session.service";
 import { getWorkspace, listWorkspaceEvents } from "@/server/modules/workspace/workspace.data";
 import { listWorkspaces } from "@/server/modules/workspace/workspace-list.data";
-import { createWorkspaceService } from "@/server/modules/workspace/workspace.service";
 import { getQueues } from "@/server/queue/queues";
 import { AppError } from "@/server/shared/errors";
 import type { FakeTurn, RecordedRequest } from "@/test/fixtures/fake-model/script";
@@ -117,18 +116,7 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
       secret: "multiprocess-test-secret",
       log: createLogger({ level: "silent" }),
     });
-    const sessionService = createSessionService({
-      audit: processBerth().audit,
-      db: processBerth().db,
-      quota: () => processBerth().quota,
-      workspaces: createWorkspaceService(engine, {
-        lifecycle: processBerth().lifecycle,
-        audit: processBerth().audit,
-        db: processBerth().db,
-        attachTracker: () => processBerth().attachTracker,
-        quota: () => processBerth().quota,
-      }),
-    });
+    const sessionService = sessionServiceOver(engine);
     const create = () => sessionService.create(tenant.scope, { agentId: agent.id });
     // The first alone (it inserts the PENDING workspace row), the rest in small batches.
     const first = await create();

@@ -1,3 +1,4 @@
+import { sessionServiceOver } from "@/test/setup/test-berth";
 /**
  * Quotas, metering and budgets across two API processes (web replicas: app router, agent services, one
  * engine each) and two worker processes, real Postgres, Redis and bubblewrap workspaces:
@@ -30,9 +31,7 @@ import { createAgentService } from "@/server/modules/agent/agent.service";
 import { sumUsageSince } from "@/server/modules/metering/metering.data";
 import { changeBudget, readTenantUsage } from "@/server/modules/quota/quota-admin.service";
 import type { QuotaDeps } from "@/server/modules/quota/quota.service";
-import { createSessionService } from "@/server/modules/session/session.service";
 import { listWorkspaceEvents } from "@/server/modules/workspace/workspace.data";
-import { createWorkspaceService } from "@/server/modules/workspace/workspace.service";
 import { jobCatalog } from "@/server/queue/catalog";
 import { createEnqueue } from "@/server/queue/enqueue";
 import { createQueues, getQueues } from "@/server/queue/queues";
@@ -166,18 +165,7 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
       modelConfig: { baseUrl: fake.baseUrl, model: "fake-model", apiKey: API_KEY },
       isolationPolicy: options.isolationPolicy,
     });
-    const sessionService = createSessionService({
-      audit: processBerth().audit,
-      db: processBerth().db,
-      quota: () => processBerth().quota,
-      workspaces: createWorkspaceService(engine, {
-        lifecycle: processBerth().lifecycle,
-        audit: processBerth().audit,
-        db: processBerth().db,
-        attachTracker: () => processBerth().attachTracker,
-        quota: () => processBerth().quota,
-      }),
-    });
+    const sessionService = sessionServiceOver(engine);
     const create = () => sessionService.create(tenant.scope, { agentId: agent.id });
     const sessions = [await create()];
     while (sessions.length < options.sessions) {

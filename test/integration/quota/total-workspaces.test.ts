@@ -1,3 +1,4 @@
+import { sessionServiceOver } from "@/test/setup/test-berth";
 /**
  * `totalWorkspaces` is admitted in the transaction that creates the workspace record, under the tenant's
  * quota row lock: concurrent session creations never bind one workspace over the limit, and the refused
@@ -18,8 +19,6 @@ import { getDb } from "@/server/db";
 import { createLogger } from "@/server/logger";
 import { createAgentService } from "@/server/modules/agent/agent.service";
 import { readTenantUsage } from "@/server/modules/quota/quota-admin.service";
-import { createSessionService } from "@/server/modules/session/session.service";
-import { createWorkspaceService } from "@/server/modules/workspace/workspace.service";
 import { getQueues } from "@/server/queue/queues";
 import { AppError, isAppError } from "@/server/shared/errors";
 import { createTestTenant, type TestTenant } from "../db/fixtures";
@@ -71,18 +70,7 @@ describe("the total-workspaces quota", () => {
       deps,
       processBerth().db,
     );
-    const sessions = createSessionService({
-      audit: processBerth().audit,
-      db: processBerth().db,
-      quota: () => processBerth().quota,
-      workspaces: createWorkspaceService(engine, {
-        lifecycle: processBerth().lifecycle,
-        audit: processBerth().audit,
-        db: processBerth().db,
-        attachTracker: () => processBerth().attachTracker,
-        quota: () => processBerth().quota,
-      }),
-    });
+    const sessions = sessionServiceOver(engine);
     const results = await Promise.allSettled(
       Array.from({ length: 30 }, () => sessions.create(tenant.scope, { agentId: agent.id })),
     );

@@ -1,3 +1,4 @@
+import { workspaceServiceOver } from "@/test/setup/test-berth";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import os from "node:os";
@@ -114,13 +115,7 @@ export async function startWorkspaceHarness(
     return engine;
   };
   const engine = newEngine();
-  const service = createWorkspaceService(engine, {
-    lifecycle: processBerth().lifecycle,
-    audit: processBerth().audit,
-    db: processBerth().db,
-    attachTracker: () => processBerth().attachTracker,
-    quota: () => processBerth().quota,
-  });
+  const service = workspaceServiceOver(engine);
   const workers = await startWorkerRuntime({
     redis,
     workers: { concurrency: 4, healthPort: 0, heartbeatTtlMs: 15_000 },

@@ -1,3 +1,4 @@
+import { workspaceServiceOver } from "@/test/setup/test-berth";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import os from "node:os";
@@ -15,7 +16,7 @@ import {
 import { createDriverSet } from "@/server/engine/driver-set";
 import { loadEngineConfig } from "@/server/engine/engine-config";
 import { getWorkspace } from "@/server/modules/workspace/workspace.data";
-import { createWorkspaceService } from "@/server/modules/workspace/workspace.service";
+import { type createWorkspaceService } from "@/server/modules/workspace/workspace.service";
 import { jobCatalog } from "@/server/queue/catalog";
 import { createQueues } from "@/server/queue/queues";
 import { createRedisConnection } from "@/server/redis";
@@ -71,13 +72,7 @@ beforeAll(async () => {
     log: testLog,
     drivers,
   });
-  service = createWorkspaceService(engine, {
-    lifecycle: processBerth().lifecycle,
-    audit: processBerth().audit,
-    db: processBerth().db,
-    attachTracker: () => processBerth().attachTracker,
-    quota: () => processBerth().quota,
-  });
+  service = workspaceServiceOver(engine);
   workers = await startWorkerRuntime({
     redis,
     workers: { concurrency: 2, healthPort: 0, heartbeatTtlMs: 15_000 },
