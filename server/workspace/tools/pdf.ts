@@ -1,5 +1,10 @@
-import { PDFDocument } from "pdf-lib";
-import { getDocumentProxy } from "unpdf";
+import type { PDFDocument } from "pdf-lib";
+import type { getDocumentProxy } from "unpdf";
+
+// Both libraries load on the first PDF read: together some 150 modules that every Berth process (the CLI,
+// each API and worker) would otherwise parse at start for a tool most turns never call.
+const pdfLib = () => import("pdf-lib");
+const unpdf = () => import("unpdf");
 
 /** Reference `_read.py`: a PDF longer than this needs `pages`, and one read returns at most 20 pages. */
 export const PDF_MAX_PAGES_WITHOUT_RANGE = 10;
@@ -64,7 +69,8 @@ export async function openPdf(data: Uint8Array): Promise<OpenedPdf> {
   let proxy: Awaited<ReturnType<typeof getDocumentProxy>>;
   try {
     // pdf.js may take ownership of (detach) the bytes it is given, so it gets its own copy.
-    proxy = await getDocumentProxy(new Uint8Array(data), {
+    const { getDocumentProxy: open } = await unpdf();
+    proxy = await open(new Uint8Array(data), {
       isEvalSupported: false,
       // Warnings about damaged files go to the console otherwise; failures still reject.
       verbosity: 0,
@@ -109,16 +115,17 @@ export async function trimPdf(data: Uint8Array, span: PageSpan, totalPages: numb
   if (span.first === 1 && span.last === totalPages) return data;
   const failure = (reason: string) =>
     new PdfReadError(`pages ${span.first}-${span.last} could not be extracted: ${reason}`);
+  const { PDFDocument: Document } = await pdfLib();
   let source: PDFDocument;
   try {
-    source = await PDFDocument.load(data, { updateMetadata: false, ignoreEncryption: true });
+    source = await Document.load(data, { updateMetadata: false, ignoreEncryption: true });
   } catch (error) {
     throw failure(describePdfError(error));
   }
   // pdf-lib cannot decrypt; copying still-encrypted streams into a new file would yield garbage pages.
   if (source.isEncrypted) throw failure(ENCRYPTED);
   try {
-    const trimmed = await PDFDocument.create({ updateMetadata: false });
+    const trimmed = await Document.create({ updateMetadata: false });
     const indices = Array.from({ length: span.last - span.first + 1 }, (_, i) => span.first - 1 + i);
     for (const page of await trimmed.copyPages(source, indices)) trimmed.addPage(page);
     return await trimmed.save();

@@ -88,11 +88,10 @@ describe("Kubernetes driver configuration from the environment", () => {
     expect(bootError({ ...base, BERTH_K8S_POLL_INTERVAL_MS: "5" })).toMatch(/BERTH_K8S_POLL_INTERVAL_MS/);
   });
 
-  it("refuses a kubeconfig file that does not exist when the driver is created", () => {
+  it("refuses a kubeconfig file that does not exist at the boot check (the client loads on first use)", async () => {
     const config = fromEnv({ BERTH_K8S_KUBECONFIG: "/nonexistent/kubeconfig" });
-    expect(() => instantiateDriver(kubernetesDriver, config, context)).toThrow(
-      /cannot load the kubeconfig \/nonexistent\/kubeconfig/,
-    );
+    const driver = instantiateDriver(kubernetesDriver, config, context);
+    await expect(driver.probe!()).rejects.toThrow(/cannot load the kubeconfig \/nonexistent\/kubeconfig/);
   });
 });
 

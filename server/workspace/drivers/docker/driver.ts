@@ -3,7 +3,8 @@ import { z } from "zod";
 import { definedOnly, parseEnv } from "@/server/shared/env-parsing";
 import type { DriverDefinition, DriverImplementation } from "@/server/workspace/drivers/driver";
 import { ZDockerDriverConfig, type TDockerDriverConfig } from "./docker-config";
-import { DockerMachines } from "./docker-machines";
+import { deferredOperations } from "@/server/workspace/drivers/deferred-operations";
+import { DOCKER_FACTS, DOCKER_OPERATIONS } from "./docker-facts";
 
 const ZDockerEnv = z.object({
   DOCKER_SOCKET: z.string().optional(),
@@ -48,51 +49,15 @@ export const dockerDriver: DriverDefinition<TDockerDriverConfig> = {
     });
   },
   create(config, { installationId }): DriverImplementation {
-    return dockerDriverOver(new DockerMachines(config, installationId ? { installationId } : {}));
+    return {
+      ...DOCKER_FACTS,
+      ...deferredOperations(DOCKER_OPERATIONS, async () => {
+        const [{ DockerMachines }, { dockerDriverOver }] = await Promise.all([
+          import("./docker-machines"),
+          import("./docker-operations"),
+        ]);
+        return dockerDriverOver(new DockerMachines(config, installationId ? { installationId } : {}));
+      }),
+    };
   },
 };
-
-/**
- * The docker driver's facts and operations over one DockerMachines (what `create` builds; tests hand in
- * theirs to reach its attacher's handles).
- */
-export function dockerDriverOver(machines: DockerMachines): DriverImplementation {
-  const { attacher } = machines;
-  const { socketPath } = machines.workspaces.config;
-  return {
-    persistent: true,
-    isolation: { isolated: true, sandbox: null },
-    capabilities: {
-      hostPaths: false,
-      pauseKeepsMemory: false,
-      gateway: "unix-socket",
-      mayVanish: true,
-      pty: true,
-      previews: true,
-    },
-    create: (spec, options) => machines.create(spec, options),
-    stop: (spec) => machines.stop(spec),
-    purge: (spec) => machines.purge(spec),
-    exists: (spec) => machines.exists(spec),
-    listResources: () => machines.listResources(),
-    reap: (resource) => machines.reap(resource),
-    usage: (spec) => machines.usage(spec),
-    pruneImages: (options) => machines.pruneImages(options),
-    attach: (spec, options) => attacher.attach(spec, options),
-    isAlive: (machine) => attacher.isAlive(machine),
-    detach: () => attacher.detach(),
-    connectMcp: (machine) => attacher.connectMcp(machine),
-    async probe() {
-      try {
-        await machines.workspaces.docker.ping();
-        return { ok: true, summary: `Docker engine at ${socketPath}` };
-      } catch (error) {
-        return {
-          ok: false,
-          reason: `the Docker engine at ${socketPath} does not answer: ${String(error)}`,
-          hint: "Start dockerd (`npm run docker:setup` installs and starts Debian's engine) or set DOCKER_SOCKET.",
-        };
-      }
-    },
-  };
-}

@@ -1,13 +1,6 @@
-import { AppError } from "@/server/shared/errors";
-import type {
-  DriverDefinition,
-  DriverImplementation,
-  WorkspaceSpec,
-} from "@/server/workspace/drivers/driver";
-import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
-import { E2bMachine } from "./e2b-machine";
+import type { DriverDefinition, DriverImplementation } from "@/server/workspace/drivers/driver";
+import { deferredOperations } from "@/server/workspace/drivers/deferred-operations";
 import { e2bConfigFromEnv, ZE2bDriverConfig, ZE2bTenantSettings, type E2bDriverConfig } from "./e2b-config";
-import { E2bTeams } from "./e2b-teams";
 
 /**
  * E2B cloud sandboxes (README.md in this folder): one sandbox per workspace through the official `e2b` SDK,
@@ -30,9 +23,6 @@ export const e2bDriver: DriverDefinition<E2bDriverConfig> = {
   configSchema: ZE2bDriverConfig,
   configFromEnv: (env) => e2bConfigFromEnv(env),
   create(config, context): DriverImplementation {
-    const teams = new E2bTeams(config, context);
-    // Each workspace's sandbox lives in its tenant's team (its own E2B key) or the installation's.
-    const team = (spec: WorkspaceSpec) => teams.forTenant(spec.tenantId);
     return {
       persistent: true,
       isolation: { isolated: true, sandbox: null },
@@ -44,29 +34,22 @@ export const e2bDriver: DriverDefinition<E2bDriverConfig> = {
         pty: true,
         previews: false,
       },
-      // Workers: create (find, resume or create; verify; gateway), stop = pause, purge = kill, reconcile.
-      create: async (spec, options) => (await team(spec)).create(spec, options?.onProgress),
-      stop: async (spec) => (await team(spec)).stop(spec),
-      purge: async (spec) => (await team(spec)).purge(spec),
-      exists: async (spec) => (await team(spec)).exists(spec),
-      // E2B's own sandbox metrics (CPU, memory, disk; no process count): E2bSandboxes.usage.
-      usage: async (spec) => (await team(spec)).usage(spec),
-      listResources: () => teams.listResources(),
-      reap: (resource) => teams.reap(resource),
-      // Every process: connect by the stored handle (resuming a sandbox E2B paused on its own) and reuse
-      // the running gateway; never create a sandbox. Detaching only lets go of this process' connections.
-      attach: async (spec, options) => {
-        options?.signal?.throwIfAborted();
-        return (await team(spec)).attach(spec);
-      },
-      isAlive: (machine) => (machine instanceof E2bMachine ? machine.isAlive() : Promise.resolve(false)),
-      detach: (machine) => machine.close(),
-      connectMcp: (machine) => Promise.resolve(e2bMachineOf(machine).gateway.connector),
+      ...deferredOperations(
+        [
+          "create",
+          "stop",
+          "purge",
+          "exists",
+          "usage",
+          "listResources",
+          "reap",
+          "attach",
+          "isAlive",
+          "detach",
+          "connectMcp",
+        ],
+        async () => (await import("./e2b-operations")).e2bOperations(config, context),
+      ),
     };
   },
 };
-
-function e2bMachineOf(machine: WorkspaceMachine): E2bMachine {
-  if (machine instanceof E2bMachine) return machine;
-  throw new AppError("INTERNAL", "This machine was not attached by the E2B driver");
-}

@@ -11,7 +11,8 @@ import {
 import type { WorkspaceDriver } from "@/server/workspace/drivers/driver";
 import type { DockerAttacher } from "@/server/workspace/drivers/docker/docker-attacher";
 import { DockerMachines } from "@/server/workspace/drivers/docker/docker-machines";
-import { dockerDriver, dockerDriverOver } from "@/server/workspace/drivers/docker/driver";
+import { dockerDriver } from "@/server/workspace/drivers/docker/driver";
+import { dockerDriverOver } from "@/server/workspace/drivers/docker/docker-operations";
 import type {
   DockerWorkspaceRef,
   TDockerDriverConfigInput,

@@ -1,0 +1,32 @@
+import type { DriverImplementation } from "@/server/workspace/drivers/driver";
+
+/** What the docker driver states about itself without loading dockerode (driver.ts, docker-operations.ts). */
+export const DOCKER_FACTS = {
+  persistent: true,
+  isolation: { isolated: true, sandbox: null },
+  capabilities: {
+    hostPaths: false,
+    pauseKeepsMemory: false,
+    gateway: "unix-socket",
+    mayVanish: true,
+    pty: true,
+    previews: true,
+  },
+} as const satisfies Pick<DriverImplementation, "persistent" | "isolation" | "capabilities">;
+
+/** The operations docker-operations.ts implements, optional ones included. */
+export const DOCKER_OPERATIONS = [
+  "create",
+  "stop",
+  "purge",
+  "exists",
+  "listResources",
+  "reap",
+  "usage",
+  "pruneImages",
+  "attach",
+  "isAlive",
+  "detach",
+  "connectMcp",
+  "probe",
+] as const;
