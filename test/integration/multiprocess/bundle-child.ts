@@ -36,9 +36,16 @@ const sourceUrls: Plugin = {
   },
 };
 
+// Split at dynamic imports, as Node loads a driver's operations (and with them its SDK) on first use: a
+// single file would hoist every SDK's import to its top and load them all at each start.
+const cache = path.join(root, "node_modules", ".cache", "berth-test-children");
+const outdir = path.join(cache, "out");
 const result = await build({
   entryPoints: [entry],
   bundle: true,
+  splitting: true,
+  outdir,
+  outExtension: { ".js": ".mjs" },
   platform: "node",
   format: "esm",
   target: "node20",
@@ -48,18 +55,25 @@ const result = await build({
   write: false,
   logLevel: "error",
 });
-const code = result.outputFiles[0]!.contents;
-const hash = createHash("sha256").update(code).digest("hex").slice(0, 16);
-// Inside the project, so that Node resolves the bundle's npm imports from its node_modules.
-const file = path.join(
-  root,
-  "node_modules",
-  ".cache",
-  "berth-test-children",
-  `${path.basename(entry, ".ts")}-${hash}.mjs`,
-);
-await fs.mkdir(path.dirname(file), { recursive: true });
-const written = `${file}.${process.pid}`;
-await fs.writeFile(written, code);
-await fs.rename(written, file);
-process.stdout.write(file);
+const hash = createHash("sha256");
+for (const file of result.outputFiles) hash.update(path.relative(outdir, file.path)).update(file.contents);
+// Inside the project, so that Node resolves the bundle's npm imports from its node_modules; one folder per
+// content, written whole under a temporary name and renamed, so a concurrent bundler never sees half of it.
+const folder = path.join(cache, `${path.basename(entry, ".ts")}-${hash.digest("hex").slice(0, 16)}`);
+const main = path.join(folder, `${path.basename(entry, ".ts")}.mjs`);
+try {
+  await fs.access(main);
+} catch {
+  const written = `${folder}.${process.pid}`;
+  for (const file of result.outputFiles) {
+    const target = path.join(written, path.relative(outdir, file.path));
+    await fs.mkdir(path.dirname(target), { recursive: true });
+    await fs.writeFile(target, file.contents);
+  }
+  await fs.rename(written, folder).catch(async (error: NodeJS.ErrnoException) => {
+    // Another bundler renamed the same content first.
+    await fs.rm(written, { recursive: true, force: true });
+    if (error.code !== "ENOTEMPTY" && error.code !== "EEXIST") throw error;
+  });
+}
+process.stdout.write(main);
