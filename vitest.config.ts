@@ -30,6 +30,9 @@ const DRIVER_PROJECTS = {
 export default defineConfig({
   resolve: { alias },
   test: {
+    // Transformed modules persist in node_modules/.experimental-vitest-cache, keyed by content: npm test's
+    // six Vitest runs (and every later one) share one transform of Berth's ~1,500 modules.
+    experimental: { fsModuleCache: true },
     projects: [
       {
         resolve: { alias },
