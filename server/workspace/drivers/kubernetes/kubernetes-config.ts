@@ -171,6 +171,7 @@ const ZKubernetesEnv = z.object({
   BERTH_K8S_UID: zInt.min(1).optional(),
   BERTH_K8S_GID: zInt.min(1).optional(),
   BERTH_K8S_GATEWAY_BUNDLE: z.string().optional(),
+  BERTH_K8S_GATEWAY_START_TIMEOUT_MS: zInt.min(1_000).optional(),
 });
 
 /**
@@ -220,6 +221,9 @@ export function kubernetesConfigFromEnv(env: RawEnv, context: DriverContext): Ku
       gid: parsed.BERTH_K8S_GID,
       gatewayBundlePath:
         parsed.BERTH_K8S_GATEWAY_BUNDLE && path.resolve(context.cwd, parsed.BERTH_K8S_GATEWAY_BUNDLE),
+      gateway: parsed.BERTH_K8S_GATEWAY_START_TIMEOUT_MS
+        ? { startTimeoutMs: parsed.BERTH_K8S_GATEWAY_START_TIMEOUT_MS }
+        : undefined,
     }),
   };
 }

@@ -14,7 +14,12 @@ import {
   migrateDeploy,
   withDatabase,
 } from "@/scripts/services/database";
-import { BASE_IMAGE, describeKube, startEmulatorWithClients } from "../support/kube-env";
+import {
+  BASE_IMAGE,
+  describeKube,
+  startEmulatorWithClients,
+  GATEWAY_START_TIMEOUT_MS,
+} from "../support/kube-env";
 import {
   installationCalls,
   startChild,
@@ -53,6 +58,7 @@ describeKube("installations sharing one Kubernetes namespace", { timeout: 600_00
       BERTH_REDIS_PREFIX: `${process.env.BERTH_REDIS_PREFIX}-k8s-inst-${name}-${run}`,
       BERTH_WORKSPACE_BACKEND: "kubernetes",
       BERTH_K8S_KUBECONFIG: kube.emulator.kubeconfigPath,
+      BERTH_K8S_GATEWAY_START_TIMEOUT_MS: String(GATEWAY_START_TIMEOUT_MS),
       BERTH_K8S_IMAGE: BASE_IMAGE,
       BERTH_K8S_MEMORY_LIMIT: "768Mi",
       LOG_LEVEL: "silent",

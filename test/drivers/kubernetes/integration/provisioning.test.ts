@@ -12,7 +12,12 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { getWorkspace } from "@/server/modules/workspace/workspace.data";
-import { BASE_IMAGE, describeKube, startEmulatorWithClients } from "../support/kube-env";
+import {
+  BASE_IMAGE,
+  describeKube,
+  startEmulatorWithClients,
+  GATEWAY_START_TIMEOUT_MS,
+} from "../support/kube-env";
 import { createTestTenant, type TestTenant } from "../../../integration/db/fixtures";
 import { freshSession } from "../../../integration/workspace/harness";
 import {
@@ -44,6 +49,7 @@ describeKube("multi-process provisioning on the Kubernetes backend", { timeout: 
       BERTH_WORKSPACE_BACKEND: "kubernetes",
       BERTH_WORKSPACE_BASEDIR: path.join(basedir, "workspaces"),
       BERTH_K8S_KUBECONFIG: kube.emulator.kubeconfigPath,
+      BERTH_K8S_GATEWAY_START_TIMEOUT_MS: String(GATEWAY_START_TIMEOUT_MS),
       BERTH_K8S_IMAGE: BASE_IMAGE,
       BERTH_K8S_MEMORY_LIMIT: "768Mi",
       MP_CONTROL_DIR: controlDir,

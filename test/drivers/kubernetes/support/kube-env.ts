@@ -77,6 +77,9 @@ export type DriverTestbed = Awaited<ReturnType<typeof createDriverTestbed>>;
  * An emulator plus a factory of Kubernetes drivers configured against it (each driver is what one Berth
  * process would build at boot). `cleanup` purges every workspace the specs named and closes everything.
  */
+/** The gateway start bound the kubernetes tests give the driver (BERTH_K8S_GATEWAY_START_TIMEOUT_MS). */
+export const GATEWAY_START_TIMEOUT_MS = 120_000;
+
 export async function createDriverTestbed(
   options: KubeEmulatorOptions = {},
   overrides: Partial<KubernetesDriverConfigInput> = {},
@@ -106,6 +109,9 @@ export async function createDriverTestbed(
       terminationGracePeriodSeconds: 1,
       limits: { cpu: "1", memory: "768Mi" },
       tunnelDir,
+      // A 2-core machine running npm test's four streams has taken over the default 30 s to start a gateway
+      // in a Pod (its log said it listened; the health answer came later).
+      gateway: { startTimeoutMs: GATEWAY_START_TIMEOUT_MS },
       ...overrides,
       ...extra,
     });
