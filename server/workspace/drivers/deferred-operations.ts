@@ -4,6 +4,19 @@ import type { DriverImplementation } from "@/server/workspace/drivers/driver";
 export type DriverOperations = Omit<DriverImplementation, "persistent" | "isolation" | "capabilities">;
 type OperationName = Exclude<keyof DriverOperations, "close">;
 
+/** The operations every driver has (`WorkspaceDriver`); a deferred driver adds the optional ones it implements. */
+export const REQUIRED_OPERATIONS = [
+  "create",
+  "stop",
+  "purge",
+  "exists",
+  "listResources",
+  "reap",
+  "attach",
+  "isAlive",
+  "detach",
+] as const satisfies readonly OperationName[];
+
 /**
  * A driver's operations built on their first call from a module imported then, so a process that never
  * touches a backend never loads its SDK. Every Berth process (each API, worker and CLI run) builds every

@@ -1,3 +1,4 @@
+import { REQUIRED_OPERATIONS } from "@/server/workspace/drivers/deferred-operations";
 import type { DriverImplementation } from "@/server/workspace/drivers/driver";
 
 /** What the docker driver states about itself without loading dockerode (driver.ts, docker-operations.ts). */
@@ -16,17 +17,9 @@ export const DOCKER_FACTS = {
 
 /** The operations docker-operations.ts implements, optional ones included. */
 export const DOCKER_OPERATIONS = [
-  "create",
-  "stop",
-  "purge",
-  "exists",
-  "listResources",
-  "reap",
+  ...REQUIRED_OPERATIONS,
   "usage",
   "pruneImages",
-  "attach",
-  "isAlive",
-  "detach",
   "connectMcp",
   "probe",
 ] as const;

@@ -1,5 +1,5 @@
 import type { DriverDefinition, DriverImplementation } from "@/server/workspace/drivers/driver";
-import { deferredOperations } from "@/server/workspace/drivers/deferred-operations";
+import { deferredOperations, REQUIRED_OPERATIONS } from "@/server/workspace/drivers/deferred-operations";
 import { e2bConfigFromEnv, ZE2bDriverConfig, ZE2bTenantSettings, type E2bDriverConfig } from "./e2b-config";
 
 /**
@@ -34,21 +34,8 @@ export const e2bDriver: DriverDefinition<E2bDriverConfig> = {
         pty: true,
         previews: false,
       },
-      ...deferredOperations(
-        [
-          "create",
-          "stop",
-          "purge",
-          "exists",
-          "usage",
-          "listResources",
-          "reap",
-          "attach",
-          "isAlive",
-          "detach",
-          "connectMcp",
-        ],
-        async () => (await import("./e2b-operations")).e2bOperations(config, context),
+      ...deferredOperations([...REQUIRED_OPERATIONS, "usage", "connectMcp"], async () =>
+        (await import("./e2b-operations")).e2bOperations(config, context),
       ),
     };
   },

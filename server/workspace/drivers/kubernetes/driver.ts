@@ -3,7 +3,7 @@ import type {
   DriverDefinition,
   DriverImplementation,
 } from "@/server/workspace/drivers/driver";
-import { deferredOperations } from "@/server/workspace/drivers/deferred-operations";
+import { deferredOperations, REQUIRED_OPERATIONS } from "@/server/workspace/drivers/deferred-operations";
 import {
   kubernetesConfigFromEnv,
   ZKubernetesDriverConfig,
@@ -37,22 +37,8 @@ export const kubernetesDriver: DriverDefinition<KubernetesDriverConfig> = {
       persistent: true,
       isolation: { isolated: true, sandbox: config.runtimeClassName ?? null },
       capabilities: KUBERNETES_CAPABILITIES,
-      ...deferredOperations(
-        [
-          "create",
-          "stop",
-          "purge",
-          "exists",
-          "listResources",
-          "reap",
-          "usage",
-          "attach",
-          "isAlive",
-          "detach",
-          "connectMcp",
-          "probe",
-        ],
-        async () => (await import("./kubernetes-operations")).kubernetesOperations(config, context),
+      ...deferredOperations([...REQUIRED_OPERATIONS, "usage", "connectMcp", "probe"], async () =>
+        (await import("./kubernetes-operations")).kubernetesOperations(config, context),
       ),
     };
   },
