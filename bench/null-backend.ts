@@ -56,6 +56,7 @@ const NULL_DRIVER: WorkspaceDriver = {
     mayVanish: false,
     pty: false,
     previews: false,
+    warmPool: false,
   },
   create: () => Promise.resolve({}),
   stop: async () => {},

@@ -72,6 +72,12 @@ export type DriverCapabilities = {
    * (host-unconfined: its loopback is the host's; E2B and Kubernetes: not built yet).
    */
   readonly previews: boolean;
+  /**
+   * The driver keeps warm pools (server/modules/pool/): it offers `createIdleMachine`, `bindIdleMachine`,
+   * `discardIdleMachine`, `listIdleMachines` and `warmPoolKey`, so a first use can take a machine made
+   * before anyone asked instead of creating one.
+   */
+  readonly warmPool: boolean;
 };
 
 /** What a driver confines, for the engine, the API and the dashboard. */
@@ -167,6 +173,40 @@ export interface WorkspaceDriver {
    * that no container uses); returns what it removed, or would remove on a dry run. Absent: nothing to do.
    */
   pruneImages?(options: { dryRun: boolean }): Promise<string[]>;
+
+  // ── warm pools (where `capabilities.warmPool`; the workers' pool jobs and provisions call them) ──────
+  // A pooled machine is made with NO identity (no tenant, user or workspace in its name, labels, folder or
+  // env) and gets one when a first use claims it: `bindIdleMachine` moves the identity in. A bound machine
+  // is a workspace's like any other and never goes back to a pool, so nothing of one tenant can reach
+  // another through it.
+
+  /**
+   * What every machine made now has baked in (image, limits, the driver's config), as a short digest: a
+   * machine of another key (made before the config changed) is never bound; the pool discards it.
+   */
+  warmPoolKey?(): Promise<string>;
+  /**
+   * Creates and starts one identity-free machine named by `id` (the pool row's id: letters, digits and
+   * `-`), ready for a first command; returns its handle. Idempotent per id (a refill run again after a
+   * crash finishes or reuses the half-made one).
+   */
+  createIdleMachine?(id: string, options?: CreateOptions): Promise<BackendHandle>;
+  /**
+   * Gives the idle machine `id` (with the handle `createIdleMachine` returned) to the workspace of `spec`,
+   * which has no machine and no data yet: the machine's folder or volume becomes the workspace's, and
+   * every later operation on `spec` (with the returned handle stored as `spec.handle`) finds it: attach,
+   * stop, purge, exists, usage, listResources. Fast: no image, container or sandbox is created here.
+   * Rejects when the machine cannot be bound (gone, or the workspace has data already); the caller then
+   * discards it and creates a machine the usual way.
+   */
+  bindIdleMachine?(id: string, handle: BackendHandle, spec: WorkspaceSpec): Promise<BackendHandle>;
+  /**
+   * Deletes an unbound pool machine (idle, half made, or claimed but never bound). Idempotent. Never
+   * deletes what a bound workspace owns: once bound, a machine is deleted only by `purge`.
+   */
+  discardIdleMachine?(id: string, handle: BackendHandle | null): Promise<void>;
+  /** The ids of every unbound pool machine this installation has on the backend (reconcile). */
+  listIdleMachines?(): Promise<string[]>;
 
   // ── every process' operations ─────────────────────────────────────────────────────────────────────
 

@@ -50,8 +50,6 @@ let proxy: TcpProxy;
 const children: Child[] = [];
 const relays: Relay[] = [];
 /** Errors the clients were told to retry (503 during the outage, a dead replica's connection). */
-const retried: string[] = [];
-
 type Api = { child: Child; port: number };
 type Line = { sessionId: string; workspaceId: string; client: BerthClient; tag: string };
 
@@ -78,7 +76,6 @@ async function untilAnswered<T>(call: () => Promise<T>): Promise<T> {
       // chat.run's own resends ran out ("its outcome is unknown: send again with idempotencyKey …").
       const unknownOutcome = !(error instanceof TRPCClientError) && /outcome is unknown/.test(String(error));
       if (!isRetryableError(error) && !unknownOutcome) throw error;
-      retried.push(String(error));
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
   }
@@ -224,10 +221,10 @@ describe("faults under load (two web replicas, two workers)", { timeout: 240_000
     await Promise.all(first.map((line, i) => release(firstWorkdirs[i]!, line.tag)));
     const firstOutcomes = await Promise.all(firstTurns);
     const secondOutcomes = await Promise.all(secondTurns);
-    expect(retried.length).toBeGreaterThan(0);
-
     // The turns on the killed replica were interrupted (their resends reached B, which reported it), the
-    // others completed once PostgreSQL was back. Wave 1's Bash had run before the kill, wave 2's on A never
+    // others completed once PostgreSQL was back. With A gone, any outcome for A's turns proves a resend;
+    // whether its caller also saw a retryable error first depends on whether that resend met the outage,
+    // which is timing, so it is not asserted. Wave 1's Bash had run before the kill, wave 2's on A never
     // ran (A died while their workspaces provisioned): each side effect ran exactly as often as reported, at
     // most once, and the model was asked once per turn that reached it, never again by a resend.
     const expected = (line: Line, wave: 1 | 2) =>

@@ -76,6 +76,7 @@ export const bubblewrapDriver: DriverDefinition<TSandboxConfig> = {
         mayVanish: false,
         pty: true,
         previews: sandboxTunnelsAvailable(config),
+        warmPool: false,
       },
       ...machines.operations(),
       attach: (spec) => folders.attach(spec),

@@ -12,6 +12,7 @@ export const DOCKER_FACTS = {
     mayVanish: true,
     pty: true,
     previews: true,
+    warmPool: false,
   },
 } as const satisfies Pick<DriverImplementation, "persistent" | "isolation" | "capabilities">;
 

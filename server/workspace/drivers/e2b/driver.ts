@@ -33,6 +33,7 @@ export const e2bDriver: DriverDefinition<E2bDriverConfig> = {
         mayVanish: true,
         pty: true,
         previews: false,
+        warmPool: false,
       },
       ...deferredOperations([...REQUIRED_OPERATIONS, "usage", "connectMcp"], async () =>
         (await import("./e2b-operations")).e2bOperations(config, context),

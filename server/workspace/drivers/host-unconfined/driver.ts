@@ -52,6 +52,7 @@ export const hostUnconfinedDriver: DriverDefinition<HostUnconfinedConfig> = {
         // No browser shell on Berth's own host with Berth's privileges (its secrets, every workspace).
         pty: false,
         previews: false,
+        warmPool: false,
       },
       ...new HostFolderMachines({ basedir, folders }).operations(),
       attach: (spec) => folders.attach(spec),

@@ -17,6 +17,7 @@ const KUBERNETES_CAPABILITIES: DriverCapabilities = {
   mayVanish: true,
   pty: true,
   previews: false,
+  warmPool: false,
 };
 
 /**
