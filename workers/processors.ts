@@ -15,6 +15,7 @@ import { RESOURCE_SAMPLE_EVERY_MS } from "@/server/modules/metrics/resource-usag
 import { registerWebhookProcessors } from "./processors/webhook.processors";
 import { meteringFlushProcessor } from "./processors/metering.flush";
 import { registerWorkspaceProcessors } from "./processors/workspace.processors";
+import { registerPoolProcessors } from "./processors/pool.processors";
 import type { ProcessorRegistry } from "./registry";
 import { defineSchedule, type Schedule } from "./schedules";
 
@@ -68,6 +69,7 @@ export function registerBerthProcessors(
   registerWorkspaceProcessors(registry, engine, deps.berth, { lockDurationMs: deps.lockDurationMs });
   registerTenantProcessors(registry, engine, deps.berth);
   registerCheckpointProcessors(registry, engine, deps.berth);
+  registerPoolProcessors(registry, engine, deps.berth);
   registerWebhookProcessors(registry, {
     db: deps.berth.db,
     queues: engine.queues,

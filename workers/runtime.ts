@@ -22,6 +22,7 @@ import {
 } from "./processors";
 import { checkpointSchedules } from "./processors/checkpoint.processors";
 import { workspaceSchedules } from "./processors/workspace.processors";
+import { poolSchedules } from "./processors/pool.processors";
 import { closeConnection, ProcessorRegistry, settlesWithin, startWorkers } from "./registry";
 import { applySchedules, keepSchedules, missingSchedules, type Schedule } from "./schedules";
 
@@ -101,6 +102,7 @@ export async function startWorkerRuntime(params: {
     ...berthSchedules,
     ...meteringSchedules(quotas),
     ...workspaceSchedules((params.engine ?? berth.engine).config),
+    ...poolSchedules((params.engine ?? berth.engine).config),
     ...checkpointSchedules,
   ];
   try {

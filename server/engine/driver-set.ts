@@ -59,6 +59,15 @@ export function createDriverSet(
     const input = config.drivers?.[name] ?? definition.configFromEnv({}, context);
     return instantiateDriver(definition, definition.configSchema.parse(input), context);
   });
+  for (const kind of Object.keys(config.warmPools?.pools ?? {})) {
+    const driver = drivers.find((candidate) => candidate.kind === kind);
+    if (driver && !driver.capabilities.warmPool) {
+      throw new AppError("INTERNAL", `BERTH_WARM_POOLS names ${driver.name}, which keeps no warm pools`, {
+        userMessage: "Server misconfigured",
+        details: { variables: ["BERTH_WARM_POOLS"] },
+      });
+    }
+  }
   return driverSetOf(drivers, registry);
 }
 

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { parseEnv, readProcessEnv, type RawEnv } from "@/server/config/env";
 import { AppError } from "@/server/shared/errors";
 import { loadCheckpointS3Config } from "./checkpoint-config";
+import { loadWarmPoolConfig, type WarmPoolConfig } from "./warm-pool-config";
 import type { S3CheckpointStoreOptions } from "@/server/workspace/checkpoints/s3-checkpoint-store";
 import type { DriverContext } from "@/server/workspace/drivers/driver";
 import {
@@ -128,6 +129,8 @@ export type EngineConfig = {
   readonly maxLiveStatefulMcps?: number | null;
   /** BERTH_MCP_ALLOWED_HOSTS (server/workspace/mcp/mcp-network-policy.ts); unset → public addresses only. */
   readonly mcpAllowedHosts?: readonly string[];
+  /** BERTH_WARM_POOLS (warm-pool-config.ts). Absent: no pools. */
+  readonly warmPools?: WarmPoolConfig;
 };
 
 /** Parses the workspace-engine part of the environment, each enabled driver's own variables included. */
@@ -166,6 +169,7 @@ export function loadEngineConfig(
     downloadTokenTtlMs: parsed.BERTH_WORKSPACE_DOWNLOAD_TOKEN_TTL_MS,
     maxLiveStatefulMcps: parsed.BERTH_MAX_LIVE_STATEFUL_MCPS || null,
     mcpAllowedHosts: parsed.BERTH_MCP_ALLOWED_HOSTS,
+    warmPools: loadWarmPoolConfig(env, backends, registry),
   };
 }
 

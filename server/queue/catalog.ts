@@ -5,6 +5,7 @@ import { webhookJobs } from "@/server/modules/webhook/webhook.jobs";
 import { meteringJobs } from "@/server/modules/metering/metering.jobs";
 import { workspaceJobs } from "@/server/modules/workspace/workspace.jobs";
 import { checkpointJobs } from "@/server/modules/checkpoint/checkpoint.jobs";
+import { poolJobs } from "@/server/modules/pool/warm-pool.jobs";
 import { JOB_RETENTION } from "./retention";
 import { defineJob, type JobCatalog } from "./types";
 
@@ -35,6 +36,8 @@ export const jobCatalog = {
   ...workspaceJobs,
   // checkpoint.restore: a revert's or fork's files (turn checkpoints).
   ...checkpointJobs,
+  // pool.refill: the warm pools kept at their targets.
+  ...poolJobs,
   // tenant.delete (operators: purge every workspace, delete the rows, leave a receipt).
   ...operatorJobs,
   // metrics.flush (stage timings → Postgres); webhook.dispatch | deliver (lifecycle webhooks).

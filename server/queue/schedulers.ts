@@ -14,6 +14,7 @@ export const BERTH_SCHEDULERS = [
   { id: "workspace.sweep.tick", queue: "workspace" },
   { id: "workspace.reconcile.tick", queue: "workspace" },
   { id: "checkpoint.prune.tick", queue: "workspace" },
+  { id: "pool.refill.tick", queue: "workspace" },
 ] as const;
 
 export type BerthSchedulerId = (typeof BERTH_SCHEDULERS)[number]["id"];

@@ -42,6 +42,7 @@ export function registerWorkspaceProcessors(
     },
     requestStop: (payload) => enqueue("workspace.stop", payload),
     requestProvision: (payload) => enqueue("workspace.provision", payload),
+    requestPoolRefill: () => enqueue("pool.refill", { trigger: "claim" }),
     checkpoints: engine.checkpoints,
     ...(options.lockDurationMs !== undefined ? { provisionClaimMs: options.lockDurationMs } : {}),
   };

@@ -27,13 +27,25 @@ import {
 } from "@/server/modules/workspace/workspace-lifecycle.data";
 import { recordDataLostEvent } from "./data-lost";
 import { claimProvision, DEFAULT_PROVISION_CLAIM_MS, waitForProvisionClaim } from "./provision-claim";
+import { storeHandleWhileProvisioning } from "./provision-claim.data";
+import { machineForProvision, poolPathOf } from "@/server/modules/pool/warm-pool.service";
+import { NO_WARM_POOLS } from "@/server/engine/warm-pool-config";
 import { specOfRecord } from "@/server/modules/workspace/workspace-spec";
 import type { Db } from "@/server/db";
 
 /** What a provision needs of the workspace jobs' deps. */
 type ProvisionDeps = Pick<
   WorkspaceJobDeps,
-  "drivers" | "quota" | "usage" | "stageSamples" | "lifecycle" | "provisionClaimMs" | "checkpoints" | "db"
+  | "drivers"
+  | "config"
+  | "quota"
+  | "usage"
+  | "stageSamples"
+  | "lifecycle"
+  | "provisionClaimMs"
+  | "checkpoints"
+  | "requestPoolRefill"
+  | "db"
 >;
 
 /** What the workspace jobs need from the worker's composition root. */
@@ -43,6 +55,8 @@ export type WorkspaceJobDeps = {
   config: EngineConfig;
   /** Enqueues `workspace.stop` (the sweeper hands each idle workspace to its own retryable job). */
   requestStop: (payload: z.input<typeof ZWorkspaceStopPayload>) => Promise<unknown>;
+  /** Enqueues `pool.refill` (a claim took a warm machine, or found the pool empty). Absent: the tick refills. */
+  requestPoolRefill?: () => Promise<unknown>;
   /** Enqueues `workspace.provision` (reconcile resumes a provision whose job was lost). */
   requestProvision: (payload: z.input<typeof ZWorkspaceProvisionPayload>) => Promise<unknown>;
   /** The process' database client (the Berth root's). */
@@ -135,7 +149,6 @@ async function provisionOnce(
   const timings = startProvisionTimings(timing, record, deps.stageSamples(), (error) =>
     log.warn({ err: error }, "could not buffer stage timings"),
   );
-  const path = timings.path;
   const entered = await enterProvisioning({ scope, record, payload, driver, spec, admit, dataLoss }, db);
   if (entered === "already-ready") return { outcome: "already-ready" };
   const claim = await claimProvision(record.id, deps.provisionClaimMs ?? DEFAULT_PROVISION_CLAIM_MS, log, db);
@@ -156,10 +169,28 @@ async function provisionOnce(
     }
     const progress = progressRecorder(scope, record, timings, dataLoss, log, db);
     try {
-      // A generation after a purge starts without the old handle: its machine is gone.
-      handle = await driver.create(record.state === "PURGED" ? { ...spec, handle: null } : spec, {
-        onProgress: progress.onProgress,
-      });
+      // A generation after a purge starts without the old handle: its machine is gone. A workspace with
+      // no machine yet may get a warm pool's (server/modules/pool/).
+      const made = await machineForProvision(
+        { drivers: deps.drivers, config: deps.config.warmPools ?? NO_WARM_POOLS, db },
+        driver,
+        record.state === "PURGED" ? { ...spec, handle: null } : spec,
+        {
+          firstUse: record.state === "PURGED" || record.backendHandle === null,
+          onProgress: progress.onProgress,
+          log,
+        },
+      );
+      handle = made.handle;
+      const poolPath = poolPathOf(made.pooled);
+      if (poolPath) {
+        timings.pooled(poolPath);
+        void deps
+          .requestPoolRefill?.()
+          .catch((error: unknown) => log.warn({ err: error }, "could not ask for a warm pool refill"));
+      }
+      // Stored at once: a retry of this provision then restarts the bound machine instead of claiming another.
+      if (made.pooled.served) await storeHandleWhileProvisioning(record.id, handle, db);
       await progress.recorded();
     } catch (error) {
       await progress.recorded();
@@ -216,9 +247,9 @@ async function provisionOnce(
   deps.lifecycle.emit(record.tenantId, "workspace.ready", {
     workspaceId: record.id,
     backend: record.backendKind,
-    path,
+    path: timings.path,
   });
-  return { outcome: "provisioned", handle, path };
+  return { outcome: "provisioned", handle, path: timings.path };
 }
 
 /** How long the resume check may take before the provision goes on without it. */

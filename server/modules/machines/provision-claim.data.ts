@@ -1,3 +1,4 @@
+import type { Prisma } from "@/generated/prisma/client";
 import { type DbClient } from "@/server/db";
 
 /**
@@ -66,4 +67,19 @@ export async function readProvisionClaim(
     select: { state: true, provisionHolder: true, provisionHeldUntil: true },
   });
   return row && { state: row.state, holder: row.provisionHolder, heldUntil: row.provisionHeldUntil };
+}
+
+/**
+ * Records the machine a PROVISIONING workspace got before it is READY (a warm pool's, bound to it): a retry
+ * of the provision then finds its own machine through the handle instead of taking another.
+ */
+export async function storeHandleWhileProvisioning(
+  workspaceId: string,
+  handle: Record<string, unknown>,
+  db: DbClient,
+): Promise<void> {
+  await db.workspace.updateMany({
+    where: { id: workspaceId, state: "PROVISIONING" },
+    data: { backendHandle: handle as Prisma.InputJsonValue },
+  });
 }

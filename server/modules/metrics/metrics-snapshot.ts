@@ -1,5 +1,5 @@
 import type { Queue } from "bullmq";
-import { STAGE_BUCKETS_MS, stageHistograms, workspaceCounts } from "./metrics.data";
+import { STAGE_BUCKETS_MS, stageHistograms, warmMachineCounts, workspaceCounts } from "./metrics.data";
 import type { Db } from "@/server/db";
 
 /**
@@ -29,6 +29,11 @@ const BOUNDS_SECONDS = STAGE_BUCKETS_MS.map((bound) => bound / 1000);
 export async function metricsSnapshot(deps: { queues: readonly Queue[] }, db: Db): Promise<MetricFamily[]> {
   const workspaces = (await workspaceCounts(db)).map((row) => ({
     labels: { state: row.state, backend: row.backend },
+    value: row.count,
+  }));
+
+  const pools = (await warmMachineCounts(db)).map((row) => ({
+    labels: { backend: row.backendKind, state: row.state.toLowerCase() },
     value: row.count,
   }));
 
@@ -82,6 +87,12 @@ export async function metricsSnapshot(deps: { queues: readonly Queue[] }, db: Db
       unit: "s",
       help: "Duration of each stage of provisions, attaches and turns, by kind, backend, path, stage and outcome.",
       points: stages,
+    },
+    {
+      name: "berth_warm_pool_machines",
+      type: "gauge",
+      help: "Warm pool machines by backend and state (creating, idle, claimed); hits and misses are berth_provisions_total's warm and pool_miss paths.",
+      points: pools,
     },
     {
       name: "berth_jobs",

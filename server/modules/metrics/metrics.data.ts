@@ -151,3 +151,9 @@ export async function workspaceCounts(db: DbClient) {
   const rows = await db.workspace.groupBy({ by: ["state", "backendKind"], _count: { _all: true } });
   return rows.map((row) => ({ state: row.state, backend: row.backendKind, count: row._count._all }));
 }
+
+/** Warm pool machines per (backend kind, state) now (server/modules/pool/). */
+export async function warmMachineCounts(db: DbClient) {
+  const rows = await db.warmMachine.groupBy({ by: ["backendKind", "state"], _count: { _all: true } });
+  return rows.map((row) => ({ backendKind: row.backendKind, state: row.state, count: row._count._all }));
+}

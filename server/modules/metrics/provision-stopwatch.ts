@@ -1,7 +1,8 @@
 import type { TStageSampleInput, TStagePath } from "./stage-sample.schema";
 
 /** Progress steps that mean "the machine exists now" (the gateway may still be starting in it). */
-const MACHINE_CREATED = /^(container\.(created|reattached)|pod\.created|sandbox\.created|gateway\.starting)$/;
+const MACHINE_CREATED =
+  /^(container\.(created|reattached)|pod\.created|sandbox\.created|gateway\.starting|pool\.bound)$/;
 const GATEWAY_READY = /^gateway\.ready$/;
 
 /**

@@ -1,5 +1,6 @@
 import { ProvisionStopwatch, provisionPathOf } from "./provision-stopwatch";
 import type { StageSampleRecorder } from "./stage-buffer.service";
+import type { TStagePath } from "./stage-sample.schema";
 
 /**
  * The provision job's instrumentation: the path from the record's state, a stopwatch fed by the driver's
@@ -12,9 +13,15 @@ export function startProvisionTimings(
   onError: (error: unknown) => void,
 ) {
   const stopwatch = new ProvisionStopwatch(timing.requestedAt, timing.pickedUpAt);
-  const path = provisionPathOf(record.state, record.backendHandle !== null);
+  let path: TStagePath = provisionPathOf(record.state, record.backendHandle !== null);
   return {
-    path,
+    get path(): TStagePath {
+      return path;
+    },
+    /** The machine came from a warm pool (`warm`) or a pool could not serve it (`pool_miss`). */
+    pooled(outcome: "warm" | "pool_miss"): void {
+      path = outcome;
+    },
     progress: (step: string) => stopwatch.progress(step),
     done(ok: boolean): void {
       const samples = stopwatch.samples({

@@ -5,10 +5,13 @@ import { z } from "zod";
  * up), `machine` (picked up → machine created: image ready, container/Pod/sandbox started), `gateway`
  * (machine created → gateway ready) and `total` (requested → READY). An API process measures `attach`
  * (provisioned, or found READY → attached) and `first_answer` (attached → first tool call answered). A chat
- * turn measures `queue_wait` (turn requested → workspace in hand), `model` and `tool`.
+ * turn measures `queue_wait` (turn requested → workspace in hand), `model` and `tool`. A provision's path
+ * says how its machine came: `cold` (created), `resume` (restarted), `replaced`, `warm` (a warm pool's
+ * machine bound to it: `machine` is then the claim and bind) or `pool_miss` (created, because the
+ * driver's pool was empty or its machine could not be bound).
  */
 const STAGE_KINDS = ["provision", "attach", "turn"] as const;
-export const STAGE_PATHS = ["cold", "resume", "reattach", "replaced", "turn"] as const;
+export const STAGE_PATHS = ["cold", "resume", "reattach", "replaced", "turn", "warm", "pool_miss"] as const;
 const STAGES = [
   "queued",
   "machine",

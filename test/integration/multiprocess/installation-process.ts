@@ -53,6 +53,7 @@ async function run(request: Request): Promise<unknown> {
         {
           db: processBerth().db,
           drivers: engine.drivers,
+          config: engine.config,
           quota: () => processBerth().quota,
           usage: () => processBerth().usage,
           stageSamples: () => processBerth().stageSamples,
