@@ -1,6 +1,8 @@
 import { Prisma } from "@/generated/prisma/client";
 import type { Db, DbClient } from "@/server/db";
-import type { BackendHandle } from "@/server/workspace/drivers/driver";
+
+/** A machine's handle as its driver returned it (JSON). */
+type BackendHandle = Record<string, unknown>;
 
 /** An idle machine as a claim took it. */
 export type ClaimedWarmMachine = { id: string; handle: BackendHandle };

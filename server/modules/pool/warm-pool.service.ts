@@ -24,23 +24,20 @@ export type WarmPoolDeps = {
 
 /** A driver that keeps pools (`capabilities.warmPool`), with its pool operations present. */
 export type PoolingDriver = WorkspaceDriver &
-  Required<
-    Pick<
-      WorkspaceDriver,
-      "warmPoolKey" | "createIdleMachine" | "bindIdleMachine" | "discardIdleMachine" | "listIdleMachines"
-    >
-  >;
+  Required<Pick<WorkspaceDriver, (typeof POOL_OPERATIONS)[number]>>;
 
+const POOL_OPERATIONS = [
+  "warmPoolKey",
+  "createIdleMachine",
+  "bindIdleMachine",
+  "discardIdleMachine",
+  "listIdleMachines",
+] as const satisfies readonly (keyof WorkspaceDriver)[];
+
+/** The driver as one that keeps pools, or null when it keeps none. */
 export function poolingDriver(driver: WorkspaceDriver): PoolingDriver | null {
-  const operations = [
-    driver.warmPoolKey,
-    driver.createIdleMachine,
-    driver.bindIdleMachine,
-    driver.discardIdleMachine,
-    driver.listIdleMachines,
-  ];
-  if (!driver.capabilities.warmPool || operations.some((operation) => !operation)) return null;
-  return driver as PoolingDriver;
+  const present = POOL_OPERATIONS.every((name) => typeof driver[name] === "function");
+  return driver.capabilities.warmPool && present ? (driver as PoolingDriver) : null;
 }
 
 /** A new pool machine's id: its name on the backend too, so short and plain (`[a-z0-9]`). */
