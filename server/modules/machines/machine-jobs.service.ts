@@ -3,12 +3,11 @@ import { resolveSystemTenantScope, tenantAdmitsWork } from "@/server/auth/resolv
 import type { TenantScope } from "@/server/auth/scope";
 import type { EngineConfig } from "@/server/engine/engine-config";
 import type { DriverSet } from "@/server/engine/driver-set";
-import type { BackendHandle, CreateProgress, WorkspaceSpec } from "@/server/workspace/drivers/driver";
+import type { BackendHandle, WorkspaceSpec } from "@/server/workspace/drivers/driver";
 import type { CheckpointStore } from "@/server/workspace/checkpoints/checkpoint-store";
 import { checkResumeIntegrity } from "@/server/modules/checkpoint/resume-integrity";
 import type { Logger } from "@/server/logger";
 import { AppError } from "@/server/shared/errors";
-import { redactHostPaths } from "@/server/shared/host-paths";
 import type { UsageRecorder } from "@/server/modules/metering/metering.service";
 import { provisionAdmission, workspaceResources, type QuotaDeps } from "@/server/modules/quota/quota.service";
 import { startProvisionTimings } from "@/server/modules/metrics/provision-timings";
@@ -25,7 +24,7 @@ import {
   transitionFrom,
   type WorkspaceRecord,
 } from "@/server/modules/workspace/workspace-lifecycle.data";
-import { recordDataLostEvent } from "./data-lost";
+import { dataLossRecorder, progressRecorder, recordProvisionFailure } from "./provision-records";
 import { claimProvision, DEFAULT_PROVISION_CLAIM_MS, waitForProvisionClaim } from "./provision-claim";
 import { storeHandleWhileProvisioning } from "./provision-claim.data";
 import { machineForProvision, poolPathOf } from "@/server/modules/pool/warm-pool.service";
@@ -278,18 +277,6 @@ async function checkResumed(
   });
 }
 
-/** The data-lost event, recorded once per job, whoever notices first (the job or the driver). */
-function dataLossRecorder(scope: TenantScope, record: WorkspaceRecord, db: Db) {
-  let recorded = false;
-  return {
-    recorded: () => recorded,
-    async record(reason: string) {
-      recorded = true;
-      await recordDataLostEvent(scope, record, reason, db);
-    },
-  };
-}
-
 type Driver = ReturnType<DriverSet["forKind"]>;
 
 /**
@@ -380,77 +367,6 @@ async function enterProvisioning(
       break;
   }
   return "provisioning";
-}
-
-/**
- * Each provisioning step (image build output, container created or reattached, gateway ready) becomes a
- * WorkspaceEvent, in order, so an admin can watch a slow first build and see where a failure happened.
- */
-function progressRecorder(
-  scope: TenantScope,
-  record: WorkspaceRecord,
-  timings: ReturnType<typeof startProvisionTimings>,
-  dataLoss: ReturnType<typeof dataLossRecorder>,
-  log: Logger,
-  db: Db,
-) {
-  let progressEvents = Promise.resolve();
-  const onProgress = (progress: CreateProgress) => {
-    timings.progress(progress.step);
-    progressEvents = progressEvents
-      .then(async () => {
-        const reason = progress.detail ? `${progress.step}: ${progress.detail.slice(0, 500)}` : progress.step;
-        // The driver found the machine's files gone (an E2B sandbox that vanished or came back empty).
-        if (progress.dataLost && !dataLoss.recorded()) return dataLoss.record(reason);
-        await appendWorkspaceEvent(
-          scope,
-          record.id,
-          {
-            kind: "provisioning",
-            reason,
-            data: { step: progress.step },
-          },
-          db,
-        );
-      })
-      .catch((error: unknown) => log.warn({ err: error }, "could not record a provisioning step"));
-  };
-  /** Resolves once every step reported so far is recorded. */
-  const recorded = () => progressEvents;
-  return { onProgress, recorded };
-}
-
-/** PROVISIONING → FAILED with the error, the failed timing, and the `workspace.failed` webhook. */
-async function recordProvisionFailure(
-  scope: TenantScope,
-  record: WorkspaceRecord,
-  error: unknown,
-  timings: ReturnType<typeof startProvisionTimings>,
-  lifecycle: LifecycleEvents,
-  log: Logger,
-  db: Db,
-) {
-  const message = error instanceof Error ? error.message : String(error);
-  await transitionFrom(
-    scope,
-    record.id,
-    {
-      from: ["PROVISIONING"],
-      to: "FAILED",
-      reason: "provisioning failed",
-      error: message.slice(0, 4000),
-    },
-    db,
-  ).catch((transitionError: unknown) =>
-    log.warn({ err: transitionError }, "could not record the failed provision"),
-  );
-  timings.done(false);
-  lifecycle.emit(record.tenantId, "workspace.failed", {
-    workspaceId: record.id,
-    backend: record.backendKind,
-    // Sent outside the installation: host paths never leave it (server/shared/host-paths.ts).
-    error: redactHostPaths(message).slice(0, 1_000),
-  });
 }
 
 /** `workspace.stop`: READY | STOPPING → STOPPED; the machine stops, its data stays. */
