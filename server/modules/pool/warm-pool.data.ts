@@ -114,6 +114,10 @@ export async function recordPoolUse(backendKind: string, hit: boolean, db: DbCli
  */
 export async function peakUsesPerMinute(backendKind: string, since: Date, db: DbClient): Promise<number> {
   await db.warmPoolUse.deleteMany({ where: { backendKind, at: { lt: since } } });
+  return busiestMinute(backendKind, since, db);
+}
+
+async function busiestMinute(backendKind: string, since: Date, db: DbClient): Promise<number> {
   const rows = await db.$queryRaw<{ peak: number | null }[]>(Prisma.sql`
     SELECT max(n)::int AS peak FROM (
       SELECT count(*) AS n FROM warm_pool_uses
@@ -121,4 +125,44 @@ export async function peakUsesPerMinute(backendKind: string, since: Date, db: Db
       GROUP BY date_trunc('minute', at)
     ) per_minute`);
   return rows[0]?.peak ?? 0;
+}
+
+/** One pool's figures now: machines by state, first uses since `since`, and the p50 of their claim. */
+export type WarmPoolFigures = {
+  machines: Record<"CREATING" | "IDLE" | "CLAIMED", number>;
+  hits: number;
+  misses: number;
+  peakPerMinute: number;
+  /** Median of the `machine` stage (claim and bind) of warm provisions since `since`; null: none. */
+  claimP50Ms: number | null;
+};
+
+export async function readWarmPoolFigures(
+  backendKind: string,
+  since: Date,
+  db: DbClient,
+): Promise<WarmPoolFigures> {
+  const machines = { CREATING: 0, IDLE: 0, CLAIMED: 0 };
+  const byState = await db.warmMachine.groupBy({
+    by: ["state"],
+    where: { backendKind },
+    _count: { _all: true },
+  });
+  for (const row of byState) machines[row.state] = row._count._all;
+  const uses = await db.warmPoolUse.groupBy({
+    by: ["hit"],
+    where: { backendKind, at: { gte: since } },
+    _count: { _all: true },
+  });
+  const [claim] = await db.$queryRaw<{ p50: number | null }[]>(Prisma.sql`
+    SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms)::float8 AS p50 FROM stage_samples
+    WHERE kind = 'provision' AND path = 'warm' AND stage = 'machine' AND backend = ${backendKind}
+      AND at >= ${since}`);
+  return {
+    machines,
+    hits: uses.find((row) => row.hit)?._count._all ?? 0,
+    misses: uses.find((row) => !row.hit)?._count._all ?? 0,
+    peakPerMinute: await busiestMinute(backendKind, since, db),
+    claimP50Ms: claim?.p50 ?? null,
+  };
 }
