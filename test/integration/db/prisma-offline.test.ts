@@ -117,7 +117,7 @@ describe("Prisma 7 CLI offline through the Wasm schema-engine shim", { timeout: 
     expect(result.code).toBe(0);
   });
 
-  it("migrations match the schema (no drift) and match the live database", async () => {
+  it("migrations match the schema (no drift)", async () => {
     const vsSchema = await run([
       "migrate",
       "diff",
@@ -129,15 +129,6 @@ describe("Prisma 7 CLI offline through the Wasm schema-engine shim", { timeout: 
     ]);
     expect(vsSchema.output).toContain("No difference detected");
     expect(vsSchema.code).toBe(0);
-    const vsLive = await run([
-      "migrate",
-      "diff",
-      "--from-migrations",
-      "prisma/migrations",
-      "--to-config-datasource",
-      "--exit-code",
-    ]);
-    expect(vsLive.code).toBe(0);
   });
 
   it("migrate dev (shadow database path) finds nothing to do", async () => {
@@ -155,7 +146,11 @@ describe("Prisma 7 CLI offline through the Wasm schema-engine shim", { timeout: 
     expect(pulled.code).toBe(0);
   });
 
-  it("drift in the live database is detected (the check can fail)", async () => {
+  // One CLI run for both sides of the check against the live database: the diff shows the drift added
+  // here (exit code 2: the check can fail) and nothing else, which is what an empty diff before the drift
+  // proved (a difference the shim's introspection made up, or the CHECK constraint above, which Prisma does
+  // not model, would show here too).
+  it("the live database matches the migrations except for drift added to it, which is detected", async () => {
     await withClient(databaseUrl, (c) => c.query("ALTER TABLE tenants ADD COLUMN drifted int"));
     const result = await run([
       "migrate",
@@ -165,8 +160,12 @@ describe("Prisma 7 CLI offline through the Wasm schema-engine shim", { timeout: 
       "--to-config-datasource",
       "--exit-code",
     ]);
-    expect(result.code).toBe(2);
-    expect(result.output).toContain("drifted");
+    expect(result.code, result.output).toBe(2);
+    const changes = result.output.split("\n").filter((line) => /^\s*\[.\] /.test(line));
+    expect(changes, result.output).toEqual([
+      "[*] Changed the `tenants` table",
+      "  [+] Added column `drifted`",
+    ]);
   });
 
   it("migrate reset --force rebuilds the database: data and drift gone, trigger back", async () => {
