@@ -59,6 +59,7 @@ type PoolOperations = Pick<
 export class HostFolderPool {
   private readonly basedir: string;
   private readonly poolDir: string;
+  private realBasedir: Promise<string> | null = null;
 
   constructor(private readonly options: HostFolderPoolOptions) {
     this.basedir = path.resolve(options.basedir);
@@ -108,7 +109,7 @@ export class HostFolderPool {
     const parent = path.dirname(target);
     await this.options.folders.makeParents(parent);
     // Berth made every level above, but the base dir may sit behind a symlink: compare physical paths.
-    if (!isInside(await fs.realpath(this.basedir), await fs.realpath(parent))) {
+    if (!isInside(await this.realBase(), await fs.realpath(parent))) {
       throw new AppError("FORBIDDEN", `Workspace directory escapes the base directory: ${target}`);
     }
     await fs.mkdir(target, { mode: 0o700 }).catch((error: unknown) => {
@@ -143,6 +144,15 @@ export class HostFolderPool {
       throw error;
     });
     return entries.filter((entry) => entry.isDirectory() && POOL_ID.test(entry.name)).map((e) => e.name);
+  }
+
+  /** Resolved once (a bind is on a user's path); a failed resolution is retried by the next bind. */
+  private realBase(): Promise<string> {
+    const resolving = (this.realBasedir ??= fs.realpath(this.basedir));
+    resolving.catch(() => {
+      if (this.realBasedir === resolving) this.realBasedir = null;
+    });
+    return resolving;
   }
 }
 
