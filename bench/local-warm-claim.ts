@@ -20,7 +20,7 @@ import { IsolationPolicy } from "@/server/workspace/manager/isolation";
  * - bare: one `exec(["true"])` on a machine attached already (the sandbox's own cost, paid by every command);
  * - claim: bindIdleMachine + attach + the first `exec(["true"])` of a machine createIdleMachine made before;
  * - cold: create + attach + the first `exec(["true"])`.
- * Claims and cold creates alternate, so the host's load drifts over both alike.
+ * Claims and cold creates alternate (and take turns going first), so the host's load drifts over both alike.
  */
 export type LocalWarmClaimOptions = {
   /** Timed runs of each kind (default 20). */
@@ -77,11 +77,16 @@ export async function measureLocalWarmClaim(
       const poolId = `bench-pool-${run}`;
       const idle = await driver.createIdleMachine!(poolId);
       const claimed = specOf(`claimed-${run}`);
-      times.claimToFirstCommandMs.push(
-        await firstCommand(driver, claimed, () => driver.bindIdleMachine!(poolId, idle, claimed)),
-      );
       const cold = specOf(`cold-${run}`);
-      times.coldCreateToFirstCommandMs.push(await firstCommand(driver, cold, () => driver.create(cold)));
+      const claim = async () =>
+        times.claimToFirstCommandMs.push(
+          await firstCommand(driver, claimed, () => driver.bindIdleMachine!(poolId, idle, claimed)),
+        );
+      const create = async () =>
+        times.coldCreateToFirstCommandMs.push(await firstCommand(driver, cold, () => driver.create(cold)));
+      // Either goes first every other run: whichever follows the other's sandbox exit would be favoured.
+      if (run % 2 === 0) await claim().then(create);
+      else await create().then(claim);
     }
 
     const attached = await driver.attach({ ...warmup, handle: warmupHandle });
