@@ -3,6 +3,7 @@ import { z } from "zod";
 import { definedOnly, parseEnv } from "@/server/shared/env-parsing";
 import type { DriverDefinition, DriverImplementation } from "@/server/workspace/drivers/driver";
 import { HostFolderMachines } from "@/server/workspace/drivers/host-folder/host-folder-machines";
+import { HostFolderPool } from "@/server/workspace/drivers/host-folder/host-folder-pool";
 import { SandboxedFolders } from "./sandboxed-folders";
 import { sandboxTunnelsAvailable } from "./sandbox-tunnel";
 import { ZSandboxConfig, type TSandboxConfig } from "./sandbox-config";
@@ -76,9 +77,10 @@ export const bubblewrapDriver: DriverDefinition<TSandboxConfig> = {
         mayVanish: false,
         pty: true,
         previews: sandboxTunnelsAvailable(config),
-        warmPool: false,
+        warmPool: true,
       },
       ...machines.operations(),
+      ...new HostFolderPool({ basedir, folders, bakedIn: poolSettings(config) }).operations(),
       attach: (spec) => folders.attach(spec),
       isAlive: (machine) => folders.isAlive(machine),
       // This process' sandboxes of the machine end with close (its gateway, and with it its MCP servers).
@@ -104,3 +106,14 @@ export const bubblewrapDriver: DriverDefinition<TSandboxConfig> = {
     };
   },
 };
+
+/**
+ * The settings a `local` pool machine counts as made with. An empty pool folder holds none of them (every
+ * command reads the config afresh), but the seam promises that a machine made before the config changed
+ * is never bound, and turning over a pool of empty folders costs nothing: the uid range (who the folder is
+ * handed to), the memory and process limits and what the sandboxes see.
+ */
+function poolSettings(config: TSandboxConfig) {
+  const { uidBase, uidCount, memoryLimitBytes, pidsLimit, network, readOnlyPaths } = config;
+  return { driver: "local", uidBase, uidCount, memoryLimitBytes, pidsLimit, network, readOnlyPaths };
+}

@@ -55,11 +55,7 @@ export class SandboxedFolders {
   /** Creates the folder if missing and returns its machine (what the driver's `create` does). */
   async open(spec: WorkspaceSpec): Promise<BubblewrapMachine> {
     const workdir = this.workdirFor(spec);
-    // Only the workspace folder belongs to the workspace uid (0700). The levels above stay Berth's and
-    // traverse-only (0711): bwrap, running as the workspace uid, must reach the folder to mount it, and
-    // nobody can list the tenants, users or workspaces.
-    await traversableTree(this.basedir, path.dirname(workdir));
-    await assertTraversable(this.basedir);
+    await this.makeParents(path.dirname(workdir));
     await fs.mkdir(workdir, { recursive: true, mode: 0o700 });
     const real = await fs.realpath(workdir);
     if (!isInside(await fs.realpath(this.basedir), real)) {
@@ -78,6 +74,22 @@ export class SandboxedFolders {
       identity,
       registry: this.registry,
     });
+  }
+
+  /**
+   * Only the workspace folder belongs to the workspace uid (0700). The levels above stay Berth's and
+   * traverse-only (0711): bwrap, running as the workspace uid, must reach the folder to mount it, and
+   * nobody can list the tenants, users or workspaces.
+   */
+  async makeParents(dir: string): Promise<void> {
+    await traversableTree(this.basedir, dir);
+    await assertTraversable(this.basedir);
+  }
+
+  /** A folder moved in from a warm pool (Berth's, empty) becomes the workspace uid's: one chown. */
+  async handOver(spec: Owner, folder: string): Promise<void> {
+    const identity = sandboxIdentity(this.config, sandboxKey(spec));
+    if (identity.dropped) await fs.chown(folder, identity.uid, identity.gid);
   }
 
   async isAlive(machine: WorkspaceMachine): Promise<boolean> {

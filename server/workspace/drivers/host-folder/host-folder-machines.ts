@@ -141,8 +141,8 @@ export class HostFolderMachines {
 
 /**
  * Folders of the workspace layout. A name starting with "." is never one (safePathSegment encodes a
- * leading dot as %2E): other drivers keep their runtime state there (`.runtime/`), and it must never be
- * listed, let alone reaped, as an orphan workspace.
+ * leading dot as %2E): drivers keep their own state there (`.runtime/`, the warm pools' `.pool/`), and it
+ * must never be listed, let alone reaped, as an orphan workspace.
  */
 async function subdirectories(dir: string): Promise<string[]> {
   const entries = await fs.readdir(dir, { withFileTypes: true }).catch(() => []);

@@ -48,6 +48,11 @@ export class HostFolders {
     return this.open(spec);
   }
 
+  /** mkdir -p the levels above a workspace (or a warm pool's folder), Berth's only as `open` makes them. */
+  async makeParents(dir: string): Promise<void> {
+    await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+  }
+
   /** Creates the folder if missing and returns its machine (what the driver's `create` does). */
   async open(spec: WorkspaceSpec): Promise<HostFolderMachine> {
     const workdir = this.workdirFor(spec);

@@ -3,6 +3,7 @@ import { AppError } from "@/server/shared/errors";
 import { parseEnv } from "@/server/shared/env-parsing";
 import type { DriverDefinition, DriverImplementation } from "@/server/workspace/drivers/driver";
 import { HostFolderMachines } from "@/server/workspace/drivers/host-folder/host-folder-machines";
+import { HostFolderPool } from "@/server/workspace/drivers/host-folder/host-folder-pool";
 import { HostFolders } from "@/server/workspace/drivers/host-folder/host-folders";
 
 const ZHostEnv = z.object({
@@ -52,9 +53,12 @@ export const hostUnconfinedDriver: DriverDefinition<HostUnconfinedConfig> = {
         // No browser shell on Berth's own host with Berth's privileges (its secrets, every workspace).
         pty: false,
         previews: false,
-        warmPool: false,
+        warmPool: true,
       },
       ...new HostFolderMachines({ basedir, folders }).operations(),
+      // The same pool folders as `local` (one driver of a kind runs at a time); an empty folder holds
+      // nothing of this driver's config, only whose pool made it.
+      ...new HostFolderPool({ basedir, folders, bakedIn: { driver: "host-unconfined" } }).operations(),
       attach: (spec) => folders.attach(spec),
       isAlive: (machine) => folders.isAlive(machine),
       detach: (machine) => machine.close(),
