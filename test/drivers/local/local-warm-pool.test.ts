@@ -26,7 +26,7 @@ async function rejection(promise: Promise<unknown>): Promise<AppError> {
 }
 
 /**
- * Warm pools of the `local` driver: identity-free folders under `<basedir>/.pool/<id>`, bound to a
+ * Warm pools of the `local` driver: identity-free folders under `<basedir>/.pool/local/<id>`, bound to a
  * workspace by a rename and a chown. Real bubblewrap, real folders, no mocks.
  */
 describeSandbox("local driver: warm pool", () => {
@@ -65,7 +65,7 @@ describeSandbox("local driver: warm pool", () => {
   it("creates an idle machine once per id, listed as idle and never as a workspace", async () => {
     const first = await driver.createIdleMachine!("pool-idem");
     const again = await driver.createIdleMachine!("pool-idem");
-    const folder = path.join(basedir, ".pool", "pool-idem");
+    const folder = path.join(basedir, ".pool", "local", "pool-idem");
     expect(first).toEqual({ folder, pool: "pool-idem" });
     expect(again).toEqual(first);
     const info = await fs.stat(folder);
@@ -131,7 +131,7 @@ describeSandbox("local driver: warm pool", () => {
     const error = await rejection(driver.bindIdleMachine!("pool-conflict", idle, existing));
     expect(error.code).toBe("CONFLICT");
     expect(await driver.listIdleMachines!()).toContain("pool-conflict");
-    expect(await fs.readdir(path.join(basedir, ".pool", "pool-conflict"))).toEqual([]);
+    expect(await fs.readdir(path.join(basedir, ".pool", "local", "pool-conflict"))).toEqual([]);
     // The existing (empty) folder was not replaced by the pool's.
     expect((await fs.stat(path.join(basedir, "tenant-a", "user-a", "ws-existing"))).uid).toBe(
       uidOf(existing),
@@ -149,11 +149,11 @@ describeSandbox("local driver: warm pool", () => {
 
   it("discards idle machines idempotently, and refuses ids that are not one plain segment", async () => {
     await driver.createIdleMachine!("pool-discard");
-    await fs.writeFile(path.join(basedir, ".pool", "pool-discard", "left-over"), "x");
+    await fs.writeFile(path.join(basedir, ".pool", "local", "pool-discard", "left-over"), "x");
     await driver.discardIdleMachine!("pool-discard", null);
     await driver.discardIdleMachine!("pool-discard", null);
     expect(await driver.listIdleMachines!()).not.toContain("pool-discard");
-    await expect(fs.stat(path.join(basedir, ".pool", "pool-discard"))).rejects.toThrow(/ENOENT/);
+    await expect(fs.stat(path.join(basedir, ".pool", "local", "pool-discard"))).rejects.toThrow(/ENOENT/);
     for (const id of ["../tenant-a", "a/b", "", ".."]) {
       expect((await rejection(driver.discardIdleMachine!(id, null))).code).toBe("BAD_REQUEST");
       expect((await rejection(driver.createIdleMachine!(id))).code).toBe("BAD_REQUEST");

@@ -130,9 +130,16 @@ export class HostFolderMachines {
   }
 
   async reap(resource: MachineResource, options: MachineDeletionOptions = {}): Promise<void> {
-    // Only ever delete inside basedir, three levels down, whatever the locator says.
+    // Only ever delete inside basedir, three levels down, whatever the locator says, and never in a dotted
+    // folder (drivers' own state: `.pool/<kind>/<id>` is three levels down too).
     const relative = path.relative(this.options.basedir, resource.locator);
-    if (relative.startsWith("..") || path.isAbsolute(relative) || relative.split(path.sep).length !== 3) {
+    const segments = relative.split(path.sep);
+    if (
+      relative.startsWith("..") ||
+      path.isAbsolute(relative) ||
+      segments.length !== 3 ||
+      segments.some((segment) => segment.startsWith("."))
+    ) {
       throw new Error(`refusing to reap ${resource.locator}: not a workspace folder under the basedir`);
     }
     await deleteHostTree(resource.locator, options);

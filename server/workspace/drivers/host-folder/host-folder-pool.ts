@@ -7,11 +7,12 @@ import { deleteHostTree } from "@/server/workspace/drivers/host-folder/host-tree
 import { isInside } from "@/server/workspace/paths";
 
 /**
- * Where every driver of the base dir keeps its pool machines' folders (`<basedir>/.pool/<id>`, shared with
- * the Docker driver's). A leading dot keeps it out of the workspace layout: no tenant segment can start
- * with one (safePathSegment encodes it as `%2E`) and listResources skips dotted names.
+ * Where the host-folder drivers keep their pool machines' folders: `<basedir>/.pool/local/<id>`, one folder
+ * per kind under `.pool` because the Docker driver's pool shares the base dir (`.pool/docker/`), and each
+ * driver lists and discards only its own. A leading dot keeps it out of the workspace layout: no tenant
+ * segment can start with one (safePathSegment encodes it as `%2E`) and listResources skips dotted names.
  */
-const POOL_FOLDER = ".pool";
+const POOL_FOLDER = path.join(".pool", "local");
 
 /** Pool row ids (driver.ts): letters, digits and `-`, so an id is always one plain segment under `.pool`. */
 const POOL_ID = /^[A-Za-z0-9-]{1,120}$/;
@@ -52,7 +53,7 @@ type PoolOperations = Pick<
 /**
  * Warm pools of host folders. What a cold create spends that needs no identity is little (an empty folder
  * and the base dir's modes: about a millisecond, see README of bubblewrap/); a pool folder is that, made
- * ahead under `<basedir>/.pool/<id>`, owned by Berth, 0700, empty. Binding moves it into the workspace layout
+ * ahead under `<basedir>/.pool/local/<id>`, owned by Berth, 0700, empty. Binding moves it into the workspace layout
  * with one rename and hands it to the workspace's uid with one chown (an empty folder): nothing of a
  * tenant is in a pool folder before it is bound, and a bound one is never a pool folder again.
  */
@@ -93,6 +94,7 @@ export class HostFolderPool {
     const folder = this.folderOf(id);
     await this.options.folders.makeParents(this.basedir);
     // Berth's only: no sandbox reaches a pool folder before its bind moves it out of here.
+    await mkdirIfMissing(path.dirname(this.poolDir), 0o700);
     await mkdirIfMissing(this.poolDir, 0o700);
     await mkdirIfMissing(folder, 0o700);
     return { folder, pool: id };
