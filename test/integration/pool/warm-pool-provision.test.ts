@@ -105,7 +105,7 @@ describe("warm pools (local driver, real workers)", () => {
         backendKind: "local",
         poolKey: "older-config",
         state: "IDLE",
-        handle,
+        handle: handle as { folder: string; pool: string },
         readyAt: new Date(),
       },
     });
