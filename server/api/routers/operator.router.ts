@@ -37,6 +37,8 @@ import { inviteLinkSecret } from "@/server/modules/member/invite.service";
 import { readTenantQuota, setTenantQuotaOverrides } from "@/server/modules/operator/tenant-quota.service";
 import { ZTenantUsageView } from "@/server/modules/quota/quota.types";
 import { ZIdempotencyKey } from "@/server/shared/idempotency";
+import { readWarmPools } from "@/server/modules/pool/warm-pool-status.service";
+import { ZWarmPoolView } from "@/server/modules/pool/warm-pool.types";
 
 /**
  * `operator.*`: the installation's tenants, for operators only (server/api/operator-procedure.ts). The CLI
@@ -45,6 +47,11 @@ import { ZIdempotencyKey } from "@/server/shared/idempotency";
 export const operatorRouter = createTRPCRouter({
   /** Whether the caller is an operator: the dashboard shows the operator pages' link from it. */
   me: operatorProcedure.output(z.object({ operator: z.literal(true) })).query(() => ({ operator: true })),
+
+  /** The installation's warm pools (BERTH_WARM_POOLS) with their figures now. */
+  warmPools: operatorProcedure
+    .output(z.array(ZWarmPoolView))
+    .query(({ ctx }) => readWarmPools(ctx.berth.engine, ctx.berth.db)),
 
   tenants: createTRPCRouter({
     list: operatorProcedure

@@ -1,6 +1,6 @@
 "use client";
 
-import { Building2, ScrollText, ShieldCheck } from "lucide-react";
+import { Building2, Flame, ScrollText, ShieldCheck } from "lucide-react";
 import { SideNav, type SideNavItem } from "@/app/_components/ui/side-nav";
 
 const SECTIONS: readonly SideNavItem[] = [
@@ -16,6 +16,12 @@ const SECTIONS: readonly SideNavItem[] = [
     label: "Operators",
     icon: ShieldCheck,
     isCurrent: (pathname) => pathname.startsWith("/operator/operators"),
+  },
+  {
+    href: "/operator/pools",
+    label: "Warm pools",
+    icon: Flame,
+    isCurrent: (pathname) => pathname.startsWith("/operator/pools"),
   },
   {
     href: "/operator/audit",
