@@ -345,13 +345,42 @@ export class DockerWarmPool {
     if (info.State.Running && !info.State.Paused) {
       return { container, startedAt: Date.parse(info.State.StartedAt) };
     }
+    // The running machine kept its folder through the rename (its mount holds the inode), but a start
+    // resolves the bind's source PATH again: for that moment the pool path links to the workspace's folder.
+    if (!info.State.Paused && !(await this.linkPoolPath(binding))) return null;
     try {
       if (info.State.Paused) await container.unpause();
       else await container.start();
     } catch (error) {
       if (statusOf(error) !== 304) throw engineError(error, "start the workspace container");
+    } finally {
+      // Mounted now (or not started): nothing of the workspace stays reachable under the pool's path.
+      await this.unlinkPoolPath(binding.poolId);
     }
     return { container, startedAt: Date.now() };
+  }
+
+  /**
+   * Makes the pool path (the container's bind source) lead to the bound workspace's folder before the
+   * container starts again: Docker would otherwise mount the path as it finds it (and create an empty
+   * folder there when it is missing). False when it cannot be made to: the workspace then gets its own
+   * container on its folder. A folder found there (an earlier start's) is removed only when empty.
+   */
+  private async linkPoolPath(binding: PoolBinding): Promise<boolean> {
+    const poolPath = this.paths.folder(binding.poolId);
+    if ((await hostFolderIdentity(poolPath).catch(() => null)) === binding.workdirIdentity) return true;
+    const found = await fs.lstat(poolPath).catch(() => null);
+    // A dangling or wrong link, or the empty folder an earlier start made: replaced. Anything else stays.
+    if (found?.isDirectory()) await fs.rmdir(poolPath).catch(() => undefined);
+    else if (found?.isSymbolicLink()) await fs.unlink(poolPath).catch(() => undefined);
+    const target = this.workspaces.hostWorkdirOf(binding);
+    await fs.symlink(target, poolPath).catch(() => undefined);
+    return (await hostFolderIdentity(poolPath).catch(() => null)) === binding.workdirIdentity;
+  }
+
+  private async unlinkPoolPath(id: string): Promise<void> {
+    const poolPath = this.paths.folder(id);
+    if ((await fs.lstat(poolPath).catch(() => null))?.isSymbolicLink()) await fs.unlink(poolPath);
   }
 
   /** The binding of the machine `id` when it names `ref` (what stop, usage and exists act on). */
