@@ -193,7 +193,7 @@ export class DockerContainers {
       workspaceId: request.workspaceId,
     };
     if (request.pool !== undefined) {
-      const pooled = await this.warmPool.openBound(request.pool, ref, request);
+      const pooled = await this.warmPool.bound.open(request.pool, ref, request);
       if (pooled) return pooled;
     }
     const hostWorkdir = path.resolve(request.hostWorkdir ?? this.hostWorkdirOf(ref));

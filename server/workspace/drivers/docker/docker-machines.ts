@@ -59,7 +59,8 @@ export class DockerMachines {
     await handle.gateway.ready;
     // A pooled workspace whose pool container is gone (or whose folder vanished) now has its own container:
     // what is left of the pool machine goes, its folder (the workspace's) stays.
-    if (pool !== null && handle.pool === undefined) await this.workspaces.warmPool.release(pool, refOf(spec));
+    if (pool !== null && handle.pool === undefined)
+      await this.workspaces.warmPool.bound.release(pool, refOf(spec));
     // The container is named by the ids (or is the bound pool machine's); the handle records it for
     // operators, for reconcile and, for a pool machine, for every later operation (poolIdOf).
     return handle.pool === undefined ? { container: handle.containerName } : pooledHandle(handle.pool);
@@ -85,7 +86,7 @@ export class DockerMachines {
 
   async stop(spec: WorkspaceSpec): Promise<void> {
     const ref = refOf(spec);
-    const bound = await this.warmPool.bindingFor(poolIdOf(spec.handle), ref);
+    const bound = await this.warmPool.bound.bindingFor(poolIdOf(spec.handle), ref);
     if (bound) await stopContainer(this.workspaces.docker, poolContainerName(bound.poolId), this.stopTimeout);
     await this.workspaces.stop(ref);
   }
@@ -99,7 +100,7 @@ export class DockerMachines {
     const named = poolIdOf(spec.handle);
     const pools = new Set([...(named === null ? [] : [named]), ...(await this.warmPool.paths.boundTo(ref))]);
     const deleted: string[] = [];
-    for (const pool of pools) deleted.push(...(await this.warmPool.purgeBound(pool, ref)));
+    for (const pool of pools) deleted.push(...(await this.warmPool.bound.purgeBound(pool, ref)));
     const hadContainer = (await this.containerOf(ref)) !== null;
     const workdir = this.workspaces.hostWorkdirOf(ref);
     const hadData = await pathExists(workdir);
@@ -145,7 +146,7 @@ export class DockerMachines {
     const ref = refOf(spec);
     const identity = await hostFolderIdentity(this.workspaces.hostWorkdirOf(ref));
     if (identity === null) return false;
-    const bound = await this.warmPool.bindingFor(poolIdOf(spec.handle), ref);
+    const bound = await this.warmPool.bound.bindingFor(poolIdOf(spec.handle), ref);
     if (bound) return bound.workdirIdentity === identity;
     const recorded = (await this.containerOf(ref))?.Config.Labels[LABELS.workdir];
     return recorded === undefined || recorded === identity;
@@ -219,7 +220,7 @@ export class DockerMachines {
   }
 
   private async containerNameOf(spec: WorkspaceSpec): Promise<string> {
-    const bound = await this.warmPool.bindingFor(poolIdOf(spec.handle), refOf(spec));
+    const bound = await this.warmPool.bound.bindingFor(poolIdOf(spec.handle), refOf(spec));
     return bound ? poolContainerName(bound.poolId) : containerName(refOf(spec));
   }
 

@@ -136,6 +136,13 @@ export class PoolPaths {
     await fs.rm(this.bindingFile(id), { force: true });
   }
 
+  /** The machine's runtime dir, gateway credentials and, last, its binding record. */
+  async removeRuntime(id: string): Promise<void> {
+    await fs.rm(this.runtimeDir(id), { recursive: true, force: true });
+    await fs.rm(this.credentialsFile(id), { force: true });
+    await this.removeBinding(id);
+  }
+
   /** The ids of every machine bound to `ref` (purge finds those of a bind whose handle was never stored). */
   async boundTo(ref: DockerWorkspaceRef): Promise<string[]> {
     const entries = await fs.readdir(this.runtimeRoot).catch(() => [] as string[]);
