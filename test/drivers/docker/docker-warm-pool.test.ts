@@ -240,7 +240,7 @@ describeDocker("Docker warm pool: idle machines, binding, the bound workspace's 
     expect(await paths.isBound(crashed)).toBe(false);
   });
 
-  it("reconcile reaps a bound machine whose workspace has no record; purge removes container and folder", async () => {
+  it("reconcile reaps a bound machine whose workspace has no record", async () => {
     const resource = (await worker.listResources()).find((r) => r.workspaceId === tenantB.workspaceId)!;
     expect(resource.locator).toBe(`berth-pool-${forB}`);
     await worker.reap(resource);
@@ -249,15 +249,34 @@ describeDocker("Docker warm pool: idle machines, binding, the bound workspace's 
       code: "ENOENT",
     });
     expect(await machines.warmPool.paths.isBound(forB)).toBe(false);
+  });
+
+  it("a provision under another pool key gives the workspace its own container on the same folder; purge removes it", async () => {
+    // Another config (an env var): another key, as after an upgrade of the image or the driver's settings.
+    const upgraded = dockerDriverOver(
+      new DockerMachines(
+        { ...testbed.config, env: { BERTH_POOL_TEST: "1" } },
+        { installationId: testInstallationId },
+      ),
+    );
+    expect(await upgraded.warmPoolKey!()).not.toBe(await worker.warmPoolKey!());
+    const handle = await upgraded.create(tenantA);
+    expect(handle).toEqual({ container: expect.stringMatching(/^berth-ws-/) as unknown });
+    expect(await inspect(`berth-pool-${forA}`)).toBeNull();
+    expect(await machines.warmPool.paths.isBound(forA)).toBe(false);
+    tenantA.handle = handle;
+    const machine = await upgraded.attach(tenantA);
+    expect(await exec(machine, "cat secret-a.txt; echo $BERTH_POOL_TEST")).toEqual({
+      exitCode: 0,
+      stdout: "tenant A only\n1",
+    });
 
     const deleted = await worker.purge(tenantA);
-    expect(deleted).toEqual(
-      expect.arrayContaining([
-        `container:berth-pool-${forA}`,
-        `directory:${machines.workspaces.hostWorkdirOf(tenantA)}`,
-      ]),
-    );
-    expect(await inspect(`berth-pool-${forA}`)).toBeNull();
+    expect(deleted).toEqual([
+      `container:${String(handle.container)}`,
+      `directory:${machines.workspaces.hostWorkdirOf(tenantA)}`,
+    ]);
+    expect(await inspect(String(handle.container))).toBeNull();
     expect(await worker.exists(tenantA)).toBe(false);
     expect((await worker.listResources()).map((r) => r.workspaceId)).not.toContain(tenantA.workspaceId);
   });

@@ -46,7 +46,11 @@ export class DockerMachines {
   async create(spec: WorkspaceSpec, options: CreateOptions = {}): Promise<BackendHandle> {
     // create-or-get + start + gateway healthy. The handle is dropped, NOT closed: closing stops the container.
     const { onProgress } = options;
-    const pool = poolIdOf(spec.handle);
+    const stored = poolIdOf(spec.handle);
+    const stale =
+      stored !== null &&
+      (await this.warmPool.bound.retireIfStale(stored, refOf(spec), await this.warmPool.key()));
+    const pool = stale ? null : stored;
     const handle = await this.workspaces.open({
       ...refOf(spec),
       agentId: spec.agentId,

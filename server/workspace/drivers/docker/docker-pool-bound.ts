@@ -169,6 +169,20 @@ export class BoundPoolMachines {
   }
 
   /**
+   * A provision of a workspace on a machine made under another pool key (the image or the config changed
+   * since) lets go of it, as a workspace's own container is replaced when its config hash changes: the
+   * workspace then gets its own container on the same folder. True when it did.
+   */
+  async retireIfStale(id: string, ref: DockerWorkspaceRef, currentKey: string): Promise<boolean> {
+    const binding = await this.bindingFor(id, ref);
+    if (!binding) return false;
+    const info = await inspectOrNull(this.docker.getContainer(poolContainerName(binding.poolId)));
+    if (!info || info.Config.Labels[LABELS.poolKey] === currentKey) return false;
+    await this.release(id, ref);
+    return true;
+  }
+
+  /**
    * Lets go of a bound machine whose workspace now runs in its own container (its folder vanished, or its
    * container is gone): removes the pool container and its runtime, never the workspace's folder.
    */
