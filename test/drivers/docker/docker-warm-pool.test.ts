@@ -203,7 +203,9 @@ describeDocker("Docker warm pool: idle machines, binding, the bound workspace's 
     await expect(worker.createIdleMachine!(forA)).rejects.toMatchObject({ code: "CONFLICT" });
   });
 
-  it("discards an idle machine whole, idempotently", async () => {
+  it("discards an idle machine whole, idempotently; never pools a folder with files in it", async () => {
+    await fs.writeFile(path.join(testbed.dataRoot, ".pool", idle, "stray.txt"), "not pristine");
+    await expect(worker.createIdleMachine!(idle)).rejects.toMatchObject({ code: "CONFLICT" });
     await worker.discardIdleMachine!(idle, handles.get(idle)!);
     expect(await inspect(`berth-pool-${idle}`)).toBeNull();
     await expect(fs.stat(path.join(testbed.dataRoot, ".pool", idle))).rejects.toMatchObject({

@@ -88,6 +88,18 @@ export class DockerWarmPool {
     const hostWorkdir = this.paths.folder(poolId);
     const hostRuntimeDir = this.paths.runtimeDir(poolId);
     await fs.mkdir(this.paths.foldersRoot, { recursive: true, mode: 0o700 });
+    // Only ever an empty folder of its own: never a link (a bound machine's restart makes one, briefly),
+    // never one with files (nothing writes there before a bind), so no data of anyone is pooled.
+    const found = await fs.lstat(hostWorkdir).catch(() => null);
+    if (found && (!found.isDirectory() || (await fs.readdir(hostWorkdir)).length > 0)) {
+      throw new AppError(
+        "CONFLICT",
+        `pool folder ${hostWorkdir} is not an empty folder: discard the machine`,
+        {
+          details: { pool: poolId },
+        },
+      );
+    }
     await fs.mkdir(hostWorkdir, { recursive: true });
     await fs.mkdir(hostRuntimeDir, { recursive: true, mode: 0o755 });
     const workdirIdentity = await hostFolderIdentity(hostWorkdir);
