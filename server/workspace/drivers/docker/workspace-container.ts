@@ -138,7 +138,7 @@ export function quotaLimits(
 }
 
 /** What to do with a container found under the wanted name: use it as it is, or replace it. */
-export type ExistingContainerVerdict = "use" | "replace";
+type ExistingContainerVerdict = "use" | "replace";
 
 /**
  * Create-or-get for the workspace's container, then make sure it runs. The deterministic name makes
