@@ -2,6 +2,7 @@ import { AppError } from "@/server/shared/errors";
 import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
 import type { McpConnector } from "@/server/workspace/mcp/types";
 import type { AttachOptions, WorkspaceSpec } from "@/server/workspace/drivers/driver";
+import { poolIdOf } from "./docker-pool-layout";
 import type { DockerCreateEvent, DockerWorkspaceHandle, DockerContainers } from "./docker-containers";
 
 export type DockerAttacherOptions = {
@@ -26,6 +27,7 @@ export class DockerAttacher {
 
   async attach(spec: WorkspaceSpec, options: AttachOptions = {}): Promise<WorkspaceMachine> {
     options.signal?.throwIfAborted();
+    const pool = poolIdOf(spec.handle);
     const handle = await this.workspaces.open({
       tenantId: spec.tenantId,
       userId: spec.userId,
@@ -34,6 +36,8 @@ export class DockerAttacher {
       reuseToken: this.options.reuseToken ?? false,
       // With the engine's stored handle the folder exists already: a missing one vanished (see open()).
       provisionedBefore: Boolean(spec.handle),
+      // A workspace given a warm pool machine keeps using its container (docker-warm-pool.ts).
+      ...(pool === null ? {} : { pool }),
       onProgress: (event) => this.options.onProgress?.(spec, event),
     });
     this.handles.set(handle.backend, handle);

@@ -106,6 +106,10 @@ export const LABELS = {
   /** `<dev>:<inode>` of the host folder the container was created on (host-folder.ts). */
   workdir: "dev.berth.workdir",
   imageInputs: "dev.berth.image-inputs",
+  /** A warm pool machine's id (docker-warm-pool.ts): such a container carries no workspace labels. */
+  pool: "dev.berth.pool",
+  /** The warm pool key the pool machine was made under (what it has baked in). */
+  poolKey: "dev.berth.pool-key",
 } as const;
 
 /** A workspace's identity: the same workspace id under another tenant or user is another workspace. */

@@ -35,6 +35,7 @@ import {
 } from "./workspace-container";
 import { WorkspaceImageBuilder, type ImageBuildProgress } from "./workspace-image";
 import { pruneWorkspaceImages } from "./workspace-image-gc";
+import { DockerWarmPool } from "./docker-warm-pool";
 
 /** Provisioning progress, for the workspace's event stream. */
 export type DockerCreateEvent =
@@ -61,6 +62,11 @@ export type DockerWorkspaceRequest = DockerWorkspaceRef & {
    * folder; the workers provision it again and record the loss. Default false: create what is missing.
    */
   provisionedBefore?: boolean;
+  /**
+   * The warm pool machine the stored handle names (docker-warm-pool.ts): its container is used when its
+   * binding record names this workspace and it is still there; otherwise the workspace's own container.
+   */
+  pool?: string;
 };
 
 /**
@@ -70,6 +76,8 @@ export type DockerWorkspaceRequest = DockerWorkspaceRef & {
 export type DockerWorkspaceHandle = {
   ref: DockerWorkspaceRef;
   containerName: string;
+  /** The warm pool machine this workspace was given (its container is `berth-pool-<id>`), if any. */
+  pool?: string;
   backend: DockerMachine;
   /** Connects MCP declarations through the in-container gateway (same port as the local connector). */
   mcpConnector: McpConnector;
@@ -102,6 +110,8 @@ export class DockerContainers {
   private readonly opening = new Map<string, Promise<DockerWorkspaceHandle>>();
   /** This installation's id (memoised; fails loudly when none was given). */
   readonly installationId: InstallationIdSource;
+  /** Machines made before anyone asked, given to a workspace on its first use (docker-warm-pool.ts). */
+  readonly warmPool: DockerWarmPool;
 
   constructor(config: TDockerDriverConfigInput, deps: DockerContainersDeps = {}) {
     this.config = ZDockerDriverConfig.parse(config);
@@ -111,6 +121,7 @@ export class DockerContainers {
     const prebuilt = this.config.gatewayBundlePath;
     this.bundle =
       deps.loadGatewayBundle ?? (prebuilt ? () => readGatewayBundle(prebuilt) : () => loadGatewayBundle());
+    this.warmPool = new DockerWarmPool(this);
     const socket = path.join(this.config.runtimeRoot, "x".repeat(49), "gateway.sock");
     if (Buffer.byteLength(socket) > 107) {
       throw new AppError(
@@ -125,7 +136,7 @@ export class DockerContainers {
    * as root and the engine maps no user namespace (rootless or userns-remap would shift the uid).
    */
   private ownersOnHost: Promise<boolean> | null = null;
-  private readonly hostSetsOwners = (): Promise<boolean> => {
+  readonly hostSetsOwners = (): Promise<boolean> => {
     this.ownersOnHost ??= (async () => {
       if (process.getuid?.() !== 0) return false;
       const info = (await this.docker.info()) as { SecurityOptions?: string[] };
@@ -166,7 +177,7 @@ export class DockerContainers {
    */
   open(request: DockerWorkspaceRequest): Promise<DockerWorkspaceHandle> {
     // An attach (which refuses a vanished folder) never shares a provision's attempt (which creates one).
-    const id = `${containerKey(request)}${request.provisionedBefore ? ":attach" : ""}`;
+    const id = `${containerKey(request)}${request.provisionedBefore ? ":attach" : ""}:${request.pool ?? ""}`;
     const pending = this.opening.get(id);
     if (pending) return pending;
     const attempt = this.openOnce(request).finally(() => this.opening.delete(id));
@@ -181,6 +192,10 @@ export class DockerContainers {
       userId: request.userId,
       workspaceId: request.workspaceId,
     };
+    if (request.pool !== undefined) {
+      const pooled = await this.warmPool.bound.open(request.pool, ref, request);
+      if (pooled) return pooled;
+    }
     const hostWorkdir = path.resolve(request.hostWorkdir ?? this.hostWorkdirOf(ref));
     const hostRuntimeDir = this.hostRuntimeDirOf(ref);
     if (!request.provisionedBefore) await fs.mkdir(hostWorkdir, { recursive: true });
@@ -188,9 +203,7 @@ export class DockerContainers {
     if (workdirIdentity === null) throw workspaceVanished();
     await fs.mkdir(hostRuntimeDir, { recursive: true, mode: 0o755 });
 
-    const image = await this.images.ensure(await this.bundle(), (progress) =>
-      onProgress?.({ type: "image", ...progress }),
-    );
+    const image = await this.ensureImage(onProgress);
     const { container, created, startedAt } = await ensureRunningContainer(this.docker, this.config, {
       ...ref,
       agentId: request.agentId,
@@ -215,28 +228,65 @@ export class DockerContainers {
         onReady: () => onProgress?.({ type: "gateway", state: "ready" }),
       },
     );
-
-    const backend = new DockerMachine({
+    return this.machineHandle({
+      ref,
+      name,
       container,
+      gateway,
+      hostWorkdir,
+      workdirIdentity,
+      hostRuntimeDir,
+      reattached: !created,
+    });
+  }
+
+  /** The handle over a running container and its gateway (a workspace's own, or a bound pool machine's). */
+  machineHandle(placed: {
+    ref: DockerWorkspaceRef;
+    name: string;
+    container: Docker.Container;
+    gateway: RunningGateway;
+    hostWorkdir: string;
+    workdirIdentity: string;
+    hostRuntimeDir: string;
+    reattached: boolean;
+    pool?: string;
+  }): DockerWorkspaceHandle {
+    const { name, gateway, hostWorkdir } = placed;
+    const backend = new DockerMachine({
+      container: placed.container,
       user: `${this.config.uid}:${this.config.gid}`,
       env: containerEnv(this.config),
       files: gateway.files,
       openTunnel: gateway.openTunnel,
-      hostFolder: { path: hostWorkdir, identity: workdirIdentity },
-      hostRuntimeDir,
+      hostFolder: { path: hostWorkdir, identity: placed.workdirIdentity },
+      hostRuntimeDir: placed.hostRuntimeDir,
       onClose: () => stopContainer(this.docker, name, this.config.stopTimeoutSeconds),
     });
     return {
-      ref,
+      ref: placed.ref,
       containerName: name,
+      ...(placed.pool === undefined ? {} : { pool: placed.pool }),
       backend,
       mcpConnector: gateway.connector,
       gateway,
       hostWorkdir,
-      reattached: !created,
+      reattached: placed.reattached,
       isAlive: () => backend.isAlive(),
       close: () => backend.close(),
     };
+  }
+
+  /** The workspace image tag new machines get now (built or not: nothing is built here). */
+  async imageTagNow(): Promise<string> {
+    return this.images.currentTag(await this.bundle());
+  }
+
+  /** The workspace image new machines get now (built when missing; concurrent calls share one build). */
+  async ensureImage(onProgress?: (event: DockerCreateEvent) => void): Promise<string> {
+    return this.images.ensure(await this.bundle(), (progress) =>
+      onProgress?.({ type: "image", ...progress }),
+    );
   }
 
   /** True while the workspace's container runs (false when stopped, killed or removed). */
@@ -269,7 +319,16 @@ export class DockerContainers {
    * they belong to the workspace user, which the host process may not be allowed to delete.
    */
   async purge(ref: DockerWorkspaceRef, hostWorkdir?: string): Promise<void> {
-    const name = containerName(ref);
+    await this.removeMachine({
+      name: containerName(ref),
+      hostWorkdir: path.resolve(hostWorkdir ?? this.hostWorkdirOf(ref)),
+      hostRuntimeDir: this.hostRuntimeDirOf(ref),
+    });
+  }
+
+  /** What `purge` does for any container Berth runs a workspace in (a bound pool machine's too). */
+  async removeMachine(machine: { name: string; hostWorkdir: string; hostRuntimeDir: string }): Promise<void> {
+    const { name } = machine;
     const container = this.docker.getContainer(name);
     const info = await inspectOrNull(container);
     if (info) {
@@ -283,8 +342,8 @@ export class DockerContainers {
     }
     // Usually empty by now (the chore above); when the container could not run, the whole tree is left,
     // so in yielding batches: this process' event loop serves jobs and shutdown meanwhile.
-    await deleteHostTree(path.resolve(hostWorkdir ?? this.hostWorkdirOf(ref)));
-    await fs.rm(this.hostRuntimeDirOf(ref), { recursive: true, force: true });
-    await fs.rm(gatewayCredentialsPath(this.hostRuntimeDirOf(ref)), { force: true });
+    await deleteHostTree(machine.hostWorkdir);
+    await fs.rm(machine.hostRuntimeDir, { recursive: true, force: true });
+    await fs.rm(gatewayCredentialsPath(machine.hostRuntimeDir), { force: true });
   }
 }

@@ -12,7 +12,7 @@ export const DOCKER_FACTS = {
     mayVanish: true,
     pty: true,
     previews: true,
-    warmPool: false,
+    warmPool: true,
   },
 } as const satisfies Pick<DriverImplementation, "persistent" | "isolation" | "capabilities">;
 
@@ -23,4 +23,9 @@ export const DOCKER_OPERATIONS = [
   "pruneImages",
   "connectMcp",
   "probe",
+  "warmPoolKey",
+  "createIdleMachine",
+  "bindIdleMachine",
+  "discardIdleMachine",
+  "listIdleMachines",
 ] as const;

@@ -232,6 +232,19 @@ async function writeCredentials(hostRuntimeDir: string, credentials: z.infer<typ
 }
 
 /**
+ * The healthy gateway another process (or an earlier open) started in the runtime dir, with the credentials
+ * on file: no Docker call at all (one file read, one health request over the socket). Null when there is
+ * none answering; the caller then inspects the container and starts one.
+ */
+export function reattachDockerGateway(
+  config: TDockerDriverConfig,
+  hostRuntimeDir: string,
+): Promise<RunningGateway | null> {
+  const socketPath = path.join(hostRuntimeDir, path.basename(CONTAINER_PATHS.gatewaySocket));
+  return attachRunningGateway(config, { hostRuntimeDir }, socketPath);
+}
+
+/**
  * The gateway already running with the credentials on file, or null when there is none (or it is dead).
  * One launched in the container's current run less than the start timeout ago may still be booting (its
  * launcher does not wait for it): it is waited for rather than restarted under the launcher.

@@ -14,6 +14,13 @@ import type { WorkspaceSpec } from "@/server/workspace/drivers/driver";
 import { hostFolderIdentity } from "@/server/workspace/drivers/docker/host-folder";
 import { directoryBytes, type MachineUsage } from "@/server/workspace/drivers/machine-usage";
 import type { DockerCreateEvent } from "@/server/workspace/drivers/docker/docker-containers";
+import type { DockerWarmPool } from "@/server/workspace/drivers/docker/docker-warm-pool";
+import {
+  poolContainerName,
+  pooledHandle,
+  poolIdOf,
+} from "@/server/workspace/drivers/docker/docker-pool-layout";
+import { stopContainer } from "@/server/workspace/drivers/docker/workspace-container";
 import type {
   BackendHandle,
   CreateOptions,
@@ -39,17 +46,42 @@ export class DockerMachines {
   async create(spec: WorkspaceSpec, options: CreateOptions = {}): Promise<BackendHandle> {
     // create-or-get + start + gateway healthy. The handle is dropped, NOT closed: closing stops the container.
     const { onProgress } = options;
+    const stored = poolIdOf(spec.handle);
+    const stale =
+      stored !== null &&
+      (await this.warmPool.bound.retireIfStale(stored, refOf(spec), await this.warmPool.key()));
+    const pool = stale ? null : stored;
     const handle = await this.workspaces.open({
       ...refOf(spec),
       agentId: spec.agentId,
       reuseToken: true,
       ...(spec.resources ? { resources: spec.resources } : {}),
+      ...(pool === null ? {} : { pool }),
       onProgress: onProgress && ((event) => onProgress(progressOf(event))),
     });
     // A provisioned workspace is a working one: the gateway must have started (else this fails with its log).
     await handle.gateway.ready;
-    // The container is named by the ids; the handle records it for operators and for reconcile.
-    return { container: handle.containerName };
+    // A pooled workspace whose pool container is gone (or whose folder vanished) now has its own container:
+    // what is left of the pool machine goes, its folder (the workspace's) stays.
+    if (pool !== null && handle.pool === undefined)
+      await this.workspaces.warmPool.bound.release(pool, refOf(spec));
+    // The container is named by the ids (or is the bound pool machine's); the handle records it for
+    // operators, for reconcile and, for a pool machine, for every later operation (poolIdOf).
+    return handle.pool === undefined ? { container: handle.containerName } : pooledHandle(handle.pool);
+  }
+
+  /** The pool machine warm pools keep: made ahead, bound on a first use (docker-warm-pool.ts). */
+  get warmPool(): DockerWarmPool {
+    return this.workspaces.warmPool;
+  }
+
+  async createIdleMachine(id: string, options: CreateOptions = {}): Promise<BackendHandle> {
+    const { onProgress } = options;
+    return this.warmPool.createIdleMachine(id, onProgress && ((event) => onProgress(progressOf(event))));
+  }
+
+  bindIdleMachine(id: string, handle: BackendHandle, spec: WorkspaceSpec): Promise<BackendHandle> {
+    return this.warmPool.bind(id, handle, refOf(spec), spec.resources);
   }
 
   pruneImages(options: { dryRun: boolean }): Promise<string[]> {
@@ -57,19 +89,31 @@ export class DockerMachines {
   }
 
   async stop(spec: WorkspaceSpec): Promise<void> {
-    await this.workspaces.stop(refOf(spec));
+    const ref = refOf(spec);
+    const bound = await this.warmPool.bound.bindingFor(poolIdOf(spec.handle), ref);
+    if (bound) await stopContainer(this.workspaces.docker, poolContainerName(bound.poolId), this.stopTimeout);
+    await this.workspaces.stop(ref);
   }
 
-  async purge(spec: WorkspaceSpec): Promise<string[]> {
+  /**
+   * The workspace's own container and folder, and every pool machine bound to it: the one its handle
+   * names and any whose handle was never stored (a bind that crashed before the record was written).
+   */
+  async purge(spec: Pick<WorkspaceSpec, keyof DockerWorkspaceRef | "handle">): Promise<string[]> {
     const ref = refOf(spec);
+    const named = poolIdOf(spec.handle);
+    const pools = new Set([...(named === null ? [] : [named]), ...(await this.warmPool.paths.boundTo(ref))]);
+    const deleted: string[] = [];
+    for (const pool of pools) deleted.push(...(await this.warmPool.bound.purgeBound(pool, ref)));
     const hadContainer = (await this.containerOf(ref)) !== null;
     const workdir = this.workspaces.hostWorkdirOf(ref);
     const hadData = await pathExists(workdir);
     await this.workspaces.purge(ref);
-    return [
+    deleted.push(
       ...(hadContainer ? [`container:${containerName(ref)}`] : []),
       ...(hadData ? [`directory:${workdir}`] : []),
-    ];
+    );
+    return [...new Set(deleted)];
   }
 
   /**
@@ -79,7 +123,7 @@ export class DockerMachines {
    */
   async usage(spec: WorkspaceSpec): Promise<MachineUsage | null> {
     const ref = refOf(spec);
-    const container = this.workspaces.docker.getContainer(containerName(ref));
+    const container = this.workspaces.docker.getContainer(await this.containerNameOf(spec));
     const info = await container.inspect().catch(() => null);
     if (!info?.State.Running) return null;
     const stats = (await container.stats({ stream: false, "one-shot": true })) as DockerStats;
@@ -106,6 +150,8 @@ export class DockerMachines {
     const ref = refOf(spec);
     const identity = await hostFolderIdentity(this.workspaces.hostWorkdirOf(ref));
     if (identity === null) return false;
+    const bound = await this.warmPool.bound.bindingFor(poolIdOf(spec.handle), ref);
+    if (bound) return bound.workdirIdentity === identity;
     const recorded = (await this.containerOf(ref))?.Config.Labels[LABELS.workdir];
     return recorded === undefined || recorded === identity;
   }
@@ -122,11 +168,21 @@ export class DockerMachines {
       all: true,
       filters: { label: [`${LABELS.managed}=true`, `${LABELS.installation}=${installation}`] },
     });
-    return containers.map((container) => ({
-      workspaceId: container.Labels[LABELS.workspace] ?? null,
-      tenantId: container.Labels[LABELS.tenant] ?? null,
-      locator: (container.Names[0] ?? container.Id).replace(/^\//, ""),
-    }));
+    const own = containers
+      .filter((container) => container.Labels[LABELS.pool] === undefined)
+      .map((container) => ({
+        workspaceId: container.Labels[LABELS.workspace] ?? null,
+        tenantId: container.Labels[LABELS.tenant] ?? null,
+        locator: (container.Names[0] ?? container.Id).replace(/^\//, ""),
+      }));
+    // Pool machines: an idle one is the pool's (listIdleMachines), one bound to a workspace is that
+    // workspace's (its binding record), one whose binding cannot be read is nobody's to reap.
+    const bound = (await this.warmPool.listMachines()).flatMap(({ name, binding }) =>
+      typeof binding === "string"
+        ? []
+        : [{ workspaceId: binding.workspaceId, tenantId: binding.tenantId, locator: name }],
+    );
+    return [...own, ...bound];
   }
 
   /** Purges an orphan container and its data; the owner comes from the container's own labels. */
@@ -137,6 +193,7 @@ export class DockerMachines {
       .catch(() => null);
     if (!info) return;
     const labels = info.Config.Labels;
+    if (labels[LABELS.pool] !== undefined) return this.reapPoolMachine(resource, labels);
     const ref = {
       tenantId: labels[LABELS.tenant],
       userId: labels[LABELS.user],
@@ -149,6 +206,30 @@ export class DockerMachines {
       throw new Error(`refusing to reap ${resource.locator}: not this installation's container`);
     }
     await this.workspaces.purge({ tenantId: ref.tenantId, userId: ref.userId, workspaceId: ref.workspaceId });
+  }
+
+  /** A bound pool machine is reaped with its workspace (named by its binding); an idle one is the pool's. */
+  private async reapPoolMachine(resource: MachineResource, labels: Record<string, string>): Promise<void> {
+    const pool = labels[LABELS.pool]!;
+    if (
+      labels[LABELS.managed] !== "true" ||
+      labels[LABELS.installation] !== (await this.workspaces.installationId())
+    ) {
+      throw new Error(`refusing to reap ${resource.locator}: not this installation's container`);
+    }
+    const binding = await this.warmPool.paths.readBinding(pool);
+    if (!binding) throw new Error(`refusing to reap ${resource.locator}: an unbound pool machine`);
+    const { tenantId, userId, workspaceId } = binding;
+    await this.purge({ tenantId, userId, workspaceId, handle: pooledHandle(pool) });
+  }
+
+  private async containerNameOf(spec: WorkspaceSpec): Promise<string> {
+    const bound = await this.warmPool.bound.bindingFor(poolIdOf(spec.handle), refOf(spec));
+    return bound ? poolContainerName(bound.poolId) : containerName(refOf(spec));
+  }
+
+  private get stopTimeout(): number {
+    return this.workspaces.config.stopTimeoutSeconds;
   }
 
   private containerOf(ref: DockerWorkspaceRef) {
@@ -169,7 +250,7 @@ type DockerStats = {
   pids_stats?: { current?: number };
 };
 
-function refOf(spec: WorkspaceSpec): DockerWorkspaceRef {
+function refOf(spec: DockerWorkspaceRef): DockerWorkspaceRef {
   return { tenantId: spec.tenantId, userId: spec.userId, workspaceId: spec.workspaceId };
 }
 

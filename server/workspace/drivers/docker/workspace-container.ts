@@ -40,16 +40,16 @@ export function containerEnv(config: TDockerDriverConfig): Record<string, string
 }
 
 /**
- * The container's create options. Their hash is stored as a label: when the config or image changes, the
- * old container is replaced (its data lives in the bind mount, so nothing is lost).
+ * What every container Berth runs a workspace in has, whoever it is for (a workspace's own or a warm pool's):
+ * image, entrypoint, user, env, limits, network, the two bind mounts. No name and no labels: those carry the
+ * identity. The warm pool's key hashes this (with placeholder paths), so a config change makes a new pool.
  */
-function containerCreateOptions(
+export function machineCreateOptions(
   config: TDockerDriverConfig,
-  spec: ContainerSpec,
+  mounts: { image: string; hostWorkdir: string; hostRuntimeDir: string },
 ): Docker.ContainerCreateOptions {
-  const options: Docker.ContainerCreateOptions = {
-    name: containerName(spec),
-    Image: spec.image,
+  return {
+    Image: mounts.image,
     // tini reaps the orphans killed commands leave behind; without it PID 1 (sleep) would not.
     Entrypoint: [
       "/bin/sh",
@@ -64,18 +64,10 @@ function containerCreateOptions(
     User: "0:0",
     WorkingDir: CONTAINER_PATHS.workdir,
     Env: Object.entries(containerEnv(config)).map(([key, value]) => `${key}=${value}`),
-    Labels: {
-      [LABELS.managed]: "true",
-      [LABELS.installation]: spec.installation,
-      [LABELS.workspace]: spec.workspaceId,
-      [LABELS.tenant]: spec.tenantId,
-      [LABELS.user]: spec.userId,
-      [LABELS.agent]: spec.agentId,
-    },
     HostConfig: {
       Binds: [
-        `${spec.hostWorkdir}:${CONTAINER_PATHS.workdir}:rw`,
-        `${spec.hostRuntimeDir}:${CONTAINER_PATHS.runtimeDir}:rw`,
+        `${mounts.hostWorkdir}:${CONTAINER_PATHS.workdir}:rw`,
+        `${mounts.hostRuntimeDir}:${CONTAINER_PATHS.runtimeDir}:rw`,
       ],
       NetworkMode: config.networkMode,
       NanoCpus: Math.round(config.cpus * 1e9),
@@ -88,18 +80,65 @@ function containerCreateOptions(
       Init: false,
     },
   };
+}
+
+/**
+ * The container's create options. Their hash is stored as a label: when the config or image changes, the
+ * old container is replaced (its data lives in the bind mount, so nothing is lost).
+ */
+function containerCreateOptions(
+  config: TDockerDriverConfig,
+  spec: ContainerSpec,
+): Docker.ContainerCreateOptions {
+  const machine = machineCreateOptions(config, spec);
+  // Key order as before the warm pool split it out: the hash of existing containers stays the same.
+  const options: Docker.ContainerCreateOptions = {
+    name: containerName(spec),
+    Image: machine.Image,
+    Entrypoint: machine.Entrypoint,
+    Cmd: machine.Cmd,
+    User: machine.User,
+    WorkingDir: machine.WorkingDir,
+    Env: machine.Env,
+    Labels: {
+      [LABELS.managed]: "true",
+      [LABELS.installation]: spec.installation,
+      [LABELS.workspace]: spec.workspaceId,
+      [LABELS.tenant]: spec.tenantId,
+      [LABELS.user]: spec.userId,
+      [LABELS.agent]: spec.agentId,
+    },
+    HostConfig: machine.HostConfig,
+  };
   const hash = createHash("sha256").update(JSON.stringify(options)).digest("hex").slice(0, 16);
   // The folder's identity is not hashed: a container on another folder is replaced, or refused (see below).
   options.Labels = { ...options.Labels, [LABELS.configHash]: hash, [LABELS.workdir]: spec.workdirIdentity };
   // The tenant's per-workspace quota lowers the installation's limits, never raises them. Applied after the
   // hash: an API process attaching (which knows no quotas) must find the worker's container, not replace it.
-  const { cpus, memoryBytes } = spec.resources ?? {};
-  if (options.HostConfig && cpus !== undefined && cpus < config.cpus)
-    options.HostConfig.NanoCpus = Math.round(cpus * 1e9);
-  if (options.HostConfig && memoryBytes !== undefined && memoryBytes < config.memoryBytes)
-    options.HostConfig = { ...options.HostConfig, Memory: memoryBytes, MemorySwap: memoryBytes };
+  const limits = quotaLimits(config, spec.resources);
+  if (options.HostConfig) options.HostConfig = { ...options.HostConfig, ...limits };
   return options;
 }
+
+/**
+ * The limits a tenant's per-workspace quota lowers (never raises) below the installation's, as HostConfig
+ * fields (also what `docker update` takes: the warm pool applies them to a machine it binds).
+ */
+export function quotaLimits(
+  config: TDockerDriverConfig,
+  resources: WorkspaceResources | undefined,
+): { NanoCpus?: number; Memory?: number; MemorySwap?: number } {
+  const { cpus, memoryBytes } = resources ?? {};
+  return {
+    ...(cpus !== undefined && cpus < config.cpus ? { NanoCpus: Math.round(cpus * 1e9) } : {}),
+    ...(memoryBytes !== undefined && memoryBytes < config.memoryBytes
+      ? { Memory: memoryBytes, MemorySwap: memoryBytes }
+      : {}),
+  };
+}
+
+/** What to do with a container found under the wanted name: use it as it is, or replace it. */
+type ExistingContainerVerdict = "use" | "replace";
 
 /**
  * Create-or-get for the workspace's container, then make sure it runs. The deterministic name makes
@@ -114,11 +153,37 @@ export async function ensureRunningContainer(
 ): Promise<{ container: Docker.Container; created: boolean; startedAt: number }> {
   const options = containerCreateOptions(config, spec);
   const wantedHash = options.Labels?.[LABELS.configHash];
+  return ensureRunning(docker, options, spec.installation, (existing) => {
+    // A container created before installations were labelled (no label) has another config hash, so it is
+    // replaced by one carrying this installation's label; its data lives in the bind mount and stays.
+    if (existing.Config.Labels[LABELS.configHash] !== wantedHash) return "replace";
+    // Made for another host folder: that one was deleted (the container still runs on it) or replaced
+    // outside Berth. Attaching says the files vanished; provisioning gives the new folder a new container.
+    // One made before the label existed is replaced too: its data is in the bind mount, which stays.
+    const recordedWorkdir = existing.Config.Labels[LABELS.workdir];
+    if (recordedWorkdir !== spec.workdirIdentity) {
+      if (spec.provisionedBefore && recordedWorkdir !== undefined) throw workspaceVanished();
+      return "replace";
+    }
+    return "use";
+  });
+}
+
+/**
+ * Create-or-get + start of the container `options.name` (a workspace's or a warm pool's): `judge` says
+ * whether one found under the name is used or replaced; one of another installation is never touched.
+ */
+export async function ensureRunning(
+  docker: Docker,
+  options: Docker.ContainerCreateOptions,
+  installation: string,
+  judge: (existing: Docker.ContainerInspectInfo) => ExistingContainerVerdict,
+): Promise<{ container: Docker.Container; created: boolean; startedAt: number }> {
   const name = options.name!;
   for (let attempt = 0; attempt < 3; attempt++) {
     const existing = await inspectOrNull(docker.getContainer(name));
     const owner = existing?.Config.Labels[LABELS.installation];
-    if (owner && owner !== spec.installation) {
+    if (owner && owner !== installation) {
       // Another installation's container under this name: never replaced or used from here.
       throw new AppError("CONFLICT", `container ${name} belongs to another Berth installation (${owner})`, {
         userMessage:
@@ -126,18 +191,7 @@ export async function ensureRunningContainer(
         details: { container: name },
       });
     }
-    // A container created before installations were labelled (no label) has another config hash, so it is
-    // replaced by one carrying this installation's label; its data lives in the bind mount and stays.
-    if (existing && existing.Config.Labels[LABELS.configHash] !== wantedHash) {
-      await removeContainer(docker, name);
-      continue;
-    }
-    // Made for another host folder: that one was deleted (the container still runs on it) or replaced
-    // outside Berth. Attaching says the files vanished; provisioning gives the new folder a new container.
-    // One made before the label existed is replaced too: its data is in the bind mount, which stays.
-    const recordedWorkdir = existing?.Config.Labels[LABELS.workdir];
-    if (existing && recordedWorkdir !== spec.workdirIdentity) {
-      if (spec.provisionedBefore && recordedWorkdir !== undefined) throw workspaceVanished();
+    if (existing && judge(existing) === "replace") {
       await removeContainer(docker, name);
       continue;
     }
@@ -204,11 +258,11 @@ export async function removeContainer(docker: Docker, name: string): Promise<voi
   }
 }
 
-function statusOf(error: unknown): number | undefined {
+export function statusOf(error: unknown): number | undefined {
   return (error as { statusCode?: number }).statusCode;
 }
 
-function engineError(error: unknown, action: string): AppError {
+export function engineError(error: unknown, action: string): AppError {
   if (isAppError(error)) return error;
   return new AppError("UNAVAILABLE", `Docker could not ${action}: ${String(error)}`, {
     cause: error,
