@@ -58,7 +58,7 @@ export type PoolOutcome =
  * machine and no data (a first provision, or the generation after a purge); any other provision keeps its
  * own machine.
  */
-export async function takeFromPool(
+async function takeFromPool(
   deps: WarmPoolDeps,
   driver: WorkspaceDriver,
   spec: WorkspaceSpec,

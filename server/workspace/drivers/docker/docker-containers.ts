@@ -1,5 +1,4 @@
 import { installationIdOf, type InstallationIdSource } from "@/server/workspace/drivers/installation";
-import type { WorkspaceResources } from "@/server/workspace/drivers/driver";
 import fs from "node:fs/promises";
 import path from "node:path";
 import Docker from "dockerode";
@@ -11,7 +10,6 @@ import {
   readGatewayBundle,
   type GatewayBundle,
 } from "@/server/workspace/gateway/bundle-gateway";
-import type { McpConnector } from "@/server/workspace/mcp/types";
 import { DockerMachine } from "./docker-machine";
 import { workspaceFolder } from "@/server/workspace/drivers/host-folder/folder-layout";
 import {
@@ -25,7 +23,7 @@ import {
 } from "./docker-config";
 import { runRootChore } from "./docker-exec";
 import { hostFolderIdentity } from "./host-folder";
-import { gatewayCredentialsPath, startDockerGateway, type RunningGateway } from "./docker-gateway";
+import { gatewayCredentialsPath, startDockerGateway } from "./docker-gateway";
 import {
   containerEnv,
   ensureRunningContainer,
@@ -33,62 +31,22 @@ import {
   removeContainer,
   stopContainer,
 } from "./workspace-container";
-import { WorkspaceImageBuilder, type ImageBuildProgress } from "./workspace-image";
+import { WorkspaceImageBuilder } from "./workspace-image";
 import { pruneWorkspaceImages } from "./workspace-image-gc";
 import { DockerWarmPool } from "./docker-warm-pool";
+import type {
+  DockerCreateEvent,
+  DockerMachineHost,
+  DockerWorkspaceHandle,
+  DockerWorkspaceRequest,
+  PlacedMachine,
+} from "./docker-workspace-types";
 
-/** Provisioning progress, for the workspace's event stream. */
-export type DockerCreateEvent =
-  | ({ type: "image" } & ImageBuildProgress)
-  | { type: "container"; state: "created" | "reattached"; name: string }
-  | { type: "gateway"; state: "starting" | "ready" };
-
-export type DockerWorkspaceRequest = DockerWorkspaceRef & {
-  /** The agent whose request created the workspace ("" when none); a label only. */
-  agentId: string;
-  /** Host directory bound at /workspace. Default `<dataRoot>/<tenant>/<user>/<workspace id>`. */
-  hostWorkdir?: string;
-  onProgress?: (event: DockerCreateEvent) => void;
-  /**
-   * Reuse a healthy gateway started by another process (credentials on file) instead of restarting it with
-   * a new token, which would cut off every other process attached to it. Default false: always rotate.
-   */
-  reuseToken?: boolean;
-  /** The tenant's per-workspace quotas (CPUs, memory): the container gets the smaller of these and the config. */
-  resources?: WorkspaceResources;
-  /**
-   * The workspace was provisioned before (the engine attaches with its stored handle): a missing host folder,
-   * or a container made for another one, means its files vanished (`workspaceVanished`), never a new empty
-   * folder; the workers provision it again and record the loss. Default false: create what is missing.
-   */
-  provisionedBefore?: boolean;
-  /**
-   * The warm pool machine the stored handle names (docker-warm-pool.ts): its container is used when its
-   * binding record names this workspace and it is still there; otherwise the workspace's own container.
-   */
-  pool?: string;
-};
-
-/**
- * A running workspace container whose workdir is the workspace user's: commands can run. Its gateway may
- * still be starting (`gateway.ready`); MCP and file requests through it wait for it.
- */
-export type DockerWorkspaceHandle = {
-  ref: DockerWorkspaceRef;
-  containerName: string;
-  /** The warm pool machine this workspace was given (its container is `berth-pool-<id>`), if any. */
-  pool?: string;
-  backend: DockerMachine;
-  /** Connects MCP declarations through the in-container gateway (same port as the local connector). */
-  mcpConnector: McpConnector;
-  gateway: RunningGateway;
-  hostWorkdir: string;
-  /** False when open() had to create the container; true when it found an existing one. */
-  reattached: boolean;
-  isAlive(): Promise<boolean>;
-  /** Stops the container; the data stays for a later open(). Same as `backend.close()`. */
-  close(): Promise<void>;
-};
+export type {
+  DockerCreateEvent,
+  DockerWorkspaceHandle,
+  DockerWorkspaceRequest,
+} from "./docker-workspace-types";
 
 export type DockerContainersDeps = {
   docker?: Docker;
@@ -102,7 +60,7 @@ export type DockerContainersDeps = {
  * Docker workspaces: one container per workspace id (`berth-ws-<id>`), reattached across process restarts
  * by its deterministic name, with the workdir bind-mounted from the host and the MCP gateway inside.
  */
-export class DockerContainers {
+export class DockerContainers implements DockerMachineHost {
   readonly config: TDockerDriverConfig;
   readonly docker: Docker;
   private readonly images: WorkspaceImageBuilder;
@@ -241,17 +199,7 @@ export class DockerContainers {
   }
 
   /** The handle over a running container and its gateway (a workspace's own, or a bound pool machine's). */
-  machineHandle(placed: {
-    ref: DockerWorkspaceRef;
-    name: string;
-    container: Docker.Container;
-    gateway: RunningGateway;
-    hostWorkdir: string;
-    workdirIdentity: string;
-    hostRuntimeDir: string;
-    reattached: boolean;
-    pool?: string;
-  }): DockerWorkspaceHandle {
+  machineHandle(placed: PlacedMachine): DockerWorkspaceHandle {
     const { name, gateway, hostWorkdir } = placed;
     const backend = new DockerMachine({
       container: placed.container,

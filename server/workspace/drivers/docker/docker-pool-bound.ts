@@ -3,7 +3,11 @@ import type Docker from "dockerode";
 import { deleteHostTree } from "@/server/workspace/drivers/host-folder/host-tree-deleter";
 import { workspaceVanished } from "@/server/workspace/drivers/vanished";
 import { LABELS, type DockerWorkspaceRef } from "./docker-config";
-import type { DockerContainers, DockerWorkspaceHandle, DockerWorkspaceRequest } from "./docker-containers";
+import type {
+  DockerMachineHost,
+  DockerWorkspaceHandle,
+  DockerWorkspaceRequest,
+} from "./docker-workspace-types";
 import { reattachDockerGateway, startDockerGateway, type RunningGateway } from "./docker-gateway";
 import { bindsTo, poolContainerName, ZPoolId, type PoolBinding, type PoolPaths } from "./docker-pool-layout";
 import { hostFolderIdentity } from "./host-folder";
@@ -16,7 +20,7 @@ import { engineError, inspectOrNull, removeContainer, statusOf } from "./workspa
  */
 export class BoundPoolMachines {
   constructor(
-    private readonly workspaces: DockerContainers,
+    private readonly workspaces: DockerMachineHost,
     private readonly paths: PoolPaths,
   ) {}
 

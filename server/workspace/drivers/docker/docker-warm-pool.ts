@@ -6,7 +6,7 @@ import { AppError } from "@/server/shared/errors";
 import type { BackendHandle, WorkspaceResources } from "@/server/workspace/drivers/driver";
 import { deleteHostTree } from "@/server/workspace/drivers/host-folder/host-tree-deleter";
 import { LABELS, type DockerWorkspaceRef } from "./docker-config";
-import type { DockerContainers, DockerCreateEvent } from "./docker-containers";
+import type { DockerCreateEvent, DockerMachineHost } from "./docker-workspace-types";
 import { startDockerGateway } from "./docker-gateway";
 import {
   bindsTo,
@@ -44,7 +44,7 @@ export class DockerWarmPool {
   /** What acts on a machine once it is bound: attach, restart, purge (docker-pool-bound.ts). */
   readonly bound: BoundPoolMachines;
 
-  constructor(private readonly workspaces: DockerContainers) {
+  constructor(private readonly workspaces: DockerMachineHost) {
     this.paths = new PoolPaths(workspaces.config);
     this.bound = new BoundPoolMachines(workspaces, this.paths);
   }
