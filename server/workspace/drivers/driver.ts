@@ -126,9 +126,9 @@ export type CreateOptions = { onProgress?: (progress: CreateProgress) => void };
  * machines. Every operation that acts on a machine the workers own (create, stop, purge, reap) is
  * idempotent, since a job may run again after a crash, and receives the spec with the stored handle.
  *
- * Capabilities to come (checkpoints: reading and writing a machine's file tree; warm pools: claiming a
- * ready machine instead of creating one) are added HERE, as optional operations next to their facts in
- * `capabilities`, so every driver states whether it has them and the engine never checks `kind`.
+ * Capabilities beyond these (warm pools: `capabilities.warmPool` and the pool operations below) are added
+ * HERE, as optional operations next to their facts in `capabilities`, so every driver states whether it
+ * has them and the engine never checks `kind`.
  */
 export interface WorkspaceDriver {
   /** The registry name (`local`, `host-unconfined`, `docker`, ...): what operators configure. */
