@@ -144,6 +144,9 @@ describeKube("Kubernetes warm pool", () => {
   });
 
   it("discards an idle machine whole and idempotently, and never a bound one", async () => {
+    // Reconcile never reaps an unbound machine, even when named to it.
+    const idle = { workspaceId: null, tenantId: null, locator: `${bed.namespace}/berth-pool-${ids.c}` };
+    expect(await conflictOf(driver.reap(idle))).toMatch(/^BAD_REQUEST/);
     await driver.discardIdleMachine!(ids.c, handles[ids.c]!);
     expect(await readPod(`berth-pool-${ids.c}`)).toBeNull();
     expect(await readClaim(`berth-pool-${ids.c}-data`)).toBeNull();
@@ -155,6 +158,15 @@ describeKube("Kubernetes warm pool", () => {
     // A bound machine is nobody's pool machine any more: it cannot be made idle again either.
     expect(await conflictOf(driver.createIdleMachine!(ids.b))).toMatch(/^CONFLICT/);
     expect(await driver.listIdleMachines!()).toEqual([]);
+  });
+
+  it("reaps a bound machine whose workspace has no record, found by listResources", async () => {
+    const orphan = (await driver.listResources()).find((resource) => resource.tenantId === "tenant-two")!;
+    expect(orphan.locator).toBe(`${bed.namespace}/berth-pool-${ids.b}`);
+    await driver.reap(orphan);
+    expect(await readPod(`berth-pool-${ids.b}`)).toBeNull();
+    expect(await readClaim(`berth-pool-${ids.b}-data`)).toBeNull();
+    expect((await driver.listResources()).map((resource) => resource.tenantId)).toEqual([first.tenantId]);
   });
 
   it("stops, recreates the Pod on the same claim with the files, and purges Pod and claim", async () => {
