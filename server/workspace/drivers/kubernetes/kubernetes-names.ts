@@ -105,7 +105,7 @@ export function claimName(ref: KubernetesWorkspaceRef): string {
 }
 
 /** The gateway's bearer token and instance nonce, for every Berth process that attaches. */
-export function gatewaySecretName(ref: KubernetesWorkspaceRef): string {
+function gatewaySecretName(ref: KubernetesWorkspaceRef): string {
   return `${podName(ref)}-gateway`;
 }
 
