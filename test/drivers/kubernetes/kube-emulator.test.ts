@@ -399,50 +399,6 @@ describeKube("loopback Kubernetes API server emulator, driven by client-node and
     expect(Buffer.from(patched.data!.token!, "base64").toString()).toBe("n3w");
   });
 
-  it("merge-patches labels, with a resourceVersion in the patch as a precondition (409 once it moved on)", async () => {
-    await core.createNamespacedPersistentVolumeClaim({
-      namespace,
-      body: {
-        metadata: { name: "relabelled", labels: { state: "idle", keep: "yes" } },
-        spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
-      },
-    });
-    // Read once bound: binding is a write of its own (a new resourceVersion), as the PV controller's is.
-    const claim = await eventually(async () => {
-      const current = await core.readNamespacedPersistentVolumeClaim({ namespace, name: "relabelled" });
-      return current.status?.phase === "Bound" ? current : undefined;
-    });
-    const merge = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch);
-    const read = claim.metadata!.resourceVersion!;
-    const bound = await core.patchNamespacedPersistentVolumeClaim(
-      {
-        namespace,
-        name: "relabelled",
-        body: { metadata: { resourceVersion: read, labels: { state: "bound", keep: null } } },
-      },
-      merge,
-    );
-    expect(bound.metadata?.labels).toEqual({ state: "bound" });
-    expect(bound.metadata?.resourceVersion).not.toBe(read);
-    // A second writer that read the same version loses, as on a real API server.
-    const stale = core.patchNamespacedPersistentVolumeClaim(
-      {
-        namespace,
-        name: "relabelled",
-        body: { metadata: { resourceVersion: read, labels: { state: "gone" } } },
-      },
-      merge,
-    );
-    expect(await apiErrorOf(stale)).toMatchObject({ code: 409, body: { reason: "Conflict" } });
-    // Without a resourceVersion a patch applies to whatever is current.
-    const unconditional = await core.patchNamespacedPersistentVolumeClaim(
-      { namespace, name: "relabelled", body: { metadata: { annotations: { note: "x" } } } },
-      merge,
-    );
-    expect(unconditional.metadata).toMatchObject({ labels: { state: "bound" }, annotations: { note: "x" } });
-    await core.deleteNamespacedPersistentVolumeClaim({ namespace, name: "relabelled" });
-  });
-
   it.skipIf(kubectlMissing !== null)(
     "serves kubectl: discovery, get pods (server-side table) and exec",
     async () => {
