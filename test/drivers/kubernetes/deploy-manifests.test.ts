@@ -1,9 +1,10 @@
 /**
  * deploy/kubernetes/: the Role grants exactly what the driver calls. The emulator records every request in
  * RBAC's terms while one driver goes through its whole life (provision with tenant egress, attach, files, a
- * gateway restart, a changed policy, an eviction, a Pod stuck Pending, stop, reconcile, reap, purge); the
- * Role must grant each recorded (group, resource, verb) and nothing else. The manifests must also hang
- * together (binding, accounts, namespaces), and kubectl creates them on the emulator.
+ * gateway restart, a changed policy, an eviction, a Pod stuck Pending, stop, reconcile, reap, purge, a warm
+ * pool machine made, bound and purged); the Role must grant each recorded (group, resource, verb) and
+ * nothing else. The manifests must also hang together (binding, accounts, namespaces), and kubectl creates
+ * them on the emulator.
  */
 import { execFile } from "node:child_process";
 import fs from "node:fs";
@@ -184,6 +185,17 @@ describeKube("deploy/kubernetes manifests", () => {
       await driver.reap(orphan!);
       await driver.create(spec);
       await driver.purge(spec);
+    });
+
+    // A warm pool machine: made, listed, bound (its labels patched), refused a discard, purged.
+    const pooled = bed.specFor();
+    await recorded(async () => {
+      await driver.warmPoolKey!();
+      const idle = await driver.createIdleMachine!("mrbac");
+      await driver.listIdleMachines!();
+      const handle = await driver.bindIdleMachine!("mrbac", idle, pooled);
+      await driver.discardIdleMachine!("mrbac", idle);
+      await driver.purge({ ...pooled, handle });
     });
 
     const used = permissionsOf(calls);

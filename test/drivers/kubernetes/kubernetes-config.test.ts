@@ -6,11 +6,17 @@ import {
   claimName,
   labelValue,
   podName,
+  poolNames,
   workspaceKey,
   workspaceLabels,
 } from "@/server/workspace/drivers/kubernetes/kubernetes-names";
 import { claimManifest, podManifest } from "@/server/workspace/drivers/kubernetes/workspace-manifests";
 import { ownerOf } from "@/server/workspace/drivers/kubernetes/kubernetes-machines";
+import {
+  boundIdentity,
+  machineNamesOf,
+  poolIdentity,
+} from "@/server/workspace/drivers/kubernetes/pool-identity";
 
 const context = { basedir: "/var/lib/berth", cwd: "/srv/berth", uid: 1000 };
 const fromEnv = (env: Record<string, string>) =>
@@ -146,5 +152,45 @@ describe("Kubernetes names and labels", () => {
     const plain = ownerOf(spec);
     expect(workspaceContainer(plain).resources?.limits).toEqual(config.limits);
     expect(claimManifest(config, plain).spec?.resources?.requests).toEqual({ storage: config.storageSize });
+  });
+
+  it("names a pool machine from its id alone, and gives it the workspace's identity only once bound", () => {
+    expect(poolNames("m0123abcd")).toEqual({
+      pod: "berth-pool-m0123abcd",
+      claim: "berth-pool-m0123abcd-data",
+      secret: "berth-pool-m0123abcd-gateway",
+      pool: "m0123abcd",
+    });
+    // Letters the seam allows but DNS names do not: hashed in names, kept verbatim in the annotation.
+    expect(poolNames("Upper-Case").pod).toMatch(/^berth-pool-h[0-9a-f]{24}$/);
+    expect(() => poolNames("../x")).toThrow(/not a pool machine id/);
+
+    const config = kubernetesDriver.configSchema.parse({ connection: { source: "kubeconfig", path: "/k" } });
+    const idle = podManifest(config, poolIdentity("Upper-Case", "key1", "inst"));
+    expect(idle.metadata?.labels).toEqual({
+      "app.kubernetes.io/managed-by": "berth",
+      "app.kubernetes.io/component": "workspace",
+      "berth.dev/installation": "inst",
+      "berth.dev/pool": "Upper-Case",
+      "berth.dev/pool-key": "key1",
+      "berth.dev/pool-state": "idle",
+    });
+    expect(idle.metadata?.annotations).toMatchObject({ "berth.dev/pool-id": "Upper-Case" });
+    expect(idle.spec?.volumes?.[0]?.persistentVolumeClaim?.claimName).toBe(poolNames("Upper-Case").claim);
+    // The same Pod spec as a workspace's but for the claim's name: what the pool key digests.
+    const own = podManifest(config, owner).spec!;
+    expect({ ...idle.spec, volumes: idle.spec?.volumes?.slice(1) }).toEqual({
+      ...own,
+      volumes: own.volumes?.slice(1),
+    });
+
+    const bound = podManifest(config, boundIdentity("m1", { ...owner, installation: "inst" }));
+    expect(bound.metadata).toMatchObject({
+      name: "berth-pool-m1",
+      labels: { "berth.dev/tenant": "t1", "berth.dev/workspace-key": workspaceKey(owner) },
+    });
+    const spec = { ...owner, isolation: "per_agent" as const };
+    expect(machineNamesOf({ ...spec, handle: { pool: "m1" } }).pod).toBe("berth-pool-m1");
+    expect(machineNamesOf({ ...spec, handle: { pod: "berth-pool-m1" } }).pod).toBe(podName(owner));
   });
 });

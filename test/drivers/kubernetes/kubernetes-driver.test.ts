@@ -68,7 +68,7 @@ describeKube("Kubernetes driver against the loopback API server emulator", () =>
       mayVanish: true,
       pty: true,
       previews: false,
-      warmPool: false,
+      warmPool: true,
     });
     const { handle, steps } = await provision(driver, spec);
     podOfSpec = handle.pod as string;

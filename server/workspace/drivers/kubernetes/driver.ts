@@ -17,7 +17,7 @@ const KUBERNETES_CAPABILITIES: DriverCapabilities = {
   mayVanish: true,
   pty: true,
   previews: false,
-  warmPool: false,
+  warmPool: true,
 };
 
 /**
@@ -38,8 +38,19 @@ export const kubernetesDriver: DriverDefinition<KubernetesDriverConfig> = {
       persistent: true,
       isolation: { isolated: true, sandbox: config.runtimeClassName ?? null },
       capabilities: KUBERNETES_CAPABILITIES,
-      ...deferredOperations([...REQUIRED_OPERATIONS, "usage", "connectMcp", "probe"], async () =>
-        (await import("./kubernetes-operations")).kubernetesOperations(config, context),
+      ...deferredOperations(
+        [
+          ...REQUIRED_OPERATIONS,
+          "usage",
+          "connectMcp",
+          "probe",
+          "warmPoolKey",
+          "createIdleMachine",
+          "bindIdleMachine",
+          "discardIdleMachine",
+          "listIdleMachines",
+        ],
+        async () => (await import("./kubernetes-operations")).kubernetesOperations(config, context),
       ),
     };
   },

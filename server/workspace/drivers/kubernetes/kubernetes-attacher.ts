@@ -3,9 +3,10 @@ import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
 import type { AttachOptions, WorkspaceSpec } from "@/server/workspace/drivers/driver";
 import type { McpConnector } from "@/server/workspace/mcp/types";
 import { KubernetesMachine } from "./kubernetes-machine";
-import { attachGateway, type PodGateway } from "./kubernetes-gateway";
-import { ownerOf, type KubernetesContext } from "./kubernetes-machines";
-import { podName } from "./kubernetes-names";
+import { attachGateway, credentialsStoreOf, type PodGateway } from "./kubernetes-gateway";
+import type { KubernetesContext } from "./kubernetes-machines";
+import { workspaceKey } from "./kubernetes-names";
+import { isBoundTo, machineNamesOf } from "./pool-identity";
 import { explainPod, podVerdict, verdictReason } from "./pod-lifecycle";
 import { PodExecutor } from "./pod-exec";
 import { POD } from "./workspace-manifests";
@@ -14,7 +15,8 @@ type Attached = { gateway: PodGateway };
 
 /**
  * How any Berth process (API replica or worker) attaches to a workspace Pod the workers provisioned: by
- * the name derived from the workspace id, so a restarted process finds the same Pod and claim. Attaching
+ * the name derived from the workspace id, or the pool machine's its stored handle names (pool-identity.ts),
+ * so a restarted process finds the same Pod and claim. Attaching
  * reuses the running gateway (its credentials are a Secret of the Pod); closing a backend only drops this
  * process' tunnel. Stopping and purging are the workers' (KubernetesMachines).
  */
@@ -26,22 +28,29 @@ export class KubernetesAttacher {
   async attach(spec: WorkspaceSpec, options: AttachOptions = {}): Promise<WorkspaceMachine> {
     options.signal?.throwIfAborted();
     const { kube, config, bundle } = this.context;
-    const owner = ownerOf(spec);
-    const name = podName(owner);
-    const pod = await kube.readOrNull("read the workspace Pod", () =>
+    const names = machineNamesOf(spec);
+    const name = names.pod;
+    const found = await kube.readOrNull("read the workspace Pod", () =>
       kube.core.readNamespacedPod({ namespace: kube.namespace, name }),
     );
+    // A pool machine is this workspace's only while bound to it (a stale or foreign handle finds nothing).
+    const pod = found && (names.pool === null || isBoundTo(found, spec)) ? found : null;
     const verdict = pod ? podVerdict(pod) : null;
     if (!pod || verdict?.state !== "running") {
       const reason =
-        pod && verdict ? await explainPod(kube, pod, verdictReason(verdict)) : "it does not exist";
+        pod && verdict
+          ? await explainPod(kube, pod, verdictReason(verdict))
+          : found
+            ? "it is not bound to this workspace"
+            : "it does not exist";
       throw new AppError("UNAVAILABLE", `Workspace Pod ${kube.namespace}/${name} is not running: ${reason}`, {
         userMessage: "The workspace is not running",
         details: { pod: name },
       });
     }
     options.signal?.throwIfAborted();
-    const gateway = await attachGateway(kube, config, owner, pod, bundle);
+    const store = credentialsStoreOf(names, workspaceKey(spec));
+    const gateway = await attachGateway(kube, config, store, pod, bundle);
     const podUid = pod.metadata!.uid!;
     const backend: KubernetesMachine = new KubernetesMachine({
       executor: new PodExecutor(kube, { namespace: kube.namespace, pod: name, container: POD.workspace }),

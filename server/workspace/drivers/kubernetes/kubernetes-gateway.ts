@@ -10,9 +10,26 @@ import { GATEWAY_ENV } from "@/server/workspace/gateway/gateway-protocol";
 import { ExecTunnel } from "./exec-tunnel";
 import type { KubeClient } from "./kube-client";
 import type { KubernetesDriverConfig } from "./kubernetes-config";
-import { gatewaySecretName, LABELS, MANAGED_BY, workspaceKey } from "./kubernetes-names";
+import { LABELS, labelValue, MANAGED_BY, type MachineNames } from "./kubernetes-names";
 import { PodExecutor } from "./pod-exec";
-import { POD, type WorkspaceOwner } from "./workspace-manifests";
+import { POD } from "./workspace-manifests";
+
+/**
+ * Where a Pod's gateway credentials live: the Secret's name and its labels (the workspace key, which reap
+ * selects by, or the pool machine's id; the Secret is garbage-collected with its Pod either way).
+ */
+export type CredentialsStore = { secret: string; labels: Record<string, string> };
+
+export function credentialsStoreOf(names: MachineNames, workspaceKey: string | null): CredentialsStore {
+  return {
+    secret: names.secret,
+    labels: {
+      [LABELS.managedBy]: MANAGED_BY,
+      ...(workspaceKey ? { [LABELS.key]: workspaceKey } : {}),
+      ...(names.pool ? { [LABELS.pool]: labelValue(names.pool) } : {}),
+    },
+  };
+}
 
 /** A gateway this process can talk to: through its own exec tunnel, with the running instance's token. */
 export type PodGateway = {
@@ -124,19 +141,19 @@ async function readCredentials(
  */
 async function claimCredentials(
   kube: KubeClient,
-  owner: WorkspaceOwner,
+  store: CredentialsStore,
   pod: k8s.V1Pod,
   credentials: Credentials,
   readVersion: string | null,
 ): Promise<boolean> {
-  const name = gatewaySecretName(owner);
+  const name = store.secret;
   const body: k8s.V1Secret = {
     apiVersion: "v1",
     kind: "Secret",
     type: "Opaque",
     metadata: {
       name,
-      labels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.key]: workspaceKey(owner) },
+      labels: store.labels,
       ownerReferences: [
         { apiVersion: "v1", kind: "Pod", name: pod.metadata!.name!, uid: pod.metadata!.uid! },
       ],
@@ -163,13 +180,13 @@ async function claimCredentials(
 /** Records that the instance answered (so a later failure to answer means it died); lost races are fine. */
 async function markStarted(
   kube: KubeClient,
-  owner: WorkspaceOwner,
+  store: CredentialsStore,
   pod: k8s.V1Pod,
   credentials: Credentials,
 ) {
-  const stored = await readCredentials(kube, gatewaySecretName(owner), credentials.podUid);
+  const stored = await readCredentials(kube, store.secret, credentials.podUid);
   if (stored.credentials?.nonce !== credentials.nonce || !stored.resourceVersion) return;
-  await claimCredentials(kube, owner, pod, { ...credentials, started: "yes" }, stored.resourceVersion);
+  await claimCredentials(kube, store, pod, { ...credentials, started: "yes" }, stored.resourceVersion);
 }
 
 /** Stops an earlier instance, installs the bundle when it is not the current one, and starts the gateway. */
@@ -221,7 +238,7 @@ async function waitForAnyHealthy(
   kube: KubeClient,
   config: KubernetesDriverConfig,
   tunnel: ExecTunnel,
-  owner: WorkspaceOwner,
+  store: CredentialsStore,
   mine: Credentials,
   deadline: number,
   role: "launcher" | "follower",
@@ -238,7 +255,7 @@ async function waitForAnyHealthy(
     }
     if (!launcher || Date.now() - checkedSecretAt > 500) {
       checkedSecretAt = Date.now();
-      const { credentials: stored } = await readCredentials(kube, gatewaySecretName(owner), mine.podUid);
+      const { credentials: stored } = await readCredentials(kube, store.secret, mine.podUid);
       if (stored && (stored.nonce !== current.nonce || stored.started !== current.started)) {
         // Another process claimed it since: that one is starting it now.
         if (stored.nonce !== current.nonce) launcher = false;
@@ -259,7 +276,7 @@ async function waitForAnyHealthy(
 export async function attachGateway(
   kube: KubeClient,
   config: KubernetesDriverConfig,
-  owner: WorkspaceOwner,
+  store: CredentialsStore,
   pod: k8s.V1Pod,
   bundle: () => Promise<GatewayBundle>,
   onStarting?: () => void,
@@ -280,7 +297,7 @@ export async function attachGateway(
     // a busy machine give up while one of them was still starting the gateway.
     const giveUpAt = Date.now() + 3 * startTimeout;
     while (Date.now() < giveUpAt) {
-      const stored = await readCredentials(kube, gatewaySecretName(owner), podUid);
+      const stored = await readCredentials(kube, store.secret, podUid);
       if (stored.credentials) {
         const attached = clientOf(tunnel, config, stored.credentials);
         if (await attached.client.healthOf(stored.credentials.nonce, 5_000)) return attached;
@@ -291,7 +308,7 @@ export async function attachGateway(
             kube,
             config,
             tunnel,
-            owner,
+            store,
             stored.credentials,
             overdueAt,
             "follower",
@@ -309,19 +326,19 @@ export async function attachGateway(
         started: "no",
       };
       // Lost the compare-and-swap: the next round finds the winner's fresh claim and follows it.
-      if (!(await claimCredentials(kube, owner, pod, credentials, stored.resourceVersion))) continue;
+      if (!(await claimCredentials(kube, store, pod, credentials, stored.resourceVersion))) continue;
       await launchGateway(executor, config, credentials, bundle);
       const started = await waitForAnyHealthy(
         kube,
         config,
         tunnel,
-        owner,
+        store,
         credentials,
         Date.now() + startTimeout,
         "launcher",
       );
       if (started) {
-        if (started.instanceNonce === credentials.nonce) await markStarted(kube, owner, pod, credentials);
+        if (started.instanceNonce === credentials.nonce) await markStarted(kube, store, pod, credentials);
         return started;
       }
       const log = await executor

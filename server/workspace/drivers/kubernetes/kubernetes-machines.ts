@@ -11,21 +11,33 @@ import type { MachineUsage } from "@/server/workspace/drivers/machine-usage";
 import type { GatewayBundle } from "@/server/workspace/gateway/bundle-gateway";
 import type { KubeClient } from "./kube-client";
 import type { KubernetesDriverConfig } from "./kubernetes-config";
-import { attachGateway } from "./kubernetes-gateway";
+import { attachGateway, credentialsStoreOf } from "./kubernetes-gateway";
 import {
   ANNOTATIONS,
   assertOwnObject,
-  claimName,
-  gatewaySecretName,
   installationSelector,
+  isPoolId,
   LABELS,
-  podName,
+  poolNames,
   specHash,
+  workspaceKey,
+  workspaceNames,
+  type MachineNames,
 } from "./kubernetes-names";
 import { deleteClaimAndWait, deletePodAndWait, ensureClaim, ensureRunningPod } from "./pod-lifecycle";
 import { podUsage } from "./pod-usage";
 import {
+  boundIdentity,
+  isBoundTo,
+  machineHandle,
+  machineNamesOf,
+  pooledIdOf,
+  poolStateOf,
+} from "./pool-identity";
+import {
   claimLayoutOf,
+  identityOf,
+  type MachineIdentity,
   denyEgressPolicy,
   tenantEgressPolicy,
   type WorkspaceOwner,
@@ -65,67 +77,83 @@ export class KubernetesMachines {
     const progress = options.onProgress ?? (() => undefined);
     const owner = { ...ownerOf(spec), installation: await this.context.installationId() };
     await this.ensurePolicies(spec.tenantId);
-    const claim = await ensureClaim(kube, config, owner, progress);
-    const pod = await ensureRunningPod(kube, config, owner, progress, claimLayoutOf(claim));
-    const gateway = await attachGateway(kube, config, owner, pod, bundle, () =>
+    // A bound pool machine keeps its names for life: its Pod is remade on its own claim after a stop. One
+    // whose claim is gone leaves the workspace its own Pod and claim, as a first create would make.
+    const machine = (await this.boundMachineOf(spec, owner)) ?? identityOf(owner);
+    const claim = await ensureClaim(kube, config, machine, progress);
+    const pod = await ensureRunningPod(kube, config, machine, progress, claimLayoutOf(claim));
+    const store = credentialsStoreOf(machine.names, workspaceKey(owner));
+    const gateway = await attachGateway(kube, config, store, pod, bundle, () =>
       progress({ step: "gateway.starting" }),
     );
     progress({ step: "gateway.ready" });
     // The worker only makes sure the gateway runs; processes that use it attach their own tunnel.
     await gateway.tunnel.close();
-    return {
-      kind: "kubernetes",
-      namespace: kube.namespace,
-      pod: podName(owner),
-      claim: claimName(owner),
-      podUid: pod.metadata?.uid ?? null,
-    };
+    return machineHandle(kube.namespace, machine.names, pod.metadata?.uid ?? null);
   }
 
   async stop(spec: WorkspaceSpec): Promise<void> {
     const { kube, config } = this.context;
-    const owner = ownerOf(spec);
-    await this.refuseForeign(owner);
-    await deletePodAndWait(kube, podName(owner), config.terminationGracePeriodSeconds, config);
-    await this.deleteSecret(owner);
+    const names = machineNamesOf(spec);
+    await this.refuseForeign(ownerOf(spec), names);
+    await deletePodAndWait(kube, names.pod, config.terminationGracePeriodSeconds, config);
+    await this.deleteSecret(names);
   }
 
+  /**
+   * Deletes what the stored handle names, the workspace's own names, and every pool machine bound to the
+   * workspace (a provision that died between the bind and storing its handle left one labelled so).
+   */
   async purge(spec: WorkspaceSpec): Promise<string[]> {
     const { kube, config } = this.context;
     const owner = ownerOf(spec);
-    await this.refuseForeign(owner);
-    const deletedPod = await deletePodAndWait(kube, podName(owner), 0, config);
-    await this.deleteSecret(owner);
-    const deletedClaim = await deleteClaimAndWait(kube, claimName(owner), config);
-    return [
-      ...(deletedPod ? [`pod:${kube.namespace}/${podName(owner)}`] : []),
-      ...(deletedClaim ? [`persistentvolumeclaim:${kube.namespace}/${claimName(owner)}`] : []),
-    ];
+    const candidates = new Map<string, MachineNames>();
+    for (const names of [
+      machineNamesOf(spec),
+      workspaceNames(owner),
+      ...(await this.boundPoolMachines(owner)),
+    ])
+      candidates.set(names.pod, names);
+    for (const names of candidates.values()) await this.refuseForeign(owner, names);
+    const deleted: string[] = [];
+    for (const names of candidates.values()) {
+      if (await deletePodAndWait(kube, names.pod, 0, config))
+        deleted.push(`pod:${kube.namespace}/${names.pod}`);
+      await this.deleteSecret(names);
+      if (await deleteClaimAndWait(kube, names.claim, config))
+        deleted.push(`persistentvolumeclaim:${kube.namespace}/${names.claim}`);
+    }
+    return deleted;
   }
 
   /** CPU and memory from the metrics API, disk and processes from an exec (pod-usage.ts); null without a running Pod. */
   usage(spec: WorkspaceSpec): Promise<MachineUsage | null> {
-    return podUsage(this.context.kube, podName(ownerOf(spec)));
+    return podUsage(this.context.kube, machineNamesOf(spec).pod);
   }
 
   /** The claim is the workspace's data; a missing Pod is recreated from it by the next provision. */
   async exists(spec: WorkspaceSpec): Promise<boolean> {
     const { kube } = this.context;
-    const owner = ownerOf(spec);
+    const names = machineNamesOf(spec);
+    // A pool machine counts only while it is bound to this workspace.
+    const ours = (object: { metadata?: k8s.V1ObjectMeta } | null) =>
+      object !== null && (names.pool === null || isBoundTo(object, spec));
     const claim = await kube.readOrNull("read the workspace claim", () =>
-      kube.core.readNamespacedPersistentVolumeClaim({ namespace: kube.namespace, name: claimName(owner) }),
+      kube.core.readNamespacedPersistentVolumeClaim({ namespace: kube.namespace, name: names.claim }),
     );
-    if (claim) return true;
+    if (ours(claim)) return true;
     const pod = await kube.readOrNull("read the workspace Pod", () =>
-      kube.core.readNamespacedPod({ namespace: kube.namespace, name: podName(owner) }),
+      kube.core.readNamespacedPod({ namespace: kube.namespace, name: names.pod }),
     );
-    return pod !== null;
+    return ours(pod);
   }
 
   /**
-   * One entry per workspace that has a Pod or a claim carrying Berth's labels AND this installation's id;
-   * locator `<namespace>/<pod>`. Other installations' objects in the namespace are never listed, nor are
-   * objects made before installations were labelled (their owner is unknown: none reaps them).
+   * One entry per workspace that has a Pod or a claim carrying Berth's labels AND this installation's id
+   * AND a workspace key (an idle pool machine has none: `listIdleMachines` lists it); locator
+   * `<namespace>/<pod>` (`berth-ws-<key>`, or `berth-pool-<id>` for a bound pool machine). Other
+   * installations' objects in the namespace are never listed, nor are objects made before installations
+   * were labelled (their owner is unknown: none reaps them).
    */
   async listResources(): Promise<MachineResource[]> {
     const { kube } = this.context;
@@ -143,27 +171,39 @@ export class KubernetesMachines {
       const key = object.metadata?.labels?.[LABELS.key];
       if (!key || byKey.has(key)) continue;
       const annotations = object.metadata?.annotations ?? {};
+      const pool = annotations[ANNOTATIONS.poolId];
       byKey.set(key, {
         workspaceId: annotations[ANNOTATIONS.workspace] ?? null,
         tenantId: annotations[ANNOTATIONS.tenant] ?? null,
-        locator: `${kube.namespace}/berth-ws-${key}`,
+        locator: `${kube.namespace}/${isPoolId(pool) ? poolNames(pool).pod : `berth-ws-${key}`}`,
       });
     }
     return [...byKey.values()];
   }
 
-  /** Deletes an orphan's Pod, gateway Secret and claim, found by its key label (never anything unlabelled). */
+  /**
+   * Deletes an orphan's Pods, gateway Secrets and claims, found by its workspace key label (never anything
+   * unlabelled). A `berth-pool-<id>` locator leads to the key its bound machine carries; an unbound pool
+   * machine is refused (it is nobody's: `discardIdleMachine` deletes it).
+   */
   async reap(resource: MachineResource): Promise<void> {
     const { kube, config } = this.context;
-    const match = /^([^/]+)\/berth-ws-([a-z0-9-]+)$/.exec(resource.locator);
+    const match = /^([^/]+)\/(berth-(?:ws|pool)-[A-Za-z0-9-]+)$/.exec(resource.locator);
     if (!match || match[1] !== kube.namespace) {
       throw new AppError(
         "BAD_REQUEST",
         `refusing to reap ${resource.locator}: not a workspace of namespace ${kube.namespace}`,
       );
     }
+    const installation = await this.context.installationId();
+    const key = match[2]!.startsWith("berth-ws-")
+      ? match[2]!.slice("berth-ws-".length)
+      : await this.keyOfPoolMachine(match[2]!, installation);
+    if (!key) {
+      throw new AppError("BAD_REQUEST", `refusing to reap ${resource.locator}: not bound to a workspace`);
+    }
     // Only this installation's objects of that key (another installation's are never touched).
-    const selector = `${installationSelector(await this.context.installationId())},${LABELS.key}=${match[2]}`;
+    const selector = `${installationSelector(installation)},${LABELS.key}=${key}`;
     const namespace = kube.namespace;
     const pods = await kube.call("list workspace Pods", () =>
       kube.core.listNamespacedPod({ namespace, labelSelector: selector }),
@@ -176,7 +216,7 @@ export class KubernetesMachines {
     // claim is this installation's (a key of another installation's workspace keeps its credentials).
     if (pods.items.length === 0 && claims.items.length === 0) return;
     const secrets = await kube.call("list gateway credentials", () =>
-      kube.core.listNamespacedSecret({ namespace, labelSelector: `${LABELS.key}=${match[2]}` }),
+      kube.core.listNamespacedSecret({ namespace, labelSelector: `${LABELS.key}=${key}` }),
     );
     for (const secret of secrets.items) {
       await kube.deleteIfPresent("delete gateway credentials", () =>
@@ -186,38 +226,102 @@ export class KubernetesMachines {
     for (const claim of claims.items) await deleteClaimAndWait(kube, claim.metadata!.name!, config);
   }
 
+  /** The workspace key a bound pool machine of this installation carries (claim or Pod), else null. */
+  private async keyOfPoolMachine(pod: string, installation: string): Promise<string | null> {
+    const { kube } = this.context;
+    const [claim, running] = await Promise.all([
+      kube.readOrNull("read the workspace claim", () =>
+        kube.core.readNamespacedPersistentVolumeClaim({ namespace: kube.namespace, name: `${pod}-data` }),
+      ),
+      kube.readOrNull("read the workspace Pod", () =>
+        kube.core.readNamespacedPod({ namespace: kube.namespace, name: pod }),
+      ),
+    ]);
+    for (const object of [claim, running]) {
+      const key = object?.metadata?.labels?.[LABELS.key];
+      const own = object?.metadata?.labels?.[LABELS.installation] === installation;
+      if (object && own && key && poolStateOf(object) === "bound") return key;
+    }
+    return null;
+  }
+
+  /** The pool machines of this installation bound to the workspace (by its key label). */
+  private async boundPoolMachines(owner: WorkspaceOwner): Promise<MachineNames[]> {
+    const { kube } = this.context;
+    const labelSelector = `${installationSelector(await this.context.installationId())},${LABELS.key}=${workspaceKey(owner)},${LABELS.pool}`;
+    const [pods, claims] = await Promise.all([
+      kube.call("list workspace Pods", () =>
+        kube.core.listNamespacedPod({ namespace: kube.namespace, labelSelector }),
+      ),
+      kube.call("list workspace claims", () =>
+        kube.core.listNamespacedPersistentVolumeClaim({ namespace: kube.namespace, labelSelector }),
+      ),
+    ]);
+    const ids = new Set<string>();
+    for (const object of [...pods.items, ...claims.items] as Array<{ metadata?: k8s.V1ObjectMeta }>) {
+      const id = object.metadata?.annotations?.[ANNOTATIONS.poolId];
+      if (isPoolId(id) && isBoundTo(object, owner)) ids.add(id);
+    }
+    return [...ids].map((id) => poolNames(id));
+  }
+
+  /** The bound pool machine `spec`'s handle names, when its claim is still there and bound to it. */
+  private async boundMachineOf(spec: WorkspaceSpec, owner: WorkspaceOwner): Promise<MachineIdentity | null> {
+    const id = pooledIdOf(spec.handle);
+    if (!id) return null;
+    const { kube } = this.context;
+    const claim = await kube.readOrNull("read the workspace claim", () =>
+      kube.core.readNamespacedPersistentVolumeClaim({ namespace: kube.namespace, name: poolNames(id).claim }),
+    );
+    if (!claim || claim.metadata?.deletionTimestamp || !isBoundTo(claim, owner)) return null;
+    return boundIdentity(id, owner);
+  }
+
   /**
-   * CONFLICT when the Pod or claim under this workspace's names carries another installation's id: stop
-   * and purge never delete what another installation made (provision refuses it the same way).
+   * CONFLICT when the Pod or claim under these names carries another installation's id, or is a pool
+   * machine not bound to this workspace: stop and purge never delete what is not the workspace's
+   * (provision refuses another installation's objects the same way).
    */
-  private async refuseForeign(owner: WorkspaceOwner) {
+  private async refuseForeign(owner: WorkspaceOwner, names: MachineNames) {
     const { kube } = this.context;
     const installation = await this.context.installationId();
     const [pod, claim] = await Promise.all([
       kube.readOrNull("read the workspace Pod", () =>
-        kube.core.readNamespacedPod({ namespace: kube.namespace, name: podName(owner) }),
+        kube.core.readNamespacedPod({ namespace: kube.namespace, name: names.pod }),
       ),
       kube.readOrNull("read the workspace claim", () =>
-        kube.core.readNamespacedPersistentVolumeClaim({ namespace: kube.namespace, name: claimName(owner) }),
+        kube.core.readNamespacedPersistentVolumeClaim({ namespace: kube.namespace, name: names.claim }),
       ),
     ]);
-    for (const object of [pod, claim]) if (object) assertOwnObject(object, installation);
+    for (const object of [pod, claim]) {
+      if (!object) continue;
+      assertOwnObject(object, installation);
+      if (names.pool !== null && !isBoundTo(object, owner)) {
+        throw new AppError("CONFLICT", `${object.metadata?.name} is not bound to this workspace`, {
+          details: { name: object.metadata?.name ?? null, pool: names.pool },
+        });
+      }
+    }
   }
 
-  private async deleteSecret(owner: WorkspaceOwner) {
+  private async deleteSecret(names: MachineNames) {
     const { kube } = this.context;
     await kube.deleteIfPresent("delete the gateway credentials", () =>
-      kube.core.deleteNamespacedSecret({ namespace: kube.namespace, name: gatewaySecretName(owner) }),
+      kube.core.deleteNamespacedSecret({ namespace: kube.namespace, name: names.secret }),
     );
   }
 
-  /** The deny-egress policy, and the tenant's egress policy when configured; checked once per process. */
-  private async ensurePolicies(tenantId: string) {
+  /**
+   * The deny-egress policy, and the tenant's egress policy when configured (none for a pool machine: it
+   * has no tenant until bound); checked once per process.
+   */
+  async ensurePolicies(tenantId: string | null) {
     const { config } = this.context;
     if (config.networkPolicy === "none") return;
     await this.ensurePolicy(denyEgressPolicy());
-    const rules = config.tenantEgress[tenantId];
-    if (rules && rules.length > 0) await this.ensurePolicy(tenantEgressPolicy(tenantId, rules));
+    const rules = tenantId === null ? undefined : config.tenantEgress[tenantId];
+    if (tenantId !== null && rules && rules.length > 0)
+      await this.ensurePolicy(tenantEgressPolicy(tenantId, rules));
   }
 
   /**

@@ -15,7 +15,19 @@ export const LABELS = {
   tenant: "berth.dev/tenant",
   user: "berth.dev/user",
   agent: "berth.dev/agent",
+  /** A warm pool machine (kubernetes-pool.ts): its id, hashed when it is not a label value. */
+  pool: "berth.dev/pool",
+  /** What the pool machine has baked in (`warmPoolKey`), set when it is made. */
+  poolKey: "berth.dev/pool-key",
+  /**
+   * `idle` (nobody's), `bound` (a workspace's: it also carries the workspace's labels) or `discarding`.
+   * Every change of it is a merge patch at the resourceVersion read, so a bind and a discard of the same
+   * machine never both succeed.
+   */
+  poolState: "berth.dev/pool-state",
 } as const;
+
+export type PoolState = "idle" | "bound" | "discarding";
 
 /** The ids verbatim (label values are limited to 63 safe characters, so long or odd ids are hashed there). */
 export const ANNOTATIONS = {
@@ -27,9 +39,12 @@ export const ANNOTATIONS = {
   specHash: "berth.dev/spec-hash",
   /** How a claim holds the workspace (workspace-manifests.ts ClaimLayout); absent on claims made before. */
   claimLayout: "berth.dev/claim-layout",
+  /** A pool machine's id verbatim (its label and names may carry a hash of it). */
+  poolId: "berth.dev/pool-id",
 } as const;
 
 export const MANAGED_BY = "berth";
+/** Workspace Pods and pool machines alike: the deny-egress policy selects both by it. */
 export const COMPONENT = "workspace";
 /** Every object of every workspace this driver created (any installation's: see installationSelector). */
 const MANAGED_SELECTOR = `${LABELS.managedBy}=${MANAGED_BY},${LABELS.component}=${COMPONENT}`;
@@ -90,8 +105,38 @@ export function claimName(ref: KubernetesWorkspaceRef): string {
 }
 
 /** The gateway's bearer token and instance nonce, for every Berth process that attaches. */
-export function gatewaySecretName(ref: KubernetesWorkspaceRef): string {
+function gatewaySecretName(ref: KubernetesWorkspaceRef): string {
   return `${podName(ref)}-gateway`;
+}
+
+/** What one machine's objects are called: a workspace's own (from its ids) or a pool machine's (from its id). */
+export type MachineNames = {
+  pod: string;
+  claim: string;
+  /** The gateway's credentials (kubernetes-gateway.ts). */
+  secret: string;
+  /** The pool machine's id; null for a workspace's own objects. */
+  pool: string | null;
+};
+
+export function workspaceNames(ref: KubernetesWorkspaceRef): MachineNames {
+  return { pod: podName(ref), claim: claimName(ref), secret: gatewaySecretName(ref), pool: null };
+}
+
+/** A pool row's id as the seam allows it: letters, digits and `-`. */
+const POOL_ID = /^[A-Za-z0-9][A-Za-z0-9-]{0,62}$/;
+/** The ids Berth's pool assigns (`m` + hex) fit DNS-1123 names as they are; others are hashed there. */
+const PLAIN_POOL_ID = /^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$/;
+
+export function isPoolId(id: unknown): id is string {
+  return typeof id === "string" && POOL_ID.test(id);
+}
+
+/** `berth-pool-<id>` (no tenant, user or workspace in it: the name stays when the machine is bound). */
+export function poolNames(id: string): MachineNames {
+  if (!isPoolId(id)) throw new AppError("BAD_REQUEST", `not a pool machine id: ${JSON.stringify(id)}`);
+  const pod = `berth-pool-${PLAIN_POOL_ID.test(id) ? id : `h${sha256Hex(id).slice(0, 24)}`}`;
+  return { pod, claim: `${pod}-data`, secret: `${pod}-gateway`, pool: id };
 }
 
 /** The deny-all-egress policy every workspace Pod is selected by. */

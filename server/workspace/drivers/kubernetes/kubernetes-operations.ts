@@ -6,6 +6,7 @@ import { KubeClient } from "./kube-client";
 import type { KubernetesDriverConfig } from "./kubernetes-config";
 import { KubernetesMachines, type KubernetesContext } from "./kubernetes-machines";
 import { KubernetesAttacher } from "./kubernetes-attacher";
+import { KubernetesWarmPool } from "./kubernetes-pool";
 
 /** The kubernetes driver's operations (driver.ts loads this module, and with it the client, on first use). */
 export function kubernetesOperations(
@@ -22,6 +23,7 @@ export function kubernetesOperations(
   };
   const machines = new KubernetesMachines(context);
   const attacher = new KubernetesAttacher(context);
+  const pool = new KubernetesWarmPool(context, machines);
   return {
     create: (spec, options) => machines.create(spec, options),
     stop: (spec) => machines.stop(spec),
@@ -30,6 +32,11 @@ export function kubernetesOperations(
     listResources: () => machines.listResources(),
     reap: (resource) => machines.reap(resource),
     usage: (spec) => machines.usage(spec),
+    warmPoolKey: () => pool.key(),
+    createIdleMachine: (id, options) => pool.createIdleMachine(id, options),
+    bindIdleMachine: (id, handle, spec) => pool.bind(id, handle, spec),
+    discardIdleMachine: (id) => pool.discard(id),
+    listIdleMachines: () => pool.listIdle(),
     attach: (spec, options) => attacher.attach(spec, options),
     isAlive: (machine) => attacher.isAlive(machine),
     // Drops this process' exec tunnel only; the Pod runs on for every other process.

@@ -4,7 +4,14 @@ import type { CreateProgress } from "@/server/workspace/drivers/driver";
 import type { KubeClient } from "./kube-client";
 import type { KubernetesDriverConfig } from "./kubernetes-config";
 import { ANNOTATIONS, assertOwnObject } from "./kubernetes-names";
-import { claimManifest, podManifest, type ClaimLayout, type WorkspaceOwner } from "./workspace-manifests";
+import {
+  claimManifest,
+  identityOf,
+  podManifest,
+  type ClaimLayout,
+  type MachineIdentity,
+  type WorkspaceOwner,
+} from "./workspace-manifests";
 
 export type Progress = (progress: CreateProgress) => void;
 
@@ -162,9 +169,10 @@ export async function deleteClaimAndWait(kube: KubeClient, name: string, wait: D
 export async function ensureClaim(
   kube: KubeClient,
   config: KubernetesDriverConfig,
-  owner: WorkspaceOwner,
+  owner: WorkspaceOwner | MachineIdentity,
   progress: Progress,
 ) {
+  const { installation } = identityOf(owner);
   const body = claimManifest(config, owner);
   const name = body.metadata!.name!;
   for (let attempt = 0; attempt < 5; attempt++) {
@@ -172,7 +180,7 @@ export async function ensureClaim(
       kube.core.readNamespacedPersistentVolumeClaim({ namespace: kube.namespace, name }),
     );
     if (existing && !existing.metadata?.deletionTimestamp) {
-      assertOwnObject(existing, owner.installation);
+      assertOwnObject(existing, installation);
       progress({ step: "claim.reused", detail: name });
       return existing;
     }
@@ -203,10 +211,11 @@ export async function ensureClaim(
 export async function ensureRunningPod(
   kube: KubeClient,
   config: KubernetesDriverConfig,
-  owner: WorkspaceOwner,
+  owner: WorkspaceOwner | MachineIdentity,
   progress: Progress,
   layout: ClaimLayout,
 ) {
+  const { installation } = identityOf(owner);
   const body = podManifest(config, owner, layout);
   const name = body.metadata!.name!;
   const wantedHash = body.metadata!.annotations![ANNOTATIONS.specHash];
@@ -232,7 +241,7 @@ export async function ensureRunningPod(
       }
       continue;
     }
-    assertOwnObject(pod, owner.installation);
+    assertOwnObject(pod, installation);
     const verdict = podVerdict(pod);
     if (verdict.state === "terminating") {
       progress({ step: "pod.terminating", detail: name });

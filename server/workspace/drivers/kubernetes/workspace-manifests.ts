@@ -3,18 +3,18 @@ import type * as k8s from "@kubernetes/client-node";
 import type { KubernetesDriverConfig } from "./kubernetes-config";
 import {
   ANNOTATIONS,
-  claimName,
   COMPONENT,
   EGRESS_POLICY_NAME,
   LABELS,
   MANAGED_BY,
-  podName,
   specHash,
   tenantEgressPolicyName,
   labelValue,
   workspaceAnnotations,
   workspaceLabels,
+  workspaceNames,
   type KubernetesWorkspaceRef,
+  type MachineNames,
 } from "./kubernetes-names";
 
 /** `installation`: set by the workers' provision (labelled on what it creates); absent when only attaching. */
@@ -24,6 +24,30 @@ export type WorkspaceOwner = KubernetesWorkspaceRef & {
   /** The tenant's per-workspace quotas: they replace the configured limits (and the claim's size). */
   resources?: WorkspaceResources;
 };
+
+/**
+ * What a machine's Pod and claim are called and carry: a workspace's own (`identityOf`), or a pool
+ * machine's (kubernetes-pool.ts: pool names, labels without any tenant, user or workspace).
+ */
+export type MachineIdentity = {
+  names: MachineNames;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  /** Checked against what is found under the names (assertOwnObject); absent when only attaching. */
+  installation?: string;
+  resources?: WorkspaceResources;
+};
+
+export function identityOf(subject: WorkspaceOwner | MachineIdentity): MachineIdentity {
+  if ("names" in subject) return subject;
+  return {
+    names: workspaceNames(subject),
+    labels: workspaceLabels(subject),
+    annotations: workspaceAnnotations(subject),
+    ...(subject.installation ? { installation: subject.installation } : {}),
+    ...(subject.resources ? { resources: subject.resources } : {}),
+  };
+}
 
 /** Containers of a workspace Pod and the paths inside them. */
 export const POD = {
@@ -91,9 +115,10 @@ const hardened: k8s.V1SecurityContext = {
  */
 export function podManifest(
   config: KubernetesDriverConfig,
-  owner: WorkspaceOwner,
+  subject: WorkspaceOwner | MachineIdentity,
   layout: ClaimLayout = CLAIM_LAYOUT,
 ): k8s.V1Pod {
+  const machine = identityOf(subject);
   const homeOnClaim = layout === "workdir-and-home";
   const workdirMount = {
     name: "workdir",
@@ -136,7 +161,10 @@ export function podManifest(
         command: INIT,
         workingDir: POD.workdir,
         env,
-        resources: { requests: { ...config.requests }, limits: quotaLimits(config.limits, owner.resources) },
+        resources: {
+          requests: { ...config.requests },
+          limits: quotaLimits(config.limits, machine.resources),
+        },
         securityContext: hardened,
         volumeMounts: [workdirMount, { name: "tmp", mountPath: "/tmp" }, homeMount],
       },
@@ -158,7 +186,7 @@ export function podManifest(
       },
     ],
     volumes: [
-      { name: "workdir", persistentVolumeClaim: { claimName: claimName(owner) } },
+      { name: "workdir", persistentVolumeClaim: { claimName: machine.names.claim } },
       scratch("tmp"),
       ...(homeOnClaim ? [] : [scratch("home")]),
       // In memory: the token file the gateway reads (and deletes) never reaches a node's disk.
@@ -171,9 +199,9 @@ export function podManifest(
     apiVersion: "v1",
     kind: "Pod",
     metadata: {
-      name: podName(owner),
-      labels: workspaceLabels(owner),
-      annotations: { ...workspaceAnnotations(owner), [ANNOTATIONS.specHash]: specHash(spec) },
+      name: machine.names.pod,
+      labels: machine.labels,
+      annotations: { ...machine.annotations, [ANNOTATIONS.specHash]: specHash(spec) },
     },
     spec,
   };
@@ -182,21 +210,22 @@ export function podManifest(
 /** The workdir's claim: outlives every Pod (stop keeps it), deleted by purge. */
 export function claimManifest(
   config: KubernetesDriverConfig,
-  owner: WorkspaceOwner,
+  subject: WorkspaceOwner | MachineIdentity,
 ): k8s.V1PersistentVolumeClaim {
+  const machine = identityOf(subject);
   return {
     apiVersion: "v1",
     kind: "PersistentVolumeClaim",
     metadata: {
-      name: claimName(owner),
-      labels: workspaceLabels(owner),
-      annotations: { ...workspaceAnnotations(owner), [ANNOTATIONS.claimLayout]: CLAIM_LAYOUT },
+      name: machine.names.claim,
+      labels: machine.labels,
+      annotations: { ...machine.annotations, [ANNOTATIONS.claimLayout]: CLAIM_LAYOUT },
     },
     spec: {
       accessModes: [config.accessMode],
       resources: {
         requests: {
-          storage: owner.resources?.diskBytes ? String(owner.resources.diskBytes) : config.storageSize,
+          storage: machine.resources?.diskBytes ? String(machine.resources.diskBytes) : config.storageSize,
         },
       },
       ...(config.storageClassName ? { storageClassName: config.storageClassName } : {}),
