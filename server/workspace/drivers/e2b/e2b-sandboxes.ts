@@ -265,6 +265,10 @@ export class E2bSandboxes {
         "BAD_REQUEST",
         `refusing to reap ${resource.locator}: not a sandbox of this Berth installation`,
       );
+    // A pool machine is reaped only once bound (a workspace's); an idle one is the pool's to discard.
+    const poolId = poolIdOf(info.metadata, await this.naming());
+    if (poolId !== null && (await poolState(this.client, this.poolContext(), info, poolId)).state !== "bound")
+      throw new AppError("BAD_REQUEST", `refusing to reap ${resource.locator}: an unbound pool machine`);
     await this.client.kill(resource.locator);
     await removeCredentials(this.runtimeDir, resource.locator);
     await removeBinding(this.runtimeDir, resource.locator);
