@@ -210,8 +210,15 @@ describeE2b("E2B driver: warm pool", () => {
     expect(await driver.purge(second)).toEqual([`sandbox:${idle!.sandboxId}`]);
   });
 
-  it("discards an idle machine (idempotent) and leaves a bound one alone", async () => {
+  it("refuses an expired idle machine, which the next listing resumes; discards idle ones (idempotent), never a bound one", async () => {
     const idle = await driver.createIdleMachine!("pc");
+    // Paused by E2B at its timeout (the workers were down): not bindable, and the next listing resumes it.
+    await Sandbox.pause(String(idle.sandboxId), sdk());
+    const expired = await rejection(driver.bindIdleMachine!("pc", idle, specOf("tenant-a")));
+    expect(expired).toMatchObject({ code: "CONFLICT", message: expect.stringMatching(/expired/) });
+    expect(await driver.listIdleMachines!()).toEqual(["pc"]);
+    expect(testbed.emulator.sandbox(String(idle.sandboxId))?.state).toBe("running");
+    await Sandbox.pause(String(idle.sandboxId), sdk());
     await driver.discardIdleMachine!("pc", idle);
     expect(testbed.emulator.sandbox(String(idle.sandboxId))).toBeUndefined();
     await driver.discardIdleMachine!("pc", idle);

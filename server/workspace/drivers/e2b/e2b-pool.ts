@@ -29,10 +29,12 @@ const ZIdleHandle = z.object({ kind: z.literal("e2b"), pool: ZPoolId, sandboxId:
  * operation follows. Tenants with their own team or template are refused at bind: the core then creates a
  * sandbox in their team the usual way.
  *
- * Timeouts: an idle sandbox's E2B timeout is refreshed by `listIdleMachines` (the refill runs it every
- * tick) once half of it is used. If the workers are down longer than that, E2B pauses (or kills) it; a
- * paused idle one is never bound (`bind` refuses it, so the core discards it and creates cold) and is not
- * listed as idle, so the refill's key and row checks do not count it.
+ * Timeouts: pool sandboxes are created with the cold path's timeout and `onTimeout` (once bound they must
+ * keep files as a cold one does). An idle one's timeout is refreshed by `listIdleMachines`, which the
+ * refill runs every tick. If the workers are down longer than that, E2B pauses it (or kills it, with
+ * BERTH_E2B_ON_TIMEOUT=kill): a paused idle one is never bound (`bind` refuses it, so the core discards it
+ * and creates cold at once), and the next `listIdleMachines` resumes it; a killed one fails its bind the
+ * same way.
  */
 export class E2bWarmPool {
   constructor(private readonly teams: E2bTeams) {}
@@ -175,8 +177,10 @@ export class E2bWarmPool {
   }
 
   /**
-   * The ids of this installation's unbound pool sandboxes that run; each one's E2B timeout is refreshed
-   * once half of it is used, so an idle sandbox never expires while the refill runs.
+   * The ids of this installation's unbound pool sandboxes. A running one's E2B timeout is refreshed once
+   * half of it is used, so an idle sandbox never expires while the refill (which lists every tick) runs;
+   * one E2B paused at its timeout anyway (the workers were down) is resumed by reading its marker
+   * (`poolState`), so it is whole again and listed.
    */
   async listIdle(): Promise<string[]> {
     const { client, timeoutMs } = this.sandboxes;
@@ -184,11 +188,12 @@ export class E2bWarmPool {
     const ids = new Set<string>();
     for (const sandbox of await client.list(installationMetadata(naming))) {
       const poolId = poolIdOf(sandbox.metadata, naming);
-      if (poolId === null || sandbox.state !== "running") continue;
+      if (poolId === null) continue;
       const state = await poolState(client, this.sandboxes.poolContext(), sandbox, poolId);
       if (state.state !== "idle") continue;
       ids.add(poolId);
-      if (sandbox.endAt.getTime() - Date.now() < timeoutMs / 2)
+      const left = sandbox.endAt.getTime() - Date.now();
+      if (sandbox.state === "running" && left < timeoutMs / 2)
         await client.setTimeout(sandbox.sandboxId, timeoutMs);
     }
     return [...ids];
