@@ -207,7 +207,11 @@ describeE2b("E2B driver: warm pool", () => {
       ),
     );
     expect(again.code).toBe("CONFLICT");
+    // Its tenant sets its own team since: the pool machine stays in the installation's team and is found.
+    stored.set("tenant-b", { apiKey: TENANT_KEY });
+    expect(await driver.exists(second)).toBe(true);
     expect(await driver.purge(second)).toEqual([`sandbox:${idle!.sandboxId}`]);
+    stored.delete("tenant-b");
   });
 
   it("refuses an expired idle machine, which the next listing resumes; discards idle ones (idempotent), never a bound one", async () => {

@@ -11,7 +11,7 @@ import { E2bTeams } from "./e2b-teams";
 export function e2bOperations(config: E2bDriverConfig, context: DriverContext): DriverOperations {
   const teams = new E2bTeams(config, context);
   // Each workspace's sandbox lives in its tenant's team (its own E2B key) or the installation's.
-  const team = (spec: WorkspaceSpec) => teams.forTenant(spec.tenantId);
+  const team = (spec: WorkspaceSpec) => teams.forSpec(spec);
   const pool = new E2bWarmPool(teams);
   return {
     // Workers: create (find, resume or create; verify; gateway), stop = pause, purge = kill, reconcile.
