@@ -222,6 +222,12 @@ describeE2b("E2B driver: warm pool", () => {
     expect(expired).toMatchObject({ code: "CONFLICT", message: expect.stringMatching(/expired/) });
     expect(await driver.listIdleMachines!()).toEqual(["pc"]);
     expect(testbed.emulator.sandbox(String(idle.sandboxId))?.state).toBe("running");
+    // A workspace that has a sandbox of its own already (a cold create got that far) keeps it.
+    const cold = specOf("tenant-a");
+    const coldHandle = await driver.create(cold);
+    const hasData = await rejection(driver.bindIdleMachine!("pc", idle, cold));
+    expect(hasData).toMatchObject({ code: "CONFLICT", details: { reason: "workspace_has_data" } });
+    await driver.purge({ ...cold, handle: coldHandle });
     await Sandbox.pause(String(idle.sandboxId), sdk());
     await driver.discardIdleMachine!("pc", idle);
     expect(testbed.emulator.sandbox(String(idle.sandboxId))).toBeUndefined();

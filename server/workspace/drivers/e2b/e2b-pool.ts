@@ -5,7 +5,14 @@ import { AppError } from "@/server/shared/errors";
 import type { BackendHandle, CreateProgress, WorkspaceSpec } from "@/server/workspace/drivers/driver";
 import type { ListedSandbox } from "./e2b-client";
 import { ensureGateway, gatewayBundle, removeCredentials } from "./e2b-gateway";
-import { installationMetadata, METADATA, poolIdOf, poolMetadata, type E2bHandle } from "./e2b-naming";
+import {
+  installationMetadata,
+  METADATA,
+  poolIdOf,
+  poolMetadata,
+  workspaceFilter,
+  type E2bHandle,
+} from "./e2b-naming";
 import { checkTemplateSize, writeMarker } from "./e2b-prepare";
 import { poolState, readBinding, readMarker, removeBinding, writeBinding } from "./e2b-pool-bindings";
 import type { E2bSandboxes } from "./e2b-sandboxes";
@@ -100,7 +107,8 @@ export class E2bWarmPool {
    * Gives the idle sandbox to the workspace of `spec`: the host binding record, then the root-only marker
    * (O_EXCL: a sandbox bound to someone else refuses atomically). No sandbox is created or resumed.
    * Refused (AppError, the machine left as it was): a tenant with its own E2B team or template
-   * (UNPROCESSABLE, `tenant_team`), a sandbox gone, paused (expired) or bound to another workspace.
+   * (UNPROCESSABLE, `tenant_team`), a workspace that has a sandbox already (CONFLICT, `workspace_has_data`),
+   * a pool sandbox gone, paused (expired) or bound to another workspace (CONFLICT).
    */
   async bind(id: string, handle: BackendHandle, spec: WorkspaceSpec): Promise<BackendHandle> {
     const poolId = parsePoolId(id);
@@ -121,6 +129,17 @@ export class E2bWarmPool {
       throw unbindable(poolId, "its sandbox is gone");
     }
     if (info.state !== "running") throw unbindable(poolId, "its sandbox expired (paused by E2B)");
+    // A sandbox with the workspace's metadata (a cold create that got that far) is its data: the provision
+    // then creates the usual way and finds it, instead of a second sandbox shadowing it.
+    if ((await client.list(workspaceFilter(await this.sandboxes.naming(), spec))).length > 0) {
+      throw new AppError(
+        "CONFLICT",
+        `workspace ${spec.workspaceId} has a sandbox already: pool machine ${poolId} not bound`,
+        {
+          details: { pool: poolId, reason: "workspace_has_data" },
+        },
+      );
+    }
     const existing = await readBinding(runtimeDir, sandboxId);
     if (existing && (existing.workspaceId !== spec.workspaceId || existing.tenantId !== spec.tenantId)) {
       throw unbindable(poolId, "it is bound to another workspace");
