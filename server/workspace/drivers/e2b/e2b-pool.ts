@@ -14,7 +14,7 @@ import {
   type E2bHandle,
 } from "./e2b-naming";
 import { checkTemplateSize, writeMarker } from "./e2b-prepare";
-import { poolState, readBinding, readMarker, removeBinding, writeBinding } from "./e2b-pool-bindings";
+import { poolState, readBinding, removeBinding, writeBinding } from "./e2b-pool-bindings";
 import type { E2bSandboxes } from "./e2b-sandboxes";
 import type { E2bTeams } from "./e2b-teams";
 
@@ -76,16 +76,23 @@ export class E2bWarmPool {
     const poolId = parsePoolId(id);
     const { client, timeoutMs, config } = this.sandboxes;
     const poolKey = await this.key();
-    const [first, ...extra] = await this.find(poolId);
-    for (const sandbox of extra) await this.kill(sandbox.sandboxId, poolId);
     let sandbox: Sandbox | null = null;
-    if (first && (await readBinding(this.sandboxes.runtimeDir, first.sandboxId))) throw bound(poolId);
-    if (first && first.metadata[METADATA.poolKey] === poolKey) {
-      sandbox = await client.connect(first.sandboxId, timeoutMs);
-      if (sandbox && (await readMarker(sandbox, config.requestTimeoutMs)) !== null) throw bound(poolId);
-      if (sandbox) progress({ step: "sandbox.reattaching", detail: sandbox.sandboxId });
-    } else if (first) {
-      await this.kill(first.sandboxId, poolId); // made under another key, never bound: not worth keeping
+    for (const found of await this.find(poolId)) {
+      // Whose each one is decides, never its age: a bound one stops the create, an unreadable one too.
+      const state = await poolState(client, this.sandboxes.poolContext(), found, poolId);
+      if (state.state === "bound") throw bound(poolId);
+      if (state.state === "unknown") {
+        throw new AppError("UNAVAILABLE", `cannot tell whether pool sandbox ${found.sandboxId} is bound`, {
+          details: { pool: poolId, sandboxId: found.sandboxId },
+        });
+      }
+      if (!sandbox && found.metadata[METADATA.poolKey] === poolKey) {
+        sandbox = await client.connect(found.sandboxId, timeoutMs);
+        if (sandbox) progress({ step: "sandbox.reattaching", detail: sandbox.sandboxId });
+      } else {
+        // Another key's (never bound: not worth keeping), or a duplicate a crashed run left.
+        await this.kill(found.sandboxId, poolId);
+      }
     }
     if (!sandbox) {
       sandbox = await client.create(poolMetadata(await this.sandboxes.naming(), poolId, poolKey), timeoutMs);
