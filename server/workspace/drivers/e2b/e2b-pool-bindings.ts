@@ -20,7 +20,7 @@ import { poolIdOf, SANDBOX_PATHS, ZMarker, type E2bHandle, type SandboxNaming } 
  * A pool sandbox is idle only when its marker was READ and is absent; when neither record can be read it
  * is `unknown`: neither idle (never discarded) nor a resource (never reaped).
  */
-export const ZPoolBinding = z.object({
+const ZPoolBinding = z.object({
   pool: z.string(),
   sandboxId: z.string(),
   workspaceId: z.string(),
@@ -28,9 +28,9 @@ export const ZPoolBinding = z.object({
   userId: z.string(),
   boundAt: z.string(),
 });
-export type PoolBinding = z.infer<typeof ZPoolBinding>;
+type PoolBinding = z.infer<typeof ZPoolBinding>;
 
-export type PoolState =
+type PoolState =
   { state: "idle" } | { state: "bound"; workspaceId: string; tenantId: string } | { state: "unknown" };
 
 function bindingPath(runtimeDir: string, sandboxId: string): string {
@@ -65,7 +65,7 @@ export async function removeBinding(runtimeDir: string, sandboxId: string): Prom
  * The marker inside a running sandbox, null when there is none (never bound), or "unreadable" when there
  * is one that does not parse: someone bound (or broke) it, so it is neither idle nor anyone's resource.
  */
-export async function readMarker(
+async function readMarker(
   sandbox: Sandbox,
   requestTimeoutMs: number,
 ): Promise<z.infer<typeof ZMarker> | null | "unreadable"> {
@@ -85,7 +85,7 @@ export async function readMarker(
 }
 
 /** Whether the host record names this workspace (a missing record says nothing: see `poolState`). */
-export function bindsTo(binding: PoolBinding, spec: WorkspaceSpec): boolean {
+function bindsTo(binding: PoolBinding, spec: WorkspaceSpec): boolean {
   return binding.workspaceId === spec.workspaceId && binding.tenantId === spec.tenantId;
 }
 
