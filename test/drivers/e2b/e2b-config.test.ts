@@ -88,7 +88,7 @@ describe("E2B driver configuration from the environment", () => {
       mayVanish: true,
       pty: true,
       previews: false,
-      warmPool: false,
+      warmPool: true,
     });
     expect(driver.kind).toBe("e2b");
   });

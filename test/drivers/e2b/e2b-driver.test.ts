@@ -67,7 +67,7 @@ describeE2b("E2B driver against the emulator: exec, files, archives and MCP thro
       mayVanish: true,
       pty: true,
       previews: false,
-      warmPool: false,
+      warmPool: true,
     });
     expect(backend).toMatchObject({ workdir: "/home/user/workspace" });
     expect("hostPath" in backend).toBe(false);

@@ -2,6 +2,15 @@ import type { DriverDefinition, DriverImplementation } from "@/server/workspace/
 import { deferredOperations, REQUIRED_OPERATIONS } from "@/server/workspace/drivers/deferred-operations";
 import { e2bConfigFromEnv, ZE2bDriverConfig, ZE2bTenantSettings, type E2bDriverConfig } from "./e2b-config";
 
+/** The warm pool's operations (e2b-pool.ts), listed so the pool core finds them before the SDK loads. */
+const WARM_POOL_OPERATIONS = [
+  "warmPoolKey",
+  "createIdleMachine",
+  "bindIdleMachine",
+  "discardIdleMachine",
+  "listIdleMachines",
+] as const;
+
 /**
  * E2B cloud sandboxes (README.md in this folder): one sandbox per workspace through the official `e2b` SDK,
  * data kept across `stop` (a pause), the MCP gateway inside the sandbox behind its exposed port.
@@ -33,10 +42,11 @@ export const e2bDriver: DriverDefinition<E2bDriverConfig> = {
         mayVanish: true,
         pty: true,
         previews: false,
-        warmPool: false,
+        warmPool: true,
       },
-      ...deferredOperations([...REQUIRED_OPERATIONS, "usage", "connectMcp"], async () =>
-        (await import("./e2b-operations")).e2bOperations(config, context),
+      ...deferredOperations(
+        [...REQUIRED_OPERATIONS, ...WARM_POOL_OPERATIONS, "usage", "connectMcp"],
+        async () => (await import("./e2b-operations")).e2bOperations(config, context),
       ),
     };
   },

@@ -5,7 +5,7 @@ import { isSandboxGone, toAppError } from "./e2b-errors";
 /** A listed sandbox, the part of `SandboxInfo` the driver uses. */
 export type ListedSandbox = Pick<
   SandboxInfo,
-  "sandboxId" | "metadata" | "startedAt" | "state" | "cpuCount" | "memoryMB"
+  "sandboxId" | "metadata" | "startedAt" | "endAt" | "state" | "cpuCount" | "memoryMB"
 >;
 
 /**

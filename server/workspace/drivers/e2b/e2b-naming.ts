@@ -12,6 +12,9 @@ export const METADATA = {
   tenant: "berth.tenant",
   user: "berth.user",
   agent: "berth.agent",
+  /** A warm pool machine (e2b-pool.ts): its pool id, and the key of what it was made with. */
+  pool: "berth.pool",
+  poolKey: "berth.pool-key",
 } as const;
 
 /**
@@ -80,6 +83,11 @@ export const ZE2bHandle = z.object({
     .default(null),
   /** What the resumed sandbox lacked (`marker`, `workdir`): its files did not survive. */
   missing: z.array(z.string()).default([]),
+  /**
+   * The warm pool machine this workspace was given (e2b-pool.ts): its sandbox carries pool metadata, not
+   * the workspace's (E2B metadata cannot change), so every operation follows the handle to it.
+   */
+  pool: z.string().optional(),
 });
 export type E2bHandle = z.infer<typeof ZE2bHandle>;
 
@@ -88,6 +96,17 @@ export function parseHandle(handle: BackendHandle | null | undefined): E2bHandle
   if (!handle) return null;
   const parsed = ZE2bHandle.safeParse(handle);
   return parsed.success ? parsed.data : null;
+}
+
+/** What every pool machine of this installation carries (no tenant, user or workspace). */
+export function poolMetadata(config: SandboxNaming, poolId: string, poolKey: string): Record<string, string> {
+  return { ...installationMetadata(config), [METADATA.pool]: poolId, [METADATA.poolKey]: poolKey };
+}
+
+/** The pool id of a sandbox this installation made as a pool machine, else null. */
+export function poolIdOf(metadata: Record<string, string>, config: SandboxNaming): string | null {
+  const ours = Object.entries(installationMetadata(config)).every(([key, value]) => metadata[key] === value);
+  return ours ? (metadata[METADATA.pool] ?? null) : null;
 }
 
 /** Root-only folder inside every sandbox: the gateway bundle, its pid, log and token file, the marker. */

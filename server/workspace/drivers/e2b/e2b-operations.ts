@@ -4,13 +4,15 @@ import type { DriverOperations } from "@/server/workspace/drivers/deferred-opera
 import type { WorkspaceMachine } from "@/server/workspace/drivers/port";
 import type { E2bDriverConfig } from "./e2b-config";
 import { E2bMachine } from "./e2b-machine";
+import { E2bWarmPool } from "./e2b-pool";
 import { E2bTeams } from "./e2b-teams";
 
 /** The e2b driver's operations (driver.ts loads this module, and with it the SDK, on first use). */
 export function e2bOperations(config: E2bDriverConfig, context: DriverContext): DriverOperations {
   const teams = new E2bTeams(config, context);
   // Each workspace's sandbox lives in its tenant's team (its own E2B key) or the installation's.
-  const team = (spec: WorkspaceSpec) => teams.forTenant(spec.tenantId);
+  const team = (spec: WorkspaceSpec) => teams.forSpec(spec);
+  const pool = new E2bWarmPool(teams);
   return {
     // Workers: create (find, resume or create; verify; gateway), stop = pause, purge = kill, reconcile.
     create: async (spec, options) => (await team(spec)).create(spec, options?.onProgress),
@@ -21,6 +23,12 @@ export function e2bOperations(config: E2bDriverConfig, context: DriverContext): 
     usage: async (spec) => (await team(spec)).usage(spec),
     listResources: () => teams.listResources(),
     reap: (resource) => teams.reap(resource),
+    // Warm pools (e2b-pool.ts): sandboxes of the installation's team, bound by a record, not by metadata.
+    warmPoolKey: () => pool.key(),
+    createIdleMachine: (id, options) => pool.createIdle(id, options?.onProgress),
+    bindIdleMachine: (id, handle, spec) => pool.bind(id, handle, spec),
+    discardIdleMachine: (id) => pool.discard(id),
+    listIdleMachines: () => pool.listIdle(),
     // Every process: connect by the stored handle (resuming a sandbox E2B paused on its own) and reuse
     // the running gateway; never create a sandbox. Detaching only lets go of this process' connections.
     attach: async (spec, options) => {

@@ -1,6 +1,11 @@
+import { randomBytes } from "node:crypto";
 import type { Sandbox } from "e2b";
+import type { z } from "zod";
 import { AppError } from "@/server/shared/errors";
+import type { WorkspaceSpec } from "@/server/workspace/drivers/driver";
+import type { E2bClient } from "./e2b-client";
 import { runChore } from "./e2b-commands";
+import type { E2bDriverConfig } from "./e2b-config";
 import { SANDBOX_PATHS, ZMarker } from "./e2b-naming";
 
 /** What one root chore learns about a sandbox before Berth uses it (one round trip instead of five). */
@@ -67,4 +72,64 @@ function parseMarker(text: string): SandboxFacts["marker"] {
   } catch {
     return null;
   }
+}
+
+/**
+ * $1 marker JSON, $2 "replace" to drop the old one first. Writes the marker only when there is none
+ * (noclobber: O_EXCL, so two racing provisions, or binds, agree on one) and prints the marker in place.
+ */
+const WRITE_MARKER = [
+  `[ "$2" = replace ] && rm -f ${SANDBOX_PATHS.marker}`,
+  `(set -C; printf '%s' "$1" > ${SANDBOX_PATHS.marker}) 2>/dev/null`,
+  `cat ${SANDBOX_PATHS.marker}`,
+].join("\n");
+
+/**
+ * Writes the workspace's root-only marker unless one is in place (the one in place wins, unless it is
+ * replaced) and answers the marker in place: another workspace's, when the sandbox was someone else's.
+ */
+export async function writeMarker(
+  sandbox: Sandbox,
+  spec: Pick<WorkspaceSpec, "workspaceId" | "tenantId">,
+  options: { nonce: string | undefined; replace: boolean; requestTimeoutMs: number },
+): Promise<z.infer<typeof ZMarker>> {
+  const marker = {
+    workspaceId: spec.workspaceId,
+    tenantId: spec.tenantId,
+    nonce: options.nonce ?? randomBytes(12).toString("hex"),
+  };
+  const result = await runChore(
+    sandbox,
+    WRITE_MARKER,
+    [JSON.stringify(marker), options.replace ? "replace" : "keep"],
+    { user: "root", timeoutMs: 30_000, requestTimeoutMs: options.requestTimeoutMs },
+  );
+  try {
+    return ZMarker.parse(JSON.parse(result.stdout));
+  } catch {
+    throw new AppError("INTERNAL", `could not write the workspace marker: ${result.stderr.trim()}`, {
+      details: { sandboxId: sandbox.sandboxId },
+    });
+  }
+}
+
+/** E2B sizes sandboxes by template: refuse (and kill) one smaller than configured, with the fix in the message. */
+export async function checkTemplateSize(
+  client: E2bClient,
+  config: E2bDriverConfig,
+  sandbox: Sandbox,
+): Promise<void> {
+  const { minCpuCount, minMemoryMB, template } = config;
+  if (minCpuCount === undefined && minMemoryMB === undefined) return;
+  const info = await client.info(sandbox.sandboxId);
+  if (!info) return;
+  const short =
+    (minCpuCount !== undefined && info.cpuCount < minCpuCount) ||
+    (minMemoryMB !== undefined && info.memoryMB < minMemoryMB);
+  if (!short) return;
+  await client.kill(sandbox.sandboxId);
+  throw new AppError(
+    "UNPROCESSABLE",
+    `E2B template ${template} gives ${info.cpuCount} vCPU / ${info.memoryMB} MB, below BERTH_E2B_CPU_COUNT=${minCpuCount ?? "-"} / BERTH_E2B_MEMORY_MB=${minMemoryMB ?? "-"}: build a bigger template (e2b template build --cpu-count --memory-mb) and set BERTH_E2B_TEMPLATE`,
+  );
 }

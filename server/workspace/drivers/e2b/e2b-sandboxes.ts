@@ -1,5 +1,4 @@
 import { installationIdOf, type InstallationIdSource } from "@/server/workspace/drivers/installation";
-import { randomBytes } from "node:crypto";
 import type { Sandbox } from "e2b";
 import { AppError } from "@/server/shared/errors";
 import type { MachineUsage } from "@/server/workspace/drivers/machine-usage";
@@ -11,7 +10,6 @@ import type {
 } from "@/server/workspace/drivers/driver";
 import { E2bMachine } from "./e2b-machine";
 import { E2bClient, type ListedSandbox } from "./e2b-client";
-import { runChore } from "./e2b-commands";
 import { runtimeDirOf, sandboxTimeoutMs, type E2bDriverConfig } from "./e2b-config";
 import { ensureGateway, gatewayBundle, removeCredentials } from "./e2b-gateway";
 import { SandboxKeepAlive } from "./e2b-keepalive";
@@ -21,14 +19,14 @@ import {
   isLegacyOf,
   METADATA,
   parseHandle,
-  SANDBOX_PATHS,
+  poolIdOf,
   workspaceFilter,
   workspaceMetadata,
   type SandboxNaming,
-  ZMarker,
   type E2bHandle,
 } from "./e2b-naming";
-import { prepareSandbox, type SandboxFacts } from "./e2b-prepare";
+import { checkTemplateSize, prepareSandbox, writeMarker, type SandboxFacts } from "./e2b-prepare";
+import { boundPoolSandbox, poolState, removeBinding } from "./e2b-pool-bindings";
 
 type Progress = (progress: CreateProgress) => void;
 
@@ -38,16 +36,6 @@ function oldest(sandboxes: readonly ListedSandbox[]): ListedSandbox | undefined 
     (a, b) => a.startedAt.getTime() - b.startedAt.getTime() || a.sandboxId.localeCompare(b.sandboxId),
   )[0];
 }
-
-/**
- * $1 marker JSON, $2 "replace" to drop the old one first. Writes the marker only when there is none
- * (noclobber: O_EXCL, so two racing provisions agree on one) and prints the marker that is in place.
- */
-const WRITE_MARKER = [
-  `[ "$2" = replace ] && rm -f ${SANDBOX_PATHS.marker}`,
-  `(set -C; printf '%s' "$1" > ${SANDBOX_PATHS.marker}) 2>/dev/null`,
-  `cat ${SANDBOX_PATHS.marker}`,
-].join("\n");
 
 /**
  * One workspace ↔ one sandbox. Workers `create` (find by handle or metadata, resume, or create; verify;
@@ -80,7 +68,7 @@ export class E2bSandboxes {
   }
 
   /** Whose sandboxes this driver makes, lists and reaps (see SandboxNaming). */
-  private async naming(): Promise<SandboxNaming> {
+  async naming(): Promise<SandboxNaming> {
     return {
       installation: await this.installationId(),
       acceptLegacy: this.config.installation === undefined,
@@ -142,12 +130,11 @@ export class E2bSandboxes {
         detail: `sandbox ${sandbox.sandboxId} ${resumed ? "resumed" : "reattached"} without its ${missing.join(" and ")}: the workspace's files did not survive`,
       });
     }
-    const markerNonce = await this.writeMarker(
-      sandbox,
-      spec,
-      fresh ? undefined : previous?.markerNonce,
-      missing.includes("marker"),
-    );
+    const { nonce: markerNonce } = await writeMarker(sandbox, spec, {
+      nonce: fresh ? undefined : previous?.markerNonce,
+      replace: missing.includes("marker"),
+      requestTimeoutMs: this.config.requestTimeoutMs,
+    });
     const { gateway, started } = await ensureGateway(sandbox, this.gatewayContext(), () =>
       Promise.resolve(facts),
     );
@@ -164,6 +151,10 @@ export class E2bSandboxes {
       resumed,
       replaced,
       missing,
+      // Still the pool machine bind gave the workspace: later operations keep following the handle to it.
+      ...(previous?.pool !== undefined && previous.sandboxId === sandbox.sandboxId
+        ? { pool: previous.pool }
+        : {}),
     };
   }
 
@@ -201,6 +192,7 @@ export class E2bSandboxes {
     for (const sandboxId of await this.sandboxIdsOf(spec)) {
       if (await this.client.kill(sandboxId)) removed.push(`sandbox:${sandboxId}`);
       await removeCredentials(this.runtimeDir, sandboxId);
+      await removeBinding(this.runtimeDir, sandboxId);
     }
     return removed;
   }
@@ -233,12 +225,33 @@ export class E2bSandboxes {
     return (await this.sandboxIdsOf(spec)).length > 0;
   }
 
+  /**
+   * Every sandbox of this installation in this team. Warm pool machines carry no workspace metadata: an
+   * idle one is the pool's (never listed, so never reaped as an orphan), a bound one is listed as its
+   * workspace's (e2b-pool-bindings.ts), one whose binding cannot be read is left out.
+   */
   async listResources(): Promise<MachineResource[]> {
-    return (await this.client.list(installationMetadata(await this.naming()))).map((sandbox) => ({
-      workspaceId: sandbox.metadata[METADATA.workspace] ?? null,
-      tenantId: sandbox.metadata[METADATA.tenant] ?? null,
-      locator: sandbox.sandboxId,
-    }));
+    const naming = await this.naming();
+    const resources: MachineResource[] = [];
+    for (const sandbox of await this.client.list(installationMetadata(naming))) {
+      const poolId = poolIdOf(sandbox.metadata, naming);
+      if (poolId === null) {
+        resources.push({
+          workspaceId: sandbox.metadata[METADATA.workspace] ?? null,
+          tenantId: sandbox.metadata[METADATA.tenant] ?? null,
+          locator: sandbox.sandboxId,
+        });
+        continue;
+      }
+      const state = await poolState(this.client, this.poolContext(), sandbox, poolId);
+      if (state.state !== "bound") continue;
+      resources.push({
+        workspaceId: state.workspaceId,
+        tenantId: state.tenantId,
+        locator: sandbox.sandboxId,
+      });
+    }
+    return resources;
   }
 
   async reap(resource: MachineResource): Promise<void> {
@@ -252,8 +265,13 @@ export class E2bSandboxes {
         "BAD_REQUEST",
         `refusing to reap ${resource.locator}: not a sandbox of this Berth installation`,
       );
+    // A pool machine is reaped only once bound (a workspace's); an idle one is the pool's to discard.
+    const poolId = poolIdOf(info.metadata, await this.naming());
+    if (poolId !== null && (await poolState(this.client, this.poolContext(), info, poolId)).state !== "bound")
+      throw new AppError("BAD_REQUEST", `refusing to reap ${resource.locator}: an unbound pool machine`);
     await this.client.kill(resource.locator);
     await removeCredentials(this.runtimeDir, resource.locator);
+    await removeBinding(this.runtimeDir, resource.locator);
   }
 
   /**
@@ -269,7 +287,12 @@ export class E2bSandboxes {
     const listed = await this.client.list(workspaceFilter(await this.naming(), spec));
     let handleState: "ok" | "gone" | "foreign" | "none" = "none";
     let chosen: ListedSandbox | undefined;
-    if (handle) {
+    if (handle?.pool !== undefined) {
+      // A pool machine's metadata names no workspace: only the handle leads to it.
+      const found = await this.boundPoolSandbox(handle, spec);
+      chosen = found.sandbox ?? undefined;
+      handleState = found.state;
+    } else if (handle) {
       chosen = listed.find((sandbox) => sandbox.sandboxId === handle.sandboxId);
       if (chosen) handleState = "ok";
       else {
@@ -297,7 +320,7 @@ export class E2bSandboxes {
     for (let attempt = 1; ; attempt++) {
       const mine = await this.client.create(workspaceMetadata(await this.naming(), spec), this.timeoutMs);
       progress({ step: "sandbox.created", detail: mine.sandboxId });
-      await this.checkResources(mine);
+      await checkTemplateSize(this.client, this.config, mine);
       const winner = oldest(await this.client.list(workspaceFilter(await this.naming(), spec)));
       if (!winner || winner.sandboxId === mine.sandboxId) return { sandbox: mine, fresh: true };
       await this.client.kill(mine.sandboxId);
@@ -312,24 +335,7 @@ export class E2bSandboxes {
     }
   }
 
-  /** E2B sizes sandboxes by template: refuse one smaller than configured, with the fix in the message. */
-  private async checkResources(sandbox: Sandbox): Promise<void> {
-    const { minCpuCount, minMemoryMB, template } = this.config;
-    if (minCpuCount === undefined && minMemoryMB === undefined) return;
-    const info = await this.client.info(sandbox.sandboxId);
-    if (!info) return;
-    const short =
-      (minCpuCount !== undefined && info.cpuCount < minCpuCount) ||
-      (minMemoryMB !== undefined && info.memoryMB < minMemoryMB);
-    if (!short) return;
-    await this.client.kill(sandbox.sandboxId);
-    throw new AppError(
-      "UNPROCESSABLE",
-      `E2B template ${template} gives ${info.cpuCount} vCPU / ${info.memoryMB} MB, below BERTH_E2B_CPU_COUNT=${minCpuCount ?? "-"} / BERTH_E2B_MEMORY_MB=${minMemoryMB ?? "-"}: build a bigger template (e2b template build --cpu-count --memory-mb) and set BERTH_E2B_TEMPLATE`,
-    );
-  }
-
-  private prepare(sandbox: Sandbox, bundlePath: string): Promise<SandboxFacts> {
+  prepare(sandbox: Sandbox, bundlePath: string): Promise<SandboxFacts> {
     return prepareSandbox(sandbox, {
       user: this.config.user,
       workdir: this.config.workdir,
@@ -339,37 +345,6 @@ export class E2bSandboxes {
     });
   }
 
-  /** The marker's nonce after this provision (the one already in place wins, unless it is replaced). */
-  private async writeMarker(
-    sandbox: Sandbox,
-    spec: WorkspaceSpec,
-    nonce: string | undefined,
-    replace: boolean,
-  ): Promise<string> {
-    const marker = {
-      workspaceId: spec.workspaceId,
-      tenantId: spec.tenantId,
-      nonce: nonce ?? randomBytes(12).toString("hex"),
-    };
-    const result = await runChore(
-      sandbox,
-      WRITE_MARKER,
-      [JSON.stringify(marker), replace ? "replace" : "keep"],
-      {
-        user: "root",
-        timeoutMs: 30_000,
-        requestTimeoutMs: this.config.requestTimeoutMs,
-      },
-    );
-    try {
-      return ZMarker.parse(JSON.parse(result.stdout)).nonce;
-    } catch {
-      throw new AppError("INTERNAL", `could not write the workspace marker: ${result.stderr.trim()}`, {
-        details: { sandboxId: sandbox.sandboxId },
-      });
-    }
-  }
-
   private async sandboxIdsOf(spec: WorkspaceSpec): Promise<string[]> {
     const ids = new Set(
       (await this.client.list(workspaceFilter(await this.naming(), spec))).map(
@@ -377,14 +352,32 @@ export class E2bSandboxes {
       ),
     );
     const handle = parseHandle(spec.handle);
-    if (handle && !ids.has(handle.sandboxId)) {
+    if (handle?.pool !== undefined) {
+      const found = await this.boundPoolSandbox(handle, spec);
+      if (found.sandbox) ids.add(found.sandbox.sandboxId);
+    } else if (handle && !ids.has(handle.sandboxId)) {
       const info = await this.client.info(handle.sandboxId);
       if (info && belongsTo(info.metadata, await this.naming(), spec)) ids.add(handle.sandboxId);
     }
     return [...ids];
   }
 
-  private gatewayContext() {
+  gatewayContext() {
     return { config: this.config, runtimeDir: this.runtimeDir };
+  }
+
+  /** What reading a pool machine's binding needs (e2b-pool-bindings.ts). */
+  poolContext() {
+    return {
+      runtimeDir: this.runtimeDir,
+      timeoutMs: this.timeoutMs,
+      requestTimeoutMs: this.config.requestTimeoutMs,
+    };
+  }
+
+  /** The pool sandbox a pooled handle names, if it is still this workspace's (else gone or foreign). */
+  private async boundPoolSandbox(handle: E2bHandle, spec: WorkspaceSpec) {
+    const pool = handle.pool ?? "";
+    return boundPoolSandbox(this.client, this.runtimeDir, await this.naming(), { ...handle, pool }, spec);
   }
 }

@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import { AppError } from "@/server/shared/errors";
-import type { DriverContext, MachineResource } from "@/server/workspace/drivers/driver";
+import type { DriverContext, MachineResource, WorkspaceSpec } from "@/server/workspace/drivers/driver";
 import { withTenantSettings, ZE2bTenantSettings, type E2bDriverConfig } from "./e2b-config";
+import { parseHandle } from "./e2b-naming";
 import { E2bSandboxes } from "./e2b-sandboxes";
 
 /** Enough for every tenant of a large installation; beyond it the oldest entries are rebuilt on use. */
@@ -46,6 +47,14 @@ export class E2bTeams {
     return team;
   }
 
+  /**
+   * The team of a workspace's sandbox: a warm pool machine (a handle with `pool`) is always in the
+   * installation's team, whatever the tenant set since; any other, the tenant's team as it is now.
+   */
+  async forSpec(spec: WorkspaceSpec): Promise<E2bSandboxes> {
+    return parseHandle(spec.handle)?.pool !== undefined ? this.installation : this.forTenant(spec.tenantId);
+  }
+
   /** Every team's sandboxes of this installation (a sandbox seen through two settings counts once). */
   async listResources(): Promise<MachineResource[]> {
     const tenants = (await this.context.tenantSettings?.tenants("e2b")) ?? [];
@@ -57,9 +66,14 @@ export class E2bTeams {
     return [...found.values()];
   }
 
-  /** Reaps through the team of the tenant the sandbox's metadata names. */
+  /**
+   * Reaps through the team of the tenant the sandbox's metadata names, then the installation's: a bound
+   * pool machine is there even when its tenant has its own team now (sandbox ids are unique across teams,
+   * and each team's reap finds nothing of another).
+   */
   async reap(resource: MachineResource): Promise<void> {
     const team = resource.tenantId ? await this.forTenant(resource.tenantId) : this.installation;
     await team.reap(resource);
+    if (team !== this.installation) await this.installation.reap(resource);
   }
 }
