@@ -11,7 +11,7 @@ import { getDb } from "@/server/db";
 import { driverSetOf } from "@/server/engine/driver-set";
 import { createLogger } from "@/server/logger";
 import { refillWarmPools } from "@/server/modules/pool/warm-pool-refill.service";
-import { takeFromPool, type WarmPoolDeps } from "@/server/modules/pool/warm-pool.service";
+import { machineForProvision, type WarmPoolDeps } from "@/server/modules/pool/warm-pool.service";
 import type { WorkspaceDriver } from "@/server/workspace/drivers/driver";
 import { createDriverTestbed, type DriverTestbed } from "../support/e2b-driver-env";
 import { describeE2b } from "../support/e2b-env";
@@ -48,10 +48,14 @@ describeE2b("E2B warm pool under the pool core", () => {
     expect(await driver.listIdleMachines!()).toEqual([row!.id]);
 
     const spec = testbed.spec();
-    const outcome = await takeFromPool(deps, driver, spec, true, log);
-    if (!outcome.served) throw new Error(`not served: ${outcome.reason}`);
-    expect(outcome.handle).toMatchObject({ pool: row!.id });
-    const bound = { ...spec, handle: outcome.handle };
+    const { handle, pooled } = await machineForProvision(deps, driver, spec, {
+      firstUse: true,
+      onProgress: undefined,
+      log,
+    });
+    if (!pooled.served) throw new Error(`not served: ${pooled.reason}`);
+    expect(handle).toMatchObject({ pool: row!.id });
+    const bound = { ...spec, handle };
     const machine = await driver.attach(bound);
     expect((await machine.exec(["sh", "-c", "echo warm"])).stdout.toString()).toBe("warm\n");
     await driver.detach(machine);
@@ -64,7 +68,7 @@ describeE2b("E2B warm pool under the pool core", () => {
     expect(await driver.listIdleMachines!()).toEqual([(await rows())[0]!.id]);
     expect(await driver.exists(bound)).toBe(true);
     expect(await driver.listResources()).toContainEqual(
-      expect.objectContaining({ workspaceId: spec.workspaceId, locator: outcome.handle.sandboxId }),
+      expect.objectContaining({ workspaceId: spec.workspaceId, locator: handle.sandboxId }),
     );
 
     // The config changed (another key): the old idle sandbox goes, a new one comes; the bound one stays.
@@ -78,6 +82,6 @@ describeE2b("E2B warm pool under the pool core", () => {
     expect(fresh!.id).not.toBe(old!.id);
     expect(await changed.listIdleMachines!()).toEqual([fresh!.id]);
     expect(await changed.exists(bound)).toBe(true);
-    expect(await changed.purge(bound)).toEqual([`sandbox:${String(outcome.handle.sandboxId)}`]);
+    expect(await changed.purge(bound)).toEqual([`sandbox:${String(handle.sandboxId)}`]);
   });
 });
