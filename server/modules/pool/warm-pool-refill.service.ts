@@ -69,11 +69,11 @@ async function refillPool(
   const peak = await peakUsesPerMinute(driver.kind, new Date(Date.now() - DEMAND_WINDOW_MS), db);
   const target = poolTarget(size, peak);
   const idle = rows.filter((row) => row.state === "IDLE" && row.poolKey === poolKey);
-  const surplus = idle.length - target;
-  if (surplus > 0 && (await takeIdleForDiscard(idle[0]!.id, db))) {
-    await driver.discardIdleMachine(idle[0]!.id, idle[0]!.handle);
-    discarded += 1;
-  }
+  // Demand that fell is followed one machine per run; a claim may have taken the oldest meanwhile.
+  const oldest = idle[0];
+  const shrunk = idle.length > target && oldest && (await takeIdleForDiscard(oldest.id, db)) ? 1 : 0;
+  if (oldest && shrunk) await driver.discardIdleMachine(oldest.id, oldest.handle);
+  discarded += shrunk;
   const reserved = await reserveWarmMachines(driver.kind, poolKey, target, newWarmMachineId, db);
   let created = 0;
   let failed = 0;
@@ -97,7 +97,7 @@ async function refillPool(
   return {
     backend: driver.kind,
     target,
-    idle: idle.length - Math.max(surplus > 0 ? 1 : 0, 0) + created,
+    idle: idle.length - shrunk + created,
     created,
     discarded,
     failed,

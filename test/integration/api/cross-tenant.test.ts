@@ -54,6 +54,7 @@ type CrossTenantCase =
  */
 const OPERATOR_INPUTS: Record<string, (b: TenantFixture) => Input> = {
   "operator.me": () => ({}),
+  "operator.warmPools": () => ({}),
   "operator.tenants.list": () => ({}),
   "operator.tenants.get": (b) => ({ tenantId: b.tenant.id }),
   "operator.tenants.create": () => ({ name: "Probe", slug: `probe-${randomUUID().slice(0, 8)}` }),
