@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Db } from "@/server/db";
+import { WARM_POOL_OPERATIONS } from "@/server/workspace/drivers/deferred-operations";
 import type { DriverSet } from "@/server/engine/driver-set";
 import type { WarmPoolConfig } from "@/server/engine/warm-pool-config";
 import type { Logger } from "@/server/logger";
@@ -24,19 +25,11 @@ export type WarmPoolDeps = {
 
 /** A driver that keeps pools (`capabilities.warmPool`), with its pool operations present. */
 export type PoolingDriver = WorkspaceDriver &
-  Required<Pick<WorkspaceDriver, (typeof POOL_OPERATIONS)[number]>>;
-
-const POOL_OPERATIONS = [
-  "warmPoolKey",
-  "createIdleMachine",
-  "bindIdleMachine",
-  "discardIdleMachine",
-  "listIdleMachines",
-] as const satisfies readonly (keyof WorkspaceDriver)[];
+  Required<Pick<WorkspaceDriver, (typeof WARM_POOL_OPERATIONS)[number]>>;
 
 /** The driver as one that keeps pools, or null when it keeps none. */
 export function poolingDriver(driver: WorkspaceDriver): PoolingDriver | null {
-  const present = POOL_OPERATIONS.every((name) => typeof driver[name] === "function");
+  const present = WARM_POOL_OPERATIONS.every((name) => typeof driver[name] === "function");
   return driver.capabilities.warmPool && present ? (driver as PoolingDriver) : null;
 }
 

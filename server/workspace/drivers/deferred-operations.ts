@@ -18,6 +18,18 @@ export const REQUIRED_OPERATIONS = [
 ] as const satisfies readonly OperationName[];
 
 /**
+ * The warm pool's operations (`capabilities.warmPool`, driver.ts): a driver that keeps pools has all of
+ * them, and the pool core (server/modules/pool/) checks for all of them.
+ */
+export const WARM_POOL_OPERATIONS = [
+  "warmPoolKey",
+  "createIdleMachine",
+  "bindIdleMachine",
+  "discardIdleMachine",
+  "listIdleMachines",
+] as const satisfies readonly OperationName[];
+
+/**
  * A driver's operations built on their first call from a module imported then, so a process that never
  * touches a backend never loads its SDK. Every Berth process (each API, worker and CLI run) builds every
  * configured driver at start, and the SDKs are most of what it would parse: the Kubernetes client alone

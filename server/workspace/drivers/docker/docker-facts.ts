@@ -1,4 +1,4 @@
-import { REQUIRED_OPERATIONS } from "@/server/workspace/drivers/deferred-operations";
+import { REQUIRED_OPERATIONS, WARM_POOL_OPERATIONS } from "@/server/workspace/drivers/deferred-operations";
 import type { DriverImplementation } from "@/server/workspace/drivers/driver";
 
 /** What the docker driver states about itself without loading dockerode (driver.ts, docker-operations.ts). */
@@ -23,9 +23,5 @@ export const DOCKER_OPERATIONS = [
   "pruneImages",
   "connectMcp",
   "probe",
-  "warmPoolKey",
-  "createIdleMachine",
-  "bindIdleMachine",
-  "discardIdleMachine",
-  "listIdleMachines",
+  ...WARM_POOL_OPERATIONS,
 ] as const;

@@ -1,15 +1,10 @@
 import type { DriverDefinition, DriverImplementation } from "@/server/workspace/drivers/driver";
-import { deferredOperations, REQUIRED_OPERATIONS } from "@/server/workspace/drivers/deferred-operations";
+import {
+  deferredOperations,
+  REQUIRED_OPERATIONS,
+  WARM_POOL_OPERATIONS,
+} from "@/server/workspace/drivers/deferred-operations";
 import { e2bConfigFromEnv, ZE2bDriverConfig, ZE2bTenantSettings, type E2bDriverConfig } from "./e2b-config";
-
-/** The warm pool's operations (e2b-pool.ts), listed so the pool core finds them before the SDK loads. */
-const WARM_POOL_OPERATIONS = [
-  "warmPoolKey",
-  "createIdleMachine",
-  "bindIdleMachine",
-  "discardIdleMachine",
-  "listIdleMachines",
-] as const;
 
 /**
  * E2B cloud sandboxes (README.md in this folder): one sandbox per workspace through the official `e2b` SDK,

@@ -3,6 +3,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { AppError } from "@/server/shared/errors";
 import type { BackendHandle, WorkspaceDriver, WorkspaceSpec } from "@/server/workspace/drivers/driver";
+import type { WARM_POOL_OPERATIONS } from "@/server/workspace/drivers/deferred-operations";
 import { deleteHostTree } from "@/server/workspace/drivers/host-folder/host-tree-deleter";
 import { isInside } from "@/server/workspace/paths";
 
@@ -45,10 +46,7 @@ type HostFolderPoolOptions = {
   bakedIn: unknown;
 };
 
-type PoolOperations = Pick<
-  WorkspaceDriver,
-  "warmPoolKey" | "createIdleMachine" | "bindIdleMachine" | "discardIdleMachine" | "listIdleMachines"
->;
+type PoolOperations = Pick<WorkspaceDriver, (typeof WARM_POOL_OPERATIONS)[number]>;
 
 /**
  * Warm pools of host folders. What a cold create spends that needs no identity is little (an empty folder

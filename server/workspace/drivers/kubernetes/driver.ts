@@ -3,7 +3,11 @@ import type {
   DriverDefinition,
   DriverImplementation,
 } from "@/server/workspace/drivers/driver";
-import { deferredOperations, REQUIRED_OPERATIONS } from "@/server/workspace/drivers/deferred-operations";
+import {
+  deferredOperations,
+  REQUIRED_OPERATIONS,
+  WARM_POOL_OPERATIONS,
+} from "@/server/workspace/drivers/deferred-operations";
 import {
   kubernetesConfigFromEnv,
   ZKubernetesDriverConfig,
@@ -39,17 +43,7 @@ export const kubernetesDriver: DriverDefinition<KubernetesDriverConfig> = {
       isolation: { isolated: true, sandbox: config.runtimeClassName ?? null },
       capabilities: KUBERNETES_CAPABILITIES,
       ...deferredOperations(
-        [
-          ...REQUIRED_OPERATIONS,
-          "usage",
-          "connectMcp",
-          "probe",
-          "warmPoolKey",
-          "createIdleMachine",
-          "bindIdleMachine",
-          "discardIdleMachine",
-          "listIdleMachines",
-        ],
+        [...REQUIRED_OPERATIONS, "usage", "connectMcp", "probe", ...WARM_POOL_OPERATIONS],
         async () => (await import("./kubernetes-operations")).kubernetesOperations(config, context),
       ),
     };
