@@ -62,3 +62,9 @@ export function median(values: readonly number[]): number {
   const middle = sorted.length >> 1;
   return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
+
+/** The value at `fraction` (0.5: p50, 0.99: p99) of `values`, nearest-rank. */
+export function percentile(values: readonly number[], fraction: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(Math.ceil(fraction * sorted.length) - 1, 0))] ?? NaN;
+}

@@ -21,7 +21,8 @@ import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { createSignInGuard, type SignInGuard } from "@/server/auth/sign-in-guard";
 import type { BerthConfig } from "@/server/config/config";
 import { createDatabaseClient, type Db } from "@/server/db";
-import { createEngine, type CreateEngineOptions, type WorkspaceEngine } from "@/server/engine/engine";
+import type { WorkspaceEngine } from "@/server/engine/engine";
+import { composeEngine } from "./compose-engine";
 import { type EngineConfig, loadEngineConfig } from "@/server/engine/engine-config";
 import { createLogger, type Logger } from "@/server/logger";
 import {
@@ -32,16 +33,13 @@ import {
 import {
   type BackendSettingsService,
   createBackendSettingsService,
-  tenantDriverSettings,
 } from "@/server/modules/backend-settings/backend-settings.service";
 import { createAgentServices, type AgentServices } from "@/server/modules/chat/chat.composition";
 import { RedisCancelBus } from "@/server/modules/chat/redis-cancel-bus";
 import type { QuotaDeps } from "@/server/modules/quota/quota.service";
 import { RedisTurnEventLog } from "@/server/modules/chat/turn-event-log";
 import type { Liveness } from "@/server/modules/chat/turn-registry";
-import { ensureInstallationId } from "@/server/modules/installation/installation.data";
 import { type ChangeFeed, createChangeFeed } from "@/server/modules/live/change-feed";
-import { createProvisionGate } from "@/server/modules/machines/provision-gate";
 import { AttachTracker } from "@/server/modules/metrics/attach-tracker";
 import { stageSampleRecorder, type StageSampleRecorder } from "@/server/modules/metrics/stage-buffer.service";
 import {
@@ -54,7 +52,6 @@ import {
   type WorkspaceTerminalService,
 } from "@/server/modules/terminal/terminal.service";
 import { createTerminalRelay } from "@/server/modules/terminal/terminal-relay";
-import { listTenantIdleTtlsBelow } from "@/server/modules/tenant/tenant-policy.data";
 import { createWebhookService, type WebhookService } from "@/server/modules/webhook/webhook.service";
 import { lifecycleEvents, type LifecycleEvents } from "@/server/modules/webhook/webhook-events";
 import { createEgressService, type EgressService } from "@/server/modules/egress/egress.service";
@@ -229,6 +226,9 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
       db: db(),
       quota,
       attachTracker,
+      usage,
+      stageSamples,
+      lifecycle: lifecycle(),
     });
   });
   // Every process that has an engine changes workspaces, so it also announces them (API and workers).
@@ -462,47 +462,6 @@ export function createBerth(config: BerthConfig, options: CreateBerthOptions = {
  */
 export function buildApiProcess(berth: Berth): void {
   void [berth.db, berth.redis, berth.queues, berth.engine, berth.workspaces, berth.agents, berth.api];
-}
-
-/** An engine whose cache misses go through the workers (the provision gate over its queues). */
-export function composeEngine(
-  options: Omit<CreateEngineOptions, "ensureProvisioned"> & {
-    encryptionKey: Buffer;
-    db: Db;
-    /** Quota checks before a provision is asked for (the root's `quota`). */
-    quota: () => QuotaDeps;
-    /** The root's attach tracker (the provision's path, for this process' attach timing). */
-    attachTracker: () => AttachTracker;
-  },
-): WorkspaceEngine {
-  const { config, queues, log, encryptionKey, db, quota, attachTracker, ...rest } = options;
-  const ensureProvisioned = createProvisionGate({
-    db,
-    quota,
-    attachTracker,
-    queues,
-    waitMs: config.provisionWaitMs,
-    log: log.child({ component: "workspace-engine" }),
-  });
-  // The database's installation id labels every shared-engine resource (reconcile touches only its own);
-  // tenants' own backend settings (an E2B team's key, sealed) come from the database too.
-  return createEngine({
-    installationId: () => ensureInstallationId(db),
-    tenantSettings: tenantDriverSettings(secretKeyFromBytes(encryptionKey), db),
-    // Each tenant's own idle TTL (its policy; the installation's caps it) for the cache, as for the sweep.
-    tenantIdleTtls: async () =>
-      new Map(
-        (await listTenantIdleTtlsBelow(config.idleTtlMs, db)).map(({ tenantId, idleTtlMs }) => [
-          tenantId,
-          idleTtlMs,
-        ]),
-      ),
-    config,
-    queues,
-    log,
-    ...rest,
-    ensureProvisioned,
-  });
 }
 
 /**

@@ -20,7 +20,7 @@ const WAIT_POLL_MS = 1_000;
 const processTag = `${process.pid}-${randomUUID().slice(0, 8)}`;
 const liveHolders = new Set<string>();
 
-type ProvisionClaim = {
+export type ProvisionClaim = {
   /** Stops renewing and lets the claim go (a state change already cleared it). Never throws. */
   end(): Promise<void>;
 };
@@ -49,6 +49,42 @@ export async function claimProvision(
     if (!taken) liveHolders.delete(holder);
   }
   if (!taken) return null;
+  return renewedClaim(workspaceId, holder, heldForMs, log, db);
+}
+
+/**
+ * A claim for a new run of this process that its caller takes in the same statement as entering
+ * PROVISIONING (transitionFrom's `provisionClaim`), so no other run can take it in between; `hold` starts
+ * renewing it once taken.
+ */
+export function newProvisionRun(
+  workspaceId: string,
+  heldForMs: number,
+  log: Logger,
+  db: Db,
+): {
+  claim: { holder: string; heldUntil: Date };
+  hold: () => ProvisionClaim;
+  /** The transition did not happen: the holder is dropped. */
+  drop: () => void;
+} {
+  const holder = `${processTag}:${randomUUID()}`;
+  liveHolders.add(holder);
+  return {
+    claim: { holder, heldUntil: new Date(Date.now() + heldForMs) },
+    hold: () => renewedClaim(workspaceId, holder, heldForMs, log, db),
+    drop: () => void liveHolders.delete(holder),
+  };
+}
+
+/** Renews `holder`'s claim on `workspaceId` every third of `heldForMs` until `end()`. */
+function renewedClaim(
+  workspaceId: string,
+  holder: string,
+  heldForMs: number,
+  log: Logger,
+  db: Db,
+): ProvisionClaim {
   const renewing = setInterval(
     () => {
       renewWorkspaceClaim("provision", workspaceId, holder, heldForMs, db).then(

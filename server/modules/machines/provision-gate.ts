@@ -37,6 +37,11 @@ export type ProvisionGateDeps = {
   quota: () => QuotaDeps;
   /** Where the path the workers took is noted for this process' attach timing (the root's tracker). */
   attachTracker: () => AttachTracker;
+  /**
+   * Serves a first use from a warm pool right here (server/modules/pool/warm-first-use.service.ts): the
+   * READY record, or null when the workers must provision it. Absent: every provision goes to the workers.
+   */
+  warmFirstUse?: (record: WorkspaceRecord) => Promise<WorkspaceRecord | null>;
 };
 
 const DEFAULT_CHECK_EVERY_MS = 2_000;
@@ -104,6 +109,13 @@ export function createProvisionGate(deps: ProvisionGateDeps): EnsureProvisioned 
       // A READY record whose machine an attach found gone is not ready: the workers look first.
       const trustReady = !(options.machineGone && round === 0);
       if (record.state === "READY" && trustReady) return machineOf(record);
+      if (round === 0 && !options.machineGone && deps.warmFirstUse) {
+        const served = await deps.warmFirstUse(record);
+        if (served?.state === "READY") {
+          deps.attachTracker().noteProvisioned(spec.workspaceId, { path: "warm", readyAt: Date.now() });
+          return provisionedRecord(served);
+        }
+      }
       // A workspace already being provisioned holds its slot (and a machine found gone keeps its own):
       // only a new provision is checked.
       if (record.state !== "PROVISIONING" && record.state !== "READY") await precheck(spec);

@@ -274,6 +274,8 @@ export async function transitionFrom(
     admit?: (tx: Prisma.TransactionClient) => Promise<void>;
     /** On → READY: the size class the READY period is metered at. */
     meteredSize?: string;
+    /** On → PROVISIONING: the run that takes the provision claim with the state (provision-claim.data.ts). */
+    provisionClaim?: { holder: string; heldUntil: Date };
   },
   db: Db,
 ): Promise<WorkspaceState> {
@@ -313,6 +315,7 @@ async function transitionWithGeneration(
         ...(change.error !== undefined ? { error: change.error } : {}),
         ...(change.backendHandle !== undefined ? { backendHandle: change.backendHandle } : {}),
         ...(change.meteredSize !== undefined ? { meteredSize: change.meteredSize } : {}),
+        ...(change.provisionClaim !== undefined ? { provisionClaim: change.provisionClaim } : {}),
       },
     );
     return { from: row.state, generation, userId: row.metering.userId };
@@ -427,7 +430,12 @@ export async function setState(
   to: WorkspaceState,
   reason: string,
   data: Record<string, unknown>,
-  extra: { error?: string; backendHandle?: Record<string, unknown> | null; meteredSize?: string } = {},
+  extra: {
+    error?: string;
+    backendHandle?: Record<string, unknown> | null;
+    meteredSize?: string;
+    provisionClaim?: { holder: string; heldUntil: Date };
+  } = {},
 ): Promise<number> {
   const from = current.state;
   // The one lifecycle: whatever `from` set a caller names, only the table's transitions happen.
@@ -450,9 +458,10 @@ export async function setState(
       generation,
       stateChangedAt: now,
       error: to === "FAILED" ? (extra.error ?? "unknown error") : null,
-      // A provision claim (server/modules/machines/provision-claim.data.ts) holds within one PROVISIONING period.
-      provisionHolder: null,
-      provisionHeldUntil: null,
+      // A provision claim (server/modules/machines/provision-claim.data.ts) holds within one PROVISIONING
+      // period: cleared by every change, unless this one enters PROVISIONING with its claim taken at once.
+      provisionHolder: to === "PROVISIONING" ? (extra.provisionClaim?.holder ?? null) : null,
+      provisionHeldUntil: to === "PROVISIONING" ? (extra.provisionClaim?.heldUntil ?? null) : null,
       ...(extra.backendHandle !== undefined
         ? {
             backendHandle:

@@ -9,7 +9,7 @@ import { workspaceServiceOver } from "@/test/setup/test-berth";
  */
 import { createInterface } from "node:readline";
 import { mintTenantScope } from "@/server/auth/scope";
-import { composeEngine } from "@/server/composition/berth";
+import { composeEngine } from "@/server/composition/compose-engine";
 import { processBerth } from "@/server/composition/process-berth";
 import { loadEngineConfig } from "@/server/engine/engine-config";
 import { createLogger } from "@/server/logger";
@@ -20,6 +20,9 @@ type Request = { tenantId: string; userId: string; sessionIds: string[]; calls: 
 const engine = composeEngine({
   quota: () => processBerth().quota,
   attachTracker: () => processBerth().attachTracker,
+  usage: () => processBerth().usage,
+  stageSamples: () => processBerth().stageSamples,
+  lifecycle: processBerth().lifecycle,
   encryptionKey: processBerth().config.secrets.encryptionKey,
   db: processBerth().db,
   config: loadEngineConfig(),

@@ -16,7 +16,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { getConfig } from "@/server/config/config";
 import type { WorkspaceEngine } from "@/server/engine/engine";
-import { composeEngine } from "@/server/composition/berth";
+import { composeEngine } from "@/server/composition/compose-engine";
 import { processBerth } from "@/server/composition/process-berth";
 import { hostFolderDriver } from "../../drivers/local/support/sandbox-env";
 import { createLogger } from "@/server/logger";
@@ -109,6 +109,9 @@ describe("multi-process chat.send", { timeout: 180_000 }, () => {
     engine = composeEngine({
       quota: () => processBerth().quota,
       attachTracker: () => processBerth().attachTracker,
+      usage: () => processBerth().usage,
+      stageSamples: () => processBerth().stageSamples,
+      lifecycle: processBerth().lifecycle,
       encryptionKey: processBerth().config.secrets.encryptionKey,
       db: processBerth().db,
       config: testEngineConfig(workspacesDir),

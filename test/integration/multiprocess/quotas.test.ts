@@ -23,7 +23,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { getConfig } from "@/server/config/config";
 import type { WorkspaceEngine } from "@/server/engine/engine";
-import { composeEngine } from "@/server/composition/berth";
+import { composeEngine } from "@/server/composition/compose-engine";
 import { processBerth } from "@/server/composition/process-berth";
 import { getDb } from "@/server/db";
 import { createLogger } from "@/server/logger";
@@ -99,6 +99,9 @@ describe("quotas, metering and budgets across two API processes", { timeout: 300
     engine = composeEngine({
       quota: () => processBerth().quota,
       attachTracker: () => processBerth().attachTracker,
+      usage: () => processBerth().usage,
+      stageSamples: () => processBerth().stageSamples,
+      lifecycle: processBerth().lifecycle,
       encryptionKey: processBerth().config.secrets.encryptionKey,
       db: processBerth().db,
       config: testEngineConfig(workspacesDir),

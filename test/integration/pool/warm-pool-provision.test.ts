@@ -76,8 +76,14 @@ describe("warm pools (local driver, real workers)", () => {
     });
     const before = await idle();
     const sessions = await Promise.all(Array.from({ length: before + 2 }, () => freshSession(a.scope)));
-    const resolved = await Promise.all(
-      sessions.map(({ session }) => h.service.resolveForSession(a.scope, session.id)),
+    // The claims ask for a refill, which could top the pool up in the middle of the burst: held off by
+    // holding the pool's refill lock (warm-pool.data.ts reserveWarmMachines) until every first use is done.
+    const resolved = await getDb().$transaction(
+      async (tx) => {
+        await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('warm-pool:local'))`;
+        return Promise.all(sessions.map(({ session }) => h.service.resolveForSession(a.scope, session.id)));
+      },
+      { timeout: 60_000 },
     );
     const outputs = await Promise.all(
       resolved.map(({ workspace }) => workspace.machine.exec(["sh", "-c", "echo ok"])),

@@ -12,7 +12,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { getConfig } from "@/server/config/config";
-import { composeEngine } from "@/server/composition/berth";
+import { composeEngine } from "@/server/composition/compose-engine";
 import { processBerth } from "@/server/composition/process-berth";
 import type { WorkspaceEngine } from "@/server/engine/engine";
 import { getDb } from "@/server/db";
@@ -35,6 +35,9 @@ describe("the total-workspaces quota", () => {
     engine = composeEngine({
       quota: () => processBerth().quota,
       attachTracker: () => processBerth().attachTracker,
+      usage: () => processBerth().usage,
+      stageSamples: () => processBerth().stageSamples,
+      lifecycle: processBerth().lifecycle,
       encryptionKey: processBerth().config.secrets.encryptionKey,
       db: processBerth().db,
       config: testEngineConfig(basedir),

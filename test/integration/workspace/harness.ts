@@ -8,7 +8,7 @@ import type { TenantScope } from "@/server/auth/scope";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
 import type { RedisConfig } from "@/server/config/redis";
 import type { WorkspaceEngine } from "@/server/engine/engine";
-import { composeEngine } from "@/server/composition/berth";
+import { composeEngine } from "@/server/composition/compose-engine";
 import { processBerth } from "@/server/composition/process-berth";
 import type { EngineConfig } from "@/server/engine/engine-config";
 import { HostFolderMachines } from "@/server/workspace/drivers/host-folder/host-folder-machines";
@@ -103,6 +103,9 @@ export async function startWorkspaceHarness(
     const engine = composeEngine({
       quota: () => processBerth().quota,
       attachTracker: () => processBerth().attachTracker,
+      usage: () => processBerth().usage,
+      stageSamples: () => processBerth().stageSamples,
+      lifecycle: processBerth().lifecycle,
       config,
       queues,
       secret,

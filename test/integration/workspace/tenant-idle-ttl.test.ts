@@ -5,7 +5,7 @@
  * installation's. (The eviction itself, with a moved clock, is test/unit/workspace/manager.test.ts.)
  */
 import { afterAll, describe, expect, it } from "vitest";
-import { composeEngine } from "@/server/composition/berth";
+import { composeEngine } from "@/server/composition/compose-engine";
 import { processBerth } from "@/server/composition/process-berth";
 import { loadEngineConfig } from "@/server/engine/engine-config";
 import { createLogger } from "@/server/logger";
@@ -19,6 +19,9 @@ describe("the workspace cache's idle TTL", () => {
   const engine = composeEngine({
     quota: () => processBerth().quota,
     attachTracker: () => processBerth().attachTracker,
+    usage: () => processBerth().usage,
+    stageSamples: () => processBerth().stageSamples,
+    lifecycle: processBerth().lifecycle,
     encryptionKey: processBerth().config.secrets.encryptionKey,
     db: processBerth().db,
     config,

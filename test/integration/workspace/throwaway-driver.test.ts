@@ -7,7 +7,7 @@ import type { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { secretKeyFromBytes } from "@/server/auth/secrets";
 import { getConfig } from "@/server/config/config";
-import { composeEngine } from "@/server/composition/berth";
+import { composeEngine } from "@/server/composition/compose-engine";
 import { processBerth } from "@/server/composition/process-berth";
 import {
   createBackendSettingsService,
@@ -64,6 +64,9 @@ beforeAll(async () => {
   const engine = composeEngine({
     quota: () => processBerth().quota,
     attachTracker: () => processBerth().attachTracker,
+    usage: () => processBerth().usage,
+    stageSamples: () => processBerth().stageSamples,
+    lifecycle: processBerth().lifecycle,
     encryptionKey: processBerth().config.secrets.encryptionKey,
     db: processBerth().db,
     config,

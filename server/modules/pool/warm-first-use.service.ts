@@ -1,0 +1,230 @@
+import type { Db } from "@/server/db";
+import { resolveSystemTenantScope, tenantAdmitsWork } from "@/server/auth/resolve";
+import type { DriverSet } from "@/server/engine/driver-set";
+import type { WarmPoolConfig } from "@/server/engine/warm-pool-config";
+import type { Logger } from "@/server/logger";
+import { newProvisionRun, DEFAULT_PROVISION_CLAIM_MS } from "@/server/modules/machines/provision-claim";
+import type { UsageRecorder } from "@/server/modules/metering/metering.service";
+import { startProvisionTimings } from "@/server/modules/metrics/provision-timings";
+import type { StageSampleRecorder } from "@/server/modules/metrics/stage-buffer.service";
+import { provisionAdmission, workspaceResources, type QuotaDeps } from "@/server/modules/quota/quota.service";
+import type { LifecycleEvents } from "@/server/modules/webhook/webhook-events";
+import { appendWorkspaceEvent } from "@/server/modules/workspace/workspace.data";
+import {
+  findWorkspaceRecordForSystem,
+  transitionFrom,
+  type WorkspaceRecord,
+} from "@/server/modules/workspace/workspace-lifecycle.data";
+import { specOfRecord } from "@/server/modules/workspace/workspace-spec";
+import { isAppError } from "@/server/shared/errors";
+import type { BackendHandle } from "@/server/workspace/drivers/driver";
+import {
+  claimIdleMachine,
+  deleteWarmMachine,
+  recordPoolUse,
+  type ClaimedWarmMachine,
+} from "./warm-pool.data";
+import { poolingDriver } from "./warm-pool.service";
+
+/**
+ * A first use served where it is asked for (the API's provision gate), without the workers: the record
+ * enters PROVISIONING with the provision claim and a warm machine claimed in one transaction (quota
+ * admission first, as for any provision), the driver binds the machine, and the record is READY with its
+ * handle. The round trip through the job queue, two job transitions and the gate's wait cost far more than
+ * the claim and the bind (issue 26: a workspace in under 50 ms), and nothing here needs a worker: binding is
+ * a few renames and labels, not a create.
+ *
+ * Anything else goes to the workers as before (the caller's fallback), at once:
+ * - not a first use, no pool for the driver, or an empty pool (nothing changed: the transaction rolled back,
+ *   and the workers' run looks at the pool again and counts the use);
+ * - another run moved the record first (two replicas first-using one workspace: the loser's transition
+ *   finds it PROVISIONING, claims nothing, and waits for the winner through the workers' path);
+ * - a bind that failed: the machine is discarded, the claim let go, and the workers' run takes the
+ *   PROVISIONING record over with another machine or a create.
+ */
+export type WarmFirstUseDeps = {
+  drivers: DriverSet;
+  config: WarmPoolConfig;
+  db: Db;
+  quota: () => QuotaDeps;
+  usage: () => UsageRecorder;
+  stageSamples: () => StageSampleRecorder;
+  lifecycle: LifecycleEvents;
+  /** Enqueues `pool.refill`: a claim took a machine, or found the pool empty. */
+  requestPoolRefill: () => Promise<unknown>;
+  /** Enqueues `workspace.stop`: the tenant was suspended while its workspace was being bound. */
+  requestStop: (payload: { tenantId: string; workspaceId: string; reason: string }) => Promise<unknown>;
+  /** How long the provision claim holds unless renewed (the workers' job lock; default 30 s). */
+  provisionClaimMs?: number;
+  log: Logger;
+};
+
+/** The transaction found no idle machine: it rolls back and the caller goes to the workers. */
+class PoolEmpty extends Error {}
+
+/** A workspace with no machine and no data: a first provision, a failed first one, or after a purge. */
+function isFirstUse(record: WorkspaceRecord): boolean {
+  if (record.state === "PURGED") return true;
+  return (record.state === "PENDING" || record.state === "FAILED") && record.backendHandle === null;
+}
+
+/**
+ * The READY record of `record`'s workspace served from its driver's warm pool, or null when the pool
+ * cannot serve it here (see the module comment). Quota refusals and a suspended tenant throw, typed.
+ */
+export async function warmFirstUse(
+  deps: WarmFirstUseDeps,
+  record: WorkspaceRecord,
+): Promise<WorkspaceRecord | null> {
+  if (!isFirstUse(record)) return null;
+  const driver = poolingDriver(deps.drivers.forKind(record.backendKind));
+  if (!driver || !deps.config.pools[driver.kind]) return null;
+  const { db, log } = deps;
+  const startedAt = Date.now();
+  const [scope, { resources, size }, poolKey] = await Promise.all([
+    resolveSystemTenantScope(record.tenantId, {}, db),
+    workspaceResources(record.tenantId, deps.quota(), db),
+    driver.warmPoolKey(),
+  ]);
+  const spec = {
+    ...specOfRecord(record),
+    resources,
+    // A generation after a purge starts without the old handle: its machine is gone.
+    ...(record.state === "PURGED" ? { handle: null } : {}),
+  };
+  const admit = provisionAdmission(record.tenantId, record.id, deps.quota());
+  const run = newProvisionRun(record.id, deps.provisionClaimMs ?? DEFAULT_PROVISION_CLAIM_MS, log, db);
+  let claimed: ClaimedWarmMachine | null = null;
+  try {
+    await transitionFrom(
+      scope,
+      record.id,
+      {
+        from: [record.state],
+        to: "PROVISIONING",
+        reason: `first use (was ${record.state}): a warm machine`,
+        // The claim first: an empty pool rolls back before the admission consumes the tenant's
+        // provisions-per-minute window in Redis, which no rollback would give back.
+        async admit(tx) {
+          claimed = await claimIdleMachine(driver.kind, poolKey, record.id, tx);
+          if (!claimed) throw new PoolEmpty();
+          await admit(tx);
+          await recordPoolUse(driver.kind, true, tx);
+        },
+        provisionClaim: run.claim,
+      },
+      db,
+    );
+  } catch (error) {
+    run.drop();
+    // Empty: the workers' run looks at the pool once more (a refill may have made one since) and counts the
+    // use, hit or miss, once. Moved on by another run meanwhile: the workers' path waits for it.
+    if (error instanceof PoolEmpty || (isAppError(error) && error.code === "CONFLICT")) return null;
+    throw error;
+  }
+  const machine: ClaimedWarmMachine = claimed!;
+  const claim = run.hold();
+  const timings = startProvisionTimings(
+    { requestedAt: startedAt, pickedUpAt: startedAt },
+    record,
+    deps.stageSamples(),
+    (error) => log.warn({ err: error }, "could not buffer stage timings"),
+  );
+  timings.pooled("warm");
+  void deps
+    .requestPoolRefill()
+    .catch((error: unknown) => log.warn({ err: error }, "could not ask for a warm pool refill"));
+  let handle: BackendHandle;
+  try {
+    handle = await driver.bindIdleMachine(machine.id, machine.handle, spec);
+  } catch (error) {
+    log.warn(
+      { err: error, machine: machine.id, workspaceId: record.id },
+      "could not bind a warm machine; the workers provision the workspace instead",
+    );
+    // Not bound, so nobody's: discarded (should that fail, the refill retries its CLAIMED row).
+    void driver
+      .discardIdleMachine(machine.id, machine.handle)
+      .then(() => deleteWarmMachine(machine.id, db))
+      .catch((discardError: unknown) =>
+        log.warn({ err: discardError, machine: machine.id }, "could not discard an unbindable warm machine"),
+      );
+    await claim.end();
+    return null;
+  }
+  timings.progress("pool.bound");
+  try {
+    await appendWorkspaceEvent(
+      scope,
+      record.id,
+      { kind: "provisioning", reason: `pool.bound: ${machine.id}`, data: { step: "pool.bound" } },
+      db,
+    );
+    await transitionFrom(
+      scope,
+      record.id,
+      {
+        from: ["PROVISIONING"],
+        to: "READY",
+        reason: "provisioned",
+        backendHandle: handle,
+        meteredSize: size,
+      },
+      db,
+    );
+  } finally {
+    void claim.end();
+  }
+  timings.done(true);
+  afterReady(deps, record, machine.id, size, timings.path);
+  return findWorkspaceRecordForSystem(record.id, db);
+}
+
+/**
+ * Off the caller's path once READY: the bound machine's pool row goes, the provision is metered, tenants'
+ * webhooks hear `workspace.ready`, and a tenant suspended meanwhile gets its workspace stopped (the
+ * suspension's own stop found it PROVISIONING, with nothing to stop).
+ */
+function afterReady(
+  deps: WarmFirstUseDeps,
+  record: WorkspaceRecord,
+  machineId: string,
+  size: string,
+  path: string,
+): void {
+  const { db, log } = deps;
+  void deleteWarmMachine(machineId, db).catch((error: unknown) =>
+    log.warn({ err: error, machine: machineId }, "could not delete a bound warm machine's row"),
+  );
+  void deps
+    .usage()
+    .record([
+      {
+        tenantId: record.tenantId,
+        kind: "provision",
+        quantity: 1,
+        backend: record.backendKind,
+        size,
+        agentId: record.agentId,
+        userId: record.userId,
+        workspaceId: record.id,
+      },
+    ])
+    .catch((error: unknown) => log.warn({ err: error }, "could not meter a provision"));
+  deps.lifecycle.emit(record.tenantId, "workspace.ready", {
+    workspaceId: record.id,
+    backend: record.backendKind,
+    path,
+  });
+  void tenantAdmitsWork(record.tenantId, db)
+    .then((admits) =>
+      admits
+        ? undefined
+        : deps.requestStop({
+            tenantId: record.tenantId,
+            workspaceId: record.id,
+            reason: "tenant suspended while provisioning",
+          }),
+    )
+    .catch((error: unknown) => log.warn({ err: error }, "could not check a tenant after a warm first use"));
+}
