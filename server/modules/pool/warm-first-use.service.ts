@@ -9,7 +9,6 @@ import { startProvisionTimings } from "@/server/modules/metrics/provision-timing
 import type { StageSampleRecorder } from "@/server/modules/metrics/stage-buffer.service";
 import { provisionAdmission, workspaceResources, type QuotaDeps } from "@/server/modules/quota/quota.service";
 import type { LifecycleEvents } from "@/server/modules/webhook/webhook-events";
-import { appendWorkspaceEvent } from "@/server/modules/workspace/workspace.data";
 import {
   findWorkspaceRecordForSystem,
   transitionFrom,
@@ -154,12 +153,6 @@ export async function warmFirstUse(
   }
   timings.progress("pool.bound");
   try {
-    await appendWorkspaceEvent(
-      scope,
-      record.id,
-      { kind: "provisioning", reason: `pool.bound: ${machine.id}`, data: { step: "pool.bound" } },
-      db,
-    );
     await transitionFrom(
       scope,
       record.id,
@@ -169,6 +162,7 @@ export async function warmFirstUse(
         reason: "provisioned",
         backendHandle: handle,
         meteredSize: size,
+        step: { kind: "provisioning", reason: `pool.bound: ${machine.id}`, data: { step: "pool.bound" } },
       },
       db,
     );

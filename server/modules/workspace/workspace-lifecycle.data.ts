@@ -276,6 +276,8 @@ export async function transitionFrom(
     meteredSize?: string;
     /** On → PROVISIONING: the run that takes the provision claim with the state (provision-claim.data.ts). */
     provisionClaim?: { holder: string; heldUntil: Date };
+    /** A step that led to this change, recorded in the same transaction just before the change's event. */
+    step?: { kind: "provisioning"; reason: string; data: Record<string, unknown> };
   },
   db: Db,
 ): Promise<WorkspaceState> {
@@ -303,6 +305,8 @@ async function transitionWithGeneration(
         },
       );
     }
+    if (change.step)
+      await insertEvent(tx, scope, workspaceId, change.step.kind, change.step.reason, change.step.data);
     const generation = await setState(
       tx,
       scope,
