@@ -10,8 +10,8 @@ import type { StageSampleRecorder } from "@/server/modules/metrics/stage-buffer.
 import { provisionAdmission, workspaceResources, type QuotaDeps } from "@/server/modules/quota/quota.service";
 import type { LifecycleEvents } from "@/server/modules/webhook/webhook-events";
 import {
-  findWorkspaceRecordForSystem,
   transitionFrom,
+  transitionWithGeneration,
   type WorkspaceRecord,
 } from "@/server/modules/workspace/workspace-lifecycle.data";
 import { specOfRecord } from "@/server/modules/workspace/workspace-spec";
@@ -108,7 +108,6 @@ export async function warmFirstUse(
           claimed = await claimIdleMachine(driver.kind, poolKey, record.id, tx);
           if (!claimed) throw new PoolEmpty();
           await admit(tx);
-          await recordPoolUse(driver.kind, true, tx);
         },
         provisionClaim: run.claim,
       },
@@ -122,6 +121,9 @@ export async function warmFirstUse(
     throw error;
   }
   const machine: ClaimedWarmMachine = claimed!;
+  void recordPoolUse(driver.kind, true, db).catch((error: unknown) =>
+    log.warn({ err: error }, "could not record a warm pool use"),
+  );
   const claim = run.hold();
   const timings = startProvisionTimings(
     { requestedAt: startedAt, pickedUpAt: startedAt },
@@ -152,8 +154,9 @@ export async function warmFirstUse(
     return null;
   }
   timings.progress("pool.bound");
+  let generation: number;
   try {
-    await transitionFrom(
+    ({ generation } = await transitionWithGeneration(
       scope,
       record.id,
       {
@@ -165,13 +168,14 @@ export async function warmFirstUse(
         step: { kind: "provisioning", reason: `pool.bound: ${machine.id}`, data: { step: "pool.bound" } },
       },
       db,
-    );
+    ));
   } finally {
     void claim.end();
   }
   timings.done(true);
   afterReady(deps, record, machine.id, size, timings.path);
-  return findWorkspaceRecordForSystem(record.id, db);
+  // As READY left it, without reading it back: a caller takes the state, the handle and the generation.
+  return { ...record, state: "READY", backendHandle: handle, generation };
 }
 
 /**

@@ -72,11 +72,14 @@ export async function lockTenantQuota(
   tx: Prisma.TransactionClient,
   tenantId: string,
 ): Promise<TenantQuotaRow> {
+  const locked = () => tx.$queryRaw<RawRow[]>`
+    SELECT * FROM tenant_quotas WHERE tenant_id = ${tenantId} FOR UPDATE`;
+  // The row exists after a tenant's first admission: one statement then, not an insert before each lock.
+  const rows = await locked();
+  if (rows[0]) return fromRaw(rows[0]);
   await tx.$executeRaw`
     INSERT INTO tenant_quotas (tenant_id, updated_at) VALUES (${tenantId}, now()) ON CONFLICT DO NOTHING`;
-  const rows = await tx.$queryRaw<RawRow[]>`
-    SELECT * FROM tenant_quotas WHERE tenant_id = ${tenantId} FOR UPDATE`;
-  return fromRaw(rows[0]);
+  return fromRaw((await locked())[0]);
 }
 
 /** The transaction an admission runs in (the caller's: the write it admits commits with it). */

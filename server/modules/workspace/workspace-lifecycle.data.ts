@@ -284,7 +284,8 @@ export async function transitionFrom(
   return (await transitionWithGeneration(scope, workspaceId, change, db)).from;
 }
 
-async function transitionWithGeneration(
+/** transitionFrom, answering the generation the workspace is in after the change too. */
+export async function transitionWithGeneration(
   scope: TenantScope,
   workspaceId: string,
   change: Parameters<typeof transitionFrom>[2],
