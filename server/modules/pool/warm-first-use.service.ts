@@ -121,9 +121,6 @@ export async function warmFirstUse(
     throw error;
   }
   const machine: ClaimedWarmMachine = claimed!;
-  void recordPoolUse(driver.kind, true, db).catch((error: unknown) =>
-    log.warn({ err: error }, "could not record a warm pool use"),
-  );
   const claim = run.hold();
   const timings = startProvisionTimings(
     { requestedAt: startedAt, pickedUpAt: startedAt },
@@ -154,6 +151,10 @@ export async function warmFirstUse(
     return null;
   }
   timings.progress("pool.bound");
+  // A hit once bound (a failed bind is the workers' run to count).
+  void recordPoolUse(driver.kind, true, db).catch((error: unknown) =>
+    log.warn({ err: error }, "could not record a warm pool use"),
+  );
   let generation: number;
   try {
     ({ generation } = await transitionWithGeneration(

@@ -62,15 +62,21 @@ async function takeFromPool(
   if (!pooling || !deps.config.pools[driver.kind]) return { served: false, reason: "no-pool" };
   if (!firstUse) return { served: false, reason: "not-first-use" };
   const poolKey = await pooling.warmPoolKey();
+  // Counted once the outcome is known: a claim whose bind fails is a miss, as its provision's path says.
+  const recordUse = (hit: boolean) =>
+    recordPoolUse(driver.kind, hit, deps.db).catch((error: unknown) =>
+      log.warn({ err: error }, "could not record a warm pool use"),
+    );
   const claimed = await claimIdleMachine(driver.kind, poolKey, spec.workspaceId, deps.db);
-  await recordPoolUse(driver.kind, claimed !== null, deps.db).catch((error: unknown) =>
-    log.warn({ err: error }, "could not record a warm pool use"),
-  );
-  if (!claimed) return { served: false, reason: "empty" };
+  if (!claimed) {
+    await recordUse(false);
+    return { served: false, reason: "empty" };
+  }
   let handle: BackendHandle;
   try {
     handle = await pooling.bindIdleMachine(claimed.id, claimed.handle, spec);
   } catch (error) {
+    await recordUse(false);
     log.warn(
       { err: error, machine: claimed.id, workspaceId: spec.workspaceId },
       "could not bind a warm machine; creating one instead",
@@ -84,6 +90,7 @@ async function takeFromPool(
       );
     return { served: false, reason: "bind-failed" };
   }
+  await recordUse(true);
   // The machine is the workspace's now; a row left behind (the database blinked) is removed by the refill,
   // whose discard the driver refuses for a bound machine.
   await deleteWarmMachine(claimed.id, deps.db).catch((error: unknown) =>

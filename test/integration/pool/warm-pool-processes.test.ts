@@ -289,23 +289,26 @@ describe(
       expect(new Set(machines).size).toBe(machines.length);
       expect(machines.length).toBe(Math.min(POOL, FIRST_USES));
       expect(new Set(machines)).toEqual(new Set(inodeOf.keys()));
-      // Counted once each by the pool's demand figures: hits as many as served, misses the rest.
-      const counted = await getDb().warmPoolUse.groupBy({
-        by: ["hit"],
-        where: { backendKind: "local" },
-        _count: { _all: true },
-      });
-      const countOf = (hit: boolean) => counted.find((row) => row.hit === hit)?._count._all ?? 0;
-      expect({ hits: countOf(true), misses: countOf(false) }).toEqual({
-        hits: machines.length,
-        misses: FIRST_USES - machines.length,
-      });
-      // No claim left behind and nothing idle: the only rows are the test's CREATING ones.
-      const left = await getDb().warmMachine.findMany({
-        where: { backendKind: "local" },
-        select: { id: true },
-      });
-      expect(new Set(left.map((row) => row.id))).toEqual(new Set(held));
+      // Both are written off a first use's path (the use's count, the bound machine's row): polled.
+      await vi.waitFor(async () => {
+        // Counted once each by the pool's demand figures: hits as many as served, misses the rest.
+        const counted = await getDb().warmPoolUse.groupBy({
+          by: ["hit"],
+          where: { backendKind: "local" },
+          _count: { _all: true },
+        });
+        const countOf = (hit: boolean) => counted.find((row) => row.hit === hit)?._count._all ?? 0;
+        expect({ hits: countOf(true), misses: countOf(false) }).toEqual({
+          hits: machines.length,
+          misses: FIRST_USES - machines.length,
+        });
+        // No claim left behind and nothing idle: the only rows are the test's CREATING ones.
+        const left = await getDb().warmMachine.findMany({
+          where: { backendKind: "local" },
+          select: { id: true },
+        });
+        expect(new Set(left.map((row) => row.id))).toEqual(new Set(held));
+      }, POLL);
 
       // Each provision's path: `warm` where a machine was bound, `pool_miss` (created at once) elsewhere.
       const expectedPaths = new Map(workspaceIds.map((id) => [id, machineOf.has(id) ? "warm" : "pool_miss"]));
