@@ -12,8 +12,9 @@ image="${1:-${BERTH_BASE_IMAGE:-berth-base:bookworm}}"
 suite="${BERTH_BASE_SUITE:-bookworm}"
 # What Berth needs inside a workspace: node runs the bundled MCP gateway; tini reaps zombies as PID 1
 # (killed commands and fork bombs leave orphans); ripgrep backs Grep, the rest the builtin tools and skill
-# installs. What agents reach for: git, python3 with venv, and npm/npx (below).
-packages="nodejs,ca-certificates,coreutils,findutils,grep,sed,tar,gzip,git,procps,ripgrep,tini,python3,python3-venv"
+# installs. What agents reach for: git, python3 with venv, npm/npx (below), and a C toolchain with make
+# (native npm and pip packages build from source; so do the projects agents are asked to compile).
+packages="nodejs,ca-certificates,coreutils,findutils,grep,sed,tar,gzip,git,procps,ripgrep,tini,python3,python3-venv,make,gcc,libc6-dev"
 # Debian's npm package drags in hundreds of node-* packages that debootstrap cannot configure: npm comes
 # from the npm registry instead, pinned (npm 10 runs on bookworm's Node 18).
 npm_version="${BERTH_BASE_NPM_VERSION:-10.8.2}"

@@ -45,7 +45,7 @@ describeDocker("Docker machine: exec and files on a real container", () => {
     expect(links.stdout.toString()).not.toMatch(/eth0/);
   });
 
-  it("has the tools agents reach for, as the workspace user and without network: git, ripgrep, python3 with venv, npm and npx", async () => {
+  it("has the tools agents reach for, as the workspace user and without network: git, ripgrep, python3 with venv, npm and npx, gcc and make", async () => {
     const script = [
       "set -e",
       "git --version",
@@ -56,6 +56,9 @@ describeDocker("Docker machine: exec and files on a real container", () => {
       // npx runs a package already on disk without the registry (the container has no network).
       "mkdir -p /tmp/pkg/node_modules/.bin && printf '#!/bin/sh\\necho from-npx\\n' > /tmp/pkg/node_modules/.bin/hello",
       "chmod +x /tmp/pkg/node_modules/.bin/hello && cd /tmp/pkg && npx --no-install hello",
+      // A C program built with make and run: the toolchain agents need for native packages.
+      "mkdir -p /tmp/c && cd /tmp/c && printf 'int main(void){return 0;}\\n' > t.c",
+      "printf 'all:\\n\\tgcc -o t t.c\\n' > Makefile && make -s && ./t && echo built",
     ].join("\n");
     const result = await ws.backend.exec(["/bin/sh", "-c", script]);
     expect(result.stderr.toString()).toBe("");
@@ -67,6 +70,7 @@ describeDocker("Docker machine: exec and files on a real container", () => {
       "/tmp/venv",
       expect.stringMatching(/^\d+\.\d+\.\d+$/),
       "from-npx",
+      "built",
     ]);
   });
 
