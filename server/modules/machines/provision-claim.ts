@@ -23,6 +23,8 @@ const liveHolders = new Set<string>();
 export type ProvisionClaim = {
   /** Stops renewing and lets the claim go (a state change already cleared it). Never throws. */
   end(): Promise<void>;
+  /** Stops renewing, without a statement: the run's state change cleared the claim already. */
+  settled(): void;
 };
 
 /**
@@ -104,6 +106,10 @@ function renewedClaim(
       // Cleared already when the run changed the state; otherwise the next run need not wait for a lapse
       // (and if this fails too, this process' next run takes its own ended claim over at once).
       await releaseWorkspaceClaim("provision", workspaceId, holder, db).catch(() => undefined);
+      liveHolders.delete(holder);
+    },
+    settled() {
+      clearInterval(renewing);
       liveHolders.delete(holder);
     },
   };

@@ -4,6 +4,7 @@ import type { DriverSet } from "@/server/engine/driver-set";
 import type { WarmPoolConfig } from "@/server/engine/warm-pool-config";
 import type { Logger } from "@/server/logger";
 import { newProvisionRun, DEFAULT_PROVISION_CLAIM_MS } from "@/server/modules/machines/provision-claim";
+import { storeHandleWhileProvisioning } from "@/server/modules/machines/provision-claim.data";
 import type { UsageRecorder } from "@/server/modules/metering/metering.service";
 import { startProvisionTimings } from "@/server/modules/metrics/provision-timings";
 import type { StageSampleRecorder } from "@/server/modules/metrics/stage-buffer.service";
@@ -170,8 +171,14 @@ export async function warmFirstUse(
       },
       db,
     ));
-  } finally {
-    void claim.end();
+    // READY cleared the claim with the state.
+    claim.settled();
+  } catch (error) {
+    // The bound machine is the workspace's whatever happens next: its handle kept on the record (as the
+    // workers' path keeps it) restarts that machine on the retry instead of claiming another.
+    await storeHandleWhileProvisioning(record.id, handle, db).catch(() => undefined);
+    await claim.end();
+    throw error;
   }
   timings.done(true);
   afterReady(deps, record, machine.id, size, timings.path);
