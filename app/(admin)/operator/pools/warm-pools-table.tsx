@@ -53,7 +53,7 @@ const columns: ColumnDef<TWarmPoolView, unknown>[] = [
   },
   {
     id: "claim",
-    header: "Claim p50",
+    header: "Bound in (p50)",
     accessorFn: (pool) => pool.claimP50Ms ?? -1,
     cell: ({ row: { original: pool } }) =>
       pool.claimP50Ms === null ? "—" : <span className="tabular-nums">{Math.round(pool.claimP50Ms)} ms</span>,
@@ -83,7 +83,8 @@ export function WarmPoolsTable() {
       />
       {window !== undefined && (
         <p className="text-muted-foreground px-4 pb-4 text-xs">
-          Served, created instead and claim p50 cover the last {window} minutes.
+          Served, created instead and bound in cover the last {window} minutes. Bound in runs from a first
+          use's admission to its machine bound: the quota check, the claim and the bind.
         </p>
       )}
     </Card>
