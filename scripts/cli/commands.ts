@@ -57,6 +57,7 @@ const QUOTA_FLAGS = {
   "total-workspaces": "totalWorkspaces",
   "concurrent-turns": "concurrentTurns",
   "provisions-per-minute": "provisionsPerMinute",
+  "warm-claims-per-minute": "warmClaimsPerMinute",
   "workspace-cpus": "workspaceCpus",
   "workspace-memory-bytes": "workspaceMemoryBytes",
   "workspace-disk-bytes": "workspaceDiskBytes",

@@ -38,6 +38,8 @@ const ZQuotaEnv = z.object({
   BERTH_QUOTA_TOTAL_WORKSPACES: count(1_000),
   BERTH_QUOTA_CONCURRENT_TURNS: count(50),
   BERTH_QUOTA_PROVISIONS_PER_MINUTE: count(60),
+  // 0: no limit. The pool is shared by the installation's tenants; a limit keeps one from draining it.
+  BERTH_QUOTA_WARM_CLAIMS_PER_MINUTE: count(0),
   BERTH_QUOTA_WORKSPACE_CPUS: z.coerce.number().min(0).max(1_024).default(0),
   BERTH_QUOTA_WORKSPACE_MEMORY_BYTES: bytes(0),
   BERTH_QUOTA_WORKSPACE_DISK_BYTES: bytes(0),
@@ -64,6 +66,8 @@ export type QuotaLimits = {
   readonly totalWorkspaces: number;
   readonly concurrentTurns: number;
   readonly provisionsPerMinute: number;
+  /** First uses served from a warm pool in any 60 s (0: no limit); past it a first use is created cold. */
+  readonly warmClaimsPerMinute: number;
   readonly workspaceCpus: number;
   readonly workspaceMemoryBytes: number;
   readonly workspaceDiskBytes: number;
@@ -86,6 +90,7 @@ export function loadQuotaConfig(env: RawEnv = readProcessEnv()): QuotaConfig {
       totalWorkspaces: parsed.BERTH_QUOTA_TOTAL_WORKSPACES,
       concurrentTurns: parsed.BERTH_QUOTA_CONCURRENT_TURNS,
       provisionsPerMinute: parsed.BERTH_QUOTA_PROVISIONS_PER_MINUTE,
+      warmClaimsPerMinute: parsed.BERTH_QUOTA_WARM_CLAIMS_PER_MINUTE,
       workspaceCpus: parsed.BERTH_QUOTA_WORKSPACE_CPUS,
       workspaceMemoryBytes: parsed.BERTH_QUOTA_WORKSPACE_MEMORY_BYTES,
       workspaceDiskBytes: parsed.BERTH_QUOTA_WORKSPACE_DISK_BYTES,

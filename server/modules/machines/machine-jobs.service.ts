@@ -171,7 +171,7 @@ async function provisionOnce(
       // A generation after a purge starts without the old handle: its machine is gone. A workspace with
       // no machine yet may get a warm pool's (server/modules/pool/).
       const made = await machineForProvision(
-        { drivers: deps.drivers, config: deps.config.warmPools ?? NO_WARM_POOLS, db },
+        { drivers: deps.drivers, config: deps.config.warmPools ?? NO_WARM_POOLS, db, quota },
         driver,
         record.state === "PURGED" ? { ...spec, handle: null } : spec,
         {

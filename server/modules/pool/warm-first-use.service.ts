@@ -8,7 +8,13 @@ import { storeHandleWhileProvisioning } from "@/server/modules/machines/provisio
 import type { UsageRecorder } from "@/server/modules/metering/metering.service";
 import { startProvisionTimings } from "@/server/modules/metrics/provision-timings";
 import type { StageSampleRecorder } from "@/server/modules/metrics/stage-buffer.service";
-import { provisionAdmission, workspaceResources, type QuotaDeps } from "@/server/modules/quota/quota.service";
+import {
+  admitWarmClaim,
+  provisionAdmission,
+  workspaceResources,
+  type QuotaDeps,
+  type WarmClaimAdmission,
+} from "@/server/modules/quota/quota.service";
 import type { LifecycleEvents } from "@/server/modules/webhook/webhook-events";
 import {
   transitionFrom,
@@ -37,6 +43,8 @@ import { poolingDriver } from "./warm-pool.service";
  * Anything else goes to the workers as before (the caller's fallback), at once:
  * - not a first use, no pool for the driver, or an empty pool (nothing changed: the transaction rolled back,
  *   and the workers' run looks at the pool again and counts the use);
+ * - the tenant reached its `warmClaimsPerMinute` (the claim rolled back, the machine left to other tenants;
+ *   the workers' run finds the limit too and creates the machine cold, a `pool_miss`);
  * - another run moved the record first (two replicas first-using one workspace: the loser's transition
  *   finds it PROVISIONING, claims nothing, and waits for the winner through the workers' path);
  * - a bind that failed: the machine is discarded, the claim let go, and the workers' run takes the
@@ -62,6 +70,9 @@ export type WarmFirstUseDeps = {
 /** The transaction found no idle machine: it rolls back and the caller goes to the workers. */
 class PoolEmpty extends Error {}
 
+/** The tenant reached its `warmClaimsPerMinute`: the claim rolls back and the workers create cold. */
+class TenantLimited extends Error {}
+
 /** A workspace with no machine and no data: a first provision, a failed first one, or after a purge. */
 function isFirstUse(record: WorkspaceRecord): boolean {
   if (record.state === "PURGED") return true;
@@ -81,7 +92,7 @@ export async function warmFirstUse(
   if (!driver || !deps.config.pools[driver.kind]) return null;
   const { db, log } = deps;
   const startedAt = Date.now();
-  const [scope, { resources, size }, poolKey] = await Promise.all([
+  const [scope, { resources, size, limits }, poolKey] = await Promise.all([
     resolveSystemTenantScope(record.tenantId, {}, db),
     workspaceResources(record.tenantId, deps.quota(), db),
     driver.warmPoolKey(),
@@ -95,6 +106,7 @@ export async function warmFirstUse(
   const admit = provisionAdmission(record.tenantId, record.id, deps.quota());
   const run = newProvisionRun(record.id, deps.provisionClaimMs ?? DEFAULT_PROVISION_CLAIM_MS, log, db);
   let claimed: ClaimedWarmMachine | null = null;
+  let counted: WarmClaimAdmission | null = null;
   try {
     await transitionFrom(
       scope,
@@ -103,11 +115,16 @@ export async function warmFirstUse(
         from: [record.state],
         to: "PROVISIONING",
         reason: `first use (was ${record.state}): a warm machine`,
-        // The claim first: an empty pool rolls back before the admission consumes the tenant's
-        // provisions-per-minute window in Redis, which no rollback would give back.
+        // The claim first: an empty pool rolls back before anything consumes the tenant's windows in
+        // Redis. Then the tenant's warm claim (counted at once, atomically, so concurrent first uses never
+        // pass the limit; given back below should the transaction not commit), then the provision's
+        // admission, whose provisions-per-minute unit no rollback would give back: a tenant over its warm
+        // limit goes to the workers without having consumed one here.
         async admit(tx) {
           claimed = await claimIdleMachine(driver.kind, poolKey, record.id, tx);
           if (!claimed) throw new PoolEmpty();
+          counted = await admitWarmClaim(record.tenantId, limits.warmClaimsPerMinute, deps.quota());
+          if (!counted) throw new TenantLimited();
           await admit(tx);
         },
         provisionClaim: run.claim,
@@ -116,12 +133,17 @@ export async function warmFirstUse(
     );
   } catch (error) {
     run.drop();
-    // Empty: the workers' run looks at the pool once more (a refill may have made one since) and counts the
-    // use, hit or miss, once. Moved on by another run meanwhile: the workers' path waits for it.
-    if (error instanceof PoolEmpty || (isAppError(error) && error.code === "CONFLICT")) return null;
+    // Nothing was bound: a warm claim counted before the transaction failed is given back.
+    releaseCounted(deps, counted);
+    // Empty or over the tenant's warm limit: the workers' run looks at the pool and the limit once more (a
+    // refill may have made a machine since) and counts the use, hit or miss, once. Moved on by another run
+    // meanwhile: the workers' path waits for it.
+    if (error instanceof PoolEmpty || error instanceof TenantLimited) return null;
+    if (isAppError(error) && error.code === "CONFLICT") return null;
     throw error;
   }
   const machine: ClaimedWarmMachine = claimed!;
+  const warmClaim: WarmClaimAdmission = counted!;
   const claim = run.hold();
   const timings = startProvisionTimings(
     { requestedAt: startedAt, pickedUpAt: startedAt },
@@ -149,6 +171,8 @@ export async function warmFirstUse(
         log.warn({ err: discardError, machine: machine.id }, "could not discard an unbindable warm machine"),
       );
     await claim.end();
+    // The workers' run claims another machine (or creates one) and counts that claim itself.
+    releaseCounted(deps, warmClaim);
     return null;
   }
   timings.progress("pool.bound");
@@ -184,6 +208,13 @@ export async function warmFirstUse(
   afterReady(deps, record, machine.id, size, timings.path);
   // As READY left it, without reading it back: a caller takes the state, the handle and the generation.
   return { ...record, state: "READY", backendHandle: handle, generation };
+}
+
+/** Gives back a warm claim that bound nothing, off the caller's path (a failure leaves it for the minute). */
+function releaseCounted(deps: WarmFirstUseDeps, counted: WarmClaimAdmission | null): void {
+  void counted
+    ?.release()
+    .catch((error: unknown) => deps.log.warn({ err: error }, "could not give back a warm pool claim"));
 }
 
 /**

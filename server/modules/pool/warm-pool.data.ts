@@ -32,6 +32,23 @@ export async function claimIdleMachine(
   return row ? { id: row.id, handle: row.handle } : null;
 }
 
+/**
+ * `claimIdleMachine` in a transaction with `admit`, run once a machine is claimed: should it throw, the claim
+ * rolls back and the machine stays IDLE for another claim. Null: the pool is empty (`admit` never ran).
+ */
+export async function claimIdleMachineAdmitted<T>(
+  backendKind: string,
+  poolKey: string,
+  workspaceId: string,
+  admit: () => Promise<T>,
+  db: Db,
+): Promise<{ machine: ClaimedWarmMachine; admitted: T } | null> {
+  return db.$transaction(async (tx) => {
+    const machine = await claimIdleMachine(backendKind, poolKey, workspaceId, tx);
+    return machine ? { machine, admitted: await admit() } : null;
+  });
+}
+
 /** The claim is over (the machine is the workspace's now, or discarded): the row goes. */
 export async function deleteWarmMachine(id: string, db: DbClient): Promise<void> {
   await db.warmMachine.deleteMany({ where: { id } });

@@ -10,7 +10,18 @@ import type {
   WorkspaceDriver,
   WorkspaceSpec,
 } from "@/server/workspace/drivers/driver";
-import { claimIdleMachine, deleteWarmMachine, recordPoolUse } from "./warm-pool.data";
+import {
+  admitWarmClaim,
+  tenantLimits,
+  type QuotaDeps,
+  type WarmClaimAdmission,
+} from "@/server/modules/quota/quota.service";
+import {
+  claimIdleMachineAdmitted,
+  deleteWarmMachine,
+  recordPoolUse,
+  type ClaimedWarmMachine,
+} from "./warm-pool.data";
 
 /**
  * Warm pools (README.md in this folder): machines made before anyone asked, with no identity, bound to a
@@ -22,6 +33,9 @@ export type WarmPoolDeps = {
   config: WarmPoolConfig;
   db: Db;
 };
+
+/** What a claim needs besides the pools: the tenants' `warmClaimsPerMinute`. */
+export type WarmClaimDeps = WarmPoolDeps & { quota: QuotaDeps };
 
 /** A driver that keeps pools (`capabilities.warmPool`), with its pool operations present. */
 export type PoolingDriver = WorkspaceDriver &
@@ -41,7 +55,46 @@ export function newWarmMachineId(): string {
 /** What a provision got from the pool: the bound machine's handle, or why it must create one. */
 export type PoolOutcome =
   | { served: true; handle: BackendHandle; machineId: string }
-  | { served: false; reason: "no-pool" | "not-first-use" | "empty" | "bind-failed" };
+  | { served: false; reason: "no-pool" | "not-first-use" | "empty" | "tenant-limit" | "bind-failed" };
+
+/** The claim took a machine the tenant may not have this minute: rolled back, the machine left idle. */
+class TenantLimited extends Error {}
+
+/**
+ * The oldest idle machine for `spec`'s workspace, counted against its tenant's `warmClaimsPerMinute`:
+ * "empty", "tenant-limit", or the machine with its counted claim. The claim and the count share a
+ * transaction, the claim first: an empty pool consumes no unit, and a tenant over its limit rolls the claim
+ * back, so the machine stays in the pool for other tenants (the count is the window's atomic check-and-add,
+ * so concurrent claims never pass the limit together; a count whose transaction then fails is given back).
+ */
+async function claimForTenant(
+  deps: WarmClaimDeps,
+  kind: string,
+  poolKey: string,
+  spec: WorkspaceSpec,
+): Promise<"empty" | "tenant-limit" | { machine: ClaimedWarmMachine; counted: WarmClaimAdmission }> {
+  const limit = (await tenantLimits(spec.tenantId, deps.quota, deps.db)).warmClaimsPerMinute;
+  const held: { counted?: WarmClaimAdmission } = {};
+  try {
+    const taken = await claimIdleMachineAdmitted(
+      kind,
+      poolKey,
+      spec.workspaceId,
+      async () => {
+        const counted = await admitWarmClaim(spec.tenantId, limit, deps.quota);
+        if (!counted) throw new TenantLimited();
+        held.counted = counted;
+        return counted;
+      },
+      deps.db,
+    );
+    return taken ? { machine: taken.machine, counted: taken.admitted } : "empty";
+  } catch (error) {
+    if (error instanceof TenantLimited) return "tenant-limit";
+    await held.counted?.release();
+    throw error;
+  }
+}
 
 /**
  * The machine of a first use from the driver's pool: claims the oldest idle machine (one SQL statement,
@@ -52,7 +105,7 @@ export type PoolOutcome =
  * own machine.
  */
 async function takeFromPool(
-  deps: WarmPoolDeps,
+  deps: WarmClaimDeps,
   driver: WorkspaceDriver,
   spec: WorkspaceSpec,
   firstUse: boolean,
@@ -67,16 +120,22 @@ async function takeFromPool(
     recordPoolUse(driver.kind, hit, deps.db).catch((error: unknown) =>
       log.warn({ err: error }, "could not record a warm pool use"),
     );
-  const claimed = await claimIdleMachine(driver.kind, poolKey, spec.workspaceId, deps.db);
-  if (!claimed) {
+  const taken = await claimForTenant(deps, driver.kind, poolKey, spec);
+  // A tenant over its limit is a miss like an empty pool: created cold at once, never refused.
+  if (taken === "empty" || taken === "tenant-limit") {
     await recordUse(false);
-    return { served: false, reason: "empty" };
+    return { served: false, reason: taken };
   }
+  const { machine: claimed, counted } = taken;
   let handle: BackendHandle;
   try {
     handle = await pooling.bindIdleMachine(claimed.id, claimed.handle, spec);
   } catch (error) {
     await recordUse(false);
+    // No machine of the pool became the tenant's: its claim is given back.
+    await counted
+      .release()
+      .catch((releaseError: unknown) => log.warn({ err: releaseError }, "could not give back a warm claim"));
     log.warn(
       { err: error, machine: claimed.id, workspaceId: spec.workspaceId },
       "could not bind a warm machine; creating one instead",
@@ -102,10 +161,11 @@ async function takeFromPool(
 /**
  * The machine a provision gets: a warm one when the driver keeps a pool and this is a first use, else one
  * `create` makes (at once on a miss: an empty pool never makes a provision wait). `pathOf` names the
- * outcome for the stage timings: `warm` (served), `pool_miss` (a pool that could not serve), or none.
+ * outcome for the stage timings: `warm` (served), `pool_miss` (a pool that could not serve: empty, the
+ * tenant's `warmClaimsPerMinute` reached, or a bind that failed), or none.
  */
 export async function machineForProvision(
-  deps: WarmPoolDeps,
+  deps: WarmClaimDeps,
   driver: WorkspaceDriver,
   spec: WorkspaceSpec,
   options: { firstUse: boolean; onProgress: CreateOptions["onProgress"]; log: Logger },
@@ -122,5 +182,6 @@ export async function machineForProvision(
 /** The stage-timing path of a provision's pool outcome (null: no pool was involved). */
 export function poolPathOf(outcome: PoolOutcome): "warm" | "pool_miss" | null {
   if (outcome.served) return "warm";
-  return outcome.reason === "empty" || outcome.reason === "bind-failed" ? "pool_miss" : null;
+  const missed = ["empty", "tenant-limit", "bind-failed"].includes(outcome.reason);
+  return missed ? "pool_miss" : null;
 }

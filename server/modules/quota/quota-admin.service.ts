@@ -8,7 +8,7 @@ import { spendOf } from "@/server/modules/metering/budget.service";
 import { sumUsageSince } from "@/server/modules/metering/metering.data";
 import { monthOf } from "@/server/modules/metering/metering.types";
 import { parseInput } from "@/server/shared/parse-input";
-import { admitProvisionInWindow, countHeldTurns } from "./quota-counters";
+import { admitProvisionInWindow, admitWarmClaimInWindow, countHeldTurns } from "./quota-counters";
 import { countLiveWorkspaces, countTotalWorkspaces, getTenantQuota, saveBudgetSettings } from "./quota.data";
 import { effectiveLimits, type QuotaDeps } from "./quota.service";
 import {
@@ -29,11 +29,12 @@ export async function readTenantUsage(scope: TenantScope, deps: QuotaDeps, db: D
   const row = await getTenantQuota(tenantId, db);
   const limits = effectiveLimits(row, deps.config.defaults);
   const month = monthOf(new Date());
-  const [live, total, turns, provisions, sums] = await Promise.all([
+  const [live, total, turns, provisions, warmClaims, sums] = await Promise.all([
     countLiveWorkspaces(tenantId, undefined, db),
     countTotalWorkspaces(tenantId, db),
     countHeldTurns(deps, tenantId),
     admitProvisionInWindow(deps, tenantId, Number.MAX_SAFE_INTEGER, { consume: false }),
+    admitWarmClaimInWindow(deps, tenantId, Number.MAX_SAFE_INTEGER, { consume: false }),
     sumUsageSince(tenantId, month.start, undefined, db),
   ]);
   const used: Partial<Record<keyof QuotaLimits, number>> = {
@@ -41,6 +42,7 @@ export async function readTenantUsage(scope: TenantScope, deps: QuotaDeps, db: D
     totalWorkspaces: total,
     concurrentTurns: turns,
     provisionsPerMinute: provisions.count,
+    warmClaimsPerMinute: warmClaims.count,
   };
   const items: QuotaUsageItem[] = (Object.keys(limits) as (keyof QuotaLimits)[]).map((limit) => ({
     limit,

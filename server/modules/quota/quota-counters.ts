@@ -2,10 +2,10 @@ import type { Redis } from "ioredis";
 import { redisKey } from "@/server/redis";
 
 /**
- * The quotas that count events in time rather than rows (concurrent turns, provisions per minute), as Redis
- * sorted sets changed by Lua scripts: the check and the add are one atomic step on the Redis server, so any
- * number of API replicas and workers admitting at once never pass the limit. Scores are Redis' own clock
- * (TIME), so replicas with skewed clocks agree.
+ * The quotas that count events in time rather than rows (concurrent turns, provisions and warm pool claims
+ * per minute), as Redis sorted sets changed by Lua scripts: the check and the add are one atomic step on the
+ * Redis server, so any number of API replicas and workers admitting at once never pass the limit. Scores are
+ * Redis' own clock (TIME), so replicas with skewed clocks agree.
  */
 
 // KEYS[1] = set, ARGV = limit, member, ttl ms. Members are turns, scored by their expiry: a crashed
@@ -55,6 +55,9 @@ const turnsKey = (deps: QuotaCounterDeps, tenantId: string) =>
 const provisionsKey = (deps: QuotaCounterDeps, tenantId: string) =>
   redisKey(deps.redisPrefix, "quota", "provisions", tenantId);
 
+const warmClaimsKey = (deps: QuotaCounterDeps, tenantId: string) =>
+  redisKey(deps.redisPrefix, "quota", "warm-claims", tenantId);
+
 const PROVISION_WINDOW_MS = 60_000;
 
 export async function admitHeldTurn(
@@ -87,6 +90,24 @@ export async function countHeldTurns(deps: QuotaCounterDeps, tenantId: string): 
   return Number(await deps.redis.eval(COUNT_HELD, 1, turnsKey(deps, tenantId)));
 }
 
+async function admitInWindow(
+  deps: QuotaCounterDeps,
+  key: string,
+  limit: number,
+  options: { consume: boolean; member?: string },
+): Promise<{ admitted: boolean; count: number }> {
+  const [admitted, count] = (await deps.redis.eval(
+    ADMIT_WINDOW,
+    1,
+    key,
+    limit,
+    options.member ?? crypto.randomUUID(),
+    PROVISION_WINDOW_MS,
+    options.consume ? "1" : "0",
+  )) as [number, number];
+  return { admitted: admitted === 1, count };
+}
+
 /** Admits (and with `consume`, counts) one provision in the sliding minute. */
 export async function admitProvisionInWindow(
   deps: QuotaCounterDeps,
@@ -94,16 +115,25 @@ export async function admitProvisionInWindow(
   limit: number,
   options: { consume: boolean; member?: string },
 ): Promise<{ admitted: boolean; count: number }> {
-  const [admitted, count] = (await deps.redis.eval(
-    ADMIT_WINDOW,
-    1,
-    provisionsKey(deps, tenantId),
-    limit,
-    options.member ?? crypto.randomUUID(),
-    PROVISION_WINDOW_MS,
-    options.consume ? "1" : "0",
-  )) as [number, number];
-  return { admitted: admitted === 1, count };
+  return admitInWindow(deps, provisionsKey(deps, tenantId), limit, options);
+}
+
+/**
+ * Admits (and with `consume`, counts as `member`) one warm pool machine in the sliding minute: the same
+ * window as provisions, a set of its own.
+ */
+export async function admitWarmClaimInWindow(
+  deps: QuotaCounterDeps,
+  tenantId: string,
+  limit: number,
+  options: { consume: boolean; member?: string },
+): Promise<{ admitted: boolean; count: number }> {
+  return admitInWindow(deps, warmClaimsKey(deps, tenantId), limit, options);
+}
+
+/** Gives back a warm claim counted by `admitWarmClaimInWindow` that bound no machine after all. */
+export async function releaseWarmClaim(deps: QuotaCounterDeps, tenantId: string, member: string) {
+  await deps.redis.zrem(warmClaimsKey(deps, tenantId), member);
 }
 
 const RELEASE_LOCK = `

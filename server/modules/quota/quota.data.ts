@@ -20,6 +20,7 @@ type RawRow = {
   total_workspaces: number | null;
   concurrent_turns: number | null;
   provisions_per_minute: number | null;
+  warm_claims_per_minute: number | null;
   workspace_cpus: number | null;
   workspace_memory_bytes: bigint | null;
   workspace_disk_bytes: bigint | null;
@@ -46,6 +47,7 @@ function fromRaw(row: RawRow | undefined): TenantQuotaRow {
     totalWorkspaces: row.total_workspaces,
     concurrentTurns: row.concurrent_turns,
     provisionsPerMinute: row.provisions_per_minute,
+    warmClaimsPerMinute: row.warm_claims_per_minute,
     workspaceCpus: row.workspace_cpus,
     workspaceMemoryBytes: num(row.workspace_memory_bytes),
     workspaceDiskBytes: num(row.workspace_disk_bytes),
@@ -127,6 +129,7 @@ export async function saveQuotaOverrides(
     totalWorkspaces: overrides.totalWorkspaces,
     concurrentTurns: overrides.concurrentTurns,
     provisionsPerMinute: overrides.provisionsPerMinute,
+    warmClaimsPerMinute: overrides.warmClaimsPerMinute,
     workspaceCpus: overrides.workspaceCpus,
     workspaceMemoryBytes: big(overrides.workspaceMemoryBytes),
     workspaceDiskBytes: big(overrides.workspaceDiskBytes),

@@ -4,7 +4,9 @@ import { monthSpend } from "@/server/modules/metering/budget.service";
 import {
   admitHeldTurn,
   admitProvisionInWindow,
+  admitWarmClaimInWindow,
   releaseHeldTurn,
+  releaseWarmClaim,
   renewHeldTurn,
   withQuotaLock,
   type QuotaCounterDeps,
@@ -36,6 +38,7 @@ export function effectiveLimits(row: TenantQuotaRow, defaults: QuotaLimits): Quo
     totalWorkspaces: pick("totalWorkspaces"),
     concurrentTurns: pick("concurrentTurns"),
     provisionsPerMinute: pick("provisionsPerMinute"),
+    warmClaimsPerMinute: pick("warmClaimsPerMinute"),
     workspaceCpus: pick("workspaceCpus"),
     workspaceMemoryBytes: pick("workspaceMemoryBytes"),
     workspaceDiskBytes: pick("workspaceDiskBytes"),
@@ -149,12 +152,40 @@ export async function precheckProvision(
   if (!rate.admitted) throw quotaExceeded("provisionsPerMinute", limits.provisionsPerMinute, rate.count);
 }
 
-/** A workspace's resource limits for the drivers (absent: the backend's own setting) and its size label. */
+/** A warm pool machine counted against the tenant's `warmClaimsPerMinute`; `release` gives it back. */
+export type WarmClaimAdmission = { release(): Promise<void> };
+
+/**
+ * Counts one warm pool machine in the tenant's sliding minute, or null when `limit` (the tenant's
+ * `warmClaimsPerMinute`) is reached: the caller then creates the machine cold, never refuses the first use
+ * (the pool is a speed-up, not an entitlement). Called once a machine is claimed, so an empty pool consumes
+ * nothing; a claim that ends up binding nothing (its transaction rolled back, its bind failed) gives the
+ * unit back with `release`. 0 is no limit, still counted, so the tenant's use shows.
+ */
+export async function admitWarmClaim(
+  tenantId: string,
+  limit: number,
+  deps: QuotaCounterDeps,
+): Promise<WarmClaimAdmission | null> {
+  const member = crypto.randomUUID();
+  const within = limit > 0 ? limit : Number.MAX_SAFE_INTEGER;
+  const { admitted } = await admitWarmClaimInWindow(deps, tenantId, within, { consume: true, member });
+  return admitted ? { release: () => releaseWarmClaim(deps, tenantId, member) } : null;
+}
+
+/**
+ * A workspace's resource limits for the drivers (absent: the backend's own setting) and its size label, and
+ * the tenant's limits they came from.
+ */
 export async function workspaceResources(
   tenantId: string,
   deps: Pick<QuotaDeps, "config">,
   db: Db,
-): Promise<{ resources: { cpus?: number; memoryBytes?: number; diskBytes?: number }; size: string }> {
+): Promise<{
+  resources: { cpus?: number; memoryBytes?: number; diskBytes?: number };
+  size: string;
+  limits: QuotaLimits;
+}> {
   const limits = await tenantLimits(tenantId, deps, db);
   const resources = {
     ...(limits.workspaceCpus > 0 ? { cpus: limits.workspaceCpus } : {}),
@@ -166,7 +197,7 @@ export async function workspaceResources(
     resources.memoryBytes !== undefined ? `${Math.round(resources.memoryBytes / 2 ** 20)}mib` : null,
     resources.diskBytes !== undefined ? `${Math.round(resources.diskBytes / 2 ** 30)}gib-disk` : null,
   ].filter(Boolean);
-  return { resources, size: parts.length > 0 ? parts.join("-") : "default" };
+  return { resources, size: parts.length > 0 ? parts.join("-") : "default", limits };
 }
 
 /**

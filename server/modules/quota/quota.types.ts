@@ -10,6 +10,7 @@ export const QUOTA_LIMIT_LABELS: Record<QuotaLimitName, string> = {
   totalWorkspaces: "workspaces in total",
   concurrentTurns: "concurrent turns",
   provisionsPerMinute: "provisions per minute",
+  warmClaimsPerMinute: "warm pool machines per minute",
   workspaceCpus: "CPUs per workspace",
   workspaceMemoryBytes: "memory per workspace",
   workspaceDiskBytes: "disk per workspace",
@@ -30,6 +31,8 @@ export const ZQuotaOverrides = z
     totalWorkspaces: limit,
     concurrentTurns: limit,
     provisionsPerMinute: limit,
+    /** 0: no limit. */
+    warmClaimsPerMinute: limit,
     workspaceCpus: z.number().min(0).max(1_024).nullable().optional(),
     workspaceMemoryBytes: byteLimit,
     workspaceDiskBytes: byteLimit,

@@ -41,6 +41,7 @@ describe("config", () => {
       totalWorkspaces: 1_000,
       concurrentTurns: 50,
       provisionsPerMinute: 60,
+      warmClaimsPerMinute: 0,
       workspaceCpus: 0,
       workspaceMemoryBytes: 0,
       workspaceDiskBytes: 0,
@@ -73,6 +74,16 @@ describe("config", () => {
     expect(() => loadQuotaConfig({ BERTH_QUOTA_CONCURRENT_TURNS: "-1" })).toThrow(
       /BERTH_QUOTA_CONCURRENT_TURNS/,
     );
+  });
+
+  it("quotas: warm pool claims per minute are unlimited (0) unless set, and a whole number of 0 or more", () => {
+    expect(loadQuotaConfig({}).defaults.warmClaimsPerMinute).toBe(0);
+    expect(loadQuotaConfig({ BERTH_QUOTA_WARM_CLAIMS_PER_MINUTE: "" }).defaults.warmClaimsPerMinute).toBe(0);
+    expect(loadQuotaConfig({ BERTH_QUOTA_WARM_CLAIMS_PER_MINUTE: "5" }).defaults.warmClaimsPerMinute).toBe(5);
+    for (const bad of ["-1", "1.5", "many"])
+      expect(() => loadQuotaConfig({ BERTH_QUOTA_WARM_CLAIMS_PER_MINUTE: bad })).toThrow(
+        /BERTH_QUOTA_WARM_CLAIMS_PER_MINUTE/,
+      );
   });
 
   it("fails at load with every missing variable named, and how to get it", () => {

@@ -7,11 +7,12 @@
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { processBerth } from "@/server/composition/process-berth";
 import { getDb } from "@/server/db";
 import { driverSetOf } from "@/server/engine/driver-set";
 import { createLogger } from "@/server/logger";
 import { refillWarmPools } from "@/server/modules/pool/warm-pool-refill.service";
-import { machineForProvision, type WarmPoolDeps } from "@/server/modules/pool/warm-pool.service";
+import { machineForProvision, type WarmClaimDeps } from "@/server/modules/pool/warm-pool.service";
 import type { WorkspaceDriver } from "@/server/workspace/drivers/driver";
 import { createDriverTestbed, type DriverTestbed } from "../support/e2b-driver-env";
 import { describeE2b } from "../support/e2b-env";
@@ -23,10 +24,11 @@ describeE2b("E2B warm pool under the pool core", () => {
   const kind = `e2b-t${randomBytes(4).toString("hex")}`;
   /** A driver of the test's own kind (rows are keyed by kind). */
   const ofKind = (driver: WorkspaceDriver): WorkspaceDriver => ({ ...driver, kind });
-  const depsOf = (driver: WorkspaceDriver): WarmPoolDeps => ({
+  const depsOf = (driver: WorkspaceDriver): WarmClaimDeps => ({
     drivers: driverSetOf([driver]),
     config: { pools: { [kind]: { min: 1, max: 1 } }, refillIntervalMs: 60_000 },
     db: getDb(),
+    quota: processBerth().quota,
   });
   const rows = () => getDb().warmMachine.findMany({ where: { backendKind: kind } });
 

@@ -18,6 +18,7 @@ const EDITABLE = [
   { limit: "totalWorkspaces", unit: "" },
   { limit: "concurrentTurns", unit: "" },
   { limit: "provisionsPerMinute", unit: "" },
+  { limit: "warmClaimsPerMinute", unit: "" },
   { limit: "mcpServersPerScope", unit: "" },
   { limit: "workspaceCpus", unit: "CPUs" },
   { limit: "workspaceMemoryBytes", unit: "MiB" },
@@ -32,7 +33,7 @@ const shown = (item: QuotaUsageItem, unit: string) =>
 /**
  * A tenant's quotas for operators: each limit's use and effective value, and the tenant's own override
  * (blank: the installation's default). Saving replaces every override at once and is in the operator audit;
- * 0 for CPU, memory or disk means the backend's own setting.
+ * 0 for CPU, memory or disk means the backend's own setting, and 0 warm pool machines per minute no limit.
  */
 export function TenantQuotas({ tenantId }: { tenantId: string }) {
   const trpc = useTRPC();
@@ -78,7 +79,8 @@ export function TenantQuotas({ tenantId }: { tenantId: string }) {
       <CardHeader>
         <CardTitle>Quotas</CardTitle>
         <CardDescription>
-          Blank uses the installation&apos;s default. A request past a limit is refused, naming it.
+          Blank uses the installation&apos;s default. A request past a limit is refused, naming it; a first
+          use past the warm pool limit is created cold instead.
         </CardDescription>
       </CardHeader>
       <CardContent>
@@ -111,7 +113,9 @@ export function TenantQuotas({ tenantId }: { tenantId: string }) {
                       placeholder={
                         item.value === 0 && unit !== ""
                           ? "default: the backend's"
-                          : `default ${shown(item, unit)}`
+                          : item.value === 0 && limit === "warmClaimsPerMinute"
+                            ? "default: no limit"
+                            : `default ${shown(item, unit)}`
                       }
                     />
                   </div>

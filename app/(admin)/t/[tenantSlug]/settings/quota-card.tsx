@@ -9,6 +9,8 @@ import { useTRPC } from "@/app/_trpc/client";
 
 const BYTE_LIMITS = new Set(["workspaceMemoryBytes", "workspaceDiskBytes", "skillStorageBytes"]);
 const RESOURCE_LIMITS = new Set(["workspaceCpus", "workspaceMemoryBytes", "workspaceDiskBytes"]);
+/** Limits whose 0 is no limit at all. */
+const UNCAPPED_AT_ZERO = new Set(["skillStorageBytes", "warmClaimsPerMinute"]);
 
 function bytes(value: number): string {
   const units = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -22,10 +24,14 @@ function bytes(value: number): string {
 
 function valueText(limit: string, value: number): string {
   if (value === 0 && RESOURCE_LIMITS.has(limit)) return "backend's setting";
+  if (value === 0 && UNCAPPED_AT_ZERO.has(limit)) return "no limit";
   return BYTE_LIMITS.has(limit) ? bytes(value) : String(value);
 }
 
 const round = (value: number) => Math.round(value * 100) / 100;
+
+const reached = (item: { limit: string; value: number; used: number | null }) =>
+  item.used !== null && item.used >= item.value && !(item.value === 0 && UNCAPPED_AT_ZERO.has(item.limit));
 
 /**
  * The tenant's quotas against its use of each (`quota.usage`, admins), and this month's budget and
@@ -40,7 +46,8 @@ export function QuotaCard({ tenantSlug }: { tenantSlug: string }) {
         <div>
           <CardTitle id="quota-heading">Quotas and usage</CardTitle>
           <CardDescription>
-            What this tenant may use, and how much it uses now. A request past a limit is refused, naming it.
+            What this tenant may use, and how much it uses now. A request past a limit is refused, naming it;
+            a first use past the warm pool limit is created cold instead.
           </CardDescription>
         </div>
       </CardHeader>
@@ -59,7 +66,7 @@ export function QuotaCard({ tenantSlug }: { tenantSlug: string }) {
                   </dt>
                   <dd className="text-right tabular-nums">
                     {item.used !== null && (
-                      <span className={item.used >= item.value ? "text-destructive font-medium" : ""}>
+                      <span className={reached(item) ? "text-destructive font-medium" : ""}>
                         {item.used} of{" "}
                       </span>
                     )}
