@@ -1,17 +1,7 @@
 import { randomBytes } from "node:crypto";
-import fs from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
-import Docker from "dockerode";
 import { Sandbox } from "e2b";
-import {
-  instantiateDriver,
-  type WorkspaceDriver,
-  type WorkspaceSpec,
-} from "@/server/workspace/drivers/driver";
-import { e2bDriver } from "@/server/workspace/drivers/e2b/driver";
-import { ZE2bDriverConfig } from "@/server/workspace/drivers/e2b/e2b-config";
-import { startE2bEmulator } from "@/test/fixtures/e2b-emulator/e2b-emulator";
+import { type WorkspaceSpec } from "@/server/workspace/drivers/driver";
+import { containersUnavailable, startE2b } from "./emulated-drivers";
 import { median, result, type BenchResult } from "./lib";
 
 /**
@@ -27,36 +17,17 @@ import { median, result, type BenchResult } from "./lib";
  * - one exec (`true`) through the backend (setsid wrapper, output relay) vs `commands.run("true")`.
  * Skipped, with the reason printed, when no engine or base image is available.
  */
-const BASE_IMAGE = process.env.BERTH_BASE_IMAGE ?? "berth-base:bookworm";
 const ROUNDS = 3;
 const EXECS = 20;
 
 export async function run(): Promise<BenchResult[]> {
-  try {
-    const docker = new Docker({ socketPath: process.env.DOCKER_SOCKET ?? "/var/run/docker.sock" });
-    await docker.ping();
-    await docker.getImage(BASE_IMAGE).inspect();
-  } catch (error) {
-    process.stdout.write(`  skipped: no Docker engine or ${BASE_IMAGE} (${String(error)})\n`);
+  const unavailable = await containersUnavailable();
+  if (unavailable) {
+    process.stdout.write(`  skipped: ${unavailable}\n`);
     return [];
   }
-  const emulator = await startE2bEmulator({ templates: { base: { image: BASE_IMAGE } } });
-  const basedir = await fs.mkdtemp(path.join(os.tmpdir(), "berth-bench-e2b-"));
-  const drivers: WorkspaceDriver[] = [];
-  const newDriver = () => {
-    const context = { basedir, cwd: process.cwd(), uid: process.getuid?.() ?? -1 };
-    const env = {
-      E2B_API_KEY: emulator.apiKey,
-      E2B_DOMAIN: emulator.domain,
-      BERTH_E2B_API_URL: emulator.url,
-      BERTH_E2B_SANDBOX_URL: emulator.url,
-      BERTH_E2B_INSTALLATION: "berth-bench",
-    };
-    const config = ZE2bDriverConfig.parse(e2bDriver.configFromEnv(env, context));
-    const driver = instantiateDriver(e2bDriver, config, context);
-    drivers.push(driver);
-    return driver;
-  };
+  const e2b = await startE2b("berth-bench");
+  const { emulator, newDriver } = e2b;
   const spec = (): WorkspaceSpec => ({
     workspaceId: `b${randomBytes(6).toString("hex")}`,
     tenantId: "bench",
@@ -161,9 +132,7 @@ export async function run(): Promise<BenchResult[]> {
       }),
     ];
   } finally {
-    for (const driver of drivers) await driver.close?.();
-    await emulator.close();
-    await fs.rm(basedir, { recursive: true, force: true });
+    await e2b.close();
   }
 }
 

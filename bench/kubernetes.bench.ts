@@ -1,17 +1,10 @@
 import { randomBytes } from "node:crypto";
-import os from "node:os";
-import path from "node:path";
 import { PassThrough } from "node:stream";
 import * as k8s from "@kubernetes/client-node";
-import Docker from "dockerode";
-import {
-  instantiateDriver,
-  type WorkspaceDriver,
-  type WorkspaceSpec,
-} from "@/server/workspace/drivers/driver";
-import { kubernetesDriver } from "@/server/workspace/drivers/kubernetes/driver";
+import { type WorkspaceSpec } from "@/server/workspace/drivers/driver";
 import { IsolationPolicy } from "@/server/workspace/manager/isolation";
-import { startKubeEmulator, type KubeEmulator } from "@/test/fixtures/kube-apiserver";
+import { type KubeEmulator } from "@/test/fixtures/kube-apiserver";
+import { BASE_IMAGE, containersUnavailable, startKubernetes } from "./emulated-drivers";
 import { median, result, type BenchResult } from "./lib";
 
 /**
@@ -25,37 +18,19 @@ import { median, result, type BenchResult } from "./lib";
  *   credentials, opens its tunnel) vs one bare client-node exec into a running Pod.
  * Skipped, with the reason printed, when no Docker engine or base image is available.
  */
-const BASE_IMAGE = process.env.BERTH_BASE_IMAGE ?? "berth-base:bookworm";
 const ROUNDS = 3;
 
 export async function run(): Promise<BenchResult[]> {
-  try {
-    await new Docker({ socketPath: "/var/run/docker.sock" }).getImage(BASE_IMAGE).inspect();
-  } catch (error) {
-    process.stdout.write(`  skipped: no Docker engine or ${BASE_IMAGE} (${String(error)})\n`);
+  const unavailable = await containersUnavailable();
+  if (unavailable) {
+    process.stdout.write(`  skipped: ${unavailable}\n`);
     return [];
   }
-  const emulator = await startKubeEmulator({ namespace: `berth-bench-${randomBytes(3).toString("hex")}` });
+  const kubernetes = await startKubernetes("bench-kubernetes");
+  const { emulator, newDriver } = kubernetes;
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(emulator.kubeconfigPath);
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  const drivers: WorkspaceDriver[] = [];
-  const newDriver = () => {
-    const config = kubernetesDriver.configSchema.parse({
-      connection: { source: "kubeconfig", path: emulator.kubeconfigPath },
-      image: BASE_IMAGE,
-      terminationGracePeriodSeconds: 1,
-      tunnelDir: path.join("/tmp", `berth-bench-k8s-${randomBytes(3).toString("hex")}`),
-    });
-    const driver = instantiateDriver(kubernetesDriver, config, {
-      basedir: path.join(os.tmpdir(), "unused-basedir"),
-      cwd: process.cwd(),
-      uid: process.getuid?.() ?? -1,
-      installationId: () => Promise.resolve("bench-kubernetes"),
-    });
-    drivers.push(driver);
-    return driver;
-  };
   const specs: WorkspaceSpec[] = [];
   const specFor = (): WorkspaceSpec => {
     const spec = {
@@ -68,9 +43,9 @@ export async function run(): Promise<BenchResult[]> {
     specs.push(spec);
     return spec;
   };
+  // The gateway bundle, the namespace's policies and the image's first container outside the timings.
+  const warm = newDriver();
   try {
-    // The gateway bundle, the namespace's policies and the image's first container outside the timings.
-    const warm = newDriver();
     await warm.create(specFor());
     await barePodFirstCommand(emulator, core, kc);
 
@@ -124,9 +99,8 @@ export async function run(): Promise<BenchResult[]> {
       }),
     ];
   } finally {
-    for (const spec of specs) await drivers[0]?.purge(spec).catch(() => undefined);
-    for (const driver of drivers) await driver.close?.();
-    await emulator.close();
+    for (const spec of specs) await warm.purge(spec).catch(() => undefined);
+    await kubernetes.close();
   }
 }
 
