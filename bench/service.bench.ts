@@ -3,7 +3,7 @@ import { getDb } from "@/server/db";
 import { TENANT_DEFAULT_ISOLATION, assignSessionWorkspaceId } from "@/server/modules/session/session.policy";
 import { getQueues } from "@/server/queue/queues";
 import { getRedis, redisKey } from "@/server/redis";
-import { median, result, type BenchResult } from "./lib";
+import { median, percentile, result, type BenchResult } from "./lib";
 import { serveBare } from "./service/bare-handler";
 import { measureJobPickup } from "./service/job-pickup";
 import { load, sqlPerRequest, type HttpTarget, type LoadFigures } from "./service/load";
@@ -157,9 +157,4 @@ async function jobPickup(): Promise<BenchResult[]> {
       baselineValue: percentile(baselineSamplesMs, 0.99),
     }),
   ];
-}
-
-function percentile(values: readonly number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
 }

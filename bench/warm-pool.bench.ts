@@ -17,7 +17,7 @@ import {
   type WorkspaceSpec,
 } from "@/server/workspace/drivers/driver";
 import { IsolationPolicy } from "@/server/workspace/manager/isolation";
-import { result, type BenchResult } from "./lib";
+import { percentile, result, type BenchResult } from "./lib";
 import { startStack } from "./service/stack";
 import { driversHere, type Pooled } from "./warm-pool-drivers";
 
@@ -291,9 +291,4 @@ function tails(cold: readonly number[], warm: readonly number[]): string {
 
 function p50(values: readonly number[]): string {
   return percentile(values, 0.5).toFixed(0);
-}
-
-function percentile(values: readonly number[], fraction: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(Math.ceil(fraction * sorted.length) - 1, 0))] ?? NaN;
 }
