@@ -54,9 +54,22 @@ export async function run(): Promise<BenchResult[]> {
 
 /** One stack's figures: with no pool (`poolSize` null) or a local pool filled to `poolSize` first. */
 async function measure(poolSize: number | null): Promise<Figures> {
-  const saved = process.env.BERTH_WARM_POOLS;
-  if (poolSize === null) delete process.env.BERTH_WARM_POOLS;
-  else process.env.BERTH_WARM_POOLS = `local:1-${poolSize}`;
+  // The bench's one tenant makes 2 × RUNS + 1 workspaces within a minute: no quota may refuse them.
+  const unlimited = String(10 * RUNS + 100);
+  const env: Record<string, string | undefined> = {
+    BERTH_WARM_POOLS: poolSize === null ? undefined : `local:1-${poolSize}`,
+    BERTH_QUOTA_LIVE_WORKSPACES: unlimited,
+    BERTH_QUOTA_TOTAL_WORKSPACES: unlimited,
+    BERTH_QUOTA_PROVISIONS_PER_MINUTE: unlimited,
+  };
+  const saved = Object.fromEntries(Object.keys(env).map((name) => [name, process.env[name]]));
+  const assign = (values: Record<string, string | undefined>) => {
+    for (const [name, value] of Object.entries(values)) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  };
+  assign(env);
   const stack = await startStack();
   const workers = await startWorkerRuntime({
     redis: getConfig().redis,
@@ -83,8 +96,7 @@ async function measure(poolSize: number | null): Promise<Figures> {
   } finally {
     await workers.stop();
     await stack.close();
-    if (saved === undefined) delete process.env.BERTH_WARM_POOLS;
-    else process.env.BERTH_WARM_POOLS = saved;
+    assign(saved);
   }
 }
 
