@@ -238,17 +238,19 @@ describe("session.delete", () => {
     expect(await rejectionCode(h.owner.session.get({ ...h.ref, sessionId }))).toBe("NOT_FOUND");
     expect(await rejectionCode(h.owner.session.get({ ...h.ref, sessionId: worker.id }))).toBe("NOT_FOUND");
 
+    // The purge job removes a session's files, then writes its receipt, one session after the other: the
+    // last receipt may land just after the last folder is gone.
     await vi.waitFor(
       async () => {
         expect(await exists(dirOf(sessionId))).toBe(false);
         expect(await exists(dirOf(worker.id))).toBe(false);
+        const receipts = await h.owner.workspace.purgeReceipts({ ...h.ref, targetType: "session" });
+        expect(receipts.map((receipt) => receipt.targetId)).toEqual(
+          expect.arrayContaining([sessionId, worker.id]),
+        );
       },
       { timeout: 60_000, interval: 100 },
     );
     expect(await exists(dirOf(bystander.sessionId))).toBe(true);
-    const receipts = await h.owner.workspace.purgeReceipts({ ...h.ref, targetType: "session" });
-    expect(receipts.map((receipt) => receipt.targetId)).toEqual(
-      expect.arrayContaining([sessionId, worker.id]),
-    );
   });
 });
