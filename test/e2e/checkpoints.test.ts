@@ -190,8 +190,17 @@ describe.skipIf(!HAS_CHROMIUM)("turn checkpoints in the dashboard", () => {
     );
 
     const reverts = countCalls(page, "checkpoint.revert");
-    await changesOf(page, FIRST).click();
-    await dialog.getByRole("button", { name: "Revert to this turn" }).click();
+    // The chat re-renders as the cancelled turn settles: a click that lands on a row being replaced opens
+    // nothing, so it is made again until the dialog is there.
+    const revertButton = dialog.getByRole("button", { name: "Revert to this turn" });
+    await vi.waitFor(
+      async () => {
+        if (!(await dialog.isVisible())) await changesOf(page, FIRST).click();
+        expect(await revertButton.isVisible()).toBe(true);
+      },
+      { timeout: 60_000, interval: 500 },
+    );
+    await revertButton.click();
     expect(await confirm.textContent()).toContain("not deleted");
     await clickTwiceAtOnce(confirm.getByRole("button", { name: "Revert" }));
     // The progress shows above the chat until the workers end it: DONE, or FAILED with its reason.
