@@ -24,7 +24,12 @@ import {
   transitionFrom,
   type WorkspaceRecord,
 } from "@/server/modules/workspace/workspace-lifecycle.data";
-import { dataLossRecorder, progressRecorder, recordProvisionFailure } from "./provision-records";
+import {
+  dataLossRecorder,
+  meterProvision,
+  progressRecorder,
+  recordProvisionFailure,
+} from "./provision-records";
 import { claimProvision, DEFAULT_PROVISION_CLAIM_MS, waitForProvisionClaim } from "./provision-claim";
 import { storeHandleWhileProvisioning } from "./provision-claim.data";
 import { machineForProvision, poolPathOf } from "@/server/modules/pool/warm-pool.service";
@@ -218,21 +223,7 @@ async function provisionOnce(
     await claim.end();
   }
   timings.done(true);
-  await deps
-    .usage()
-    .record([
-      {
-        tenantId: record.tenantId,
-        kind: "provision",
-        quantity: 1,
-        backend: record.backendKind,
-        size,
-        agentId: record.agentId,
-        userId: record.userId,
-        workspaceId: record.id,
-      },
-    ])
-    .catch((error: unknown) => log.warn({ err: error }, "could not meter a provision"));
+  await meterProvision(deps.usage(), record, size, log);
   // An operator suspended the tenant while the machine was being made: that suspension's stop job found the
   // record PROVISIONING and had nothing to stop, so the machine stops here instead of running on.
   if (!(await tenantAdmitsWork(payload.tenantId, db))) {

@@ -1,3 +1,4 @@
+import type { UsageRecorder } from "@/server/modules/metering/metering.service";
 import type { TenantScope } from "@/server/auth/scope";
 import type { Db } from "@/server/db";
 import type { Logger } from "@/server/logger";
@@ -95,4 +96,27 @@ export async function recordProvisionFailure(
     // Sent outside the installation: host paths never leave it (server/shared/host-paths.ts).
     error: redactHostPaths(message).slice(0, 1_000),
   });
+}
+
+/** A provision's usage, buffered for the ledger; a failure to buffer is logged, never the provision's. */
+export async function meterProvision(
+  usage: UsageRecorder,
+  record: WorkspaceRecord,
+  size: string,
+  log: Logger,
+): Promise<void> {
+  await usage
+    .record([
+      {
+        tenantId: record.tenantId,
+        kind: "provision",
+        quantity: 1,
+        backend: record.backendKind,
+        size,
+        agentId: record.agentId,
+        userId: record.userId,
+        workspaceId: record.id,
+      },
+    ])
+    .catch((error: unknown) => log.warn({ err: error }, "could not meter a provision"));
 }

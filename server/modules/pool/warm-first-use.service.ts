@@ -5,6 +5,7 @@ import type { WarmPoolConfig } from "@/server/engine/warm-pool-config";
 import type { Logger } from "@/server/logger";
 import { newProvisionRun, DEFAULT_PROVISION_CLAIM_MS } from "@/server/modules/machines/provision-claim";
 import { storeHandleWhileProvisioning } from "@/server/modules/machines/provision-claim.data";
+import { meterProvision } from "@/server/modules/machines/provision-records";
 import type { UsageRecorder } from "@/server/modules/metering/metering.service";
 import { startProvisionTimings } from "@/server/modules/metrics/provision-timings";
 import type { StageSampleRecorder } from "@/server/modules/metrics/stage-buffer.service";
@@ -233,21 +234,7 @@ function afterReady(
   void deleteWarmMachine(machineId, db).catch((error: unknown) =>
     log.warn({ err: error, machine: machineId }, "could not delete a bound warm machine's row"),
   );
-  void deps
-    .usage()
-    .record([
-      {
-        tenantId: record.tenantId,
-        kind: "provision",
-        quantity: 1,
-        backend: record.backendKind,
-        size,
-        agentId: record.agentId,
-        userId: record.userId,
-        workspaceId: record.id,
-      },
-    ])
-    .catch((error: unknown) => log.warn({ err: error }, "could not meter a provision"));
+  void meterProvision(deps.usage(), record, size, log);
   deps.lifecycle.emit(record.tenantId, "workspace.ready", {
     workspaceId: record.id,
     backend: record.backendKind,
